@@ -1,0 +1,449 @@
+"""SKILL.md → `Skill`: the Agent Skills format, GAIA's `metadata.gaia` extension, and discovery.
+
+A skill file is YAML frontmatter between two `---` lines followed by a Markdown body. The body is kept
+byte for byte (the anchorer needs it losslessly); the frontmatter never takes part in a body anchor.
+Every problem is reported with the file and the 1-based line it sits on, and nothing is half-loaded:
+`load_skill` either returns a complete, valid `Skill` or raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "CAPABILITY_DOMAINS",
+    "MAX_SKILL_BYTES",
+    "Discovery",
+    "Permission",
+    "Problem",
+    "Root",
+    "Skill",
+    "SkillError",
+    "SkillFormatError",
+    "SkillValidationError",
+    "check_skill",
+    "default_roots",
+    "discover",
+    "find_skill",
+    "load_skill",
+    "parse_skill",
+]
+
+MAX_SKILL_BYTES = 2 * 1024 * 1024  # a SKILL.md is instructions, not a data file
+SECURITY_TIERS = ("verified", "community", "experimental")
+CAPABILITY_DOMAINS = frozenset({"filesystem", "shell", "database", "desktop", "env"})
+PERMISSION_DOMAINS = CAPABILITY_DOMAINS | {"network", "mcp"}
+_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_PERMISSION = re.compile(r"^(?P<domain>[a-z]+):(?P<action>[a-z_*]+)(?::(?P<scope>\S+))?$")
+_FENCE = re.compile(r"^---[ \t]*\r?\n?$")
+
+
+class SkillError(ValueError):
+    """A SKILL.md that cannot be used. Carries the path and, where known, the 1-based line and field."""
+
+    def __init__(self, message: str, path: str | os.PathLike | None = None, line: int | None = None,
+                 field: str | None = None):
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.field = field
+        self.message = message
+        where = self.path or "<string>"
+        if line is not None:
+            where += f":{line}"
+        if field:
+            where += f" [{field}]"
+        super().__init__(f"{where}: {message}")
+
+
+class SkillFormatError(SkillError):
+    """The file cannot be read as a SKILL.md at all (binary, not UTF-8, too big, broken YAML, …)."""
+
+
+class SkillValidationError(SkillError):
+    """The file parses but breaks the Agent Skills or `metadata.gaia` rules; `problems` lists them all."""
+
+    def __init__(self, problems: Sequence["Problem"], path: str | os.PathLike | None = None):
+        self.problems = tuple(problems)
+        first = self.problems[0]
+        more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        super().__init__(first.message + more, path, first.line, first.field)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation finding, located in the file."""
+
+    message: str
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        loc = f"line {self.line}" if self.line else "file"
+        return f"{loc}{f' [{self.field}]' if self.field else ''}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Permission:
+    """`domain:action[:scope]`, e.g. `network:read` or `filesystem:write:./out/**`."""
+
+    domain: str
+    action: str
+    scope: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "Permission":
+        m = _PERMISSION.match(text.strip()) if isinstance(text, str) else None
+        if not m:
+            raise ValueError(f"permission {text!r} is not of the form domain:action[:scope]")
+        return cls(m["domain"], m["action"], m["scope"])
+
+    @property
+    def capability_bearing(self) -> bool:
+        return self.domain in CAPABILITY_DOMAINS
+
+    def __str__(self) -> str:
+        return f"{self.domain}:{self.action}" + (f":{self.scope}" if self.scope else "")
+
+
+@dataclass(frozen=True)
+class Skill:
+    """An authored skill, immutable. `body` is the exact text after the frontmatter."""
+
+    name: str
+    description: str
+    body: str
+    path: Path | None = None
+    frontmatter: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    license: str | None = None
+    compatibility: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    version: str | None = None
+    permissions: tuple[Permission, ...] = ()
+    security_tier: str = "experimental"
+    tools: tuple[str, ...] = ()
+    body_start_line: int = 1  # file line on which body line 1 sits
+    root: str | None = None  # label of the discovery root that supplied it
+
+    @property
+    def capability_bearing(self) -> bool:
+        """Any filesystem / shell / database / desktop / env permission: no learned deltas allowed."""
+        return any(p.capability_bearing for p in self.permissions)
+
+    @property
+    def instruction_only(self) -> bool:
+        return not self.tools and not self.permissions
+
+    @property
+    def body_digest(self) -> str:
+        return hashlib.sha256(self.body.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def directory(self) -> Path | None:
+        return None if self.path is None else self.path.parent
+
+
+# --------------------------------------------------------------------------------------------- parsing
+
+
+def _read_text(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_SKILL_BYTES + 1)
+    except OSError as exc:
+        raise SkillFormatError(f"cannot read: {exc.strerror or exc}", path) from exc
+    if len(raw) > MAX_SKILL_BYTES:
+        raise SkillFormatError(f"file is larger than {MAX_SKILL_BYTES} bytes; a SKILL.md is instructions, "
+                               "not data", path)
+    if b"\x00" in raw:
+        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
+        raise SkillFormatError("binary content (NUL byte); a SKILL.md must be UTF-8 text", path, line)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SkillFormatError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                               path, line) from exc
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def split_frontmatter(text: str, path: str | os.PathLike | None = None) -> tuple[str, str, int]:
+    """Return (frontmatter YAML, body, body_start_line). The body keeps its exact bytes."""
+    lines = text.splitlines(keepends=True)
+    if not lines or not _FENCE.match(lines[0]):
+        raise SkillFormatError("missing YAML frontmatter: the file must start with a '---' line", path, 1)
+    for i in range(1, len(lines)):
+        if _FENCE.match(lines[i]):
+            return "".join(lines[1:i]), "".join(lines[i + 1:]), i + 2
+    raise SkillFormatError("frontmatter is never closed by a '---' line", path, 1)
+
+
+def _load_yaml(source: str, path, first_line: int) -> dict:
+    try:
+        data = yaml.safe_load(source)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = first_line + mark.line if mark else first_line
+        raise SkillFormatError(f"malformed YAML frontmatter: {exc.problem or exc}", path, line) from exc
+    except yaml.YAMLError as exc:
+        raise SkillFormatError(f"malformed YAML frontmatter: {exc}", path, first_line) from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SkillFormatError(f"frontmatter must be a mapping of fields, not a {type(data).__name__}",
+                               path, first_line)
+    return data
+
+
+def _field_lines(source: str, first_line: int) -> dict[str, int]:
+    """Best-effort line of each top-level (and `metadata.gaia.*`) key, for error messages."""
+    lines: dict[str, int] = {}
+    for i, raw in enumerate(source.splitlines()):
+        m = re.match(r"^(\s*)([A-Za-z_][\w-]*)\s*:", raw)
+        if m:
+            key = m[2] if not m[1] else f"metadata.gaia.{m[2]}" if m[2] != "gaia" else "metadata.gaia"
+            lines.setdefault(key, first_line + i)
+    return lines
+
+
+def _strings(value: Any) -> tuple[str, ...] | None:
+    """A YAML list of strings, or a single space/comma separated string (allowed-tools style)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(t for t in re.split(r"[,\s]+", value) if t)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
+def _tool_names(value: Any) -> tuple[str, ...] | None:
+    """`metadata.gaia.tools`: names, or mappings with a `name` key (typed tool declarations)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        return None
+    names = []
+    for item in value:
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            names.append(item["name"])
+        else:
+            return None
+    return tuple(names)
+
+
+def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str | None = None,
+                check_directory: bool = True) -> tuple[Skill | None, list[Problem]]:
+    """Parse SKILL.md text; return the skill (None if any problem) and every validation problem.
+
+    Format errors (no frontmatter, broken YAML, a list as frontmatter) raise `SkillFormatError`.
+    """
+    fm_text, body, body_start = split_frontmatter(text, path)
+    data = _load_yaml(fm_text, path, 2)
+    at = _field_lines(fm_text, 2)
+    problems: list[Problem] = []
+
+    def bad(field_name: str, message: str) -> None:
+        problems.append(Problem(message, at.get(field_name, 1), field_name))
+
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        bad("name", "required field 'name' is missing or not a string")
+    else:
+        if len(name) > 64:
+            bad("name", f"name is {len(name)} characters; at most 64 are allowed")
+        if not _NAME.match(name):
+            bad("name", f"name {name!r} must be lowercase letters, digits and single hyphens, "
+                        "not starting or ending with a hyphen")
+        if check_directory and path is not None and Path(path).name == "SKILL.md":
+            directory = Path(path).parent.name
+            if unicodedata.normalize("NFC", directory) != name:
+                bad("name", f"name {name!r} must equal its directory name {directory!r}")
+
+    description = data.get("description")
+    if not isinstance(description, str) or not description.strip():
+        bad("description", "required field 'description' is missing, empty or not a string")
+    elif len(description) > 1024:
+        bad("description", f"description is {len(description)} characters; at most 1024 are allowed")
+
+    license_ = data.get("license")
+    if license_ is not None and not isinstance(license_, str):
+        bad("license", "license must be a string")
+    compatibility = data.get("compatibility")
+    if compatibility is not None and (not isinstance(compatibility, str) or not 1 <= len(compatibility) <= 500):
+        bad("compatibility", "compatibility must be a string of 1-500 characters")
+    allowed_tools = _strings(data.get("allowed-tools"))
+    if allowed_tools is None:
+        bad("allowed-tools", "allowed-tools must be a string or a list of strings")
+
+    metadata = data.get("metadata", {})
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        bad("metadata", "metadata must be a mapping")
+        metadata = {}
+    gaia = metadata.get("gaia", {}) or {}
+    if not isinstance(gaia, dict):
+        bad("metadata.gaia", "metadata.gaia must be a mapping")
+        gaia = {}
+
+    version = gaia.get("version", data.get("version"))
+    if version is not None and not isinstance(version, (str, int, float)):
+        bad("metadata.gaia.version", "version must be a string")
+    version = None if version is None else str(version)
+
+    permissions: list[Permission] = []
+    raw_perms = gaia.get("permissions", [])
+    if raw_perms is None:
+        raw_perms = []
+    if not isinstance(raw_perms, list):
+        bad("metadata.gaia.permissions", "permissions must be a list of 'domain:action[:scope]' strings")
+        raw_perms = []
+    for item in raw_perms:
+        try:
+            perm = Permission.parse(item)
+        except ValueError as exc:
+            bad("metadata.gaia.permissions", str(exc))
+            continue
+        if perm.domain not in PERMISSION_DOMAINS:
+            bad("metadata.gaia.permissions", f"unknown permission domain {perm.domain!r} in {item!r}")
+            continue
+        permissions.append(perm)
+
+    tier = gaia.get("security_tier", "experimental")
+    if tier not in SECURITY_TIERS:
+        bad("metadata.gaia.security_tier", f"security_tier {tier!r} must be one of {', '.join(SECURITY_TIERS)}")
+    tools = _tool_names(gaia.get("tools"))
+    if tools is None:
+        bad("metadata.gaia.tools", "tools must be a list of names or of mappings with a 'name'")
+
+    if problems:
+        return None, problems
+    skill = Skill(
+        name=name, description=description, body=body,
+        path=None if path is None else Path(path),
+        frontmatter=MappingProxyType(data), license=license_, compatibility=compatibility,
+        allowed_tools=allowed_tools, version=version, permissions=tuple(permissions),
+        security_tier=tier, tools=tools, body_start_line=body_start, root=root,
+    )
+    return skill, []
+
+
+def _skill_file(path: str | os.PathLike) -> Path:
+    p = Path(path)
+    return p / "SKILL.md" if p.is_dir() else p
+
+
+def load_skill(path: str | os.PathLike, *, root: str | None = None) -> Skill:
+    """Load a skill directory or SKILL.md file; raise `SkillError` (with path and line) on any problem."""
+    file = _skill_file(path)
+    skill, problems = parse_skill(_read_text(file), file, root=root)
+    if problems:
+        raise SkillValidationError(problems, file)
+    return skill
+
+
+def check_skill(path: str | os.PathLike) -> list[SkillError]:
+    """Every problem with one skill as a list of located errors (empty when valid). Never raises."""
+    file = _skill_file(path)
+    try:
+        _, problems = parse_skill(_read_text(file), file)
+    except SkillError as exc:
+        return [exc]
+    return [SkillError(p.message, file, p.line, p.field) for p in problems]
+
+
+# ------------------------------------------------------------------------------------------- discovery
+
+
+@dataclass(frozen=True)
+class Root:
+    """A discovery root. Roots are searched in order; the first one holding a name wins."""
+
+    label: str
+    path: Path
+    read_only: bool = False  # an import root: its skills are forced to tier `experimental`
+
+
+@dataclass(frozen=True)
+class Discovery:
+    skills: Mapping[str, Skill]
+    shadowed: tuple[tuple[Skill, Skill], ...]  # (hidden, winner)
+    errors: tuple[SkillError, ...]
+
+
+def default_roots(project: str | os.PathLike = ".", *, agent: str | os.PathLike | None = None,
+                  home: str | os.PathLike | None = None) -> list[Root]:
+    """The Agent Skills precedence: project, agent-bundled, user, installed, then Claude Code imports."""
+    project, home = Path(project), Path(home) if home else Path.home()
+    roots = [Root("project", project / ".gaia" / "skills")]
+    if agent is not None:
+        roots.append(Root("agent", Path(agent) / "skills"))
+    roots += [
+        Root("user", home / ".gaia" / "skills"),
+        Root("installed", home / ".gaia" / "installed-skills"),
+        Root("claude-project", project / ".claude" / "skills", read_only=True),
+        Root("claude-user", home / ".claude" / "skills", read_only=True),
+    ]
+    return roots
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.relative_to(parent)
+        return True
+    except ValueError:
+        return False
+
+
+def discover(roots: Iterable[Root]) -> Discovery:
+    """Find every `<root>/<name>/SKILL.md`. No path may escape its root (symlinks, `..`)."""
+    found: dict[str, Skill] = {}
+    shadowed: list[tuple[Skill, Skill]] = []
+    errors: list[SkillError] = []
+    for root in roots:
+        if not root.path.is_dir():
+            continue
+        real_root = root.path.resolve()
+        for entry in sorted(root.path.iterdir()):
+            file = entry / "SKILL.md"
+            if not entry.is_dir() or not file.exists():
+                continue
+            if not _inside(file.resolve(), real_root):
+                errors.append(SkillError(f"resolves outside its root {root.path} (symlink or '..'); ignored",
+                                         file))
+                continue
+            try:
+                skill = load_skill(file, root=root.label)
+            except SkillError as exc:
+                errors.append(exc)
+                continue
+            if root.read_only and skill.security_tier != "experimental":
+                skill = replace(skill, security_tier="experimental")
+            if skill.name in found:
+                shadowed.append((skill, found[skill.name]))
+            else:
+                found[skill.name] = skill
+    return Discovery(MappingProxyType(found), tuple(shadowed), tuple(errors))
+
+
+def find_skill(ref: str | os.PathLike, roots: Iterable[Root] | None = None) -> Skill:
+    """A path to a skill directory or SKILL.md, else a name looked up through the discovery roots."""
+    p = Path(ref)
+    if p.exists():
+        return load_skill(p)
+    found = discover(default_roots() if roots is None else roots)
+    if str(ref) in found.skills:
+        return found.skills[str(ref)]
+    raise SkillError(f"no skill file and no discovered skill named {str(ref)!r}", ref)

@@ -1,0 +1,1 @@
+"""ipywidgets front-ends over overlay_kit\x27s public API."""
