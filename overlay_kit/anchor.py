@@ -3,10 +3,12 @@
 Headings are found by markdown-it-py (CommonMark: ATX and setext headings, fenced code with `#` lines,
 headings indented 1-3 spaces); only document-level headings start sections. Each heading starts a
 section that runs to the next heading, so the sections partition the body and `render(parse(b)) == b`
-byte for byte. Text before the first heading is `_preamble`; a body without headings is one `_body`
-section. Slugs are unique within a document. The digest hashes normalized text (NFC, whitespace
-runs collapsed, heading markup dropped), so whitespace-only edits keep it and any change of words
-changes it.
+byte for byte. A body with headings always starts with a `_preamble` section (the text before the
+first heading, possibly empty), so adding or removing a leading blank line never adds or removes a
+section; a body without headings is one `_body` section. Slugs are unique within a document. The
+digest hashes normalized text (NFC, whitespace runs collapsed, the `#`/underline heading markers
+dropped but the heading's inline source kept), so whitespace-only edits keep it and any change of
+words — link targets in a heading included — changes it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Literal
 
 from markdown_it import MarkdownIt
@@ -47,21 +49,21 @@ class Section:
     """A contiguous slice of the body: a heading line (or none) and everything up to the next heading."""
 
     slug: str
-    heading: str  # inline text of the heading; "" for `_preamble` / `_body`
+    heading: str  # plain inline text of the heading; "" for `_preamble` / `_body`
     level: int  # 1-6; 0 for `_preamble` / `_body`
     start_line: int  # 1-based, inclusive
     end_line: int  # 1-based, inclusive; start_line - 1 for an empty section
     text: str  # the exact source text
     heading_lines: int = 0  # how many leading lines of `text` are the heading (2+ for setext)
+    heading_source: str = field(default="", repr=False)  # the heading's inline Markdown, markers dropped
 
-    @property
+    @cached_property
     def digest(self) -> str:
         return digest(self.content_for_digest)
 
     @property
     def content_for_digest(self) -> str:
-        lines = split_lines(self.text)
-        return self.heading + "\n" + "".join(lines[self.heading_lines:])
+        return (self.heading_source or self.heading) + "\n" + self.body_text
 
     @property
     def body_text(self) -> str:
@@ -109,11 +111,10 @@ def digest(text: str) -> str:
 
 
 def slugify(heading: str) -> str:
-    """GitHub-style slug: NFC, lowercase, punctuation dropped, spaces to hyphens; never empty."""
-    text = unicodedata.normalize("NFC", heading).strip().lower()
+    """GitHub-style slug: NFC, lowercase, punctuation dropped, whitespace to single hyphens; never empty."""
+    text = " ".join(unicodedata.normalize("NFC", heading).lower().split())
     text = re.sub(r"[^\w\- ]", "", text)
-    text = re.sub(r"[\s]+", "-", text)
-    text = re.sub(r"-{2,}", "-", text).strip("-")
+    text = re.sub(r"[\s-]*\s[\s-]*|-{2,}", "-", text).strip("-")
     return text or "section"
 
 
@@ -122,15 +123,29 @@ def _markdown() -> MarkdownIt:
     return MarkdownIt("commonmark")
 
 
-def _headings(body: str) -> list[tuple[int, int, int, str]]:
-    """(start_line, end_line_exclusive, level, inline text) of every document-level heading, 0-based."""
+def _plain(tokens) -> str:
+    """The visible text of inline tokens: links and emphasis unwrapped, image alt text kept, breaks as spaces."""
+    out = []
+    for tok in tokens or ():
+        if tok.type in ("text", "text_special", "code_inline"):
+            out.append(tok.content)
+        elif tok.type in ("softbreak", "hardbreak"):
+            out.append(" ")
+        elif tok.type == "image":
+            out.append(_plain(tok.children))
+    return "".join(out)
+
+
+def _headings(body: str) -> list[tuple[int, int, int, str, str]]:
+    """(start_line, end_line_exclusive, level, plain text, inline source) of every document-level heading,
+    0-based. Headings nested in block quotes or list items do not start sections."""
     tokens = _markdown().parse(body)
     found = []
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.level == 0 and tok.map:
             inline = tokens[i + 1]
-            text = "".join(c.content for c in (inline.children or []) if c.type in ("text", "code_inline"))
-            found.append((tok.map[0], tok.map[1], int(tok.tag[1]), text.strip()))
+            found.append((tok.map[0], tok.map[1], int(tok.tag[1]), " ".join(_plain(inline.children).split()),
+                          inline.content))
     return found
 
 
@@ -149,14 +164,14 @@ def parse(body: str) -> tuple[Section, ...]:
     heads = _headings(body)
     if not heads:
         return (Section(BODY, "", 0, 1, len(lines), body),)
-    sections: list[Section] = []
+    first = heads[0][0]
+    sections = [Section(PREAMBLE, "", 0, 1, first, "".join(lines[:first]))]
     taken = {PREAMBLE, BODY}
-    if heads[0][0] > 0:
-        sections.append(Section(PREAMBLE, "", 0, 1, heads[0][0], "".join(lines[: heads[0][0]])))
-    for i, (start, head_end, level, text) in enumerate(heads):
+    for i, (start, head_end, level, text, source) in enumerate(heads):
         end = heads[i + 1][0] if i + 1 < len(heads) else len(lines)
         sections.append(Section(_unique(slugify(text), taken), text, level, start + 1, end,
-                                "".join(lines[start:end]), heading_lines=head_end - start))
+                                "".join(lines[start:end]), heading_lines=head_end - start,
+                                heading_source=source))
     return tuple(sections)
 
 

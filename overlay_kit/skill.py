@@ -43,9 +43,12 @@ MAX_SKILL_BYTES = 2 * 1024 * 1024  # a SKILL.md is instructions, not a data file
 SECURITY_TIERS = ("verified", "community", "experimental")
 CAPABILITY_DOMAINS = frozenset({"filesystem", "shell", "database", "desktop", "env"})
 PERMISSION_DOMAINS = CAPABILITY_DOMAINS | {"network", "mcp"}
-_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_PERMISSION = re.compile(r"^(?P<domain>[a-z]+):(?P<action>[a-z_*]+)(?::(?P<scope>\S+))?$")
-_FENCE = re.compile(r"^---[ \t]*\r?\n?$")
+_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # used with fullmatch: `$` would accept a trailing newline
+_PERMISSION = re.compile(r"(?P<domain>[a-z]+):(?P<action>[a-z_*]+)(?::(?P<scope>\S+))?")
+_BREAK = re.compile(r"\r\n|\r|\n")  # the line breaks markdown-it (and so the anchorer) counts
+_OPEN_FENCE = re.compile(r"---[ \t]*(?:\r\n|\r|\n|\Z)")
+_CLOSE_FENCE = re.compile(r"(?<=[\r\n])---[ \t]*(?:\r\n|\r|\n|\Z)")
+_ALLOWED_TOOL = re.compile(r"[^\s,()]+(?:\([^)]*\))?")  # `Read, Bash(git add:*)` → Read, Bash(git add:*)
 
 
 class SkillError(ValueError):
@@ -63,6 +66,16 @@ class SkillError(ValueError):
         if field:
             where += f" [{field}]"
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(self):  # survive pickling (joblib workers) with every field intact
+        return _rebuild_error, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuild_error(cls, args, state):
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
 
 
 class SkillFormatError(SkillError):
@@ -102,7 +115,7 @@ class Permission:
 
     @classmethod
     def parse(cls, text: str) -> "Permission":
-        m = _PERMISSION.match(text.strip()) if isinstance(text, str) else None
+        m = _PERMISSION.fullmatch(text.strip()) if isinstance(text, str) else None
         if not m:
             raise ValueError(f"permission {text!r} is not of the form domain:action[:scope]")
         return cls(m["domain"], m["action"], m["scope"])
@@ -155,6 +168,11 @@ class Skill:
 # --------------------------------------------------------------------------------------------- parsing
 
 
+def _line_of(raw: bytes, offset: int) -> int:
+    """1-based line holding byte `offset`, counting \\r\\n, \\r and \\n as the anchorer does."""
+    return len(re.findall(rb"\r\n|\r|\n", raw[:offset])) + 1
+
+
 def _read_text(path: Path) -> str:
     try:
         with open(path, "rb") as fh:
@@ -162,85 +180,123 @@ def _read_text(path: Path) -> str:
     except OSError as exc:
         raise SkillFormatError(f"cannot read: {exc.strerror or exc}", path) from exc
     if len(raw) > MAX_SKILL_BYTES:
-        raise SkillFormatError(f"file is larger than {MAX_SKILL_BYTES} bytes; a SKILL.md is instructions, "
-                               "not data", path)
+        raise SkillFormatError(f"file is larger than {MAX_SKILL_BYTES} bytes (the limit falls on this line); "
+                               "a SKILL.md is instructions, not data", path, _line_of(raw, MAX_SKILL_BYTES))
     if b"\x00" in raw:
-        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
-        raise SkillFormatError("binary content (NUL byte); a SKILL.md must be UTF-8 text", path, line)
+        raise SkillFormatError("binary content (NUL byte); a SKILL.md must be UTF-8 text", path,
+                               _line_of(raw, raw.index(b"\x00")))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
         raise SkillFormatError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
-                               path, line) from exc
+                               path, _line_of(raw, exc.start)) from exc
     return text[1:] if text.startswith("\ufeff") else text
 
 
 def split_frontmatter(text: str, path: str | os.PathLike | None = None) -> tuple[str, str, int]:
-    """Return (frontmatter YAML, body, body_start_line). The body keeps its exact bytes."""
-    lines = text.splitlines(keepends=True)
-    if not lines or not _FENCE.match(lines[0]):
+    """Return (frontmatter YAML, body, body_start_line). The body keeps its exact bytes.
+
+    Lines break only at \\r\\n, \\r and \\n (as in markdown-it), so body line numbers agree with the anchorer's.
+    """
+    opening = _OPEN_FENCE.match(text)
+    if not opening:
         raise SkillFormatError("missing YAML frontmatter: the file must start with a '---' line", path, 1)
-    for i in range(1, len(lines)):
-        if _FENCE.match(lines[i]):
-            return "".join(lines[1:i]), "".join(lines[i + 1:]), i + 2
-    raise SkillFormatError("frontmatter is never closed by a '---' line", path, 1)
+    closing = _CLOSE_FENCE.search(text, opening.end())
+    if not closing:
+        raise SkillFormatError("frontmatter is never closed by a '---' line", path, 1)
+    body_start = len(_BREAK.findall(text, 0, closing.end())) + 1
+    if not closing.group().endswith(("\n", "\r")):  # the fence is the last line, without a line break
+        body_start += 1
+    return text[opening.end():closing.start()], text[closing.end():], body_start
 
 
-def _load_yaml(source: str, path, first_line: int) -> dict:
+class _Loader(yaml.SafeLoader):
+    """`yaml.safe_load` semantics, plus: a repeated key is an error, and a bad date is a located error."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: set = set()
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                if (key.tag, key.value) in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"found duplicate key {key.value!r}", key.start_mark)
+                seen.add((key.tag, key.value))
+        return super().construct_mapping(node, deep)
+
+    def construct_yaml_timestamp(self, node):
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError as exc:
+            raise yaml.constructor.ConstructorError(None, None, f"invalid date {node.value!r}: {exc}",
+                                                    node.start_mark) from exc
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_timestamp)
+
+
+@dataclass(frozen=True)
+class _Frontmatter:
+    data: dict
+    lines: Mapping[str, int]  # dotted field path (and `path[i]` for list items) → file line
+    scalars: Mapping[str, str]  # dotted field path → the scalar exactly as written (for `version`)
+
+
+_LOCATED = ("metadata", "metadata.gaia")  # mappings whose keys get their own lines
+_LISTS = ("allowed-tools", "metadata.gaia.permissions", "metadata.gaia.tools")
+
+
+def _load_yaml(source: str, path, first_line: int) -> _Frontmatter:
+    loader = _Loader(source)
     try:
-        data = yaml.safe_load(source)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = first_line + mark.line if mark else first_line
         raise SkillFormatError(f"malformed YAML frontmatter: {exc.problem or exc}", path, line) from exc
     except yaml.YAMLError as exc:
         raise SkillFormatError(f"malformed YAML frontmatter: {exc}", path, first_line) from exc
+    except RecursionError as exc:
+        raise SkillFormatError("malformed YAML frontmatter: nested too deeply", path, first_line) from exc
+    finally:
+        loader.dispose()
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise SkillFormatError(f"frontmatter must be a mapping of fields, not a {type(data).__name__}",
                                path, first_line)
-    return data
-
-
-def _field_lines(source: str, first_line: int) -> dict[str, int]:
-    """Best-effort line of each top-level (and `metadata.gaia.*`) key, for error messages."""
     lines: dict[str, int] = {}
-    for i, raw in enumerate(source.splitlines()):
-        m = re.match(r"^(\s*)([A-Za-z_][\w-]*)\s*:", raw)
-        if m:
-            key = m[2] if not m[1] else f"metadata.gaia.{m[2]}" if m[2] != "gaia" else "metadata.gaia"
-            lines.setdefault(key, first_line + i)
-    return lines
+    scalars: dict[str, str] = {}
+
+    def walk(mapping: yaml.MappingNode, prefix: str) -> None:  # bounded: only the levels we validate
+        for key, value in mapping.value:
+            if not isinstance(key, yaml.ScalarNode):
+                continue
+            name = prefix + key.value
+            lines.setdefault(name, first_line + key.start_mark.line)
+            if isinstance(value, yaml.ScalarNode):
+                scalars.setdefault(name, value.value)
+            elif isinstance(value, yaml.MappingNode) and name in _LOCATED:
+                walk(value, name + ".")
+            elif isinstance(value, yaml.SequenceNode) and name in _LISTS:
+                for i, item in enumerate(value.value):
+                    lines.setdefault(f"{name}[{i}]", first_line + item.start_mark.line)
+
+    if isinstance(node, yaml.MappingNode):
+        walk(node, "")
+    return _Frontmatter(data, MappingProxyType(lines), MappingProxyType(scalars))
 
 
 def _strings(value: Any) -> tuple[str, ...] | None:
-    """A YAML list of strings, or a single space/comma separated string (allowed-tools style)."""
+    """A YAML list of strings, or one space/comma separated string (`Read, Bash(git add:*)`)."""
     if value is None:
         return ()
     if isinstance(value, str):
-        return tuple(t for t in re.split(r"[,\s]+", value) if t)
+        return tuple(_ALLOWED_TOOL.findall(value))
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     return None
-
-
-def _tool_names(value: Any) -> tuple[str, ...] | None:
-    """`metadata.gaia.tools`: names, or mappings with a `name` key (typed tool declarations)."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        return None
-    names = []
-    for item in value:
-        if isinstance(item, str):
-            names.append(item)
-        elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            names.append(item["name"])
-        else:
-            return None
-    return tuple(names)
 
 
 def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str | None = None,
@@ -250,12 +306,13 @@ def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str |
     Format errors (no frontmatter, broken YAML, a list as frontmatter) raise `SkillFormatError`.
     """
     fm_text, body, body_start = split_frontmatter(text, path)
-    data = _load_yaml(fm_text, path, 2)
-    at = _field_lines(fm_text, 2)
+    fm = _load_yaml(fm_text, path, 2)
+    data = fm.data
     problems: list[Problem] = []
 
-    def bad(field_name: str, message: str) -> None:
-        problems.append(Problem(message, at.get(field_name, 1), field_name))
+    def bad(field_name: str, message: str, at: str | None = None) -> None:
+        line = fm.lines.get(at or field_name, fm.lines.get(field_name, 1))
+        problems.append(Problem(message, line, field_name))
 
     name = data.get("name")
     if not isinstance(name, str) or not name:
@@ -263,8 +320,8 @@ def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str |
     else:
         if len(name) > 64:
             bad("name", f"name is {len(name)} characters; at most 64 are allowed")
-        if not _NAME.match(name):
-            bad("name", f"name {name!r} must be lowercase letters, digits and single hyphens, "
+        if not _NAME.fullmatch(name):
+            bad("name", f"name {name!r} must be lowercase letters a-z, digits and single hyphens, "
                         "not starting or ending with a hyphen")
         if check_directory and path is not None and Path(path).name == "SKILL.md":
             directory = Path(path).parent.name
@@ -286,47 +343,75 @@ def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str |
     allowed_tools = _strings(data.get("allowed-tools"))
     if allowed_tools is None:
         bad("allowed-tools", "allowed-tools must be a string or a list of strings")
+        allowed_tools = ()
 
-    metadata = data.get("metadata", {})
+    metadata = data.get("metadata")
     if metadata is None:
         metadata = {}
-    if not isinstance(metadata, dict):
+    elif not isinstance(metadata, dict):
         bad("metadata", "metadata must be a mapping")
         metadata = {}
-    gaia = metadata.get("gaia", {}) or {}
-    if not isinstance(gaia, dict):
+    gaia = metadata.get("gaia")
+    if gaia is None:
+        gaia = {}
+    elif not isinstance(gaia, dict):
         bad("metadata.gaia", "metadata.gaia must be a mapping")
         gaia = {}
 
-    version = gaia.get("version", data.get("version"))
-    if version is not None and not isinstance(version, (str, int, float)):
-        bad("metadata.gaia.version", "version must be a string")
-    version = None if version is None else str(version)
+    # GAIA documents `version` at the top level; issue 2 puts it under metadata.gaia. Accept both, as written
+    # (`1.10` stays "1.10", not the float 1.1), and refuse two different values.
+    version = None
+    for key in ("metadata.gaia.version", "version"):
+        value = gaia.get("version") if key != "version" else data.get("version")
+        if value is None:
+            continue
+        if isinstance(value, (dict, list)):
+            bad(key, "version must be a string such as '1.2.0'")
+        elif version is None:
+            version = fm.scalars.get(key, str(value))
+        elif fm.scalars.get(key, str(value)) != version:
+            bad(key, f"version {fm.scalars.get(key)!r} contradicts metadata.gaia.version {version!r}")
 
     permissions: list[Permission] = []
-    raw_perms = gaia.get("permissions", [])
+    raw_perms = gaia.get("permissions")
     if raw_perms is None:
         raw_perms = []
-    if not isinstance(raw_perms, list):
+    elif not isinstance(raw_perms, list):
         bad("metadata.gaia.permissions", "permissions must be a list of 'domain:action[:scope]' strings")
         raw_perms = []
-    for item in raw_perms:
+    for i, item in enumerate(raw_perms):
+        at = f"metadata.gaia.permissions[{i}]"
         try:
             perm = Permission.parse(item)
         except ValueError as exc:
-            bad("metadata.gaia.permissions", str(exc))
+            bad("metadata.gaia.permissions", str(exc), at)
             continue
         if perm.domain not in PERMISSION_DOMAINS:
-            bad("metadata.gaia.permissions", f"unknown permission domain {perm.domain!r} in {item!r}")
+            bad("metadata.gaia.permissions", f"unknown permission domain {perm.domain!r} in {item!r}; "
+                                             f"known: {', '.join(sorted(PERMISSION_DOMAINS))}", at)
             continue
         permissions.append(perm)
 
     tier = gaia.get("security_tier", "experimental")
     if tier not in SECURITY_TIERS:
         bad("metadata.gaia.security_tier", f"security_tier {tier!r} must be one of {', '.join(SECURITY_TIERS)}")
-    tools = _tool_names(gaia.get("tools"))
-    if tools is None:
+
+    tools: list[str] = []
+    raw_tools = gaia.get("tools")
+    if raw_tools is None:
+        raw_tools = []
+    elif not isinstance(raw_tools, list):
         bad("metadata.gaia.tools", "tools must be a list of names or of mappings with a 'name'")
+        raw_tools = []
+    for i, item in enumerate(raw_tools):  # a name, or a typed declaration {name, description, parameters}
+        at = f"metadata.gaia.tools[{i}]"
+        tool = item.get("name") if isinstance(item, dict) else item
+        if not isinstance(tool, str) or not tool or any(c.isspace() for c in tool):
+            bad("metadata.gaia.tools", f"tool {i + 1} must be a name without spaces, or a mapping with one", at)
+        elif tool in tools:
+            bad("metadata.gaia.tools", f"tool {tool!r} is declared twice", at)
+        else:
+            tools.append(tool)
 
     if problems:
         return None, problems
@@ -335,7 +420,7 @@ def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str |
         path=None if path is None else Path(path),
         frontmatter=MappingProxyType(data), license=license_, compatibility=compatibility,
         allowed_tools=allowed_tools, version=version, permissions=tuple(permissions),
-        security_tier=tier, tools=tools, body_start_line=body_start, root=root,
+        security_tier=tier, tools=tuple(tools), body_start_line=body_start, root=root,
     )
     return skill, []
 
@@ -413,14 +498,24 @@ def discover(roots: Iterable[Root]) -> Discovery:
     shadowed: list[tuple[Skill, Skill]] = []
     errors: list[SkillError] = []
     for root in roots:
-        if not root.path.is_dir():
-            continue
-        real_root = root.path.resolve()
-        for entry in sorted(root.path.iterdir()):
-            file = entry / "SKILL.md"
-            if not entry.is_dir() or not file.exists():
+        try:
+            if not root.path.is_dir():
                 continue
-            if not _inside(file.resolve(), real_root):
+            real_root = root.path.resolve()
+            entries = sorted(root.path.iterdir())
+        except OSError as exc:
+            errors.append(SkillFormatError(f"cannot list skill root: {exc.strerror or exc}", root.path))
+            continue
+        for entry in entries:
+            file = entry / "SKILL.md"
+            try:
+                if not entry.is_dir() or not file.exists():
+                    continue
+                escapes = not _inside(file.resolve(), real_root)
+            except (OSError, RuntimeError) as exc:  # unreadable, or a symlink loop
+                errors.append(SkillFormatError(f"cannot resolve: {exc}", file))
+                continue
+            if escapes:
                 errors.append(SkillError(f"resolves outside its root {root.path} (symlink or '..'); ignored",
                                          file))
                 continue
