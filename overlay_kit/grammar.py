@@ -10,12 +10,16 @@
 
 `fact` is never a delta: a value a tool can read is routed to tier 0 (`learned_facts`). Tier-2 kinds
 exist for research and are refused unless the caller passes `research=True` (v1 defers them).
-Validation is pure and raises `GrammarError` naming the offending field.
+Validation is pure and raises `GrammarError` naming the offending field. It is split in three so
+the write-path gates can report each separately: `check_kind` (known, not `fact`, tier 2 only for
+research), `check_shape` (fields and types, canonical form) and `cap_violations` (sizes);
+`validate_payload` runs all three. `validate_fact` checks a tier-0 `{namespace?, key, value}`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -29,13 +33,18 @@ __all__ = [
     "KINDS",
     "RESTRICTIVE_ACTIONS",
     "STATUSES",
+    "SOURCES",
     "TIERS",
     "TRUSTED_SOURCES",
     "Delta",
     "GrammarError",
     "Provenance",
+    "cap_violations",
+    "check_kind",
+    "check_shape",
     "new_delta_id",
     "utc_now",
+    "validate_fact",
     "validate_payload",
 ]
 
@@ -54,6 +63,9 @@ PROSE_LIMIT = 400
 TRIGGER_LIMIT = 200
 KEY_LIMIT = 64
 VALUE_LIMIT = 200
+TOOL_LIMIT = 14  # the loader's max_tools: a tool-hint can never name more than a full tool set
+FACT_VALUE_LIMIT = 1000  # JSON characters
+TURN_ID_LIMIT = 128  # provenance turns are ids, never message text
 
 
 class GrammarError(ValueError):
@@ -100,14 +112,12 @@ class Provenance:
         return cls(source, tuple(str(t) for t in turns))
 
 
-def _text(payload: Mapping, key: str, kind: str, *, required: bool = True, limit: int | None = None) -> str | None:
+def _text(payload: Mapping, key: str, kind: str, *, required: bool = True) -> str | None:
     value = payload.get(key)
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value.strip():
         raise GrammarError(f"{kind} needs a non-empty string", f"payload.{key}")
-    if limit is not None and len(value) > limit:
-        raise GrammarError(f"{len(value)} characters; at most {limit}", f"payload.{key}")
     return value
 
 
@@ -117,11 +127,20 @@ def _names(payload: Mapping, key: str) -> list[str]:
         return []
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
         raise GrammarError("must be a list of tool names", f"payload.{key}")
-    return [v.strip() for v in value]
+    return list(dict.fromkeys(v.strip() for v in value))
 
 
-def validate_payload(kind: str, payload: Any, *, research: bool = False) -> dict:
-    """Check a payload against its kind; return it in canonical form (unknown keys refused)."""
+_FIELDS = {
+    "tool-hint": {"prefer", "drop"},
+    "parameter": {"key", "value", "scope"},
+    "exception": {"condition", "action"},
+    "preference": {"body", "trigger"},
+    "example": {"input", "output", "trigger"},
+}
+
+
+def check_kind(kind: str, *, research: bool = False) -> None:
+    """`kind` is a storable delta kind (tier 2 only with `research=True`); `fact` never is."""
     if kind == "fact":
         raise GrammarError("a fact is never a delta: route it to learned_facts (tier 0)", "kind")
     if kind not in TIERS:
@@ -129,18 +148,17 @@ def validate_payload(kind: str, payload: Any, *, research: bool = False) -> dict
     if kind in RESEARCH_KINDS and not research:
         raise GrammarError(f"{kind} is tier 2, deferred past v1; open the store with research=True to study it",
                            "kind")
+
+
+def check_shape(kind: str, payload: Any) -> dict:
+    """The payload's fields and types for `kind` (no size caps); return it in canonical form."""
+    if kind not in _FIELDS:
+        raise GrammarError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}", "kind")
     if not isinstance(payload, Mapping):
         raise GrammarError("must be a mapping", "payload")
-    allowed = {
-        "tool-hint": {"prefer", "drop"},
-        "parameter": {"key", "value", "scope"},
-        "exception": {"condition", "action"},
-        "preference": {"body", "trigger"},
-        "example": {"input", "output", "trigger"},
-    }[kind]
-    extra = sorted(set(payload) - allowed)
+    extra = sorted(set(payload) - _FIELDS[kind])
     if extra:
-        raise GrammarError(f"unknown field(s) {', '.join(extra)} for {kind}", f"payload.{extra[0]}")
+        raise GrammarError(f"unknown field(s) {', '.join(map(str, extra))} for {kind}", f"payload.{extra[0]}")
 
     if kind == "tool-hint":
         prefer, drop = _names(payload, "prefer"), _names(payload, "drop")
@@ -150,32 +168,92 @@ def validate_payload(kind: str, payload: Any, *, research: bool = False) -> dict
             raise GrammarError(f"{sorted(set(prefer) & set(drop))} both preferred and dropped", "payload.drop")
         return {"prefer": prefer, "drop": drop}
     if kind == "parameter":
-        key = _text(payload, "key", kind, limit=KEY_LIMIT)
+        key = _text(payload, "key", kind)
         value = payload.get("value")
-        if not isinstance(value, (str, int, float, bool)) or (isinstance(value, str) and not value.strip()):
-            raise GrammarError("must be a string, number or boolean", "payload.value")
-        if isinstance(value, str) and len(value) > VALUE_LIMIT:
-            raise GrammarError(f"{len(value)} characters; at most {VALUE_LIMIT}", "payload.value")
-        out = {"key": key, "value": value}
-        scope = _text(payload, "scope", kind, required=False, limit=KEY_LIMIT)
-        return out | ({"scope": scope} if scope else {})
+        if (not isinstance(value, (str, int, float, bool)) or (isinstance(value, str) and not value.strip())
+                or (isinstance(value, float) and not math.isfinite(value))):
+            raise GrammarError("must be a string, a finite number or a boolean", "payload.value")
+        scope = _text(payload, "scope", kind, required=False)
+        return {"key": key, "value": value} | ({"scope": scope} if scope else {})
     if kind == "exception":
-        condition = _text(payload, "condition", kind, limit=PROSE_LIMIT)
+        condition = _text(payload, "condition", kind)
         action = payload.get("action")
         if action not in RESTRICTIVE_ACTIONS:
             raise GrammarError(f"{action!r} is not a restrictive action; allowed: "
                                f"{', '.join(sorted(RESTRICTIVE_ACTIONS))}", "payload.action")
         return {"condition": condition, "action": action}
-    trigger = _text(payload, "trigger", kind, required=False, limit=TRIGGER_LIMIT)
+    trigger = _text(payload, "trigger", kind, required=False)
     if kind == "preference":
-        out = {"body": _text(payload, "body", kind, limit=PROSE_LIMIT)}
+        out = {"body": _text(payload, "body", kind)}
     else:
-        inp, outp = _text(payload, "input", kind), _text(payload, "output", kind)
-        if len(inp) + len(outp) > PROSE_LIMIT:
-            raise GrammarError(f"input + output are {len(inp) + len(outp)} characters; at most {PROSE_LIMIT}",
-                               "payload.output")
-        out = {"input": inp, "output": outp}
+        out = {"input": _text(payload, "input", kind), "output": _text(payload, "output", kind)}
     return out | ({"trigger": trigger} if trigger else {})
+
+
+def cap_violations(kind: str, payload: Mapping) -> list[GrammarError]:
+    """Every size cap a (well-shaped) payload breaks; empty when it fits."""
+    out = []
+
+    def over(key: str, limit: int) -> None:
+        value = payload.get(key)
+        if isinstance(value, str) and len(value) > limit:
+            out.append(GrammarError(f"{len(value)} characters; at most {limit}", f"payload.{key}"))
+
+    if kind == "tool-hint":
+        names = list(payload.get("prefer") or []) + list(payload.get("drop") or [])
+        if len(names) > TOOL_LIMIT:
+            out.append(GrammarError(f"{len(names)} tool names; at most {TOOL_LIMIT}", "payload.prefer"))
+        for n in names:
+            if isinstance(n, str) and len(n) > KEY_LIMIT:
+                out.append(GrammarError(f"tool name of {len(n)} characters; at most {KEY_LIMIT}", "payload.prefer"))
+    elif kind == "parameter":
+        over("key", KEY_LIMIT), over("value", VALUE_LIMIT), over("scope", KEY_LIMIT)
+    elif kind == "exception":
+        over("condition", PROSE_LIMIT)
+    elif kind == "preference":
+        over("body", PROSE_LIMIT)
+    elif kind == "example":
+        total = sum(len(payload.get(k) or "") for k in ("input", "output"))
+        if total > PROSE_LIMIT:
+            out.append(GrammarError(f"input + output are {total} characters; at most {PROSE_LIMIT}",
+                                    "payload.output"))
+    if kind in ("preference", "example"):
+        over("trigger", TRIGGER_LIMIT)
+    return out
+
+
+def validate_payload(kind: str, payload: Any, *, research: bool = False) -> dict:
+    """Check a payload against its kind (kind, shape, caps); return it in canonical form."""
+    check_kind(kind, research=research)
+    canonical = check_shape(kind, payload)
+    problems = cap_violations(kind, canonical)
+    if problems:
+        raise problems[0]
+    return canonical
+
+
+def validate_fact(payload: Any) -> tuple[str | None, str, Any]:
+    """A tier-0 fact payload `{namespace?, key, value}` → (namespace or None, key, value)."""
+    if not isinstance(payload, Mapping):
+        raise GrammarError("must be a mapping", "payload")
+    extra = sorted(set(payload) - {"namespace", "key", "value"})
+    if extra:
+        raise GrammarError(f"unknown field(s) {', '.join(map(str, extra))} for fact", f"payload.{extra[0]}")
+    namespace = _text(payload, "namespace", "fact", required=False)
+    key = _text(payload, "key", "fact")
+    if "value" not in payload or payload["value"] is None:
+        raise GrammarError("a fact needs a value", "payload.value")
+    value = payload["value"]
+    try:
+        encoded = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise GrammarError(f"must be JSON (string, number, boolean, list or mapping): {exc}",
+                           "payload.value") from exc
+    for name, text, limit in (("namespace", namespace or "", KEY_LIMIT), ("key", key, KEY_LIMIT),
+                              ("value", encoded, FACT_VALUE_LIMIT)):
+        if len(text) > limit:
+            raise GrammarError(f"{len(text)} characters; at most {limit}", f"payload.{name}")
+    return namespace, key, value
 
 
 @dataclass(frozen=True)

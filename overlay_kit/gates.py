@@ -1,0 +1,583 @@
+"""The write path: every learned lesson passes an ordered list of small named rules before it is stored.
+
+    learn(store, skill, kind, payload, *, section, provenance, scope="user", evidence=None,
+          incognito=False, settings=None) -> WriteResult
+
+`RULES` is read top to bottom; the first rule that decides wins (one refusal, route, stage or quarantine per
+rule, so adding or removing a gate is one line and each has a test that fails without it):
+
+| rule                 | outcome      | when                                                                        |
+|----------------------|--------------|-----------------------------------------------------------------------------|
+| known_kind           | refused      | kind is not a delta kind and not `fact`                                     |
+| research_only        | refused      | tier-2 kind on a store not opened with research=True                        |
+| capability_bearing   | refused      | the skill holds a filesystem/shell/database/desktop/env permission          |
+| payload_shape        | refused      | fields/types wrong for the kind (grammar.check_shape / validate_fact)       |
+| payload_caps         | refused      | a field over its cap, or provenance turns that are not short ids            |
+| no_new_tool          | refused      | a tool-hint names a tool the skill does not declare                         |
+| no_widening          | refused      | a lesson edits permissions / security tier / tool list, or names an         |
+|                      |              | ungranted permission                                                        |
+| write_path_tool      | refused      | a tool-hint prefers a tool in the confirmation set (send, trash, …)        |
+| quotes_evidence      | refused      | long verbatim overlap with the evidence (the lesson, not the evidence)     |
+| known_section        | refused      | the anchor section is not a slug of the skill body                         |
+| untrusted_fact       | refused      | a fact from untrusted provenance (tier 0 has no quarantine)                 |
+| incognito            | session_only | incognito: nothing is written, and the result says so                      |
+| route_fact           | routed       | kind == "fact": a learned_facts row, no delta                               |
+| quarantine_untrusted | quarantined  | observed_content / unknown / absent provenance; injection scan stored       |
+| stage_trusted        | staged       | trusted provenance (`active` only when auto-approve is switched on)         |
+
+Refused lessons are not stored. Quarantined deltas are never auto-approved and leave quarantine only by
+`store.approve(id)`. `promote` activates a staged delta on its outcome counters only, never on a model's
+opinion. The store refuses any delta that lacks a seal minted here for exactly that delta.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import re
+import secrets
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .anchor import BODY, Anchor, parse
+from .grammar import (
+    RESEARCH_KINDS,
+    TIERS,
+    TURN_ID_LIMIT,
+    Delta,
+    GrammarError,
+    Provenance,
+    cap_violations,
+    check_shape,
+    utc_now,
+    validate_fact,
+)
+from .skill import PERMISSION_DOMAINS, Permission, Skill
+
+if TYPE_CHECKING:  # the store imports this module, never the reverse at run time
+    from .store import Fact, Store, Undo
+
+__all__ = [
+    "DEFAULT_CONFIRMATION",
+    "OUTCOMES",
+    "RULES",
+    "GateSettings",
+    "Promotion",
+    "Proposal",
+    "Rule",
+    "Verdict",
+    "WriteResult",
+    "decide",
+    "learn",
+    "promote",
+    "scan",
+    "verify_seal",
+    "wilson_lower_bound",
+]
+
+OUTCOMES = ("refused", "routed", "staged", "quarantined", "session_only", "active")
+# Verbs (or whole tool names) whose tools act on the world and stay behind the confirmation gate.
+DEFAULT_CONFIRMATION = frozenset({
+    "send", "reply", "forward", "trash", "delete", "remove", "archive", "schedule", "accept", "decline",
+    "accept_invite", "decline_invite", "move", "label", "unsubscribe", "post", "publish", "pay", "purchase",
+    "write", "execute", "run", "submit", "share", "upload",
+})
+CONTROL_FIELDS = frozenset({"permissions", "security_tier", "security-tier", "allowed-tools", "allowed_tools",
+                            "tools", "metadata", "name", "version", "compatibility", "license"})
+QUOTE_CHARS = 40  # a verbatim run this long copied from the evidence is quoting, not a lesson
+MIN_QUOTE_CHARS = 24  # … or a shorter run that makes up most of a short field
+MAX_TURNS = 64
+
+
+# ------------------------------------------------------------------------------------------- seals
+
+_SEAL_KEY = secrets.token_bytes(32)  # per process; never stored
+
+
+def _seal_bytes(delta: Delta) -> bytes:
+    body = json.dumps([delta.id, delta.skill, delta.kind, delta.payload, delta.anchor.to_dict(),
+                       delta.provenance.to_dict(), delta.scope, delta.base_root, delta.status,
+                       delta.created_at.isoformat(), list(delta.findings)],
+                      sort_keys=True, ensure_ascii=False, default=str)
+    return body.encode("utf-8")
+
+
+def _seal(delta: Delta) -> bytes:
+    return hmac.new(_SEAL_KEY, _seal_bytes(delta), hashlib.sha256).digest()
+
+
+def verify_seal(delta: Delta, seal: bytes) -> bool:
+    """True when `seal` was minted by these gates for exactly this delta (the store checks it on insert)."""
+    return isinstance(seal, bytes) and hmac.compare_digest(seal, _seal(delta))
+
+
+# --------------------------------------------------------------------------------- value objects
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """Write-path settings. `auto_approve=None` means: the store's setting (off unless opened with it on)."""
+
+    confirmation_tools: frozenset[str] = DEFAULT_CONFIRMATION
+    auto_approve: bool | None = None
+    quote_chars: int = QUOTE_CHARS
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """Everything a rule may look at. `evidence` is the text the lesson was drawn from; it is never stored."""
+
+    skill: Skill
+    kind: str
+    payload: Any
+    section: str | None
+    provenance: Provenance
+    scope: str
+    evidence: tuple[str, ...]
+    incognito: bool
+    research: bool
+    auto_approve: bool
+    settings: GateSettings
+
+    @property
+    def is_fact(self) -> bool:
+        return self.kind == "fact"
+
+    def texts(self) -> list[tuple[str, str]]:
+        """(field, text) of every string in the payload (facts: their value's strings too)."""
+        out: list[tuple[str, str]] = []
+
+        def walk(path: str, value: Any) -> None:
+            if isinstance(value, str):
+                out.append((path, value))
+            elif isinstance(value, Mapping):
+                for k, v in value.items():
+                    walk(f"{path}.{k}", v)
+            elif isinstance(value, (list, tuple)):
+                for i, v in enumerate(value):
+                    walk(f"{path}[{i}]", v)
+
+        walk("payload", self.payload)
+        return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str
+    rule: str
+    message: str
+    findings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    check: Callable[[Proposal], "Verdict | str | None"]  # a Verdict decides; a str is a warning
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What `learn` did. `outcome` ∈ OUTCOMES; `rule` names the gate that decided."""
+
+    outcome: str
+    message: str
+    rule: str
+    delta: Delta | None = None
+    fact: "Fact | None" = None
+    undo: "Undo | None" = None
+    findings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def persisted(self) -> bool:
+        return self.outcome in ("routed", "staged", "quarantined", "active")
+
+    def to_dict(self) -> dict:
+        return {"outcome": self.outcome, "rule": self.rule, "message": self.message,
+                "persisted": self.persisted, "delta_id": self.delta.id if self.delta else None,
+                "status": self.delta.status if self.delta else None,
+                "findings": list(self.findings), "warnings": list(self.warnings)}
+
+
+def _refuse(rule: str, message: str) -> Verdict:
+    return Verdict("refused", rule, message)
+
+
+# ------------------------------------------------------------------------------- injection scan
+
+_OVERRIDE = re.compile(
+    r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|"
+    r"your|the|these|those|system)\b[^.\n]{0,30}?\b(?:instructions?|rules?|prompts?|directions?|guidelines?|"
+    r"constraints?|polic(?:y|ies))\b"
+    r"|\byou are now\b|\bnew (?:system )?instructions?\b|\bsystem prompt\b|\bdeveloper mode\b"
+    r"|\bdo not (?:tell|inform|mention (?:this )?to) the user\b|\bwithout (?:asking|telling) the user\b",
+    re.IGNORECASE)
+_MARKUP = re.compile(
+    r"<\|[A-Za-z_]+\|>|</?(?:system|assistant|user|tool|tool_call|tool_result|function_call|function|im_start|"
+    r"im_end)\b[^>]*>|\[/?INST\]|<<\s*/?SYS\s*>>|^\s*(?:system|assistant|developer|tool)\s*:"
+    r"|^\s*#{1,6}\s*(?:system|instructions?)\b",
+    re.IGNORECASE | re.MULTILINE)
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")
+_HEX = re.compile(r"\b(?:0x)?[0-9a-fA-F]{32,}\b|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}")
+_URL = re.compile(r"\b(?:https?|ftp|file|javascript|data):(?://)?[^\s<>\"']+|\bwww\.[^\s<>\"']+", re.IGNORECASE)
+
+
+def scan(text: str) -> tuple[str, ...]:
+    """Deterministic injection scan of one string → findings like `url: https://…`. Empty when clean."""
+    found: list[str] = []
+    for m in _OVERRIDE.finditer(text):
+        found.append(f"instruction-override: {m.group(0)[:60]!r}")
+    for m in _MARKUP.finditer(text):
+        found.append(f"role-markup: {m.group(0).strip()[:40]!r}")
+    hidden = [(i, ch) for i, ch in enumerate(text) if unicodedata.category(ch) in ("Cf", "Co", "Cs")
+              or 0xE0000 <= ord(ch) <= 0xE007F]
+    for i, ch in hidden[:5]:
+        found.append(f"hidden-unicode: U+{ord(ch):04X} {unicodedata.name(ch, 'UNNAMED')} at {i}")
+    if len(hidden) > 5:
+        found.append(f"hidden-unicode: {len(hidden) - 5} more")
+    for m in _BASE64.finditer(text):
+        blob = m.group(0)
+        if re.search(r"[A-Z]", blob) and re.search(r"[a-z]", blob) and re.search(r"[0-9+/]", blob):
+            found.append(f"encoded-blob: base64-like run of {len(blob)} characters")
+    for m in _HEX.finditer(text):
+        found.append(f"encoded-blob: hex run of {len(m.group(0))} characters")
+    for m in _URL.finditer(text):
+        found.append(f"url: {m.group(0)[:80]}")
+    return tuple(found)
+
+
+# --------------------------------------------------------------------------------------- helpers
+
+
+def _declared_tools(skill: Skill) -> set[str]:
+    return set(skill.tools) | set(skill.allowed_tools)
+
+
+def _name_tokens(name: str) -> set[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    parts = [p for p in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if p]
+    return set(parts) | {"_".join(parts), name.lower()} | {f"{a}_{b}" for a, b in zip(parts, parts[1:])}
+
+
+def _write_path(name: str, confirmation: Iterable[str]) -> bool:
+    wanted = {c.lower() for c in confirmation}
+    return bool(_name_tokens(name) & wanted)
+
+
+_PERMISSION_TOKEN = re.compile(r"\b(" + "|".join(sorted(PERMISSION_DOMAINS)) + r"):([a-z_*]+)(?::(\S+))?",
+                               re.IGNORECASE)
+_CONTROL_EDIT = re.compile(r"\bmetadata\.gaia\b|\b(?:permissions|security[_ -]tier|allowed[-_]tools)\s*[:=]"
+                           r"|\bsecurity[_ -]tier\b[^.\n]{0,20}\b(?:verified|community|raise|upgrade)",
+                           re.IGNORECASE)
+
+
+def _granted(skill: Skill, token: re.Match) -> bool:
+    want = Permission(token.group(1).lower(), token.group(2).lower(), token.group(3))
+    for p in skill.permissions:
+        if p.domain == want.domain and p.action in (want.action, "*") and (p.scope is None or p.scope ==
+                                                                           want.scope):
+            return True
+    return False
+
+
+def _normalize(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def longest_overlap(text: str, evidence: str) -> int:
+    """Length of the longest verbatim run of `text` found in `evidence` (both normalized)."""
+
+    def has(n: int) -> bool:
+        return any(text[i:i + n] in evidence for i in range(len(text) - n + 1))
+
+    lo, hi = 0, len(text)
+    while lo < hi:  # has(n) is monotone in n
+        mid = (lo + hi + 1) // 2
+        if has(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+# ----------------------------------------------------------------------------------------- rules
+
+
+def known_kind(p: Proposal):
+    if p.kind != "fact" and p.kind not in TIERS:
+        return _refuse("known_kind", f"unknown kind {p.kind!r}; kinds are {', '.join(TIERS)} (or fact → tier 0)")
+    return None
+
+
+def research_only(p: Proposal):
+    if p.kind in RESEARCH_KINDS and not p.research:
+        return _refuse("research_only", f"{p.kind} is tier 2, deferred past v1; it is stored only in a store "
+                                        "opened with research=True (CLI: --research)")
+    return None
+
+
+def capability_bearing(p: Proposal):
+    if p.skill.capability_bearing:
+        perms = ", ".join(str(x) for x in p.skill.permissions if x.capability_bearing)
+        return _refuse("capability_bearing", f"{p.skill.name} holds local-capability permissions ({perms}); "
+                                             "v1 allows no learned lessons on capability-bearing skills")
+    return None
+
+
+def payload_shape(p: Proposal):
+    try:
+        validate_fact(p.payload) if p.is_fact else check_shape(p.kind, p.payload)
+    except GrammarError as exc:
+        return _refuse("payload_shape", str(exc))
+    return None
+
+
+def payload_caps(p: Proposal):
+    if not p.is_fact:
+        problems = cap_violations(p.kind, check_shape(p.kind, p.payload))
+        if problems:
+            return _refuse("payload_caps", "; ".join(str(e) for e in problems))
+    if len(p.provenance.turns) > MAX_TURNS or any(len(t) > TURN_ID_LIMIT for t in p.provenance.turns):
+        return _refuse("payload_caps", f"provenance.turns: at most {MAX_TURNS} session/turn ids of at most "
+                                       f"{TURN_ID_LIMIT} characters — ids, never message text")
+    return None
+
+
+def no_new_tool(p: Proposal):
+    if p.kind != "tool-hint":
+        return None
+    payload = check_shape(p.kind, p.payload)
+    unknown = [n for n in payload["prefer"] + payload["drop"] if n not in _declared_tools(p.skill)]
+    if unknown:
+        have = ", ".join(sorted(_declared_tools(p.skill))) or "none"
+        return _refuse("no_new_tool", f"tool-hint names {', '.join(unknown)}, which {p.skill.name} does not "
+                                      f"declare (declared: {have}); a delta may never add a tool")
+    return None
+
+
+def no_widening(p: Proposal):
+    if p.kind == "parameter":
+        key = str(p.payload.get("key", "")).strip().lower()
+        if key in CONTROL_FIELDS or key.startswith("metadata.") or key.split(".")[-1] in CONTROL_FIELDS:
+            return _refuse("no_widening", f"parameter key {key!r} is a frontmatter control field; a delta may "
+                                          "never edit permissions, tools or the security tier")
+    for where, text in p.texts():
+        if _CONTROL_EDIT.search(text):
+            return _refuse("no_widening", f"{where} edits permissions, tools or the security tier; deltas move "
+                                          "in the restrictive direction only")
+        for m in _PERMISSION_TOKEN.finditer(text):
+            if not _granted(p.skill, m):
+                return _refuse("no_widening", f"{where} names permission {m.group(0)!r}, which "
+                                              f"{p.skill.name} is not granted")
+    return None
+
+
+def write_path_tool(p: Proposal):
+    if p.kind != "tool-hint":
+        return None
+    # Dropping a write-path tool narrows (allowed); preferring one would steer toward unattended action.
+    hits = [n for n in check_shape(p.kind, p.payload)["prefer"] if _write_path(n, p.settings.confirmation_tools)]
+    if hits:
+        return _refuse("write_path_tool", f"tool-hint prefers {', '.join(hits)}, in the confirmation set; "
+                                          "learning may not steer toward write-path tools")
+    return None
+
+
+def quotes_evidence(p: Proposal):
+    evidence = [_normalize(e) for e in p.evidence if e]
+    if not evidence:
+        return None
+    for where, text in p.texts():
+        norm = _normalize(text)
+        limit = min(p.settings.quote_chars, max(MIN_QUOTE_CHARS, math.ceil(0.6 * len(norm))))
+        for ev in evidence:
+            n = longest_overlap(norm, ev)
+            if n >= limit:
+                return _refuse("quotes_evidence", f"{where} copies {n} characters of the evidence verbatim; "
+                                                  "store the lesson, not the evidence")
+    return None
+
+
+def known_section(p: Proposal):
+    if p.is_fact:
+        return None
+    sections = parse(p.skill.body)
+    slugs = [s.slug for s in sections]
+    if slugs == [BODY]:
+        if p.section in (None, "", BODY):
+            return (f"{p.skill.name} has no headings: the delta anchors to the whole body ({BODY}), and "
+                    "whole-body anchors orphan on any edit of the skill")
+        return _refuse("known_section", f"section {p.section!r} does not exist; {p.skill.name} has no headings, "
+                                        f"so the only anchor is {BODY}")
+    if p.section not in slugs:
+        return _refuse("known_section", f"section {p.section!r} does not exist in {p.skill.name}; "
+                                        f"valid sections: {', '.join(slugs)}")
+    return None
+
+
+def untrusted_fact(p: Proposal):
+    if p.is_fact and not p.provenance.trusted:
+        return _refuse("untrusted_fact", f"a fact from {p.provenance.source} provenance is not stored: tier 0 "
+                                         "has no quarantine; restate it as a user instruction")
+    return None
+
+
+def incognito(p: Proposal):
+    if p.incognito:
+        return Verdict("session_only", "incognito", "incognito: session only, not persisted")
+    return None
+
+
+def route_fact(p: Proposal):
+    if p.is_fact:
+        return Verdict("routed", "route_fact", "a fact is a tier-0 row a tool reads, not a delta: routed to "
+                                               "learned_facts")
+    return None
+
+
+def quarantine_untrusted(p: Proposal):
+    if not p.provenance.trusted:
+        findings = tuple(f"{w}: {f}" for w, t in p.texts() for f in scan(t))
+        note = f"; scan: {len(findings)} finding(s)" if findings else "; scan: clean"
+        return Verdict("quarantined", "quarantine_untrusted",
+                       f"untrusted provenance ({p.provenance.source}): quarantined until explicitly approved "
+                       f"(overlay-kit approve ID){note}", findings)
+    return None
+
+
+def stage_trusted(p: Proposal):
+    findings = tuple(f"{w}: {f}" for w, t in p.texts() for f in scan(t))
+    if p.auto_approve and not findings:
+        return Verdict("active", "stage_trusted", "trusted provenance, auto-approve on: active next session")
+    return Verdict("staged", "stage_trusted", "staged: review it with `overlay-kit deltas --pending`, then "
+                                              "`overlay-kit approve ID`", findings)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("known_kind", known_kind),
+    Rule("research_only", research_only),
+    Rule("capability_bearing", capability_bearing),
+    Rule("payload_shape", payload_shape),
+    Rule("payload_caps", payload_caps),
+    Rule("no_new_tool", no_new_tool),
+    Rule("no_widening", no_widening),
+    Rule("write_path_tool", write_path_tool),
+    Rule("quotes_evidence", quotes_evidence),
+    Rule("known_section", known_section),
+    Rule("untrusted_fact", untrusted_fact),
+    Rule("incognito", incognito),
+    Rule("route_fact", route_fact),
+    Rule("quarantine_untrusted", quarantine_untrusted),
+    Rule("stage_trusted", stage_trusted),
+)
+
+
+def decide(proposal: Proposal, rules: Iterable[Rule] = RULES) -> tuple[Verdict, tuple[str, ...]]:
+    """Run the rules in order: the first Verdict decides. Returns it with the warnings gathered on the way."""
+    warnings: list[str] = []
+    for rule in rules:
+        result = rule.check(proposal)
+        if isinstance(result, Verdict):
+            return result, tuple(warnings)
+        if isinstance(result, str):
+            warnings.append(result)
+    return _refuse("no_rule", "no gate accepted this lesson"), tuple(warnings)
+
+
+# ---------------------------------------------------------------------------------------- learn
+
+
+def _provenance(value: Provenance | str | Mapping | None) -> Provenance:
+    if isinstance(value, Provenance):
+        return Provenance.from_dict(value.to_dict())  # re-check the source name
+    if isinstance(value, str):
+        return Provenance.from_dict({"source": value})
+    return Provenance.from_dict(value)
+
+
+def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
+          provenance: Provenance | str | Mapping | None, scope: str = "user",
+          evidence: str | Iterable[str] | None = None, incognito: bool = False,
+          settings: GateSettings | None = None, rules: Iterable[Rule] = RULES) -> WriteResult:
+    """Propose one lesson; the gates refuse, route, stage or quarantine it. Never raises for a bad lesson —
+    a refusal is a `WriteResult` with an actionable message, and nothing is stored."""
+    settings = settings or GateSettings()
+    auto = store.auto_approve if settings.auto_approve is None else settings.auto_approve
+    ev = (evidence,) if isinstance(evidence, str) else tuple(evidence or ())
+    p = Proposal(skill, kind, payload, section, _provenance(provenance), scope, ev, incognito,
+                 store.research, bool(auto), settings)
+    verdict, warnings = decide(p, rules)
+    if verdict.outcome in ("refused", "session_only"):
+        return WriteResult(verdict.outcome, verdict.message, verdict.rule, warnings=warnings)
+    if verdict.outcome == "routed":
+        namespace, key, value = validate_fact(payload)
+        undo = store.put_fact(namespace or skill.name, key, value, scope=scope, provenance=p.provenance)
+        fact = next(f for f in store.facts(namespace or skill.name) if f.key == key and f.scope == scope)
+        return WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo, warnings=warnings)
+
+    canonical = check_shape(kind, payload)
+    slug = section or BODY
+    sec = next(s for s in parse(skill.body) if s.slug == slug)
+    delta = Delta(skill=skill.name, kind=kind, payload=canonical, anchor=Anchor(sec.slug, sec.digest, skill.version),
+                  provenance=p.provenance, scope=scope, base_root=skill.root, status=verdict.outcome,
+                  created_at=utc_now(), findings=verdict.findings)
+    undo = store._insert_delta(delta, _seal(delta))
+    return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=store.get(delta.id), undo=undo,
+                       findings=verdict.findings, warnings=warnings)
+
+
+# ------------------------------------------------------------------------------------ promotion
+
+
+def wilson_lower_bound(successes: int, n: int, z: float = 1.96) -> float:
+    """Lower end of the Wilson score interval for a success rate (0 when n == 0)."""
+    if n == 0:
+        return 0.0
+    phat = successes / n
+    denom = 1 + z * z / n
+    centre = phat + z * z / (2 * n)
+    margin = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n))
+    return (centre - margin) / denom
+
+
+@dataclass(frozen=True)
+class Promotion:
+    delta_id: str
+    promoted: bool
+    reason: str
+    samples: int
+    rate: float
+    score: float  # the number compared with the threshold (rate, or its Wilson lower bound)
+    undo: "Undo | None" = None
+
+
+def promote(store: "Store", delta_id: str, min_samples: int = 5, threshold: float = 0.85, wilson: bool = False,
+            z: float = 1.96) -> Promotion:
+    """Activate a staged, trusted delta when its outcome counters clear the bar. Counters only: there is no
+    parameter through which a model's opinion could enter. Quarantined deltas are never promoted."""
+    d = store.get(delta_id)
+    n, k = d.attempt_count, d.success_count
+    rate = k / n if n else 0.0
+    score = wilson_lower_bound(k, n, z) if wilson else rate
+
+    def no(reason: str) -> Promotion:
+        return Promotion(delta_id, False, reason, n, rate, score)
+
+    if d.status != "staged":
+        return no(f"status is {d.status}; only staged deltas are promoted on evidence")
+    if not d.provenance.trusted:
+        return no("untrusted provenance: only an explicit approve activates it")
+    if d.superseded_by:
+        return no(f"superseded by {d.superseded_by}")
+    if n < min_samples:
+        return no(f"{n} outcome(s) recorded; promotion needs {min_samples}")
+    if score < threshold:
+        return no(f"{'Wilson lower bound' if wilson else 'success rate'} {score:.3f} < {threshold}")
+    undo = store.set_status(delta_id, "active", who="evidence",
+                            reason=f"promoted on evidence: {k}/{n} ({'wilson ' if wilson else ''}{score:.3f} "
+                                   f">= {threshold})")
+    return Promotion(delta_id, True, "promoted on evidence", n, rate, score, undo)

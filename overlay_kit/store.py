@@ -1,0 +1,878 @@
+"""One SQLite file for the learned overlay: deltas, tier-0 facts, base registry, outcomes, audit, schema history.
+
+Public API (other modules code against exactly this; grow it, don't rename it)::
+
+    with Store.open(path, research=False, auto_approve=False) as store:   # or default_db_path()
+        store.conn                                   # the sqlite3 connection, for sibling modules
+        store.get(id) -> Delta                       # StoreError if unknown
+        store.search(skill=None, scope=None, status=None, *, include_superseded=False, limit=None)
+                                                     # -> list[Delta] in Delta.sort_key order; `limit` keeps
+                                                     #    the NEWEST rows, and there is no default limit
+        store.approve(id, who="user") -> Undo        # staged|quarantined|orphaned -> active (consent gate)
+        store.revert(id, who="user") -> Undo         # -> archived (never deleted)
+        store.reset(skill, who="user") -> Undo       # archive every live delta of a skill
+        store.supersede(old_ids, new_id, who=...) -> Undo   # lineage; rows kept
+        store.set_status(id, status, *, who, reason) -> Undo  # rebase / budget transitions
+        store.touch(ids, when=None) -> Undo          # last_used_at
+        store.undo(handle)                           # reverse any Undo (refused if the rows moved on since)
+        store.forget(*, skill=None, scope=None, all=False) -> int   # TRUE erasure; see below
+        store.on_forget(callback)                    # callback(erased_ids: list[str]) after each forget
+        store.audit(delta_id=None) -> list[AuditEntry]   # append-only: who, when (UTC), from -> to, reason
+        store.set_embedding(id, vector, embedder_id); store.embeddings(embedder_id) -> (ids, float32 matrix)
+        store.embedder_id; store.invalidate_embeddings(new_embedder_id)
+        store.put_fact(namespace, key, value, *, scope="user", provenance) -> Undo
+        store.get_fact(namespace, key, default=None, scope="user"); store.facts(namespace=None) -> list[Fact]
+        store.register_base(skill) -> BaseChange     # name, root, version, body digest; history rows kept
+        store.record_outcome(delta_id, *, session, turn="", signal, positive, at=None) -> bool
+        store.outcomes(delta_id=None) -> list[Outcome]
+        store.transaction()                          # context manager: batch many writes in one commit
+
+Deltas enter only through `overlay_kit.gates.learn`: the private insert checks a seal that only the gates
+mint, bound to the exact delta, so a write that bypasses the gates (or edits a delta after it passed them)
+raises `GateBypassError`.
+
+Learning operations never DELETE: revert/reset/supersede/undo change status or lineage, and every state
+change appends an audit row in the same transaction. Only `forget` deletes — rows, their vectors, their
+outcomes and audit rows — with `secure_delete` on and a WAL checkpoint after it, so the erased text is not
+left in free pages; registered `on_forget` hooks (the FAISS index) are purged too.
+
+The schema is the ordered `MIGRATIONS` list; each applied migration appends one `schema_history` row (never
+updated). Opening an older database applies the missing migrations with CREATE / ALTER ... ADD only, so no
+existing row (including a GAIA memory.db's `procedures`) is rewritten. A file that is not SQLite, or is
+corrupt, raises `StoreError` naming the path and is never written to. Connections use WAL, a busy timeout,
+foreign keys and `synchronous=NORMAL` (a killed process loses nothing committed; a power cut may lose the
+last commits but never corrupts). All timestamps are UTC ISO-8601 with microseconds, so they sort as text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .anchor import Anchor
+from .grammar import (
+    STATUSES,
+    TIERS,
+    Delta,
+    GrammarError,
+    Provenance,
+    utc_now,
+    validate_payload,
+)
+
+__all__ = [
+    "MIGRATIONS",
+    "AuditEntry",
+    "BaseChange",
+    "Fact",
+    "GateBypassError",
+    "Migration",
+    "Outcome",
+    "Store",
+    "StoreError",
+    "Undo",
+    "default_db_path",
+    "dumps",
+    "iso",
+    "parse_time",
+]
+
+log = logging.getLogger(__name__)
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 30_000
+
+
+class StoreError(RuntimeError):
+    """The database cannot be used, or a store operation is not allowed. Names the path or delta id."""
+
+
+class GateBypassError(StoreError):
+    """A delta write that did not come through `overlay_kit.gates` (or was altered after it did)."""
+
+
+def default_db_path() -> Path:
+    """`$OVERLAY_KIT_DB`, else `~/.overlay_kit/overlay.db`."""
+    env = os.environ.get("OVERLAY_KIT_DB")
+    return Path(env).expanduser() if env else Path.home() / ".overlay_kit" / "overlay.db"
+
+
+def iso(when: datetime | None) -> str | None:
+    """A UTC ISO-8601 string of fixed width (microseconds, +00:00): text order == time order."""
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        raise ValueError(f"naive datetime {when!r}: overlay_kit stores UTC instants only")
+    return when.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text).astimezone(timezone.utc)
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# ------------------------------------------------------------------------------------------- schema
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+_STATUS_SQL = ", ".join(f"'{s}'" for s in STATUSES)
+_KIND_SQL = ", ".join(f"'{k}'" for k in TIERS)
+
+# Append only. Never edit an entry once released: databases in the field recorded it as applied.
+MIGRATIONS: list[Migration] = [
+    Migration(1, "skill_deltas", f"""
+        CREATE TABLE IF NOT EXISTS skill_deltas (
+            id            TEXT PRIMARY KEY,
+            base_name     TEXT NOT NULL,
+            base_root     TEXT,
+            base_version  TEXT,
+            scope         TEXT NOT NULL,
+            kind          TEXT NOT NULL CHECK (kind IN ({_KIND_SQL})),
+            tier          INTEGER NOT NULL CHECK (tier BETWEEN 1 AND 3),
+            anchor        TEXT NOT NULL CHECK (json_valid(anchor)),
+            payload       TEXT NOT NULL CHECK (json_valid(payload)),
+            provenance    TEXT NOT NULL CHECK (json_valid(provenance)),
+            status        TEXT NOT NULL DEFAULT 'staged' CHECK (status IN ({_STATUS_SQL})),
+            success_count INTEGER NOT NULL DEFAULT 0 CHECK (success_count >= 0),
+            attempt_count INTEGER NOT NULL DEFAULT 0 CHECK (attempt_count >= success_count),
+            embedding     BLOB,
+            superseded_by TEXT REFERENCES skill_deltas(id) ON DELETE SET NULL,
+            created_at    TEXT NOT NULL,
+            approved_at   TEXT,
+            last_used_at  TEXT
+        );
+        CREATE INDEX IF NOT EXISTS idx_delta_base ON skill_deltas(base_name, scope);
+        CREATE INDEX IF NOT EXISTS idx_delta_active ON skill_deltas(status) WHERE status = 'active';
+        CREATE INDEX IF NOT EXISTS idx_delta_super ON skill_deltas(superseded_by)
+            WHERE superseded_by IS NOT NULL;
+    """),
+    Migration(2, "audit, facts, base registry, outcomes", """
+        CREATE TABLE IF NOT EXISTS delta_audit (
+            seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+            delta_id    TEXT,
+            who         TEXT NOT NULL,
+            at          TEXT NOT NULL,
+            from_status TEXT,
+            to_status   TEXT,
+            reason      TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX IF NOT EXISTS idx_audit_delta ON delta_audit(delta_id);
+        CREATE TRIGGER IF NOT EXISTS delta_audit_append_only BEFORE UPDATE ON delta_audit
+            BEGIN SELECT RAISE(ABORT, 'delta_audit is append-only'); END;
+        CREATE TRIGGER IF NOT EXISTS delta_audit_erase_only BEFORE DELETE ON delta_audit
+            WHEN NOT overlay_erasing()
+            BEGIN SELECT RAISE(ABORT, 'delta_audit rows leave only through forget'); END;
+
+        CREATE TABLE IF NOT EXISTS learned_facts (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            namespace   TEXT NOT NULL,
+            key         TEXT NOT NULL,
+            value       TEXT NOT NULL CHECK (json_valid(value)),
+            scope       TEXT NOT NULL DEFAULT 'user',
+            provenance  TEXT NOT NULL CHECK (json_valid(provenance)),
+            status      TEXT NOT NULL DEFAULT 'current' CHECK (status IN ('current', 'superseded', 'retired')),
+            created_at  TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS idx_fact_current ON learned_facts(namespace, key, scope)
+            WHERE status = 'current';
+
+        CREATE TABLE IF NOT EXISTS skill_bases (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            name        TEXT NOT NULL,
+            root        TEXT,
+            version     TEXT,
+            body_digest TEXT NOT NULL,
+            seen_at     TEXT NOT NULL,
+            last_seen_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_bases_name ON skill_bases(name, id);
+
+        CREATE TABLE IF NOT EXISTS delta_outcomes (
+            id        INTEGER PRIMARY KEY AUTOINCREMENT,
+            delta_id  TEXT NOT NULL REFERENCES skill_deltas(id) ON DELETE CASCADE,
+            session   TEXT NOT NULL,
+            turn      TEXT NOT NULL DEFAULT '',
+            signal    TEXT NOT NULL,
+            positive  INTEGER NOT NULL CHECK (positive IN (0, 1)),
+            at        TEXT NOT NULL,
+            UNIQUE (delta_id, session, turn, signal)
+        );
+    """),
+    Migration(3, "findings, embedder identity", """
+        ALTER TABLE skill_deltas ADD COLUMN findings TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE skill_deltas ADD COLUMN embedder_id TEXT;
+        CREATE TABLE IF NOT EXISTS overlay_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """),
+]
+
+_HISTORY_SQL = """
+    CREATE TABLE IF NOT EXISTS schema_history (
+        version    INTEGER PRIMARY KEY,
+        name       TEXT NOT NULL,
+        applied_at TEXT NOT NULL
+    );
+    CREATE TRIGGER IF NOT EXISTS schema_history_no_update BEFORE UPDATE ON schema_history
+        BEGIN SELECT RAISE(ABORT, 'schema_history is append-only'); END;
+    CREATE TRIGGER IF NOT EXISTS schema_history_no_delete BEFORE DELETE ON schema_history
+        BEGIN SELECT RAISE(ABORT, 'schema_history is append-only'); END;
+"""
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration into statements (sqlite3.complete_statement keeps trigger bodies whole)."""
+    out, buf = [], ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buf.strip()[:60]}…")
+    return out
+
+
+# ------------------------------------------------------------------------------------- value objects
+
+
+@dataclass(frozen=True)
+class Undo:
+    """A handle that reverses one store write. `steps` are (table, row id, column, before, after)."""
+
+    op: str
+    steps: tuple[tuple[str, Any, str, Any, Any], ...]
+    ids: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.steps)
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    seq: int
+    delta_id: str | None
+    who: str
+    at: datetime
+    from_status: str | None
+    to_status: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Fact:
+    namespace: str
+    key: str
+    value: Any
+    scope: str
+    provenance: Provenance
+    created_at: datetime
+    id: int = 0
+
+
+@dataclass(frozen=True)
+class BaseChange:
+    """What `register_base` saw: `changed` is True when a known base's root, version or body moved."""
+
+    name: str
+    root: str | None
+    old_digest: str | None
+    new_digest: str
+    version: str | None
+    changed: bool
+    old_root: str | None = None
+    old_version: str | None = None
+
+    @property
+    def new(self) -> bool:
+        return self.old_digest is None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    delta_id: str
+    session: str
+    turn: str
+    signal: str
+    positive: bool
+    at: datetime
+
+
+# --------------------------------------------------------------------------------------------- store
+
+_DELTA_COLUMNS = ("id, base_name, base_root, base_version, scope, kind, tier, anchor, payload, provenance, "
+                  "status, success_count, attempt_count, superseded_by, created_at, approved_at, last_used_at, "
+                  "findings")
+# Which status a transition may start from. `approve` is the only way out of quarantine into use.
+_APPROVABLE = ("staged", "quarantined", "orphaned")
+_LIVE = ("staged", "active", "quarantined", "orphaned")
+
+
+def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
+    (id_, name, root, version, scope, kind, _tier, anchor, payload, prov, status, succ, att, sup, created,
+     approved, used, findings) = row
+    a = json.loads(anchor)
+    try:
+        provenance = Provenance.from_dict(json.loads(prov))
+    except ValueError:
+        provenance = Provenance()  # unreadable provenance is untrusted, never trusted by default
+    return Delta(
+        skill=name, kind=kind, payload=json.loads(payload),
+        anchor=Anchor(a["section"], a["digest"], version), provenance=provenance, scope=scope,
+        base_root=root, status=status, id=id_, created_at=parse_time(created),
+        approved_at=parse_time(approved), last_used_at=parse_time(used), success_count=succ,
+        attempt_count=att, superseded_by=sup, findings=tuple(json.loads(findings or "[]")),
+    )
+
+
+class Store:
+    """A handle on one overlay database. Use `Store.open(...)`; thread-safe for one process."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str, *, research: bool, auto_approve: bool):
+        self.conn = conn
+        self.path = path
+        self.research = research
+        self.auto_approve = auto_approve
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._erasing = False
+        self._forget_hooks: list[Callable[[list[str]], None]] = []
+
+    # ----------------------------------------------------------------------------- open / close
+
+    @classmethod
+    def open(cls, path: str | os.PathLike | None = None, *, research: bool = False,
+             auto_approve: bool = False) -> "Store":
+        """Open (creating or migrating forward) the database at `path` (default: `default_db_path()`)."""
+        target = str(default_db_path() if path is None else Path(path).expanduser())
+        memory = target == ":memory:"
+        if not memory:
+            p = Path(target)
+            if p.is_dir():
+                raise StoreError(f"{target}: is a directory, not an overlay database")
+            if p.exists() and p.stat().st_size > 0:
+                with open(p, "rb") as fh:
+                    if fh.read(16) != SQLITE_MAGIC:
+                        raise StoreError(f"{target}: not an SQLite database (bad header); refusing to touch it")
+            else:
+                p.parent.mkdir(parents=True, exist_ok=True)
+        store = None
+        try:
+            conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{target}: cannot open: {exc}") from exc
+        try:
+            store = cls(conn, target, research=research, auto_approve=auto_approve)
+            conn.create_function("overlay_erasing", 0, lambda: 1 if store._erasing else 0)
+            try:
+                ok = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{target}: not a usable SQLite database ({exc}); refusing to touch it") from exc
+            if ok != "ok":
+                raise StoreError(f"{target}: database is corrupt ({ok}); refusing to touch it")
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if not memory:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise StoreError(f"{target}: cannot switch to WAL journal (got {mode})")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA secure_delete = ON")
+            store._migrate()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{target}: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r}, research={self.research}, auto_approve={self.auto_approve})"
+
+    def _migrate(self, upto: int | None = None) -> list[int]:
+        """Apply the missing MIGRATIONS (all, or up to version `upto`); return the versions applied."""
+        known = {m.version for m in MIGRATIONS}
+        with self.transaction():
+            for stmt in _statements(_HISTORY_SQL):
+                self.conn.execute(stmt)
+            done = {v for (v,) in self.conn.execute("SELECT version FROM schema_history")}
+            newer = sorted(done - known)
+            if newer:
+                raise StoreError(f"{self.path}: written by a newer overlay_kit (schema {newer}); "
+                                 "refusing to open it with this version")
+            applied = []
+            for m in MIGRATIONS:
+                if m.version in done or (upto is not None and m.version > upto):
+                    continue
+                for stmt in _statements(m.sql):
+                    self.conn.execute(stmt)
+                self.conn.execute("INSERT INTO schema_history (version, name, applied_at) VALUES (?, ?, ?)",
+                                  (m.version, m.name, iso(utc_now())))
+                applied.append(m.version)
+        return applied
+
+    def schema_history(self) -> list[tuple[int, str, str]]:
+        return list(self.conn.execute("SELECT version, name, applied_at FROM schema_history ORDER BY version"))
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic unit of writes (`BEGIN IMMEDIATE`); nested calls become savepoints."""
+        with self._lock:
+            depth = self._depth
+            self._depth += 1
+            try:
+                if depth == 0:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                else:
+                    self.conn.execute(f"SAVEPOINT sp{depth}")
+                try:
+                    yield self.conn
+                except BaseException:
+                    if depth == 0:
+                        self.conn.execute("ROLLBACK")
+                    else:
+                        self.conn.execute(f"ROLLBACK TO sp{depth}")
+                        self.conn.execute(f"RELEASE sp{depth}")
+                    raise
+                if depth == 0:
+                    self.conn.execute("COMMIT")
+                else:
+                    self.conn.execute(f"RELEASE sp{depth}")
+            finally:
+                self._depth -= 1
+
+    # ---------------------------------------------------------------------------------- audit
+
+    def _log(self, delta_id: str | None, who: str, from_status: str | None, to_status: str | None,
+             reason: str = "", at: datetime | None = None) -> None:
+        self.conn.execute(
+            "INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) VALUES (?,?,?,?,?,?)",
+            (delta_id, who, iso(at or utc_now()), from_status, to_status, reason))
+
+    def audit(self, delta_id: str | None = None) -> list[AuditEntry]:
+        """The audit trail (oldest first), of one delta or of the whole store."""
+        sql = "SELECT seq, delta_id, who, at, from_status, to_status, reason FROM delta_audit"
+        rows = (self.conn.execute(sql + " WHERE delta_id = ? ORDER BY seq", (delta_id,)) if delta_id
+                else self.conn.execute(sql + " ORDER BY seq"))
+        return [AuditEntry(s, d, w, parse_time(a), f, t, r) for s, d, w, a, f, t, r in rows]
+
+    # --------------------------------------------------------------------------------- deltas
+
+    def _insert_delta(self, delta: Delta, seal: bytes | None = None) -> Undo:
+        """Private: store a delta that passed the gates. Refused without the gates' seal for this delta."""
+        from .gates import verify_seal  # gates sit above the store; imported late to keep `store` light
+
+        if seal is None or not verify_seal(delta, seal):
+            raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
+                                  "this one has no valid gate seal")
+        if delta.status not in ("staged", "quarantined", "active"):
+            raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
+        try:
+            payload = validate_payload(delta.kind, delta.payload, research=self.research)
+        except GrammarError as exc:  # defence in depth: the gates already checked this
+            raise StoreError(f"delta {delta.id}: {exc}") from exc
+        approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
+        with self.transaction():
+            try:
+                self.conn.execute(
+                    f"INSERT INTO skill_deltas ({_DELTA_COLUMNS}) VALUES ({', '.join('?' * 18)})",
+                    (delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind,
+                     delta.tier, dumps({"section": delta.anchor.section, "digest": delta.anchor.digest}),
+                     dumps(payload), dumps(delta.provenance.to_dict()), delta.status, delta.success_count,
+                     delta.attempt_count, None, iso(delta.created_at), iso(approved),
+                     iso(delta.last_used_at), dumps(list(delta.findings))))
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(f"delta {delta.id}: {exc}") from exc
+            self._log(delta.id, "gates", None, delta.status,
+                      f"learned {delta.kind} from {delta.provenance.source}", delta.created_at)
+        # Undoing a learn archives the delta (learning operations never delete).
+        return Undo("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),), (delta.id,))
+
+    def get(self, delta_id: str) -> Delta:
+        row = self.conn.execute(f"SELECT {_DELTA_COLUMNS} FROM skill_deltas WHERE id = ?", (delta_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no delta with id {delta_id!r} in {self.path}")
+        return _row_to_delta(row)
+
+    def search(self, skill: str | None = None, scope: str | Iterable[str] | None = None,
+               status: str | Iterable[str] | None = None, *, include_superseded: bool = False,
+               limit: int | None = None) -> list[Delta]:
+        """Deltas matching every given filter, in `Delta.sort_key` order.
+
+        There is no default limit. With `limit`, the newest `limit` rows are kept (never the oldest), then
+        sorted; a row whose payload no longer parses is skipped with a logged error, never guessed at.
+        """
+        where, args = [], []
+        if skill is not None:
+            where.append("base_name = ?")
+            args.append(skill)
+        for column, value in (("scope", scope), ("status", status)):
+            if value is None:
+                continue
+            values = [value] if isinstance(value, str) else list(value)
+            if column == "status":
+                bad = sorted(set(values) - set(STATUSES))
+                if bad:
+                    raise StoreError(f"unknown status {bad}; statuses are {', '.join(STATUSES)}")
+            where.append(f"{column} IN ({', '.join('?' * len(values))})")
+            args += values
+        if not include_superseded:
+            where.append("superseded_by IS NULL")
+        sql = f"SELECT {_DELTA_COLUMNS} FROM skill_deltas"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        if limit is not None:
+            sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+            args.append(int(limit))
+        out = []
+        for row in self.conn.execute(sql, args):
+            try:
+                out.append(_row_to_delta(row))
+            except (ValueError, KeyError, TypeError) as exc:
+                log.error("skipping unreadable delta %s in %s: %s", row[0], self.path, exc)
+        return sorted(out, key=lambda d: d.sort_key)
+
+    def skills(self) -> list[str]:
+        """Base names that have at least one delta row."""
+        return [n for (n,) in self.conn.execute("SELECT DISTINCT base_name FROM skill_deltas ORDER BY base_name")]
+
+    def _status_change(self, delta: Delta, to: str, who: str, reason: str) -> list[tuple]:
+        """Apply one status transition inside an open transaction; return its undo steps."""
+        steps = [("skill_deltas", delta.id, "status", delta.status, to)]
+        self.conn.execute("UPDATE skill_deltas SET status = ? WHERE id = ?", (to, delta.id))
+        if to == "active" and delta.approved_at is None:
+            now = iso(utc_now())
+            self.conn.execute("UPDATE skill_deltas SET approved_at = ? WHERE id = ?", (now, delta.id))
+            steps.append(("skill_deltas", delta.id, "approved_at", None, now))
+        self._log(delta.id, who, delta.status, to, reason)
+        return steps
+
+    def approve(self, delta_id: str, who: str = "user") -> Undo:
+        """The consent gate: an explicit, per-delta approval. The only way out of quarantine into use."""
+        with self.transaction():
+            d = self.get(delta_id)
+            if d.status not in _APPROVABLE:
+                raise StoreError(f"delta {delta_id} is {d.status}; only {', '.join(_APPROVABLE)} can be approved")
+            if d.superseded_by:
+                raise StoreError(f"delta {delta_id} is superseded by {d.superseded_by}; approve that one")
+            steps = self._status_change(d, "active", who, f"approved by {who}")
+        return Undo("approve", tuple(steps), (delta_id,))
+
+    def revert(self, delta_id: str, who: str = "user") -> Undo:
+        """Archive one delta (never a hard delete)."""
+        with self.transaction():
+            d = self.get(delta_id)
+            if d.status == "archived":
+                raise StoreError(f"delta {delta_id} is already archived")
+            steps = self._status_change(d, "archived", who, f"reverted by {who}")
+        return Undo("revert", tuple(steps), (delta_id,))
+
+    def reset(self, skill: str, who: str = "user") -> Undo:
+        """Archive every live delta of a skill: the pure authored base again, history kept."""
+        steps: list[tuple] = []
+        with self.transaction():
+            for d in self.search(skill, status=_LIVE, include_superseded=True):
+                steps += self._status_change(d, "archived", who, f"reset of {skill} by {who}")
+        return Undo("reset", tuple(steps), tuple(dict.fromkeys(s[1] for s in steps)))
+
+    def set_status(self, delta_id: str, status: str, *, who: str, reason: str) -> Undo:
+        """Move a delta between statuses for rebase / budget. Never releases quarantine or untrusted
+        provenance into `active` (that is `approve`), and never revives an archived delta (that is `undo`)."""
+        if status not in STATUSES:
+            raise StoreError(f"unknown status {status!r}; statuses are {', '.join(STATUSES)}")
+        with self.transaction():
+            d = self.get(delta_id)
+            if d.status == status:
+                return Undo("set_status", (), (delta_id,))
+            if d.status == "archived":
+                raise StoreError(f"delta {delta_id} is archived; undo the archiving instead")
+            if status == "quarantined" and d.provenance.trusted:
+                raise StoreError(f"delta {delta_id} has trusted provenance; quarantine is for untrusted input")
+            if status == "active" and (d.status == "quarantined" or not d.provenance.trusted):
+                raise StoreError(f"delta {delta_id}: untrusted or quarantined deltas become active only by "
+                                 "an explicit approve")
+            if d.status == "quarantined" and status == "staged":
+                raise StoreError(f"delta {delta_id}: quarantine is left only by approve (or revert)")
+            steps = self._status_change(d, status, who, reason)
+        return Undo("set_status", tuple(steps), (delta_id,))
+
+    def supersede(self, old_ids: Iterable[str], new_id: str, who: str = "user") -> Undo:
+        """Record lineage: each old delta is replaced by `new_id` (same skill). Rows are kept."""
+        old_ids = list(dict.fromkeys(old_ids))
+        steps = []
+        with self.transaction():
+            new = self.get(new_id)
+            for oid in old_ids:
+                if oid == new_id:
+                    raise StoreError(f"delta {oid} cannot supersede itself")
+                old = self.get(oid)
+                if old.skill != new.skill:
+                    raise StoreError(f"delta {oid} ({old.skill}) and {new_id} ({new.skill}) are on different skills")
+                if old.superseded_by:
+                    raise StoreError(f"delta {oid} is already superseded by {old.superseded_by}")
+                self.conn.execute("UPDATE skill_deltas SET superseded_by = ? WHERE id = ?", (new_id, oid))
+                self._log(oid, who, old.status, old.status, f"superseded by {new_id}")
+                steps.append(("skill_deltas", oid, "superseded_by", None, new_id))
+        return Undo("supersede", tuple(steps), tuple(old_ids))
+
+    def touch(self, ids: Iterable[str], when: datetime | None = None) -> Undo:
+        """Stamp last_used_at (decay and consolidation input); not a state change, so not audited."""
+        stamp = iso(when or utc_now())
+        steps = []
+        with self.transaction():
+            for did in dict.fromkeys(ids):
+                row = self.conn.execute("SELECT last_used_at FROM skill_deltas WHERE id = ?", (did,)).fetchone()
+                if row is None:
+                    raise StoreError(f"no delta with id {did!r} in {self.path}")
+                self.conn.execute("UPDATE skill_deltas SET last_used_at = ? WHERE id = ?", (stamp, did))
+                steps.append(("skill_deltas", did, "last_used_at", row[0], stamp))
+        return Undo("touch", tuple(steps), tuple(s[1] for s in steps))
+
+    _UNDOABLE = {("skill_deltas", "status"), ("skill_deltas", "approved_at"), ("skill_deltas", "superseded_by"),
+                 ("skill_deltas", "last_used_at"), ("learned_facts", "status")}
+
+    def undo(self, handle: Undo, who: str = "user") -> None:
+        """Reverse a write. Refused, with nothing changed, if any row has moved on since that write."""
+        with self.transaction():
+            for table, rid, column, before, after in reversed(handle.steps):
+                if (table, column) not in self._UNDOABLE:
+                    raise StoreError(f"cannot undo a change to {table}.{column}")
+                row = self.conn.execute(f"SELECT {column} FROM {table} WHERE id = ?", (rid,)).fetchone()
+                if row is None:
+                    raise StoreError(f"cannot undo {handle.op}: {table} row {rid} no longer exists (forgotten?)")
+                if row[0] != after:
+                    raise StoreError(f"cannot undo {handle.op}: {table} row {rid} {column} is {row[0]!r} now, "
+                                     f"not {after!r}")
+                self.conn.execute(f"UPDATE {table} SET {column} = ? WHERE id = ?", (before, rid))
+                if table == "skill_deltas" and column == "status":
+                    self._log(rid, who, after, before, f"undo of {handle.op}")
+                elif table == "skill_deltas" and column == "superseded_by":
+                    self._log(rid, who, None, None, f"undo of {handle.op}: lineage {after} -> {before}")
+
+    # -------------------------------------------------------------------------------- erasure
+
+    def on_forget(self, callback: Callable[[list[str]], None]) -> None:
+        """Register an erasure hook (e.g. the FAISS index): called with the erased delta ids after commit."""
+        self._forget_hooks.append(callback)
+
+    def forget(self, *, skill: str | None = None, scope: str | None = None, all: bool = False) -> int:
+        """TRUE erasure (user-initiated): delete deltas, vectors, outcomes, audit rows and — for a scope or
+        all — that scope's facts. Returns how many deltas were erased. Needs a filter or `all=True`."""
+        if not all and skill is None and scope is None:
+            raise StoreError("forget needs skill=, scope= or all=True")
+        where, args = [], []
+        if not all:
+            if skill is not None:
+                where.append("base_name = ?")
+                args.append(skill)
+            if scope is not None:
+                where.append("scope = ?")
+                args.append(scope)
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        with self.transaction():
+            ids = [i for (i,) in self.conn.execute(f"SELECT id FROM skill_deltas{clause}", args)]
+            self._erasing = True
+            try:
+                for chunk in range(0, len(ids), 500):
+                    part = ids[chunk:chunk + 500]
+                    marks = ", ".join("?" * len(part))
+                    self.conn.execute(f"DELETE FROM delta_audit WHERE delta_id IN ({marks})", part)
+                    self.conn.execute(f"DELETE FROM delta_outcomes WHERE delta_id IN ({marks})", part)
+                    # lineage pointing at an erased row would name it: clear before deleting
+                    self.conn.execute(f"UPDATE skill_deltas SET superseded_by = NULL "
+                                      f"WHERE superseded_by IN ({marks})", part)
+                    self.conn.execute(f"DELETE FROM skill_deltas WHERE id IN ({marks})", part)
+                facts = 0
+                if all or (scope is not None and skill is None):
+                    fwhere = "" if all else " WHERE scope = ?"
+                    facts = self.conn.execute(f"DELETE FROM learned_facts{fwhere}", [] if all else [scope]).rowcount
+            finally:
+                self._erasing = False
+            what = "all" if all else ", ".join(f"{k}={v}" for k, v in (("skill", skill), ("scope", scope)) if v)
+            self._log(None, "user", None, None, f"forget {what}: erased {len(ids)} deltas, {facts} facts")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        for hook in self._forget_hooks:
+            hook(list(ids))
+        return len(ids)
+
+    # ----------------------------------------------------------------------------- embeddings
+
+    @property
+    def embedder_id(self) -> str | None:
+        row = self.conn.execute("SELECT value FROM overlay_meta WHERE key = 'embedder_id'").fetchone()
+        return None if row is None else row[0]
+
+    def set_embedding(self, delta_id: str, vector: np.ndarray, embedder_id: str) -> None:
+        """Store a tier-3 trigger vector (float32). The store holds vectors of one embedder only."""
+        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if vec.size == 0 or not np.all(np.isfinite(vec)):
+            raise StoreError(f"delta {delta_id}: embedding must be a non-empty finite vector")
+        with self.transaction():
+            current = self.embedder_id
+            if current is None:
+                self.conn.execute("INSERT INTO overlay_meta (key, value) VALUES ('embedder_id', ?)", (embedder_id,))
+            elif current != embedder_id:
+                raise StoreError(f"{self.path}: vectors belong to embedder {current!r}, not {embedder_id!r}; "
+                                 "call invalidate_embeddings() first")
+            d = self.get(delta_id)
+            if d.tier != 3:
+                raise StoreError(f"delta {delta_id} is tier {d.tier}; only tier-3 triggers carry embeddings")
+            dim = self.conn.execute("SELECT length(embedding) FROM skill_deltas WHERE embedding IS NOT NULL "
+                                    "LIMIT 1").fetchone()
+            if dim and dim[0] != vec.nbytes:
+                raise StoreError(f"delta {delta_id}: {vec.size}-dim vector, store holds {dim[0] // 4}-dim vectors")
+            self.conn.execute("UPDATE skill_deltas SET embedding = ?, embedder_id = ? WHERE id = ?",
+                              (vec.astype("<f4").tobytes(), embedder_id, delta_id))
+
+    def embeddings(self, embedder_id: str, status: str | Iterable[str] | None = None
+                   ) -> tuple[list[str], np.ndarray]:
+        """(ids, float32 matrix) of stored vectors from `embedder_id`, ordered by id. Empty for another
+        embedder: stale vectors never answer."""
+        sql = "SELECT id, embedding FROM skill_deltas WHERE embedding IS NOT NULL AND embedder_id = ?"
+        args: list = [embedder_id]
+        if status is not None:
+            values = [status] if isinstance(status, str) else list(status)
+            sql += f" AND status IN ({', '.join('?' * len(values))})"
+            args += values
+        rows = list(self.conn.execute(sql + " ORDER BY id", args))
+        if not rows or self.embedder_id != embedder_id:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return [r[0] for r in rows], np.stack([np.frombuffer(r[1], dtype="<f4") for r in rows]).astype(np.float32)
+
+    def invalidate_embeddings(self, new_embedder_id: str) -> int:
+        """An embedder change: every vector becomes NULL (tier 3 dark until re-embedded). Returns how many."""
+        with self.transaction():
+            n = self.conn.execute("UPDATE skill_deltas SET embedding = NULL, embedder_id = NULL "
+                                  "WHERE embedding IS NOT NULL").rowcount
+            self.conn.execute("INSERT INTO overlay_meta (key, value) VALUES ('embedder_id', ?) "
+                              "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (new_embedder_id,))
+        return n
+
+    # ----------------------------------------------------------------------------------- facts
+
+    def put_fact(self, namespace: str, key: str, value: Any, *, scope: str = "user",
+                 provenance: Provenance | None = None) -> Undo:
+        """Tier 0: set a value a tool can read. The previous value is kept as `superseded`."""
+        for name, text in (("namespace", namespace), ("key", key), ("scope", scope)):
+            if not isinstance(text, str) or not text.strip():
+                raise StoreError(f"fact {name} must be a non-empty string")
+        try:
+            encoded = dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"fact {namespace}/{key}: value is not JSON-serialisable ({exc})") from exc
+        prov = provenance or Provenance()
+        steps = []
+        with self.transaction():
+            old = self.conn.execute("SELECT id FROM learned_facts WHERE namespace = ? AND key = ? AND scope = ? "
+                                    "AND status = 'current'", (namespace, key, scope)).fetchone()
+            if old:
+                self.conn.execute("UPDATE learned_facts SET status = 'superseded' WHERE id = ?", (old[0],))
+                steps.append(("learned_facts", old[0], "status", "current", "superseded"))
+            cur = self.conn.execute(
+                "INSERT INTO learned_facts (namespace, key, value, scope, provenance, status, created_at) "
+                "VALUES (?, ?, ?, ?, ?, 'current', ?)",
+                (namespace, key, encoded, scope, dumps(prov.to_dict()), iso(utc_now())))
+            steps.append(("learned_facts", cur.lastrowid, "status", "retired", "current"))
+        return Undo("put_fact", tuple(steps))
+
+    def get_fact(self, namespace: str, key: str, default: Any = None, scope: str = "user") -> Any:
+        row = self.conn.execute("SELECT value FROM learned_facts WHERE namespace = ? AND key = ? AND scope = ? "
+                                "AND status = 'current'", (namespace, key, scope)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def facts(self, namespace: str | None = None) -> list[Fact]:
+        """Current facts, by (namespace, key, scope)."""
+        sql = ("SELECT id, namespace, key, value, scope, provenance, created_at FROM learned_facts "
+               "WHERE status = 'current'")
+        args = []
+        if namespace is not None:
+            sql += " AND namespace = ?"
+            args.append(namespace)
+        rows = self.conn.execute(sql + " ORDER BY namespace, key, scope", args)
+        return [Fact(ns, k, json.loads(v), sc, Provenance.from_dict(json.loads(p)), parse_time(c), i)
+                for i, ns, k, v, sc, p, c in rows]
+
+    # ------------------------------------------------------------------------------ base registry
+
+    def register_base(self, skill) -> BaseChange:
+        """Record the base a session sees. A new history row when root, version or body changed."""
+        now = iso(utc_now())
+        with self.transaction():
+            row = self.conn.execute("SELECT id, root, version, body_digest FROM skill_bases WHERE name = ? "
+                                    "ORDER BY id DESC LIMIT 1", (skill.name,)).fetchone()
+            digest = skill.body_digest
+            if row is not None and (row[1], row[2], row[3]) == (skill.root, skill.version, digest):
+                self.conn.execute("UPDATE skill_bases SET last_seen_at = ? WHERE id = ?", (now, row[0]))
+                return BaseChange(skill.name, skill.root, digest, digest, skill.version, False,
+                                  row[1], row[2])
+            self.conn.execute("INSERT INTO skill_bases (name, root, version, body_digest, seen_at, last_seen_at) "
+                              "VALUES (?, ?, ?, ?, ?, ?)", (skill.name, skill.root, skill.version, digest, now, now))
+        if row is None:
+            return BaseChange(skill.name, skill.root, None, digest, skill.version, False)
+        return BaseChange(skill.name, skill.root, row[3], digest, skill.version, True, row[1], row[2])
+
+    def base_history(self, name: str) -> list[dict]:
+        rows = self.conn.execute("SELECT root, version, body_digest, seen_at, last_seen_at FROM skill_bases "
+                                 "WHERE name = ? ORDER BY id", (name,))
+        return [dict(zip(("root", "version", "body_digest", "seen_at", "last_seen_at"), r)) for r in rows]
+
+    # --------------------------------------------------------------------------- outcome ledger
+
+    def record_outcome(self, delta_id: str, *, session: str, signal: str, positive: bool, turn: str = "",
+                       at: datetime | None = None) -> bool:
+        """Ledger one user-observable outcome for a delta and bump its counters. A repeat of the same
+        (delta, session, turn, signal) is ignored and returns False."""
+        if not signal or not session:
+            raise StoreError("an outcome needs a session and a signal")
+        with self.transaction():
+            self.get(delta_id)
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO delta_outcomes (delta_id, session, turn, signal, positive, at) "
+                "VALUES (?, ?, ?, ?, ?, ?)", (delta_id, session, str(turn), signal, int(bool(positive)),
+                                              iso(at or utc_now())))
+            if cur.rowcount == 0:
+                return False
+            self.conn.execute("UPDATE skill_deltas SET attempt_count = attempt_count + 1, "
+                              "success_count = success_count + ? WHERE id = ?", (int(bool(positive)), delta_id))
+        return True
+
+    def outcomes(self, delta_id: str | None = None) -> list[Outcome]:
+        sql = "SELECT delta_id, session, turn, signal, positive, at FROM delta_outcomes"
+        rows = (self.conn.execute(sql + " WHERE delta_id = ? ORDER BY id", (delta_id,)) if delta_id
+                else self.conn.execute(sql + " ORDER BY id"))
+        return [Outcome(d, s, t, g, bool(p), parse_time(a)) for d, s, t, g, p, a in rows]
+
+    def counts(self) -> dict[str, int]:
+        """Delta rows per status (for status lines and tests)."""
+        return dict(self.conn.execute("SELECT status, count(*) FROM skill_deltas GROUP BY status"))
