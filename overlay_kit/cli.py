@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from . import anchor as anchor_mod
 from .skill import SkillError, check_skill, find_skill
+from .store import StoreError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -81,9 +82,225 @@ def cmd_anchors(args: argparse.Namespace) -> int:
     return 0
 
 
+# -------------------------------------------------------------- learn / deltas / approve / revert / reset / forget
+
+
+def _add_db(p) -> None:
+    p.add_argument("--db", metavar="DB", help="overlay database (default: $OVERLAY_KIT_DB, else "
+                                              "~/.overlay_kit/overlay.db)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (see README)")
+
+
+def _open_store(args, **kw):
+    from .store import Store
+
+    return Store.open(args.db, **kw)
+
+
+def _scalar(text: str):
+    """A CLI value: JSON when it parses as a number, boolean, list or mapping, else the string itself."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return text if value is None or isinstance(value, str) else value
+
+
+def register_learn(sub) -> None:
+    p = sub.add_parser("learn", help="propose a lesson; the gates refuse, route, stage or quarantine it")
+    p.add_argument("skill", metavar="SKILL", help="skill directory, SKILL.md, or discovered skill name")
+    p.add_argument("--kind", required=True, help="tool-hint | parameter | exception | preference | example | fact")
+    p.add_argument("--section", help="anchor section slug (see `overlay-kit anchors`)")
+    p.add_argument("--source", required=True,
+                   help="provenance: user_instruction | outcome_evidence | observed_content | unknown")
+    p.add_argument("--turn", action="append", default=[], metavar="ID", help="session/turn id (repeatable)")
+    p.add_argument("--scope", default="user", help="agent scope, or 'user' for shared (default)")
+    g = p.add_argument_group("payload")
+    g.add_argument("--body", help="preference text (≤ 400 chars)")
+    g.add_argument("--trigger", help="tier-3 retrieval trigger (≤ 200 chars)")
+    g.add_argument("--input", help="example input")
+    g.add_argument("--output", help="example output (input + output ≤ 400 chars)")
+    g.add_argument("--prefer", action="append", default=[], metavar="TOOL", help="tool-hint: prefer (repeatable)")
+    g.add_argument("--drop", action="append", default=[], metavar="TOOL", help="tool-hint: drop (repeatable)")
+    g.add_argument("--key", help="parameter or fact key")
+    g.add_argument("--value", help="parameter or fact value (JSON numbers/booleans are parsed)")
+    g.add_argument("--scope-key", help="parameter scope")
+    g.add_argument("--namespace", help="fact namespace (default: the skill name)")
+    g.add_argument("--condition", help="exception condition")
+    g.add_argument("--action", help="exception action (restrictive only)")
+    p.add_argument("--evidence", action="append", default=[], metavar="TEXT",
+                   help="text the lesson came from, checked for verbatim quoting; never stored")
+    p.add_argument("--evidence-file", action="append", default=[], metavar="FILE")
+    p.add_argument("--incognito", action="store_true", help="session only: nothing is written")
+    p.add_argument("--research", action="store_true", help="allow tier-2 kinds (parameter, exception)")
+    p.add_argument("--auto-approve", action="store_true", help="trusted lessons go straight to active")
+    _add_db(p)
+    p.set_defaults(handler=cmd_learn)
+
+
+def learn_payload(args: argparse.Namespace) -> dict:
+    """The payload flags of `learn` for its kind (flags that belong to another kind are an error)."""
+    fields = {
+        "tool-hint": {"prefer": args.prefer, "drop": args.drop},
+        "parameter": {"key": args.key, "value": None if args.value is None else _scalar(args.value),
+                      "scope": args.scope_key},
+        "exception": {"condition": args.condition, "action": args.action},
+        "preference": {"body": args.body, "trigger": args.trigger},
+        "example": {"input": args.input, "output": args.output, "trigger": args.trigger},
+        "fact": {"namespace": args.namespace, "key": args.key,
+                 "value": None if args.value is None else _scalar(args.value)},
+    }
+    if args.kind not in fields:
+        return {}
+    flags = {"prefer": args.prefer, "drop": args.drop, "key": args.key, "value": args.value,
+             "scope": args.scope_key, "namespace": args.namespace, "condition": args.condition,
+             "action": args.action, "body": args.body, "trigger": args.trigger, "input": args.input,
+             "output": args.output}
+    stray = [k for k, v in flags.items() if v not in (None, []) and k not in fields[args.kind]]
+    if stray:
+        raise ValueError(f"--{stray[0].replace('scope', 'scope-key')} does not apply to kind {args.kind}")
+    return {k: v for k, v in fields[args.kind].items() if v not in (None, [])}
+
+
+def cmd_learn(args: argparse.Namespace) -> int:
+    from .gates import GateSettings, learn
+    from .grammar import Provenance
+
+    skill = find_skill(args.skill)
+    evidence = list(args.evidence)
+    for path in args.evidence_file:
+        with open(path, encoding="utf-8") as fh:
+            evidence.append(fh.read())
+    with _open_store(args, research=args.research, auto_approve=args.auto_approve) as store:
+        result = learn(store, skill, args.kind, learn_payload(args), section=args.section,
+                       provenance=Provenance(args.source, tuple(args.turn)), scope=args.scope,
+                       evidence=evidence, incognito=args.incognito, settings=GateSettings())
+    if args.json:
+        out = result.to_dict() | {"delta": result.delta.to_dict() if result.delta else None,
+                                  "fact": None}
+        if result.fact:
+            f = result.fact
+            out["fact"] = {"namespace": f.namespace, "key": f.key, "value": f.value, "scope": f.scope,
+                           "provenance": f.provenance.to_dict()}
+        _emit_json(out)
+    else:
+        ident = f" {result.delta.id}" if result.delta else ""
+        print(f"{result.outcome}{ident}: {result.message}")
+        for w in result.warnings:
+            print(f"warning: {w}")
+        for f in result.findings:
+            print(f"finding: {f}")
+    return 1 if result.outcome == "refused" else 0
+
+
+DELTA_FILTERS = {"active": ("active",), "pending": ("staged", "quarantined"), "orphaned": ("orphaned",),
+                 "archived": ("archived",), "all": None}
+
+
+def register_deltas(sub) -> None:
+    p = sub.add_parser("deltas", help="list learned deltas (default: active)")
+    p.add_argument("skill", nargs="?", metavar="SKILL", help="skill name, directory or SKILL.md (default: all)")
+    which = p.add_mutually_exclusive_group()
+    for name, helptext in (("pending", "staged and quarantined, awaiting review"),
+                           ("orphaned", "orphans awaiting re-point or discard"),
+                           ("archived", "reverted, reset or retired"), ("all", "every status")):
+        which.add_argument(f"--{name}", dest="which", action="store_const", const=name, help=helptext)
+    p.add_argument("--superseded", action="store_true", help="include superseded deltas")
+    _add_db(p)
+    p.set_defaults(handler=cmd_deltas, which="active")
+
+
+def _skill_name(ref: str | None) -> str | None:
+    """A skill reference as a base name: a path is loaded for its name; anything else is the name itself
+    (deltas outlive their base, so a missing skill must still be listable)."""
+    from pathlib import Path
+
+    if ref is None or not Path(ref).exists():
+        return ref
+    return find_skill(ref).name
+
+
+def cmd_deltas(args: argparse.Namespace) -> int:
+    name = _skill_name(args.skill)
+    with _open_store(args) as store:
+        rows = store.search(name, status=DELTA_FILTERS[args.which], include_superseded=args.superseded)
+        path = store.path
+    if args.json:
+        _emit_json({"db": path, "skill": name, "filter": args.which, "deltas": [d.to_dict() for d in rows]})
+        return 0
+    if not rows:
+        print(f"no {args.which} deltas" + (f" for {name}" if name else ""))
+    for d in rows:
+        flag = f"  [{len(d.findings)} finding(s)]" if d.findings else ""
+        print(f"{d.id}  {d.status:<11} {d.skill}#{d.anchor.section}  t{d.tier} {d.kind:<10} "
+              f"{d.provenance.source}  {d.success_count}/{d.attempt_count}{flag}")
+        print(f"    {d.text}")
+        for f in d.findings:
+            print(f"    finding: {f}")
+    return 0
+
+
+def _register_state(sub, verb: str, helptext: str, target: str) -> None:
+    p = sub.add_parser(verb, help=helptext)
+    p.add_argument(target.lower(), metavar=target)
+    _add_db(p)
+    p.set_defaults(handler=cmd_state, verb=verb)
+
+
+def register_approve(sub) -> None:
+    _register_state(sub, "approve", "consent gate: activate a staged, quarantined or orphaned delta", "ID")
+
+
+def register_revert(sub) -> None:
+    _register_state(sub, "revert", "archive one delta (never a hard delete)", "ID")
+
+
+def register_reset(sub) -> None:
+    _register_state(sub, "reset", "archive every delta of a skill: the pure authored base again", "SKILL")
+
+
+def cmd_state(args: argparse.Namespace) -> int:
+    with _open_store(args) as store:
+        if args.verb == "reset":
+            undo = store.reset(_skill_name(args.skill))
+        else:
+            undo = getattr(store, args.verb)(args.id)
+        changed = [store.get(i) for i in undo.ids]
+    if args.json:
+        _emit_json({"op": args.verb, "deltas": [{"id": d.id, "status": d.status} for d in changed]})
+    else:
+        for d in changed:
+            print(f"{args.verb}: {d.id} is now {d.status}")
+        if args.verb == "reset" and not changed:
+            print(f"reset: no live deltas for {args.skill}")
+    return 0
+
+
+def register_forget(sub) -> None:
+    p = sub.add_parser("forget", help="ERASE learned data (rows, vectors, index entries); not undoable")
+    p.add_argument("--skill", help="erase every delta of this skill")
+    p.add_argument("--scope", help="erase every delta and fact of this scope")
+    p.add_argument("--all", action="store_true", help="erase everything learned")
+    _add_db(p)
+    p.set_defaults(handler=cmd_forget)
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    if not (args.all or args.skill or args.scope):
+        raise ValueError("say what to erase: --skill S, --scope S or --all")
+    with _open_store(args) as store:
+        n = store.forget(skill=_skill_name(args.skill), scope=args.scope, all=args.all)
+    if args.json:
+        _emit_json({"op": "forget", "erased": n})
+    else:
+        print(f"forget: erased {n} delta(s)")
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------- main
 
-REGISTRARS: list[Callable] = [register_validate, register_anchors]
+REGISTRARS: list[Callable] = [register_validate, register_anchors, register_learn, register_deltas, register_approve,
+                              register_revert, register_reset, register_forget]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (SkillError, KeyError, ValueError, OSError) as exc:
+    except (SkillError, StoreError, KeyError, ValueError, OSError) as exc:
         print(f"overlay-kit {args.command}: error: {exc}", file=sys.stderr)
         return 1
 

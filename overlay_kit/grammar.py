@@ -314,3 +314,19 @@ class Delta:
 
     def evolve(self, **changes) -> "Delta":
         return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The stable JSON shape (`overlay-kit deltas --json`, documented in the README)."""
+
+        def t(when: datetime | None) -> str | None:
+            return None if when is None else when.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+        return {
+            "id": self.id, "skill": self.skill, "kind": self.kind, "tier": self.tier, "status": self.status,
+            "scope": self.scope, "anchor": self.anchor.to_dict(), "base_root": self.base_root,
+            "payload": dict(self.payload), "text": self.text, "provenance": self.provenance.to_dict(),
+            "trusted": self.provenance.trusted, "findings": list(self.findings),
+            "success_count": self.success_count, "attempt_count": self.attempt_count,
+            "superseded_by": self.superseded_by, "created_at": t(self.created_at),
+            "approved_at": t(self.approved_at), "last_used_at": t(self.last_used_at),
+        }
