@@ -14,6 +14,10 @@ Public API (other modules code against exactly this; grow it, don't rename it)::
         store.supersede(old_ids, new_id, who=...) -> Undo   # lineage; rows kept
         store.set_status(id, status, *, who, reason) -> Undo  # rebase / budget transitions
         store.touch(ids, when=None) -> Undo          # last_used_at
+        store.set_resident(ids, resident, *, who, reason) -> Undo   # budget: retrieval-only or resident
+        store.retrieval_only(skill=None) -> frozenset[str]          # ids demoted to retrieval-only
+        store.on_change(callback)                    # callback(changed_ids: list[str]) after each commit
+                                                     #    that changed a delta's state (the budget hook)
         store.undo(handle)                           # reverse any Undo (refused if the rows moved on since)
         store.forget(*, skill=None, scope=None, all=False) -> int   # TRUE erasure; see below
         store.on_forget(callback)                    # callback(erased_ids: list[str]) after each forget
@@ -224,6 +228,10 @@ MIGRATIONS: list[Migration] = [
         ALTER TABLE skill_deltas ADD COLUMN embedder_id TEXT;
         CREATE TABLE IF NOT EXISTS overlay_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """),
+    # budget: 0 = demoted to retrieval-only (text reaches the prompt only when a goal retrieves it)
+    Migration(4, "budget residency", """
+        ALTER TABLE skill_deltas ADD COLUMN resident INTEGER NOT NULL DEFAULT 1 CHECK (resident IN (0, 1));
+    """),
 ]
 
 _HISTORY_SQL = """
@@ -357,6 +365,8 @@ class Store:
         self._depth = 0
         self._erasing = False
         self._forget_hooks: list[Callable[[list[str]], None]] = []
+        self._change_hooks: list[Callable[[list[str]], None]] = []
+        self._changed: list[str] = []  # delta ids whose state changed in the open transaction
 
     # ----------------------------------------------------------------------------- open / close
 
@@ -461,6 +471,7 @@ class Store:
                 except BaseException:
                     if depth == 0:
                         self.conn.execute("ROLLBACK")
+                        self._changed.clear()
                     else:
                         self.conn.execute(f"ROLLBACK TO sp{depth}")
                         self.conn.execute(f"RELEASE sp{depth}")
@@ -471,11 +482,18 @@ class Store:
                     self.conn.execute(f"RELEASE sp{depth}")
             finally:
                 self._depth -= 1
+                if self._depth == 0:
+                    changed, self._changed = self._changed, []
+        if depth == 0 and changed and not self._erasing:
+            for hook in self._change_hooks:
+                hook(list(dict.fromkeys(changed)))
 
     # ---------------------------------------------------------------------------------- audit
 
     def _log(self, delta_id: str | None, who: str, from_status: str | None, to_status: str | None,
              reason: str = "", at: datetime | None = None) -> None:
+        if delta_id is not None:
+            self._changed.append(delta_id)
         self.conn.execute(
             "INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) VALUES (?,?,?,?,?,?)",
             (delta_id, who, iso(at or utc_now()), from_status, to_status, reason))
@@ -659,8 +677,36 @@ class Store:
                 steps.append(("skill_deltas", did, "last_used_at", row[0], stamp))
         return Undo("touch", tuple(steps), tuple(s[1] for s in steps))
 
+    def set_resident(self, ids: Iterable[str], resident: bool, *, who: str, reason: str) -> Undo:
+        """Budget residency: False demotes deltas to retrieval-only, True makes them resident again.
+        Audited like a state change (status unchanged); unknown ids raise with nothing changed."""
+        flag, steps = int(bool(resident)), []
+        with self.transaction():
+            for did in dict.fromkeys(ids):
+                row = self.conn.execute("SELECT resident, status FROM skill_deltas WHERE id = ?", (did,)).fetchone()
+                if row is None:
+                    raise StoreError(f"no delta with id {did!r} in {self.path}")
+                if row[0] == flag:
+                    continue
+                self.conn.execute("UPDATE skill_deltas SET resident = ? WHERE id = ?", (flag, did))
+                self._log(did, who, row[1], row[1], reason)
+                steps.append(("skill_deltas", did, "resident", row[0], flag))
+        return Undo("set_resident", tuple(steps), tuple(s[1] for s in steps))
+
+    def retrieval_only(self, skill: str | None = None) -> frozenset[str]:
+        """Ids of deltas the budget demoted to retrieval-only (of one skill, or all)."""
+        sql, args = "SELECT id FROM skill_deltas WHERE resident = 0", []
+        if skill is not None:
+            sql, args = sql + " AND base_name = ?", [skill]
+        return frozenset(i for (i,) in self.conn.execute(sql, args))
+
+    def on_change(self, callback: Callable[[list[str]], None]) -> None:
+        """Register a hook called with the changed delta ids after each commit that changed a delta's state
+        (learn, approve, revert, reset, set_status, supersede, set_resident, undo). The budget uses it."""
+        self._change_hooks.append(callback)
+
     _UNDOABLE = {("skill_deltas", "status"), ("skill_deltas", "approved_at"), ("skill_deltas", "superseded_by"),
-                 ("skill_deltas", "last_used_at"), ("learned_facts", "status")}
+                 ("skill_deltas", "last_used_at"), ("skill_deltas", "resident"), ("learned_facts", "status")}
 
     def undo(self, handle: Undo, who: str = "user") -> None:
         """Reverse a write. Refused, with nothing changed, if any row has moved on since that write."""
