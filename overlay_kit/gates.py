@@ -40,7 +40,8 @@ import re
 import secrets
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, Anchor, parse
@@ -304,6 +305,19 @@ def longest_overlap(text: str, evidence: str) -> int:
     return lo
 
 
+@lru_cache(maxsize=256)
+def _sections(body: str):
+    return parse(body)
+
+
+def _canonical(p: Proposal) -> dict | None:
+    """The payload in canonical form, or None when its shape is wrong (`payload_shape` reports that)."""
+    try:
+        return check_shape(p.kind, p.payload)
+    except GrammarError:
+        return None
+
+
 # ----------------------------------------------------------------------------------------- rules
 
 
@@ -337,8 +351,9 @@ def payload_shape(p: Proposal):
 
 
 def payload_caps(p: Proposal):
-    if not p.is_fact:
-        problems = cap_violations(p.kind, check_shape(p.kind, p.payload))
+    payload = None if p.is_fact else _canonical(p)
+    if payload is not None:
+        problems = cap_violations(p.kind, payload)
         if problems:
             return _refuse("payload_caps", "; ".join(str(e) for e in problems))
     if len(p.provenance.turns) > MAX_TURNS or any(len(t) > TURN_ID_LIMIT for t in p.provenance.turns):
@@ -348,9 +363,9 @@ def payload_caps(p: Proposal):
 
 
 def no_new_tool(p: Proposal):
-    if p.kind != "tool-hint":
+    payload = _canonical(p) if p.kind == "tool-hint" else None
+    if payload is None:
         return None
-    payload = check_shape(p.kind, p.payload)
     unknown = [n for n in payload["prefer"] + payload["drop"] if n not in _declared_tools(p.skill)]
     if unknown:
         have = ", ".join(sorted(_declared_tools(p.skill))) or "none"
@@ -360,7 +375,7 @@ def no_new_tool(p: Proposal):
 
 
 def no_widening(p: Proposal):
-    if p.kind == "parameter":
+    if p.kind == "parameter" and isinstance(p.payload, Mapping):
         key = str(p.payload.get("key", "")).strip().lower()
         if key in CONTROL_FIELDS or key.startswith("metadata.") or key.split(".")[-1] in CONTROL_FIELDS:
             return _refuse("no_widening", f"parameter key {key!r} is a frontmatter control field; a delta may "
@@ -377,10 +392,11 @@ def no_widening(p: Proposal):
 
 
 def write_path_tool(p: Proposal):
-    if p.kind != "tool-hint":
+    payload = _canonical(p) if p.kind == "tool-hint" else None
+    if payload is None:
         return None
     # Dropping a write-path tool narrows (allowed); preferring one would steer toward unattended action.
-    hits = [n for n in check_shape(p.kind, p.payload)["prefer"] if _write_path(n, p.settings.confirmation_tools)]
+    hits = [n for n in payload["prefer"] if _write_path(n, p.settings.confirmation_tools)]
     if hits:
         return _refuse("write_path_tool", f"tool-hint prefers {', '.join(hits)}, in the confirmation set; "
                                           "learning may not steer toward write-path tools")
@@ -405,8 +421,7 @@ def quotes_evidence(p: Proposal):
 def known_section(p: Proposal):
     if p.is_fact:
         return None
-    sections = parse(p.skill.body)
-    slugs = [s.slug for s in sections]
+    slugs = [s.slug for s in _sections(p.skill.body)]
     if slugs == [BODY]:
         if p.section in (None, "", BODY):
             return (f"{p.skill.name} has no headings: the delta anchors to the whole body ({BODY}), and "
@@ -521,7 +536,7 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
 
     canonical = check_shape(kind, payload)
     slug = section or BODY
-    sec = next(s for s in parse(skill.body) if s.slug == slug)
+    sec = next(s for s in _sections(skill.body) if s.slug == slug)
     delta = Delta(skill=skill.name, kind=kind, payload=canonical, anchor=Anchor(sec.slug, sec.digest, skill.version),
                   provenance=p.provenance, scope=scope, base_root=skill.root, status=verdict.outcome,
                   created_at=utc_now(), findings=verdict.findings)

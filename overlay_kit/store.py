@@ -71,6 +71,7 @@ from .grammar import (
     Delta,
     GrammarError,
     Provenance,
+    check_shape,
     utc_now,
     validate_payload,
 )
@@ -345,7 +346,7 @@ def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
     except ValueError:
         provenance = Provenance()  # unreadable provenance is untrusted, never trusted by default
     return Delta(
-        skill=name, kind=kind, payload=json.loads(payload),
+        skill=name, kind=kind, payload=check_shape(kind, json.loads(payload)),
         anchor=Anchor(a["section"], a["digest"], version), provenance=provenance, scope=scope,
         base_root=root, status=status, id=id_, created_at=parse_time(created),
         approved_at=parse_time(approved), last_used_at=parse_time(used), success_count=succ,
@@ -541,7 +542,10 @@ class Store:
         row = self.conn.execute(f"SELECT {_DELTA_COLUMNS} FROM skill_deltas WHERE id = ?", (delta_id,)).fetchone()
         if row is None:
             raise StoreError(f"no delta with id {delta_id!r} in {self.path}")
-        return _row_to_delta(row)
+        try:
+            return _row_to_delta(row)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(f"delta {delta_id} in {self.path} is unreadable: {exc}") from exc
 
     def search(self, skill: str | None = None, scope: str | Iterable[str] | None = None,
                status: str | Iterable[str] | None = None, *, include_superseded: bool = False,

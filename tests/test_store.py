@@ -1,0 +1,505 @@
+"""overlay_kit.store: schema and migrations, accessors, undo, audit, erasure, embeddings, facts, bases."""
+
+import os
+import sqlite3
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from overlay_kit import gates
+from overlay_kit.grammar import Provenance
+from overlay_kit.store import MIGRATIONS, GateBypassError, Store, StoreError, default_db_path
+
+from overlay_support import TRUSTED, UNTRUSTED, make_skill
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "overlay.db"
+
+
+@pytest.fixture
+def store(db):
+    with Store.open(db) as s:
+        yield s
+
+
+@pytest.fixture
+def skill():
+    return make_skill()
+
+
+def learn(store, skill, body="Keep replies short.", source=TRUSTED, section="replies", scope="user", kind=None,
+          payload=None):
+    r = gates.learn(store, skill, kind or "preference", payload or {"body": body}, section=section,
+                    provenance=source, scope=scope)
+    assert r.delta is not None, r.message
+    return r.delta
+
+
+# ------------------------------------------------------------------------------------------ opening
+
+
+def test_open_sets_wal_fk_busy_and_records_every_migration(store, db):
+    c = store.conn
+    assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert c.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert c.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    assert [v for v, _, _ in store.schema_history()] == [m.version for m in MIGRATIONS]
+    store.close()
+    with Store.open(db) as again:  # reopening applies nothing and appends no rows
+        assert len(again.schema_history()) == len(MIGRATIONS)
+
+
+def test_default_db_path_honours_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("OVERLAY_KIT_DB", str(tmp_path / "x.db"))
+    assert default_db_path() == tmp_path / "x.db"
+    monkeypatch.delenv("OVERLAY_KIT_DB")
+    assert default_db_path() == __import__("pathlib").Path.home() / ".overlay_kit" / "overlay.db"
+
+
+def test_migrations_are_ordered_and_unique():
+    versions = [m.version for m in MIGRATIONS]
+    assert versions == sorted(set(versions)) == list(range(1, len(MIGRATIONS) + 1))
+
+
+def test_history_is_append_only(store):
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        store.conn.execute("UPDATE schema_history SET name = 'x'")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        store.conn.execute("DELETE FROM schema_history")
+
+
+@pytest.mark.parametrize("content", [b"hello, not a database\n", b"\x00" * 4096,
+                                     b"SQLite format 3\x00" + b"\xff" * 200])
+def test_non_sqlite_or_corrupt_file_is_refused_and_untouched(tmp_path, content):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(content)
+    with pytest.raises(StoreError) as e:
+        Store.open(bad)
+    assert str(bad) in str(e.value)
+    assert bad.read_bytes() == content
+    assert not (tmp_path / "bad.db-wal").exists()
+
+
+def test_corrupt_pages_in_a_real_database_are_refused(tmp_path, skill):
+    path = tmp_path / "c.db"
+    with Store.open(path) as s:
+        for i in range(40):
+            learn(s, skill, body=f"lesson number {i}")
+        s.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        s.conn.execute("PRAGMA journal_mode = DELETE")
+    raw = bytearray(path.read_bytes())
+    page = int.from_bytes(raw[16:18], "big")
+    raw[page * 2: page * 2 + 400] = b"\xa5" * 400  # smash page 3's b-tree header
+    path.write_bytes(bytes(raw))
+    with pytest.raises(StoreError, match=str(path)):
+        Store.open(path)
+    assert path.read_bytes() == bytes(raw)
+
+
+def test_a_directory_is_refused(tmp_path):
+    with pytest.raises(StoreError, match="directory"):
+        Store.open(tmp_path)
+
+
+def test_newer_schema_is_refused(db):
+    Store.open(db).close()
+    c = sqlite3.connect(db)
+    c.execute("INSERT INTO schema_history VALUES (999, 'from the future', '2030-01-01T00:00:00+00:00')")
+    c.commit()
+    c.close()
+    with pytest.raises(StoreError, match="newer"):
+        Store.open(db)
+
+
+# ---------------------------------------------------------------------------------------- migrations
+
+V1_DDL = """
+CREATE TABLE schema_history (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
+CREATE TABLE skill_deltas (
+    id TEXT PRIMARY KEY, base_name TEXT NOT NULL, base_root TEXT, base_version TEXT, scope TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('tool-hint','parameter','exception','preference','example')),
+    tier INTEGER NOT NULL CHECK (tier BETWEEN 1 AND 3), anchor TEXT NOT NULL CHECK (json_valid(anchor)),
+    payload TEXT NOT NULL CHECK (json_valid(payload)), provenance TEXT NOT NULL CHECK (json_valid(provenance)),
+    status TEXT NOT NULL DEFAULT 'staged'
+        CHECK (status IN ('staged','active','quarantined','orphaned','archived')),
+    success_count INTEGER NOT NULL DEFAULT 0 CHECK (success_count >= 0),
+    attempt_count INTEGER NOT NULL DEFAULT 0 CHECK (attempt_count >= success_count),
+    embedding BLOB, superseded_by TEXT REFERENCES skill_deltas(id) ON DELETE SET NULL,
+    created_at TEXT NOT NULL, approved_at TEXT, last_used_at TEXT);
+INSERT INTO schema_history VALUES (1, 'skill_deltas', '2024-01-01T00:00:00.000000+00:00');
+"""
+V1_ROWS = [
+    ("delta_a", "mail", "project", "1.0", "user", "preference", 3, '{"digest":"0123456789abcdef","section":"replies"}',
+     '{"body":"Keep replies short."}', '{"source":"user_instruction","turns":["s1/t2"]}', "active", 4, 5,
+     np.arange(4, dtype="<f4").tobytes(), None, "2024-01-02T03:04:05.000006+00:00",
+     "2024-01-03T00:00:00.000000+00:00", None),
+    ("delta_b", "mail", None, None, "agent:x", "tool-hint", 1, '{"digest":"fedcba9876543210","section":"triage"}',
+     '{"drop":[],"prefer":["search_mail"]}', '{"source":"observed_content","turns":[]}', "quarantined", 0, 0,
+     None, None, "2024-01-02T03:04:06.000000+00:00", None, None),
+]
+
+
+def _dump(path, table):
+    c = sqlite3.connect(path)
+    rows = c.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
+    c.close()
+    return rows
+
+
+def test_v1_database_migrates_forward_without_rewriting_rows(tmp_path):
+    path = tmp_path / "v1.db"
+    c = sqlite3.connect(path)
+    c.executescript(V1_DDL)
+    c.executemany(f"INSERT INTO skill_deltas VALUES ({', '.join('?' * 18)})", V1_ROWS)
+    c.commit()
+    c.close()
+    before_rows, before_history = _dump(path, "skill_deltas"), _dump(path, "schema_history")
+    with Store.open(path) as s:
+        history = s.schema_history()
+        assert history[0] == before_history[0]  # the v1 row is untouched …
+        assert [v for v, _, _ in history] == [m.version for m in MIGRATIONS]  # … later ones appended
+        a = s.get("delta_a")
+        assert a.status == "active" and a.findings == () and a.anchor.section == "replies"
+        assert (a.success_count, a.attempt_count) == (4, 5) and a.provenance.turns == ("s1/t2",)
+        assert not s.get("delta_b").provenance.trusted
+    after = _dump(path, "skill_deltas")
+    assert [r[:18] for r in after] == before_rows  # every original column byte-identical
+    assert [r[18:20] for r in after] == [("[]", None)] * 2  # findings, embedder_id: their defaults
+
+
+GAIA_DDL = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (3);
+CREATE TABLE procedures (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, when_to_use TEXT NOT NULL, markdown_body TEXT NOT NULL,
+    provenance TEXT, success_count INTEGER DEFAULT 0, attempt_count INTEGER DEFAULT 0, embedding BLOB,
+    superseded_by TEXT, enabled INTEGER DEFAULT 1, created_at TEXT, last_used_at TEXT);
+CREATE TABLE knowledge (id INTEGER PRIMARY KEY, content TEXT, score REAL);
+"""
+
+
+def test_gaia_memory_db_keeps_every_procedures_row_byte_identical(tmp_path, skill):
+    path = tmp_path / "memory.db"
+    c = sqlite3.connect(path)
+    c.executescript(GAIA_DDL)
+    rng = np.random.default_rng(7)
+    for i in range(25):
+        c.execute("INSERT INTO procedures VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                  (f"proc_{i}", f"p{i}", "when asked — ünïcode ✓", "# Steps\n1. do\r\n2. done\n",
+                   '{"source": "synthesized"}', i, i + 1, rng.standard_normal(8).astype("<f4").tobytes(),
+                   None if i % 3 else f"proc_{i + 1}", i % 2, "2024-01-01 00:00:00", None))
+        c.execute("INSERT INTO knowledge (content, score) VALUES (?, ?)", (f"fact {i}", i / 7))
+    c.commit()
+    c.close()
+    tables = ("procedures", "knowledge", "schema_version")
+    before = {t: _dump(path, t) for t in tables}
+    with Store.open(path) as s:
+        learn(s, skill)
+        s.forget(all=True)  # erasure of learned data never reaches GAIA's tables
+        learn(s, skill, body="another")
+    assert {t: _dump(path, t) for t in tables} == before
+    c = sqlite3.connect(path)
+    assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    c.close()
+
+
+# ------------------------------------------------------------------------------------------- deltas
+
+
+def test_insert_without_the_gates_is_refused(store, skill):
+    d = learn(store, skill)
+    with pytest.raises(GateBypassError):
+        store._insert_delta(d.evolve(id="delta_forged"))
+    with pytest.raises(GateBypassError):  # a seal for another delta, or an altered one, does not transfer
+        store._insert_delta(d.evolve(id="delta_forged", payload={"body": "tampered"}), gates._seal(d))
+    assert len(store.search()) == 1
+
+
+def test_check_constraints_refuse_bad_rows(store):
+    with pytest.raises(sqlite3.IntegrityError):
+        store.conn.execute("INSERT INTO skill_deltas (id, base_name, scope, kind, tier, anchor, payload, provenance,"
+                           " status, created_at) VALUES ('x','m','user','preference',3,'{}','{}','{}','bogus','t')")
+    with pytest.raises(sqlite3.IntegrityError):
+        store.conn.execute("INSERT INTO skill_deltas (id, base_name, scope, kind, tier, anchor, payload, provenance,"
+                           " created_at) VALUES ('x','m','user','fact',0,'{}','{}','{}','t')")
+
+
+def test_search_filters_and_sort_order(store, skill):
+    other = make_skill("notes")
+    a = learn(store, skill, body="one")
+    b = learn(store, skill, kind="tool-hint", payload={"prefer": ["search_mail"]}, section="triage")
+    c = learn(store, skill, body="two", source=UNTRUSTED)
+    d = learn(store, other, body="three", section="replies", scope="agent:x")
+    assert [x.id for x in store.search("mail")] == [b.id, a.id, c.id]  # tier 1 first, then by time
+    assert [x.id for x in store.search(status="quarantined")] == [c.id]
+    assert [x.id for x in store.search(status=["staged", "quarantined"], skill="mail")] == [b.id, a.id, c.id]
+    assert [x.id for x in store.search(scope="agent:x")] == [d.id]
+    assert [x.id for x in store.search(scope=["user", "agent:x"], skill="notes")] == [d.id]
+    assert store.search("nothing") == []
+    with pytest.raises(StoreError, match="unknown status"):
+        store.search(status="enabled")
+    assert store.skills() == ["mail", "notes"]
+
+
+def test_search_limit_keeps_the_newest(store, skill):
+    ids = [learn(store, skill, body=f"lesson {i}").id for i in range(12)]
+    assert len(store.search("mail")) == 12  # no default limit
+    kept = store.search("mail", limit=5)
+    assert {d.id for d in kept} == set(ids[-5:])
+
+
+def test_approve_revert_reset_and_their_undo(store, skill):
+    a, b = learn(store, skill, body="a"), learn(store, skill, body="b", source=UNTRUSTED)
+    u1 = store.approve(a.id)
+    assert store.get(a.id).status == "active" and store.get(a.id).approved_at is not None
+    u2 = store.approve(b.id, who="alice")  # quarantine leaves by explicit per-delta approval
+    assert store.get(b.id).status == "active"
+    with pytest.raises(StoreError, match="only staged, quarantined, orphaned"):
+        store.approve(a.id)
+    store.undo(u2)
+    assert store.get(b.id).status == "quarantined" and store.get(b.id).approved_at is None
+    u3 = store.revert(a.id)
+    assert store.get(a.id).status == "archived"
+    with pytest.raises(StoreError, match="cannot undo"):  # a moved on since it was approved
+        store.undo(u1)
+    store.undo(u3)
+    assert store.get(a.id).status == "active"
+    u4 = store.reset("mail")
+    assert {store.get(i).status for i in (a.id, b.id)} == {"archived"} and set(u4.ids) == {a.id, b.id}
+    store.undo(u4)
+    assert (store.get(a.id).status, store.get(b.id).status) == ("active", "quarantined")
+    assert store.conn.execute("SELECT count(*) FROM skill_deltas").fetchone()[0] == 2  # nothing deleted
+
+
+def test_undo_of_learn_archives(store, skill):
+    r = gates.learn(store, skill, "preference", {"body": "x"}, section="replies", provenance=TRUSTED)
+    store.undo(r.undo)
+    assert store.get(r.delta.id).status == "archived"
+
+
+def test_every_state_change_is_audited_and_the_log_is_append_only(store, skill):
+    a = learn(store, skill)
+    store.approve(a.id, who="bob")
+    store.undo(store.revert(a.id))
+    trail = [(e.who, e.from_status, e.to_status) for e in store.audit(a.id)]
+    assert trail == [("gates", None, "staged"), ("bob", "staged", "active"), ("user", "active", "archived"),
+                     ("user", "archived", "active")]
+    assert all(e.at.tzinfo is not None and e.at.utcoffset() == timedelta(0) for e in store.audit())
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        store.conn.execute("UPDATE delta_audit SET who = 'mallory'")
+    with pytest.raises(sqlite3.DatabaseError, match="forget"):
+        store.conn.execute("DELETE FROM delta_audit")
+    raw = sqlite3.connect(store.path)  # another client cannot delete audit rows either
+    with pytest.raises(sqlite3.DatabaseError):
+        raw.execute("DELETE FROM delta_audit")
+    raw.close()
+
+
+def test_set_status_guards(store, skill):
+    trusted, untrusted = learn(store, skill, body="t"), learn(store, skill, body="u", source=UNTRUSTED)
+    for target in ("active", "staged"):
+        with pytest.raises(StoreError, match="approve"):
+            store.set_status(untrusted.id, target, who="rebase", reason="x")
+    with pytest.raises(StoreError, match="trusted"):
+        store.set_status(trusted.id, "quarantined", who="rebase", reason="x")
+    store.set_status(trusted.id, "orphaned", who="rebase", reason="section vanished")
+    assert store.get(trusted.id).status == "orphaned"
+    store.set_status(untrusted.id, "orphaned", who="rebase", reason="section vanished")
+    with pytest.raises(StoreError, match="approve"):  # orphaning does not launder quarantine
+        store.set_status(untrusted.id, "active", who="rebase", reason="x")
+    store.revert(trusted.id)
+    with pytest.raises(StoreError, match="archived"):
+        store.set_status(trusted.id, "staged", who="budget", reason="x")
+    with pytest.raises(StoreError, match="unknown status"):
+        store.set_status(trusted.id, "enabled", who="x", reason="x")
+    assert not store.set_status(untrusted.id, "orphaned", who="x", reason="no-op")
+
+
+def test_supersede_keeps_rows_and_hides_them(store, skill):
+    a, b, c = (learn(store, skill, body=x) for x in "abc")
+    u = store.supersede([a.id, b.id], c.id)
+    assert [d.id for d in store.search("mail")] == [c.id]
+    assert {d.id for d in store.search("mail", include_superseded=True)} == {a.id, b.id, c.id}
+    assert store.get(a.id).superseded_by == c.id
+    with pytest.raises(StoreError, match="already superseded"):
+        store.supersede([a.id], c.id)
+    with pytest.raises(StoreError, match="itself"):
+        store.supersede([c.id], c.id)
+    with pytest.raises(StoreError, match="different skills"):
+        store.supersede([learn(store, make_skill("notes"), body="n").id], c.id)
+    store.undo(u)
+    assert store.get(a.id).superseded_by is None
+
+
+def test_touch_and_undo(store, skill):
+    a = learn(store, skill)
+    when = datetime(2025, 5, 5, tzinfo=timezone.utc)
+    u = store.touch([a.id], when)
+    assert store.get(a.id).last_used_at == when
+    store.undo(u)
+    assert store.get(a.id).last_used_at is None
+    with pytest.raises(StoreError, match="no delta"):
+        store.touch(["delta_missing"])
+
+
+def test_get_unknown_names_the_id(store):
+    with pytest.raises(StoreError, match="delta_nope"):
+        store.get("delta_nope")
+
+
+def test_unreadable_row_is_skipped_not_guessed(store, skill, caplog):
+    a, b = learn(store, skill, body="a"), learn(store, skill, body="b")
+    store.conn.execute("UPDATE skill_deltas SET payload = '{\"wrong\": 1}' WHERE id = ?", (a.id,))
+    with caplog.at_level("ERROR"):
+        assert [d.id for d in store.search("mail")] == [b.id]
+    assert a.id in caplog.text and "payload.wrong" in caplog.text
+    with pytest.raises(StoreError, match="unreadable"):
+        store.get(a.id)
+
+
+# ------------------------------------------------------------------------------------------ forget
+
+
+def test_forget_is_true_erasure(db, skill):
+    secret = "Reply to the dentist about Tuesday's root canal appointment"
+    with Store.open(db) as s:
+        erased = []
+        s.on_forget(erased.extend)
+        keep = learn(s, make_skill("notes"), body="unrelated lesson")
+        a = learn(s, skill, body=secret)
+        s.set_embedding(a.id, np.ones(8, dtype=np.float32), "emb-1")
+        s.record_outcome(a.id, session="s1", signal="accepted", positive=True)
+        s.approve(a.id)
+        assert s.forget(skill="mail") == 1
+        assert erased == [a.id]
+        with pytest.raises(StoreError):
+            s.get(a.id)
+        assert s.audit(a.id) == [] and s.outcomes(a.id) == []
+        assert [d.id for d in s.search()] == [keep.id]
+        assert s.embeddings("emb-1")[0] == []
+        assert "forget skill=mail" in s.audit()[-1].reason
+    raw = b"".join(p.read_bytes() for p in db.parent.iterdir() if p.name.startswith(db.name))
+    assert secret.encode() not in raw  # secure_delete + checkpoint: not left in free pages
+
+
+def test_forget_scope_and_all_cover_facts(store, skill):
+    learn(store, skill, scope="agent:x")
+    b = learn(store, skill, scope="user")
+    store.put_fact("mail", "tz", "UTC", scope="agent:x", provenance=Provenance(TRUSTED))
+    store.put_fact("mail", "lang", "en", provenance=Provenance(TRUSTED))
+    assert store.forget(scope="agent:x") == 1
+    assert [d.id for d in store.search()] == [b.id]
+    assert store.get_fact("mail", "tz", scope="agent:x") is None and store.get_fact("mail", "lang") == "en"
+    assert store.forget(all=True) == 1
+    assert store.search() == [] and store.facts() == []
+    assert store.conn.execute("SELECT count(*) FROM learned_facts").fetchone()[0] == 0
+    with pytest.raises(StoreError, match="needs"):
+        store.forget()
+
+
+def test_forget_clears_lineage_pointing_at_erased_rows(store, skill):
+    old = learn(store, make_skill("mail"), body="old", scope="user")
+    new = learn(store, skill, body="new", scope="agent:x")
+    store.supersede([old.id], new.id)
+    store.forget(scope="agent:x")
+    assert store.get(old.id).superseded_by is None
+
+
+# -------------------------------------------------------------------------------------- embeddings
+
+
+def test_embeddings_roundtrip_order_and_invalidation(store, skill):
+    ids = sorted(learn(store, skill, body=f"lesson {i}").id for i in range(3))
+    rng = np.random.default_rng(0)
+    vecs = {i: rng.standard_normal(6).astype(np.float32) for i in ids}
+    for i in reversed(ids):
+        store.set_embedding(i, vecs[i], "emb-1")
+    assert store.embedder_id == "emb-1"
+    got_ids, mat = store.embeddings("emb-1")
+    assert got_ids == ids and mat.dtype == np.float32 and np.array_equal(mat, np.stack([vecs[i] for i in ids]))
+    assert store.embeddings("emb-2")[0] == []  # another embedder's vectors never answer
+    with pytest.raises(StoreError, match="invalidate"):
+        store.set_embedding(ids[0], vecs[ids[0]], "emb-2")
+    with pytest.raises(StoreError, match="dim"):
+        store.set_embedding(ids[0], np.ones(5), "emb-1")
+    assert store.invalidate_embeddings("emb-2") == 3
+    assert store.embedder_id == "emb-2" and store.embeddings("emb-1")[0] == store.embeddings("emb-2")[0] == []
+    assert store.conn.execute("SELECT count(*) FROM skill_deltas WHERE embedding IS NOT NULL").fetchone()[0] == 0
+    store.set_embedding(ids[1], np.ones(3), "emb-2")
+    assert store.embeddings("emb-2")[0] == [ids[1]]
+
+
+def test_only_tier3_carries_embeddings(store, skill):
+    hint = learn(store, skill, kind="tool-hint", payload={"prefer": ["search_mail"]}, section="triage")
+    with pytest.raises(StoreError, match="tier-3"):
+        store.set_embedding(hint.id, np.ones(4), "emb")
+    with pytest.raises(StoreError, match="finite"):
+        store.set_embedding(learn(store, skill).id, np.array([np.nan, 1.0]), "emb")
+
+
+# ------------------------------------------------------------------------------------------- facts
+
+
+def test_facts_versioned_and_undoable(store):
+    u1 = store.put_fact("mail", "vip", ["a@x"], provenance=Provenance(TRUSTED))
+    u2 = store.put_fact("mail", "vip", ["a@x", "b@y"], provenance=Provenance(TRUSTED))
+    assert store.get_fact("mail", "vip") == ["a@x", "b@y"]
+    assert store.get_fact("mail", "nope", default=frozenset()) == frozenset()
+    assert [(f.key, f.value) for f in store.facts("mail")] == [("vip", ["a@x", "b@y"])]
+    store.undo(u2)
+    assert store.get_fact("mail", "vip") == ["a@x"]
+    store.undo(u1)
+    assert store.get_fact("mail", "vip") is None
+    assert store.conn.execute("SELECT count(*) FROM learned_facts").fetchone()[0] == 2  # kept, retired
+    with pytest.raises(StoreError, match="JSON"):
+        store.put_fact("mail", "bad", object())
+
+
+# ---------------------------------------------------------------------------------- bases, outcomes
+
+
+def test_register_base_tracks_changes_with_history(store):
+    v1 = make_skill(version="1.0")
+    first = store.register_base(v1)
+    assert first.new and not first.changed and first.new_digest == v1.body_digest
+    same = store.register_base(v1)
+    assert not same.changed and not same.new
+    v2 = make_skill(version="1.1", body=v1.body + "\n## Escalation\n\nAsk a human.\n")
+    moved = store.register_base(v2)
+    assert moved.changed and moved.old_digest == v1.body_digest and moved.new_digest == v2.body_digest
+    assert moved.old_version == "1.0" and moved.version == "1.1"
+    assert [h["version"] for h in store.base_history("mail")] == ["1.0", "1.1"]
+
+
+def test_outcome_ledger_moves_counters_once(store, skill):
+    a = learn(store, skill)
+    assert store.record_outcome(a.id, session="s1", turn="3", signal="accepted", positive=True)
+    assert store.record_outcome(a.id, session="s1", turn="4", signal="corrected", positive=False)
+    assert not store.record_outcome(a.id, session="s1", turn="3", signal="accepted", positive=True)
+    d = store.get(a.id)
+    assert (d.success_count, d.attempt_count) == (1, 2)
+    assert [(o.signal, o.positive) for o in store.outcomes(a.id)] == [("accepted", True), ("corrected", False)]
+    with pytest.raises(StoreError):
+        store.record_outcome("delta_missing", session="s", signal="x", positive=True)
+
+
+def test_memory_store(skill):
+    with Store.open(":memory:") as s:
+        learn(s, skill)
+        assert len(s.search()) == 1
+
+
+def test_transaction_batches_and_rolls_back(store, skill):
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            learn(store, skill, body="a")
+            learn(store, skill, body="b")
+            raise RuntimeError("boom")
+    assert store.search() == []
+    with store.transaction():
+        for i in range(5):
+            learn(store, skill, body=f"x{i}")
+    assert len(store.search()) == 5
