@@ -1,0 +1,146 @@
+"""Fixtures for the model client: the real local engine, and a scripted server for error shapes.
+
+Import the fixtures into a test module (`from engine_fixtures import engine, scripted, ...`). The real
+engine is `llama-cpp-python[server]` serving a random-weight llama (overlay_kit.engine); when it is not
+installed its tests skip with a loud reason — or fail, when OVERLAY_KIT_REQUIRE_ENGINE=1 (`make test` sets it,
+because `make test` installs the engine). The scripted server exists only for what an engine will not do on
+demand: 5xx, stalls, malformed frames, error frames at HTTP 200, 401.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from overlay_kit.engine import Engine, engine_available
+
+
+def _need_engine() -> None:
+    reason = engine_available()
+    if reason is None:
+        return
+    msg = f"LOCAL ENGINE NOT INSTALLED — engine tests did not run: {reason}"
+    if os.environ.get("OVERLAY_KIT_REQUIRE_ENGINE") == "1":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """The random-weight llama behind `python -m llama_cpp.server`, n_ctx 32768, 2 threads.
+
+    The model file is written once into the cache directory (``$OVERLAY_KIT_CACHE``, else
+    ``~/.cache/overlay_kit``) and reused by later runs."""
+    _need_engine()
+    with Engine() as eng:
+        yield eng
+
+
+@pytest.fixture(scope="session")
+def small_engine(engine):
+    """The same model served with a 256-token context, to provoke the server's own overflow error."""
+    with Engine(spec=engine.spec, n_ctx=256) as eng:
+        yield eng
+
+
+# ------------------------------------------------------------------------------------ scripted server
+
+@dataclass
+class Scripted:
+    """Responses queued per (method, path); every request seen is recorded in `requests`."""
+
+    queues: dict = field(default_factory=lambda: defaultdict(deque))
+    requests: list = field(default_factory=list)
+    port: int = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v1"
+
+    def add(self, method: str, path: str, status: int = 200, body=None, *, chunks=None, headers=None):
+        """`body`: dict (JSON) or str; `chunks`: [(delay_s, text)] written one by one (a stream)."""
+        self.queues[(method, "/api/v1/" + path.lstrip("/"))].append((status, body, chunks, headers or {}))
+        return self
+
+    def bodies(self, path: str) -> list:
+        return [b for _, p, _, b in self.requests if p.split("?")[0] == "/api/v1/" + path.lstrip("/")]
+
+    def hits(self, path: str) -> int:
+        return sum(1 for _, p, _, _ in self.requests if p.split("?")[0] == "/api/v1/" + path.lstrip("/"))
+
+
+def sse(*frames, done: bool = True, heartbeat: bool = True):
+    """Stream chunks in Server-Sent-Events form: a heartbeat, `data:` frames, `[DONE]`."""
+    out = [(0.0, ": keep-alive\n\n")] if heartbeat else []
+    for f in frames:
+        out.append((0.0, f if isinstance(f, str) else "data: " + json.dumps(f) + "\n\n"))
+    if done:
+        out.append((0.0, "data: [DONE]\n\n"))
+    return out
+
+
+def chunk(content=None, finish=None, **extra):
+    delta = {} if content is None else {"content": content}
+    return {"object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+
+def _handler(script: Scripted):
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _serve(self, method):
+            n = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(n) if n else b""
+            body = json.loads(raw) if raw else None
+            script.requests.append((method, self.path, dict(self.headers), body))
+            q = script.queues.get((method, self.path.split("?")[0]))
+            if not q:
+                status, payload, chunks, headers = 404, {"detail": "Not Found"}, None, {}
+            else:
+                status, payload, chunks, headers = q.popleft()
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            if chunks is not None:
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for delay, text in chunks:
+                    time.sleep(delay)
+                    self.wfile.write(text.encode())
+                    self.wfile.flush()
+                return
+            data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self._serve("GET")
+
+        def do_POST(self):
+            self._serve("POST")
+
+    return H
+
+
+@pytest.fixture
+def scripted():
+    script = Scripted()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
+    server.daemon_threads = True
+    script.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield script
+    server.shutdown()
+    server.server_close()
