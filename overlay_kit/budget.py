@@ -1,0 +1,302 @@
+"""The learning budget: real token counts, a resident ceiling over authored + learned text, a demotion plan.
+
+Tokens are counted with the bundled Llama-2 tokenizer (never len/4). The ceiling is per agent and covers
+the authored bodies of the skills it loads *plus* every learned line that sits in the prompt, because an
+overlay that fits on its own can still be what overflows a 32K window.
+
+When the resident total is over the ceiling, in this order (seed: "Consolidation, learning budget, and
+decay"):
+
+1. **consolidate** — propose merging near-duplicate tier-3 deltas on the same section. A proposal is
+   never applied here (it goes through the staged gate), so it does not lower the count by itself;
+2. **demote** the lowest-value resident tier-3 deltas to *retrieval-only*: they leave the resident text
+   and reach the prompt only when a session goal retrieves them (cosine ≥ τ);
+3. **archive** the lowest-value remaining resident deltas (tier 2: they have no trigger to retrieve by).
+
+Only whole deltas move: nothing is ever cut mid-step, and the authored body is never shortened. Value is
+evidence first (Laplace-smoothed success rate from the outcome counters), then recency
+(`last_used_at`, else `approved_at`, else `created_at`), then age and id — lowest value goes first. Tiers
+0 and 1 are exempt: tier 0 never enters the prompt, tier 1 is bounded by the tool loader's cap.
+
+`enforce(store, skills, ceiling)` computes the plan over the store and applies it (audited status /
+residency changes); the write paths call it after every state change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from datetime import datetime, timezone
+
+from rapidfuzz import fuzz
+
+from .bundled import llama_tokenizer
+
+__all__ = [
+    "BLOCK_HEADING",
+    "BLOCK_INTRO",
+    "DEFAULT_CEILING",
+    "SECTION_LABEL",
+    "Budget",
+    "BudgetPlan",
+    "Proposal",
+    "count_many",
+    "count_tokens",
+    "enforce",
+    "item_text",
+    "overhead_tokens",
+    "plan",
+    "propose_consolidations",
+    "resident_candidates",
+    "value_key",
+]
+
+# A quarter of the 32,768-token NPU window for every loaded skill plus what they learned; the rest is for
+# the system scaffold, the tools block, the conversation and the answer.
+DEFAULT_CEILING = 8192
+BLOCK_HEADING = "## Learned adjustments"
+BLOCK_INTRO = "_Learned from use; not part of the authored skill._"
+SECTION_LABEL = "_Learned for this section:_"
+CONSOLIDATE_SCORE = 90.0  # rapidfuzz token_set_ratio at or above which two lessons are near-duplicates
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+log = logging.getLogger(__name__)
+
+
+def count_tokens(text: str) -> int:
+    """Tokens in `text` with the bundled Llama-2 32k tokenizer (no BOS/EOS)."""
+    return len(llama_tokenizer().encode(text, add_special_tokens=False).ids) if text else 0
+
+
+def count_many(texts: Sequence[str]) -> list[int]:
+    """`count_tokens` for many texts in one batched (parallel, Rust-side) call."""
+    if not texts:
+        return []
+    return [len(e.ids) for e in llama_tokenizer().encode_batch(list(texts), add_special_tokens=False)]
+
+
+def item_text(delta) -> str:
+    """Exactly the Markdown one learned delta renders as: one list item, continuation lines indented.
+
+    Indenting keeps any heading-, fence- or rule-looking line of a lesson inside its list item, so a
+    learned line can never open a document-level section of its own.
+    """
+    lines = [ln.rstrip() for ln in str(delta.text).splitlines()] or [""]
+    out = "- " + lines[0].strip()
+    for ln in lines[1:]:
+        out += "\n" + ("  " + ln if ln.strip() else "")
+    return out + "\n"
+
+
+def value_key(delta) -> tuple:
+    """Sort key, lowest value first: (evidence, last use, creation, id)."""
+    evidence = (delta.success_count + 1) / (delta.attempt_count + 2)
+    last = delta.last_used_at or delta.approved_at or delta.created_at or _EPOCH
+    return (evidence, last.astimezone(timezone.utc), delta.created_at.astimezone(timezone.utc), delta.id)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """Merge these near-duplicate lessons into one (a proposal for the staged gate, never applied here)."""
+
+    skill: str
+    section: str
+    ids: tuple[str, ...]
+    score: float  # the lowest pairwise similarity that joined the group (0-100)
+    tokens: int  # resident tokens the group costs today
+
+    def to_dict(self) -> dict:
+        return {"skill": self.skill, "section": self.section, "ids": list(self.ids), "score": self.score,
+                "tokens": self.tokens}
+
+
+def propose_consolidations(deltas: Sequence, costs: dict[str, int] | None = None,
+                           threshold: float = CONSOLIDATE_SCORE) -> list[Proposal]:
+    """Groups of ≥ 2 tier-3 deltas on the same skill and section whose lessons are near-identical."""
+    costs = costs or {}
+    groups: dict[tuple[str, str], list] = {}
+    for d in deltas:
+        if d.tier == 3:
+            groups.setdefault((d.skill, d.anchor.section), []).append(d)
+    out = []
+    for (skill, section), members in sorted(groups.items()):
+        members = sorted(members, key=lambda d: d.id)
+        parent = list(range(len(members)))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        edges = [(i, j, fuzz.token_set_ratio(members[i].text, members[j].text))
+                 for i in range(len(members)) for j in range(i + 1, len(members))]
+        edges = [e for e in edges if e[2] >= threshold]
+        for i, j, _ in edges:
+            parent[root(j)] = root(i)
+        clusters: dict[int, list[int]] = {}
+        for i in range(len(members)):
+            clusters.setdefault(root(i), []).append(i)
+        for r, idx in sorted(clusters.items(), key=lambda kv: kv[1][0]):
+            if len(idx) > 1:
+                score = min(e[2] for e in edges if root(e[0]) == r)
+                ids = tuple(members[i].id for i in idx)
+                out.append(Proposal(skill, section, ids, float(score), sum(costs.get(x, 0) for x in ids)))
+    return out
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """What the budget decided. `over` means even the plan could not get under the ceiling (authored
+    text alone is too big): nothing learned stays resident then, and the authored body is still whole."""
+
+    ceiling: int
+    authored_tokens: int
+    learned_tokens: int  # resident learned tokens before the plan
+    resident_tokens: int  # authored + learned after the plan
+    proposals: tuple[Proposal, ...] = ()
+    demote: tuple[str, ...] = ()  # → retrieval-only
+    archive: tuple[str, ...] = ()  # → archived
+
+    @property
+    def over(self) -> bool:
+        return self.resident_tokens > self.ceiling
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.demote or self.archive)
+
+    def to_dict(self) -> dict:
+        return {"ceiling": self.ceiling, "authored_tokens": self.authored_tokens,
+                "learned_tokens": self.learned_tokens, "resident_tokens": self.resident_tokens,
+                "over": self.over, "proposals": [p.to_dict() for p in self.proposals],
+                "demote": list(self.demote), "archive": list(self.archive)}
+
+
+def resident_candidates(deltas: Iterable, retrieval_only: Collection[str] = ()) -> list:
+    """Deltas whose text sits in the prompt at every session start: active tier 2/3, not superseded,
+    not already retrieval-only."""
+    return [d for d in deltas if d.status == "active" and d.superseded_by is None and d.tier in (2, 3)
+            and d.id not in retrieval_only]
+
+
+@lru_cache(maxsize=1)
+def _scaffold() -> tuple[int, int]:
+    """(tokens of the Learned adjustments block scaffold, tokens of one per-section label)."""
+    return count_tokens(f"\n{BLOCK_HEADING}\n\n{BLOCK_INTRO}\n\n"), count_tokens(f"\n{SECTION_LABEL}\n\n")
+
+
+def overhead_tokens(deltas: Iterable) -> int:
+    """Tokens of the scaffolding around learned lines (conservative: block heading + one label per section)."""
+    sections = {(d.skill, d.anchor.section) for d in deltas}
+    block, label = _scaffold()
+    return block + label * len(sections) if sections else 0
+
+
+def plan(authored_tokens: int, deltas: Sequence, ceiling: int = DEFAULT_CEILING, *,
+         retrieval_only: Collection[str] = (),
+         proposer: Callable[..., list[Proposal]] | None = propose_consolidations) -> BudgetPlan:
+    """Decide demotions/archivals so authored + resident learned tokens ≤ ceiling. Pure and deterministic.
+
+    `deltas` are the agent's deltas (any status; only resident candidates count). Whole deltas only.
+    """
+    if ceiling <= 0:
+        raise ValueError(f"ceiling must be a positive token count, got {ceiling}")
+    resident = sorted(resident_candidates(deltas, retrieval_only), key=lambda d: d.id)
+    costs = dict(zip((d.id for d in resident), count_many([item_text(d) for d in resident])))
+    learned = sum(costs.values()) + overhead_tokens(resident)
+    total = authored_tokens + learned
+    if total <= ceiling:
+        return BudgetPlan(ceiling, authored_tokens, learned, total)
+    proposals = tuple(proposer(resident, costs)) if proposer else ()
+    block, label = _scaffold()
+    per_section = Counter((d.skill, d.anchor.section) for d in resident)
+    learned_now = sum(costs.values())
+    moves: dict[str, list[str]] = {"demote": [], "archive": []}
+    for step, tier in (("demote", 3), ("archive", 2)):
+        for d in sorted((d for d in resident if d.tier == tier), key=value_key):
+            if total <= ceiling:
+                break
+            moves[step].append(d.id)
+            learned_now -= costs[d.id]
+            per_section[(d.skill, d.anchor.section)] -= 1
+            n_sections = sum(1 for v in per_section.values() if v > 0)
+            total = authored_tokens + learned_now + (block + label * n_sections if n_sections else 0)
+    return BudgetPlan(ceiling, authored_tokens, learned, total, proposals,
+                      tuple(moves["demote"]), tuple(moves["archive"]))
+
+
+class Budget:
+    """The resident ceiling of one agent: the skills it loads, one store, one ceiling.
+
+    `enforce()` plans over the store and applies the plan (retrieval-only demotions and archivals, each
+    audited with the reason). `install()` hooks it to the store so every state change — a write, an
+    approval, a revert, a reset, an undo — re-enforces it; `set_skill()` is the base-change entry point.
+    """
+
+    def __init__(self, store, skills: Sequence, ceiling: int = DEFAULT_CEILING, *,
+                 scope: str | Iterable[str] = "user",
+                 proposer: Callable[..., list[Proposal]] | None = propose_consolidations):
+        if ceiling <= 0:
+            raise ValueError(f"ceiling must be a positive token count, got {ceiling}")
+        self.store = store
+        self.skills = {s.name: s for s in skills}
+        self.ceiling = ceiling
+        self.scope = scope
+        self.proposer = proposer
+        self.last: BudgetPlan | None = None
+        self._busy = False
+
+    def plan(self) -> BudgetPlan:
+        deltas = [d for name in sorted(self.skills)
+                  for d in self.store.search(skill=name, scope=self.scope, status="active")]
+        authored = sum(count_many([s.body for s in self.skills.values()]))
+        return plan(authored, deltas, self.ceiling, retrieval_only=self.store.retrieval_only(),
+                    proposer=self.proposer)
+
+    def enforce(self) -> BudgetPlan:
+        """Plan, then apply the plan in one transaction. Idempotent: a plan that fits changes nothing."""
+        if self._busy:  # the store hook fires for our own writes too
+            return self.last
+        self._busy = True
+        try:
+            p = self.plan()
+            if p.changes:
+                why = (f"learning budget: {p.authored_tokens + p.learned_tokens} resident tokens > ceiling "
+                       f"{p.ceiling}")
+                with self.store.transaction():
+                    if p.demote:
+                        self.store.set_resident(p.demote, False, who="budget",
+                                                reason=why + "; lowest-value tier 3 demoted to retrieval-only")
+                    for did in p.archive:
+                        self.store.set_status(did, "archived", who="budget",
+                                              reason=why + "; still over after demotion, archived")
+            self.last = p
+            return p
+        finally:
+            self._busy = False
+
+    def _changed(self, _ids) -> None:
+        try:
+            self.enforce()
+        except Exception:  # the write itself committed; resolution re-checks the ceiling exactly anyway
+            log.exception("budget enforcement failed after a store change")
+
+    def install(self) -> "Budget":
+        """Enforce now and after every state change the store commits."""
+        self.store.on_change(self._changed)
+        self.enforce()
+        return self
+
+    def set_skill(self, skill) -> BudgetPlan:
+        """A base changed (or a skill was loaded): account for its new body and re-enforce."""
+        self.skills[skill.name] = skill
+        return self.enforce()
+
+
+def enforce(store, skills: Sequence, ceiling: int = DEFAULT_CEILING, *,
+            scope: str | Iterable[str] = "user") -> BudgetPlan:
+    """One-shot: hold `ceiling` over `skills` (authored bodies) + their resident learned deltas in `store`."""
+    return Budget(store, skills, ceiling, scope=scope).enforce()

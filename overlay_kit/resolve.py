@@ -1,0 +1,447 @@
+"""Effective-skill resolution: `EffectiveSkill = base ⊕ deltas`, once per session, never raising.
+
+Which deltas apply: `active`, in scope, not superseded, written against this base's root, with a
+known kind and a well-formed payload, whose anchor still resolves (`anchor.locate`: clean or stale —
+an orphaned anchor never applies). Staged and quarantined deltas never reach resolution (only `active`
+rows are read). Tier-3 deltas the budget demoted to retrieval-only apply only when the session goal
+retrieves them at cosine ≥ τ.
+
+How they apply — the authored text is never rewritten:
+
+* tier 1 (`tool-hint`) adds no text: `prefer` names go first in `skill_tools`, `drop` names are
+  withheld (the tool loader does the rest);
+* tier 2/3 lines are ordered by precedence (parameter → exception → preference/example, most specific
+  last), then by `created_at` as a UTC instant, then id, so the same delta set always renders the same
+  bytes. A delta whose anchor is clean renders as a list under its section (after the section's own
+  text); everything else (stale anchors) goes in one final `## Learned adjustments` block. A later
+  parameter with the same key overrides an earlier one.
+* the resident total (authored + learned) is held under the ceiling by whole deltas: retrieved deltas
+  are admitted best-first while they fit, and if the resident set itself is over (the store's budget
+  was not enforced) the budget plan is applied in memory. Nothing is ever cut mid-step.
+
+Off-states land on the authored base: `learned=False` or `OVERLAY_KIT_NO_LEARNED=1` returns before any
+store read, no store, an unreachable embedder (tier-3 retrieval dark, tiers 1-2 and resident lines
+unaffected), vectors invalidated by an embedder change (same). Any unexpected failure returns the
+authored base with a typed `error` note. Every decision is a typed `Note`.
+
+`Session` resolves each skill once and caches it: an approval mid-session shows from the next session.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import timezone
+
+from . import anchor as anchor_mod
+from . import budget as budget_mod
+from .grammar import TIERS, Delta, GrammarError, check_shape
+from .retrieval import DEFAULT_TAU, EmbedderUnavailable, TriggerIndex, load_embedder
+from .skill import Skill
+
+__all__ = [
+    "NOTE_KINDS",
+    "NO_LEARNED_ENV",
+    "EffectiveSkill",
+    "Note",
+    "Session",
+    "compose",
+    "learned_disabled",
+    "render_key",
+    "resolve",
+    "unified_diff",
+]
+
+NO_LEARNED_ENV = "OVERLAY_KIT_NO_LEARNED"
+NOTE_KINDS = (
+    "applied",  # rendered (detail: where) or fed to the tool loader
+    "retrieved",  # a retrieval-only tier-3 delta the goal retrieved (detail: cosine)
+    "stale",  # applied, but its section changed since it was written
+    "orphaned",  # not applied: its section (or base root) is gone
+    "overridden",  # not applied: a later parameter with the same key wins
+    "unknown_kind",  # not applied: kind outside the grammar
+    "malformed_payload",  # not applied: payload does not parse for its kind
+    "suppressed_by_budget",  # not applied this session: over the resident ceiling
+    "over_budget",  # the authored text alone exceeds the ceiling (never cut)
+    "retrieval_dark",  # tier-3 retrieval unavailable (embedder unreachable, vectors invalidated)
+    "learned_off",  # learned skills switched off: no store read
+    "no_store",  # no overlay store: the authored base
+    "store_error",  # the store could not be read: the authored base
+    "render_failed",  # the rendered text did not keep the authored structure: the authored base
+    "error",  # anything else: the authored base
+)
+# Precedence within text-bearing tiers, most specific last (seed: "Effective-skill resolution").
+KIND_RANK = {"tool-hint": 0, "parameter": 0, "exception": 1, "preference": 2, "example": 2}
+BLOCK_SLUG = "learned-adjustments"
+_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Note:
+    kind: str
+    delta_id: str | None = None
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "delta_id": self.delta_id, "detail": self.detail}
+
+    def __str__(self) -> str:
+        return f"{self.kind}" + (f" {self.delta_id}" if self.delta_id else "") + (f": {self.detail}" if self.detail
+                                                                                   else "")
+
+
+@dataclass(frozen=True)
+class EffectiveSkill:
+    """The body a session renders, plus the loader's skill_tools, what applied, and why."""
+
+    skill: str
+    text: str  # the effective body (authored body, learned lines added, nothing rewritten)
+    base: str  # the authored body, byte for byte
+    skill_tools: tuple[str, ...]
+    withheld_tools: tuple[str, ...] = ()
+    applied: tuple[Delta, ...] = ()  # render order; tool-hints first
+    notes: tuple[Note, ...] = ()
+    learned: bool = False  # whether the overlay was consulted at all
+    tokens: int = 0  # Llama tokens of `text`
+    ceiling: int | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.base
+
+    def notes_of(self, kind: str) -> tuple[Note, ...]:
+        return tuple(n for n in self.notes if n.kind == kind)
+
+    def diff(self, context: int = 3) -> str:
+        return unified_diff(self, context)
+
+    def to_dict(self) -> dict:
+        return {
+            "skill": self.skill, "learned": self.learned, "text": self.text, "changed": self.changed,
+            "skill_tools": list(self.skill_tools), "withheld_tools": list(self.withheld_tools),
+            "applied": [{"id": d.id, "kind": d.kind, "tier": d.tier, "section": d.anchor.section}
+                        for d in self.applied],
+            "notes": [n.to_dict() for n in self.notes],
+            "tokens": self.tokens, "ceiling": self.ceiling,
+        }
+
+
+def unified_diff(eff: EffectiveSkill, context: int = 3) -> str:
+    """Unified diff of the authored body → the effective body ('' when nothing learned applies)."""
+    return "".join(difflib.unified_diff(eff.base.splitlines(keepends=True), eff.text.splitlines(keepends=True),
+                                        f"a/{eff.skill}/SKILL.md (authored)", f"b/{eff.skill}/SKILL.md (effective)",
+                                        n=context))
+
+
+def learned_disabled() -> bool:
+    return os.environ.get(NO_LEARNED_ENV, "").strip().lower() in _TRUE
+
+
+def render_key(d: Delta) -> tuple:
+    """(tier, precedence, kind, created_at as a UTC instant, id): deterministic across sessions and offsets."""
+    return (TIERS[d.kind], KIND_RANK[d.kind], d.kind, d.created_at.astimezone(timezone.utc), d.id)
+
+
+def _scopes(scope: str | Iterable[str]) -> frozenset[str]:
+    return frozenset([scope] if isinstance(scope, str) else scope)
+
+
+def _base(skill: Skill, notes: Sequence[Note], learned: bool, ceiling: int | None, tokens: int | None = None
+          ) -> EffectiveSkill:
+    return EffectiveSkill(skill.name, skill.body, skill.body, tuple(skill.tools), (), (), tuple(notes), learned,
+                          budget_mod.count_tokens(skill.body) if tokens is None else tokens, ceiling)
+
+
+# ------------------------------------------------------------------------------------------ selection
+
+
+@dataclass
+class _Pick:
+    delta: Delta
+    state: str  # clean | stale
+    section: anchor_mod.Section
+
+
+def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozenset[str], notes: list[Note]
+                ) -> list[_Pick]:
+    """Filter to deltas that may apply, with a note for every one that may not."""
+    picks = []
+    for d in deltas:
+        if d.status != "active" or d.superseded_by is not None or d.scope not in scopes or d.skill != skill.name:
+            continue  # not part of this resolution at all (the store query already excludes these)
+        if d.kind not in TIERS:
+            notes.append(Note("unknown_kind", d.id, f"kind {d.kind!r} is not in the grammar; skipped"))
+            continue
+        try:
+            shaped = check_shape(d.kind, d.payload)
+        except GrammarError as exc:
+            notes.append(Note("malformed_payload", d.id, str(exc)))
+            continue
+        if shaped != dict(d.payload):
+            d = d.evolve(payload=shaped)
+        if d.base_root is not None and skill.root is not None and d.base_root != skill.root:
+            notes.append(Note("orphaned", d.id, f"written against the {d.base_root!r} root; this base comes "
+                                                f"from {skill.root!r} (never re-attached without confirmation)"))
+            continue
+        loc = anchor_mod.locate(d.anchor, sections)
+        if loc.state == "orphaned":
+            hint = f"; its text now lives under {loc.moved_to!r}" if loc.moved_to else ""
+            notes.append(Note("orphaned", d.id, f"section {d.anchor.section!r} is gone from the base{hint}"))
+            continue
+        if loc.state == "stale":
+            notes.append(Note("stale", d.id, f"section {d.anchor.section!r} changed since this was written"))
+        picks.append(_Pick(d, loc.state, loc.section))
+    return picks
+
+
+def _overrides(picks: list[_Pick], notes: list[Note]) -> list[_Pick]:
+    """A later parameter with the same (section, key, scope) wins; the earlier ones are noted, not shown."""
+    latest: dict[tuple, _Pick] = {}
+    for p in sorted((p for p in picks if p.delta.kind == "parameter"), key=lambda p: render_key(p.delta)):
+        k = (p.delta.anchor.section, p.delta.payload["key"], p.delta.payload.get("scope"))
+        if k in latest:
+            notes.append(Note("overridden", latest[k].delta.id, f"parameter {k[1]!r} is set again by {p.delta.id}"))
+        latest[k] = p
+    keep = {id(p) for p in latest.values()}
+    return [p for p in picks if p.delta.kind != "parameter" or id(p) in keep]
+
+
+def _tools(skill: Skill, hints: Sequence[_Pick]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """skill_tools and withheld names. A later hint about the same tool wins."""
+    if not hints:
+        return tuple(skill.tools), ()
+    last: dict[str, str] = {}
+    for p in hints:
+        for n in p.delta.payload.get("prefer", []):
+            last.pop(n, None)
+            last[n] = "prefer"
+        for n in p.delta.payload.get("drop", []):
+            last.pop(n, None)
+            last[n] = "drop"
+    withheld = tuple(n for n, a in last.items() if a == "drop")
+    preferred = [n for n, a in last.items() if a == "prefer"]
+    tools = tuple(n for n in dict.fromkeys(preferred + list(skill.tools)) if n not in withheld)
+    return tools, withheld
+
+
+# ------------------------------------------------------------------------------------------ rendering
+
+
+def _render(sections, picks: Sequence[_Pick]) -> str:
+    """The authored sections, each followed by its clean-anchored lines; then the Learned adjustments block."""
+    under: dict[str, list[_Pick]] = {}
+    block: list[_Pick] = []
+    for p in sorted(picks, key=lambda p: render_key(p.delta)):
+        (under.setdefault(p.section.slug, []) if p.state == "clean" else block).append(p)
+    out = []
+    for s in sections:
+        out.append(s.text)
+        if s.slug in under:
+            out.append(_gap(s.text) + budget_mod.SECTION_LABEL + "\n\n"
+                       + "".join(budget_mod.item_text(p.delta) for p in under[s.slug]) + "\n")
+    text = "".join(out)
+    if block:
+        text += (_gap(text) + budget_mod.BLOCK_HEADING + "\n\n" + budget_mod.BLOCK_INTRO + "\n\n"
+                 + "".join(_context(p) + budget_mod.item_text(p.delta)[2:] for p in block))
+    return text
+
+
+def _gap(text: str) -> str:
+    """What makes `text` end in a blank line, so that an appended block starts a new Markdown block."""
+    if not text or text.endswith(("\n\n", "\r\n\r\n", "\r\r")):
+        return ""
+    return "\n" if text.endswith(("\n", "\r")) else "\n\n"
+
+
+def _context(p: _Pick) -> str:
+    name = p.section.heading or p.section.slug
+    return f"- ({name}) "
+
+
+def _structure_kept(sections, text: str, picks: Sequence[_Pick]) -> bool:
+    """The effective text has the authored document-level sections, in order, plus the block if any."""
+    got = [s.slug for s in anchor_mod.parse(text)]
+    extra = got[len(sections):]
+    if got[:len(sections)] != [s.slug for s in sections]:
+        return False
+    if any(p.state != "clean" for p in picks):
+        return len(extra) == 1 and extra[0].startswith(BLOCK_SLUG)  # -1, -2 … if the base has one already
+    return not extra
+
+
+# ------------------------------------------------------------------------------------------ composing
+
+
+def compose(skill: Skill, deltas: Sequence[Delta], *, goal: str | None = None, scope: str | Iterable[str] = "user",
+            retrieval_only: Iterable[str] = (), index: TriggerIndex | None = None, embedder=None,
+            tau: float = DEFAULT_TAU, ceiling: int = budget_mod.DEFAULT_CEILING,
+            notes: Sequence[Note] = ()) -> EffectiveSkill:
+    """The pure core over a list of deltas (no store). Never raises."""
+    notes = list(notes)
+    try:
+        return _compose(skill, deltas, goal, _scopes(scope), frozenset(retrieval_only), index, embedder, tau,
+                        ceiling, notes)
+    except Exception as exc:  # the render path never raises: authored base + a typed note
+        return _base(skill, notes + [Note("error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
+
+
+def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, ceiling, notes) -> EffectiveSkill:
+    sections = anchor_mod.parse(skill.body)
+    picks = _overrides(_admissible(skill, sections, deltas, scopes, notes), notes)
+    hints = [p for p in picks if p.delta.tier == 1]
+    resident = [p for p in picks if p.delta.tier in (2, 3) and p.delta.id not in retrieval_only]
+    pool = [p for p in picks if p.delta.tier == 3 and p.delta.id in retrieval_only]
+
+    # Budget over what is resident: if the store's budget was not enforced, apply the plan in memory.
+    authored = budget_mod.count_tokens(skill.body)
+    if authored > ceiling:
+        notes.append(Note("over_budget", None, f"the authored body is {authored} tokens, over the ceiling "
+                                               f"{ceiling}; it is kept whole and nothing learned is added"))
+    plan = budget_mod.plan(authored, [p.delta for p in resident], ceiling, proposer=None)
+    if plan.changes:
+        cut = set(plan.demote) | set(plan.archive)
+        for p in resident:
+            if p.delta.id in cut:
+                notes.append(Note("suppressed_by_budget", p.delta.id,
+                                  f"resident set is {plan.authored_tokens + plan.learned_tokens} tokens > {ceiling}"))
+        resident = [p for p in resident if p.delta.id not in cut]
+
+    # Retrieval: demoted tier-3 lessons return only when the goal calls for them.
+    retrieved: list[tuple[_Pick, float]] = []
+    if goal and pool:
+        if index is None:
+            index, why = _index_for(embedder, [p.delta for p in pool])
+            if why:
+                notes.append(Note("retrieval_dark", None, why))
+        if index is not None and index.dark:
+            notes.append(Note("retrieval_dark", None, index.reason))
+        elif index is not None:
+            by_id = {p.delta.id: p for p in pool}
+            retrieved = [(by_id[i], c) for i, c in index.retrieve(goal, tau) if i in by_id]
+
+    chosen = list(resident)
+    text = _render(sections, chosen)
+    tokens = budget_mod.count_tokens(text)
+    if retrieved:  # best first; whole deltas only, while they fit (estimated here, checked exactly below)
+        label = budget_mod.count_tokens(f"\n{budget_mod.SECTION_LABEL}\n\n")
+        costs = budget_mod.count_many([budget_mod.item_text(p.delta) for p, _ in retrieved])
+        estimate = tokens
+        for (p, cos), cost in zip(retrieved, costs):
+            if estimate + cost + label > ceiling:
+                notes.append(Note("suppressed_by_budget", p.delta.id,
+                                  f"retrieved at cosine {cos:.3f}, but it does not fit under {ceiling} tokens"))
+                continue
+            estimate += cost + label
+            chosen.append(p)
+            notes.append(Note("retrieved", p.delta.id, f"cosine {cos:.3f} ≥ τ {tau}"))
+        text = _render(sections, chosen)
+        tokens = budget_mod.count_tokens(text)
+    while tokens > ceiling and chosen:  # tokenisation is not additive: trim whole lowest-value lines
+        victim = min(chosen, key=lambda p: budget_mod.value_key(p.delta))
+        chosen.remove(victim)
+        notes.append(Note("suppressed_by_budget", victim.delta.id, f"effective text {tokens} tokens > {ceiling}"))
+        text = _render(sections, chosen)
+        tokens = budget_mod.count_tokens(text)
+
+    if chosen and not _structure_kept(sections, text, chosen):
+        return _base(skill, notes + [Note("render_failed", None, "learned lines would not stay outside the "
+                                                               "authored structure (e.g. an unclosed code fence "
+                                                               "at the end of the body)")], True, ceiling, authored)
+    skill_tools, withheld = _tools(skill, hints)
+    applied = [p.delta for p in sorted(hints, key=lambda p: render_key(p.delta))]
+    applied += [p.delta for p in sorted(chosen, key=lambda p: render_key(p.delta))]
+    where = {p.delta.id: (f"under {p.section.slug}" if p.state == "clean" else "learned adjustments block")
+             for p in chosen}
+    notes += [Note("applied", d.id, "tool loader" if d.tier == 1 else where[d.id]) for d in applied]
+    return EffectiveSkill(skill.name, text, skill.body, skill_tools, withheld, tuple(applied), tuple(notes), True,
+                          tokens, ceiling)
+
+
+def _index_for(embedder, deltas: Sequence[Delta]) -> tuple[TriggerIndex | None, str | None]:
+    """A trigger index built on the fly (no store): embedder None loads the default, False means none."""
+    if embedder is False:
+        return None, "no embedder configured"
+    try:
+        emb = load_embedder(embedder) if embedder is None or isinstance(embedder, str) else embedder
+    except EmbedderUnavailable as exc:
+        return None, str(exc)
+    return TriggerIndex.build(emb, deltas), None
+
+
+# ------------------------------------------------------------------------------------------ resolving
+
+
+def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | Iterable[str] = "user",
+            learned: bool = True, embedder=None, tau: float = DEFAULT_TAU,
+            ceiling: int = budget_mod.DEFAULT_CEILING) -> EffectiveSkill:
+    """Resolve `skill` against `store`. Never raises; see the module docstring for the rules.
+
+    `embedder`: None loads the bundled default only if a goal needs retrieval; a name/path loads that
+    sentence-transformers model; an object with `id` and `encode` is used as is; False disables retrieval.
+    """
+    if not learned or learned_disabled():  # before any store read
+        why = "--no-learned-skills" if not learned else f"{NO_LEARNED_ENV} is set"
+        return _base(skill, [Note("learned_off", None, f"{why}: authored base only, the store was not read")],
+                     False, ceiling)
+    if store is None:
+        return _base(skill, [Note("no_store", None, "no overlay store: authored base only")], False, ceiling)
+    notes: list[Note] = []
+    try:
+        scopes = _scopes(scope)
+        deltas = store.search(skill=skill.name, scope=sorted(scopes), status="active")
+        for d in store.search(skill=skill.name, scope=sorted(scopes), status="orphaned"):
+            notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
+        demoted = store.retrieval_only(skill.name) if hasattr(store, "retrieval_only") else frozenset()
+    except Exception as exc:
+        return _base(skill, [Note("store_error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
+    index = None
+    if goal and any(d.id in demoted and d.tier == 3 for d in deltas) and embedder is not False:
+        try:
+            emb = load_embedder(embedder) if embedder is None or isinstance(embedder, str) else embedder
+            index = TriggerIndex.from_store(store, emb, [d for d in deltas if d.id in demoted])
+        except EmbedderUnavailable as exc:
+            index = TriggerIndex.dark_index(str(exc))
+    return compose(skill, deltas, goal=goal, scope=scopes, retrieval_only=demoted, index=index,
+                   embedder=embedder, tau=tau, ceiling=ceiling, notes=notes)
+
+
+class Session:
+    """One agent session: each skill resolves once, at first use, and stays fixed for the session.
+
+    The ceiling is shared by every skill the session loads (per-agent budget): each resolution gets what
+    earlier ones left. Deltas retrieved by the goal get `last_used_at` stamped (decay input).
+    """
+
+    def __init__(self, store=None, *, goal: str | None = None, scope: str | Iterable[str] = "user",
+                 learned: bool = True, embedder=None, tau: float = DEFAULT_TAU,
+                 ceiling: int = budget_mod.DEFAULT_CEILING, touch: bool = True):
+        self.store = store
+        self.goal = goal
+        self.scope = scope
+        self.learned = learned
+        self.embedder = embedder
+        self.tau = tau
+        self.ceiling = ceiling
+        self.touch = touch
+        self._cache: dict[tuple, EffectiveSkill] = {}
+
+    @property
+    def used_tokens(self) -> int:
+        return sum(e.tokens for e in self._cache.values())
+
+    def resolve(self, skill: Skill) -> EffectiveSkill:
+        key = (skill.name, str(skill.path), skill.root, skill.body_digest)
+        if key not in self._cache:
+            left = max(1, self.ceiling - self.used_tokens)
+            eff = resolve(skill, self.store, goal=self.goal, scope=self.scope, learned=self.learned,
+                          embedder=self.embedder, tau=self.tau, ceiling=left)
+            ids = [n.delta_id for n in eff.notes_of("retrieved")]
+            if self.touch and ids and self.store is not None:
+                try:
+                    self.store.touch(ids)
+                except Exception as exc:  # a failed stamp must not fail the session
+                    eff = replace(eff, notes=eff.notes + (Note("store_error", None, f"touch: {exc}"),))
+            self._cache[key] = eff
+        return self._cache[key]

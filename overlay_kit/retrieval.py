@@ -1,0 +1,273 @@
+"""Tier-3 retrieval: an embedder, and a FAISS index of trigger vectors that belongs to tier 3 alone.
+
+A tier-3 delta (preference / example) carries a trigger (`Delta.trigger`). Its vector lives in the store
+next to the *identity* of the embedder that made it; `TriggerIndex` is an exact inner-product index over
+L2-normalised vectors (cosine), holding tier-3 triggers and nothing else. A goal retrieves a delta only
+at cosine ≥ τ.
+
+Off-states, each a floor rather than an error:
+- the embedder cannot be loaded → `EmbedderUnavailable`; callers treat tier 3 retrieval as dark;
+- the store's vectors were made by another embedder → `TriggerIndex.from_store` invalidates them
+  (`store.invalidate_embeddings`) and returns a dark index for this session; they are rebuilt by
+  `reembed` (or lazily by the next session that opens the store with the new embedder);
+- `forget` erases vectors in the store, and `TriggerIndex.attach` drops them from a live index too.
+
+The default embedder is built offline from the static token embeddings and Llama tokenizer shipped in
+the `wordllama` wheel, wrapped as a sentence-transformers `SentenceTransformer`; any other
+sentence-transformers name or local path also works (loaded with `local_files_only=True`: never a
+download).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from . import bundled
+
+__all__ = [
+    "DEFAULT_TAU",
+    "Embedder",
+    "EmbedderUnavailable",
+    "TextEmbedder",
+    "TriggerIndex",
+    "eligible",
+    "load_embedder",
+    "reembed",
+]
+
+DEFAULT_TAU = 0.82
+DEFAULT = "wordllama"  # the name `load_embedder` gives the bundled model
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The embedding model could not be loaded (missing files, unknown name, no network allowed)."""
+
+    def __init__(self, name: str, reason: str):
+        self.name = name
+        self.reason = reason
+        super().__init__(f"embedder {name!r} unavailable: {reason}")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything with a stable identity string and `encode(texts) -> (n, dim) float32, rows L2-normalised`."""
+
+    id: str
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class TextEmbedder:
+    """A sentence-transformers model plus the identity string stored with every vector it makes."""
+
+    def __init__(self, model: Any, id: str):
+        self.model = model
+        self.id = id
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        m = self.model
+        return int(getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension)()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:  # torch modules are not safe to share across threads mid-forward
+            vecs = self.model.encode(list(texts), batch_size=256, show_progress_bar=False,
+                                     normalize_embeddings=True, convert_to_numpy=True)
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+    def __repr__(self) -> str:
+        return f"TextEmbedder({self.id!r})"
+
+
+def _bundled_model():
+    from safetensors.torch import load_file
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+    from tokenizers import Tokenizer
+
+    # A private tokenizer instance: StaticEmbedding reconfigures the one it is given (padding).
+    tokenizer = Tokenizer.from_file(str(bundled.tokenizer_path()))
+    weights = load_file(str(bundled.embedding_path()))["embedding.weight"].float()
+    return SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_weights=weights)], device="cpu")
+
+
+@lru_cache(maxsize=4)
+def _load(name: str) -> TextEmbedder:
+    try:
+        if name == DEFAULT:
+            return TextEmbedder(_bundled_model(), bundled.EMBEDDER_ID)
+        from sentence_transformers import SentenceTransformer
+
+        path = Path(name).expanduser()
+        ident = f"sentence-transformers:{path.resolve() if path.exists() else name}"
+        return TextEmbedder(SentenceTransformer(name, device="cpu", local_files_only=True), ident)
+    except Exception as exc:  # any load failure is the same off-state: tier 3 dark
+        raise EmbedderUnavailable(name, f"{type(exc).__name__}: {exc}") from exc
+
+
+def load_embedder(name_or_path: str | None = None) -> TextEmbedder:
+    """The bundled offline embedder (default), or a sentence-transformers name/path. Cached per name.
+
+    Raises `EmbedderUnavailable` (never a network call: non-default models load with local_files_only).
+    """
+    return _load(DEFAULT if name_or_path in (None, "", DEFAULT, bundled.EMBEDDER_ID) else str(name_or_path))
+
+
+def eligible(deltas: Iterable) -> list:
+    """Deltas that belong in a trigger index: active, tier 3, not superseded, with a trigger."""
+    return [d for d in deltas
+            if d.status == "active" and d.tier == 3 and d.superseded_by is None and d.trigger]
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    m = np.ascontiguousarray(matrix, dtype=np.float32)
+    if m.ndim != 2:
+        raise ValueError(f"expected a 2-d matrix of vectors, got shape {m.shape}")
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(norms == 0, 1.0, norms)
+
+
+@dataclass(frozen=True)
+class Hit:
+    delta_id: str
+    cosine: float
+
+
+class TriggerIndex:
+    """FAISS `IndexFlatIP` over normalised trigger vectors, positions mapped to delta ids (sorted by id).
+
+    `dark` is set (with `reason`) when the index cannot serve retrieval; a dark index retrieves nothing.
+    """
+
+    def __init__(self, embedder: Embedder | None, ids: Sequence[str] = (), matrix: np.ndarray | None = None,
+                 *, dark: str | None = None):
+        import faiss
+
+        self.embedder = embedder
+        self.embedder_id = getattr(embedder, "id", None)
+        self.reason = dark
+        order = sorted(range(len(ids)), key=lambda i: ids[i])  # deterministic: rebuild order never matters
+        self._ids = [ids[i] for i in order]
+        dim = 0 if matrix is None or len(ids) == 0 else int(matrix.shape[1])
+        self._index = faiss.IndexFlatIP(max(dim, 1))
+        if self._ids:
+            self._index.add(_normalise(np.asarray(matrix)[order]))
+
+    # -------------------------------------------------------------------------------- construction
+
+    @classmethod
+    def dark_index(cls, reason: str, embedder: Embedder | None = None) -> "TriggerIndex":
+        return cls(embedder, dark=reason)
+
+    @classmethod
+    def build(cls, embedder: Embedder, deltas: Iterable) -> "TriggerIndex":
+        """Embed the eligible deltas' triggers (no store involved)."""
+        chosen = eligible(deltas)
+        return cls(embedder, [d.id for d in chosen], embedder.encode([d.trigger for d in chosen]))
+
+    @classmethod
+    def from_store(cls, store, embedder: Embedder | None, deltas: Iterable | None = None, *,
+                   embed_missing: bool = True) -> "TriggerIndex":
+        """The index for `deltas` (default: every eligible delta in the store), from stored vectors.
+
+        If the store's vectors belong to another embedder they are invalidated and the index is dark
+        this session. Eligible deltas without a vector (new writes) are embedded and stored first.
+        Any failure yields a dark index with the reason, never an exception.
+        """
+        if embedder is None:
+            return cls.dark_index("no embedder")
+        try:
+            stored_id = getattr(store, "embedder_id", None)
+            if stored_id is not None and stored_id != embedder.id:
+                store.invalidate_embeddings(embedder.id)
+                return cls.dark_index(f"embeddings invalidated: made by {stored_id!r}, now {embedder.id!r}; "
+                                      "tier 3 is dark until re-embedded", embedder)
+            chosen = eligible(store.search(status="active") if deltas is None else deltas)
+            if embed_missing:
+                _embed_missing(store, embedder, chosen)
+            ids, matrix = store.embeddings(embedder.id)
+            wanted = {d.id for d in chosen}
+            keep = [i for i, x in enumerate(ids) if x in wanted]
+            return cls(embedder, [ids[i] for i in keep], np.asarray(matrix)[keep] if keep else None)
+        except Exception as exc:  # retrieval is an off-state, never an error for the caller
+            return cls.dark_index(f"retrieval failed: {type(exc).__name__}: {exc}", embedder)
+
+    def attach(self, store) -> "TriggerIndex":
+        """Register an erasure hook: vectors of forgotten deltas leave this live index at once."""
+        store.on_forget(self._forgotten)
+        return self
+
+    def _forgotten(self, ids, *_args, **_kwargs) -> None:
+        if isinstance(ids, str):
+            ids = [ids]
+        self.remove(ids)
+
+    # --------------------------------------------------------------------------------------- queries
+
+    @property
+    def dark(self) -> bool:
+        return self.reason is not None
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def remove(self, ids: Iterable[str]) -> None:
+        gone = set(ids) & set(self._ids)
+        if not gone:
+            return
+        keep = [i for i, x in enumerate(self._ids) if x not in gone]
+        vectors = self._index.reconstruct_n(0, self._index.ntotal)[keep] if keep else None
+        import faiss
+
+        self._ids = [self._ids[i] for i in keep]
+        self._index = faiss.IndexFlatIP(self._index.d)
+        if keep:
+            self._index.add(vectors)
+
+    def search(self, query: np.ndarray, tau: float = DEFAULT_TAU, k: int | None = None) -> list[Hit]:
+        """Hits with cosine ≥ tau, best first, ties broken by delta id."""
+        if self.dark or not self._ids:
+            return []
+        q = _normalise(np.asarray(query, dtype=np.float32).reshape(1, -1))
+        n = len(self._ids) if k is None else min(k, len(self._ids))
+        scores, pos = self._index.search(q, n)
+        hits = [Hit(self._ids[p], float(s)) for s, p in zip(scores[0], pos[0]) if p >= 0 and s >= tau]
+        return sorted(hits, key=lambda h: (-h.cosine, h.delta_id))
+
+    def retrieve(self, goal: str, tau: float = DEFAULT_TAU, k: int | None = None) -> list[tuple[str, float]]:
+        """`(delta_id, cosine)` for every trigger at cosine ≥ tau to the goal."""
+        if self.dark or not self._ids or not goal or self.embedder is None:
+            return []
+        return [(h.delta_id, h.cosine) for h in self.search(self.embedder.encode([goal])[0], tau, k)]
+
+
+def _embed_missing(store, embedder: Embedder, deltas: Sequence) -> int:
+    have = set(store.embeddings(embedder.id)[0])
+    missing = [d for d in deltas if d.id not in have]
+    if missing:
+        vectors = embedder.encode([d.trigger for d in missing])
+        with store.transaction():  # one commit for the batch
+            for d, v in zip(missing, vectors):
+                store.set_embedding(d.id, v, embedder.id)
+    return len(missing)
+
+
+def reembed(store, embedder: Embedder) -> int:
+    """Embed every eligible tier-3 trigger under `embedder` (after an embedder change). Returns the count."""
+    if getattr(store, "embedder_id", None) not in (None, embedder.id):
+        store.invalidate_embeddings(embedder.id)
+    return _embed_missing(store, embedder, eligible(store.search(status="active")))
