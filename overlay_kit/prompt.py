@@ -7,8 +7,10 @@ split in two (seed design, "Correction 3"):
 * the **stable prefix** — authored skill text and other content that is fixed for the whole session;
 * the **volatile tail** — the tools block and anything else allowed to change between turns.
 
-The learned fragment goes to one of them by policy: ``"prefix"`` (where the shipped recall path puts it)
-or ``"tail"`` (alongside the tools block). The conversation follows the system prompt. `reprefill_tokens`
+The learned fragment goes to one of them by policy: ``"prefix"`` opens the system prompt, ahead of the
+authored text — where the shipped recall path composes its recalled-procedure block, and the worst case of
+rendering learned lines inside the authored sections; ``"tail"`` ends the system prompt, after the tools
+block. The conversation follows the system prompt. `reprefill_tokens`
 counts, with the bundled Llama tokenizer, the tokens after the first changed byte between two consecutive
 prompts — the cost of one turn under a placement policy.
 """
@@ -82,7 +84,7 @@ def compose(
     policy: str = "tail",
     history: Sequence[tuple[str, str]] = (),
 ) -> Prompt:
-    """Build a `Prompt`; the learned fragment ends the prefix (`"prefix"`) or the tail (`"tail"`).
+    """Build a `Prompt`; the learned fragment opens the prefix (`"prefix"`) or ends the tail (`"tail"`).
 
     `stable` and `volatile` are one block or a sequence of blocks, joined by a blank line.
     """
@@ -94,7 +96,7 @@ def compose(
         if len(item) != 2 or item[0] not in ROLES or not isinstance(item[1], str):
             raise PromptError(f"history[{i}]", f"expected (role in {ROLES}, text), got {item!r}")
     if policy == "prefix":
-        prefix = _join(stable_text, learned)
+        prefix = _join(learned, stable_text)
         tail = volatile_text
     else:
         prefix = stable_text
