@@ -75,7 +75,7 @@ class TextEmbedder:
     @property
     def dim(self) -> int:
         m = self.model
-        return int(getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension)()
+        return int((getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension)())
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
