@@ -297,10 +297,57 @@ def cmd_forget(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------- calibrate-tau
+
+
+def register_calibrate_tau(sub) -> None:
+    p = sub.add_parser("calibrate-tau", help="calibrate the tier-3 retrieval threshold τ on labelled pairs")
+    p.add_argument("pairs", metavar="PAIRS", help="CSV or JSONL with goal, trigger, relevant "
+                   "[, category, split, lesson_id, body]")
+    p.add_argument("--embedder", metavar="NAME_OR_PATH", default=None,
+                   help="sentence-transformers name or path, or 'tfidf' (default: the bundled offline embedder)")
+    p.add_argument("--target-precision", type=float, default=0.9, metavar="P",
+                   help="pick the lowest τ whose calibration-half precision is ≥ P (default 0.9)")
+    p.add_argument("--lessons", metavar="LESSONS", help="CSV/JSONL of lesson bodies (lesson_id or trigger, body) "
+                   "for the token cost of an admitted lesson")
+    p.add_argument("--goals-per-session", type=int, default=10, metavar="K", help="session model: K goals")
+    p.add_argument("--min-admitted", type=int, default=10, metavar="N",
+                   help="only thresholds admitting ≥ N calibration pairs count (default 10)")
+    p.add_argument("--n-boot", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the split and the bootstrap")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
+    p.set_defaults(handler=cmd_calibrate_tau)
+
+
+def cmd_calibrate_tau(args: argparse.Namespace) -> int:
+    from . import threshold
+    from .retrieval import EmbedderUnavailable
+
+    if args.goals_per_session < 1:
+        raise ValueError("--goals-per-session must be at least 1")
+    pairs = threshold.load_pairs(args.pairs, lessons=args.lessons, seed=args.seed)
+    try:
+        scorer = threshold.get_scorer(args.embedder)
+    except EmbedderUnavailable as exc:
+        raise ValueError(str(exc)) from exc
+    cal = threshold.calibrate(threshold.score(pairs, scorer), args.target_precision, n_boot=args.n_boot,
+                              seed=args.seed, min_admitted=args.min_admitted,
+                              session=threshold.SessionModel(args.goals_per_session))
+    if args.json:
+        _emit_json({"pairs": args.pairs, **cal.to_dict()})
+    else:
+        print(threshold.describe(cal, args.pairs))
+    if cal.tau is None:
+        print(f"overlay-kit calibrate-tau: target precision {args.target_precision} is unreachable on the "
+              f"calibration half (best {cal.ceiling:.3f} at τ = {cal.ceiling_tau:.3f})", file=sys.stderr)
+        return 1
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 REGISTRARS: list[Callable] = [register_validate, register_anchors, register_learn, register_deltas, register_approve,
-                              register_revert, register_reset, register_forget]
+                              register_revert, register_reset, register_forget, register_calibrate_tau]
 
 
 def build_parser() -> argparse.ArgumentParser:
