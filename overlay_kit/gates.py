@@ -23,7 +23,7 @@ rule, so adding or removing a gate is one line and each has a test that fails wi
 | incognito            | session_only | incognito: nothing is written, and the result says so                      |
 | route_fact           | routed       | kind == "fact": a learned_facts row, no delta                               |
 | quarantine_untrusted | quarantined  | observed_content / unknown / absent provenance; injection scan stored       |
-| stage_trusted        | staged       | trusted provenance (`active` only when auto-approve is switched on)         |
+| stage_trusted        | staged       | trusted provenance (`active` when auto-approve is on and the scan is clean) |
 
 Refused lessons are not stored. Quarantined deltas are never auto-approved and leave quarantine only by
 `store.approve(id)`. `promote` activates a staged delta on its outcome counters only, never on a model's

@@ -771,7 +771,10 @@ class Store:
                 self._erasing = False
             what = "all" if all else ", ".join(f"{k}={v}" for k, v in (("skill", skill), ("scope", scope)) if v)
             self._log(None, "user", None, None, f"forget {what}: erased {len(ids)} deltas, {facts} facts")
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy and busy[0]:
+            log.warning("%s: another connection is reading; erased pages leave the WAL file at its next "
+                        "checkpoint", self.path)
         for hook in self._forget_hooks:
             hook(list(ids))
         return len(ids)

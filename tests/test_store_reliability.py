@@ -9,7 +9,7 @@ import time
 
 from overlay_kit import gates
 from overlay_kit.grammar import validate_payload
-from overlay_kit.store import Store
+from overlay_kit.store import MIGRATIONS, Store
 
 from overlay_support import TRUSTED, make_skill
 
@@ -89,3 +89,22 @@ def test_sigkill_mid_transaction_leaves_only_whole_deltas(tmp_path, rounds=ROUND
                 validate_payload(d.kind, d.payload)
             assert len(s.audit()) == total  # each delta's audit row committed with it
     assert total >= rounds * BATCH
+
+
+def _opener(path: str) -> None:
+    for _ in range(3):
+        Store.open(path).close()
+    os._exit(0)
+
+
+def test_processes_racing_to_create_a_database_migrate_it_once(tmp_path):
+    for trial in range(5):
+        path = str(tmp_path / f"race{trial}.db")
+        procs = [FORK.Process(target=_opener, args=(path,)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [p.exitcode for p in procs] == [0] * 4
+        with Store.open(path) as s:
+            assert len(s.schema_history()) == len(MIGRATIONS)
