@@ -318,6 +318,12 @@ def _canonical(p: Proposal) -> dict | None:
         return None
 
 
+def _tool_hint(p: Proposal, field: str) -> list[str]:
+    """A well-shaped tool-hint's `prefer` or `drop` names; [] for any other proposal."""
+    payload = _canonical(p) if p.kind == "tool-hint" else None
+    return [] if payload is None else payload[field]
+
+
 # ----------------------------------------------------------------------------------------- rules
 
 
@@ -363,10 +369,8 @@ def payload_caps(p: Proposal):
 
 
 def no_new_tool(p: Proposal):
-    payload = _canonical(p) if p.kind == "tool-hint" else None
-    if payload is None:
-        return None
-    unknown = [n for n in payload["prefer"] + payload["drop"] if n not in _declared_tools(p.skill)]
+    names = _tool_hint(p, "prefer") + _tool_hint(p, "drop")
+    unknown = [n for n in names if n not in _declared_tools(p.skill)]
     if unknown:
         have = ", ".join(sorted(_declared_tools(p.skill))) or "none"
         return _refuse("no_new_tool", f"tool-hint names {', '.join(unknown)}, which {p.skill.name} does not "
@@ -392,11 +396,8 @@ def no_widening(p: Proposal):
 
 
 def write_path_tool(p: Proposal):
-    payload = _canonical(p) if p.kind == "tool-hint" else None
-    if payload is None:
-        return None
     # Dropping a write-path tool narrows (allowed); preferring one would steer toward unattended action.
-    hits = [n for n in payload["prefer"] if _write_path(n, p.settings.confirmation_tools)]
+    hits = [n for n in _tool_hint(p, "prefer") if _write_path(n, p.settings.confirmation_tools)]
     if hits:
         return _refuse("write_path_tool", f"tool-hint prefers {', '.join(hits)}, in the confirmation set; "
                                           "learning may not steer toward write-path tools")
