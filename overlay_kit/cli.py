@@ -206,6 +206,8 @@ def register_deltas(sub) -> None:
                            ("archived", "reverted, reset or retired"), ("all", "every status")):
         which.add_argument(f"--{name}", dest="which", action="store_const", const=name, help=helptext)
     p.add_argument("--superseded", action="store_true", help="include superseded deltas")
+    p.add_argument("--diff", action="store_true", help="also show a unified diff of the effective skill vs "
+                                                       "the authored one (needs SKILL)")
     _add_db(p)
     p.set_defaults(handler=cmd_deltas, which="active")
 
@@ -221,12 +223,18 @@ def _skill_name(ref: str | None) -> str | None:
 
 
 def cmd_deltas(args: argparse.Namespace) -> int:
+    if getattr(args, "diff", False) and not args.skill:
+        raise ValueError("--diff needs SKILL (a skill directory, SKILL.md or discovered name)")
     name = _skill_name(args.skill)
+    diff = None
     with _open_store(args) as store:
         rows = store.search(name, status=DELTA_FILTERS[args.which], include_superseded=args.superseded)
         path = store.path
+        if getattr(args, "diff", False):
+            diff = effective_diff(find_skill(args.skill), store)
     if args.json:
-        _emit_json({"db": path, "skill": name, "filter": args.which, "deltas": [d.to_dict() for d in rows]})
+        _emit_json({"db": path, "skill": name, "filter": args.which, "deltas": [d.to_dict() for d in rows]}
+                   | ({"diff": diff} if diff is not None else {}))
         return 0
     if not rows:
         print(f"no {args.which} deltas" + (f" for {name}" if name else ""))
@@ -237,7 +245,16 @@ def cmd_deltas(args: argparse.Namespace) -> int:
         print(f"    {d.text}")
         for f in d.findings:
             print(f"    finding: {f}")
+    if diff is not None:
+        sys.stdout.write(diff or f"(the effective {name} is byte-identical to the authored one)\n")
     return 0
+
+
+def effective_diff(skill, store) -> str:
+    """Unified diff, authored body → effective body (the resolver, no goal: no retrieval)."""
+    from .resolve import resolve
+
+    return resolve(skill, store, embedder=False).diff()
 
 
 def _register_state(sub, verb: str, helptext: str, target: str) -> None:
@@ -346,8 +363,57 @@ def cmd_calibrate_tau(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------------------- main
 
+# ------------------------------------------------------------------------------------------- resolve
+
+
+def register_resolve(sub) -> None:
+    p = sub.add_parser("resolve", help="print the effective skill: authored body + applicable learned deltas")
+    p.add_argument("skill", metavar="SKILL", help="skill directory, SKILL.md, or discovered skill name")
+    p.add_argument("--goal", metavar="TEXT", help="session goal: retrieves retrieval-only tier-3 lessons (τ gate)")
+    p.add_argument("--no-learned-skills", dest="learned", action="store_false",
+                   help="authored base only; the store is not read")
+    p.add_argument("--scope", action="append", metavar="SCOPE", help="scope(s) to apply (default: user)")
+    p.add_argument("--ceiling", type=int, metavar="TOKENS", help="resident token ceiling (default: 8192)")
+    p.add_argument("--tau", type=float, metavar="T", help="retrieval threshold (default: 0.82)")
+    p.add_argument("--embedder", metavar="NAME_OR_PATH", help="sentence-transformers name or path "
+                                                             "(default: the bundled offline embedder)")
+    _add_db(p)
+    p.set_defaults(handler=cmd_resolve)
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    """Never creates a database: a missing one is the no-store floor."""
+    from pathlib import Path
+
+    from . import budget
+    from .resolve import resolve
+    from .retrieval import DEFAULT_TAU
+    from .store import Store, default_db_path
+
+    skill = find_skill(args.skill)
+    db = Path(args.db).expanduser() if args.db else default_db_path()
+    kw = dict(goal=args.goal, scope=args.scope or "user", learned=args.learned, embedder=args.embedder,
+              tau=DEFAULT_TAU if args.tau is None else args.tau,
+              ceiling=budget.DEFAULT_CEILING if args.ceiling is None else args.ceiling)
+    if args.learned and db.exists():
+        with Store.open(db) as store:
+            eff = resolve(skill, store, **kw)
+    else:
+        eff = resolve(skill, None, **kw)
+    if args.json:
+        _emit_json({"db": str(db) if db.exists() else None, **eff.to_dict()})
+        return 0
+    sys.stdout.write(eff.text)
+    print(f"# {eff.skill}: {eff.tokens} tokens (ceiling {eff.ceiling}); skill_tools: "
+          f"{', '.join(eff.skill_tools) or '-'}", file=sys.stderr)
+    for note in eff.notes:
+        print(f"# {note}", file=sys.stderr)
+    return 0
+
+
 REGISTRARS: list[Callable] = [register_validate, register_anchors, register_learn, register_deltas, register_approve,
-                              register_revert, register_reset, register_forget, register_calibrate_tau]
+                              register_revert, register_reset, register_forget, register_calibrate_tau,
+                              register_resolve]
 
 
 def build_parser() -> argparse.ArgumentParser:
