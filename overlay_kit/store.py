@@ -233,6 +233,71 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "budget residency", """
         ALTER TABLE skill_deltas ADD COLUMN resident INTEGER NOT NULL DEFAULT 1 CHECK (resident IN (0, 1));
     """),
+    # capability evolution (overlay_kit.surfaces / memory / knowledge): evidence rows and the other surfaces
+    Migration(5, "capability surfaces: signals, user memory, knowledge, prompts, skill packages, feedback", """
+        CREATE TABLE IF NOT EXISTS surface_signals (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, text TEXT NOT NULL, user_id TEXT,
+            task TEXT, message TEXT, agent TEXT, skill TEXT,
+            cross_task INTEGER NOT NULL DEFAULT 0 CHECK (cross_task IN (0, 1)),
+            surface TEXT, rule TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_signals_task ON surface_signals(task);
+        CREATE TABLE IF NOT EXISTS user_memories (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL,
+            type TEXT NOT NULL CHECK (type IN ('preference', 'identity', 'project', 'correction')),
+            content TEXT NOT NULL, source TEXT NOT NULL CHECK (source IN ('manual', 'auto')), salience REAL,
+            created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_memories_user ON user_memories(user_id, type);
+        CREATE TABLE IF NOT EXISTS memory_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL, turn TEXT NOT NULL,
+            outcome TEXT NOT NULL, cues TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(cues)),
+            decisions TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(decisions)), error TEXT, at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS knowledge_docs (
+            id TEXT PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL,
+            outline TEXT NOT NULL CHECK (json_valid(outline)),
+            status TEXT NOT NULL CHECK (status IN ('pending', 'ready')), revision INTEGER NOT NULL,
+            summary TEXT, summary_source TEXT CHECK (summary_source IN ('auto', 'manual')),
+            created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS knowledge_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, doc_id TEXT NOT NULL, revision INTEGER NOT NULL,
+            event TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '', at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS prompt_versions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, version INTEGER NOT NULL,
+            content TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('draft', 'published')),
+            created_at TEXT NOT NULL, published_at TEXT, UNIQUE (agent, version)
+        );
+        CREATE TABLE IF NOT EXISTS agents (
+            name TEXT PRIMARY KEY, active_version INTEGER REFERENCES prompt_versions(id),
+            instructions TEXT NOT NULL DEFAULT '', activated_at TEXT
+        );
+        CREATE TABLE IF NOT EXISTS skill_packages (
+            name TEXT PRIMARY KEY, revision INTEGER NOT NULL CHECK (revision >= 1), digest TEXT NOT NULL,
+            uploaded_at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS skill_package_files (
+            name TEXT NOT NULL REFERENCES skill_packages(name) ON DELETE CASCADE, path TEXT NOT NULL,
+            content BLOB NOT NULL, PRIMARY KEY (name, path)
+        );
+        CREATE TABLE IF NOT EXISTS message_feedback (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, task TEXT NOT NULL, message TEXT NOT NULL,
+            rating TEXT NOT NULL CHECK (rating IN ('positive', 'negative', 'cleared')),
+            comment TEXT NOT NULL DEFAULT '', at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_feedback_task ON message_feedback(task, message);
+        CREATE TABLE IF NOT EXISTS task_traces (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, task TEXT NOT NULL, step TEXT NOT NULL, state TEXT NOT NULL,
+            usage TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(usage)), detail TEXT NOT NULL DEFAULT '',
+            at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS task_deliverables (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, task TEXT NOT NULL, name TEXT NOT NULL,
+            ok INTEGER NOT NULL CHECK (ok IN (0, 1)), detail TEXT NOT NULL DEFAULT '', at TEXT NOT NULL
+        );
+    """),
 ]
 
 _HISTORY_SQL = """
