@@ -117,7 +117,8 @@ def test_budget_holds_under_a_200_delta_corpus_and_nothing_is_cut_mid_step(tmp_p
         b = budget.Budget(store, [skill], ceiling).install()
         for i in range(200):
             section = f"step-{rng.randint(1, 10)}"
-            steps = " ".join(f"({k}) check item {rng.randint(0, 999)} before moving on." for k in range(rng.randint(1, 6)))
+            steps = " ".join(f"({k}) check item {rng.randint(0, 999)} before moving on."
+                             for k in range(rng.randint(1, 6)))
             if i % 10 == 9:
                 kind, payload = "exception", {"condition": f"step {i} fails twice", "action": "escalate-to-user"}
             elif i % 3 == 0:
