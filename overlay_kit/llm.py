@@ -338,7 +338,7 @@ class Cassette:
         self._new.append({
             "key": key, "model": reply.model, "backend": reply.backend, "engine": self.engine,
             "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "request": request, "response": response,
+            "request": _summary(request), "response": response,
         })
 
     def save(self) -> Path:
@@ -356,6 +356,18 @@ class Cassette:
     def __exit__(self, exc_type, *_):
         if self.record_mode and exc_type is None:
             self.save()
+
+
+def _summary(request: Mapping[str, Any]) -> dict:
+    """What a cassette keeps of a request: everything but the message texts, which it hashes (the key
+    already commits to them; long prompts would bloat the file)."""
+    body = dict(request.get("body") or {})
+    messages = body.pop("messages", [])
+    text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
+    return {**{k: v for k, v in request.items() if k != "body"}, "body": body,
+            "messages": {"count": len(messages), "chars": len(text),
+                         "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                         "roles": [m.get("role") for m in messages]}}
 
 
 def _reply_from_record(rec: dict) -> Reply:

@@ -1,0 +1,320 @@
+"""The cost of learning: what resident learned tokens and their placement do to prefill and time to first token.
+
+COST ONLY. The local engine's weights are random (overlay_kit.engine): its prefill work, TTFT and KV-prefix
+reuse are real, its text is meaningless. Against a Lemonade server the same code measures a real model.
+
+Three measurements, each a function of a chat client (live, recording, or replaying a cassette):
+
+* `growth` — cold TTFT (session start, nothing cached) and warm TTFT (the next turn, prefix cached) as the
+  resident learned fragment grows from 0 (the no-delta build) towards the window;
+* `session` — a multi-turn session where each turn's goal recalls different lessons; per turn, the
+  re-prefill tokens (`prompt.reprefill_tokens`) and the measured TTFT, for the learned fragment in the
+  stable prefix vs the volatile tail, and resolved once per session;
+* `regression` / `ceiling` — TTFT at each learned size relative to the no-delta build (median ratio with a
+  bootstrap interval), and the largest learned size whose fitted regression stays within a limit (2 %).
+
+`StudyInputs` snapshots every input text, so a recording replays byte-identically even after the example
+datasets change; `run_study(live=True, record_to=…)` measures and writes the inputs and the cassette side by
+side (``python -m overlay_kit.cost`` re-records the stored default).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .budget import BLOCK_HEADING, BLOCK_INTRO
+from .llm import Cassette, LemonadeClient, Skipped
+from .prompt import Prompt, compose, count_tokens, reprefill_tokens
+from .skill import load_skill
+
+__all__ = ["GrowthPoint", "Study", "StudyInputs", "TurnCost", "ceiling", "growth", "learned_fragment",
+           "recall_plan", "regression", "run_study", "session", "study_client"]
+
+ROOT = Path(__file__).resolve().parent.parent
+DATASETS = ROOT / "datasets"
+RECORDING = DATASETS / "cassettes" / "cost_of_learning"  # .inputs.json + .jsonl
+SESSION_KINDS = (("prefix", "turn"), ("tail", "turn"), ("prefix", "session"))
+
+
+@dataclass(frozen=True)
+class StudyInputs:
+    """Everything the study sends, fixed up front (seeded) and saved with a recording."""
+
+    stable: str                                   # authored skill bodies: the stable prefix
+    tools: str                                    # the tools block: volatile tail
+    lessons: tuple[tuple[str, str], ...]          # (trigger, body) of tier-3 lessons, in a seeded order
+    sizes: tuple[int, ...] = (0, 512, 1024, 2048, 4096)   # resident learned tokens to measure
+    repeats: int = 5
+    turns: int = 8
+    recall_k: int = 3                             # lessons recalled per turn
+    change_p: float = 0.5                         # chance the recalled set changes at a turn
+    reply_tokens: int = 8
+    seed: int = 0
+
+    @classmethod
+    def from_datasets(cls, *, full: bool = False, seed: int = 0) -> "StudyInputs":
+        """The example skills (all but the 12k-token runbook) + the τ corpus lessons, shuffled by `seed`."""
+        skills = [load_skill(p) for p in sorted((DATASETS / "skills").glob("*/SKILL.md"))]
+        skills = [s for s in skills if count_tokens(s.body) < 2000]
+        stable = "\n\n".join(s.body.strip() for s in skills)
+        tools = sorted({t for s in skills for t in s.tools})
+        tools_block = "## Tools available this turn\n\n" + "\n".join(f"- `{t}`" for t in tools)
+        with (DATASETS / "tau" / "lessons.csv").open(encoding="utf-8") as fh:
+            rows = [(r["trigger"], r["body"]) for r in csv.DictReader(fh)]
+        order = np.random.default_rng(seed).permutation(len(rows))
+        lessons = tuple(rows[i] for i in order)
+        if full:
+            return cls(stable, tools_block, lessons, sizes=(0, 1024, 2048, 4096, 8192, 16384, 24576, 28672),
+                       repeats=3, turns=12, seed=seed)
+        return cls(stable, tools_block, lessons, seed=seed)
+
+    def save(self, path: Path, **meta) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"inputs": asdict(self), "meta": meta}, indent=1, ensure_ascii=False) + "\n",
+                       encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> tuple["StudyInputs", dict]:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        d = data["inputs"]
+        d["lessons"] = tuple(tuple(x) for x in d["lessons"])
+        d["sizes"] = tuple(d["sizes"])
+        return cls(**d), data.get("meta", {})
+
+
+def learned_fragment(lessons: Sequence[tuple[str, str]], tokens: int) -> str:
+    """A learned-adjustments block of whole lessons (cycled, numbered) up to `tokens`; never cut mid-lesson."""
+    if tokens <= 0 or not lessons:
+        return ""
+    head = f"{BLOCK_HEADING}\n\n{BLOCK_INTRO}\n"
+    lines, used, i = [], count_tokens(head), 0
+    while True:
+        trigger, body = lessons[i % len(lessons)]
+        line = f"\n- ({i + 1}) When: {trigger} Then: {body}"
+        n = count_tokens(line)
+        if used + n > tokens:
+            break
+        lines.append(line)
+        used, i = used + n, i + 1
+    return head + "".join(lines) if lines else ""
+
+
+# ---------------------------------------------------------------------------------------------- growth
+
+@dataclass(frozen=True)
+class GrowthPoint:
+    learned_target: int
+    learned_tokens: int        # counted tokens of the learned fragment actually placed
+    prompt_tokens: int         # counted tokens of the whole cold prompt
+    repeat: int
+    cold_ttft_s: float | None
+    warm_ttft_s: float | None
+    warm_reprefill: int        # tokens re-prefilled by the warm turn (prompt model)
+    replayed: bool
+    source: str                # the reply's label: live/replayed, model, backend, date
+
+
+def _nonce(tag: str) -> str:
+    return f"Session {tag}.\n\n"  # differs early, so a request never shares a cached prefix with the last one
+
+
+def growth(client: LemonadeClient, model: str, inputs: StudyInputs) -> list[GrowthPoint]:
+    """Cold and warm TTFT per learned size; the learned fragment sits in the stable prefix, resolved once."""
+    out = []
+    for size in inputs.sizes:
+        learned = learned_fragment(inputs.lessons, size)
+        for r in range(inputs.repeats):
+            cold = compose(_nonce(f"g{size}-{r}") + inputs.stable, learned, inputs.tools, policy="prefix",
+                           history=[("user", inputs.lessons[r % len(inputs.lessons)][0])])
+            a = _send(client, model, cold, inputs)
+            warm = cold.then("assistant", a.content).then("user", inputs.lessons[(r + 1) % len(inputs.lessons)][0])
+            b = _send(client, model, warm, inputs)
+            out.append(GrowthPoint(size, count_tokens(learned), count_tokens(cold.text), r, a.ttft_s, b.ttft_s,
+                                   reprefill_tokens(cold.then("assistant", a.content), warm), a.replayed, a.label()))
+    return out
+
+
+def _send(client: LemonadeClient, model: str, prompt: Prompt, inputs: StudyInputs):
+    return client.chat(model, prompt.messages(), max_completion_tokens=inputs.reply_tokens, stream=True,
+                       temperature=0.0, seed=inputs.seed)
+
+
+# --------------------------------------------------------------------------------------------- session
+
+@dataclass(frozen=True)
+class TurnCost:
+    placement: str             # prefix | tail
+    resolution: str            # turn (recalled per turn: the shipped path) | session (resolved at start)
+    turn: int
+    recall_changed: bool
+    prompt_tokens: int
+    reprefill: int             # tokens after the first changed byte vs the previous turn's prompt
+    ttft_s: float | None
+    replayed: bool
+
+
+def recall_plan(inputs: StudyInputs) -> list[tuple[int, ...]]:
+    """Which lessons each turn's goal recalls (seeded): a new set with probability `change_p`, else the same."""
+    rng = np.random.default_rng(inputs.seed + 1)
+    n = len(inputs.lessons)
+    plan = [tuple(int(i) for i in rng.choice(n, inputs.recall_k, replace=False))]
+    for _ in range(inputs.turns - 1):
+        plan.append(tuple(int(i) for i in rng.choice(n, inputs.recall_k, replace=False))
+                    if rng.random() < inputs.change_p else plan[-1])
+    return plan
+
+
+def session(client: LemonadeClient, model: str, inputs: StudyInputs, placement: str,
+            resolution: str = "turn") -> list[TurnCost]:
+    """One multi-turn session; each turn's re-prefill tokens come from the prompt model, its TTFT from the
+    engine. The model's own replies (live or replayed) go into the history."""
+    plan = recall_plan(inputs)
+    history: list[tuple[str, str]] = []
+    prev: Prompt | None = None
+    out = []
+    for t, recalled in enumerate(plan):
+        chosen = recalled if resolution == "turn" else plan[0]
+        learned = learned_fragment([inputs.lessons[i] for i in chosen], 10**6)
+        user = inputs.lessons[recalled[0]][0]
+        prompt = compose(_nonce(f"s-{placement}-{resolution}") + inputs.stable, learned, inputs.tools,
+                         policy=placement, history=history + [("user", user)])
+        reply = _send(client, model, prompt, inputs)
+        changed = resolution == "turn" and t > 0 and chosen != plan[t - 1]
+        out.append(TurnCost(placement, resolution, t + 1, changed, count_tokens(prompt.text),
+                            reprefill_tokens(prev, prompt), reply.ttft_s, reply.replayed))
+        history += [("user", user), ("assistant", reply.content)]
+        prev = prompt.then("assistant", reply.content)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ regression
+
+def _bootstrap_ratio(x: np.ndarray, base: np.ndarray, seed: int, n: int = 2000) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    xs = np.median(rng.choice(x, (n, len(x))), axis=1)
+    bs = np.median(rng.choice(base, (n, len(base))), axis=1)
+    lo, hi = np.percentile(xs / bs - 1.0, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def regression(points: Sequence[GrowthPoint], which: str = "cold", seed: int = 0) -> list[dict]:
+    """Per learned size: median TTFT, and its regression vs the no-delta build with a 95 % bootstrap CI."""
+    key = f"{which}_ttft_s"
+    by = {}
+    for p in points:
+        if getattr(p, key) is not None:
+            by.setdefault(p.learned_target, []).append(p)
+    if 0 not in by:
+        raise ValueError("regression needs the no-delta build (learned size 0) among the points")
+    base = np.array([getattr(p, key) for p in by[0]])
+    rows = []
+    for size in sorted(by):
+        x = np.array([getattr(p, key) for p in by[size]])
+        lo, hi = _bootstrap_ratio(x, base, seed + size)
+        rows.append({"learned_target": size, "learned_tokens": by[size][0].learned_tokens,
+                     "prompt_tokens": by[size][0].prompt_tokens, "n": len(x), "median_ttft_s": float(np.median(x)),
+                     "regression": float(np.median(x) / np.median(base) - 1.0), "ci_low": lo, "ci_high": hi})
+    return rows
+
+
+def ceiling(rows: Sequence[dict], limit: float = 0.02) -> dict:
+    """Largest learned size whose *fitted* regression ≤ `limit`: TTFT = a + b·learned (least squares on the
+    medians; a line, because the sizes here are small next to the window). `beyond_measured` marks a
+    ceiling past the largest size measured (an extrapolation)."""
+    x = np.array([r["learned_tokens"] for r in rows], float)
+    y = np.array([r["median_ttft_s"] for r in rows], float)
+    b, a = np.polyfit(x, y, 1)
+    if b <= 0:
+        return {"intercept_s": float(a), "slope_s_per_token": float(b), "ceiling_tokens": None,
+                "beyond_measured": True, "limit": limit}
+    c = limit * a / b
+    return {"intercept_s": float(a), "slope_s_per_token": float(b), "ceiling_tokens": int(c),
+            "beyond_measured": bool(c > x.max()), "limit": limit}
+
+
+# ------------------------------------------------------------------------------------- clients, record
+
+@dataclass(frozen=True)
+class Study:
+    inputs: StudyInputs
+    growth: tuple[GrowthPoint, ...]
+    sessions: tuple[TurnCost, ...]
+    model: str
+    note: str                  # where the numbers come from: replayed (with date, engine) or live
+
+
+def study_client(live: bool, recording: Path = RECORDING, record_to: Path | None = None):
+    """(client, model, engine, note) for the study.
+
+    Not live: replay `recording` (.inputs.json + .jsonl), no network. Live: a Lemonade server if one answers
+    at the configured URL (its first loaded model), else the local random-weight engine (started here; the
+    caller stops `engine`). With `record_to`, live replies are also recorded there.
+    """
+    from .engine import Engine, EngineUnavailable
+
+    if not live:
+        cas_path = recording.with_suffix(".jsonl")
+        if not cas_path.is_file() or not recording.with_suffix(".inputs.json").is_file():
+            raise Skipped(f"no recording at {cas_path} and no live model requested (set FULL=1)")
+        _, meta = StudyInputs.load(recording.with_suffix(".inputs.json"))
+        client = LemonadeClient("http://127.0.0.1:9/v1", cassette=Cassette(cas_path), mode="replay")
+        return client, meta["model"], None, (f"replayed: recorded {meta['recorded_at']} against "
+                                             f"{meta['model']} — {meta['engine']}")
+    cassette = Cassette(record_to.with_suffix(".jsonl"), record=True) if record_to else None
+    mode = "record" if cassette else "live"
+    probe = LemonadeClient(retries=0)
+    health = probe.health()
+    if health.up and health.loaded:
+        model = health.loaded[0][0]
+        info = probe.model_info(model)
+        engine_id = f"Lemonade at {probe.base_url}, {model} ({info.backend})"
+        if cassette:
+            cassette.engine = engine_id
+        return LemonadeClient(cassette=cassette, mode=mode), model, None, f"live: {engine_id}"
+    try:
+        engine = Engine().start()
+    except EngineUnavailable as exc:
+        raise Skipped(f"no Lemonade server answered at {probe.base_url} and the local engine is missing: {exc}")
+    if cassette:
+        cassette.engine = engine.id
+    client = LemonadeClient(engine.base_url, cassette=cassette, mode=mode)
+    return client, engine.alias, engine, f"live: {engine.id} (random weights — cost only)"
+
+
+def run_study(*, live: bool = False, full: bool = False, recording: Path = RECORDING,
+              record_to: Path | None = None) -> Study:
+    """The whole study. Default: replay `recording` with its saved inputs. `live=True`: measure now (inputs
+    from the datasets; `full` = the big grid up to the 32K window), recording to `record_to` if given."""
+    client, model, engine, note = study_client(live, recording, record_to)
+    inputs = StudyInputs.from_datasets(full=full) if live else StudyInputs.load(recording.with_suffix(".inputs.json"))[0]
+    try:
+        points = growth(client, model, inputs)
+        turns = [t for p, r in SESSION_KINDS for t in session(client, model, inputs, p, r)]
+        if record_to is not None:
+            client.cassette.save()
+            inputs.save(record_to.with_suffix(".inputs.json"), model=model, engine=client.cassette.engine,
+                        note=note, recorded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    finally:
+        client.close()
+        if engine is not None:
+            engine.stop()
+    return Study(inputs, tuple(points), tuple(turns), model, note)
+
+
+if __name__ == "__main__":  # python -m overlay_kit.cost [--full] [OUT]: record the study live
+    import sys
+
+    args = [a for a in sys.argv[1:] if a != "--full"]
+    out = Path(args[0]) if args else RECORDING
+    run_study(live=True, full="--full" in sys.argv[1:], record_to=out)
+    print(out.with_suffix(".jsonl"), out.with_suffix(".inputs.json"))
