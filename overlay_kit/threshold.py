@@ -347,6 +347,15 @@ def _interval(point: float, draws: np.ndarray) -> Interval:
     return Interval(float(point), float(lo), float(hi))
 
 
+def _band(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column-wise 95 % percentile band ignoring NaN draws (NaN where a column has none)."""
+    lo, hi = np.full(draws.shape[1], np.nan), np.full(draws.shape[1], np.nan)
+    ok = np.isfinite(draws).any(axis=0)
+    if ok.any():
+        lo[ok], hi[ok] = np.nanpercentile(draws[:, ok], [2.5, 97.5], axis=0)
+    return lo, hi
+
+
 def _boot_weights(strata: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """(n_boot, n) resample counts: each stratum resampled with replacement to its own size."""
     w = np.zeros((n_boot, len(strata)), dtype=np.float64)
@@ -602,8 +611,7 @@ def curves(scored: Scored, split: str = "test", taus: Iterable[float] = GRID, *,
     boot = _prf(s, r, taus, _boot_weights(_strata(part), n_boot, rng))
     for name, p, b in zip(("precision", "recall", "f1"), point, boot):
         out[name] = p[0]
-        out[name + "_lo"], out[name + "_hi"] = np.nanpercentile(b, [2.5, 97.5], axis=0) \
-            if np.isfinite(b).any() else (np.full(len(taus), np.nan),) * 2
+        out[name + "_lo"], out[name + "_hi"] = _band(b)
     ft, mi, inj, has = _goal_costs(scored, split, taus)
     gw = _boot_weights(has.astype(str), n_boot, rng)
     k = session.goals_per_session
@@ -760,14 +768,15 @@ class Study:
                 worst, best = neg.iloc[0], neg.iloc[-1]
                 lines.append(f"At that τ its false admissions come mostly from **{worst['category']}** goals "
                              f"({worst['rate']:.0%} of them let in; {best['category']}: {best['rate']:.0%}).")
-            gap = REFERENCE_TAU - c.tau
-            lines.append(
-                f"**τ = {REFERENCE_TAU} is {abs(gap):.3f} {'above' if gap > 0 else 'below'} that.** "
-                f"The highest score {name} gives any labelled pair is {self.scored[name].pairs['score'].max():.3f}; "
-                f"at {REFERENCE_TAU} recall on the held-out half is {ref.recall.fmt()}, "
-                f"{ref.missed.fmt()} relevant lessons are missed per session and "
-                f"{ref.false_tokens.fmt('.0f')} irrelevant tokens admitted"
-                + (" — tier 3 is effectively dark." if ref.recall.value == 0 else "."))
+        gap = None if c.tau is None else REFERENCE_TAU - c.tau
+        lines.append(
+            (f"**τ = {REFERENCE_TAU} is {abs(gap):.3f} {'above' if gap > 0 else 'below'} that.** " if gap is not None
+             else f"**τ = {REFERENCE_TAU}.** ")
+            + f"The highest score {name} gives any labelled pair is {self.scored[name].pairs['score'].max():.3f}; "
+            f"at {REFERENCE_TAU} the held-out half has precision {ref.precision.fmt()} and recall "
+            f"{ref.recall.fmt()}; per session {ref.missed.fmt()} relevant lessons are missed and "
+            f"{ref.false_tokens.fmt('.0f')} irrelevant tokens admitted"
+            + (" — tier 3 is effectively dark." if ref.recall.value == 0 else "."))
         for other, o in self.calibrations.items():
             if other == name:
                 continue
