@@ -298,6 +298,38 @@ MIGRATIONS: list[Migration] = [
             ok INTEGER NOT NULL CHECK (ok IN (0, 1)), detail TEXT NOT NULL DEFAULT '', at TEXT NOT NULL
         );
     """),
+    # evidence (overlay_kit.evidence): what was in context per turn, the user's outcome signals (ids and
+    # lesson keys only, never message text), promotion/retirement decisions, umbrella proposals
+    Migration(6, "evidence: turn context, turn signals, promotion log, consolidations", """
+        CREATE TABLE IF NOT EXISTS turn_context (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, turn TEXT NOT NULL,
+            delta_id TEXT NOT NULL REFERENCES skill_deltas(id) ON DELETE CASCADE,
+            role TEXT NOT NULL CHECK (role IN ('context', 'suggested')), at TEXT NOT NULL,
+            UNIQUE (session, turn, delta_id, role)
+        );
+        CREATE INDEX IF NOT EXISTS idx_context_turn ON turn_context(session, turn);
+        CREATE TABLE IF NOT EXISTS turn_signals (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, turn TEXT NOT NULL,
+            signal TEXT NOT NULL CHECK (signal IN ('correction', 'undo', 'accepted', 'rating')),
+            positive INTEGER CHECK (positive IN (0, 1)), rating INTEGER CHECK (rating BETWEEN 1 AND 5),
+            scope TEXT NOT NULL, lesson TEXT, section TEXT, attributed INTEGER NOT NULL DEFAULT 0,
+            at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_turn_signals_lesson ON turn_signals(scope, lesson) WHERE lesson IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS promotion_log (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            delta_id TEXT NOT NULL REFERENCES skill_deltas(id) ON DELETE CASCADE,
+            decision TEXT NOT NULL CHECK (decision IN ('promoted', 'retired')),
+            successes INTEGER NOT NULL, attempts INTEGER NOT NULL, score REAL NOT NULL, threshold REAL NOT NULL,
+            min_samples INTEGER NOT NULL, wilson INTEGER NOT NULL CHECK (wilson IN (0, 1)),
+            ledger_seq INTEGER NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS consolidations (
+            umbrella_id TEXT PRIMARY KEY REFERENCES skill_deltas(id) ON DELETE CASCADE,
+            members TEXT NOT NULL CHECK (json_valid(members)), skill TEXT NOT NULL, section TEXT NOT NULL,
+            embedding_sim REAL, bigram_sim REAL NOT NULL, proposed_at TEXT NOT NULL
+        );
+    """),
 ]
 
 _HISTORY_SQL = """
