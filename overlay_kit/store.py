@@ -312,8 +312,8 @@ MIGRATIONS: list[Migration] = [
             id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, turn TEXT NOT NULL,
             signal TEXT NOT NULL CHECK (signal IN ('correction', 'undo', 'accepted', 'rating')),
             positive INTEGER CHECK (positive IN (0, 1)), rating INTEGER CHECK (rating BETWEEN 1 AND 5),
-            scope TEXT NOT NULL, lesson TEXT, section TEXT, attributed INTEGER NOT NULL DEFAULT 0,
-            at TEXT NOT NULL
+            scope TEXT NOT NULL, skill TEXT, section TEXT, lesson TEXT,
+            attributed INTEGER NOT NULL DEFAULT 0, at TEXT NOT NULL
         );
         CREATE INDEX IF NOT EXISTS idx_turn_signals_lesson ON turn_signals(scope, lesson) WHERE lesson IS NOT NULL;
         CREATE TABLE IF NOT EXISTS promotion_log (
