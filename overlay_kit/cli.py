@@ -411,9 +411,77 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------------------------- facts
+
+
+def register_facts(sub) -> None:
+    p = sub.add_parser("facts", help="tier-0 facts and the tools that read them; inert facts are flagged")
+    p.add_argument("--inert", action="store_true", help="only facts no tool declares it reads")
+    p.add_argument("--skill", action="append", metavar="SKILL", help="read learns_from declarations from this "
+                   "skill (repeatable; default: every skill in the discovery roots)")
+    p.add_argument("--consumers", metavar="FILE", help="YAML/JSON mapping {tool: [namespace, ...]} of declared "
+                   "consumers, added to the skills' declarations")
+    _add_db(p)
+    p.set_defaults(handler=cmd_facts)
+
+
+def fact_consumers(args: argparse.Namespace):
+    """Declared consumers: the skills' `learns_from` (named, else discovered) plus a --consumers file."""
+    from pathlib import Path
+
+    import yaml
+
+    from .facts import Consumers, FactsError
+    from .skill import default_roots, discover
+
+    skills = [find_skill(s) for s in args.skill] if args.skill else list(discover(default_roots()).skills.values())
+    out = Consumers().merged(*(Consumers.from_skill(s) for s in skills))
+    if args.consumers:
+        try:
+            data = yaml.safe_load(Path(args.consumers).read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{args.consumers}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ValueError(f"{args.consumers}: must map tool names to lists of namespaces")
+        try:
+            out = out.merged(Consumers({str(k): v for k, v in data.items()}))
+        except FactsError as exc:
+            raise ValueError(f"{args.consumers}: {exc}") from exc
+    return out
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    from . import facts as facts_mod
+
+    consumers = fact_consumers(args)
+    with _open_store(args) as store:
+        rep = facts_mod.report(store, consumers)
+    lines = rep.inert if args.inert else rep.lines
+    if args.json:
+        data = rep.to_dict()
+        data["facts"] = [x.to_dict() for x in lines]
+        _emit_json(data)
+        return 0
+    if not rep.lines:
+        print("no tier-0 facts stored")
+        return 0
+    shown = {x.namespace for x in lines}
+    for row in rep.namespaces():
+        if row["namespace"] not in shown:
+            continue
+        head = next(s for s in rep.summary() if s.startswith(row["namespace"] + ":"))
+        print(head)
+        for x in lines:
+            if x.namespace == row["namespace"]:
+                print(f"  {x.key} = {json.dumps(x.value, ensure_ascii=False)}  ({x.scope}, {x.source}, {x.created_at})")
+    s = rep.to_dict()["summary"]
+    print(f"{s['total']} fact(s): {s['honored']} honored, {s['inert']} inert (stored, but no tool reads them)")
+    return 0
+
+
 REGISTRARS: list[Callable] = [register_validate, register_anchors, register_learn, register_deltas, register_approve,
                               register_revert, register_reset, register_forget, register_calibrate_tau,
-                              register_resolve]
+                              register_resolve, register_facts]
 
 
 def build_parser() -> argparse.ArgumentParser:
