@@ -39,11 +39,14 @@ __all__ = [
     "BLOCK_HEADING",
     "BLOCK_INTRO",
     "DEFAULT_CEILING",
+    "RETRIEVAL_RESERVE",
     "SECTION_LABEL",
     "Budget",
     "BudgetPlan",
     "Proposal",
+    "count_following",
     "count_many",
+    "count_many_following",
     "count_tokens",
     "enforce",
     "item_text",
@@ -51,12 +54,17 @@ __all__ = [
     "plan",
     "propose_consolidations",
     "resident_candidates",
+    "scaffold_tokens",
     "value_key",
 ]
 
-# A quarter of the 32,768-token NPU window for every loaded skill plus what they learned; the rest is for
-# the system scaffold, the tools block, the conversation and the answer.
-DEFAULT_CEILING = 8192
+# Half of the 32,768-token NPU window for every loaded skill plus what they learned; the other half is for
+# the system scaffold, the tools block, the conversation and the answer. (The 201-section example runbook
+# alone is ~11.7k tokens, so a quarter would not hold one long authored skill.)
+DEFAULT_CEILING = 16384
+# Kept free by `Budget` under the ceiling so that lessons a session goal retrieves still fit: about ten
+# 400-character lessons. Capped at an eighth of the ceiling for small ceilings.
+RETRIEVAL_RESERVE = 1024
 BLOCK_HEADING = "## Learned adjustments"
 BLOCK_INTRO = "_Learned from use; not part of the authored skill._"
 SECTION_LABEL = "_Learned for this section:_"
@@ -75,6 +83,24 @@ def count_many(texts: Sequence[str]) -> list[int]:
     if not texts:
         return []
     return [len(e.ids) for e in llama_tokenizer().encode_batch(list(texts), add_special_tokens=False)]
+
+
+# The Llama tokenizer never merges across a line break ("\n" is always its own byte token) and prepends
+# "▁" only at the very start of a text. So the tokens a piece adds when it follows a line break (or itself
+# starts with one) do not depend on what came before: count("...\n" + p) == count("...\n") + follow(p).
+# tests/test_budget.py checks this identity on the example skills and on random text.
+_NL = 2  # len(encode("\n")) == ["▁", "<0x0A>"]
+
+
+@lru_cache(maxsize=65536)
+def count_following(piece: str) -> int:
+    """Tokens `piece` adds to a text that ends with a line break (or when `piece` starts with one)."""
+    return count_tokens("\n" + piece) - _NL if piece else 0
+
+
+def count_many_following(pieces: Sequence[str]) -> list[int]:
+    """`count_following` for many pieces in one batched call."""
+    return [n - _NL for n in count_many(["\n" + p for p in pieces])] if pieces else []
 
 
 def item_text(delta) -> str:
@@ -159,6 +185,7 @@ class BudgetPlan:
     proposals: tuple[Proposal, ...] = ()
     demote: tuple[str, ...] = ()  # → retrieval-only
     archive: tuple[str, ...] = ()  # → archived
+    reserve: int = 0  # tokens kept free under the ceiling for retrieved lessons
 
     @property
     def over(self) -> bool:
@@ -169,7 +196,7 @@ class BudgetPlan:
         return bool(self.demote or self.archive)
 
     def to_dict(self) -> dict:
-        return {"ceiling": self.ceiling, "authored_tokens": self.authored_tokens,
+        return {"ceiling": self.ceiling, "reserve": self.reserve, "authored_tokens": self.authored_tokens,
                 "learned_tokens": self.learned_tokens, "resident_tokens": self.resident_tokens,
                 "over": self.over, "proposals": [p.to_dict() for p in self.proposals],
                 "demote": list(self.demote), "archive": list(self.archive)}
@@ -183,41 +210,47 @@ def resident_candidates(deltas: Iterable, retrieval_only: Collection[str] = ()) 
 
 
 @lru_cache(maxsize=1)
-def _scaffold() -> tuple[int, int]:
-    """(tokens of the Learned adjustments block scaffold, tokens of one per-section label)."""
-    return count_tokens(f"\n{BLOCK_HEADING}\n\n{BLOCK_INTRO}\n\n"), count_tokens(f"\n{SECTION_LABEL}\n\n")
+def scaffold_tokens() -> tuple[int, int]:
+    """(tokens of the Learned adjustments block scaffold, of one per-section label with its blank lines),
+    as rendered after a line break (`resolve` adds at most one more blank line before either)."""
+    return (count_following(f"\n{BLOCK_HEADING}\n\n{BLOCK_INTRO}\n\n"),
+            count_following(f"\n{SECTION_LABEL}\n\n") + 1)
 
 
 def overhead_tokens(deltas: Iterable) -> int:
     """Tokens of the scaffolding around learned lines (conservative: block heading + one label per section)."""
     sections = {(d.skill, d.anchor.section) for d in deltas}
-    block, label = _scaffold()
+    block, label = scaffold_tokens()
     return block + label * len(sections) if sections else 0
 
 
 def plan(authored_tokens: int, deltas: Sequence, ceiling: int = DEFAULT_CEILING, *,
-         retrieval_only: Collection[str] = (),
+         retrieval_only: Collection[str] = (), reserve: int = 0,
          proposer: Callable[..., list[Proposal]] | None = propose_consolidations) -> BudgetPlan:
-    """Decide demotions/archivals so authored + resident learned tokens ≤ ceiling. Pure and deterministic.
+    """Decide demotions/archivals so authored + resident learned tokens ≤ ceiling − reserve (the reserve
+    keeps room for lessons a session goal retrieves). Pure and deterministic; whole deltas only.
 
-    `deltas` are the agent's deltas (any status; only resident candidates count). Whole deltas only.
+    `deltas` are the agent's deltas (any status; only resident candidates count).
     """
     if ceiling <= 0:
         raise ValueError(f"ceiling must be a positive token count, got {ceiling}")
+    if not 0 <= reserve < ceiling:
+        raise ValueError(f"reserve must be between 0 and the ceiling ({ceiling}), got {reserve}")
+    target = ceiling - reserve
     resident = sorted(resident_candidates(deltas, retrieval_only), key=lambda d: d.id)
-    costs = dict(zip((d.id for d in resident), count_many([item_text(d) for d in resident])))
+    costs = dict(zip((d.id for d in resident), count_many_following([item_text(d) for d in resident])))
     learned = sum(costs.values()) + overhead_tokens(resident)
     total = authored_tokens + learned
-    if total <= ceiling:
-        return BudgetPlan(ceiling, authored_tokens, learned, total)
+    if total <= target:
+        return BudgetPlan(ceiling, authored_tokens, learned, total, reserve=reserve)
     proposals = tuple(proposer(resident, costs)) if proposer else ()
-    block, label = _scaffold()
+    block, label = scaffold_tokens()
     per_section = Counter((d.skill, d.anchor.section) for d in resident)
     learned_now = sum(costs.values())
     moves: dict[str, list[str]] = {"demote": [], "archive": []}
     for step, tier in (("demote", 3), ("archive", 2)):
         for d in sorted((d for d in resident if d.tier == tier), key=value_key):
-            if total <= ceiling:
+            if total <= target:
                 break
             moves[step].append(d.id)
             learned_now -= costs[d.id]
@@ -225,7 +258,7 @@ def plan(authored_tokens: int, deltas: Sequence, ceiling: int = DEFAULT_CEILING,
             n_sections = sum(1 for v in per_section.values() if v > 0)
             total = authored_tokens + learned_now + (block + label * n_sections if n_sections else 0)
     return BudgetPlan(ceiling, authored_tokens, learned, total, proposals,
-                      tuple(moves["demote"]), tuple(moves["archive"]))
+                      tuple(moves["demote"]), tuple(moves["archive"]), reserve)
 
 
 class Budget:
@@ -237,13 +270,14 @@ class Budget:
     """
 
     def __init__(self, store, skills: Sequence, ceiling: int = DEFAULT_CEILING, *,
-                 scope: str | Iterable[str] = "user",
+                 scope: str | Iterable[str] = "user", reserve: int | None = None,
                  proposer: Callable[..., list[Proposal]] | None = propose_consolidations):
         if ceiling <= 0:
             raise ValueError(f"ceiling must be a positive token count, got {ceiling}")
         self.store = store
         self.skills = {s.name: s for s in skills}
         self.ceiling = ceiling
+        self.reserve = min(RETRIEVAL_RESERVE, ceiling // 8) if reserve is None else reserve
         self.scope = scope
         self.proposer = proposer
         self.last: BudgetPlan | None = None
@@ -254,7 +288,7 @@ class Budget:
                   for d in self.store.search(skill=name, scope=self.scope, status="active")]
         authored = sum(count_many([s.body for s in self.skills.values()]))
         return plan(authored, deltas, self.ceiling, retrieval_only=self.store.retrieval_only(),
-                    proposer=self.proposer)
+                    reserve=self.reserve, proposer=self.proposer)
 
     def enforce(self) -> BudgetPlan:
         """Plan, then apply the plan in one transaction. Idempotent: a plan that fits changes nothing."""
@@ -265,7 +299,7 @@ class Budget:
             p = self.plan()
             if p.changes:
                 why = (f"learning budget: {p.authored_tokens + p.learned_tokens} resident tokens > ceiling "
-                       f"{p.ceiling}")
+                       f"{p.ceiling} − retrieval reserve {p.reserve}")
                 with self.store.transaction():
                     if p.demote:
                         self.store.set_resident(p.demote, False, who="budget",
@@ -297,6 +331,6 @@ class Budget:
 
 
 def enforce(store, skills: Sequence, ceiling: int = DEFAULT_CEILING, *,
-            scope: str | Iterable[str] = "user") -> BudgetPlan:
+            scope: str | Iterable[str] = "user", reserve: int | None = None) -> BudgetPlan:
     """One-shot: hold `ceiling` over `skills` (authored bodies) + their resident learned deltas in `store`."""
-    return Budget(store, skills, ceiling, scope=scope).enforce()
+    return Budget(store, skills, ceiling, scope=scope, reserve=reserve).enforce()

@@ -373,7 +373,7 @@ def register_resolve(sub) -> None:
     p.add_argument("--no-learned-skills", dest="learned", action="store_false",
                    help="authored base only; the store is not read")
     p.add_argument("--scope", action="append", metavar="SCOPE", help="scope(s) to apply (default: user)")
-    p.add_argument("--ceiling", type=int, metavar="TOKENS", help="resident token ceiling (default: 8192)")
+    p.add_argument("--ceiling", type=int, metavar="TOKENS", help="resident token ceiling (default: 16384)")
     p.add_argument("--tau", type=float, metavar="T", help="retrieval threshold (default: 0.82)")
     p.add_argument("--embedder", metavar="NAME_OR_PATH", help="sentence-transformers name or path "
                                                              "(default: the bundled offline embedder)")

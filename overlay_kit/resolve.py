@@ -33,6 +33,7 @@ import difflib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from datetime import timezone
 
 from . import anchor as anchor_mod
@@ -144,6 +145,17 @@ def render_key(d: Delta) -> tuple:
     return (TIERS[d.kind], KIND_RANK[d.kind], d.kind, d.created_at.astimezone(timezone.utc), d.id)
 
 
+@lru_cache(maxsize=64)
+def _sections(body: str) -> tuple[anchor_mod.Section, ...]:
+    """Authored bases are immutable: parse each body once per process."""
+    return anchor_mod.parse(body)
+
+
+@lru_cache(maxsize=64)
+def _authored_tokens(body: str) -> int:
+    return budget_mod.count_tokens(body)
+
+
 def _scopes(scope: str | Iterable[str]) -> frozenset[str]:
     return frozenset([scope] if isinstance(scope, str) else scope)
 
@@ -151,7 +163,7 @@ def _scopes(scope: str | Iterable[str]) -> frozenset[str]:
 def _base(skill: Skill, notes: Sequence[Note], learned: bool, ceiling: int | None, tokens: int | None = None
           ) -> EffectiveSkill:
     return EffectiveSkill(skill.name, skill.body, skill.body, tuple(skill.tools), (), (), tuple(notes), learned,
-                          budget_mod.count_tokens(skill.body) if tokens is None else tokens, ceiling)
+                          _authored_tokens(skill.body) if tokens is None else tokens, ceiling)
 
 
 # ------------------------------------------------------------------------------------------ selection
@@ -167,7 +179,7 @@ class _Pick:
 def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozenset[str], notes: list[Note]
                 ) -> list[_Pick]:
     """Filter to deltas that may apply, with a note for every one that may not."""
-    picks = []
+    picks, located = [], {}
     for d in deltas:
         if d.status != "active" or d.superseded_by is not None or d.scope not in scopes or d.skill != skill.name:
             continue  # not part of this resolution at all (the store query already excludes these)
@@ -185,7 +197,10 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
             notes.append(Note("orphaned", d.id, f"written against the {d.base_root!r} root; this base comes "
                                                 f"from {skill.root!r} (never re-attached without confirmation)"))
             continue
-        loc = anchor_mod.locate(d.anchor, sections)
+        key = (d.anchor.section, d.anchor.digest)
+        if key not in located:  # many deltas share an anchor
+            located[key] = anchor_mod.locate(d.anchor, sections)
+        loc = located[key]
         if loc.state == "orphaned":
             hint = f"; its text now lives under {loc.moved_to!r}" if loc.moved_to else ""
             notes.append(Note("orphaned", d.id, f"section {d.anchor.section!r} is gone from the base{hint}"))
@@ -229,23 +244,49 @@ def _tools(skill: Skill, hints: Sequence[_Pick]) -> tuple[tuple[str, ...], tuple
 # ------------------------------------------------------------------------------------------ rendering
 
 
-def _render(sections, picks: Sequence[_Pick]) -> str:
+@dataclass(frozen=True)
+class _Rendered:
+    text: str
+    last_start: int  # where the last authored section starts in `text`
+    pieces: tuple[tuple[int, str], ...]  # (offset, text) of every inserted piece
+
+
+def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
     """The authored sections, each followed by its clean-anchored lines; then the Learned adjustments block."""
     under: dict[str, list[_Pick]] = {}
     block: list[_Pick] = []
     for p in sorted(picks, key=lambda p: render_key(p.delta)):
         (under.setdefault(p.section.slug, []) if p.state == "clean" else block).append(p)
-    out = []
+    out, pieces, at, last_start = [], [], 0, 0
     for s in sections:
+        last_start = at
         out.append(s.text)
+        at += len(s.text)
         if s.slug in under:
-            out.append(_gap(s.text) + budget_mod.SECTION_LABEL + "\n\n"
-                       + "".join(budget_mod.item_text(p.delta) for p in under[s.slug]) + "\n")
-    text = "".join(out)
+            piece = (_gap(s.text) + budget_mod.SECTION_LABEL + "\n\n"
+                     + "".join(budget_mod.item_text(p.delta) for p in under[s.slug]) + "\n")
+            out.append(piece)
+            pieces.append((at, piece))
+            at += len(piece)
     if block:
-        text += (_gap(text) + budget_mod.BLOCK_HEADING + "\n\n" + budget_mod.BLOCK_INTRO + "\n\n"
+        tail = out[-1] if out else ""
+        piece = (_gap(tail) + budget_mod.BLOCK_HEADING + "\n\n" + budget_mod.BLOCK_INTRO + "\n\n"
                  + "".join(_context(p) + budget_mod.item_text(p.delta)[2:] for p in block))
-    return text
+        out.append(piece)
+        pieces.append((at, piece))
+    return _Rendered("".join(out), last_start, tuple(pieces))
+
+
+def _tokens(r: _Rendered, authored: int) -> int:
+    """Exact Llama tokens of the rendered text: the authored count plus what each inserted piece adds.
+
+    A piece starts after a line break or with one, where the tokenizer's count is additive (see
+    `budget.count_following`); a piece at the very start of the text is counted the slow, whole-text way.
+    """
+    if any(at == 0 or (r.text[at - 1] not in "\n\r" and not piece.startswith(("\n", "\r")))
+           for at, piece in r.pieces):
+        return budget_mod.count_tokens(r.text)
+    return authored + sum(budget_mod.count_following(piece) for _, piece in r.pieces)
 
 
 def _gap(text: str) -> str:
@@ -260,15 +301,19 @@ def _context(p: _Pick) -> str:
     return f"- ({name}) "
 
 
-def _structure_kept(sections, text: str, picks: Sequence[_Pick]) -> bool:
-    """The effective text has the authored document-level sections, in order, plus the block if any."""
-    got = [s.slug for s in anchor_mod.parse(text)]
-    extra = got[len(sections):]
-    if got[:len(sections)] != [s.slug for s in sections]:
-        return False
-    if any(p.state != "clean" for p in picks):
-        return len(extra) == 1 and extra[0].startswith(BLOCK_SLUG)  # -1, -2 … if the base has one already
-    return not extra
+def _structure_kept(sections, r: _Rendered, picks: Sequence[_Pick]) -> bool:
+    """The effective text keeps the authored document-level sections, plus the block if there is one.
+
+    Only the last authored section can end inside an open construct (an unclosed fence or HTML block):
+    anything open earlier would have swallowed the next heading, which is a section boundary. Lines added
+    after a closed section start after a blank line and stay inside list items, so it is enough to re-parse
+    the text from the last authored heading on.
+    """
+    last = sections[-1]
+    tail = [s for s in anchor_mod.parse(r.text[r.last_start:]) if s.level > 0]
+    want = ([(last.level, last.heading)] if last.level > 0 else [])
+    want += [(2, budget_mod.BLOCK_HEADING[3:])] if any(p.state != "clean" for p in picks) else []
+    return [(s.level, s.heading) for s in tail] == want
 
 
 # ------------------------------------------------------------------------------------------ composing
@@ -288,14 +333,14 @@ def compose(skill: Skill, deltas: Sequence[Delta], *, goal: str | None = None, s
 
 
 def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, ceiling, notes) -> EffectiveSkill:
-    sections = anchor_mod.parse(skill.body)
+    sections = _sections(skill.body)
     picks = _overrides(_admissible(skill, sections, deltas, scopes, notes), notes)
     hints = [p for p in picks if p.delta.tier == 1]
     resident = [p for p in picks if p.delta.tier in (2, 3) and p.delta.id not in retrieval_only]
     pool = [p for p in picks if p.delta.tier == 3 and p.delta.id in retrieval_only]
 
     # Budget over what is resident: if the store's budget was not enforced, apply the plan in memory.
-    authored = budget_mod.count_tokens(skill.body)
+    authored = _authored_tokens(skill.body)
     if authored > ceiling:
         notes.append(Note("over_budget", None, f"the authored body is {authored} tokens, over the ceiling "
                                                f"{ceiling}; it is kept whole and nothing learned is added"))
@@ -322,12 +367,10 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
             retrieved = [(by_id[i], c) for i, c in index.retrieve(goal, tau) if i in by_id]
 
     chosen = list(resident)
-    text = _render(sections, chosen)
-    tokens = budget_mod.count_tokens(text)
     if retrieved:  # best first; whole deltas only, while they fit (estimated here, checked exactly below)
-        label = budget_mod.count_tokens(f"\n{budget_mod.SECTION_LABEL}\n\n")
-        costs = budget_mod.count_many([budget_mod.item_text(p.delta) for p, _ in retrieved])
-        estimate = tokens
+        block, label = budget_mod.scaffold_tokens()  # conservative: a label per line, the block once
+        costs = budget_mod.count_many_following([budget_mod.item_text(p.delta) for p, _ in retrieved])
+        estimate = plan.resident_tokens + (block if not resident else 0)
         for (p, cos), cost in zip(retrieved, costs):
             if estimate + cost + label > ceiling:
                 notes.append(Note("suppressed_by_budget", p.delta.id,
@@ -336,16 +379,21 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
             estimate += cost + label
             chosen.append(p)
             notes.append(Note("retrieved", p.delta.id, f"cosine {cos:.3f} ≥ τ {tau}"))
-        text = _render(sections, chosen)
-        tokens = budget_mod.count_tokens(text)
-    while tokens > ceiling and chosen:  # tokenisation is not additive: trim whole lowest-value lines
-        victim = min(chosen, key=lambda p: budget_mod.value_key(p.delta))
-        chosen.remove(victim)
-        notes.append(Note("suppressed_by_budget", victim.delta.id, f"effective text {tokens} tokens > {ceiling}"))
-        text = _render(sections, chosen)
-        tokens = budget_mod.count_tokens(text)
+    rendered = _render(sections, chosen)
+    tokens = _tokens(rendered, authored)
+    while tokens > ceiling and chosen:  # the estimates were short (e.g. stale lines' context): trim whole lines
+        over = tokens - ceiling
+        for victim in sorted(chosen, key=lambda p: budget_mod.value_key(p.delta)):
+            chosen.remove(victim)
+            notes.append(Note("suppressed_by_budget", victim.delta.id, f"effective text {tokens} tokens > {ceiling}"))
+            over -= budget_mod.count_following(budget_mod.item_text(victim.delta))
+            if over <= 0:
+                break
+        rendered = _render(sections, chosen)
+        tokens = _tokens(rendered, authored)
+    text = rendered.text
 
-    if chosen and not _structure_kept(sections, text, chosen):
+    if chosen and not _structure_kept(sections, rendered, chosen):
         return _base(skill, notes + [Note("render_failed", None, "learned lines would not stay outside the "
                                                                "authored structure (e.g. an unclosed code fence "
                                                                "at the end of the body)")], True, ceiling, authored)

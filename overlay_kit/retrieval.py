@@ -193,9 +193,9 @@ class TriggerIndex:
                 return cls.dark_index(f"embeddings invalidated: made by {stored_id!r}, now {embedder.id!r}; "
                                       "tier 3 is dark until re-embedded", embedder)
             chosen = eligible(store.search(status="active") if deltas is None else deltas)
-            if embed_missing:
-                _embed_missing(store, embedder, chosen)
             ids, matrix = store.embeddings(embedder.id)
+            if embed_missing and _embed_missing(store, embedder, chosen, have=set(ids)):
+                ids, matrix = store.embeddings(embedder.id)
             wanted = {d.id for d in chosen}
             keep = [i for i, x in enumerate(ids) if x in wanted]
             return cls(embedder, [ids[i] for i in keep], np.asarray(matrix)[keep] if keep else None)
@@ -243,10 +243,11 @@ class TriggerIndex:
         if self.dark or not self._ids:
             return []
         q = _normalise(np.asarray(query, dtype=np.float32).reshape(1, -1))
-        n = len(self._ids) if k is None else min(k, len(self._ids))
-        scores, pos = self._index.search(q, n)
-        hits = [Hit(self._ids[p], float(s)) for s, p in zip(scores[0], pos[0]) if p >= 0 and s >= tau]
-        return sorted(hits, key=lambda h: (-h.cosine, h.delta_id))
+        # range search: every vector with inner product > radius, without sorting the whole corpus
+        _, scores, pos = self._index.range_search(q, float(np.nextafter(np.float32(tau), np.float32(-np.inf))))
+        hits = sorted((Hit(self._ids[p], float(s)) for s, p in zip(scores, pos) if s >= tau),
+                      key=lambda h: (-h.cosine, h.delta_id))
+        return hits if k is None else hits[:k]
 
     def retrieve(self, goal: str, tau: float = DEFAULT_TAU, k: int | None = None) -> list[tuple[str, float]]:
         """`(delta_id, cosine)` for every trigger at cosine ≥ tau to the goal."""
@@ -255,8 +256,8 @@ class TriggerIndex:
         return [(h.delta_id, h.cosine) for h in self.search(self.embedder.encode([goal])[0], tau, k)]
 
 
-def _embed_missing(store, embedder: Embedder, deltas: Sequence) -> int:
-    have = set(store.embeddings(embedder.id)[0])
+def _embed_missing(store, embedder: Embedder, deltas: Sequence, have: set[str] | None = None) -> int:
+    have = set(store.embeddings(embedder.id)[0]) if have is None else have
     missing = [d for d in deltas if d.id not in have]
     if missing:
         vectors = embedder.encode([d.trigger for d in missing])

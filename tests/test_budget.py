@@ -186,3 +186,28 @@ def test_one_shot_enforce_and_bad_ceiling():
         assert p.over and p.demote and store.retrieval_only()
         with pytest.raises(ValueError, match="ceiling"):
             budget.plan(10, [], 0)
+
+
+def test_following_counts_are_exact_where_resolution_relies_on_them():
+    """The identity behind exact incremental counting: count(a + p) == count(a) + count_following(p)
+    whenever `a` ends with a line break or `p` starts with one."""
+    from resolve_fixtures import SKILLS
+
+    bodies = [p.read_text(encoding="utf-8") for p in sorted(SKILLS.glob("*/SKILL.md"))]
+    rng = random.Random(5)
+    alphabet = list("ab XY\n\t-#*`é—“😀0") + ["the ", "ing ", "\r\n", "\r"]
+    for trial in range(400):
+        if trial < 200:
+            lines = rng.choice(bodies).splitlines(keepends=True)
+            k = rng.randint(1, len(lines))
+            a, p = "".join(lines[:k]), "".join(lines[k:])
+        else:
+            a = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 25)))
+            p = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25)))
+            if rng.random() < 0.7:
+                a += "\n"
+            else:
+                p = "\n" + p
+        assert budget.count_tokens(a + p) == budget.count_tokens(a) + budget.count_following(p), (a[-30:], p[:30])
+    assert budget.count_many_following(["x\n", "\n- y\n"]) == [budget.count_following("x\n"),
+                                                               budget.count_following("\n- y\n")]

@@ -396,3 +396,31 @@ def test_session_shares_one_ceiling_across_skills_and_stamps_retrieved_lessons(e
     other = make_skill()
     second = session.resolve(other)
     assert second.ceiling == budget.DEFAULT_CEILING - eff.tokens
+
+
+def test_reported_tokens_are_exact_for_every_kind_of_base_and_placement():
+    """Randomised resolutions over every example skill (CRLF, setext, fences, headingless, preamble),
+    with clean and stale anchors: `tokens` always equals a whole-text count, and the base survives."""
+    from resolve_fixtures import SKILLS
+    from overlay_kit.skill import load_skill
+
+    rng = random.Random(9)
+    skills = [load_skill(p.parent) for p in sorted(SKILLS.glob("*/SKILL.md"))]
+    for trial in range(40):
+        skill = rng.choice(skills)
+        slugs = [s.slug for s in anchor.parse(skill.body)]
+        ds = []
+        for i in range(rng.randint(1, 6)):
+            d = delta(skill, rng.choice(["preference", "example"]),
+                      rng.choice([{"body": f"lesson {i}: keep it short"}, {"input": "a\nb", "output": "c"}]),
+                      rng.choice(slugs), id=f"delta_{trial:02d}_{i}")
+            if d.kind == "example" and "body" in d.payload or d.kind == "preference" and "input" in d.payload:
+                d = d.evolve(kind="example" if "input" in d.payload else "preference")
+            if rng.random() < 0.3:
+                d = d.evolve(anchor=anchor.Anchor(d.anchor.section, "f" * 16, d.anchor.base_version))
+            ds.append(d)
+        eff = compose(skill, ds)
+        assert not eff.notes_of("error") and not eff.notes_of("malformed_payload")
+        assert eff.tokens == budget.count_tokens(eff.text), (skill.name, trial)
+        if not eff.notes_of("render_failed"):
+            assert len(eff.applied) == len(ds)
