@@ -68,6 +68,7 @@ __all__ = [
     "precision_ceiling",
     "run_study",
     "score",
+    "split_sensitivity",
     "strictest_target",
     "target_table",
 ]
@@ -660,6 +661,23 @@ def examples(scored: Scored, tau: float, split: str = "test", n: int = 4) -> pd.
     return out.assign(score=out["score"].astype(float).round(3))
 
 
+def split_sensitivity(scored: Scored, target_precision: float, seeds: Iterable[int] = range(10), *,
+                      min_admitted: int = MIN_ADMITTED) -> pd.DataFrame:
+    """τ re-picked on random stratified re-splits (`assign_split` per seed) and what it does on each
+    re-split's test half (point values, indexed by seed): the split's share of τ's uncertainty."""
+    rows = []
+    for seed in seeds:
+        pairs = assign_split(scored.pairs, seed)
+        cal, test = (pairs[pairs["split"] == h] for h in SPLITS)
+        tau = pick_tau(cal["score"], cal["relevant"], target_precision, min_admitted)
+        admitted = test[test["score"] >= tau] if tau is not None else test.iloc[:0]
+        rows.append({"seed": seed, "tau": np.nan if tau is None else tau,
+                     "test_precision": admitted["relevant"].mean() if len(admitted) else np.nan,
+                     "test_recall": admitted["relevant"].sum() / test["relevant"].sum() if tau is not None
+                     else np.nan})
+    return pd.DataFrame(rows).set_index("seed")
+
+
 # ------------------------------------------------------------------------------------------ study
 
 
@@ -753,8 +771,7 @@ class Study:
             held = (f"the held-out half's own pick for the same target is τ = {c.held_out_tau.fmt('.3f')}, "
                     f"so the recommendation {'holds' if holds else '**does not hold**'}"
                     if c.held_out_tau else
-                    f"no τ reaches that target at all (in {c.held_out_unreachable:.0%} of its bootstrap "
-                    "resamples neither)")
+                    f"no τ reaches that target (nor in {c.held_out_unreachable:.0%} of its bootstrap resamples)")
             lines.append(
                 f"**Recommended for {name}: τ = {c.tau:.3f}** (target precision {c.target_precision:.0%}, the "
                 f"strictest of {list(TARGETS)} its calibration half reaches; bootstrap "
@@ -768,6 +785,11 @@ class Study:
                 worst, best = neg.iloc[0], neg.iloc[-1]
                 lines.append(f"At that τ its false admissions come mostly from **{worst['category']}** goals "
                              f"({worst['rate']:.0%} of them let in; {best['category']}: {best['rate']:.0%}).")
+        f1 = operating_point(self.scored[name], c.f1_tau, n_boot=self.n_boot, seed=self.seed, session=self.session)
+        lines.append(f"Trading precision for recall instead, the calibration half's F1-best τ = {c.f1_tau:.3f} gives "
+                     f"held-out precision {f1.precision.fmt()} and recall {f1.recall.fmt()}, at "
+                     f"{f1.false_tokens.fmt('.0f')} irrelevant tokens and {f1.missed.fmt()} missed lessons per "
+                     f"session.")
         gap = None if c.tau is None else REFERENCE_TAU - c.tau
         lines.append(
             (f"**τ = {REFERENCE_TAU} is {abs(gap):.3f} {'above' if gap > 0 else 'below'} that.** " if gap is not None
