@@ -107,6 +107,9 @@ class EffectiveSkill:
     learned: bool = False  # whether the overlay was consulted at all
     tokens: int = 0  # Llama tokens of `text`
     ceiling: int | None = None
+    # The applied learned lines alone, as one `## Learned adjustments` block (each line names its section):
+    # for a prompt that places the learned fragment apart from the authored text (prompt.compose policy).
+    fragment: str = ""
 
     @property
     def changed(self) -> bool:
@@ -125,7 +128,7 @@ class EffectiveSkill:
             "applied": [{"id": d.id, "kind": d.kind, "tier": d.tier, "section": d.anchor.section}
                         for d in self.applied],
             "notes": [n.to_dict() for n in self.notes],
-            "tokens": self.tokens, "ceiling": self.ceiling,
+            "tokens": self.tokens, "ceiling": self.ceiling, "fragment": self.fragment,
         }
 
 
@@ -269,9 +272,7 @@ def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
             pieces.append((at, piece))
             at += len(piece)
     if block:
-        tail = out[-1] if out else ""
-        piece = (_gap(tail) + budget_mod.BLOCK_HEADING + "\n\n" + budget_mod.BLOCK_INTRO + "\n\n"
-                 + "".join(_context(p) + budget_mod.item_text(p.delta)[2:] for p in block))
+        piece = _gap(out[-1] if out else "") + _block(block)
         out.append(piece)
         pieces.append((at, piece))
     return _Rendered("".join(out), last_start, tuple(pieces))
@@ -287,6 +288,11 @@ def _tokens(r: _Rendered, authored: int) -> int:
            for at, piece in r.pieces):
         return budget_mod.count_tokens(r.text)
     return authored + sum(budget_mod.count_following(piece) for _, piece in r.pieces)
+
+
+def _block(picks: Sequence[_Pick]) -> str:
+    return (budget_mod.BLOCK_HEADING + "\n\n" + budget_mod.BLOCK_INTRO + "\n\n"
+            + "".join(_context(p) + budget_mod.item_text(p.delta)[2:] for p in picks))
 
 
 def _gap(text: str) -> str:
@@ -403,8 +409,9 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
     where = {p.delta.id: (f"under {p.section.slug}" if p.state == "clean" else "learned adjustments block")
              for p in chosen}
     notes += [Note("applied", d.id, "tool loader" if d.tier == 1 else where[d.id]) for d in applied]
+    fragment = _block(sorted(chosen, key=lambda p: render_key(p.delta))) if chosen else ""
     return EffectiveSkill(skill.name, text, skill.body, skill_tools, withheld, tuple(applied), tuple(notes), True,
-                          tokens, ceiling)
+                          tokens, ceiling, fragment)
 
 
 def _index_for(embedder, deltas: Sequence[Delta]) -> tuple[TriggerIndex | None, str | None]:

@@ -44,9 +44,10 @@ def test_resolve_json_shape(db, capsys):
     assert main(["resolve", SKILL, "--db", str(db), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data) == {"db", "skill", "learned", "text", "changed", "skill_tools", "withheld_tools", "applied",
-                         "notes", "tokens", "ceiling"}
+                         "notes", "tokens", "ceiling", "fragment"}
     assert data["skill"] == "triage-inbox" and data["learned"] and data["changed"]
     assert data["skill_tools"][0] == "summarize_thread"
+    assert data["fragment"].startswith("## Learned adjustments") and "(Escalation) Escalate" in data["fragment"]
     assert {n["kind"] for n in data["notes"]} >= {"applied", "stale"}
     assert all(set(a) == {"id", "kind", "tier", "section"} for a in data["applied"])
 

@@ -424,3 +424,18 @@ def test_reported_tokens_are_exact_for_every_kind_of_base_and_placement():
         assert eff.tokens == budget.count_tokens(eff.text), (skill.name, trial)
         if not eff.notes_of("render_failed"):
             assert len(eff.applied) == len(ds)
+
+
+def test_fragment_holds_the_applied_lines_alone_for_tail_placement():
+    from overlay_kit import prompt
+
+    skill = make_skill()
+    clean = delta(skill, "preference", {"body": "CLEAN LESSON"}, "triage", id="delta_a")
+    stale = delta(skill, "preference", {"body": "STALE LESSON"}, "replies", id="delta_b").evolve(
+        anchor=anchor.Anchor("replies", "0" * 16, "1.0"))
+    eff = compose(skill, [clean, stale])
+    assert eff.fragment.startswith("## Learned adjustments\n")
+    assert "- (Triage) CLEAN LESSON\n" in eff.fragment and "- (Replies) STALE LESSON\n" in eff.fragment
+    p = prompt.compose(stable=eff.base, learned=eff.fragment, volatile="TOOLS", policy="tail")
+    assert p.prefix == eff.base and eff.fragment in p.tail
+    assert compose(skill, []).fragment == ""
