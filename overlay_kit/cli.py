@@ -479,9 +479,66 @@ def cmd_facts(args: argparse.Namespace) -> int:
     return 0
 
 
+# -------------------------------------------------------------------------------------------- rebase
+
+
+def register_rebase(sub) -> None:
+    from .rebase import POLICIES
+
+    p = sub.add_parser("rebase", help="what happens to each old section's deltas when the base changes")
+    p.add_argument("old", metavar="OLD", help="the previous skill (directory, SKILL.md or any .md file)")
+    p.add_argument("new", metavar="NEW", help="the updated skill")
+    p.add_argument("--policy", default="section", choices=list(POLICIES),
+                   help="orphan-all (v1), section (default), fuzzy or embedding (proposals for orphans)")
+    p.add_argument("--json", action="store_true", help="machine-readable decisions")
+    p.set_defaults(handler=cmd_rebase)
+
+
+def rebase_report(old, new, policy: str) -> dict:
+    """The `rebase --json` document: one row per old section."""
+    from . import rebase
+
+    the_plan = rebase.plan(old.body, new.body, policy)
+    headings = {s.slug: s.heading for s in anchor_mod.parse(old.body)}
+    return {
+        "old": str(old.path), "new": str(new.path), "policy": the_plan.policy,
+        "old_version": old.version, "new_version": new.version,
+        "body_changed": the_plan.body_changed, "frontmatter_changed": dict(old.frontmatter) != dict(new.frontmatter),
+        "tools_removed": sorted((set(old.tools) | set(old.allowed_tools)) - (set(new.tools) | set(new.allowed_tools))),
+        "became_capability_bearing": new.capability_bearing and not old.capability_bearing,
+        "counts": dict(the_plan.counts()),
+        "sections": [{"heading": headings[d.section], **d.to_dict()} for d in the_plan.decisions],
+    }
+
+
+def cmd_rebase(args: argparse.Namespace) -> int:
+    report = rebase_report(find_skill(args.old), find_skill(args.new), args.policy)
+    if args.json:
+        _emit_json(report)
+        return 0
+    rows = report["sections"]
+    width = max(len(r["section"]) for r in rows)
+    for r in rows:
+        if r["proposal"]:
+            where = f"proposed({r['proposal']['section']}, {r['proposal']['score']:.2f})"
+        else:
+            where = f"-> {r['target']}" if r["target"] else ""
+        print(f"{r['section']:<{width}}  {r['state']:<8}  {where:<32}  {r['reason']}")
+    notes = []
+    if not report["body_changed"]:
+        notes.append("body unchanged: no body anchor moves")
+    if report["tools_removed"]:
+        notes.append(f"tools removed: {', '.join(report['tools_removed'])} (tool-hints naming them are orphaned)")
+    if report["became_capability_bearing"]:
+        notes.append("new base is capability-bearing: every delta is orphaned")
+    counts = ", ".join(f"{v} {k}" for k, v in report["counts"].items())
+    print(f"{report['policy']}: {counts}" + "".join(f"; {n}" for n in notes))
+    return 0
+
+
 REGISTRARS: list[Callable] = [register_validate, register_anchors, register_learn, register_deltas, register_approve,
                               register_revert, register_reset, register_forget, register_calibrate_tau,
-                              register_resolve, register_facts]
+                              register_resolve, register_facts, register_rebase]
 
 
 def build_parser() -> argparse.ArgumentParser:

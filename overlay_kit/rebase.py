@@ -1,0 +1,674 @@
+"""What happens to deltas when their authored base changes, under named policies.
+
+A base update is an `Update(old, new)` of two section lists (`anchor.parse`). A policy turns it into a
+`Plan`: one `Decision` per old section — `clean` (same text, attaches), `stale` (same section, changed
+text: still applies, flagged), or `orphaned` (kept, not applied, surfaced). An orphan may carry a
+re-anchor `Proposal`; a proposal is never applied until a person confirms it.
+
+| policy       | clean / stale                                 | orphan proposals                              |
+|--------------|-----------------------------------------------|-----------------------------------------------|
+| `orphan-all` | none: any body change orphans everything (v1) | none                                          |
+| `section`    | section identity (below)                      | none                                          |
+| `fuzzy`      | as `section`                                  | quote + prefix/suffix context (rapidfuzz)     |
+| `embedding`  | as `section`                                  | cosine of section embeddings                  |
+
+Section identity, designed so that a policy never attaches a delta to a different section:
+
+1. **Exact.** An old section whose digest occurs exactly once in the old body and once in the new one is
+   the same text: `clean`, re-keyed to the new slug if numbering moved it (`notes-1` → `notes-2`).
+2. **Same heading.** Otherwise an old and a new section are the same section only if their heading key
+   (the un-numbered slug) pairs them *unambiguously* — one old and one new with that key, either in the
+   whole document or between the same two exact matches (patience-diff style) — *and* their bodies still
+   share most of their words (word-level Indel similarity ≥ `min_similarity`). Then `stale`.
+   A bare "same slug" is not enough: inserting a new "Notes" above an old one renumbers `notes` →
+   `notes-1`, and a same-slug match would silently attach the old lesson to the new section.
+3. Everything else is `orphaned`.
+
+Frontmatter-only updates (body byte-identical) change nothing for body anchors. A permission narrowing in the
+new base always wins, whatever the body policy said (`narrowing` re-runs the write-path permission gates
+against the new base): a capability-bearing base orphans every delta, a tool-hint naming a tool the new base
+no longer declares is orphaned.
+
+`apply(store, new_skill, policy, old=previous_skill)` runs all of this against the store atomically;
+`reanchor` (per-delta approve, e.g. of a proposal), `reapprove` (bulk) and `discard` are the review actions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from rapidfuzz import fuzz
+from rapidfuzz.distance import Indel
+
+from .anchor import BODY, PREAMBLE, Anchor, Section, parse, slugify
+from .grammar import Delta
+
+__all__ = [
+    "POLICIES",
+    "Decision",
+    "DeltaOutcome",
+    "EmbeddingPolicy",
+    "FuzzyPolicy",
+    "OrphanAllPolicy",
+    "Plan",
+    "Policy",
+    "Proposal",
+    "RebaseResult",
+    "SectionPolicy",
+    "Update",
+    "DETACHED",
+    "apply",
+    "discard",
+    "get_policy",
+    "narrowing",
+    "plan",
+    "reanchor",
+    "reapprove",
+    "rebase_deltas",
+    "section_key",
+    "similarity",
+]
+
+State = Literal["clean", "stale", "orphaned"]
+_WORD = re.compile(r"\w+")
+
+
+# ------------------------------------------------------------------------------------------ values
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A suggested new home for an orphan. Never applied without a person's confirmation."""
+
+    section: str  # slug in the new body
+    score: float  # 0..1, higher is more alike
+    method: str  # "fuzzy" | "embedding"
+
+    def to_dict(self) -> dict:
+        return {"section": self.section, "score": round(self.score, 4), "method": self.method}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The fate of one old section under one policy."""
+
+    section: str  # slug in the old body
+    state: State
+    target: str | None = None  # slug in the new body the section's deltas attach to (clean / stale)
+    proposal: Proposal | None = None  # orphans only
+    reason: str = ""
+
+    @property
+    def attached(self) -> bool:
+        return self.state != "orphaned"
+
+    def to_dict(self) -> dict:
+        return {"section": self.section, "state": self.state, "target": self.target,
+                "proposal": None if self.proposal is None else self.proposal.to_dict(), "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every old section's decision under one policy. `for_anchor` maps a delta's anchor onto it."""
+
+    policy: str
+    body_changed: bool
+    decisions: tuple[Decision, ...]
+
+    @cached_property
+    def by_section(self) -> Mapping[str, Decision]:
+        return {d.section: d for d in self.decisions}
+
+    def for_anchor(self, anchor: Anchor, old: Sequence[Section]) -> Decision:
+        """An anchor written against an earlier text of its section is at best `stale`."""
+        d = self.by_section.get(anchor.section)
+        if d is None:
+            return Decision(anchor.section, "orphaned", reason="anchor section is not in the old base")
+        here = next(s for s in old if s.slug == anchor.section)
+        if d.state == "clean" and here.digest != anchor.digest:
+            return replace(d, state="stale", reason="section unchanged by this update, but it had changed "
+                                                    "since the delta was written")
+        return d
+
+    def counts(self) -> Counter:
+        return Counter(d.state for d in self.decisions) + Counter(
+            "proposed" for d in self.decisions if d.proposal is not None)
+
+
+# ------------------------------------------------------------------------------------------ update
+
+
+def section_key(section: Section) -> str:
+    """Heading identity without duplicate numbering: `Notes`, `notes!` → `notes`; lead text → ''."""
+    return "" if section.slug in (PREAMBLE, BODY) else slugify(section.heading)
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+def similarity(a: str, b: str) -> float:
+    """Word-level Indel similarity (1 − normalized LCS distance) of two texts; two empty texts → 1."""
+    wa, wb = _words(a), _words(b)
+    if not wa and not wb:
+        return 1.0
+    return float(Indel.normalized_similarity(wa, wb))
+
+
+def _lis(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Longest chain of (old, new) index pairs increasing in both (pairs come sorted by old index)."""
+    best: list[list[tuple[int, int]]] = []
+    for pair in pairs:
+        chain = max((c for c in best if c[-1][1] < pair[1]), key=len, default=[])
+        best.append(chain + [pair])
+    return max(best, key=len, default=[])
+
+
+@dataclass(frozen=True)
+class Update:
+    """A base update: the old and new body as sections. Policies share its cached matching."""
+
+    old: tuple[Section, ...]
+    new: tuple[Section, ...]
+
+    @classmethod
+    def of(cls, old_body: str, new_body: str) -> "Update":
+        return cls(parse(old_body), parse(new_body))
+
+    @cached_property
+    def body_changed(self) -> bool:
+        return "".join(s.text for s in self.old) != "".join(s.text for s in self.new)
+
+    @cached_property
+    def new_by_slug(self) -> Mapping[str, Section]:
+        return {s.slug: s for s in self.new}
+
+    @cached_property
+    def exact(self) -> dict[int, int]:
+        """old index → new index for digests unique on both sides."""
+        old_n, new_n = Counter(s.digest for s in self.old), Counter(s.digest for s in self.new)
+        where = {s.digest: j for j, s in enumerate(self.new)}
+        return {i: where[s.digest] for i, s in enumerate(self.old) if old_n[s.digest] == 1 == new_n[s.digest]}
+
+    def same_heading(self, min_similarity: float) -> dict[int, tuple[int, float]]:
+        """old index → (new index, body similarity) for unambiguous same-heading pairs that pass the gate."""
+        cache = self.__dict__.setdefault("_same_heading_cache", {})
+        if min_similarity not in cache:
+            cache[min_similarity] = self._same_heading(min_similarity)
+        return cache[min_similarity]
+
+    def _same_heading(self, min_similarity: float) -> dict[int, tuple[int, float]]:
+        exact = self.exact
+        taken = set(exact.values())
+        old_free = [i for i in range(len(self.old)) if i not in exact]
+        new_free = [j for j in range(len(self.new)) if j not in taken]
+        # Gaps between consecutive exact matches that keep their order.
+        fences = _lis(sorted(exact.items()))
+        old_gap = {i: sum(1 for a, _ in fences if a < i) for i in old_free}
+        new_gap = {j: sum(1 for _, b in fences if b < j) for j in new_free}
+
+        def groups(scope: Callable[[int, bool], Any]) -> dict[Any, tuple[list[int], list[int]]]:
+            out: dict[Any, tuple[list[int], list[int]]] = {}
+            for i in old_free:
+                out.setdefault(scope(i, True), ([], []))[0].append(i)
+            for j in new_free:
+                out.setdefault(scope(j, False), ([], []))[1].append(j)
+            return out
+
+        def key(k: int, is_old: bool) -> str:
+            return section_key((self.old if is_old else self.new)[k])
+
+        pairs: dict[int, int] = {}
+        for scope in (lambda k, o: key(k, o),
+                      lambda k, o: (key(k, o), (old_gap if o else new_gap)[k])):
+            for olds, news in groups(scope).values():
+                if len(olds) == 1 and len(news) == 1:
+                    pairs.setdefault(olds[0], news[0])
+        out = {}
+        for i, j in pairs.items():
+            score = similarity(self.old[i].body_text, self.new[j].body_text)
+            if score >= min_similarity:
+                out[i] = (j, score)
+        return out
+
+
+# ---------------------------------------------------------------------------------------- policies
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """One rebase strategy, chosen by name. `decide` returns a decision for every old section."""
+
+    name: str
+
+    def decide(self, update: Update) -> tuple[Decision, ...]: ...
+
+
+def _unchanged(update: Update) -> tuple[Decision, ...]:
+    return tuple(Decision(s.slug, "clean", s.slug, reason="body unchanged") for s in update.old)
+
+
+@dataclass(frozen=True)
+class OrphanAllPolicy:
+    """v1: any change to the body orphans every delta on it; nothing is matched, nothing proposed."""
+
+    name: str = "orphan-all"
+
+    def decide(self, update: Update) -> tuple[Decision, ...]:
+        if not update.body_changed:
+            return _unchanged(update)
+        return tuple(Decision(s.slug, "orphaned", reason="base body changed (v1 orphans every delta)")
+                     for s in update.old)
+
+
+@dataclass(frozen=True)
+class SectionPolicy:
+    """Section identity: exact text → clean; unambiguous same heading with similar body → stale."""
+
+    min_similarity: float = 0.5
+    name: str = "section"
+
+    def decide(self, update: Update) -> tuple[Decision, ...]:
+        if not update.body_changed:
+            return _unchanged(update)
+        exact, heading = update.exact, update.same_heading(self.min_similarity)
+        out = []
+        for i, s in enumerate(update.old):
+            if i in exact:
+                t = update.new[exact[i]].slug
+                why = "same text" if t == s.slug else f"same text, re-keyed {s.slug} → {t}"
+                out.append(Decision(s.slug, "clean", t, reason=why))
+            elif i in heading:
+                j, score = heading[i]
+                out.append(Decision(s.slug, "stale", update.new[j].slug,
+                                    reason=f"same section, text changed (body similarity {score:.2f})"))
+            else:
+                out.append(Decision(s.slug, "orphaned", reason=self._why_orphan(update, s)))
+        return tuple(self.propose(update, out))
+
+    @staticmethod
+    def _why_orphan(update: Update, s: Section) -> str:
+        if s.slug in update.new_by_slug:
+            return "heading still present but not provably the same section (ambiguous or rewritten)"
+        return "section gone"
+
+    def propose(self, update: Update, decisions: list[Decision]) -> list[Decision]:
+        """Add proposals to orphans; the plain section policy proposes nothing."""
+        return decisions
+
+
+def _context(sections: Sequence[Section], i: int, width: int = 80) -> tuple[str, str]:
+    before = " ".join(sections[i - 1].text.split())[-width:] if i > 0 else ""
+    after = " ".join(sections[i + 1].text.split())[:width] if i + 1 < len(sections) else ""
+    return before, after
+
+
+def _ratio(a: str, b: str) -> float:
+    return fuzz.ratio(a, b) / 100.0
+
+
+@dataclass(frozen=True)
+class FuzzyPolicy(SectionPolicy):
+    """`section`, plus a proposal for each orphan scored like robust web-annotation anchoring:
+    the quote (the old section body; a containment score lets a merged-away body find its host), the
+    prefix/suffix context (text around it), and the heading."""
+
+    min_score: float = 0.6
+    weights: tuple[float, float, float] = (0.7, 0.2, 0.1)  # quote, context, heading
+    name: str = "fuzzy"
+
+    def score(self, update: Update, i: int, j: int) -> float:
+        o, n = update.old[i], update.new[j]
+        qa, qb = " ".join(o.body_text.split()), " ".join(n.body_text.split())
+        quote = _ratio(qa, qb)
+        if 40 <= len(qa) < len(qb):  # the quote may now sit inside a longer section (merge)
+            quote = max(quote, fuzz.partial_ratio(qa, qb) / 100.0 * (0.9 if len(qa) < 0.8 * len(qb) else 1.0))
+        (pa, sa), (pb, sb) = _context(update.old, i), _context(update.new, j)
+        context = (_ratio(pa, pb) + _ratio(sa, sb)) / 2
+        wq, wc, wh = self.weights
+        return wq * quote + wc * context + wh * _ratio(o.heading.casefold(), n.heading.casefold())
+
+    def propose(self, update: Update, decisions: list[Decision]) -> list[Decision]:
+        out = []
+        for i, d in enumerate(decisions):
+            if d.state == "orphaned" and update.new:
+                j, score = max(((j, self.score(update, i, j)) for j in range(len(update.new))),
+                               key=lambda p: (p[1], -p[0]))
+                if score >= self.min_score:
+                    d = replace(d, proposal=Proposal(update.new[j].slug, score, self.name))
+            out.append(d)
+        return out
+
+
+class _Cache:
+    """A small text → vector memo so that unchanged sections are embedded once per run."""
+
+    def __init__(self, embedder: Any, size: int = 50_000):
+        self.embedder, self.size, self.vectors = embedder, size, {}
+
+    def __call__(self, texts: list[str]):
+        import numpy as np
+
+        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
+        if missing:
+            if len(self.vectors) + len(missing) > self.size:
+                self.vectors.clear()
+            vecs = np.asarray(self.embedder.encode(missing), dtype="float32")
+            vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+            self.vectors.update(zip(missing, vecs))
+        return np.stack([self.vectors[t] for t in texts])
+
+
+def _default_embedder():
+    try:
+        from .retrieval import load_embedder
+    except ImportError as exc:  # the retrieval module ships the default embedder
+        raise RuntimeError("the embedding policy needs an embedder: pass embedder=… (anything with "
+                           ".encode(list[str]) -> vectors)") from exc
+    return load_embedder()
+
+
+@dataclass(frozen=True)
+class EmbeddingPolicy(SectionPolicy):
+    """`section`, plus a proposal for each orphan: the new section whose embedding (heading + body) is
+    nearest by cosine, if at least `min_score`. `embedder`: anything with `.encode(list[str]) -> vectors`
+    (a sentence-transformers model, `retrieval.TextEmbedder`); default `overlay_kit.retrieval.load_embedder()`
+    (the bundled offline static embedder), built on first use."""
+
+    embedder: Any = None
+    min_score: float = 0.85
+    name: str = "embedding"
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def _encode(self, texts: list[str]):
+        if "cache" not in self._memo:
+            self._memo["cache"] = _Cache(self.embedder if self.embedder is not None else _default_embedder())
+        return self._memo["cache"](texts)
+
+    @staticmethod
+    def _text(s: Section) -> str:
+        return (s.heading + "\n" + " ".join(s.body_text.split())).strip() or s.slug
+
+    def propose(self, update: Update, decisions: list[Decision]) -> list[Decision]:
+        orphans = [i for i, d in enumerate(decisions) if d.state == "orphaned"]
+        if not orphans or not update.new:
+            return decisions
+        olds = self._encode([self._text(update.old[i]) for i in orphans])
+        news = self._encode([self._text(s) for s in update.new])
+        sims = olds @ news.T
+        out = list(decisions)
+        for row, i in enumerate(orphans):
+            j = int(sims[row].argmax())
+            score = float(sims[row, j])
+            if score >= self.min_score:
+                out[i] = replace(out[i], proposal=Proposal(update.new[j].slug, score, self.name))
+        return out
+
+
+POLICIES: Mapping[str, Callable[..., Policy]] = {
+    "orphan-all": OrphanAllPolicy,
+    "section": SectionPolicy,
+    "fuzzy": FuzzyPolicy,
+    "embedding": EmbeddingPolicy,
+}
+
+
+def get_policy(policy: str | Policy, **params) -> Policy:
+    """A policy by name (parameters passed through), or a policy object as is."""
+    if not isinstance(policy, str):
+        return policy
+    try:
+        return POLICIES[policy](**params)
+    except KeyError:
+        raise ValueError(f"unknown rebase policy {policy!r}; policies are {', '.join(POLICIES)}") from None
+
+
+def plan(old_body: str | Sequence[Section], new_body: str | Sequence[Section],
+         policy: str | Policy = "section") -> Plan:
+    """Decide the fate of every section of `old_body` when the base becomes `new_body`."""
+    old = parse(old_body) if isinstance(old_body, str) else tuple(old_body)
+    new = parse(new_body) if isinstance(new_body, str) else tuple(new_body)
+    return plan_update(Update(old, new), policy)
+
+
+def plan_update(update: Update, policy: str | Policy) -> Plan:
+    p = get_policy(policy)
+    return Plan(p.name, update.body_changed, tuple(p.decide(update)))
+
+
+# ------------------------------------------------------------------------------ deltas and narrowing
+
+
+PERMISSION_GATES = ("capability_bearing", "no_new_tool", "no_widening", "write_path_tool")
+
+
+def narrowing(delta: Delta, new_skill) -> str | None:
+    """Why the new base forbids this delta, or None: the write-path permission gates re-run against the new
+    base (a capability-bearing base, a tool it no longer declares, a permission it no longer grants).
+    A permission narrowing in the new base always wins over any body policy."""
+    from . import gates
+
+    p = gates.Proposal(new_skill, delta.kind, dict(delta.payload), delta.anchor.section, delta.provenance,
+                       delta.scope, (), False, True, False, gates.GateSettings())
+    for rule in gates.RULES:
+        if rule.name in PERMISSION_GATES:
+            verdict = rule.check(p)
+            if isinstance(verdict, gates.Verdict) and verdict.outcome == "refused":
+                return f"{rule.name}: {verdict.message}"
+    return None
+
+
+@dataclass(frozen=True)
+class DeltaOutcome:
+    """One delta after a rebase: its decision, and the anchor it should carry from now on."""
+
+    delta: Delta
+    decision: Decision
+    anchor: Anchor  # re-keyed for clean/stale (stale keeps its old digest, so it stays flagged)
+    narrowed: str | None = None
+
+    @property
+    def state(self) -> State:
+        return "orphaned" if self.narrowed else self.decision.state
+
+    def to_dict(self) -> dict:
+        return {"id": self.delta.id, "kind": self.delta.kind, "state": self.state,
+                "anchor": self.anchor.to_dict(), "decision": self.decision.to_dict(), "narrowed": self.narrowed}
+
+
+def rebase_deltas(deltas: Iterable[Delta], old_body: str, new_skill, policy: str | Policy = "section",
+                  *, old_skill=None) -> tuple[DeltaOutcome, ...]:
+    """Each delta's fate when the base body goes from `old_body` to `new_skill.body`.
+
+    Without the old body (`old_body=None`) only exact text can be trusted: a delta whose anchored text is
+    found once in the new body stays clean, every other delta is orphaned (no proposal is possible).
+    """
+    new_sections = parse(new_skill.body)
+    if old_body is None:
+        the_plan, old = None, None
+    else:
+        old = parse(old_body)
+        the_plan = plan_update(Update(old, new_sections), policy)
+    counts = Counter(s.digest for s in new_sections)
+    out = []
+    for d in deltas:
+        if the_plan is not None:
+            decision = the_plan.for_anchor(d.anchor, old)
+        else:
+            hit = next((s for s in new_sections if s.digest == d.anchor.digest), None)
+            decision = (Decision(d.anchor.section, "clean", hit.slug, reason="same text (old body unknown)")
+                        if hit is not None and counts[hit.digest] == 1 else
+                        Decision(d.anchor.section, "orphaned", reason="text not found and old body unknown"))
+        anchor = d.anchor
+        if decision.attached:
+            digest = d.anchor.digest if decision.state == "stale" else \
+                next(s.digest for s in new_sections if s.slug == decision.target)
+            version = d.anchor.base_version if decision.state == "stale" else new_skill.version
+            anchor = Anchor(decision.target, digest, version)
+        out.append(DeltaOutcome(d, decision, anchor, narrowing(d, new_skill)))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------- store integration
+
+REBASE_WHO = "rebase"
+_UNSETTLED = ("staged", "active", "quarantined")  # live deltas a base update can move
+
+
+@dataclass(frozen=True)
+class RebaseResult:
+    """What `apply` did: the base change the store saw, every live delta's fate, and undo handles."""
+
+    policy: str
+    change: Any  # store.BaseChange
+    outcomes: tuple[DeltaOutcome, ...]
+    undo: tuple[Any, ...] = ()  # store.Undo handles of the status changes
+
+    @property
+    def review(self) -> tuple[DeltaOutcome, ...]:
+        """What a person must look at: stale (flagged) and orphaned deltas — shown once, as one list."""
+        return tuple(o for o in self.outcomes if o.state != "clean")
+
+    def counts(self) -> Counter:
+        return Counter(o.state for o in self.outcomes)
+
+    def to_dict(self) -> dict:
+        return {"policy": self.policy, "skill": self.change.name, "body_changed": _body_changed(self.change),
+                "counts": dict(self.counts()), "deltas": [o.to_dict() for o in self.outcomes]}
+
+
+def _body_changed(change) -> bool:
+    return change.old_digest is not None and change.old_digest != change.new_digest
+
+
+def _reason(policy: str, o: DeltaOutcome) -> str:
+    text = f"rebase ({policy}): {o.narrowed or o.decision.reason}; was on section {o.delta.anchor.section!r}"
+    if o.decision.proposal is not None:
+        p = o.decision.proposal
+        text += f"; proposal: {p.section} ({p.method} {p.score:.2f}), not applied"
+    return text
+
+
+def _write_anchor(store, delta: Delta, anchor: Anchor, who: str, reason: str) -> None:
+    """Re-key a delta's anchor (inside the caller's transaction), audited like a state change.
+    TODO(store): a public `Store.set_anchor`; until then this uses the connection the store exposes to
+    sibling modules and its audit writer."""
+    from .store import dumps
+
+    store.conn.execute("UPDATE skill_deltas SET anchor = ?, base_version = ? WHERE id = ?",
+                       (dumps({"section": anchor.section, "digest": anchor.digest}), anchor.base_version,
+                        delta.id))
+    store._log(delta.id, who, delta.status, delta.status, reason)
+
+
+def apply(store, new_skill, policy: str | Policy = "section", *, old=None, who: str = REBASE_WHO
+          ) -> RebaseResult:
+    """Register `new_skill` with the store and, if the base changed, move its live deltas — atomically.
+
+    * body unchanged (first sighting, frontmatter-only update): no body anchor moves; only a permission
+      narrowing in the new frontmatter can orphan a delta.
+    * body changed: the policy decides. `old` (the previous `Skill`) lets section-level policies and proposals
+      work; without it — or if its body is not the one the store last registered — only exact text is
+      trusted (see `rebase_deltas`). A base now served from a different root orphans everything.
+    * orphaned → status `orphaned` (kept, never deleted) with the reason and any proposal in the audit log;
+      clean/stale keep their status; a re-keyed anchor is rewritten (stale keeps its old digest, so it stays
+      flagged until a person looks). Proposals are never applied here.
+    """
+    p = get_policy(policy)
+    undo = []
+    with store.transaction():
+        change = store.register_base(new_skill)
+        live = store.search(new_skill.name, status=_UNSETTLED)
+        if change.new or not live:
+            return RebaseResult(p.name, change, ())
+        if _body_changed(change):
+            if change.old_root != change.root:
+                p = OrphanAllPolicy()  # never re-attach to a same-named skill from another root
+            old_body = old.body if old is not None and old.body_digest == change.old_digest else None
+            outcomes = rebase_deltas(live, old_body, new_skill, p)
+        else:
+            outcomes = tuple(DeltaOutcome(d, Decision(d.anchor.section, "clean", d.anchor.section,
+                                                      reason="body unchanged"), d.anchor, narrowing(d, new_skill))
+                             for d in live)
+        for o in outcomes:
+            if o.state == "orphaned":
+                undo.append(store.set_status(o.delta.id, "orphaned", who=who, reason=_reason(p.name, o)))
+            elif (o.anchor.section, o.anchor.digest) != (o.delta.anchor.section, o.delta.anchor.digest):
+                _write_anchor(store, o.delta, o.anchor, who, _reason(p.name, o))
+    return RebaseResult(p.name, change, outcomes, tuple(undo))
+
+
+def _orphaned_from(store, delta_id: str) -> str:
+    """The status a delta had before a rebase orphaned it (from the audit log)."""
+    for entry in reversed(store.audit(delta_id)):
+        if entry.to_status == "orphaned" and entry.from_status in _UNSETTLED:
+            return entry.from_status
+    return "staged"
+
+
+def _restore(store, delta: Delta, who: str, reason: str) -> None:
+    """Put an orphan back to what it was. An untrusted active delta needs `approve` (explicit consent)."""
+    before = _orphaned_from(store, delta.id)
+    if before == "active" and not delta.provenance.trusted:
+        store.approve(delta.id, who=who)
+    else:
+        store.set_status(delta.id, before, who=who, reason=reason)
+
+
+def reanchor(store, delta_id: str, new_skill, section: str, *, who: str = "user") -> Delta:
+    """Per-delta approve: attach an orphan to `section` of the current base (a proposal, or any section the
+    person picks) at that section's current text, then restore the status it had before it was orphaned."""
+    from .store import StoreError
+
+    with store.transaction():
+        d = store.get(delta_id)
+        if d.status != "orphaned":
+            raise StoreError(f"delta {delta_id} is {d.status}, not orphaned")
+        if d.skill != new_skill.name:
+            raise StoreError(f"delta {delta_id} belongs to {d.skill}, not {new_skill.name}")
+        why = narrowing(d, new_skill)
+        if why:
+            raise StoreError(f"delta {delta_id} cannot return: {why}")
+        target = next((s for s in parse(new_skill.body) if s.slug == section), None)
+        if target is None:
+            raise StoreError(f"{new_skill.name} has no section {section!r}")
+        _write_anchor(store, d, Anchor(section, target.digest, new_skill.version), who,
+                      f"re-anchored by {who} from {d.anchor.section!r} to {section!r}")
+        _restore(store, d, who, f"re-approved by {who} on section {section!r}")
+    return store.get(delta_id)
+
+
+def reapprove(store, new_skill, ids: Iterable[str] | None = None, *, who: str = "user") -> tuple[str, ...]:
+    """Bulk re-approve: orphans of `new_skill` (all, or `ids`) return to the status they had. One whose old
+    slug now names some other section is detached (`_detached`), so it renders in the final Learned
+    adjustments block instead of under a section nobody confirmed; a narrowed delta stays orphaned."""
+    from .store import StoreError
+
+    slugs = {s.slug for s in parse(new_skill.body)}
+    done = []
+    with store.transaction():
+        wanted = store.search(new_skill.name, status="orphaned") if ids is None else [store.get(i) for i in ids]
+        for d in wanted:
+            if d.status != "orphaned" or d.skill != new_skill.name:
+                raise StoreError(f"delta {d.id} is not an orphan of {new_skill.name}")
+            if narrowing(d, new_skill):
+                continue
+            if d.anchor.section in slugs:
+                _write_anchor(store, d, Anchor(DETACHED, d.anchor.digest, d.anchor.base_version), who,
+                              f"detached by bulk re-approve: section {d.anchor.section!r} is not confirmed")
+            _restore(store, d, who, f"bulk re-approved by {who}")
+            done.append(d.id)
+    return tuple(done)
+
+
+DETACHED = "_detached"  # never a slug (slugs never start with "_" except _preamble/_body)
+
+
+def discard(store, delta_id: str, *, who: str = "user"):
+    """Per-delta discard: archive the orphan (never deleted). Returns the store's undo handle."""
+    return store.revert(delta_id, who=who)
