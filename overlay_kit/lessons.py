@@ -32,6 +32,7 @@ import re
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -284,8 +285,18 @@ def _key_spec(ns: str, key: str | None, raw: Mapping, path: Path, where: str) ->
 
 
 def load_source(path: str | Path = DEFAULT_SOURCE) -> Source:
-    """Parse and check the hand-authored source. Every reference (namespace, key, section, tool) must resolve."""
-    path = Path(path)
+    """Parse and check the hand-authored source. Every reference (namespace, key, section, tool) must resolve.
+    Cached per (path, modification time): a `Source` is immutable."""
+    path = Path(path).resolve()
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise CorpusError(f"{path}: {exc}") from exc
+    return _load_source(path, stamp)
+
+
+@lru_cache(maxsize=8)
+def _load_source(path: Path, _stamp: int) -> Source:
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -491,8 +502,9 @@ def _lesson(source: Source, t: Mapping, tier: int, lid: str, text: str, prose: s
             raise _err(source.path, f"{where}.gold.key", f"{key!r} is not a key of {ns.name}")
         readers = source.registry.readers(ns.name, domain)
         if (tier == 0) != bool(readers):
-            raise _err(source.path, f"{where}.gold.tier", f"tier {tier}, but the shipped readers of {ns.name} are "
-                                                          f"{list(readers) or 'none'} (tier 0 iff a shipped tool reads it)")
+            raise _err(source.path, f"{where}.gold.tier",
+                       f"tier {tier}, but the shipped readers of {ns.name} are {list(readers) or 'none'} "
+                       "(tier 0 iff a shipped tool reads it)")
         value = _typed(gold["value"]) if isinstance(gold.get("value"), str) else gold.get("value")
         return Lesson(**base, section=ns.section, shape=spec.shape,
                       namespace=ns.name, key=key, value=value, scope=str(gold.get("scope") or "user"))
