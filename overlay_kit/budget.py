@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from rapidfuzz import fuzz
 
 from .bundled import llama_tokenizer
+from .prompt import count_tokens  # one token counter for the project: the bundled Llama-2 tokenizer
 
 __all__ = [
     "BLOCK_HEADING",
@@ -71,11 +72,6 @@ SECTION_LABEL = "_Learned for this section:_"
 CONSOLIDATE_SCORE = 90.0  # rapidfuzz token_set_ratio at or above which two lessons are near-duplicates
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 log = logging.getLogger(__name__)
-
-
-def count_tokens(text: str) -> int:
-    """Tokens in `text` with the bundled Llama-2 32k tokenizer (no BOS/EOS)."""
-    return len(llama_tokenizer().encode(text, add_special_tokens=False).ids) if text else 0
 
 
 def count_many(texts: Sequence[str]) -> list[int]:
