@@ -92,17 +92,20 @@ class StudyInputs:
         return cls(**d), data.get("meta", {})
 
 
-def learned_fragment(lessons: Sequence[tuple[str, str]], tokens: int) -> str:
-    """A learned-adjustments block of whole lessons (cycled, numbered) up to `tokens`; never cut mid-lesson."""
-    if tokens <= 0 or not lessons:
+def learned_fragment(lessons: Sequence[tuple[str, str]], tokens: int | None = None) -> str:
+    """A learned-adjustments block of whole lessons, numbered; never cut mid-lesson.
+
+    `tokens=None`: every lesson once. Else lessons in order, cycled, while the block stays within `tokens`.
+    """
+    if (tokens is not None and tokens <= 0) or not lessons:
         return ""
     head = f"{BLOCK_HEADING}\n\n{BLOCK_INTRO}\n"
     lines, used, i = [], count_tokens(head), 0
-    while True:
+    while tokens is not None or i < len(lessons):
         trigger, body = lessons[i % len(lessons)]
         line = f"\n- ({i + 1}) When: {trigger} Then: {body}"
         n = count_tokens(line)
-        if used + n > tokens:
+        if tokens is not None and used + n > tokens:
             break
         lines.append(line)
         used, i = used + n, i + 1
@@ -184,7 +187,7 @@ def session(client: LemonadeClient, model: str, inputs: StudyInputs, placement: 
     out = []
     for t, recalled in enumerate(plan):
         chosen = recalled if resolution == "turn" else plan[0]
-        learned = learned_fragment([inputs.lessons[i] for i in chosen], 10**6)
+        learned = learned_fragment([inputs.lessons[i] for i in chosen])
         user = inputs.lessons[recalled[0]][0]
         prompt = compose(_nonce(f"s-{placement}-{resolution}") + inputs.stable, learned, inputs.tools,
                          policy=placement, history=history + [("user", user)])

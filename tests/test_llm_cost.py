@@ -20,6 +20,8 @@ def test_learned_fragment_is_whole_lessons_within_the_target():
     assert lines[0] == "- (1) When: Declining a recruiter. Then: Keep it to two sentences."
     assert lines[2].startswith("- (3) When: Declining")  # cycled, numbered, each lesson whole
     assert all(ln.endswith(("sentences.", "hours.")) for ln in lines)
+    once = cost.learned_fragment(LESSONS)  # no target: every lesson exactly once
+    assert [ln[:5] for ln in once.splitlines() if ln.startswith("- (")] == ["- (1)", "- (2)"]
 
 
 def _points(ttfts: dict[int, list[float]]) -> list[cost.GrowthPoint]:
