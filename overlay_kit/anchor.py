@@ -123,6 +123,12 @@ def _markdown() -> MarkdownIt:
     return MarkdownIt("commonmark")
 
 
+@lru_cache(maxsize=1)
+def _blocks() -> MarkdownIt:
+    """Block structure only: inline parsing of every paragraph is most of the cost and only headings need it."""
+    return MarkdownIt("commonmark").disable("inline")
+
+
 def _plain(tokens) -> str:
     """The visible text of inline tokens: links and emphasis unwrapped, image alt text kept, breaks as spaces."""
     out = []
@@ -139,13 +145,14 @@ def _plain(tokens) -> str:
 def _headings(body: str) -> list[tuple[int, int, int, str, str]]:
     """(start_line, end_line_exclusive, level, plain text, inline source) of every document-level heading,
     0-based. Headings nested in block quotes or list items do not start sections."""
-    tokens = _markdown().parse(body)
+    env: dict = {}  # collects link reference definitions, which heading text may use
+    tokens = _blocks().parse(body, env)
     found = []
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.level == 0 and tok.map:
-            inline = tokens[i + 1]
-            found.append((tok.map[0], tok.map[1], int(tok.tag[1]), " ".join(_plain(inline.children).split()),
-                          inline.content))
+            source = tokens[i + 1].content
+            inline = _markdown().parseInline(source, env)[0].children if source else []
+            found.append((tok.map[0], tok.map[1], int(tok.tag[1]), " ".join(_plain(inline).split()), source))
     return found
 
 

@@ -42,11 +42,12 @@ def headings(body: str) -> list[tuple[str, int]]:
     return [(s.heading, s.level) for s in parse(body) if s.level]
 
 
-def oracle(body: str) -> tuple[list[int], int]:
-    """Independent of overlay_kit: 1-based lines of document-level headings, and the line count."""
+def oracle(body: str) -> tuple[list[tuple[int, str]], int]:
+    """Independent of overlay_kit: (1-based line, inline source) of document-level headings; line count."""
     norm = re.sub(r"\r\n?", "\n", body)
     tokens = MarkdownIt("commonmark").parse(norm)
-    heads = [t.map[0] + 1 for t in tokens if t.type == "heading_open" and t.level == 0]
+    heads = [(t.map[0] + 1, tokens[i + 1].content) for i, t in enumerate(tokens)
+             if t.type == "heading_open" and t.level == 0]
     return heads, norm.count("\n") + (0 if norm.endswith("\n") or not norm else 1)
 
 
@@ -57,7 +58,7 @@ def check_partition(body: str, sections) -> None:
     assert render(sections) == body
     heads, count = oracle(body)
     assert len(lines) == count
-    assert [s.start_line for s in sections if s.level] == heads
+    assert [(s.start_line, s.heading_source) for s in sections if s.level] == heads
     expected_start = 1
     for s in sections:
         assert s.start_line == expected_start

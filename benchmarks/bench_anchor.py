@@ -1,0 +1,72 @@
+"""Time loading, sectioning and anchoring a 9-section and a 201-section skill; print medians.
+
+    .venv/bin/python benchmarks/bench_anchor.py [--repeat N]
+
+Stages: `load_skill` (read + frontmatter + validation), `parse` (markdown-it sections of the body),
+`anchors` (parse + every section's digest: what `overlay-kit anchors` computes), and `cli --json`
+(the whole `overlay-kit anchors PATH --json` command, in-process, output discarded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import statistics
+import time
+from pathlib import Path
+
+from overlay_kit.anchor import parse
+from overlay_kit.cli import main as cli_main
+from overlay_kit.skill import load_skill
+
+SKILLS = Path(__file__).resolve().parents[1] / "datasets" / "skills"
+CASES = ("triage-inbox", "failover-runbook")
+
+
+def timed(fn, repeat: int) -> list[float]:
+    fn()  # warm up: imports, markdown-it's parser, file cache
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def anchors(path: Path) -> list[str]:
+    return [s.digest for s in parse(load_skill(path).body)]
+
+
+def cli(path: Path) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli_main(["anchors", str(path), "--json"]) == 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=60)
+    args = ap.parse_args()
+    print(f"{'skill':<18} {'headed':>6} {'bytes':>6}  {'stage':<12} {'median':>10} {'p10':>10} {'p90':>10}")
+    for name in CASES:
+        path = SKILLS / name
+        skill = load_skill(path)
+        headed = sum(1 for s in parse(skill.body) if s.level)
+        size = (path / "SKILL.md").stat().st_size
+        stages = {
+            "load_skill": lambda: load_skill(path),
+            "parse": lambda: parse(skill.body),
+            "load+parse": lambda: parse(load_skill(path).body),
+            "anchors": lambda: anchors(path),
+            "cli --json": lambda: cli(path),
+        }
+        for stage, fn in stages.items():
+            runs = sorted(timed(fn, args.repeat))
+            q = statistics.quantiles(runs, n=10)
+            print(f"{name:<18} {headed:>6} {size:>6}  {stage:<12} {statistics.median(runs) * 1e3:>8.3f}ms"
+                  f" {q[0] * 1e3:>8.3f}ms {q[-1] * 1e3:>8.3f}ms")
+    print(f"(median of {args.repeat} runs after one warm-up; p10/p90 show the spread on a shared machine)")
+
+
+if __name__ == "__main__":
+    main()
