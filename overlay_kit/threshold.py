@@ -98,7 +98,8 @@ class PairsError(ValueError):
         super().__init__(f"{where}: {field}: {message}")
 
 
-def _records(path: Path) -> list[tuple[int, dict]]:
+def _records(path: Path, required: Sequence[str] = ("goal", "trigger", "relevant")) -> list[tuple[int, dict]]:
+    """(line, record) for each row of a CSV (with a header naming `required`) or JSONL file."""
     if not path.is_file():
         raise PairsError(path, 0, "path", "no such file")
     if path.suffix.lower() in (".jsonl", ".ndjson"):
@@ -115,7 +116,7 @@ def _records(path: Path) -> list[tuple[int, dict]]:
         return out
     with path.open(encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
-        missing = {"goal", "trigger", "relevant"} - set(reader.fieldnames or ())
+        missing = set(required) - set(reader.fieldnames or ())
         if missing:
             raise PairsError(path, 1, "header", f"missing column(s) {sorted(missing)}")
         return [(reader.line_num, rec) for rec in reader]
@@ -184,7 +185,7 @@ def load_pairs(path: str | Path, lessons: str | Path | None = None, seed: int = 
 def _join_bodies(df: pd.DataFrame, lessons: Path) -> pd.DataFrame:
     table = {}
     by = "lesson_id" if df["lesson_id"].notna().all() else "trigger"
-    for line, rec in _records_any(lessons):
+    for line, rec in _records(lessons, required=(by, "body")):
         key, body = _text(lessons, line, rec, by, True), _text(lessons, line, rec, "body", True)
         table[key] = body
     unknown = sorted(set(df[by]) - set(table))
@@ -194,16 +195,6 @@ def _join_bodies(df: pd.DataFrame, lessons: Path) -> pd.DataFrame:
     out = df.copy()
     out["body"] = out["body"].fillna(out[by].map(table))
     return out
-
-
-def _records_any(path: Path) -> list[tuple[int, dict]]:
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        return _records(path)
-    if not path.is_file():
-        raise PairsError(path, 0, "path", "no such file")
-    with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        return [(reader.line_num, rec) for rec in reader]
 
 
 def assign_split(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:

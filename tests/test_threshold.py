@@ -301,16 +301,22 @@ def test_category_errors_and_examples(tfidf_scored):
 
 
 def test_study_finding_is_written_from_the_numbers(corpus):
-    df, toy = _toy()
     study = th.run_study(corpus, [th.TfidfScorer()], n_boot=100)
-    cal = study.calibrations["tfidf"]
-    assert study.target_precision == th.strictest_target(study.scored["tfidf"]) or cal.tau is None
-    text = study.finding()
-    if cal.tau is not None:
-        assert f"τ = {cal.tau:.3f}" in text and cal.test.false_tokens.fmt(".0f") in text
-    assert f"{cal.ceiling:.2f}" in text and "0.82" in text
+    sc, cal = study.scored["tfidf"], study.calibrations["tfidf"]
+    assert study.target_precision == (th.strictest_target(sc) or min(th.TARGETS))
     assert set(study.curves["split"]) == set(th.SPLITS) and len(study.summary()) == 1
     assert set(study.targets["target"]) >= set(th.TARGETS)
+    text = study.finding()
+    assert f"{cal.ceiling:.2f}" in text and f"{sc.pairs['score'].max():.3f}" in text
+    assert cal.reference.recall.fmt() in text
+
+    reachable = th.run_study(corpus, [th.TfidfScorer()], target_precision=0.3, n_boot=100)
+    cal = reachable.calibrations["tfidf"]
+    text = reachable.finding()
+    assert cal.tau is not None and f"τ = {cal.tau:.3f}" in text
+    assert cal.test.false_tokens.fmt(".0f") in text and cal.test.recall.fmt() in text
+    assert f"{abs(0.82 - cal.tau):.3f} above" in text
+    assert not reachable.category_table().empty
 
 
 # ------------------------------------------------------------------------------------------ embedders
