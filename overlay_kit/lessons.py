@@ -63,6 +63,8 @@ __all__ = [
     "Route",
     "Source",
     "ToolSpec",
+    "CollapseStudy",
+    "bootstrap",
     "build_corpus",
     "collapse_curve",
     "confusion",
@@ -75,6 +77,7 @@ __all__ = [
     "representation_costs",
     "residual",
     "route",
+    "study",
     "write_corpus",
 ]
 
@@ -163,11 +166,27 @@ class Registry:
                 return t
         raise KeyError(f"no tool {tool_id!r} in the registry (ids are domain/name)")
 
-    def wire(self, tool_id: str, on: bool = True) -> "Registry":
-        """Switch a tool on (it reads every namespace it could) or off (it reads none, even shipped ones)."""
+    SWITCH = ("off", "shipped", "on")
+
+    def switch(self, tool_id: str, state: str) -> "Registry":
+        """One tool's wiring switch: `off` (reads nothing, even what it shipped with), `shipped` (what the
+        shipped agent reads), `on` (every namespace it could read)."""
+        if state not in self.SWITCH:
+            raise ValueError(f"switch state {state!r} is not one of {', '.join(self.SWITCH)}")
         t = self.tool(tool_id)
         rest = frozenset(p for p in self.wiring if p[0] != t.id)
-        return replace(self, wiring=rest | frozenset((t.id, ns) for ns in t.reads) if on else rest)
+        reads = {"off": frozenset(), "shipped": t.wired, "on": t.reads}[state]
+        return replace(self, wiring=rest | frozenset((t.id, ns) for ns in reads))
+
+    def state(self, tool_id: str) -> str:
+        t = self.tool(tool_id)
+        have = {ns for tid, ns in self.wiring if tid == t.id}
+        return "on" if have == t.reads and have else "shipped" if have and have == t.wired else \
+            "off" if not have else "partial"
+
+    def wire(self, tool_id: str, on: bool = True) -> "Registry":
+        """Switch a tool on (it reads every namespace it could) or off (it reads none, even shipped ones)."""
+        return self.switch(tool_id, "on" if on else "off")
 
     def with_wired(self, tool_ids: Iterable[str]) -> "Registry":
         """Exactly these tools switched on (each reading all it could), every other tool off."""
@@ -1090,3 +1109,146 @@ def cost_summary(costs: pd.DataFrame) -> pd.DataFrame:
         out[col] = {"lessons": int(mask.sum()), "median": s.median(), "mean": s.mean(), "p90": s.quantile(0.9),
                     "max": s.max()}
     return pd.DataFrame(out).T
+
+
+# ------------------------------------------------------------------------------------------- study
+
+WORTH_TOKENS = 10  # a tier-2 line must save at least this many resident tokens per lesson (median) to pay for
+# a new payload grammar, validator and anchoring path (seed: "one short tier-3 sentence costs roughly twenty
+# tokens, which is not worth a new grammar")
+
+
+def bootstrap(rows: pd.DataFrame, stat: Callable[[pd.DataFrame], float], *, by: str = "template", n: int = 1000,
+              seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of `stat`, resampling whole `by` groups (a template's lessons move together)."""
+    import numpy as np
+
+    groups = list(rows.groupby(by, sort=True).indices.values())
+    rng = np.random.default_rng(seed)
+    vals = []
+    for _ in range(n):
+        pick = rng.integers(0, len(groups), len(groups))
+        vals.append(stat(rows.iloc[np.concatenate([groups[i] for i in pick])]))
+    lo, hi = np.nanpercentile(vals, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class CollapseStudy:
+    lessons: tuple[Lesson, ...]
+    evaluation: Evaluation
+    curve: pd.DataFrame
+    residual: pd.DataFrame
+    costs: pd.DataFrame
+    intervals: Mapping[str, tuple[float, float]]
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """One row per lesson: gold, route, and whether it needs tier 2 at baseline / with all tools wired."""
+        return self.evaluation.rows.merge(self.costs, on=["lesson_id", "domain", "gold_tier", "value_shaped"])
+
+    def figures(self) -> dict[str, float]:
+        c, r = self.curve, self.evaluation.rows
+        value = self.costs[self.costs.value_shaped]
+        left = value[value.lesson_id.isin(self.residual_ids)]
+        out = {
+            "lessons": len(r), "value_lessons": int(r.value_shaped.sum()),
+            "tier_accuracy": r.tier_ok.mean(), "tier_accuracy_test": r[r.split == "test"].tier_ok.mean(),
+            "exact_value_accuracy": r[r.value_shaped].exact.mean(),
+            "exact_value_accuracy_test": r[(r.split == "test") & r.value_shaped].exact.mean(),
+            "tier2_share_start": c.share_of_value.iloc[0], "tier2_share_end": c.share_of_value.iloc[-1],
+            "tier2_share_of_all_end": c.share_of_all.iloc[-1], "tools_wired_end": int(c.tools_on.iloc[-1]),
+            "tools_wired_start": int(c.tools_on.iloc[0]),
+            "residual_lessons": int(c.tier2_lessons.iloc[-1]), "start_lessons": int(c.tier2_lessons.iloc[0]),
+            "tier2_median": value.tier2.median(), "tier3_median": value.tier3.median(),
+            "residual_tier2_median": left.tier2.median(), "residual_tier3_median": left.tier3.median(),
+            "residual_saving_median": (left.tier3 - left.tier2).median(),
+            "residual_saving_total": float((left.tier3 - left.tier2).sum()),
+            "procedural_tier3_median": self.costs[self.costs.gold_tier == 3].tier3.median(),
+        }
+        return {k: v if isinstance(v, int) else float(v) for k, v in out.items()}
+
+    @property
+    def residual_ids(self) -> set[str]:
+        """Lessons that still need tier 2 with every wireable tool wired."""
+        return set(self.evaluation.rows.lesson_id[self.evaluation.rows.residual])
+
+    def finding(self, probe: pd.DataFrame | None = None, probe_status: str = "") -> str:
+        """The verdict on the collapse hypothesis, written from the numbers (and the live arm, if it ran)."""
+        f, ci = self.figures(), self.intervals
+        why = self.residual.groupby("why_no_tool").lessons.sum().sort_values(ascending=False)
+        reasons = "; ".join(f"{n} — {w}" for w, n in why.items())
+        absorbed = 1 - f["residual_lessons"] / f["start_lessons"] if f["start_lessons"] else 0.0
+        cheap = f["residual_saving_median"] < WORTH_TOKENS
+        lines = [
+            f"**Corpus.** {f['lessons']} corrections, {f['value_lessons']} of them value-shaped (tier 0 or 2 in gold). "
+            f"The write-site router declares the gold tier for {f['tier_accuracy']:.1%} of all lessons "
+            f"({f['tier_accuracy_test']:.1%} on held-out templates; 95% template-bootstrap "
+            f"{ci['tier_accuracy'][0]:.1%}–{ci['tier_accuracy'][1]:.1%}), and the extractor proposes the exact "
+            f"`{{key, value, scope}}` for {f['exact_value_accuracy']:.1%} of value-shaped lessons "
+            f"({f['exact_value_accuracy_test']:.1%} held out). The corpus and the extractor were written by the "
+            "same hands, so these are upper bounds.",
+            f"**Wiring.** With the shipped wiring ({f['tools_wired_start']} tools reading learned facts), "
+            f"{f['tier2_share_start']:.1%} of value-shaped lessons have no reader and would need tier 2. Wiring "
+            f"every plausibly wireable tool ({f['tools_wired_end']} tools) leaves {f['tier2_share_end']:.1%} "
+            f"(95% CI {ci['tier2_share_end'][0]:.1%}–{ci['tier2_share_end'][1]:.1%}; "
+            f"{f['tier2_share_of_all_end']:.1%} of all lessons): wiring absorbs {absorbed:.0%} of what tier 2 "
+            "would hold. For those lessons the first half of the hypothesis — *tier 2 is tier 0 for tools not yet "
+            "wired* — holds, as far as the registry model's per-tool judgement of what is plausibly wireable "
+            "(`datasets/lessons/source.yaml`, each with its reason) is right.",
+            f"**What remains.** {f['residual_lessons']} lessons: {reasons}. In every case the value constrains "
+            "something the model writes or judges itself, so no tool call could apply it.",
+            f"**Cost.** For the residual, a tier-2 line costs a median {f['residual_tier2_median']:.0f} tokens and "
+            f"the same lesson as one tier-3 sentence {f['residual_tier3_median']:.0f} (median saving "
+            f"{f['residual_saving_median']:.0f} tokens per lesson, {f['residual_saving_total']:.0f} tokens over all "
+            f"{f['residual_lessons']}); procedural tier-3 lessons cost a median {f['procedural_tier3_median']:.0f}. "
+            f"The criterion here is a median saving of at least {WORTH_TOKENS} tokens: "
+            + ("**not met** — on cost, tier 2 is a rendering convention, not a tier." if cheap else
+               "**met** — on cost, a typed line is worth having for the residual."),
+        ]
+        compliance = None
+        if probe is not None and not probe.empty:
+            text = probe[probe.kind == "text"].set_index("arm")
+            if {"tier2", "tier3"} <= set(text.index):
+                t2, t3 = text.loc["tier2"], text.loc["tier3"]
+                better = t2["low"] > t3["high"]
+                compliance = better
+                lines.append(
+                    f"**Compliance (live model, residual-type scenarios).** tier 2 {t2['rate']:.0%} "
+                    f"({t2['low']:.0%}–{t2['high']:.0%}, n={int(t2['n'])}) vs tier 3 {t3['rate']:.0%} "
+                    f"({t3['low']:.0%}–{t3['high']:.0%}, n={int(t3['n'])}): "
+                    + ("the typed line is followed more often, beyond the intervals." if better else
+                       "no difference beyond the intervals."))
+        else:
+            lines.append(f"**Compliance.** Not measured: {probe_status or 'the live-model arm did not run'}. "
+                         "The verdict below rests on coverage and cost only.")
+        holds = cheap and compliance is not True
+        lines.append(
+            "**Verdict.** " + (
+                "The collapse hypothesis **holds on this corpus**: wire the tool where a tool can read the "
+                "value (tier 0), write prose where none can (tier 3); tier 2 buys too few tokens to build."
+                if holds else
+                "The collapse hypothesis **does not hold on this corpus**: for values no tool can read, the "
+                "typed line earns its keep" + (" in compliance." if compliance else " in tokens.")))
+        return "\n\n".join(lines)
+
+
+def study(lessons: Sequence[Lesson], source: Source, *, n_boot: int = 1000, seed: int = 0) -> CollapseStudy:
+    """Everything the notebook reports: routing accuracy, the collapse curve, the residual, token costs,
+    and template-bootstrap intervals for the headline shares."""
+    lessons = tuple(lessons)
+    ev = evaluate(lessons, source)
+    final = source.registry.all_wired()
+    left = {x.id for x in needs_tier2(lessons, final)}
+    rows = ev.rows.assign(residual=ev.rows.lesson_id.isin(left),
+                          tier2_at_start=ev.rows.lesson_id.isin({x.id for x in needs_tier2(lessons, source.registry)}))
+    ev = Evaluation(rows, ev.tiers, ev.shapes)
+    value = rows[rows.value_shaped]
+    intervals = {
+        "tier_accuracy": bootstrap(rows, lambda d: d.tier_ok.mean(), n=n_boot, seed=seed),
+        "exact_value_accuracy": bootstrap(value, lambda d: d.exact.mean(), n=n_boot, seed=seed),
+        "tier2_share_start": bootstrap(value, lambda d: d.tier2_at_start.mean(), n=n_boot, seed=seed),
+        "tier2_share_end": bootstrap(value, lambda d: d.residual.mean(), n=n_boot, seed=seed),
+    }
+    return CollapseStudy(lessons, ev, collapse_curve(lessons, source.registry), residual(lessons, source),
+                         representation_costs(lessons, source), MappingProxyType(intervals))

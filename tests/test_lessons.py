@@ -329,3 +329,31 @@ def test_token_costs_count_exactly_the_rendered_text(source, corpus):
     assert hint.tier1 == 0 and hint.tier1_schema_max > 0
     summary = L.cost_summary(L.representation_costs(corpus, source))
     assert summary.loc["tier0", "max"] == 0 and summary.loc["tier2", "lessons"] == sum(x.value_shaped for x in corpus)
+
+
+def test_registry_three_state_switch(source):
+    reg = source.registry
+    assert reg.state("email/triage_inbox") == "shipped" and reg.state("email/archive_message") == "off"
+    on = reg.switch("email/triage_inbox", "on")
+    assert on.state("email/triage_inbox") == "on" and on.switch("email/triage_inbox", "shipped").wiring == reg.wiring
+    with pytest.raises(ValueError, match="switch state"):
+        reg.switch("email/triage_inbox", "maybe")
+
+
+def test_wiring_panel_recomputes_what_needs_tier2(source, corpus):
+    from overlay_widgets.wiring import WiringPanel
+
+    panel = WiringPanel(corpus, source.registry)
+    start = len(L.needs_tier2(corpus, source.registry))
+    assert panel.summary().startswith(f"9 of 24 tools reading learned facts: {start} of ")
+    panel.toggles["email/triage_inbox"].value = "on"
+    expected = len(L.needs_tier2(corpus, source.registry.wire("email/triage_inbox")))
+    assert panel.remaining().lessons.sum() == expected < start
+    assert panel.registry.readers("noise_senders", "email") == ("triage_inbox",)
+    panel.set_all("all")
+    assert panel.remaining().lessons.sum() == L.residual(corpus, source).lessons.sum()
+    panel.set_all("shipped")
+    assert panel.registry.wiring == source.registry.wiring
+    panel.set_all("none")
+    assert panel.remaining().lessons.sum() == sum(x.value_shaped for x in corpus)
+    assert panel.out.outputs[0]["text"].startswith("0 of 24 tools")

@@ -1,0 +1,79 @@
+"""The wiring panel: switch each tool of the modelled agent off / shipped / on and watch what still needs tier 2."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ipywidgets as widgets
+import pandas as pd
+
+from overlay_kit.lessons import Lesson, Registry, needs_tier2
+
+__all__ = ["WiringPanel"]
+
+
+class WiringPanel:
+    """`panel.widget` is the UI; `panel.registry` the current wiring; `panel.remaining()` what needs tier 2.
+
+    The readout is written straight into an Output widget's state (no display messages), so a notebook that
+    shows the panel re-runs byte-identically under nbval.
+    """
+
+    def __init__(self, lessons: Sequence[Lesson], registry: Registry):
+        self.lessons = tuple(lessons)
+        self.registry = registry
+        self.out = widgets.Output()
+        self.toggles: dict[str, widgets.ToggleButtons] = {}
+        rows = []
+        for t in registry.wireable:
+            options = ["off", "shipped", "on"] if t.wired and t.wired != t.reads else ["off", "on"]
+            value = registry.state(t.id)
+            toggle = widgets.ToggleButtons(options=options, value=value if value in options else "on",
+                                           style={"button_width": "64px"})
+            toggle.observe(lambda change, tid=t.id: self._set(tid, change["new"]), names="value")
+            self.toggles[t.id] = toggle
+            rows.append(widgets.HBox([widgets.Label(t.id, layout=widgets.Layout(width="230px")), toggle]))
+        buttons = {name: widgets.Button(description=name) for name in ("none", "shipped", "all")}
+        for name, b in buttons.items():
+            b.on_click(lambda _b, name=name: self.set_all(name))
+        self.widget = widgets.VBox([widgets.HBox(list(buttons.values())), *rows, self.out])
+        self._render()
+
+    def _set(self, tool_id: str, state: str) -> None:
+        self.registry = self.registry.switch(tool_id, state)
+        self._render()
+
+    def set_all(self, which: str) -> None:
+        """`none`, `shipped` or `all`: every switch at once."""
+        for tid, toggle in self.toggles.items():
+            state = {"none": "off", "all": "on"}.get(which) or (
+                "shipped" if "shipped" in toggle.options else ("on" if self.registry.tool(tid).wired else "off"))
+            with toggle.hold_trait_notifications():
+                toggle.unobserve_all("value")
+                toggle.value = state
+                toggle.observe(lambda change, tid=tid: self._set(tid, change["new"]), names="value")
+            self.registry = self.registry.switch(tid, state)
+        self._render()
+
+    def remaining(self) -> pd.DataFrame:
+        left = needs_tier2(self.lessons, self.registry)
+        if not left:
+            return pd.DataFrame(columns=["domain", "namespace", "could be read by", "lessons"])
+        df = pd.DataFrame([{"domain": x.domain, "namespace": x.namespace,
+                            "could be read by": ", ".join(self.registry.could_read(x.namespace, x.domain)) or "—"}
+                           for x in left])
+        return (df.groupby(["domain", "namespace", "could be read by"]).size().rename("lessons").reset_index()
+                .sort_values(["lessons", "domain"], ascending=[False, True], ignore_index=True))
+
+    def summary(self) -> str:
+        value = [x for x in self.lessons if x.value_shaped]
+        left = needs_tier2(self.lessons, self.registry)
+        on = sum(self.registry.is_on(t.id) for t in self.registry.wireable)
+        return (f"{on} of {len(self.registry.wireable)} tools reading learned facts: {len(left)} of {len(value)} "
+                f"value-shaped lessons ({len(left) / len(value):.1%}; {len(left) / len(self.lessons):.1%} of all "
+                "lessons) have no reader and need tier 2")
+
+    def _render(self) -> None:
+        self.out.outputs = ()
+        self.out.append_stdout(self.summary() + "\n")
+        self.out.append_display_data(self.remaining())
