@@ -652,8 +652,8 @@ def boilerplate_removed(text: str, rng: random.Random, target: str | None = None
     return _finish("boilerplate_removed", front, sections, pieces)
 
 
-def section_insert(text: str, rng: random.Random, target: str | None = None, *, at_end: float = 0.5
-                   ) -> Edit | None:
+def section_insert(text: str, rng: random.Random, target: str | None = None, *, at_end: float = 0.5,
+                   name: str = "section_insert") -> Edit | None:
     """Insert a new section: appended, or placed among the others (a repeated heading such as "Notes"
     renumbers the slugs of its namesakes below; a new "Step N" renumbers the later steps)."""
     front, body = _split(text)
@@ -677,12 +677,12 @@ def section_insert(text: str, rng: random.Random, target: str | None = None, *, 
     if at > 0 and pieces[at - 1].text and not pieces[at - 1].text.endswith("\n\n"):
         pieces[at - 1] = replace(pieces[at - 1], text=pieces[at - 1].text.rstrip("\n") + "\n\n")
     pieces.insert(at, new)
-    return _finish("section_insert", front, sections, pieces)
+    return _finish(name, front, sections, pieces)
 
 
 def section_append(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
     """A new section appended at the end of the body."""
-    return section_insert(text, rng, target, at_end=1.0)
+    return section_insert(text, rng, target, at_end=1.0, name="section_append")
 
 
 def _frontmatter_op(name: str, change: Callable[[random.Random, dict], bool]) -> Operator:

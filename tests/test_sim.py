@@ -1,0 +1,326 @@
+"""overlay_kit.sim: operators and their ground truth, the history generator, scoring, the real-history loader,
+sweeps (joblib and dask), and the property the rebase study rests on: no shipped policy ever attaches a delta
+to a section that holds none of its text, on any generated history."""
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from overlay_kit import anchor, metrics, rebase, sim
+
+ROOT = Path(__file__).resolve().parents[1]
+BODY_OPS = sorted(set(sim.OPERATORS) - sim.FRONTMATTER_OPERATORS)
+
+
+def sections(text):
+    return anchor.parse(sim._split(text)[1])
+
+
+def applied(op, n=12, seed=0):
+    """(old text, edit) for n skills the operator applies to."""
+    out = []
+    for k in range(200):
+        rng = random.Random(f"{op}:{seed}:{k}")
+        text = sim.make_skill(rng)
+        edit = sim.apply_operator(op, text, rng)
+        if edit is not None:
+            out.append((text, edit))
+        if len(out) == n:
+            return out
+    raise AssertionError(f"{op} applied to only {len(out)} of 200 skills")
+
+
+# ---------------------------------------------------------------------------------------- operators
+
+
+def test_make_skill_is_seeded_valid_and_has_duplicate_headings_somewhere():
+    from overlay_kit.skill import parse_skill
+
+    a, b = sim.make_skill(random.Random(5)), sim.make_skill(random.Random(5))
+    assert a == b and a != sim.make_skill(random.Random(6))
+    skill, problems = parse_skill(a, None)
+    assert not problems and skill.tools
+    numbered = [s for k in range(30) for s in sections(sim.make_skill(random.Random(k))) if s.slug[-2:] == "-1"]
+    assert numbered  # repeated "Example"/"Notes"/"Tips" headings get numbered slugs
+
+
+@pytest.mark.parametrize("op", sorted(sim.OPERATORS))
+def test_every_operator_applies_and_its_truth_covers_every_old_section(op):
+    for text, edit in applied(op, n=6):
+        old, new = sections(text), sections(edit.text)
+        assert edit.ops == (op,) and edit.text != text
+        assert set(edit.truth) == {s.slug for s in old}
+        slugs = {s.slug for s in new}
+        assert all(f.target is None or f.target in slugs for f in edit.truth.values())
+        assert all(set(f.heirs) <= slugs for f in edit.truth.values())
+
+
+@pytest.mark.parametrize("op", ["whitespace_churn", "rewrap", "heading_level", "section_move",
+                                "frontmatter_edit", "version_bump", "narrow_tools", "typo_fix", "heading_rename"])
+def test_meaning_preserving_operators_keep_every_section(op):
+    for text, edit in applied(op, n=6):
+        assert all(f.target is not None and not f.changed for f in edit.truth.values())
+
+
+@pytest.mark.parametrize("op", ["whitespace_churn", "rewrap", "heading_level", "section_move"])
+def test_text_preserving_operators_keep_every_digest(op):
+    for text, edit in applied(op, n=6):
+        new = {s.slug: s.digest for s in sections(edit.text)}
+        assert all(new[edit.truth[s.slug].target] == s.digest for s in sections(text))
+
+
+@pytest.mark.parametrize("op", ["frontmatter_edit", "version_bump", "narrow_tools"])
+def test_frontmatter_operators_leave_the_body_byte_identical(op):
+    for text, edit in applied(op, n=4):
+        assert sim._split(text)[1] == sim._split(edit.text)[1] and sim._split(text)[0] != sim._split(edit.text)[0]
+
+
+def test_structural_operator_truths():
+    for text, edit in applied("section_delete"):
+        assert sum(f.target is None for f in edit.truth.values()) == 1
+    for text, edit in applied("section_merge"):
+        targets = [f.target for f in edit.truth.values() if f.changed]
+        assert len(targets) == 2 and len(set(targets)) == 1
+    for text, edit in applied("section_split"):
+        split = [f for f in edit.truth.values() if f.heirs]
+        assert len(split) == 1 and split[0].changed
+    for text, edit in applied("section_insert"):
+        assert len(sections(edit.text)) == len(sections(text)) + 1
+        assert all(f.target and not f.changed for f in edit.truth.values())
+
+
+def test_renumbering_steps():
+    text = "# T\n\n## Step 1: A\n\nalpha one.\n\n## Step 2: B\n\nbeta two.\n\n## Step 3: C\n\ngamma three.\n\n"
+    edit = sim.apply_operator("section_delete", text, random.Random(0), "step-1-a")
+    assert [s.heading for s in sections(edit.text)][2:] == ["Step 1: B", "Step 2: C"]
+    assert edit.truth["step-2-b"] == sim.Fate("step-1-b", False) and edit.truth["step-1-a"].target is None
+
+
+def test_unknown_operator_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown edit operator 'shuffle'"):
+        sim.apply_operator("shuffle", "x", random.Random(0))
+
+
+def test_composition_promotes_a_split_off_part_when_the_rest_is_deleted():
+    text = "# T\n\n## Tone\n\nFirst paragraph here.\n\nSecond paragraph there.\n\n## End\n\nbye now.\n\n"
+    split = sim.section_split(text, random.Random(1), "tone")
+    first = split.truth["tone"].target
+    gone = sim.section_delete(split.text, random.Random(1), first)
+    fate = split.then(gone).truth["tone"]
+    home = next(s for s in sections(gone.text) if s.slug == fate.target)
+    assert "Second paragraph" in home.text and "First" not in home.text and fate.changed
+
+
+# -------------------------------------------------------------------------------------- histories
+
+
+def test_history_is_seeded_and_tracks_deltas():
+    a = sim.generate_history("typical", 6, 5, seed=3)
+    assert a == sim.generate_history("typical", 6, 5, seed=3) and a != sim.generate_history("typical", 6, 5, seed=4)
+    assert len(a.versions) == 6 and len(a.truth) == 5 and len(a.deltas) == 5
+    assert all(v.text != w.text for v, w in zip(a.versions, a.versions[1:]))
+    for d in a.deltas:
+        assert d.section in {s.slug for s in sections(a.versions[d.version].text)}
+
+
+def test_profiles_are_calibrated_to_calibration_md():
+    """Generated rates sit near ../shared/CALIBRATION.md (per update within 0.1, per section within 0.05)."""
+    for name in ("typical", "metadata-heavy"):
+        stats = sim.calibration_stats(sim.generate_histories(12, name, 12, 0, seed=11))
+        target = sim.CALIBRATION[name]
+        for key, value in stats.items():
+            tol = 0.13 if key in ("edited_same_heading", "sec_offset_moved") else 0.1 if not key.startswith(
+                "sec_") else 0.05
+            assert abs(value - target[key]) <= tol, (name, key, value, target[key])
+
+
+SAFE = ("orphan-all", "section", "fuzzy")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**9), profile=st.sampled_from(["typical", "metadata-heavy", "adversarial"]))
+def test_no_policy_ever_misattaches_or_silently_reapplies(seed, profile):
+    """The rebase study's safety property, over generated histories (adversarial: duplicate headings,
+    moves, merges, splits, renames, inserts above namesakes)."""
+    h = sim.generate_history(profile, 6, 4, seed=seed)
+    for row in sim.evaluate(h, SAFE):
+        assert row["misattached"] == 0 and row["silent_reapply"] == 0, row
+        assert row["deltas"] == row["clean"] + row["stale"] + row["orphaned"]
+
+
+def test_every_section_of_adversarial_histories_is_safe_under_all_four_policies():
+    """Every old section (not only those carrying a delta) and the embedding policy too."""
+    embedder = rebase.EmbeddingPolicy(embedder=BagOfWords(), min_score=0.3)
+    for seed in range(4):
+        h = sim.generate_history("adversarial", 6, 0, seed=seed)
+        assert h.deltas == ()
+        for row in sim.evaluate(h, ("orphan-all", "section", "fuzzy", embedder)):
+            assert row["misattached"] == 0 and row["silent_reapply"] == 0, row
+
+
+class BagOfWords:
+    def encode(self, texts):
+        out = np.zeros((len(texts), 64), dtype="float32")
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                out[i, sum(map(ord, w)) % 64] += 1
+        return out
+
+
+def test_tally_counts_against_truth():
+    old = "# T\n\n## A\n\nalpha beta gamma delta.\n\n## B\n\nepsilon zeta eta theta.\n\n"
+    new = "# T\n\n## A\n\nalpha beta gamma delta iota.\n\n## Bee\n\nepsilon zeta eta theta.\n\n"
+    truth = {"_preamble": sim.Fate("_preamble", False), "t": sim.Fate("t", False), "a": sim.Fate("a", True),
+             "b": sim.Fate("bee", False)}
+    c = sim.tally(rebase.plan(old, new, "fuzzy"), ["t", "a", "b", "b"], truth)
+    assert c["correct_clean"] == 1 and c["correct_stale"] == 1 and c["false_orphan"] == 2 and c["rescued"] == 2
+    assert c["review"] == 3 and c["misattached"] == 0 and c["correct_proposals"] == 2
+    wrong = {**truth, "a": sim.Fate(None, True)}
+    assert sim.tally(rebase.plan(old, new, "section"), ["a"], wrong)["misattached"] == 1
+
+
+def test_operator_trials_rows():
+    rows = sim.operator_trials("heading_rename", ("section", "fuzzy"), n=4)
+    by = {(r["trial"], r["policy"]): r for r in rows}
+    assert len(by) == 8
+    assert all(r["false_orphan"] >= 1 for r in rows)  # a renamed heading orphans under the section policy
+    assert sum(r["rescued"] for r in rows if r["policy"] == "fuzzy") >= 3
+
+
+# ------------------------------------------------------------------------------------ real histories
+
+
+def git(repo, *args, date=None):
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x",
+           "HOME": str(repo), "PATH": "/usr/bin:/bin"}
+    if date:
+        env |= {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+def test_history_loader_on_a_git_repository_of_skills(tmp_path):
+    repo = tmp_path / "skills-repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    rng = random.Random(9)
+    texts = {"alpha": [sim.make_skill(rng, "alpha")], "beta": [sim.make_skill(rng, "beta")]}
+    for name in texts:  # four updates each, drawn from the typical profile
+        for _ in range(4):
+            texts[name].append(sim._update(texts[name][-1], sim.PROFILES["typical"], rng).text)
+    for k in range(5):
+        for name, versions in texts.items():
+            d = repo / "skills" / name
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "SKILL.md").write_text(versions[k], encoding="utf-8")
+        (repo / "README.md").write_text(f"rev {k}\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"rev {k}", date=f"2024-0{k + 1}-01T12:00:00+02:00")
+    (repo / "README.md").write_text("unrelated\n")  # a commit that touches no skill
+    git(repo, "commit", "-qam", "docs")
+    git(repo, "mv", "skills/beta", "skills/gamma")  # a rename is followed
+    git(repo, "commit", "-qm", "rename")
+    out = tmp_path / "h.jsonl"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "extract_skill_history.py"), str(repo),
+                          "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    hs = {h.path: h for h in sim.load_histories(out)}
+    assert set(hs) == {"skills/alpha/SKILL.md", "skills/gamma/SKILL.md"}
+    assert [v.text for v in hs["skills/alpha/SKILL.md"].versions] == texts["alpha"]
+    assert [v.text for v in hs["skills/gamma/SKILL.md"].versions] == texts["beta"]
+    assert hs["skills/alpha/SKILL.md"].versions[0].date == "2024-01-01T10:00:00+00:00"  # UTC
+    rows = sim.evaluate(hs["skills/alpha/SKILL.md"], ("orphan-all", "section"))
+    assert len(rows) == 8 and all(r["deltas"] > 0 for r in rows)
+    assert all(r["misattached"] == 0 and r["correct_clean"] == 0 for r in rows)  # no truth: states only
+    assert sum(r["orphaned"] for r in rows if r["policy"] == "orphan-all") >= sum(
+        r["orphaned"] for r in rows if r["policy"] == "section")
+    stats = sim.calibration_stats(hs.values())
+    assert 0 <= stats["sec_unchanged"] <= 1
+
+
+def test_history_loader_errors_name_the_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"repo": "r", "path": "p", "versions": [{"commit": "a", "date": "d", "text": "x"}]})
+                   + "\n{not json\n")
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: not a history record"):
+        sim.load_histories(bad)
+    bad.write_text(json.dumps({"repo": "r", "path": "p", "versions": [{"commit": "a"}]}) + "\n")
+    with pytest.raises(ValueError, match=r"bad.jsonl:1"):
+        sim.load_histories(bad)
+
+
+def test_extract_script_reports_a_non_repository(tmp_path):
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "extract_skill_history.py"), str(tmp_path)],
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and "extract_skill_history" in run.stderr
+
+
+# ------------------------------------------------------------------------------------------- sweeps
+
+
+def _cell(profile, seed):
+    h = sim.generate_history(profile, 4, 3, seed=seed)
+    return sum(r["orphaned"] for r in sim.evaluate(h, ("orphan-all",)))
+
+
+GRID = [{"profile": p, "seed": s} for p in ("typical", "metadata-heavy") for s in range(2)]
+
+
+def test_sweep_backends_agree_and_dask_starts_its_own_loopback_cluster():
+    expected = [_cell(**g) for g in GRID]
+    assert sim.sweep(_cell, GRID, backend="sequential", progress=False) == expected
+    assert sim.sweep(_cell, GRID, backend="threading", n_jobs=2, progress=False) == expected
+    assert sim.sweep(_cell, GRID, backend="dask", n_jobs=1, progress=False) == expected  # its own LocalCluster
+
+
+def test_sweep_on_a_dask_local_cluster_bound_to_loopback():
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import Client, LocalCluster
+
+    expected = [_cell(**g) for g in GRID]
+    with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        assert client.scheduler_info()["address"].startswith("tcp://127.0.0.1:")
+        assert all(w.startswith("tcp://127.0.0.1:") for w in client.scheduler_info()["workers"])
+        assert sim.sweep(_cell, GRID, backend="dask", client=client, progress=False) == expected
+
+
+# ------------------------------------------------------------------------------------------ metrics
+
+
+def test_ratio_ci_resamples_clusters_and_covers_the_estimate():
+    num, den = [1, 2, 0, 3, 4, 0, 1, 2], [10] * 8
+    ci = metrics.ratio_ci(num, den, seed=1)
+    assert ci.estimate == pytest.approx(13 / 80) and ci.low < ci.estimate < ci.high and ci.n == 8
+    assert metrics.ratio_ci(num, den, seed=1) == ci  # seeded
+    zero = metrics.ratio_ci([0, 0, 0], [5, 5, 5])
+    assert (zero.estimate, zero.low, zero.high) == (0, 0, 0)
+    assert np.isnan(metrics.ratio_ci([0, 0], [0, 0]).estimate)
+
+
+def test_mean_ci_and_binomial_upper():
+    ci = metrics.mean_ci([1, 2, 3, 4, 5])
+    assert ci.estimate == 3 and 1 <= ci.low < 3 < ci.high <= 5
+    up = metrics.binomial_upper(0, 1000)
+    assert up.estimate == 0 and up.high == pytest.approx(1 - 0.05 ** (1 / 1000))
+    assert metrics.binomial_upper(5, 100).high > 0.05
+    with pytest.raises(ValueError):
+        metrics.binomial_upper(3, 2)
+    with pytest.raises(ValueError, match="equal-length"):
+        metrics.bootstrap_ci([1, 2], [1], statistic=np.mean)
+
+
+def test_rate_table():
+    import pandas as pd
+
+    df = pd.DataFrame({"g": ["a"] * 4 + ["b"] * 4, "c": [1, 1, 2, 2, 3, 3, 4, 4], "k": [1, 0, 1, 1, 0, 0, 0, 1],
+                       "n": [1] * 8})
+    t = metrics.rate_table(df, "g", "c", {"rate": ("k", "n")}, n_resamples=200)
+    assert list(t["g"]) == ["a", "b"] and list(t["rate"]) == [0.75, 0.25]
+    assert (t["rate_low"] <= t["rate"]).all() and (t["rate"] <= t["rate_high"]).all()
