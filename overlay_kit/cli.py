@@ -172,6 +172,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
         with open(path, encoding="utf-8") as fh:
             evidence.append(fh.read())
     with _open_store(args, research=args.research, auto_approve=args.auto_approve) as store:
+        _hold_budget(store, [skill])
         result = learn(store, skill, args.kind, learn_payload(args), section=args.section,
                        provenance=Provenance(args.source, tuple(args.turn)), scope=args.scope,
                        evidence=evidence, incognito=args.incognito, settings=GateSettings())
@@ -276,8 +277,26 @@ def register_reset(sub) -> None:
     _register_state(sub, "reset", "archive every delta of a skill: the pure authored base again", "SKILL")
 
 
+def _hold_budget(store, skills) -> None:
+    """Every state change a CLI process makes re-enforces the learning budget over the skills it touches."""
+    from .budget import Budget
+
+    Budget(store, skills).install()
+
+
+def _discoverable(names) -> list:
+    """The authored skills behind delta base names, where discovery still finds them (deltas outlive bases)."""
+    from .skill import default_roots, discover
+
+    found = discover(default_roots()).skills
+    return [found[n] for n in sorted(set(names)) if n in found]
+
+
 def cmd_state(args: argparse.Namespace) -> int:
     with _open_store(args) as store:
+        name = _skill_name(args.skill) if args.verb == "reset" else store.get(args.id).skill
+        skills = [find_skill(args.skill)] if args.verb == "reset" and name != args.skill else _discoverable([name])
+        _hold_budget(store, skills)
         if args.verb == "reset":
             undo = store.reset(_skill_name(args.skill))
         else:
