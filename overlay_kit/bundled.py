@@ -8,7 +8,7 @@ files directly.
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib.resources import files
+from importlib.util import find_spec
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -19,7 +19,11 @@ EMBEDDER_ID = "wordllama/l2_supercat_256"
 
 
 def _wordllama(*parts: str) -> Path:
-    path = Path(str(files("wordllama").joinpath(*parts)))
+    # find_spec locates the package without importing it: importing wordllama configures root logging.
+    spec = find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the `wordllama` package is not installed: reinstall overlay_kit's dependencies")
+    path = Path(next(iter(spec.submodule_search_locations)), *parts)
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: reinstall the pinned `wordllama` wheel")
     return path
