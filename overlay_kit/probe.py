@@ -306,7 +306,7 @@ def run(client: LemonadeClient | None = None, *, model: str | None = None, scena
             health = client.health(read_timeout_s=3.0)
             if not health.up:
                 return ProbeRun("skipped", f"no model server answered at {client.base_url}"
-                                           f"{': ' + health.detail if health.detail else ''}")
+                                           + (" (busy)" if health.busy else ""))
             try:
                 model = model or _pick_model(client, health)
             except LLMError as exc:
