@@ -1,0 +1,370 @@
+"""KPIs from the store and the logs, into pandas (seed: "KPIs", "Eval strategy").
+
+Each KPI is a small function over DataFrames — the store's tables (`deploy.store_tables`: deltas, audit,
+outcomes, signals, promotions, consolidations, facts) and a deployment's logs — so the same code scores a
+real store and a simulated deployment:
+
+| KPI                        | function              | target                                           |
+|----------------------------|-----------------------|--------------------------------------------------|
+| correction non-recurrence  | `nonrecurrence`       | ≥ 70 % of (scope, lesson) pairs stated once in the next 20 sessions |
+| deltas-on vs deltas-off    | `scorecard`           | off == no-delta baseline exactly; on − off > 0, no category regresses |
+| cost of learning           | `cost`                | median and p100 resident tokens; p100 ≤ ceiling  |
+| tier discipline            | `tier_discipline`     | ≥ 50 % of accepted lessons at tier 0 or 1        |
+| promotion precision        | `promotion_precision` | 0 activated below the evidence threshold; 0 untrusted without approval |
+| permission monotonicity    | `monotonicity`        | 0 deltas widening a permission, adding a tool or raising a tier |
+| rebase honesty             | `rebase_honesty`      | 100 % surfaced, 0 silently re-anchored, 0 silently dropped |
+| atomicity                  | `atomicity`           | 0 deltas or bodies cut mid-step                  |
+
+Promotion precision is recomputed from the outcome ledger, not read from the counters: an activation
+counts as earned only if the user approved it, or a promotion-log row shows counters that the ledger
+reproduces and that clear the logged bar. Auto-approval activates at zero evidence, so it counts as
+below threshold — the seed's bar, applied literally.
+
+`run_kpis(deployment)` is one row; `kpi_frame(deployments)` many; `summarize` adds 95 % percentile-
+bootstrap intervals over runs (seeded); `recommend` picks a value per swept setting by a stated rule.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .gates import wilson_lower_bound
+from .grammar import TIERS
+from .skill import PERMISSION_DOMAINS
+from .metrics import Interval, mean_ci, ratio_ci
+
+if TYPE_CHECKING:
+    from .deploy import Deployment
+
+__all__ = [
+    "HARD",
+    "TARGETS",
+    "Recurrence",
+    "atomicity",
+    "ci",
+    "cost",
+    "kpi_frame",
+    "monotonicity",
+    "nonrecurrence",
+    "promotion_precision",
+    "rebase_honesty",
+    "recommend",
+    "run_kpis",
+    "scorecard",
+    "summarize",
+    "tier_discipline",
+]
+
+WINDOW = 20
+TARGETS = {"nonrecurrence": 0.70, "tier01_share": 0.50}
+# Constraints a recommended setting must meet in every run (safety and correctness KPIs).
+HARD = {"activated_below_threshold": 0, "untrusted_without_approval": 0, "permission_violations": 0,
+        "rebase_silent_reanchored": 0, "rebase_silent_dropped": 0, "atomicity_violations": 0,
+        "counter_mismatches": 0, "cost_over_ceiling": 0, "off_differs_from_baseline": 0}
+_PERMISSION = re.compile(r"\b(" + "|".join(sorted(PERMISSION_DOMAINS)) + r"):[a-z_*]+", re.IGNORECASE)
+
+
+def ci(values: Sequence[float], *, n_boot: int = 2000, seed: int = 0) -> Interval:
+    """The mean over runs with a 95 % percentile-bootstrap interval (`metrics.mean_ci`); NaN runs (a KPI
+    with nothing to measure in that run) are left out, and no runs at all give NaN."""
+    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if x.size == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0.95, 0)
+    return mean_ci(x, n_resamples=n_boot, seed=seed)
+
+
+# ------------------------------------------------------------------------------------- non-recurrence
+
+
+@dataclass(frozen=True)
+class Recurrence:
+    rate: float  # share of (scope, lesson) pairs stated exactly once within the window (NaN: no pairs)
+    pairs: int  # pairs counted (censored ones excluded)
+    once: int
+    repeated: int
+    censored: int  # pairs first stated too close to the end of the log to see a whole window
+    table: pd.DataFrame  # one row per pair
+
+
+def nonrecurrence(signals: pd.DataFrame, *, window: int = WINDOW, order: Mapping[str, int] | None = None,
+                  censor: bool = True) -> Recurrence:
+    """From the correction log (`turn_signals`): the share of distinct (scope, lesson) pairs the user states
+    only once within their next `window` sessions. `order` maps session id → ordinal (default: sessions
+    ranked by their first signal). A pair first stated within `window` sessions of the log's end is censored
+    (its window is not over yet) unless `censor=False`."""
+    sig = signals.copy()
+    if order is None:
+        first = sig.groupby("session")["at"].min().sort_values()
+        order = {s: k for k, s in enumerate(first.index)}
+    sig["ordinal"] = sig["session"].map(order)
+    if sig["ordinal"].isna().any():
+        raise ValueError(f"sessions missing from `order`: {sorted(sig.loc[sig.ordinal.isna(), 'session'])[:3]}")
+    last = max(order.values()) if order else -1
+    c = sig[(sig["signal"] == "correction") & sig["lesson"].notna()]
+    rows = []
+    for (scope, lesson), g in c.groupby(["scope", "lesson"], sort=True):
+        start = int(g["ordinal"].min())
+        within = int(((g["ordinal"] >= start) & (g["ordinal"] <= start + window)).sum())
+        rows.append({"scope": scope, "lesson": lesson, "first": start, "statements": within,
+                     "repeated": within > 1, "censored": start + window > last})
+    table = pd.DataFrame(rows, columns=["scope", "lesson", "first", "statements", "repeated", "censored"])
+    counted = table[~table["censored"]] if censor else table
+    n = len(counted)
+    once = int((~counted["repeated"]).sum())
+    return Recurrence(once / n if n else float("nan"), n, once, n - once,
+                      int(table["censored"].sum()) if censor else 0, table)
+
+
+# ----------------------------------------------------------------------------------------- scorecard
+
+
+def scorecard(evals: pd.DataFrame) -> dict[str, Any]:
+    """Deltas-on vs deltas-off on the same eval turns. `off_equals_baseline`: every off turn made the same
+    choice from a byte-identical prompt as the no-delta baseline. Per-category on − off differences too."""
+    key = ["need", "i"]
+    arms = {a: g.set_index(key).sort_index() for a, g in evals.groupby("arm")}
+    missing = {"baseline", "off", "on"} - set(arms)
+    if missing:
+        raise ValueError(f"eval log lacks arm(s) {sorted(missing)}")
+    off, base, on = arms["off"], arms["baseline"], arms["on"]
+    same = off.index.equals(base.index) and (off["option"] == base["option"]).all() and \
+        (off["prompt_hash"] == base["prompt_hash"]).all()
+    diff = on["correct"].astype(float) - off["correct"].astype(float)
+    by_cat = diff.groupby(on["category"]).mean()
+    return {"on": float(on["correct"].mean()), "off": float(off["correct"].mean()),
+            "baseline": float(base["correct"].mean()), "on_minus_off": float(diff.mean()),
+            "off_equals_baseline": bool(same), "off_differs_from_baseline": int(not same),
+            "worst_category_diff": float(by_cat.min()), "category_diffs": by_cat.to_dict()}
+
+
+# ---------------------------------------------------------------------------------------------- cost
+
+
+def cost(sessions: pd.DataFrame) -> dict[str, float]:
+    """Resident tokens added per session by learning (median, p100) and the whole resident total against
+    the ceiling (authored + learned: the budget covers both)."""
+    return {"learned_tokens_median": float(sessions["learned_tokens"].median()),
+            "learned_tokens_p100": float(sessions["learned_tokens"].max()),
+            "tokens_p100": float(sessions["tokens"].max()),
+            "ceiling": float(sessions["ceiling"].min()),
+            "cost_over_ceiling": int((sessions["tokens"] > sessions["ceiling"]).sum())}
+
+
+# -------------------------------------------------------------------------------------- store-derived
+
+
+def _activations(audit: pd.DataFrame) -> pd.DataFrame:
+    """Every transition into `active`: (seq, delta_id, who, reason)."""
+    return audit[(audit["to_status"] == "active") & (audit["from_status"].fillna("") != "active")]
+
+
+def tier_discipline(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
+    """Share of accepted lessons at tier 0 (facts routed to tools) or tier 1 (tool hints). A lesson is
+    accepted when it reached use: a fact row, or a delta that became active. Umbrellas are not new lessons."""
+    deltas, audit = tables["deltas"], tables["audit"]
+    umbrellas = set(tables["consolidations"]["umbrella_id"]) if len(tables["consolidations"]) else set()
+    used = set(_activations(audit)["delta_id"]) - umbrellas
+    tiers = deltas[deltas["id"].isin(used)]["tier"].tolist()
+    facts = len(tables["facts"])
+    n = facts + len(tiers)
+    low = facts + sum(1 for t in tiers if t == 1)
+    return {"accepted_lessons": n, "tier01_share": low / n if n else float("nan")}
+
+
+def promotion_precision(tables: Mapping[str, pd.DataFrame]) -> dict[str, int]:
+    """Activations classified by what earned them. `activated_below_threshold` counts every activation that
+    neither a user approved nor verifiable evidence earned (auto-approvals included); `counter_mismatches`
+    deltas whose counters differ from their outcome ledger (seed: Correction 4)."""
+    deltas, audit, outcomes, promos = tables["deltas"], tables["audit"], tables["outcomes"], tables["promotions"]
+    trusted = dict(zip(deltas["id"], deltas["source"].isin(["user_instruction", "outcome_evidence"])))
+    earned = set()
+    for p in promos[promos["decision"] == "promoted"].itertuples():
+        led = outcomes[(outcomes["delta_id"] == p.delta_id) & (outcomes["id"] <= p.ledger_seq)]
+        k, n = int(led["positive"].sum()), len(led)
+        score = wilson_lower_bound(k, n) if p.wilson else (k / n if n else 0.0)
+        if (k, n) == (p.successes, p.attempts) and n >= p.min_samples and score >= p.threshold - 1e-12:
+            earned.add(p.delta_id)
+    counts = {"user": 0, "evidence": 0, "auto": 0, "other": 0}
+    below = untrusted = 0
+    for a in _activations(audit).itertuples():
+        if a.who == "user" or str(a.reason).startswith("approved by"):
+            counts["user"] += 1
+            continue
+        if a.who == "evidence" and a.delta_id in earned:
+            counts["evidence"] += 1
+        else:
+            counts["auto" if a.who == "gates" else "other"] += 1
+            below += 1
+        untrusted += not trusted.get(a.delta_id, False)
+    led = outcomes.groupby("delta_id")["positive"].agg(["sum", "count"])
+    rec = deltas.set_index("id")[["success_count", "attempt_count"]].join(led, how="left").fillna(0)
+    mismatches = int(((rec["success_count"] != rec["sum"]) | (rec["attempt_count"] != rec["count"])).sum())
+    return {"activated_below_threshold": below, "untrusted_without_approval": untrusted,
+            "activations_user": counts["user"], "activations_evidence": counts["evidence"],
+            "activations_auto": counts["auto"], "activations_other": counts["other"],
+            "counter_mismatches": mismatches}
+
+
+def monotonicity(deltas: pd.DataFrame, declared_tools: Iterable[str], granted: Iterable[str] = (),
+                 sessions: pd.DataFrame | None = None) -> dict[str, int]:
+    """Live deltas that would widen: a tool-hint preferring an undeclared tool, text naming an ungranted
+    permission, a tier other than its kind's; plus sessions whose effective tool list left the declared set."""
+    declared, granted = set(declared_tools), {g.lower() for g in granted}
+    bad = 0
+    live = deltas[deltas["status"].isin(["active", "staged"])]
+    for d in live.itertuples():
+        payload = json.loads(d.payload) if isinstance(d.payload, str) else dict(d.payload)
+        if TIERS.get(d.kind) != d.tier:
+            bad += 1
+        elif d.kind == "tool-hint" and set(payload.get("prefer", ())) - declared:
+            bad += 1
+        elif any(m.group(0).lower() not in granted
+                 for v in payload.values() if isinstance(v, str) for m in _PERMISSION.finditer(v)):
+            bad += 1
+    tools = 0 if sessions is None else int((~sessions["tools_ok"].astype(bool)).sum())
+    return {"permission_violations": bad + tools}
+
+
+def rebase_honesty(rebases: pd.DataFrame) -> dict[str, float]:
+    """Over deltas live when their base body changed: surfaced (in the rebase result), silently re-anchored
+    (attached clean where the truth says the text changed, or attached to the wrong section), silently
+    dropped (not surfaced, or gone from the live statuses without being orphaned)."""
+    r = rebases[rebases["body_changed"].astype(bool)] if len(rebases) else rebases
+    if not len(r):
+        return {"rebase_deltas": 0, "rebase_surfaced": float("nan"), "rebase_silent_reanchored": 0,
+                "rebase_silent_dropped": 0}
+    attached = r["state"].isin(["clean", "stale"])
+    wrong_place = attached & (r["target"] != r["true_target"])
+    silent = attached & (((r["state"] == "clean") & r["true_changed"].astype(bool)) | wrong_place)
+    dropped = ~r["surfaced"].astype(bool) | r["status_after"].isna() | \
+        ((r["status_after"] == "archived") & (r["status_before"] != "archived"))
+    return {"rebase_deltas": int(len(r)), "rebase_surfaced": float(r["surfaced"].mean()),
+            "rebase_silent_reanchored": int(silent.sum()), "rebase_silent_dropped": int(dropped.sum())}
+
+
+def atomicity(sessions: pd.DataFrame) -> dict[str, int]:
+    return {"atomicity_violations": int((~sessions["atomic"].astype(bool)).sum())}
+
+
+# -------------------------------------------------------------------------------------------- per run
+
+
+def run_kpis(dep: "Deployment") -> dict[str, Any]:
+    """Every KPI of one deployment (plus its settings) as one flat row."""
+    t = dep.tables
+    rec = nonrecurrence(t["signals"], order=dep.session_order)
+    card = scorecard(dep.evals)
+    turns, lessons = dep.turns, dep.lessons
+    wrong = set(lessons.loc[~lessons["correct"].astype(bool) & lessons["delta_id"].notna(), "delta_id"])
+    activated = set(_activations(t["audit"])["delta_id"])
+    row = {**dep.settings.to_dict(),
+           "nonrecurrence": rec.rate, "nr_once": rec.once, "nr_pairs": rec.pairs, "nr_censored": rec.censored,
+           **{k: v for k, v in card.items() if k != "category_diffs"},
+           "category_regressions": sum(v < 0 for v in card["category_diffs"].values()),
+           **cost(dep.sessions), **tier_discipline(t), **promotion_precision(t),
+           **monotonicity(t["deltas"], dep.declared_tools, (), dep.sessions),
+           **rebase_honesty(dep.rebases), **atomicity(dep.sessions),
+           "corrections": int((turns["signal"] == "correction").sum()),
+           "friction": 100 * float((turns["how"] == "suggestion").mean()),
+           "lessons_written": int(lessons["delta_id"].notna().sum() + (lessons["outcome"] == "routed").sum()),
+           "overreach_refused": int((lessons["overreach"].astype(bool) & (lessons["outcome"] == "refused")).sum()),
+           "wrong_lessons_activated": len(wrong & activated),
+           "active_at_end": int((t["deltas"]["status"] == "active").sum())}
+    row["tier_mix"] = str(tuple(row["tier_mix"]))
+    return row
+
+
+def kpi_frame(deployments: Iterable["Deployment"]) -> pd.DataFrame:
+    return pd.DataFrame([run_kpis(d) for d in deployments])
+
+
+# KPIs that are a ratio of counts pooled over runs (cluster bootstrap over runs), not a mean of run rates.
+RATIOS = {"nonrecurrence": ("nr_once", "nr_pairs")}
+
+
+def summarize(frame: pd.DataFrame, by: str | Sequence[str], kpis: Sequence[str], *, n_boot: int = 2000,
+              seed: int = 0) -> pd.DataFrame:
+    """Per group: each KPI over runs with a 95 % percentile-bootstrap interval over runs (columns KPI,
+    KPI_lo, KPI_hi): the mean of the runs' values, or for `RATIOS` the pooled ratio (`metrics.ratio_ci`)."""
+    by = [by] if isinstance(by, str) else list(by)
+    rows = []
+    for key, g in frame.groupby(by, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key)) | {"runs": len(g)}
+        for k in kpis:
+            if k in RATIOS:
+                num, den = RATIOS[k]
+                iv = ratio_ci(g[num].astype(float).to_numpy(), g[den].astype(float).to_numpy(),
+                              n_resamples=n_boot, seed=seed)
+            else:
+                iv = ci(g[k].astype(float).tolist(), n_boot=n_boot, seed=seed)
+            row |= {k: iv.estimate, f"{k}_lo": iv.low, f"{k}_hi": iv.high}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------ recommendation
+
+
+def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any] | None = None, axes: Iterable[str] | None = None,
+              utilities: Sequence[str] = ("on_minus_off", "nonrecurrence"),
+              tie_break: Sequence[str] = ("friction", "learned_tokens_median"), n_boot: int = 2000,
+              seed: int = 0) -> pd.DataFrame:
+    """One recommended value per swept setting (a `deploy.study` frame: `axis`, `value` columns), by a rule
+    stated here and in the output:
+
+    1. drop every value that breaks a HARD constraint in any run (safety and correctness KPIs);
+    2. if some value reaches the non-recurrence target (pooled over runs), drop those that do not;
+    3. for each utility in turn (measured value on − off, then non-recurrence), keep the values whose
+       estimate lies inside the best one's 95 % bootstrap interval — as good as this sweep can tell;
+    4. among what is left, keep the current default (`defaults[axis]`) if it is there — a default changes
+       only on evidence; otherwise the lowest `tie_break` KPIs win (less friction, fewer tokens).
+
+    `axes`: which swept settings to recommend (default: all); world parameters swept for sensitivity (how
+    often the base changes) have no recommendation.
+    """
+    defaults = {k: repr(v) for k, v in (defaults or {}).items()}
+    wanted = None if axes is None else set(axes)
+    out = []
+    for axis, runs in frame.groupby("axis", sort=False):
+        if wanted is not None and axis not in wanted:
+            continue
+        s = summarize(runs, "value", list(dict.fromkeys([*utilities, "nonrecurrence", *tie_break])),
+                      n_boot=n_boot, seed=seed)
+        broken = {v: [k for k, limit in HARD.items() if k in g and (g[k].fillna(0) > limit).any()]
+                  for v, g in runs.groupby("value", sort=False)}
+        s["broken"] = [", ".join(broken[v]) for v in s["value"]]
+        row = {"axis": axis, "value": None, "default": defaults.get(axis),
+               **{u: float("nan") for u in utilities}, "candidates": "",
+               "excluded": "; ".join(f"{v}: {b}" for v, b in zip(s["value"], s["broken"]) if b)}
+        ok = s[s["broken"] == ""]
+        if ok.empty:
+            out.append(row | {"rule": "no value meets the hard constraints"})
+            continue
+        why = ["hard constraints"]
+        meet = ok[ok["nonrecurrence"] >= TARGETS["nonrecurrence"]]
+        if not meet.empty:
+            ok = meet
+            why.append(f"non-recurrence ≥ {TARGETS['nonrecurrence']:.0%}")
+        for u in utilities:
+            values = ok[u].where(np.isfinite(ok[u]), -np.inf)
+            best = ok.loc[values.idxmax()]
+            lo = best[f"{u}_lo"] if np.isfinite(best[f"{u}_lo"]) else best[u]
+            ok = ok[values >= lo - 1e-12]
+            why.append(f"{u} within the best CI")
+        if defaults.get(axis) in set(ok["value"]):
+            pick, how = ok[ok["value"] == defaults[axis]].iloc[0], "the default is among them: kept"
+        else:
+            pick, how = ok.sort_values(list(tie_break), kind="stable").iloc[0], f"lowest {', '.join(tie_break)}"
+        out.append(row | {"value": pick["value"], **{u: pick[u] for u in utilities},
+                          **{f"{u}_lo": pick[f"{u}_lo"] for u in utilities},
+                          **{f"{u}_hi": pick[f"{u}_hi"] for u in utilities},
+                          "candidates": ", ".join(ok["value"]), "rule": "; ".join(why) + "; " + how})
+    return pd.DataFrame(out)
