@@ -64,7 +64,7 @@ def test_every_gold_label_is_accepted_by_the_real_gates(source, corpus):
             r = gates.learn(store, skill, kind, payload, section=x.section, provenance="user_instruction")
             if r.outcome != "staged":
                 refused.append((x.template, r.rule))
-    assert set(refused) == {("cr-tool-linter", "write_path_tool")}
+    assert set(refused) <= {("cr-tool-linter", "write_path_tool")}  # nothing else; this one until the gate learns
 
 
 def _source(tmp_path, body: str):
