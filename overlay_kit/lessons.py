@@ -92,7 +92,7 @@ MEMBER_SHAPES = MappingProxyType({"sender": "sender", "person": "person", "weekd
 UNITS = MappingProxyType({"duration": ("seconds", "minutes", "hours", "days", "years"),
                           "threshold": ("time", "percent", "number", "year", "seconds")})
 COLUMNS = ("lesson_id", "template", "split", "domain", "skill", "section", "capture", "text", "gold_tier",
-           "gold_kind", "shape", "namespace", "key", "value", "scope", "prefer", "drop", "prose")
+           "gold_kind", "shape", "namespace", "key", "value", "scope", "consumers", "prefer", "drop", "prose")
 
 
 class CorpusError(ValueError):
@@ -421,6 +421,7 @@ class Lesson:
     prefer: tuple[str, ...] = ()
     drop: tuple[str, ...] = ()
     prose: str = ""
+    consumers: tuple[str, ...] = ()  # value-shaped: the tools that could read it once wired (registry model)
 
     @property
     def value_shaped(self) -> bool:
@@ -431,7 +432,8 @@ class Lesson:
                 "skill": self.skill, "section": self.section, "capture": self.capture, "text": self.text,
                 "gold_tier": self.tier, "gold_kind": self.kind, "shape": self.shape, "namespace": self.namespace,
                 "key": self.key, "value": "" if self.value is None else json.dumps(self.value, ensure_ascii=False),
-                "scope": self.scope if self.value_shaped else "", "prefer": " ".join(self.prefer),
+                "scope": self.scope if self.value_shaped else "", "consumers": " ".join(self.consumers),
+                "prefer": " ".join(self.prefer),
                 "drop": " ".join(self.drop), "prose": self.prose}
 
 
@@ -525,8 +527,8 @@ def _lesson(source: Source, t: Mapping, tier: int, lid: str, text: str, prose: s
                        f"tier {tier}, but the shipped readers of {ns.name} are {list(readers) or 'none'} "
                        "(tier 0 iff a shipped tool reads it)")
         value = _typed(gold["value"]) if isinstance(gold.get("value"), str) else gold.get("value")
-        return Lesson(**base, section=ns.section, shape=spec.shape,
-                      namespace=ns.name, key=key, value=value, scope=str(gold.get("scope") or "user"))
+        return Lesson(**base, section=ns.section, shape=spec.shape, namespace=ns.name, key=key, value=value,
+                      scope=str(gold.get("scope") or "user"), consumers=source.registry.could_read(ns.name, domain))
     section = t.get("section")
     slugs = {s.slug for s in parse(source.skill(domain).body)}
     if section not in slugs:
@@ -569,7 +571,8 @@ def load_corpus(path: str | Path = DEFAULT_CORPUS) -> tuple[Lesson, ...]:
                     row["lesson_id"], row["template"], row["split"], row["domain"], row["skill"], row["section"],
                     row["capture"], row["text"], tier, row["gold_kind"], row["shape"], row["namespace"], row["key"],
                     json.loads(row["value"]) if row["value"] else None, row["scope"] or "user",
-                    tuple(row["prefer"].split()), tuple(row["drop"].split()), row["prose"]))
+                    tuple(row["prefer"].split()), tuple(row["drop"].split()), row["prose"],
+                    tuple(row["consumers"].split())))
             except (ValueError, KeyError, TypeError) as exc:
                 raise CorpusError(f"{path}:{line}: {exc}") from exc
     return tuple(out)
