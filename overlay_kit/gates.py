@@ -2,6 +2,7 @@
 
     learn(store, skill, kind, payload, *, section, provenance, scope="user", evidence=None,
           incognito=False, settings=None) -> WriteResult
+    check(store_or_None, skill, kind, payload, ...same keywords) -> WriteResult   # dry run: writes nothing
 
 `RULES` is read top to bottom; the first rule that decides wins (one refusal, route, stage or quarantine per
 rule, so adding or removing a gate is one line and each has a test that fails without it):
@@ -72,6 +73,7 @@ __all__ = [
     "Rule",
     "Verdict",
     "WriteResult",
+    "check",
     "decide",
     "learn",
     "promote",
@@ -192,10 +194,21 @@ class WriteResult:
     undo: "Undo | None" = None
     findings: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    dry_run: bool = False  # from `check`: `delta` is what learn would store; nothing was written
 
     @property
     def persisted(self) -> bool:
-        return self.outcome in ("routed", "staged", "quarantined", "active")
+        return not self.dry_run and self.outcome in ("routed", "staged", "quarantined", "active")
+
+    def _repr_html_(self) -> str:
+        from .display import write_result_html
+
+        return write_result_html(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        from .display import write_result_text
+
+        printer.text(write_result_text(self))
 
     def to_dict(self) -> dict:
         return {"outcome": self.outcome, "rule": self.rule, "message": self.message,
@@ -515,17 +528,45 @@ def _provenance(value: Provenance | str | Mapping | None) -> Provenance:
     return Provenance.from_dict(value)
 
 
+def _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings,
+              research=None) -> Proposal:
+    settings = settings or GateSettings()
+    auto = (store.auto_approve if store is not None else False) if settings.auto_approve is None \
+        else settings.auto_approve
+    research = (store.research if store is not None else False) if research is None else research
+    ev = (evidence,) if isinstance(evidence, str) else tuple(evidence or ())
+    return Proposal(skill, kind, payload, section, _provenance(provenance), scope, ev, incognito, research,
+                    bool(auto), settings)
+
+
+def _new_delta(p: Proposal, verdict: Verdict) -> Delta:
+    sec = next(s for s in _sections(p.skill.body) if s.slug == (p.section or BODY))
+    return Delta(skill=p.skill.name, kind=p.kind, payload=check_shape(p.kind, p.payload),
+                 anchor=Anchor(sec.slug, sec.digest, p.skill.version), provenance=p.provenance, scope=p.scope,
+                 base_root=p.skill.root, status=verdict.outcome, created_at=utc_now(), findings=verdict.findings)
+
+
+def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, section: str | None,
+          provenance: Provenance | str | Mapping | None, scope: str = "user",
+          evidence: str | Iterable[str] | None = None, incognito: bool = False,
+          settings: GateSettings | None = None, research: bool | None = None,
+          rules: Iterable[Rule] = RULES) -> WriteResult:
+    """Dry run of `learn`: the same rules, the same decision, nothing written (`store` is only read for its
+    research / auto-approve settings and may be None). `delta` is the unsaved delta learn would store."""
+    p = _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings, research)
+    verdict, warnings = decide(p, rules)
+    delta = _new_delta(p, verdict) if verdict.outcome in ("staged", "quarantined", "active") else None
+    return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=delta, findings=verdict.findings,
+                       warnings=warnings, dry_run=True)
+
+
 def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
           provenance: Provenance | str | Mapping | None, scope: str = "user",
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
           settings: GateSettings | None = None, rules: Iterable[Rule] = RULES) -> WriteResult:
     """Propose one lesson; the gates refuse, route, stage or quarantine it. Never raises for a bad lesson —
     a refusal is a `WriteResult` with an actionable message, and nothing is stored."""
-    settings = settings or GateSettings()
-    auto = store.auto_approve if settings.auto_approve is None else settings.auto_approve
-    ev = (evidence,) if isinstance(evidence, str) else tuple(evidence or ())
-    p = Proposal(skill, kind, payload, section, _provenance(provenance), scope, ev, incognito,
-                 store.research, bool(auto), settings)
+    p = _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings)
     verdict, warnings = decide(p, rules)
     if verdict.outcome in ("refused", "session_only"):
         return WriteResult(verdict.outcome, verdict.message, verdict.rule, warnings=warnings)
@@ -535,12 +576,7 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
         fact = next(f for f in store.facts(namespace or skill.name) if f.key == key and f.scope == scope)
         return WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo, warnings=warnings)
 
-    canonical = check_shape(kind, payload)
-    slug = section or BODY
-    sec = next(s for s in _sections(skill.body) if s.slug == slug)
-    delta = Delta(skill=skill.name, kind=kind, payload=canonical, anchor=Anchor(sec.slug, sec.digest, skill.version),
-                  provenance=p.provenance, scope=scope, base_root=skill.root, status=verdict.outcome,
-                  created_at=utc_now(), findings=verdict.findings)
+    delta = _new_delta(p, verdict)
     undo = store._insert_delta(delta, _seal(delta))
     return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=store.get(delta.id), undo=undo,
                        findings=verdict.findings, warnings=warnings)

@@ -315,6 +315,16 @@ class Delta:
     def evolve(self, **changes) -> "Delta":
         return replace(self, **changes)
 
+    def _repr_html_(self) -> str:  # rich display in Jupyter (overlay_kit.display builds plain HTML)
+        from .display import delta_html
+
+        return delta_html(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        from .display import delta_text
+
+        printer.text(delta_text(self))
+
     def to_dict(self) -> dict:
         """The stable JSON shape (`overlay-kit deltas --json`, documented in the README)."""
 

@@ -537,6 +537,16 @@ class RebaseResult:
     def counts(self) -> Counter:
         return Counter(o.state for o in self.outcomes)
 
+    def _repr_html_(self) -> str:  # rich display in Jupyter (overlay_kit.display builds plain HTML)
+        from .display import rebase_html
+
+        return rebase_html(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        from .display import rebase_text
+
+        printer.text(rebase_text(self))
+
     def to_dict(self) -> dict:
         return {"policy": self.policy, "skill": self.change.name, "body_changed": _body_changed(self.change),
                 "counts": dict(self.counts()), "deltas": [o.to_dict() for o in self.outcomes]}

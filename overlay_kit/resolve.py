@@ -121,6 +121,16 @@ class EffectiveSkill:
     def diff(self, context: int = 3) -> str:
         return unified_diff(self, context)
 
+    def _repr_html_(self) -> str:
+        from .display import effective_html
+
+        return effective_html(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        from .display import effective_text
+
+        printer.text(effective_text(self))
+
     def to_dict(self) -> dict:
         return {
             "skill": self.skill, "learned": self.learned, "text": self.text, "changed": self.changed,
@@ -132,10 +142,13 @@ class EffectiveSkill:
         }
 
 
-def unified_diff(eff: EffectiveSkill, context: int = 3) -> str:
-    """Unified diff of the authored body → the effective body ('' when nothing learned applies)."""
-    return "".join(difflib.unified_diff(eff.base.splitlines(keepends=True), eff.text.splitlines(keepends=True),
-                                        f"a/{eff.skill}/SKILL.md (authored)", f"b/{eff.skill}/SKILL.md (effective)",
+def unified_diff(eff: EffectiveSkill, context: int = 3, *, against: EffectiveSkill | None = None,
+                 labels: tuple[str, str] = ("authored", "effective")) -> str:
+    """Unified diff of the authored body → the effective body ('' when nothing learned applies). `against`:
+    diff from another resolution's text instead (e.g. without one delta → with it), named by `labels`."""
+    before = eff.base if against is None else against.text
+    a, b = (f"{side}/{eff.skill}/SKILL.md ({label})" for side, label in zip("ab", labels))
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), eff.text.splitlines(keepends=True), a, b,
                                         n=context))
 
 

@@ -164,6 +164,16 @@ class Skill:
     def directory(self) -> Path | None:
         return None if self.path is None else self.path.parent
 
+    def _repr_html_(self) -> str:  # rich display in Jupyter (overlay_kit.display builds plain HTML)
+        from .display import skill_html
+
+        return skill_html(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        from .display import skill_text
+
+        printer.text(skill_text(self))
+
 
 # --------------------------------------------------------------------------------------------- parsing
 

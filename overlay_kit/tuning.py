@@ -1,0 +1,178 @@
+"""Budget what-ifs: how a resident ceiling splits into authored and learned tokens, what it demotes, and
+what the resident prompt costs at prefill — the model behind the BudgetTuner and notebook 06.
+
+* `view(skills, deltas, ceiling)` — the budget plan at one ceiling (`budget.plan`, the very rule the store
+  enforces, with `Budget`'s retrieval reserve), each skill's authored and learned resident tokens exactly as
+  the resolver renders them, and every delta's fate: resident / retrieval-only / archived. Pure: it never
+  writes; `Budget(store, skills, ceiling).enforce()` is what applies a ceiling.
+* `sweep(skills, deltas, ceilings)` — `view` at many ceilings, one row each; `envelope` splits a context
+  window (the NPU's 32,768 tokens by default) into authored, learned, reserve and what is left for the rest of
+  the prompt and the answer.
+* `ttft_estimate(tokens, prefill_tps)` — time to first token from a prefill throughput (tokens/s);
+  `measure_ttft(client, model, text)` asks a live model (a Lemonade server or the local engine) instead.
+* `synthetic_deltas(skills, n, seed)` — a seeded corpus of active deltas whose lessons are the prose of
+  `datasets/lessons/lessons.csv`, anchored to sections of the given skills, with seeded evidence and ages.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from . import budget
+from .anchor import anchor_for, parse
+from .grammar import Delta, Provenance
+from .llm import NPU_CTX_SIZE
+from .resolve import compose
+
+__all__ = ["FATES", "LESSONS_CSV", "SkillCost", "View", "envelope", "measure_ttft", "sweep", "synthetic_deltas",
+           "ttft_estimate", "view"]
+
+FATES = ("resident", "retrieval-only", "archived")
+LESSONS_CSV = Path(__file__).resolve().parent.parent / "datasets" / "lessons" / "lessons.csv"
+_UNBOUNDED = 10**9  # render everything the plan keeps; the plan already applied the ceiling
+
+
+@dataclass(frozen=True)
+class SkillCost:
+    skill: str
+    authored: int  # Llama tokens of the authored body
+    learned: int  # tokens the resident learned lines add, as rendered
+    resident: int  # resident deltas of this skill after the plan
+    demoted: int
+    archived: int
+
+    def to_dict(self) -> dict:
+        return {"skill": self.skill, "authored": self.authored, "learned": self.learned, "resident": self.resident,
+                "demoted": self.demoted, "archived": self.archived}
+
+
+@dataclass(frozen=True)
+class View:
+    """The budget at one ceiling. `fates` maps each resident candidate's id to one of FATES."""
+
+    ceiling: int
+    reserve: int
+    plan: budget.BudgetPlan
+    skills: tuple[SkillCost, ...]
+    fates: Mapping[str, str]
+    texts: Mapping[str, str]  # skill → effective text with the plan applied (what a session would prefill)
+
+    @property
+    def authored(self) -> int:
+        return sum(s.authored for s in self.skills)
+
+    @property
+    def learned(self) -> int:
+        return sum(s.learned for s in self.skills)
+
+    @property
+    def resident_tokens(self) -> int:
+        """Authored + learned tokens as rendered: the resident prompt the skills put in front of every turn."""
+        return self.authored + self.learned
+
+    def ids(self, fate: str) -> tuple[str, ...]:
+        return tuple(i for i, f in self.fates.items() if f == fate)
+
+    def to_dict(self) -> dict:
+        counts = {f: len(self.ids(f)) for f in FATES}
+        return {"ceiling": self.ceiling, "reserve": self.reserve, "authored": self.authored, "learned": self.learned,
+                "resident_tokens": self.resident_tokens, **counts, "over": self.plan.over}
+
+
+def view(skills: Sequence, deltas: Iterable[Delta], ceiling: int = budget.DEFAULT_CEILING, *,
+         reserve: int | None = None, consolidate: bool = False) -> View:
+    """The plan at `ceiling` over the skills' authored bodies and their deltas (any status; only active tier 2/3
+    count), and what each skill renders under it. `consolidate` also computes merge proposals (slower)."""
+    skills = list(skills)
+    reserve = budget.Budget(None, skills, ceiling, reserve=reserve).reserve  # the store's own reserve rule
+    names = {s.name for s in skills}
+    deltas = [d for d in deltas if d.skill in names]
+    authored = dict(zip((s.name for s in skills), budget.count_many([s.body for s in skills])))
+    the_plan = budget.plan(sum(authored.values()), deltas, ceiling, reserve=reserve,
+                           proposer=budget.propose_consolidations if consolidate else None)
+    demoted, archived = set(the_plan.demote), set(the_plan.archive)
+    fates = {d.id: "retrieval-only" if d.id in demoted else "archived" if d.id in archived else "resident"
+             for d in sorted(budget.resident_candidates(deltas), key=lambda d: d.sort_key)}
+    rows, texts = [], {}
+    for s in skills:
+        mine = [d for d in deltas if d.skill == s.name and d.id not in archived]
+        eff = compose(s, mine, retrieval_only=demoted, embedder=False, ceiling=_UNBOUNDED)
+        texts[s.name] = eff.text
+        own = [fates[d.id] for d in deltas if d.skill == s.name and d.id in fates]
+        learned = eff.tokens - authored[s.name]
+        rows.append(SkillCost(s.name, authored[s.name], learned, *(own.count(f) for f in FATES)))
+    return View(ceiling, reserve, the_plan, tuple(rows), fates, texts)
+
+
+def sweep(skills: Sequence, deltas: Sequence[Delta], ceilings: Iterable[int], **kw) -> list[dict]:
+    """`view(...).to_dict()` at each ceiling."""
+    return [view(skills, deltas, c, **kw).to_dict() for c in ceilings]
+
+
+def envelope(v: View, window: int = NPU_CTX_SIZE) -> dict:
+    """A context window split: authored + learned (resident) + retrieval reserve + the rest of the prompt and
+    the answer (system scaffold, tools, conversation, reply). `rest` < 0 means the ceiling overflows the window."""
+    return {"window": window, "ceiling": v.ceiling, "authored": v.authored, "learned": v.learned,
+            "reserve": v.reserve, "headroom": max(0, v.ceiling - v.reserve - v.resident_tokens),
+            "rest": window - v.ceiling}
+
+
+def ttft_estimate(tokens: int, prefill_tps: float, overhead_s: float = 0.0) -> float:
+    """Seconds to the first token when `tokens` must be prefilled at `prefill_tps` tokens per second."""
+    if prefill_tps <= 0:
+        raise ValueError(f"prefill throughput must be positive tokens/s, got {prefill_tps}")
+    return overhead_s + tokens / prefill_tps
+
+
+def measure_ttft(client, model: str, text: str, *, user: str = "Begin.") -> tuple[float | None, str]:
+    """Send `text` as the system prompt to a live model and read its time to first token (one reply token).
+    Returns (seconds or None, where the figure comes from). Raises the client's errors (`llm.Skipped` …)."""
+    reply = client.chat(model, [{"role": "system", "content": text}, {"role": "user", "content": user}],
+                        max_completion_tokens=1, stream=True, temperature=0.0, seed=0)
+    return reply.ttft_s, f"{reply.label()}, {reply.ttft_source or 'unknown source'}"
+
+
+# -------------------------------------------------------------------------------------- synthetic corpora
+
+
+def _lesson_prose(path: Path = LESSONS_CSV) -> list[str]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        return [r["prose"].strip() for r in csv.DictReader(fh) if r.get("prose", "").strip()]
+
+
+def synthetic_deltas(skills: Sequence, n: int, seed: int = 0, *, tier2_share: float = 0.15,
+                     start: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)) -> list[Delta]:
+    """`n` active deltas spread over `skills` (capability-bearing ones skipped: they take no deltas): tier-3
+    preferences whose bodies are lesson prose from the lessons corpus, and a `tier2_share` of tier-2
+    parameters; each on a seeded section, with seeded outcome counters, creation and last-use times.
+    Deterministic for (skill bodies, n, seed), ids included."""
+    rng = random.Random(seed)
+    prose = _lesson_prose()
+    targets = [s for s in skills if not s.capability_bearing]
+    if not targets:
+        raise ValueError("every skill given is capability-bearing: none can take a learned delta")
+    sections = {s.name: [x.slug for x in parse(s.body) if x.body_text.strip()] or [parse(s.body)[0].slug]
+                for s in targets}
+    out = []
+    for i in range(n):
+        s = targets[i % len(targets)]
+        section = rng.choice(sections[s.name])
+        if rng.random() < tier2_share:
+            kind, payload = "parameter", {"key": f"setting_{i}", "value": rng.choice([12, 24, 48, 72, "draft-only"])}
+        else:
+            kind, payload = "preference", {"body": rng.choice(prose)}
+        created = start + timedelta(hours=rng.randrange(24 * 90))
+        attempts = rng.randrange(0, 12)
+        digest = hashlib.sha256(f"{seed}/{i}/{s.name}".encode()).hexdigest()[:16]
+        out.append(Delta(skill=s.name, kind=kind, payload=payload, anchor=anchor_for(s.body, section, s.version),
+                         provenance=Provenance("user_instruction"), status="active", id=f"delta_{digest}",
+                         created_at=created, approved_at=created,
+                         last_used_at=created + timedelta(hours=rng.randrange(24 * 30)),
+                         success_count=rng.randint(0, attempts), attempt_count=attempts, base_root=s.root))
+    return out
