@@ -676,7 +676,7 @@ def study(axes: Mapping[str, Sequence[Any]], *, seeds: Sequence[int], base: Mapp
         for value in values:
             for seed in seeds:
                 params = {**base, **fixed.get(axis, {}), axis: value, "seed": seed}
-                key = tuple(sorted((k, repr(v)) for k, v in params.items()))
+                key = settings(**params)  # equal settings, however spelled, run once
                 configs.setdefault(key, params)
                 plan.append((axis, value, key))
     keys = list(configs)

@@ -115,6 +115,7 @@ def nonrecurrence(signals: pd.DataFrame, *, window: int = WINDOW, order: Mapping
         rows.append({"scope": scope, "lesson": lesson, "first": start, "statements": within,
                      "repeated": within > 1, "censored": start + window > last})
     table = pd.DataFrame(rows, columns=["scope", "lesson", "first", "statements", "repeated", "censored"])
+    table = table.astype({"repeated": bool, "censored": bool})
     counted = table[~table["censored"]] if censor else table
     n = len(counted)
     once = int((~counted["repeated"]).sum())

@@ -1,0 +1,223 @@
+"""overlay_kit.kpis: each KPI on hand-made inputs with a known answer, from a real store, and from a seed."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from overlay_kit import deploy, evidence, gates, kpis
+from overlay_kit.store import Store
+
+from overlay_support import TRUSTED, UNTRUSTED, make_skill
+
+SKILL = make_skill()
+
+
+def sig(rows):
+    return pd.DataFrame(rows, columns=["session", "signal", "scope", "lesson", "at"])
+
+
+# --------------------------------------------------------------------------------- non-recurrence
+
+
+def test_nonrecurrence_counts_pairs_stated_again_within_the_window():
+    order = {f"s{n}": n for n in range(60)}
+    rows = [("s0", "correction", "user", "tone=formal", "t"),       # once
+            ("s1", "correction", "user", "length=short", "t"),      # again at s15: repeated
+            ("s15", "correction", "user", "length=short", "t"),
+            ("s2", "correction", "user", "cc=owner", "t"),          # again at s30: outside the window
+            ("s30", "correction", "user", "cc=owner", "t"),
+            ("s3", "correction", "other", "tone=formal", "t"),      # another scope: its own pair
+            ("s3", "correction", "other", "tone=formal", "t"),      # the same session counts too
+            ("s4", "undo", "user", None, "t"),                      # not a correction
+            ("s5", "correction", "user", None, "t"),                # no lesson key: not counted
+            ("s50", "correction", "user", "late=pair", "t")]        # window not over: censored
+    r = kpis.nonrecurrence(sig(rows), order=order)
+    assert (r.pairs, r.once, r.repeated, r.censored) == (4, 2, 2, 1) and r.rate == 0.5
+    assert kpis.nonrecurrence(sig(rows), order=order, censor=False).pairs == 5
+    assert kpis.nonrecurrence(sig(rows), order=order, window=40).once == 1  # cc=owner now repeats
+    with pytest.raises(ValueError, match="missing"):
+        kpis.nonrecurrence(sig(rows), order={"s0": 0})
+    assert math.isnan(kpis.nonrecurrence(sig(rows[7:9]), order=order).rate)
+
+
+# -------------------------------------------------------------------------------------- scorecard
+
+
+def _evals(off_hash="h0", on_correct=(1, 1, 0, 1)):
+    rows = []
+    for arm, correct, h in (("baseline", (0, 1, 0, 0), "h0"), ("off", (0, 1, 0, 0), off_hash),
+                            ("on", on_correct, "h1")):
+        for k, c in enumerate(correct):
+            rows.append({"arm": arm, "need": f"n{k // 2}", "category": "fact" if k < 2 else "preference",
+                         "i": k % 2, "option": c, "correct": bool(c), "prompt_hash": h})
+    return pd.DataFrame(rows)
+
+
+def test_scorecard_checks_off_against_baseline_exactly():
+    good = kpis.scorecard(_evals())
+    assert good["off_equals_baseline"] and good["off_differs_from_baseline"] == 0
+    assert good["on_minus_off"] == pytest.approx(0.5) and good["category_diffs"] == {"fact": 0.5, "preference": 0.5}
+    bad = kpis.scorecard(_evals(off_hash="h9"))
+    assert not bad["off_equals_baseline"] and bad["off_differs_from_baseline"] == 1
+    worse = kpis.scorecard(_evals(on_correct=(0, 1, 0, 0)))
+    assert worse["on_minus_off"] == 0 and worse["worst_category_diff"] == 0
+    with pytest.raises(ValueError, match="arm"):
+        kpis.scorecard(_evals().query("arm != 'off'"))
+
+
+def test_cost_and_atomicity():
+    s = pd.DataFrame({"learned_tokens": [0, 10, 30, 50], "tokens": [100, 110, 130, 160], "ceiling": [150] * 4,
+                      "atomic": [True, True, False, True]})
+    c = kpis.cost(s)
+    assert (c["learned_tokens_median"], c["learned_tokens_p100"], c["tokens_p100"], c["cost_over_ceiling"]) == \
+        (20, 50, 160, 1)
+    assert kpis.atomicity(s) == {"atomicity_violations": 1}
+
+
+# ------------------------------------------------------------------------------- store-derived KPIs
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(tmp_path / "k.db") as s:
+        yield s
+
+
+def learn(store, body, auto=False, source=TRUSTED):
+    r = gates.learn(store, SKILL, "preference", {"body": body}, section="replies", provenance=source,
+                    settings=gates.GateSettings(auto_approve=auto))
+    return r.delta
+
+
+def test_promotion_precision_recounts_the_ledger(store):
+    earned = learn(store, "Keep replies short.")
+    for i in range(3):
+        evidence.record_context(store, f"s{i}", "1", [earned.id], role="suggested")
+        evidence.record_signal(store, f"s{i}", "1", "accepted")
+    assert [r.decision for r in evidence.review_staged(store, min_samples=3)] == ["promoted"]
+    approved = learn(store, "Sign as Sam.")
+    store.approve(approved.id)
+    tables = deploy.store_tables(store)
+    p = kpis.promotion_precision(tables)
+    assert (p["activations_evidence"], p["activations_user"], p["activated_below_threshold"]) == (1, 1, 0)
+    assert p["counter_mismatches"] == 0
+
+    auto = learn(store, "Use bullet points.", auto=True)  # auto-approve: active at zero evidence
+    forged = learn(store, "Reply in French.")
+    store.set_status(forged.id, "active", who="evidence", reason="no promotion log behind this")
+    p = kpis.promotion_precision(deploy.store_tables(store))
+    assert p["activations_auto"] == 1 and p["activations_other"] == 1 and p["activated_below_threshold"] == 2
+    assert auto.status == "active"
+
+    store.conn.execute("UPDATE skill_deltas SET success_count = success_count + 1, attempt_count = attempt_count + 1 "
+                       "WHERE id = ?", (earned.id,))
+    assert kpis.promotion_precision(deploy.store_tables(store))["counter_mismatches"] == 1
+
+
+def test_untrusted_activation_counts_unless_the_user_approved(store):
+    q = learn(store, "Prefer the shorter summary.", source=UNTRUSTED)
+    store.approve(q.id)
+    assert kpis.promotion_precision(deploy.store_tables(store))["untrusted_without_approval"] == 0
+    q2 = learn(store, "Prefer the longer summary.", source=UNTRUSTED)
+    store.conn.execute("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) "
+                       "VALUES (?, 'budget', '2025-01-01', 'quarantined', 'active', 'forged')", (q2.id,))
+    assert kpis.promotion_precision(deploy.store_tables(store))["untrusted_without_approval"] == 1
+
+
+def test_tier_discipline_counts_facts_and_hints_among_used_lessons(store):
+    learn(store, "Keep replies short.", auto=True)
+    learn(store, "Never staged into use.")
+    gates.learn(store, SKILL, "tool-hint", {"prefer": ["search_mail"]}, section="triage", provenance=TRUSTED,
+                settings=gates.GateSettings(auto_approve=True))
+    gates.learn(store, SKILL, "fact", {"key": "digest_hour", "value": "07:00"}, section=None, provenance=TRUSTED)
+    t = kpis.tier_discipline(deploy.store_tables(store))
+    assert t == {"accepted_lessons": 3, "tier01_share": pytest.approx(2 / 3)}
+
+
+def test_monotonicity_finds_each_kind_of_widening():
+    def row(kind, tier, payload, status="active"):
+        return {"kind": kind, "tier": tier, "payload": json.dumps(payload), "status": status}
+
+    ok = pd.DataFrame([row("tool-hint", 1, {"prefer": ["search_mail"], "drop": []}),
+                       row("preference", 3, {"body": "Keep it short."})])
+    assert kpis.monotonicity(ok, ["search_mail"])["permission_violations"] == 0
+    bad = pd.DataFrame([row("tool-hint", 1, {"prefer": ["send_now"], "drop": []}),
+                        row("preference", 3, {"body": "Use shell:execute to tidy up."}),
+                        row("preference", 2, {"body": "A tier raised by hand."}),
+                        row("tool-hint", 1, {"prefer": ["send_now"], "drop": []}, status="orphaned")])
+    assert kpis.monotonicity(bad, ["search_mail"])["permission_violations"] == 3
+    assert kpis.monotonicity(bad.iloc[1:2], [], granted=["shell:execute"])["permission_violations"] == 0
+    sessions = pd.DataFrame({"tools_ok": [True, False]})
+    assert kpis.monotonicity(ok, ["search_mail"], sessions=sessions)["permission_violations"] == 1
+
+
+def test_rebase_honesty():
+    base = dict(body_changed=True, surfaced=True, status_before="active", status_after="active", true_changed=False)
+    r = pd.DataFrame([
+        base | dict(state="clean", target="a", true_target="a"),                        # honest
+        base | dict(state="stale", target="b", true_target="b", true_changed=True),     # honest, flagged
+        base | dict(state="orphaned", target=None, true_target=None, status_after="orphaned"),
+        base | dict(state="clean", target="c", true_target="c", true_changed=True),     # silent re-apply
+        base | dict(state="stale", target="d", true_target="e"),                        # wrong section
+        base | dict(surfaced=False, state=None, target=None, true_target="f"),          # dropped
+        base | dict(state="clean", target="g", true_target="g", body_changed=False),    # not a body change
+    ])
+    h = kpis.rebase_honesty(r)
+    assert h == {"rebase_deltas": 6, "rebase_surfaced": pytest.approx(5 / 6), "rebase_silent_reanchored": 2,
+                 "rebase_silent_dropped": 1}
+    assert math.isnan(kpis.rebase_honesty(r.iloc[6:])["rebase_surfaced"])
+
+
+# ------------------------------------------------------------------------------ runs and summaries
+
+SMALL = dict(n_sessions=26, turns=3, n_situations=5, eval_turns=2)
+
+
+def test_kpis_are_reproducible_from_a_seed():
+    a = deploy.run_kpis(seed=7, headroom=96, tau=0.7, **SMALL)
+    b = deploy.run_kpis(seed=7, headroom=96, tau=0.7, **SMALL)
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k] == b[k] or (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k])), k
+    c = deploy.run_kpis(seed=8, headroom=96, tau=0.7, **SMALL)
+    assert any(a[k] != c[k] for k in ("corrections", "friction", "learned_tokens_median", "on"))
+    assert a["off_equals_baseline"] and a["counter_mismatches"] == 0 and a["activated_below_threshold"] == 0
+
+
+def test_summarize_gives_intervals_and_pools_ratios():
+    f = pd.DataFrame({"g": ["a"] * 4 + ["b"] * 4, "x": [1.0, 2.0, 3.0, 4.0, 5, 5, 5, 5],
+                      "nr_once": [1, 2, 3, 0, 1, 1, 1, 1], "nr_pairs": [2, 2, 4, 0, 1, 1, 1, 1],
+                      "nonrecurrence": [0.5, 1.0, 0.75, float("nan"), 1, 1, 1, 1]})
+    s = kpis.summarize(f, "g", ["x", "nonrecurrence"]).set_index("g")
+    assert s.loc["a", "x"] == 2.5 and s.loc["a", "x_lo"] <= 2.5 <= s.loc["a", "x_hi"] and s.loc["a", "x_hi"] > 2.5
+    assert s.loc["a", "nonrecurrence"] == pytest.approx(6 / 8)  # pooled, not the mean of run rates
+    assert s.loc["b", "x_lo"] == s.loc["b", "x_hi"] == 5 and s.loc["a", "runs"] == 4
+
+
+def _frame(axis, values):
+    rows = []
+    for v, (util, nr, friction, broken) in values.items():
+        for seed, noise in enumerate((-0.01, 0.0, 0.01)):
+            rows.append({"axis": axis, "value": v, "seed": seed, "on_minus_off": util + noise, "nr_once": nr,
+                         "nr_pairs": 10, "nonrecurrence": nr / 10, "friction": friction,
+                         "learned_tokens_median": 10.0, "activated_below_threshold": broken})
+    return pd.DataFrame(rows)
+
+
+def test_recommend_follows_the_stated_rule():
+    f = pd.concat([
+        _frame("a", {"'x'": (0.9, 9, 1.0, 1), "'y'": (0.5, 8, 1.0, 0), "'z'": (0.3, 8, 0.5, 0)}),
+        _frame("b", {"1": (0.5, 8, 3.0, 0), "2": (0.5, 8, 1.0, 0), "3": (0.5, 8, 2.0, 0)}),
+        _frame("c", {"1": (0.5, 9, 3.0, 0), "2": (0.5, 5, 1.0, 0)}),
+    ])
+    r = kpis.recommend(f, defaults={"a": "z", "b": 3}).set_index("axis")
+    assert r.loc["a", "value"] == "'y'" and "activated_below_threshold" in r.loc["a", "excluded"]
+    assert r.loc["b", "value"] == "3" and "default" in r.loc["b", "rule"]  # a tie keeps the default
+    assert r.loc["c", "value"] == "1"  # only value 1 reaches the 70 % non-recurrence target
+    assert kpis.recommend(f, axes=["b"])["axis"].tolist() == ["b"]
+    everything_broken = _frame("d", {"1": (0.5, 8, 1.0, 2)})
+    assert kpis.recommend(everything_broken)["value"].isna().all()
+    assert np.isnan(kpis.ci([]).estimate)
