@@ -1,0 +1,179 @@
+"""The review panel: what the agent learned and is waiting for a person — approve it, discard it, undo it.
+
+Pending (staged and quarantined) deltas each show their card (provenance, evidence, anchor state, the
+injection scan's findings for quarantined ones) and the unified diff of the effective skill *with* the
+delta against *without* it. Active deltas can be reverted (archived); orphans (their section changed in a
+base update) can be re-approved in bulk per skill or discarded one by one. Every action goes through the
+store's public API — `store.approve` is the consent gate, the only way out of quarantine — and the undo
+handle it returns is listed with an Undo button (`store.undo`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import ipywidgets as widgets
+
+from overlay_kit import rebase
+from overlay_kit.display import UnifiedDiff, delta_html, esc, undo_text
+from overlay_kit.grammar import Delta
+from overlay_kit.resolve import compose
+from overlay_kit.store import Store, StoreError, Undo
+
+__all__ = ["ReviewPanel"]
+
+PENDING = ("staged", "quarantined")
+
+
+class ReviewPanel:
+    """`panel.widget` is the UI. `approve(id)`, `discard(id)`, `revert(id)`, `reapprove(skill)` and
+    `undo(i)` are what its buttons call; `button(id, "Approve")` finds a row's button (tests click it)."""
+
+    def __init__(self, store: Store, skills: Sequence, *, scope: str | Iterable[str] = "user",
+                 show_active: bool = True):
+        self.store = store
+        self.skills = {s.name: s for s in skills}
+        self.scope = scope
+        self.show_active = show_active
+        self.history: list[tuple[str, str, Undo | None]] = []  # (what was done, result, undo handle)
+        self.message = widgets.HTML()
+        self.body = widgets.VBox()
+        self.widget = widgets.VBox([widgets.HTML(f"<b>Review</b> · {esc(', '.join(self.skills))}"), self.body,
+                                    self.message])
+        self.widget.add_class("overlay-review")
+        self._buttons: dict[tuple[str, str], widgets.Button] = {}
+        self._undone: set[int] = set()
+        self.refresh()
+
+    # ------------------------------------------------------------------------------------- queries
+
+    def _search(self, status) -> list[Delta]:
+        return [d for name in self.skills for d in self.store.search(name, scope=self.scope, status=status)]
+
+    def pending(self) -> list[Delta]:
+        return self._search(PENDING)
+
+    def orphans(self) -> list[Delta]:
+        return self._search("orphaned")
+
+    def active(self) -> list[Delta]:
+        return self._search("active")
+
+    def diff(self, delta: Delta) -> UnifiedDiff:
+        """The effective skill with `delta` applied (as if active) against without it, today's active set."""
+        skill = self.skills[delta.skill]
+        others = [d for d in self.store.search(skill.name, scope=self.scope, status="active") if d.id != delta.id]
+        demoted = self.store.retrieval_only(skill.name)
+        kw = dict(scope=self.scope, retrieval_only=demoted, embedder=False)
+        without = compose(skill, others, **kw)
+        with_ = compose(skill, others + [delta.evolve(status="active")], **kw)
+        return UnifiedDiff.of(with_, against=without, labels=("without this delta", "with it"))
+
+    # ------------------------------------------------------------------------------------- actions
+
+    def _do(self, what: str, call, describe=undo_text) -> Undo | None:
+        try:
+            out = call()
+        except StoreError as exc:  # the row moved on (another session approved it, …): say so, never raise
+            self.message.value = f"<span style='color:#cf222e'>{esc(what)}: {esc(exc)}</span>"
+            self.refresh(keep_message=True)
+            return None
+        handle = out if isinstance(out, Undo) and out else None
+        self.history.append((what, describe(out), handle))
+        self.message.value = f"<span style='color:#1a7f37'>{esc(what)}: done</span>"
+        self.refresh(keep_message=True)
+        return handle
+
+    def approve(self, delta_id: str) -> Undo | None:
+        """The consent gate (`store.approve`): staged, quarantined or orphaned → active."""
+        return self._do(f"approve {delta_id}", lambda: self.store.approve(delta_id))
+
+    def discard(self, delta_id: str) -> Undo | None:
+        """Archive a pending or orphaned delta (never deleted; `rebase.discard` = `store.revert`)."""
+        return self._do(f"discard {delta_id}", lambda: rebase.discard(self.store, delta_id))
+
+    def revert(self, delta_id: str) -> Undo | None:
+        """Archive an active delta: the authored text again where it applied."""
+        return self._do(f"revert {delta_id}", lambda: self.store.revert(delta_id))
+
+    def reapprove(self, skill: str) -> Undo | None:
+        """Bulk re-approve every orphan of `skill` (`rebase.reapprove`: back to the status each had)."""
+        return self._do(f"re-approve orphans of {skill}", lambda: rebase.reapprove(self.store, self.skills[skill]),
+                        lambda ids: f"{len(ids)} back to their earlier status: {', '.join(ids) or 'none'} "
+                                    "(per delta: Revert archives it again)")
+
+    def undo(self, index: int = -1) -> None:
+        """Reverse a recorded action with its undo handle (refused if the rows moved on since)."""
+        index %= len(self.history)
+        what, _, handle = self.history[index]
+        if handle is None or index in self._undone:
+            self.message.value = f"<span style='color:#9a6700'>{esc(what)}: no undo handle left to apply</span>"
+            return
+        try:
+            self.store.undo(handle)
+        except StoreError as exc:  # refused: a row moved on since (nothing was changed)
+            self.message.value = f"<span style='color:#cf222e'>undo of {esc(what)}: {esc(exc)}</span>"
+            return
+        self._undone.add(index)
+        self.history.append((f"undo of {what}", "undone", None))
+        self.message.value = f"<span style='color:#1a7f37'>undo of {esc(what)}: done</span>"
+        self.refresh(keep_message=True)
+
+    def button(self, delta_id: str, label: str) -> widgets.Button:
+        return self._buttons[(delta_id, label)]
+
+    # ------------------------------------------------------------------------------------ rendering
+
+    def _row(self, d: Delta, actions: Sequence[tuple[str, str, object]]) -> widgets.VBox:
+        body = self.skills[d.skill].body
+        parts = [widgets.HTML(delta_html(d, body))]
+        if d.status != "orphaned":
+            parts.append(widgets.HTML(self.diff(d)._repr_html_()))
+        buttons = []
+        for label, tip, fn in actions:
+            b = widgets.Button(description=label, tooltip=tip,
+                               button_style={"Approve": "success", "Discard": "warning", "Revert": "danger"}[label])
+            b.on_click(lambda _b, fn=fn, i=d.id: fn(i))
+            self._buttons[(d.id, label)] = b
+            buttons.append(b)
+        parts.append(widgets.HBox(buttons))
+        row = widgets.VBox(parts, layout=widgets.Layout(margin="4px 0 10px 0"))
+        row.add_class("overlay-delta")
+        return row
+
+    def refresh(self, keep_message: bool = False) -> None:
+        """Re-read the store and rebuild the rows."""
+        if not keep_message:
+            self.message.value = ""
+        self._buttons.clear()
+        rows: list[widgets.Widget] = []
+        pending = self.pending()
+        rows.append(widgets.HTML(f"<b>Pending</b> ({len(pending)}): staged lessons and quarantined untrusted "
+                                 "input — nothing here reaches a session until approved"))
+        for d in pending:
+            rows.append(self._row(d, [("Approve", "store.approve: activate (the consent gate)", self.approve),
+                                      ("Discard", "archive it (never deleted)", self.discard)]))
+        orphans = self.orphans()
+        if orphans:
+            rows.append(widgets.HTML(f"<b>Orphaned</b> ({len(orphans)}): their section changed in a base update"))
+            for name in sorted({d.skill for d in orphans}):
+                b = widgets.Button(description=f"Re-approve all orphans of {name}", button_style="info",
+                                   layout=widgets.Layout(width="auto"))
+                b.on_click(lambda _b, n=name: self.reapprove(n))
+                self._buttons[(name, "Re-approve")] = b
+                rows.append(b)
+            for d in orphans:
+                rows.append(self._row(d, [("Discard", "archive it (never deleted)", self.discard)]))
+        if self.show_active:
+            active = self.active()
+            rows.append(widgets.HTML(f"<b>Active</b> ({len(active)})"))
+            for d in active:
+                rows.append(self._row(d, [("Revert", "archive it: the authored text again", self.revert)]))
+        if self.history:
+            rows.append(widgets.HTML("<b>Done</b> (each with its undo handle)"))
+            for i, (what, result, handle) in enumerate(self.history):
+                u = widgets.Button(description="Undo", disabled=handle is None or i in self._undone,
+                                   tooltip="store.undo(handle)")
+                u.on_click(lambda _b, i=i: self.undo(i))
+                rows.append(widgets.HBox([u, widgets.HTML(f"{esc(what)} — {esc(result)}")]))
+        self.body.children = tuple(rows)
