@@ -9,6 +9,7 @@ which is what a "never happens" claim should quote.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -48,7 +49,8 @@ def bootstrap_ci(*samples: Sequence[float], statistic: Callable[..., np.ndarray]
     estimate = float(statistic(*arrays, axis=-1))
     if n == 1:
         return Interval(estimate, estimate, estimate, confidence, n)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)  # constant data: handled below
         res = stats.bootstrap(arrays, statistic, paired=True, vectorized=True, n_resamples=n_resamples,
                               confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)

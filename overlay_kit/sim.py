@@ -19,6 +19,7 @@ import json
 import random
 import re
 import textwrap
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,9 +35,11 @@ from .rebase import Update, similarity
 
 __all__ = [
     "CALIBRATION",
+    "COUNTS",
     "OPERATORS",
     "OUTCOMES",
     "PROFILES",
+    "RATES",
     "DeltaSpec",
     "Edit",
     "Fate",
@@ -48,9 +51,12 @@ __all__ = [
     "evaluate",
     "generate_history",
     "generate_histories",
+    "history_study",
     "load_histories",
     "make_skill",
+    "operator_study",
     "operator_trials",
+    "rates",
     "sweep",
     "tally",
 ]
@@ -352,7 +358,7 @@ def _fill(lead: str, words: str, old: list[str], width: int | None = None) -> li
 Operator = Callable[..., "Edit | None"]
 
 
-def _prose_op(name: str, change: Callable[[random.Random, str], str | None], changed: bool,
+def _prose_op(name: str, doc: str, change: Callable[[random.Random, str], str | None], changed: bool,
               keep_digest: bool = False) -> Operator:
     def op(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
         front, body = _split(text)
@@ -378,7 +384,7 @@ def _prose_op(name: str, change: Callable[[random.Random, str], str | None], cha
                 return _finish(name, front, sections, pieces, keep_digest)
         return None
 
-    op.__name__ = name
+    op.__name__, op.__doc__ = name, doc
     return op
 
 
@@ -422,10 +428,13 @@ def _typo(rng: random.Random, prose: str) -> str | None:
     return prose[: m.start()] + w[:k] + w[k + 1] + w[k] + w[k + 2:] + prose[m.end():]
 
 
-sentence_reword = _prose_op("sentence_reword", _reword, changed=True)
-sentence_insert = _prose_op("sentence_insert", _insert_sentence, changed=True)
-sentence_delete = _prose_op("sentence_delete", _delete_sentence, changed=True)
-typo_fix = _prose_op("typo_fix", _typo, changed=False)
+sentence_reword = _prose_op("sentence_reword", "Reword a sentence (1-3 words replaced).", _reword, changed=True)
+sentence_insert = _prose_op("sentence_insert", "Insert a new sentence into a paragraph or list item.",
+                            _insert_sentence, changed=True)
+sentence_delete = _prose_op("sentence_delete", "Delete a sentence (or a one-sentence list item).",
+                            _delete_sentence, changed=True)
+typo_fix = _prose_op("typo_fix", "Swap two letters of a word outside code (a typo fixed or made): meaning kept.",
+                     _typo, changed=False)
 
 
 def whitespace_churn(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
@@ -654,8 +663,11 @@ def boilerplate_removed(text: str, rng: random.Random, target: str | None = None
 
 def section_insert(text: str, rng: random.Random, target: str | None = None, *, at_end: float = 0.5,
                    name: str = "section_insert") -> Edit | None:
-    """Insert a new section: appended, or placed among the others (a repeated heading such as "Notes"
-    renumbers the slugs of its namesakes below; a new "Step N" renumbers the later steps)."""
+    """Insert a new section, appended or among the others (a repeated heading renumbers its namesakes).
+
+    A repeated heading such as "Notes" renumbers the slugs of its namesakes below it; a new "Step N"
+    renumbers the later steps.
+    """
     front, body = _split(text)
     sections = _parse(body)
     start = _first_movable(sections)
@@ -685,7 +697,7 @@ def section_append(text: str, rng: random.Random, target: str | None = None) -> 
     return section_insert(text, rng, target, at_end=1.0, name="section_append")
 
 
-def _frontmatter_op(name: str, change: Callable[[random.Random, dict], bool]) -> Operator:
+def _frontmatter_op(name: str, doc: str, change: Callable[[random.Random, dict], bool]) -> Operator:
     def op(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
         front, body = _split(text)
         if not front:
@@ -697,7 +709,7 @@ def _frontmatter_op(name: str, change: Callable[[random.Random, dict], bool]) ->
         edit = identity(text)
         return Edit((name,), new + body, edit.truth)
 
-    op.__name__ = name
+    op.__name__, op.__doc__ = name, doc
     return op
 
 
@@ -735,9 +747,11 @@ def _narrow_tools(rng: random.Random, data: dict) -> bool:
     return True
 
 
-frontmatter_edit = _frontmatter_op("frontmatter_edit", _edit_frontmatter)
-version_bump = _frontmatter_op("version_bump", _bump_version)
-narrow_tools = _frontmatter_op("narrow_tools", _narrow_tools)
+frontmatter_edit = _frontmatter_op("frontmatter_edit", "Reword the description or set a metadata field; body "
+                                   "byte-identical.", _edit_frontmatter)
+version_bump = _frontmatter_op("version_bump", "Bump metadata.gaia.version; body byte-identical.", _bump_version)
+narrow_tools = _frontmatter_op("narrow_tools", "Remove one declared tool (a permission narrowing); body "
+                               "byte-identical.", _narrow_tools)
 
 OPERATORS: Mapping[str, Operator] = {op.__name__: op for op in (
     whitespace_churn, rewrap, typo_fix, sentence_reword, sentence_insert, sentence_delete, heading_rename,
@@ -956,6 +970,7 @@ def load_histories(path: str | Path, *, min_versions: int = 2) -> list[History]:
 
 # ----------------------------------------------------------------------------------------- scoring
 
+COUNTS = ("updates", "deltas", "clean", "stale", "orphaned", "review", "survivors")
 OUTCOMES = ("correct_clean", "correct_stale", "over_flagged", "attached_part", "silent_reapply", "misattached",
             "correct_orphan", "false_orphan", "rescued", "proposals", "correct_proposals")
 
@@ -1031,8 +1046,7 @@ def evaluate(history: History, policies: Sequence[str | rebase.Policy] = tuple(r
             counts = tally(rebase.plan_update(update, p), live, truth)
             rows.append({"history": history_id if history_id is not None else history.path, "update": k,
                          "policy": p.name, "body_changed": update.body_changed, "ops": ops,
-                         **{key: counts.get(key, 0) for key in
-                            ("deltas", "clean", "stale", "orphaned", "review", "survivors") + OUTCOMES}})
+                         **{key: counts.get(key, 0) for key in COUNTS + OUTCOMES}, "updates": 1})
     return rows
 
 
@@ -1056,9 +1070,76 @@ def operator_trials(operator: str, policies: Sequence[str | rebase.Policy] = tup
         for p in policies:
             counts = tally(rebase.plan_update(update, p), [s.slug for s in _anchorable(text)], edit.truth)
             rows.append({"operator": operator, "trial": trial, "policy": p.name,
-                         **{key: counts.get(key, 0) for key in
-                            ("deltas", "clean", "stale", "orphaned", "review", "survivors") + OUTCOMES}})
+                         **{key: counts.get(key, 0) for key in COUNTS + OUTCOMES}, "updates": 1})
     return rows
+
+
+# ------------------------------------------------------------------------------------------ studies
+
+# name: (numerator, denominator), both summed per cluster before the ratio (metrics.rate_table).
+RATES: Mapping[str, tuple[str, str]] = {
+    "clean": ("clean", "deltas"),
+    "stale": ("stale", "deltas"),
+    "orphaned": ("orphaned", "deltas"),
+    "correct_clean": ("correct_clean", "deltas"),
+    "correct_stale": ("correct_stale", "deltas"),
+    "over_flagged": ("over_flagged", "deltas"),
+    "false_orphan": ("false_orphan", "deltas"),
+    "rescued_orphan": ("rescued", "deltas"),
+    "misattached": ("misattached", "deltas"),
+    "silent_reapply": ("silent_reapply", "deltas"),
+    "proposal_precision": ("correct_proposals", "proposals"),
+    "proposal_recall": ("rescued", "false_orphan"),
+    "review_per_update": ("review", "updates"),
+}
+
+
+def rates(df, by: str | Sequence[str], cluster: str, names: Sequence[str] | None = None, **kw):
+    """Outcome rates per group with cluster-bootstrap intervals (`RATES`; `names` picks some)."""
+    from .metrics import rate_table
+
+    chosen = {k: RATES[k] for k in (names or RATES)}
+    return rate_table(df, by, cluster, chosen, **kw)
+
+
+def _operator_cell(operator: str, policies: Sequence[str], n: int, seed: int) -> list[dict]:
+    return operator_trials(operator, policies, n, seed)
+
+
+def operator_study(operators: Sequence[str] | None = None, policies: Sequence[str] = tuple(rebase.POLICIES),
+                   n: int = 30, seed: int = 0, **sweep_kw):
+    """Each operator applied once to `n` fresh skills, every section carrying a delta, through every policy:
+    one row per (operator, trial, policy). `sweep_kw` go to `sweep` (backend, n_jobs, progress)."""
+    import pandas as pd
+
+    grid = [{"operator": op, "policies": tuple(policies), "n": n, "seed": seed}
+            for op in (operators or [o for o in OPERATORS])]
+    return pd.DataFrame([r for rows in sweep(_operator_cell, grid, desc="operators", **sweep_kw) for r in rows])
+
+
+def _history_cell(profile: str, intensity: float, n_versions: int, n_deltas: int, seeds: Sequence[int],
+                  policies: Sequence[str]) -> list[dict]:
+    prof = PROFILES[profile] if intensity == 1 else PROFILES[profile].scaled(intensity)
+    rows = []
+    for s in seeds:
+        h = generate_history(prof, n_versions, n_deltas, seed=s)
+        for r in evaluate(h, policies, history_id=s):
+            rows.append({"profile": profile, "intensity": intensity, "n_versions": n_versions, **r})
+    return rows
+
+
+def history_study(profiles: Sequence[str] = ("typical", "metadata-heavy"), intensities: Sequence[float] = (1.0,),
+                  versions: Sequence[int] = (10,), n_histories: int = 20, n_deltas: int = 10,
+                  policies: Sequence[str] = tuple(rebase.POLICIES), seed: int = 0, chunk: int = 10, **sweep_kw):
+    """Synthetic histories for every (profile, edit intensity, versions) cell, every policy: one row per
+    (cell, history, update, policy). History k of every cell uses seed `seed·10⁶ + k` (common random numbers)."""
+    import pandas as pd
+
+    seeds = [seed * 1_000_000 + k for k in range(n_histories)]
+    grid = [{"profile": p, "intensity": i, "n_versions": v, "n_deltas": n_deltas, "seeds": seeds[c: c + chunk],
+             "policies": tuple(policies)}
+            for p in profiles for i in intensities for v in versions for c in range(0, n_histories, chunk)]
+    return pd.DataFrame([r for rows in sweep(_history_cell, grid, desc="histories", **sweep_kw) for r in rows])
 
 
 # ------------------------------------------------------------------------------------- calibration
@@ -1141,7 +1222,9 @@ def sweep(fn: Callable[..., Any], grid: Sequence[Mapping[str, Any]], *, backend:
     backends: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
         "dask": lambda: _dask_backend(n_jobs, client)}
     context = backends.get(backend, lambda: joblib.parallel_config(backend=backend, n_jobs=n_jobs))
-    with context():
+    with context(), warnings.catch_warnings():
+        # loky recycles idle workers on a busy machine and says so; results are unaffected
+        warnings.filterwarnings("ignore", "A worker stopped while some jobs", UserWarning)
         tasks = (joblib.delayed(fn)(**params) for params in grid)
         results = joblib.Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
         return list(tqdm(results, total=len(grid), desc=desc, disable=not progress))
