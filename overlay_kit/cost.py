@@ -13,7 +13,11 @@ Three measurements, each a function of a chat client (live, recording, or replay
 * `regression` / `ceiling` — TTFT at each learned size relative to the no-delta build (median ratio with a
   bootstrap interval), and the largest learned size whose fitted regression stays within a limit (2 %).
 
-`StudyInputs` snapshots every input text, so a recording replays byte-identically even after the example
+Wall-clock TTFT is the KPI, but on a machine shared with other work it is noisy; against the local engine each
+reply also carries the engine's CPU seconds to the first token (`Engine.cpu_seconds`), which other load barely
+inflates, so every figure is available for both.
+
+`StudyInputs` snapshots every input text (and the budget constants it reads), so a recording replays byte-identically even after the example
 datasets change; `run_study(live=True, record_to=…)` measures and writes the inputs and the cassette side by
 side (``python -m overlay_kit.cost`` re-records the stored default).
 """
@@ -29,12 +33,13 @@ from typing import Sequence
 
 import numpy as np
 
-from .budget import BLOCK_HEADING, BLOCK_INTRO
+from .budget import BLOCK_HEADING, BLOCK_INTRO, DEFAULT_CEILING
 from .llm import Cassette, LemonadeClient, Skipped
 from .prompt import Prompt, compose, count_tokens, reprefill_tokens
 from .skill import load_skill
 
-__all__ = ["GrowthPoint", "Study", "StudyInputs", "TurnCost", "ceiling", "growth", "learned_fragment",
+__all__ = ["GrowthPoint", "Study", "StudyInputs", "TurnCost", "ceiling", "fitted_regression", "growth",
+           "learned_fragment",
            "recall_plan", "regression", "run_study", "session", "study_client"]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +62,8 @@ class StudyInputs:
     change_p: float = 0.5                         # chance the recalled set changes at a turn
     reply_tokens: int = 8
     seed: int = 0
+    heading: str = f"{BLOCK_HEADING}\n\n{BLOCK_INTRO}"  # opens the learned block (the budget's, at record time)
+    budget_ceiling: int = DEFAULT_CEILING          # the resident ceiling the regression is read at
 
     @classmethod
     def from_datasets(cls, *, full: bool = False, seed: int = 0) -> "StudyInputs":
@@ -92,14 +99,15 @@ class StudyInputs:
         return cls(**d), data.get("meta", {})
 
 
-def learned_fragment(lessons: Sequence[tuple[str, str]], tokens: int | None = None) -> str:
+def learned_fragment(lessons: Sequence[tuple[str, str]], tokens: int | None = None,
+                     heading: str = f"{BLOCK_HEADING}\n\n{BLOCK_INTRO}") -> str:
     """A learned-adjustments block of whole lessons, numbered; never cut mid-lesson.
 
     `tokens=None`: every lesson once. Else lessons in order, cycled, while the block stays within `tokens`.
     """
     if (tokens is not None and tokens <= 0) or not lessons:
         return ""
-    head = f"{BLOCK_HEADING}\n\n{BLOCK_INTRO}\n"
+    head = heading + "\n"
     lines, used, i = [], count_tokens(head), 0
     while tokens is not None or i < len(lessons):
         trigger, body = lessons[i % len(lessons)]
@@ -122,6 +130,8 @@ class GrowthPoint:
     repeat: int
     cold_ttft_s: float | None
     warm_ttft_s: float | None
+    cold_cpu_s: float | None   # engine CPU seconds to the first token (local engine only)
+    warm_cpu_s: float | None
     warm_reprefill: int        # tokens re-prefilled by the warm turn (prompt model)
     replayed: bool
     source: str                # the reply's label: live/replayed, model, backend, date
@@ -132,19 +142,24 @@ def _nonce(tag: str) -> str:
 
 
 def growth(client: LemonadeClient, model: str, inputs: StudyInputs) -> list[GrowthPoint]:
-    """Cold and warm TTFT per learned size; the learned fragment sits in the stable prefix, resolved once."""
+    """Cold and warm TTFT per learned size; the learned fragment sits in the stable prefix, resolved once.
+
+    Sizes are interleaved within each repeat, so slow spells of a shared machine hit every size alike."""
+    fragments = {size: learned_fragment(inputs.lessons, size, inputs.heading) for size in inputs.sizes}
     out = []
-    for size in inputs.sizes:
-        learned = learned_fragment(inputs.lessons, size)
-        for r in range(inputs.repeats):
+    for r in range(inputs.repeats):
+        for size in inputs.sizes:
+            learned = fragments[size]
             cold = compose(_nonce(f"g{size}-{r}") + inputs.stable, learned, inputs.tools, policy="prefix",
                            history=[("user", inputs.lessons[r % len(inputs.lessons)][0])])
             a = _send(client, model, cold, inputs)
-            warm = cold.then("assistant", a.content).then("user", inputs.lessons[(r + 1) % len(inputs.lessons)][0])
+            answered = cold.then("assistant", a.content)
+            warm = answered.then("user", inputs.lessons[(r + 1) % len(inputs.lessons)][0])
             b = _send(client, model, warm, inputs)
             out.append(GrowthPoint(size, count_tokens(learned), count_tokens(cold.text), r, a.ttft_s, b.ttft_s,
-                                   reprefill_tokens(cold.then("assistant", a.content), warm), a.replayed, a.label()))
-    return out
+                                   a.server_cpu_s, b.server_cpu_s, reprefill_tokens(answered, warm), a.replayed,
+                                   a.label()))
+    return sorted(out, key=lambda p: (p.learned_target, p.repeat))
 
 
 def _send(client: LemonadeClient, model: str, prompt: Prompt, inputs: StudyInputs):
@@ -163,6 +178,7 @@ class TurnCost:
     prompt_tokens: int
     reprefill: int             # tokens after the first changed byte vs the previous turn's prompt
     ttft_s: float | None
+    cpu_s: float | None        # engine CPU seconds to the first token (local engine only)
     replayed: bool
 
 
@@ -187,14 +203,14 @@ def session(client: LemonadeClient, model: str, inputs: StudyInputs, placement: 
     out = []
     for t, recalled in enumerate(plan):
         chosen = recalled if resolution == "turn" else plan[0]
-        learned = learned_fragment([inputs.lessons[i] for i in chosen])
+        learned = learned_fragment([inputs.lessons[i] for i in chosen], None, inputs.heading)
         user = inputs.lessons[recalled[0]][0]
         prompt = compose(_nonce(f"s-{placement}-{resolution}") + inputs.stable, learned, inputs.tools,
                          policy=placement, history=history + [("user", user)])
         reply = _send(client, model, prompt, inputs)
         changed = resolution == "turn" and t > 0 and chosen != plan[t - 1]
         out.append(TurnCost(placement, resolution, t + 1, changed, count_tokens(prompt.text),
-                            reprefill_tokens(prev, prompt), reply.ttft_s, reply.replayed))
+                            reprefill_tokens(prev, prompt), reply.ttft_s, reply.server_cpu_s, reply.replayed))
         history += [("user", user), ("assistant", reply.content)]
         prev = prompt.then("assistant", reply.content)
     return out
@@ -210,9 +226,11 @@ def _bootstrap_ratio(x: np.ndarray, base: np.ndarray, seed: int, n: int = 2000) 
     return float(lo), float(hi)
 
 
-def regression(points: Sequence[GrowthPoint], which: str = "cold", seed: int = 0) -> list[dict]:
-    """Per learned size: median TTFT, and its regression vs the no-delta build with a 95 % bootstrap CI."""
-    key = f"{which}_ttft_s"
+def regression(points: Sequence[GrowthPoint], which: str = "cold", metric: str = "ttft", seed: int = 0) -> list[dict]:
+    """Per learned size: the median of `metric` (``ttft`` wall seconds, or ``cpu`` engine CPU seconds to the
+    first token) on `which` turns (``cold``/``warm``), and its regression vs the no-delta build (95 % bootstrap
+    CI)."""
+    key = f"{which}_{metric}_s"
     by = {}
     for p in points:
         if getattr(p, key) is not None:
@@ -225,24 +243,40 @@ def regression(points: Sequence[GrowthPoint], which: str = "cold", seed: int = 0
         x = np.array([getattr(p, key) for p in by[size]])
         lo, hi = _bootstrap_ratio(x, base, seed + size)
         rows.append({"learned_target": size, "learned_tokens": by[size][0].learned_tokens,
-                     "prompt_tokens": by[size][0].prompt_tokens, "n": len(x), "median_ttft_s": float(np.median(x)),
+                     "prompt_tokens": by[size][0].prompt_tokens, "n": len(x), "median_s": float(np.median(x)),
                      "regression": float(np.median(x) / np.median(base) - 1.0), "ci_low": lo, "ci_high": hi})
     return rows
 
 
 def ceiling(rows: Sequence[dict], limit: float = 0.02) -> dict:
-    """Largest learned size whose *fitted* regression ≤ `limit`: TTFT = a + b·learned (least squares on the
-    medians; a line, because the sizes here are small next to the window). `beyond_measured` marks a
-    ceiling past the largest size measured (an extrapolation)."""
+    """Largest learned size whose *fitted* regression stays ≤ `limit` (2 %).
+
+    Fits cost = a + b·x + c·x² to the medians by least squares (x = learned tokens; a line with fewer than four
+    sizes, and c is clipped at 0: prefill never gets cheaper per token as the prompt grows) and solves
+    b·x + c·x² = limit·a. `beyond_measured` marks a ceiling past the largest size measured (an
+    extrapolation); `ceiling_tokens` is None when the fit shows no growth at all.
+    """
     x = np.array([r["learned_tokens"] for r in rows], float)
-    y = np.array([r["median_ttft_s"] for r in rows], float)
-    b, a = np.polyfit(x, y, 1)
-    if b <= 0:
-        return {"intercept_s": float(a), "slope_s_per_token": float(b), "ceiling_tokens": None,
-                "beyond_measured": True, "limit": limit}
-    c = limit * a / b
-    return {"intercept_s": float(a), "slope_s_per_token": float(b), "ceiling_tokens": int(c),
-            "beyond_measured": bool(c > x.max()), "limit": limit}
+    y = np.array([r["median_s"] for r in rows], float)
+    if len(x) >= 4:
+        c, b, a = np.polyfit(x, y, 2)
+        if c < 0:
+            c, (b, a) = 0.0, np.polyfit(x, y, 1)
+    else:
+        c, (b, a) = 0.0, np.polyfit(x, y, 1)
+    fit = {"intercept_s": float(a), "slope_s_per_token": float(b), "curvature_s_per_token2": float(c),
+           "limit": limit}
+    if b <= 0 and c <= 0:
+        return {**fit, "ceiling_tokens": None, "beyond_measured": True}
+    target = limit * a
+    x_star = target / b if c == 0 else (-b + np.sqrt(b * b + 4 * c * target)) / (2 * c)
+    return {**fit, "ceiling_tokens": int(x_star), "beyond_measured": bool(x_star > x.max())}
+
+
+def fitted_regression(fit: dict, learned_tokens: float) -> float:
+    """The regression a `ceiling` fit predicts at `learned_tokens`."""
+    x = learned_tokens
+    return (fit["slope_s_per_token"] * x + fit["curvature_s_per_token2"] * x * x) / fit["intercept_s"]
 
 
 # ------------------------------------------------------------------------------------- clients, record
@@ -274,23 +308,23 @@ def study_client(live: bool, recording: Path = RECORDING, record_to: Path | None
         return client, meta["model"], None, (f"replayed: recorded {meta['recorded_at']} against "
                                              f"{meta['model']} — {meta['engine']}")
     cassette = Cassette(record_to.with_suffix(".jsonl"), record=True) if record_to else None
-    mode = "record" if cassette else "live"
+    mode = "record" if cassette is not None else "live"
     probe = LemonadeClient(retries=0)
     health = probe.health()
     if health.up and health.loaded:
         model = health.loaded[0][0]
         info = probe.model_info(model)
         engine_id = f"Lemonade at {probe.base_url}, {model} ({info.backend})"
-        if cassette:
+        if cassette is not None:
             cassette.engine = engine_id
         return LemonadeClient(cassette=cassette, mode=mode), model, None, f"live: {engine_id}"
     try:
         engine = Engine().start()
     except EngineUnavailable as exc:
         raise Skipped(f"no Lemonade server answered at {probe.base_url} and the local engine is missing: {exc}")
-    if cassette:
+    if cassette is not None:
         cassette.engine = engine.id
-    client = LemonadeClient(engine.base_url, cassette=cassette, mode=mode)
+    client = LemonadeClient(engine.base_url, cassette=cassette, mode=mode, meter=engine.cpu_seconds)
     return client, engine.alias, engine, f"live: {engine.id} (random weights — cost only)"
 
 

@@ -214,6 +214,24 @@ class Engine:
     def id(self) -> str:
         return engine_id(self.spec, self.n_ctx, self.threads)
 
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the server process has run so far, all threads, ns resolution (Linux schedstat).
+
+        None where /proc is not available. Differences around a request are its CPU cost, which other load
+        on a shared machine barely inflates (unlike wall-clock TTFT)."""
+        if self._proc is None:
+            return None
+        total = 0
+        try:
+            for task in Path(f"/proc/{self._proc.pid}/task").iterdir():
+                try:
+                    total += int((task / "schedstat").read_text().split()[0])
+                except (OSError, ValueError, IndexError):
+                    continue  # a thread that just exited
+        except OSError:
+            return None
+        return total / 1e9
+
     def log_tail(self, n: int = 2000) -> str:
         if self._log is None:
             return ""

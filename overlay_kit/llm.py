@@ -28,7 +28,7 @@ from collections import defaultdict, deque
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import httpx
 
@@ -270,6 +270,7 @@ class Reply:
     prompt_tokens_counted: int = 0          # the client's own pre-send count (bundled tokenizer)
     ttft_s: float | None = None
     ttft_source: str = ""                   # server:timings | server:flm | server:stats | wall | wall:total
+    server_cpu_s: float | None = None       # server CPU seconds to the first token (when the client has a meter)
     elapsed_s: float | None = None
     streamed: bool = False
     reasoning: str = ""
@@ -391,6 +392,7 @@ class _Stream:
     timings: dict = field(default_factory=dict)
     model: str = ""
     first_at: float | None = None
+    first_cpu: float | None = None
     done: bool = False
 
 
@@ -399,12 +401,15 @@ class LemonadeClient:
 
     `cassette` + ``mode``: ``"live"`` (default, no cassette), ``"record"`` (live, every chat reply saved to
     the cassette) or ``"replay"`` (never touches the network; a missing recording raises `Skipped`).
+    `meter`: a callable returning the server's cumulative CPU seconds (`Engine.cpu_seconds`); with it each
+    reply carries `server_cpu_s`, the CPU the server spent up to the first token — a cost figure that, unlike
+    wall-clock TTFT, other load on a shared machine barely inflates.
     """
 
     def __init__(self, base_url: str | None = None, *, api_key: str | None = None, cassette: Cassette | None = None,
                  mode: str = "live", retries: int = 4, backoff_s: float = 0.5, backoff_cap_s: float = 8.0,
                  read_timeout_s: float | None = None, window: int | None = None,
-                 transport: httpx.BaseTransport | None = None):
+                 transport: httpx.BaseTransport | None = None, meter: Callable[[], float | None] | None = None):
         if mode not in ("live", "record", "replay"):
             raise ConfigError(f"mode {mode!r} is not one of live, record, replay")
         if mode != "live" and cassette is None:
@@ -417,11 +422,13 @@ class LemonadeClient:
         self.cassette, self.mode, self.window = cassette, mode, window
         self.retries, self.backoff_s, self.backoff_cap_s = retries, backoff_s, backoff_cap_s
         self.read_timeout_s = read_timeout_s
+        self.meter = meter  # the server's cumulative CPU seconds, when this process can read them (a local engine)
         self._http = httpx.Client(base_url=self.base_url + "/", headers=headers, transport=transport,
                                   timeout=httpx.Timeout(10.0, connect=3.0))
         self._models: dict[str, ModelInfo] = {}
         self._ctx: dict[str, int] = {}  # ctx_size read back after load()
         self._lemonade: bool | None = None  # did /health answer in Lemonade's shape?
+        self._cpu0: float | None = None
 
     # -- plumbing ----------------------------------------------------------------------------------
     def close(self) -> None:
@@ -615,6 +622,7 @@ class LemonadeClient:
     def _chat_live(self, model: str, body: dict, counted: int, backend: str, reloaded: bool = False) -> Reply:
         what = f"chat with {model}"
         t0 = time.perf_counter()
+        self._cpu0 = self.meter() if self.meter else None
         try:
             if not body["stream"]:
                 resp = self._request("POST", "chat/completions", json_body=body, what=what,
@@ -643,7 +651,7 @@ class LemonadeClient:
         return None, ""
 
     def _reply(self, model, content, finish, usage, timings, counted, backend, ttft_wall, ttft_wall_src, elapsed,
-               streamed, reasoning="", tool_calls=()) -> Reply:
+               streamed, reasoning="", tool_calls=(), cpu_at_first: float | None = None) -> Reply:
         ttft, src = self._server_ttft(usage, timings)
         if ttft is None:
             ttft, src = ttft_wall, ttft_wall_src
@@ -651,7 +659,10 @@ class LemonadeClient:
         cached = _as_int(details.get("cached_tokens")) if isinstance(details, dict) else None
         if cached is None and timings.get("cache_n") is not None:
             cached = _as_int(timings.get("cache_n"))
-        return Reply(model=model, content=content, finish_reason=finish,
+        if cpu_at_first is None and self.meter:
+            cpu_at_first = self.meter()
+        cpu = cpu_at_first - self._cpu0 if cpu_at_first is not None and self._cpu0 is not None else None
+        return Reply(model=model, content=content, finish_reason=finish, server_cpu_s=cpu,
                      prompt_tokens=_as_int(usage.get("prompt_tokens")),
                      completion_tokens=_as_int(usage.get("completion_tokens")), cached_tokens=cached,
                      prompt_tokens_counted=counted, ttft_s=ttft, ttft_source=src, elapsed_s=elapsed,
@@ -711,6 +722,8 @@ class LemonadeClient:
                             exc_type = {"overflow": ContextOverflow, "transient": TransientError}.get(kind, ServerError)
                             raise exc_type(err, what + " (error frame at HTTP 200)")
                         self._absorb(st, frame)
+                        if st.first_at is not None and st.first_cpu is None and self.meter:
+                            st.first_cpu = self.meter()
                 except httpx.TimeoutException as exc:
                     raise LLMTimeout(f"{what}: the stream stalled (read timeout)") from exc
                 except httpx.RemoteProtocolError:
@@ -731,7 +744,7 @@ class LemonadeClient:
         ttft = (st.first_at - t0) if st.first_at is not None else None
         tools = [st.tools[i] for i in sorted(st.tools)]
         return self._reply(st.model or model, "".join(st.content), st.finish, st.usage, st.timings, counted,
-                           backend, ttft, "wall", elapsed, True, "".join(st.reasoning), tools)
+                           backend, ttft, "wall", elapsed, True, "".join(st.reasoning), tools, st.first_cpu)
 
     @staticmethod
     def _absorb(st: _Stream, frame: dict) -> None:

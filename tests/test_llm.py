@@ -170,6 +170,15 @@ def test_server_timings_preferred_over_wall_clock(scripted, extra, source, ttft)
         assert reply.cached_tokens == 40
 
 
+def test_meter_gives_server_cpu_to_first_token(scripted):
+    readings = iter([10.0, 10.25, 99.0])  # at send, at the first token; never read again
+    scripted.add("POST", "chat/completions", chunks=sse(chunk("x"), chunk("y", finish="stop")))
+    reply = client(scripted, meter=lambda: next(readings)).chat("m", MSG, stream=True)
+    assert reply.server_cpu_s == pytest.approx(0.25)
+    scripted.add("POST", "chat/completions", chunks=sse(chunk("x", finish="stop")))
+    assert client(scripted).chat("m", MSG, stream=True).server_cpu_s is None  # no meter, no figure
+
+
 def test_tool_calls_reassembled_by_index(scripted):
     def tc(i, name=None, args=""):
         return {"choices": [{"index": 0, "delta": {"tool_calls": [

@@ -25,7 +25,7 @@ def test_learned_fragment_is_whole_lessons_within_the_target():
 
 
 def _points(ttfts: dict[int, list[float]]) -> list[cost.GrowthPoint]:
-    return [cost.GrowthPoint(size, size, 1000 + size, r, t, t / 10, 5, False, "test")
+    return [cost.GrowthPoint(size, size, 1000 + size, r, t, t / 10, t * 2, t / 5, 5, False, "test")
             for size, ts in ttfts.items() for r, t in enumerate(ts)]
 
 
@@ -35,17 +35,22 @@ def test_regression_against_the_no_delta_build_with_a_bootstrap_interval():
     assert rows[0]["regression"] == 0.0 and rows[1]["regression"] == pytest.approx(0.1)
     assert rows[1]["ci_low"] <= 0.1 <= rows[1]["ci_high"] and rows[1]["ci_low"] > 0
     warm = cost.regression(_points({0: [1.0, 1.0], 100: [2.0, 2.0]}), "warm")
-    assert warm[1]["median_ttft_s"] == pytest.approx(0.2)
+    assert warm[1]["median_s"] == pytest.approx(0.2)
+    assert cost.regression(_points({0: [1.0], 100: [2.0]}), "cold", "cpu")[1]["median_s"] == pytest.approx(4.0)
     with pytest.raises(ValueError, match="no-delta"):
         cost.regression(_points({100: [1.0]}))
 
 
-def test_ceiling_from_the_fitted_line():
-    rows = [{"learned_tokens": n, "median_ttft_s": 0.5 + 1e-4 * n} for n in (0, 100, 200, 400)]
-    c = cost.ceiling(rows)
-    assert c["ceiling_tokens"] == 100 and not c["beyond_measured"]  # 2% of 0.5 s at 0.1 ms/token
-    assert cost.ceiling(rows, limit=0.2)["beyond_measured"]
-    flat = cost.ceiling([{"learned_tokens": n, "median_ttft_s": 0.5} for n in (0, 100)])
+def test_ceiling_from_the_fitted_curve():
+    line = [{"learned_tokens": n, "median_s": 0.5 + 1e-4 * n} for n in (0, 100, 200, 400)]
+    c = cost.ceiling(line)
+    assert c["ceiling_tokens"] == pytest.approx(100, abs=1) and not c["beyond_measured"]  # 2 % of 0.5 s at 0.1 ms/token
+    assert cost.fitted_regression(c, 100) == pytest.approx(0.02, abs=1e-3)
+    assert cost.ceiling(line, limit=0.2)["beyond_measured"]
+    curve = [{"learned_tokens": n, "median_s": 1.0 + 1e-4 * n + 1e-7 * n * n} for n in (0, 500, 1000, 2000, 4000)]
+    c = cost.ceiling(curve)  # 1e-4 x + 1e-7 x² = 0.02 → x = 100 (√(1e-8 + 8e-9) − 1e-4)/2e-7 ≈ 170.8
+    assert c["ceiling_tokens"] == 170 and cost.fitted_regression(c, 4000) == pytest.approx(2.0)
+    flat = cost.ceiling([{"learned_tokens": n, "median_s": 0.5} for n in (0, 100)])
     assert flat["ceiling_tokens"] is None
 
 
@@ -79,4 +84,4 @@ def test_stored_recording_replays_offline_and_shows_the_placement_effect():
     for turn in changed:
         assert by[("prefix", "turn", turn)].reprefill > 5 * by[("tail", "turn", turn)].reprefill
     rows = cost.regression(study.growth)
-    assert rows[0]["learned_target"] == 0 and all(r["median_ttft_s"] > 0 for r in rows)
+    assert rows[0]["learned_target"] == 0 and all(r["median_s"] > 0 for r in rows)

@@ -48,10 +48,12 @@ def test_chat_reply_and_server_token_count(client):
     assert contents < reply.prompt_tokens <= reply.prompt_tokens_counted
 
 
-def test_streamed_reply_measures_ttft(client):
+def test_streamed_reply_measures_ttft(client, engine):
+    client.meter = engine.cpu_seconds
     reply = client.chat(MODEL_ALIAS, MSG, max_completion_tokens=6, stream=True, temperature=0.0, seed=1)
     assert reply.streamed and reply.finish_reason in ("stop", "length")
     assert reply.ttft_source == "wall" and 0 < reply.ttft_s <= reply.elapsed_s
+    assert 0 < reply.server_cpu_s < 3 * reply.elapsed_s + 0.05  # 2 compute threads + the HTTP loop
     assert reply.completion_tokens is None or reply.completion_tokens <= 6
     plain = client.chat(MODEL_ALIAS, MSG, max_completion_tokens=6, temperature=0.0, seed=1)
     assert plain.content == reply.content  # greedy: streaming and plain give the same tokens
@@ -127,3 +129,15 @@ def test_tiny_study_live_prefix_recall_costs_more_than_tail(engine, tmp_path):
     for t in range(1, 4):  # the recall changed at every turn
         assert turns["prefix"][t].reprefill > turns["tail"][t].reprefill
         assert turns["prefix"][t].reprefill >= turns["prefix"][t].prompt_tokens - 40  # all but the heading
+
+
+def test_study_client_records_live_replies(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEMONADE_BASE_URL", "http://127.0.0.1:9")  # no Lemonade here: the local engine is used
+    client, model, eng, note = cost.study_client(True, record_to=tmp_path / "rec")
+    try:
+        assert client.mode == "record" and note.startswith("live: llama-cpp-python")
+        client.chat(model, MSG, max_completion_tokens=2, stream=True)
+        assert len(client.cassette) == 1
+    finally:
+        client.close()
+        eng.stop()
