@@ -1,0 +1,650 @@
+"""Capability evolution: every routing rule and every surface boundary has the test that fails without it."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from engine_fixtures import scripted  # noqa: F401  (fixture)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from overlay_support import TRUSTED, make_skill
+
+from overlay_kit import gates, surfaces
+from overlay_kit.knowledge import KnowledgeBase, KnowledgeError, lead_summary, normalize_markdown, outline
+from overlay_kit.llm import LemonadeClient
+from overlay_kit.memory import (
+    Candidate, ExtractionError, LLMExtractor, MemorySettings, MemoryWriter, Message, RuleExtractor,
+    UserMemoryError, bigram_similarity, cue_gate, last_pairs, memories, memory_delete, memory_runs, memory_save,
+    memory_update, pick_extractor, reconcile,
+)
+from overlay_kit.skill import SkillError
+from overlay_kit.store import Store
+from overlay_kit.surfaces import (
+    ROUTES, FeedbackError, PackageError, PromptError, Signal, SignalError, SkillPackages, activate, create_draft,
+    delete_version, edit_draft, instructions, prompt_versions, publish, record_deliverable, record_feedback,
+    record_signal, record_trace, review_report, route, surface_digest,
+)
+
+WAIT = 10  # seconds: an upper bound for background work that normally takes milliseconds
+
+
+@pytest.fixture
+def store():
+    with Store.open(":memory:") as s:
+        yield s
+
+
+def without(name):
+    return tuple(r for r in ROUTES if r.name != name)
+
+
+# ------------------------------------------------------------------------------------------ routing
+
+ROUTED = [
+    ("user_memory", Signal("preference", "replies in English", user="u1")),
+    ("user_memory", Signal("identity", "works at Contoso", user="u1")),
+    ("user_memory", Signal("project", "migrating billing this quarter", user="u1")),
+    ("user_memory", Signal("correction", "the office is Berlin, not Munich", user="u1")),
+    ("knowledge", Signal("missing_material", "no doc for the expense policy", task="t1")),
+    ("skill_overlay", Signal("procedure", "label urgent mail before replying", skill="mail")),
+    ("skill_overlay", Signal("policy", "never reply to no-reply senders", skill="mail")),
+    ("prompt", Signal("role", "you are the finance assistant", agent="finance")),
+    ("prompt", Signal("boundary", "do not give legal advice", agent="finance")),
+    ("program", Signal("deterministic_rule", "IBAN checksum must validate", cross_task=True)),
+]
+
+
+@pytest.mark.parametrize("surface,signal", ROUTED, ids=[f"{s}-{g.kind}" for s, g in ROUTED])
+def test_each_route_rule_sends_its_signal_and_nothing_else_does(surface, signal):
+    got = route(signal)
+    assert (got.surface, got.rule) == (surface, surface) and got.reason
+    assert route(signal, without(surface)).surface is None  # the rule is the only thing routing it
+
+
+@pytest.mark.parametrize("kind", ["rating", "trace", "failure", "deliverable", "other"])
+def test_runtime_evidence_routes_nowhere_even_with_every_owner_named(kind):
+    got = route(Signal(kind, "thumbs down", user="u1", agent="finance", skill="mail", task="t1", cross_task=True))
+    assert got.surface is None and got.rule == "evidence_only" and "evidence" in got.reason
+
+
+@pytest.mark.parametrize("signal,missing", [
+    (Signal("procedure", "do X first"), "names no skill"),
+    (Signal("role", "be terse"), "names no agent"),
+    (Signal("preference", "likes tea"), "names no user"),
+    (Signal("deterministic_rule", "this invoice total is 40"), "one task only"),
+])
+def test_a_signal_without_its_owner_is_ambiguous_and_routes_nowhere(signal, missing):
+    got = route(signal)
+    assert got.surface is None and missing in got.reason
+
+
+def test_bad_signals_raise_typed_errors_naming_the_field():
+    with pytest.raises(SignalError) as e:
+        Signal("vibes", "x")
+    assert e.value.field == "kind"
+    with pytest.raises(SignalError, match="text"):
+        Signal("rating", "  ")
+    with pytest.raises(SignalError, match="user"):
+        Signal("preference", "x", user="")
+    with pytest.raises(SignalError, match="at"):
+        Signal("rating", "x", at=datetime(2025, 1, 1))
+    with pytest.raises(SignalError, match="signal"):
+        route({"kind": "rating"})
+
+
+def test_record_signal_stores_evidence_and_changes_no_surface(store):
+    before = surface_digest(store)
+    rec = record_signal(store, Signal("boundary", "no legal advice", agent="finance", task="t1"))
+    nowhere = record_signal(store, Signal("failure", "timeout calling the bank", task="t1"))
+    assert rec.routing.surface == "prompt" and nowhere.routing.surface is None
+    assert surface_digest(store) == before  # routing names a surface; it writes to none
+    assert [r.signal.kind for r in surfaces.signals(store, task="t1")] == ["boundary", "failure"]
+    assert [r.id for r in surfaces.signals(store, surface=None)] == [nowhere.id]
+
+
+# ---------------------------------------------------------------------------------------- user memory
+
+CUED = [{"role": "user", "content": "I always want replies in English."}, {"role": "assistant", "content": "Sure."}]
+PLAIN = [{"role": "user", "content": "What is the weather in Oslo?"}, {"role": "assistant", "content": "Rainy."}]
+
+
+class Counting:
+    """An extractor that records each call and returns fixed candidates."""
+
+    def __init__(self, *candidates):
+        self.calls, self.candidates = [], list(candidates)
+
+    def __call__(self, pairs):
+        self.calls.append(pairs)
+        return list(self.candidates)
+
+
+def run(store, extractor, messages, *, tools=(), settings=MemorySettings(), user="u1"):
+    with MemoryWriter(store, extractor, settings=settings) as w:
+        return w.after_turn(user, messages, turn="t", tools_used=tools).result(timeout=WAIT)
+
+
+def test_no_cue_means_no_extraction_call(store):
+    ex = Counting(Candidate("preference", "I like rain", 0.9))
+    r = run(store, ex, PLAIN * 3)
+    assert ex.calls == [] and r.outcome == "no_cue" and memories(store, "u1") == []
+    r = run(store, ex, PLAIN + CUED)
+    assert len(ex.calls) == 1 and r.outcome == "extracted" and r.cues == ("preference",)
+
+
+def test_the_extractor_sees_only_the_latest_three_pairs(store):
+    convo = []
+    for i in range(5):
+        convo += [{"role": "user", "content": f"q{i} I prefer option {i}"}, {"role": "assistant", "content": f"a{i}"}]
+    ex = Counting()
+    run(store, ex, convo)
+    assert [(u.content[:2], a.content) for u, a in ex.calls[0]] == [("q2", "a2"), ("q3", "a3"), ("q4", "a4")]
+    # a cue outside the window does not open the gate
+    old_cue = CUED + PLAIN * 3
+    ex = Counting()
+    assert run(store, ex, old_cue).outcome == "no_cue" and ex.calls == []
+
+
+def test_last_pairs_ignores_system_and_tool_messages_and_keeps_a_trailing_question():
+    msgs = [Message("system", "be nice"), Message("user", "a"), Message("tool", "x"), Message("assistant", "b"),
+            Message("user", "c")]
+    assert last_pairs(msgs) == ((Message("user", "a"), Message("assistant", "b")),
+                                (Message("user", "c"), Message("assistant", "")))
+    with pytest.raises(UserMemoryError, match=r"messages\[0\]"):
+        last_pairs([{"role": "user"}])
+
+
+def test_explicit_memory_tool_in_the_turn_skips_extraction(store):
+    for tool in ("memory_save", "memory_update", "memory_delete"):
+        ex = Counting(Candidate("preference", "I like rain", 0.9))
+        r = run(store, ex, CUED, tools=("web_search", tool))
+        assert r.outcome == "skipped_explicit" and ex.calls == []
+    ex = Counting()
+    assert run(store, ex, CUED, tools=("web_search",)).outcome == "extracted" and len(ex.calls) == 1
+
+
+def test_low_salience_candidates_are_dropped(store):
+    ex = Counting(Candidate("preference", "I want a short answer today", 0.2),
+                  Candidate("identity", "I am a tax accountant", 0.8))
+    r = run(store, ex, CUED)
+    assert [d.action for d in r.decisions] == ["low_salience", "added"]
+    assert [m.content for m in memories(store, "u1")] == ["I am a tax accountant"]
+
+
+def test_equivalent_content_is_a_no_op(store):
+    reconcile(store, "u1", [Candidate("preference", "I always want replies in English.", 0.9)])
+    before = memories(store, "u1")
+    decisions = reconcile(store, "u1", [Candidate("preference", "i always want replies in english", 0.9)])
+    assert decisions[0].action == "noop" and decisions[0].similarity == 1.0
+    assert memories(store, "u1") == before  # same row, same updated_at
+
+
+def test_related_automatic_memory_is_updated_in_place(store):
+    reconcile(store, "u1", [Candidate("preference", "I prefer replies in English", 0.9)])
+    d = reconcile(store, "u1", [Candidate("preference", "I prefer replies in French", 0.9)])[0]
+    assert d.action == "updated" and 0.6 <= d.similarity < 0.9
+    assert [m.content for m in memories(store, "u1")] == ["I prefer replies in French"]
+
+
+def test_reconciliation_is_per_type(store):
+    reconcile(store, "u1", [Candidate("preference", "I prefer replies in English", 0.9)])
+    d = reconcile(store, "u1", [Candidate("project", "I prefer replies in English", 0.9)])[0]
+    assert d.action == "added" and len(memories(store, "u1")) == 2
+
+
+def test_automatic_content_never_overwrites_a_manual_memory(store):
+    manual = memory_save(store, "u1", "preference", "I prefer replies in English")
+    r = run(store, Counting(Candidate("preference", "I prefer replies in French", 0.95)), CUED)
+    assert r.decisions[0].action == "manual_kept" and r.written == 0
+    assert memories(store, "u1") == [manual]
+
+
+def test_memory_tools_are_manual_and_delete_erases(store):
+    m = memory_save(store, "u1", "identity", "  I work   at Contoso ")
+    assert (m.content, m.source) == ("I work at Contoso", "manual")
+    auto = reconcile(store, "u1", [Candidate("project", "I am migrating billing", 0.9)])[0]
+    assert memory_update(store, auto.memory_id, "I am migrating billing to SAP").source == "manual"
+    memory_delete(store, m.id)
+    assert [x.id for x in memories(store, "u1")] == [auto.memory_id]
+    assert store.conn.execute("SELECT count(*) FROM user_memories WHERE id = ?", (m.id,)).fetchone()[0] == 0
+    with pytest.raises(UserMemoryError, match="type"):
+        memory_save(store, "u1", "mood", "happy")
+    with pytest.raises(UserMemoryError, match="content"):
+        memory_save(store, "u1", "identity", "x" * 401)
+    with pytest.raises(UserMemoryError, match="memory_id"):
+        memory_delete(store, 999)
+
+
+def test_extraction_runs_in_the_background(store):
+    release, entered = threading.Event(), threading.Event()
+
+    def slow(pairs):
+        entered.set()
+        release.wait(WAIT)
+        return []
+
+    with MemoryWriter(store, slow) as w:
+        fut = w.after_turn("u1", CUED, turn="t1")
+        assert entered.wait(WAIT) and not fut.done()  # after_turn returned while the extractor still runs
+        release.set()
+        assert fut.result(timeout=WAIT).outcome == "extracted"
+
+
+def test_a_failed_extraction_is_recorded_and_the_task_result_is_unchanged(store):
+    def broken(pairs):
+        raise RuntimeError("model crashed")
+
+    def task():  # an agent turn: the answer, then the memory pass
+        answer = "Here is your summary."
+        fut = w.after_turn("u1", CUED, turn="t9")
+        return answer, fut
+
+    with MemoryWriter(store, broken) as w:
+        answer, fut = task()
+        r = fut.result(timeout=WAIT)
+    assert answer == "Here is your summary."
+    assert r.outcome == "failed" and "model crashed" in r.error
+    assert [(x.turn, x.outcome) for x in memory_runs(store, "u1")] == [("t9", "failed")]
+    assert run(store, lambda pairs: "not a list", CUED).outcome == "failed"
+
+
+def test_bad_input_to_after_turn_raises_before_scheduling(store):
+    with MemoryWriter(store, Counting()) as w:
+        with pytest.raises(UserMemoryError, match="user"):
+            w.after_turn("", CUED, turn="t")
+        with pytest.raises(UserMemoryError, match="messages"):
+            w.after_turn("u1", [{"role": "user", "content": 3}], turn="t")
+    assert memory_runs(store) == []
+
+
+def test_rule_extractor_keeps_first_person_durable_facts_and_scores_the_rest_low():
+    pairs = last_pairs([
+        {"role": "user", "content": "Actually the meeting moved. I always want replies in English. "
+                                    "Today I want a short one. I like the numbers in report.xlsx."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "My name is Dana and I work at Contoso. No, I meant the Berlin office."},
+        {"role": "assistant", "content": "OK."},
+    ])
+    got = {(c.type, c.content): c.salience for c in RuleExtractor()(pairs)}
+    assert ("correction", "Actually the meeting moved.") not in got  # not about the user
+    assert got[("preference", "I always want replies in English.")] >= 0.8
+    assert got[("preference", "Today I want a short one.")] < 0.5  # not useful next week
+    assert got[("preference", "I like the numbers in report.xlsx.")] < 0.5  # recoverable from a file
+    assert got[("identity", "My name is Dana and I work at Contoso.")] >= 0.5
+    assert ("correction", "No, I meant the Berlin office.") in got
+    assert cue_gate(pairs) == ("identity", "preference", "correction")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_bigram_similarity_is_a_symmetric_score_in_unit_range(a, b):
+    s = bigram_similarity(a, b)
+    assert 0.0 <= s <= 1.0 and s == bigram_similarity(b, a)
+    assert bigram_similarity(a, a) == 1.0
+
+
+def test_bigram_similarity_orders_rewordings():
+    base = "I prefer replies in English"
+    assert bigram_similarity(base, base.upper() + "!") == 1.0
+    assert bigram_similarity(base, "I prefer replies in French") > bigram_similarity(base, "My name is Dana")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_pick_extractor_is_rule_based_without_a_server():
+    assert isinstance(pick_extractor(None), RuleExtractor)
+    client = LemonadeClient(f"http://127.0.0.1:{_free_port()}", retries=0, window=65536)
+    assert isinstance(pick_extractor(client), RuleExtractor)
+
+
+def test_pick_extractor_uses_the_local_model_when_one_answers(scripted, store):  # noqa: F811
+    health = {"status": "ok", "model_loaded": "m", "all_models_loaded": [{"model_name": "m",
+                                                                          "recipe_options": {"ctx_size": 4096}}]}
+    scripted.add("GET", "health", 200, health).add("GET", "models", 200, {"data": [{"id": "m"}]})
+    reply = '```json\n[{"type": "preference", "content": "Replies in English", "salience": 0.9}]\n```'
+    scripted.add("POST", "chat/completions", 200, {"choices": [{"message": {"content": reply},
+                                                                "finish_reason": "stop"}]})
+    scripted.add("POST", "chat/completions", 200, {"choices": [{"message": {"content": "sure! here you go"},
+                                                                "finish_reason": "stop"}]})
+    client = LemonadeClient(scripted.base_url, retries=0, window=65536)
+    ex = pick_extractor(client)
+    assert isinstance(ex, LLMExtractor) and ex.model == "m"
+    r = run(store, ex, CUED)
+    assert r.outcome == "extracted" and [m.content for m in memories(store, "u1")] == ["Replies in English"]
+    sent = scripted.bodies("chat/completions")[0]
+    assert sent["temperature"] == 0.0 and "I always want replies in English." in sent["messages"][1]["content"]
+    r = run(store, ex, CUED)  # an unparsable reply is a recorded failure, not a memory
+    assert r.outcome == "failed" and ExtractionError.__name__ in r.error
+
+
+# ---------------------------------------------------------------------------------------- knowledge
+
+DOC = "Expense policy\r\n==============\r\n\r\n\r\nMeals are   capped at 40 EUR per day.  \r\n\r\n" \
+      "Travel\r\n------\r\n* Book trains\r\n* Economy only\r\n"
+
+
+class Gate:
+    """A summarizer that blocks until released (to make a result arrive late)."""
+
+    def __init__(self, text="generated summary"):
+        self.entered, self.release, self.text = threading.Event(), threading.Event(), text
+
+    def __call__(self, body):
+        self.entered.set()
+        assert self.release.wait(WAIT)
+        return self.text
+
+
+@pytest.fixture
+def kb(store):
+    with KnowledgeBase(store) as k:
+        yield k
+
+
+def test_ingest_normalizes_markdown_rebuilds_the_outline_and_is_pending(kb):
+    doc = kb.ingest("policy/expenses", DOC, summarize=False)
+    assert doc.body == normalize_markdown(DOC) == ("# Expense policy\n\nMeals are capped at 40 EUR per day.\n\n"
+                                                   "## Travel\n\n- Book trains\n- Economy only\n")
+    assert [(h.slug, h.level, h.line) for h in doc.outline] == [("expense-policy", 1, 1), ("travel", 2, 5)]
+    assert doc.outline == outline(doc.body) and doc.title == "Expense policy"
+    assert (doc.status, doc.revision, doc.summary) == ("pending", 1, None)
+
+
+def test_a_pending_document_is_never_returned_by_search(kb):
+    kb.ingest("policy/expenses", DOC, summarize=False)
+    assert kb.search("meals capped") == [] and kb.knowledge_map() == []
+    kb.mark_ready("policy/expenses")
+    hit = kb.search("meals capped")[0]
+    assert (hit.doc_id, hit.section, hit.score) == ("policy/expenses", "expense-policy", 2)
+    kb.ingest("policy/expenses", DOC.replace("40", "45"), summarize=False)  # re-ingest: back to pending
+    assert kb.get("policy/expenses").status == "pending" and kb.search("meals capped") == []
+    assert kb.get("policy/expenses").revision == 2
+
+
+def test_reingest_clears_the_summary_derived_from_the_prior_body(kb):
+    kb.ingest("d", DOC)
+    kb.wait()
+    assert kb.get("d").summary_source == "auto"
+    kb.set_summary("d", "Reviewer: meals 40 EUR, trains economy.")
+    doc = kb.ingest("d", DOC + "\nNew rule.\n", summarize=False)
+    assert (doc.summary, doc.summary_source) == (None, None)
+
+
+def test_the_summary_is_generated_in_the_background(store):
+    gate = Gate()
+    with KnowledgeBase(store, gate) as kb:
+        doc = kb.ingest("d", DOC)
+        assert gate.entered.wait(WAIT) and doc.summary is None  # ingest returned before the summary exists
+        gate.release.set()
+        assert kb.wait(WAIT) == {("d", 1): "written"}
+        assert (kb.get("d").summary, kb.get("d").summary_source) == ("generated summary", "auto")
+
+
+def test_a_late_summary_never_overwrites_a_manual_one(store):
+    gate = Gate()
+    with KnowledgeBase(store, gate) as kb:
+        kb.ingest("d", DOC)
+        assert gate.entered.wait(WAIT)
+        kb.set_summary("d", "Reviewer's summary.")  # the reviewer writes while generation is running
+        gate.release.set()
+        assert kb.wait(WAIT) == {("d", 1): "manual_kept"}
+        assert (kb.get("d").summary, kb.get("d").summary_source) == ("Reviewer's summary.", "manual")
+
+
+def test_a_late_summary_of_an_older_revision_is_discarded(store):
+    gate = Gate("summary of revision 1")
+    with KnowledgeBase(store, gate) as kb:
+        kb.ingest("d", DOC)
+        assert gate.entered.wait(WAIT)
+        kb.ingest("d", DOC + "\nRevision two.\n", summarize=False)
+        gate.release.set()
+        assert kb.wait(WAIT)[("d", 1)] == "stale"
+        assert kb.get("d").summary is None
+
+
+def test_a_failed_summary_leaves_the_content_write_in_place(store):
+    def broken(body):
+        raise TimeoutError("model too slow")
+
+    with KnowledgeBase(store, broken) as kb:
+        kb.ingest("d", DOC)
+        assert kb.wait(WAIT) == {("d", 1): "failed"}
+        doc = kb.get("d")
+        assert doc.body == normalize_markdown(DOC) and doc.status == "pending" and doc.summary is None
+        assert kb.events("d")[-1][2:] == ("summary_failed", "TimeoutError: model too slow")
+
+
+def test_lead_summary_is_the_first_sentence():
+    assert lead_summary(normalize_markdown(DOC)) == "Meals are capped at 40 EUR per day."
+    assert lead_summary("# A\n\n## B\n") == "Sections: A, B"
+
+
+def test_knowledge_bad_input_raises_typed_errors(kb):
+    for bad, field in [(("../x", DOC), "doc_id"), (("d", "   \n"), "markdown"), (("d", b"bytes"), "markdown")]:
+        with pytest.raises(KnowledgeError) as e:
+            kb.ingest(*bad)
+        assert e.value.field == field
+    with pytest.raises(KnowledgeError, match="doc_id"):
+        kb.mark_ready("nope")
+    kb.ingest("d", DOC, summarize=False)
+    kb.mark_ready("d")
+    with pytest.raises(KnowledgeError, match="already ready"):
+        kb.mark_ready("d")
+    with pytest.raises(KnowledgeError, match="query"):
+        kb.search("  ?! ")
+    with pytest.raises(KnowledgeError, match="summary"):
+        kb.set_summary("d", "")
+
+
+# ------------------------------------------------------------------------------------------ prompts
+
+def test_prompt_lifecycle_draft_published_active(store):
+    v1 = create_draft(store, "finance", "You are the finance assistant.")
+    v1 = edit_draft(store, v1.id, "You are the finance assistant. Be brief.")
+    assert (v1.version, v1.status, v1.active) == (1, "draft", False)
+    v1 = publish(store, v1.id)
+    assert instructions(store, "finance") == ""  # publishing does not activate
+    with pytest.raises(PromptError, match="immutable"):
+        edit_draft(store, v1.id, "rewritten")
+    assert activate(store, v1.id).active
+    assert instructions(store, "finance") == "You are the finance assistant. Be brief."
+
+
+def test_only_a_published_version_can_activate(store):
+    d = create_draft(store, "finance", "draft text")
+    with pytest.raises(PromptError, match="publish it before activating"):
+        activate(store, d.id)
+    assert instructions(store, "finance") == ""
+    with pytest.raises(PromptError, match="already published"):
+        publish(store, publish(store, d.id).id)
+
+
+def test_the_active_version_cannot_be_deleted(store):
+    v1 = activate(store, publish(store, create_draft(store, "a", "one").id).id)
+    with pytest.raises(PromptError, match="active"):
+        delete_version(store, v1.id)
+    v2 = activate(store, publish(store, create_draft(store, "a", "two").id).id)
+    delete_version(store, v1.id)  # no longer active
+    assert [(p.version, p.active) for p in prompt_versions(store, "a")] == [(2, True)]
+    assert instructions(store, "a") == "two" and v2.version == 2
+
+
+def test_prompt_bad_input(store):
+    with pytest.raises(PromptError, match="content"):
+        create_draft(store, "a", "")
+    with pytest.raises(PromptError, match="agent"):
+        create_draft(store, "", "x")
+    with pytest.raises(PromptError, match="version_id"):
+        publish(store, 42)
+
+
+# ------------------------------------------------------------------------------------ skill packages
+
+def skill_md(description="triage mail", name="mail"):
+    return f"---\nname: {name}\ndescription: {description}\n---\n# Mail\n\nSort the inbox.\n"
+
+
+def test_an_upload_advances_a_monotonic_revision(store):
+    pk = SkillPackages(store)
+    revs = [pk.upload({"SKILL.md": skill_md(f"v{i}"), "refs/a.md": f"a{i}"}).revision for i in range(3)]
+    assert revs == [1, 2, 3] and pk.revision("mail") == 3 and pk.revision("other") == 0
+
+
+def test_an_upload_invalidates_cached_metadata(store):
+    pk = SkillPackages(store)
+    pk.upload({"SKILL.md": skill_md("first")})
+    assert pk.metadata("mail").description == "first"
+    pk.upload({"SKILL.md": skill_md("second")})
+    assert pk.metadata("mail").description == "second"
+
+
+def test_another_reader_observes_the_revision_and_reloads(store):
+    writer, reader = SkillPackages(store), SkillPackages(store)
+    writer.upload({"SKILL.md": skill_md("first")})
+    assert reader.metadata("mail").description == "first" and reader.refresh("mail") is False
+    writer.upload({"SKILL.md": skill_md("second")})
+    assert reader.refresh("mail") is True and reader.metadata("mail").description == "second"
+
+
+def test_an_upload_replaces_the_whole_tree(store):
+    pk = SkillPackages(store)
+    pk.upload({"SKILL.md": skill_md(), "scripts/old.py": b"print(1)"})
+    rev = pk.upload({"SKILL.md": skill_md(), "scripts/new.py": b"print(2)"})
+    assert sorted(pk.files("mail")) == ["SKILL.md", "scripts/new.py"] == list(rev.paths)
+
+
+@pytest.mark.parametrize("files,error,where", [
+    ({"README.md": "x"}, PackageError, "SKILL.md"),
+    ({"SKILL.md": skill_md(), "../escape.md": "x"}, PackageError, "../escape.md"),
+    ({"SKILL.md": skill_md(), "/abs.md": "x"}, PackageError, "/abs.md"),
+    ({"SKILL.md": skill_md(), "a//b.md": "x"}, PackageError, "a//b.md"),
+    ({"SKILL.md": "---\nname: mail\n---\nbody\n"}, SkillError, "description"),
+    ({"SKILL.md": "no frontmatter"}, SkillError, "SKILL.md"),
+])
+def test_an_invalid_upload_raises_a_located_error_and_stores_nothing(store, files, error, where):
+    pk = SkillPackages(store)
+    pk.upload({"SKILL.md": skill_md("good")})
+    before = surface_digest(store)
+    with pytest.raises(error, match=where.replace(".", r"\.").replace("/", "/")):
+        pk.upload(files)
+    assert surface_digest(store) == before and pk.revision("mail") == 1
+
+
+def test_a_directory_upload_checks_the_name_against_the_directory(store, tmp_path):
+    (tmp_path / "mail").mkdir()
+    (tmp_path / "mail" / "SKILL.md").write_text(skill_md(name="inbox"))
+    with pytest.raises(SkillError, match="directory"):
+        SkillPackages(store).upload(tmp_path / "mail")
+    (tmp_path / "mail" / "SKILL.md").write_text(skill_md())
+    (tmp_path / "mail" / "refs").mkdir()
+    (tmp_path / "mail" / "refs" / "r.md").write_text("ref")
+    assert SkillPackages(store).upload(tmp_path / "mail").paths == ("SKILL.md", "refs/r.md")
+
+
+# ------------------------------------------------------------------------------- feedback and review
+
+def populate(store):
+    """One object on every surface."""
+    memory_save(store, "u1", "preference", "I prefer replies in English")
+    with KnowledgeBase(store) as kb:
+        kb.ingest("d", DOC)
+        kb.wait()
+        kb.mark_ready("d")
+    activate(store, publish(store, create_draft(store, "finance", "You are the finance assistant.").id).id)
+    SkillPackages(store).upload({"SKILL.md": skill_md()})
+    gates.learn(store, make_skill(), "preference", {"body": "Label urgent mail first."}, section="triage",
+                provenance=TRUSTED)
+
+
+def test_a_rating_changes_no_surface(store):
+    populate(store)
+    before = surface_digest(store)
+    for rating in ("negative", "negative", "positive", "cleared"):
+        record_feedback(store, "t1", "m1", rating, comment="wrong currency")
+    record_trace(store, "t1", "call_bank", "failed", usage={"prompt_tokens": 900})
+    record_deliverable(store, "t1", "report.pdf", False, detail="missing totals")
+    assert surface_digest(store) == before
+    assert instructions(store, "finance") == "You are the finance assistant."
+    assert {r.routing.surface for r in surfaces.signals(store, task="t1")} == {None}
+
+
+def test_surface_digest_notices_any_surface_change(store):
+    populate(store)
+    before = surface_digest(store)
+    memory_save(store, "u2", "identity", "I am a nurse")
+    assert surface_digest(store) != before
+
+
+def test_review_report_links_feedback_traces_and_deliverables(store):
+    t0 = datetime(2025, 3, 3, 9, tzinfo=timezone.utc)
+    record_trace(store, "t1", "plan", "ok", usage={"prompt_tokens": 120}, at=t0)
+    record_trace(store, "t1", "call_bank", "failed", detail="timeout", at=t0 + timedelta(seconds=5))
+    record_deliverable(store, "t1", "report.pdf", False, detail="missing totals", at=t0 + timedelta(seconds=9))
+    record_feedback(store, "t1", "m1", "negative", comment="no totals", at=t0 + timedelta(minutes=1))
+    record_feedback(store, "t1", "m2", "positive", at=t0 + timedelta(minutes=2))
+    record_feedback(store, "t1", "m2", "cleared", at=t0 + timedelta(minutes=3))
+    record_feedback(store, "t2", "m9", "positive", at=t0)
+    (t1,) = review_report(store, "t1")
+    assert t1.ratings == {"m1": "negative"}
+    d = t1.to_dict()
+    assert [s["step"] for s in d["traces"]] == ["plan", "call_bank"]
+    assert d["deliverables"] == [{"name": "report.pdf", "ok": False, "detail": "missing totals"}]
+    assert [s["rule"] for s in d["signals"]] == ["evidence_only"] * 3
+    assert [r.task for r in review_report(store)] == ["t1", "t2"]
+
+
+def test_feedback_bad_input_raises_typed_errors(store):
+    with pytest.raises(FeedbackError) as e:
+        record_feedback(store, "t1", "m1", "meh")
+    assert e.value.field == "rating"
+    with pytest.raises(FeedbackError, match="message"):
+        record_feedback(store, "t1", "", "positive")
+    with pytest.raises(FeedbackError, match="usage"):
+        record_trace(store, "t1", "s", "ok", usage={"x": object()})
+    with pytest.raises(FeedbackError, match="at"):
+        record_deliverable(store, "t1", "x", True, at=datetime(2025, 1, 1))
+    assert review_report(store) == []
+
+
+def test_every_surface_persists_in_the_one_store_file(tmp_path):
+    db = tmp_path / "overlay.db"
+    with Store.open(db) as s:
+        populate(s)
+        record_feedback(s, "t1", "m1", "negative")
+        digest = surface_digest(s)
+    with Store.open(db) as s:
+        assert surface_digest(s) == digest
+        assert 5 in [v for v, _, _ in s.schema_history()]
+        assert [m.content for m in memories(s, "u1")] == ["I prefer replies in English"]
+        assert KnowledgeBase(s).search("meals")[0].doc_id == "d"
+        assert instructions(s, "finance") and SkillPackages(s).revision("mail") == 1
+        assert review_report(s, "t1")[0].ratings == {"m1": "negative"}
+
+
+# ------------------------------------------------------------------------------------- simulated week
+
+def test_a_simulated_week_is_seeded_and_no_rating_changes_a_surface(store):
+    from pathlib import Path
+
+    from overlay_kit.skill import load_skill
+    from overlay_kit.surface_sim import run_week, simulate_week
+
+    turns = simulate_week(3, days=3, tasks_per_day=8)
+    assert simulate_week(3, days=3, tasks_per_day=8) == turns != simulate_week(4, days=3, tasks_per_day=8)
+    skill = load_skill(Path(__file__).parents[1] / "datasets" / "skills" / "triage-inbox")
+    week = run_week(store, turns, skill=skill)
+    outcomes = week.memory_runs.outcome.value_counts().to_dict()
+    assert week.ratings > 10 and week.rating_changes == 0
+    assert week.extractor_calls == outcomes.get("extracted", 0) and outcomes.get("no_cue", 0) > 0
+    assert outcomes["skipped_explicit"] == len({t.user for t in turns})  # each user's memory_save turn
+    # a boundary signal made a draft, negative ratings came in, but a three-day week has no release day
+    assert week.days.prompt_drafts.iloc[-1] >= 1 and week.days.negative_ratings.iloc[-1] >= 1
+    assert set(week.days.prompt_active_version) == {1}
+    assert instructions(store, "mail-assistant") == "You are the mail assistant. Be brief."
