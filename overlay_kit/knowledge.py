@@ -23,7 +23,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from markdown_it import MarkdownIt
 from .anchor import BODY, PREAMBLE, parse
 from .grammar import utc_now
 from .store import dumps, iso, parse_time
-from .surfaces import SurfaceError, answering_model, ask_model
+from .surfaces import BackgroundService, SurfaceError, answering_model, ask_model
 
 if TYPE_CHECKING:
     from .store import Store
@@ -147,15 +147,14 @@ def _doc(row) -> Document:
                     parse_time(updated))
 
 
-class KnowledgeBase:
+class KnowledgeBase(BackgroundService):
     """The knowledge surface over one store. Summary jobs run on one background worker thread."""
 
     def __init__(self, store: "Store", summarizer: Summarizer | None = None, *,
                  executor: ThreadPoolExecutor | None = None):
         self.store = store
         self.summarizer = summarizer if summarizer is not None else lead_summary
-        self._own = executor is None
-        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="overlay-knowledge")
+        super().__init__(executor, "overlay-knowledge")
         self.jobs: dict[tuple[str, int], Future] = {}  # (doc id, revision) -> future of the job's outcome
 
     def get(self, doc_id: str) -> Document:
@@ -199,7 +198,7 @@ class KnowledgeBase:
                 "ON CONFLICT(id) DO UPDATE SET title = excluded.title, body = excluded.body, "
                 "outline = excluded.outline, status = 'pending', revision = excluded.revision, summary = NULL, "
                 "summary_source = NULL, updated_at = excluded.updated_at",
-                (doc_id, title, body, dumps([h.__dict__ for h in heads]), revision, now, now))
+                (doc_id, title, body, dumps([asdict(h) for h in heads]), revision, now, now))
             self._event(doc_id, revision, "ingested", "re-ingest" if row else "import")
         if summarize:
             self.jobs[(doc_id, revision)] = self._executor.submit(self._summary_job, doc_id, revision)
@@ -282,13 +281,3 @@ class KnowledgeBase:
     def knowledge_map(self) -> list[tuple[str, str, tuple[Heading, ...]]]:
         """What an agent can see: (id, title, outline) of every ready document."""
         return [(d.id, d.title, d.outline) for d in self.documents("ready")]
-
-    def close(self, wait: bool = True) -> None:
-        if self._own:
-            self._executor.shutdown(wait=wait)
-
-    def __enter__(self) -> "KnowledgeBase":
-        return self
-
-    def __exit__(self, *_):
-        self.close()

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from .grammar import utc_now
 from .store import dumps, iso, parse_time
-from .surfaces import MEMORY_KINDS, SurfaceError, answering_model, ask_model
+from .surfaces import MEMORY_KINDS, BackgroundService, SurfaceError, answering_model, ask_model
 
 if TYPE_CHECKING:
     from .store import Store
@@ -386,7 +386,7 @@ def memory_runs(store: "Store", user: str | None = None) -> list[MemoryRun]:
                       parse_time(a)) for i, u, t, o, c, ds, e, a in rows]
 
 
-class MemoryWriter:
+class MemoryWriter(BackgroundService):
     """Runs the guarded path after each turn on a background worker (one thread: runs stay in turn order)."""
 
     def __init__(self, store: "Store", extractor: Extractor | None = None, *,
@@ -394,8 +394,7 @@ class MemoryWriter:
         self.store = store
         self.extractor = extractor if extractor is not None else RuleExtractor()
         self.settings = settings
-        self._own = executor is None
-        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="overlay-memory")
+        super().__init__(executor, "overlay-memory")
 
     def after_turn(self, user: str, messages: Iterable[Message | Mapping[str, Any]], *, turn: str,
                    tools_used: Iterable[str] = ()) -> Future:
@@ -439,13 +438,3 @@ class MemoryWriter:
                 "INSERT INTO memory_runs (user_id, turn, outcome, cues, decisions, error, at) VALUES (?,?,?,?,?,?,?)",
                 (user, turn, outcome, dumps(list(cues)), dumps([asdict(d) for d in decisions]), error, iso(now)))
         return MemoryRun(cur.lastrowid, user, turn, outcome, cues, tuple(decisions), error, now)
-
-    def close(self, wait: bool = True) -> None:
-        if self._own:
-            self._executor.shutdown(wait=wait)
-
-    def __enter__(self) -> "MemoryWriter":
-        return self
-
-    def __exit__(self, *_):
-        self.close()

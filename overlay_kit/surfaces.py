@@ -32,6 +32,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FEEDBACK_RATINGS", "ROUTES", "SIGNAL_KINDS", "SURFACES", "SURFACE_TABLES",
-    "Deliverable", "Feedback", "FeedbackError", "PackageError", "PackageRevision", "PromptError",
+    "BackgroundService", "Deliverable", "Feedback", "FeedbackError", "PackageError", "PackageRevision", "PromptError",
     "PromptVersion", "RouteRule", "Routing", "Signal", "SignalError", "SignalRecord", "SkillPackages",
     "SurfaceError", "TaskReview", "TraceStep",
     "activate", "create_draft", "delete_version", "edit_draft", "instructions", "prompt_versions", "publish",
@@ -616,7 +617,26 @@ def surface_digest(store: "Store") -> str:
     return h.hexdigest()
 
 
-# ------------------------------------------------------------------------------ local-model helpers
+# ------------------------------------------------------------------------- background and local model
+
+class BackgroundService:
+    """A surface service whose slow, non-critical work runs on one worker thread (its own unless an executor
+    is passed), so results stay in submission order and never block the caller."""
+
+    def __init__(self, executor: ThreadPoolExecutor | None, name: str):
+        self._own = executor is None
+        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+
+    def close(self, wait: bool = True) -> None:
+        if self._own:
+            self._executor.shutdown(wait=wait)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
 
 def answering_model(client: Any, model: str | None = None) -> str | None:
     """The model to use when `client` (an `overlay_kit.llm.LemonadeClient`) answers, else None."""

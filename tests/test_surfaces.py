@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from overlay_support import TRUSTED, make_skill
 
 from overlay_kit import gates, surfaces
-from overlay_kit.knowledge import KnowledgeBase, KnowledgeError, lead_summary, normalize_markdown, outline
+from overlay_kit.knowledge import (
+    KnowledgeBase, KnowledgeError, LLMSummarizer, lead_summary, normalize_markdown, outline, pick_summarizer,
+)
 from overlay_kit.llm import LemonadeClient
 from overlay_kit.memory import (
     Candidate, ExtractionError, LLMExtractor, MemorySettings, MemoryWriter, Message, RuleExtractor,
@@ -424,6 +426,23 @@ def test_a_failed_summary_leaves_the_content_write_in_place(store):
 def test_lead_summary_is_the_first_sentence():
     assert lead_summary(normalize_markdown(DOC)) == "Meals are capped at 40 EUR per day."
     assert lead_summary("# A\n\n## B\n") == "Sections: A, B"
+
+
+def test_pick_summarizer_uses_the_local_model_when_one_answers(scripted, store):  # noqa: F811
+    assert pick_summarizer(None) is lead_summary
+    scripted.add("GET", "health", 200, {"status": "ok", "all_models_loaded": [{"model_name": "m"}]})
+    scripted.add("GET", "models", 200, {"data": [{"id": "m"}]})
+    for text in ("Meals are capped; trains are economy.", "  "):
+        scripted.add("POST", "chat/completions", 200, {"choices": [{"message": {"content": text},
+                                                                    "finish_reason": "stop"}]})
+    summarizer = pick_summarizer(LemonadeClient(scripted.base_url, retries=0, window=65536))
+    assert isinstance(summarizer, LLMSummarizer)
+    with KnowledgeBase(store, summarizer) as kb:
+        kb.ingest("d", DOC)
+        assert kb.wait(WAIT) == {("d", 1): "written"}
+        assert kb.get("d").summary == "Meals are capped; trains are economy."
+        kb.ingest("d", DOC + "\nMore.\n")  # an empty reply is a failed job, not an empty summary
+        assert kb.wait(WAIT)[("d", 2)] == "failed" and kb.get("d").summary is None
 
 
 def test_knowledge_bad_input_raises_typed_errors(kb):
