@@ -247,12 +247,13 @@ def _parse_candidates(text: str) -> list[Candidate]:
 class LLMExtractor:
     """Asks a local model (an `overlay_kit.llm.LemonadeClient`) for candidates. Unparsable replies raise."""
 
-    def __init__(self, client: Any, model: str):
-        self.client, self.model = client, model
+    def __init__(self, client: Any, model: str, *, max_tokens: int = 512):
+        self.client, self.model, self.max_tokens = client, model, max_tokens
 
     def __call__(self, pairs: Sequence[tuple[Message, Message]]) -> list[Candidate]:
         convo = "\n".join(f"User: {u.content}\nAssistant: {a.content}" for u, a in pairs)
-        return _parse_candidates(ask_model(self.client, self.model, _EXTRACT_SYSTEM, convo))
+        return _parse_candidates(ask_model(self.client, self.model, _EXTRACT_SYSTEM, convo,
+                                           max_tokens=self.max_tokens))
 
 
 def pick_extractor(client: Any = None, model: str | None = None) -> Extractor:

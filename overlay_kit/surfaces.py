@@ -23,6 +23,9 @@ Each surface keeps its own activation boundary, all in the one overlay SQLite st
 * prompts: draft → published (immutable) → active; activation is its own step; the active version stays.
 * skill packages: an upload is validated whole, advances a monotonic revision and drops cached metadata.
 * feedback, traces, deliverables: evidence rows; `review_report` links them per task. They change nothing.
+
+Memory and knowledge have their own modules because each owns a background worker and a pluggable model
+callable (extractor, summarizer); this module keeps routing, evidence and the two release lifecycles.
 """
 
 from __future__ import annotations
@@ -640,10 +643,12 @@ class BackgroundService:
 
 def answering_model(client: Any, model: str | None = None) -> str | None:
     """The model to use when `client` (an `overlay_kit.llm.LemonadeClient`) answers, else None."""
-    from .llm import LLMError  # llm sits below this module in the pipeline; imported only when a client is given
-
     if client is None:
         return None
+    import httpx
+
+    from .llm import LLMError  # llm sits below this module in the pipeline; imported only when a client is given
+
     try:
         health = client.health()
         if not health.up:
@@ -654,7 +659,7 @@ def answering_model(client: Any, model: str | None = None) -> str | None:
             return health.loaded[0][0]
         models = client.models()
         return models[0].id if models else None
-    except LLMError:
+    except (LLMError, httpx.HTTPError):
         return None
 
 

@@ -7,7 +7,7 @@ import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from engine_fixtures import scripted  # noqa: F401  (fixture)
+from engine_fixtures import engine, scripted  # noqa: F401  (fixtures)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from overlay_support import TRUSTED, make_skill
@@ -667,3 +667,18 @@ def test_a_simulated_week_is_seeded_and_no_rating_changes_a_surface(store):
     assert week.days.prompt_drafts.iloc[-1] >= 1 and week.days.negative_ratings.iloc[-1] >= 1
     assert set(week.days.prompt_active_version) == {1}
     assert instructions(store, "mail-assistant") == "You are the mail assistant. Be brief."
+
+
+@pytest.mark.engine
+def test_the_extractor_against_a_real_local_engine_is_recorded_whatever_it_says(store, engine):  # noqa: F811
+    """Protocol only: the engine's weights are random, so its reply is never parsed as a fact about anyone."""
+    from overlay_kit.engine import MODEL_ALIAS
+
+    with LemonadeClient(engine.base_url, backoff_s=0.01) as client:
+        ex = pick_extractor(client)
+        assert isinstance(ex, LLMExtractor) and ex.model == MODEL_ALIAS
+        ex.max_tokens = 8
+        r = run(store, ex, CUED)
+    assert r.outcome in ("extracted", "failed") and memory_runs(store)[-1].outcome == r.outcome
+    if r.outcome == "failed":
+        assert "ExtractionError" in r.error and memories(store, "u1") == []
