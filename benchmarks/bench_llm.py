@@ -40,7 +40,7 @@ def main() -> None:
     if reason:
         print(f"ENGINE SKIPPED: {reason}")
         return
-    with Engine() as eng, LemonadeClient(eng.base_url) as client:
+    with Engine() as eng, LemonadeClient(eng.base_url, meter=eng.cpu_seconds) as client:
         for size in (512, 2048, 8192):
             text = cost.learned_fragment(inputs.lessons * 8, size)
             counter = iter(range(10**6))
@@ -48,16 +48,21 @@ def main() -> None:
             def cold():
                 msgs = [{"role": "system", "content": f"Run {next(counter)}.\n\n{text}"},
                         {"role": "user", "content": "Go."}]
-                return client.chat(eng.alias, msgs, max_completion_tokens=1, stream=True, temperature=0.0).ttft_s
+                return client.chat(eng.alias, msgs, max_completion_tokens=1, stream=True, temperature=0.0)
 
-            ttfts = [cold() for _ in range(3)]
+            colds = [cold() for _ in range(3)]
             msgs = [{"role": "system", "content": f"Warm.\n\n{text}"}, {"role": "user", "content": "Go."}]
             client.chat(eng.alias, msgs, max_completion_tokens=1, stream=True, temperature=0.0)
-            warm = [client.chat(eng.alias, msgs + [{"role": "assistant", "content": "ok"},
-                                                   {"role": "user", "content": f"Again {i}."}],
-                                max_completion_tokens=1, stream=True, temperature=0.0).ttft_s for i in range(3)]
-            print(f"engine TTFT, {size:>5,}-token prompt: cold {statistics.median(ttfts):.3f} s, "
-                  f"warm (prefix cached) {statistics.median(warm):.3f} s  [{eng.id}]")
+            warms = [client.chat(eng.alias, msgs + [{"role": "assistant", "content": "ok"},
+                                                    {"role": "user", "content": f"Again {i}."}],
+                                 max_completion_tokens=1, stream=True, temperature=0.0) for i in range(3)]
+
+            def med(replies, field):
+                return statistics.median(getattr(r, field) for r in replies)
+            print(f"engine, {colds[0].prompt_tokens_counted:>5,}-token prompt: TTFT cold {med(colds, 'ttft_s'):.3f} s "
+                  f"(engine CPU {med(colds, 'server_cpu_s'):.3f} s), warm/prefix cached {med(warms, 'ttft_s'):.3f} s "
+                  f"(CPU {med(warms, 'server_cpu_s'):.3f} s)")
+        print(f"[{eng.id}; medians of 3]")
 
 
 if __name__ == "__main__":

@@ -343,3 +343,22 @@ def test_modes_need_the_right_cassette(tmp_path):
         LemonadeClient("http://127.0.0.1:9", mode="replay")
     with pytest.raises(ConfigError, match="record=True"):
         LemonadeClient("http://127.0.0.1:9", mode="record", cassette=Cassette(tmp_path / "x.jsonl"))
+
+
+def test_lemonade_stats_used_for_ttft_when_no_per_response_timings(scripted):
+    scripted.add("GET", "health", 200, {"status": "ok", "model_loaded": "m", "all_models_loaded": []})
+    scripted.add("POST", "chat/completions", chunks=sse(chunk("x", finish="stop")))
+    scripted.add("GET", "stats", 200, {"time_to_first_token": 0.37, "tokens_per_second": 20.0, "input_tokens": 5})
+    c = client(scripted)
+    assert c.health().up
+    reply = c.chat("m", MSG, stream=True)
+    assert (reply.ttft_source, reply.ttft_s) == ("server:stats", 0.37)
+
+
+def test_unload_not_loaded_is_harmless_other_errors_are_not(scripted):
+    scripted.add("POST", "unload", 404, {"error": {"message": "model m is not loaded"}})
+    scripted.add("POST", "unload", 500, {"error": {"message": "unload failed"}})
+    c = client(scripted)
+    c.unload("m")
+    with pytest.raises(ServerError, match="unload failed"):
+        c.unload("m")
