@@ -1090,7 +1090,8 @@ RATES: Mapping[str, tuple[str, str]] = {
     "silent_reapply": ("silent_reapply", "deltas"),
     "proposal_precision": ("correct_proposals", "proposals"),
     "proposal_recall": ("rescued", "false_orphan"),
-    "review_per_update": ("review", "updates"),
+    "review_per_update": ("review", "updates"),  # orphaned + stale: everything put in front of a person
+    "orphaned_per_update": ("orphaned", "updates"),  # what needs an action (re-approve, re-anchor, discard)
 }
 
 
