@@ -429,7 +429,9 @@ class MemoryWriter(BackgroundService):
         candidates = self.extractor(pairs)
         if not isinstance(candidates, (list, tuple)) or not all(isinstance(c, Candidate) for c in candidates):
             raise ExtractionError(f"extractor returned {type(candidates).__name__}, not a list of Candidate")
-        return self._record(user, turn, "extracted", cues, reconcile(self.store, user, candidates, self.settings))
+        with self.store.transaction():  # the memories and the run row that explains them commit together
+            return self._record(user, turn, "extracted", cues,
+                                reconcile(self.store, user, candidates, self.settings))
 
     def _record(self, user: str, turn: str, outcome: str, cues: tuple[str, ...], decisions: list[Decision],
                 error: str | None = None) -> MemoryRun:
