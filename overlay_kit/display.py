@@ -41,7 +41,8 @@ COLOURS = {
     "session_only": "#6e7781", "proposed": "#0969da",
 }
 _BOX = "font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;line-height:1.45;margin:2px 0"
-_PRE = ("font-family:var(--jp-code-font-family,monospace);font-size:12px;white-space:pre-wrap;margin:4px 0;"
+_PRE = ("font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.4;white-space:pre-wrap;"
+        "margin:4px 0;"
         "padding:6px;border:1px solid #d0d7de;border-radius:4px;max-height:32em;overflow:auto")
 _CELL = "padding:2px 8px;border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top"
 
@@ -342,6 +343,8 @@ def write_result_text(r) -> str:
     lines = [f"{r.outcome} ({r.rule}){' [dry run: nothing written]' if getattr(r, 'dry_run', False) else ''}: "
              f"{r.message}"]
     lines += [f"  finding: {f}" for f in r.findings] + [f"  warning: {w}" for w in r.warnings]
+    if r.fact is not None:
+        lines.append(f"  tier-0 fact: {r.fact.namespace}.{r.fact.key} = {r.fact.value!r} (scope {r.fact.scope})")
     if r.delta is not None:
         lines.append(delta_text(r.delta))
     if r.undo:
@@ -351,4 +354,5 @@ def write_result_text(r) -> str:
 
 def undo_text(undo) -> str:
     """One line naming an undo handle: the operation, the rows it touches, and how to apply it."""
-    return f"{undo.op} of {', '.join(undo.ids) or '—'} ({len(undo.steps)} step(s)); store.undo(handle) reverses it"
+    rows = f" of {', '.join(undo.ids)}" if undo.ids else ""
+    return f"{undo.op}{rows} ({len(undo.steps)} step(s)); store.undo(handle) reverses it"

@@ -116,11 +116,14 @@ def sweep(skills: Sequence, deltas: Sequence[Delta], ceilings: Iterable[int], **
 
 
 def envelope(v: View, window: int = NPU_CTX_SIZE) -> dict:
-    """A context window split: authored + learned (resident) + retrieval reserve + the rest of the prompt and
-    the answer (system scaffold, tools, conversation, reply). `rest` < 0 means the ceiling overflows the window."""
+    """A context window split: authored + learned (resident) + retrieval reserve + unused ceiling (`headroom`)
+    + what is left for the rest of the prompt and the answer (system scaffold, tools, conversation, reply).
+    When the authored text alone is over the ceiling the skills take more than it: `rest` says what is
+    really left (negative: the window overflows)."""
+    taken = max(v.ceiling, v.resident_tokens + v.reserve)
     return {"window": window, "ceiling": v.ceiling, "authored": v.authored, "learned": v.learned,
             "reserve": v.reserve, "headroom": max(0, v.ceiling - v.reserve - v.resident_tokens),
-            "rest": window - v.ceiling}
+            "rest": window - taken}
 
 
 def ttft_estimate(tokens: int, prefill_tps: float, overhead_s: float = 0.0) -> float:

@@ -67,7 +67,8 @@ def test_approve_button_activates_and_its_undo_handle_reverses_it(store, seeded)
     assert store.get(staged.id).status == "active"
     assert store.audit(staged.id)[-1].reason == "approved by user"
     what, result, handle = panel.history[-1]
-    assert handle.op == "approve" and staged.id in result and "store.undo" in result
+    assert handle.op == "approve" and what == f"approve {staged.id}"
+    assert result == "undo handle: approve, 2 step(s) — Undo applies it"
     assert staged.id not in [d.id for d in panel.pending()] and "Done" in _texts(panel.widget)
     undo_button = next(w.children[0] for w in panel.body.children
                        if getattr(w, "children", ()) and getattr(w.children[0], "description", "") == "Undo")
@@ -188,6 +189,8 @@ def test_sweep_over_synthetic_corpora_is_deterministic_and_monotone():
     assert all(r["resident_tokens"] <= r["ceiling"] - r["reserve"] for r in rows)
     env = tuning.envelope(tuning.view(skills, corpus, 2048))
     assert env["rest"] == 32768 - 2048 and env["headroom"] >= 0
+    over = tuning.envelope(tuning.view(skills, corpus, 512))  # the authored body alone (753) is over 512
+    assert (over["learned"], over["headroom"], over["rest"]) == (0, 0, 32768 - 753 - 64)
 
 
 # ------------------------------------------------------------------------------------------- anchors

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 import ipywidgets as widgets
 
 from overlay_kit import rebase
-from overlay_kit.display import UnifiedDiff, delta_html, esc, undo_text
+from overlay_kit.display import UnifiedDiff, delta_html, esc
 from overlay_kit.grammar import Delta
 from overlay_kit.resolve import compose
 from overlay_kit.store import Store, StoreError, Undo
@@ -71,7 +71,7 @@ class ReviewPanel:
 
     # ------------------------------------------------------------------------------------- actions
 
-    def _do(self, what: str, call, describe=undo_text) -> Undo | None:
+    def _do(self, what: str, call, describe=None) -> Undo | None:
         try:
             out = call()
         except StoreError as exc:  # the row moved on (another session approved it, …): say so, never raise
@@ -79,7 +79,8 @@ class ReviewPanel:
             self.refresh(keep_message=True)
             return None
         handle = out if isinstance(out, Undo) and out else None
-        self.history.append((what, describe(out), handle))
+        result = describe(out) if describe else f"undo handle: {out.op}, {len(out.steps)} step(s) — Undo applies it"
+        self.history.append((what, result, handle))
         self.message.value = f"<span style='color:#1a7f37'>{esc(what)}: done</span>"
         self.refresh(keep_message=True)
         return handle
