@@ -10,9 +10,12 @@ ENGINE_SPEC ?= llama-cpp-python[server]==0.3.36
 BIN         := $(VENV)/bin
 STAMP       := $(VENV)/.installed
 ENGINE_STAMP := $(VENV)/.engine-$(shell echo '$(ENGINE_SPEC)' | cksum | cut -d' ' -f1)
+# Debian's chromium for the browser test (Playwright drives it; no browser download). Installed once, when root.
+CHROMIUM    ?= /usr/bin/chromium
+CHROMIUM_STAMP := $(VENV)/.chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test report bench venv engine clean
+.PHONY: lab test report bench venv engine browser clean
 
 venv: $(STAMP)
 
@@ -29,10 +32,18 @@ $(ENGINE_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet "$(ENGINE_SPEC)"
 	touch $(ENGINE_STAMP)
 
-lab: venv
-	$(BIN)/jupyter lab notebooks/00_quickstart.ipynb
+browser: $(CHROMIUM_STAMP)
 
-test: venv engine
+$(CHROMIUM_STAMP): $(STAMP)
+	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi
+	@if [ -x $(CHROMIUM) ]; then touch $@; else echo "!!! $(CHROMIUM) is missing and this is not root:" \
+		"tests/test_browser.py will be SKIPPED (install Debian's chromium, or run make test as root)"; fi
+
+lab: venv
+	JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab notebooks/00_quickstart.ipynb
+
+test: venv engine browser
 	OVERLAY_KIT_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
