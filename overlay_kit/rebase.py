@@ -61,7 +61,6 @@ __all__ = [
     "RebaseResult",
     "SectionPolicy",
     "Update",
-    "DETACHED",
     "apply",
     "discard",
     "get_policy",
@@ -654,12 +653,13 @@ def reanchor(store, delta_id: str, new_skill, section: str, *, who: str = "user"
 
 
 def reapprove(store, new_skill, ids: Iterable[str] | None = None, *, who: str = "user") -> tuple[str, ...]:
-    """Bulk re-approve: orphans of `new_skill` (all, or `ids`) return to the status they had. One whose old
-    slug now names some other section is detached (`_detached`), so it renders in the final Learned
-    adjustments block instead of under a section nobody confirmed; a narrowed delta stays orphaned."""
+    """Bulk re-approve: orphans of `new_skill` (all, or `ids`) return to the status they had before the
+    rebase (active → active, staged → staged, quarantined → quarantined: bulk never releases quarantine).
+    Anchors are not moved (moving one is `reanchor`, one delta at a time): the resolver then applies each
+    where its anchor still resolves — clean under its section, stale in the Learned adjustments block with a
+    note — and keeps one whose section is gone out, with a note. A narrowed delta stays orphaned."""
     from .store import StoreError
 
-    slugs = {s.slug for s in parse(new_skill.body)}
     done = []
     with store.transaction():
         wanted = store.search(new_skill.name, status="orphaned") if ids is None else [store.get(i) for i in ids]
@@ -668,15 +668,9 @@ def reapprove(store, new_skill, ids: Iterable[str] | None = None, *, who: str = 
                 raise StoreError(f"delta {d.id} is not an orphan of {new_skill.name}")
             if narrowing(d, new_skill):
                 continue
-            if d.anchor.section in slugs:
-                _write_anchor(store, d, Anchor(DETACHED, d.anchor.digest, d.anchor.base_version), who,
-                              f"detached by bulk re-approve: section {d.anchor.section!r} is not confirmed")
             _restore(store, d, who, f"bulk re-approved by {who}")
             done.append(d.id)
     return tuple(done)
-
-
-DETACHED = "_detached"  # never a slug (slugs never start with "_" except _preamble/_body)
 
 
 def discard(store, delta_id: str, *, who: str = "user"):

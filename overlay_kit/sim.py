@@ -52,6 +52,7 @@ __all__ = [
     "generate_history",
     "generate_histories",
     "history_study",
+    "live_anchors",
     "load_histories",
     "make_skill",
     "operator_study",
@@ -516,35 +517,29 @@ def _new_heading(rng: random.Random, old: str) -> str:
     return old.upper() if old != old.upper() else old.capitalize()
 
 
-def heading_rename(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
-    """Reword a heading over an unchanged body (incl. renumbering "Step 5" → "Step 3")."""
-    front, body = _split(text)
-    sections = _parse(body)
-    i = _pick(rng, sections, _heading_indices(sections), target)
-    if i is None:
-        return None
-    new = _set_heading(sections[i], _new_heading(rng, sections[i].heading))
-    if new is None:
-        return None
-    pieces = _pieces(sections)
-    pieces[i] = _Piece(new, {i: False})
-    return _finish("heading_rename", front, sections, pieces)
+def _heading_op(name: str, doc: str, retitle: Callable[[random.Random, Section], str | None],
+                keep_digest: bool) -> Operator:
+    """An operator that rewrites one ATX heading line and leaves the section's body alone."""
+    def op(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
+        front, body = _split(text)
+        sections = _parse(body)
+        i = _pick(rng, sections, _heading_indices(sections), target)
+        new = retitle(rng, sections[i]) if i is not None else None
+        if new is None:
+            return None
+        pieces = _pieces(sections)
+        pieces[i] = _Piece(new, {i: False})
+        return _finish(name, front, sections, pieces, keep_digest)
+
+    op.__name__, op.__doc__ = name, doc
+    return op
 
 
-def heading_level(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
-    """`## X` → `### X` or back: same words, same digest."""
-    front, body = _split(text)
-    sections = _parse(body)
-    i = _pick(rng, sections, _heading_indices(sections), target)
-    if i is None:
-        return None
-    level = sections[i].level
-    new = _set_heading(sections[i], level=min(6, level + 1) if level < 2 or rng.random() < 0.5 else level - 1)
-    if new is None:
-        return None
-    pieces = _pieces(sections)
-    pieces[i] = _Piece(new, {i: False})
-    return _finish("heading_level", front, sections, pieces, keep_digest=True)
+heading_rename = _heading_op("heading_rename", 'Reword a heading over an unchanged body (incl. renumbering "Step 5" '
+                             '→ "Step 3").', lambda rng, s: _set_heading(s, _new_heading(rng, s.heading)), False)
+heading_level = _heading_op("heading_level", "`## X` → `### X` or back: same words, same digest.",
+                            lambda rng, s: _set_heading(s, level=min(6, s.level + 1) if s.level < 2 or
+                                                        rng.random() < 0.5 else s.level - 1), True)
 
 
 def _first_movable(sections: Sequence[Section]) -> int:
@@ -1015,7 +1010,7 @@ def tally(the_plan: rebase.Plan, anchored: Iterable[str], truth: Mapping[str, Fa
     return c
 
 
-def _live(history: History, update: int) -> list[str]:
+def live_anchors(history: History, update: int) -> list[str]:
     """Old-side slugs of the deltas alive at `update` (tracked through the truth). Real histories have no
     deltas: every old section then carries one."""
     if history.truth is None or not history.deltas:
@@ -1041,7 +1036,7 @@ def evaluate(history: History, policies: Sequence[str | rebase.Policy] = tuple(r
         update = Update(_parse(bodies[k]), _parse(bodies[k + 1]))
         truth = history.truth[k].truth if history.truth is not None else None
         ops = ",".join(sorted(set(history.truth[k].ops))) if history.truth is not None else ""
-        live = _live(history, k)
+        live = live_anchors(history, k)
         for p in policies:
             counts = tally(rebase.plan_update(update, p), live, truth)
             rows.append({"history": history_id if history_id is not None else history.path, "update": k,

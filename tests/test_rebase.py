@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from overlay_kit import anchor, gates, rebase
+from overlay_kit import anchor, gates, rebase, resolve
 from overlay_kit.cli import main
 from overlay_kit.store import Store, StoreError
 
@@ -260,13 +260,30 @@ def test_apply_orphan_all_then_bulk_reapprove_restores_each_status(store):
     new = make_skill(body=BASE.replace("Sort the inbox.", "Sort the inbox daily."), version="1.1")
     r = rebase.apply(store, new, "orphan-all", old=old)
     assert {store.get(i).status for i in ids.values()} == {"orphaned"} and len(r.undo) == 4
+    assert not resolve.resolve(new, store).applied  # nothing re-applies until the user says so
     done = rebase.reapprove(store, new)
     assert set(done) == set(ids.values())
     assert store.get(ids["triage"]).status == "active"  # was active
     assert store.get(ids["notes"]).status == "staged"  # was staged: re-approval is not approval
     assert store.get(ids["untrusted"]).status == "quarantined"  # bulk never releases quarantine
-    # their slugs still name sections nobody confirmed: detached, so they render in Learned adjustments
-    assert store.get(ids["triage"]).anchor.section == rebase.DETACHED
+    eff = resolve.resolve(new, store)
+    assert [d.id for d in eff.applied] == [ids["triage"]]  # its section is unchanged: applies under it
+    assert "Lesson for triage." in eff.text.split("## Notes")[0]
+
+
+def test_rekeyed_anchor_resolves_under_the_right_section(store):
+    """After a same-named section is inserted above, the resolver must not put the lesson under it."""
+    old = make_skill(body=BASE)
+    store.register_base(old)
+    d = learn(store, old, "notes-1")
+    store.approve(d.id)
+    new = make_skill(body=BASE.replace("## Notes\n\nNever forward", "## Notes\n\nAlways cc the lead.\n\n"
+                                                                    "## Notes\n\nNever forward"), version="1.1")
+    rebase.apply(store, new, "section", old=old)
+    eff = resolve.resolve(new, store)
+    assert [x.id for x in eff.applied] == [d.id]
+    tail = eff.text.split("Keep a short log of every escalation and its outcome.")[1]
+    assert "Lesson for notes-1." in tail  # under the old second "Notes", now notes-2
 
 
 def test_reanchor_accepts_a_proposal_and_discard_archives(store):

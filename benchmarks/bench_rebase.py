@@ -1,0 +1,111 @@
+"""Rebase 1,000 synthetic histories × 20 versions × 10 deltas through all four policies; print medians.
+
+    .venv/bin/python benchmarks/bench_rebase.py [--histories 1000] [--versions 20] [--deltas 10]
+                                                [--repeat 3] [--jobs 2] [--profile typical]
+
+Stage 1 generates the histories (seeded, `sim.generate_history`), in parallel. Stage 2 — repeated `--repeat`
+times after one untimed warm-up (worker start, embedder load) — parses both bodies of every update and runs
+every policy on it (each on a fresh `Update`, so each pays for its own section matching), scoring each decision
+against the ground truth, in parallel over chunks of histories (joblib, `sim.sweep`). Printed: wall time of
+each stage (median over repeats), per-update medians and p95 (in-worker `perf_counter`), and the outcome totals
+of the last run — misattachment must be 0 for every policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+from overlay_kit import rebase, sim
+from overlay_kit.anchor import parse
+
+
+def _generate(profile: str, versions: int, deltas: int, seeds: list[int]) -> list[sim.History]:
+    return [sim.generate_history(profile, versions, deltas, seed=s) for s in seeds]
+
+
+def _rebase(histories: list[sim.History]) -> dict:
+    policies = [rebase.get_policy(name) for name in rebase.POLICIES]
+    rebase.plan("# A\n\nalpha\n", "# B\n\nbeta\n", policies[-1])  # load the embedder outside the timings
+    parse_s, plan_s, counts = [], {p.name: [] for p in policies}, {p.name: {} for p in policies}
+    for h in histories:
+        bodies = h.bodies
+        for k in range(len(bodies) - 1):
+            t0 = time.perf_counter()
+            old, new = parse(bodies[k]), parse(bodies[k + 1])
+            parse_s.append(time.perf_counter() - t0)
+            live = sim.live_anchors(h, k)
+            for p in policies:
+                t0 = time.perf_counter()
+                the_plan = rebase.plan_update(rebase.Update(old, new), p)  # each policy pays for its matching
+                plan_s[p.name].append(time.perf_counter() - t0)
+                for key, v in sim.tally(the_plan, live, h.truth[k].truth).items():
+                    counts[p.name][key] = counts[p.name].get(key, 0) + v
+    return {"parse": parse_s, "plan": plan_s, "counts": counts}
+
+
+def chunks(items: list, size: int) -> list[list]:
+    return [items[i: i + size] for i in range(0, len(items), size)]
+
+
+def ms(xs: list[float], q: float | None = None) -> str:
+    if q is None:
+        return f"{statistics.median(xs) * 1e3:8.2f}"
+    return f"{statistics.quantiles(xs, n=100)[int(q) - 1] * 1e3:8.2f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--histories", type=int, default=int(os.environ.get("BENCH_HISTORIES", 1000)))
+    ap.add_argument("--versions", type=int, default=20)
+    ap.add_argument("--deltas", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", 3)))
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("BENCH_JOBS", 2)))
+    ap.add_argument("--profile", default="typical", choices=list(sim.PROFILES))
+    args = ap.parse_args()
+    seeds = list(range(args.histories))
+    size = max(1, args.histories // (4 * args.jobs))
+
+    t0 = time.perf_counter()
+    parts = sim.sweep(_generate, [{"profile": args.profile, "versions": args.versions, "deltas": args.deltas,
+                                   "seeds": c} for c in chunks(seeds, size)], n_jobs=args.jobs, progress=False)
+    gen_s = time.perf_counter() - t0
+    histories = [h for part in parts for h in part]
+    updates = sum(len(h.versions) - 1 for h in histories)
+    print(f"bench_rebase: {len(histories)} histories x {args.versions} versions x {args.deltas} deltas "
+          f"({args.profile}), {updates} updates, {args.jobs} jobs, {os.cpu_count()} CPUs")
+    print(f"  generate histories          {gen_s:8.1f} s wall")
+
+    sim.sweep(_rebase, [{"histories": histories[:1]}] * (2 * args.jobs), n_jobs=args.jobs, progress=False)  # warm workers
+    walls, results = [], None
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        results = sim.sweep(_rebase, [{"histories": c} for c in chunks(histories, size)], n_jobs=args.jobs,
+                            progress=False)
+        walls.append(time.perf_counter() - t0)
+    print(f"  rebase, all four policies   {statistics.median(walls):8.1f} s wall (median of {args.repeat}: "
+          f"{', '.join(f'{w:.1f}' for w in walls)}), {updates / statistics.median(walls):.0f} updates/s")
+
+    parse_s = [x for r in results for x in r["parse"]]
+    print(f"\n  {'per update':<18}{'median ms':>10}{'p95 ms':>10}{'sum s':>9}")
+    print(f"  {'parse both bodies':<18}{ms(parse_s):>10}{ms(parse_s, 95):>10}{sum(parse_s):9.1f}")
+    for name in rebase.POLICIES:
+        xs = [x for r in results for x in r["plan"][name]]
+        print(f"  {name:<18}{ms(xs):>10}{ms(xs, 95):>10}{sum(xs):9.1f}")
+
+    print(f"\n  {'outcomes':<18}" + "".join(f"{n:>12}" for n in rebase.POLICIES))
+    keys = ("deltas", "clean", "stale", "orphaned", "false_orphan", "rescued", "proposals", "correct_proposals",
+            "misattached", "silent_reapply")
+    for key in keys:
+        row = [sum(r["counts"][n].get(key, 0) for r in results) for n in rebase.POLICIES]
+        print(f"  {key:<18}" + "".join(f"{v:>12}" for v in row))
+    bad = sum(r["counts"][n].get("misattached", 0) + r["counts"][n].get("silent_reapply", 0)
+              for r in results for n in rebase.POLICIES)
+    if bad:
+        raise SystemExit(f"FAIL: {bad} misattached or silently re-applied decisions")
+
+
+if __name__ == "__main__":
+    main()
