@@ -109,7 +109,8 @@ class Settings:
     p_undo: float = 0.15  # ... or undone (no lesson); otherwise the user stays silent
     p_ack: float = 0.3  # a right turn is explicitly accepted ...
     p_rate: float = 0.05  # ... or rated 4-5
-    p_slip: float = 0.1  # the user's answer to a suggestion is the wrong way round (accepts a wrong one, …)
+    p_slip: float = 0.1  # the user answers a suggestion the wrong way round (accepts a wrong one, declines a
+    #                      right one without saying what they want instead)
     focus: float = 0.75  # share of a session's turns on its goal need
     drift: float = 0.0  # per session: probability that one hidden preference changes
     review_every: int = 20  # the user reviews pending lessons every N sessions (0: never)
@@ -219,11 +220,21 @@ class StaticEmbedder:
     id = "wordllama-numpy/l2_supercat_256"
 
     def __init__(self):
+        import logging
+
         from safetensors import safe_open
         from tokenizers import Tokenizer
-        from wordllama.inference import WordLlamaInference
 
         from . import bundled
+
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        from wordllama.inference import WordLlamaInference
+
+        for h in root.handlers[:]:  # wordllama calls logging.basicConfig(level=INFO) on import: undo it
+            if h not in handlers:
+                root.removeHandler(h)
+        root.setLevel(level)
 
         with safe_open(str(bundled.embedding_path()), framework="np") as fh:
             weights = fh.get_tensor("embedding.weight")
@@ -303,7 +314,7 @@ class _World:
         self.skill = self._parse(0)
         self.sections = anchor_mod.parse(self.skill.body)
         self.rng = {k: random.Random(f"deploy:{k}:{s.seed}") for k in
-                    ("world", "user", "agent", "trigger", "drift", "review")}
+                    ("world", "user", "agent", "trigger", "drift")}
         self.situations = self._situations()
         self.section = {x.key: x.section for x in self.situations}  # current section of each need
         user = self.rng["user"]
@@ -339,7 +350,10 @@ class _World:
     def _situations(self) -> tuple[Situation, ...]:
         rng, s = self.rng["world"], self.s
         sections = [x.slug for x in anchor_mod.parse(self.skill.body) if x.text.strip() and x.level > 0]
-        tools = [t for t in self.skill.tools if not gates._write_path(t, gates.DEFAULT_CONFIRMATION)]
+        # tools a learned hint may prefer: whatever the gates' own dry run does not refuse
+        tools = [t for t in self.skill.tools if gates.check(None, self.skill, "tool-hint", {"prefer": [t]},
+                                                            section=sections[0], provenance="user_instruction"
+                                                            ).outcome != "refused"]
         topics = rng.sample(TOPICS, s.n_situations)
         out = []
         for k, topic in enumerate(topics):
@@ -552,8 +566,9 @@ class _World:
                 evidence.record_context(self.store, sid, str(t), [did], role="suggested", at=now)
             right = option == self.pref[x.key]
             r, signal, rating = user.random(), None, None
-            if how == "suggestion":
-                signal = "accepted" if right != (r < s.p_slip) else "correction"
+            if how == "suggestion":  # declining a wrong suggestion states the lesson; a slip just declines
+                slip = r < s.p_slip
+                signal = ("undo" if slip else "accepted") if right else ("accepted" if slip else "correction")
             elif right:
                 signal = "accepted" if r < s.p_ack else "rating" if r < s.p_ack + s.p_rate else None
                 rating = user.choice((4, 5)) if signal == "rating" else None

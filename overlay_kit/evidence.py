@@ -172,13 +172,25 @@ def record_context(store: "Store", session: str, turn: str, deltas: Any, *, role
     ids = _delta_ids(deltas)
     when = at or utc_now()
     with store.transaction():
-        for did in ids:
-            store.get(did)  # StoreError naming an unknown id, nothing written
-            store.conn.execute("INSERT OR IGNORE INTO turn_context (session, turn, delta_id, role, at) "
-                               "VALUES (?, ?, ?, ?, ?)", (session, str(turn), did, role, iso(when)))
+        known = _sections(store, ids)
+        missing = [d for d in ids if d not in known]
+        if missing:
+            raise StoreError(f"no delta with id {missing[0]!r} in {store.path}")
+        store.conn.executemany("INSERT OR IGNORE INTO turn_context (session, turn, delta_id, role, at) "
+                               "VALUES (?, ?, ?, ?, ?)", [(session, str(turn), d, role, iso(when)) for d in ids])
         if ids:
             store.touch(ids, when)
     return tuple(ids)
+
+
+def _sections(store: "Store", ids: Sequence[str]) -> dict[str, str]:
+    """{id: anchor section} for the ids that exist (one query per 500 ids)."""
+    out: dict[str, str] = {}
+    for k in range(0, len(ids), 500):
+        part = list(ids[k:k + 500])
+        out.update(store.conn.execute(f"SELECT id, json_extract(anchor, '$.section') FROM skill_deltas "
+                                      f"WHERE id IN ({', '.join('?' * len(part))})", part).fetchall())
+    return out
 
 
 def in_context(store: "Store", session: str, turn: str) -> dict[str, str]:
@@ -243,7 +255,8 @@ def record_signal(store: "Store", session: str, turn: str, signal: str, *, ratin
         else:
             targets = list(context)
         if section is not None:
-            targets = [d for d in targets if store.get(d).anchor.section == section]
+            anchored = _sections(store, targets)
+            targets = [d for d in targets if anchored.get(d) == section]
         if positive is None:
             targets = []
         cur = store.conn.execute(
@@ -386,13 +399,17 @@ def near_duplicates(deltas: Iterable[Delta], *, embedder: Any = None, min_cosine
         # most recently used first: an incoming member joins the first cluster it matches entirely
         group = sorted(groups[key], key=lambda d: (_last_used(d), d.created_at, d.id), reverse=True)
         n = len(group)
+        if vectors is None:
+            cos = np.ones((n, n))
+        else:
+            v = vectors[[row[d.id] for d in group]]
+            cos = np.clip(v @ v.T, -1.0, 1.0)
+            np.fill_diagonal(cos, 1.0)
         big = np.eye(n)
-        cos = np.ones((n, n)) if vectors is None else np.eye(n)
         for i in range(n):
             for j in range(i + 1, n):
-                big[i, j] = big[j, i] = bigram_similarity(group[i].text, group[j].text)
-                if vectors is not None:
-                    cos[i, j] = cos[j, i] = float(vectors[row[group[i].id]] @ vectors[row[group[j].id]])
+                if cos[i, j] >= min_cosine - 1e-6:  # bigrams only where the cheap bar already holds
+                    big[i, j] = big[j, i] = bigram_similarity(group[i].text, group[j].text)
         ok = (big >= min_bigram) & (cos >= min_cosine - 1e-6)
         clusters: list[list[int]] = []
         for i in range(n):

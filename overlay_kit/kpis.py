@@ -50,14 +50,18 @@ __all__ = [
     "atomicity",
     "ci",
     "cost",
+    "dashboard",
+    "finding",
     "kpi_frame",
     "monotonicity",
+    "never",
     "nonrecurrence",
     "promotion_precision",
     "rebase_honesty",
     "recommend",
     "run_kpis",
     "scorecard",
+    "sensitivity",
     "summarize",
     "tier_discipline",
 ]
@@ -369,3 +373,138 @@ def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any] | None = None,
                           **{f"{u}_hi": pick[f"{u}_hi"] for u in utilities},
                           "candidates": ", ".join(ok["value"]), "rule": "; ".join(why) + "; " + how})
     return pd.DataFrame(out)
+
+
+# ------------------------------------------------------------------------------------ the dashboard
+
+# (KPI column, what it is, target, how the target reads)
+DASHBOARD = (
+    ("nonrecurrence", "correction non-recurrence (pairs stated once in 20 sessions)", 0.70, ">="),
+    ("on_minus_off", "measured value: deltas-on − deltas-off, eval accuracy", 0.05, ">="),
+    ("off_differs_from_baseline", "runs where deltas-off ≠ the no-delta baseline", 0, "=="),
+    ("category_regressions", "categories where on < off (per run)", 0, "=="),
+    ("learned_tokens_median", "median learned resident tokens per session", None, ""),
+    ("learned_tokens_p100", "p100 learned resident tokens per session", None, ""),
+    ("cost_over_ceiling", "sessions over the resident ceiling", 0, "=="),
+    ("tier01_share", "tier discipline: accepted lessons at tier 0/1", 0.50, ">="),
+    ("activated_below_threshold", "activations below the evidence threshold", 0, "=="),
+    ("untrusted_without_approval", "untrusted deltas active without approval", 0, "=="),
+    ("permission_violations", "deltas widening a permission / adding a tool / raising a tier", 0, "=="),
+    ("atomicity_violations", "sessions with a delta or body cut mid-step", 0, "=="),
+    ("counter_mismatches", "counters that differ from the outcome ledger", 0, "=="),
+    ("friction", "suggestions the user answered, per 100 turns", None, ""),
+    ("wrong_lessons_activated", "misread lessons that became active (sim truth)", None, ""),
+)
+# Zero-count KPIs and the denominator their exact upper bound is over, pooled across a whole study.
+NEVER = (
+    ("activated_below_threshold", "activations", ("activations_user", "activations_evidence",
+                                                   "activations_auto", "activations_other")),
+    ("untrusted_without_approval", "activations", ("activations_user", "activations_evidence",
+                                                    "activations_auto", "activations_other")),
+    ("permission_violations", "lessons written", ("lessons_written",)),
+    ("rebase_silent_reanchored", "deltas on a changed base", ("rebase_deltas",)),
+    ("rebase_silent_dropped", "deltas on a changed base", ("rebase_deltas",)),
+    ("atomicity_violations", "sessions", ("n_sessions",)),
+    ("counter_mismatches", "lessons written", ("lessons_written",)),
+    ("off_differs_from_baseline", "eval runs", None),
+)
+
+
+def _distinct(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: a study repeats a shared configuration (the defaults) under every axis."""
+    return frame.drop_duplicates(subset=[c for c in frame.columns if c not in ("axis", "value")])
+
+
+def _met(value: float, target, how: str) -> bool | None:
+    if target is None or not np.isfinite(value):
+        return None
+    return bool(value >= target - 1e-12) if how == ">=" else bool(abs(value - target) < 1e-12)
+
+
+def dashboard(runs: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Every DASHBOARD KPI over `runs` (one configuration, many seeds): estimate, 95 % interval, target, met."""
+    s = summarize(runs.assign(_all=0), "_all", [k for k, *_ in DASHBOARD], n_boot=n_boot, seed=seed).iloc[0]
+    return pd.DataFrame([{"kpi": k, "what": what, "estimate": s[k], "low": s[f"{k}_lo"], "high": s[f"{k}_hi"],
+                          "target": ("" if target is None else f"{how} {target:g}"), "met": _met(s[k], target, how)}
+                         for k, what, target, how in DASHBOARD])
+
+
+def never(frame: pd.DataFrame, *, where: pd.Series | None = None, confidence: float = 0.95) -> pd.DataFrame:
+    """The zero-target KPIs pooled over a whole study (or the rows `where` selects): count, denominator, and
+    the exact one-sided upper bound on the rate (`metrics.binomial_upper`) — what a "never" claim quotes."""
+    from .metrics import binomial_upper
+
+    f = _distinct(frame if where is None else frame[where])
+    rows = []
+    for k, unit, cols in NEVER:
+        count = int(f[k].fillna(0).sum())
+        n = len(f) if cols is None else int(sum(f[c].fillna(0).sum() for c in cols))
+        bound = binomial_upper(min(count, n), n, confidence).high if n else float("nan")
+        rows.append({"kpi": k, "count": count, "out_of": n, "unit": unit, "upper_bound": bound})
+    return pd.DataFrame(rows)
+
+
+def finding(frame: pd.DataFrame, recommendation: pd.DataFrame, defaults_runs: pd.DataFrame,
+            sensitivity: Mapping[str, str] | None = None, fixed: Mapping[str, Mapping[str, Any]] | None = None
+            ) -> str:
+    """The study's conclusion in Markdown, written from the numbers (re-running rewrites it)."""
+    d = dashboard(defaults_runs).set_index("kpi")
+
+    def iv(k: str, fmt: str = ".2f") -> str:
+        r = d.loc[k]
+        return f"{r.estimate:{fmt}} [{r.low:{fmt}}, {r.high:{fmt}}]"
+
+    met = lambda k: "meets" if d.loc[k, "met"] else "misses"  # noqa: E731
+    lines = [f"**At the current defaults** ({len(defaults_runs)} seeded deployments): correction non-recurrence "
+             f"{iv('nonrecurrence')} ({met('nonrecurrence')} the 70 % target); deltas-on beat deltas-off by "
+             f"{iv('on_minus_off')} eval accuracy ({met('on_minus_off')} +5 points), and deltas-off equalled "
+             f"the no-delta baseline in {int((defaults_runs['off_differs_from_baseline'] == 0).sum())} of "
+             f"{len(defaults_runs)} runs; learning cost a median {iv('learned_tokens_median', '.0f')} resident "
+             f"tokens per session, p100 {iv('learned_tokens_p100', '.0f')}, with "
+             f"{int(defaults_runs['cost_over_ceiling'].sum())} sessions over the ceiling; "
+             f"{iv('tier01_share')} of accepted lessons landed at tier 0/1 ({met('tier01_share')} 50 %).", ""]
+    n = never(frame)
+    zero = n[n["count"] == 0]
+    if len(zero):
+        lines.append(f"**Never observed** across all {len(_distinct(frame))} distinct runs: " + "; ".join(f"{r.kpi} (0 of {r.out_of} {r.unit}, 95 % upper bound "
+                                                 f"{r.upper_bound:.2%})" for r in zero.itertuples()) + ".")
+    refused = int(_distinct(frame)["overreach_refused"].sum()) if "overreach_refused" in frame else 0
+    if refused:
+        lines.append(f"The gates refused {refused} overreaching lessons (a tool the skill lacks, an ungranted "
+                     "permission) at write time; none reached the store.")
+    seen = n[n["count"] > 0]
+    for r in seen.itertuples():
+        where = frame[frame[r.kpi].fillna(0) > 0]
+        lines.append(f"**{r.kpi}** occurred {r.count} times, only where "
+                     + ", ".join(sorted({f"{a} = {v}" for a, v in zip(where['axis'], where['value'])})) + ".")
+    lines.append("")
+    lines.append("**Recommended defaults** (rule: hard constraints, then the non-recurrence target where "
+                 "reachable, then measured value and non-recurrence within the best value's 95 % interval, "
+                 "then keep the default, else least friction and fewest tokens):")
+    lines.append("")
+    for r in recommendation.itertuples():
+        if r.value is None:
+            lines.append(f"- `{r.axis}`: no value meets the hard constraints.")
+            continue
+        change = "keep" if r.value == r.default else f"change {r.default} →"
+        at = (fixed or {}).get(r.axis)
+        change = (f"(with {', '.join(f'{k} = {v}' for k, v in at.items())}) " if at else "") + change
+        excluded = f"; excluded: {r.excluded}" if r.excluded else ""
+        lines.append(f"- `{r.axis}`: {change} **{r.value}** — on − off {r.on_minus_off:.2f} "
+                     f"[{r.on_minus_off_lo:.2f}, {r.on_minus_off_hi:.2f}], non-recurrence {r.nonrecurrence:.2f} "
+                     f"[{r.nonrecurrence_lo:.2f}, {r.nonrecurrence_hi:.2f}]; indistinguishable: {r.candidates}"
+                     f"{excluded}.")
+    for axis, text in (sensitivity or {}).items():
+        lines.append(f"- `{axis}` (world, not a setting): {text}")
+    return "\n".join(lines)
+
+
+def sensitivity(frame: pd.DataFrame, axis: str, kpis: Sequence[str] = ("nonrecurrence", "on_minus_off"), *,
+                n_boot: int = 2000, seed: int = 0) -> str:
+    """One line: how each KPI moves across the values of a swept axis, with 95 % intervals."""
+    s = summarize(frame[frame["axis"] == axis], "value", list(kpis), n_boot=n_boot, seed=seed)
+    parts = []
+    for k in kpis:
+        parts.append(f"{k} " + " → ".join(f"{r[k]:.2f} [{r[f'{k}_lo']:.2f}, {r[f'{k}_hi']:.2f}] at {r['value']}"
+                                          for _, r in s.iterrows()))
+    return "; ".join(parts) + "."

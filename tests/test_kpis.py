@@ -221,3 +221,20 @@ def test_recommend_follows_the_stated_rule():
     everything_broken = _frame("d", {"1": (0.5, 8, 1.0, 2)})
     assert kpis.recommend(everything_broken)["value"].isna().all()
     assert np.isnan(kpis.ci([]).estimate)
+
+
+def test_dashboard_never_and_finding_read_a_study():
+    frame = deploy.study({"auto_approve": [False, True], "p_obey": [0.95]}, seeds=[0, 1],
+                         base=dict(n_sessions=24, turns=3, n_situations=4, eval_turns=1), backend="sequential",
+                         progress=False)
+    defaults = frame[(frame["axis"] == "auto_approve") & (frame["value"] == "False")]
+    board = kpis.dashboard(defaults, n_boot=200).set_index("kpi")
+    assert board.loc["off_differs_from_baseline", "met"] and board.loc["activated_below_threshold", "estimate"] == 0
+    n = kpis.never(frame).set_index("kpi")
+    assert n.loc["off_differs_from_baseline", "out_of"] == 4  # the shared default runs are counted once
+    assert n.loc["activated_below_threshold", "count"] == frame.query("value == 'True'")[
+        "activated_below_threshold"].sum() > 0
+    rec = kpis.recommend(frame, defaults={"auto_approve": False}, axes=["auto_approve"], n_boot=200)
+    assert rec.loc[0, "value"] == "False" and "activated_below_threshold" in rec.loc[0, "excluded"]
+    text = kpis.finding(frame, rec, defaults, {"p_obey": kpis.sensitivity(frame, "p_obey", n_boot=200)})
+    assert "only where auto_approve = True" in text and "keep **False**" in text and "`p_obey` (world" in text
