@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 from IPython.core.error import UsageError
@@ -123,3 +124,26 @@ def test_bad_input_is_a_usage_error_not_a_traceback(ip, store):
         ip.run_line_magic("resolve", "no-such-skill-anywhere")
     with pytest.raises(UsageError, match="cell is empty"):
         ip.run_cell_magic("lesson", "triage", "  \n")
+
+
+def test_rich_displays_escape_lesson_text_and_have_plain_text_fallbacks(ip, store):
+    from IPython.lib.pretty import pretty
+
+    from overlay_kit import rebase
+
+    skill = triage_inbox()
+    evil = "<script>alert(1)</script> & reply"
+    d = learn_active(store, skill, "preference", {"body": evil}, "escalation")
+    eff = ip.run_line_magic("resolve", "triage")
+    for html in (d._repr_html_(), eff._repr_html_(), UnifiedDiff.of(eff)._repr_html_()):
+        assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; reply" in html
+    assert pretty(skill).startswith("Skill triage-inbox 1.2.0 (community; 12 tools;")
+    assert pretty(d).startswith(f"Delta {d.id} [active] preference (tier 3) on triage-inbox#escalation")
+    assert pretty(eff).startswith("EffectiveSkill triage-inbox:") and evil in pretty(eff)
+    assert "<code>escalation</code>" in skill._repr_html_() and "fc4de6ebe37012da" in skill._repr_html_()
+
+    store.register_base(skill)
+    new = replace(skill, body=skill.body.replace("72 hours", "48 hours"))
+    result = rebase.apply(store, new, "section", old=skill)
+    assert pretty(result).startswith("RebaseResult triage-inbox (section): 1 stale")
+    assert ">stale<" in result._repr_html_() and d.id in result._repr_html_()

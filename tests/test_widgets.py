@@ -60,6 +60,16 @@ def test_review_shows_pending_with_their_diff_and_the_scan_findings(store, seede
     assert {k for k in panel._buttons} >= {(staged.id, "Approve"), (quarantined.id, "Discard"), (active.id, "Revert")}
 
 
+def test_a_pending_tool_hint_shows_the_tool_order_it_would_change(store, seeded):
+    hint = gates.learn(store, seeded[0], "tool-hint", {"prefer": ["summarize_thread"], "drop": ["trash_message"]},
+                       section="reading-the-inbox", provenance="user_instruction").delta
+    panel = ReviewPanel(store, [seeded[0]])
+    assert not panel.diff(hint)  # a tool-hint adds no text …
+    text = _texts(panel.widget)  # … but reorders and withholds tools
+    assert "adds no text" in text and "→ summarize_thread, search_inbox" in text
+    assert "(withheld: trash_message)" in text
+
+
 def test_approve_button_activates_and_its_undo_handle_reverses_it(store, seeded):
     skill, staged, _, _ = seeded
     panel = ReviewPanel(store, [skill])

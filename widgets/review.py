@@ -17,7 +17,7 @@ import ipywidgets as widgets
 from overlay_kit import rebase
 from overlay_kit.display import UnifiedDiff, delta_html, esc
 from overlay_kit.grammar import Delta
-from overlay_kit.resolve import compose
+from overlay_kit.resolve import EffectiveSkill, compose
 from overlay_kit.store import Store, StoreError, Undo
 
 __all__ = ["ReviewPanel"]
@@ -59,15 +59,30 @@ class ReviewPanel:
     def active(self) -> list[Delta]:
         return self._search("active")
 
-    def diff(self, delta: Delta) -> UnifiedDiff:
-        """The effective skill with `delta` applied (as if active) against without it, today's active set."""
+    def effects(self, delta: Delta) -> tuple[EffectiveSkill, EffectiveSkill]:
+        """The effective skill without `delta` (today's active set) and with it (as if it were active)."""
         skill = self.skills[delta.skill]
         others = [d for d in self.store.search(skill.name, scope=self.scope, status="active") if d.id != delta.id]
-        demoted = self.store.retrieval_only(skill.name)
-        kw = dict(scope=self.scope, retrieval_only=demoted, embedder=False)
-        without = compose(skill, others, **kw)
-        with_ = compose(skill, others + [delta.evolve(status="active")], **kw)
+        kw = dict(scope=self.scope, retrieval_only=self.store.retrieval_only(skill.name), embedder=False)
+        return compose(skill, others, **kw), compose(skill, others + [delta.evolve(status="active")], **kw)
+
+    def diff(self, delta: Delta) -> UnifiedDiff:
+        """Unified diff of the effective skill, without → with `delta`."""
+        without, with_ = self.effects(delta)
         return UnifiedDiff.of(with_, against=without, labels=("without this delta", "with it"))
+
+    def _change_html(self, delta: Delta) -> str:
+        without, with_ = self.effects(delta)
+        diff = UnifiedDiff.of(with_, against=without, labels=("without this delta", "with it"))
+        tools_moved = without.skill_tools != with_.skill_tools or without.withheld_tools != with_.withheld_tools
+        html = diff._repr_html_() if diff or not tools_moved else "<div style='font-size:12px'>adds no text</div>"
+        if tools_moved:
+            def tools(e):
+                return ", ".join(e.skill_tools) + (f" (withheld: {', '.join(e.withheld_tools)})"
+                                                   if e.withheld_tools else "")
+            html += (f"<div style='font-size:12px'>skill_tools: {esc(tools(without))}<br>"
+                     f"&nbsp;&nbsp;→ {esc(tools(with_))}</div>")
+        return html
 
     # ------------------------------------------------------------------------------------- actions
 
@@ -129,7 +144,7 @@ class ReviewPanel:
         body = self.skills[d.skill].body
         parts = [widgets.HTML(delta_html(d, body))]
         if d.status != "orphaned":
-            parts.append(widgets.HTML(self.diff(d)._repr_html_()))
+            parts.append(widgets.HTML(self._change_html(d)))
         buttons = []
         for label, tip, fn in actions:
             b = widgets.Button(description=label, tooltip=tip,
