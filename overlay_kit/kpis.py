@@ -396,11 +396,10 @@ DASHBOARD = (
     ("wrong_lessons_activated", "misread lessons that became active (sim truth)", None, ""),
 )
 # Zero-count KPIs and the denominator their exact upper bound is over, pooled across a whole study.
+_ACTIVATIONS = ("activations_user", "activations_evidence", "activations_auto", "activations_other")
 NEVER = (
-    ("activated_below_threshold", "activations", ("activations_user", "activations_evidence",
-                                                   "activations_auto", "activations_other")),
-    ("untrusted_without_approval", "activations", ("activations_user", "activations_evidence",
-                                                    "activations_auto", "activations_other")),
+    ("activated_below_threshold", "activations", _ACTIVATIONS),
+    ("untrusted_without_approval", "activations", _ACTIVATIONS),
     ("permission_violations", "lessons written", ("lessons_written",)),
     ("rebase_silent_reanchored", "deltas on a changed base", ("rebase_deltas",)),
     ("rebase_silent_dropped", "deltas on a changed base", ("rebase_deltas",)),
