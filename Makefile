@@ -41,7 +41,8 @@ $(CHROMIUM_STAMP): $(STAMP)
 		"tests/test_browser.py will be SKIPPED (install Debian's chromium, or run make test as root)"; fi
 
 lab: venv
-	JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab notebooks/00_quickstart.ipynb
+	JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 \
+		$(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00_quickstart.ipynb
 
 test: venv engine browser
 	OVERLAY_KIT_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
