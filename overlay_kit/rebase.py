@@ -22,7 +22,11 @@ Section identity, designed so that a policy never attaches a delta to a differen
    share most of their words (word-level Indel similarity ≥ `min_similarity`). Then `stale`.
    A bare "same slug" is not enough: inserting a new "Notes" above an old one renumbers `notes` →
    `notes-1`, and a same-slug match would silently attach the old lesson to the new section.
-3. Everything else is `orphaned`.
+3. **Renumbered.** A heading that changed only in its numbers ("Step 5: Verify" → "Step 4: Verify") over a
+   byte-identical body, that pair unique on both sides, is the same step: `stale` (flagged, re-keyed) — one
+   deleted step no longer orphans every step after it. Any other heading change is a rename: `orphaned`,
+   with a proposal under `fuzzy` / `embedding`.
+4. Everything else is `orphaned`.
 
 Frontmatter-only updates (body byte-identical) change nothing for body anchors. A permission narrowing in the
 new base always wins, whatever the body policy said (`narrowing` re-runs the write-path permission gates
@@ -45,7 +49,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
-from .anchor import BODY, PREAMBLE, Anchor, Section, parse, slugify
+from .anchor import BODY, PREAMBLE, Anchor, Section, digest, parse, slugify
 from .grammar import Delta
 
 __all__ = [
@@ -147,6 +151,14 @@ def section_key(section: Section) -> str:
     return "" if section.slug in (PREAMBLE, BODY) else slugify(section.heading)
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def _masked(section: Section) -> str:
+    """The heading key with its numbers masked: "Step 5: Verify" and "Step 4: Verify" agree."""
+    return _DIGITS.sub("#", section_key(section))
+
+
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
@@ -194,6 +206,24 @@ class Update:
         where = {s.digest: j for j, s in enumerate(self.new)}
         return {i: where[s.digest] for i, s in enumerate(self.old) if old_n[s.digest] == 1 == new_n[s.digest]}
 
+    @cached_property
+    def renumbered(self) -> dict[int, int]:
+        """old index → new index for a heading that changed only in its numbers ("Step 5: X" → "Step 4: X")
+        over a byte-identical body, the pair unique on both sides among sections not matched exactly."""
+        taken = set(self.exact.values())
+        olds = Counter((_masked(s), digest(s.body_text)) for i, s in enumerate(self.old) if i not in self.exact)
+        news = {}
+        for j, s in enumerate(self.new):
+            if j not in taken:
+                news.setdefault((_masked(s), digest(s.body_text)), []).append(j)
+        out = {}
+        for i, s in enumerate(self.old):
+            key = (_masked(s), digest(s.body_text))
+            if i not in self.exact and s.level and _DIGITS.search(s.heading) and olds[key] == 1 \
+                    and len(news.get(key, ())) == 1 and s.body_text.strip():
+                out[i] = news[key][0]
+        return out
+
     def same_heading(self, min_similarity: float) -> dict[int, tuple[int, float]]:
         """old index → (new index, body similarity) for unambiguous same-heading pairs that pass the gate."""
         cache = self.__dict__.setdefault("_same_heading_cache", {})
@@ -203,8 +233,8 @@ class Update:
 
     def _same_heading(self, min_similarity: float) -> dict[int, tuple[int, float]]:
         exact = self.exact
-        taken = set(exact.values())
-        old_free = [i for i in range(len(self.old)) if i not in exact]
+        taken = set(exact.values()) | set(self.renumbered.values())
+        old_free = [i for i in range(len(self.old)) if i not in exact and i not in self.renumbered]
         new_free = [j for j in range(len(self.new)) if j not in taken]
         # Gaps between consecutive exact matches that keep their order.
         fences = _lis(sorted(exact.items()))
@@ -267,21 +297,28 @@ class OrphanAllPolicy:
 
 @dataclass(frozen=True)
 class SectionPolicy:
-    """Section identity: exact text → clean; unambiguous same heading with similar body → stale."""
+    """Section identity: exact text → clean; a renumbered heading over the same body, or an unambiguous
+    same heading over a similar body → stale."""
 
     min_similarity: float = 0.5
+    renumbering: bool = True  # "Step 5: X" → "Step 4: X" over a byte-identical, unique body is the same step
     name: str = "section"
 
     def decide(self, update: Update) -> tuple[Decision, ...]:
         if not update.body_changed:
             return _unchanged(update)
         exact, heading = update.exact, update.same_heading(self.min_similarity)
+        renumbered = update.renumbered if self.renumbering else {}
         out = []
         for i, s in enumerate(update.old):
             if i in exact:
                 t = update.new[exact[i]].slug
                 why = "same text" if t == s.slug else f"same text, re-keyed {s.slug} → {t}"
                 out.append(Decision(s.slug, "clean", t, reason=why))
+            elif i in renumbered:
+                t = update.new[renumbered[i]]
+                out.append(Decision(s.slug, "stale", t.slug, reason=f"renumbered heading {s.heading!r} → "
+                                                                   f"{t.heading!r}, same body"))
             elif i in heading:
                 j, score = heading[i]
                 out.append(Decision(s.slug, "stale", update.new[j].slug,

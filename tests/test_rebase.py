@@ -131,6 +131,27 @@ def test_deleted_section_gets_no_confident_proposal():
     assert plan(BASE, new, "fuzzy")["replies"].proposal is None
 
 
+STEPS = "# Run\n\n## Step 1: Drain\n\nDrain the writes.\n\n## Step 2: Promote\n\nPromote the replica.\n\n" \
+        "## Step 3: Verify\n\nCheck the lag twice.\n\n"
+
+
+def test_renumbered_steps_are_stale_not_orphaned():
+    new = STEPS.replace("## Step 1: Drain\n\nDrain the writes.\n\n", "").replace("Step 2", "Step 1").replace(
+        "Step 3", "Step 2")
+    d = plan(STEPS, new)
+    assert d["step-1-drain"].state == "orphaned"
+    assert (d["step-2-promote"].state, d["step-2-promote"].target) == ("stale", "step-1-promote")
+    assert d["step-3-verify"].target == "step-2-verify" and "renumbered" in d["step-3-verify"].reason
+    assert plan(STEPS, new, renumbering=False)["step-3-verify"].state == "orphaned"
+    edited = new.replace("Check the lag twice.", "Check the lag once.")
+    assert plan(STEPS, edited)["step-3-verify"].state == "orphaned"  # renumbered AND edited: not provable
+    twins = "# Run\n\n## Step 1: Drain\n\nA.\n\n## Step 2: Fence\n\nB.\n\n## Step 3: Verify\n\nCheck it.\n\n" \
+            "## Step 4: Verify\n\nCheck it.\n\n"
+    after = "# Run\n\n## Step 1: Verify\n\nCheck it.\n\n## Step 2: Verify\n\nCheck it.\n\n"
+    d = plan(twins, after)
+    assert d["step-3-verify"].state == d["step-4-verify"].state == "orphaned"  # two candidates: never guessed
+
+
 def test_level_change_and_whitespace_keep_section_clean():
     new = BASE.replace("## Replies", "### Replies").replace("Sort the inbox.", "Sort  the\ninbox.")
     d = plan(BASE, new)
