@@ -75,12 +75,13 @@ class ReviewPanel:
         without, with_ = self.effects(delta)
         diff = UnifiedDiff.of(with_, against=without, labels=("without this delta", "with it"))
         tools_moved = without.skill_tools != with_.skill_tools or without.withheld_tools != with_.withheld_tools
-        html = diff._repr_html_() if diff or not tools_moved else "<div style='font-size:12px'>adds no text</div>"
+        note = "<div style='font-size:12px;line-height:1.4'>adds no text</div>"
+        html = diff._repr_html_() if diff or not tools_moved else note
         if tools_moved:
             def tools(e):
                 return ", ".join(e.skill_tools) + (f" (withheld: {', '.join(e.withheld_tools)})"
                                                    if e.withheld_tools else "")
-            html += (f"<div style='font-size:12px'>skill_tools: {esc(tools(without))}<br>"
+            html += (f"<div style='font-size:12px;line-height:1.4'>skill_tools: {esc(tools(without))}<br>"
                      f"&nbsp;&nbsp;→ {esc(tools(with_))}</div>")
         return html
 
