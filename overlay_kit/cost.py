@@ -11,7 +11,7 @@ Three measurements, each a function of a chat client (live, recording, or replay
   re-prefill tokens (`prompt.reprefill_tokens`) and the measured TTFT, for the learned fragment in the
   stable prefix vs the volatile tail, and resolved once per session;
 * `regression` / `ceiling` — TTFT at each learned size relative to the no-delta build (median ratio with a
-  bootstrap interval), and the largest learned size whose fitted regression stays within a limit (2 %).
+  bootstrap interval), and the largest learned size whose regression stays within a limit (2 %).
 
 Wall-clock TTFT is the KPI, but on a machine shared with other work it is noisy; against the local engine each
 reply also carries the engine's CPU seconds to the first token (`Engine.cpu_seconds`), which other load barely
@@ -38,9 +38,8 @@ from .llm import Cassette, LemonadeClient, Skipped
 from .prompt import Prompt, compose, count_tokens, reprefill_tokens
 from .skill import load_skill
 
-__all__ = ["GrowthPoint", "Study", "StudyInputs", "TurnCost", "ceiling", "fitted_regression", "growth",
-           "learned_fragment",
-           "recall_plan", "regression", "run_study", "session", "study_client"]
+__all__ = ["GrowthPoint", "Study", "StudyInputs", "TurnCost", "ceiling", "growth", "learned_fragment",
+           "recall_plan", "regression", "regression_at", "run_study", "session", "study_client"]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS = ROOT / "datasets"
@@ -248,35 +247,45 @@ def regression(points: Sequence[GrowthPoint], which: str = "cold", metric: str =
     return rows
 
 
+def _crossing(points: Sequence[tuple[float, float]], limit: float) -> float | None:
+    """First x where the piecewise-linear curve through `points` (sorted by x) rises above `limit`."""
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if y1 > limit:
+            return x0 if y0 >= limit else x0 + (limit - y0) * (x1 - x0) / (y1 - y0)
+    return None
+
+
 def ceiling(rows: Sequence[dict], limit: float = 0.02) -> dict:
-    """Largest learned size whose *fitted* regression stays ≤ `limit` (2 %).
+    """Largest learned size whose regression vs the no-delta build stays ≤ `limit` (2 %).
 
-    Fits cost = a + b·x + c·x² to the medians by least squares (x = learned tokens; a line with fewer than four
-    sizes, and c is clipped at 0: prefill never gets cheaper per token as the prompt grows) and solves
-    b·x + c·x² = limit·a. `beyond_measured` marks a ceiling past the largest size measured (an
-    extrapolation); `ceiling_tokens` is None when the fit shows no growth at all.
+    Model-free: the measured median regressions are joined by straight lines and the first crossing of
+    `limit` is read off; prefill cost is convex in prompt length, so a chord errs towards a lower ceiling.
+    `range` repeats this with the upper and lower ends of the bootstrap intervals (the no-delta build is the
+    reference, so its own regression is 0). `ceiling_tokens` is None with `beyond_measured` when no measured
+    size exceeds the limit.
     """
-    x = np.array([r["learned_tokens"] for r in rows], float)
-    y = np.array([r["median_s"] for r in rows], float)
-    if len(x) >= 4:
-        c, b, a = np.polyfit(x, y, 2)
-        if c < 0:
-            c, (b, a) = 0.0, np.polyfit(x, y, 1)
-    else:
-        c, (b, a) = 0.0, np.polyfit(x, y, 1)
-    fit = {"intercept_s": float(a), "slope_s_per_token": float(b), "curvature_s_per_token2": float(c),
-           "limit": limit}
-    if b <= 0 and c <= 0:
-        return {**fit, "ceiling_tokens": None, "beyond_measured": True}
-    target = limit * a
-    x_star = target / b if c == 0 else (-b + np.sqrt(b * b + 4 * c * target)) / (2 * c)
-    return {**fit, "ceiling_tokens": int(x_star), "beyond_measured": bool(x_star > x.max())}
+    rows = sorted(rows, key=lambda r: r["learned_tokens"])
+
+    def series(key: str) -> list[tuple[float, float]]:
+        return [(r["learned_tokens"], 0.0 if r["learned_tokens"] == 0 else r[key]) for r in rows]
+
+    mid, low, high = (_crossing(series(k), limit) for k in ("regression", "ci_high", "ci_low"))
+    as_int = lambda v: None if v is None else int(v)  # noqa: E731
+    return {"ceiling_tokens": as_int(mid), "range": (as_int(low), as_int(high)), "beyond_measured": mid is None,
+            "limit": limit}
 
 
-def fitted_regression(fit: dict, learned_tokens: float) -> float:
-    """The regression a `ceiling` fit predicts at `learned_tokens`."""
-    x = learned_tokens
-    return (fit["slope_s_per_token"] * x + fit["curvature_s_per_token2"] * x * x) / fit["intercept_s"]
+def regression_at(rows: Sequence[dict], learned_tokens: float) -> tuple[float, bool]:
+    """The median regression at `learned_tokens`, interpolated between measured sizes; past the largest size,
+    extrapolated along the last two (the flag says so)."""
+    xs = np.array([r["learned_tokens"] for r in rows], float)
+    ys = np.array([r["regression"] for r in rows], float)
+    order = np.argsort(xs)
+    xs, ys = xs[order], ys[order]
+    if learned_tokens <= xs[-1]:
+        return float(np.interp(learned_tokens, xs, ys)), False
+    slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+    return float(ys[-1] + slope * (learned_tokens - xs[-1])), True
 
 
 # ------------------------------------------------------------------------------------- clients, record

@@ -41,17 +41,25 @@ def test_regression_against_the_no_delta_build_with_a_bootstrap_interval():
         cost.regression(_points({100: [1.0]}))
 
 
-def test_ceiling_from_the_fitted_curve():
-    line = [{"learned_tokens": n, "median_s": 0.5 + 1e-4 * n} for n in (0, 100, 200, 400)]
-    c = cost.ceiling(line)
-    assert c["ceiling_tokens"] == pytest.approx(100, abs=1) and not c["beyond_measured"]  # 2 % of 0.5 s at 0.1 ms/token
-    assert cost.fitted_regression(c, 100) == pytest.approx(0.02, abs=1e-3)
-    assert cost.ceiling(line, limit=0.2)["beyond_measured"]
-    curve = [{"learned_tokens": n, "median_s": 1.0 + 1e-4 * n + 1e-7 * n * n} for n in (0, 500, 1000, 2000, 4000)]
-    c = cost.ceiling(curve)  # 1e-4 x + 1e-7 x² = 0.02 → x = 100 (√(1e-8 + 8e-9) − 1e-4)/2e-7 ≈ 170.8
-    assert c["ceiling_tokens"] == 170 and cost.fitted_regression(c, 4000) == pytest.approx(2.0)
-    flat = cost.ceiling([{"learned_tokens": n, "median_s": 0.5} for n in (0, 100)])
-    assert flat["ceiling_tokens"] is None
+def _row(x, reg, lo=None, hi=None):
+    return {"learned_tokens": x, "regression": reg, "ci_low": reg if lo is None else lo,
+            "ci_high": reg if hi is None else hi}
+
+
+def test_ceiling_reads_the_first_crossing_of_the_measured_regression():
+    rows = [_row(0, 0.0, -0.1, 0.1), _row(100, 0.01), _row(500, 0.05, 0.03, 0.09), _row(1000, 0.2)]
+    c = cost.ceiling(rows)
+    assert c["ceiling_tokens"] == 200 and not c["beyond_measured"]  # 100 + (0.02 - 0.01) × 400 / 0.04
+    assert c["range"] == (100 + int(0.01 * 400 / 0.08), 100 + int(0.01 * 400 / 0.02))  # from the CI ends
+    assert cost.ceiling([_row(0, 0.0), _row(400, 0.08)])["ceiling_tokens"] == 100  # chord from the no-delta build
+    flat = cost.ceiling([_row(0, 0.0), _row(100, 0.01), _row(200, -0.01)])
+    assert flat["ceiling_tokens"] is None and flat["beyond_measured"]
+
+
+def test_regression_between_and_beyond_the_measured_sizes():
+    rows = [_row(0, 0.0), _row(100, 0.1), _row(300, 0.5)]
+    assert cost.regression_at(rows, 200) == (pytest.approx(0.3), False)
+    assert cost.regression_at(rows, 500) == (pytest.approx(0.9), True)  # extrapolated along the last two
 
 
 def test_recall_plan_is_seeded_and_changes_as_asked():
