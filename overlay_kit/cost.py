@@ -327,14 +327,16 @@ def study_client(live: bool, recording: Path = RECORDING, record_to: Path | None
         if cassette is not None:
             cassette.engine = engine_id
         return LemonadeClient(cassette=cassette, mode=mode), model, None, f"live: {engine_id}"
+    why = (f"Lemonade at {probe.base_url} has no model loaded (load one to measure it)" if health.up
+           else f"no Lemonade server answered at {probe.base_url}")
     try:
         engine = Engine().start()
     except EngineUnavailable as exc:
-        raise Skipped(f"no Lemonade server answered at {probe.base_url} and the local engine is missing: {exc}")
+        raise Skipped(f"{why} and the local engine is missing: {exc}") from exc
     if cassette is not None:
         cassette.engine = engine.id
     client = LemonadeClient(engine.base_url, cassette=cassette, mode=mode, meter=engine.cpu_seconds)
-    return client, engine.alias, engine, f"live: {engine.id} (random weights — cost only)"
+    return client, engine.alias, engine, f"live: {engine.id} (random weights — cost only; {why})"
 
 
 def run_study(*, live: bool = False, full: bool = False, recording: Path = RECORDING,

@@ -135,7 +135,7 @@ def test_study_client_records_live_replies(engine, tmp_path, monkeypatch):
     monkeypatch.setenv("LEMONADE_BASE_URL", "http://127.0.0.1:9")  # no Lemonade here: the local engine is used
     client, model, eng, note = cost.study_client(True, record_to=tmp_path / "rec")
     try:
-        assert client.mode == "record" and note.startswith("live: llama-cpp-python")
+        assert client.mode == "record" and note.startswith("live: llama-cpp-python") and "no Lemonade" in note
         client.chat(model, MSG, max_completion_tokens=2, stream=True)
         assert len(client.cassette) == 1
     finally:
