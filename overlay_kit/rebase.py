@@ -70,6 +70,7 @@ __all__ = [
     "get_policy",
     "narrowing",
     "plan",
+    "plan_update",
     "reanchor",
     "reapprove",
     "rebase_deltas",
