@@ -601,18 +601,6 @@ def _reason(policy: str, o: DeltaOutcome) -> str:
     return text
 
 
-def _write_anchor(store, delta: Delta, anchor: Anchor, who: str, reason: str) -> None:
-    """Re-key a delta's anchor (inside the caller's transaction), audited like a state change.
-    TODO(store): a public `Store.set_anchor`; until then this uses the connection the store exposes to
-    sibling modules and its audit writer."""
-    from .store import dumps
-
-    store.conn.execute("UPDATE skill_deltas SET anchor = ?, base_version = ? WHERE id = ?",
-                       (dumps({"section": anchor.section, "digest": anchor.digest}), anchor.base_version,
-                        delta.id))
-    store._log(delta.id, who, delta.status, delta.status, reason)
-
-
 def apply(store, new_skill, policy: str | Policy = "section", *, old=None, who: str = REBASE_WHO
           ) -> RebaseResult:
     """Register `new_skill` with the store and, if the base changed, move its live deltas — atomically.
@@ -646,7 +634,7 @@ def apply(store, new_skill, policy: str | Policy = "section", *, old=None, who: 
             if o.state == "orphaned":
                 undo.append(store.set_status(o.delta.id, "orphaned", who=who, reason=_reason(p.name, o)))
             elif (o.anchor.section, o.anchor.digest) != (o.delta.anchor.section, o.delta.anchor.digest):
-                _write_anchor(store, o.delta, o.anchor, who, _reason(p.name, o))
+                store.set_anchor(o.delta.id, o.anchor, who=who, reason=_reason(p.name, o))
     return RebaseResult(p.name, change, outcomes, tuple(undo))
 
 
@@ -684,8 +672,8 @@ def reanchor(store, delta_id: str, new_skill, section: str, *, who: str = "user"
         target = next((s for s in parse(new_skill.body) if s.slug == section), None)
         if target is None:
             raise StoreError(f"{new_skill.name} has no section {section!r}")
-        _write_anchor(store, d, Anchor(section, target.digest, new_skill.version), who,
-                      f"re-anchored by {who} from {d.anchor.section!r} to {section!r}")
+        store.set_anchor(d.id, Anchor(section, target.digest, new_skill.version), who=who,
+                         reason=f"re-anchored by {who} from {d.anchor.section!r} to {section!r}")
         _restore(store, d, who, f"re-approved by {who} on section {section!r}")
     return store.get(delta_id)
 

@@ -13,6 +13,8 @@ Public API (other modules code against exactly this; grow it, don't rename it)::
         store.reset(skill, who="user") -> Undo       # archive every live delta of a skill
         store.supersede(old_ids, new_id, who=...) -> Undo   # lineage; rows kept
         store.set_status(id, status, *, who, reason) -> Undo  # rebase / budget transitions
+        store.set_anchor(id, anchor, *, who, reason) -> Undo  # rebase: re-key a delta's Anchor (section,
+                                                     #    digest, base_version); audited, status unchanged
         store.touch(ids, when=None) -> Undo          # last_used_at
         store.set_resident(ids, resident, *, who, reason) -> Undo   # budget: retrieval-only or resident
         store.retrieval_only(skill=None) -> frozenset[str]          # ids demoted to retrieval-only
@@ -794,6 +796,27 @@ class Store:
                 steps.append(("skill_deltas", did, "resident", row[0], flag))
         return Undo("set_resident", tuple(steps), tuple(s[1] for s in steps))
 
+    def set_anchor(self, delta_id: str, anchor: Anchor, *, who: str, reason: str) -> Undo:
+        """Re-key a delta onto `anchor` (section, digest, base_version) — rebase and re-anchoring. Audited
+        like a state change (status unchanged), even when the anchor is already `anchor`: an explicit
+        re-anchoring is recorded. Unknown ids raise with nothing changed."""
+        if not isinstance(anchor, Anchor) or not isinstance(anchor.section, str) or not anchor.section:
+            raise StoreError(f"delta {delta_id}: set_anchor needs an Anchor with a section, not {anchor!r}")
+        stored = dumps({"section": anchor.section, "digest": anchor.digest})
+        with self.transaction():
+            row = self.conn.execute("SELECT anchor, base_version, status FROM skill_deltas WHERE id = ?",
+                                    (delta_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no delta with id {delta_id!r} in {self.path}")
+            steps = []
+            if (row[0], row[1]) != (stored, anchor.base_version):  # both columns, so undo audits once
+                steps = [("skill_deltas", delta_id, "anchor", row[0], stored),
+                         ("skill_deltas", delta_id, "base_version", row[1], anchor.base_version)]
+                self.conn.execute("UPDATE skill_deltas SET anchor = ?, base_version = ? WHERE id = ?",
+                                  (stored, anchor.base_version, delta_id))
+            self._log(delta_id, who, row[2], row[2], reason)
+        return Undo("set_anchor", tuple(steps), (delta_id,))
+
     def retrieval_only(self, skill: str | None = None) -> frozenset[str]:
         """Ids of deltas the budget demoted to retrieval-only (of one skill, or all)."""
         sql, args = "SELECT id FROM skill_deltas WHERE resident = 0", []
@@ -803,11 +826,13 @@ class Store:
 
     def on_change(self, callback: Callable[[list[str]], None]) -> None:
         """Register a hook called with the changed delta ids after each commit that changed a delta's state
-        (learn, approve, revert, reset, set_status, supersede, set_resident, undo). The budget uses it."""
+        (learn, approve, revert, reset, set_status, supersede, set_resident, set_anchor, undo). The budget
+        uses it."""
         self._change_hooks.append(callback)
 
     _UNDOABLE = {("skill_deltas", "status"), ("skill_deltas", "approved_at"), ("skill_deltas", "superseded_by"),
-                 ("skill_deltas", "last_used_at"), ("skill_deltas", "resident"), ("learned_facts", "status")}
+                 ("skill_deltas", "last_used_at"), ("skill_deltas", "resident"), ("skill_deltas", "anchor"),
+                 ("skill_deltas", "base_version"), ("learned_facts", "status")}
 
     def undo(self, handle: Undo, who: str = "user") -> None:
         """Reverse a write. Refused, with nothing changed, if any row has moved on since that write."""
@@ -826,6 +851,8 @@ class Store:
                     self._log(rid, who, after, before, f"undo of {handle.op}")
                 elif table == "skill_deltas" and column == "superseded_by":
                     self._log(rid, who, None, None, f"undo of {handle.op}: lineage {after} -> {before}")
+                elif table == "skill_deltas" and column == "anchor":
+                    self._log(rid, who, None, None, f"undo of {handle.op}: anchor {after} -> {before}")
 
     # -------------------------------------------------------------------------------- erasure
 

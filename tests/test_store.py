@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from overlay_kit import gates
+from overlay_kit.anchor import Anchor
 from overlay_kit.grammar import Provenance
 from overlay_kit.store import MIGRATIONS, GateBypassError, Store, StoreError, default_db_path
 
@@ -343,6 +344,45 @@ def test_touch_and_undo(store, skill):
     assert store.get(a.id).last_used_at is None
     with pytest.raises(StoreError, match="no delta"):
         store.touch(["delta_missing"])
+
+
+def test_set_anchor_is_audited_fires_the_hook_and_undoes(store, skill):
+    a = learn(store, skill)
+    seen = []
+    store.on_change(seen.append)
+    before, trail_len = a.anchor, len(store.audit(a.id))
+    target = Anchor("replies", "f" * 16, "2.0.0")
+    u = store.set_anchor(a.id, target, who="rebase", reason="section renamed")
+    d = store.get(a.id)
+    assert d.anchor == target and d.status == a.status == "staged"
+    last = store.audit(a.id)[-1]
+    assert len(store.audit(a.id)) == trail_len + 1
+    assert (last.who, last.from_status, last.to_status, last.reason) == ("rebase", "staged", "staged",
+                                                                         "section renamed")
+    assert seen == [[a.id]]
+    with store.transaction():  # inside a caller's transaction: one commit, the hook fires once after it
+        store.set_anchor(a.id, Anchor("tone", "e" * 16, "3.0.0"), who="rebase", reason="moved")
+        assert seen == [[a.id]]
+    assert seen == [[a.id], [a.id]] and store.get(a.id).anchor.section == "tone"
+    with pytest.raises(StoreError, match="cannot undo set_anchor"):  # the row moved on since `u`
+        store.undo(u)
+    store.set_anchor(a.id, target, who="rebase", reason="back")
+    store.undo(u)
+    assert store.get(a.id).anchor == before
+    assert store.audit(a.id)[-1].reason.startswith("undo of set_anchor: anchor ")
+
+
+def test_set_anchor_refuses_unknown_ids_and_non_anchors(store, skill):
+    a = learn(store, skill)
+    with pytest.raises(StoreError, match="delta_missing"):
+        store.set_anchor("delta_missing", Anchor("replies", "0" * 16, None), who="rebase", reason="x")
+    with pytest.raises(StoreError, match="Anchor"):
+        store.set_anchor(a.id, {"section": "replies"}, who="rebase", reason="x")
+    with pytest.raises(StoreError, match="Anchor"):
+        store.set_anchor(a.id, Anchor("", "0" * 16, None), who="rebase", reason="x")
+    assert store.get(a.id).anchor == a.anchor and len(store.audit(a.id)) == 1
+    same = store.set_anchor(a.id, a.anchor, who="user", reason="re-anchored in place")
+    assert not same and store.audit(a.id)[-1].reason == "re-anchored in place"  # recorded, nothing to undo
 
 
 def test_get_unknown_names_the_id(store):
