@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from overlay_kit import deploy, evidence, gates, kpis  # noqa: E402
+from overlay_kit import deploy, evidence, gates, kpis, retrieval  # noqa: E402
 from overlay_kit.store import Store  # noqa: E402
 from overlay_support import make_skill  # noqa: E402
 
@@ -38,7 +38,7 @@ def clustering(skill) -> float:
                         section=("replies", "triage")[i % 2], provenance="user_instruction")
         deltas = store.search(skill.name, status="active")
         t0 = time.perf_counter()
-        evidence.near_duplicates(deltas, embedder=deploy.static_embedder())
+        evidence.near_duplicates(deltas, embedder=retrieval.static_embedder())
         return time.perf_counter() - t0
 
 
@@ -50,7 +50,7 @@ def deployment(seed: int) -> float:
 
 def main() -> None:
     skill = make_skill()
-    deploy.static_embedder()  # load once, outside the timings
+    retrieval.static_embedder()  # load once, outside the timings
     rows = {f"ledger {TURNS} turns × {IN_CONTEXT} in context": [ledger(skill) for _ in range(RUNS)],
             f"near_duplicates over {CLUSTERED} active deltas": [clustering(skill) for _ in range(RUNS)],
             "one 60-session deployment + KPIs": [deployment(s) for s in range(RUNS)]}

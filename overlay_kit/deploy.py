@@ -44,7 +44,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timedelta, timezone
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -52,7 +51,7 @@ import pandas as pd
 
 from . import anchor as anchor_mod
 from . import budget as budget_mod
-from . import evidence, gates, kpis, rebase, resolve, sim
+from . import evidence, gates, kpis, rebase, resolve, retrieval, sim
 from .grammar import Provenance
 from .skill import Skill, parse_skill
 from .store import Store, StoreError
@@ -64,10 +63,8 @@ __all__ = [
     "Deployment",
     "Settings",
     "Situation",
-    "StaticEmbedder",
     "run",
     "run_kpis",
-    "static_embedder",
     "store_tables",
     "study",
     "sweep",
@@ -209,49 +206,6 @@ def session_id(seed: int, n: int) -> str:
     return f"{seed}:{n:04d}"
 
 
-# ------------------------------------------------------------------------------------------ embedder
-
-
-class StaticEmbedder:
-    """The bundled wordllama static embeddings through wordllama's own numpy inference (no torch import):
-    the same vectors as `retrieval.load_embedder()`'s sentence-transformers wrapper of those weights, at a
-    fraction of the start-up cost — what a sweep's worker processes can afford."""
-
-    id = "wordllama-numpy/l2_supercat_256"
-
-    def __init__(self):
-        import logging
-
-        from safetensors import safe_open
-        from tokenizers import Tokenizer
-
-        from . import bundled
-
-        root = logging.getLogger()
-        handlers, level = list(root.handlers), root.level
-        from wordllama.inference import WordLlamaInference
-
-        for h in root.handlers[:]:  # wordllama calls logging.basicConfig(level=INFO) on import: undo it
-            if h not in handlers:
-                root.removeHandler(h)
-        root.setLevel(level)
-
-        with safe_open(str(bundled.embedding_path()), framework="np") as fh:
-            weights = fh.get_tensor("embedding.weight")
-        self._model = WordLlamaInference(weights, Tokenizer.from_file(str(bundled.tokenizer_path())))
-        self.dim = int(weights.shape[1])
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.ascontiguousarray(self._model.embed(list(texts), norm=True), dtype=np.float32)
-
-
-@lru_cache(maxsize=1)
-def static_embedder() -> StaticEmbedder:
-    return StaticEmbedder()
-
-
 # -------------------------------------------------------------------------------------------- tables
 
 TABLES = {
@@ -323,7 +277,7 @@ class _World:
         w = np.array([1 / (k + 1) for k in range(len(self.situations))])
         self.weights = list(w / w.sum())
         self.meaning: dict[str, tuple[str, int]] = {}  # delta id → (need, option)
-        self.embedder = static_embedder()
+        self.embedder = retrieval.static_embedder()
         self.store = Store.open(":memory:", auto_approve=s.auto_approve)
         self.version_counter = 0
         self.store.on_change(self._changed)

@@ -35,11 +35,13 @@ __all__ = [
     "DEFAULT_TAU",
     "Embedder",
     "EmbedderUnavailable",
+    "StaticEmbedder",
     "TextEmbedder",
     "TriggerIndex",
     "eligible",
     "load_embedder",
     "reembed",
+    "static_embedder",
 ]
 
 DEFAULT_TAU = 0.82
@@ -121,6 +123,44 @@ def load_embedder(name_or_path: str | None = None) -> TextEmbedder:
     Raises `EmbedderUnavailable` (never a network call: non-default models load with local_files_only).
     """
     return _load(DEFAULT if name_or_path in (None, "", DEFAULT, bundled.EMBEDDER_ID) else str(name_or_path))
+
+
+class StaticEmbedder:
+    """The bundled wordllama static embeddings through wordllama's own numpy inference (no torch import):
+    the same vectors as `load_embedder()`'s sentence-transformers wrapper of those weights, at a
+    fraction of the start-up cost — what a sweep's worker processes can afford."""
+
+    id = "wordllama-numpy/l2_supercat_256"
+
+    def __init__(self):
+        import logging
+
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        from wordllama.inference import WordLlamaInference
+
+        for h in root.handlers[:]:  # wordllama calls logging.basicConfig(level=INFO) on import: undo it
+            if h not in handlers:
+                root.removeHandler(h)
+        root.setLevel(level)
+
+        with safe_open(str(bundled.embedding_path()), framework="np") as fh:
+            weights = fh.get_tensor("embedding.weight")
+        self._model = WordLlamaInference(weights, Tokenizer.from_file(str(bundled.tokenizer_path())))
+        self.dim = int(weights.shape[1])
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.ascontiguousarray(self._model.embed(list(texts), norm=True), dtype=np.float32)
+
+
+@lru_cache(maxsize=1)
+def static_embedder() -> StaticEmbedder:
+    return StaticEmbedder()
 
 
 def eligible(deltas: Iterable) -> list:

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from overlay_kit import bundled, deploy
+from overlay_kit import bundled, deploy, retrieval
 from overlay_kit.retrieval import Embedder
 
 SMALL = dict(n_sessions=24, turns=3, n_situations=5, eval_turns=2)
@@ -110,7 +110,7 @@ def test_study_dedupes_identical_configurations(monkeypatch):
 def test_static_embedder_is_the_bundled_mean_pooled_model():
     from safetensors.numpy import load_file
 
-    emb = deploy.static_embedder()
+    emb = retrieval.static_embedder()
     assert isinstance(emb, Embedder)
     texts = ["Keep replies short", "keep the replies brief", "quarterly tax filing deadline"]
     v = emb.encode(texts)
