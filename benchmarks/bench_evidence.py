@@ -12,9 +12,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from overlay_kit import deploy, evidence, gates, kpis, retrieval  # noqa: E402
-from overlay_kit.store import Store  # noqa: E402
 from overlay_support import make_skill  # noqa: E402
+
+from overlay_kit import evidence, gates, retrieval  # noqa: E402
+from overlay_kit.store import Store  # noqa: E402
+from overlay_kit.studies import deploy, kpis  # noqa: E402
 
 TURNS, IN_CONTEXT, CLUSTERED, RUNS = 2_000, 20, 200, 5
 SIGNALS = ("accepted", "correction", "undo", "accepted")

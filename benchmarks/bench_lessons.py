@@ -13,9 +13,9 @@ import argparse
 import statistics
 import time
 
-from overlay_kit import lessons as L
 from overlay_kit.facts import Facts
 from overlay_kit.store import Store
+from overlay_kit.studies import lessons as L
 
 
 def timed(fn, repeat: int) -> list[float]:

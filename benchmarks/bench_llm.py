@@ -1,7 +1,7 @@
 """Benchmark: the model client's own overhead and the local engine's prefill cost.
 
 Prints medians of repeated runs. Client-side parts need no engine; the engine parts start the random-weight
-llama (overlay_kit.engine) and are skipped, loudly, when `llama-cpp-python[server]` is missing.
+llama (overlay_kit.llm.engine) and are skipped, loudly, when `llama-cpp-python[server]` is missing.
     .venv/bin/python benchmarks/bench_llm.py
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 import statistics
 import time
 
-from overlay_kit import cost
-from overlay_kit.engine import Engine, engine_available
 from overlay_kit.llm import LemonadeClient, count_message_tokens
+from overlay_kit.llm.engine import Engine, engine_available
 from overlay_kit.prompt import compose, reprefill_tokens
+from overlay_kit.studies import cost
 
 REPEATS = 5
 

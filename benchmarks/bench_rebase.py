@@ -18,8 +18,9 @@ import os
 import statistics
 import time
 
-from overlay_kit import rebase, sim
+from overlay_kit import rebase
 from overlay_kit.anchor import parse
+from overlay_kit.studies import sim
 
 
 def _generate(profile: str, versions: int, deltas: int, seeds: list[int]) -> list[sim.History]:

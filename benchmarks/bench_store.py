@@ -13,9 +13,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from overlay_support import make_skill  # noqa: E402
+
 from overlay_kit import gates  # noqa: E402
 from overlay_kit.store import Store  # noqa: E402
-from overlay_support import make_skill  # noqa: E402
 
 N_LEARN, BATCH, N_SKILLS, ACTIVE, RUNS, READS = 5_000, 500, 50, 90, 5, 200
 

@@ -28,13 +28,15 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import datetime, timezone
+from functools import lru_cache
 
 from rapidfuzz import fuzz
 
 from .bundled import llama_tokenizer
-from .prompt import count_tokens  # one token counter for the project: the bundled Llama-2 tokenizer
+from .prompt import (
+    count_tokens,  # one token counter for the project: the bundled Llama-2 tokenizer
+)
 
 __all__ = [
     "BLOCK_HEADING",

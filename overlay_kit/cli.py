@@ -356,8 +356,8 @@ def register_calibrate_tau(sub) -> None:
 
 
 def cmd_calibrate_tau(args: argparse.Namespace) -> int:
-    from . import threshold
     from .retrieval import EmbedderUnavailable
+    from .studies import threshold
 
     if args.goals_per_session < 1:
         raise ValueError("--goals-per-session must be at least 1")

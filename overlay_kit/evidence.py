@@ -53,8 +53,8 @@ import numpy as np
 from . import budget as budget_mod
 from . import gates
 from .grammar import KEY_LIMIT, TURN_ID_LIMIT, Delta, Provenance, utc_now
-from .memory import bigram_similarity
 from .store import StoreError, Undo, dumps, iso
+from .surfaces.memory import bigram_similarity
 
 if TYPE_CHECKING:
     from .skill import Skill

@@ -33,8 +33,8 @@ import difflib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from datetime import timezone
+from functools import lru_cache
 
 from . import anchor as anchor_mod
 from . import budget as budget_mod

@@ -59,7 +59,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -609,7 +609,9 @@ class Store:
 
     def _insert_delta(self, delta: Delta, seal: bytes | None = None) -> Undo:
         """Private: store a delta that passed the gates. Refused without the gates' seal for this delta."""
-        from .gates import verify_seal  # gates sit above the store; imported late to keep `store` light
+        from .gates import (
+            verify_seal,  # gates sit above the store; imported late to keep `store` light
+        )
 
         if seal is None or not verify_seal(delta, seal):
             raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "

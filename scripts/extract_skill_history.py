@@ -8,7 +8,7 @@ One record per SKILL.md path present at HEAD (renames followed), oldest version 
     {"repo": "...", "path": "skills/x/SKILL.md",
      "versions": [{"commit": "<sha>", "date": "<ISO-8601 UTC>", "text": "<file at that commit>"}, ...]}
 
-Consecutive identical versions are dropped. Read the result with `overlay_kit.sim.load_histories`.
+Consecutive identical versions are dropped. Read the result with `overlay_kit.studies.sim.load_histories`.
 Only local git is used; nothing is fetched.
 """
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from overlay_kit import lessons
+from overlay_kit.studies import lessons
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """Fixtures for the model client: the real local engine, and a scripted server for error shapes.
 
 Import the fixtures into a test module (`from engine_fixtures import engine, scripted, ...`). The real
-engine is `llama-cpp-python[server]` serving a random-weight llama (overlay_kit.engine); when it is not
+engine is `llama-cpp-python[server]` serving a random-weight llama (overlay_kit.llm.engine); when it is not
 installed its tests skip with a loud reason — or fail, when OVERLAY_KIT_REQUIRE_ENGINE=1 (`make test` sets it,
 because `make test` installs the engine). The scripted server exists only for what an engine will not do on
 demand: 5xx, stalls, malformed frames, error frames at HTTP 200, 401.
@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from overlay_kit.engine import Engine, engine_available
+from overlay_kit.llm.engine import Engine, engine_available
 
 
 def _need_engine() -> None:

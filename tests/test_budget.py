@@ -7,13 +7,12 @@ import random
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from resolve_fixtures import delta, learn_active, make_skill, no_network  # noqa: F401
 
 from overlay_kit import anchor, budget, gates
 from overlay_kit.bundled import llama_tokenizer
 from overlay_kit.resolve import resolve
 from overlay_kit.store import Store
-
-from resolve_fixtures import delta, learn_active, make_skill, no_network  # noqa: F401
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 

@@ -3,11 +3,10 @@
 import json
 
 import pytest
+from overlay_support import MAIL_BODY
 
 from overlay_kit.cli import main
 from overlay_kit.store import Store
-
-from overlay_support import MAIL_BODY
 
 
 @pytest.fixture

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from resolve_fixtures import SKILLS, learn_active, no_network, triage_inbox  # noqa: F401
 
 from overlay_kit import anchor
 from overlay_kit.cli import main
 from overlay_kit.store import Store
-
-from resolve_fixtures import SKILLS, learn_active, no_network, triage_inbox  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("no_network")
 SKILL = str(SKILLS / "triage-inbox")

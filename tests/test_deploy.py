@@ -1,11 +1,12 @@
-"""overlay_kit.deploy: the deployment simulator is seeded, follows its effective skill, and uses the real gates."""
+"""overlay_kit.studies.deploy: the deployment simulator is seeded, follows its effective skill, and uses the real gates."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from overlay_kit import bundled, deploy, retrieval
+from overlay_kit import bundled, retrieval
 from overlay_kit.retrieval import Embedder
+from overlay_kit.studies import deploy
 
 SMALL = dict(n_sessions=24, turns=3, n_situations=5, eval_turns=2)
 

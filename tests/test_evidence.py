@@ -6,12 +6,11 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
+from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 from overlay_kit import budget, evidence, gates, resolve
 from overlay_kit.evidence import EvidenceError, NotAnOutcome
 from overlay_kit.store import Store, StoreError
-
-from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 SKILL = make_skill()
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)

@@ -5,15 +5,21 @@ from __future__ import annotations
 import json
 
 import pytest
+from overlay_support import make_skill
 
 from overlay_kit import gates
 from overlay_kit.cli import main
-from overlay_kit.facts import Consumers, Facts, FactsError, UndeclaredRead, learns_from, report
+from overlay_kit.facts import (
+    Consumers,
+    Facts,
+    FactsError,
+    UndeclaredRead,
+    learns_from,
+    report,
+)
 from overlay_kit.grammar import Provenance
 from overlay_kit.skill import parse_skill
 from overlay_kit.store import Store
-
-from overlay_support import make_skill
 
 TRUSTED = Provenance("user_instruction")
 

@@ -6,12 +6,18 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 from overlay_kit import gates
-from overlay_kit.grammar import KEY_LIMIT, PROSE_LIMIT, TOOL_LIMIT, TRIGGER_LIMIT, VALUE_LIMIT, Provenance
+from overlay_kit.grammar import (
+    KEY_LIMIT,
+    PROSE_LIMIT,
+    TOOL_LIMIT,
+    TRIGGER_LIMIT,
+    VALUE_LIMIT,
+    Provenance,
+)
 from overlay_kit.store import Store, StoreError
-
-from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 SKILL = make_skill()
 SHELL = make_skill("deploy", permissions=("shell:execute:git",))

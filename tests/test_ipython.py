@@ -9,14 +9,13 @@ from dataclasses import replace
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from resolve_fixtures import SKILLS, learn_active, no_network, triage_inbox  # noqa: F401
 
 from overlay_kit import gates
 from overlay_kit.cli import effective_diff
 from overlay_kit.display import DeltaTable, UnifiedDiff
 from overlay_kit.resolve import EffectiveSkill
 from overlay_kit.store import Store
-
-from resolve_fixtures import SKILLS, learn_active, no_network, triage_inbox  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("no_network")
 CFO = "Escalate anything from the CFO within the hour."
@@ -39,7 +38,7 @@ def store(ip, tmp_path):
 
 def test_core_import_pulls_in_no_jupyter_package():
     code = ("import sys, overlay_kit, overlay_kit.display, overlay_kit.gates, overlay_kit.resolve, "
-            "overlay_kit.rebase, overlay_kit.store, overlay_kit.tuning, overlay_kit.cli\n"
+            "overlay_kit.rebase, overlay_kit.store, overlay_kit.studies.tuning, overlay_kit.cli\n"
             "bad = sorted({m.split('.')[0] for m in sys.modules} & {'IPython', 'ipywidgets', 'altair', 'ipykernel'})\n"
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

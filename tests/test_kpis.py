@@ -1,4 +1,4 @@
-"""overlay_kit.kpis: each KPI on hand-made inputs with a known answer, from a real store, and from a seed."""
+"""overlay_kit.studies.kpis: each KPI on hand-made inputs with a known answer, from a real store, and from a seed."""
 
 import json
 import math
@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
-from overlay_kit import deploy, evidence, gates, kpis
-from overlay_kit.store import Store
-
 from overlay_support import TRUSTED, UNTRUSTED, make_skill
+
+from overlay_kit import evidence, gates
+from overlay_kit.store import Store
+from overlay_kit.studies import deploy, kpis
 
 SKILL = make_skill()
 

@@ -8,9 +8,10 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from overlay_kit import budget, gates, lessons as L
+from overlay_kit import budget, gates
 from overlay_kit.facts import report
 from overlay_kit.store import Store
+from overlay_kit.studies import lessons as L
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,21 @@ import socket
 import pytest
 from engine_fixtures import chunk, scripted, sse  # noqa: F401  (fixture)
 
-from overlay_kit import llm
+from overlay_kit.llm import client as llm
 from overlay_kit.llm import (
-    Cassette, CassetteError, ConfigError, ContextOverflow, CutOff, LemonadeClient, LLMTimeout, ServerError,
-    ServerUnavailable, Skipped, StreamError, TransientError, WindowExceeded,
+    Cassette,
+    CassetteError,
+    ConfigError,
+    ContextOverflow,
+    CutOff,
+    LemonadeClient,
+    LLMTimeout,
+    ServerError,
+    ServerUnavailable,
+    Skipped,
+    StreamError,
+    TransientError,
+    WindowExceeded,
 )
 
 MSG = [{"role": "user", "content": "hi"}]

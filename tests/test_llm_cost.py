@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from overlay_kit import cost
 from overlay_kit.llm import Skipped
 from overlay_kit.prompt import count_tokens
+from overlay_kit.studies import cost
 
 LESSONS = (("Declining a recruiter.", "Keep it to two sentences."), ("Chasing an executive.", "Wait 48 hours."))
 

@@ -1,4 +1,4 @@
-"""The Lemonade client against a real local engine: llama.cpp serving a random-weight llama (overlay_kit.engine).
+"""The Lemonade client against a real local engine: llama.cpp serving a random-weight llama (overlay_kit.llm.engine).
 
 Cost and protocol only — the weights are random, so no test looks at what the text says.
 """
@@ -11,11 +11,17 @@ import httpx
 import pytest
 from engine_fixtures import engine, small_engine  # noqa: F401  (fixtures)
 
-from overlay_kit import cost
 from overlay_kit.bundled import llama_tokenizer
-from overlay_kit.engine import MODEL_ALIAS
-from overlay_kit.llm import Cassette, ConfigError, ContextOverflow, LemonadeClient, WindowExceeded
+from overlay_kit.llm import (
+    Cassette,
+    ConfigError,
+    ContextOverflow,
+    LemonadeClient,
+    WindowExceeded,
+)
+from overlay_kit.llm.engine import MODEL_ALIAS
 from overlay_kit.prompt import compose
+from overlay_kit.studies import cost
 
 pytestmark = pytest.mark.engine
 MSG = [{"role": "system", "content": "You triage mail."}, {"role": "user", "content": "What is urgent?"}]

@@ -8,9 +8,9 @@ import textwrap
 import httpx
 import pytest
 
-from overlay_kit import probe as P
 from overlay_kit.llm import Cassette, LemonadeClient
 from overlay_kit.store import Store
+from overlay_kit.studies import probe as P
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlay_kit.prompt import Prompt, PromptError, compose, count_tokens, reprefill_tokens
+from overlay_kit.prompt import (
+    Prompt,
+    PromptError,
+    compose,
+    count_tokens,
+    reprefill_tokens,
+)
 
 AUTHORED = "# Email triage\n\nSort the inbox by sender, then by date."
 TOOLS = "Tools: search_mail, open_mail"

@@ -5,12 +5,11 @@ import json
 
 import numpy as np
 import pytest
+from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 from overlay_kit import anchor, gates, rebase, resolve
 from overlay_kit.cli import main
 from overlay_kit.store import Store, StoreError
-
-from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 BASE = """# Mail
 

@@ -13,6 +13,14 @@ import random
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from resolve_fixtures import (  # noqa: F401
+    BrokenEmbedder,
+    delta,
+    learn_active,
+    make_skill,
+    no_network,
+    triage_inbox,
+)
 
 from overlay_kit import anchor, budget, gates
 from overlay_kit.resolve import (
@@ -26,8 +34,6 @@ from overlay_kit.resolve import (
 )
 from overlay_kit.retrieval import TextEmbedder, TriggerIndex, load_embedder
 from overlay_kit.store import Store
-
-from resolve_fixtures import BrokenEmbedder, delta, learn_active, make_skill, no_network, triage_inbox  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("no_network")
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -402,6 +408,7 @@ def test_reported_tokens_are_exact_for_every_kind_of_base_and_placement():
     """Randomised resolutions over every example skill (CRLF, setext, fences, headingless, preamble),
     with clean and stale anchors: `tokens` always equals a whole-text count, and the base survives."""
     from resolve_fixtures import SKILLS
+
     from overlay_kit.skill import load_skill
 
     rng = random.Random(9)

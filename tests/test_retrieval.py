@@ -6,12 +6,16 @@ import random
 
 import numpy as np
 import pytest
+from resolve_fixtures import delta, learn_active, make_skill, no_network  # noqa: F401
 
 from overlay_kit import bundled, retrieval
-from overlay_kit.retrieval import EmbedderUnavailable, TextEmbedder, TriggerIndex, load_embedder
+from overlay_kit.retrieval import (
+    EmbedderUnavailable,
+    TextEmbedder,
+    TriggerIndex,
+    load_embedder,
+)
 from overlay_kit.store import Store
-
-from resolve_fixtures import delta, learn_active, make_skill, no_network  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("no_network")
 

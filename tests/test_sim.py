@@ -1,4 +1,4 @@
-"""overlay_kit.sim: operators and their ground truth, the history generator, scoring, the real-history loader,
+"""overlay_kit.studies.sim: operators and their ground truth, the history generator, scoring, the real-history loader,
 sweeps (joblib and dask), and the property the rebase study rests on: no shipped policy ever attaches a delta
 to a section that holds none of its text, on any generated history."""
 
@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from overlay_kit import anchor, metrics, rebase, sim
+from overlay_kit import anchor, metrics, rebase
+from overlay_kit.studies import sim
 
 ROOT = Path(__file__).resolve().parents[1]
 BODY_OPS = sorted(set(sim.OPERATORS) - sim.FRONTMATTER_OPERATORS)

@@ -1,18 +1,22 @@
 """overlay_kit.store: schema and migrations, accessors, undo, audit, erasure, embeddings, facts, bases."""
 
-import os
 import sqlite3
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
+from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 from overlay_kit import gates
 from overlay_kit.anchor import Anchor
 from overlay_kit.grammar import Provenance
-from overlay_kit.store import MIGRATIONS, GateBypassError, Store, StoreError, default_db_path
-
-from overlay_support import TRUSTED, UNTRUSTED, make_skill
+from overlay_kit.store import (
+    MIGRATIONS,
+    GateBypassError,
+    Store,
+    StoreError,
+    default_db_path,
+)
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ import signal
 import sqlite3
 import time
 
+from overlay_support import TRUSTED, make_skill
+
 from overlay_kit import gates
 from overlay_kit.grammar import validate_payload
 from overlay_kit.store import MIGRATIONS, Store
-
-from overlay_support import TRUSTED, make_skill
 
 FORK = multiprocessing.get_context("fork")
 BATCH = 5

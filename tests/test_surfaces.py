@@ -13,21 +13,60 @@ from hypothesis import strategies as st
 from overlay_support import TRUSTED, make_skill
 
 from overlay_kit import gates, surfaces
-from overlay_kit.knowledge import (
-    KnowledgeBase, KnowledgeError, LLMSummarizer, lead_summary, normalize_markdown, outline, pick_summarizer,
-)
 from overlay_kit.llm import LemonadeClient
-from overlay_kit.memory import (
-    Candidate, ExtractionError, LLMExtractor, MemorySettings, MemoryWriter, Message, RuleExtractor,
-    UserMemoryError, bigram_similarity, cue_gate, last_pairs, memories, memory_delete, memory_runs, memory_save,
-    memory_update, pick_extractor, reconcile,
-)
 from overlay_kit.skill import SkillError
 from overlay_kit.store import Store
 from overlay_kit.surfaces import (
-    ROUTES, FeedbackError, PackageError, PromptError, Signal, SignalError, SkillPackages, activate, create_draft,
-    delete_version, edit_draft, instructions, prompt_versions, publish, record_deliverable, record_feedback,
-    record_signal, record_trace, review_report, route, surface_digest,
+    ROUTES,
+    FeedbackError,
+    PackageError,
+    PromptError,
+    Signal,
+    SignalError,
+    SkillPackages,
+    activate,
+    create_draft,
+    delete_version,
+    edit_draft,
+    instructions,
+    prompt_versions,
+    publish,
+    record_deliverable,
+    record_feedback,
+    record_signal,
+    record_trace,
+    review_report,
+    route,
+    surface_digest,
+)
+from overlay_kit.surfaces.knowledge import (
+    KnowledgeBase,
+    KnowledgeError,
+    LLMSummarizer,
+    lead_summary,
+    normalize_markdown,
+    outline,
+    pick_summarizer,
+)
+from overlay_kit.surfaces.memory import (
+    Candidate,
+    ExtractionError,
+    LLMExtractor,
+    MemorySettings,
+    MemoryWriter,
+    Message,
+    RuleExtractor,
+    UserMemoryError,
+    bigram_similarity,
+    cue_gate,
+    last_pairs,
+    memories,
+    memory_delete,
+    memory_runs,
+    memory_save,
+    memory_update,
+    pick_extractor,
+    reconcile,
 )
 
 WAIT = 10  # seconds: an upper bound for background work that normally takes milliseconds
@@ -653,7 +692,7 @@ def test_a_simulated_week_is_seeded_and_no_rating_changes_a_surface(store):
     from pathlib import Path
 
     from overlay_kit.skill import load_skill
-    from overlay_kit.surface_sim import run_week, simulate_week
+    from overlay_kit.studies.surface_sim import run_week, simulate_week
 
     turns = simulate_week(3, days=3, tasks_per_day=8)
     assert simulate_week(3, days=3, tasks_per_day=8) == turns != simulate_week(4, days=3, tasks_per_day=8)
@@ -672,7 +711,7 @@ def test_a_simulated_week_is_seeded_and_no_rating_changes_a_surface(store):
 @pytest.mark.engine
 def test_the_extractor_against_a_real_local_engine_is_recorded_whatever_it_says(store, engine):  # noqa: F811
     """Protocol only: the engine's weights are random, so its reply is never parsed as a fact about anyone."""
-    from overlay_kit.engine import MODEL_ALIAS
+    from overlay_kit.llm.engine import MODEL_ALIAS
 
     with LemonadeClient(engine.base_url, backoff_s=0.01) as client:
         ex = pick_extractor(client)

@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from overlay_kit import bundled, threshold as th
+from overlay_kit import bundled
 from overlay_kit.cli import main
 from overlay_kit.retrieval import EmbedderUnavailable
+from overlay_kit.studies import threshold as th
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "datasets" / "tau"

@@ -5,13 +5,12 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from resolve_fixtures import FakeEmbedder, learn_active, make_skill, triage_inbox
 
 from overlay_kit import prompt
 from overlay_kit.resolve import resolve
 from overlay_kit.store import Store
 from overlay_kit.tools import DEFAULT_MAX_TOOLS, SEMANTIC_THRESHOLD, ToolLoader
-
-from resolve_fixtures import FakeEmbedder, learn_active, make_skill, triage_inbox
 
 REGISTRY = {f"tool_{i:02d}": f"does thing {i}" for i in range(30)}
 CORE = ("tool_00", "tool_01")
@@ -100,8 +99,9 @@ def test_a_tier1_delta_changes_tool_selection_without_changing_any_prompt_byte_e
 
 def test_a_tool_hint_cannot_add_a_tool_the_agent_does_not_have():
     skill = make_skill(tools=("search_mail", "draft_reply"))
-    from overlay_kit.resolve import compose
     from resolve_fixtures import delta
+
+    from overlay_kit.resolve import compose
     eff = compose(skill, [delta(skill, "tool-hint", {"prefer": ["rm_rf"]}, "triage")])
     assert eff.skill_tools[0] == "rm_rf"  # the hint is passed on (gates refuse it at write time) …
     sel = ToolLoader({"search_mail": "", "draft_reply": ""}).select(skill_tools=eff.skill_tools)

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from overlay_widgets import AnchorInspector, BudgetTuner, ReviewPanel
+from resolve_fixtures import learn_active, no_network, triage_inbox  # noqa: F401
 
-from overlay_kit import budget, gates, rebase, tuning
+from overlay_kit import budget, gates, rebase
 from overlay_kit.anchor import parse
-from overlay_kit.engine import Engine, engine_available
 from overlay_kit.llm import LemonadeClient
+from overlay_kit.llm.engine import Engine, engine_available
 from overlay_kit.resolve import compose
 from overlay_kit.skill import parse_skill
 from overlay_kit.store import Store
-from overlay_widgets import AnchorInspector, BudgetTuner, ReviewPanel
-
-from resolve_fixtures import learn_active, no_network, triage_inbox  # noqa: F401
+from overlay_kit.studies import tuning
 
 pytestmark = pytest.mark.usefixtures("no_network")
 CFO = "Escalate anything from the CFO within the hour."

@@ -1,6 +1,6 @@
 """The budget tuner: slide the resident ceiling and watch what stays in the prompt and what it costs.
 
-A preview over `overlay_kit.tuning.view` (the store's own budget rule; nothing is written): authored vs
+A preview over `overlay_kit.studies.tuning.view` (the store's own budget rule; nothing is written): authored vs
 learned resident tokens per skill as an Altair chart rendered offline to SVG (vl-convert), which deltas
 stay resident, which are demoted to retrieval-only and which would be archived, and the time to first token
 of the resident prompt — estimated from a prefill throughput, or measured when a local model answers (a
@@ -16,9 +16,10 @@ import ipywidgets as widgets
 import pandas as pd
 import vl_convert
 
-from overlay_kit import budget, tuning
+from overlay_kit import budget
 from overlay_kit.display import badge, esc, table
 from overlay_kit.llm import LLMError
+from overlay_kit.studies import tuning
 
 __all__ = ["BudgetTuner", "chart", "svg"]
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import ipywidgets as widgets
 import pandas as pd
 
-from overlay_kit.lessons import Lesson, Registry, needs_tier2
+from overlay_kit.studies.lessons import Lesson, Registry, needs_tier2
 
 __all__ = ["WiringPanel"]
 

@@ -31,7 +31,7 @@ One `run(**settings)` is one user living with one skill for `n_sessions` session
   preferences, with the prompt hash of each arm.
 
 Everything is seeded (`random.Random` streams keyed by purpose), so a run is a pure function of its
-settings except for delta ids (uuid4) and audit timestamps; the KPIs (`overlay_kit.kpis`) read the logs
+settings except for delta ids (uuid4) and audit timestamps; the KPIs (`overlay_kit.studies.kpis`) read the logs
 and the store tables returned in `Deployment`. `sweep(grid)` runs many with `sim.sweep` (joblib, or dask).
 """
 
@@ -49,12 +49,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import anchor as anchor_mod
-from . import budget as budget_mod
-from . import evidence, gates, kpis, rebase, resolve, retrieval, sim
-from .grammar import Provenance
-from .skill import Skill, parse_skill
-from .store import Store, StoreError
+from .. import anchor as anchor_mod
+from .. import budget as budget_mod
+from .. import evidence, gates, rebase, resolve, retrieval
+from ..grammar import Provenance
+from ..skill import Skill, parse_skill
+from ..store import Store, StoreError
+from . import kpis, sim
 
 __all__ = [
     "GOALS",
@@ -184,7 +185,7 @@ class Situation:
 
 @dataclass(frozen=True)
 class Deployment:
-    """A run's logs (pandas) and the store tables it left, for `overlay_kit.kpis`."""
+    """A run's logs (pandas) and the store tables it left, for `overlay_kit.studies.kpis`."""
 
     settings: Settings
     turns: pd.DataFrame

@@ -36,12 +36,18 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .grammar import utc_now
-from .store import dumps, iso, parse_time
-from .surfaces import MEMORY_KINDS, BackgroundService, SurfaceError, answering_model, ask_model
+from ..grammar import utc_now
+from ..store import dumps, iso, parse_time
+from .routing import (
+    MEMORY_KINDS,
+    BackgroundService,
+    SurfaceError,
+    answering_model,
+    ask_model,
+)
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ..store import Store
 
 __all__ = [
     "CUES", "MEMORY_TOOLS", "MEMORY_TYPES",

@@ -20,17 +20,33 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from . import gates
-from .knowledge import KnowledgeBase
-from .memory import Extractor, MemoryWriter, Message, memories, memory_runs, memory_save
-from .surfaces import (
-    Signal, activate, create_draft, instructions, prompt_versions, publish, record_deliverable, record_feedback,
-    record_signal, record_trace, surface_digest,
+from .. import gates
+from ..surfaces.knowledge import KnowledgeBase
+from ..surfaces.memory import (
+    Extractor,
+    MemoryWriter,
+    Message,
+    memories,
+    memory_runs,
+    memory_save,
+)
+from ..surfaces.routing import (
+    Signal,
+    activate,
+    create_draft,
+    instructions,
+    prompt_versions,
+    publish,
+    record_deliverable,
+    record_feedback,
+    record_signal,
+    record_trace,
+    surface_digest,
 )
 
 if TYPE_CHECKING:
-    from .skill import Skill
-    from .store import Store
+    from ..skill import Skill
+    from ..store import Store
 
 __all__ = ["SimTurn", "WeekReport", "run_week", "simulate_week"]
 
@@ -145,7 +161,7 @@ class _Counting:
 def run_week(store: "Store", turns: list[SimTurn], *, skill: "Skill", extractor: Extractor | None = None,
              initial_prompt: str = "You are the mail assistant. Be brief.") -> WeekReport:
     """Drive every surface through the scenario; return what happened, day by day."""
-    from .memory import RuleExtractor
+    from ..surfaces.memory import RuleExtractor
 
     counting = _Counting(extractor if extractor is not None else RuleExtractor())
     activate(store, publish(store, create_draft(store, AGENT, initial_prompt).id).id)

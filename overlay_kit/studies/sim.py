@@ -29,9 +29,9 @@ from typing import Any
 
 import yaml
 
-from . import rebase
-from .anchor import PREAMBLE, Section, parse, split_lines
-from .rebase import Update, similarity
+from .. import rebase
+from ..anchor import PREAMBLE, Section, parse, split_lines
+from ..rebase import Update, similarity
 
 __all__ = [
     "CALIBRATION",
@@ -1092,7 +1092,7 @@ RATES: Mapping[str, tuple[str, str]] = {
 
 def rates(df, by: str | Sequence[str], cluster: str, names: Sequence[str] | None = None, **kw):
     """Outcome rates per group with cluster-bootstrap intervals (`RATES`; `names` picks some)."""
-    from .metrics import rate_table
+    from ..metrics import rate_table
 
     chosen = {k: RATES[k] for k in (names or RATES)}
     return rate_table(df, by, cluster, chosen, **kw)

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 import mdformat
 from markdown_it import MarkdownIt
 
-from .anchor import BODY, PREAMBLE, parse
-from .grammar import utc_now
-from .store import dumps, iso, parse_time
-from .surfaces import BackgroundService, SurfaceError, answering_model, ask_model
+from ..anchor import BODY, PREAMBLE, parse
+from ..grammar import utc_now
+from ..store import dumps, iso, parse_time
+from .routing import BackgroundService, SurfaceError, answering_model, ask_model
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ..store import Store
 
 __all__ = ["Document", "Heading", "Hit", "KnowledgeBase", "KnowledgeError", "LLMSummarizer", "lead_summary",
            "normalize_markdown", "outline", "pick_summarizer"]

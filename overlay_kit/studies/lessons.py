@@ -40,11 +40,12 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from . import budget
-from .anchor import Anchor, parse
-from .facts import Consumers
-from .grammar import Delta
-from .skill import load_skill
+from .. import budget
+from ..anchor import Anchor, parse
+from ..facts import Consumers
+from ..grammar import Delta
+from ..resources import dataset_path, datasets_root
+from ..skill import load_skill
 
 __all__ = [
     "CAPTURES",
@@ -81,9 +82,9 @@ __all__ = [
     "write_corpus",
 ]
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SOURCE = ROOT / "datasets" / "lessons" / "source.yaml"
-DEFAULT_CORPUS = ROOT / "datasets" / "lessons" / "lessons.csv"
+ROOT = datasets_root().parent  # skill_dir values in source.yaml are written from here ("datasets/...")
+DEFAULT_SOURCE = dataset_path("lessons", "source.yaml")
+DEFAULT_CORPUS = dataset_path("lessons", "lessons.csv")
 SHAPES = ("duration", "count", "threshold", "sender", "person", "enumeration", "boolean", "none")
 TIER_KINDS = MappingProxyType({0: "fact", 1: "tool-hint", 2: "parameter", 3: "preference"})
 CAPTURES = ("setter", "remember")

@@ -1,6 +1,6 @@
 """The cost of learning: what resident learned tokens and their placement do to prefill and time to first token.
 
-COST ONLY. The local engine's weights are random (overlay_kit.engine): its prefill work, TTFT and KV-prefix
+COST ONLY. The local engine's weights are random (overlay_kit.llm.engine): its prefill work, TTFT and KV-prefix
 reuse are real, its text is meaningless. Against a Lemonade server the same code measures a real model.
 
 Three measurements, each a function of a chat client (live, recording, or replaying a cassette):
@@ -19,7 +19,7 @@ inflates, so every figure is available for both.
 
 `StudyInputs` snapshots every input text (and the budget constants it reads), so a recording replays byte-identically even after the example
 datasets change; `run_study(live=True, record_to=…)` measures and writes the inputs and the cassette side by
-side (``python -m overlay_kit.cost`` re-records the stored default).
+side (``python -m overlay_kit.studies.cost`` re-records the stored default).
 """
 
 from __future__ import annotations
@@ -33,16 +33,16 @@ from typing import Sequence
 
 import numpy as np
 
-from .budget import BLOCK_HEADING, BLOCK_INTRO, DEFAULT_CEILING
-from .llm import Cassette, LemonadeClient, Skipped
-from .prompt import Prompt, compose, count_tokens, reprefill_tokens
-from .skill import load_skill
+from ..budget import BLOCK_HEADING, BLOCK_INTRO, DEFAULT_CEILING
+from ..llm.client import Cassette, LemonadeClient, Skipped
+from ..prompt import Prompt, compose, count_tokens, reprefill_tokens
+from ..resources import datasets_root
+from ..skill import load_skill
 
 __all__ = ["GrowthPoint", "Study", "StudyInputs", "TurnCost", "ceiling", "growth", "learned_fragment",
            "recall_plan", "regression", "regression_at", "run_study", "session", "study_client"]
 
-ROOT = Path(__file__).resolve().parent.parent
-DATASETS = ROOT / "datasets"
+DATASETS = datasets_root()
 RECORDING = DATASETS / "cassettes" / "cost_of_learning"  # .inputs.json + .jsonl
 SESSION_KINDS = (("prefix", "turn"), ("tail", "turn"), ("prefix", "session"))
 
@@ -306,7 +306,7 @@ def study_client(live: bool, recording: Path = RECORDING, record_to: Path | None
     at the configured URL (its first loaded model), else the local random-weight engine (started here; the
     caller stops `engine`). With `record_to`, live replies are also recorded there.
     """
-    from .engine import Engine, EngineUnavailable
+    from ..llm.engine import Engine, EngineUnavailable
 
     if not live:
         cas_path = recording.with_suffix(".jsonl")
@@ -359,7 +359,7 @@ def run_study(*, live: bool = False, full: bool = False, recording: Path = RECOR
     return Study(inputs, tuple(points), tuple(turns), model, note)
 
 
-if __name__ == "__main__":  # python -m overlay_kit.cost [--full] [OUT]: record the study live
+if __name__ == "__main__":  # python -m overlay_kit.studies.cost [--full] [OUT]: record the study live
     import sys
 
     args = [a for a in sys.argv[1:] if a != "--full"]

@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from .bundled import tokenizer_path
+from ..bundled import tokenizer_path
 
 __all__ = ["ENGINE_SPEC", "Engine", "EngineError", "EngineUnavailable", "ModelSpec", "default_model_path",
            "engine_available", "engine_id", "token_scores", "write_gguf"]

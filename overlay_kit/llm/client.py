@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import httpx
 
-from .bundled import llama_tokenizer
+from ..bundled import llama_tokenizer
 
 __all__ = [
     "DEFAULT_BASE_URL", "GPU_CTX_SIZE", "NPU_CTX_SIZE",

@@ -24,17 +24,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from . import budget
-from .anchor import anchor_for, parse
-from .grammar import Delta, Provenance
-from .llm import NPU_CTX_SIZE
-from .resolve import compose
+from .. import budget
+from ..anchor import anchor_for, parse
+from ..grammar import Delta, Provenance
+from ..llm.client import NPU_CTX_SIZE
+from ..resolve import compose
+from ..resources import dataset_path
 
 __all__ = ["FATES", "LESSONS_CSV", "SkillCost", "View", "envelope", "measure_ttft", "sweep", "synthetic_deltas",
            "ttft_estimate", "view"]
 
 FATES = ("resident", "retrieval-only", "archived")
-LESSONS_CSV = Path(__file__).resolve().parent.parent / "datasets" / "lessons" / "lessons.csv"
+LESSONS_CSV = dataset_path("lessons", "lessons.csv")
 _UNBOUNDED = 10**9  # render everything the plan keeps; the plan already applied the ceiling
 
 

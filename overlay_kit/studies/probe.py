@@ -33,18 +33,19 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from . import gates
-from .facts import Consumers, Facts
-from .gates import wilson_lower_bound
-from .lessons import ROOT, Source, load_source
-from .llm import LemonadeClient, LLMError, Skipped
-from .resolve import resolve
-from .store import Store
+from .. import gates
+from ..facts import Consumers, Facts
+from ..gates import wilson_lower_bound
+from ..llm.client import LemonadeClient, LLMError, Skipped
+from ..resolve import resolve
+from ..resources import dataset_path
+from ..store import Store
+from .lessons import Source, load_source
 
 __all__ = ["ARMS", "DEFAULT_SCENARIOS", "ArmResult", "ProbeError", "ProbeRun", "Scenario", "check", "load_scenarios",
            "prompts", "run"]
 
-DEFAULT_SCENARIOS = ROOT / "datasets" / "lessons" / "scenarios.yaml"
+DEFAULT_SCENARIOS = dataset_path("lessons", "scenarios.yaml")
 ARMS = ("control", "tier2", "tier3", "tier0")
 OPS: Mapping[str, Callable[[Any, Any], bool]] = {
     "greater": lambda a, b: a > b, "at_least": lambda a, b: a >= b, "less": lambda a, b: a < b,

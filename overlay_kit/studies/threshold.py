@@ -36,8 +36,9 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from . import retrieval
-from .budget import count_many
+from .. import retrieval
+from ..budget import count_many
+from ..resources import dataset_path
 
 __all__ = [
     "CATEGORIES",
@@ -75,7 +76,7 @@ __all__ = [
 
 CATEGORIES = ("paraphrase", "near_miss", "lexical_overlap", "cross_domain", "adversarial")
 SPLITS = ("calibration", "test")
-CORPUS_DIR = Path(__file__).resolve().parents[1] / "datasets" / "tau"
+CORPUS_DIR = dataset_path("tau")
 TFIDF = "tfidf"
 REFERENCE_TAU = retrieval.DEFAULT_TAU  # 0.82, inherited from another corpus and embedder
 DEFAULT_TARGET = 0.9

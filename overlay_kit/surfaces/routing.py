@@ -16,9 +16,9 @@ evidence and routed nowhere (one rule per route, so adding or removing a route i
 
 Each surface keeps its own activation boundary, all in the one overlay SQLite store:
 
-* user memory (`overlay_kit.memory`): the only automatic writer — cue gate, bounded window, salience and
+* user memory (`overlay_kit.surfaces.memory`): the only automatic writer — cue gate, bounded window, salience and
   character-bigram reconciliation, manual memory wins, background execution.
-* knowledge (`overlay_kit.knowledge`): ingest → pending; only ready documents are searchable; the summary is
+* knowledge (`overlay_kit.surfaces.knowledge`): ingest → pending; only ready documents are searchable; the summary is
   regenerated in the background and never overwrites a reviewer's.
 * prompts: draft → published (immutable) → active; activation is its own step; the active version stays.
 * skill packages: an upload is validated whole, advances a monotonic revision and drops cached metadata.
@@ -41,12 +41,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .grammar import utc_now
-from .skill import Skill, SkillValidationError, parse_skill
-from .store import dumps, iso, parse_time
+from ..grammar import utc_now
+from ..skill import Skill, SkillValidationError, parse_skill
+from ..store import dumps, iso, parse_time
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ..store import Store
 
 __all__ = [
     "FEEDBACK_RATINGS", "ROUTES", "SIGNAL_KINDS", "SURFACES", "SURFACE_TABLES",
@@ -647,7 +647,9 @@ def answering_model(client: Any, model: str | None = None) -> str | None:
         return None
     import httpx
 
-    from .llm import LLMError  # llm sits below this module in the pipeline; imported only when a client is given
+    from ..llm.client import (
+        LLMError,  # llm sits below this module in the pipeline; imported only when a client is given
+    )
 
     try:
         health = client.health()

@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .gates import wilson_lower_bound
-from .grammar import TIERS
-from .skill import PERMISSION_DOMAINS
-from .metrics import Interval, mean_ci, ratio_ci
+from ..gates import wilson_lower_bound
+from ..grammar import TIERS
+from ..metrics import Interval, mean_ci, ratio_ci
+from ..skill import PERMISSION_DOMAINS
 
 if TYPE_CHECKING:
     from .deploy import Deployment
@@ -431,7 +431,7 @@ def dashboard(runs: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> pd.Da
 def never(frame: pd.DataFrame, *, where: pd.Series | None = None, confidence: float = 0.95) -> pd.DataFrame:
     """The zero-target KPIs pooled over a whole study (or the rows `where` selects): count, denominator, and
     the exact one-sided upper bound on the rate (`metrics.binomial_upper`) — what a "never" claim quotes."""
-    from .metrics import binomial_upper
+    from ..metrics import binomial_upper
 
     f = _distinct(frame if where is None else frame[where])
     rows = []

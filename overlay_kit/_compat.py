@@ -1,0 +1,38 @@
+"""Old import paths of modules that moved into subpackages keep working for a release, with a
+DeprecationWarning: `import overlay_kit.sim` gives `overlay_kit.studies.sim`.
+
+Names only — this module imports nothing of the package, so the layering stays what the folders say."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+
+MOVED = {
+    "overlay_kit.engine": "overlay_kit.llm.engine",
+    "overlay_kit.memory": "overlay_kit.surfaces.memory",
+    "overlay_kit.knowledge": "overlay_kit.surfaces.knowledge",
+    **{f"overlay_kit.{m}": f"overlay_kit.studies.{m}"
+       for m in ("sim", "threshold", "lessons", "probe", "deploy", "kpis", "cost", "tuning", "surface_sim")},
+}
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path=None, target=None):
+        return importlib.util.spec_from_loader(fullname, self) if fullname in MOVED else None
+
+    def create_module(self, spec):
+        warnings.warn(f"{spec.name} moved to {MOVED[spec.name]}; the old path goes in the next release",
+                      DeprecationWarning, stacklevel=3)
+        return importlib.import_module(MOVED[spec.name])
+
+    def exec_module(self, module) -> None:
+        pass  # the target module is already executed; the import system binds it under the old name
+
+
+def install() -> None:
+    if not any(isinstance(f, _Alias) for f in sys.meta_path):
+        sys.meta_path.append(_Alias())
