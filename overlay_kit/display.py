@@ -252,6 +252,15 @@ def diff_html(text: str) -> str:
     return f'<div style="{_PRE}">{"".join(out)}</div>'
 
 
+def unified_diff(eff, context: int = 3, *, against=None, labels: tuple[str, str] = ("authored", "effective")) -> str:
+    """Unified diff of the authored body → the effective body ('' when nothing learned applies). `against`:
+    diff from another resolution's text instead (e.g. without one delta → with it), named by `labels`."""
+    before = eff.base if against is None else against.text
+    a, b = (f"{side}/{eff.skill}/SKILL.md ({label})" for side, label in zip("ab", labels))
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), eff.text.splitlines(keepends=True), a, b,
+                                        n=context))
+
+
 @dataclass(frozen=True)
 class UnifiedDiff:
     """A unified diff that displays coloured; `str()` is the diff text (the CLI's `deltas --diff` output)."""
@@ -261,8 +270,6 @@ class UnifiedDiff:
     @classmethod
     def of(cls, eff, against=None, labels: tuple[str, str] | None = None) -> "UnifiedDiff":
         """Authored → effective (the CLI's diff), or `against` → `eff` (e.g. without one delta → with it)."""
-        from .resolve import unified_diff
-
         kw = {} if against is None else {"against": against, "labels": labels or ("without", "with")}
         return cls(unified_diff(eff, **kw))
 

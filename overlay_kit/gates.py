@@ -33,12 +33,8 @@ opinion. The store refuses any delta that lacks a seal minted here for exactly t
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import math
 import re
-import secrets
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -46,6 +42,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, Anchor, parse
+from .display import write_result_html, write_result_text
 from .grammar import (
     RESEARCH_KINDS,
     TIERS,
@@ -58,6 +55,7 @@ from .grammar import (
     utc_now,
     validate_fact,
 )
+from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
 
 if TYPE_CHECKING:  # the store imports this module, never the reverse at run time
@@ -78,7 +76,6 @@ __all__ = [
     "learn",
     "promote",
     "scan",
-    "verify_seal",
     "wilson_lower_bound",
 ]
 
@@ -94,28 +91,6 @@ CONTROL_FIELDS = frozenset({"permissions", "security_tier", "security-tier", "al
 QUOTE_CHARS = 40  # a verbatim run this long copied from the evidence is quoting, not a lesson
 MIN_QUOTE_CHARS = 24  # … or a shorter run that makes up most of a short field
 MAX_TURNS = 64
-
-
-# ------------------------------------------------------------------------------------------- seals
-
-_SEAL_KEY = secrets.token_bytes(32)  # per process; never stored
-
-
-def _seal_bytes(delta: Delta) -> bytes:
-    body = json.dumps([delta.id, delta.skill, delta.kind, delta.payload, delta.anchor.to_dict(),
-                       delta.provenance.to_dict(), delta.scope, delta.base_root, delta.status,
-                       delta.created_at.isoformat(), list(delta.findings)],
-                      sort_keys=True, ensure_ascii=False, default=str)
-    return body.encode("utf-8")
-
-
-def _seal(delta: Delta) -> bytes:
-    return hmac.new(_SEAL_KEY, _seal_bytes(delta), hashlib.sha256).digest()
-
-
-def verify_seal(delta: Delta, seal: bytes) -> bool:
-    """True when `seal` was minted by these gates for exactly this delta (the store checks it on insert)."""
-    return isinstance(seal, bytes) and hmac.compare_digest(seal, _seal(delta))
 
 
 # --------------------------------------------------------------------------------- value objects
@@ -201,13 +176,9 @@ class WriteResult:
         return not self.dry_run and self.outcome in ("routed", "staged", "quarantined", "active")
 
     def _repr_html_(self) -> str:
-        from .display import write_result_html
-
         return write_result_html(self)
 
     def _repr_pretty_(self, printer, cycle) -> None:
-        from .display import write_result_text
-
         printer.text(write_result_text(self))
 
     def to_dict(self) -> dict:
@@ -577,7 +548,7 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
         return WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo, warnings=warnings)
 
     delta = _new_delta(p, verdict)
-    undo = store._insert_delta(delta, _seal(delta))
+    undo = store._insert_delta(delta, mint(delta))
     return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=store.get(delta.id), undo=undo,
                        findings=verdict.findings, warnings=warnings)
 

@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .anchor import Anchor
+from .display import delta_html, delta_text
 
 __all__ = [
     "KINDS",
@@ -316,13 +317,9 @@ class Delta:
         return replace(self, **changes)
 
     def _repr_html_(self) -> str:  # rich display in Jupyter (overlay_kit.display builds plain HTML)
-        from .display import delta_html
-
         return delta_html(self)
 
     def _repr_pretty_(self, printer, cycle) -> None:
-        from .display import delta_text
-
         printer.text(delta_text(self))
 
     def to_dict(self) -> dict:

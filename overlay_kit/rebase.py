@@ -50,6 +50,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
 from .anchor import BODY, PREAMBLE, Anchor, Section, digest, parse, slugify
+from .display import rebase_html, rebase_text
 from .grammar import Delta
 
 __all__ = [
@@ -575,13 +576,9 @@ class RebaseResult:
         return Counter(o.state for o in self.outcomes)
 
     def _repr_html_(self) -> str:  # rich display in Jupyter (overlay_kit.display builds plain HTML)
-        from .display import rebase_html
-
         return rebase_html(self)
 
     def _repr_pretty_(self, printer, cycle) -> None:
-        from .display import rebase_text
-
         printer.text(rebase_text(self))
 
     def to_dict(self) -> dict:

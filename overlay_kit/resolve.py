@@ -29,7 +29,6 @@ authored base with a typed `error` note. Every decision is a typed `Note`.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -38,6 +37,7 @@ from functools import lru_cache
 
 from . import anchor as anchor_mod
 from . import budget as budget_mod
+from .display import effective_html, effective_text, unified_diff
 from .grammar import TIERS, Delta, GrammarError, check_shape
 from .retrieval import DEFAULT_TAU, EmbedderUnavailable, TriggerIndex, load_embedder
 from .skill import Skill
@@ -122,13 +122,9 @@ class EffectiveSkill:
         return unified_diff(self, context)
 
     def _repr_html_(self) -> str:
-        from .display import effective_html
-
         return effective_html(self)
 
     def _repr_pretty_(self, printer, cycle) -> None:
-        from .display import effective_text
-
         printer.text(effective_text(self))
 
     def to_dict(self) -> dict:
@@ -140,16 +136,6 @@ class EffectiveSkill:
             "notes": [n.to_dict() for n in self.notes],
             "tokens": self.tokens, "ceiling": self.ceiling, "fragment": self.fragment,
         }
-
-
-def unified_diff(eff: EffectiveSkill, context: int = 3, *, against: EffectiveSkill | None = None,
-                 labels: tuple[str, str] = ("authored", "effective")) -> str:
-    """Unified diff of the authored body → the effective body ('' when nothing learned applies). `against`:
-    diff from another resolution's text instead (e.g. without one delta → with it), named by `labels`."""
-    before = eff.base if against is None else against.text
-    a, b = (f"{side}/{eff.skill}/SKILL.md ({label})" for side, label in zip("ab", labels))
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True), eff.text.splitlines(keepends=True), a, b,
-                                        n=context))
 
 
 def learned_disabled() -> bool:

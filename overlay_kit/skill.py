@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from .display import skill_html, skill_text
+
 __all__ = [
     "CAPABILITY_DOMAINS",
     "MAX_SKILL_BYTES",
@@ -165,13 +167,9 @@ class Skill:
         return None if self.path is None else self.path.parent
 
     def _repr_html_(self) -> str:  # rich display in Jupyter (overlay_kit.display builds plain HTML)
-        from .display import skill_html
-
         return skill_html(self)
 
     def _repr_pretty_(self, printer, cycle) -> None:
-        from .display import skill_text
-
         printer.text(skill_text(self))
 
 

@@ -77,6 +77,7 @@ from .grammar import (
     utc_now,
     validate_payload,
 )
+from .seal import verify_seal
 
 __all__ = [
     "MIGRATIONS",
@@ -609,10 +610,6 @@ class Store:
 
     def _insert_delta(self, delta: Delta, seal: bytes | None = None) -> Undo:
         """Private: store a delta that passed the gates. Refused without the gates' seal for this delta."""
-        from .gates import (
-            verify_seal,  # gates sit above the store; imported late to keep `store` light
-        )
-
         if seal is None or not verify_seal(delta, seal):
             raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
                                   "this one has no valid gate seal")

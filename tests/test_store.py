@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
-from overlay_kit import gates
+from overlay_kit import gates, seal
 from overlay_kit.anchor import Anchor
 from overlay_kit.grammar import Provenance
 from overlay_kit.store import (
@@ -219,7 +219,7 @@ def test_insert_without_the_gates_is_refused(store, skill):
     with pytest.raises(GateBypassError):
         store._insert_delta(d.evolve(id="delta_forged"))
     with pytest.raises(GateBypassError):  # a seal for another delta, or an altered one, does not transfer
-        store._insert_delta(d.evolve(id="delta_forged", payload={"body": "tampered"}), gates._seal(d))
+        store._insert_delta(d.evolve(id="delta_forged", payload={"body": "tampered"}), seal.mint(d))
     assert len(store.search()) == 1
 
 
