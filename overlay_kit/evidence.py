@@ -52,9 +52,9 @@ import numpy as np
 
 from . import budget as budget_mod
 from . import gates
-from .grammar import KEY_LIMIT, TURN_ID_LIMIT, Delta, Provenance, utc_now
-from .store import StoreError, Undo, dumps, iso
-from .surfaces.memory import bigram_similarity
+from .common import bigram_similarity, dumps, iso, utc_now
+from .grammar import KEY_LIMIT, TURN_ID_LIMIT, Delta, Provenance
+from .store import StoreError, Undo
 
 if TYPE_CHECKING:
     from .skill import Skill

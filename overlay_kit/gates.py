@@ -55,6 +55,7 @@ from .grammar import (
     utc_now,
     validate_fact,
 )
+from .metrics import wilson_lower_bound
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
 
@@ -76,7 +77,6 @@ __all__ = [
     "learn",
     "promote",
     "scan",
-    "wilson_lower_bound",
 ]
 
 OUTCOMES = ("refused", "routed", "staged", "quarantined", "session_only", "active")
@@ -555,16 +555,6 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
 
 # ------------------------------------------------------------------------------------ promotion
 
-
-def wilson_lower_bound(successes: int, n: int, z: float = 1.96) -> float:
-    """Lower end of the Wilson score interval for a success rate (0 when n == 0)."""
-    if n == 0:
-        return 0.0
-    phat = successes / n
-    denom = 1 + z * z / n
-    centre = phat + z * z / (2 * n)
-    margin = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n))
-    return (centre - margin) / denom
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .anchor import Anchor
+from .common import utc_now
 from .display import delta_html, delta_text
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "check_kind",
     "check_shape",
     "new_delta_id",
-    "utc_now",
     "validate_fact",
     "validate_payload",
 ]
@@ -75,10 +75,6 @@ class GrammarError(ValueError):
     def __init__(self, message: str, field: str | None = None):
         self.field = field
         super().__init__(f"{field}: {message}" if field else message)
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def new_delta_id() -> str:

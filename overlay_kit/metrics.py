@@ -9,15 +9,18 @@ which is what a "never happens" claim should quote.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from scipy import stats
 
-__all__ = ["Interval", "binomial_upper", "bootstrap_ci", "mean_ci", "rate_table", "ratio_ci"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Interval", "binomial_upper", "bootstrap_ci", "mean_ci", "rate_table", "ratio_ci", "wilson_lower_bound"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,10 @@ def bootstrap_ci(*samples: Sequence[float], statistic: Callable[..., np.ndarray]
                  confidence: float = 0.95, seed: int = 0) -> Interval:
     """Percentile bootstrap of `statistic(*samples, axis=-1)` (scipy.stats.bootstrap). Several samples are
     resampled together: entry i of each is cluster i. `statistic` must be vectorized over `axis`."""
+    from scipy import (
+        stats,  # scipy and pandas load only for the studies that need them (the gates import this module)
+    )
+
     arrays = [np.asarray(s, dtype=float) for s in samples]
     n = len(arrays[0]) if arrays else 0
     if n == 0 or any(a.ndim != 1 or len(a) != n for a in arrays):
@@ -82,6 +89,8 @@ def binomial_upper(k: int, n: int, confidence: float = 0.95) -> Interval:
     For k = 0 the upper bound is 1 − (1 − confidence)^(1/n) (≈ 3/n at 95%)."""
     if n <= 0 or not 0 <= k <= n:
         raise ValueError(f"binomial_upper needs 0 <= k <= n and n > 0; got k={k}, n={n}")
+    from scipy import stats
+
     ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=2 * confidence - 1, method="exact")
     return Interval(k / n, 0.0, float(ci.high), confidence, n)
 
@@ -100,4 +109,17 @@ def rate_table(df: pd.DataFrame, by: str | Sequence[str], cluster: str, rates: M
             ci = ratio_ci(g[num].to_numpy(), g[den].to_numpy(), **kw)
             row |= {name: ci.estimate, f"{name}_low": ci.low, f"{name}_high": ci.high}
         rows.append(row)
+    import pandas as pd
+
     return pd.DataFrame(rows)
+
+
+def wilson_lower_bound(successes: int, n: int, z: float = 1.96) -> float:
+    """Lower end of the Wilson score interval for a success rate (0 when n == 0)."""
+    if n == 0:
+        return 0.0
+    phat = successes / n
+    denom = 1 + z * z / n
+    centre = phat + z * z / (2 * n)
+    margin = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n))
+    return (centre - margin) / denom

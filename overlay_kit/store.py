@@ -60,13 +60,14 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .anchor import Anchor
+from .common import dumps, iso, parse_time, utc_now
 from .grammar import (
     STATUSES,
     TIERS,
@@ -74,7 +75,6 @@ from .grammar import (
     GrammarError,
     Provenance,
     check_shape,
-    utc_now,
     validate_payload,
 )
 from .seal import verify_seal
@@ -91,9 +91,6 @@ __all__ = [
     "StoreError",
     "Undo",
     "default_db_path",
-    "dumps",
-    "iso",
-    "parse_time",
 ]
 
 log = logging.getLogger(__name__)
@@ -115,23 +112,6 @@ def default_db_path() -> Path:
     env = os.environ.get("OVERLAY_KIT_DB")
     return Path(env).expanduser() if env else Path.home() / ".overlay_kit" / "overlay.db"
 
-
-def iso(when: datetime | None) -> str | None:
-    """A UTC ISO-8601 string of fixed width (microseconds, +00:00): text order == time order."""
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        raise ValueError(f"naive datetime {when!r}: overlay_kit stores UTC instants only")
-    return when.astimezone(timezone.utc).isoformat(timespec="microseconds")
-
-
-def parse_time(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text).astimezone(timezone.utc)
-
-
-def dumps(value: Any) -> str:
-    """Canonical JSON: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 # ------------------------------------------------------------------------------------------- schema

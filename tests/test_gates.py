@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
-from overlay_kit import gates
+from overlay_kit import gates, metrics
 from overlay_kit.grammar import (
     KEY_LIMIT,
     PROSE_LIMIT,
@@ -305,7 +305,7 @@ def test_wilson_is_stricter(store):
     w = gates.promote(store, did, wilson=True)
     assert not w.promoted and 0.5 < w.score < 0.6
     assert gates.promote(store, _with_outcomes(store, 40, 0), wilson=True).promoted
-    assert gates.wilson_lower_bound(0, 0) == 0.0
+    assert metrics.wilson_lower_bound(0, 0) == 0.0
 
 
 def test_promotion_only_from_staged(store):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from overlay_support import TRUSTED, make_skill
 
 from overlay_kit import gates, surfaces
+from overlay_kit.common import bigram_similarity
 from overlay_kit.llm import LemonadeClient
 from overlay_kit.skill import SkillError
 from overlay_kit.store import Store
@@ -57,7 +58,6 @@ from overlay_kit.surfaces.memory import (
     Message,
     RuleExtractor,
     UserMemoryError,
-    bigram_similarity,
     cue_gate,
     last_pairs,
     memories,

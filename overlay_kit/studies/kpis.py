@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..gates import wilson_lower_bound
 from ..grammar import TIERS
-from ..metrics import Interval, mean_ci, ratio_ci
+from ..metrics import Interval, mean_ci, ratio_ci, wilson_lower_bound
 from ..skill import PERMISSION_DOMAINS
 
 if TYPE_CHECKING:

@@ -35,8 +35,8 @@ import yaml
 
 from .. import gates
 from ..facts import Consumers, Facts
-from ..gates import wilson_lower_bound
 from ..llm.client import LemonadeClient, LLMError, Skipped
+from ..metrics import wilson_lower_bound
 from ..resolve import resolve
 from ..resources import dataset_path
 from ..store import Store

@@ -31,8 +31,7 @@ import mdformat
 from markdown_it import MarkdownIt
 
 from ..anchor import BODY, PREAMBLE, parse
-from ..grammar import utc_now
-from ..store import dumps, iso, parse_time
+from ..common import dumps, iso, parse_time, utc_now
 from .routing import BackgroundService, SurfaceError, answering_model, ask_model
 
 if TYPE_CHECKING:

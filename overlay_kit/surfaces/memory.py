@@ -29,15 +29,13 @@ import json
 import logging
 import re
 import traceback
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..grammar import utc_now
-from ..store import dumps, iso, parse_time
+from ..common import bigram_similarity, dumps, iso, parse_time, utc_now
 from .routing import (
     MEMORY_KINDS,
     BackgroundService,
@@ -53,7 +51,7 @@ __all__ = [
     "CUES", "MEMORY_TOOLS", "MEMORY_TYPES",
     "Candidate", "Decision", "ExtractionError", "LLMExtractor", "Memory", "MemoryRun", "MemorySettings",
     "MemoryWriter", "Message", "RuleExtractor", "UserMemoryError",
-    "bigram_similarity", "cue_gate", "last_pairs", "memories", "memory_delete", "memory_runs", "memory_save",
+    "cue_gate", "last_pairs", "memories", "memory_delete", "memory_runs", "memory_save",
     "memory_update", "pick_extractor", "reconcile",
 ]
 
@@ -269,18 +267,6 @@ def pick_extractor(client: Any = None, model: str | None = None) -> Extractor:
 
 
 # ------------------------------------------------------------------------------------ reconciliation
-
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
-
-
-def bigram_similarity(a: str, b: str) -> float:
-    """Dice coefficient over character bigrams of the normalized texts (casefold, punctuation dropped)."""
-    a, b = _norm(a), _norm(b)
-    if len(a) < 2 or len(b) < 2:
-        return float(a == b)
-    x, y = Counter(a[i:i + 2] for i in range(len(a) - 1)), Counter(b[i:i + 2] for i in range(len(b) - 1))
-    return 2 * sum((x & y).values()) / (sum(x.values()) + sum(y.values()))
 
 
 def _check(user: str, type_: str, content: str) -> str:

@@ -41,9 +41,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..grammar import utc_now
+from ..common import dumps, iso, parse_time, utc_now
 from ..skill import Skill, SkillValidationError, parse_skill
-from ..store import dumps, iso, parse_time
 
 if TYPE_CHECKING:
     from ..store import Store

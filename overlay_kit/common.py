@@ -1,0 +1,47 @@
+"""Small helpers every layer shares, each with one home: UTC instants and their fixed-width text form,
+canonical JSON, and the character-bigram similarity used to reconcile near-duplicate texts."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any
+
+__all__ = ["bigram_similarity", "dumps", "iso", "parse_time", "utc_now"]
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(when: datetime | None) -> str | None:
+    """A UTC ISO-8601 string of fixed width (microseconds, +00:00): text order == time order."""
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        raise ValueError(f"naive datetime {when!r}: overlay_kit stores UTC instants only")
+    return when.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text).astimezone(timezone.utc)
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+
+
+def bigram_similarity(a: str, b: str) -> float:
+    """Dice coefficient over character bigrams of the normalized texts (casefold, punctuation dropped)."""
+    a, b = _norm(a), _norm(b)
+    if len(a) < 2 or len(b) < 2:
+        return float(a == b)
+    x, y = Counter(a[i:i + 2] for i in range(len(a) - 1)), Counter(b[i:i + 2] for i in range(len(b) - 1))
+    return 2 * sum((x & y).values()) / (sum(x.values()) + sum(y.values()))
