@@ -30,7 +30,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,9 +38,6 @@ import pandas as pd
 from ..grammar import TIERS
 from ..metrics import Interval, mean_ci, ratio_ci, wilson_lower_bound
 from ..skill import PERMISSION_DOMAINS
-
-if TYPE_CHECKING:
-    from .deploy import Deployment
 
 __all__ = [
     "HARD",
@@ -260,8 +257,9 @@ def atomicity(sessions: pd.DataFrame) -> dict[str, int]:
 # -------------------------------------------------------------------------------------------- per run
 
 
-def run_kpis(dep: "Deployment") -> dict[str, Any]:
-    """Every KPI of one deployment (plus its settings) as one flat row."""
+def run_kpis(dep) -> dict[str, Any]:
+    """Every KPI of one deployment (plus its settings) as one flat row. `dep`: a `deploy.Deployment` (kpis sits
+    below deploy, which imports it, so the type is named here, not imported)."""
     t = dep.tables
     rec = nonrecurrence(t["signals"], order=dep.session_order)
     card = scorecard(dep.evals)
@@ -285,7 +283,7 @@ def run_kpis(dep: "Deployment") -> dict[str, Any]:
     return row
 
 
-def kpi_frame(deployments: Iterable["Deployment"]) -> pd.DataFrame:
+def kpi_frame(deployments: Iterable) -> pd.DataFrame:
     return pd.DataFrame([run_kpis(d) for d in deployments])
 
 

@@ -1,0 +1,125 @@
+"""The package's layering, read from the source (AST), function-local imports included: no import cycles, the
+core (the flat pipeline in overlay_kit/) imports no study, surface, model client or Jupyter package, and each
+core module imports only modules above it in `CORE_ORDER` (the data-flow order docs/architecture.md draws)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "overlay_kit"
+
+# The pipeline, top to bottom: a module may import only modules listed before it.
+CORE_ORDER = ["common", "resources", "bundled", "metrics", "anchor", "display", "skill", "grammar", "seal", "tools",
+              "prompt", "budget", "store", "gates", "facts", "retrieval", "resolve", "rebase", "evidence"]
+SHELLS = {"cli", "ipython"}  # thin shells over everything: the CLI and the `%load_ext` magics
+SUBPACKAGES = {"llm", "surfaces", "studies", "datasets"}  # above the core; the core never imports them
+JUPYTER = {"IPython", "ipywidgets", "ipykernel", "jupyter", "jupyterlab", "altair", "anywidget", "nbformat",
+           "overlay_widgets", "notebook"}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module `path` imports (absolute names), at any depth of the file."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)  # `from . import x` imports module x
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for mod, path in files.items():
+        # every module imports its parent packages anyway: an edge to one of them is no layering fact
+        graph[mod] = {m for m in _imports(path) if m in files and m != mod and not mod.startswith(m + ".")}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _core(mod: str) -> str | None:
+    parts = mod.split(".")
+    return parts[1] if len(parts) == 2 and parts[1] not in SUBPACKAGES | SHELLS | {"_compat"} else None
+
+
+def test_no_import_cycles_anywhere_in_the_package():
+    assert _cycles(_graph()) == []
+
+
+def test_cycle_detector_sees_a_function_local_cycle():
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def test_every_core_module_has_a_place_in_the_order():
+    core = {c for m in _graph() if (c := _core(m))}
+    assert core == set(CORE_ORDER), "add the module to CORE_ORDER (and docs/architecture.md)"
+
+
+@pytest.mark.parametrize("module", CORE_ORDER)
+def test_core_imports_only_modules_above_it(module):
+    path = PACKAGE / f"{module}.py"
+    imported = _imports(path)
+    above = set(CORE_ORDER[: CORE_ORDER.index(module)])
+    ours = {m for m in imported if m.startswith("overlay_kit.")}
+    for m in ours:
+        parts = m.split(".")
+        assert len(parts) >= 2, m
+        assert parts[1] not in SUBPACKAGES | SHELLS, f"core module {module} imports {m}"
+    own = {m.split(".")[1] for m in ours if _core(".".join(m.split(".")[:2]))}
+    assert own <= above, f"{module} imports {sorted(own - above)}, which sit below it"
+    external = {m.split(".")[0] for m in imported if not m.startswith("overlay_kit")}
+    assert not external & JUPYTER, f"core module {module} imports Jupyter packages {sorted(external & JUPYTER)}"
+
+
+def test_the_cli_imports_no_jupyter_package():
+    external = {m.split(".")[0] for m in _imports(PACKAGE / "cli.py")}
+    assert not external & JUPYTER
