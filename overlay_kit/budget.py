@@ -46,7 +46,7 @@ __all__ = [
     "SECTION_LABEL",
     "Budget",
     "BudgetPlan",
-    "Proposal",
+    "MergeProposal",
     "count_following",
     "count_many",
     "count_many_following",
@@ -122,7 +122,7 @@ def value_key(delta) -> tuple:
 
 
 @dataclass(frozen=True)
-class Proposal:
+class MergeProposal:
     """Merge these near-duplicate lessons into one (a proposal for the staged gate, never applied here)."""
 
     skill: str
@@ -137,7 +137,7 @@ class Proposal:
 
 
 def propose_consolidations(deltas: Sequence, costs: dict[str, int] | None = None,
-                           threshold: float = CONSOLIDATE_SCORE) -> list[Proposal]:
+                           threshold: float = CONSOLIDATE_SCORE) -> list[MergeProposal]:
     """Groups of ≥ 2 tier-3 deltas on the same skill and section whose lessons are near-identical."""
     costs = costs or {}
     groups: dict[tuple[str, str], list] = {}
@@ -167,7 +167,7 @@ def propose_consolidations(deltas: Sequence, costs: dict[str, int] | None = None
             if len(idx) > 1:
                 score = min(e[2] for e in edges if root(e[0]) == r)
                 ids = tuple(members[i].id for i in idx)
-                out.append(Proposal(skill, section, ids, float(score), sum(costs.get(x, 0) for x in ids)))
+                out.append(MergeProposal(skill, section, ids, float(score), sum(costs.get(x, 0) for x in ids)))
     return out
 
 
@@ -180,7 +180,7 @@ class BudgetPlan:
     authored_tokens: int
     learned_tokens: int  # resident learned tokens before the plan
     resident_tokens: int  # authored + learned after the plan
-    proposals: tuple[Proposal, ...] = ()
+    proposals: tuple[MergeProposal, ...] = ()
     demote: tuple[str, ...] = ()  # → retrieval-only
     archive: tuple[str, ...] = ()  # → archived
     reserve: int = 0  # tokens kept free under the ceiling for retrieved lessons
@@ -224,7 +224,7 @@ def overhead_tokens(deltas: Iterable) -> int:
 
 def plan(authored_tokens: int, deltas: Sequence, ceiling: int = DEFAULT_CEILING, *,
          retrieval_only: Collection[str] = (), reserve: int = 0,
-         proposer: Callable[..., list[Proposal]] | None = propose_consolidations) -> BudgetPlan:
+         proposer: Callable[..., list[MergeProposal]] | None = propose_consolidations) -> BudgetPlan:
     """Decide demotions/archivals so authored + resident learned tokens ≤ ceiling − reserve (the reserve
     keeps room for lessons a session goal retrieves). Pure and deterministic; whole deltas only.
 
@@ -269,7 +269,7 @@ class Budget:
 
     def __init__(self, store, skills: Sequence, ceiling: int = DEFAULT_CEILING, *,
                  scope: str | Iterable[str] = "user", reserve: int | None = None,
-                 proposer: Callable[..., list[Proposal]] | None = propose_consolidations):
+                 proposer: Callable[..., list[MergeProposal]] | None = propose_consolidations):
         if ceiling <= 0:
             raise ValueError(f"ceiling must be a positive token count, got {ceiling}")
         self.store = store
@@ -332,3 +332,6 @@ def enforce(store, skills: Sequence, ceiling: int = DEFAULT_CEILING, *,
             scope: str | Iterable[str] = "user", reserve: int | None = None) -> BudgetPlan:
     """One-shot: hold `ceiling` over `skills` (authored bodies) + their resident learned deltas in `store`."""
     return Budget(store, skills, ceiling, scope=scope, reserve=reserve).enforce()
+
+
+Proposal = MergeProposal  # the old name (four classes were called Proposal); removed in the next release

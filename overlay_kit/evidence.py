@@ -515,14 +515,14 @@ def consolidate(store: "Store", skill: "Skill", *, embedder: Any = None, min_cos
 
 
 def consolidation_proposer(embedder: Any = None, *, min_cosine: float = MIN_COSINE, min_bigram: float = MIN_BIGRAM
-                           ) -> Callable[..., list[budget_mod.Proposal]]:
+                           ) -> Callable[..., list[budget_mod.MergeProposal]]:
     """The budget's consolidation step (`budget.Budget(store, skills, proposer=...)`): near-duplicate
-    clusters among the resident deltas, as `budget.Proposal`s. `propose_umbrella(store, skill, p.ids)`
+    clusters among the resident deltas, as `budget.MergeProposal`s. `propose_umbrella(store, skill, p.ids)`
     sends one through the staged gate."""
 
-    def propose(resident: Sequence[Delta], costs: Mapping[str, int] | None = None) -> list[budget_mod.Proposal]:
+    def propose(resident: Sequence[Delta], costs: Mapping[str, int] | None = None) -> list[budget_mod.MergeProposal]:
         costs = costs or {}
-        return [budget_mod.Proposal(c.skill, c.section, c.ids, round(100 * c.score, 2),
+        return [budget_mod.MergeProposal(c.skill, c.section, c.ids, round(100 * c.score, 2),
                                     sum(costs.get(i, 0) for i in c.ids))
                 for c in near_duplicates(resident, embedder=embedder, min_cosine=min_cosine, min_bigram=min_bigram)]
 

@@ -68,7 +68,7 @@ __all__ = [
     "RULES",
     "GateSettings",
     "Promotion",
-    "Proposal",
+    "Submission",
     "Rule",
     "Verdict",
     "WriteResult",
@@ -106,7 +106,7 @@ class GateSettings:
 
 
 @dataclass(frozen=True)
-class Proposal:
+class Submission:
     """Everything a rule may look at. `evidence` is the text the lesson was drawn from; it is never stored."""
 
     skill: Skill
@@ -154,7 +154,7 @@ class Verdict:
 @dataclass(frozen=True)
 class Rule:
     name: str
-    check: Callable[[Proposal], "Verdict | str | None"]  # a Verdict decides; a str is a warning
+    check: Callable[[Submission], "Verdict | str | None"]  # a Verdict decides; a str is a warning
 
 
 @dataclass(frozen=True)
@@ -294,7 +294,7 @@ def _sections(body: str):
     return parse(body)
 
 
-def _canonical(p: Proposal) -> dict | None:
+def _canonical(p: Submission) -> dict | None:
     """The payload in canonical form, or None when its shape is wrong (`payload_shape` reports that)."""
     try:
         return check_shape(p.kind, p.payload)
@@ -302,7 +302,7 @@ def _canonical(p: Proposal) -> dict | None:
         return None
 
 
-def _tool_hint(p: Proposal, field: str) -> list[str]:
+def _tool_hint(p: Submission, field: str) -> list[str]:
     """A well-shaped tool-hint's `prefer` or `drop` names; [] for any other proposal."""
     payload = _canonical(p) if p.kind == "tool-hint" else None
     return [] if payload is None else payload[field]
@@ -311,20 +311,20 @@ def _tool_hint(p: Proposal, field: str) -> list[str]:
 # ----------------------------------------------------------------------------------------- rules
 
 
-def known_kind(p: Proposal):
+def known_kind(p: Submission):
     if p.kind != "fact" and p.kind not in TIERS:
         return _refuse("known_kind", f"unknown kind {p.kind!r}; kinds are {', '.join(TIERS)} (or fact → tier 0)")
     return None
 
 
-def research_only(p: Proposal):
+def research_only(p: Submission):
     if p.kind in RESEARCH_KINDS and not p.research:
         return _refuse("research_only", f"{p.kind} is tier 2, deferred past v1; it is stored only in a store "
                                         "opened with research=True (CLI: --research)")
     return None
 
 
-def capability_bearing(p: Proposal):
+def capability_bearing(p: Submission):
     if p.skill.capability_bearing:
         perms = ", ".join(str(x) for x in p.skill.permissions if x.capability_bearing)
         return _refuse("capability_bearing", f"{p.skill.name} holds local-capability permissions ({perms}); "
@@ -332,7 +332,7 @@ def capability_bearing(p: Proposal):
     return None
 
 
-def payload_shape(p: Proposal):
+def payload_shape(p: Submission):
     try:
         validate_fact(p.payload) if p.is_fact else check_shape(p.kind, p.payload)
     except GrammarError as exc:
@@ -340,7 +340,7 @@ def payload_shape(p: Proposal):
     return None
 
 
-def payload_caps(p: Proposal):
+def payload_caps(p: Submission):
     payload = None if p.is_fact else _canonical(p)
     if payload is not None:
         problems = cap_violations(p.kind, payload)
@@ -352,7 +352,7 @@ def payload_caps(p: Proposal):
     return None
 
 
-def no_new_tool(p: Proposal):
+def no_new_tool(p: Submission):
     names = _tool_hint(p, "prefer") + _tool_hint(p, "drop")
     unknown = [n for n in names if n not in _declared_tools(p.skill)]
     if unknown:
@@ -362,7 +362,7 @@ def no_new_tool(p: Proposal):
     return None
 
 
-def no_widening(p: Proposal):
+def no_widening(p: Submission):
     if p.kind == "parameter" and isinstance(p.payload, Mapping):
         key = str(p.payload.get("key", "")).strip().lower()
         if key in CONTROL_FIELDS or key.startswith("metadata.") or key.split(".")[-1] in CONTROL_FIELDS:
@@ -379,7 +379,7 @@ def no_widening(p: Proposal):
     return None
 
 
-def write_path_tool(p: Proposal):
+def write_path_tool(p: Submission):
     # Dropping a write-path tool narrows (allowed); preferring one would steer toward unattended action.
     hits = [n for n in _tool_hint(p, "prefer") if _write_path(n, p.settings.confirmation_tools)]
     if hits:
@@ -388,7 +388,7 @@ def write_path_tool(p: Proposal):
     return None
 
 
-def quotes_evidence(p: Proposal):
+def quotes_evidence(p: Submission):
     evidence = [_normalize(e) for e in p.evidence if e]
     if not evidence:
         return None
@@ -403,7 +403,7 @@ def quotes_evidence(p: Proposal):
     return None
 
 
-def known_section(p: Proposal):
+def known_section(p: Submission):
     if p.is_fact:
         return None
     slugs = [s.slug for s in _sections(p.skill.body)]
@@ -419,27 +419,27 @@ def known_section(p: Proposal):
     return None
 
 
-def untrusted_fact(p: Proposal):
+def untrusted_fact(p: Submission):
     if p.is_fact and not p.provenance.trusted:
         return _refuse("untrusted_fact", f"a fact from {p.provenance.source} provenance is not stored: tier 0 "
                                          "has no quarantine; restate it as a user instruction")
     return None
 
 
-def incognito(p: Proposal):
+def incognito(p: Submission):
     if p.incognito:
         return Verdict("session_only", "incognito", "incognito: session only, not persisted")
     return None
 
 
-def route_fact(p: Proposal):
+def route_fact(p: Submission):
     if p.is_fact:
         return Verdict("routed", "route_fact", "a fact is a tier-0 row a tool reads, not a delta: routed to "
                                                "learned_facts")
     return None
 
 
-def quarantine_untrusted(p: Proposal):
+def quarantine_untrusted(p: Submission):
     if not p.provenance.trusted:
         findings = tuple(f"{w}: {f}" for w, t in p.texts() for f in scan(t))
         note = f"; scan: {len(findings)} finding(s)" if findings else "; scan: clean"
@@ -449,7 +449,7 @@ def quarantine_untrusted(p: Proposal):
     return None
 
 
-def stage_trusted(p: Proposal):
+def stage_trusted(p: Submission):
     findings = tuple(f"{w}: {f}" for w, t in p.texts() for f in scan(t))
     if p.auto_approve and not findings:
         return Verdict("active", "stage_trusted", "trusted provenance, auto-approve on: active next session")
@@ -476,7 +476,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def decide(proposal: Proposal, rules: Iterable[Rule] = RULES) -> tuple[Verdict, tuple[str, ...]]:
+def decide(proposal: Submission, rules: Iterable[Rule] = RULES) -> tuple[Verdict, tuple[str, ...]]:
     """Run the rules in order: the first Verdict decides. Returns it with the warnings gathered on the way."""
     warnings: list[str] = []
     for rule in rules:
@@ -500,17 +500,17 @@ def _provenance(value: Provenance | str | Mapping | None) -> Provenance:
 
 
 def _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings,
-              research=None) -> Proposal:
+              research=None) -> Submission:
     settings = settings or GateSettings()
     auto = (store.auto_approve if store is not None else False) if settings.auto_approve is None \
         else settings.auto_approve
     research = (store.research if store is not None else False) if research is None else research
     ev = (evidence,) if isinstance(evidence, str) else tuple(evidence or ())
-    return Proposal(skill, kind, payload, section, _provenance(provenance), scope, ev, incognito, research,
+    return Submission(skill, kind, payload, section, _provenance(provenance), scope, ev, incognito, research,
                     bool(auto), settings)
 
 
-def _new_delta(p: Proposal, verdict: Verdict) -> Delta:
+def _new_delta(p: Submission, verdict: Verdict) -> Delta:
     sec = next(s for s in _sections(p.skill.body) if s.slug == (p.section or BODY))
     return Delta(skill=p.skill.name, kind=p.kind, payload=check_shape(p.kind, p.payload),
                  anchor=Anchor(sec.slug, sec.digest, p.skill.version), provenance=p.provenance, scope=p.scope,
@@ -594,3 +594,6 @@ def promote(store: "Store", delta_id: str, min_samples: int = 5, threshold: floa
                             reason=f"promoted on evidence: {k}/{n} ({'wilson ' if wilson else ''}{score:.3f} "
                                    f">= {threshold})")
     return Promotion(delta_id, True, "promoted on evidence", n, rate, score, undo)
+
+
+Proposal = Submission  # the old name (four classes were called Proposal); removed in the next release

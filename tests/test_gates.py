@@ -93,7 +93,7 @@ def test_removing_the_rule_changes_its_case(rule, tmp_path):
     skill, section, source = kw.pop("skill", SKILL), kw.pop("section", "replies"), kw.pop("source", TRUSTED)
     kind, payload = kw.pop("kind", "preference"), kw.pop("payload", {"body": "Keep replies short."})
     ev = kw.pop("evidence", None)
-    p = gates.Proposal(skill, kind, payload, section, Provenance.from_dict({"source": source}), "user",
+    p = gates.Submission(skill, kind, payload, section, Provenance.from_dict({"source": source}), "user",
                        (ev,) if ev else (), kw.pop("incognito", False), needs_research, False, gates.GateSettings())
     with_rule, _ = gates.decide(p)
     without, _ = gates.decide(p, [r for r in gates.RULES if r.name != rule])
