@@ -41,6 +41,7 @@ from .display import effective_html, effective_text, unified_diff
 from .grammar import TIERS, Delta, GrammarError, check_shape
 from .retrieval import DEFAULT_TAU, EmbedderUnavailable, TriggerIndex, load_embedder
 from .skill import Skill
+from .tools import Selection, ToolLoader, skill_tier
 
 __all__ = [
     "NOTE_KINDS",
@@ -225,23 +226,6 @@ def _overrides(picks: list[_Pick], notes: list[Note]) -> list[_Pick]:
     return [p for p in picks if p.delta.kind != "parameter" or id(p) in keep]
 
 
-def _tools(skill: Skill, hints: Sequence[_Pick]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """skill_tools and withheld names. A later hint about the same tool wins."""
-    if not hints:
-        return tuple(skill.tools), ()
-    last: dict[str, str] = {}
-    for p in hints:
-        for n in p.delta.payload.get("prefer", []):
-            last.pop(n, None)
-            last[n] = "prefer"
-        for n in p.delta.payload.get("drop", []):
-            last.pop(n, None)
-            last[n] = "drop"
-    withheld = tuple(n for n, a in last.items() if a == "drop")
-    preferred = [n for n, a in last.items() if a == "prefer"]
-    tools = tuple(n for n in dict.fromkeys(preferred + list(skill.tools)) if n not in withheld)
-    return tools, withheld
-
 
 # ------------------------------------------------------------------------------------------ rendering
 
@@ -402,7 +386,7 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
         return _base(skill, notes + [Note("render_failed", None, "learned lines would not stay outside the "
                                                                "authored structure (e.g. an unclosed code fence "
                                                                "at the end of the body)")], True, ceiling, authored)
-    skill_tools, withheld = _tools(skill, hints)
+    skill_tools, withheld = skill_tier(skill.tools, [p.delta.payload for p in hints])
     applied = [p.delta for p in sorted(hints, key=lambda p: render_key(p.delta))]
     applied += [p.delta for p in sorted(chosen, key=lambda p: render_key(p.delta))]
     where = {p.delta.id: (f"under {p.section.slug}" if p.state == "clean" else "learned adjustments block")
@@ -465,12 +449,14 @@ class Session:
     """One agent session: each skill resolves once, at first use, and stays fixed for the session.
 
     The ceiling is shared by every skill the session loads (per-agent budget): each resolution gets what
-    earlier ones left. Deltas retrieved by the goal get `last_used_at` stamped (decay input).
+    earlier ones left. Deltas retrieved by the goal get `last_used_at` stamped (decay input). Each turn's
+    tools come from `loader` (the agent's `ToolLoader` over its live registry; by default one over the
+    session's skills' own tools), fed the effective skill's SKILL tier: `select_tools(skill, goal)`.
     """
 
     def __init__(self, store=None, *, goal: str | None = None, scope: str | Iterable[str] = "user",
                  learned: bool = True, embedder=None, tau: float = DEFAULT_TAU,
-                 ceiling: int = budget_mod.DEFAULT_CEILING, touch: bool = True):
+                 ceiling: int = budget_mod.DEFAULT_CEILING, touch: bool = True, loader: ToolLoader | None = None):
         self.store = store
         self.goal = goal
         self.scope = scope
@@ -479,6 +465,7 @@ class Session:
         self.tau = tau
         self.ceiling = ceiling
         self.touch = touch
+        self.loader = loader
         self._cache: dict[tuple, EffectiveSkill] = {}
 
     @property
@@ -499,3 +486,11 @@ class Session:
                     eff = replace(eff, notes=eff.notes + (Note("store_error", None, f"touch: {exc}"),))
             self._cache[key] = eff
         return self._cache[key]
+
+    def select_tools(self, skill: Skill, goal: str | None = None) -> Selection:
+        """This turn's tools: CORE > SKILL (the effective skill's, tier-1 hints applied) > SEMANTIC, capped, LRU
+        across the session's turns. A hint can reorder or withhold a tool, never add one the registry lacks."""
+        eff = self.resolve(skill)
+        if self.loader is None:
+            self.loader = ToolLoader({name: "" for name in skill.tools})
+        return self.loader.select(goal if goal is not None else self.goal, eff.skill_tools, eff.withheld_tools)

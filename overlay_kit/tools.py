@@ -3,8 +3,9 @@
 Precedence is CORE > SKILL > SEMANTIC (seed: "Correction 2"):
 
 * **CORE** — always loaded, never evicted, never withheld;
-* **SKILL** — the effective skill's `skill_tools` (authored tools, with tier-1 `tool-hint` deltas'
-  `prefer` names first), admitted ahead of any semantic candidate;
+* **SKILL** — the effective skill's `skill_tools` (`skill_tier`: authored tools, with tier-1 `tool-hint`
+  deltas' `prefer` names first and `drop` names withheld; the resolver calls it), admitted ahead of any
+  semantic candidate;
 * **SEMANTIC** — tools whose description is at cosine ≥ `threshold` (0.20) to the goal, best first.
 
 The loader is stateful across turns: at `max_tools` (14) a new SKILL/SEMANTIC tool evicts the least
@@ -12,6 +13,9 @@ recently used non-core tool that this turn did not ask for; when every loaded to
 turn, lower-precedence candidates wait. Every name must be in the live registry — anything else is
 dropped with a reason — so a learned delta can reorder or withhold tools but never add one. Tier-1 `drop`
 names are *withheld*: they leave SKILL and SEMANTIC and are evicted if loaded (CORE is exempt).
+
+This is the one tool-loading path: `resolve` builds the SKILL tier with `skill_tier`, and `resolve.Session`
+(which the deployment simulator drives) selects each turn's tools with a `ToolLoader`.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-__all__ = ["DEFAULT_MAX_TOOLS", "SEMANTIC_THRESHOLD", "Selection", "ToolLoader"]
+__all__ = ["DEFAULT_MAX_TOOLS", "SEMANTIC_THRESHOLD", "Selection", "ToolLoader", "skill_tier"]
 
 DEFAULT_MAX_TOOLS = 14
 SEMANTIC_THRESHOLD = 0.20
@@ -49,6 +55,22 @@ def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))
 
 
+def skill_tier(authored: Sequence[str], hints: Iterable[Mapping[str, Sequence[str]]] = ()
+               ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The SKILL tier: (skill_tools, withheld) from the authored tools and tier-1 hint payloads in render
+    order (`{"prefer": [...], "drop": [...]}`). Preferred names go first, dropped names are withheld; a later
+    hint about the same tool wins. Names outside the live registry are dropped later, by `ToolLoader.select`."""
+    last: dict[str, str] = {}
+    for payload in hints:
+        for action in ("prefer", "drop"):
+            for n in payload.get(action, ()):
+                last.pop(n, None)
+                last[n] = action
+    withheld = tuple(n for n, a in last.items() if a == "drop")
+    preferred = [n for n, a in last.items() if a == "prefer"]
+    return tuple(n for n in dict.fromkeys(preferred + list(authored)) if n not in withheld), withheld
+
+
 class ToolLoader:
     """`registry` maps every live tool name to its description (the text semantic selection matches)."""
 
@@ -72,6 +94,8 @@ class ToolLoader:
     def _semantic(self, goal: str | None) -> list[tuple[str, float]]:
         if not goal or self.embedder is None:
             return []
+        import numpy as np  # only semantic selection needs it; `resolve` imports this module on the CLI's path
+
         if self._tool_vectors is None:
             names = sorted(n for n in self.registry if n not in self.core)
             texts = [f"{n.replace('_', ' ')}: {self.registry[n]}" for n in names]

@@ -34,6 +34,7 @@ from overlay_kit.resolve import (
 )
 from overlay_kit.retrieval import TextEmbedder, TriggerIndex, load_embedder
 from overlay_kit.store import Store
+from overlay_kit.tools import ToolLoader
 
 pytestmark = pytest.mark.usefixtures("no_network")
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -446,3 +447,19 @@ def test_fragment_holds_the_applied_lines_alone_for_tail_placement():
     p = prompt.compose(stable=eff.base, learned=eff.fragment, volatile="TOOLS", policy="tail")
     assert p.prefix == eff.base and eff.fragment in p.tail
     assert compose(skill, []).fragment == ""
+
+
+def test_session_selects_each_turns_tools_through_the_loader_with_the_skill_tier_applied(tmp_path):
+    """One tool-loading path: the resolver's SKILL tier (tier-1 hints applied) feeds the session's ToolLoader."""
+    skill = make_skill()
+    with Store.open(tmp_path / "o.db") as store:
+        learn_active(store, skill, "tool-hint", {"prefer": ["search_mail"], "drop": ["draft_reply"]}, "triage")
+        loader = ToolLoader({"search_mail": "search", "draft_reply": "draft", "archive_thread": "archive",
+                             "get_time": "clock"}, core=["get_time"], max_tools=3)
+        session = Session(store, embedder=False, loader=loader)
+        sel = session.select_tools(skill)
+        assert sel.tools == ("get_time", "search_mail", "archive_thread")  # core, then preferred, then authored
+        assert "draft_reply" not in sel.tools  # withheld by the hint, though the skill authored it
+        assert sel.sources["search_mail"] == "skill"
+        default = Session(store, embedder=False).select_tools(skill)  # no loader given: the skill's own tools
+        assert default.tools == ("search_mail", "archive_thread")
