@@ -123,3 +123,9 @@ def test_core_imports_only_modules_above_it(module):
 def test_the_cli_imports_no_jupyter_package():
     external = {m.split(".")[0] for m in _imports(PACKAGE / "cli.py")}
     assert not external & JUPYTER
+
+
+def test_the_architecture_doc_names_every_core_module_in_order():
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = [line.split("`")[1] for line in doc.splitlines() if line.startswith("| `")]
+    assert rows == CORE_ORDER
