@@ -440,7 +440,8 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json({"db": str(db) if db.exists() else None, **eff.to_dict()})
         return 0
-    sys.stdout.write(eff.text)
+    sys.stdout.write(eff.text if eff.text.endswith("\n") else eff.text + "\n")  # notes never glue to the body
+    sys.stdout.flush()
     print(f"# {eff.skill}: {eff.tokens} tokens (ceiling {eff.ceiling}); skill_tools: "
           f"{', '.join(eff.skill_tools) or '-'}", file=sys.stderr)
     for note in eff.notes:
