@@ -58,6 +58,8 @@ def register_anchors(sub) -> None:
     p = sub.add_parser("anchors", help="list a skill body's sections and their anchors")
     p.add_argument("path", metavar="PATH", help="skill directory, SKILL.md, or discovered skill name")
     p.add_argument("--json", action="store_true", help="machine-readable sections")
+    p.add_argument("--db", metavar="DB", help="also count the live deltas anchored on each section in this "
+                                              "overlay database (read only; never created)")
     p.set_defaults(handler=cmd_anchors)
 
 
@@ -72,14 +74,30 @@ def section_rows(skill) -> list[dict]:
 def cmd_anchors(args: argparse.Namespace) -> int:
     skill = find_skill(args.path)
     rows = section_rows(skill)
+    if args.db:
+        rows = [r | {"deltas": n} for r, n in zip(rows, _anchored_counts(args.db, skill, rows))]
     if args.json:
         _emit_json({"skill": skill.name, "path": str(skill.path), "sections": rows})
         return 0
     width = max(len(r["slug"]) for r in rows)
     for r in rows:
         print(f"{r['slug']:<{width}}  L{r['level']}  {r['digest']}  {r['start_line']:>5}-{r['end_line']:<5}"
-              f"  {r['heading']}")
+              + (f"  {r['deltas']:>3} delta(s)" if args.db else "") + f"  {r['heading']}")
     return 0
+
+
+def _anchored_counts(db: str, skill, rows: list[dict]) -> list[int]:
+    """Live (not archived) deltas of `skill` per section slug, from an existing database."""
+    from collections import Counter
+    from pathlib import Path
+
+    from .store import Store
+
+    if not Path(db).expanduser().is_file():
+        raise ValueError(f"no database at {db}")
+    with Store.open(db) as store:
+        live = Counter(d.anchor.section for d in store.search(skill.name) if d.status != "archived")
+    return [live[r["slug"]] for r in rows]
 
 
 # -------------------------------------------------------------- learn / deltas / approve / revert / reset / forget
@@ -422,7 +440,8 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json({"db": str(db) if db.exists() else None, **eff.to_dict()})
         return 0
-    sys.stdout.write(eff.text)
+    sys.stdout.write(eff.text if eff.text.endswith("\n") else eff.text + "\n")  # notes never glue to the body
+    sys.stdout.flush()
     print(f"# {eff.skill}: {eff.tokens} tokens (ceiling {eff.ceiling}); skill_tools: "
           f"{', '.join(eff.skill_tools) or '-'}", file=sys.stderr)
     for note in eff.notes:
@@ -509,7 +528,10 @@ def register_rebase(sub) -> None:
     p.add_argument("new", metavar="NEW", help="the updated skill")
     p.add_argument("--policy", default="section", choices=list(POLICIES),
                    help="orphan-all (v1), section (default), fuzzy or embedding (proposals for orphans)")
-    p.add_argument("--json", action="store_true", help="machine-readable decisions")
+    p.add_argument("--apply", action="store_true", help="store mode: after confirmation, register NEW as the "
+                   "base and move the stored deltas (orphans are kept for review); without it nothing is written")
+    p.add_argument("--yes", action="store_true", help="with --apply: do not ask for confirmation")
+    _add_db(p)
     p.set_defaults(handler=cmd_rebase)
 
 
@@ -531,10 +553,18 @@ def rebase_report(old, new, policy: str) -> dict:
 
 
 def cmd_rebase(args: argparse.Namespace) -> int:
-    report = rebase_report(find_skill(args.old), find_skill(args.new), args.policy)
+    old, new = find_skill(args.old), find_skill(args.new)
+    report = rebase_report(old, new, args.policy)
+    if args.apply:
+        return apply_rebase(args, old, new, report)
     if args.json:
         _emit_json(report)
         return 0
+    print_rebase_plan(report, " (a plan: nothing written; --apply moves the stored deltas)")
+    return 0
+
+
+def print_rebase_plan(report: dict, tail: str = "") -> None:
     rows = report["sections"]
     width = max(len(r["section"]) for r in rows)
     for r in rows:
@@ -551,8 +581,46 @@ def cmd_rebase(args: argparse.Namespace) -> int:
     if report["became_capability_bearing"]:
         notes.append("new base is capability-bearing: every delta is orphaned")
     counts = ", ".join(f"{v} {k}" for k, v in report["counts"].items())
-    print(f"{report['policy']}: {counts}" + "".join(f"; {n}" for n in notes))
+    print(f"{report['policy']}: {counts}" + "".join(f"; {n}" for n in notes) + tail)
+
+
+def apply_rebase(args: argparse.Namespace, old, new, report: dict) -> int:
+    """`rebase --apply`: show the plan, confirm, then `rebase.apply` against the store. NEW is taken as the next
+    version of OLD's base (same discovery root); the store must know OLD as the current base, or nothing."""
+    from dataclasses import replace
+
+    from . import rebase
+
+    if old.name != new.name:
+        raise ValueError(f"--apply: OLD is {old.name!r} but NEW is {new.name!r}; a rebase keeps the skill's name")
+    if not args.json:
+        print_rebase_plan(report)
+    with _open_store(args) as store:
+        history = store.base_history(old.name)
+        if history and history[-1]["body_digest"] != old.body_digest:
+            raise ValueError(f"the store's current base of {old.name} is version {history[-1]['version']}, not "
+                             f"{args.old} (version {old.version}); rebase from that one")
+        if not (args.yes or _confirm(f"apply this plan to {store.path}? [y/N] ")):
+            print("rebase: not applied (nothing written)", file=sys.stderr)
+            return 1
+        if not history:
+            rebase.apply(store, old, args.policy)  # first sighting: registers OLD, moves nothing
+        result = rebase.apply(store, replace(new, root=old.root), args.policy, old=old)
+        moved = [{"id": o.delta.id, "state": o.state, "section": o.anchor.section} for o in result.outcomes]
+    if args.json:
+        _emit_json(report | {"applied": {"db": str(store.path), "deltas": moved}})
+    else:
+        for m in moved:
+            print(f"applied: {m['id']} {m['state']} ({m['section']})")
+        print(f"rebase: applied to {store.path}: " + (", ".join(f"{v} {k}" for k, v in
+              sorted(result.counts().items())) or "no live deltas to move"))
     return 0
+
+
+def _confirm(prompt: str) -> bool:
+    print(prompt, end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline() if not sys.stdin.closed else ""
+    return answer.strip().lower() in ("y", "yes")
 
 
 REGISTRARS: list[Callable] = [register_validate, register_anchors, register_learn, register_deltas, register_approve,

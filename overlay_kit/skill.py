@@ -476,13 +476,18 @@ class Discovery:
     errors: tuple[SkillError, ...]
 
 
+SKILLS_ENV = "OVERLAY_KIT_SKILLS"  # extra discovery roots, after project and agent
+
+
 def default_roots(project: str | os.PathLike = ".", *, agent: str | os.PathLike | None = None,
                   home: str | os.PathLike | None = None) -> list[Root]:
-    """The Agent Skills precedence: project, agent-bundled, user, installed, then Claude Code imports."""
+    """The Agent Skills precedence: project, agent-bundled, `$OVERLAY_KIT_SKILLS` (directories separated by
+    `os.pathsep`, e.g. `datasets/skills`), user, installed, then Claude Code imports."""
     project, home = Path(project), Path(home) if home else Path.home()
     roots = [Root("project", project / ".gaia" / "skills")]
     if agent is not None:
         roots.append(Root("agent", Path(agent) / "skills"))
+    roots += [Root("env", Path(d).expanduser()) for d in os.environ.get(SKILLS_ENV, "").split(os.pathsep) if d]
     roots += [
         Root("user", home / ".gaia" / "skills"),
         Root("installed", home / ".gaia" / "installed-skills"),
