@@ -154,3 +154,103 @@ def test_run_scores_replies_from_a_scripted_server(scenarios):
     summary = run.summary().set_index(["arm", "kind"])
     assert summary.loc[("tier0", "select"), "n"] == 2 and summary.loc[("tier2", "select"), "rate"] == 1.0
     assert 0 < summary.loc[("tier2", "select"), "low"] < 1 == summary.loc[("tier2", "select"), "high"]
+
+
+# ------------------------------------------------------------------------------------------- power
+
+
+def test_power_needs_49_text_scenarios_for_a_difference_of_0_2():
+    """Checked against the normal approximation it inverts: 49 reaches 80% power at h(0.4, 0.6), 48 does not."""
+    from math import asin, sqrt
+    from statistics import NormalDist
+
+    power = P.Power()
+    assert power.required == 49 and not power.powered and "underpowered" in str(power)
+    h, z = 2 * asin(sqrt(0.6)) - 2 * asin(sqrt(0.4)), NormalDist()
+    achieved = lambda n: z.cdf(h * sqrt(n) - z.inv_cdf(0.975))  # noqa: E731
+    assert achieved(49) >= 0.8 > achieved(48)
+    assert P.Power(baseline=0.7).required == 30  # rates far from 0.5 need fewer
+    assert P.Power(have=49).powered and "underpowered" not in str(P.Power(have=49))
+
+
+def test_the_scenario_file_holds_enough_text_scenarios_each_a_leftover_value(scenarios):
+    from overlay_kit.studies import lessons as L
+
+    source = L.load_source()
+    text = [s for s in scenarios if s.kind == "text"]
+    assert len(text) >= P.Power().required
+    assert len({s.id for s in scenarios}) == len(scenarios)
+    assert len({s.task for s in text}) == len(text)  # no task written twice
+    for s in text:
+        ns = source.namespace(s.domain, s.namespace)
+        assert ns.why_no_tool and ns.section == s.section and s.check["at_most"] == s.value
+    assert {s.domain for s in text} == {"email", "calendar", "code-review", "research"}
+
+
+TEXT = """
+    scenarios:
+      - id: short-draft
+        domain: email
+        section: drafting-replies
+        fact: {namespace: drafting, key: max_sentences, value: 2}
+        prose: Two sentences at most.
+        check: {measure: sentences, at_most: 2}
+        task: Draft a reply.
+"""
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("at_most: 2}", "at_most: 3}"), "check.at_most: 3 but the learned value is 2"),
+    (("key: max_sentences", "key: formality"), "not a count key"),
+    (("section: drafting-replies", "section: escalation"), "binds to 'drafting-replies'"),
+    (("namespace: drafting, key: max_sentences", "namespace: escalation, key: followup_hours"),
+     "a tool could read 'escalation'"),
+    (("measure: sentences", "measure: vibes"), "check: needs measure"),
+])
+def test_bad_text_scenarios_are_refused_with_a_named_field(tmp_path, edit, message):
+    assert P.load_scenarios(_write(tmp_path, TEXT))
+    with pytest.raises(P.ProbeError, match=message):
+        P.load_scenarios(_write(tmp_path, TEXT.replace(*edit)))
+    with pytest.raises(P.ProbeError, match="used twice"):
+        P.load_scenarios(_write(tmp_path, TEXT + TEXT.split("scenarios:")[1]))
+
+
+def _obeys_typed_lines(request: httpx.Request) -> httpx.Response:
+    """A test double (not a model): it keeps to a limit only when the limit is a typed `key = n` line, and
+    otherwise writes ten bulleted sentences — so the compliance difference is known (+100%)."""
+    if request.method == "GET":
+        return httpx.Response(200, json={"status": "ok", "all_models_loaded": [{"model_name": "fake"}],
+                                         "data": [{"id": "fake", "recipe": "llamacpp"}]})
+    system = json.loads(request.content)["messages"][0]["content"]
+    typed = any(line.startswith("- ") and " = " in line for line in system.split("_Learned for this section:_")[-1]
+                .splitlines()[:3]) if "_Learned for this section:_" in system else False
+    reply = "Done." if typed else "\n".join(f"- Point number {i} is worth a sentence." for i in range(10))
+    return httpx.Response(200, json={"model": "fake", "choices": [{"message": {"content": reply},
+                                                                   "finish_reason": "stop"}]})
+
+
+def test_no_compliance_verdict_without_power(scenarios):
+    client = LemonadeClient(base_url="http://fake/api/v1", transport=httpx.MockTransport(_obeys_typed_lines),
+                            retries=0)
+    text = [s for s in scenarios if s.kind == "text"][:5]
+    run = P.run(client, scenarios=text, arms=("tier2", "tier3"))
+    assert run.status == "ran" and run.power.have == 5 and run.power.available == 5 and not run.power.powered
+    assert run.compliance()[0] is None
+    assert "needs 49" in run.finding() and "underpowered, so no verdict" in run.finding()
+
+
+def test_a_powered_run_reports_the_compliance_difference_and_it_enters_the_tier2_verdict(scenarios):
+    from overlay_kit.studies import lessons as L
+
+    client = LemonadeClient(base_url="http://fake/api/v1", transport=httpx.MockTransport(_obeys_typed_lines),
+                            retries=0)
+    text = [s for s in scenarios if s.kind == "text"]
+    run = P.run(client, scenarios=text, arms=("tier2", "tier3"))
+    assert run.power.powered and run.power.have == len(text)
+    comp, _ = run.compliance()
+    assert comp.estimate == 1.0 and comp.n == len(text)
+    assert "the typed line is followed more often" in run.finding()
+    study = L.run(live=run, n_boot=200)
+    assert study.verdict() == "does not hold"
+    assert "compliance, tier 2 − tier 3 (text scenarios)" in study.table().index
+    assert "**does not hold**" in study.finding() and "the typed line earns its keep in compliance" in study.finding()

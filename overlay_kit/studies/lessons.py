@@ -1303,9 +1303,11 @@ class CollapseStudy:
                          "it (tier 0), write prose where no tool can read the value (tier 3); tier 2 is not "
                          "worth building.",
                 "does not hold": "the collapse hypothesis **does not hold** on this corpus: "
-                                 + ("wiring leaves too many values without a reader"
-                                    if claim1 == "refuted" else "the typed line earns its keep"
-                                    if claim2 == "refuted" or comp is not None else "")
+                                 + "; ".join(why for why, refuted in (
+                                     ("wiring leaves too many values without a reader", claim1 == "refuted"),
+                                     ("the typed line earns its keep in tokens", claim2 == "refuted"),
+                                     ("the typed line earns its keep in compliance",
+                                      comp is not None and comp.low > 0)) if refuted)
                                  + ".",
                 "undecided": "**undecided** — the data cannot decide: "
                              + "; ".join(f"claim {i} is not decided (its interval straddles the threshold)"

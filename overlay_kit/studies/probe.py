@@ -23,10 +23,12 @@ When nothing answers, or a replay cassette lacks a request, the run says it was 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+from statistics import NormalDist
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +38,14 @@ import yaml
 from .. import gates
 from ..facts import Consumers, Facts
 from ..llm.client import LemonadeClient, LLMError, Skipped
-from ..metrics import wilson_lower_bound
+from ..metrics import Interval, mean_ci, wilson_lower_bound
 from ..resolve import resolve
 from ..resources import dataset_path
 from ..store import Store
 from .lessons import Source, load_source
 
-__all__ = ["ARMS", "DEFAULT_SCENARIOS", "ArmResult", "ProbeError", "ProbeRun", "Scenario", "check", "load_scenarios",
-           "prompts", "run"]
+__all__ = ["ARMS", "DEFAULT_SCENARIOS", "ArmResult", "Power", "ProbeError", "ProbeRun", "Scenario", "check",
+           "load_scenarios", "prompts", "run"]
 
 DEFAULT_SCENARIOS = dataset_path("lessons", "scenarios.yaml")
 ARMS = ("control", "tier2", "tier3", "tier0")
@@ -127,10 +129,29 @@ def load_scenarios(path: str | Path = DEFAULT_SCENARIOS, source: Source | None =
                 raise ProbeError(f"{where}.expect: {sorted(sc.expect)} but the wired tool selects {sorted(learned)}")
             if set(control) == set(learned):
                 raise ProbeError(f"{where}: the learned value does not change the answer; the checker could not fail")
-        elif sc.check.get("measure") not in MEASURES or not isinstance(sc.check.get("at_most"), int):
-            raise ProbeError(f"{where}.check: needs measure in {MEASURES} and an integer at_most")
+        else:
+            _check_text(sc, source, where)
+        if sc.id in {o.id for o in out}:
+            raise ProbeError(f"{where}.id: {sc.id!r} is used twice")
         out.append(sc)
     return tuple(out)
+
+
+def _check_text(sc: Scenario, source: Source, where: str) -> None:
+    """A text scenario stands for a leftover lesson: a count no tool could read, and the check is that count."""
+    if sc.check.get("measure") not in MEASURES or not isinstance(sc.check.get("at_most"), int):
+        raise ProbeError(f"{where}.check: needs measure in {MEASURES} and an integer at_most")
+    ns = source.namespace(sc.domain, sc.namespace)
+    if not ns.why_no_tool:
+        raise ProbeError(f"{where}.fact.namespace: a tool could read {sc.namespace!r}; text scenarios test values "
+                         "no tool can read")
+    spec = ns.spec(sc.key)
+    if spec is None or spec.key is None or spec.shape != "count":
+        raise ProbeError(f"{where}.fact.key: {sc.key!r} is not a count key of {sc.namespace}")
+    if sc.value != sc.check["at_most"]:
+        raise ProbeError(f"{where}.check.at_most: {sc.check['at_most']} but the learned value is {sc.value!r}")
+    if sc.section != ns.section:
+        raise ProbeError(f"{where}.section: {sc.section!r}, but {sc.namespace} binds to {ns.section!r}")
 
 
 # ------------------------------------------------------------------------------------ the wired tool
@@ -253,14 +274,52 @@ class ArmResult:
 
 
 @dataclass(frozen=True)
+class Power:
+    """How many text scenarios the tier 2 vs tier 3 comparison needs to see `difference` in compliance.
+
+    Two independent proportions, arcsine effect size (Cohen's h; what statsmodels' NormalIndPower and G*Power
+    use): n per arm = ((z(1 − alpha/2) + z(power)) / h)². `baseline` 0.4 (vs 0.6) is the worst case — h is
+    smallest for rates centred on 0.5 — so the figure holds whatever the model's compliance turns out to be.
+    The arms share scenarios, so a paired analysis would need no more. The unit is the scenario: seeds of
+    one scenario at temperature 0 are not independent replies.
+    """
+
+    have: int = 0  # text scenarios scored in both the tier-2 and the tier-3 arm
+    available: int = 0  # text scenarios the run was given
+    difference: float = 0.2
+    alpha: float = 0.05
+    power: float = 0.8
+    baseline: float = 0.4
+
+    @property
+    def required(self) -> int:
+        h = 2 * math.asin(math.sqrt(self.baseline + self.difference)) - 2 * math.asin(math.sqrt(self.baseline))
+        z = NormalDist().inv_cdf
+        return math.ceil(((z(1 - self.alpha / 2) + z(self.power)) / h) ** 2)
+
+    @property
+    def powered(self) -> bool:
+        return self.have >= self.required
+
+    def __str__(self) -> str:
+        return (f"{self.have} of {self.available} text scenario(s) scored in both arms; a compliance difference of "
+                f"{self.difference:g} needs {self.required} (two proportions, arcsine, alpha {self.alpha:g} "
+                f"two-sided, power {self.power:g}, rates {self.baseline:g} vs {self.baseline + self.difference:g})"
+                + ("" if self.powered else " — underpowered, so no verdict"))
+
+
+@dataclass(frozen=True)
 class ProbeRun:
     status: str  # ran | skipped
     reason: str
     model: str = ""
     results: tuple[ArmResult, ...] = ()
+    text_scenarios: int = 0  # text scenarios asked for (both tier 2 and tier 3 among the arms)
 
     def table(self) -> pd.DataFrame:
-        return pd.DataFrame([r.__dict__ for r in self.results])
+        """One row per scenario × arm × seed (`passed` None: that request was skipped)."""
+        return pd.DataFrame([r.__dict__ for r in self.results],
+                            columns=[f.name for f in ArmResult.__dataclass_fields__.values()])
 
     def summary(self) -> pd.DataFrame:
         """Compliance per arm and scenario kind, with a Wilson 95% interval."""
@@ -274,6 +333,44 @@ class ProbeRun:
             rows.append({"arm": arm, "kind": kind, "n": n, "passed": k, "rate": k / n,
                          "low": wilson_lower_bound(k, n), "high": 1 - wilson_lower_bound(n - k, n)})
         return pd.DataFrame(rows)
+
+    def _paired(self) -> pd.DataFrame:
+        """Text scenarios scored in both tier 2 and tier 3: each arm's pass rate over its seeds."""
+        df = self.table()
+        df = df[(df.kind == "text") & df.passed.notna() & df.arm.isin(["tier2", "tier3"])]
+        if df.empty:
+            return pd.DataFrame(columns=["tier2", "tier3"])
+        return df.assign(passed=df.passed.astype(float)).pivot_table(
+            index="scenario", columns="arm", values="passed", aggfunc="mean").dropna()
+
+    @property
+    def power(self) -> Power:
+        return Power(have=len(self._paired()), available=self.text_scenarios)
+
+    def compliance(self) -> tuple[Interval | None, str]:
+        """(tier 2 − tier 3 pass rate on text scenarios, scenarios resampled; or None) and why it is None."""
+        if self.status != "ran":
+            return None, f"the live-model arm did not run ({self.reason})"
+        if not self.power.powered:
+            return None, str(self.power)
+        paired = self._paired()
+        return mean_ci((paired.tier2 - paired.tier3).to_numpy(), n_resamples=2000, seed=0), ""
+
+    def finding(self) -> str:
+        """What the live arm shows, from `compliance()` — no verdict without the power to reach one."""
+        if self.status != "ran":
+            return f"Live-model arm skipped: {self.reason}. {self.power}."
+        comp, why = self.compliance()
+        head = f"Live-model arm on {self.model} ({self.reason}). "
+        if comp is None:
+            return head + why + "."
+        d = self.power.difference
+        say = ("the typed line is followed more often" if comp.low > 0 else
+               "the prose line is followed more often" if comp.high < 0 else
+               f"no difference shown, and one of {d:g} or more in favour of the typed line is ruled out"
+               if comp.high < d else "no difference shown")
+        return (head + f"Compliance tier 2 − tier 3 on {comp.n} text scenarios: {comp.estimate:+.0%} "
+                f"(95% CI {comp.low:+.0%} to {comp.high:+.0%}, scenarios resampled): {say}.")
 
     def __str__(self) -> str:
         if self.status == "skipped":
@@ -300,45 +397,51 @@ def run(client: LemonadeClient | None = None, *, model: str | None = None, scena
     server answers (or, in replay mode, when the cassette holds none of the requests)."""
     source = source or load_source()
     scenarios = tuple(scenarios) if scenarios is not None else load_scenarios(source=source)
+    text = sum(sc.kind == "text" for sc in scenarios) if {"tier2", "tier3"} <= set(arms) else 0
     own = client is None
     client = client or LemonadeClient(retries=0)
     try:
-        if client.mode != "replay":
-            health = client.health(read_timeout_s=3.0)
-            if not health.up:
-                return ProbeRun("skipped", f"no model server answered at {client.base_url}"
-                                           + (" (busy)" if health.busy else ""))
-            try:
-                model = model or _pick_model(client, health)
-            except LLMError as exc:
-                return ProbeRun("skipped", f"the server at {client.base_url} lists no models: {exc}")
-            if not model:
-                return ProbeRun("skipped", f"the server at {client.base_url} has no downloaded model")
-        model = model or os.environ.get("OVERLAY_KIT_MODEL") or "Gemma-4-E4B-it-GGUF"
-        results = []
-        for sc in scenarios:
-            with _learned_store(sc, "tier0", source) as store:
-                expected = select(sc, store, source) if sc.kind == "select" else []
-            for arm in (a for a in arms if a in sc.arms):
-                messages = prompts(sc, arm, source)
-                for seed in seeds:
-                    try:
-                        reply = client.chat(model, messages, max_completion_tokens=max_tokens, temperature=0.0,
-                                            seed=seed)
-                    except Skipped as exc:
-                        results.append(ArmResult(sc.id, sc.kind, arm, seed, None, json.dumps(sorted(expected)), "",
-                                                 model, False, exc.reason))
-                        continue
-                    passed, got = check(sc, reply.content, expected)
-                    results.append(ArmResult(sc.id, sc.kind, arm, seed, passed, json.dumps(sorted(expected)), got,
-                                             reply.model or model, reply.replayed,
-                                             "cut off at max_tokens" if reply.truncated else ""))
-        ran = [r for r in results if r.passed is not None]
-        if not ran:
-            reason = results[0].note if results else "no scenarios"
-            return ProbeRun("skipped", reason, model, tuple(results))
-        how = "replayed from a cassette" if all(r.replayed for r in ran) else "live"
-        return ProbeRun("ran", f"{how}; {len(results) - len(ran)} request(s) skipped", model, tuple(results))
+        return replace(_run(client, model, scenarios, arms, seeds, max_tokens, source), text_scenarios=text)
     finally:
         if own:
             client.close()
+
+
+def _run(client: LemonadeClient, model: str | None, scenarios: tuple[Scenario, ...], arms: Sequence[str],
+         seeds: Sequence[int], max_tokens: int, source: Source) -> ProbeRun:
+    if client.mode != "replay":
+        health = client.health(read_timeout_s=3.0)
+        if not health.up:
+            return ProbeRun("skipped", f"no model server answered at {client.base_url}"
+                                       + (" (busy)" if health.busy else ""))
+        try:
+            model = model or _pick_model(client, health)
+        except LLMError as exc:
+            return ProbeRun("skipped", f"the server at {client.base_url} lists no models: {exc}")
+        if not model:
+            return ProbeRun("skipped", f"the server at {client.base_url} has no downloaded model")
+    model = model or os.environ.get("OVERLAY_KIT_MODEL") or "Gemma-4-E4B-it-GGUF"
+    results = []
+    for sc in scenarios:
+        with _learned_store(sc, "tier0", source) as store:
+            expected = select(sc, store, source) if sc.kind == "select" else []
+        for arm in (a for a in arms if a in sc.arms):
+            messages = prompts(sc, arm, source)
+            for seed in seeds:
+                try:
+                    reply = client.chat(model, messages, max_completion_tokens=max_tokens, temperature=0.0,
+                                        seed=seed)
+                except Skipped as exc:
+                    results.append(ArmResult(sc.id, sc.kind, arm, seed, None, json.dumps(sorted(expected)), "",
+                                             model, False, exc.reason))
+                    continue
+                passed, got = check(sc, reply.content, expected)
+                results.append(ArmResult(sc.id, sc.kind, arm, seed, passed, json.dumps(sorted(expected)), got,
+                                         reply.model or model, reply.replayed,
+                                         "cut off at max_tokens" if reply.truncated else ""))
+    ran = [r for r in results if r.passed is not None]
+    if not ran:
+        reason = results[0].note if results else "no scenarios"
+        return ProbeRun("skipped", reason, model, tuple(results))
+    how = "replayed from a cassette" if all(r.replayed for r in ran) else "live"
+    return ProbeRun("ran", f"{how}; {len(results) - len(ran)} request(s) skipped", model, tuple(results))
