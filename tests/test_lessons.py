@@ -358,3 +358,85 @@ def test_wiring_panel_recomputes_what_needs_tier2(source, corpus):
     panel.set_all("none")
     assert panel.remaining().lessons.sum() == sum(x.value_shaped for x in corpus)
     assert panel.out.outputs[0]["text"].startswith("0 of 24 tools")
+
+
+# ------------------------------------------------------------------------------------------ verdict
+
+
+def test_the_decision_rule_can_come_out_either_way():
+    from overlay_kit.metrics import Interval
+
+    rule = L.DecisionRule(max_leftover=0.5, worth_tokens=10)
+    small, large, straddle = Interval(0.2, 0.1, 0.3), Interval(0.7, 0.6, 0.8), Interval(0.4, 0.2, 0.6)
+    cheap, dear = Interval(2, 1, 4), Interval(14, 12, 16)
+    assert rule.verdict(small, cheap) == "holds"
+    assert rule.verdict(large, cheap) == "does not hold"
+    assert rule.verdict(small, dear) == "does not hold"
+    assert rule.verdict(straddle, cheap) == "undecided"
+    assert rule.verdict(small, Interval(9, 5, 12)) == "undecided"
+    assert rule.verdict(small, cheap, Interval(0.3, 0.1, 0.5)) == "does not hold"  # typed line followed more
+    assert rule.verdict(small, cheap, Interval(0.0, -0.2, 0.2)) == "holds"
+
+
+def test_write_path_tools_are_what_the_gates_refuse_to_steer_toward(source):
+    forbidden = L.write_path_tools(source)
+    wireable = {t.id for t in source.registry.wireable}
+    assert forbidden & wireable == {"email/schedule_send", "email/archive_message", "calendar/decline_invite",
+                                    "code-review/run_linter", "code-review/run_tests"}
+    for tid in sorted(forbidden):  # the rule refuses a tool-hint preferring it, naming the confirmation set
+        domain, name = tid.split("/", 1)
+        rule = (gates.Rule("write_path_tool", gates.write_path_tool),)
+        r = gates.check(None, source.skill(domain), "tool-hint", {"prefer": [name]}, section=None,
+                        provenance="user_instruction", rules=rule)
+        assert r.outcome == "refused" and "confirmation set" in r.message
+    narrower = gates.GateSettings(confirmation_tools=frozenset({"archive"}))
+    assert not gates.write_path_tool(gates._proposal(None, source.skill("email"), "tool-hint",
+                                                     {"prefer": ["schedule_send"]}, None, "user_instruction", "user",
+                                                     None, False, narrower))
+
+
+def test_coverage_under_the_three_wirings_resamples_namespaces(source, corpus):
+    st = L.run(corpus, source, n_boot=200)
+    regs = L.wirings(source)
+    cov = st.coverage.set_index("wiring")
+    value = [x for x in corpus if x.value_shaped]
+    for w, reg in regs.items():
+        assert cov.loc[w, "lessons"] == len(L.needs_tier2(corpus, reg))
+        assert st.intervals[f"leftover_{w}"].n == len({(x.domain, x.namespace) for x in value})
+    assert cov.loc["all wired", "lessons"] <= cov.loc["gate-allowed", "lessons"] <= cov.loc["shipped", "lessons"]
+    assert not any(regs["gate-allowed"].is_on(t) for t in st.forbidden)
+    assert len(st.forbidden) == 5 and set(st.forbidden) <= L.write_path_tools(source)
+    table = st.table()
+    assert table.loc["leftover share, gate-allowed", "estimate"] == cov.loc["gate-allowed", "share"]
+    left = {x.id for x in L.needs_tier2(corpus, regs["gate-allowed"])}
+    costs = st.costs[st.costs.lesson_id.isin(left)]
+    saving = table.loc["tokens a typed line saves per leftover lesson, gate-allowed"]
+    assert saving.estimate == pytest.approx((costs.tier3 - costs.tier2).mean())
+    assert saving.resampled == f"{len({(x.domain, x.namespace) for x in value if x.id in left})} leftover namespaces"
+
+
+def test_the_finding_is_the_rule_applied_to_the_table(source, corpus):
+    from dataclasses import replace
+
+    st = L.run(corpus, source, n_boot=200)
+    lenient, strict = L.DecisionRule(max_leftover=0.99, worth_tokens=100), L.DecisionRule(0.01, 100)
+    assert replace(st, rule=lenient).verdict() == "holds" and "**holds**" in replace(st, rule=lenient).finding()
+    assert replace(st, rule=strict).verdict() == "does not hold"
+    assert "wiring leaves too many values without a reader" in replace(st, rule=strict).finding()
+    assert replace(st, rule=L.DecisionRule(0.99, 0.5)).verdict() == "does not hold"  # saving ≥ 0.5 token
+    assert f"{st.table().loc['leftover share, gate-allowed', 'estimate']:.1%}" in st.finding()
+    assert "Not in the verdict: the live-model arm was not run" in st.finding()
+
+
+def test_extracted_value_keeps_its_old_name_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="ExtractedValue"):
+        assert L.Proposal is L.ExtractedValue
+
+
+def test_wiring_panel_gates_button_is_the_gate_allowed_wiring(source, corpus):
+    from overlay_widgets.wiring import WiringPanel
+
+    panel = WiringPanel(corpus, source.registry, L.write_path_tools(source))
+    panel.set_all("gates")
+    assert panel.registry.wiring == L.wirings(source)["gate-allowed"].wiring
+    assert panel.remaining().lessons.sum() == len(L.needs_tier2(corpus, L.wirings(source)["gate-allowed"]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import ipywidgets as widgets
 import pandas as pd
@@ -19,9 +19,12 @@ class WiringPanel:
     shows the panel re-runs byte-identically under nbval.
     """
 
-    def __init__(self, lessons: Sequence[Lesson], registry: Registry):
+    def __init__(self, lessons: Sequence[Lesson], registry: Registry, forbidden: Iterable[str] = ()):
+        """`forbidden`: tool ids the gates refuse learning to steer (`lessons.write_path_tools`); they are
+        labelled, and the `gates` button switches every tool on except them."""
         self.lessons = tuple(lessons)
         self.registry = registry
+        self.forbidden = frozenset(forbidden)
         self.out = widgets.Output()
         self.toggles: dict[str, widgets.ToggleButtons] = {}
         rows = []
@@ -32,8 +35,10 @@ class WiringPanel:
                                            style={"button_width": "64px"})
             toggle.observe(lambda change, tid=t.id: self._set(tid, change["new"]), names="value")
             self.toggles[t.id] = toggle
-            rows.append(widgets.HBox([widgets.Label(t.id, layout=widgets.Layout(width="230px")), toggle]))
-        buttons = {name: widgets.Button(description=name) for name in ("none", "shipped", "all")}
+            label = t.id + (" (write path)" if t.id in self.forbidden else "")
+            rows.append(widgets.HBox([widgets.Label(label, layout=widgets.Layout(width="260px")), toggle]))
+        names = ("none", "shipped", "gates", "all") if self.forbidden else ("none", "shipped", "all")
+        buttons = {name: widgets.Button(description=name) for name in names}
         for name, b in buttons.items():
             b.on_click(lambda _b, name=name: self.set_all(name))
         self.widget = widgets.VBox([widgets.HBox(list(buttons.values())), *rows, self.out])
@@ -44,9 +49,10 @@ class WiringPanel:
         self._render()
 
     def set_all(self, which: str) -> None:
-        """`none`, `shipped` or `all`: every switch at once."""
+        """`none`, `shipped`, `gates` (on unless the gates forbid it) or `all`: every switch at once."""
         for tid, toggle in self.toggles.items():
-            state = {"none": "off", "all": "on"}.get(which) or (
+            here = ("none" if tid in self.forbidden else "all") if which == "gates" else which
+            state = {"none": "off", "all": "on"}.get(here) or (
                 "shipped" if "shipped" in toggle.options else ("on" if self.registry.tool(tid).wired else "off"))
             with toggle.hold_trait_notifications():
                 toggle.unobserve_all("value")
