@@ -165,12 +165,13 @@ def test_power_needs_49_text_scenarios_for_a_difference_of_0_2():
     from statistics import NormalDist
 
     power = P.Power()
-    assert power.required == 49 and not power.powered and "underpowered" in str(power)
+    assert power.required == 49 and not power.powered and "needs 49" in str(power)
+    assert "0 of 53 were — underpowered" in str(P.Power(available=53))
     h, z = 2 * asin(sqrt(0.6)) - 2 * asin(sqrt(0.4)), NormalDist()
     achieved = lambda n: z.cdf(h * sqrt(n) - z.inv_cdf(0.975))  # noqa: E731
     assert achieved(49) >= 0.8 > achieved(48)
     assert P.Power(baseline=0.7).required == 30  # rates far from 0.5 need fewer
-    assert P.Power(have=49).powered and "underpowered" not in str(P.Power(have=49))
+    assert P.Power(have=49, available=53).powered and "underpowered" not in str(P.Power(have=49, available=53))
 
 
 def test_the_scenario_file_holds_enough_text_scenarios_each_a_leftover_value(scenarios):

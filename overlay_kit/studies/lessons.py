@@ -42,11 +42,12 @@ import yaml
 
 from .. import budget, gates
 from ..anchor import Anchor, parse
-from ..facts import Consumers
+from ..facts import Consumers, report
 from ..grammar import Delta
 from ..metrics import Interval, ratio_ci
 from ..resources import dataset_path, datasets_root
 from ..skill import load_skill
+from ..store import Store
 
 __all__ = [
     "CAPTURES",
@@ -81,9 +82,11 @@ __all__ = [
     "needs_tier2",
     "representation_costs",
     "residual",
+    "inert_check",
     "route",
     "run",
     "study",
+    "tool_table",
     "wirings",
     "write_path_tools",
     "write_corpus",
@@ -1143,6 +1146,34 @@ def wirings(source: Source) -> dict[str, Registry]:
     reg, forbidden = source.registry, write_path_tools(source)
     return {"shipped": reg, "gate-allowed": reg.with_wired(t.id for t in reg.wireable if t.id not in forbidden),
             "all wired": reg.all_wired()}
+
+
+def tool_table(source: Source) -> pd.DataFrame:
+    """The wireable tools: what each could read, what the shipped agent reads, why wiring it is plausible,
+    and whether the gates forbid learning to steer it (write path)."""
+    forbidden = write_path_tools(source)
+    return pd.DataFrame([{"tool": t.id, "could read": ", ".join(sorted(t.reads)), "shipped": ", ".join(sorted(t.wired)),
+                          "write path": t.id in forbidden, "why wireable": t.why} for t in source.registry.wireable])
+
+
+def inert_check(lessons: Sequence[Lesson], source: Source) -> pd.DataFrame:
+    """The gap seen through the tier-0 seam: store every value-shaped lesson as a fact and ask `facts.report`
+    which no tool declares it reads, per wiring. Inert facts should equal the distinct values needing tier 2."""
+    value, rows = [x for x in lessons if x.value_shaped], []
+    for name, reg in wirings(source).items():
+        consumers = Consumers()
+        for d in source.domains:
+            for tool, namespaces in reg.consumers(d).to_dict().items():
+                consumers.declare(f"{d}/{tool}", *[f"{d}/{ns}" for ns in namespaces])
+        with Store.open(":memory:") as store:
+            for x in value:
+                store.put_fact(f"{x.domain}/{x.namespace}", x.key, x.value, scope=x.scope)
+            rep = report(store, consumers)
+        need = needs_tier2(value, reg)
+        rows.append({"wiring": name, "facts stored": len(rep.lines), "inert facts": len(rep.inert),
+                     "distinct values needing tier 2": len({(x.domain, x.namespace, x.key, x.scope) for x in need}),
+                     "lessons needing tier 2": len(need)})
+    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------------------------------- study

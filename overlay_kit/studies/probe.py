@@ -45,7 +45,7 @@ from ..store import Store
 from .lessons import Source, load_source
 
 __all__ = ["ARMS", "DEFAULT_SCENARIOS", "ArmResult", "Power", "ProbeError", "ProbeRun", "Scenario", "check",
-           "load_scenarios", "prompts", "run"]
+           "load_scenarios", "prompts", "run", "scenario_table"]
 
 DEFAULT_SCENARIOS = dataset_path("lessons", "scenarios.yaml")
 ARMS = ("control", "tier2", "tier3", "tier0")
@@ -152,6 +152,15 @@ def _check_text(sc: Scenario, source: Source, where: str) -> None:
         raise ProbeError(f"{where}.check.at_most: {sc.check['at_most']} but the learned value is {sc.value!r}")
     if sc.section != ns.section:
         raise ProbeError(f"{where}.section: {sc.section!r}, but {sc.namespace} binds to {ns.section!r}")
+
+
+def scenario_table(scenarios: Iterable[Scenario]) -> pd.DataFrame:
+    """One row per scenario: its kind, the learned value, its arms and what the checker expects."""
+    return pd.DataFrame([{"scenario": s.id, "kind": s.kind,
+                          "value": f"{s.namespace}.{s.key} = {s.value}" + (f" ({s.scope})" if s.scope != "user" else ""),
+                          "arms": ", ".join(s.arms),
+                          "expected": ", ".join(s.expect) or f"{s.check['measure']} ≤ {s.check['at_most']}"}
+                         for s in scenarios])
 
 
 # ------------------------------------------------------------------------------------ the wired tool
@@ -302,10 +311,13 @@ class Power:
         return self.have >= self.required
 
     def __str__(self) -> str:
-        return (f"{self.have} of {self.available} text scenario(s) scored in both arms; a compliance difference of "
-                f"{self.difference:g} needs {self.required} (two proportions, arcsine, alpha {self.alpha:g} "
-                f"two-sided, power {self.power:g}, rates {self.baseline:g} vs {self.baseline + self.difference:g})"
-                + ("" if self.powered else " — underpowered, so no verdict"))
+        need = (f"a tier 2 − tier 3 compliance difference of {self.difference:g} needs {self.required} text "
+                f"scenarios scored in both arms (two proportions, arcsine, alpha {self.alpha:g} two-sided, power "
+                f"{self.power:g}, rates {self.baseline:g} vs {self.baseline + self.difference:g})")
+        if not self.available:
+            return need
+        return need + f"; {self.have} of {self.available} were" + ("" if self.powered else
+                                                                  " — underpowered, so no verdict")
 
 
 @dataclass(frozen=True)
