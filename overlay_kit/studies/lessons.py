@@ -1128,13 +1128,15 @@ def cost_summary(costs: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------ wirings
 
 
-def write_path_tools(source: Source) -> frozenset[str]:
+def write_path_tools(source: Source, settings: gates.GateSettings | None = None) -> frozenset[str]:
     """Tool ids the gates' own `write_path_tool` rule refuses to let learning steer toward (a tool-hint that
-    prefers one is refused). Asked of the gate itself, tool by tool, so the study and the gates cannot drift."""
+    prefers one is refused), under `settings` (its confirmation set). Asked of the gate itself, tool by tool,
+    so the study and the gates cannot drift."""
     rule = (gates.Rule("write_path_tool", gates.write_path_tool),)
     return frozenset(t.id for t in source.registry.tools
                      if gates.check(None, source.skill(t.domain), "tool-hint", {"prefer": [t.name]}, section=None,
-                                    provenance="user_instruction", rules=rule).rule == "write_path_tool")
+                                    provenance="user_instruction", settings=settings, rules=rule).rule
+                     == "write_path_tool")
 
 
 WIRINGS = ("shipped", "gate-allowed", "all wired")
