@@ -1,10 +1,12 @@
-"""Time the tier-2 probe's pure stages over the 313-lesson corpus; print medians.
+"""Time the tier-2 probe's pure stages over the 313-lesson corpus; print medians — then the study's numbers.
 
-    .venv/bin/python benchmarks/bench_lessons.py [--repeat N]
+    .venv/bin/python benchmarks/bench_lessons.py [--repeat N] [--n-boot N]
 
 Stages: `extract` (the value-shape extractor on every lesson), `route` (the write-site router on every
 lesson, shipped wiring), `curve` (the greedy collapse curve to all-wired), `costs` (render every
-representation and count its Llama tokens), `facts.get` (one scoped tier-0 read from an in-memory store).
+representation and count its Llama tokens), `facts.get` (one scoped tier-0 read from an in-memory store),
+`run` (the whole study: three wirings, namespace-bootstrap intervals). Then the figures the verdict is computed
+from (`lessons.run(...).table()`), the verdict, and the live arm's power requirement (`probe.Power`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from overlay_kit.facts import Facts
 from overlay_kit.store import Store
 from overlay_kit.studies import lessons as L
+from overlay_kit.studies import probe as P
 
 
 def timed(fn, repeat: int) -> list[float]:
@@ -31,6 +34,7 @@ def timed(fn, repeat: int) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the study's intervals")
     args = ap.parse_args()
     source, corpus = L.load_source(), L.load_corpus()
     with Store.open(":memory:") as store:
@@ -48,6 +52,14 @@ def main() -> None:
         for name, fn in stages.items():
             med = statistics.median(timed(fn, args.repeat))
             print(f"  {name:<16} {med * 1000:9.1f} ms")
+    t = time.perf_counter()
+    study = L.run(corpus, source, n_boot=args.n_boot)
+    print(f"  {'run':<16} {(time.perf_counter() - t) * 1000:9.1f} ms (once, n_boot={args.n_boot})\n")
+    print(study.coverage.round(3).to_string(index=False), "\n")
+    print(study.table().round(3).to_string(), "\n")
+    print(f"rule: {study.rule}\nverdict: {study.verdict()}")
+    text = sum(s.kind == "text" for s in P.load_scenarios(source=source))
+    print(f"live arm: {P.Power(available=text)}")
 
 
 if __name__ == "__main__":
