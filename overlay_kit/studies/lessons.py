@@ -19,7 +19,12 @@ plus a rendering convention.* This module holds the machinery to answer it from 
 * **the collapse curve** (`collapse_curve`, `residual`): wire tools one at a time — what share still needs
   tier 2, and what remains with every plausibly wireable tool wired;
 * **resident-token cost** of each representation (`representation_costs`), counted with the bundled Llama
-  tokenizer on exactly the text `resolve` would render.
+  tokenizer on exactly the text `resolve` would render;
+* **the wirings** compared (`wirings`): shipped, gate-allowed (no tool the gates' `write_path_tool` rule
+  forbids — `write_path_tools` asks the gate itself) and all wired;
+* **the study** (`run` → `CollapseStudy`): `.table()` holds every number with its 95% interval (coverage
+  resamples namespaces, accuracy templates), `.finding()` applies `RULE` (a `DecisionRule` stated before the
+  data) to them: holds, does not hold, or undecided.
 """
 
 from __future__ import annotations

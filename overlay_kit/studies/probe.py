@@ -15,6 +15,9 @@ that the loader checks against it, and the control answer must differ (so no che
 Checkers are deterministic: a JSON list of ids compared as a set, or sentences / words / list items
 counted against the learned limit.
 
+No verdict without power: `Power` says how many text scenarios a tier 2 − tier 3 compliance difference of 0.2
+needs (49), `ProbeRun.compliance()` resamples scenarios and is None below that, and `ProbeRun.finding()` says so.
+
 `run(client, …)` talks to a local Lemonade (or any OpenAI-compatible) server through `overlay_kit.llm`.
 When nothing answers, or a replay cassette lacks a request, the run says it was skipped and why — a
 `ProbeRun` never holds a made-up reply.
