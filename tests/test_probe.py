@@ -168,7 +168,7 @@ def test_power_needs_49_text_scenarios_for_a_difference_of_0_2():
     assert power.required == 49 and not power.powered and "needs 49" in str(power)
     assert "0 of 53 were — underpowered" in str(P.Power(available=53))
     h, z = 2 * asin(sqrt(0.6)) - 2 * asin(sqrt(0.4)), NormalDist()
-    achieved = lambda n: z.cdf(h * sqrt(n) - z.inv_cdf(0.975))  # noqa: E731
+    achieved = lambda n: z.cdf(h * sqrt(n) - z.inv_cdf(0.975))
     assert achieved(49) >= 0.8 > achieved(48)
     assert P.Power(baseline=0.7).required == 30  # rates far from 0.5 need fewer
     assert P.Power(have=49, available=53).powered and "underpowered" not in str(P.Power(have=49, available=53))

@@ -63,18 +63,18 @@ __all__ = [
     "SHAPES",
     "TIER_KINDS",
     "WIRINGS",
+    "CollapseStudy",
     "CorpusError",
     "DecisionRule",
     "Evaluation",
+    "ExtractedValue",
     "KeySpec",
     "Lesson",
     "Namespace",
-    "ExtractedValue",
     "Registry",
     "Route",
     "Source",
     "ToolSpec",
-    "CollapseStudy",
     "bootstrap",
     "build_corpus",
     "collapse_curve",
@@ -82,19 +82,19 @@ __all__ = [
     "cost_summary",
     "evaluate",
     "extract",
+    "inert_check",
     "load_corpus",
     "load_source",
     "needs_tier2",
     "representation_costs",
     "residual",
-    "inert_check",
     "route",
     "run",
     "study",
     "tool_table",
     "wirings",
-    "write_path_tools",
     "write_corpus",
+    "write_path_tools",
 ]
 
 ROOT = datasets_root().parent  # skill_dir values in source.yaml are written from here ("datasets/...")
@@ -173,7 +173,7 @@ class Registry:
     wiring: frozenset[tuple[str, str]]  # (tool id, namespace) pairs a wired tool reads
 
     @classmethod
-    def baseline(cls, tools: Sequence[ToolSpec]) -> "Registry":
+    def baseline(cls, tools: Sequence[ToolSpec]) -> Registry:
         return cls(tuple(tools), frozenset((t.id, ns) for t in tools for ns in t.wired))
 
     def tool(self, tool_id: str) -> ToolSpec:
@@ -184,7 +184,7 @@ class Registry:
 
     SWITCH = ("off", "shipped", "on")
 
-    def switch(self, tool_id: str, state: str) -> "Registry":
+    def switch(self, tool_id: str, state: str) -> Registry:
         """One tool's wiring switch: `off` (reads nothing, even what it shipped with), `shipped` (what the
         shipped agent reads), `on` (every namespace it could read)."""
         if state not in self.SWITCH:
@@ -200,18 +200,18 @@ class Registry:
         return "on" if have == t.reads and have else "shipped" if have and have == t.wired else \
             "off" if not have else "partial"
 
-    def wire(self, tool_id: str, on: bool = True) -> "Registry":
+    def wire(self, tool_id: str, on: bool = True) -> Registry:
         """Switch a tool on (it reads every namespace it could) or off (it reads none, even shipped ones)."""
         return self.switch(tool_id, "on" if on else "off")
 
-    def with_wired(self, tool_ids: Iterable[str]) -> "Registry":
+    def with_wired(self, tool_ids: Iterable[str]) -> Registry:
         """Exactly these tools switched on (each reading all it could), every other tool off."""
         out = replace(self, wiring=frozenset())
         for tid in tool_ids:
             out = out.wire(tid)
         return out
 
-    def all_wired(self) -> "Registry":
+    def all_wired(self) -> Registry:
         return self.with_wired(t.id for t in self.wireable)
 
     @property
@@ -896,7 +896,7 @@ def tool_prior(ctx: _Ctx) -> Route | None:
             (drop if avoid else prefer).append((m.start(), name))
     if not prefer and not drop:
         return None
-    order = lambda xs: tuple(dict.fromkeys(n for _, n in sorted(xs)))  # noqa: E731
+    order = lambda xs: tuple(dict.fromkeys(n for _, n in sorted(xs)))
     dropped = order(drop)
     return Route(1, "tool_prior", None, tuple(n for n in order(prefer) if n not in dropped), dropped)
 
@@ -1298,7 +1298,7 @@ class CollapseStudy:
                                   ("exact_value_accuracy", "extractor: exact {key, value, scope}", "templates")):
             rows.append({"quantity": label, "estimate": ci[name].estimate, "low": ci[name].low,
                          "high": ci[name].high, "resampled": f"{ci[name].n} {unit}"})
-        comp, note = self.compliance()
+        comp = self.compliance()[0]
         if comp is not None:
             rows.append({"quantity": "compliance, tier 2 − tier 3 (text scenarios)", "estimate": comp.estimate,
                          "low": comp.low, "high": comp.high, "resampled": f"{comp.n} scenarios"})
@@ -1320,19 +1320,20 @@ class CollapseStudy:
         claim2 = ("shown" if save.high < rule.worth_tokens else "refuted" if save.low >= rule.worth_tokens
                   else "not decided")
         g = cov.loc["gate-allowed"]
+        only_forbidden = int(g.lessons - cov.loc["all wired", "lessons"])
         lines = [
             f"**Rule (stated before the data).** The hypothesis {rule}.",
-            f"**Coverage.** Shipped wiring: {cov.loc['shipped', 'share']:.1%} of "
-            f"{int(g.value_lessons)} value-shaped lessons have no reader. Wiring every tool the gates allow "
-            f"({int(g.tools_on)} tools) leaves **{left.estimate:.1%}** (95% CI {left.low:.1%}–{left.high:.1%}, "
-            f"{left.resampled} resampled). The gates refuse learning on {len(self.forbidden)} wireable "
-            f"write-path tools ({', '.join(self.forbidden)}); wiring them anyway would leave "
-            f"{allw.estimate:.1%} ({allw.low:.1%}–{allw.high:.1%}) — {int(g.lessons - cov.loc['all wired', 'lessons'])} "
-            f"lessons that only a forbidden wiring absorbs. Claim 1 (leftover < {rule.max_leftover:.0%}): "
-            f"**{claim1}**.",
-            f"**Cost.** For the {int(g.lessons)} leftover lessons a typed line saves {save.estimate:.1f} tokens "
-            f"per lesson on average over one prose sentence (95% CI {save.low:.1f}–{save.high:.1f}, "
-            f"{save.resampled} resampled). Claim 2 (saving < {rule.worth_tokens:g}): **{claim2}**.",
+            (f"**Coverage.** Shipped wiring: {cov.loc['shipped', 'share']:.1%} of "
+             f"{int(g.value_lessons)} value-shaped lessons have no reader. Wiring every tool the gates allow "
+             f"({int(g.tools_on)} tools) leaves **{left.estimate:.1%}** (95% CI {left.low:.1%}–{left.high:.1%}, "
+             f"{left.resampled} resampled). The gates refuse learning on {len(self.forbidden)} wireable "
+             f"write-path tools ({', '.join(self.forbidden)}); wiring them anyway would leave "
+             f"{allw.estimate:.1%} ({allw.low:.1%}–{allw.high:.1%}) — {only_forbidden} "
+             f"lessons that only a forbidden wiring absorbs. Claim 1 (leftover < {rule.max_leftover:.0%}): "
+             f"**{claim1}**."),
+            (f"**Cost.** For the {int(g.lessons)} leftover lessons a typed line saves {save.estimate:.1f} tokens "
+             f"per lesson on average over one prose sentence (95% CI {save.low:.1f}–{save.high:.1f}, "
+             f"{save.resampled} resampled). Claim 2 (saving < {rule.worth_tokens:g}): **{claim2}**."),
             (f"**Compliance.** tier 2 − tier 3 on text scenarios: {comp.estimate:+.0%} "
              f"({comp.low:+.0%} to {comp.high:+.0%}, {comp.n} scenarios)." if comp is not None else
              f"**Compliance.** Not in the verdict: {why_not}."),

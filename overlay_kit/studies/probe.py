@@ -29,10 +29,10 @@ import json
 import math
 import os
 import re
-from statistics import NormalDist
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import pandas as pd
