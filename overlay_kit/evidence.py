@@ -41,7 +41,6 @@ so it never deactivates a delta a user approved. Age demotes; it does not delete
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -52,7 +51,7 @@ import numpy as np
 
 from . import budget as budget_mod
 from . import gates
-from .common import bigram_similarity, dumps, iso, utc_now
+from .common import bigram_similarity, iso, utc_now
 from .grammar import KEY_LIMIT, TURN_ID_LIMIT, Delta, Provenance
 from .store import StoreError, Undo
 
@@ -172,33 +171,20 @@ def record_context(store: "Store", session: str, turn: str, deltas: Any, *, role
     ids = _delta_ids(deltas)
     when = at or utc_now()
     with store.transaction():
-        known = _sections(store, ids)
+        known = store.evidence.sections(ids)
         missing = [d for d in ids if d not in known]
         if missing:
             raise StoreError(f"no delta with id {missing[0]!r} in {store.path}")
-        store.conn.executemany("INSERT OR IGNORE INTO turn_context (session, turn, delta_id, role, at) "
-                               "VALUES (?, ?, ?, ?, ?)", [(session, str(turn), d, role, iso(when)) for d in ids])
+        store.evidence.add_context(session, str(turn), ids, role, when)
         if ids:
             store.touch(ids, when)
     return tuple(ids)
 
 
-def _sections(store: "Store", ids: Sequence[str]) -> dict[str, str]:
-    """{id: anchor section} for the ids that exist (one query per 500 ids)."""
-    out: dict[str, str] = {}
-    for k in range(0, len(ids), 500):
-        part = list(ids[k:k + 500])
-        out.update(store.conn.execute(f"SELECT id, json_extract(anchor, '$.section') FROM skill_deltas "
-                                      f"WHERE id IN ({', '.join('?' * len(part))})", part).fetchall())
-    return out
-
-
 def in_context(store: "Store", session: str, turn: str) -> dict[str, str]:
     """{delta id: role} of what was in context on (session, turn)."""
-    rows = store.conn.execute("SELECT delta_id, role FROM turn_context WHERE session = ? AND turn = ? ORDER BY id",
-                              (session, str(turn)))
     out: dict[str, str] = {}
-    for did, role in rows:
+    for did, role in store.evidence.context(session, str(turn)):
         out.setdefault(did, role)
     return out
 
@@ -255,36 +241,25 @@ def record_signal(store: "Store", session: str, turn: str, signal: str, *, ratin
         else:
             targets = list(context)
         if section is not None:
-            anchored = _sections(store, targets)
+            anchored = store.evidence.sections(targets)
             targets = [d for d in targets if anchored.get(d) == section]
         if positive is None:
             targets = []
-        cur = store.conn.execute(
-            "INSERT INTO turn_signals (session, turn, signal, positive, rating, scope, skill, section, lesson, "
-            "attributed, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-            (session, str(turn), kind.name, None if positive is None else int(positive), rating, scope, skill,
-             section, lesson, iso(when)))
+        signal_id = store.evidence.add_signal(session, str(turn), kind.name, positive=positive, rating=rating,
+                                              scope=scope, skill=skill, section=section, lesson=lesson, at=when)
         moved, repeated = [], []
         for did in targets:
             ok = store.record_outcome(did, session=session, turn=str(turn), signal=kind.name,
                                       positive=bool(positive), at=when)
             (moved if ok else repeated).append(did)
-        store.conn.execute("UPDATE turn_signals SET attributed = ? WHERE id = ?", (len(moved), cur.lastrowid))
-    return Attribution(cur.lastrowid, kind.name, positive, tuple(moved), tuple(repeated))
+        store.evidence.set_attributed(signal_id, len(moved))
+    return Attribution(signal_id, kind.name, positive, tuple(moved), tuple(repeated))
 
 
 def forget(store: "Store", *, skill: str | None = None, scope: str | None = None, all: bool = False) -> int:
     """`store.forget` plus the correction log: signals of that scope (or skill, or all) are erased too."""
     n = store.forget(skill=skill, scope=scope, all=all)
-    where, args = [], []
-    if not all:
-        for column, value in (("skill", skill), ("scope", scope)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-    with store.transaction():
-        store.conn.execute("DELETE FROM turn_signals" + (" WHERE " + " AND ".join(where) if where else ""), args)
-    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.evidence.erase_signals(skill=skill, scope=scope, all=all)
     return n
 
 
@@ -300,11 +275,6 @@ class Review:
     promotion: gates.Promotion
 
 
-def _ledger_seq(store: "Store", delta_id: str) -> int:
-    row = store.conn.execute("SELECT max(id) FROM delta_outcomes WHERE delta_id = ?", (delta_id,)).fetchone()
-    return int(row[0] or 0)
-
-
 def review_staged(store: "Store", *, skill: str | None = None, scope: str | Iterable[str] | None = None,
                   min_samples: int = 5, threshold: float = 0.85, wilson: bool = False, z: float = 1.96,
                   retire_below: float | None = None, at: datetime | None = None) -> list[Review]:
@@ -313,7 +283,7 @@ def review_staged(store: "Store", *, skill: str | None = None, scope: str | Iter
     with the counters read and the outcome-ledger position they covered."""
     if not 0 <= threshold <= 1 or (retire_below is not None and not 0 <= retire_below <= threshold):
         raise EvidenceError("threshold in [0, 1] and retire_below in [0, threshold]", "threshold")
-    when = iso(at or utc_now())
+    when = at or utc_now()
     out = []
     for d in store.search(skill, scope, status="staged"):
         if not d.provenance.trusted:
@@ -328,12 +298,10 @@ def review_staged(store: "Store", *, skill: str | None = None, scope: str | Iter
                 decision = "retired"
             if decision != "held":
                 now = store.get(d.id)
-                store.conn.execute(
-                    "INSERT INTO promotion_log (delta_id, decision, successes, attempts, score, threshold, "
-                    "min_samples, wilson, ledger_seq, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (d.id, decision, now.success_count, now.attempt_count, p.score,
-                     threshold if decision == "promoted" else retire_below, min_samples, int(wilson),
-                     _ledger_seq(store, d.id), p.reason, when))
+                store.evidence.log_promotion(
+                    d.id, decision, successes=now.success_count, attempts=now.attempt_count, score=p.score,
+                    threshold=threshold if decision == "promoted" else retire_below, min_samples=min_samples,
+                    wilson=wilson, ledger_seq=store.evidence.ledger_seq(d.id), reason=p.reason, at=when)
         out.append(Review(d.id, decision, p))
     return out
 
@@ -444,13 +412,7 @@ class Umbrella:
 
 def pending_umbrellas(store: "Store", skill: str | None = None) -> dict[str, tuple[str, ...]]:
     """{umbrella id: member ids} of consolidation proposals still waiting for a decision."""
-    sql = ("SELECT c.umbrella_id, c.members FROM consolidations c JOIN skill_deltas d ON d.id = c.umbrella_id "
-           "WHERE d.status IN ('staged', 'quarantined')")
-    args: list = []
-    if skill is not None:
-        sql, args = sql + " AND c.skill = ?", [skill]
-    return {u: tuple(json.loads(m)) for u, m in store.conn.execute(sql + " ORDER BY c.proposed_at, c.umbrella_id",
-                                                                   args)}
+    return store.evidence.pending_consolidations(skill)
 
 
 def propose_umbrella(store: "Store", skill: "Skill", cluster: Cluster | Sequence[str], *,
@@ -485,21 +447,19 @@ def propose_umbrella(store: "Store", skill: "Skill", cluster: Cluster | Sequence
         return Umbrella(ids, result, None)
     pairs = [(a, b) for k, a in enumerate(members) for b in members[k + 1:]]
     cosine = cluster.cosine if isinstance(cluster, Cluster) else None
-    with store.transaction():
-        store.conn.execute("INSERT INTO consolidations (umbrella_id, members, skill, section, embedding_sim, "
-                           "bigram_sim, proposed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (result.delta.id, dumps(list(ids)), skill.name, rep.anchor.section, cosine,
-                            min(bigram_similarity(a.text, b.text) for a, b in pairs), iso(utc_now())))
+    store.evidence.add_consolidation(result.delta.id, ids, skill=skill.name, section=rep.anchor.section,
+                                     embedding_sim=cosine,
+                                     bigram_sim=min(bigram_similarity(a.text, b.text) for a, b in pairs),
+                                     at=utc_now())
     return Umbrella(ids, result, result.delta.id)
 
 
 def approve_umbrella(store: "Store", umbrella_id: str, who: str = "user") -> "Undo":
     """Accept a consolidation: the umbrella becomes active and supersedes its members (kept, with lineage),
     in one transaction. Rejecting it is `store.revert(umbrella_id)`; the members are untouched then."""
-    row = store.conn.execute("SELECT members FROM consolidations WHERE umbrella_id = ?", (umbrella_id,)).fetchone()
-    if row is None:
+    members = store.evidence.consolidation_members(umbrella_id)
+    if members is None:
         raise StoreError(f"{umbrella_id} is not a consolidation proposal")
-    members = json.loads(row[0])
     with store.transaction():
         a = store.approve(umbrella_id, who=who)
         s = store.supersede(members, umbrella_id, who=who)

@@ -129,3 +129,41 @@ def test_the_architecture_doc_names_every_core_module_in_order():
     doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
     rows = [line.split("`")[1] for line in doc.splitlines() if line.startswith("| `")]
     assert rows == CORE_ORDER
+
+
+# ------------------------------------------------------------------------------- SQL lives in the store
+
+SQL_HOME = "overlay_kit.store"
+# Until the "sims" branch moves deploy.store_tables' SELECTs into the store, deploy keeps its one SQL call.
+# Remove this entry when that lands; the test then covers it too.
+SQL_ALLOWED = {"overlay_kit.studies.deploy"}
+_SQL_CALLS = {"execute", "executemany", "executescript"}
+
+
+def _sql_uses(source: str) -> list[str]:
+    """`line: what` for every `.execute(`/`.executemany(`/`.executescript(` call and every `.conn` use."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SQL_CALLS:
+            out.append(f"{node.lineno}: .{node.func.attr}(")
+        elif isinstance(node, ast.Attribute) and node.attr == "conn":
+            out.append(f"{node.lineno}: .conn")
+    return sorted(set(out), key=lambda s: (int(s.split(":")[0]), s))
+
+
+def test_sql_lives_in_the_store():
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        mod = _module_name(path)
+        if mod == SQL_HOME or mod in SQL_ALLOWED:
+            continue
+        uses = _sql_uses(path.read_text(encoding="utf-8"))
+        if uses:
+            found[str(path.relative_to(PACKAGE.parent))] = uses
+    assert found == {}, f"SQL outside overlay_kit/store.py (add a store method instead): {found}"
+
+
+def test_sql_detector_sees_execute_executemany_executescript_and_conn():
+    src = ("store.conn.execute('SELECT 1')\nc.executemany('INSERT', [])\nc.executescript('')\nx = s.conn\n"
+           "'execute'  # a string is no call\nrun.execute_plan()\n")
+    assert _sql_uses(src) == ["1: .conn", "1: .execute(", "2: .executemany(", "3: .executescript(", "4: .conn"]

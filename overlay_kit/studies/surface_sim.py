@@ -242,16 +242,14 @@ def _apply(store, kb: KnowledgeBase, skill, surface: str | None, s: Signal, back
 
 
 def _snapshot(store: "Store", kb: KnowledgeBase, day: int) -> dict:
-    count = lambda sql: store.conn.execute(sql).fetchone()[0]  # noqa: E731
     versions = prompt_versions(store, AGENT)
     active = next((p.version for p in versions if p.active), None)
+    deltas = store.counts()
     return {
         "day": day,
-        "memories_auto": count("SELECT count(*) FROM user_memories WHERE source = 'auto'"),
-        "memories_manual": count("SELECT count(*) FROM user_memories WHERE source = 'manual'"),
+        "memories_auto": store.memories.count("auto"), "memories_manual": store.memories.count("manual"),
         "docs_pending": len(kb.documents("pending")), "docs_ready": len(kb.documents("ready")),
-        "deltas_staged": count("SELECT count(*) FROM skill_deltas WHERE status = 'staged'"),
-        "deltas_active": count("SELECT count(*) FROM skill_deltas WHERE status = 'active'"),
+        "deltas_staged": deltas.get("staged", 0), "deltas_active": deltas.get("active", 0),
         "prompt_drafts": sum(p.status == "draft" for p in versions), "prompt_active_version": active,
-        "negative_ratings": count("SELECT count(*) FROM message_feedback WHERE rating = 'negative'"),
+        "negative_ratings": store.task_log.count_feedback("negative"),
     }

@@ -17,26 +17,26 @@ and a slow or failed one never undoes the content write. Every job's outcome lan
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import unicodedata
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass
-from datetime import datetime
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import mdformat
 from markdown_it import MarkdownIt
 
 from ..anchor import BODY, PREAMBLE, parse
-from ..common import dumps, iso, parse_time, utc_now
+from ..common import utc_now
+from ..store import Document, Heading
 from .routing import BackgroundService, SurfaceError, answering_model, ask_model
 
 if TYPE_CHECKING:
     from ..store import Store
 
+# Document and Heading are the store's row values (overlay_kit.store); re-exported here.
 __all__ = ["Document", "Heading", "Hit", "KnowledgeBase", "KnowledgeError", "LLMSummarizer", "lead_summary",
            "normalize_markdown", "outline", "pick_summarizer"]
 
@@ -49,27 +49,6 @@ _WORD = re.compile(r"\w+")
 
 class KnowledgeError(SurfaceError):
     """Bad input to the knowledge base (empty document, bad id, unknown document, a transition not allowed)."""
-
-
-@dataclass(frozen=True)
-class Heading:
-    slug: str
-    heading: str
-    level: int
-    line: int
-
-
-@dataclass(frozen=True)
-class Document:
-    id: str
-    title: str
-    body: str
-    outline: tuple[Heading, ...]
-    status: str  # pending | ready
-    revision: int
-    summary: str | None
-    summary_source: str | None  # auto | manual | None
-    updated_at: datetime
 
 
 @dataclass(frozen=True)
@@ -136,16 +115,6 @@ def pick_summarizer(client: Any = None, model: str | None = None) -> Summarizer:
 
 # ----------------------------------------------------------------------------------- the service
 
-_DOC_SQL = ("SELECT id, title, body, outline, status, revision, summary, summary_source, updated_at "
-            "FROM knowledge_docs")
-
-
-def _doc(row) -> Document:
-    i, title, body, out, status, rev, summary, source, updated = row
-    return Document(i, title, body, tuple(Heading(**h) for h in json.loads(out)), status, rev, summary, source,
-                    parse_time(updated))
-
-
 class KnowledgeBase(BackgroundService):
     """The knowledge surface over one store. Summary jobs run on one background worker thread."""
 
@@ -158,24 +127,19 @@ class KnowledgeBase(BackgroundService):
 
     def get(self, doc_id: str) -> Document:
         """Any document, pending or ready (management review sees both)."""
-        row = self.store.conn.execute(_DOC_SQL + " WHERE id = ?", (doc_id,)).fetchone()
-        if row is None:
+        doc = self.store.knowledge.get(doc_id)
+        if doc is None:
             raise KnowledgeError(f"no document {doc_id!r}", "doc_id")
-        return _doc(row)
+        return doc
 
     def documents(self, status: str | None = None) -> list[Document]:
-        sql, args = (_DOC_SQL + " WHERE status = ?", (status,)) if status else (_DOC_SQL, ())
-        return [_doc(r) for r in self.store.conn.execute(sql + " ORDER BY id", args)]
+        return self.store.knowledge.documents(status)
 
     def _event(self, doc_id: str, revision: int, event: str, detail: str = "") -> None:
-        self.store.conn.execute("INSERT INTO knowledge_events (doc_id, revision, event, detail, at) VALUES (?,?,?,?,?)",
-                                (doc_id, revision, event, detail, iso(utc_now())))
+        self.store.knowledge.add_event(doc_id, revision, event, detail)
 
     def events(self, doc_id: str | None = None) -> list[tuple[str, int, str, str]]:
-        sql = "SELECT doc_id, revision, event, detail FROM knowledge_events"
-        rows = (self.store.conn.execute(sql + " WHERE doc_id = ? ORDER BY id", (doc_id,)) if doc_id
-                else self.store.conn.execute(sql + " ORDER BY id"))
-        return [tuple(r) for r in rows]
+        return self.store.knowledge.events(doc_id)
 
     def ingest(self, doc_id: str, markdown: str, *, title: str | None = None, summarize: bool = True) -> Document:
         """Import or re-ingest: normalize, rebuild the outline, store as `pending` with no summary; then queue
@@ -187,18 +151,11 @@ class KnowledgeBase(BackgroundService):
         body = normalize_markdown(markdown)
         heads = outline(body)
         title = title or (heads[0].heading if heads else doc_id)
-        now = iso(utc_now())
         with self.store.transaction():
-            row = self.store.conn.execute("SELECT revision FROM knowledge_docs WHERE id = ?", (doc_id,)).fetchone()
-            revision = (row[0] if row else 0) + 1
-            self.store.conn.execute(
-                "INSERT INTO knowledge_docs (id, title, body, outline, status, revision, summary, summary_source, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', ?, NULL, NULL, ?, ?) "
-                "ON CONFLICT(id) DO UPDATE SET title = excluded.title, body = excluded.body, "
-                "outline = excluded.outline, status = 'pending', revision = excluded.revision, summary = NULL, "
-                "summary_source = NULL, updated_at = excluded.updated_at",
-                (doc_id, title, body, dumps([asdict(h) for h in heads]), revision, now, now))
-            self._event(doc_id, revision, "ingested", "re-ingest" if row else "import")
+            previous = self.store.knowledge.revision(doc_id)
+            revision = previous + 1
+            self.store.knowledge.put(doc_id, title=title, body=body, outline=heads, revision=revision, at=utc_now())
+            self._event(doc_id, revision, "ingested", "re-ingest" if previous else "import")
         if summarize:
             self.jobs[(doc_id, revision)] = self._executor.submit(self._summary_job, doc_id, revision)
         return self.get(doc_id)
@@ -209,8 +166,7 @@ class KnowledgeBase(BackgroundService):
             doc = self.get(doc_id)
             if doc.status == "ready":
                 raise KnowledgeError(f"document {doc_id!r} is already ready", "doc_id")
-            self.store.conn.execute("UPDATE knowledge_docs SET status = 'ready', updated_at = ? WHERE id = ?",
-                                    (iso(utc_now()), doc_id))
+            self.store.knowledge.set_ready(doc_id, utc_now())
             self._event(doc_id, doc.revision, "ready", f"by {who}")
         return self.get(doc_id)
 
@@ -220,8 +176,7 @@ class KnowledgeBase(BackgroundService):
             raise KnowledgeError(f"must be a non-empty string of at most {SUMMARY_LIMIT} characters", "summary")
         with self.store.transaction():
             doc = self.get(doc_id)
-            self.store.conn.execute("UPDATE knowledge_docs SET summary = ?, summary_source = 'manual', "
-                                    "updated_at = ? WHERE id = ?", (text.strip(), iso(utc_now()), doc_id))
+            self.store.knowledge.set_manual_summary(doc_id, text.strip(), utc_now())
             self._event(doc_id, doc.revision, "summary_manual", f"by {who}")
         return self.get(doc_id)
 
@@ -235,16 +190,14 @@ class KnowledgeBase(BackgroundService):
             if not isinstance(text, str) or not text.strip():
                 raise KnowledgeError("the summarizer returned no text", "summary")
             with self.store.transaction():
-                row = self.store.conn.execute("SELECT revision, summary_source FROM knowledge_docs WHERE id = ?",
-                                              (doc_id,)).fetchone()  # reread before persisting
+                row = self.store.knowledge.summary_state(doc_id)  # reread before persisting
                 if row is None or row[0] != revision:
                     self._event(doc_id, revision, "summary_stale", "the document moved on")
                     return "stale"
                 if row[1] == "manual":
                     self._event(doc_id, revision, "summary_manual_kept", "a reviewer's summary wins")
                     return "manual_kept"
-                self.store.conn.execute("UPDATE knowledge_docs SET summary = ?, summary_source = 'auto' WHERE id = ?",
-                                        (text.strip()[:SUMMARY_LIMIT], doc_id))
+                self.store.knowledge.set_auto_summary(doc_id, text.strip()[:SUMMARY_LIMIT])
                 self._event(doc_id, revision, "summary_written")
             return "written"
         except Exception as exc:  # a failed enhancement never undoes the content write

@@ -31,11 +31,11 @@ import re
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from datetime import datetime
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..common import bigram_similarity, dumps, iso, parse_time, utc_now
+from ..common import bigram_similarity, utc_now
+from ..store import Decision, Memory, MemoryRun
 from .routing import (
     MEMORY_KINDS,
     BackgroundService,
@@ -47,6 +47,7 @@ from .routing import (
 if TYPE_CHECKING:
     from ..store import Store
 
+# Memory, Decision and MemoryRun are the store's row values (overlay_kit.store); re-exported here.
 __all__ = [
     "CUES", "MEMORY_TOOLS", "MEMORY_TYPES",
     "Candidate", "Decision", "ExtractionError", "LLMExtractor", "Memory", "MemoryRun", "MemorySettings",
@@ -88,47 +89,6 @@ class Candidate:
     type: str
     content: str
     salience: float
-
-
-@dataclass(frozen=True)
-class Memory:
-    id: int
-    user: str
-    type: str
-    content: str
-    source: str  # manual | auto
-    salience: float | None
-    created_at: datetime
-    updated_at: datetime
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What reconciliation did with one candidate: added, updated, noop, manual_kept, low_salience, invalid."""
-
-    action: str
-    type: str
-    content: str
-    memory_id: int | None = None
-    similarity: float | None = None
-
-
-@dataclass(frozen=True)
-class MemoryRun:
-    """One after-turn pass: outcome is skipped_explicit, no_cue, extracted or failed."""
-
-    id: int
-    user: str
-    turn: str
-    outcome: str
-    cues: tuple[str, ...]
-    decisions: tuple[Decision, ...]
-    error: str | None
-    at: datetime
-
-    @property
-    def written(self) -> int:
-        return sum(d.action in ("added", "updated") for d in self.decisions)
 
 
 # ------------------------------------------------------------------------------------ the window
@@ -281,20 +241,9 @@ def _check(user: str, type_: str, content: str) -> str:
     return " ".join(content.split())
 
 
-_MEM_SQL = "SELECT id, user_id, type, content, source, salience, created_at, updated_at FROM user_memories"
-
-
-def _memory(row) -> Memory:
-    i, u, t, c, s, sal, cr, up = row
-    return Memory(i, u, t, c, s, sal, parse_time(cr), parse_time(up))
-
-
 def memories(store: "Store", user: str, type: str | None = None) -> list[Memory]:
     """A user's memories (optionally one type), oldest first."""
-    sql, args = _MEM_SQL + " WHERE user_id = ?", [user]
-    if type is not None:
-        sql, args = sql + " AND type = ?", args + [type]
-    return [_memory(r) for r in store.conn.execute(sql + " ORDER BY id", args)]
+    return store.memories.of_user(user, type)
 
 
 def reconcile(store: "Store", user: str, candidates: Iterable[Candidate],
@@ -315,20 +264,17 @@ def reconcile(store: "Store", user: str, candidates: Iterable[Candidate],
                 s = bigram_similarity(content, m.content)
                 if s > score:
                     best, score = m, s
-            now = iso(utc_now())
+            now = utc_now()
             if best is not None and score >= settings.equivalent:
                 decisions.append(Decision("noop", c.type, content, best.id, round(score, 3)))
             elif best is not None and score >= settings.related and best.source == "manual":
                 decisions.append(Decision("manual_kept", c.type, content, best.id, round(score, 3)))
             elif best is not None and score >= settings.related:
-                store.conn.execute("UPDATE user_memories SET content = ?, salience = ?, updated_at = ? WHERE id = ?",
-                                   (content, c.salience, now, best.id))
+                store.memories.revise(best.id, content, salience=c.salience, at=now)
                 decisions.append(Decision("updated", c.type, content, best.id, round(score, 3)))
             else:
-                cur = store.conn.execute(
-                    "INSERT INTO user_memories (user_id, type, content, source, salience, created_at, updated_at) "
-                    "VALUES (?, ?, ?, 'auto', ?, ?, ?)", (user, c.type, content, c.salience, now, now))
-                decisions.append(Decision("added", c.type, content, cur.lastrowid,
+                new_id = store.memories.add(user, c.type, content, source="auto", salience=c.salience, at=now)
+                decisions.append(Decision("added", c.type, content, new_id,
                                           round(score, 3) if best else None))
     return decisions
 
@@ -338,45 +284,32 @@ def reconcile(store: "Store", user: str, candidates: Iterable[Candidate],
 def memory_save(store: "Store", user: str, type: str, content: str) -> Memory:
     """The explicit tool: a manual memory (automatic extraction never overwrites it)."""
     content = _check(user, type, content)
-    now = iso(utc_now())
-    with store.transaction():
-        cur = store.conn.execute(
-            "INSERT INTO user_memories (user_id, type, content, source, salience, created_at, updated_at) "
-            "VALUES (?, ?, ?, 'manual', NULL, ?, ?)", (user, type, content, now, now))
-    return _memory(store.conn.execute(_MEM_SQL + " WHERE id = ?", (cur.lastrowid,)).fetchone())
+    new_id = store.memories.add(user, type, content, source="manual", salience=None, at=utc_now())
+    return store.memories.get(new_id)
 
 
 def memory_update(store: "Store", memory_id: int, content: str) -> Memory:
     """The explicit tool: rewrite a memory; it becomes manual."""
     with store.transaction():
-        row = store.conn.execute(_MEM_SQL + " WHERE id = ?", (memory_id,)).fetchone()
-        if row is None:
+        memory = store.memories.get(memory_id)
+        if memory is None:
             raise UserMemoryError(f"no memory with id {memory_id!r}", "memory_id")
-        content = _check(row[1], row[2], content)
-        store.conn.execute("UPDATE user_memories SET content = ?, source = 'manual', updated_at = ? WHERE id = ?",
-                           (content, iso(utc_now()), memory_id))
-    return _memory(store.conn.execute(_MEM_SQL + " WHERE id = ?", (memory_id,)).fetchone())
+        content = _check(memory.user, memory.type, content)
+        store.memories.rewrite(memory_id, content, at=utc_now())
+    return store.memories.get(memory_id)
 
 
 def memory_delete(store: "Store", memory_id: int) -> None:
     """The explicit tool: erase a memory (a real DELETE; it is the user's own data)."""
-    with store.transaction():
-        if store.conn.execute("DELETE FROM user_memories WHERE id = ?", (memory_id,)).rowcount == 0:
-            raise UserMemoryError(f"no memory with id {memory_id!r}", "memory_id")
+    if not store.memories.delete(memory_id):
+        raise UserMemoryError(f"no memory with id {memory_id!r}", "memory_id")
 
 
 # ------------------------------------------------------------------------------------ the writer
 
-def _decision(d: Mapping) -> Decision:
-    return Decision(d["action"], d["type"], d["content"], d.get("memory_id"), d.get("similarity"))
-
-
 def memory_runs(store: "Store", user: str | None = None) -> list[MemoryRun]:
-    sql = "SELECT id, user_id, turn, outcome, cues, decisions, error, at FROM memory_runs"
-    rows = (store.conn.execute(sql + " WHERE user_id = ? ORDER BY id", (user,)) if user is not None
-            else store.conn.execute(sql + " ORDER BY id"))
-    return [MemoryRun(i, u, t, o, tuple(json.loads(c)), tuple(_decision(d) for d in json.loads(ds)), e,
-                      parse_time(a)) for i, u, t, o, c, ds, e, a in rows]
+    """Recorded after-turn passes (of one user, or all), oldest first."""
+    return store.memories.runs(user)
 
 
 class MemoryWriter(BackgroundService):
@@ -428,8 +361,5 @@ class MemoryWriter(BackgroundService):
     def _record(self, user: str, turn: str, outcome: str, cues: tuple[str, ...], decisions: list[Decision],
                 error: str | None = None) -> MemoryRun:
         now = utc_now()
-        with self.store.transaction():
-            cur = self.store.conn.execute(
-                "INSERT INTO memory_runs (user_id, turn, outcome, cues, decisions, error, at) VALUES (?,?,?,?,?,?,?)",
-                (user, turn, outcome, dumps(list(cues)), dumps([asdict(d) for d in decisions]), error, iso(now)))
-        return MemoryRun(cur.lastrowid, user, turn, outcome, cues, tuple(decisions), error, now)
+        run_id = self.store.memories.add_run(user, turn, outcome, cues, decisions, error, now)
+        return MemoryRun(run_id, user, turn, outcome, cues, tuple(decisions), error, now)

@@ -31,7 +31,6 @@ callable (extractor, summarizer); this module keeps routing, evidence and the tw
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -41,12 +40,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..common import dumps, iso, parse_time, utc_now
+from ..common import dumps, iso, utc_now
 from ..skill import Skill, SkillValidationError, parse_skill
+from ..store import Deliverable, Feedback, PromptVersion, TraceStep
 
 if TYPE_CHECKING:
     from ..store import Store
 
+# PromptVersion, Feedback, TraceStep and Deliverable are the store's row values (overlay_kit.store); re-exported
+# here. SQL lives in the store: this module calls `store.prompts`, `store.packages` and `store.task_log`.
 __all__ = [
     "FEEDBACK_RATINGS", "ROUTES", "SIGNAL_KINDS", "SURFACES", "SURFACE_TABLES",
     "BackgroundService", "Deliverable", "Feedback", "FeedbackError", "PackageError", "PackageRevision", "PromptError",
@@ -217,13 +219,11 @@ class SignalRecord:
 def record_signal(store: "Store", signal: Signal, rules: Iterable[RouteRule] = ROUTES) -> SignalRecord:
     """Store a signal as evidence together with its routing. Writes to no surface."""
     routing = route(signal, rules)
-    with store.transaction():
-        cur = store.conn.execute(
-            "INSERT INTO surface_signals (kind, text, user_id, task, message, agent, skill, cross_task, surface, "
-            "rule, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (signal.kind, signal.text, signal.user, signal.task, signal.message, signal.agent, signal.skill,
-             int(signal.cross_task), routing.surface, routing.rule, routing.reason, iso(signal.at or utc_now())))
-    return SignalRecord(cur.lastrowid, signal, routing)
+    signal_id = store.task_log.add_signal(
+        signal.kind, signal.text, user=signal.user, task=signal.task, message=signal.message, agent=signal.agent,
+        skill=signal.skill, cross_task=signal.cross_task, surface=routing.surface, rule=routing.rule,
+        reason=routing.reason, at=signal.at or utc_now())
+    return SignalRecord(signal_id, signal, routing)
 
 
 _ANY = object()
@@ -231,20 +231,9 @@ _ANY = object()
 
 def signals(store: "Store", *, task: str | None = None, surface: Any = _ANY) -> list[SignalRecord]:
     """Stored signals, oldest first; `surface=None` selects the evidence-only ones."""
-    sql = ("SELECT id, kind, text, user_id, task, message, agent, skill, cross_task, surface, rule, reason, at "
-           "FROM surface_signals")
-    where, args = [], []
-    if task is not None:
-        where.append("task = ?")
-        args.append(task)
-    if surface is None:
-        where.append("surface IS NULL")
-    elif surface is not _ANY:
-        where.append("surface = ?")
-        args.append(surface)
-    rows = store.conn.execute(sql + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id", args)
-    return [SignalRecord(i, Signal(k, t, u, ta, m, a, s, bool(c), parse_time(at)), Routing(sf, rs, r))
-            for i, k, t, u, ta, m, a, s, c, sf, r, rs, at in rows]
+    rows = store.task_log.signals(task, ... if surface is _ANY else surface)
+    return [SignalRecord(r.id, Signal(r.kind, r.text, r.user, r.task, r.message, r.agent, r.skill, r.cross_task,
+                                      r.at), Routing(r.surface, r.reason, r.rule)) for r in rows]
 
 
 # ------------------------------------------------------------------------------------------ prompts
@@ -252,40 +241,18 @@ def signals(store: "Store", *, task: str | None = None, surface: Any = _ANY) -> 
 PROMPT_LIMIT = 32_000
 
 
-@dataclass(frozen=True)
-class PromptVersion:
-    id: int
-    agent: str
-    version: int
-    content: str
-    status: str  # draft | published
-    active: bool
-    created_at: datetime
-    published_at: datetime | None
-
-
-_PROMPT_SQL = ("SELECT p.id, p.agent, p.version, p.content, p.status, a.active_version IS NOT NULL, p.created_at, "
-               "p.published_at FROM prompt_versions p LEFT JOIN agents a ON a.active_version = p.id")
-
-
 def _prompt(store: "Store", version_id: int) -> PromptVersion:
-    row = store.conn.execute(_PROMPT_SQL + " WHERE p.id = ?", (version_id,)).fetchone()
-    if row is None:
+    p = store.prompts.get(version_id)
+    if p is None:
         raise PromptError(f"no prompt version with id {version_id!r}", "version_id")
-    i, agent, version, content, status, active, created, published = row
-    return PromptVersion(i, agent, version, content, status, bool(active), parse_time(created), parse_time(published))
+    return p
 
 
 def create_draft(store: "Store", agent: str, content: str) -> PromptVersion:
     """A new draft version for one agent (version numbers count up per agent)."""
     _text(agent, "agent", PromptError, 128)
     _text(content, "content", PromptError, PROMPT_LIMIT)
-    with store.transaction():
-        (last,) = store.conn.execute("SELECT COALESCE(MAX(version), 0) FROM prompt_versions WHERE agent = ?",
-                                     (agent,)).fetchone()
-        cur = store.conn.execute("INSERT INTO prompt_versions (agent, version, content, status, created_at) "
-                                 "VALUES (?, ?, ?, 'draft', ?)", (agent, last + 1, content, iso(utc_now())))
-    return _prompt(store, cur.lastrowid)
+    return _prompt(store, store.prompts.add_draft(agent, content, utc_now()))
 
 
 def edit_draft(store: "Store", version_id: int, content: str) -> PromptVersion:
@@ -296,7 +263,7 @@ def edit_draft(store: "Store", version_id: int, content: str) -> PromptVersion:
         if p.status == "published":
             raise PromptError(f"version {p.version} of agent {p.agent} is published and immutable; "
                               "create a new draft", "version_id")
-        store.conn.execute("UPDATE prompt_versions SET content = ? WHERE id = ?", (content, version_id))
+        store.prompts.set_content(version_id, content)
     return _prompt(store, version_id)
 
 
@@ -306,8 +273,7 @@ def publish(store: "Store", version_id: int) -> PromptVersion:
         p = _prompt(store, version_id)
         if p.status != "draft":
             raise PromptError(f"version {p.version} of agent {p.agent} is already published", "version_id")
-        store.conn.execute("UPDATE prompt_versions SET status = 'published', published_at = ? WHERE id = ?",
-                           (iso(utc_now()), version_id))
+        store.prompts.set_published(version_id, utc_now())
     return _prompt(store, version_id)
 
 
@@ -318,11 +284,7 @@ def activate(store: "Store", version_id: int) -> PromptVersion:
         if p.status != "published":
             raise PromptError(f"version {p.version} of agent {p.agent} is a draft; publish it before activating",
                               "version_id")
-        store.conn.execute(
-            "INSERT INTO agents (name, active_version, instructions, activated_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(name) DO UPDATE SET active_version = excluded.active_version, "
-            "instructions = excluded.instructions, activated_at = excluded.activated_at",
-            (p.agent, p.id, p.content, iso(utc_now())))
+        store.prompts.activate(p.agent, p.id, p.content, utc_now())
     return _prompt(store, version_id)
 
 
@@ -333,18 +295,17 @@ def delete_version(store: "Store", version_id: int) -> None:
         if p.active:
             raise PromptError(f"version {p.version} is agent {p.agent}'s active prompt; activate another first",
                               "version_id")
-        store.conn.execute("DELETE FROM prompt_versions WHERE id = ?", (version_id,))
+        store.prompts.delete(version_id)
 
 
 def instructions(store: "Store", agent: str) -> str:
     """The agent's runtime instructions: the active version's content ("" when none is active)."""
-    row = store.conn.execute("SELECT instructions FROM agents WHERE name = ?", (agent,)).fetchone()
-    return "" if row is None else row[0]
+    return store.prompts.instructions(agent)
 
 
 def prompt_versions(store: "Store", agent: str) -> list[PromptVersion]:
-    ids = store.conn.execute("SELECT id FROM prompt_versions WHERE agent = ? ORDER BY version", (agent,))
-    return [_prompt(store, i) for (i,) in ids.fetchall()]
+    """Every version of the agent's prompt, oldest first."""
+    return store.prompts.versions(agent)
 
 
 # ----------------------------------------------------------------------------------- skill packages
@@ -424,29 +385,19 @@ class SkillPackages:
         digest = hashlib.sha256(dumps({p: hashlib.sha256(b).hexdigest() for p, b in files.items()}).encode()
                                 ).hexdigest()
         now = utc_now()
-        with self.store.transaction() as conn:
-            row = conn.execute("SELECT revision FROM skill_packages WHERE name = ?", (skill.name,)).fetchone()
-            revision = (row[0] if row else 0) + 1
-            conn.execute("INSERT INTO skill_packages (name, revision, digest, uploaded_at) VALUES (?, ?, ?, ?) "
-                         "ON CONFLICT(name) DO UPDATE SET revision = excluded.revision, digest = excluded.digest, "
-                         "uploaded_at = excluded.uploaded_at", (skill.name, revision, digest, iso(now)))
-            conn.execute("DELETE FROM skill_package_files WHERE name = ?", (skill.name,))
-            conn.executemany("INSERT INTO skill_package_files (name, path, content) VALUES (?, ?, ?)",
-                             [(skill.name, p, b) for p, b in sorted(files.items())])
+        revision = self.store.packages.replace(skill.name, digest, files, now)
         self._meta.pop(skill.name, None)  # cache invalidation: the next metadata() reparses
         return PackageRevision(skill.name, revision, digest, tuple(sorted(files)), now)
 
     def revision(self, name: str) -> int:
         """The server-side revision (0 for an unknown package)."""
-        row = self.store.conn.execute("SELECT revision FROM skill_packages WHERE name = ?", (name,)).fetchone()
-        return 0 if row is None else row[0]
+        return self.store.packages.revision(name)
 
     def files(self, name: str) -> dict[str, bytes]:
-        rows = self.store.conn.execute("SELECT path, content FROM skill_package_files WHERE name = ? ORDER BY path",
-                                       (name,)).fetchall()
-        if not rows:
+        files = self.store.packages.files(name)
+        if not files:
             raise PackageError(f"no package named {name!r}", "name")
-        return {p: bytes(b) for p, b in rows}
+        return files
 
     def metadata(self, name: str) -> Skill:
         """The package's parsed SKILL.md (frontmatter + body), from the cache when present."""
@@ -470,41 +421,10 @@ class SkillPackages:
 FEEDBACK_RATINGS = ("positive", "negative", "cleared")
 
 
-@dataclass(frozen=True)
-class Feedback:
-    id: int
-    task: str
-    message: str
-    rating: str
-    comment: str
-    at: datetime
-
-
-@dataclass(frozen=True)
-class TraceStep:
-    id: int
-    task: str
-    step: str
-    state: str
-    usage: Mapping[str, Any]
-    detail: str
-    at: datetime
-
-
-@dataclass(frozen=True)
-class Deliverable:
-    id: int
-    task: str
-    name: str
-    ok: bool
-    detail: str
-    at: datetime
-
-
-def _when(at: datetime | None) -> str:
+def _when(at: datetime | None) -> datetime:
     if at is not None and at.tzinfo is None:
         raise FeedbackError("must be a timezone-aware (UTC) datetime", "at")
-    return iso(at or utc_now())
+    return at or utc_now()
 
 
 def record_feedback(store: "Store", task: str, message: str, rating: str, *, comment: str = "",
@@ -516,13 +436,12 @@ def record_feedback(store: "Store", task: str, message: str, rating: str, *, com
         raise FeedbackError(f"unknown rating {rating!r}; ratings are {', '.join(FEEDBACK_RATINGS)}", "rating")
     if not isinstance(comment, str) or len(comment) > SIGNAL_TEXT_LIMIT:
         raise FeedbackError(f"must be a string of at most {SIGNAL_TEXT_LIMIT} characters", "comment")
-    stamp = _when(at)
+    when = _when(at)
     with store.transaction():
-        cur = store.conn.execute("INSERT INTO message_feedback (task, message, rating, comment, at) "
-                                 "VALUES (?, ?, ?, ?, ?)", (task, message, rating, comment, stamp))
+        feedback = store.task_log.add_feedback(task, message, rating, comment, when)
         record_signal(store, Signal("rating", f"{rating} rating" + (f": {comment}" if comment else ""),
-                                    task=task, message=message, at=parse_time(stamp)))
-    return Feedback(cur.lastrowid, task, message, rating, comment, parse_time(stamp))
+                                    task=task, message=message, at=feedback.at))
+    return feedback
 
 
 def record_trace(store: "Store", task: str, step: str, state: str, *, usage: Mapping[str, Any] | None = None,
@@ -531,14 +450,11 @@ def record_trace(store: "Store", task: str, step: str, state: str, *, usage: Map
     for name, value in (("task", task), ("step", step), ("state", state)):
         _text(value, name, FeedbackError, 200)
     try:
-        encoded = dumps(dict(usage or {}))
+        usage = dict(usage or {})
+        dumps(usage)  # refused here, before anything is written
     except (TypeError, ValueError) as exc:
         raise FeedbackError(f"not JSON-serialisable ({exc})", "usage") from exc
-    stamp = _when(at)
-    with store.transaction():
-        cur = store.conn.execute("INSERT INTO task_traces (task, step, state, usage, detail, at) VALUES (?,?,?,?,?,?)",
-                                 (task, step, state, encoded, str(detail), stamp))
-    return TraceStep(cur.lastrowid, task, step, state, json.loads(encoded), str(detail), parse_time(stamp))
+    return store.task_log.add_trace(task, step, state, usage, str(detail), _when(at))
 
 
 def record_deliverable(store: "Store", task: str, name: str, ok: bool, *, detail: str = "",
@@ -546,11 +462,7 @@ def record_deliverable(store: "Store", task: str, name: str, ok: bool, *, detail
     """What a task produced (or failed to): evidence for review, never a trigger."""
     _text(task, "task", FeedbackError, 200)
     _text(name, "name", FeedbackError, 200)
-    stamp = _when(at)
-    with store.transaction():
-        cur = store.conn.execute("INSERT INTO task_deliverables (task, name, ok, detail, at) VALUES (?,?,?,?,?)",
-                                 (task, name, int(bool(ok)), str(detail), stamp))
-    return Deliverable(cur.lastrowid, task, name, bool(ok), str(detail), parse_time(stamp))
+    return store.task_log.add_deliverable(task, name, ok, str(detail), _when(at))
 
 
 @dataclass(frozen=True)
@@ -585,21 +497,9 @@ class TaskReview:
 
 def review_report(store: "Store", task: str | None = None) -> list[TaskReview]:
     """Feedback, trace steps, deliverables and signals linked per task (one task, or every task seen)."""
-    conn = store.conn
-    tasks = [task] if task is not None else [t for (t,) in conn.execute(
-        "SELECT task FROM message_feedback UNION SELECT task FROM task_traces UNION "
-        "SELECT task FROM task_deliverables UNION SELECT task FROM surface_signals WHERE task IS NOT NULL "
-        "ORDER BY task")]
-    out = []
-    for t in tasks:
-        fb = tuple(Feedback(i, t, m, r, c, parse_time(a)) for i, m, r, c, a in conn.execute(
-            "SELECT id, message, rating, comment, at FROM message_feedback WHERE task = ? ORDER BY at, id", (t,)))
-        tr = tuple(TraceStep(i, t, s, st, json.loads(u), d, parse_time(a)) for i, s, st, u, d, a in conn.execute(
-            "SELECT id, step, state, usage, detail, at FROM task_traces WHERE task = ? ORDER BY at, id", (t,)))
-        dl = tuple(Deliverable(i, t, n, bool(o), d, parse_time(a)) for i, n, o, d, a in conn.execute(
-            "SELECT id, name, ok, detail, at FROM task_deliverables WHERE task = ? ORDER BY at, id", (t,)))
-        out.append(TaskReview(t, fb, tr, dl, tuple(signals(store, task=t))))
-    return out
+    log = store.task_log
+    return [TaskReview(t, log.feedback(t), log.traces(t), log.deliverables(t), tuple(signals(store, task=t)))
+            for t in ([task] if task is not None else log.tasks())]
 
 
 # --------------------------------------------------------------------------------- surface state
@@ -611,12 +511,7 @@ SURFACE_TABLES = ("user_memories", "knowledge_docs", "prompt_versions", "agents"
 
 def surface_digest(store: "Store") -> str:
     """sha256 over every row of every surface table: equal digests mean no surface changed."""
-    h = hashlib.sha256()
-    for table in SURFACE_TABLES:
-        h.update(table.encode())
-        for row in store.conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2"):
-            h.update(repr(tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)).encode())
-    return h.hexdigest()
+    return store.table_digest(SURFACE_TABLES)
 
 
 # ------------------------------------------------------------------------- background and local model
