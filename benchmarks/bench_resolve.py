@@ -103,7 +103,7 @@ def bench_embed_10000(emb) -> dict:
     enc_ms, vectors = median_ms(lambda: emb.encode(triggers), runs=3)
     ids = [f"delta_{i:05d}" for i in range(len(triggers))]
     idx_ms, index = median_ms(lambda: TriggerIndex(emb, ids, vectors), runs=3)
-    q_ms, _ = median_ms(lambda: index.retrieve("vendor invoice refund audit", tau=0.82), runs=21)
+    q_ms, _ = median_ms(lambda: index.retrieve("vendor invoice refund audit", 0.82), runs=21)
     return {"triggers": len(triggers), "embed_ms": enc_ms, "per_1k_ms": enc_ms / len(triggers) * 1e3,
             "index_build_ms": idx_ms, "query_ms": q_ms}
 

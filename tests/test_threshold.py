@@ -1,7 +1,8 @@
-"""τ calibration: corpus construction, pair loading, the τ pick, bootstrap, session costs, scorers, CLI."""
+"""The τ study: corpus, pair loading, gate families, lesson bootstrap, the rule, shipped calibrations, CLI."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -12,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from overlay_kit import bundled
+from overlay_kit import bundled, retrieval
 from overlay_kit.cli import main
-from overlay_kit.retrieval import EmbedderUnavailable
+from overlay_kit.retrieval import FAMILIES, EmbedderUnavailable, Gate
 from overlay_kit.studies import threshold as th
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,11 +25,6 @@ CORPUS = ROOT / "datasets" / "tau"
 @pytest.fixture(scope="module")
 def corpus() -> pd.DataFrame:
     return th.load_corpus()
-
-
-@pytest.fixture(scope="module")
-def tfidf_scored(corpus) -> th.Scored:
-    return th.score(corpus, th.TfidfScorer())
 
 
 @dataclass(frozen=True)
@@ -104,14 +100,14 @@ lessons:
 
 def test_load_pairs_csv_without_split_or_body(tmp_path):
     rows = ["goal,trigger,relevant,category"]
-    rows += [f"goal {i},trigger {i % 3},{int(i % 2 == 0)},{'a' if i < 10 else 'b'}" for i in range(20)]
+    rows += [f"goal {i},trigger {i % 8},{int(i % 2 == 0)},{'a' if i < 10 else 'b'}" for i in range(40)]
     df = th.load_pairs(_write(tmp_path / "p.csv", "\n".join(rows) + "\n"))
     assert df.attrs["token_source"] == "trigger" and (df["body"] == df["trigger"]).all()
-    per = df.groupby(["category", "relevant", "split"]).size().unstack()
-    assert ((per["calibration"] - per["test"]).abs() <= 1).all()
+    assert (df.groupby("trigger")["split"].nunique() == 1).all()     # split by lesson (here: by trigger)
+    assert df.drop_duplicates("trigger")["split"].value_counts().tolist() == [4, 4]
     again = th.load_pairs(tmp_path / "p.csv")
     assert (again["split"] == df["split"]).all()                       # deterministic
-    other = th.load_pairs(tmp_path / "p.csv", seed=1)
+    other = th.load_pairs(tmp_path / "p.csv", seed=2)
     assert (other["split"] != df["split"]).any()                       # and seeded
 
 
@@ -150,7 +146,7 @@ def test_load_pairs_jsonl_and_lessons_errors(tmp_path):
         th.load_pairs(bad)
     assert (err.value.line, err.value.field) == (2, "json")
     good = _write(tmp_path / "q.csv", "goal,trigger,relevant,lesson_id\n" +
-                  "".join(f"g{i},t,{i % 2},L{i % 2}\n" for i in range(8)))
+                  "".join(f"g{i},t{i % 4},{int(i % 3 == 0)},L{i % 4}\n" for i in range(16)))
     lessons = _write(tmp_path / "l.csv", "lesson_id,body\nL0,body zero\n")
     with pytest.raises(th.PairsError, match="'L1'.*no row in the lessons file"):
         th.load_pairs(good, lessons=lessons)
@@ -158,166 +154,159 @@ def test_load_pairs_jsonl_and_lessons_errors(tmp_path):
         th.load_pairs(tmp_path / "missing.csv")
 
 
-# ------------------------------------------------------------------------------------------ the pick
+# ------------------------------------------------------------------------------------------ gates
 
 
-def test_pick_tau_is_max_recall_at_target_precision():
-    s = [0.9, 0.8, 0.7, 0.6, 0.5]
-    r = [True, True, False, True, False]
-    assert th.pick_tau(s, r, 1.0) == 0.8
-    assert th.pick_tau(s, r, 0.75) == 0.6         # 3 of 4 admitted are relevant
-    assert th.pick_tau(s, r, 0.6) == 0.5          # 3 of 5
-    assert th.pick_tau(s, r, 1.0, min_admitted=3) is None
-    assert th.pick_tau([0.8, 0.8, 0.1], [True, False, False], 1.0) is None   # a tie cannot be split
-    assert th.precision_ceiling(s, r, min_admitted=3) == (0.75, 0.6)
+def test_gate_families_by_hand():
+    s = np.array([[0.9, 0.85, 0.5, 0.1], [0.6, 0.3, 0.2, 0.1]])
+    assert Gate.absolute(0.5).admit_sorted(s).tolist() == [[1, 1, 1, 0], [1, 0, 0, 0]]
+    assert Gate("top-k", 0.5, k=2).admit_sorted(s).tolist() == [[1, 1, 0, 0], [1, 0, 0, 0]]
+    assert Gate("margin", 0.5, margin=0.1).admit_sorted(s).tolist() == [[0, 0, 0, 0], [1, 0, 0, 0]]
+    assert Gate("margin", 0.95, margin=0.0).admit_sorted(s).sum() == 0
+    assert Gate("margin", 0.0, margin=0.3).admit_sorted(np.array([[0.4]])).tolist() == [[True]]  # no runner-up
+    with pytest.raises(ValueError, match="family"):
+        Gate("nearest")
+    with pytest.raises(ValueError, match="k=0"):
+        Gate("top-k", 0.5, k=0)
+    assert str(Gate("top-k", 0.48)) == "top-1, cosine ≥ 0.48" and str(Gate.absolute(0.5)) == "τ ≥ 0.50"
 
 
-def test_weighted_pick_equals_pick_on_the_resampled_rows():
-    rng = np.random.default_rng(3)
-    s = np.round(rng.random(60), 2)
-    r = rng.random(60) < 0.4
-    counts = rng.integers(0, 3, size=60)
-    expected = th.pick_tau(np.repeat(s, counts), np.repeat(r, counts), 0.5, min_admitted=5)
-    got = th._pick(s, r, 0.5, counts[None, :].astype(float), 5)[0]
-    assert (expected is None and np.isnan(got)) or got == pytest.approx(expected)
+def test_study_admission_equals_runtime_retrieval():
+    """The study's vectorised admission and `TriggerIndex.retrieve` are the same rule."""
+    rng = np.random.default_rng(5)
+    triggers = rng.normal(size=(12, 8)).astype(np.float32)
+    goals_ = rng.normal(size=(30, 8)).astype(np.float32)
+
+    class Table:
+        id = "table"
+
+        def encode(self, texts):
+            return np.array([goals_[int(t[1:])] if t[0] == "g" else triggers[int(t[1:])] for t in texts])
+
+    from overlay_kit.retrieval import TriggerIndex
+
+    ids = [f"d{i:02d}" for i in range(12)]
+    index = TriggerIndex(Table(), ids, triggers)
+    norm = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
+    cosine = norm(goals_) @ norm(triggers).T
+    for gate in (Gate.absolute(0.2), Gate("top-k", 0.1, k=2), Gate("margin", 0.0, margin=0.15)):
+        mask = gate.admit(cosine)
+        for g in range(30):
+            got = {d for d, _ in index.retrieve(f"g{g}", gate)}
+            assert got == {ids[j] for j in np.flatnonzero(mask[g])}, (gate, g)
 
 
-def test_prf_matches_scikit_learn(tfidf_scored):
-    from sklearn.metrics import f1_score, precision_score, recall_score
-
-    part = tfidf_scored.half("test")
-    s, r = part["score"].to_numpy(), part["relevant"].to_numpy(dtype=bool)
-    p, rec, f1 = (m[0, 0] for m in th._prf(s, r, np.array([0.2]), np.ones((1, len(s)))))
-    pred = s >= 0.2
-    assert p == pytest.approx(precision_score(r, pred))
-    assert rec == pytest.approx(recall_score(r, pred))
-    assert f1 == pytest.approx(f1_score(r, pred))
+# ------------------------------------------------------------------------------------ goals, sums, rule
 
 
-def test_bootstrap_weights_keep_stratum_sizes():
-    strata = np.array(["a"] * 5 + ["b"] * 3 + ["c"] * 2)
-    w = th._boot_weights(strata, 200, np.random.default_rng(0))
-    assert w.shape == (200, 10)
-    assert (w[:, :5].sum(axis=1) == 5).all() and (w[:, 5:8].sum(axis=1) == 3).all()
-    assert len({tuple(row) for row in w}) > 50                    # actually random
-    again = th._boot_weights(strata, 200, np.random.default_rng(0))
-    assert (again == w).all()                                     # and seeded
+def _toy() -> th.Scored:
+    """4 lessons (L1, L2 calibration; L3, L4 test), one goal per lesson, cosines chosen by hand."""
+    e = np.eye(4)
+    table = {"L1": e[0], "L2": e[1], "L3": e[2], "L4": e[3],
+             "g1": 0.8 * e[0] + 0.6 * e[1],   # L1's paraphrase: 0.8 to L1, 0.6 to L2
+             "g2": 0.6 * e[1] + 0.8 * e[2],   # L2's near miss: 0.6 to L2, 0.8 to L3
+             "g3": 0.6 * e[2] + 0.8 * e[3],   # L4's paraphrase
+             "g4": e[2]}                      # L3's paraphrase
+    rows = [("g1", "L1", True, "paraphrase", "calibration"), ("g2", "L2", False, "near_miss", "calibration"),
+            ("g1", "L3", False, "cross_domain", "test"),     # reuses g1: still L1's goal, in L1's half
+            ("g3", "L4", True, "paraphrase", "test"), ("g4", "L3", True, "paraphrase", "test")]
+    df = pd.DataFrame(rows, columns=["goal", "trigger", "relevant", "category", "split"])
+    df = df.assign(lesson_id=df["trigger"], body=df["trigger"], line=range(2, 7))
+    df["tokens"] = df["trigger"].map({"L1": 10, "L2": 20, "L3": 40, "L4": 30})
+    return th.score(df, FixedScorer(table))
 
 
-# ------------------------------------------------------------------------------------- scoring, costs
+def test_goals_belong_to_their_home_lesson_and_half():
+    cal, test = th.goals(_toy(), "calibration"), th.goals(_toy(), "test")
+    assert cal.lessons == ("L1", "L2") and test.lessons == ("L3", "L4")
+    assert len(cal.home) == 2 and len(test.home) == 2           # g1 is not counted again in the test half
+    np.testing.assert_allclose(cal.cosine, [[0.8, 0.6, 0.0, 0.0], [0.0, 0.6, 0.8, 0.0]], atol=1e-6)
 
 
-def _toy() -> tuple[pd.DataFrame, FixedScorer]:
-    """2 goals × 3 lessons with chosen cosines. g1 is relevant to L1 only."""
-    e = np.eye(3)
-    table = {"L1": e[0], "L2": e[1], "L3": e[2],
-             "g1": 0.8 * e[0] + 0.6 * e[1],          # cos 0.8 to L1, 0.6 to L2, 0 to L3
-             "g2": 0.6 * e[1] + 0.8 * e[2]}          # cos 0.6 to L2, 0.8 to L3
-    rows = []
-    for split in th.SPLITS:
-        rows += [dict(goal="g1", trigger="L1", relevant=True), dict(goal="g1", trigger="L2", relevant=False),
-                 dict(goal="g2", trigger="L3", relevant=False)]
-        for row in rows[-3:]:
-            row["split"] = split
-    df = pd.DataFrame(rows).assign(category="x", body=lambda d: d["trigger"])
-    df["tokens"] = df["trigger"].map({"L1": 10, "L2": 20, "L3": 40})
-    return df.drop_duplicates(["goal", "trigger"]).reset_index(drop=True), FixedScorer(table)
+def test_sums_and_session_rates_by_hand():
+    g = th.goals(_toy(), "calibration")
+    gates = [Gate.absolute(0.7), Gate.absolute(0.5), Gate.absolute(0.9), Gate("margin", 0.0, margin=0.25)]
+    s = th.sums(g, gates)
+    # τ 0.7: g1 gets L1 (a hit); g2 gets L3 (40 false tokens). τ 0.5: g1 also L2 (20), g2 also L2 (20).
+    assert s.hits.tolist() == [[1, 1, 0, 0], [0, 0, 0, 0]]
+    assert s.false_tokens.tolist() == [[0, 20, 0, 0], [40, 60, 0, 0]]
+    assert s.relevant.tolist() == [1, 0] and s.n_goals.tolist() == [1, 1]
+    r = s.rates(np.array([[1.0, 1.0], [2.0, 0.0]]), k=2)
+    assert r["recall"][0].tolist() == [1, 1, 0, 0] and r["false_tokens"][0].tolist() == [40, 80, 0, 0]
+    assert r["precision"][0, :2].tolist() == [0.5, 0.25] and np.isnan(r["precision"][0, 2])
+    assert r["false_tokens"][1].tolist() == [0, 40, 0, 0]      # a resample holding L1 twice
+    assert r["injected"][0].tolist() == [2, 4, 0, 0]
 
 
-def test_score_searches_all_pairs_through_faiss():
-    df, scorer = _toy()
-    sc = th.score(df, scorer)
-    assert sc.goals == ("g1", "g2") and sc.triggers == ("L1", "L2", "L3")
-    np.testing.assert_allclose(sc.cosine, [[0.8, 0.6, 0.0], [0.0, 0.6, 0.8]], atol=1e-6)
-    assert sc.relevant.tolist() == [[True, False, False], [False, False, False]]
-    assert sc.tokens.tolist() == [10, 20, 40]
+def test_select_is_max_recall_within_budget_then_cheaper_then_simpler():
+    recall = np.array([[0.5, 0.8, 0.8, 0.9, 0.8]])
+    cost = np.array([[10, 30, 20, 50, 20]])
+    assert th.select(recall, cost, 40).tolist() == [2]
+    assert th.select(recall, cost, 60).tolist() == [3]
+    assert th.select(recall, cost, 15).tolist() == [0]
+    assert th.select(recall, cost, 5).tolist() == [-1]
 
 
-def test_session_costs_by_hand():
-    df, scorer = _toy()
-    sc = th.score(df, scorer)
-    c = th.curves(sc, "calibration", [0.5, 0.7, 0.9], n_boot=20, session=th.SessionModel(goals_per_session=4))
-    # τ=0.5: g1 admits L1 (relevant) + L2 (20 false tokens); g2 admits L2 + L3 (60). Mean 40/goal × 4 goals.
-    # τ=0.7: g1 admits L1; g2 admits L3 (40). τ=0.9: nothing; g1 misses L1.
-    assert c["false_tokens"].tolist() == pytest.approx([160, 80, 0])
-    assert c["missed"].tolist() == pytest.approx([0, 0, 2])
-    assert c["injected"].tolist() == pytest.approx([8, 4, 0])
+def test_lesson_weights_resample_lessons():
+    w = th.lesson_weights(8, 300, np.random.default_rng(0))
+    assert w.shape == (301, 8) and (w[0] == 1).all() and (w.sum(axis=1) == 8).all()
+    assert len({tuple(row) for row in w[1:]}) > 250                        # actually random
+    assert (th.lesson_weights(8, 300, np.random.default_rng(0)) == w).all()  # and seeded
 
 
-def test_tfidf_scores_match_scikit_cosine(tfidf_scored, corpus):
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.metrics.pairwise import cosine_similarity
-
-    vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, stop_words="english")
-    vec.fit(list(tfidf_scored.triggers))
-    expected = cosine_similarity(vec.transform(tfidf_scored.goals), vec.transform(tfidf_scored.triggers))
-    np.testing.assert_allclose(tfidf_scored.cosine, expected, atol=1e-5)
-    # cross-domain goals share (almost) no trigger words
-    per = tfidf_scored.pairs.groupby("category")["score"].median()
-    assert per["cross_domain"] < per["paraphrase"]
+def test_grid_has_every_family_and_a_gate_that_admits_nothing():
+    grid = th.gate_grid()
+    assert [f for f in dict.fromkeys(g.family for g in grid)] == list(FAMILIES)
+    assert Gate.absolute(1.0) in grid and Gate("top-k", 0.5, k=3) in grid
 
 
-# ------------------------------------------------------------------------------------- calibration
+# ------------------------------------------------------------------------------------------ the study
 
 
-def test_calibrate_holds_out_and_serialises(tfidf_scored):
-    ceiling = th.calibrate(tfidf_scored, 0.9, n_boot=200).ceiling
-    cal = th.calibrate(tfidf_scored, round(ceiling - 0.05, 2), n_boot=200, seed=4)
-    assert cal.tau is not None and cal.tau_ci.lo <= cal.tau <= cal.tau_ci.hi
-    part = tfidf_scored.half("calibration")
-    assert (part.loc[part["score"] >= cal.tau, "relevant"].mean() >= cal.target_precision)
-    test = tfidf_scored.half("test")
-    admitted = test[test["score"] >= cal.tau]
-    assert cal.test.precision.value == pytest.approx(admitted["relevant"].mean())
-    assert cal.test.recall.value == pytest.approx(admitted["relevant"].sum() / test["relevant"].sum())
-    assert cal.reference.tau == 0.82
-    d = cal.to_dict()
-    json.dumps(d, allow_nan=False)
-    assert d["tau"] == round(cal.tau, 4) and d["session"]["goals_per_session"] == 10
-    again = th.calibrate(tfidf_scored, cal.target_precision, n_boot=200, seed=4)
-    assert again.to_dict() == d                                      # seeded end to end
+@pytest.fixture(scope="module")
+def tfidf_study(corpus):
+    return th.run(corpus, [th.TfidfScorer()], n_boot=200)
 
 
-def test_calibrate_unreachable_target(tfidf_scored):
-    cal = th.calibrate(tfidf_scored, 0.99, n_boot=50)
-    assert cal.tau is None and cal.test is None and cal.unreachable == 1.0
-    assert cal.ceiling < 0.99 and "unreachable" in th.describe(cal)
-    with pytest.raises(ValueError, match="target precision"):
-        th.calibrate(tfidf_scored, 1.5)
+def test_study_table_and_finding_are_written_from_the_numbers(tfidf_study):
+    res = tfidf_study.results["tfidf"]
+    assert set(res.families) == set(FAMILIES) and res.winner in FAMILIES and res.reachable
+    table = tfidf_study.table()
+    assert len(table) == 3 and table["winner"].sum() == 1 and "nan" not in table.to_string().lower()
+    fam = res.families[res.winner]
+    # every pick is within the budget on the calibration half, and is the best recall there
+    for f in res.families.values():
+        assert f.calibration.false_tokens.estimate <= 40 + 1e-9
+        assert f.calibration.recall.estimate <= fam.calibration.recall.estimate + 1e-12
+    text = tfidf_study.finding()
+    assert f"**tfidf → {fam.calibration.gate}**" in text
+    assert fam.test.recall.fmt() in text and fam.calibration.recall.fmt() in text
+    assert f"{res.same_family:.0%}" in text and f"{fam.over_budget:.0%}" in text
+    assert res.reference.recall.estimate == 0 and "dark" in text          # τ = 0.82 retrieves nothing
+    assert res.n_lessons == {"calibration": 18, "test": 18} and res.n_relevant == {"calibration": 108, "test": 108}
 
 
-def test_category_errors_and_examples(tfidf_scored):
-    tau = 0.2
-    cats = th.category_errors(tfidf_scored, tau, n_boot=100)
-    assert list(cats["category"]) == list(th.CATEGORIES)
-    test = tfidf_scored.half("test")
-    para = test[test["category"] == "paraphrase"]
-    row = cats.set_index("category").loc["paraphrase"]
-    assert row["error"] == "relevant kept out" and row["errors"] == (para["score"] < tau).sum()
-    assert row["rate_lo"] <= row["rate"] <= row["rate_hi"]
-    ex = th.examples(tfidf_scored, tau, n=3)
-    let_in = ex[ex["outcome"] == "let in, irrelevant"]
-    assert (let_in["score"] >= tau).all() and len(let_in) == 3
-    assert (ex.loc[ex["outcome"] == "kept out, relevant", "score"] < tau).all()
+def test_the_verdict_can_come_out_the_other_way(corpus):
+    none = th.run(corpus, [th.TfidfScorer()], budget=0, n_boot=50)
+    res = none.results["tfidf"]
+    assert not res.reachable and "unreachable" in none.finding()
+    assert "unreachable" in none.table().to_string() or res.families
+    generous = th.run(corpus, [th.TfidfScorer()], budget=400, n_boot=50).results["tfidf"]
+    assert generous.families[generous.winner].calibration.recall.estimate > \
+        th.run(corpus, [th.TfidfScorer()], n_boot=50).results["tfidf"].families[generous.winner].calibration.recall.estimate
 
 
-def test_study_finding_is_written_from_the_numbers(corpus):
-    study = th.run_study(corpus, [th.TfidfScorer()], n_boot=100)
-    sc, cal = study.scored["tfidf"], study.calibrations["tfidf"]
-    assert study.target_precision == (th.strictest_target(sc) or min(th.TARGETS))
-    assert set(study.curves["split"]) == set(th.SPLITS) and len(study.summary()) == 1
-    assert set(study.targets["target"]) >= set(th.TARGETS)
-    text = study.finding()
-    assert f"{cal.ceiling:.2f}" in text and f"{sc.pairs['score'].max():.3f}" in text
-    assert cal.reference.recall.fmt() in text
-
-    reachable = th.run_study(corpus, [th.TfidfScorer()], target_precision=0.3, n_boot=100)
-    cal = reachable.calibrations["tfidf"]
-    text = reachable.finding()
-    assert cal.tau is not None and f"τ = {cal.tau:.3f}" in text
-    assert cal.test.false_tokens.fmt(".0f") in text and cal.test.recall.fmt() in text
-    assert f"{abs(0.82 - cal.tau):.3f} above" in text
-    assert not reachable.category_table().empty
+def test_category_errors_and_examples(tfidf_study):
+    sc, gate = tfidf_study.scored["tfidf"], tfidf_study.results["tfidf"].gate
+    cats = th.category_errors(sc, gate, n_boot=100)
+    assert set(cats["category"]) == {"paraphrase", "near_miss", "lexical_overlap", "adversarial"}
+    assert cats["goals"].sum() == len(th.goals(sc, "test").home)
+    ex = th.examples(sc, gate)
+    assert set(ex["outcome"]) <= {"let in, irrelevant", "kept out, relevant"} and len(ex) <= 6
+    fr = th.frontier(sc)
+    assert set(fr["family"]) == set(FAMILIES)
+    for _, part in fr.groupby("family"):
+        assert part["recall"].is_monotonic_increasing and part["false_tokens"].is_monotonic_increasing
 
 
 # ------------------------------------------------------------------------------------------ embedders
@@ -341,37 +330,78 @@ def test_default_embedder_and_a_model_named_by_path(default_scorer, corpus, tmp_
         th.get_scorer(str(tmp_path_factory.mktemp("empty") / "no-such-model"))
 
 
-def test_default_embedder_study_end_to_end(default_scorer, corpus):
-    sc = th.score(corpus, default_scorer)
-    med = sc.pairs.groupby("category")["score"].median()
-    assert med["cross_domain"] < med["paraphrase"]
-    target = th.strictest_target(sc)
-    assert target is not None
-    cal = th.calibrate(sc, target, n_boot=200)
-    assert cal.tau_ci.lo <= cal.tau <= cal.tau_ci.hi
-    assert cal.test.precision.lo <= cal.test.precision.value <= cal.test.precision.hi
+def _shipped(embedder_id: str) -> dict:
+    return json.loads(retrieval.calibration_path(embedder_id, CORPUS / "gates").read_text(encoding="utf-8"))
+
+
+def test_the_shipped_calibration_is_the_studys_output(default_scorer, corpus):
+    """Recompute the bundled embedder's calibration: the shipped file must be exactly what the study writes."""
+    study = th.run(corpus, [default_scorer])
+    record = json.loads(json.dumps(study.calibration(default_scorer.name), ensure_ascii=False))
+    assert _shipped(default_scorer.name) == record
+    assert record["holds_on_test"] and record["calibration"]["recall"][0] > 0
+
+
+def test_minilm_is_optional_and_checksum_pinned(tmp_path, monkeypatch):
+    shipped = _shipped(bundled.MINILM_ID)           # computed by the study where the extra was installed
+    assert shipped["embedder"] == bundled.MINILM_ID and shipped["corpus"]["sha256"] == th.load_corpus().attrs["sha256"]
+    fake = tmp_path / bundled.MINILM_PACKAGE / "model"
+    fake.mkdir(parents=True)
+    (fake.parent / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    (fake / "model.safetensors").write_bytes(b"not the pinned weights")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    bundled.minilm_path.cache_clear()
+    retrieval._load.cache_clear()
+    try:
+        with pytest.raises(EmbedderUnavailable, match="is not the pinned"):
+            retrieval.load_embedder("minilm")
+    finally:
+        bundled.minilm_path.cache_clear()
+        retrieval._load.cache_clear()
+
+
+@pytest.mark.skipif(importlib.util.find_spec(bundled.MINILM_PACKAGE) is None,
+                    reason="the optional extra overlay_kit[minilm] is not installed")
+def test_minilm_loads_offline_and_reproduces_its_shipped_calibration(corpus):
+    scorer = th.get_scorer("minilm")
+    assert scorer.name == bundled.MINILM_ID
+    study = th.run(corpus, [scorer])
+    assert json.loads(json.dumps(study.calibration(scorer.name), ensure_ascii=False)) == _shipped(scorer.name)
 
 
 # ------------------------------------------------------------------------------------------------ CLI
 
 
-def test_cli_calibrate_tau_json(capsys):
-    rc = main(["calibrate-tau", str(CORPUS / "pairs.csv"), "--lessons", str(CORPUS / "lessons.csv"),
-               "--embedder", "tfidf", "--target-precision", "0.3", "--n-boot", "100", "--json"])
+def test_cli_calibrate_tau_json_dry_run(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("OVERLAY_KIT_GATES", str(tmp_path / "gates"))
+    rc = main(["calibrate-tau", "--embedder", "tfidf", "--n-boot", "50", "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert rc == 0 and out["scorer"] == "tfidf" and out["target_precision"] == 0.3
-    assert out["tau"] is not None and out["token_source"] == "body"
-    assert set(out["test"]) >= {"precision", "recall", "f1", "false_tokens", "missed", "injected"}
-    assert set(out["test"]["precision"]) == {"value", "lo", "hi"}
+    assert rc == 0 and out["embedder"] == "tfidf" and out["reachable"] and out["written"] is None
+    assert set(out["families"]) == set(FAMILIES) and out["rule"]["budget_false_tokens_per_session"] == 40
+    assert set(out["test"]) >= {"recall", "precision", "false_tokens", "injected"}
+    assert not (tmp_path / "gates").exists()
 
 
-def test_cli_calibrate_tau_text_unreachable_and_errors(capsys, tmp_path):
-    rc = main(["calibrate-tau", str(CORPUS / "pairs.csv"), "--embedder", "tfidf", "--target-precision", "0.99",
-               "--n-boot", "50"])
+def test_cli_calibrate_tau_writes_what_the_resolver_reads(capsys, tmp_path, monkeypatch, corpus):
+    monkeypatch.setenv("OVERLAY_KIT_GATES", str(tmp_path / "gates"))
+    small = corpus[corpus["lesson_id"].isin(sorted(set(corpus["lesson_id"]))[::3])]
+    pairs = tmp_path / "pairs.csv"
+    small.drop(columns=["line", "tokens"]).to_csv(pairs, index=False)
+    assert main(["calibrate-tau", str(pairs), "--n-boot", "50", "--budget", "80"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote " in out and "nan" not in out.lower()
+    gate, path = retrieval.gate_for(bundled.EMBEDDER_ID)       # the user's calibration wins over the shipped one
+    assert path.parent == tmp_path / "gates" and str(gate) in out
+
+
+def test_cli_calibrate_tau_unreachable_and_errors(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("OVERLAY_KIT_GATES", str(tmp_path / "gates"))
+    rc = main(["calibrate-tau", "--embedder", "tfidf", "--budget", "0", "--n-boot", "50"])
     captured = capsys.readouterr()
-    assert rc == 1 and "unreachable" in captured.err and "scorer     tfidf" in captured.out
+    assert rc == 1 and "unreachable" in captured.err and "nan" not in captured.out.lower()
+    assert "unreachable" in captured.out and not (tmp_path / "gates").exists()
     bad = _write(tmp_path / "bad.csv", "goal,trigger,relevant\nx,y,perhaps\n")
     assert main(["calibrate-tau", str(bad), "--embedder", "tfidf"]) == 1
     assert f"{bad}:2: relevant" in capsys.readouterr().err
-    assert main(["calibrate-tau", str(CORPUS / "pairs.csv"), "--embedder", str(tmp_path / "nope")]) == 1
+    assert main(["calibrate-tau", "--embedder", str(tmp_path / "nope")]) == 1
     assert "unavailable" in capsys.readouterr().err

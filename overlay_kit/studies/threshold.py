@@ -1,32 +1,30 @@
-"""τ calibration: which retrieval threshold a tier-3 lesson gate should use, measured per scorer.
+"""The τ study: which retrieval gate a tier-3 lesson should pass, measured per embedder.
 
-A tier-3 prose lesson enters the prompt only when the turn's goal matches its trigger at cosine ≥ τ
-(`retrieval.TriggerIndex`). `retrieval` *serves* that gate with whatever τ it is given; this module is the
-*evaluation* side, kept apart because it is a different concept with different inputs: labelled
-(goal, trigger, relevant) pairs, a scorer, bootstrap resampling and a session cost model. τ is a property
-of the embedder, so every figure here is per scorer, and the same search path as at run time is used
-(the goals are searched against a `TriggerIndex`, FAISS `IndexFlatIP` over L2-normalised vectors).
+A tier-3 prose lesson enters the prompt only when the turn's goal gets it through the retrieval gate
+(`retrieval.Gate`). `retrieval` *serves* a gate; this module is the *evaluation* side that picks one: labelled
+(goal, trigger, relevant) pairs, scorers, gate families compared at equal false-injection cost, and a bootstrap
+over lessons. The gate is a property of the embedder, so every figure is per scorer, and goals are searched
+through the same FAISS `TriggerIndex` as at run time.
 
-Pipeline: `load_pairs` → `score(pairs, get_scorer(name))` → `calibrate` (pick τ on the calibration half
-for a target precision, check it on the held-out test half) → `run_study` (several scorers side by side,
-curves, the per-category error table, a finding written from the numbers).
+Pipeline: `load_pairs` → `score(pairs, scorer)` → `study_embedder` (every gate family under one `Rule`) →
+`run` (several scorers side by side) → `TauStudy.table()` / `.finding()` / `.calibration(name)` (the record
+`overlay-kit calibrate-tau` stores for the resolver).
 
-Definitions used throughout:
-- a pair is *admitted* at τ when its score ≥ τ; precision, recall and F1 are over the labelled pairs;
-- τ for a target precision P is the lowest score τ whose precision is ≥ P, i.e. maximal recall subject to
-  precision ≥ P (recall only falls as τ rises);
-- session model (`SessionModel`): a session is K goals drawn uniformly from one half's goals; each goal is
-  searched against the whole lesson store (every distinct trigger) and every lesson at cosine ≥ τ is
-  injected whole. Closed world: a (goal, lesson) pair not labelled relevant counts as irrelevant. False
-  injection tokens = body tokens (bundled Llama tokenizer) of admitted irrelevant lessons; missed lessons
-  = relevant lessons below τ. Both are expectations per session (K × the mean per goal);
-- every interval is a seeded percentile bootstrap (95 %): pairs resampled within (category, relevant)
-  strata, goals within has-a-relevant-lesson strata.
+Definitions:
+- session model: a session is K goals of one half; each goal is searched against every lesson of the corpus
+  and the gate decides which are injected, whole. Closed world: a (goal, lesson) pair not labelled relevant is
+  irrelevant. False-injection cost = body tokens (bundled Llama tokenizer) of the irrelevant lessons injected,
+  per session; recall = relevant (goal, lesson) pairs retrieved / relevant pairs;
+- families (`retrieval.FAMILIES`): absolute τ; top-k above a floor; the best hit if it leads the runner-up
+  by a margin (`gate_grid` lists every gate tried);
+- the independent unit is the lesson: each goal belongs to the lesson it was written for, the halves split
+  lessons, and every interval resamples lessons (with all their goals).
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -38,51 +36,50 @@ import pandas as pd
 
 from .. import retrieval
 from ..budget import count_many
+from ..metrics import Interval
 from ..resources import dataset_path
+from ..retrieval import Gate
 
 __all__ = [
     "CATEGORIES",
     "CORPUS_DIR",
+    "REFERENCE_TAU",
     "SPLITS",
     "TFIDF",
-    "Calibration",
+    "EmbedderResult",
     "EmbedderScorer",
-    "Interval",
+    "Family",
+    "Goals",
     "Operating",
     "PairsError",
+    "Rule",
     "Scored",
     "Scorer",
-    "SessionModel",
-    "Study",
+    "TauStudy",
     "TfidfScorer",
     "assign_split",
-    "calibrate",
     "category_errors",
-    "curves",
-    "describe",
+    "default_scorers",
     "examples",
+    "frontier",
+    "gate_grid",
     "get_scorer",
+    "goals",
+    "lesson_weights",
     "load_corpus",
     "load_pairs",
-    "operating_point",
-    "pick_tau",
-    "precision_ceiling",
-    "run_study",
+    "run",
     "score",
-    "split_sensitivity",
-    "strictest_target",
-    "target_table",
+    "select",
+    "study_embedder",
+    "sums",
 ]
 
 CATEGORIES = ("paraphrase", "near_miss", "lexical_overlap", "cross_domain", "adversarial")
 SPLITS = ("calibration", "test")
 CORPUS_DIR = dataset_path("tau")
 TFIDF = "tfidf"
-REFERENCE_TAU = retrieval.DEFAULT_TAU  # 0.82, inherited from another corpus and embedder
-DEFAULT_TARGET = 0.9
-MIN_ADMITTED = 10  # a precision measured on fewer admitted pairs is not evidence enough to pick τ by
-TARGETS = (0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4)  # the ladder `strictest_target` walks down
-GRID = np.round(np.arange(0.0, 1.0001, 0.01), 2)
+REFERENCE_TAU = 0.82  # the τ the design inherited from another corpus and embedder (shown for comparison)
 _TRUE = {"1", "true", "yes", "y", "relevant"}
 _FALSE = {"0", "false", "no", "n", "irrelevant"}
 
@@ -179,7 +176,7 @@ def load_pairs(path: str | Path, lessons: str | Path | None = None, seed: int = 
         source = "trigger" if df["body"].isna().all() else "body, else trigger"
         df["body"] = df["body"].fillna(df["trigger"])
     df["tokens"] = count_many(df["body"].tolist())
-    df.attrs.update(source=str(path), token_source=source)
+    df.attrs.update(source=str(path), token_source=source, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
     return df
 
 
@@ -199,14 +196,13 @@ def _join_bodies(df: pd.DataFrame, lessons: Path) -> pd.DataFrame:
 
 
 def assign_split(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """Deterministic calibration/test halves, stratified by (category, relevant): within each stratum the
-    rows are put in a seeded random order and dealt alternately, calibration first."""
+    """Deterministic calibration/test halves by *lesson* (`lesson_id`, else the trigger): the lessons are put
+    in a seeded random order and dealt alternately, calibration first; a pair goes with its lesson."""
     out = df.copy()
-    out["split"] = None
-    rng = np.random.default_rng(seed)
-    for _, idx in sorted(out.groupby(["category", "relevant"]).groups.items(), key=lambda kv: str(kv[0])):
-        order = rng.permutation(np.asarray(idx))
-        out.loc[order, "split"] = [SPLITS[k % 2] for k in range(len(order))]
+    unit = out["lesson_id"].fillna(out["trigger"]) if "lesson_id" in out else out["trigger"]
+    lessons = np.random.default_rng(seed).permutation(np.array(sorted(set(unit)), dtype=object))
+    half = {u: SPLITS[i % 2] for i, u in enumerate(lessons)}
+    out["split"] = unit.map(half)
     return out
 
 
@@ -310,525 +306,426 @@ def score(pairs: pd.DataFrame, scorer: Scorer) -> Scored:
     return Scored(scorer.name, out, goals, triggers, cosine, relevant, tokens)
 
 
-# ---------------------------------------------------------------------------------------- metrics
+# ------------------------------------------------------------------------------------------- goals
 
 
 @dataclass(frozen=True)
-class Interval:
-    """A point estimate with a 95 % percentile-bootstrap interval."""
+class Goals:
+    """One half's goals as the session model sees them: each goal searched against every lesson, and the
+    lesson it was written for (its *home*, the independent unit every interval resamples)."""
 
-    value: float
-    lo: float
-    hi: float
-
-    def __str__(self) -> str:
-        return self.fmt(".3f")
-
-    def fmt(self, spec: str = ".2f") -> str:
-        if not np.isfinite(self.value):
-            return "n/a (nothing admitted)"
-        if not (np.isfinite(self.lo) and np.isfinite(self.hi)):
-            return f"{self.value:{spec}}"
-        return f"{self.value:{spec}} [{self.lo:{spec}}, {self.hi:{spec}}]"
+    split: str
+    cosine: np.ndarray          # (goals × lessons), every lesson of the corpus (closed world)
+    relevant: np.ndarray        # (goals × lessons) bool
+    tokens: np.ndarray          # per lesson: its body's tokens (the cost of a false injection)
+    home: np.ndarray            # per goal: index into `lessons`
+    lessons: tuple[str, ...]    # this half's lessons (the resampled unit)
+    category: np.ndarray        # per goal: the category of the goal as written (not cross_domain)
+    index: np.ndarray           # per goal: its row in `Scored.goals`
 
 
-def _interval(point: float, draws: np.ndarray) -> Interval:
-    draws = draws[np.isfinite(draws)]
-    if not np.isfinite(point) or draws.size == 0:
-        return Interval(float(point), float("nan"), float("nan"))
-    lo, hi = np.percentile(draws, [2.5, 97.5])
-    return Interval(float(point), float(lo), float(hi))
+def goals(scored: Scored, split: str) -> Goals:
+    """The goals written for the half's lessons, each with its home lesson: the lesson a relevant pair names,
+    else the lesson of its first non-cross-domain pair (lesson = `lesson_id`, else the trigger). A goal belongs
+    to its home's half, wherever else it is paired (cross-domain pairs reuse other lessons' goals)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    p = scored.pairs
+    p = p.assign(unit=p["lesson_id"].fillna(p["trigger"]) if "lesson_id" in p else p["trigger"],
+                 rank=np.where(p["relevant"], 0, np.where(p["category"] == "cross_domain", 2, 1)))
+    first = p.sort_values(["goal_idx", "rank"], kind="stable").drop_duplicates("goal_idx")
+    first = first[first["split"] == split]
+    gi = first["goal_idx"].to_numpy()
+    lessons = tuple(sorted(set(first["unit"])))
+    pos = {u: i for i, u in enumerate(lessons)}
+    return Goals(split, scored.cosine[gi].astype(np.float64), scored.relevant[gi], scored.tokens.astype(np.float64),
+                 first["unit"].map(pos).to_numpy(), lessons, first["category"].to_numpy(), gi)
 
 
-def _band(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column-wise 95 % percentile band ignoring NaN draws (NaN where a column has none)."""
-    lo, hi = np.full(draws.shape[1], np.nan), np.full(draws.shape[1], np.nan)
-    ok = np.isfinite(draws).any(axis=0)
-    if ok.any():
-        lo[ok], hi[ok] = np.nanpercentile(draws[:, ok], [2.5, 97.5], axis=0)
-    return lo, hi
+# ------------------------------------------------------------------------------------------- gates
 
 
-def _boot_weights(strata: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """(n_boot, n) resample counts: each stratum resampled with replacement to its own size."""
-    w = np.zeros((n_boot, len(strata)), dtype=np.float64)
-    for s in sorted(set(strata.tolist())):
-        idx = np.flatnonzero(strata == s)
-        draws = rng.integers(0, len(idx), size=(n_boot, len(idx)))
-        flat = (np.arange(n_boot)[:, None] * len(idx) + draws).ravel()
-        w[:, idx] = np.bincount(flat, minlength=n_boot * len(idx)).reshape(n_boot, len(idx))
-    return w
-
-
-def _strata(part: pd.DataFrame) -> np.ndarray:
-    return (part["category"].astype(str) + "|" + part["relevant"].astype(str)).to_numpy()
-
-
-def _prf(scores: np.ndarray, relevant: np.ndarray, taus: np.ndarray, w: np.ndarray):
-    """Precision, recall, F1 of shape (len(w), len(taus)); precision is NaN where nothing is admitted."""
-    admit = (scores[:, None] >= taus[None, :]).astype(np.float64)
-    tp = w @ (admit * relevant[:, None])
-    fp = w @ (admit * ~relevant[:, None])
-    pos = (w @ relevant.astype(np.float64))[:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        precision = np.where(tp + fp > 0, tp / (tp + fp), np.nan)
-        recall = np.where(pos > 0, tp / pos, np.nan)
-        f1 = np.where(tp > 0, 2 * tp / (2 * tp + fp + (pos - tp)), 0.0)
-    return precision, recall, f1
-
-
-def _pick(scores: np.ndarray, relevant: np.ndarray, target: float, w: np.ndarray,
-          min_admitted: int = 1) -> np.ndarray:
-    """Per weight row: the lowest score τ with precision ≥ target among the pairs present, counting only
-    cuts that admit at least `min_admitted` pairs (NaN: none)."""
-    order = np.argsort(-scores, kind="stable")
-    s, r, w = scores[order], relevant[order], w[:, order]
-    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])      # tie groups of equal score
-    ends = np.r_[starts[1:] - 1, len(s) - 1]
-    ctp = np.cumsum(w * r, axis=1)[:, ends]
-    cfp = np.cumsum(w * ~r, axis=1)[:, ends]
-    present = np.add.reduceat(w, starts, axis=1) > 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ok = present & (ctp + cfp >= max(min_admitted, 1)) & (ctp / np.maximum(ctp + cfp, 1e-300) >= target - 1e-12)
-    last = ok.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1)
-    return np.where(ok.any(axis=1), s[ends][last], np.nan)
-
-
-def pick_tau(scores: Sequence[float], relevant: Sequence[bool], target_precision: float,
-             min_admitted: int = 1) -> float | None:
-    """The lowest τ with precision ≥ target on these pairs (maximal recall at that precision), among
-    thresholds admitting at least `min_admitted` pairs; None when no threshold qualifies."""
-    s = np.asarray(scores, dtype=np.float64)
-    r = np.asarray(relevant, dtype=bool)
-    tau = _pick(s, r, target_precision, np.ones((1, len(s))), min_admitted)[0]
-    return None if np.isnan(tau) else float(tau)
-
-
-def precision_ceiling(scores: Sequence[float], relevant: Sequence[bool], min_admitted: int = 1
-                      ) -> tuple[float, float]:
-    """(best precision, its lowest τ) over thresholds admitting at least `min_admitted` pairs."""
-    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
-    s, r = np.asarray(scores, dtype=np.float64)[order], np.asarray(relevant, dtype=bool)[order]
-    ends = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1]
-    admitted = ends + 1
-    prec = np.cumsum(r)[ends] / admitted
-    prec = np.where(admitted >= max(min_admitted, 1), prec, -1.0)
-    best = prec.max()
-    return float(best), float(s[ends][np.flatnonzero(prec == best)[-1]])
+def gate_grid() -> tuple[Gate, ...]:
+    """Every gate the study tries, simplest family first: absolute τ on a 0.01 grid; top-1/2/3 with a floor on
+    a 0.01 grid; the best hit with a margin of 0–0.20 (0.01 steps) over the runner-up, floor on a 0.02 grid."""
+    floors = [round(float(x), 2) for x in np.arange(0.0, 1.0001, 0.01)]
+    out = [Gate.absolute(f) for f in floors]
+    out += [Gate("top-k", f, k=k) for k in (1, 2, 3) for f in floors]
+    out += [Gate("margin", f, margin=round(float(m), 2)) for m in np.arange(0.0, 0.2001, 0.01) for f in floors[::2]]
+    return tuple(out)
 
 
 @dataclass(frozen=True)
-class SessionModel:
-    """K goals per session, each searched against the whole lesson store (see the module docstring)."""
+class Sums:
+    """Per home lesson (rows) and per gate (columns): what the gate did to that lesson's goals."""
 
+    hits: np.ndarray          # relevant (goal, lesson) pairs retrieved
+    false_tokens: np.ndarray  # tokens of irrelevant lessons injected
+    admitted: np.ndarray      # lessons injected
+    relevant: np.ndarray      # per lesson: relevant (goal, lesson) pairs
+    n_goals: np.ndarray       # per lesson: goals
+
+    def rates(self, w: np.ndarray, k: int) -> dict[str, np.ndarray]:
+        """(rows of w × gates) recall, precision, false tokens and lessons injected per session of k goals."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            hits, adm, goals_ = w @ self.hits, w @ self.admitted, (w @ self.n_goals)[:, None]
+            return {"recall": hits / (w @ self.relevant)[:, None], "precision": np.where(adm > 0, hits / adm, np.nan),
+                    "false_tokens": k * (w @ self.false_tokens) / goals_, "injected": k * adm / goals_}
+
+
+def sums(g: Goals, gates: Sequence[Gate]) -> Sums:
+    order = np.argsort(-g.cosine, axis=1, kind="stable")
+    s = np.take_along_axis(g.cosine, order, axis=1)
+    rel = np.take_along_axis(g.relevant, order, axis=1)
+    tok = g.tokens[order]
+    onehot = np.zeros((len(g.lessons), len(g.home)))
+    onehot[g.home, np.arange(len(g.home))] = 1.0
+    per_goal = np.empty((3, len(g.home), len(gates)))
+    for j, gate in enumerate(gates):
+        m = gate.admit_sorted(s)
+        per_goal[0, :, j] = (m & rel).sum(axis=1)
+        per_goal[1, :, j] = ((m & ~rel) * tok).sum(axis=1)
+        per_goal[2, :, j] = m.sum(axis=1)
+    return Sums(*(onehot @ x for x in per_goal), onehot @ g.relevant.sum(axis=1).astype(np.float64),
+                onehot.sum(axis=1))
+
+
+def lesson_weights(n_lessons: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_boot + 1, n_lessons) resample counts, row 0 the observed data: lessons drawn with replacement."""
+    draws = rng.integers(0, n_lessons, size=(n_boot, n_lessons))
+    w = np.zeros((n_boot, n_lessons))
+    np.add.at(w, (np.repeat(np.arange(n_boot), n_lessons), draws.ravel()), 1.0)
+    return np.vstack([np.ones((1, n_lessons)), w])
+
+
+def select(recall: np.ndarray, cost: np.ndarray, budget: float) -> np.ndarray:
+    """Per row: the gate (column) with the highest recall among those whose false-injection cost is within
+    the budget; ties → lower cost → earlier column (simpler family, lower parameters). -1: none is within."""
+    ok = cost <= budget + 1e-9
+    r = np.where(ok, np.nan_to_num(np.round(recall, 12), nan=0.0), -np.inf)
+    best = ok & (r == r.max(axis=1, keepdims=True))
+    c = np.where(best, cost, np.inf)
+    pick = np.argmax(best & (c == c.min(axis=1, keepdims=True)), axis=1)
+    return np.where(ok.any(axis=1), pick, -1)
+
+
+# ------------------------------------------------------------------------------------------- study
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The decision rule, fixed before any number is looked at (the notebook prints it first).
+
+    * cost: expected false-injection tokens per session of `goals_per_session` goals (tokens of irrelevant
+      lessons let in; every goal is searched against every lesson);
+    * pick: per embedder and per family, the gate with the highest calibration-half recall whose calibration
+      cost is ≤ `budget`; the family whose pick has the highest recall wins (ties: lower cost, simpler family);
+    * confirm on the held-out half: the pick holds if its test cost interval reaches down to the budget
+      (lo ≤ budget) and its test recall interval excludes 0; it beats absolute τ only if the interval of the
+      paired test-recall difference excludes 0, else the study says it cannot tell them apart;
+    * intervals: 95 % percentile bootstrap resampling *lessons* (a lesson and all the goals written for it);
+      the pick is re-run on every calibration resample: `unreachable` = share where no gate retrieves anything
+      within the budget, `over_budget` = share where the recommended gate costs more than the budget.
+    """
+
+    budget: float = 40.0          # ≈ one irrelevant lesson body (median 36 tokens) per session
     goals_per_session: int = 10
+    n_boot: int = 1000
+    seed: int = 0
 
-    def describe(self, n_lessons: int) -> str:
-        return (f"a session = {self.goals_per_session} goals drawn uniformly from the half's goals, each "
-                f"searched against all {n_lessons} lessons; unlabelled goal-lesson pairs count as irrelevant")
-
-
-def _goal_costs(scored: Scored, split: str, taus: np.ndarray):
-    """Per goal of the half and per τ: false-injection tokens, missed lessons, injected lessons."""
-    gi = np.unique(scored.half(split)["goal_idx"].to_numpy())
-    cos, rel = scored.cosine[gi], scored.relevant[gi]
-    admit = cos[:, :, None] >= taus[None, None, :]
-    false_tokens = np.einsum("gtk,t->gk", admit & ~rel[:, :, None], scored.tokens.astype(np.float64))
-    missed = (~admit & rel[:, :, None]).sum(axis=1).astype(np.float64)
-    injected = admit.sum(axis=1).astype(np.float64)
-    return false_tokens, missed, injected, rel.any(axis=1)
+    def describe(self) -> str:
+        return (f"highest calibration recall with ≤ {self.budget:g} false-injection tokens per session of "
+                f"{self.goals_per_session} goals; confirmed on the held-out half; 95 % intervals resample "
+                f"lessons ({self.n_boot} resamples, seed {self.seed})")
 
 
 @dataclass(frozen=True)
 class Operating:
-    """What one τ does on one half: pair-level quality and per-session cost, each with its interval."""
+    """What one gate does on one half, per session, each with its lesson-bootstrap interval."""
 
-    tau: float
+    gate: Gate
     split: str
-    precision: Interval
     recall: Interval
-    f1: Interval
-    false_tokens: Interval   # expected false-injection tokens per session
-    missed: Interval         # expected relevant lessons missed per session
-    injected: Interval       # expected lessons injected per session
+    precision: Interval
+    false_tokens: Interval
+    injected: Interval
+
+    def to_dict(self) -> dict:
+        return {"gate": self.gate.to_dict(), "split": self.split,
+                **{k: _iv(getattr(self, k)) for k in ("recall", "precision", "false_tokens", "injected")}}
 
 
-def operating_point(scored: Scored, tau: float, split: str = "test", *, n_boot: int = 1000, seed: int = 0,
-                    session: SessionModel = SessionModel()) -> Operating:
-    part = scored.half(split)
-    s, r = part["score"].to_numpy(), part["relevant"].to_numpy(dtype=bool)
-    t = np.array([tau], dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    point = _prf(s, r, t, np.ones((1, len(s))))
-    boot = _prf(s, r, t, _boot_weights(_strata(part), n_boot, rng))
-    ft, mi, inj, has = _goal_costs(scored, split, t)
-    gw = _boot_weights(has.astype(str), n_boot, rng)
-    k = session.goals_per_session
-    per = lambda m, w: k * (w @ m)[:, 0] / w.sum(axis=1)  # noqa: E731
-    ones = np.ones((1, len(has)))
-    return Operating(float(tau), split,
-                     *(_interval(p[0, 0], b[:, 0]) for p, b in zip(point, boot)),
-                     *(_interval(per(m, ones)[0], per(m, gw)) for m in (ft, mi, inj)))
+def _iv(i: Interval) -> list:
+    return [None if not np.isfinite(x) else round(float(x), 4) for x in (i.estimate, i.low, i.high)]
 
 
 @dataclass(frozen=True)
-class Calibration:
-    """τ for a target precision, picked on the calibration half and checked on the held-out half.
+class Family:
+    """One gate family's pick for one embedder, on both halves."""
 
-    `tau_ci`: the pick's spread over bootstrap resamples of the calibration half; `held_out_tau`: the τ the
-    test half itself would pick, with its interval over resamples of the test half — the recommended τ
-    holds when it falls inside. `test` is the recommended τ on the test half; `reference` is τ = 0.82 there.
-    """
+    family: str
+    calibration: Operating
+    test: Operating
+    over_budget: float   # share of calibration resamples in which this gate costs more than the budget
+
+
+@dataclass(frozen=True)
+class EmbedderResult:
+    """The study for one embedder: each family's pick, the winner, and how stable the winner is."""
 
     scorer: str
-    target_precision: float
-    tau: float | None
-    tau_ci: Interval | None
-    held_out_tau: Interval | None
-    unreachable: float            # share of calibration resamples where the target cannot be met
-    held_out_unreachable: float   # ... and of test-half resamples
-    ceiling: float                # best precision the calibration half reaches (≥ min_admitted admitted)
-    ceiling_tau: float            # ... and the lowest τ where it does
-    f1_tau: float                 # the calibration half's F1-maximising τ, for comparison
-    calibration: Operating | None
-    test: Operating | None
-    reference: Operating
-    n_pairs: dict = field(default_factory=dict)
-    n_lessons: int = 0
-    n_boot: int = 1000
-    seed: int = 0
-    min_admitted: int = MIN_ADMITTED
-    session: SessionModel = SessionModel()
-    token_source: str = "body"
+    families: dict            # family → Family (a family with no gate within the budget is absent)
+    winner: str | None        # None: no gate of any family is within the budget
+    unreachable: float        # share of calibration resamples where nothing is retrieved within the budget
+    same_family: float        # share of calibration resamples whose own pick is the winner's family
+    vs_absolute: Interval     # test recall: winner − absolute τ (paired, lessons resampled)
+    reference: Operating      # τ = 0.82 (the inherited default) on the test half
+    top1: Interval            # test half: share of relevant goals whose lesson ranks first …
+    top3: Interval            # … and in the top 3
+    n_lessons: dict           # lessons per half
+    n_relevant: dict          # relevant goals per half
+
+    @property
+    def gate(self) -> Gate | None:
+        return self.families[self.winner].calibration.gate if self.winner else None
 
     @property
     def reachable(self) -> bool:
-        return self.tau is not None
+        """Some gate within the budget retrieves at least one relevant lesson on the calibration half."""
+        return self.winner is not None and self.families[self.winner].calibration.recall.estimate > 0
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["session"] = {"goals_per_session": self.session.goals_per_session,
-                        "model": self.session.describe(self.n_lessons)}
-        return _clean(d)
-
-
-def _clean(obj):
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float):
-        return None if not np.isfinite(obj) else round(obj, 4)
-    return obj
+    def holds(self, budget: float) -> bool:
+        t = self.families[self.winner].test
+        return bool(self.reachable and t.false_tokens.low <= budget + 1e-9 and t.recall.low > 0)
 
 
-def _validate(target_precision: float, n_boot: int, min_admitted: int) -> None:
-    if not 0 < target_precision <= 1:
-        raise ValueError(f"target precision must be in (0, 1], got {target_precision}")
-    if n_boot < 10:
-        raise ValueError(f"n_boot must be at least 10, got {n_boot}")
-    if min_admitted < 1:
-        raise ValueError(f"min_admitted must be at least 1, got {min_admitted}")
+def _operating(gate: Gate, split: str, rates: dict, j: int) -> Operating:
+    return Operating(gate, split, *(Interval.percentile(rates[k][0, j], rates[k][1:, j])
+                                    for k in ("recall", "precision", "false_tokens", "injected")))
 
 
-def describe(cal: Calibration, source: str = "") -> str:
-    """A plain-text report of one calibration (what `overlay-kit calibrate-tau` prints)."""
-    k = cal.session.goals_per_session
-    lines = [f"scorer     {cal.scorer}" + (f"  on {source}" if source else ""),
-             f"pairs      {cal.n_pairs.get('calibration', 0)} calibration / {cal.n_pairs.get('test', 0)} test, "
-             f"{cal.n_lessons} lessons, lesson tokens from {cal.token_source}",
-             f"target     precision ≥ {cal.target_precision:.2f} (cuts admitting ≥ {cal.min_admitted} pairs)"]
-    if cal.tau is None:
-        lines.append(f"tau        unreachable on the calibration half (best precision {cal.ceiling:.3f} "
-                     f"at τ = {cal.ceiling_tau:.3f})")
-    else:
-        lines.append(f"tau        {cal.tau:.3f}  bootstrap {cal.tau_ci.lo:.3f}-{cal.tau_ci.hi:.3f} (calibration half)")
-        lines.append("held-out   " + (f"the test half picks {cal.held_out_tau.fmt('.3f')}" if cal.held_out_tau
-                                      else "the test half cannot reach the target"))
-    rows = [("at tau", cal.test), (f"at {REFERENCE_TAU}", cal.reference)]
-    for label, op in rows:
-        if op is None:
+def _rank_share(g: Goals, w: np.ndarray, top: int) -> Interval:
+    rel_rows = g.relevant.any(axis=1)
+    order = np.argsort(-g.cosine, axis=1, kind="stable")
+    hit = np.take_along_axis(g.relevant, order, axis=1)[:, :top].any(axis=1)
+    onehot = np.zeros((len(g.lessons), len(g.home)))
+    onehot[g.home, np.arange(len(g.home))] = 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = (w @ (onehot @ (hit & rel_rows))) / (w @ (onehot @ rel_rows))
+    return Interval.percentile(share[0], share[1:])
+
+
+def study_embedder(scored: Scored, rule: Rule = Rule(), gates: Sequence[Gate] | None = None) -> EmbedderResult:
+    """Run the rule for one scorer (see `Rule`)."""
+    gates = tuple(gate_grid() if gates is None else gates)
+    fam = np.array([g.family for g in gates])
+    rng = np.random.default_rng(rule.seed)
+    halves = {h: goals(scored, h) for h in SPLITS}
+    w = {h: lesson_weights(len(halves[h].lessons), rule.n_boot, rng) for h in SPLITS}
+    rates = {h: sums(halves[h], gates).rates(w[h], rule.goals_per_session) for h in SPLITS}
+    cal = rates["calibration"]
+    families = {}
+    for f in dict.fromkeys(fam):
+        cols = np.flatnonzero(fam == f)
+        pick = select(cal["recall"][:1, cols], cal["false_tokens"][:1, cols], rule.budget)[0]
+        if pick < 0:
             continue
-        lines.append(f"{label:<10} test precision {op.precision.fmt()}, recall {op.recall.fmt()}, "
-                     f"F1 {op.f1.fmt()}")
-        lines.append(f"{'':<10} per session of {k} goals: {op.false_tokens.fmt('.0f')} false-injection "
-                     f"tokens, {op.missed.fmt()} missed, {op.injected.fmt()} injected")
-    lines.append(f"intervals  95 % bootstrap, {cal.n_boot} resamples, seed {cal.seed}")
-    return "\n".join(lines)
+        j = cols[pick]
+        families[f] = Family(f, _operating(gates[j], "calibration", cal, j),
+                             _operating(gates[j], "test", rates["test"], j),
+                             float((cal["false_tokens"][1:, j] > rule.budget + 1e-9).mean()))
+    picks = select(cal["recall"], cal["false_tokens"], rule.budget)
+    winner = str(fam[picks[0]]) if picks[0] >= 0 else None
+    chosen_recall = np.where(picks >= 0, cal["recall"][np.arange(len(picks)), picks], 0.0)
+    test = rates["test"]
+    diff = np.full(len(picks), np.nan)
+    if winner and "absolute" in families:
+        win_j, abs_j = gates.index(families[winner].test.gate), gates.index(families["absolute"].test.gate)
+        diff = test["recall"][:, win_j] - test["recall"][:, abs_j]
+    ref = Gate.absolute(REFERENCE_TAU)
+    ref_rates = sums(halves["test"], [ref]).rates(w["test"], rule.goals_per_session)
+    return EmbedderResult(
+        scored.scorer, families, winner, unreachable=float((~(chosen_recall[1:] > 0)).mean()),
+        same_family=float(((picks[1:] >= 0) & (fam[picks[1:]] == winner)).mean()),
+        vs_absolute=Interval.percentile(diff[0], diff[1:]),
+        reference=_operating(ref, "test", ref_rates, 0),
+        top1=_rank_share(halves["test"], w["test"], 1), top3=_rank_share(halves["test"], w["test"], 3),
+        n_lessons={h: len(halves[h].lessons) for h in SPLITS},
+        n_relevant={h: int(halves[h].relevant.any(axis=1).sum()) for h in SPLITS})
 
 
-def calibrate(scored: Scored, target_precision: float = DEFAULT_TARGET, *, n_boot: int = 1000, seed: int = 0,
-              min_admitted: int = MIN_ADMITTED, session: SessionModel = SessionModel(),
-              reference_tau: float = REFERENCE_TAU) -> Calibration:
-    _validate(target_precision, n_boot, min_admitted)
-    rng = np.random.default_rng(seed)
-    picks = {}
-    for half in SPLITS:
-        part = scored.half(half)
-        s, r = part["score"].to_numpy(), part["relevant"].to_numpy(dtype=bool)
-        point = _pick(s, r, target_precision, np.ones((1, len(s))), min_admitted)[0]
-        draws = _pick(s, r, target_precision, _boot_weights(_strata(part), n_boot, rng), min_admitted)
-        picks[half] = (point, draws)
-    point, draws = picks["calibration"]
-    cal = scored.half("calibration")
-    s, r = cal["score"].to_numpy(), cal["relevant"].to_numpy(dtype=bool)
-    cands = np.unique(s)
-    f1 = _prf(s, r, cands, np.ones((1, len(s))))[2][0]
-    ceiling, ceiling_tau = precision_ceiling(s, r, min_admitted)
-    kw = dict(n_boot=n_boot, seed=seed, session=session)
-    tau = None if np.isnan(point) else float(point)
-    return Calibration(
-        scorer=scored.scorer, target_precision=float(target_precision), tau=tau,
-        tau_ci=None if tau is None else _interval(point, draws),
-        held_out_tau=_interval(*picks["test"]) if np.isfinite(picks["test"][0]) else None,
-        unreachable=float(np.isnan(draws).mean()), held_out_unreachable=float(np.isnan(picks["test"][1]).mean()),
-        ceiling=ceiling, ceiling_tau=ceiling_tau,
-        f1_tau=float(cands[int(np.argmax(f1))]),
-        calibration=None if tau is None else operating_point(scored, tau, "calibration", **kw),
-        test=None if tau is None else operating_point(scored, tau, "test", **kw),
-        reference=operating_point(scored, reference_tau, "test", **kw),
-        n_pairs={h: int((scored.pairs["split"] == h).sum()) for h in SPLITS},
-        n_lessons=len(scored.triggers), n_boot=n_boot, seed=seed, min_admitted=min_admitted, session=session,
-        token_source=scored.pairs.attrs.get("token_source", "body"))
-
-
-def curves(scored: Scored, split: str = "test", taus: Iterable[float] = GRID, *, n_boot: int = 1000,
-           seed: int = 0, session: SessionModel = SessionModel()) -> pd.DataFrame:
-    """Per τ: precision/recall/F1 and per-session costs, each with a bootstrap interval (lo/hi columns)."""
-    taus = np.asarray(list(taus), dtype=np.float64)
-    part = scored.half(split)
-    s, r = part["score"].to_numpy(), part["relevant"].to_numpy(dtype=bool)
-    rng = np.random.default_rng(seed)
-    out = {"scorer": scored.scorer, "split": split, "tau": taus}
-    point = _prf(s, r, taus, np.ones((1, len(s))))
-    boot = _prf(s, r, taus, _boot_weights(_strata(part), n_boot, rng))
-    for name, p, b in zip(("precision", "recall", "f1"), point, boot):
-        out[name] = p[0]
-        out[name + "_lo"], out[name + "_hi"] = _band(b)
-    ft, mi, inj, has = _goal_costs(scored, split, taus)
-    gw = _boot_weights(has.astype(str), n_boot, rng)
-    k = session.goals_per_session
-    for name, m in (("false_tokens", ft), ("missed", mi), ("injected", inj)):
-        out[name] = k * m.mean(axis=0)
-        draws = k * (gw @ m) / gw.sum(axis=1, keepdims=True)
-        out[name + "_lo"], out[name + "_hi"] = np.percentile(draws, [2.5, 97.5], axis=0)
-    return pd.DataFrame(out)
-
-
-def category_errors(scored: Scored, tau: float, split: str = "test", *, n_boot: int = 1000,
+def category_errors(scored: Scored, gate: Gate, split: str = "test", *, n_boot: int = 1000,
                     seed: int = 0) -> pd.DataFrame:
-    """Per category at τ: how many pairs the gate gets wrong (relevant kept out, irrelevant let in)."""
-    part = scored.half(split)
-    wrong = (part["score"].to_numpy() >= tau) != part["relevant"].to_numpy(dtype=bool)
-    rng = np.random.default_rng(seed)
+    """Per goal category at a gate: the share of goals it gets wrong (a paraphrase whose lesson is not
+    retrieved; any other goal that gets a lesson injected), lessons resampled."""
+    g = goals(scored, split)
+    admit = gate.admit(g.cosine)
+    wrong = np.where(g.relevant.any(axis=1), ~(admit & g.relevant).any(axis=1), admit.any(axis=1))
+    w = lesson_weights(len(g.lessons), n_boot, np.random.default_rng(seed))
     rows = []
-    for cat in sorted(set(part["category"]), key=lambda c: (CATEGORIES + (c,)).index(c)):
-        mask = (part["category"] == cat).to_numpy()
-        err = wrong[mask].astype(np.float64)
-        draws = err[rng.integers(0, len(err), size=(n_boot, len(err)))].mean(axis=1)
-        ci = _interval(err.mean(), draws)
-        relevant = bool(part.loc[mask, "relevant"].iloc[0]) if part.loc[mask, "relevant"].nunique() == 1 else None
-        rows.append({"scorer": scored.scorer, "tau": round(float(tau), 3), "category": cat,
-                     "error": {True: "relevant kept out", False: "irrelevant let in"}.get(relevant, "mixed"),
-                     "pairs": int(mask.sum()), "errors": int(err.sum()), "rate": ci.value,
-                     "rate_lo": ci.lo, "rate_hi": ci.hi,
-                     "median_score": float(np.median(part.loc[mask, "score"]))})
+    for cat in [c for c in CATEGORIES if c in set(g.category)] + sorted(set(g.category) - set(CATEGORIES)):
+        m = g.category == cat
+        onehot = np.zeros((len(g.lessons), m.sum()))
+        onehot[g.home[m], np.arange(m.sum())] = 1.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = (w @ (onehot @ wrong[m])) / (w @ onehot.sum(axis=1))
+        ci = Interval.percentile(share[0], share[1:])
+        rows.append({"scorer": scored.scorer, "gate": str(gate), "category": cat,
+                     "error": "relevant kept out" if g.relevant[m].any() else "irrelevant let in",
+                     "goals": int(m.sum()), "errors": int(wrong[m].sum()), "rate": ci.estimate,
+                     "rate_lo": ci.low, "rate_hi": ci.high})
     return pd.DataFrame(rows)
 
 
-def examples(scored: Scored, tau: float, split: str = "test", n: int = 4) -> pd.DataFrame:
-    """Concrete pairs around τ: the highest-scoring irrelevant pairs let in and the lowest-scoring relevant
-    pairs kept out (the gate's worst mistakes), then the closest correct calls on each side of τ."""
-    part = scored.half(split)
-    cols = ["outcome", "category", "score", "goal", "trigger"]
-    admitted = part["score"] >= tau
-    groups = [
-        ("let in, irrelevant", part[admitted & ~part["relevant"]].nlargest(n, "score")),
-        ("kept out, relevant", part[~admitted & part["relevant"]].nsmallest(n, "score")),
-        ("let in, relevant", part[admitted & part["relevant"]].nsmallest(n, "score")),
-        ("kept out, irrelevant", part[~admitted & ~part["relevant"]].nlargest(n, "score")),
-    ]
-    frames = [g.assign(outcome=label)[cols] for label, g in groups if len(g)]
-    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
-    return out.assign(score=out["score"].astype(float).round(3))
-
-
-def split_sensitivity(scored: Scored, target_precision: float, seeds: Iterable[int] = range(10), *,
-                      min_admitted: int = MIN_ADMITTED) -> pd.DataFrame:
-    """τ re-picked on random stratified re-splits (`assign_split` per seed) and what it does on each
-    re-split's test half (point values, indexed by seed): the split's share of τ's uncertainty."""
+def examples(scored: Scored, gate: Gate, split: str = "test", n: int = 3) -> pd.DataFrame:
+    """The gate's worst calls on one half: irrelevant lessons let in with the highest cosine, relevant ones
+    kept out with the lowest."""
+    g = goals(scored, split)
+    admit = gate.admit(g.cosine)
+    gi = g.index
     rows = []
-    for seed in seeds:
-        pairs = assign_split(scored.pairs, seed)
-        cal, test = (pairs[pairs["split"] == h] for h in SPLITS)
-        tau = pick_tau(cal["score"], cal["relevant"], target_precision, min_admitted)
-        admitted = test[test["score"] >= tau] if tau is not None else test.iloc[:0]
-        rows.append({"seed": seed, "tau": np.nan if tau is None else tau,
-                     "test_precision": admitted["relevant"].mean() if len(admitted) else np.nan,
-                     "test_recall": admitted["relevant"].sum() / test["relevant"].sum() if tau is not None
-                     else np.nan})
-    return pd.DataFrame(rows).set_index("seed")
+    for label, mask, best in (("let in, irrelevant", admit & ~g.relevant, True),
+                              ("kept out, relevant", ~admit & g.relevant, False)):
+        r, c = np.nonzero(mask)
+        order = np.argsort(-g.cosine[r, c] if best else g.cosine[r, c], kind="stable")[:n]
+        rows += [{"outcome": label, "category": g.category[r[i]], "cosine": round(float(g.cosine[r[i], c[i]]), 3),
+                  "goal": scored.goals[gi[r[i]]], "trigger": scored.triggers[c[i]]} for i in order]
+    return pd.DataFrame(rows, columns=["outcome", "category", "cosine", "goal", "trigger"])
 
 
-# ------------------------------------------------------------------------------------------ study
-
-
-def strictest_target(scored: Scored, targets: Sequence[float] = TARGETS, min_admitted: int = MIN_ADMITTED
-                     ) -> float | None:
-    """The highest precision on the ladder that the calibration half reaches (None: not even the lowest)."""
-    cal = scored.half("calibration")
-    s, r = cal["score"].to_numpy(), cal["relevant"].to_numpy(dtype=bool)
-    return next((float(t) for t in sorted(targets, reverse=True) if pick_tau(s, r, t, min_admitted) is not None),
-                None)
-
-
-def target_table(calibrations: Iterable[Calibration]) -> pd.DataFrame:
-    """One row per (scorer, target): τ picked on calibration, the held-out τ, and how τ does on test."""
-    rows = []
-    for c in calibrations:
-        t = c.test
-        rows.append({"scorer": c.scorer, "target": c.target_precision, "tau": c.tau,
-                     "tau_lo": c.tau_ci.lo if c.tau_ci else None, "tau_hi": c.tau_ci.hi if c.tau_ci else None,
-                     "held_out_tau": c.held_out_tau.value if c.held_out_tau else None,
-                     "test_precision": t.precision.value if t else None,
-                     "test_precision_lo": t.precision.lo if t else None,
-                     "test_recall": t.recall.value if t else None,
-                     "false_tokens": t.false_tokens.value if t else None,
-                     "missed": t.missed.value if t else None})
-    return pd.DataFrame(rows)
+def frontier(scored: Scored, rule: Rule = Rule(), split: str = "test") -> pd.DataFrame:
+    """Per family, the best recall reachable at each false-injection cost on one half (point values over the
+    gate grid): the curve the families are compared on."""
+    gates = gate_grid()
+    g = goals(scored, split)
+    r = sums(g, gates).rates(np.ones((1, len(g.lessons))), rule.goals_per_session)
+    df = pd.DataFrame({"scorer": scored.scorer, "split": split, "family": [x.family for x in gates],
+                       "gate": [str(x) for x in gates], "false_tokens": r["false_tokens"][0], "recall": r["recall"][0]})
+    df = df.sort_values(["family", "false_tokens", "recall"], ascending=[True, True, False], kind="stable")
+    best = df.groupby("family")["recall"].cummax()
+    return df[df["recall"] >= best].drop_duplicates(["family", "false_tokens"]).reset_index(drop=True)
 
 
 @dataclass(frozen=True)
-class Study:
-    """Several scorers on the same pairs: calibrations, curves and per-category errors side by side.
-
-    `primary` is the first scorer; `target_precision` the target every scorer is calibrated at (by default
-    the strictest rung of `TARGETS` the primary reaches on the calibration half); `targets` holds every
-    scorer calibrated at every rung.
-    """
+class TauStudy:
+    """`run`'s result: every embedder under one rule. `.table()` is the evidence, `.finding()` the verdict."""
 
     pairs: pd.DataFrame
-    scored: dict
-    calibrations: dict
-    curves: pd.DataFrame
-    targets: pd.DataFrame
-    target_precision: float | None
-    session: SessionModel
-    n_boot: int
-    seed: int
+    scored: dict           # scorer name → Scored
+    results: dict          # scorer name → EmbedderResult
+    rule: Rule
 
-    @property
-    def primary(self) -> str:
-        return next(iter(self.scored))
-
-    def summary(self) -> pd.DataFrame:
+    def table(self) -> pd.DataFrame:
+        """One row per (embedder, family): its pick, on the calibration and the held-out half."""
         rows = []
-        for name, c in self.calibrations.items():
-            t, ref = c.test, c.reference
-            rows.append({"scorer": name, "target": c.target_precision, "tau": c.tau,
-                         "tau_ci": c.tau_ci.fmt(".3f") if c.tau_ci else "unreachable",
-                         "held_out_tau": c.held_out_tau.fmt(".3f") if c.held_out_tau else "unreachable",
-                         "test_precision": t.precision.fmt() if t else None,
-                         "test_recall": t.recall.fmt() if t else None,
-                         "false_tokens/session": t.false_tokens.fmt(".0f") if t else None,
-                         "missed/session": t.missed.fmt() if t else None,
-                         f"precision@{REFERENCE_TAU}": ref.precision.fmt(),
-                         f"recall@{REFERENCE_TAU}": ref.recall.fmt(),
-                         "precision_ceiling": round(c.ceiling, 3)})
-        return pd.DataFrame(rows)
+        for name, res in self.results.items():
+            if not res.families:
+                rows.append({"scorer": name, "family": "(any)", "gate": "unreachable: no gate within the budget",
+                             "winner": False})
+            for f, fam in res.families.items():
+                c, t = fam.calibration, fam.test
+                rows.append({"scorer": name, "family": f, "gate": str(c.gate), "winner": f == res.winner,
+                             "cal_recall": c.recall.fmt(), "cal_false_tokens": c.false_tokens.fmt(".0f"),
+                             "cal_precision": c.precision.fmt(empty="nothing admitted"),
+                             "test_recall": t.recall.fmt(), "test_false_tokens": t.false_tokens.fmt(".0f"),
+                             "test_precision": t.precision.fmt(empty="nothing admitted"),
+                             "over_budget": f"{fam.over_budget:.0%}"})
+        return pd.DataFrame(rows).set_index(["scorer", "family"])
+
+    def frontier(self, split: str = "test") -> pd.DataFrame:
+        return pd.concat([frontier(sc, self.rule, split) for sc in self.scored.values()], ignore_index=True)
 
     def category_table(self) -> pd.DataFrame:
-        frames = [category_errors(self.scored[name], c.tau, n_boot=self.n_boot, seed=self.seed)
-                  for name, c in self.calibrations.items() if c.tau is not None]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        return pd.concat([category_errors(self.scored[n], r.gate, n_boot=self.rule.n_boot, seed=self.rule.seed)
+                          for n, r in self.results.items() if r.reachable], ignore_index=True)
+
+    def calibration(self, name: str, corpus: str = "datasets/tau/pairs.csv") -> dict:
+        """The record `retrieval.write_calibration` stores for one embedder (no timestamp: reproducible)."""
+        res = self.results[name]
+        fam = res.families[res.winner]
+        return {"embedder": name, "gate": res.gate.to_dict(), "family": res.winner,
+                "rule": {"budget_false_tokens_per_session": self.rule.budget,
+                         "goals_per_session": self.rule.goals_per_session, "n_boot": self.rule.n_boot,
+                         "seed": self.rule.seed, "selection": self.rule.describe()},
+                "corpus": {"pairs": corpus, "sha256": self.pairs.attrs.get("sha256"),
+                           "lessons": res.n_lessons},
+                "calibration": fam.calibration.to_dict(), "test": fam.test.to_dict(),
+                "holds_on_test": res.holds(self.rule.budget), "unreachable_in_resamples": round(res.unreachable, 4),
+                "over_budget_in_resamples": round(fam.over_budget, 4),
+                "by": "overlay-kit calibrate-tau (overlay_kit.studies.threshold)"}
 
     def finding(self) -> str:
-        """Markdown prose written from the numbers (no figure in it is typed by hand)."""
-        name = self.primary
-        c = self.calibrations[name]
-        k, ref = self.session.goals_per_session, c.reference
-        at = self.targets[self.targets["target"] == DEFAULT_TARGET].set_index("scorer")
-        reached = [n for n in at.index if pd.notna(at.loc[n, "tau"])]
-        lines = [f"**Can a threshold deliver {DEFAULT_TARGET:.0%} precision?** Best precision on the "
-                 f"calibration half (cuts admitting at least {c.min_admitted} pairs): "
-                 + ", ".join(f"{n} {x.ceiling:.2f}" for n, x in self.calibrations.items()) + ". "
-                 + ("; ".join(f"{n} reaches {DEFAULT_TARGET:.0%} at τ = {at.loc[n, 'tau']:.3f}, but on the "
-                              f"held-out half that τ gives precision {at.loc[n, 'test_precision']:.2f}"
-                              for n in reached) + "." if reached else "None reaches it.")]
-        if c.tau is None:
-            lines.append(f"**{name}** reaches none of the targets {list(TARGETS)}, so no τ is recommended.")
-        else:
-            t = c.test
-            holds = c.held_out_tau is not None and c.held_out_tau.lo <= c.tau <= c.held_out_tau.hi
-            held = (f"the held-out half's own pick for the same target is τ = {c.held_out_tau.fmt('.3f')}, "
-                    f"so the recommendation {'holds' if holds else '**does not hold**'}"
-                    if c.held_out_tau else
-                    f"no τ reaches that target (nor in {c.held_out_unreachable:.0%} of its bootstrap resamples)")
+        """Markdown written from the numbers by the rule (no figure in it is typed by hand)."""
+        b, k = self.rule.budget, self.rule.goals_per_session
+        lines = [f"**Rule** (fixed before the data): {self.rule.describe()}."]
+        for name, r in self.results.items():
+            if not r.reachable:
+                lines.append(f"**{name}**: no gate retrieves anything within {b:g} tokens per session — "
+                             f"unreachable; no gate is recommended.")
+                continue
+            fam, absolute = r.families[r.winner], r.families.get("absolute")
+            c, t = fam.calibration, fam.test
+            verdict = ("**holds** on the held-out half" if r.holds(b) else "**does not hold** on the held-out half")
+            if r.winner == "absolute":
+                versus = "absolute τ is itself the best family on the calibration half"
+            elif absolute is None:
+                versus = "no absolute τ is within the budget"
+            elif r.vs_absolute.low == r.vs_absolute.high == 0:
+                versus = (f"on the test half it makes the same calls as absolute τ ({absolute.calibration.gate}) "
+                          f"on every resample — the families do not differ here")
+            elif r.vs_absolute.low > 0:
+                versus = f"it beats absolute τ ({absolute.calibration.gate}) on the test half by {r.vs_absolute.fmt()} recall"
+            else:
+                versus = (f"but the test half **cannot separate** it from absolute τ ({absolute.calibration.gate}): "
+                          f"recall difference {r.vs_absolute.fmt()} includes 0 — no power for that claim")
             lines.append(
-                f"**Recommended for {name}: τ = {c.tau:.3f}** (target precision {c.target_precision:.0%}, the "
-                f"strictest of {list(TARGETS)} its calibration half reaches; bootstrap "
-                f"{c.tau_ci.lo:.3f}–{c.tau_ci.hi:.3f}). On the held-out half {held}. There τ = {c.tau:.3f} "
-                f"gives precision {t.precision.fmt()} and recall {t.recall.fmt()}; a session of {k} goals "
-                f"against {c.n_lessons} lessons gets {t.false_tokens.fmt('.0f')} tokens of irrelevant lessons "
-                f"and misses {t.missed.fmt()} of its relevant lessons.")
-            cats = category_errors(self.scored[name], c.tau, n_boot=self.n_boot, seed=self.seed)
-            neg = cats[cats["error"] == "irrelevant let in"].sort_values("rate", ascending=False)
-            if len(neg):
-                worst, best = neg.iloc[0], neg.iloc[-1]
-                lines.append(f"At that τ its false admissions come mostly from **{worst['category']}** goals "
-                             f"({worst['rate']:.0%} of them let in; {best['category']}: {best['rate']:.0%}).")
-        f1 = operating_point(self.scored[name], c.f1_tau, n_boot=self.n_boot, seed=self.seed, session=self.session)
-        lines.append(f"Trading precision for recall instead, the calibration half's F1-best τ = {c.f1_tau:.3f} gives "
-                     f"held-out precision {f1.precision.fmt()} and recall {f1.recall.fmt()}, at "
-                     f"{f1.false_tokens.fmt('.0f')} irrelevant tokens and {f1.missed.fmt()} missed lessons per "
-                     f"session.")
-        gap = None if c.tau is None else REFERENCE_TAU - c.tau
-        lines.append(
-            (f"**τ = {REFERENCE_TAU} is {abs(gap):.3f} {'above' if gap > 0 else 'below'} that.** " if gap is not None
-             else f"**τ = {REFERENCE_TAU}.** ")
-            + f"The highest score {name} gives any labelled pair is {self.scored[name].pairs['score'].max():.3f}; "
-            f"at {REFERENCE_TAU} the held-out half has precision {ref.precision.fmt()} and recall "
-            f"{ref.recall.fmt()}; per session {ref.missed.fmt()} relevant lessons are missed and "
-            f"{ref.false_tokens.fmt('.0f')} irrelevant tokens admitted"
-            + (" — tier 3 is effectively dark." if ref.recall.value == 0 else "."))
-        for other, o in self.calibrations.items():
-            if other == name:
-                continue
-            if o.tau is None:
-                lines.append(f"**{other}** cannot reach {c.target_precision:.0%} precision on the calibration "
-                             f"half (its best is {o.ceiling:.2f} at τ = {o.ceiling_tau:.3f}).")
-                continue
-            ot = o.test
-            lines.append(f"**{other}** at the same target: τ = {o.tau:.3f} (bootstrap {o.tau_ci.lo:.3f}–"
-                         f"{o.tau_ci.hi:.3f}); held-out precision {ot.precision.fmt()}, recall "
-                         f"{ot.recall.fmt()}, {ot.false_tokens.fmt('.0f')} irrelevant tokens and "
-                         f"{ot.missed.fmt()} missed lessons per session.")
-        lines.append(f"Session model: {self.session.describe(c.n_lessons)}. Intervals: 95 % percentile "
-                     f"bootstrap, {self.n_boot} resamples, seed {self.seed}.")
+                f"**{name} → {c.gate}** ({r.winner}). Calibration half: recall {c.recall.fmt()} at "
+                f"{c.false_tokens.fmt('.0f')} false-injection tokens per session. Held-out half: recall "
+                f"{t.recall.fmt()}, {t.false_tokens.fmt('.0f')} tokens, precision {t.precision.fmt()} — the pick "
+                f"{verdict}; {versus}. Re-picking on {self.rule.n_boot} lesson resamples: the same family wins in "
+                f"{r.same_family:.0%}, nothing is reachable within budget in {r.unreachable:.0%}, and this gate "
+                f"breaks the budget in {fam.over_budget:.0%}. Ranking alone puts the relevant lesson first for "
+                f"{r.top1.fmt()} of held-out relevant goals and in the top 3 for {r.top3.fmt()}; the inherited "
+                f"τ = {REFERENCE_TAU} retrieves {r.reference.recall.fmt()} of them"
+                + (" — dark." if r.reference.recall.estimate == 0 else "."))
+        if not any(r.reachable for r in self.results.values()):
+            return "\n\n".join(lines)
+        n = next(iter(self.results.values()))
+        lines.append(f"Power: each half holds {n.n_lessons['test']} lessons and {n.n_relevant['test']} relevant "
+                     f"goals, so a recall interval spans about ±{_halfwidth(self):.2f}; differences between "
+                     f"families smaller than that are not resolved here.")
         return "\n\n".join(lines)
 
 
-def run_study(pairs: pd.DataFrame, scorers: Sequence[Scorer], *, target_precision: float | None = None,
-              targets: Sequence[float] = TARGETS, n_boot: int = 1000, seed: int = 0,
-              min_admitted: int = MIN_ADMITTED, session: SessionModel = SessionModel(),
-              taus: Iterable[float] = GRID) -> Study:
-    """Score `pairs` with every scorer and calibrate each at `target_precision` (None: the strictest rung
-    of `targets` the first scorer reaches on the calibration half)."""
-    if not scorers:
-        raise ValueError("run_study needs at least one scorer")
+def _halfwidth(study: TauStudy) -> float:
+    w = [(r.families[r.winner].test.recall.high - r.families[r.winner].test.recall.low) / 2
+         for r in study.results.values() if r.reachable]
+    return float(np.median(w)) if w else float("nan")
+
+
+def default_scorers() -> list[Scorer]:
+    """The bundled embedder, the TF-IDF baseline, and all-MiniLM-L6-v2 when the optional extra is installed."""
+    out = [get_scorer(None), get_scorer(TFIDF)]
+    try:
+        out.append(get_scorer(retrieval.MINILM))
+    except retrieval.EmbedderUnavailable:
+        pass
+    return out
+
+
+def run(pairs: pd.DataFrame | None = None, scorers: Sequence[Scorer] | None = None, *, budget: float = Rule.budget,
+        goals_per_session: int = Rule.goals_per_session, n_boot: int = Rule.n_boot, seed: int = Rule.seed) -> TauStudy:
+    """The τ study: every scorer (default: `default_scorers()`) on `pairs` (default: the project's corpus),
+    every gate family, under one `Rule`."""
+    if budget < 0 or goals_per_session < 1 or n_boot < 10:
+        raise ValueError(f"need budget ≥ 0, goals_per_session ≥ 1 and n_boot ≥ 10; got {budget}, "
+                         f"{goals_per_session}, {n_boot}")
+    pairs = load_corpus() if pairs is None else pairs
+    rule = Rule(float(budget), int(goals_per_session), int(n_boot), int(seed))
     scored = {}
-    for scorer in scorers:
+    for scorer in default_scorers() if scorers is None else scorers:
         sc = score(pairs, scorer)
         scored[sc.scorer] = sc
-    primary = next(iter(scored.values()))
-    if target_precision is None:
-        target_precision = strictest_target(primary, targets, min_admitted) or min(targets)
-    kw = dict(n_boot=n_boot, seed=seed, min_admitted=min_admitted, session=session)
-    ladder = sorted(set(targets) | {target_precision}, reverse=True)
-    by_target = {(name, t): calibrate(sc, t, **kw) for name, sc in scored.items() for t in ladder}
-    taus = list(taus)
-    frames = [curves(sc, half, taus, n_boot=n_boot, seed=seed, session=session)
-              for sc in scored.values() for half in SPLITS]
-    return Study(pairs, scored, {name: by_target[name, target_precision] for name in scored},
-                 pd.concat(frames, ignore_index=True), target_table(by_target.values()), target_precision,
-                 session, n_boot, seed)
+    if not scored:
+        raise ValueError("run needs at least one scorer")
+    return TauStudy(pairs, scored, {n: study_embedder(sc, rule) for n, sc in scored.items()}, rule)
