@@ -58,6 +58,7 @@ __all__ = [
     "TauStudy",
     "TfidfScorer",
     "assign_split",
+    "calibrations",
     "category_errors",
     "default_scorers",
     "examples",
@@ -632,6 +633,19 @@ class TauStudy:
                              "over_budget": f"{fam.over_budget:.0%}"})
         return pd.DataFrame(rows).set_index(["scorer", "family"])
 
+    def summary(self) -> pd.DataFrame:
+        """One row per embedder: the winner and the numbers the finding weighs it by."""
+        rows = []
+        for name, r in self.results.items():
+            rows.append({"scorer": name, "winner": r.winner or "none within budget",
+                         "gate": str(r.gate) if r.gate else "unreachable", "holds_on_test": r.holds(self.rule.budget),
+                         "test_recall_vs_absolute": r.vs_absolute.fmt(empty="n/a"),
+                         "same_family_in_resamples": f"{r.same_family:.0%}",
+                         "unreachable_in_resamples": f"{r.unreachable:.0%}",
+                         "test_top1": r.top1.fmt(), "test_top3": r.top3.fmt(),
+                         f"test_recall_at_{REFERENCE_TAU}": r.reference.recall.fmt()})
+        return pd.DataFrame(rows).set_index("scorer")
+
     def frontier(self, split: str = "test") -> pd.DataFrame:
         return pd.concat([frontier(sc, self.rule, split) for sc in self.scored.values()], ignore_index=True)
 
@@ -701,6 +715,20 @@ def _halfwidth(study: TauStudy) -> float:
     w = [(r.families[r.winner].test.recall.high - r.families[r.winner].test.recall.low) / 2
          for r in study.results.values() if r.reachable]
     return float(np.median(w)) if w else float("nan")
+
+
+def calibrations(directory: str | Path | None = None) -> pd.DataFrame:
+    """The stored calibrations (default: the ones the project ships, `datasets/tau/gates`), one row each."""
+    rows = []
+    for path in sorted(Path(directory or CORPUS_DIR / "gates").glob("*.json")):
+        rec = retrieval.load_calibration(path)
+        cal, test = rec.get("calibration", {}), rec.get("test", {})
+        fmt = lambda v, spec=".2f": Interval(*v).fmt(spec) if v and v[0] is not None else "n/a"  # noqa: E731
+        rows.append({"embedder": rec["embedder"], "gate": str(rec["gate"]), "cal_recall": fmt(cal.get("recall")),
+                     "cal_false_tokens": fmt(cal.get("false_tokens"), ".0f"), "test_recall": fmt(test.get("recall")),
+                     "test_false_tokens": fmt(test.get("false_tokens"), ".0f"),
+                     "holds_on_test": rec.get("holds_on_test"), "file": path.name})
+    return pd.DataFrame(rows).set_index("embedder")
 
 
 def default_scorers() -> list[Scorer]:
