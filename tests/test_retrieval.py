@@ -197,7 +197,8 @@ def test_resolver_notes_an_uncalibrated_embedder_instead_of_a_silent_dark_index(
                          "replies")
         store.set_resident([d.id], False, who="budget", reason="test")
         eff = resolve(skill, store, goal="vendor invoice reply", embedder=other)
-        assert "CC FINANCE" not in eff.text and "no calibrated retrieval gate" in eff.notes_of("retrieval_dark")[0].detail
+        assert "CC FINANCE" not in eff.text
+        assert "no calibrated retrieval gate" in eff.notes_of("retrieval_dark")[0].detail
         retrieval.write_calibration(_record(other.id, retrieval.Gate.absolute(0.9)))
         assert "CC FINANCE" in resolve(skill, store, goal="vendor invoice reply", embedder=other).text
 

@@ -290,10 +290,11 @@ def test_the_verdict_can_come_out_the_other_way(corpus):
     none = th.run(corpus, [th.TfidfScorer()], budget=0, n_boot=50)
     res = none.results["tfidf"]
     assert not res.reachable and "unreachable" in none.finding()
-    assert "unreachable" in none.table().to_string() or res.families
+    assert "nan" not in none.table().to_string().lower()      # recall 0.00, "nothing admitted": never NaN
     generous = th.run(corpus, [th.TfidfScorer()], budget=400, n_boot=50).results["tfidf"]
+    default = th.run(corpus, [th.TfidfScorer()], n_boot=50).results["tfidf"]
     assert generous.families[generous.winner].calibration.recall.estimate > \
-        th.run(corpus, [th.TfidfScorer()], n_boot=50).results["tfidf"].families[generous.winner].calibration.recall.estimate
+        default.families[default.winner].calibration.recall.estimate
 
 
 def test_category_errors_and_examples(tfidf_study):

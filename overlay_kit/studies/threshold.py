@@ -26,8 +26,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -670,7 +670,7 @@ class TauStudy:
 
     def finding(self) -> str:
         """Markdown written from the numbers by the rule (no figure in it is typed by hand)."""
-        b, k = self.rule.budget, self.rule.goals_per_session
+        b = self.rule.budget
         lines = [f"**Rule** (fixed before the data): {self.rule.describe()}."]
         for name, r in self.results.items():
             if not r.reachable:
@@ -688,7 +688,8 @@ class TauStudy:
                 versus = (f"on the test half it makes the same calls as absolute τ ({absolute.calibration.gate}) "
                           f"on every resample — the families do not differ here")
             elif r.vs_absolute.low > 0:
-                versus = f"it beats absolute τ ({absolute.calibration.gate}) on the test half by {r.vs_absolute.fmt()} recall"
+                versus = (f"it beats absolute τ ({absolute.calibration.gate}) on the test half by "
+                          f"{r.vs_absolute.fmt()} recall")
             else:
                 versus = (f"but the test half **cannot separate** it from absolute τ ({absolute.calibration.gate}): "
                           f"recall difference {r.vs_absolute.fmt()} includes 0 — no power for that claim")
