@@ -327,9 +327,12 @@ def gate_for(embedder_id: str) -> tuple[Gate, Path]:
     shipped one. Raises `Uncalibrated` (none) or `CalibrationError` (a file that exists but is bad)."""
     for directory in (user_gates_dir(), dataset_path("tau", "gates")):
         path = calibration_path(embedder_id, directory)
+        if not path.is_file() and embedder_id == StaticEmbedder.id:  # the same vectors as the bundled model
+            path = calibration_path(bundled.EMBEDDER_ID, directory)
         if path.is_file():
             record = load_calibration(path)
-            if record["embedder"] != embedder_id:
+            same = bundled.EMBEDDER_ID if embedder_id == StaticEmbedder.id else embedder_id
+            if record["embedder"] not in (embedder_id, same):
                 raise CalibrationError(path, "embedder", f"is {record['embedder']!r}, expected {embedder_id!r}")
             return record["gate"], path
     raise Uncalibrated(embedder_id)

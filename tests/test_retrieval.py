@@ -244,3 +244,10 @@ def test_a_relevant_lesson_demoted_by_the_budget_comes_back_for_a_paraphrased_go
         assert not missed.notes_of("retrieved") and not missed.notes_of("retrieval_dark")
         dark = resolve(skill, store, goal=goal["goal"], embedder=emb, tau=0.82)  # the old default
         assert not dark.notes_of("retrieved")
+
+
+def test_the_numpy_static_embedder_shares_the_bundled_calibration(emb):
+    static = retrieval.static_embedder()
+    v = static.encode(["clean up my inbox", "write a haiku"])
+    assert np.allclose(v, emb.encode(["clean up my inbox", "write a haiku"]), atol=1e-4)  # the same vectors …
+    assert retrieval.gate_for(static.id)[0] == retrieval.gate_for(emb.id)[0]          # … so the same gate
