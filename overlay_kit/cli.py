@@ -409,6 +409,9 @@ def cmd_calibrate_tau(args: argparse.Namespace) -> int:
         print()
         if written:
             print(f"wrote {written}: the resolver now gates {scorer.name} with {res.gate}")
+            if not res.holds(args.budget):
+                print("warning: this gate does not hold on the held-out half (see the finding); "
+                      "more labelled pairs would settle it")
         elif res.reachable:
             print("nothing written (" + ("--dry-run" if args.dry_run else "TF-IDF is a baseline, not an embedder")
                   + ")")
