@@ -1,8 +1,12 @@
-# Every target creates or reuses .venv itself. TORCH_SPEC is installed before the package so that
-# sentence-transformers never pulls a CUDA build of torch.
+# Every target creates or reuses .venv itself. TORCH_SPEC is installed before the package, from TORCH_INDEX (the
+# CPU-only builds), so that sentence-transformers never pulls a CUDA build of torch (several GB). TORCH_INDEX= (empty)
+# uses pip's own configuration only; an index that does not answer is dropped with a loud line (offline, a local
+# wheelhouse: pip then finds the pin where it is configured to look).
 PYTHON      ?= python3
 VENV        ?= .venv
 TORCH_SPEC  ?= torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+NOTEBOOKS   ?= notebooks/*.ipynb
 EXTRAS      ?= dev,dask
 # The local inference engine (llama.cpp) for the model client's tests, the cost study and its benchmark.
 # Built from source once per machine (~5 min on 2 cores); pip caches the wheel, so later installs take seconds.
@@ -15,16 +19,30 @@ CHROMIUM    ?= /usr/bin/chromium
 CHROMIUM_STAMP := $(VENV)/.chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test report bench venv engine browser clean
+.PHONY: lab test report bench venv torch trust engine browser clean
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(MAKE) --no-print-directory torch
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
+
+# An index that does not answer (offline, a local wheelhouse) is dropped with a loud line, not retried per package.
+torch:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@index="$(TORCH_INDEX)"; \
+	if [ -n "$$index" ] && ! $(BIN)/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=20)' \
+		"$${index%/}/torch/" 2>/dev/null; then \
+		echo "!!! TORCH_INDEX $$index does not answer: installing $(TORCH_SPEC) from pip's own configuration"; index=; fi; \
+	echo "pip install $${index:+--extra-index-url $$index} $(TORCH_SPEC)"; \
+	$(BIN)/python -m pip install --quiet $${index:+--extra-index-url "$$index"} "$(TORCH_SPEC)"
+
+# The stored notebooks open rendered (charts, widgets) only when trusted: sign them for this user.
+trust: venv
+	$(BIN)/jupyter trust $(NOTEBOOKS)
 
 engine: $(ENGINE_STAMP)
 
@@ -40,8 +58,8 @@ $(CHROMIUM_STAMP): $(STAMP)
 	@if [ -x $(CHROMIUM) ]; then touch $@; else echo "!!! $(CHROMIUM) is missing and this is not root:" \
 		"tests/test_browser.py will be SKIPPED (install Debian's chromium, or run make test as root)"; fi
 
-lab: venv
-	JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 \
+lab: venv trust
+	OVERLAY_KIT_SKILLS=$(CURDIR)/datasets/skills JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 \
 		$(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00_quickstart.ipynb
 
 test: venv engine browser
@@ -51,7 +69,7 @@ test: venv engine browser
 
 report: venv engine
 	mkdir -p build
-	FULL=1 $(BIN)/jupyter nbconvert --to html --execute --output-dir build notebooks/*.ipynb
+	FULL=1 $(BIN)/python -m overlay_widgets.report --execute --output-dir build $(NOTEBOOKS)
 
 bench: venv engine
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

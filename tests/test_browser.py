@@ -85,7 +85,7 @@ def lab(tmp_path_factory):
     port, token = _free_port(), secrets.token_hex(16)
     env = {**os.environ, "OVERLAY_KIT_TOUR_DIR": str(home / "dbs"), "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_PREFER_ENV_PATH": "1",
-           "JUPYTER_CONFIG_DIR": str(home / "config")}
+           "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data")}  # trust db
     # the notebooks run on this environment's ipykernel (the venv's), not a user-level kernelspec
     spec = KernelSpecManager().get_kernel_spec("python3")
     assert Path(spec.resource_dir).resolve().is_relative_to(Path(sys.prefix).resolve()), spec.resource_dir
@@ -110,7 +110,7 @@ def lab(tmp_path_factory):
                 log.flush()
                 pytest.fail(f"JupyterLab did not start:\n{(home / 'jupyter.log').read_text()[-3000:]}")
             time.sleep(0.5)
-        yield {"base": base, "token": token, "home": home}
+        yield {"base": base, "token": token, "home": home, "env": env}
     finally:
         try:
             req = urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST")
@@ -223,3 +223,59 @@ def test_budget_tuner_renders_in_jupyterlab(lab, browser):
         _shot(tuner, "budget_tuner.png", publish="budget_tuner.png")
     finally:
         page.close()
+
+
+# ------------------------------------------------------------------ opened as stored; the report offline
+
+SVG_CHART = f"{FRONT} .jp-OutputArea-output[data-mime-type='image/svg+xml'] svg"
+WIDGET = f"{FRONT} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.widget-view+json'] .overlay-budget"
+
+
+def test_stored_notebook_opens_rendered_after_make_trust_without_running_a_cell(lab, browser):
+    """`make lab` signs the notebooks (`make trust`); a chart and a widget then render from the stored outputs.
+    The same notebook with one byte of metadata changed is not signed, and shows neither: the control."""
+    stored = lab["home"] / "stored"
+    stored.mkdir()
+    nb = json.loads((ROOT / "notebooks" / "06_budget_tuning.ipynb").read_text())
+    (stored / "06_budget_tuning.ipynb").write_text(json.dumps(nb, indent=1))
+    nb["metadata"]["untrusted_copy"] = True
+    (stored / "unsigned.ipynb").write_text(json.dumps(nb, indent=1))
+    subprocess.run(["make", "--no-print-directory", "-o", f"{sys.prefix}/.installed", "trust", f"VENV={sys.prefix}",
+                    f"NOTEBOOKS={stored / '06_budget_tuning.ipynb'}"], cwd=ROOT, env=lab["env"], check=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        page.goto(f"{lab['base']}/lab/tree/stored/06_budget_tuning.ipynb?token={lab['token']}&reset")
+        page.wait_for_selector(SVG_CHART, timeout=90_000)
+        page.wait_for_selector(WIDGET, timeout=90_000)
+        tuner = page.locator(WIDGET).first
+        assert tuner.locator("svg").count() >= 1 and "resident tokens" in tuner.inner_text()
+        _shot(page.locator(FRONT), "stored_rendered.png")
+        page.goto(f"{lab['base']}/lab/tree/stored/unsigned.ipynb?token={lab['token']}&reset")
+        page.wait_for_selector(f"{FRONT} .jp-OutputArea-output", timeout=90_000)
+        page.wait_for_timeout(3000)
+        assert page.locator(SVG_CHART).count() == 0  # untrusted: the text/plain fallback
+        assert "alt." in page.locator(FRONT).inner_text() or "VBox" in page.locator(FRONT).inner_text()
+    finally:
+        page.close()
+
+
+def test_report_html_renders_widgets_with_the_network_blocked(browser, tmp_path):
+    """`make report`'s exporter: the widget manager is a file beside the HTML; every non-file request fails."""
+    subprocess.run([sys.executable, "-m", "overlay_widgets.report", "--output-dir", str(tmp_path),
+                    str(ROOT / "notebooks" / "06_budget_tuning.ipynb")], check=True, cwd=ROOT)
+    html = tmp_path / "06_budget_tuning.html"
+    blocked, loaded = [], []
+    context = browser.new_context(viewport={"width": 1400, "height": 1400})
+    context.route("**/*", lambda route: (loaded.append(route.request.url), route.continue_())
+                  if route.request.url.startswith("file:") else (blocked.append(route.request.url), route.abort()))
+    page = context.new_page()
+    try:
+        page.goto(html.as_uri())
+        page.wait_for_selector(".overlay-budget .widget-slider", timeout=60_000)
+        tuner = page.locator(".overlay-budget").first
+        assert "resident tokens" in tuner.inner_text() and tuner.locator("svg").count() >= 1
+        assert any(u.endswith("_static/html-manager/embed.js") for u in loaded), loaded
+        assert not any("html-manager" in u or "require" in u for u in blocked), blocked
+        _shot(tuner, "report_offline_tuner.png")
+    finally:
+        context.close()

@@ -1,0 +1,56 @@
+"""`make report`: notebooks → HTML whose widgets render with no network.
+
+nbconvert's HTML loads require.js and the widget manager from CDNs, so offline every widget is dropped. Here
+the widget manager (`@jupyter-widgets/html-manager`'s `embed.js`, vendored under `static/html-manager/`) is
+copied beside the HTML and referenced by a relative URL, require.js is left out (`embed.js` needs none), and
+the widgets render from the state stored in each notebook.
+
+    python -m overlay_widgets.report --output-dir build notebooks/*.ipynb             # the stored outputs
+    FULL=1 python -m overlay_widgets.report --execute --output-dir build notebooks/*.ipynb   # re-run first
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+STATIC = Path(__file__).with_name("static") / "html-manager"
+ASSETS = "_static/html-manager"  # relative to the HTML files
+
+
+def export(notebook: str | Path, out_dir: str | Path, *, execute: bool = False, timeout: int | None = None) -> Path:
+    """Write `out_dir/<name>.html` (and the widget manager beside it); return the HTML path."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import ExecutePreprocessor
+
+    notebook, out_dir = Path(notebook), Path(out_dir)
+    nb = nbformat.read(notebook, as_version=4)
+    if execute:
+        ExecutePreprocessor(timeout=timeout, store_widget_state=True).preprocess(
+            nb, {"metadata": {"path": str(notebook.parent)}})
+    exporter = HTMLExporter(template_name="lab", require_js_url="", widget_renderer_url=f"{ASSETS}/embed.js")
+    html, _ = exporter.from_notebook_node(nb, {"metadata": {"name": notebook.stem}})
+    (out_dir / ASSETS).mkdir(parents=True, exist_ok=True)
+    for f in ("embed.js", "LICENSE"):
+        shutil.copyfile(STATIC / f, out_dir / ASSETS / f)
+    target = out_dir / f"{notebook.stem}.html"
+    target.write_text(html, encoding="utf-8")
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m overlay_widgets.report", description=__doc__.splitlines()[0])
+    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
+    p.add_argument("--output-dir", default="build", metavar="DIR")
+    p.add_argument("--execute", action="store_true", help="run each notebook first (its own directory as cwd)")
+    args = p.parse_args(argv)
+    for nb in args.notebooks:
+        print(export(nb, args.output_dir, execute=args.execute), flush=True)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
