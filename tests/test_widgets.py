@@ -87,12 +87,60 @@ def test_approve_button_activates_and_its_undo_handle_reverses_it(store, seeded)
     assert panel.history[-1] == (f"undo of approve {staged.id}", "undone", None)
 
 
-def test_quarantined_leaves_quarantine_only_by_the_explicit_approve(store, seeded):
+def test_a_flagged_quarantined_lesson_takes_a_second_deliberate_step_showing_its_findings(store, seeded):
     skill, _, quarantined, _ = seeded
     panel = ReviewPanel(store, [skill])
+    first = panel.button(quarantined.id, "Approve")
+    assert first.description == "Approve…" and first.button_style == "warning"  # not the green one-click button
+    first.click()
+    assert store.get(quarantined.id).status == "quarantined" and not panel.history  # nothing approved
+    text = _texts(panel.widget)
+    assert "the injection scan found:" in text and "instruction-override" in text and "url: https://pay.example/x" in text
+    panel.button(quarantined.id, "Cancel").click()
+    assert store.get(quarantined.id).status == "quarantined" and "the injection scan found" not in _texts(panel.widget)
     panel.button(quarantined.id, "Approve").click()
+    panel.button(quarantined.id, "Approve despite findings").click()
     assert store.get(quarantined.id).status == "active"
     assert compose(skill, store.search(skill.name, status="active"), embedder=False).text.count(INJECTION) == 1
+
+
+def test_a_clean_staged_lesson_is_approved_in_one_click_with_a_visible_effect(store, seeded):
+    skill, staged, _, _ = seeded
+    panel = ReviewPanel(store, [skill], show_active=False)
+    assert panel.button(staged.id, "Approve").button_style == "success"
+    panel.button(staged.id, "Approve").click()
+    assert store.get(staged.id).status == "active"
+    msg = panel.message.value
+    assert f"approve {staged.id}: done" in msg and CFO in msg and "<b>active</b> under §escalation" in msg
+    assert panel.widget.children.index(panel.message) < panel.widget.children.index(panel.body)  # at the top
+
+
+def test_a_panel_shows_the_store_as_of_its_cell_not_a_later_cells_writes(store, seeded):
+    skill, staged, _, _ = seeded
+    panel = ReviewPanel(store, [skill])
+    before = _texts(panel.widget)
+    store.approve(staged.id)  # the next cell
+    assert _texts(panel.widget) == before and "Pending</b> (2)" in before
+    panel.refresh()  # its Refresh button
+    assert "Pending</b> (1)" in _texts(panel.widget)
+
+
+def test_after_forget_erased_lessons_have_no_revert_approve_or_undo(store, seeded):
+    skill, staged, quarantined, active = seeded
+    panel = ReviewPanel(store, [skill])
+    panel.button(staged.id, "Approve").click()
+    assert panel._undo_buttons[0].disabled is False
+    other = ReviewPanel(store, [skill])
+    store.forget(skill=skill.name)
+    for p in (panel, other):
+        assert all(b.disabled for b in p._buttons.values())
+        assert all(b.disabled for b in p._undo_buttons.values())
+        text = _texts(p.widget)
+        assert f"{active.id}: erased by forget" in text and INJECTION not in text
+    assert "erased by forget: nothing to undo" not in _texts(other.widget)  # it never acted
+    panel.refresh()
+    assert "erased by forget: nothing to undo" in _texts(panel.widget)
+    assert "Pending</b> (0)" in _texts(panel.widget) and "Active</b> (0)" in _texts(panel.widget)
 
 
 def test_discard_and_revert_archive_and_never_delete(store, seeded):

@@ -6,10 +6,17 @@ delta against *without* it. Active deltas can be reverted (archived); orphans (t
 base update) can be re-approved in bulk per skill or discarded one by one. Every action goes through the
 store's public API — `store.approve` is the consent gate, the only way out of quarantine — and the undo
 handle it returns is listed with an Undo button (`store.undo`).
+
+A panel shows the store as it was when it was drawn (or last refreshed, by its own actions or the Refresh
+button): a later cell's writes never redraw an earlier panel, so Run All leaves each panel as of its cell.
+The one exception is erasure: once `forget` erases a lesson, its buttons and undo handles are withdrawn.
+Approving a quarantined lesson whose injection scan found something takes two steps: Approve… shows the
+findings, and only "Approve despite findings" calls `store.approve`.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Sequence
 
 import ipywidgets as widgets
@@ -38,11 +45,18 @@ class ReviewPanel:
         self.history: list[tuple[str, str, Undo | None]] = []  # (what was done, result, undo handle)
         self.message = widgets.HTML()
         self.body = widgets.VBox()
-        self.widget = widgets.VBox([widgets.HTML(f"<b>Review</b> · {esc(', '.join(self.skills))}"), self.body,
-                                    self.message])
+        reload = widgets.Button(description="Refresh", tooltip="re-read the store (this panel shows it as of "
+                                "its cell or its last action)", layout=widgets.Layout(width="auto"))
+        reload.on_click(lambda _b: self.refresh())
+        self.widget = widgets.VBox([widgets.HBox([widgets.HTML(f"<b>Review</b> · {esc(', '.join(self.skills))}"),
+                                                  reload]), self.message, self.body])
         self.widget.add_class("overlay-review")
         self._buttons: dict[tuple[str, str], widgets.Button] = {}
         self._undone: set[int] = set()
+        self._erased: set[str] = set()  # erased by forget after this panel was drawn
+        self._confirming: str | None = None  # a flagged quarantined delta whose findings are on show
+        hook = weakref.WeakMethod(self._on_forget)
+        store.on_forget(lambda ids: hook() and hook()(ids))
         self.refresh()
 
     # ------------------------------------------------------------------------------------- queries
@@ -101,9 +115,52 @@ class ReviewPanel:
         self.refresh(keep_message=True)
         return handle
 
-    def approve(self, delta_id: str) -> Undo | None:
-        """The consent gate (`store.approve`): staged, quarantined or orphaned → active."""
-        return self._do(f"approve {delta_id}", lambda: self.store.approve(delta_id))
+    def approve(self, delta_id: str, *, findings_seen: bool = False) -> Undo | None:
+        """The consent gate (`store.approve`): staged, quarantined or orphaned → active. A quarantined delta with
+        injection findings is not approved on the first call: its findings are shown with a deliberate second
+        button ("Approve despite findings", i.e. `findings_seen=True`)."""
+        try:
+            d = self.store.get(delta_id)
+        except StoreError:
+            d = None
+        if d is not None and d.status == "quarantined" and d.findings and not findings_seen:
+            self._confirming = delta_id
+            self.message.value = (f"<span style='color:#9a6700'>{esc(delta_id)} came from untrusted input and "
+                                  f"its scan found {len(d.findings)} finding(s): read them below, then approve "
+                                  "despite them or cancel</span>")
+            self.refresh(keep_message=True)
+            return None
+        self._confirming = None
+        handle = self._do(f"approve {delta_id}", lambda: self.store.approve(delta_id))
+        if handle is not None:
+            d = self.store.get(delta_id)
+            self.message.value = (f"<span style='color:#1a7f37'>approve {esc(delta_id)}: done — "
+                                  f"<i>{esc(d.text)}</i> is now <b>active</b> under §{esc(d.anchor.section)}; "
+                                  "sessions see it from their next resolve (Undo under Done)</span>")
+        return handle
+
+    def cancel(self, delta_id: str) -> None:
+        """Close the findings of a flagged delta without approving it."""
+        self._confirming = None
+        self.message.value = f"approval of {esc(delta_id)} cancelled: it stays quarantined"
+        self.refresh(keep_message=True)
+
+    def _on_forget(self, ids: list[str]) -> None:
+        """Erased lessons lose their cards, buttons and undo handles in place (nothing is left to act on); the
+        rest of the panel stays as drawn."""
+        self._erased.update(ids)
+        for delta_id, row in self._rows.items():
+            if delta_id in self._erased:
+                row.children = (widgets.HTML(f"<span style='color:#6e7781'>{esc(delta_id)}: erased by forget — "
+                                             "nothing left to review</span>"),)
+        for (delta_id, _), b in self._buttons.items():
+            b.disabled = b.disabled or delta_id in self._erased
+        for i, b in self._undo_buttons.items():
+            b.disabled = b.disabled or self._undo_erased(i)
+
+    def _undo_erased(self, index: int) -> bool:
+        handle = self.history[index][2]
+        return handle is not None and not self._erased.isdisjoint(handle.ids)
 
     def discard(self, delta_id: str) -> Undo | None:
         """Archive a pending or orphaned delta (never deleted; `rebase.discard` = `store.revert`)."""
@@ -141,21 +198,37 @@ class ReviewPanel:
 
     # ------------------------------------------------------------------------------------ rendering
 
+    STYLES = {"Approve": "success", "Discard": "warning", "Revert": "danger", "Approve despite findings": "danger",
+              "Cancel": ""}
+
     def _row(self, d: Delta, actions: Sequence[tuple[str, str, object]]) -> widgets.VBox:
         body = self.skills[d.skill].body
         parts = [widgets.HTML(delta_html(d, body))]
         if d.status != "orphaned":
             parts.append(widgets.HTML(self._change_html(d)))
+        flagged = d.status == "quarantined" and bool(d.findings)
+        if flagged and self._confirming == d.id:
+            items = "".join(f"<li><code>{esc(f)}</code></li>" for f in d.findings)
+            parts.append(widgets.HTML(
+                f"<div style='border:2px solid #cf222e;padding:6px 10px;margin:4px 0'><b>Untrusted input "
+                f"({esc(d.provenance.source)}) — the injection scan found:</b><ul>{items}</ul>Approving lets this "
+                "text reach every session of the skill.</div>"))
+            actions = [("Approve despite findings", "store.approve, after reading the findings",
+                        lambda i: self.approve(i, findings_seen=True)), ("Cancel", "keep it quarantined", self.cancel)]
         buttons = []
         for label, tip, fn in actions:
-            b = widgets.Button(description=label, tooltip=tip,
-                               button_style={"Approve": "success", "Discard": "warning", "Revert": "danger"}[label])
+            first_step = flagged and label == "Approve"  # shows the findings; approves nothing
+            b = widgets.Button(description="Approve…" if first_step else label,
+                               tooltip="shows the injection findings first; a second button approves" if first_step
+                               else tip, button_style="warning" if first_step else self.STYLES[label],
+                               layout=widgets.Layout(width="auto"))
             b.on_click(lambda _b, fn=fn, i=d.id: fn(i))
             self._buttons[(d.id, label)] = b
             buttons.append(b)
         parts.append(widgets.HBox(buttons))
         row = widgets.VBox(parts, layout=widgets.Layout(margin="4px 0 10px 0"))
         row.add_class("overlay-delta")
+        self._rows[d.id] = row
         return row
 
     def refresh(self, keep_message: bool = False) -> None:
@@ -163,6 +236,8 @@ class ReviewPanel:
         if not keep_message:
             self.message.value = ""
         self._buttons.clear()
+        self._rows: dict[str, widgets.VBox] = {}
+        self._undo_buttons: dict[int, widgets.Button] = {}
         rows: list[widgets.Widget] = []
         pending = self.pending()
         rows.append(widgets.HTML(f"<b>Pending</b> ({len(pending)}): staged lessons and quarantined untrusted "
@@ -189,8 +264,11 @@ class ReviewPanel:
         if self.history:
             rows.append(widgets.HTML("<b>Done</b> (each with its undo handle)"))
             for i, (what, result, handle) in enumerate(self.history):
-                u = widgets.Button(description="Undo", disabled=handle is None or i in self._undone,
+                erased = self._undo_erased(i)
+                u = widgets.Button(description="Undo", disabled=handle is None or i in self._undone or erased,
                                    tooltip="store.undo(handle)")
                 u.on_click(lambda _b, i=i: self.undo(i))
-                rows.append(widgets.HBox([u, widgets.HTML(f"{esc(what)} — {esc(result)}")]))
+                self._undo_buttons[i] = u
+                note = "erased by forget: nothing to undo" if erased else result
+                rows.append(widgets.HBox([u, widgets.HTML(f"{esc(what)} — {esc(note)}")]))
         self.body.children = tuple(rows)
