@@ -215,6 +215,28 @@ def test_budget_tuner_ttft_estimate_and_no_model(store, seeded):
     assert tuner.measure() == (None, "not measured: no local model (pass client= and model=)")
 
 
+def test_budget_tuner_says_why_measure_is_disabled_and_keeps_its_axis(store, seeded):
+    import re
+
+    tuner = BudgetTuner([seeded[0]], store, ceiling=4096)
+    assert tuner.measure_button.disabled and "Measure needs a local model" in tuner.measure_hint.value
+    first = tuner.figure.value
+    tuner.slider.value = 2048
+    domain = re.compile(r">(\d[\d,]*)</text>")  # the axis tick labels
+    ticks = lambda svg_: [int(t.replace(",", "")) for t in domain.findall(svg_)]  # noqa: E731
+    assert max(ticks(first)) == max(ticks(tuner.figure.value))  # a fixed axis: 0 … the slider's maximum
+    assert "ceiling 2,048" in tuner.figure.value and "ceiling 4,096" in first  # the ceiling marker moves
+    assert "white-space:nowrap'>2,048</span>" in tuner.summary.value  # numbers never wrap mid-number
+    with_model = BudgetTuner([seeded[0]], store, client=object(), model="m")
+    assert not with_model.measure_button.disabled and with_model.measure_hint.value == ""
+
+
+def test_synthetic_parameters_have_readable_names():
+    deltas = tuning.synthetic_deltas([triage_inbox()], 120, seed=0)
+    keys = [d.payload["key"] for d in deltas if d.kind == "parameter"]
+    assert keys and not any(k.startswith("setting_") for k in keys) and len(set(keys)) == len(keys)
+
+
 def test_budget_tuner_reports_an_unreachable_model_instead_of_raising(store, seeded):
     client = LemonadeClient("http://127.0.0.1:9/v1", retries=0)
     tuner = BudgetTuner([seeded[0]], store, client=client, model="nobody")

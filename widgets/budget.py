@@ -26,17 +26,32 @@ __all__ = ["BudgetTuner", "chart", "svg"]
 DEFAULT_PREFILL_TPS = 1000.0  # tokens/s; a parameter to set from a measurement, not a claim about any device
 
 
-def chart(v: tuning.View) -> alt.Chart:
-    """Stacked bars per skill: authored vs learned resident tokens at the view's ceiling."""
-    rows = [{"skill": s.skill, "part": part, "tokens": n}
-            for s in v.skills for part, n in (("authored", s.authored), ("learned", s.learned))]
-    return (alt.Chart(pd.DataFrame(rows), title=f"resident tokens at ceiling {v.ceiling}")
-            .mark_bar()
-            .encode(y=alt.Y("skill:N", sort=None, title=None), x=alt.X("sum(tokens):Q", title="tokens"),
-                    color=alt.Color("part:N", sort=["authored", "learned"],
+TOTAL = "all skills (vs the ceiling)"
+
+
+def chart(v: tuning.View, axis_max: int | None = None) -> alt.Chart:
+    """Stacked bars: authored vs learned resident tokens, per skill and in total, on a fixed axis (0 to
+    `axis_max`, default the ceiling) with the ceiling and the ceiling minus the retrieval reserve marked."""
+    rows = [{"skill": name, "part": part, "tokens": n}
+            for name, a, l in [(TOTAL, v.authored, v.learned)] * (len(v.skills) > 1)
+            + [(s.skill, s.authored, s.learned) for s in v.skills]
+            for part, n in (("authored", a), ("learned", l))]
+    names = list(dict.fromkeys(r["skill"] for r in rows))
+    top = max(axis_max or v.ceiling, v.ceiling, v.resident_tokens)
+    scale = alt.Scale(domain=[0, top], nice=False)
+    x = alt.X("sum(tokens):Q", title="tokens", scale=scale, axis=alt.Axis(format=",d", labelOverlap=True))
+    bars = (alt.Chart(pd.DataFrame(rows)).mark_bar()
+            .encode(y=alt.Y("skill:N", sort=names, title=None, axis=alt.Axis(labelLimit=220)), x=x,
+                    color=alt.Color("part:N", sort=["authored", "learned"], title=None,
                                     scale=alt.Scale(domain=["authored", "learned"], range=["#8c959f", "#2da44e"])),
-                    order=alt.Order("part:N", sort="ascending"), tooltip=["skill", "part", "tokens"])
-            .properties(width=420, height=28 * max(1, len(v.skills))))
+                    order=alt.Order("part:N", sort="ascending"), tooltip=["skill", "part", "tokens"]))
+    marks = pd.DataFrame([{"x": v.ceiling, "label": f"ceiling {v.ceiling:,}"},
+                          {"x": v.ceiling - v.reserve, "label": f"− reserve {v.reserve:,}"}])
+    rules = alt.Chart(marks).mark_rule(color="#cf222e", strokeDash=[4, 3]).encode(x=alt.X("x:Q", scale=scale))
+    labels = alt.Chart(marks.head(1)).mark_text(align="right", dx=-3, dy=-6, color="#cf222e", fontSize=11).encode(
+        x=alt.X("x:Q", scale=scale), y=alt.value(0), text="label:N")
+    return (alt.layer(bars, rules, labels, title=f"resident tokens at ceiling {v.ceiling:,}")
+            .properties(width=420, height=28 * max(1, len(names))))
 
 
 def svg(c: alt.Chart) -> str:
@@ -64,15 +79,21 @@ class BudgetTuner:
                                         layout=widgets.Layout(width="520px"))
         self.prefill = widgets.BoundedFloatText(value=prefill_tps, min=1.0, max=1e7, step=100.0,
                                                 description="prefill tok/s")
-        self.measure_button = widgets.Button(description="Measure TTFT", disabled=client is None or model is None,
-                                             tooltip="send the resident prompt to the local model" if client else
-                                             "no local model: pass client= and model=")
+        no_model = client is None or model is None
+        self.measure_button = widgets.Button(description="Measure TTFT", disabled=no_model,
+                                             tooltip="no local model: pass client= and model=" if no_model else
+                                             "send the resident prompt to the local model")
+        self.measure_hint = widgets.HTML(
+            "<span style='font-size:12px;color:#57606a;white-space:nowrap'>Measure needs a local model: "
+            "<code>BudgetTuner(…, client=LemonadeClient(url), model=…)</code> (a Lemonade server or "
+            "<code>overlay_kit.llm.engine.Engine</code>)</span>" if no_model else "")
         self.summary, self.figure, self.fates = widgets.HTML(), widgets.HTML(), widgets.HTML()
+        self.axis_max = self.slider.max  # the chart's axis stays put while the slider moves
         self.slider.observe(lambda _c: self.refresh(), names="value")
         self.prefill.observe(lambda _c: self._summarize(), names="value")
         self.measure_button.on_click(lambda _b: self.measure())
-        self.widget = widgets.VBox([widgets.HBox([self.slider, self.prefill, self.measure_button]), self.summary,
-                                    self.figure, self.fates])
+        self.widget = widgets.VBox([widgets.HBox([self.slider, self.prefill, self.measure_button]),
+                                    self.measure_hint, self.summary, self.figure, self.fates])
         self.widget.add_class("overlay-budget")
         self.view: tuning.View | None = None
         self.refresh()
@@ -102,7 +123,7 @@ class BudgetTuner:
     def refresh(self) -> None:
         self.view = tuning.view(self.skills, self.deltas, self.ceiling)
         self.measured = None  # a measurement belongs to the prompt it timed
-        self.figure.value = svg(chart(self.view))
+        self.figure.value = svg(chart(self.view, self.axis_max))
         self._summarize()
         self._list_fates()
 
@@ -111,13 +132,17 @@ class BudgetTuner:
         now, full = self.ttft()
         counts = " · ".join(f"{len(v.ids(f))} {f}" for f in tuning.FATES)
         over = " " + badge("authored text alone is over the ceiling", "#cf222e") if v.plan.over else ""
-        lines = [f"<b>{v.resident_tokens}</b> resident tokens ({v.authored} authored + {v.learned} learned) under "
-                 f"ceiling {v.ceiling} (retrieval reserve {v.reserve}) · {counts}{over}",
-                 f"time to first token at {self.prefill.value:g} tok/s prefill: ~{now:.2f} s for the resident "
-                 f"prompt, ~{full:.2f} s for a prompt filling the ceiling (estimate)"]
+        def n(x):  # a number never wraps in the middle
+            return f"<span style='white-space:nowrap'>{x}</span>"
+
+        lines = [f"<b>{n(f'{v.resident_tokens:,}')}</b> resident tokens ({n(f'{v.authored:,}')} authored + "
+                 f"{n(f'{v.learned:,}')} learned) under ceiling {n(f'{v.ceiling:,}')} (retrieval reserve "
+                 f"{n(f'{v.reserve:,}')}) · {counts}{over}",
+                 f"time to first token at {n(f'{self.prefill.value:g} tok/s')} prefill: {n(f'~{now:.2f} s')} for "
+                 f"the resident prompt, {n(f'~{full:.2f} s')} for a prompt filling the ceiling (estimate)"]
         if self.measured is not None:
             secs, source = self.measured
-            lines.append(f"measured: {secs:.3f} s ({esc(source)})" if secs is not None else esc(source))
+            lines.append(n(f"measured: {secs:.3f} s") + f" ({esc(source)})" if secs is not None else esc(source))
         self.summary.value = "<div>" + "</div><div>".join(lines) + "</div>"
 
     def _list_fates(self) -> None:

@@ -150,6 +150,12 @@ def _lesson_prose(path: Path = LESSONS_CSV) -> list[str]:
         return [r["prose"].strip() for r in csv.DictReader(fh) if r.get("prose", "").strip()]
 
 
+def _tier2_keys(path: Path = LESSONS_CSV) -> list[str]:
+    """The parameter names of the corpus's tier-2 lessons (`max_sentences`, `followup_hours`, …), sorted."""
+    with path.open(encoding="utf-8", newline="") as fh:
+        return sorted({r["key"] for r in csv.DictReader(fh) if r["gold_tier"] == "2" and r["key"].isidentifier()})
+
+
 def synthetic_deltas(skills: Sequence, n: int, seed: int = 0, *, tier2_share: float = 0.15,
                      start: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)) -> list[Delta]:
     """`n` active deltas spread over `skills` (capability-bearing ones skipped: they take no deltas): tier-3
@@ -157,7 +163,7 @@ def synthetic_deltas(skills: Sequence, n: int, seed: int = 0, *, tier2_share: fl
     parameters; each on a seeded section, with seeded outcome counters, creation and last-use times.
     Deterministic for (skill bodies, n, seed), ids included."""
     rng = random.Random(seed)
-    prose = _lesson_prose()
+    prose, keys = _lesson_prose(), _tier2_keys()
     targets = [s for s in skills if not s.capability_bearing]
     if not targets:
         raise ValueError("every skill given is capability-bearing: none can take a learned delta")
@@ -168,7 +174,8 @@ def synthetic_deltas(skills: Sequence, n: int, seed: int = 0, *, tier2_share: fl
         s = targets[i % len(targets)]
         section = rng.choice(sections[s.name])
         if rng.random() < tier2_share:
-            kind, payload = "parameter", {"key": f"setting_{i}", "value": rng.choice([12, 24, 48, 72, "draft-only"])}
+            key = f"{keys[i % len(keys)]}_{i // len(keys) + 1}" if i >= len(keys) else keys[i]  # readable, unique
+            kind, payload = "parameter", {"key": key, "value": rng.choice([12, 24, 48, 72, "draft-only"])}
         else:
             kind, payload = "preference", {"body": rng.choice(prose)}
         created = start + timedelta(hours=rng.randrange(24 * 90))
