@@ -38,6 +38,8 @@ def _local_cpu_wheel() -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("OVERLAY_KIT_INSTALL_TEST") != "1", reason="slow (~4.5 min on 2 cores: installs "
+                    "torch into a scratch venv); OVERLAY_KIT_INSTALL_TEST=1 runs it")
 @pytest.mark.skipif(not _local_cpu_wheel(), reason="needs the pinned CPU torch wheel in pip's configured find-links "
                                                    "(this test must not download torch)")
 def test_make_torch_falls_back_when_the_index_does_not_answer(tmp_path):

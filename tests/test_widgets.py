@@ -258,12 +258,12 @@ def test_budget_tuner_measures_ttft_on_the_local_engine(store, seeded):
     assert f"measured: {secs:.3f} s" in tuner.summary.value
 
 
-def test_sweep_over_synthetic_corpora_is_deterministic_and_monotone():
+def test_ceilings_over_synthetic_corpora_are_deterministic_and_monotone():
     skills = [triage_inbox()]
     corpus = tuning.synthetic_deltas(skills, 40, seed=3)
     assert [d.id for d in corpus] == [d.id for d in tuning.synthetic_deltas(skills, 40, seed=3)]
     assert [d.id for d in corpus] != [d.id for d in tuning.synthetic_deltas(skills, 40, seed=4)]
-    rows = tuning.sweep(skills, corpus, [1024, 1536, 2048, 4096])
+    rows = tuning.at_ceilings(skills, corpus, [1024, 1536, 2048, 4096])
     resident = [r["resident"] for r in rows]
     assert resident == sorted(resident) and resident[0] < resident[-1] == 40
     assert all(r["resident_tokens"] <= r["ceiling"] - r["reserve"] for r in rows)

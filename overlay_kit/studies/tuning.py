@@ -5,11 +5,13 @@ what the resident prompt costs at prefill — the model behind the BudgetTuner a
   enforces, with `Budget`'s retrieval reserve), each skill's authored and learned resident tokens exactly as
   the resolver renders them, and every delta's fate: resident / retrieval-only / archived. Pure: it never
   writes; `Budget(store, skills, ceiling).enforce()` is what applies a ceiling.
-* `sweep(skills, deltas, ceilings)` — `view` at many ceilings, one row each; `envelope` splits a context
+* `at_ceilings(skills, deltas, ceilings)` — `view` at many ceilings, one row each; `envelope` splits a context
   window (the NPU's 32,768 tokens by default) into authored, learned, reserve and what is left for the rest of
   the prompt and the answer.
 * `ttft_estimate(tokens, prefill_tps)` — time to first token from a prefill throughput (tokens/s);
   `measure_ttft(client, model, text)` asks a live model (a Lemonade server or the local engine) instead.
+* `run(skills, …)` — notebook 06's study: synthetic corpora × seeds × ceilings, `.table()` and a `.finding()`
+  from the decision rule `RULE`, stated before the data.
 * `synthetic_deltas(skills, n, seed)` — a seeded corpus of active deltas whose lessons are the prose of
   `datasets/lessons/lessons.csv`, anchored to sections of the given skills, with seeded evidence and ages.
 """
@@ -31,8 +33,8 @@ from ..llm.client import NPU_CTX_SIZE
 from ..resolve import compose
 from ..resources import dataset_path
 
-__all__ = ["FATES", "LESSONS_CSV", "SkillCost", "View", "envelope", "measure_ttft", "sweep", "synthetic_deltas",
-           "ttft_estimate", "view"]
+__all__ = ["CEILINGS", "FATES", "LESSONS_CSV", "RULE", "SIZES", "BudgetStudy", "SkillCost", "View", "at_ceilings",
+           "envelope", "measure_ttft", "run", "synthetic_deltas", "ttft_estimate", "view"]
 
 FATES = ("resident", "retrieval-only", "archived")
 LESSONS_CSV = dataset_path("lessons", "lessons.csv")
@@ -111,9 +113,78 @@ def view(skills: Sequence, deltas: Iterable[Delta], ceiling: int = budget.DEFAUL
     return View(ceiling, reserve, the_plan, tuple(rows), fates, texts)
 
 
-def sweep(skills: Sequence, deltas: Sequence[Delta], ceilings: Iterable[int], **kw) -> list[dict]:
+def at_ceilings(skills: Sequence, deltas: Sequence[Delta], ceilings: Iterable[int], **kw) -> list[dict]:
     """`view(...).to_dict()` at each ceiling."""
     return [view(skills, deltas, c, **kw).to_dict() for c in ceilings]
+
+
+# ------------------------------------------------------------------------------------------- the study
+
+SIZES: Mapping[str, int] = {"light": 25, "typical": 100, "heavy": 400}
+CEILINGS = (2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
+RULE = ("Stated before the data: recommend the smallest ceiling in the grid that keeps every lesson of the "
+        "*typical* corpus resident (none demoted, none archived) in every seed **and** leaves at least half of "
+        "the 32,768-token window to the rest of the prompt. The default (16,384) is *larger than needed* when "
+        "a smaller ceiling qualifies, *right* when it is the one, *too small* when only larger ones do; if no "
+        "ceiling in the grid qualifies, the verdict says so.")
+
+
+@dataclass(frozen=True)
+class BudgetStudy:
+    """What `run` measured: one row per (corpus, seed, ceiling) — `view(...).to_dict()` plus the corpus."""
+
+    rows: tuple[Mapping, ...]
+    target: str = "typical"
+    window: int = NPU_CTX_SIZE
+    default: int = budget.DEFAULT_CEILING
+
+    def table(self):
+        """The sweep as a DataFrame (pandas is imported here, not by the budget core)."""
+        import pandas as pd
+
+        return pd.DataFrame(list(self.rows))
+
+    def fits_all(self, corpus: str) -> int | None:
+        """The smallest ceiling at which `corpus` keeps every lesson resident in every seed (None: none does)."""
+        t = self.table()
+        t = t[t.corpus == corpus]
+        ok = t.groupby("ceiling").apply(lambda g: bool(((g["retrieval-only"] == 0) & (g.archived == 0)).all()),
+                                        include_groups=False)
+        return int(ok[ok].index.min()) if ok.any() else None
+
+    def recommended(self) -> int | None:
+        """`RULE` applied: the smallest qualifying ceiling, or None."""
+        fits = self.fits_all(self.target)
+        return fits if fits is not None and self.window - fits >= self.window / 2 else None
+
+    def finding(self) -> str:
+        rec = self.recommended()
+        t = self.table()
+        at_default = t[(t.ceiling == self.default) & (t.corpus == self.target)]
+        if rec is None:
+            fits = self.fits_all(self.target)
+            why = ("no ceiling in the grid keeps every lesson resident" if fits is None else
+                   f"keeping every lesson resident needs {fits:,}, more than half the {self.window:,} window")
+            return f"**No ceiling in the grid meets the rule** for the {self.target} corpus: {why}."
+        verdict = ("larger than needed" if rec < self.default else "right" if rec == self.default else "too small")
+        return (f"**Recommend a ceiling of {rec:,} tokens** for the {self.target} corpus "
+                f"({len(set(t.seed))} seed(s)): every lesson stays resident from there and "
+                f"{self.window - rec:,} of the {self.window:,}-token window stay free; the default "
+                f"{self.default:,} is **{verdict}**"
+                + (f" (at the default: {int(at_default['retrieval-only'].max())} demoted, up to "
+                   f"{int(at_default.resident_tokens.max()):,} resident tokens)" if len(at_default) else "")
+                + ". Per corpus, every lesson resident from: "
+                + ", ".join(f"{c} {self.fits_all(c) or 'none'}" for c in dict.fromkeys(t.corpus)) + ".")
+
+
+def run(skills: Sequence, sizes: Mapping[str, int] = SIZES, seeds: Iterable[int] = (0,),
+        ceilings: Iterable[int] = CEILINGS, *, target: str = "typical") -> BudgetStudy:
+    """Notebook 06: synthetic corpora of each size and seed over `skills`, viewed at every ceiling."""
+    ceilings = tuple(ceilings)
+    rows = tuple({"corpus": name, "seed": seed, "deltas": n, **row}
+                 for name, n in sizes.items() for seed in seeds
+                 for row in at_ceilings(skills, synthetic_deltas(skills, n, seed=seed), ceilings))
+    return BudgetStudy(rows, target)
 
 
 def envelope(v: View, window: int = NPU_CTX_SIZE) -> dict:
