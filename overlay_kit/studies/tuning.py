@@ -34,7 +34,7 @@ from ..resolve import compose
 from ..resources import dataset_path
 
 __all__ = ["CEILINGS", "FATES", "LESSONS_CSV", "RULE", "SIZES", "BudgetStudy", "SkillCost", "View", "at_ceilings",
-           "envelope", "measure_ttft", "run", "synthetic_deltas", "ttft_estimate", "view"]
+           "envelope", "measure_on_engine", "measure_ttft", "run", "synthetic_deltas", "ttft_estimate", "view"]
 
 FATES = ("resident", "retrieval-only", "archived")
 LESSONS_CSV = dataset_path("lessons", "lessons.csv")
@@ -211,6 +211,24 @@ def measure_ttft(client, model: str, text: str, *, user: str = "Begin.") -> tupl
     reply = client.chat(model, [{"role": "system", "content": text}, {"role": "user", "content": user}],
                         max_completion_tokens=1, stream=True, temperature=0.0, seed=0)
     return reply.ttft_s, f"{reply.label()}, {reply.ttft_source or 'unknown source'}"
+
+
+def measure_on_engine(skills: Sequence, deltas: Sequence[Delta], ceilings: Iterable[int]) -> tuple[list[dict], str]:
+    """Time the resident prompt at each ceiling on the local engine (`llm.engine.Engine`: random weights, real
+    prefill). Returns (rows, source); no rows and the reason when the engine is not installed."""
+    from ..llm import LemonadeClient
+    from ..llm.engine import Engine, engine_available
+
+    if (reason := engine_available()) is not None:
+        return [], f"not measured: {reason}"
+    rows, source = [], ""
+    with Engine() as engine, LemonadeClient(engine.base_url) as client:
+        for c in ceilings:
+            v = view(skills, deltas, c)
+            secs, source = measure_ttft(client, engine.alias, "\n\n".join(v.texts.values()))
+            rows.append({"ceiling": c, "resident tokens": v.resident_tokens, "measured TTFT (s)": round(secs, 3),
+                         "implied prefill tok/s": round(v.resident_tokens / secs)})
+    return rows, source
 
 
 # -------------------------------------------------------------------------------------- synthetic corpora
