@@ -721,3 +721,16 @@ def test_the_extractor_against_a_real_local_engine_is_recorded_whatever_it_says(
     assert r.outcome in ("extracted", "failed") and memory_runs(store)[-1].outcome == r.outcome
     if r.outcome == "failed":
         assert "ExtractionError" in r.error and memories(store, "u1") == []
+
+
+def test_surface_sim_study_shape_and_its_verdict_both_ways():
+    from overlay_kit.resources import dataset_path
+    from overlay_kit.skill import load_skill
+    from overlay_kit.studies import surface_sim
+
+    study = surface_sim.run(load_skill(dataset_path("skills", "triage-inbox")), seeds=[0])
+    t = study.table()
+    assert list(t.seed) == [0] and t.ratings.sum() > 0 and t.rating_changes.sum() == 0
+    assert study.finding().startswith("**Ratings stay evidence only**: 0 of")
+    leaked = surface_sim.WeekStudy(({"seed": 0, "ratings": 50, "rating_changes": 1},))
+    assert leaked.finding().startswith("**Ratings leak into a surface**: 1 of 50")

@@ -2,6 +2,7 @@
 
     turns = simulate_week(seed=0)                    # pure: the scenario, one `SimTurn` per task
     report = run_week(store, turns, skill=skill)     # drives every surface through its own lifecycle
+    study = run(skill, seeds=range(3))               # the week under many seeds: .table(), .finding() (RULE)
 
 Each task is a short conversation, a rating of the answer, trace steps, a deliverable and sometimes an explicit
 signal. `run_week` stores every signal as evidence, routes it, and hands routed ones to their surface's own
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from ..skill import Skill
     from ..store import Store
 
-__all__ = ["SimTurn", "WeekReport", "run_week", "simulate_week"]
+__all__ = ["RULE", "SimTurn", "WeekReport", "WeekStudy", "run", "run_week", "simulate_week"]
 
 MONDAY = datetime(2025, 3, 3, 8, tzinfo=timezone.utc)
 AGENT = "mail-assistant"
@@ -253,3 +254,51 @@ def _snapshot(store: "Store", kb: KnowledgeBase, day: int) -> dict:
         "prompt_drafts": sum(p.status == "draft" for p in versions), "prompt_active_version": active,
         "negative_ratings": store.task_log.count_feedback("negative"),
     }
+
+
+# ------------------------------------------------------------------------------------------- the study
+
+RULE = ("Stated before the data: routing keeps ratings as evidence only if, pooled over every seed, **no** rating "
+        "changed any surface (the surface digest before and after each rating). The finding gives the count and "
+        "the exact one-sided 95 % upper bound on the per-rating change rate (Clopper–Pearson); one change anywhere "
+        "and the verdict is that ratings leak into a surface.")
+
+
+@dataclass(frozen=True)
+class WeekStudy:
+    """`run`'s result: one row per seed — ratings, ratings that changed a surface, extractor calls, memories
+    and the signals each surface received."""
+
+    rows: tuple[dict, ...]
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame(list(self.rows)).fillna(0)
+
+    def finding(self) -> str:
+        from ..metrics import binomial_upper
+
+        t = self.table()
+        changed, n = int(t.rating_changes.sum()), int(t.ratings.sum())
+        bound = binomial_upper(changed, n)
+        if changed:
+            return (f"**Ratings leak into a surface**: {changed} of {n} ratings over {len(t)} seeds changed one "
+                    f"(rate ≤ {bound.high:.3f} at 95 %).")
+        return (f"**Ratings stay evidence only**: 0 of {n} ratings over {len(t)} seeds changed any surface (exact "
+                f"one-sided 95 % upper bound on the rate: {bound.high:.4f}).")
+
+
+def run(skill: "Skill", seeds=range(3)) -> WeekStudy:
+    """The simulated week under each seed, each in its own temporary store."""
+    import os
+    import tempfile
+
+    from ..store import Store
+
+    rows = []
+    for seed in seeds:
+        with tempfile.TemporaryDirectory() as d, Store.open(os.path.join(d, "week.db")) as store:
+            w = run_week(store, simulate_week(seed), skill=skill)
+        rows.append({"seed": seed, "ratings": w.ratings, "rating_changes": w.rating_changes,
+                     "extractor_calls": w.extractor_calls, "memories": len(w.memories),
+                     **w.signals["surface"].value_counts().to_dict()})
+    return WeekStudy(tuple(rows))
