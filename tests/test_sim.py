@@ -132,7 +132,7 @@ def test_history_is_seeded_and_tracks_deltas():
 
 
 def test_profiles_are_calibrated_to_calibration_md():
-    """Generated rates sit near ../shared/CALIBRATION.md (per update within 0.1, per section within 0.05)."""
+    """Generated rates sit near sim.CALIBRATION (per update within 0.1, per section within 0.05)."""
     for name in ("typical", "metadata-heavy"):
         stats = sim.calibration_stats(sim.generate_histories(12, name, 12, 0, seed=11))
         target = sim.CALIBRATION[name]

@@ -1,6 +1,6 @@
 """A client for a local Lemonade server (OpenAI wire format), with record/replay cassettes.
 
-Follows the client checklist of Lemonade's API (../shared/LEMONADE.md §7): base URL from an argument, else
+Follows the client checklist of Lemonade's API documentation: base URL from an argument, else
 ``LEMONADE_BASE_URL``, else ``http://localhost:13305/api/v1``; bearer ``LEMONADE_API_KEY``; health probe;
 model discovery (NPU = recipe ``flm``/``ryzenai-llm`` or an id ending ``-FLM``); explicit load with a context
 size; chat and streaming (heartbeats skipped, ``[DONE]``, error frames at HTTP 200, cut-off replies, final

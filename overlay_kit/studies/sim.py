@@ -7,7 +7,7 @@
   parsed sections and verify that the result parses back into exactly the pieces they meant, so the
   truth can never disagree with the anchorer about where sections begin.
 * `generate_history(profile, …)` chains operators into a seeded version history with deltas attached to
-  random sections; `PROFILES` are calibrated to ../shared/CALIBRATION.md (`calibration_stats` measures the
+  random sections; `PROFILES` are calibrated to `CALIBRATION` (`calibration_stats` measures the
   same rates on any history, synthetic or real).
 * `evaluate` runs rebase policies over a history and tallies outcomes against the truth; `sweep` maps a
   function over a parameter grid with joblib (any joblib backend, or `backend="dask"`).
@@ -817,7 +817,8 @@ PROFILES: Mapping[str, Profile] = {
                            split=0.4, merge=0.4, boilerplate=0.3, level=0.2, rewrap=0.3, whitespace=0.1),
 }
 
-# Targets from ../shared/CALIBRATION.md (per update; per old section per update).
+# Rates observed on the git histories of SKILL.md files in six public skill repositories (379 skills,
+# 2,039 versions, 1,660 updates; per update, and per old section per update).
 CALIBRATION: Mapping[str, Mapping[str, float]] = {
     "typical": {"frontmatter_changed": 0.34, "frontmatter_only": 0.16, "slugs_changed": 0.32,
                 "removed_or_renamed": 0.20, "edited_same_heading": 0.76, "sec_unchanged": 0.82,
@@ -1142,7 +1143,7 @@ def history_study(profiles: Sequence[str] = ("typical", "metadata-heavy"), inten
 
 
 def calibration_stats(histories: Iterable[History]) -> dict[str, float]:
-    """The CALIBRATION.md rates measured on text alone (no ground truth needed)."""
+    """The `CALIBRATION` rates measured on text alone (no ground truth needed)."""
     upd: Counter = Counter()
     sec: Counter = Counter()
     for h in histories:
