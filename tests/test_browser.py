@@ -196,6 +196,9 @@ def test_tour_runs_in_jupyterlab_and_approve_activates_the_delta(lab, browser):
 
         panels = page.locator(f"{FRONT} .overlay-review")
         assert panels.count() == 2
+        first = panels.first.inner_text()  # as of its cell: the four pending lessons, not the next cell's approvals
+        assert "Pending (4)" in first and "Active (0)" in first and first.count("erased by forget") == 4
+        assert panels.first.get_by_role("button", name="Approve").count() == 0  # erased: nothing left to approve
         _shot(panels.first, "review_panel_tour.png", publish="review_panel.png")
         last = panels.last
         last.scroll_into_view_if_needed()
@@ -227,8 +230,8 @@ def test_budget_tuner_renders_in_jupyterlab(lab, browser):
 
 # ------------------------------------------------------------------ opened as stored; the report offline
 
-SVG_CHART = f"{FRONT} .jp-OutputArea-output[data-mime-type='image/svg+xml'] svg"
-WIDGET = f"{FRONT} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.widget-view+json'] .overlay-budget"
+SVG_CHART = f"{FRONT} .jp-OutputArea-output[data-mime-type='image/svg+xml'] :is(svg, img)"  # lab draws it as <img>
+WIDGET = f"{FRONT} .jp-OutputArea-output .overlay-budget .widget-slider"  # the tuner, drawn from the stored state
 
 
 def test_stored_notebook_opens_rendered_after_make_trust_without_running_a_cell(lab, browser):
@@ -247,13 +250,13 @@ def test_stored_notebook_opens_rendered_after_make_trust_without_running_a_cell(
         page.goto(f"{lab['base']}/lab/tree/stored/06_budget_tuning.ipynb?token={lab['token']}&reset")
         page.wait_for_selector(SVG_CHART, timeout=90_000)
         page.wait_for_selector(WIDGET, timeout=90_000)
-        tuner = page.locator(WIDGET).first
+        tuner = page.locator(f"{FRONT} .jp-OutputArea-output .overlay-budget").first
         assert tuner.locator("svg").count() >= 1 and "resident tokens" in tuner.inner_text()
         _shot(page.locator(FRONT), "stored_rendered.png")
         page.goto(f"{lab['base']}/lab/tree/stored/unsigned.ipynb?token={lab['token']}&reset")
         page.wait_for_selector(f"{FRONT} .jp-OutputArea-output", timeout=90_000)
-        page.wait_for_timeout(3000)
-        assert page.locator(SVG_CHART).count() == 0  # untrusted: the text/plain fallback
+        page.wait_for_timeout(5000)
+        assert page.locator(SVG_CHART).count() == 0 and page.locator(WIDGET).count() == 0  # the text/plain fallback
         assert "alt." in page.locator(FRONT).inner_text() or "VBox" in page.locator(FRONT).inner_text()
     finally:
         page.close()
