@@ -117,3 +117,10 @@ def test_the_docs_link_only_files_inside_the_repo():
 
 # Written by other engineers on their own branches; the link is right once they land.
 OWNED_ELSEWHERE = {"docs/architecture.md", "architecture.md", "docs/performance.md", "docs/reliability.md"}
+
+
+def test_the_readme_fits_two_screens_and_opens_with_the_five_minute_path():
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 100, len(lines)
+    first_screen = "\n".join(lines[:50])
+    assert "make lab" in first_screen and "```python" in first_screen and "00_quickstart" in first_screen

@@ -51,3 +51,9 @@ def test_make_torch_falls_back_when_the_index_does_not_answer(tmp_path):
     version = subprocess.run([venv / "bin" / "python", "-c", "import torch; print(torch.__version__)"],
                              capture_output=True, text=True, check=True).stdout.strip()
     assert version == "2.13.0+cpu"
+
+
+def test_make_lab_signs_the_notebooks_and_finds_the_examples_by_name():
+    out = make("-n", "-o", "/nonexistent/.installed", "lab", "VENV=/nonexistent").stdout
+    assert "/nonexistent/bin/jupyter trust notebooks/*.ipynb" in out
+    assert f"OVERLAY_KIT_SKILLS={ROOT}/datasets/skills" in out and "jupyter lab" in out
