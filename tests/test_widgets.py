@@ -294,3 +294,23 @@ def test_anchor_inspector_follows_edits_under_each_policy(store, seeded):
     assert ">orphaned<" in inspector.table.value
     inspector.reset_button.click()
     assert {p for s in inspector.states().values() for p in s.values()} == {"clean"}
+
+
+# -------------------------------------------------------------------------------------------- report
+
+
+def test_report_html_loads_the_vendored_widget_manager_and_no_cdn_script(tmp_path):
+    import hashlib
+    import re
+    from pathlib import Path
+
+    from overlay_widgets import report
+
+    html = report.export(Path(__file__).parents[1] / "notebooks" / "06_budget_tuning.ipynb", tmp_path)
+    text = html.read_text(encoding="utf-8")
+    assert "var widgetRendererSrc = '_static/html-manager/embed.js'" in text
+    assert 'type="application/vnd.jupyter.widget-state+json"' in text
+    assert not re.search(r"<script src=\"https?://[^\"]*(require|html-manager)", text)
+    assert "cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager" not in text.split("widgetRendererSrc = '")[1][:80]
+    shipped = (tmp_path / "_static" / "html-manager" / "embed.js").read_bytes()
+    assert hashlib.sha256(shipped).hexdigest() == "8f6d2d3f856d8595d1841dec3019d99bbe74d331f2a5178c2a33bfec729e3d6a"
