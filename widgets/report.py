@@ -1,7 +1,7 @@
 """`make report`: notebooks → HTML whose widgets render with no network.
 
 nbconvert's HTML loads require.js and the widget manager from CDNs, so offline every widget is dropped. Here
-the widget manager (`@jupyter-widgets/html-manager`'s `embed.js`, vendored under `static/html-manager/`) is
+the widget manager (`@jupyter-widgets/html-manager`'s `embed.js`, vendored in `html-manager/`) is
 copied beside the HTML and referenced by a relative URL, require.js is left out (`embed.js` needs none), and
 the widgets render from the state stored in each notebook.
 
@@ -16,7 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
-STATIC = Path(__file__).with_name("static") / "html-manager"
+STATIC = Path(__file__).with_name("html-manager")
 ASSETS = "_static/html-manager"  # relative to the HTML files
 
 
