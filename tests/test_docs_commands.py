@@ -20,8 +20,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SHELL = {"bash", "sh", "shell", "console"}
-FENCE = re.compile(r"^(?P<fence>```+|~~~+)[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S)
-MANUAL = re.compile(r"\A#\s*manual:\s*(?P<reason>\S.*)$", re.M)
+FENCE = re.compile(r"^(?P<fence>```+|~~~+)[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.MULTILINE | re.DOTALL)
+MANUAL = re.compile(r"\A#\s*manual:\s*(?P<reason>\S.*)$", re.MULTILINE)
 # Output a documented command must never print: a crash, or "nothing to show" about a skill that is not there.
 BAD_OUTPUT = re.compile(r"Traceback \(most recent call last\)|no skill file and no discovered skill|"
                         r"No such file or directory")
@@ -100,7 +100,7 @@ def test_readme_python_snippet_runs_end_to_end(tmp_path):
     assert len(snippet.strip().splitlines()) <= 12
     clone, env = fresh_clone(tmp_path)
     out = run_script(f"python - <<'EOF'\n{snippet}EOF", clone, env, timeout=300)
-    assert re.search(r"^staged delta_[0-9a-f]{16}$", out, re.M), out
+    assert re.search(r"^staged delta_[0-9a-f]{16}$", out, re.MULTILINE), out
     assert "+- Keep replies to two sentences." in out and "(effective)" in out
 
 

@@ -132,14 +132,15 @@ class BudgetTuner:
         now, full = self.ttft()
         counts = " · ".join(f"{len(v.ids(f))} {f}" for f in tuning.FATES)
         over = " " + badge("authored text alone is over the ceiling", "#cf222e") if v.plan.over else ""
+
         def n(x):  # a number never wraps in the middle
             return f"<span style='white-space:nowrap'>{x}</span>"
 
-        lines = [f"<b>{n(f'{v.resident_tokens:,}')}</b> resident tokens ({n(f'{v.authored:,}')} authored + "
-                 f"{n(f'{v.learned:,}')} learned) under ceiling {n(f'{v.ceiling:,}')} (retrieval reserve "
-                 f"{n(f'{v.reserve:,}')}) · {counts}{over}",
-                 f"time to first token at {n(f'{self.prefill.value:g} tok/s')} prefill: {n(f'~{now:.2f} s')} for "
-                 f"the resident prompt, {n(f'~{full:.2f} s')} for a prompt filling the ceiling (estimate)"]
+        lines = [(f"<b>{n(f'{v.resident_tokens:,}')}</b> resident tokens ({n(f'{v.authored:,}')} authored + "
+                  f"{n(f'{v.learned:,}')} learned) under ceiling {n(f'{v.ceiling:,}')} (retrieval reserve "
+                  f"{n(f'{v.reserve:,}')}) · {counts}{over}"),
+                 (f"time to first token at {n(f'{self.prefill.value:g} tok/s')} prefill: {n(f'~{now:.2f} s')} for "
+                  f"the resident prompt, {n(f'~{full:.2f} s')} for a prompt filling the ceiling (estimate)")]
         if self.measured is not None:
             secs, source = self.measured
             lines.append(n(f"measured: {secs:.3f} s") + f" ({esc(source)})" if secs is not None else esc(source))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable, Sequence
+from types import MappingProxyType
 
 import ipywidgets as widgets
 
@@ -30,6 +31,8 @@ from overlay_kit.store import Store, StoreError, Undo
 __all__ = ["ReviewPanel"]
 
 PENDING = ("staged", "quarantined")
+STYLES = MappingProxyType({"Approve": "success", "Discard": "warning", "Revert": "danger",
+                           "Approve despite findings": "danger", "Cancel": ""})
 
 
 class ReviewPanel:
@@ -198,9 +201,6 @@ class ReviewPanel:
 
     # ------------------------------------------------------------------------------------ rendering
 
-    STYLES = {"Approve": "success", "Discard": "warning", "Revert": "danger", "Approve despite findings": "danger",
-              "Cancel": ""}
-
     def _row(self, d: Delta, actions: Sequence[tuple[str, str, object]]) -> widgets.VBox:
         body = self.skills[d.skill].body
         parts = [widgets.HTML(delta_html(d, body))]
@@ -220,7 +220,7 @@ class ReviewPanel:
             first_step = flagged and label == "Approve"  # shows the findings; approves nothing
             b = widgets.Button(description="Approve…" if first_step else label,
                                tooltip="shows the injection findings first; a second button approves" if first_step
-                               else tip, button_style="warning" if first_step else self.STYLES[label],
+                               else tip, button_style="warning" if first_step else STYLES[label],
                                layout=widgets.Layout(width="auto"))
             b.on_click(lambda _b, fn=fn, i=d.id: fn(i))
             self._buttons[(d.id, label)] = b
