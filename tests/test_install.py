@@ -4,6 +4,7 @@ from a folder outside the checkout. Dependencies come from this environment (a p
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -18,9 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("install")
-    wheels = tmp / "wheels"
+    source, wheels = tmp / "source", tmp / "wheels"  # built from a copy: the build leaves nothing in the checkout
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv*", "build", "*.egg-info", "__pycache__",
+                                                                ".hypothesis", "artifacts"), symlinks=True)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", wheels,
-                    ROOT], check=True, capture_output=True)
+                    source], check=True, capture_output=True)
     env_dir = tmp / "venv"
     venv.create(env_dir, with_pip=False)
     py = env_dir / "bin" / "python"
