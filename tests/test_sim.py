@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from overlay_kit import anchor, metrics, rebase
 from overlay_kit.studies import sim
+from overlay_kit.studies.sweep import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 BODY_OPS = sorted(set(sim.OPERATORS) - sim.FRONTMATTER_OPERATORS)
@@ -88,7 +89,8 @@ def test_structural_operator_truths():
         assert sum(f.target is None for f in edit.truth.values()) == 1
     for text, edit in applied("section_merge"):
         targets = [f.target for f in edit.truth.values() if f.changed]
-        assert len(targets) == 2 and len(set(targets)) == 1
+        # both went into one section; absorbing an empty section leaves the other's text as it was
+        assert len(targets) in (1, 2) and len(set(targets)) == 1
     for text, edit in applied("section_split"):
         split = [f for f in edit.truth.values() if f.heirs]
         assert len(split) == 1 and split[0].changed
@@ -277,9 +279,9 @@ GRID = [{"profile": p, "seed": s} for p in ("typical", "metadata-heavy") for s i
 
 def test_sweep_backends_agree_and_dask_starts_its_own_loopback_cluster():
     expected = [_cell(**g) for g in GRID]
-    assert sim.sweep(_cell, GRID, backend="sequential", progress=False) == expected
-    assert sim.sweep(_cell, GRID, backend="threading", n_jobs=2, progress=False) == expected
-    assert sim.sweep(_cell, GRID, backend="dask", n_jobs=1, progress=False) == expected  # its own LocalCluster
+    assert sweep(_cell, GRID, backend="sequential", progress=False) == expected
+    assert sweep(_cell, GRID, backend="threading", n_jobs=2, progress=False) == expected
+    assert sweep(_cell, GRID, backend="dask", n_jobs=1, progress=False) == expected  # its own LocalCluster
 
 
 def test_sweep_on_a_dask_local_cluster_bound_to_loopback():
@@ -291,7 +293,7 @@ def test_sweep_on_a_dask_local_cluster_bound_to_loopback():
             Client(cluster) as client:
         assert client.scheduler_info()["address"].startswith("tcp://127.0.0.1:")
         assert all(w.startswith("tcp://127.0.0.1:") for w in client.scheduler_info()["workers"])
-        assert sim.sweep(_cell, GRID, backend="dask", client=client, progress=False) == expected
+        assert sweep(_cell, GRID, backend="dask", client=client, progress=False) == expected
 
 
 # ------------------------------------------------------------------------------------------ metrics

@@ -1,7 +1,8 @@
 """Synthetic base updates with ground truth, and the sweeps that score rebase policies against it.
 
-* `make_skill(rng)` writes a realistic SKILL.md (frontmatter; title, intro, numbered steps, duplicate
-  "Example"/"Notes" headings, lists, fenced code, an optional boilerplate section).
+* `make_skill(rng)` writes a realistic SKILL.md from the example skills' own sentences (`corpus()`): frontmatter;
+  title, intro, numbered runbook steps (some repeating one sentence), headings that share words ("Escalation
+  rules", "Escalation examples"), duplicate "Example"/"Notes" headings, lists, fenced code, boilerplate.
 * `OPERATORS` edit SKILL.md *text*. Each returns an `Edit`: the new text plus ground truth — for every old
   section, the new section it became (or None) and whether its meaning changed. Operators work on the
   parsed sections and verify that the result parses back into exactly the pieces they meant, so the
@@ -9,17 +10,21 @@
 * `generate_history(profile, …)` chains operators into a seeded version history with deltas attached to
   random sections; `PROFILES` are calibrated to `CALIBRATION` (`calibration_stats` measures the
   same rates on any history, synthetic or real).
-* `evaluate` runs rebase policies over a history and tallies outcomes against the truth; `sweep` maps a
-  function over a parameter grid with joblib (any joblib backend, or `backend="dask"`).
+* `evaluate` runs rebase policies over a history and tallies outcomes against the truth, counting apart the
+  deltas whose section the update *touched* (the only ones that test a policy's matching).
+* The studies — `operator_study` (notebook 03) and `history_study` (notebook 05) — return result objects with
+  `.table()` and `.finding()`; each finding applies rules stated in its docstring before the data, and the
+  safety bound (`TARGET`, `safety`) is the exact upper bound over touched deltas, per policy. Grids run on
+  the studies' one sweep runner (`overlay_kit.studies.sweep`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import textwrap
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,27 +32,37 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from .. import rebase
 from ..anchor import PREAMBLE, Section, parse, split_lines
+from ..metrics import binomial_upper, mean_ci, rate_table
 from ..rebase import Update, similarity
+from ..resources import dataset_path
+from .sweep import sweep
 
 __all__ = [
     "CALIBRATION",
+    "CONFIDENCE",
     "COUNTS",
     "OPERATORS",
     "OUTCOMES",
     "PROFILES",
     "RATES",
+    "TARGET",
+    "Corpus",
     "DeltaSpec",
     "Edit",
     "Fate",
     "History",
+    "HistoryStudy",
+    "OperatorStudy",
     "Profile",
     "Version",
     "apply_operator",
     "calibration_stats",
+    "corpus",
     "evaluate",
     "generate_history",
     "generate_histories",
@@ -55,34 +70,26 @@ __all__ = [
     "live_anchors",
     "load_histories",
     "make_skill",
+    "needed",
     "operator_study",
     "operator_trials",
     "rates",
+    "safety",
     "sweep",
     "tally",
+    "touched",
 ]
 
 # ------------------------------------------------------------------------------------------- text
+# Synthetic skills are written from the example skills' own prose (datasets/skills): their sentences and
+# list items, their numbered runbook steps, and headings that share words ("Escalation rules", "Escalation
+# examples") — so similarity-based matching meets the near-duplicates real skills have.
 
-WORDS = tuple("""
-account action address agenda alert answer archive attachment audit batch brief budget calendar caller
-channel check client comment context contract copy customer daily data deadline decision default detail
-digest domain draft entry error event evidence export field filter folder follow format forward header
-history inbox index input invoice issue item label language layout ledger limit list locale log manager
-meeting memo message metric note notice number offer order outline owner page payload period phrase
-plan policy priority project prompt quota range rate receipt record reminder report request result review
-route rule schedule scope section sender series signal source status step subject summary table task
-team template thread ticket timeline title topic total tracker update user value vendor version window
-always carefully clearly briefly directly first never only quietly rarely strictly usually politely
-active brief current exact final formal friendly internal late local main new open past plain private
-public recent related short simple single urgent weekly
-accept add apply ask attach build cancel change choose collect compare confirm convert create decline
-delete describe detect explain fetch fill find flag group handle include keep link mark merge move note
-notify open prefer prepare print read record reject remove reply resolve return save search select send
-share show skip sort split start store suggest tag track trim update use verify wait write
-""".split())
 TOOLS = ("search_email", "read_calendar", "draft_reply", "list_files", "summarize", "lookup_contact",
          "fetch_page", "create_event")
+TOPICS = ("Inbox", "Replies", "Escalation", "Invites", "Report", "Timeline", "Impact", "Action items", "Pages",
+          "Citations", "Folders", "Manifest", "Form fields", "Decisions", "Release notes", "Drafts")
+ASPECTS = ("rules", "checklist", "examples", "format", "exceptions", "tone", "limits", "order", "review")
 SECTION_HEADINGS = ("When to use", "Instructions", "Inputs", "Output format", "Guidelines", "Best practices",
                     "Common mistakes", "Troubleshooting", "Limitations", "References", "Edge cases", "Safety",
                     "Prerequisites", "Quick start", "Checklist", "Tone", "Formatting")
@@ -97,11 +104,41 @@ _LIST_ITEM = re.compile(r"^(?P<mark>\s*(?:[-*+]|\d+[.)])\s+)(?P<rest>.*)$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def _sentence(rng: random.Random, lo: int = 6, hi: int = 14) -> str:
-    words = [rng.choice(WORDS) for _ in range(rng.randint(lo, hi))]
-    if rng.random() < 0.2:
-        words.insert(rng.randrange(1, len(words)), f"`{rng.choice(TOOLS)}`")
-    return words[0].capitalize() + " " + " ".join(words[1:]) + "."
+@dataclass(frozen=True)
+class Corpus:
+    """What synthetic skills are written from: sentences, runbook step titles, title and word vocabularies."""
+
+    sentences: tuple[tuple[str, ...], ...]  # per example skill (a sentence picks a skill, then a sentence)
+    steps: tuple[str, ...]
+    titles: tuple[str, ...]
+    words: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def corpus() -> Corpus:
+    """The example skills' prose (datasets/skills/*/SKILL.md), split into sentences (seeded order: sorted)."""
+    per_skill, steps, titles = [], set(), set()
+    for path in sorted(dataset_path("skills").glob("*/SKILL.md")):
+        sentences = set()
+        body = _split(path.read_text(encoding="utf-8").replace("\r\n", "\n"))[1]
+        for s in _parse(body):
+            if (m := _STEP.match(s.heading)) is not None:
+                steps.add(m["post"].lstrip(": ").strip())
+            elif s.level == 1:
+                titles.add(s.heading.strip())
+            lines = split_lines(s.text)
+            for a, b in _units(s):
+                for sentence in _SENTENCE_END.split(_unit_text(lines, a, b)[1]):
+                    if len(sentence.split()) >= 4 and sentence[-1:] in ".!?" and sentence[:1].isupper():
+                        sentences.add(sentence)
+        if sentences:
+            per_skill.append(tuple(sorted(sentences)))
+    words = {w.lower() for ts in per_skill for t in ts for w in re.findall(r"[A-Za-z]{3,}", t)}
+    return Corpus(tuple(per_skill), tuple(sorted(steps)), tuple(sorted(titles)), tuple(sorted(words)))
+
+
+def _sentence(rng: random.Random) -> str:
+    return rng.choice(rng.choice(corpus().sentences))
 
 
 def _paragraph(rng: random.Random, width: int | None, lo: int = 1, hi: int = 3) -> str:
@@ -112,13 +149,13 @@ def _paragraph(rng: random.Random, width: int | None, lo: int = 1, hi: int = 3) 
 def _block(rng: random.Random, width: int | None) -> str:
     roll = rng.random()
     if roll < 0.25:
-        return "\n".join(f"- {_sentence(rng, 4, 10)}" for _ in range(rng.randint(2, 4)))
+        return "\n".join(f"- {_sentence(rng)}" for _ in range(rng.randint(2, 4)))
     if roll < 0.35:
-        return "\n".join(f"{k}. {_sentence(rng, 4, 10)}" for k in range(1, rng.randint(3, 5)))
+        return "\n".join(f"{k}. {_sentence(rng)}" for k in range(1, rng.randint(3, 5)))
     if roll < 0.42:
-        tool = rng.choice(TOOLS)
-        return f"```bash\n# {rng.choice(WORDS)} {rng.choice(WORDS)}\n{tool} --{rng.choice(WORDS)} " \
-               f"{rng.choice(WORDS)}\n```"
+        tool, words = rng.choice(TOOLS), corpus().words
+        return f"```bash\n# {rng.choice(words)} {rng.choice(words)}\n{tool} --{rng.choice(words)} " \
+               f"{rng.choice(words)}\n```"
     return _paragraph(rng, width)
 
 
@@ -130,29 +167,38 @@ def _section_text(level: int, heading: str, body: str) -> str:
     return f"{'#' * level} {heading}\n\n" + (f"{body}\n\n" if body else "")
 
 
-def _title(rng: random.Random) -> str:
-    return " ".join(rng.choice(WORDS).capitalize() for _ in range(rng.randint(2, 3)))
+def _headings(rng: random.Random) -> list[str]:
+    """Section headings for one skill: generic ones, and a topic or two with several aspects each (shared
+    words: "Escalation rules", "Escalation examples", "Escalation")."""
+    out = rng.sample(SECTION_HEADINGS, rng.randint(2, 4))
+    for topic in rng.sample(TOPICS, rng.randint(1, 2)):
+        aspects = rng.sample(ASPECTS, rng.randint(1, 3))
+        out += [topic] * (rng.random() < 0.5) + [f"{topic} {a}" for a in aspects]
+    rng.shuffle(out)
+    return out
 
 
 def make_skill(rng: random.Random, name: str | None = None) -> str:
-    """A seeded, realistic SKILL.md text (frontmatter + body)."""
-    name = name or f"{rng.choice(WORDS)}-{rng.choice(WORDS)}"
+    """A seeded, realistic SKILL.md text (frontmatter + body) written from the example skills' prose."""
+    c = corpus()
+    name = name or f"{rng.choice(c.words)}-{rng.choice(c.words)}"
     width = rng.choice((None, None, 72, 80, 100))
     tools = sorted(rng.sample(TOOLS, rng.randint(1, 4)))
-    front = {"name": name, "description": _sentence(rng, 8, 16),
+    front = {"name": name, "description": _sentence(rng),
              "metadata": {"gaia": {"version": f"1.{rng.randint(0, 4)}.0", "tools": tools}}}
     parts = []
     if rng.random() < 0.25:
         parts.append(_paragraph(rng, width) + "\n\n")  # text before the first heading: `_preamble`
-    parts.append(_section_text(1, _title(rng), _paragraph(rng, width)))
-    headings = rng.sample(SECTION_HEADINGS, rng.randint(3, 6))
+    parts.append(_section_text(1, rng.choice(c.titles), _paragraph(rng, width)))
+    headings = _headings(rng)
     steps_at = rng.randrange(len(headings) + 1)
+    refrain = _sentence(rng) if rng.random() < 0.5 else None  # a sentence every step repeats (runbooks do)
     for k, heading in enumerate(headings):
         if k == steps_at:
             parts.append(_section_text(2, "Workflow", _paragraph(rng, width) if rng.random() < 0.4 else ""))
-            for n in range(1, rng.randint(3, 6)):
-                parts.append(_section_text(3, f"Step {n}: {rng.choice(WORDS).capitalize()} the "
-                                              f"{rng.choice(WORDS)}", _body(rng, width, 1, 2)))
+            for n, title in enumerate(rng.sample(c.steps, rng.randint(2, 5)), 1):
+                body = _body(rng, width, 1, 2) + (f"\n\n{refrain}" if refrain else "")
+                parts.append(_section_text(3, f"Step {n}: {title}", body))
         parts.append(_section_text(2, heading, _body(rng, width)))
         for _ in range(rng.choice((0, 0, 0, 1, 2))):
             parts.append(_section_text(3, rng.choice(REPEATED_HEADINGS), _body(rng, width, 1, 2)))
@@ -397,7 +443,7 @@ def _reword(rng: random.Random, prose: str) -> str | None:
     if not slots:
         return None
     for k in rng.sample(slots, min(len(slots), rng.randint(1, 3))):
-        words[k] = rng.choice([w for w in WORDS if w != words[k]])
+        words[k] = rng.choice([w for w in corpus().words if w != words[k]])
     sentences[j] = " ".join(words)
     return " ".join(sentences)
 
@@ -512,8 +558,8 @@ def _new_heading(rng: random.Random, old: str) -> str:
         return f"{rng.choice(QUALIFIERS)} {old[:1].lower()}{old[1:]}"
     if roll < 0.9:
         words = old.split()
-        words[-1] = rng.choice(WORDS)
-        return " ".join(words) if len(words) > 1 else f"{words[0].capitalize()} {rng.choice(WORDS)}"
+        words[-1] = rng.choice(ASPECTS + tuple(t.lower() for t in TOPICS))
+        return " ".join(words) if len(words) > 1 else f"{words[0].capitalize()} {rng.choice(ASPECTS)}"
     return old.upper() if old != old.upper() else old.capitalize()
 
 
@@ -673,11 +719,12 @@ def section_insert(text: str, rng: random.Random, target: str | None = None, *, 
     if roll < 0.1 and steps and at_end < 1:
         i = rng.choice(steps)
         m = _STEP.match(sections[i].heading)
-        heading = f"{m['pre']}{m['n']}: {rng.choice(WORDS).capitalize()} the {rng.choice(WORDS)}"
+        heading = f"{m['pre']}{m['n']}: {rng.choice(corpus().steps)}"
         at, level = i, sections[i].level
         _renumber(sections, pieces, sections[i], +1)
     else:
-        heading = rng.choice(REPEATED_HEADINGS) if roll < 0.25 else rng.choice(SECTION_HEADINGS + BOILERPLATE)
+        heading = rng.choice(REPEATED_HEADINGS) if roll < 0.25 else rng.choice(SECTION_HEADINGS + BOILERPLATE) \
+            if roll < 0.6 else f"{rng.choice(TOPICS)} {rng.choice(ASPECTS)}"
         at = len(pieces) if rng.random() < at_end else rng.randint(start, len(pieces))
         level = rng.choice((2, 3))
     new = _Piece(_section_text(level, heading, _body(rng, width, 1, 2)), {})
@@ -720,7 +767,7 @@ def _edit_frontmatter(rng: random.Random, data: dict) -> bool:
         meta = data.setdefault("metadata", {})
         if not isinstance(meta, dict):
             return False
-        meta[rng.choice(("author", "category", "tags", "homepage"))] = rng.choice(WORDS) + f"-{rng.randint(1, 99)}"
+        meta[rng.choice(("author", "category", "tags", "homepage"))] = rng.choice(corpus().words) + f"-{rng.randint(1, 99)}"
     return True
 
 
@@ -966,19 +1013,28 @@ def load_histories(path: str | Path, *, min_versions: int = 2) -> list[History]:
 
 # ----------------------------------------------------------------------------------------- scoring
 
-COUNTS = ("updates", "deltas", "clean", "stale", "orphaned", "review", "survivors")
+COUNTS = ("updates", "deltas", "clean", "stale", "orphaned", "review", "survivors", "touched")
 OUTCOMES = ("correct_clean", "correct_stale", "over_flagged", "attached_part", "silent_reapply", "misattached",
-            "correct_orphan", "false_orphan", "rescued", "proposals", "correct_proposals")
+            "correct_orphan", "false_orphan", "rescued", "proposals", "correct_proposals", "touched_misattached")
 
 
-def tally(the_plan: rebase.Plan, anchored: Iterable[str], truth: Mapping[str, Fate] | None) -> Counter:
+def touched(update: Update) -> frozenset:
+    """Old sections the update touched: gone from their slug, or their text changed in any byte (whitespace
+    included). Only these put a policy's matching to the test; an untouched section is found by its slug."""
+    return frozenset(s.slug for s in update.old
+                     if (n := update.new_by_slug.get(s.slug)) is None or n.text != s.text)
+
+
+def tally(the_plan: rebase.Plan, anchored: Iterable[str], truth: Mapping[str, Fate] | None,
+          touched: frozenset = frozenset()) -> Counter:
     """Count outcomes for deltas anchored on the old sections `anchored` (a slug per delta).
 
     With truth: correct_clean / correct_stale (attached where the section went, flagged iff its meaning
     changed), over_flagged (stale though unchanged in meaning), silent_reapply (clean though changed),
     attached_part (stale on a part split off from the section), misattached (attached to a section holding
     none of its text), correct_orphan, false_orphan (the section survived), rescued (false orphan whose
-    proposal names a section holding its text). Without truth, only states.
+    proposal names a section holding its text). `touched` (old slugs the edit touched, `touched(update)`)
+    adds touched / touched_misattached. Without truth, only states.
     """
     c: Counter = Counter()
     for slug in anchored:
@@ -986,6 +1042,7 @@ def tally(the_plan: rebase.Plan, anchored: Iterable[str], truth: Mapping[str, Fa
         c["deltas"] += 1
         c[d.state] += 1
         c["review"] += d.state != "clean"
+        c["touched"] += slug in touched
         if d.proposal is not None:
             c["proposals"] += 1
         if truth is None:
@@ -994,6 +1051,7 @@ def tally(the_plan: rebase.Plan, anchored: Iterable[str], truth: Mapping[str, Fa
         if d.attached:
             if d.target not in fate.homes:
                 c["misattached"] += 1
+                c["touched_misattached"] += slug in touched
             elif d.target != fate.target:
                 c["attached_part"] += 1  # stale on a part split off from its section: flagged, not wrong
             elif d.state == "clean":
@@ -1037,9 +1095,9 @@ def evaluate(history: History, policies: Sequence[str | rebase.Policy] = tuple(r
         update = Update(_parse(bodies[k]), _parse(bodies[k + 1]))
         truth = history.truth[k].truth if history.truth is not None else None
         ops = ",".join(sorted(set(history.truth[k].ops))) if history.truth is not None else ""
-        live = live_anchors(history, k)
+        live, hit = live_anchors(history, k), touched(update)
         for p in policies:
-            counts = tally(rebase.plan_update(update, p), live, truth)
+            counts = tally(rebase.plan_update(update, p), live, truth, hit)
             rows.append({"history": history_id if history_id is not None else history.path, "update": k,
                          "policy": p.name, "body_changed": update.body_changed, "ops": ops,
                          **{key: counts.get(key, 0) for key in COUNTS + OUTCOMES}, "updates": 1})
@@ -1047,11 +1105,12 @@ def evaluate(history: History, policies: Sequence[str | rebase.Policy] = tuple(r
 
 
 def operator_trials(operator: str, policies: Sequence[str | rebase.Policy] = tuple(rebase.POLICIES),
-                    n: int = 50, seed: int = 0) -> list[dict]:
-    """Apply one operator once to `n` fresh skills; every old section carries one delta."""
+                    n: int = 50, seed: int = 0, start: int = 0) -> list[dict]:
+    """Apply one operator once to `n` fresh skills (trials `start` … `start + n - 1`); every old section
+    carries one delta."""
     policies = [rebase.get_policy(p) for p in policies]
     rows = []
-    for trial in range(n):
+    for trial in range(start, start + n):
         rng = random.Random(f"trial:{operator}:{seed}:{trial}")
         text = make_skill(rng, f"skill-{trial}")
         edit = None
@@ -1063,9 +1122,10 @@ def operator_trials(operator: str, policies: Sequence[str | rebase.Policy] = tup
         if edit is None:
             continue
         update = Update(_parse(_split(text)[1]), _parse(_split(edit.text)[1]))
+        hit = touched(update)
         for p in policies:
-            counts = tally(rebase.plan_update(update, p), [s.slug for s in _anchorable(text)], edit.truth)
-            rows.append({"operator": operator, "trial": trial, "policy": p.name,
+            counts = tally(rebase.plan_update(update, p), [s.slug for s in _anchorable(text)], edit.truth, hit)
+            rows.append({"operator": operator, "trial": trial, "unit": f"{operator}:{trial}", "policy": p.name,
                          **{key: counts.get(key, 0) for key in COUNTS + OUTCOMES}, "updates": 1})
     return rows
 
@@ -1083,6 +1143,7 @@ RATES: Mapping[str, tuple[str, str]] = {
     "false_orphan": ("false_orphan", "deltas"),
     "rescued_orphan": ("rescued", "deltas"),
     "misattached": ("misattached", "deltas"),
+    "misattached_touched": ("touched_misattached", "touched"),  # the denominator the safety bound is over
     "silent_reapply": ("silent_reapply", "deltas"),
     "proposal_precision": ("correct_proposals", "proposals"),
     "proposal_recall": ("rescued", "false_orphan"),
@@ -1091,27 +1152,141 @@ RATES: Mapping[str, tuple[str, str]] = {
 }
 
 
-def rates(df, by: str | Sequence[str], cluster: str, names: Sequence[str] | None = None, **kw):
+def rates(df: pd.DataFrame, by: str | Sequence[str], cluster: str, names: Sequence[str] | None = None,
+          **kw) -> pd.DataFrame:
     """Outcome rates per group with cluster-bootstrap intervals (`RATES`; `names` picks some)."""
-    from ..metrics import rate_table
-
-    chosen = {k: RATES[k] for k in (names or RATES)}
-    return rate_table(df, by, cluster, chosen, **kw)
+    return rate_table(df, by, cluster, {k: RATES[k] for k in (names or RATES)}, **kw)
 
 
-def _operator_cell(operator: str, policies: Sequence[str], n: int, seed: int) -> list[dict]:
-    return operator_trials(operator, policies, n, seed)
+# The safety rule, fixed before any data: a policy "does not misattach" at level TARGET when the exact one-sided
+# 95 % (Clopper–Pearson) upper bound on its misattachment rate over the deltas whose section an edit touched is
+# below TARGET. Untouched deltas are found by slug and text and cannot test a policy, so they are not counted.
+TARGET = 0.005
+CONFIDENCE = 0.95
+
+
+def needed(target: float = TARGET, confidence: float = CONFIDENCE) -> int:
+    """The fewest touched deltas at which zero misattachments bound the rate below `target`."""
+    n = math.ceil(math.log(1 - confidence) / math.log(1 - target))
+    while binomial_upper(0, n, confidence).high >= target:
+        n += 1
+    return n
+
+
+def safety(rows: pd.DataFrame, by: str | Sequence[str] = "policy", *, target: float = TARGET,
+           confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """Per group (default: per policy): deltas, touched deltas, misattached (all and touched), and the exact
+    upper bound on the misattachment rate over touched deltas, against `target`."""
+    by = [by] if isinstance(by, str) else list(by)
+    g = rows.groupby(by, sort=False)[["updates", "deltas", "touched", "misattached", "touched_misattached"]].sum()
+    g["bound"] = [binomial_upper(int(k), int(n), confidence).high if n else float("nan")
+                  for k, n in zip(g["touched_misattached"], g["touched"])]
+    g["below_target"] = g["bound"] < target
+    return g.reset_index()
+
+
+def _bound_line(s: pd.DataFrame, target: float) -> str:
+    parts = []
+    for r in s.itertuples():
+        verdict = "below" if r.below_target else "**not** below"
+        how = " (it never attaches: zero by construction)" if r.policy == "orphan-all" else ""
+        parts.append(f"`{r.policy}` {r.touched_misattached} of {r.touched:,} touched deltas misattached, bound "
+                     f"{r.bound:.2%} — {verdict} {target:.1%}{how}")
+    return "; ".join(parts)
+
+
+def _ci(r: pd.Series, k: str, fmt: str = ".2f") -> str:
+    return f"{r[k]:{fmt}} [{r[k + '_low']:{fmt}}, {r[k + '_high']:{fmt}}]"
+
+
+def _operator_cell(operator: str, policies: Sequence[str], n: int, seed: int, start: int = 0) -> list[dict]:
+    return operator_trials(operator, policies, n, seed, start)
+
+
+@dataclass(frozen=True)
+class OperatorStudy:
+    """Edit operators, one at a time, over fresh skills (rows: one per operator × trial × policy).
+
+    Rules stated before the data: (1) burden — a policy asks less than `orphan-all` when the upper end of its
+    95 % interval of review prompts per body update lies below `orphan-all`'s lower end; (2) safety — the
+    `TARGET` rule above, per policy; (3) proposals recover most false orphans when the lower end of their
+    recall interval exceeds 0.5. Intervals resample trials (one skill + one edit: the independent unit).
+    """
+
+    rows: pd.DataFrame
+    target: float = TARGET
+    n_boot: int = 1000
+    seed: int = 0
+    SHOWN = ("correct_clean", "correct_stale", "over_flagged", "false_orphan", "rescued_orphan", "misattached",
+             "proposal_precision", "proposal_recall", "review_per_update")
+
+    def table(self, names: Sequence[str] = SHOWN) -> pd.DataFrame:
+        """Rates per (operator, policy) with 95 % trial-bootstrap intervals."""
+        return rates(self.rows, ["operator", "policy"], "trial", names, n_resamples=self.n_boot, seed=self.seed)
+
+    def safety(self) -> pd.DataFrame:
+        return safety(self.rows, target=self.target)
+
+    def body(self) -> pd.DataFrame:
+        """Rows of the body-changing operators only (frontmatter edits never move an anchor)."""
+        return self.rows[~self.rows["operator"].isin(FRONTMATTER_OPERATORS)]
+
+    def heatmap(self, rate: str, title: str, fmt: str = ".2f"):
+        """An operator × policy heat map of one rate (altair)."""
+        import altair as alt  # presentation only
+
+        order = list(dict.fromkeys(self.rows["policy"]))
+        base = alt.Chart(self.table([rate])).encode(x=alt.X("policy:N", sort=order, title=None),
+                                                    y=alt.Y("operator:N", title=None))
+        rect = base.mark_rect().encode(color=alt.Color(f"{rate}:Q", title=title,
+                                                       scale=alt.Scale(scheme="orangered")))
+        return (rect + base.mark_text(fontSize=10).encode(text=alt.Text(f"{rate}:Q", format=fmt))).properties(
+            width=240, height=380, title=title)
+
+    def finding(self) -> str:
+        body = rates(self.body(), "policy", "unit", ["review_per_update", "proposal_precision",
+                                                       "proposal_recall"],
+                     n_resamples=self.n_boot, seed=self.seed).set_index("policy")
+        v1 = body.loc["orphan-all"]
+        lines = []
+        for p in [p for p in body.index if p != "orphan-all"]:
+            r = body.loc[p]
+            fewer = r["review_per_update_high"] < v1["review_per_update_low"]
+            lines.append(f"- `{p}`: {_ci(r, 'review_per_update')} review prompts per body update against "
+                         f"`orphan-all`'s {_ci(v1, 'review_per_update', '.1f')} — "
+                         + ("**fewer** (intervals apart)." if fewer else "not distinguishable (intervals overlap)."))
+            if r["proposal_precision"] == r["proposal_precision"]:  # a proposing policy
+                most = r["proposal_recall_low"] > 0.5
+                lines.append(f"  Its proposals: precision {_ci(r, 'proposal_precision')}, recall "
+                             f"{_ci(r, 'proposal_recall')} — " + ("they recover most false orphans."
+                                                                  if most else "recall not shown above 0.5."))
+        s = self.safety()
+        lines.append(f"- **Misattachment over touched deltas** (rule: 95 % upper bound < {self.target:.1%}; "
+                     f"{s['updates'].max() // max(1, self.rows['operator'].nunique()):,}+ trials per operator): "
+                     + _bound_line(s, self.target) + ".")
+        return "\n".join(lines)
 
 
 def operator_study(operators: Sequence[str] | None = None, policies: Sequence[str] = tuple(rebase.POLICIES),
-                   n: int = 30, seed: int = 0, **sweep_kw):
-    """Each operator applied once to `n` fresh skills, every section carrying a delta, through every policy:
-    one row per (operator, trial, policy). `sweep_kw` go to `sweep` (backend, n_jobs, progress)."""
-    import pandas as pd
-
-    grid = [{"operator": op, "policies": tuple(policies), "n": n, "seed": seed}
-            for op in (operators or [o for o in OPERATORS])]
-    return pd.DataFrame([r for rows in sweep(_operator_cell, grid, desc="operators", **sweep_kw) for r in rows])
+                   n: int = 30, seed: int = 0, *, min_touched: int = 0, max_n: int = 1000, n_boot: int = 1000,
+                   target: float = TARGET, **sweep_kw) -> OperatorStudy:
+    """Each operator applied once to `n` fresh skills, every section carrying a delta, through every policy.
+    With `min_touched` (e.g. `needed()`), the body operators get `n` more trials at a time until every policy
+    has that many touched deltas (or `max_n` trials per operator): the stopping rule looks at the
+    denominator only, never at the misattachments. `sweep_kw` go to `sweep` (backend, n_jobs, progress)."""
+    ops = list(operators or OPERATORS)
+    grid = [{"operator": op, "policies": tuple(policies), "n": n, "seed": seed} for op in ops]
+    rows = [r for part in sweep(_operator_cell, grid, desc="operators", **sweep_kw) for r in part]
+    body, start = [op for op in ops if op not in FRONTMATTER_OPERATORS], n
+    while min_touched and body and start < max_n:
+        have = pd.DataFrame(rows).groupby("policy")["touched"].sum()
+        if have.min() >= min_touched:
+            break
+        grid = [{"operator": op, "policies": tuple(policies), "n": min(n, max_n - start), "seed": seed,
+                 "start": start} for op in body]
+        rows += [r for part in sweep(_operator_cell, grid, desc="operators", **sweep_kw) for r in part]
+        start += n
+    return OperatorStudy(pd.DataFrame(rows), target, n_boot, seed)
 
 
 def _history_cell(profile: str, intensity: float, n_versions: int, n_deltas: int, seeds: Sequence[int],
@@ -1125,18 +1300,95 @@ def _history_cell(profile: str, intensity: float, n_versions: int, n_deltas: int
     return rows
 
 
+CELL = ["profile", "intensity", "n_versions"]
+
+
+@dataclass(frozen=True)
+class HistoryStudy:
+    """Policies over synthetic base-update histories (rows: one per cell × history × update × policy).
+
+    Rules stated before the data: a policy lowers the review burden of a profile when the upper end of its
+    95 % interval of review prompts per update lies below `orphan-all`'s lower end (intensity 1, history
+    lengths pooled); safety is the `TARGET` rule over touched deltas. Intervals resample histories (one
+    history's updates are correlated; histories are independent).
+    """
+
+    rows: pd.DataFrame
+    n_deltas: int
+    target: float = TARGET
+    n_boot: int = 1000
+    seed: int = 0
+    SHOWN = ("orphaned", "false_orphan", "stale", "misattached", "proposal_precision", "proposal_recall",
+             "orphaned_per_update", "review_per_update")
+
+    def table(self, names: Sequence[str] = SHOWN) -> pd.DataFrame:
+        """Rates per (cell, policy) with 95 % history-bootstrap intervals, plus the counts behind them."""
+        t = rates(self.rows, CELL + ["policy"], "history", names, n_resamples=self.n_boot, seed=self.seed)
+        counts = self.rows.groupby(CELL + ["policy"])[["updates", "deltas", "touched", "proposals"]].sum()
+        return t.merge(counts.reset_index(), on=CELL + ["policy"])
+
+    def lifetime(self) -> pd.DataFrame:
+        """Review prompts per delta written, summed over a whole history, per (cell, policy)."""
+        per = self.rows.groupby(CELL + ["policy", "history"])["review"].sum().div(self.n_deltas)
+        out = []
+        for key, g in per.groupby(level=CELL + ["policy"]):
+            iv = mean_ci(g.to_numpy(), n_resamples=self.n_boot, seed=self.seed)
+            out.append({**dict(zip(CELL + ["policy"], key)), "estimate": iv.estimate, "low": iv.low, "high": iv.high})
+        return pd.DataFrame(out)
+
+    def safety(self) -> pd.DataFrame:
+        return safety(self.rows, target=self.target)
+
+    def burden_chart(self, profile: str):
+        """Review prompts per update by policy, faceted by history length and edit intensity (altair)."""
+        import altair as alt  # presentation only
+
+        data = self.table(["review_per_update"])
+        data = data[data["profile"] == profile]
+        order = list(dict.fromkeys(self.rows["policy"]))
+        base = alt.Chart().encode(x=alt.X("policy:N", sort=order, title=None), color="policy:N")
+        return alt.layer(base.mark_bar().encode(y=alt.Y("review_per_update:Q", title="review prompts per update")),
+                         base.mark_rule().encode(y="review_per_update_low:Q", y2="review_per_update_high:Q"),
+                         data=data).properties(width=150, height=160, title=profile).facet(
+            column=alt.Column("n_versions:O", title="versions in the history"),
+            row=alt.Row("intensity:O", title="edit intensity"))
+
+    def finding(self) -> str:
+        one = self.rows[self.rows["intensity"] == 1.0]
+        pooled = rates(one, ["profile", "policy"], "history", ["review_per_update", "orphaned_per_update",
+                                                               "false_orphan"],
+                       n_resamples=self.n_boot, seed=self.seed).set_index(["profile", "policy"])
+        lines = []
+        for profile in dict.fromkeys(one["profile"]):
+            t = pooled.xs(profile)
+            v1 = t.loc["orphan-all"]
+            for p in [p for p in t.index if p != "orphan-all"]:
+                r = t.loc[p]
+                lower = r["review_per_update_high"] < v1["review_per_update_low"]
+                ratio = v1["review_per_update"] / max(r["review_per_update"], 1e-9)
+                lines.append(f"- *{profile}*, `{p}`: {_ci(r, 'review_per_update')} review prompts per update "
+                             f"({_ci(r, 'orphaned_per_update')} orphans needing an action; false-orphan rate "
+                             f"{_ci(r, 'false_orphan', '.3f')}) against `orphan-all`'s "
+                             f"{_ci(v1, 'review_per_update')}: "
+                             + (f"**{ratio:.1f}× fewer** (intervals apart)." if lower
+                                else "not distinguishable (intervals overlap)."))
+        lines.append(f"- **Misattachment over touched deltas** (rule: 95 % upper bound < {self.target:.1%}, "
+                     "all cells pooled): " + _bound_line(self.safety(), self.target) + ".")
+        return "\n".join(lines)
+
+
 def history_study(profiles: Sequence[str] = ("typical", "metadata-heavy"), intensities: Sequence[float] = (1.0,),
                   versions: Sequence[int] = (10,), n_histories: int = 20, n_deltas: int = 10,
-                  policies: Sequence[str] = tuple(rebase.POLICIES), seed: int = 0, chunk: int = 10, **sweep_kw):
-    """Synthetic histories for every (profile, edit intensity, versions) cell, every policy: one row per
-    (cell, history, update, policy). History k of every cell uses seed `seed·10⁶ + k` (common random numbers)."""
-    import pandas as pd
-
+                  policies: Sequence[str] = tuple(rebase.POLICIES), seed: int = 0, chunk: int = 10, *,
+                  n_boot: int = 1000, target: float = TARGET, **sweep_kw) -> HistoryStudy:
+    """Synthetic histories for every (profile, edit intensity, versions) cell, every policy. History k of
+    every cell uses seed `seed·10⁶ + k` (common random numbers)."""
     seeds = [seed * 1_000_000 + k for k in range(n_histories)]
     grid = [{"profile": p, "intensity": i, "n_versions": v, "n_deltas": n_deltas, "seeds": seeds[c: c + chunk],
              "policies": tuple(policies)}
             for p in profiles for i in intensities for v in versions for c in range(0, n_histories, chunk)]
-    return pd.DataFrame([r for rows in sweep(_history_cell, grid, desc="histories", **sweep_kw) for r in rows])
+    rows = [r for part in sweep(_history_cell, grid, desc="histories", **sweep_kw) for r in part]
+    return HistoryStudy(pd.DataFrame(rows), n_deltas, target, n_boot, seed)
 
 
 # ------------------------------------------------------------------------------------- calibration
@@ -1183,45 +1435,3 @@ def calibration_stats(histories: Iterable[History]) -> dict[str, float]:
     out |= {k: sec[k] / max(sec["sections"], 1) for k in
             ("sec_unchanged", "sec_edited", "sec_whitespace", "sec_removed", "sec_renamed", "sec_offset_moved")}
     return out
-
-
-# -------------------------------------------------------------------------------------------- sweeps
-
-
-def _dask_backend(n_jobs: int, client=None):
-    """joblib's dask backend on the given client, or on a LocalCluster bound to 127.0.0.1."""
-    import contextlib
-
-    import joblib
-    from dask.distributed import Client, LocalCluster
-
-    stack = contextlib.ExitStack()
-    if client is None:
-        cluster = stack.enter_context(LocalCluster(n_workers=max(1, n_jobs), threads_per_worker=1,
-                                                   host="127.0.0.1", dashboard_address=None, processes=True))
-        client = stack.enter_context(Client(cluster))
-    stack.enter_context(joblib.parallel_config(backend="dask"))
-    return stack
-
-
-def sweep(fn: Callable[..., Any], grid: Sequence[Mapping[str, Any]], *, backend: str = "loky", n_jobs: int = 2,
-          progress: bool = True, client=None, desc: str = "sweep") -> list[Any]:
-    """`[fn(**params) for params in grid]`, in parallel with a tqdm.auto progress bar.
-
-    backend: any joblib backend ("loky", "threading", "sequential") or "dask", which runs the same sweep on
-    a dask.distributed cluster — `client` if given, else a LocalCluster on 127.0.0.1 for the duration.
-    """
-    import contextlib
-
-    import joblib
-    from tqdm.auto import tqdm
-
-    backends: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
-        "dask": lambda: _dask_backend(n_jobs, client)}
-    context = backends.get(backend, lambda: joblib.parallel_config(backend=backend, n_jobs=n_jobs))
-    with context(), warnings.catch_warnings():
-        # loky recycles idle workers on a busy machine and says so; results are unaffected
-        warnings.filterwarnings("ignore", "A worker stopped while some jobs", UserWarning)
-        tasks = (joblib.delayed(fn)(**params) for params in grid)
-        results = joblib.Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
-        return list(tqdm(results, total=len(grid), desc=desc, disable=not progress))
