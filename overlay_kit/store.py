@@ -1063,6 +1063,33 @@ class Store:
         """Delta rows per status (for status lines and tests)."""
         return dict(self.conn.execute("SELECT status, count(*) FROM skill_deltas GROUP BY status"))
 
+    # ---------------------------------------------------------------- read-only exports (the KPI studies)
+
+    # name → the query behind it: the tables the KPIs read (overlay_kit.studies.kpis), in a fixed order.
+    EXPORTS = {
+        "deltas": "SELECT id, base_name AS skill, scope, kind, tier, status, success_count, attempt_count, "
+                  "superseded_by, resident, json_extract(anchor, '$.section') AS section, "
+                  "json_extract(provenance, '$.source') AS source, payload FROM skill_deltas ORDER BY created_at, id",
+        "audit": "SELECT seq, delta_id, who, from_status, to_status, reason FROM delta_audit ORDER BY seq",
+        "outcomes": "SELECT id, delta_id, session, turn, signal, positive, at FROM delta_outcomes ORDER BY id",
+        "signals": "SELECT id, session, turn, signal, positive, rating, scope, skill, section, lesson, attributed, "
+                   "at FROM turn_signals ORDER BY id",
+        "context": "SELECT session, turn, delta_id, role, at FROM turn_context ORDER BY id",
+        "promotions": "SELECT id, delta_id, decision, successes, attempts, score, threshold, min_samples, wilson, "
+                      "ledger_seq, at FROM promotion_log ORDER BY id",
+        "consolidations": "SELECT umbrella_id, members, skill, section, embedding_sim, bigram_sim FROM "
+                          "consolidations ORDER BY proposed_at, umbrella_id",
+        "facts": "SELECT namespace, key, value, scope, status, json_extract(provenance, '$.source') AS source "
+                 "FROM learned_facts ORDER BY id",
+    }
+
+    def export(self, name: str) -> tuple[list[str], list[tuple]]:
+        """One table of `EXPORTS` as (column names, rows); nothing is written."""
+        if name not in self.EXPORTS:
+            raise StoreError(f"unknown export {name!r}; exports are {', '.join(self.EXPORTS)}")
+        cur = self.conn.execute(self.EXPORTS[name])
+        return [c[0] for c in cur.description], cur.fetchall()
+
     # ------------------------------------------------ table families (classes below) and whole-table reads
 
     @cached_property

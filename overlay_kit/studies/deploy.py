@@ -7,9 +7,12 @@ One `run(**settings)` is one user living with one skill for `n_sessions` session
   ground truth for every section); every `base_update_every` sessions the next version ships and
   `rebase.apply` moves the deltas under `rebase_policy`.
 * **The user** has `n_situations` recurring needs, each anchored on a section of the skill, with a hidden
-  preferred option (the authored default is option 0). A need is learned at tier 0 (a value a tool
-  reads), tier 1 (which declared tool to use) or tier 3 (a preference line). Each session has a goal
-  (one need, Zipf-frequent); its turns mostly exercise that need. When the agent is right the user may
+  preferred option (the authored default is option 0). A need's situation is a lesson of the τ corpus
+  (`topics()`, datasets/tau): its trigger is what a tier-3 lesson is indexed under, and a session opens
+  with one of its human-phrased paraphrase goals — so tier-3 retrieval at τ meets goals like notebook 04's,
+  not copies of the trigger. A need is learned at tier 0 (a value a tool reads), tier 1 (which declared
+  tool to use) or tier 3 (a preference line). Each session has a goal (one need, Zipf-frequent); its turns
+  mostly exercise that need. When the agent is right the user may
   accept or rate; when it is wrong they correct (stating the lesson), undo, or stay silent.
 * **The agent** resolves its effective skill once per session (`resolve.resolve`, real budget and tier-3
   retrieval at τ) and follows a deterministic policy: a lesson in context is obeyed with probability
@@ -30,13 +33,16 @@ One `run(**settings)` is one user living with one skill for `n_sessions` session
   no-delta baseline (no store), deltas-off (`learned=False`) and deltas-on — scored against the hidden
   preferences, with the prompt hash of each arm.
 
-Everything is seeded (`random.Random` streams keyed by purpose), so a run is a pure function of its
-settings except for delta ids (uuid4) and audit timestamps; the KPIs (`overlay_kit.studies.kpis`) read the logs
-and the store tables returned in `Deployment`. `sweep(grid)` runs many with `sim.sweep` (joblib, or dask).
+Every behavioural assumption (how often the agent obeys, the user reviews, corrects, acknowledges; how often
+the trigger misreads) is a named `Settings` field with a stated range in `ASSUMPTIONS`. Everything is seeded
+(`random.Random` streams keyed by purpose), so a run is a pure function of its settings except for audit
+timestamps; the KPI study (`overlay_kit.studies.kpis`) runs many on the studies' sweep runner and reads the
+logs and the store tables returned in `Deployment`.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import random
 import uuid
@@ -44,6 +50,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -55,38 +62,88 @@ from .. import evidence, gates, rebase, resolve, retrieval
 from ..grammar import Provenance
 from ..skill import Skill, parse_skill
 from ..store import Store, StoreError
-from . import kpis, sim
+from ..resources import dataset_path
+from . import sim
 
 __all__ = [
-    "GOALS",
+    "ASSUMPTIONS",
     "OPTIONS",
-    "TOPICS",
+    "Assumption",
     "Deployment",
     "Settings",
     "Situation",
+    "Topic",
     "run",
-    "run_kpis",
+    "settings",
     "store_tables",
-    "study",
-    "sweep",
+    "topics",
 ]
 
 T0 = datetime(2025, 1, 6, 9, tzinfo=timezone.utc)  # session n starts at T0 + n days
-TOPICS = ("invoice reminders", "meeting notes", "customer escalations", "weekly status reports",
-          "calendar conflicts", "newsletter digests", "expense receipts", "vendor contracts", "support tickets",
-          "travel bookings", "job applications", "release announcements", "security alerts",
-          "partner introductions", "billing disputes", "conference invitations")
 OPTIONS = ("reply in a formal tone", "keep it under three sentences", "put a bullet summary first",
            "copy the account owner", "flag it for follow-up tomorrow", "address people by first name",
            "include the ticket number", "link the latest report", "mention the deadline up front",
            "group items by sender", "write in plain text only", "end with a clear next step")
 VALUES = ("07:00", "12:30", "18:00", "weekly", "daily", "never")
-GOALS = ("Help me with {topic}.", "Can you handle the {topic} today?", "Sort out my {topic}.",
-         "I need to go through {topic}.")
-LESSONS = ("For {topic}, {option}.", "When it comes to {topic}: {option}.", "On {topic}, always {option}.",
+LESSONS = ("For {topic}: {option}.", "When it comes to {topic}: {option}.", "{topic}: always {option}.",
            "{topic}: please {option}.")
-OVERREACH = ("For {topic}, use shell:execute to {option}.", "For {topic}, {option} and send it right away.")
+OVERREACH = ("For {topic}: use shell:execute to {option}.", "For {topic}: {option} and send it right away.")
 GHOST_TOOLS = ("send_now", "post_message", "bulk_archive")  # tools no generated skill declares
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A need's situation, from the τ corpus (datasets/tau): the lesson trigger the learning trigger writes,
+    and the human-phrased goals (the corpus' relevant paraphrases) a user opens a session with."""
+
+    lesson_id: str
+    trigger: str
+    goals: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.trigger.rstrip(".")
+
+
+@lru_cache(maxsize=1)
+def topics() -> tuple[Topic, ...]:
+    """Every τ-corpus lesson with its paraphrase goals, in lesson-id order."""
+    with open(dataset_path("tau", "pairs.csv"), newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    goals: dict[str, list[str]] = {}
+    trigger: dict[str, str] = {}
+    for r in rows:
+        if r["category"] == "paraphrase" and r["relevant"] == "1":
+            goals.setdefault(r["lesson_id"], []).append(r["goal"])
+            trigger[r["lesson_id"]] = r["trigger"]
+    return tuple(Topic(k, trigger[k], tuple(goals[k])) for k in sorted(goals))
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A behavioural assumption of the simulator: its default and the range a finding must hold across."""
+
+    name: str
+    low: float
+    high: float
+    what: str
+
+
+# Every behavioural assumption of the simulated user, agent and learning trigger, with the range over which
+# the KPI study sweeps it (each at its low and its high end, the others at their defaults). No real
+# deployment has measured them; the ranges span what seems plausible, not what is known.
+ASSUMPTIONS: Mapping[str, Assumption] = {a.name: a for a in (
+    Assumption("p_obey", 0.6, 0.99, "the agent follows a lesson (or what the user said) in its context"),
+    Assumption("review_every", 5, 40, "sessions between the user's reviews of pending lessons"),
+    Assumption("p_correct", 0.3, 0.9, "a wrong turn is corrected, stating the lesson"),
+    Assumption("p_misread", 0.05, 0.3, "the learning trigger writes the wrong value"),
+    Assumption("p_ack", 0.1, 0.5, "a right turn is explicitly accepted (evidence for promotion)"),
+    Assumption("p_slip", 0.0, 0.2, "the user answers a suggestion the wrong way round"),
+    Assumption("p_undo", 0.05, 0.25, "a wrong turn is undone without a lesson"),
+    Assumption("focus", 0.5, 0.9, "share of a session's turns on its goal need"),
+    Assumption("drift", 0.0, 0.05, "per session: one hidden preference changes"),
+    Assumption("p_default_ok", 0.05, 0.3, "the authored default already is what the user wants"),
+)}
 
 
 # ------------------------------------------------------------------------------------------- settings
@@ -94,7 +151,8 @@ GHOST_TOOLS = ("send_now", "post_message", "bulk_archive")  # tools no generated
 
 @dataclass(frozen=True)
 class Settings:
-    """One deployment. The gate settings are the knobs a designer would ship; the rest is the world."""
+    """One deployment. The gate settings are the knobs a designer would ship; the rest is the world, whose
+    behavioural assumptions (`ASSUMPTIONS`) default to the middle of their stated ranges."""
 
     seed: int = 0
     n_sessions: int = 60
@@ -103,7 +161,7 @@ class Settings:
     tier_mix: tuple[float, float, float] = (0.25, 0.25, 0.5)  # share of needs learned at tier 0 / 1 / 3
     # the user
     p_default_ok: float = 0.15  # the authored default already is what the user wants
-    p_correct: float = 0.7  # a wrong turn is corrected (stating the lesson) ...
+    p_correct: float = 0.6  # a wrong turn is corrected (stating the lesson) ...
     p_undo: float = 0.15  # ... or undone (no lesson); otherwise the user stays silent
     p_ack: float = 0.3  # a right turn is explicitly accepted ...
     p_rate: float = 0.05  # ... or rated 4-5
@@ -113,7 +171,7 @@ class Settings:
     drift: float = 0.0  # per session: probability that one hidden preference changes
     review_every: int = 20  # the user reviews pending lessons every N sessions (0: never)
     # the agent and its learning trigger
-    p_obey: float = 0.95
+    p_obey: float = 0.8
     p_misread: float = 0.15
     p_overreach: float = 0.05
     suggest_staged: bool = True
@@ -146,8 +204,8 @@ class Settings:
         for name in ("n_sessions", "turns", "n_situations", "min_samples", "eval_turns"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1")
-        if self.n_situations > len(TOPICS):
-            raise ValueError(f"n_situations: at most {len(TOPICS)}")
+        if self.n_situations > len(topics()):
+            raise ValueError(f"n_situations: at most {len(topics())}")
         for name in ("review_every", "base_update_every"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be 0 (never) or a number of sessions")
@@ -172,7 +230,7 @@ class Situation:
     key: str
     tier: int  # 0 fact, 1 tool-hint, 3 preference
     section: str  # slug in the first version of the skill
-    topic: str
+    topic: Topic
     options: tuple[str, ...]  # option 0 is the authored default
 
     @property
@@ -209,31 +267,10 @@ def session_id(seed: int, n: int) -> str:
 
 # -------------------------------------------------------------------------------------------- tables
 
-TABLES = {
-    "deltas": "SELECT id, base_name AS skill, scope, kind, tier, status, success_count, attempt_count, "
-              "superseded_by, resident, json_extract(anchor, '$.section') AS section, "
-              "json_extract(provenance, '$.source') AS source, payload FROM skill_deltas ORDER BY created_at, id",
-    "audit": "SELECT seq, delta_id, who, from_status, to_status, reason FROM delta_audit ORDER BY seq",
-    "outcomes": "SELECT id, delta_id, session, turn, signal, positive, at FROM delta_outcomes ORDER BY id",
-    "signals": "SELECT id, session, turn, signal, positive, rating, scope, skill, section, lesson, attributed, at "
-               "FROM turn_signals ORDER BY id",
-    "context": "SELECT session, turn, delta_id, role, at FROM turn_context ORDER BY id",
-    "promotions": "SELECT id, delta_id, decision, successes, attempts, score, threshold, min_samples, wilson, "
-                  "ledger_seq, at FROM promotion_log ORDER BY id",
-    "consolidations": "SELECT umbrella_id, members, skill, section, embedding_sim, bigram_sim FROM consolidations "
-                      "ORDER BY proposed_at, umbrella_id",
-    "facts": "SELECT namespace, key, value, scope, status, json_extract(provenance, '$.source') AS source "
-             "FROM learned_facts ORDER BY id",
-}
-
 
 def store_tables(store: Store) -> dict[str, pd.DataFrame]:
-    """The store's evidence-relevant tables as DataFrames (what the KPIs read)."""
-    out = {}
-    for name, sql in TABLES.items():
-        cur = store.conn.execute(sql)
-        out[name] = pd.DataFrame(cur.fetchall(), columns=[c[0] for c in cur.description])
-    return out
+    """The store's evidence tables (`Store.EXPORTS`) as DataFrames: what the KPIs read."""
+    return {name: pd.DataFrame(rows, columns=cols) for name in Store.EXPORTS for cols, rows in [store.export(name)]}
 
 
 # ------------------------------------------------------------------------------------------ the world
@@ -309,9 +346,8 @@ class _World:
         tools = [t for t in self.skill.tools if gates.check(None, self.skill, "tool-hint", {"prefer": [t]},
                                                             section=sections[0], provenance="user_instruction"
                                                             ).outcome != "refused"]
-        topics = rng.sample(TOPICS, s.n_situations)
         out = []
-        for k, topic in enumerate(topics):
+        for k, topic in enumerate(rng.sample(topics(), s.n_situations)):
             tier = rng.choices((0, 1, 3), s.tier_mix)[0]
             if tier == 1 and len(tools) < 2:
                 tier = 3  # a tool choice needs two usable declared tools
@@ -396,8 +432,8 @@ class _World:
             kind, payload = "tool-hint", {"prefer": [rng.choice(GHOST_TOOLS) if overreach else x.options[option]]}
         else:
             template = rng.choice(OVERREACH if overreach else LESSONS)
-            body = template.format(topic=x.topic, option=x.options[option])
-            kind, payload = "preference", {"body": body[0].upper() + body[1:], "trigger": x.topic}
+            body = template.format(topic=x.topic.name, option=x.options[option])
+            kind, payload = "preference", {"body": body[0].upper() + body[1:], "trigger": x.topic.trigger}
         r = gates.learn(self.store, self.skill, kind, payload, section=section, provenance=prov,
                         settings=self.settings)
         if r.delta is not None:
@@ -499,7 +535,7 @@ class _World:
             self.pref[x.key] = self.rng["drift"].choice([o for o in range(len(x.options)) if o != self.pref[x.key]])
         user, agent = self.rng["user"], self.rng["agent"]
         goal_need = user.choices(self.situations, self.weights)[0]
-        goal = user.choice(GOALS).format(topic=goal_need.topic)
+        goal = user.choice(goal_need.topic.goals)
         eff = self.resolve(goal)
         facts, staged = self.facts(), self.staged()
         sid = session_id(s.seed, n)
@@ -557,7 +593,7 @@ class _World:
         for x in self.situations:
             for i in range(self.s.eval_turns):
                 rng = random.Random(f"deploy:eval:{self.s.seed}:{x.key}:{i}")
-                goal, u = rng.choice(GOALS).format(topic=x.topic), rng.random()
+                goal, u = rng.choice(x.topic.goals), rng.random()
                 for arm, eff, known in (("baseline", self.resolve(goal, store=False), {}),
                                         ("off", self.resolve(goal, learned=False), {}),
                                         ("on", self.resolve(goal), facts)):
@@ -613,43 +649,3 @@ def run(**params: Any) -> Deployment:
                                                     "state", "target", "true_target", "true_changed",
                                                     "body_changed", "status_after", "anchor_after"]),
                       frame(evals), tables, w.situations, tuple(w.skill.tools))
-
-
-def run_kpis(**params: Any) -> dict[str, Any]:
-    """`kpis.run_kpis(run(**params))`: one KPI row, cheap to ship back from a sweep worker."""
-    return kpis.run_kpis(run(**params))
-
-
-def sweep(grid: Sequence[Mapping[str, Any]], *, fn=run, backend: str = "loky", n_jobs: int = 2,
-          progress: bool = True, client=None) -> list[Any]:
-    """`fn` (`run`, or `run_kpis`) over a grid of settings with the shared sweep runner (`sim.sweep`: joblib,
-    or dask on a cluster). Every entry is validated before any work starts."""
-    for params in grid:
-        settings(**params)
-    return sim.sweep(fn, list(grid), backend=backend, n_jobs=n_jobs, progress=progress, client=client,
-                     desc="deployments")
-
-
-def study(axes: Mapping[str, Sequence[Any]], *, seeds: Sequence[int], base: Mapping[str, Any] | None = None,
-          fixed: Mapping[str, Mapping[str, Any]] | None = None, backend: str = "loky", n_jobs: int = 2,
-          progress: bool = True, client=None) -> pd.DataFrame:
-    """A one-at-a-time sweep: for each axis (a `Settings` field) and each of its values, `base` with that
-    field set — plus `fixed[axis]`, what the axis needs to matter (e.g. base updates for the rebase-policy
-    axis) — for every seed. Identical configurations run once. Returns one KPI row per (axis, value, seed)
-    with `axis` and `value` columns."""
-    base, fixed = dict(base or {}), dict(fixed or {})
-    unknown = sorted(set(fixed) - set(axes))
-    if unknown:
-        raise ValueError(f"fixed settings for axes that are not swept: {unknown}")
-    plan, configs = [], {}
-    for axis, values in axes.items():
-        for value in values:
-            for seed in seeds:
-                params = {**base, **fixed.get(axis, {}), axis: value, "seed": seed}
-                key = settings(**params)  # equal settings, however spelled, run once
-                configs.setdefault(key, params)
-                plan.append((axis, value, key))
-    keys = list(configs)
-    rows = dict(zip(keys, sweep([configs[k] for k in keys], fn=run_kpis, backend=backend, n_jobs=n_jobs,
-                                progress=progress, client=client)))
-    return pd.DataFrame([{"axis": axis, "value": repr(value), **rows[key]} for axis, value, key in plan])

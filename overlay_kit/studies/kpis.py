@@ -36,18 +36,23 @@ import numpy as np
 import pandas as pd
 
 from ..grammar import TIERS
-from ..metrics import Interval, mean_ci, ratio_ci, wilson_lower_bound
+from ..metrics import Interval, binomial_upper, mean_ci, ratio_ci, wilson_lower_bound
 from ..skill import PERMISSION_DOMAINS
+from . import deploy
+from .deploy import ASSUMPTIONS, Deployment
+from .sweep import sweep
 
 __all__ = [
+    "BY_DEFINITION",
     "HARD",
+    "RULE",
     "TARGETS",
+    "KPIStudy",
     "Recurrence",
     "atomicity",
     "ci",
     "cost",
     "dashboard",
-    "finding",
     "kpi_frame",
     "monotonicity",
     "never",
@@ -55,15 +60,23 @@ __all__ = [
     "promotion_precision",
     "rebase_honesty",
     "recommend",
+    "robust",
+    "run",
     "run_kpis",
     "scorecard",
     "sensitivity",
+    "study",
     "summarize",
     "tier_discipline",
+    "worlds",
 ]
 
 WINDOW = 20
 TARGETS = {"nonrecurrence": 0.70, "tier01_share": 0.50}
+# A setting value that breaks a HARD constraint by definition: auto-approval activates at zero evidence, which the
+# seed's bar counts as an activation below the evidence threshold whatever happens. The data cannot decide
+# that, so `recommend` judges the axis on everything else and the finding states the definition.
+BY_DEFINITION = {"auto_approve": "activated_below_threshold"}
 # Constraints a recommended setting must meet in every run (safety and correctness KPIs).
 HARD = {"activated_below_threshold": 0, "untrusted_without_approval": 0, "permission_violations": 0,
         "rebase_silent_reanchored": 0, "rebase_silent_dropped": 0, "atomicity_violations": 0,
@@ -257,9 +270,8 @@ def atomicity(sessions: pd.DataFrame) -> dict[str, int]:
 # -------------------------------------------------------------------------------------------- per run
 
 
-def run_kpis(dep) -> dict[str, Any]:
-    """Every KPI of one deployment (plus its settings) as one flat row. `dep`: a `deploy.Deployment` (kpis sits
-    below deploy, which imports it, so the type is named here, not imported)."""
+def run_kpis(dep: Deployment) -> dict[str, Any]:
+    """Every KPI of one deployment (plus its settings) as one flat row."""
     t = dep.tables
     rec = nonrecurrence(t["signals"], order=dep.session_order)
     card = scorecard(dep.evals)
@@ -283,7 +295,7 @@ def run_kpis(dep) -> dict[str, Any]:
     return row
 
 
-def kpi_frame(deployments: Iterable) -> pd.DataFrame:
+def kpi_frame(deployments: Iterable[Deployment]) -> pd.DataFrame:
     return pd.DataFrame([run_kpis(d) for d in deployments])
 
 
@@ -317,8 +329,8 @@ def summarize(frame: pd.DataFrame, by: str | Sequence[str], kpis: Sequence[str],
 
 def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any] | None = None, axes: Iterable[str] | None = None,
               utilities: Sequence[str] = ("on_minus_off", "nonrecurrence"),
-              tie_break: Sequence[str] = ("friction", "learned_tokens_median"), n_boot: int = 2000,
-              seed: int = 0) -> pd.DataFrame:
+              tie_break: Sequence[str] = ("friction", "learned_tokens_median"),
+              by_definition: Mapping[str, str] | None = None, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """One recommended value per swept setting (a `deploy.study` frame: `axis`, `value` columns), by a rule
     stated here and in the output:
 
@@ -330,8 +342,11 @@ def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any] | None = None,
        only on evidence; otherwise the lowest `tie_break` KPIs win (less friction, fewer tokens).
 
     `axes`: which swept settings to recommend (default: all); world parameters swept for sensitivity (how
-    often the base changes) have no recommendation.
+    often the base changes) have no recommendation. `by_definition` (axis → HARD KPI, default `BY_DEFINITION`):
+    a constraint that one value of the axis breaks by definition, not by evidence, is left out of step 1 for
+    that axis (the finding says so), so the data still decide it on everything else.
     """
+    by_definition = BY_DEFINITION if by_definition is None else by_definition
     defaults = {k: repr(v) for k, v in (defaults or {}).items()}
     wanted = None if axes is None else set(axes)
     out = []
@@ -340,7 +355,8 @@ def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any] | None = None,
             continue
         s = summarize(runs, "value", list(dict.fromkeys([*utilities, "nonrecurrence", *tie_break])),
                       n_boot=n_boot, seed=seed)
-        broken = {v: [k for k, limit in HARD.items() if k in g and (g[k].fillna(0) > limit).any()]
+        hard = {k: limit for k, limit in HARD.items() if k != by_definition.get(axis)}
+        broken = {v: [k for k, limit in hard.items() if k in g and (g[k].fillna(0) > limit).any()]
                   for v, g in runs.groupby("value", sort=False)}
         s["broken"] = [", ".join(broken[v]) for v in s["value"]]
         row = {"axis": axis, "value": None, "default": defaults.get(axis),
@@ -428,8 +444,6 @@ def dashboard(runs: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> pd.Da
 def never(frame: pd.DataFrame, *, where: pd.Series | None = None, confidence: float = 0.95) -> pd.DataFrame:
     """The zero-target KPIs pooled over a whole study (or the rows `where` selects): count, denominator, and
     the exact one-sided upper bound on the rate (`metrics.binomial_upper`) — what a "never" claim quotes."""
-    from ..metrics import binomial_upper
-
     f = _distinct(frame if where is None else frame[where])
     rows = []
     for k, unit, cols in NEVER:
@@ -438,61 +452,6 @@ def never(frame: pd.DataFrame, *, where: pd.Series | None = None, confidence: fl
         bound = binomial_upper(min(count, n), n, confidence).high if n else float("nan")
         rows.append({"kpi": k, "count": count, "out_of": n, "unit": unit, "upper_bound": bound})
     return pd.DataFrame(rows)
-
-
-def finding(frame: pd.DataFrame, recommendation: pd.DataFrame, defaults_runs: pd.DataFrame,
-            sensitivity: Mapping[str, str] | None = None, fixed: Mapping[str, Mapping[str, Any]] | None = None
-            ) -> str:
-    """The study's conclusion in Markdown, written from the numbers (re-running rewrites it)."""
-    d = dashboard(defaults_runs).set_index("kpi")
-
-    def iv(k: str, fmt: str = ".2f") -> str:
-        r = d.loc[k]
-        return f"{r.estimate:{fmt}} [{r.low:{fmt}}, {r.high:{fmt}}]"
-
-    met = lambda k: "meets" if d.loc[k, "met"] else "misses"  # noqa: E731
-    lines = [f"**At the current defaults** ({len(defaults_runs)} seeded deployments): correction non-recurrence "
-             f"{iv('nonrecurrence')} ({met('nonrecurrence')} the 70 % target); deltas-on beat deltas-off by "
-             f"{iv('on_minus_off')} eval accuracy ({met('on_minus_off')} +5 points), and deltas-off equalled "
-             f"the no-delta baseline in {int((defaults_runs['off_differs_from_baseline'] == 0).sum())} of "
-             f"{len(defaults_runs)} runs; learning cost a median {iv('learned_tokens_median', '.0f')} resident "
-             f"tokens per session, p100 {iv('learned_tokens_p100', '.0f')}, with "
-             f"{int(defaults_runs['cost_over_ceiling'].sum())} sessions over the ceiling; "
-             f"{iv('tier01_share')} of accepted lessons landed at tier 0/1 ({met('tier01_share')} 50 %).", ""]
-    n = never(frame)
-    zero = n[n["count"] == 0]
-    if len(zero):
-        lines.append(f"**Never observed** across all {len(_distinct(frame))} distinct runs: " + "; ".join(f"{r.kpi} (0 of {r.out_of} {r.unit}, 95 % upper bound "
-                                                 f"{r.upper_bound:.2%})" for r in zero.itertuples()) + ".")
-    refused = int(_distinct(frame)["overreach_refused"].sum()) if "overreach_refused" in frame else 0
-    if refused:
-        lines.append(f"The gates refused {refused} overreaching lessons (a tool the skill lacks, an ungranted "
-                     "permission) at write time; none reached the store.")
-    seen = n[n["count"] > 0]
-    for r in seen.itertuples():
-        where = frame[frame[r.kpi].fillna(0) > 0]
-        lines.append(f"**{r.kpi}** occurred {r.count} times, only where "
-                     + ", ".join(sorted({f"{a} = {v}" for a, v in zip(where['axis'], where['value'])})) + ".")
-    lines.append("")
-    lines.append("**Recommended defaults** (rule: hard constraints, then the non-recurrence target where "
-                 "reachable, then measured value and non-recurrence within the best value's 95 % interval, "
-                 "then keep the default, else least friction and fewest tokens):")
-    lines.append("")
-    for r in recommendation.itertuples():
-        if r.value is None:
-            lines.append(f"- `{r.axis}`: no value meets the hard constraints.")
-            continue
-        change = "keep" if r.value == r.default else f"change {r.default} →"
-        at = (fixed or {}).get(r.axis)
-        change = (f"(with {', '.join(f'{k} = {v}' for k, v in at.items())}) " if at else "") + change
-        excluded = f"; excluded: {r.excluded}" if r.excluded else ""
-        lines.append(f"- `{r.axis}`: {change} **{r.value}** — on − off {r.on_minus_off:.2f} "
-                     f"[{r.on_minus_off_lo:.2f}, {r.on_minus_off_hi:.2f}], non-recurrence {r.nonrecurrence:.2f} "
-                     f"[{r.nonrecurrence_lo:.2f}, {r.nonrecurrence_hi:.2f}]; indistinguishable: {r.candidates}"
-                     f"{excluded}.")
-    for axis, text in (sensitivity or {}).items():
-        lines.append(f"- `{axis}` (world, not a setting): {text}")
-    return "\n".join(lines)
 
 
 def sensitivity(frame: pd.DataFrame, axis: str, kpis: Sequence[str] = ("nonrecurrence", "on_minus_off"), *,
@@ -504,3 +463,179 @@ def sensitivity(frame: pd.DataFrame, axis: str, kpis: Sequence[str] = ("nonrecur
         parts.append(f"{k} " + " → ".join(f"{r[k]:.2f} [{r[f'{k}_lo']:.2f}, {r[f'{k}_hi']:.2f}] at {r['value']}"
                                           for _, r in s.iterrows()))
     return "; ".join(parts) + "."
+
+
+# ------------------------------------------------------------------------------------------- the study
+
+DEFAULT = "default"  # the world scenario with every assumption at its default
+
+
+def _kpi_row(**params: Any) -> dict[str, Any]:
+    """One deployment's KPI row: what a sweep worker ships back (small)."""
+    return run_kpis(deploy.run(**params))
+
+
+def worlds(assumptions: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """World scenarios: every assumption at its default, then each named one at the low and the high end of
+    its stated range (`deploy.ASSUMPTIONS`), the others at their defaults."""
+    out: dict[str, dict[str, Any]] = {DEFAULT: {}}
+    for name in (ASSUMPTIONS if assumptions is None else assumptions):
+        a = ASSUMPTIONS[name]
+        for end in (a.low, a.high):
+            value = int(end) if name == "review_every" else end
+            out[f"{name}={value}"] = {name: value}
+    return out
+
+
+def study(axes: Mapping[str, Sequence[Any]], *, seeds: Sequence[int], base: Mapping[str, Any] | None = None,
+          fixed: Mapping[str, Mapping[str, Any]] | None = None, assumptions: Sequence[str] | None = (),
+          **sweep_kw) -> pd.DataFrame:
+    """One-at-a-time sweep of the gate settings `axes`, in every world scenario (`worlds(assumptions)`;
+    `()` the default world only): for each (world, axis, value, seed), `base` plus the world's assumption plus
+    `fixed[axis]` (what the axis needs to matter, e.g. base updates for the rebase-policy axis) with the axis
+    set. Identical configurations run once, on the studies' sweep runner (`sweep_kw`: backend, n_jobs,
+    progress, client). One KPI row per (world, axis, value, seed)."""
+    base, fixed = dict(base or {}), dict(fixed or {})
+    unknown = sorted(set(fixed) - set(axes))
+    if unknown:
+        raise ValueError(f"fixed settings for axes that are not swept: {unknown}")
+    plan, configs = [], {}
+    for world, assumed in worlds(assumptions).items():
+        for axis, values in axes.items():
+            for value in values:
+                for seed in seeds:
+                    params = {**base, **assumed, **fixed.get(axis, {}), axis: value, "seed": seed}
+                    key = deploy.settings(**params)  # validates; equal settings, however spelled, run once
+                    configs.setdefault(key, params)
+                    plan.append((world, axis, value, key))
+    keys = list(configs)
+    rows = dict(zip(keys, sweep(_kpi_row, [configs[k] for k in keys], desc="deployments", **sweep_kw)))
+    return pd.DataFrame([{"world": world, "axis": axis, "value": repr(value), **rows[key]}
+                         for world, axis, value, key in plan])
+
+
+RULE = ("per world scenario: drop values that break a hard constraint in any run (except one an axis value "
+        "breaks by definition); keep those reaching the non-recurrence target if any does; keep the values "
+        "whose measured value (on − off), then non-recurrence, lie inside the best value's 95 % interval; keep "
+        "the current default if it is among them, else the least friction and fewest resident tokens. A setting "
+        "is recommended only when every scenario picks the same value; otherwise it depends on the assumptions "
+        "whose scenarios pick differently.")
+
+
+def robust(frame: pd.DataFrame, *, defaults: Mapping[str, Any], axes: Iterable[str] | None = None,
+           n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """`recommend` in every world scenario of a `study` frame; per axis the verdict (`RULE`): the value every
+    scenario picks, or "depends on X" naming the assumptions whose scenarios pick another value."""
+    picks = []
+    for world, runs in frame.groupby("world", sort=False):
+        r = recommend(runs, defaults=defaults, axes=axes, n_boot=n_boot, seed=seed)
+        picks.append(r.assign(world=world))
+    picks = pd.concat(picks, ignore_index=True)
+    out = []
+    for axis, g in picks.groupby("axis", sort=False):
+        at_default = g[g["world"] == DEFAULT].iloc[0]
+        differ = g[g["value"].astype(str) != str(at_default["value"])]
+        depends = sorted({w.split("=")[0] for w in differ["world"]})
+        out.append({"axis": axis, "default": at_default["default"], "pick_at_defaults": at_default["value"],
+                    "verdict": (f"depends on {', '.join(depends)}" if depends else
+                                ("keep" if at_default["value"] == at_default["default"] else "change") +
+                                f" {at_default['value']}"),
+                    "robust": not depends, "scenarios": len(g),
+                    "picks": "; ".join(f"{w}: {v}" for w, v in zip(g["world"], g["value"]))})
+    return pd.DataFrame(out)
+
+
+@dataclass(frozen=True)
+class KPIStudy:
+    """The KPI study over simulated deployments (a `study` frame and what it was run with)."""
+
+    frame: pd.DataFrame
+    defaults: Mapping[str, Any]
+    axes: tuple[str, ...]  # gate settings to recommend
+    fixed: Mapping[str, Mapping[str, Any]]
+    n_boot: int = 1000
+    seed: int = 0
+
+    def at_defaults(self) -> pd.DataFrame:
+        """The runs at the default settings in the default world, one per seed."""
+        f = self.frame[self.frame["world"] == DEFAULT]
+        first = f["axis"].iloc[0]
+        return f[(f["axis"] == first) & (f["value"] == repr(self.defaults[first]))]
+
+    def dashboard(self) -> pd.DataFrame:
+        return dashboard(self.at_defaults(), n_boot=self.n_boot, seed=self.seed)
+
+    def never(self) -> pd.DataFrame:
+        return never(self.frame)
+
+    def summary(self, kpis: Sequence[str], world: str = DEFAULT) -> pd.DataFrame:
+        """Each KPI per (axis, value) in one world scenario, with 95 % intervals over runs."""
+        return summarize(self.frame[self.frame["world"] == world], ["axis", "value"], kpis, n_boot=self.n_boot,
+                         seed=self.seed)
+
+    def table(self) -> pd.DataFrame:
+        """Per gate setting: the verdict of `RULE` across every world scenario, and each scenario's pick."""
+        return robust(self.frame, defaults=self.defaults, axes=self.axes, n_boot=self.n_boot, seed=self.seed)
+
+    def chart(self, kpis: Mapping[str, str]):
+        """Each KPI (column → label) per axis value in the default world, with 95 % intervals (altair)."""
+        import altair as alt  # presentation only
+
+        s = self.summary(list(kpis))
+        long = pd.concat([s[["axis", "value"]].assign(kpi=label, estimate=s[k], low=s[f"{k}_lo"], high=s[f"{k}_hi"])
+                          for k, label in kpis.items()])
+        base = alt.Chart().encode(x=alt.X("value:N", title=None, sort=None))
+        panel = alt.layer(base.mark_errorbar().encode(y=alt.Y("low:Q", title=None), y2="high:Q"),
+                          base.mark_point(filled=True).encode(y="estimate:Q"), data=long).properties(width=90,
+                                                                                                    height=90)
+        return panel.facet(row=alt.Row("kpi:N", title=None, sort=list(kpis.values())),
+                           column=alt.Column("axis:N", title=None, sort=list(dict.fromkeys(s["axis"])))
+                           ).resolve_scale(x="independent", y="independent")
+
+    def finding(self) -> str:
+        """The verdicts, written from the numbers (re-running rewrites it)."""
+        d = self.dashboard().set_index("kpi")
+        runs = self.at_defaults()
+
+        def iv(k: str, fmt: str = ".2f") -> str:
+            r = d.loc[k]
+            return f"{r.estimate:{fmt}} [{r.low:{fmt}}, {r.high:{fmt}}]"
+
+        met = lambda k: "meets" if d.loc[k, "met"] else "misses"  # noqa: E731
+        lines = [f"**At the current defaults, default world** ({len(runs)} seeded deployments): correction "
+                 f"non-recurrence {iv('nonrecurrence')} ({met('nonrecurrence')} the 70 % target); deltas-on beat "
+                 f"deltas-off by {iv('on_minus_off')} eval accuracy ({met('on_minus_off')} +5 points); "
+                 f"{iv('tier01_share')} of accepted lessons landed at tier 0/1 ({met('tier01_share')} 50 %).", ""]
+        n = self.never()
+        zero = n[n["count"] == 0]
+        if len(zero):
+            lines.append(f"**Never observed** across all {len(_distinct(self.frame))} distinct runs: " + "; ".join(
+                f"{r.kpi} (0 of {r.out_of} {r.unit}, 95 % upper bound {r.upper_bound:.2%})" for r in zero.itertuples())
+                + ".")
+        for r in n[n["count"] > 0].itertuples():
+            where = self.frame[self.frame[r.kpi].fillna(0) > 0]
+            lines.append(f"**{r.kpi}** occurred {r.count} times, only where "
+                         + ", ".join(sorted({f"{a} = {v}" for a, v in zip(where['axis'], where['value'])})) + ".")
+        lines += ["", f"**Recommendations** ({RULE})", ""]
+        for r in self.table().itertuples():
+            at = self.fixed.get(r.axis)
+            cond = f" (judged with {', '.join(f'{k} = {v}' for k, v in at.items())})" if at else ""
+            why = (f"; one value breaks `{BY_DEFINITION[r.axis]}` by definition (not by evidence), so that "
+                   "constraint was set aside for this axis and the values judged on the measured KPIs") \
+                if r.axis in BY_DEFINITION else ""
+            if r.robust:
+                lines.append(f"- `{r.axis}`{cond}: **{r.verdict}** — the same pick in all {r.scenarios} "
+                             f"scenarios{why}.")
+            else:
+                lines.append(f"- `{r.axis}`{cond}: **{r.verdict}** — at the defaults the pick is "
+                             f"{r.pick_at_defaults}; per scenario: {r.picks}{why}.")
+        return "\n".join(lines)
+
+
+def run(axes: Mapping[str, Sequence[Any]], *, seeds: Sequence[int], base: Mapping[str, Any] | None = None,
+        fixed: Mapping[str, Mapping[str, Any]] | None = None, assumptions: Sequence[str] | None = (),
+        n_boot: int = 1000, seed: int = 0, **sweep_kw) -> KPIStudy:
+    """The KPI study: `study(...)` over the gate settings `axes` in every world scenario, as a `KPIStudy`."""
+    frame = study(axes, seeds=seeds, base=base, fixed=fixed, assumptions=assumptions, **sweep_kw)
+    defaults = {a: getattr(deploy.Settings(), a) for a in axes}
+    return KPIStudy(frame, defaults, tuple(axes), dict(fixed or {}), n_boot, seed)
