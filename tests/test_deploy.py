@@ -1,5 +1,7 @@
 """overlay_kit.studies.deploy: the deployment simulator is seeded, follows its effective skill, and uses the real gates."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,8 +29,6 @@ def test_settings_are_validated_before_any_work():
         deploy.Settings(tier_mix=(0.5, 0.5, 0.5))
     with pytest.raises(ValueError, match="retire_below"):
         deploy.Settings(threshold=0.6, retire_below=0.7)
-    with pytest.raises(TypeError, match="colour"):
-        deploy.sweep([{"seed": 1}, {"colour": "red"}], backend="sequential", progress=False)
 
 
 def test_a_run_is_a_function_of_its_settings(default_run):
@@ -89,23 +89,15 @@ def test_the_budget_holds_and_retrieval_brings_lessons_back():
     assert s["retrieved"].sum() > 0 and (tight.tables["deltas"]["resident"] == 0).any()
 
 
-def test_study_dedupes_identical_configurations(monkeypatch):
-    calls = []
-    real = deploy.run_kpis
-
-    def counting(**params):
-        calls.append(params)
-        return real(**params)
-
-    monkeypatch.setattr(deploy, "run_kpis", counting)
-    frame = deploy.study({"auto_approve": [False, True], "min_samples": [3, 5]}, seeds=[0],
-                         base=dict(n_sessions=6, turns=2, n_situations=3, eval_turns=1), backend="sequential",
-                         progress=False)
-    assert len(frame) == 4 and len(calls) == 3  # auto_approve=False and min_samples=3 are the same run
-    assert list(frame["axis"]) == ["auto_approve", "auto_approve", "min_samples", "min_samples"]
-    assert list(frame["value"]) == ["False", "True", "3", "5"]
-    with pytest.raises(ValueError, match="not swept"):
-        deploy.study({"tau": [0.5]}, seeds=[0], fixed={"headroom": {"x": 1}})
+def test_goals_are_human_phrased_tau_paraphrases_not_the_trigger(default_run):
+    topics = {t.trigger: t for t in deploy.topics()}
+    assert len(topics) == 36 and all(len(t.goals) == 6 for t in topics.values())
+    goals = {g for x in default_run.situations for g in x.topic.goals}
+    triggers = {x.topic.trigger.casefold().rstrip(".") for x in default_run.situations}
+    assert not any(t in g.casefold() for g in goals for t in triggers)  # no goal contains its trigger
+    lessons = default_run.tables["deltas"]
+    prefs = lessons[lessons["kind"] == "preference"]["payload"]
+    assert all(json.loads(p)["trigger"] in topics for p in prefs)  # tier-3 lessons are indexed by τ triggers
 
 
 def test_static_embedder_is_the_bundled_mean_pooled_model():

@@ -9,7 +9,7 @@ import pytest
 from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 from overlay_kit import evidence, gates
-from overlay_kit.store import Store
+from overlay_kit.store import Store, StoreError
 from overlay_kit.studies import deploy, kpis
 
 SKILL = make_skill()
@@ -177,12 +177,12 @@ SMALL = dict(n_sessions=26, turns=3, n_situations=5, eval_turns=2)
 
 
 def test_kpis_are_reproducible_from_a_seed():
-    a = deploy.run_kpis(seed=7, headroom=96, tau=0.7, **SMALL)
-    b = deploy.run_kpis(seed=7, headroom=96, tau=0.7, **SMALL)
+    a = kpis.run_kpis(deploy.run(seed=7, headroom=96, tau=0.7, **SMALL))
+    b = kpis.run_kpis(deploy.run(seed=7, headroom=96, tau=0.7, **SMALL))
     assert a.keys() == b.keys()
     for k in a:
         assert a[k] == b[k] or (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k])), k
-    c = deploy.run_kpis(seed=8, headroom=96, tau=0.7, **SMALL)
+    c = kpis.run_kpis(deploy.run(seed=8, headroom=96, tau=0.7, **SMALL))
     assert any(a[k] != c[k] for k in ("corrections", "friction", "learned_tokens_median", "on"))
     assert a["off_equals_baseline"] and a["counter_mismatches"] == 0 and a["activated_below_threshold"] == 0
 
@@ -223,18 +223,77 @@ def test_recommend_follows_the_stated_rule():
     assert np.isnan(kpis.ci([]).estimate)
 
 
-def test_dashboard_never_and_finding_read_a_study():
-    frame = deploy.study({"auto_approve": [False, True], "p_obey": [0.95]}, seeds=[0, 1],
-                         base=dict(n_sessions=24, turns=3, n_situations=4, eval_turns=1), backend="sequential",
-                         progress=False)
-    defaults = frame[(frame["axis"] == "auto_approve") & (frame["value"] == "False")]
-    board = kpis.dashboard(defaults, n_boot=200).set_index("kpi")
+def test_recommend_sets_aside_only_the_constraint_a_value_breaks_by_definition():
+    f = _frame("auto_approve", {"True": (0.9, 9, 1.0, 1), "False": (0.5, 8, 1.0, 0)})
+    r = kpis.recommend(f, defaults={"auto_approve": False}).set_index("axis")
+    assert r.loc["auto_approve", "value"] == "True" and r.loc["auto_approve", "excluded"] == ""
+    strict = kpis.recommend(f, defaults={"auto_approve": False}, by_definition={}).set_index("axis")
+    assert strict.loc["auto_approve", "value"] == "False"
+
+
+def test_robust_recommends_only_what_every_world_picks():
+    agree = _frame("b", {"1": (0.9, 9, 1.0, 0), "2": (0.5, 9, 1.0, 0)})
+    split = {"p_obey=0.6": (0.5, 0.9), "default": (0.9, 0.5)}  # which value wins, per world
+    rows = [agree.assign(world=w) for w in ("default", "p_obey=0.6")]
+    rows += [_frame("c", {"1": (u1, 9, 1.0, 0), "2": (u2, 9, 1.0, 0)}).assign(world=w) for w, (u1, u2) in split.items()]
+    r = kpis.robust(pd.concat(rows), defaults={"b": 2, "c": 2}, n_boot=200).set_index("axis")
+    assert r.loc["b", "robust"] and r.loc["b", "verdict"] == "change 1" and r.loc["b", "scenarios"] == 2
+    assert not r.loc["c", "robust"] and r.loc["c", "verdict"] == "depends on p_obey"
+    assert r.loc["c", "pick_at_defaults"] == "1"
+
+
+def test_assumptions_are_settings_with_their_defaults_inside_the_stated_range():
+    s = deploy.Settings()
+    for name, a in deploy.ASSUMPTIONS.items():
+        assert a.low <= getattr(s, name) <= a.high and a.what, name
+    worlds = kpis.worlds(["p_obey", "review_every"])
+    assert worlds == {"default": {}, "p_obey=0.6": {"p_obey": 0.6}, "p_obey=0.99": {"p_obey": 0.99},
+                      "review_every=5": {"review_every": 5}, "review_every=40": {"review_every": 40}}
+    with pytest.raises(KeyError):
+        kpis.worlds(["obedience"])
+
+
+def test_study_dedupes_identical_configurations_and_validates_first(monkeypatch):
+    calls = []
+    real = kpis._kpi_row
+
+    def counting(**params):
+        calls.append(params)
+        return real(**params)
+
+    monkeypatch.setattr(kpis, "_kpi_row", counting)
+    tiny = dict(n_sessions=6, turns=2, n_situations=3, eval_turns=1)
+    frame = kpis.study({"auto_approve": [False, True], "min_samples": [3, 5]}, seeds=[0], base=tiny,
+                       backend="sequential", progress=False)
+    assert len(frame) == 4 and len(calls) == 3  # auto_approve=False and min_samples=3 are the same run
+    assert list(frame["axis"]) == ["auto_approve", "auto_approve", "min_samples", "min_samples"]
+    assert list(frame["value"]) == ["False", "True", "3", "5"] and set(frame["world"]) == {"default"}
+    with pytest.raises(ValueError, match="not swept"):
+        kpis.study({"tau": [0.5]}, seeds=[0], fixed={"headroom": {"x": 1}})
+    with pytest.raises(TypeError, match="colour"):
+        kpis.study({"colour": ["red"]}, seeds=[0], backend="sequential", progress=False)
+    assert len(calls) == 3  # nothing ran for the bad grid
+
+
+def test_kpi_study_reads_its_runs():
+    st = kpis.run({"auto_approve": [False, True]}, seeds=[0, 1], assumptions=["p_obey"],
+                  base=dict(n_sessions=24, turns=3, n_situations=4, eval_turns=1), backend="sequential",
+                  progress=False, n_boot=200)
+    assert set(st.frame["world"]) == {"default", "p_obey=0.6", "p_obey=0.99"} and len(st.at_defaults()) == 2
+    board = st.dashboard().set_index("kpi")
     assert board.loc["off_differs_from_baseline", "met"] and board.loc["activated_below_threshold", "estimate"] == 0
-    n = kpis.never(frame).set_index("kpi")
-    assert n.loc["off_differs_from_baseline", "out_of"] == 4  # the shared default runs are counted once
-    assert n.loc["activated_below_threshold", "count"] == frame.query("value == 'True'")[
-        "activated_below_threshold"].sum() > 0
-    rec = kpis.recommend(frame, defaults={"auto_approve": False}, axes=["auto_approve"], n_boot=200)
-    assert rec.loc[0, "value"] == "False" and "activated_below_threshold" in rec.loc[0, "excluded"]
-    text = kpis.finding(frame, rec, defaults, {"p_obey": kpis.sensitivity(frame, "p_obey", n_boot=200)})
-    assert "only where auto_approve = True" in text and "keep **False**" in text and "`p_obey` (world" in text
+    n = st.never().set_index("kpi")
+    assert n.loc["off_differs_from_baseline", "out_of"] == 12  # 3 worlds × 2 values × 2 seeds, each run once
+    assert n.loc["activated_below_threshold", "count"] > 0
+    assert (st.frame.query("value == 'False'")["activated_below_threshold"] == 0).all()
+    t = st.table().set_index("axis")
+    assert t.loc["auto_approve", "scenarios"] == 3
+    text = st.finding()
+    assert "only where auto_approve = True" in text and "`auto_approve`" in text and "by definition" in text
+
+
+def test_store_exports_are_named_and_read_only(store):
+    with pytest.raises(StoreError, match="unknown export"):
+        store.export("skill_deltas; DROP TABLE x")
+    cols, rows = store.export("deltas")
+    assert cols[:3] == ["id", "skill", "scope"] and rows == []

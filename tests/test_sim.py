@@ -199,6 +199,50 @@ def test_operator_trials_rows():
     assert orphans and sum(r["rescued"] for r in orphans) >= len(orphans) - 1
 
 
+def test_synthetic_skills_are_written_from_the_example_skills_sentences():
+    c = sim.corpus()
+    pool = {t for per in c.sentences for t in per}
+    assert len(c.sentences) >= 8 and len(pool) > 100 and len(c.steps) >= 100
+    text = sim.make_skill(random.Random(3))
+    prose = [s for s in sections(text) if s.level]
+    lines = " ".join(s.body_text for s in prose)
+    assert sum(t in lines for t in pool) >= 5  # the sentences are the examples' own
+    headings = [s.heading for k in range(20) for s in sections(sim.make_skill(random.Random(k))) if s.level == 2]
+    shared = [h for h in headings if any(h != o and h.split()[0] == o.split()[0] for o in headings)]
+    assert shared and any(h.startswith("Step ") for k in range(20)
+                          for h in (s.heading for s in sections(sim.make_skill(random.Random(k)))))
+
+
+def test_touched_is_every_section_not_at_its_slug_with_its_text():
+    old = "# T\n\n## A\n\nalpha beta.\n\n## B\n\ngamma delta.\n\n## C\n\nepsilon.\n\n"
+    new = "# T\n\n## A\n\nalpha beta.  \n\n## Bee\n\ngamma delta.\n\n## C\n\nepsilon.\n\n"
+    assert sim.touched(rebase.Update.of(old, new)) == {"a", "b"}  # whitespace counts; C and T are untouched
+
+
+def test_needed_is_the_smallest_denominator_a_zero_count_bounds_below_target():
+    n = sim.needed(0.005)
+    assert n == 598 and metrics.binomial_upper(0, n).high < 0.005 <= metrics.binomial_upper(0, n - 1).high
+
+
+def test_safety_bounds_each_policy_over_touched_deltas_only():
+    import pandas as pd
+
+    rows = pd.DataFrame([{"policy": p, "updates": 1, "deltas": 20, "touched": 1, "misattached": 0,
+                          "touched_misattached": int(p == "b" and k < 3)} for p in "ab" for k in range(700)])
+    s = sim.safety(rows).set_index("policy")
+    assert s.loc["a", "touched"] == 700 and s.loc["a", "below_target"] and s.loc["a", "bound"] < 0.005
+    assert not s.loc["b", "below_target"] and s.loc["b", "bound"] > 0.005  # 3 of 700 is not "never"
+
+
+def test_operator_study_grows_only_the_denominator_it_needs():
+    st = sim.operator_study(["typo_fix", "version_bump"], ("section",), n=4, min_touched=10, max_n=40,
+                            backend="sequential", progress=False, n_boot=100)
+    per_op = st.rows.groupby("operator")["trial"].nunique()
+    assert per_op["version_bump"] == 4 and 10 <= st.safety()["touched"].iloc[0] and per_op["typo_fix"] < 40
+    assert set(st.table(["misattached"])["operator"]) == {"typo_fix", "version_bump"}
+    assert "Misattachment over touched deltas" in st.finding() and "`section` 0 of" in st.finding()
+
+
 # ------------------------------------------------------------------------------------ real histories
 
 

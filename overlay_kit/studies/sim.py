@@ -1247,14 +1247,16 @@ class OperatorStudy:
         body = rates(self.body(), "policy", "unit", ["review_per_update", "proposal_precision",
                                                        "proposal_recall"],
                      n_resamples=self.n_boot, seed=self.seed).set_index("policy")
-        v1 = body.loc["orphan-all"]
+        v1 = body.loc["orphan-all"] if "orphan-all" in body.index else None
         lines = []
         for p in [p for p in body.index if p != "orphan-all"]:
             r = body.loc[p]
-            fewer = r["review_per_update_high"] < v1["review_per_update_low"]
-            lines.append(f"- `{p}`: {_ci(r, 'review_per_update')} review prompts per body update against "
-                         f"`orphan-all`'s {_ci(v1, 'review_per_update', '.1f')} — "
-                         + ("**fewer** (intervals apart)." if fewer else "not distinguishable (intervals overlap)."))
+            if v1 is not None:
+                fewer = r["review_per_update_high"] < v1["review_per_update_low"]
+                lines.append(f"- `{p}`: {_ci(r, 'review_per_update')} review prompts per body update against "
+                             f"`orphan-all`'s {_ci(v1, 'review_per_update', '.1f')} — "
+                             + ("**fewer** (intervals apart)." if fewer else
+                                "not distinguishable (intervals overlap)."))
             if r["proposal_precision"] == r["proposal_precision"]:  # a proposing policy
                 most = r["proposal_recall_low"] > 0.5
                 lines.append(f"  Its proposals: precision {_ci(r, 'proposal_precision')}, recall "
@@ -1361,6 +1363,8 @@ class HistoryStudy:
         lines = []
         for profile in dict.fromkeys(one["profile"]):
             t = pooled.xs(profile)
+            if "orphan-all" not in t.index:
+                continue
             v1 = t.loc["orphan-all"]
             for p in [p for p in t.index if p != "orphan-all"]:
                 r = t.loc[p]
