@@ -76,7 +76,7 @@ from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from types import EllipsisType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -1066,7 +1066,7 @@ class Store:
     # ---------------------------------------------------------------- read-only exports (the KPI studies)
 
     # name → the query behind it: the tables the KPIs read (overlay_kit.studies.kpis), in a fixed order.
-    EXPORTS = {
+    EXPORTS: ClassVar[dict[str, str]] = {
         "deltas": "SELECT id, base_name AS skill, scope, kind, tier, status, success_count, attempt_count, "
                   "superseded_by, resident, json_extract(anchor, '$.section') AS section, "
                   "json_extract(provenance, '$.source') AS source, payload FROM skill_deltas ORDER BY created_at, id",

@@ -98,6 +98,8 @@ def test_goals_are_human_phrased_tau_paraphrases_not_the_trigger(default_run):
     lessons = default_run.tables["deltas"]
     prefs = lessons[lessons["kind"] == "preference"]["payload"]
     assert all(json.loads(p)["trigger"] in topics for p in prefs)  # tier-3 lessons are indexed by τ triggers
+    cos = deploy.goal_cosines()
+    assert len(cos) == 216 and cos.median() < 0.5  # as notebook 04 sees them, not the old 0.81 of trigger copies
 
 
 def test_static_embedder_is_the_bundled_mean_pooled_model():

@@ -60,9 +60,9 @@ from .. import anchor as anchor_mod
 from .. import budget as budget_mod
 from .. import evidence, gates, rebase, resolve, retrieval
 from ..grammar import Provenance
+from ..resources import dataset_path
 from ..skill import Skill, parse_skill
 from ..store import Store, StoreError
-from ..resources import dataset_path
 from . import sim
 
 __all__ = [
@@ -73,6 +73,8 @@ __all__ = [
     "Settings",
     "Situation",
     "Topic",
+    "assumption_table",
+    "goal_cosines",
     "run",
     "settings",
     "store_tables",
@@ -144,6 +146,24 @@ ASSUMPTIONS: Mapping[str, Assumption] = {a.name: a for a in (
     Assumption("drift", 0.0, 0.05, "per session: one hidden preference changes"),
     Assumption("p_default_ok", 0.05, 0.3, "the authored default already is what the user wants"),
 )}
+
+
+def assumption_table() -> pd.DataFrame:
+    """Every behavioural assumption: its default (`Settings`), the range swept, and what it means."""
+    s = Settings()
+    return pd.DataFrame([{"assumption": a.name, "default": getattr(s, a.name), "low": a.low, "high": a.high,
+                          "what": a.what} for a in ASSUMPTIONS.values()]).set_index("assumption")
+
+
+def goal_cosines(embedder=None) -> pd.Series:
+    """Cosine of every simulated goal to its own lesson's trigger (the bundled static embedder by default):
+    what tier-3 retrieval at τ sees in the simulator."""
+    emb = embedder or retrieval.static_embedder()
+    out = {}
+    for t in topics():
+        v = emb.encode([t.trigger, *t.goals])
+        out |= {(t.lesson_id, g): float(v[0] @ w) for g, w in zip(t.goals, v[1:])}
+    return pd.Series(out, name="cosine")
 
 
 # ------------------------------------------------------------------------------------------- settings
@@ -254,6 +274,13 @@ class Deployment:
     tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     situations: tuple[Situation, ...] = ()
     declared_tools: tuple[str, ...] = ()  # the skill's tools at the end of the run
+
+    def overview(self) -> pd.DataFrame:
+        """What the agent did, what the user signalled, and what the gates did with each lesson (counts)."""
+        return pd.concat({"what the agent did": self.turns["how"].value_counts(),
+                          "user signal": self.turns["signal"].fillna("(none)").value_counts(),
+                          "lesson outcome at the gates": self.lessons["outcome"].value_counts()},
+                         axis=1).fillna(0).astype(int)
 
     @property
     def session_order(self) -> dict[str, int]:

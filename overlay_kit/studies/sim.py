@@ -62,10 +62,12 @@ __all__ = [
     "Version",
     "apply_operator",
     "calibration_stats",
+    "calibration_table",
     "corpus",
+    "decisions",
     "evaluate",
-    "generate_history",
     "generate_histories",
+    "generate_history",
     "history_study",
     "live_anchors",
     "load_histories",
@@ -1263,17 +1265,19 @@ class OperatorStudy:
                              f"{_ci(r, 'proposal_recall')} — " + ("they recover most false orphans."
                                                                   if most else "recall not shown above 0.5."))
         s = self.safety()
+        trials = self.body().groupby("operator")["trial"].nunique()
         lines.append(f"- **Misattachment over touched deltas** (rule: 95 % upper bound < {self.target:.1%}; "
-                     f"{s['updates'].max() // max(1, self.rows['operator'].nunique()):,}+ trials per operator): "
+                     f"{trials.min()}–{trials.max()} trials per body operator): "
                      + _bound_line(s, self.target) + ".")
         return "\n".join(lines)
 
 
 def operator_study(operators: Sequence[str] | None = None, policies: Sequence[str] = tuple(rebase.POLICIES),
-                   n: int = 30, seed: int = 0, *, min_touched: int = 0, max_n: int = 1000, n_boot: int = 1000,
-                   target: float = TARGET, **sweep_kw) -> OperatorStudy:
+                   n: int = 30, seed: int = 0, *, min_touched: int = 0, step: int | None = None,
+                   max_n: int = 1000, n_boot: int = 1000, target: float = TARGET, **sweep_kw) -> OperatorStudy:
     """Each operator applied once to `n` fresh skills, every section carrying a delta, through every policy.
-    With `min_touched` (e.g. `needed()`), the body operators get `n` more trials at a time until every policy
+    With `min_touched` (e.g. `needed()`), the body operators get `step` (default `n`) more trials at a time
+    until every policy
     has that many touched deltas (or `max_n` trials per operator): the stopping rule looks at the
     denominator only, never at the misattachments. `sweep_kw` go to `sweep` (backend, n_jobs, progress)."""
     ops = list(operators or OPERATORS)
@@ -1284,10 +1288,11 @@ def operator_study(operators: Sequence[str] | None = None, policies: Sequence[st
         have = pd.DataFrame(rows).groupby("policy")["touched"].sum()
         if have.min() >= min_touched:
             break
-        grid = [{"operator": op, "policies": tuple(policies), "n": min(n, max_n - start), "seed": seed,
-                 "start": start} for op in body]
+        more = min(step or n, max_n - start)
+        grid = [{"operator": op, "policies": tuple(policies), "n": more, "seed": seed, "start": start}
+                for op in body]
         rows += [r for part in sweep(_operator_cell, grid, desc="operators", **sweep_kw) for r in part]
-        start += n
+        start += more
     return OperatorStudy(pd.DataFrame(rows), target, n_boot, seed)
 
 
@@ -1395,6 +1400,38 @@ def history_study(profiles: Sequence[str] = ("typical", "metadata-heavy"), inten
     return HistoryStudy(pd.DataFrame(rows), n_deltas, target, n_boot, seed)
 
 
+# The duplicate-heading trap: a new "Notes" inserted above the first one, which is edited too, so the slug
+# `notes` now names the new section (notebook 03 shows what each policy does with it).
+TRAP_OLD = """# Mail
+
+## Triage
+
+Label urgent mail first. Then label the newsletters.
+
+## Notes
+
+Never forward invoices without asking the owner.
+
+## Replies
+
+Draft replies; never send without asking.
+
+## Notes
+
+Keep a short log of every escalation and its outcome.
+"""
+TRAP_NEW = TRAP_OLD.replace("## Notes\n\nNever forward", "## Notes\n\nAlways cc the team lead.\n\n## Notes\n\nNever "
+                            "forward").replace("asking the owner.", "asking the owner first.")
+
+
+def decisions(old: str, new: str, policies: Sequence[str] = tuple(rebase.POLICIES)) -> pd.DataFrame:
+    """Every policy's decision for every old section of one update, side by side."""
+    rows = [{"policy": p, "old section": d.section, "state": d.state, "attaches to": d.target or "",
+             "proposal": f"{d.proposal.section} ({d.proposal.score:.2f})" if d.proposal else "", "reason": d.reason}
+            for p in policies for d in rebase.plan(old, new, p).decisions]
+    return pd.DataFrame(rows).set_index(["policy", "old section"])
+
+
 # ------------------------------------------------------------------------------------- calibration
 
 
@@ -1439,3 +1476,11 @@ def calibration_stats(histories: Iterable[History]) -> dict[str, float]:
     out |= {k: sec[k] / max(sec["sections"], 1) for k in
             ("sec_unchanged", "sec_edited", "sec_whitespace", "sec_removed", "sec_renamed", "sec_offset_moved")}
     return out
+
+
+def calibration_table(profiles: Sequence[str] = ("typical", "metadata-heavy"), n: int = 8, n_versions: int = 10,
+                      seed: int = 0) -> pd.DataFrame:
+    """`calibration_stats` of `n` generated histories per profile beside the CALIBRATION.md targets."""
+    gen = pd.DataFrame({p: calibration_stats(generate_histories(n, p, n_versions, 0, seed=seed)) for p in profiles})
+    both = pd.concat({"generated": gen, "CALIBRATION.md": pd.DataFrame(CALIBRATION)[list(profiles)]}, axis=1)
+    return both.swaplevel(axis=1).sort_index(axis=1)

@@ -21,7 +21,10 @@ __all__ = ["sweep"]
 
 def _dask(n_jobs: int, client=None) -> contextlib.ExitStack:
     """joblib's dask backend on the given client, or on a LocalCluster bound to 127.0.0.1."""
-    from dask.distributed import Client, LocalCluster  # optional extra `dask`: imported only when asked for
+    from dask.distributed import (  # optional extra `dask`: imported only when asked for
+        Client,
+        LocalCluster,
+    )
 
     stack = contextlib.ExitStack()
     if client is None:
