@@ -251,6 +251,8 @@ def test_assumptions_are_settings_with_their_defaults_inside_the_stated_range():
                       "review_every=5": {"review_every": 5}, "review_every=40": {"review_every": 40}}
     with pytest.raises(KeyError):
         kpis.worlds(["obedience"])
+    for assumed in kpis.worlds().values():  # every end of every range is a valid world
+        deploy.settings(**assumed)
 
 
 def test_study_dedupes_identical_configurations_and_validates_first(monkeypatch):

@@ -137,7 +137,7 @@ class Assumption:
 ASSUMPTIONS: Mapping[str, Assumption] = {a.name: a for a in (
     Assumption("p_obey", 0.6, 0.99, "the agent follows a lesson (or what the user said) in its context"),
     Assumption("review_every", 5, 40, "sessions between the user's reviews of pending lessons"),
-    Assumption("p_correct", 0.3, 0.9, "a wrong turn is corrected, stating the lesson"),
+    Assumption("p_correct", 0.3, 0.85, "a wrong turn is corrected, stating the lesson"),
     Assumption("p_misread", 0.05, 0.3, "the learning trigger writes the wrong value"),
     Assumption("p_ack", 0.1, 0.5, "a right turn is explicitly accepted (evidence for promotion)"),
     Assumption("p_slip", 0.0, 0.2, "the user answers a suggestion the wrong way round"),

@@ -1381,8 +1381,11 @@ class HistoryStudy:
                              f"{_ci(v1, 'review_per_update')}: "
                              + (f"**{ratio:.1f}× fewer** (intervals apart)." if lower
                                 else "not distinguishable (intervals overlap)."))
+        s = self.safety()
         lines.append(f"- **Misattachment over touched deltas** (rule: 95 % upper bound < {self.target:.1%}, "
-                     "all cells pooled): " + _bound_line(self.safety(), self.target) + ".")
+                     "all cells pooled): " + _bound_line(s, self.target) + "."
+                     + ("" if s["below_target"].all() else " This grid is too small to make the claim here (and "
+                        "its touched deltas cluster by history); the operator study (notebook 03) carries it."))
         return "\n".join(lines)
 
 
