@@ -22,6 +22,12 @@ below threshold — the seed's bar, applied literally.
 
 `run_kpis(deployment)` is one row; `kpi_frame(deployments)` many; `summarize` adds 95 % percentile-
 bootstrap intervals over runs (seeded); `recommend` picks a value per swept setting by a stated rule.
+
+The study: `run(axes, seeds=…, assumptions=…)` sweeps the gate settings one at a time in every world scenario
+(`worlds`: each behavioural assumption of `deploy.ASSUMPTIONS` at the low and the high end of its range) on
+the studies' sweep runner, and returns a `KPIStudy` whose `.table()` applies `recommend` in every scenario and
+recommends a value only where all agree ("depends on X" otherwise; `RULE`), and whose `.finding()` writes the
+verdicts from the numbers. kpis imports deploy (the simulator); deploy never imports kpis.
 """
 
 from __future__ import annotations
@@ -331,7 +337,7 @@ def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any] | None = None,
               utilities: Sequence[str] = ("on_minus_off", "nonrecurrence"),
               tie_break: Sequence[str] = ("friction", "learned_tokens_median"),
               by_definition: Mapping[str, str] | None = None, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """One recommended value per swept setting (a `deploy.study` frame: `axis`, `value` columns), by a rule
+    """One recommended value per swept setting (a `study` frame of one world: `axis`, `value` columns), by a rule
     stated here and in the output:
 
     1. drop every value that breaks a HARD constraint in any run (safety and correctness KPIs);
