@@ -218,6 +218,10 @@ def test_recommend_follows_the_stated_rule():
     assert r.loc["b", "value"] == "3" and "default" in r.loc["b", "rule"]  # a tie keeps the default
     assert r.loc["c", "value"] == "1"  # only value 1 reaches the 70 % non-recurrence target
     assert kpis.recommend(f, axes=["b"])["axis"].tolist() == ["b"]
+    unmeasured = _frame("e", {"1": (0.5, 8, 2.0, 0), "2": (0.5, 8, 1.0, 0)}).assign(nonrecurrence=float("nan"),
+                                                                                 nr_pairs=0, nr_once=0)
+    r = kpis.recommend(unmeasured, defaults={"e": 1}).set_index("axis")
+    assert r.loc["e", "value"] == "1" and "nonrecurrence not measured" in r.loc["e", "rule"]
     everything_broken = _frame("d", {"1": (0.5, 8, 1.0, 2)})
     assert kpis.recommend(everything_broken)["value"].isna().all()
     assert np.isnan(kpis.ci([]).estimate)

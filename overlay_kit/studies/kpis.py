@@ -379,6 +379,9 @@ def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any] | None = None,
             why.append(f"non-recurrence ≥ {TARGETS['nonrecurrence']:.0%}")
         for u in utilities:
             values = ok[u].where(np.isfinite(ok[u]), -np.inf)
+            if not np.isfinite(values).any():  # nothing measured for any value (e.g. no pairs to count)
+                why.append(f"{u} not measured")
+                continue
             best = ok.loc[values.idxmax()]
             lo = best[f"{u}_lo"] if np.isfinite(best[f"{u}_lo"]) else best[u]
             ok = ok[values >= lo - 1e-12]
