@@ -1483,7 +1483,7 @@ def calibration_stats(histories: Iterable[History]) -> dict[str, float]:
 
 def calibration_table(profiles: Sequence[str] = ("typical", "metadata-heavy"), n: int = 8, n_versions: int = 10,
                       seed: int = 0) -> pd.DataFrame:
-    """`calibration_stats` of `n` generated histories per profile beside the CALIBRATION.md targets."""
+    """`calibration_stats` of `n` generated histories per profile beside the observed rates (`CALIBRATION`)."""
     gen = pd.DataFrame({p: calibration_stats(generate_histories(n, p, n_versions, 0, seed=seed)) for p in profiles})
-    both = pd.concat({"generated": gen, "CALIBRATION.md": pd.DataFrame(CALIBRATION)[list(profiles)]}, axis=1)
+    both = pd.concat({"generated": gen, "observed": pd.DataFrame(CALIBRATION)[list(profiles)]}, axis=1)
     return both.swaplevel(axis=1).sort_index(axis=1)
