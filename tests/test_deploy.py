@@ -116,3 +116,10 @@ def test_static_embedder_is_the_bundled_mean_pooled_model():
     assert float(v[0] @ (mean / np.linalg.norm(mean))) > 0.999
     assert v[0] @ v[1] > v[0] @ v[2]
     assert emb.encode([]).shape == (0, 256)
+
+
+def test_the_agent_loads_its_tools_through_the_tool_loader_whose_registry_holds_the_ghost_tools():
+    dep = deploy._World(deploy.settings(n_sessions=1, seed=0))
+    assert set(dep.tools.registry) == set(dep.skill.tools) | set(deploy.GHOST_TOOLS)
+    sel = dep.tools.select(None, (deploy.GHOST_TOOLS[0], *dep.skill.tools))  # what a hint past the gates would do
+    assert deploy.GHOST_TOOLS[0] in sel.tools  # so `tools_ok` can come out False

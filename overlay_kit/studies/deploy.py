@@ -63,6 +63,7 @@ from ..grammar import Provenance
 from ..resources import dataset_path
 from ..skill import Skill, parse_skill
 from ..store import Store, StoreError
+from ..tools import ToolLoader
 from . import sim
 
 __all__ = [
@@ -343,6 +344,9 @@ class _World:
         self.weights = list(w / w.sum())
         self.meaning: dict[str, tuple[str, int]] = {}  # delta id → (need, option)
         self.embedder = retrieval.static_embedder()
+        # the agent's live registry holds the ghost tools too: a learned hint that reached one past the gates
+        # would be loaded, and `tools_ok` would say so
+        self.tools = ToolLoader(dict.fromkeys((*self.skill.tools, *GHOST_TOOLS), ""))
         self.store = Store.open(":memory:", auto_approve=s.auto_approve)
         self.version_counter = 0
         self.store.on_change(self._changed)
@@ -572,7 +576,8 @@ class _World:
             "learned_tokens": learned_tokens, "ceiling": self.ceiling, "applied": len(eff.applied),
             "resident": sum(1 for d in eff.applied if d.tier > 1) - len(eff.notes_of("retrieved")),
             "retrieved": len(eff.notes_of("retrieved")), "atomic": self.atomic(eff),
-            "tools_ok": set(eff.skill_tools) <= set(self.skill.tools), "prompt_hash": _prompt_hash(eff),
+            "tools_ok": set(self.tools.select(goal, eff.skill_tools, eff.withheld_tools).tools) <= set(self.skill.tools),
+            "prompt_hash": _prompt_hash(eff),
             "version": self.version})
         told: dict[str, int] = {}
         for t in range(s.turns):
