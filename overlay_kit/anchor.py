@@ -1,7 +1,11 @@
 """Skill body → ordered `Section`s, and `Anchor`s that name a section in a way that survives edits.
 
 Headings are found by markdown-it-py (CommonMark: ATX and setext headings, fenced code with `#` lines,
-headings indented 1-3 spaces); only document-level headings start sections. Each heading starts a
+headings indented 1-3 spaces); only document-level headings start sections. The common case takes a
+fence-aware line scan (`_scan`); any body holding a construct that could hide or fake a heading there
+(setext underline candidates, indented headings or fences, HTML blocks, tabs in indentation, link
+reference definitions) goes to the markdown-it parse (`parse_markdown_it`, the oracle the scan is tested
+against). Both give identical sections; parse results are cached by body. Each heading starts a
 section that runs to the next heading, so the sections partition the body and `render(parse(b)) == b`
 byte for byte. A body with headings always starts with a `_preamble` section (the text before the
 first heading, possibly empty), so adding or removing a leading blank line never adds or removes a
@@ -21,8 +25,6 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Literal
 
-from markdown_it import MarkdownIt
-
 __all__ = [
     "BODY",
     "PREAMBLE",
@@ -30,9 +32,11 @@ __all__ = [
     "Location",
     "Section",
     "anchor_for",
+    "cache_clear",
     "digest",
     "locate",
     "parse",
+    "parse_markdown_it",
     "render",
     "slugify",
     "split_lines",
@@ -41,7 +45,10 @@ __all__ = [
 PREAMBLE = "_preamble"
 BODY = "_body"
 DIGEST_CHARS = 16
+INLINE_LIMIT = 4096  # characters of a heading's inline source parsed for its plain text (see _inline_plain)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # markdown-it's own line breaks
+_NOT_SLUG = re.compile(r"[^\w\- ]")
+_ASCII_NOT_SLUG = bytes(c for c in range(128) if not re.match(r"[\w\- ]", chr(c)) and not chr(c).isspace())
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,13 @@ class Section:
     @property
     def body_text(self) -> str:
         """The section's text below its heading."""
-        return "".join(split_lines(self.text)[self.heading_lines:])
+        pos = 0
+        for _ in range(self.heading_lines):
+            m = _LINE.match(self.text, pos)
+            if m is None:
+                return ""
+            pos = m.end()
+        return self.text[pos:]
 
 
 @dataclass(frozen=True)
@@ -102,7 +115,7 @@ def split_lines(text: str) -> list[str]:
 
 
 def _normalize(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFC", text).split())
+    return " ".join((text if text.isascii() else unicodedata.normalize("NFC", text)).split())
 
 
 def digest(text: str) -> str:
@@ -110,22 +123,35 @@ def digest(text: str) -> str:
     return hashlib.sha256(_normalize(text).encode("utf-8")).hexdigest()[:DIGEST_CHARS]
 
 
+@lru_cache(maxsize=16384)
 def slugify(heading: str) -> str:
     """GitHub-style slug: NFC, lowercase, punctuation dropped, whitespace to single hyphens; never empty."""
-    text = " ".join(unicodedata.normalize("NFC", heading).lower().split())
-    text = re.sub(r"[^\w\- ]", "", text)
-    text = re.sub(r"[\s-]*\s[\s-]*|-{2,}", "-", text).strip("-")
-    return text or "section"
+    if heading.isascii():
+        text = heading.lower().encode("ascii").translate(None, _ASCII_NOT_SLUG).decode("ascii")
+    else:
+        text = _NOT_SLUG.sub("", " ".join(unicodedata.normalize("NFC", heading).lower().split()))
+    # every run of spaces/hyphens → one hyphen, none at either end
+    return "-".join(filter(None, "-".join(text.split()).split("-"))) or "section"
+
+
+def cache_clear() -> None:
+    """Forget every cached parse, slug and heading text (benchmarks time the uncached path with it)."""
+    for f in (_parse_cached, slugify, _inline_plain):
+        f.cache_clear()
 
 
 @lru_cache(maxsize=1)
-def _markdown() -> MarkdownIt:
+def _markdown():
+    from markdown_it import MarkdownIt  # imported on first use: the line scan needs none of it
+
     return MarkdownIt("commonmark")
 
 
 @lru_cache(maxsize=1)
-def _blocks() -> MarkdownIt:
+def _blocks():
     """Block structure only: inline parsing of every paragraph is most of the cost and only headings need it."""
+    from markdown_it import MarkdownIt
+
     return MarkdownIt("commonmark").disable("inline")
 
 
@@ -144,40 +170,163 @@ def _plain(tokens) -> str:
 
 def _headings(body: str) -> list[tuple[int, int, int, str, str]]:
     """(start_line, end_line_exclusive, level, plain text, inline source) of every document-level heading,
-    0-based. Headings nested in block quotes or list items do not start sections."""
+    0-based, by markdown-it. Headings nested in block quotes or list items do not start sections."""
     env: dict = {}  # collects link reference definitions, which heading text may use
     tokens = _blocks().parse(body, env)
     found = []
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.level == 0 and tok.map:
             source = tokens[i + 1].content
-            inline = _markdown().parseInline(source, env)[0].children if source else []
-            found.append((tok.map[0], tok.map[1], int(tok.tag[1]), " ".join(_plain(inline).split()), source))
+            plain = _inline_plain.__wrapped__(source, env) if env else _inline_plain(source)
+            found.append((tok.map[0], tok.map[1], int(tok.tag[1]), plain, source))
     return found
 
 
-def _unique(slug: str, taken: set[str]) -> str:
-    candidate, n = slug, 0
-    while candidate in taken:
+# ------------------------------------------------------------------------------------------ the line scan
+
+# Line starts worth a look: `#`, `<`, `=`/`-` underline shapes (indented 0-3) and fence runs (any indent).
+# Every other line is paragraph, list or code text, which cannot start or hide a document-level heading; a
+# tab in the indentation puts a line at column 4 or more, where it is code or container content.
+_CANDIDATE = re.compile(r"\n(?: {0,3}(?:[#<]|=+[ \t]*$|-+[ \t]*$)| *(?:```|~~~))", re.M)  # "\n": fast skip
+_NEWLINES = re.compile(r"\r\n?")
+_INLINE_SYNTAX = re.compile(r"[\\`*_\[\]<>&!]")  # CommonMark inline syntax; without any, plain text == source
+_TRIM = "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+
+
+@lru_cache(maxsize=4096)
+def _inline_plain(source: str, env: dict | None = None) -> str:
+    """The visible text of a heading's inline source. Inline parsing is superlinear on some inputs (a
+    1 MB heading of `[` or `*a` takes seconds to minutes), so only the first INLINE_LIMIT characters of
+    a longer heading are parsed for its text; its digest still covers the whole source."""
+    if not _INLINE_SYNTAX.search(source):
+        return " ".join(source.split())
+    inline = _markdown().parseInline(source[:INLINE_LIMIT], {} if env is None else env)[0].children
+    return " ".join(_plain(inline).split())
+
+
+def _scan(body: str) -> tuple[list[tuple[int, int, int, str, str]], list[int] | None] | None:
+    """`_headings` by a fence-aware line scan, or None where only the full parse can tell.
+
+    Exact for ATX headings at indent 0 and fences at indent 0 (CommonMark: a heading or fence line at
+    indent 0 always closes any open list item or block quote, and both interrupt paragraphs). It gives
+    up on anything that needs container or paragraph state: a heading or fence indented 1-3 spaces (in a
+    list item or not?), a setext underline candidate after a non-blank line, an HTML block start, or a
+    link reference definition (heading text may use it). Also returns each heading's offset in `body`
+    (None when line breaks other than \\n make offsets differ from the normalized text's).
+    """
+    src = body
+    offsets: list[int] | None = []
+    if "\r" in src:
+        src, offsets = _NEWLINES.sub("\n", src), None  # markdown-it's normalization; line numbers are unchanged
+    if "\0" in src:
+        src = src.replace("\0", "\ufffd")
+    if "]:" in src:
+        return None
+    src = "\n" + src  # so that the first line is found like every other (offsets below are into this)
+    found: list[tuple[int, int, int, str, str]] = []
+    fence, fence_len = "", 0
+    line, last = -1, 0
+    for m in _CANDIDATE.finditer(src):
+        pos = m.start() + 1
+        line += src.count("\n", last, pos)
+        last = pos
+        end = src.find("\n", pos)
+        text = src[pos:] if end < 0 else src[pos:end]
+        stripped = text.lstrip(" ")
+        indent = len(text) - len(stripped)
+        if fence:  # only a closing fence matters: same marker, at least as long, indent <= 3, spaces after
+            if indent <= 3 and stripped.startswith(fence):
+                run = len(stripped) - len(stripped.lstrip(fence))
+                if run >= fence_len and not stripped[run:].strip(" \t"):
+                    fence = ""
+            continue
+        if indent > 3:
+            continue
+        c = stripped[0]
+        if c == "#":
+            level = len(stripped) - len(stripped.lstrip("#"))
+            if level > 6 or (level < len(stripped) and stripped[level] not in " \t"):
+                continue  # paragraph text
+            if indent:
+                return None
+            content = stripped[level:].rstrip(" \t")
+            head = content.rstrip("#")
+            if len(head) < len(content) and (not head or head[-1] in " \t"):
+                content = head
+            source = content.strip(_TRIM)
+            found.append((line, line + 1, level, _inline_plain(source), source))
+            if offsets is not None:
+                offsets.append(pos - 1)
+        elif c in "`~":
+            run = len(stripped) - len(stripped.lstrip(c))
+            if run < 3 or (c == "`" and "`" in stripped[run:]):
+                continue  # inline code in a paragraph
+            if indent:
+                return None
+            fence, fence_len = c, run
+        elif c == "<":
+            return None
+        elif pos > 1 and src[src.rfind("\n", 0, pos - 1) + 1:pos - 1].strip(" \t"):
+            return None  # `===` / `---` under a non-blank line: maybe a setext heading
+    return found, offsets
+
+
+def _unique(slug: str, taken: set[str], tried: dict[str, int]) -> str:
+    """`slug`, else the first free `slug-N`. `tried` remembers where each search stopped (taken only
+    grows), so N identical headings number in linear time."""
+    if slug not in taken:
+        taken.add(slug)
+        return slug
+    n = tried.get(slug, 0)
+    while True:
         n += 1
         candidate = f"{slug}-{n}"
-    taken.add(candidate)
-    return candidate
+        if candidate not in taken:
+            tried[slug] = n
+            taken.add(candidate)
+            return candidate
 
 
-def parse(body: str) -> tuple[Section, ...]:
-    """Split a body into sections. Deterministic, lossless, slugs unique."""
-    lines = split_lines(body)
-    heads = _headings(body)
+def parse(body: str, *, fast: bool = True) -> tuple[Section, ...]:
+    """Split a body into sections. Deterministic, lossless, slugs unique. Cached by body.
+
+    `fast=False` always takes the markdown-it parse (the oracle; same result)."""
+    return _parse_cached(body) if fast else parse_markdown_it(body)
+
+
+def parse_markdown_it(body: str) -> tuple[Section, ...]:
+    """`parse` by markdown-it alone (no line scan, no cache): the oracle of the fast path."""
+    return _parse(body, _headings(body))
+
+
+@lru_cache(maxsize=256)
+def _parse_cached(body: str) -> tuple[Section, ...]:
+    scanned = _scan(body)
+    return _parse(body, _headings(body)) if scanned is None else _parse(body, *scanned)
+
+
+def _parse(body: str, heads, offsets: Sequence[int] | None = None) -> tuple[Section, ...]:
+    """Sections from 0-based heading lines; `offsets` (each heading line's offset in `body`) spare the
+    line split."""
+    if offsets is None:
+        lines = split_lines(body)
+        n_lines = len(lines)
+        starts = [0]
+        for ln in lines:
+            starts.append(starts[-1] + len(ln))
+        offsets = [starts[h[0]] for h in heads]
+    else:
+        n_lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
     if not heads:
-        return (Section(BODY, "", 0, 1, len(lines), body),)
+        return (Section(BODY, "", 0, 1, n_lines, body),)
     first = heads[0][0]
-    sections = [Section(PREAMBLE, "", 0, 1, first, "".join(lines[:first]))]
-    taken = {PREAMBLE, BODY}
+    sections = [Section(PREAMBLE, "", 0, 1, first, body[:offsets[0]])]
+    taken, tried = {PREAMBLE, BODY}, {}
+    bounds = list(offsets) + [len(body)]
     for i, (start, head_end, level, text, source) in enumerate(heads):
-        end = heads[i + 1][0] if i + 1 < len(heads) else len(lines)
-        sections.append(Section(_unique(slugify(text), taken), text, level, start + 1, end,
-                                "".join(lines[start:end]), heading_lines=head_end - start,
+        end = heads[i + 1][0] if i + 1 < len(heads) else n_lines
+        sections.append(Section(_unique(slugify(text), taken, tried), text, level, start + 1, end,
+                                body[bounds[i]:bounds[i + 1]], heading_lines=head_end - start,
                                 heading_source=source))
     return tuple(sections)
 
