@@ -138,6 +138,7 @@ def cache_clear() -> None:
     """Forget every cached parse, slug and heading text (benchmarks time the uncached path with it)."""
     for f in (_parse_cached, slugify, _inline_plain):
         f.cache_clear()
+    _SLUG_INDEX.clear()
 
 
 @lru_cache(maxsize=1)
@@ -331,6 +332,24 @@ def _parse(body: str, heads, offsets: Sequence[int] | None = None) -> tuple[Sect
     return tuple(sections)
 
 
+_SLUG_INDEX: dict[int, tuple[tuple[Section, ...], dict[str, Section]]] = {}
+
+
+def _by_slug(sections: Sequence[Section]) -> dict[str, Section]:
+    """slug → section; kept per parse result (a tuple, shared through the parse cache), so locating many
+    anchors in one body builds the index once."""
+    if not isinstance(sections, tuple):
+        return {s.slug: s for s in sections}
+    hit = _SLUG_INDEX.get(id(sections))
+    if hit is not None and hit[0] is sections:
+        return hit[1]
+    if len(_SLUG_INDEX) >= 256:
+        _SLUG_INDEX.clear()
+    index = {s.slug: s for s in sections}
+    _SLUG_INDEX[id(sections)] = (sections, index)  # the tuple is held, so its id is not reused meanwhile
+    return index
+
+
 def render(sections: Sequence[Section]) -> str:
     """The inverse of `parse`: `render(parse(body)) == body`."""
     return "".join(s.text for s in sections)
@@ -348,8 +367,7 @@ def anchor_for(body_or_sections: str | Sequence[Section], slug: str, base_versio
 def locate(anchor: Anchor, body_or_sections: str | Sequence[Section]) -> Location:
     """Find an anchor in a (new) body: same slug and digest → clean; same slug → stale; else orphaned."""
     sections = parse(body_or_sections) if isinstance(body_or_sections, str) else body_or_sections
-    by_slug = {s.slug: s for s in sections}
-    here = by_slug.get(anchor.section)
+    here = _by_slug(sections).get(anchor.section)
     if here is not None and here.digest == anchor.digest:
         return Location("clean", here)
     if here is not None:

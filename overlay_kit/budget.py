@@ -96,9 +96,18 @@ def count_following(piece: str) -> int:
     return count_tokens("\n" + piece) - _NL if piece else 0
 
 
+_FOLLOWING: dict[str, int] = {}  # piece → count_following(piece); a delta's item is counted once per process
+_FOLLOWING_MAX = 200_000
+
+
 def count_many_following(pieces: Sequence[str]) -> list[int]:
-    """`count_following` for many pieces in one batched call."""
-    return [n - _NL for n in count_many(["\n" + p for p in pieces])] if pieces else []
+    """`count_following` for many pieces: cached pieces are looked up, the rest counted in one batched call."""
+    missing = [p for p in dict.fromkeys(pieces) if p not in _FOLLOWING]
+    if missing:
+        if len(_FOLLOWING) + len(missing) > _FOLLOWING_MAX:
+            _FOLLOWING.clear()
+        _FOLLOWING.update(zip(missing, (n - _NL for n in count_many(["\n" + p for p in missing]))))
+    return [_FOLLOWING[p] for p in pieces]
 
 
 def item_text(delta) -> str:
@@ -107,7 +116,12 @@ def item_text(delta) -> str:
     Indenting keeps any heading-, fence- or rule-looking line of a lesson inside its list item, so a
     learned line can never open a document-level section of its own.
     """
-    lines = [ln.rstrip() for ln in str(delta.text).splitlines()] or [""]
+    return _item_text(str(delta.text))
+
+
+@lru_cache(maxsize=65536)
+def _item_text(text: str) -> str:
+    lines = [ln.rstrip() for ln in text.splitlines()] or [""]
     out = "- " + lines[0].strip()
     for ln in lines[1:]:
         out += "\n" + ("  " + ln if ln.strip() else "")

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -308,6 +309,12 @@ class Delta:
         if p.get("drop"):
             parts.append("drop " + ", ".join(p["drop"]))
         return "; ".join(parts)
+
+    @cached_property
+    def shaped_payload(self) -> dict:
+        """`check_shape(kind, payload)`, computed once per delta (`GrammarError` if malformed). The store
+        fills it in for rows whose payload it already validated."""
+        return check_shape(self.kind, self.payload)
 
     def evolve(self, **changes) -> "Delta":
         return replace(self, **changes)

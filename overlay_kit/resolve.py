@@ -145,7 +145,10 @@ def learned_disabled() -> bool:
 
 def render_key(d: Delta) -> tuple:
     """(tier, precedence, kind, created_at as a UTC instant, id): deterministic across sessions and offsets."""
-    return (TIERS[d.kind], KIND_RANK[d.kind], d.kind, d.created_at.astimezone(timezone.utc), d.id)
+    created = d.created_at
+    if created.tzinfo is not timezone.utc:  # the store's instants are UTC already
+        created = created.astimezone(timezone.utc)
+    return (TIERS[d.kind], KIND_RANK[d.kind], d.kind, created, d.id)
 
 
 @lru_cache(maxsize=64)
@@ -190,11 +193,11 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
             notes.append(Note("unknown_kind", d.id, f"kind {d.kind!r} is not in the grammar; skipped"))
             continue
         try:
-            shaped = check_shape(d.kind, d.payload)
+            shaped = d.shaped_payload
         except GrammarError as exc:
             notes.append(Note("malformed_payload", d.id, str(exc)))
             continue
-        if shaped != dict(d.payload):
+        if shaped is not d.payload and shaped != dict(d.payload):
             d = d.evolve(payload=shaped)
         if d.base_root is not None and skill.root is not None and d.base_root != skill.root:
             notes.append(Note("orphaned", d.id, f"written against the {d.base_root!r} root; this base comes "

@@ -73,7 +73,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from types import EllipsisType
 from typing import Any, ClassVar
@@ -447,21 +447,46 @@ _APPROVABLE = ("staged", "quarantined", "orphaned")
 _LIVE = ("staged", "active", "quarantined", "orphaned")
 
 
+# (kind, payload JSON) pairs already shape-checked and canonical: a row is validated once per process, not
+# at every read (a row that fails the check is never added, so it keeps failing every read).
+_CANONICAL: set[tuple[str, str]] = set()
+_CANONICAL_MAX = 200_000
+
+
+def _payload(kind: str, text: str) -> dict:
+    data = json.loads(text)
+    if (kind, text) in _CANONICAL:
+        return data
+    shaped = check_shape(kind, data)
+    if shaped == data:
+        if len(_CANONICAL) >= _CANONICAL_MAX:
+            _CANONICAL.clear()
+        _CANONICAL.add((kind, text))
+    return shaped
+
+
+@lru_cache(maxsize=1024)
+def _provenance(text: str) -> Provenance:
+    try:
+        return Provenance.from_dict(json.loads(text))
+    except ValueError:
+        return Provenance()  # unreadable provenance is untrusted, never trusted by default
+
+
 def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
     (id_, name, root, version, scope, kind, _tier, anchor, payload, prov, status, succ, att, sup, created,
      approved, used, findings) = row
     a = json.loads(anchor)
-    try:
-        provenance = Provenance.from_dict(json.loads(prov))
-    except ValueError:
-        provenance = Provenance()  # unreadable provenance is untrusted, never trusted by default
-    return Delta(
-        skill=name, kind=kind, payload=check_shape(kind, json.loads(payload)),
-        anchor=Anchor(a["section"], a["digest"], version), provenance=provenance, scope=scope,
+    shaped = _payload(kind, payload)
+    delta = Delta(
+        skill=name, kind=kind, payload=shaped,
+        anchor=Anchor(a["section"], a["digest"], version), provenance=_provenance(prov), scope=scope,
         base_root=root, status=status, id=id_, created_at=parse_time(created),
         approved_at=parse_time(approved), last_used_at=parse_time(used), success_count=succ,
-        attempt_count=att, superseded_by=sup, findings=tuple(json.loads(findings or "[]")),
+        attempt_count=att, superseded_by=sup, findings=tuple(json.loads(findings)) if findings else (),
     )
+    delta.__dict__["shaped_payload"] = shaped  # validated just above: resolution need not check it again
+    return delta
 
 
 class Store:
