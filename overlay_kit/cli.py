@@ -127,10 +127,15 @@ def _scalar(text: str):
 def register_learn(sub) -> None:
     p = sub.add_parser("learn", help="propose a lesson; the gates refuse, route, stage or quarantine it")
     p.add_argument("skill", metavar="SKILL", help="skill directory, SKILL.md, or discovered skill name")
-    p.add_argument("--kind", required=True, help="tool-hint | parameter | exception | preference | example | fact")
+    p.add_argument("--kind", help="tool-hint | parameter | exception | preference | example | fact (required "
+                                  "without --from)")
     p.add_argument("--section", help="anchor section slug (see `overlay-kit anchors`)")
-    p.add_argument("--source", required=True,
-                   help="provenance: user_instruction | outcome_evidence | observed_content | unknown")
+    p.add_argument("--source", help="provenance: user_instruction | outcome_evidence | observed_content | unknown "
+                                    "(required without --from)")
+    p.add_argument("--from", dest="from_file", metavar="FILE.jsonl",
+                   help="learn a batch: one JSON lesson per line ({kind, payload, section, provenance, scope, "
+                        "evidence, incognito}); every gate runs on every row, then all accepted rows are written "
+                        "in one transaction (a malformed line writes nothing)")
     p.add_argument("--turn", action="append", default=[], metavar="ID", help="session/turn id (repeatable)")
     p.add_argument("--scope", default="user", help="agent scope, or 'user' for shared (default)")
     g = p.add_argument_group("payload")
@@ -153,7 +158,7 @@ def register_learn(sub) -> None:
     p.add_argument("--research", action="store_true", help="allow tier-2 kinds (parameter, exception)")
     p.add_argument("--auto-approve", action="store_true", help="trusted lessons go straight to active")
     _add_db(p)
-    p.set_defaults(handler=cmd_learn)
+    p.set_defaults(handler=cmd_learn, learn_parser=p)
 
 
 def learn_payload(args: argparse.Namespace) -> dict:
@@ -184,6 +189,11 @@ def cmd_learn(args: argparse.Namespace) -> int:
     from .gates import GateSettings, learn
     from .grammar import Provenance
 
+    if args.from_file:
+        return cmd_learn_batch(args)
+    missing = [f"--{n}" for n in ("kind", "source") if getattr(args, n) is None]
+    if missing:
+        args.learn_parser.error(f"the following arguments are required: {', '.join(missing)} (or --from FILE)")
     skill = find_skill(args.skill)
     evidence = list(args.evidence)
     for path in args.evidence_file:
@@ -210,6 +220,59 @@ def cmd_learn(args: argparse.Namespace) -> int:
         for f in result.findings:
             print(f"finding: {f}")
     return 1 if result.outcome == "refused" else 0
+
+
+def read_lessons(path: str) -> list[tuple[int, object]]:
+    """(line number, Lesson) for every non-blank line of a JSONL file; `ValueError` naming FILE:LINE."""
+    from .gates import Lesson
+
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append((n, Lesson.from_dict(json.loads(line))))
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                raise ValueError(f"{path}:{n}: {exc}") from None
+    return out
+
+
+def cmd_learn_batch(args: argparse.Namespace) -> int:
+    """`learn --from FILE.jsonl`: every line is read and checked before anything is written."""
+    from .gates import GateSettings, learn_many
+
+    single = [f"--{k.replace('_', '-')}" for k in ("kind", "section", "source", "body", "trigger", "input",
+                                                    "output", "key", "value", "scope_key", "namespace",
+                                                    "condition", "action") if getattr(args, k) is not None]
+    single += [f"--{k.replace('_', '-')}" for k in ("turn", "prefer", "drop", "evidence", "evidence_file")
+               if getattr(args, k)]
+    if single:
+        args.learn_parser.error(f"{single[0]} does not go with --from (each line carries its own lesson)")
+    lessons = read_lessons(args.from_file)
+    if args.incognito:
+        from dataclasses import replace
+
+        lessons = [(n, replace(lesson, incognito=True)) for n, lesson in lessons]
+    skill = find_skill(args.skill)
+    with _open_store(args, research=args.research, auto_approve=args.auto_approve) as store:
+        _hold_budget(store, [skill])
+        results = learn_many(store, skill, [lesson for _, lesson in lessons], settings=GateSettings())
+    if args.json:
+        _emit_json([{"line": n} | r.to_dict() for (n, _), r in zip(lessons, results)])
+    else:
+        for (n, _), r in zip(lessons, results):
+            ident = f" {r.delta.id}" if r.delta else ""
+            print(f"{args.from_file}:{n}: {r.outcome}{ident}: {r.message}")
+            for w in r.warnings:
+                print(f"{args.from_file}:{n}: warning: {w}")
+            for f in r.findings:
+                print(f"{args.from_file}:{n}: finding: {f}")
+        counts = {}
+        for r in results:
+            counts[r.outcome] = counts.get(r.outcome, 0) + 1
+        print(f"{len(results)} lessons: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    return 1 if any(r.outcome == "refused" for r in results) else 0
 
 
 DELTA_FILTERS = {"active": ("active",), "pending": ("staged", "quarantined"), "orphaned": ("orphaned",),

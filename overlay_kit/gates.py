@@ -75,6 +75,7 @@ __all__ = [
     "check",
     "decide",
     "learn",
+    "learn_many",
     "promote",
     "scan",
 ]
@@ -218,8 +219,9 @@ def scan(text: str) -> tuple[str, ...]:
         found.append(f"instruction-override: {m.group(0)[:60]!r}")
     for m in _MARKUP.finditer(text):
         found.append(f"role-markup: {m.group(0).strip()[:40]!r}")
-    hidden = [(i, ch) for i, ch in enumerate(text) if unicodedata.category(ch) in ("Cf", "Co", "Cs")
-              or 0xE0000 <= ord(ch) <= 0xE007F]
+    hidden = [] if text.isascii() else [  # every hidden code point is outside ASCII
+        (i, ch) for i, ch in enumerate(text) if unicodedata.category(ch) in ("Cf", "Co", "Cs")
+        or 0xE0000 <= ord(ch) <= 0xE007F]
     for i, ch in hidden[:5]:
         found.append(f"hidden-unicode: U+{ord(ch):04X} {unicodedata.name(ch, 'UNNAMED')} at {i}")
     if len(hidden) > 5:
@@ -292,6 +294,12 @@ def longest_overlap(text: str, evidence: str) -> int:
 @lru_cache(maxsize=256)
 def _sections(body: str):
     return parse(body)
+
+
+@lru_cache(maxsize=256)
+def _by_slug(body: str) -> dict:
+    """slug → section of a body (a batch looks each row's section up in it)."""
+    return {s.slug: s for s in _sections(body)}
 
 
 def _canonical(p: Submission) -> dict | None:
@@ -406,8 +414,8 @@ def quotes_evidence(p: Submission):
 def known_section(p: Submission):
     if p.is_fact:
         return None
-    slugs = [s.slug for s in _sections(p.skill.body)]
-    if slugs == [BODY]:
+    slugs = _by_slug(p.skill.body)
+    if len(slugs) == 1 and BODY in slugs:
         if p.section in (None, "", BODY):
             return (f"{p.skill.name} has no headings: the delta anchors to the whole body ({BODY}), and "
                     "whole-body anchors orphan on any edit of the skill")
@@ -511,7 +519,7 @@ def _proposal(store, skill, kind, payload, section, provenance, scope, evidence,
 
 
 def _new_delta(p: Submission, verdict: Verdict) -> Delta:
-    sec = next(s for s in _sections(p.skill.body) if s.slug == (p.section or BODY))
+    sec = _by_slug(p.skill.body)[p.section or BODY]
     return Delta(skill=p.skill.name, kind=p.kind, payload=check_shape(p.kind, p.payload),
                  anchor=Anchor(sec.slug, sec.digest, p.skill.version), provenance=p.provenance, scope=p.scope,
                  base_root=p.skill.root, status=verdict.outcome, created_at=utc_now(), findings=verdict.findings)
@@ -551,6 +559,85 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
     undo = store._insert_delta(delta, mint(delta))
     return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=store.get(delta.id), undo=undo,
                        findings=verdict.findings, warnings=warnings)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One row of a `learn_many` batch: the arguments of one `learn` call, skill and store aside."""
+
+    kind: str
+    payload: Any
+    section: str | None = None
+    provenance: Provenance | str | Mapping | None = None
+    scope: str = "user"
+    evidence: str | tuple[str, ...] | None = None
+    incognito: bool = False
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "Lesson":
+        """A JSON object with `kind`, `payload` and optionally `section`, `provenance` (a source name or
+        {source, turns}), `scope`, `evidence` (a string or list), `incognito`; `ValueError` names the field."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a lesson is a JSON object, not {type(data).__name__}")
+        unknown = sorted(set(data) - {"kind", "payload", "section", "provenance", "scope", "evidence", "incognito"})
+        if unknown:
+            raise ValueError(f"unknown field {unknown[0]!r}")
+        for name in ("kind", "payload"):
+            if name not in data:
+                raise ValueError(f"missing field {name!r}")
+        if not isinstance(data["kind"], str):
+            raise ValueError("field 'kind' must be a string")
+        evidence = data.get("evidence")
+        if evidence is not None and not isinstance(evidence, str):
+            if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+                raise ValueError("field 'evidence' must be a string or a list of strings")
+            evidence = tuple(evidence)
+        scope = data.get("scope", "user")
+        if not isinstance(scope, str) or not scope:
+            raise ValueError("field 'scope' must be a non-empty string")
+        return cls(data["kind"], data["payload"], data.get("section"), data.get("provenance"), scope, evidence,
+                   bool(data.get("incognito", False)))
+
+
+def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping], *,
+               settings: GateSettings | None = None, rules: Iterable[Rule] = RULES) -> list[WriteResult]:
+    """`learn` for a batch of lessons on one skill: every rule runs on every row (the same `decide` as
+    `learn`), then the accepted deltas and their audit rows are written with `executemany` in one
+    transaction. One `WriteResult` per lesson, in order (refusals included: a refused row writes nothing and
+    does not stop the others). Nothing is written if anything fails while writing (or a lesson is not a
+    `Lesson`/mapping: `ValueError` naming its index)."""
+    rows = []
+    for i, lesson in enumerate(lessons):
+        try:
+            rows.append(lesson if isinstance(lesson, Lesson) else Lesson.from_dict(lesson))
+        except ValueError as exc:
+            raise ValueError(f"lesson {i}: {exc}") from exc
+    rules = tuple(rules)
+    decided = []
+    for r in rows:
+        p = _proposal(store, skill, r.kind, r.payload, r.section, r.provenance, r.scope, r.evidence, r.incognito,
+                      settings)
+        decided.append((p, *decide(p, rules)))
+    results: list[WriteResult | None] = [None] * len(rows)
+    deltas: list[tuple[int, Delta]] = []
+    with store.transaction():
+        for i, (p, verdict, warnings) in enumerate(decided):
+            if verdict.outcome in ("refused", "session_only"):
+                results[i] = WriteResult(verdict.outcome, verdict.message, verdict.rule, warnings=warnings)
+            elif verdict.outcome == "routed":
+                namespace, key, value = validate_fact(p.payload)
+                undo = store.put_fact(namespace or skill.name, key, value, scope=p.scope, provenance=p.provenance)
+                fact = next(f for f in store.facts(namespace or skill.name) if f.key == key and f.scope == p.scope)
+                results[i] = WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo,
+                                         warnings=warnings)
+            else:
+                deltas.append((i, _new_delta(p, verdict)))
+        stored = store._insert_deltas([d for _, d in deltas], [mint(d) for _, d in deltas])
+    for (i, _), (delta, undo) in zip(deltas, stored):
+        _, verdict, warnings = decided[i]
+        results[i] = WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=delta, undo=undo,
+                                 findings=verdict.findings, warnings=warnings)
+    return results  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------------------------ promotion

@@ -71,7 +71,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -670,6 +670,49 @@ class Store:
                       f"learned {delta.kind} from {delta.provenance.source}", delta.created_at)
         # Undoing a learn archives the delta (learning operations never delete).
         return Undo("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),), (delta.id,))
+
+    def _insert_deltas(self, deltas: Sequence[Delta], seals: Sequence[bytes]) -> list[tuple[Delta, Undo]]:
+        """Private: `_insert_delta` for a batch (every seal and payload checked first), rows and audit rows
+        written with `executemany` in one transaction. Returns each delta as stored, with its undo."""
+        rows, audit, out = [], [], []
+        for delta, seal in zip(deltas, seals, strict=True):
+            if seal is None or not verify_seal(delta, seal):
+                raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
+                                      "this one has no valid gate seal")
+            if delta.status not in ("staged", "quarantined", "active"):
+                raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
+            try:
+                payload = validate_payload(delta.kind, delta.payload, research=self.research)
+            except GrammarError as exc:  # defence in depth: the gates already checked this
+                raise StoreError(f"delta {delta.id}: {exc}") from exc
+            approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
+            text = dumps(payload)
+            rows.append((delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind,
+                         delta.tier, dumps({"section": delta.anchor.section, "digest": delta.anchor.digest}),
+                         text, dumps(delta.provenance.to_dict()), delta.status, delta.success_count,
+                         delta.attempt_count, None, iso(delta.created_at), iso(approved), iso(delta.last_used_at),
+                         dumps(list(delta.findings))))
+            audit.append((delta.id, "gates", iso(delta.created_at), None, delta.status,
+                          f"learned {delta.kind} from {delta.provenance.source}"))
+            stored = delta if (approved is delta.approved_at and payload == delta.payload) else \
+                replace(delta, payload=payload, approved_at=approved)
+            stored.__dict__["shaped_payload"] = stored.payload  # validated above
+            if payload == json.loads(text):
+                _CANONICAL.add((delta.kind, text))  # this row need not be shape-checked when read back
+            out.append((stored, Undo("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),),
+                                     (delta.id,))))
+        if not rows:
+            return []
+        with self.transaction():
+            try:
+                self.conn.executemany(f"INSERT INTO skill_deltas ({_DELTA_COLUMNS}) VALUES ({', '.join('?' * 18)})",
+                                      rows)
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(f"learn batch of {len(rows)}: {exc}") from exc
+            self.conn.executemany("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) "
+                                  "VALUES (?,?,?,?,?,?)", audit)
+            self._changed.extend(r[0] for r in rows)
+        return out
 
     def get(self, delta_id: str) -> Delta:
         row = self.conn.execute(f"SELECT {_DELTA_COLUMNS} FROM skill_deltas WHERE id = ?", (delta_id,)).fetchone()
