@@ -188,7 +188,8 @@ def _headings(body: str) -> list[tuple[int, int, int, str, str]]:
 # Line starts worth a look: `#`, `<`, `=`/`-` underline shapes (indented 0-3) and fence runs (any indent).
 # Every other line is paragraph, list or code text, which cannot start or hide a document-level heading; a
 # tab in the indentation puts a line at column 4 or more, where it is code or container content.
-_CANDIDATE = re.compile(r"\n(?: {0,3}(?:[#<]|=+[ \t]*$|-+[ \t]*$)| *(?:```|~~~))", re.M)  # "\n": fast skip
+# A leading "\n" gives the pattern a literal prefix, which the regex engine skips to quickly.
+_CANDIDATE = re.compile(r"\n(?: {0,3}(?:[#<]|=+[ \t]*$|-+[ \t]*$)| *(?:```|~~~))", re.MULTILINE)
 _NEWLINES = re.compile(r"\r\n?")
 _INLINE_SYNTAX = re.compile(r"[\\`*_\[\]<>&!]")  # CommonMark inline syntax; without any, plain text == source
 _TRIM = "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"

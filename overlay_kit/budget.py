@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
 
-from rapidfuzz import fuzz
-
 from .bundled import llama_tokenizer
 from .prompt import (
     count_tokens,  # one token counter for the project: the bundled Llama-2 tokenizer
@@ -153,6 +151,8 @@ class MergeProposal:
 def propose_consolidations(deltas: Sequence, costs: dict[str, int] | None = None,
                            threshold: float = CONSOLIDATE_SCORE) -> list[MergeProposal]:
     """Groups of ≥ 2 tier-3 deltas on the same skill and section whose lessons are near-identical."""
+    from rapidfuzz import fuzz  # imported on use: resolving never needs it
+
     costs = costs or {}
     groups: dict[tuple[str, str], list] = {}
     for d in deltas:
@@ -298,7 +298,9 @@ class Budget:
     def plan(self) -> BudgetPlan:
         deltas = [d for name in sorted(self.skills)
                   for d in self.store.search(skill=name, scope=self.scope, status="active")]
-        authored = sum(count_many([s.body for s in self.skills.values()]))
+        counted = getattr(self.store, "authored_tokens", None)
+        authored = (sum(counted(s.body) for s in self.skills.values()) if counted is not None
+                    else sum(count_many([s.body for s in self.skills.values()])))
         return plan(authored, deltas, self.ceiling, retrieval_only=self.store.retrieval_only(),
                     reserve=self.reserve, proposer=self.proposer)
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tokenizers import Tokenizer
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 __all__ = ["EMBEDDER_ID", "MINILM_ID", "embedding_path", "llama_tokenizer", "minilm_path", "tokenizer_path"]
 
@@ -41,6 +43,8 @@ def embedding_path() -> Path:
 
 @lru_cache(maxsize=1)
 def llama_tokenizer() -> Tokenizer:
+    from tokenizers import Tokenizer  # imported on first count: a resolve with stored counts never loads it
+
     return Tokenizer.from_file(str(tokenizer_path()))
 
 

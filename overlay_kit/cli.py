@@ -608,13 +608,27 @@ def cmd_facts(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------------------------------- rebase
 
 
-def register_rebase(sub) -> None:
-    from .rebase import POLICIES
+class _Policies:
+    """`rebase --policy` choices, read from `rebase.POLICIES` only when a rebase is parsed (or help shown):
+    building the parser for any other verb never imports the rebase module."""
 
+    def _names(self) -> list[str]:
+        from .rebase import POLICIES
+
+        return list(POLICIES)
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __contains__(self, name) -> bool:
+        return name in self._names()
+
+
+def register_rebase(sub) -> None:
     p = sub.add_parser("rebase", help="what happens to each old section's deltas when the base changes")
     p.add_argument("old", metavar="OLD", help="the previous skill (directory, SKILL.md or any .md file)")
     p.add_argument("new", metavar="NEW", help="the updated skill")
-    p.add_argument("--policy", default="section", choices=list(POLICIES),
+    p.add_argument("--policy", default="section", choices=_Policies(), metavar="POLICY",
                    help="orphan-all (v1), section (default), fuzzy or embedding (proposals for orphans)")
     p.add_argument("--apply", action="store_true", help="store mode: after confirmation, register NEW as the "
                    "base and move the stored deltas (orphans are kept for review); without it nothing is written")

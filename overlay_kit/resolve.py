@@ -38,7 +38,7 @@ from functools import lru_cache
 from . import anchor as anchor_mod
 from . import budget as budget_mod
 from .display import effective_html, effective_text, unified_diff
-from .grammar import TIERS, Delta, GrammarError, check_shape
+from .grammar import TIERS, Delta, GrammarError
 from .retrieval import EmbedderUnavailable, Gate, TriggerIndex, gate_for, load_embedder
 from .skill import Skill
 from .tools import Selection, ToolLoader, skill_tier
@@ -157,9 +157,18 @@ def _sections(body: str) -> tuple[anchor_mod.Section, ...]:
     return anchor_mod.parse(body)
 
 
-@lru_cache(maxsize=64)
-def _authored_tokens(body: str) -> int:
-    return budget_mod.count_tokens(body)
+_AUTHORED: dict[str, int] = {}  # authored body → Llama tokens (from the store's base registry when there is one)
+
+
+def _authored_tokens(body: str, store=None) -> int:
+    n = _AUTHORED.get(body)
+    if n is None:
+        counted = getattr(store, "authored_tokens", None)
+        n = counted(body) if counted is not None else budget_mod.count_tokens(body)
+        if len(_AUTHORED) >= 64:
+            _AUTHORED.clear()
+        _AUTHORED[body] = n
+    return n
 
 
 def _scopes(scope: str | Iterable[str]) -> frozenset[str]:
@@ -450,6 +459,7 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
         for d in store.search(skill=skill.name, scope=sorted(scopes), status="orphaned"):
             notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
         demoted = store.retrieval_only(skill.name) if hasattr(store, "retrieval_only") else frozenset()
+        _authored_tokens(skill.body, store)  # a known base's count comes from the store, not the tokenizer
     except Exception as exc:
         return _base(skill, [Note("store_error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
     index = None

@@ -36,12 +36,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import bundled
 from .resources import dataset_path
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "FAMILIES",
@@ -101,6 +102,8 @@ class TextEmbedder:
         return int((getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension)())
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:  # torch modules are not safe to share across threads mid-forward
@@ -180,6 +183,8 @@ class StaticEmbedder:
         self.dim = int(weights.shape[1])
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.ascontiguousarray(self._model.embed(list(texts), norm=True), dtype=np.float32)
@@ -197,6 +202,8 @@ def eligible(deltas: Iterable) -> list:
 
 
 def _normalise(matrix: np.ndarray) -> np.ndarray:
+    import numpy as np  # imported on use (here and below): resolving without retrieval never loads numpy
+
     m = np.ascontiguousarray(matrix, dtype=np.float32)
     if m.ndim != 2:
         raise ValueError(f"expected a 2-d matrix of vectors, got shape {m.shape}")
@@ -353,6 +360,7 @@ class TriggerIndex:
     def __init__(self, embedder: Embedder | None, ids: Sequence[str] = (), matrix: np.ndarray | None = None,
                  *, dark: str | None = None):
         import faiss
+        import numpy as np
 
         self.embedder = embedder
         self.embedder_id = getattr(embedder, "id", None)
@@ -385,6 +393,8 @@ class TriggerIndex:
         this session. Eligible deltas without a vector (new writes) are embedded and stored first.
         Any failure yields a dark index with the reason, never an exception.
         """
+        import numpy as np
+
         if embedder is None:
             return cls.dark_index("no embedder")
         try:
@@ -441,6 +451,8 @@ class TriggerIndex:
 
     def search(self, query: np.ndarray, tau: float, k: int | None = None) -> list[Hit]:
         """Hits with cosine ≥ tau, best first, ties broken by delta id."""
+        import numpy as np
+
         if self.dark or not self._ids:
             return []
         q = _normalise(np.asarray(query, dtype=np.float32).reshape(1, -1))

@@ -76,9 +76,7 @@ from datetime import datetime
 from functools import cached_property, lru_cache
 from pathlib import Path
 from types import EllipsisType
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .anchor import Anchor
 from .common import dumps, iso, parse_time, utc_now
@@ -92,6 +90,9 @@ from .grammar import (
     validate_payload,
 )
 from .seal import verify_seal
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "MIGRATIONS",
@@ -980,6 +981,35 @@ class Store:
             hook(list(ids))
         return len(ids)
 
+    # ----------------------------------------------------------------------------- token counts
+
+    def authored_tokens(self, body: str) -> int:
+        """Llama tokens of an authored skill body, kept with the base registry by body digest (`overlay_meta`
+        key `authored_tokens:<digest>`): counted once per body per database, so a fresh process resolving a
+        known base never runs the tokenizer over it. Remembering never waits for a lock: when another
+        process holds the database, the count is just returned."""
+        import hashlib
+
+        key = "authored_tokens:" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]  # Skill.body_digest
+        row = self.conn.execute("SELECT value FROM overlay_meta WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        from .budget import count_tokens
+
+        n = count_tokens(body)
+        with self._lock:
+            nested = self._depth > 0
+            try:
+                if not nested:
+                    self.conn.execute("PRAGMA busy_timeout = 0")
+                self.conn.execute("INSERT OR IGNORE INTO overlay_meta (key, value) VALUES (?, ?)", (key, str(n)))
+            except sqlite3.Error:
+                pass  # locked or read-only: the count is still right, only not remembered
+            finally:
+                if not nested:
+                    self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return n
+
     # ----------------------------------------------------------------------------- embeddings
 
     @property
@@ -989,6 +1019,8 @@ class Store:
 
     def set_embedding(self, delta_id: str, vector: np.ndarray, embedder_id: str) -> None:
         """Store a tier-3 trigger vector (float32). The store holds vectors of one embedder only."""
+        import numpy as np  # imported on use: only embeddings need it
+
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
         if vec.size == 0 or not np.all(np.isfinite(vec)):
             raise StoreError(f"delta {delta_id}: embedding must be a non-empty finite vector")
@@ -1013,6 +1045,8 @@ class Store:
                    ) -> tuple[list[str], np.ndarray]:
         """(ids, float32 matrix) of stored vectors from `embedder_id`, ordered by id. Empty for another
         embedder: stale vectors never answer."""
+        import numpy as np
+
         sql = "SELECT id, embedding FROM skill_deltas WHERE embedding IS NOT NULL AND embedder_id = ?"
         args: list = [embedder_id]
         if status is not None:
