@@ -232,8 +232,10 @@ def scaffold_tokens() -> tuple[int, int]:
 def overhead_tokens(deltas: Iterable) -> int:
     """Tokens of the scaffolding around learned lines (conservative: block heading + one label per section)."""
     sections = {(d.skill, d.anchor.section) for d in deltas}
+    if not sections:
+        return 0
     block, label = scaffold_tokens()
-    return block + label * len(sections) if sections else 0
+    return block + label * len(sections)
 
 
 def plan(authored_tokens: int, deltas: Sequence, ceiling: int = DEFAULT_CEILING, *,
