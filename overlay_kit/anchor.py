@@ -72,7 +72,7 @@ class Section:
     def content_for_digest(self) -> str:
         return (self.heading_source or self.heading) + "\n" + self.body_text
 
-    @property
+    @cached_property
     def body_text(self) -> str:
         """The section's text below its heading."""
         pos = 0

@@ -202,6 +202,16 @@ class Update:
         return {s.slug: s for s in self.new}
 
     @cached_property
+    def flat(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(old, new) section bodies with whitespace runs collapsed: what the proposers compare, made once."""
+        return tuple(tuple(" ".join(s.body_text.split()) for s in side) for side in (self.old, self.new))
+
+    @cached_property
+    def contexts(self) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+        """(old, new) `_context` of every section, made once per update."""
+        return tuple(tuple(_context(side, k) for k in range(len(side))) for side in (self.old, self.new))
+
+    @cached_property
     def exact(self) -> dict[int, int]:
         """old index → new index for digests unique on both sides."""
         old_n, new_n = Counter(s.digest for s in self.old), Counter(s.digest for s in self.new)
@@ -362,11 +372,11 @@ class FuzzyPolicy(SectionPolicy):
 
     def score(self, update: Update, i: int, j: int) -> float:
         o, n = update.old[i], update.new[j]
-        qa, qb = " ".join(o.body_text.split()), " ".join(n.body_text.split())
+        qa, qb = update.flat[0][i], update.flat[1][j]
         quote = _ratio(qa, qb)
         if 40 <= len(qa) < len(qb):  # the quote may now sit inside a longer section (merge)
             quote = max(quote, fuzz.partial_ratio(qa, qb) / 100.0 * (0.9 if len(qa) < 0.8 * len(qb) else 1.0))
-        (pa, sa), (pb, sb) = _context(update.old, i), _context(update.new, j)
+        (pa, sa), (pb, sb) = update.contexts[0][i], update.contexts[1][j]
         context = (_ratio(pa, pb) + _ratio(sa, sb)) / 2
         wq, wc, wh = self.weights
         return wq * quote + wc * context + wh * _ratio(o.heading.casefold(), n.heading.casefold())
