@@ -189,7 +189,14 @@ def _headings(body: str) -> list[tuple[int, int, int, str, str]]:
 # Every other line is paragraph, list or code text, which cannot start or hide a document-level heading; a
 # tab in the indentation puts a line at column 4 or more, where it is code or container content.
 # A leading "\n" gives the pattern a literal prefix, which the regex engine skips to quickly.
-_CANDIDATE = re.compile(r"\n(?: {0,3}(?:[#<]|=+[ \t]*$|-+[ \t]*$)| *(?:```|~~~))", re.MULTILINE)
+_CANDIDATE = re.compile(r"""\n(?:
+    (?P<atx>\#{1,6})(?:[ \t](?P<content>[^\n]*))?$         # an ATX heading at indent 0
+  | (?P<fence>(?P<indent>\ {0,3})(?P<marker>`{3,}|~{3,})(?P<info>[^\n]*))   # a fence line, indent 0-3
+  | (?P<setext>\ {0,3}(?:=+|-+)[ \t]*$)                   # a setext underline candidate
+  | (?P<other>\ {1,3}\#{1,6}(?:[ \t]|$)|\ {0,3}<)          # an indented heading, an HTML block start
+)""", re.MULTILINE | re.VERBOSE)
+# `lastgroup` names the innermost group that closed last: map it to its alternative.
+_KIND = {"atx": "atx", "content": "atx", "fence": "fence", "setext": "setext", "other": "other"}
 _NEWLINES = re.compile(r"\r\n?")
 _INLINE_SYNTAX = re.compile(r"[\\`*_\[\]<>&!]")  # CommonMark inline syntax; without any, plain text == source
 _TRIM = "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
@@ -229,47 +236,37 @@ def _scan(body: str) -> tuple[list[tuple[int, int, int, str, str]], list[int] | 
     fence, fence_len = "", 0
     line, last = -1, 0
     for m in _CANDIDATE.finditer(src):
-        pos = m.start() + 1
-        line += src.count("\n", last, pos)
-        last = pos
-        end = src.find("\n", pos)
-        text = src[pos:] if end < 0 else src[pos:end]
-        stripped = text.lstrip(" ")
-        indent = len(text) - len(stripped)
+        kind = _KIND[m.lastgroup]
         if fence:  # only a closing fence matters: same marker, at least as long, indent <= 3, spaces after
-            if indent <= 3 and stripped.startswith(fence):
-                run = len(stripped) - len(stripped.lstrip(fence))
-                if run >= fence_len and not stripped[run:].strip(" \t"):
-                    fence = ""
+            if kind == "fence" and m.group("marker")[0] == fence and len(m.group("marker")) >= fence_len \
+                    and not m.group("info").strip(" \t"):
+                fence = ""
             continue
-        if indent > 3:
-            continue
-        c = stripped[0]
-        if c == "#":
-            level = len(stripped) - len(stripped.lstrip("#"))
-            if level > 6 or (level < len(stripped) and stripped[level] not in " \t"):
-                continue  # paragraph text
-            if indent:
-                return None
-            content = stripped[level:].rstrip(" \t")
+        if kind == "atx":
+            pos = m.start() + 1
+            line += src.count("\n", last, pos)
+            last = pos
+            content = (m.group("content") or "").rstrip(" \t")
             head = content.rstrip("#")
             if len(head) < len(content) and (not head or head[-1] in " \t"):
-                content = head
+                content = head  # a closing run of `#` after a space is not text
             source = content.strip(_TRIM)
-            found.append((line, line + 1, level, _inline_plain(source), source))
+            found.append((line, line + 1, len(m.group("atx")), _inline_plain(source), source))
             if offsets is not None:
                 offsets.append(pos - 1)
-        elif c in "`~":
-            run = len(stripped) - len(stripped.lstrip(c))
-            if run < 3 or (c == "`" and "`" in stripped[run:]):
+        elif kind == "fence":
+            marker, info = m.group("marker"), m.group("info")
+            if marker[0] == "`" and "`" in info:
                 continue  # inline code in a paragraph
-            if indent:
+            if m.group("indent"):
                 return None
-            fence, fence_len = c, run
-        elif c == "<":
+            fence, fence_len = marker[0], len(marker)
+        elif kind == "setext":
+            pos = m.start()  # the line break before the candidate; the line before it must be blank
+            if pos and src[src.rfind("\n", 0, pos) + 1:pos].strip(" \t"):
+                return None  # `===` / `---` under a non-blank line: maybe a setext heading
+        else:  # an indented heading, an HTML block start
             return None
-        elif pos > 1 and src[src.rfind("\n", 0, pos - 1) + 1:pos - 1].strip(" \t"):
-            return None  # `===` / `---` under a non-blank line: maybe a setext heading
     return found, offsets
 
 

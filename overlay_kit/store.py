@@ -448,22 +448,36 @@ _APPROVABLE = ("staged", "quarantined", "orphaned")
 _LIVE = ("staged", "active", "quarantined", "orphaned")
 
 
-# (kind, payload JSON) pairs already shape-checked and canonical: a row is validated once per process, not
-# at every read (a row that fails the check is never added, so it keeps failing every read).
-_CANONICAL: set[tuple[str, str]] = set()
-_CANONICAL_MAX = 200_000
+# (kind, payload JSON) pairs already shape-checked and canonical: a row is validated once per process, not at
+# every read (a row that fails the check is never added, so it keeps failing every read). The value is the
+# payload itself when its values are all scalars (handed out as a copy, no JSON parse), else None (re-parsed).
+_CANONICAL: dict[tuple[str, str], dict | None] = {}
+_CANONICAL_MAX = 100_000
+
+
+def _canonical(kind: str, text: str, payload: dict) -> None:
+    if len(_CANONICAL) >= _CANONICAL_MAX:
+        _CANONICAL.clear()
+    flat = all(v is None or isinstance(v, (str, int, float, bool)) for v in payload.values())
+    _CANONICAL[(kind, text)] = dict(payload) if flat else None
 
 
 def _payload(kind: str, text: str) -> dict:
+    key = (kind, text)
+    if key in _CANONICAL:
+        known = _CANONICAL[key]
+        return dict(known) if known is not None else json.loads(text)
     data = json.loads(text)
-    if (kind, text) in _CANONICAL:
-        return data
     shaped = check_shape(kind, data)
     if shaped == data:
-        if len(_CANONICAL) >= _CANONICAL_MAX:
-            _CANONICAL.clear()
-        _CANONICAL.add((kind, text))
+        _canonical(kind, text, data)
     return shaped
+
+
+@lru_cache(maxsize=4096)
+def _anchor_of(text: str) -> tuple[str, str]:
+    a = json.loads(text)
+    return a["section"], a["digest"]
 
 
 @lru_cache(maxsize=1024)
@@ -477,14 +491,15 @@ def _provenance(text: str) -> Provenance:
 def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
     (id_, name, root, version, scope, kind, _tier, anchor, payload, prov, status, succ, att, sup, created,
      approved, used, findings) = row
-    a = json.loads(anchor)
+    section, digest = _anchor_of(anchor)
     shaped = _payload(kind, payload)
     delta = Delta(
         skill=name, kind=kind, payload=shaped,
-        anchor=Anchor(a["section"], a["digest"], version), provenance=_provenance(prov), scope=scope,
+        anchor=Anchor(section, digest, version), provenance=_provenance(prov), scope=scope,
         base_root=root, status=status, id=id_, created_at=parse_time(created),
         approved_at=parse_time(approved), last_used_at=parse_time(used), success_count=succ,
-        attempt_count=att, superseded_by=sup, findings=tuple(json.loads(findings)) if findings else (),
+        attempt_count=att, superseded_by=sup,
+        findings=tuple(json.loads(findings)) if findings and findings != "[]" else (),
     )
     delta.__dict__["shaped_payload"] = shaped  # validated just above: resolution need not check it again
     return delta
@@ -699,7 +714,7 @@ class Store:
                 replace(delta, payload=payload, approved_at=approved)
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
             if payload == json.loads(text):
-                _CANONICAL.add((delta.kind, text))  # this row need not be shape-checked when read back
+                _canonical(delta.kind, text, payload)  # this row need not be shape-checked when read back
             out.append((stored, Undo("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),),
                                      (delta.id,))))
         if not rows:
