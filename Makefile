@@ -76,3 +76,20 @@ bench: venv engine
 
 clean:
 	rm -rf build .pytest_cache
+
+# ---- issue 14: the side-by-side with GAIA 0.25.1 -------------------------------------------------------
+# GAIA gets its own venv (never .venv): its dependencies (openai, pydantic, aiohttp, rich, pillow, … — no torch)
+# are installed as PyPI resolves them. benchmarks/gaia_compare.py drives it through benchmarks/gaia_worker.py.
+GAIA_VENV   ?= .venv-gaia
+GAIA_SPEC   ?= amd-gaia==0.25.1
+GAIA_STAMP  := $(GAIA_VENV)/.installed-$(shell echo '$(GAIA_SPEC)' | cksum | cut -d' ' -f1)
+
+.PHONY: bench-gaia
+
+$(GAIA_STAMP):
+	test -x $(GAIA_VENV)/bin/python || $(PYTHON) -m venv $(GAIA_VENV)
+	$(GAIA_VENV)/bin/python -m pip install --quiet "$(GAIA_SPEC)"
+	touch $@
+
+bench-gaia: venv $(GAIA_STAMP)
+	$(BIN)/python benchmarks/gaia_compare.py

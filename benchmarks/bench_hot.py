@@ -67,11 +67,12 @@ def fill(store: Store, skill) -> list[str]:
     return ids[:workload.ACTIVE]
 
 
-def cli_resolve(skill_dir: Path, db: Path, runs: int) -> tuple[float, float]:
+def cli_resolve(skill_dir: Path, db: Path, runs: int, warm: bool = True) -> tuple[float, float]:
     """`overlay-kit resolve SKILL` as a whole process (the console script's interpreter, cold imports)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, "-m", "overlay_kit.cli", "resolve", str(skill_dir), "--db", str(db)]
-    subprocess.run(cmd, env=env, check=True, capture_output=True)  # warm the OS page cache once
+    if warm:
+        subprocess.run(cmd, env=env, check=True, capture_output=True)  # warm the OS page cache once
     wall, cpu = [], []
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
