@@ -22,7 +22,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Literal
 
 __all__ = [
@@ -51,6 +51,21 @@ _NOT_SLUG = re.compile(r"[^\w\- ]")
 _ASCII_NOT_SLUG = bytes(c for c in range(128) if not re.match(r"[\w\- ]", chr(c)) and not chr(c).isspace())
 
 
+class _once:
+    """`functools.cached_property` without its per-access lock (Python 3.11 takes one on every first
+    access, a third of the cost of digesting a small section): computed on first access, then an ordinary
+    instance attribute. Safe for immutable values computed from immutable fields."""
+
+    def __init__(self, fn):
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
+
+
 @dataclass(frozen=True)
 class Section:
     """A contiguous slice of the body: a heading line (or none) and everything up to the next heading."""
@@ -64,7 +79,7 @@ class Section:
     heading_lines: int = 0  # how many leading lines of `text` are the heading (2+ for setext)
     heading_source: str = field(default="", repr=False)  # the heading's inline Markdown, markers dropped
 
-    @cached_property
+    @_once
     def digest(self) -> str:
         return digest(self.content_for_digest)
 
@@ -72,7 +87,7 @@ class Section:
     def content_for_digest(self) -> str:
         return (self.heading_source or self.heading) + "\n" + self.body_text
 
-    @cached_property
+    @_once
     def body_text(self) -> str:
         """The section's text below its heading."""
         pos = 0
