@@ -246,6 +246,8 @@ class Gate:
 
     def admit_sorted(self, s: np.ndarray) -> np.ndarray:
         """Admission mask for cosine rows sorted best first (shape (n, m)); the one place the rule lives."""
+        import numpy as np
+
         s = np.asarray(s, dtype=np.float64)
         keep = s >= self.floor
         if self.family == "top-k":
@@ -258,6 +260,8 @@ class Gate:
 
     def admit(self, cosine: np.ndarray) -> np.ndarray:
         """Admission mask for a (goals × lessons) cosine matrix in any column order (ties: lower column first)."""
+        import numpy as np
+
         cosine = np.asarray(cosine, dtype=np.float64)
         order = np.argsort(-cosine, axis=1, kind="stable")
         mask = np.zeros(cosine.shape, dtype=bool)
@@ -465,6 +469,8 @@ class TriggerIndex:
     def retrieve(self, goal: str, gate: Gate | float, k: int | None = None) -> list[tuple[str, float]]:
         """`(delta_id, cosine)` for the triggers the gate admits for this goal, best first (a float is an
         absolute τ)."""
+        import numpy as np
+
         if self.dark or not self._ids or not goal or self.embedder is None:
             return []
         gate = gate if isinstance(gate, Gate) else Gate.absolute(gate)
