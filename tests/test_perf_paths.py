@@ -91,12 +91,10 @@ def test_resolve_without_learned_lines_loads_no_heavy_module(tmp_path):
     tokenizer or markdown-it (the example's headings take the line scan)."""
     import os
 
-    db = tmp_path / "o.db"
-    skill_dir = REPO / "overlay_kit" / "datasets" / "skills" / "triage-inbox"
-    if not skill_dir.is_dir():
-        skill_dir = REPO / "datasets" / "skills" / "triage-inbox"
+    from overlay_kit.resources import dataset_path
     from overlay_kit.skill import load_skill
 
+    db, skill_dir = tmp_path / "o.db", dataset_path("skills", "triage-inbox")
     with Store.open(db) as s:
         s.authored_tokens(load_skill(skill_dir).body)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
