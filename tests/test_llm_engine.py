@@ -77,7 +77,7 @@ def test_engine_tokenizes_like_the_python_tokenizer(engine):
 
 
 def test_kv_prefix_reuse_makes_the_next_turn_cheaper(client):
-    inputs = cost.StudyInputs.from_datasets()
+    inputs = cost.StudyInputs.from_datasets(max_skill_tokens=2000)  # every small example skill: ~2.5k tokens
     prompt = compose("Session kv.\n\n" + inputs.stable, "", inputs.tools, history=[("user", "What is urgent?")])
     cold = client.chat(MODEL_ALIAS, prompt.messages(), max_completion_tokens=1, stream=True, temperature=0.0)
     warm = client.chat(MODEL_ALIAS, prompt.then("assistant", cold.content).then("user", "And then?").messages(),

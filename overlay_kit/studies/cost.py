@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from statistics import NormalDist
+from typing import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from ..budget import BLOCK_HEADING, BLOCK_INTRO, DEFAULT_CEILING
 from ..llm.client import Cassette, LemonadeClient, Skipped
@@ -39,8 +41,9 @@ from ..prompt import Prompt, compose, count_tokens, reprefill_tokens
 from ..resources import datasets_root
 from ..skill import load_skill
 
-__all__ = ["GrowthPoint", "Study", "StudyInputs", "TurnCost", "ceiling", "growth", "learned_fragment",
-           "recall_plan", "regression", "regression_at", "run_study", "session", "study_client"]
+__all__ = ["RECORDINGS", "CostResult", "GrowthPoint", "Study", "StudyInputs", "TurnCost", "ceiling", "growth",
+           "growth_slope", "learned_fragment", "mde", "measure", "recall_plan", "regression", "regression_at",
+           "resolve_ceiling", "run", "run_study", "session", "study_client"]
 
 DATASETS = datasets_root()
 RECORDING = DATASETS / "cassettes" / "cost_of_learning"  # .inputs.json + .jsonl
@@ -65,10 +68,16 @@ class StudyInputs:
     budget_ceiling: int = DEFAULT_CEILING          # the resident ceiling the regression is read at
 
     @classmethod
-    def from_datasets(cls, *, full: bool = False, seed: int = 0) -> "StudyInputs":
-        """The example skills (all but the 12k-token runbook) + the τ corpus lessons, shuffled by `seed`."""
+    def from_datasets(cls, *, full: bool = False, seed: int = 0, real: bool = False,
+                      max_skill_tokens: int = 200) -> "StudyInputs":
+        """The example skills of under `max_skill_tokens` tokens (a ~500-token authored prefix, small enough for a
+        real model's cold prefill on 2 cores) + the τ corpus lessons, shuffled by `seed`.
+
+        Learned sizes are dense below 500 tokens (whole lessons: 77, 127, 184, 244, 343, 456 tokens), where a
+        2 % ceiling would lie. `real`: the grid for a real model on a CPU (up to 1,000 learned tokens, 5
+        repeats); else up to 4,000 with 20 repeats. `full`: the big grid up to the 32K window."""
         skills = [load_skill(p) for p in sorted((DATASETS / "skills").glob("*/SKILL.md"))]
-        skills = [s for s in skills if count_tokens(s.body) < 2000]
+        skills = [s for s in skills if count_tokens(s.body) < max_skill_tokens]
         stable = "\n\n".join(s.body.strip() for s in skills)
         tools = sorted({t for s in skills for t in s.tools})
         tools_block = "## Tools available this turn\n\n" + "\n".join(f"- `{t}`" for t in tools)
@@ -79,7 +88,10 @@ class StudyInputs:
         if full:
             return cls(stable, tools_block, lessons, sizes=(0, 1024, 2048, 4096, 8192, 16384, 24576, 28672),
                        repeats=3, turns=12, seed=seed)
-        return cls(stable, tools_block, lessons, seed=seed)
+        dense = (0, 80, 130, 190, 250, 350, 460, 1000)
+        if real:
+            return cls(stable, tools_block, lessons, sizes=dense, repeats=5, turns=6, seed=seed)
+        return cls(stable, tools_block, lessons, sizes=dense + (2000, 4000), repeats=20, seed=seed)
 
     def save(self, path: Path, **meta) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -288,25 +300,93 @@ def regression_at(rows: Sequence[dict], learned_tokens: float) -> tuple[float, b
     return float(ys[-1] + slope * (learned_tokens - xs[-1])), True
 
 
+# ------------------------------------------------------------------------- resolution: what the data can see
+
+def mde(points: Sequence[GrowthPoint], which: str = "cold", metric: str = "cpu", *, alpha: float = 0.05,
+        power: float = 0.8) -> dict:
+    """The minimal detectable effect of the no-delta build's own spread: the smallest relative regression a
+    two-sample comparison with this many repeats detects (two-sided `alpha`, `power`), from the robust spread of
+    log(`metric`) at learned size 0 (1.4826 × MAD). {n, median_s, log_sd, mde}."""
+    base = np.array([getattr(p, f"{which}_{metric}_s") for p in points
+                     if p.learned_target == 0 and getattr(p, f"{which}_{metric}_s") is not None], float)
+    if len(base) < 2:
+        raise ValueError("the minimal detectable effect needs at least two no-delta measurements")
+    logs = np.log(base)
+    sd = 1.4826 * float(np.median(np.abs(logs - np.median(logs)))) or float(np.std(logs, ddof=1))
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    return {"n": len(base), "median_s": float(np.median(base)), "log_sd": sd,
+            "mde": float(np.exp(z * sd * np.sqrt(2 / len(base))) - 1)}
+
+
+SMALL = 500  # learned tokens: the dense small sizes, where a ceiling of a few per cent would lie
+
+
+def growth_slope(points: Sequence[GrowthPoint], which: str = "cold", metric: str = "cpu", seed: int = 0,
+                 n: int = 2000, max_learned: int | None = SMALL) -> tuple[float, float, float]:
+    """Relative growth per 1,000 learned tokens over the sizes up to `max_learned` (prefill is convex, so one
+    line over all sizes would be dominated by the largest): the least-squares line through the origin of the
+    median regressions (vs the no-delta build) on learned tokens, with a 95 % bootstrap interval (requests
+    resampled within each size). (slope, low, high)."""
+    key = f"{which}_{metric}_s"
+    by: dict[int, list[GrowthPoint]] = {}
+    for p in points:
+        if getattr(p, key) is not None and (max_learned is None or p.learned_tokens <= max_learned):
+            by.setdefault(p.learned_target, []).append(p)
+    sizes = sorted(k for k in by if k != 0)
+    t = np.array([by[k][0].learned_tokens / 1000 for k in sizes])
+    vals = [np.array([getattr(p, key) for p in by[k]]) for k in [0, *sizes]]
+
+    def fit(samples) -> float:
+        base = np.median(samples[0])
+        r = np.array([np.median(x) / base - 1 for x in samples[1:]])
+        return float((t * r).sum() / (t * t).sum())
+
+    rng = np.random.default_rng(seed)
+    boots = [fit([rng.choice(v, len(v)) for v in vals]) for _ in range(n)]
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return fit(vals), float(lo), float(hi)
+
+
+def resolve_ceiling(rows: Sequence[dict], spread: dict, limit: float = 0.02) -> dict:
+    """The decision rule, fixed before the data: a `limit` ceiling is stated only where the baseline's minimal
+    detectable effect is at most `limit`; otherwise the data cannot resolve it and no ceiling is stated. Either
+    way, `detected_at` is the smallest learned size whose regression interval lies wholly above 0."""
+    resolvable = spread["mde"] <= limit
+    detected = next((r["learned_tokens"] for r in sorted(rows, key=lambda r: r["learned_tokens"])
+                     if r["learned_tokens"] > 0 and r["ci_low"] > 0), None)
+    out = {"limit": limit, "mde": spread["mde"], "resolvable": resolvable, "detected_at": detected,
+           "ceiling_tokens": None, "range": (None, None)}
+    if resolvable:
+        fit = ceiling(rows, limit)
+        out.update(ceiling_tokens=fit["ceiling_tokens"], range=fit["range"])
+    return out
+
+
 # ------------------------------------------------------------------------------------- clients, record
 
 @dataclass(frozen=True)
 class Study:
+    """One engine's measurement: growth points and session turns, with where they come from."""
+
     inputs: StudyInputs
     growth: tuple[GrowthPoint, ...]
     sessions: tuple[TurnCost, ...]
     model: str
-    note: str                  # where the numbers come from: replayed (with date, engine) or live
+    note: str                  # where the numbers come from: replayed (with date, machine, engine) or live
+    kind: str = "random-weight"  # random-weight | real-weight
+    meta: Mapping = field(default_factory=dict)
 
 
-def study_client(live: bool, recording: Path = RECORDING, record_to: Path | None = None):
+def study_client(live: bool, recording: Path = RECORDING, record_to: Path | None = None, *,
+                 model_path: str | Path | None = None, base_url: str | None = None, local: bool = False):
     """(client, model, engine, note) for the study.
 
-    Not live: replay `recording` (.inputs.json + .jsonl), no network. Live: a Lemonade server if one answers
-    at the configured URL (its first loaded model), else the local random-weight engine (started here; the
-    caller stops `engine`). With `record_to`, live replies are also recorded there.
+    Not live: replay `recording` (.inputs.json + .jsonl), no network. Live: `base_url` (a Lemonade or other
+    OpenAI-compatible server: its loaded model), else `model_path` (a GGUF served here by the local engine), else
+    a Lemonade server if one answers at the configured URL (unless `local`), else the random-weight engine
+    (started here; the caller stops `engine`). With `record_to`, live replies are also recorded there.
     """
-    from ..llm.engine import Engine, EngineUnavailable
+    from ..llm.engine import Engine, EngineUnavailable, machine_id
 
     if not live:
         cas_path = recording.with_suffix(".jsonl")
@@ -314,55 +394,240 @@ def study_client(live: bool, recording: Path = RECORDING, record_to: Path | None
             raise Skipped(f"no recording at {cas_path} and no live model requested (set FULL=1)")
         _, meta = StudyInputs.load(recording.with_suffix(".inputs.json"))
         client = LemonadeClient("http://127.0.0.1:9/v1", cassette=Cassette(cas_path), mode="replay")
-        return client, meta["model"], None, (f"replayed: recorded {meta['recorded_at']} against "
+        where = f" on {meta['machine']}" if meta.get("machine") else ""
+        return client, meta["model"], None, (f"replayed: recorded {meta['recorded_at']}{where} against "
                                              f"{meta['model']} — {meta['engine']}")
     cassette = Cassette(record_to.with_suffix(".jsonl"), record=True) if record_to else None
     mode = "record" if cassette is not None else "live"
-    probe = LemonadeClient(retries=0)
-    health = probe.health()
-    if health.up and health.loaded:
-        model = health.loaded[0][0]
-        info = probe.model_info(model)
-        engine_id = f"Lemonade at {probe.base_url}, {model} ({info.backend})"
-        if cassette is not None:
-            cassette.engine = engine_id
-        return LemonadeClient(cassette=cassette, mode=mode), model, None, f"live: {engine_id}"
-    why = (f"Lemonade at {probe.base_url} has no model loaded (load one to measure it)" if health.up
-           else f"no Lemonade server answered at {probe.base_url}")
+    if model_path is None and not local:
+        probe = LemonadeClient(base_url, retries=0)
+        health = probe.health()
+        if health.up and (health.loaded or base_url):
+            model = health.loaded[0][0] if health.loaded else probe.models()[0].id
+            info = probe.model_info(model)
+            engine_id = f"Lemonade at {probe.base_url}, {model} ({info.backend})"
+            if cassette is not None:
+                cassette.engine = engine_id
+            return (LemonadeClient(base_url, cassette=cassette, mode=mode), model, None,
+                    f"live: {engine_id}; {machine_id()} (client)")
+        if base_url:
+            raise Skipped(f"no model server answered at {probe.base_url}")
+        why = (f"Lemonade at {probe.base_url} has no model loaded (load one to measure it)" if health.up
+               else f"no Lemonade server answered at {probe.base_url}")
+    else:
+        why = "a local model file" if model_path else "the local random-weight engine, as asked"
     try:
-        engine = Engine().start()
+        engine = Engine(model_path).start()
     except EngineUnavailable as exc:
         raise Skipped(f"{why} and the local engine is missing: {exc}") from exc
     if cassette is not None:
         cassette.engine = engine.id
     client = LemonadeClient(engine.base_url, cassette=cassette, mode=mode, meter=engine.cpu_seconds)
-    return client, engine.alias, engine, f"live: {engine.id} (random weights — cost only; {why})"
+    what = "real weights" if engine.real else "random weights — cost only"
+    return client, engine.alias, engine, f"live: {engine.id}; {machine_id()} ({what}; {why})"
+
+
+def measure(client: LemonadeClient, model: str, inputs: StudyInputs, *, sessions: bool = True
+            ) -> tuple[list[GrowthPoint], list[TurnCost]]:
+    """Growth at every size, then (optionally) the three session arrangements."""
+    points = growth(client, model, inputs)
+    turns = [t for p, r in SESSION_KINDS for t in session(client, model, inputs, p, r)] if sessions else []
+    return points, turns
 
 
 def run_study(*, live: bool = False, full: bool = False, recording: Path = RECORDING,
-              record_to: Path | None = None) -> Study:
-    """The whole study. Default: replay `recording` with its saved inputs. `live=True`: measure now (inputs
-    from the datasets; `full` = the big grid up to the 32K window), recording to `record_to` if given."""
-    client, model, engine, note = study_client(live, recording, record_to)
-    inputs = StudyInputs.from_datasets(full=full) if live else StudyInputs.load(recording.with_suffix(".inputs.json"))[0]
+              record_to: Path | None = None, model_path: str | Path | None = None, base_url: str | None = None,
+              local: bool = False, inputs: StudyInputs | None = None, sessions: bool = True) -> Study:
+    """One engine's study. Default: replay `recording` with its saved inputs. `live=True`: measure now (inputs
+    from the datasets — the real-model grid for a model file or server, `full` = the big grid up to the 32K
+    window — unless `inputs` are given), recording to `record_to` if given."""
+    from ..llm.engine import machine_id
+
+    client, model, engine, note = study_client(live, recording, record_to, model_path=model_path,
+                                               base_url=base_url, local=local)
+    real = bool(model_path or base_url) or (engine is None and live) or (engine is not None and engine.real)
+    if live:
+        inputs = inputs or StudyInputs.from_datasets(full=full, real=real)
+        meta = {"model": model, "engine": client.cassette.engine if client.cassette is not None else note,
+                "machine": machine_id(), "kind": "real-weight" if real else "random-weight",
+                "quantization": engine.card.quantization if engine is not None and engine.card else None}
+    else:
+        inputs, meta = StudyInputs.load(recording.with_suffix(".inputs.json"))
     try:
-        points = growth(client, model, inputs)
-        turns = [t for p, r in SESSION_KINDS for t in session(client, model, inputs, p, r)]
+        points, turns = measure(client, model, inputs, sessions=sessions)
         if record_to is not None:
             client.cassette.save()
-            inputs.save(record_to.with_suffix(".inputs.json"), model=model, engine=client.cassette.engine,
-                        note=note, recorded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+            meta["recorded_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            inputs.save(record_to.with_suffix(".inputs.json"), note=note, **meta)
     finally:
         client.close()
         if engine is not None:
             engine.stop()
-    return Study(inputs, tuple(points), tuple(turns), model, note)
+    return Study(inputs, tuple(points), tuple(turns), model, note, meta.get("kind", "random-weight"), dict(meta))
 
 
-if __name__ == "__main__":  # python -m overlay_kit.studies.cost [--full] [OUT]: record the study live
+# ------------------------------------------------------------------------------------------- the study
+
+MEASURES = (("cold", "cpu"), ("cold", "ttft"), ("warm", "cpu"), ("warm", "ttft"))
+
+
+@dataclass(frozen=True)
+class CostResult:
+    """The cost-of-learning study over one or more engines (random weights, real weights).
+
+    Rules fixed before the data: (1) a 2 % ceiling is stated only where the no-delta build's minimal detectable
+    effect is ≤ 2 % (`resolve_ceiling`); (2) relative cold-start growth transfers from the random-weight to the
+    real-weight engine when their growth-slope intervals overlap; (3) the placement with fewer re-prefilled
+    tokens on turns whose recall changed is the one to ship — re-prefill tokens are counts from the prompts,
+    the same for any model. Absolute TTFT is reported per engine and never carried across."""
+
+    studies: tuple[Study, ...]
+    limit: float = 0.02
+
+    def study(self, kind: str) -> Study:
+        return next(s for s in self.studies if s.kind == kind)
+
+    @property
+    def note(self) -> str:
+        return "\n".join(f"{s.kind}: {s.note}" for s in self.studies)
+
+    def table(self) -> pd.DataFrame:
+        """Per engine, turn (cold/warm), measure and learned size: median seconds and the regression vs the
+        no-delta build with its 95 % bootstrap interval."""
+        rows = []
+        for s in self.studies:
+            for which, metric in MEASURES:
+                if all(getattr(p, f"{which}_{metric}_s") is None for p in s.growth):
+                    continue  # engine CPU is read only from a local engine
+                for r in regression(s.growth, which, metric):
+                    rows.append({"engine": s.kind, "turn": which, "measure": _MEASURE[metric], **r})
+        return pd.DataFrame(rows)
+
+    def resolution(self) -> pd.DataFrame:
+        """Per engine, turn and measure: the baseline's spread and MDE, the relative growth per 1,000 learned
+        tokens over the sizes up to `SMALL`, and what the 2 % rule allows to be said."""
+        rows = []
+        for s in self.studies:
+            for which, metric in MEASURES:
+                if all(getattr(p, f"{which}_{metric}_s") is None for p in s.growth):
+                    continue
+                spread = mde(s.growth, which, metric)
+                res = resolve_ceiling(regression(s.growth, which, metric), spread, self.limit)
+                slope = growth_slope(s.growth, which, metric)
+                rows.append({"engine": s.kind, "turn": which, "measure": _MEASURE[metric],
+                             "no-delta median s": spread["median_s"], "n": spread["n"], "MDE": spread["mde"],
+                             "growth per 1k learned": slope[0], "growth low": slope[1], "growth high": slope[2],
+                             "first detected (learned tokens)": res["detected_at"],
+                             f"{self.limit:.0%} resolvable": res["resolvable"],
+                             f"{self.limit:.0%} ceiling (learned tokens)": res["ceiling_tokens"]})
+        return pd.DataFrame(rows)
+
+    def sessions(self) -> pd.DataFrame:
+        """Re-prefill tokens and cost on the turns whose recall changed, per engine and arrangement."""
+        rows = []
+        for s in self.studies:
+            changed = {t.turn for t in s.sessions if t.recall_changed}
+            for t in s.sessions:
+                rows.append({"engine": s.kind, "arrangement": f"{t.placement}, "
+                             + ("recalled per turn" if t.resolution == "turn" else "once per session"),
+                             "turn": t.turn, "recall changed": t.turn in changed, "reprefill": t.reprefill,
+                             "ttft_s": t.ttft_s, "cpu_s": t.cpu_s})
+        return pd.DataFrame(rows)
+
+    def on_change(self) -> pd.DataFrame:
+        df = self.sessions()
+        return (df[df["recall changed"]].groupby(["engine", "arrangement"])
+                .agg(turns=("turn", "size"), reprefill_median=("reprefill", "median"),
+                     ttft_median_s=("ttft_s", "median"), cpu_median_s=("cpu_s", "median")).round(3))
+
+    def chart(self):
+        """Cost vs resident learned tokens, one panel per engine and turn, the regression with its interval."""
+        import altair as alt
+
+        df = self.table()
+        df = df[df.measure == "engine CPU"] if (df.measure == "engine CPU").any() else df
+        base = alt.Chart(df).encode(x=alt.X("learned_tokens:Q", title="resident learned tokens"),
+                                    color=alt.Color("engine:N", title=None))
+        band = base.mark_area(opacity=0.2).encode(y=alt.Y("ci_low:Q", title="regression vs no-delta build",
+                                                          axis=alt.Axis(format="%")), y2="ci_high:Q")
+        line = base.mark_line(point=True).encode(y="regression:Q")
+        return (band + line).properties(width=280, height=200).facet(column=alt.Column("turn:N", title=None)
+                                                                     ).resolve_scale(y="independent")
+
+    def finding(self) -> str:
+        """The verdicts, each computed by the rule stated in the class docstring from the tables shown."""
+        res = self.resolution().set_index(["engine", "turn", "measure"])
+        out = []
+        kinds = [s.kind for s in self.studies]
+        measure = "engine CPU" if (res.index.get_level_values("measure") == "engine CPU").any() else "wall TTFT"
+        for s in self.studies:
+            r = res.loc[(s.kind, "cold", measure)]
+            if r[f"{self.limit:.0%} resolvable"]:
+                verdict = (f"the {self.limit:.0%} ceiling is ~{r[f'{self.limit:.0%} ceiling (learned tokens)']} "
+                           f"learned tokens")
+            else:
+                verdict = (f"a {self.limit:.0%} ceiling cannot be resolved: the no-delta build's own spread gives a "
+                           f"minimal detectable effect of {r['MDE']:.1%} with n = {r['n']}, so no ceiling is stated")
+            seen = r["first detected (learned tokens)"]
+            out.append(f"- **{s.kind}** ({s.model}), cold start, {measure}: {verdict}. A regression is first "
+                       f"detected at {seen if seen is not None else 'no measured'} learned tokens; growth "
+                       f"{r['growth per 1k learned']:+.1%} per 1,000 learned tokens (sizes ≤ {SMALL}) "
+                       f"[{r['growth low']:+.1%}, {r['growth high']:+.1%}] over a "
+                       f"{count_tokens(s.inputs.stable):,}-token authored prefix.")
+        if {"random-weight", "real-weight"} <= set(kinds):
+            a, b = res.loc[("random-weight", "cold", measure)], res.loc[("real-weight", "cold", measure)]
+            overlap = a["growth low"] <= b["growth high"] and b["growth low"] <= a["growth high"]
+            out.append(f"- **Transfer.** Relative cold-start growth {'agrees' if overlap else 'differs'} between the "
+                       f"engines (intervals {'overlap' if overlap else 'do not overlap'}): random-weight "
+                       f"{a['growth per 1k learned']:+.1%}, real-weight {b['growth per 1k learned']:+.1%} per 1,000 "
+                       f"learned tokens. Absolute TTFT does not transfer: the no-delta cold start costs "
+                       f"{a['no-delta median s']:.2f} s on the random-weight engine and {b['no-delta median s']:.2f} s "
+                       f"on the real one ({measure}), {b['no-delta median s'] / a['no-delta median s']:.0f}x — "
+                       f"a property of the model, its quantization and this machine.")
+        oc = self.on_change()
+        for kind in kinds:
+            if kind not in oc.index.get_level_values(0):
+                continue
+            o = oc.loc[kind]
+            p, t = o.loc["prefix, recalled per turn"], o.loc["tail, recalled per turn"]
+            better = "tail" if t.reprefill_median < p.reprefill_median else "prefix"
+            out.append(f"- **Placement ({kind}).** On the {int(p.turns)} turns whose recall changed, the prefix "
+                       f"placement re-prefilled a median {p.reprefill_median:,.0f} tokens vs {t.reprefill_median:,.0f} "
+                       f"for the tail; resolved once per session, "
+                       f"{o.loc['prefix, once per session'].reprefill_median:,.0f}. Put what may change mid-session in "
+                       f"the {better}. These are token counts from the prompts: they hold for any model.")
+        return "\n".join(out)
+
+
+_MEASURE = {"cpu": "engine CPU", "ttft": "wall TTFT"}
+RECORDINGS = {"random-weight": RECORDING, "real-weight": DATASETS / "cassettes" / "cost_of_learning_smollm2"}
+
+
+def run(*, live: bool = False, full: bool = False, record_to: Path | None = None,
+        model_path: str | Path | None = None, base_url: str | None = None, limit: float = 0.02) -> CostResult:
+    """The study over the random-weight engine and a real model. Default: replay the stored recordings
+    (`RECORDINGS`, no network). `live=True` re-measures both: the random-weight engine here, and the real model
+    at `base_url`, else `model_path`, else the installed SmolLM2-135M; recordings go to folder `record_to`."""
+    if not live:
+        return CostResult(tuple(run_study(recording=r) for r in RECORDINGS.values()
+                                if r.with_suffix(".jsonl").is_file()), limit)
+    from ..llm.engine import smollm2_path
+
+    out = [run_study(live=True, full=full, local=True,
+                     record_to=record_to / RECORDING.name if record_to else None)]
+    model_path = model_path or (None if base_url else smollm2_path())
+    if model_path or base_url:
+        name = RECORDINGS["real-weight"].name
+        out.append(run_study(live=True, full=full, model_path=model_path, base_url=base_url,
+                             record_to=record_to / name if record_to else None))
+    return CostResult(tuple(out), limit)
+
+
+if __name__ == "__main__":  # python -m overlay_kit.studies.cost [--full] [OUT_DIR]: re-record the studies live
     import sys
 
     args = [a for a in sys.argv[1:] if a != "--full"]
-    out = Path(args[0]) if args else RECORDING
-    run_study(live=True, full="--full" in sys.argv[1:], record_to=out)
-    print(out.with_suffix(".jsonl"), out.with_suffix(".inputs.json"))
+    out_dir = Path(args[0]) if args else RECORDING.parent
+    result = run(live=True, full="--full" in sys.argv[1:], record_to=out_dir)
+    print(result.note)
+    print(result.finding())
