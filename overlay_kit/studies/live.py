@@ -151,7 +151,7 @@ def _tier2(client: LemonadeClient, model: str, w: Workload) -> tuple[list[ArmPow
     df = result.table()
     if result.status != "ran":
         return [], df, str(result)
-    powers = [ArmPower("tier2", arm, int(g.passed.notna().sum()), int(g.passed.fillna(False).astype(bool).sum()),
+    powers = [ArmPower("tier2", arm, int(g.passed.notna().sum()), int(g.passed.eq(True).sum()),
                        "scenario") for arm, g in df.groupby("arm", sort=False)]
     return powers, df, str(result)
 
@@ -252,8 +252,10 @@ class LiveResult:
             ps = [p for p in self.powers if p.arm == arm]
             rates = ", ".join(f"{p.sub} {p.passed}/{p.n} [{p.interval[0]:.2f}, {p.interval[1]:.2f}]" for p in ps)
             n = min((p.n for p in ps), default=0)
-            power = (f"; with n = {n} a difference under {detectable_difference(n):.2f} is invisible, "
-                     f"{needed_per_arm()} per arm would detect {TARGET_DIFF:g}") if n else ""
+            dd = detectable_difference(n)
+            power = ((f"; with n = {n} a difference under {dd:.2f} is invisible" if dd < 1 else
+                      f"; with n = {n} no difference between arms is detectable")
+                     + f", {needed_per_arm()} per arm would detect {TARGET_DIFF:g}") if n else ""
             verdict = {"floor": "FLOOR — the model does not do this task; no comparison between arms is possible",
                        "underpowered": "UNDERPOWERED — no verdict", "powered": "powered"}.get(st, st)
             lines.append(f"- **{arm}**: {verdict}. {rates or self.notes[arm]}{power}.")
