@@ -398,6 +398,7 @@ class Engine:
         self.port: int | None = None
         self._proc: subprocess.Popen | None = None
         self._log = None
+        self._thread_ns: dict[str, int] = {}  # CPU ns per server thread, last reading (cpu_seconds)
 
     @property
     def base_url(self) -> str:
@@ -426,19 +427,21 @@ class Engine:
         """CPU seconds the server process has run so far, all threads, ns resolution (Linux schedstat).
 
         None where /proc is not available. Differences around a request are its CPU cost, which other load
-        on a shared machine barely inflates (unlike wall-clock TTFT)."""
+        on a shared machine barely inflates (unlike wall-clock TTFT). Monotonic: each thread's last reading is
+        kept after it exits (the server's worker threads come and go; a plain sum over the live threads fell
+        by a finished worker's whole CPU time, and a request's difference came out negative)."""
         if self._proc is None:
             return None
-        total = 0
         try:
             for task in Path(f"/proc/{self._proc.pid}/task").iterdir():
                 try:
-                    total += int((task / "schedstat").read_text().split()[0])
+                    ns = int((task / "schedstat").read_text().split()[0])
                 except (OSError, ValueError, IndexError):
-                    continue  # a thread that just exited
+                    continue  # a thread that just exited: its last reading stands
+                self._thread_ns[task.name] = max(ns, self._thread_ns.get(task.name, 0))
         except OSError:
             return None
-        return total / 1e9
+        return sum(self._thread_ns.values()) / 1e9
 
     def log_tail(self, n: int = 2000) -> str:
         if self._log is None:
@@ -453,7 +456,7 @@ class Engine:
         model = self.model_path or default_model_path(self.spec)
         if self.use_extra_bufts is None:
             self.use_extra_bufts = repacking_works(model)
-        self.port = _free_port()
+        self.port, self._thread_ns = _free_port(), {}
         self._log = tempfile.NamedTemporaryFile("w+", prefix="llama-server-", suffix=".log", delete=False)
         cmd = [sys.executable, "-m", __name__, "serve", "1" if self.use_extra_bufts else "0",
                "--model", str(model), "--model_alias", self.alias,
