@@ -37,8 +37,8 @@ from statistics import NormalDist
 
 import pandas as pd
 
-from ..llm.client import Cassette, LemonadeClient, LLMError, Skipped
 from ..gates import wilson_lower_bound
+from ..llm.client import Cassette, LemonadeClient, LLMError, Skipped
 from ..store import Store
 from ..surfaces.knowledge import KnowledgeBase, LLMSummarizer
 from ..surfaces.memory import ExtractionError, LLMExtractor, MemorySettings, Message
@@ -191,7 +191,7 @@ def _summaries(client: LemonadeClient, model: str, w: Workload) -> tuple[list[Ar
             doc = kb.get(doc_id)
             summary = doc.summary or ""
             sentences = probe.measure(summary, "sentences") if summary else 0
-            names = bool(re.search(subject, summary, re.I))
+            names = bool(re.search(subject, summary, re.IGNORECASE))
             outcome = outcomes.get((doc_id, doc.revision), "?")
             events = [e for e in kb.events(doc_id) if e[2].startswith("summary_")]
             rows.append({"doc": doc_id, "outcome": outcome, "sentences": sentences, "names subject": names,
