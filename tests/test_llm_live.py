@@ -10,14 +10,14 @@ import pytest
 from engine_fixtures import real_model_path
 
 from overlay_kit.cli import main
-from overlay_kit.studies import live
+from overlay_kit.studies import live, probe
 
 
-def test_detectable_difference_and_needed_n_are_inverse():
-    assert live.detectable_difference(0) == math.inf
-    assert live.detectable_difference(11) == pytest.approx(2.8016 * math.sqrt(0.5 / 11), rel=1e-3)  # ~0.60
+def test_power_is_the_probes_own_calculation():
     n = live.needed_per_arm(0.2)
-    assert n == 99 and live.detectable_difference(n) <= 0.2 < live.detectable_difference(n - 1)
+    assert n == probe.Power(difference=0.2).required
+    assert live.detectable_difference(n) <= 0.2 < live.detectable_difference(n - 1)
+    assert live.detectable_difference(1) == math.inf and live.detectable_difference(10) > 0.4
 
 
 def test_arm_status_follows_the_stated_rule():

@@ -17,11 +17,11 @@ unchanged, with a client that records every reply to a cassette in the output fo
   detectable effect (unit: a request).
 
 Power, not verdicts. The decision rule, fixed before the data: every pass-rate comes with its Wilson 95 %
-interval and n; between two arms, the minimal detectable difference at this n (two-sided 5 %, power 80 %, at the
-worst-case rate 0.5) and the n a difference of 0.2 needs are printed. An arm is reported as a **floor** when its
+interval and n; between two arms, the smallest difference this n detects and the n a difference of 0.2 needs are
+printed, by the tier-2 probe's own power calculation (`probe.Power`). An arm is reported as a **floor** when its
 best pass-rate's upper bound is below 0.2 (the model does not do the task, so arms cannot be compared), as
-**underpowered** when the minimal detectable difference exceeds 0.2, and only otherwise as **powered** with the
-observed differences. A 135M model is expected to sit on the floor: a test of the plumbing, not of the design.
+**underpowered** when its n is below what a difference of 0.2 needs, and only otherwise as **powered**. The tier-2
+arm also carries the probe's own finding (`ProbeRun.finding`, which gives no verdict without power). A 135M model is expected to sit on the floor: a test of the plumbing, not of the design.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from statistics import NormalDist
 
 import pandas as pd
 
@@ -84,19 +83,17 @@ SUMMARY_DOCS: tuple[tuple[str, str, str], ...] = (
 
 # ---------------------------------------------------------------------------------------------- power
 
-def detectable_difference(n: int, *, alpha: float = 0.05, power: float = 0.8, p: float = 0.5) -> float:
-    """The smallest difference between two pass-rates, each over `n` units, that a two-sided test at `alpha`
-    detects with `power` (normal approximation at rate `p`; 0.5 is the worst case)."""
-    if n <= 0:
-        return math.inf
-    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
-    return z * math.sqrt(2 * p * (1 - p) / n)
+def needed_per_arm(diff: float = TARGET_DIFF) -> int:
+    """Units per arm a pass-rate difference of `diff` needs — the tier-2 probe's own power calculation
+    (`probe.Power`: two proportions, arcsine effect size, two-sided 5 %, power 80 %, worst-case rates)."""
+    return probe.Power(difference=diff).required
 
 
-def needed_per_arm(diff: float = TARGET_DIFF, *, alpha: float = 0.05, power: float = 0.8, p: float = 0.5) -> int:
-    """Units per arm a difference of `diff` needs (the inverse of `detectable_difference`)."""
-    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
-    return math.ceil(2 * p * (1 - p) * (z / diff) ** 2)
+def detectable_difference(n: int) -> float:
+    """The smallest pass-rate difference (to 0.01) that `n` units per arm detect by the same calculation;
+    inf when even the largest possible one is out of reach."""
+    top = 1 - probe.Power().baseline
+    return next((d / 100 for d in range(1, int(round(top * 100)) + 1) if needed_per_arm(d / 100) <= n), math.inf)
 
 
 @dataclass(frozen=True)
@@ -150,10 +147,10 @@ def _tier2(client: LemonadeClient, model: str, w: Workload) -> tuple[list[ArmPow
     result = probe.run(client, model=model, scenarios=scenarios, max_tokens=w.max_tokens)
     df = result.table()
     if result.status != "ran":
-        return [], df, str(result)
+        return [], df, result.finding()
     powers = [ArmPower("tier2", arm, int(g.passed.notna().sum()), int(g.passed.eq(True).sum()),
                        "scenario") for arm, g in df.groupby("arm", sort=False)]
-    return powers, df, str(result)
+    return powers, df, result.finding()
 
 
 def _memory(client: LemonadeClient, model: str, w: Workload) -> tuple[list[ArmPower], pd.DataFrame, str]:
@@ -243,7 +240,7 @@ class LiveResult:
             return "not run" if arm not in self.notes else "no pass-rate (cost: see its MDE)"
         if max(p.interval[1] for p in ps) < FLOOR:
             return "floor"
-        return "underpowered" if detectable_difference(min(p.n for p in ps)) > TARGET_DIFF else "powered"
+        return "underpowered" if min(p.n for p in ps) < needed_per_arm() else "powered"
 
     def finding(self) -> str:
         lines = [f"Live arms on **{self.model}** ({self.source}); replies recorded in {self.out}."]
@@ -258,7 +255,8 @@ class LiveResult:
                      + f", {needed_per_arm()} per arm would detect {TARGET_DIFF:g}") if n else ""
             verdict = {"floor": "FLOOR — the model does not do this task; no comparison between arms is possible",
                        "underpowered": "UNDERPOWERED — no verdict", "powered": "powered"}.get(st, st)
-            lines.append(f"- **{arm}**: {verdict}. {rates or self.notes[arm]}{power}.")
+            extra = f" {self.notes[arm]}" if rates and arm == "tier2" else ""
+            lines.append(f"- **{arm}**: {verdict}. {rates or self.notes[arm]}{power}.{extra}")
         return "\n".join(lines)
 
     def save(self) -> Path:
