@@ -569,6 +569,7 @@ class CostResult:
                 verdict = (f"a {self.limit:.0%} ceiling cannot be resolved: the no-delta build's own spread gives a "
                            f"minimal detectable effect of {r['MDE']:.1%} with n = {r['n']}, so no ceiling is stated")
             seen = r["first detected (learned tokens)"]
+            seen = int(seen) if pd.notna(seen) else None
             out.append(f"- **{s.kind}** ({s.model}), cold start, {measure}: {verdict}. A regression is first "
                        f"detected at {seen if seen is not None else 'no measured'} learned tokens; growth "
                        f"{r['growth per 1k learned']:+.1%} per 1,000 learned tokens (sizes ≤ {SMALL}) "
@@ -577,8 +578,9 @@ class CostResult:
         if {"random-weight", "real-weight"} <= set(kinds):
             a, b = res.loc[("random-weight", "cold", measure)], res.loc[("real-weight", "cold", measure)]
             overlap = a["growth low"] <= b["growth high"] and b["growth low"] <= a["growth high"]
-            out.append(f"- **Transfer.** Relative cold-start growth {'agrees' if overlap else 'differs'} between the "
-                       f"engines (intervals {'overlap' if overlap else 'do not overlap'}): random-weight "
+            out.append(f"- **Transfer.** Relative cold-start growth is "
+                       f"{'consistent' if overlap else 'not consistent'} between the engines (intervals "
+                       f"{'overlap — consistent, not shown equal' if overlap else 'do not overlap'}): random-weight "
                        f"{a['growth per 1k learned']:+.1%}, real-weight {b['growth per 1k learned']:+.1%} per 1,000 "
                        f"learned tokens. Absolute TTFT does not transfer: the no-delta cold start costs "
                        f"{a['no-delta median s']:.2f} s on the random-weight engine and {b['no-delta median s']:.2f} s "
