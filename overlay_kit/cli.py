@@ -501,6 +501,7 @@ def register_live(sub) -> None:
     p.add_argument("--out", metavar="DIR", default="build/live", help="cassettes and report.md (default build/live)")
     p.add_argument("--limit", type=int, metavar="N", help="at most N units per arm (scenarios, conversations, "
                    "documents)")
+    p.add_argument("--scenarios", metavar="ID,ID", help="tier-2 scenario ids to run (default: all)")
     p.add_argument("--arms", default=",".join(("tier2", "memory", "summaries", "cost")), metavar="A,B",
                    help="comma-separated subset of tier2,memory,summaries,cost")
     p.add_argument("--max-tokens", type=int, default=200, metavar="N",
@@ -524,6 +525,8 @@ def cmd_live(args: argparse.Namespace) -> int:
     try:
         result = live.run(model_path=args.model, base_url=args.base_url, model=args.model_id, out=args.out,
                           workload=live.Workload(limit=args.limit, max_tokens=args.max_tokens, arms=arms,
+                                                 scenarios=tuple(args.scenarios.split(",")) if args.scenarios
+                                                 else None,
                                                  cost_inputs=live.cost_inputs(sizes, args.cost_repeats)))
     except Skipped as exc:
         print(f"overlay-kit live: {exc}", file=sys.stderr)

@@ -32,29 +32,51 @@ def test_arm_status_follows_the_stated_rule():
     assert result().status("tier2") == "no pass-rate (cost: see its MDE)" and result().status("x") == "not run"
 
 
-def test_cli_refuses_an_unknown_arm(capsys):
+def test_cli_refuses_unknown_arms_and_scenarios(capsys):
     assert main(["live", "--arms", "tier2,oracle"]) == 1
     assert "unknown arm(s) oracle" in capsys.readouterr().err
+    assert main(["live", "--scenarios", "no-such-scenario", "--model", "/nonexistent.gguf"]) == 1
+    assert "unknown tier-2 scenario(s): no-such-scenario" in capsys.readouterr().err
+
+
+def test_cli_passes_the_workload_to_live_run(monkeypatch, tmp_path, capsys):
+    seen = {}
+
+    def fake_run(**kwargs):
+        seen.update(kwargs)
+        return live.LiveResult("m", "src", tmp_path, (), notes={"memory": "1 conversation"})
+
+    monkeypatch.setattr(live, "run", fake_run)
+    assert main(["live", "--base-url", "http://127.0.0.1:9", "--model-id", "x", "--limit", "2",
+                 "--arms", "memory,cost", "--scenarios", "a,b", "--cost-sizes", "0,80", "--cost-repeats", "2"]) == 0
+    w = seen["workload"]
+    assert (seen["base_url"], seen["model"], seen["model_path"]) == ("http://127.0.0.1:9", "x", None)
+    assert (w.limit, w.arms, w.scenarios, w.cost_inputs.sizes, w.cost_inputs.repeats) == (
+        2, ("memory", "cost"), ("a", "b"), (0, 80), 2)
+    assert "**memory**" in capsys.readouterr().out
 
 
 @pytest.mark.engine
-def test_every_arm_runs_end_to_end_against_the_real_model(tmp_path, capsys):
+def test_every_arm_runs_end_to_end_against_the_real_model(tmp_path):
     out = tmp_path / "live"
-    rc = main(["live", "--model", str(real_model_path()), "--out", str(out), "--limit", "1", "--max-tokens", "16",
-               "--cost-sizes", "0,80", "--cost-repeats", "2"])
-    printed = capsys.readouterr().out
-    assert rc == 0, printed
+    # a minimal workload: one short text scenario (3 arms), one conversation, one document, 2 sizes × 2 repeats
+    result = live.run(model_path=real_model_path(), out=out, workload=live.Workload(
+        limit=1, max_tokens=16, scenarios=("calendar-agenda-items",),
+        cost_inputs=live.cost_inputs((0, 80), 2, stable_chars=400)))
+    text = result.finding()
     # every arm recorded its replies, labelled with the model, its quantization and the machine
-    for arm, n_min in (("tier2", 3), ("memory", 1), ("summaries", 1), ("cost", 8)):
+    for arm, n in (("tier2", 3), ("memory", 1), ("summaries", 1), ("cost", 8)):
         recs = [json.loads(line) for line in (out / f"{arm}.jsonl").read_text().splitlines()]
-        assert len(recs) >= n_min, arm
+        assert len(recs) == n, arm
         assert all(r["model"] == "SmolLM2-135M-Instruct.Q4_1" and "Q4_1" in r["engine"] for r in recs), arm
+        assert all("cores" in r["engine"] for r in recs), arm  # the machine
     meta = json.loads((out / "cost.inputs.json").read_text())["meta"]
     assert meta["kind"] == "real-weight" and meta["quantization"] == "Q4_1" and meta["machine"]
+    assert sorted(result.table().arm.unique()) == ["memory", "summaries", "tier2"]
+    assert result.table().n.tolist() == [1] * len(result.table())
     report = (out / "report.md").read_text()
-    for arm in ("tier2", "memory", "summaries", "cost"):
+    for arm in live.ARMS:
         assert f"**{arm}**" in report and f"## {arm}" in report
     # with one unit per arm nothing is powered: the report says so instead of giving a verdict
-    assert "powered." not in printed.replace("UNDERPOWERED", "").replace("underpowered", "")
-    assert printed.count("UNDERPOWERED") + printed.count("FLOOR") == 3
-    assert "MDE" in printed  # the cost arm reports what its baseline can detect
+    assert all(result.status(a) == "underpowered" for a in ("tier2", "memory", "summaries"))
+    assert text.count("UNDERPOWERED — no verdict") == 3 and "MDE" in text

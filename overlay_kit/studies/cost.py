@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import json
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from statistics import NormalDist
@@ -336,15 +337,14 @@ def growth_slope(points: Sequence[GrowthPoint], which: str = "cold", metric: str
     t = np.array([by[k][0].learned_tokens / 1000 for k in sizes])
     vals = [np.array([getattr(p, key) for p in by[k]]) for k in [0, *sizes]]
 
-    def fit(samples) -> float:
-        base = np.median(samples[0])
-        r = np.array([np.median(x) / base - 1 for x in samples[1:]])
-        return float((t * r).sum() / (t * t).sum())
+    def fit(medians: np.ndarray) -> np.ndarray:  # medians: (..., 1 + len(sizes)), the no-delta build first
+        r = medians[..., 1:] / medians[..., :1] - 1
+        return r @ t / (t @ t)
 
     rng = np.random.default_rng(seed)
-    boots = [fit([rng.choice(v, len(v)) for v in vals]) for _ in range(n)]
+    boots = fit(np.stack([np.median(rng.choice(v, (n, len(v))), axis=1) for v in vals], axis=1))
     lo, hi = np.percentile(boots, [2.5, 97.5])
-    return fit(vals), float(lo), float(hi)
+    return float(fit(np.array([np.median(v) for v in vals]))), float(lo), float(hi)
 
 
 def resolve_ceiling(rows: Sequence[dict], spread: dict, limit: float = 0.02) -> dict:
@@ -506,6 +506,10 @@ class CostResult:
     def resolution(self) -> pd.DataFrame:
         """Per engine, turn and measure: the baseline's spread and MDE, the relative growth per 1,000 learned
         tokens over the sizes up to `SMALL`, and what the 2 % rule allows to be said."""
+        return self._resolution.copy()
+
+    @cached_property
+    def _resolution(self) -> pd.DataFrame:
         rows = []
         for s in self.studies:
             for which, metric in MEASURES:

@@ -130,6 +130,7 @@ class Workload:
 
     limit: int | None = None
     max_tokens: int = 200                         # reply budget of a probe answer and of an extraction
+    scenarios: tuple[str, ...] | None = None      # tier-2 scenario ids to run (None: all), before `limit`
     cost_inputs: cost.StudyInputs | None = None   # None: a quick grid (3 sizes, 3 repeats, no sessions)
     arms: tuple[str, ...] = ARMS
 
@@ -143,7 +144,7 @@ def _client(base_url: str, out: Path, arm: str, engine_id: str, meter=None) -> L
 
 
 def _tier2(client: LemonadeClient, model: str, w: Workload) -> tuple[list[ArmPower], pd.DataFrame, str]:
-    scenarios = w.take(probe.load_scenarios())
+    scenarios = w.take([sc for sc in probe.load_scenarios() if w.scenarios is None or sc.id in w.scenarios])
     result = probe.run(client, model=model, scenarios=scenarios, max_tokens=w.max_tokens)
     df = result.table()
     if result.status != "ran":
@@ -284,6 +285,9 @@ def run(*, model_path: str | Path | None = None, base_url: str | None = None, mo
     from ..llm.engine import Engine, machine_id, smollm2_path
     from ..surfaces.routing import answering_model
 
+    unknown = set(workload.scenarios or ()) - {sc.id for sc in probe.load_scenarios()}
+    if unknown:  # before any model is started
+        raise ValueError(f"unknown tier-2 scenario(s): {', '.join(sorted(unknown))}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     engine = None
