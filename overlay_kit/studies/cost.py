@@ -1,25 +1,33 @@
 """The cost of learning: what resident learned tokens and their placement do to prefill and time to first token.
 
-COST ONLY. The local engine's weights are random (overlay_kit.llm.engine): its prefill work, TTFT and KV-prefix
-reuse are real, its text is meaningless. Against a Lemonade server the same code measures a real model.
+COST ONLY. Two local engines run the same prompts (overlay_kit.llm.engine): the random-weight llama (its prefill
+work, TTFT and KV-prefix reuse are real, its text is meaningless) and a real quantized model (SmolLM2-135M-Instruct
+Q4_1 by default, or any GGUF / Lemonade server). Nothing here judges answers.
 
-Three measurements, each a function of a chat client (live, recording, or replaying a cassette):
+    result = run()               # replay the stored recordings (RECORDINGS), no network
+    result.table(); result.resolution(); result.on_change(); result.finding(); result.chart()
+
+Measurements, each a function of a chat client (live, recording, or replaying a cassette):
 
 * `growth` — cold TTFT (session start, nothing cached) and warm TTFT (the next turn, prefix cached) as the
-  resident learned fragment grows from 0 (the no-delta build) towards the window;
+  resident learned fragment grows from 0 (the no-delta build), densely at small sizes;
 * `session` — a multi-turn session where each turn's goal recalls different lessons; per turn, the
   re-prefill tokens (`prompt.reprefill_tokens`) and the measured TTFT, for the learned fragment in the
   stable prefix vs the volatile tail, and resolved once per session;
-* `regression` / `ceiling` — TTFT at each learned size relative to the no-delta build (median ratio with a
-  bootstrap interval), and the largest learned size whose regression stays within a limit (2 %).
+* `regression` — cost at each learned size relative to the no-delta build (median ratio, bootstrap interval);
+  `growth_slope` — relative growth per 1,000 learned tokens over the small sizes;
+* `mde` / `resolve_ceiling` — the minimal detectable effect of the no-delta build's own spread, and the rule
+  (fixed before the data) that states a 2 % ceiling only where the MDE is at most 2 %.
 
-Wall-clock TTFT is the KPI, but on a machine shared with other work it is noisy; against the local engine each
-reply also carries the engine's CPU seconds to the first token (`Engine.cpu_seconds`), which other load barely
-inflates, so every figure is available for both.
+What transfers between engines: re-prefill tokens (counts from the prompts) and, as far as prefill cost has the
+same shape, relative growth; absolute TTFT does not (model size, quantization, machine). Wall-clock TTFT is the
+KPI, but on a shared machine it is noisy; against a local engine each reply also carries the engine's CPU seconds
+to the first token (`Engine.cpu_seconds`), which other load barely inflates.
 
-`StudyInputs` snapshots every input text (and the budget constants it reads), so a recording replays byte-identically even after the example
-datasets change; `run_study(live=True, record_to=…)` measures and writes the inputs and the cassette side by
-side (``python -m overlay_kit.studies.cost`` re-records the stored default).
+`StudyInputs` snapshots every input text (and the budget constants it reads), so a recording replays
+byte-identically even after the example datasets change; `run_study(live=True, record_to=…)` measures one engine
+and writes the inputs (with model, quantization, machine, date) and the cassette side by side;
+``python -m overlay_kit.studies.cost [OUT_DIR]`` re-records both engines.
 """
 
 from __future__ import annotations
