@@ -21,7 +21,8 @@ interval and n; between two arms, the smallest difference this n detects and the
 printed, by the tier-2 probe's own power calculation (`probe.Power`). An arm is reported as a **floor** when its
 best pass-rate's upper bound is below 0.2 (the model does not do the task, so arms cannot be compared), as
 **underpowered** when its n is below what a difference of 0.2 needs, and only otherwise as **powered**. The tier-2
-arm also carries the probe's own finding (`ProbeRun.finding`, which gives no verdict without power). A 135M model is expected to sit on the floor: a test of the plumbing, not of the design.
+arm also carries the probe's own finding (`ProbeRun.finding`, which gives no verdict without power). A 135M model
+is expected to sit on the floor or be underpowered: a test of the plumbing, not of the design.
 """
 
 from __future__ import annotations
@@ -262,8 +263,10 @@ class LiveResult:
 
     def save(self) -> Path:
         path = self.out / "report.md"
+
         def block(df: pd.DataFrame) -> str:
-            return "```\n" + (df.to_string(index=False, float_format="{:.3f}".format) if len(df) else "(empty)") + "\n```"
+            text = df.to_string(index=False, float_format="{:.3f}".format) if len(df) else "(empty)"
+            return "```\n" + text + "\n```"
 
         parts = [f"# Live arms — {datetime.now(timezone.utc).isoformat(timespec='seconds')}", "", self.finding(), "",
                  block(self.table())]
