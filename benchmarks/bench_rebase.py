@@ -8,7 +8,7 @@ times after one untimed warm-up (worker start, embedder load) — parses every v
 hands version k, parsed as the new body of update k-1, back as the old body of update k) and runs every policy
 on one shared `Update` per version pair (the proposers share its section matching, as `sim.evaluate` does; the
 first policy's timing carries the matching), scoring each decision
-against the ground truth, in parallel over chunks of histories (joblib, `sim.sweep`). Printed: wall time of
+against the ground truth, in parallel over chunks of histories (joblib, `studies.sweep.sweep`). Printed: wall time of
 each stage (median over repeats), per-update medians and p95 (in-worker `perf_counter`), and the outcome totals
 of the last run — misattachment must be 0 for every policy.
 """
@@ -23,6 +23,7 @@ import time
 from overlay_kit import rebase
 from overlay_kit.anchor import parse
 from overlay_kit.studies import sim
+from overlay_kit.studies.sweep import sweep
 
 
 def _generate(profile: str, versions: int, deltas: int, seeds: list[int]) -> list[sim.History]:
@@ -73,7 +74,7 @@ def main() -> None:
     size = max(1, args.histories // (4 * args.jobs))
 
     t0 = time.perf_counter()
-    parts = sim.sweep(_generate, [{"profile": args.profile, "versions": args.versions, "deltas": args.deltas,
+    parts = sweep(_generate, [{"profile": args.profile, "versions": args.versions, "deltas": args.deltas,
                                    "seeds": c} for c in chunks(seeds, size)], n_jobs=args.jobs, progress=False)
     gen_s = time.perf_counter() - t0
     histories = [h for part in parts for h in part]
@@ -82,11 +83,11 @@ def main() -> None:
           f"({args.profile}), {updates} updates, {args.jobs} jobs, {os.cpu_count()} CPUs")
     print(f"  generate histories          {gen_s:8.1f} s wall")
 
-    sim.sweep(_rebase, [{"histories": histories[:1]}] * (2 * args.jobs), n_jobs=args.jobs, progress=False)  # warm workers
+    sweep(_rebase, [{"histories": histories[:1]}] * (2 * args.jobs), n_jobs=args.jobs, progress=False)  # warm workers
     walls, results = [], None
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        results = sim.sweep(_rebase, [{"histories": c} for c in chunks(histories, size)], n_jobs=args.jobs,
+        results = sweep(_rebase, [{"histories": c} for c in chunks(histories, size)], n_jobs=args.jobs,
                             progress=False)
         walls.append(time.perf_counter() - t0)
     print(f"  rebase, all four policies   {statistics.median(walls):8.1f} s wall (median of {args.repeat}: "

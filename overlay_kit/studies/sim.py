@@ -77,7 +77,6 @@ __all__ = [
     "operator_trials",
     "rates",
     "safety",
-    "sweep",
     "tally",
     "touched",
 ]
