@@ -14,6 +14,9 @@ rule, so adding or removing a gate is one line and each has a test that fails wi
 | capability_bearing   | refused      | the skill holds a filesystem/shell/database/desktop/env permission          |
 | payload_shape        | refused      | fields/types wrong for the kind (grammar.check_shape / validate_fact)       |
 | payload_caps         | refused      | a field over its cap, or provenance turns that are not short ids            |
+| plain_text           | refused      | a lesson's text carries Markdown block structure (heading, setext          |
+|                      |              | underline, fence, HTML block, link reference definition, thematic break,    |
+|                      |              | leading blank lines): learned text renders as one line and never as structure |
 | no_new_tool          | refused      | a tool-hint names a tool the skill does not declare                         |
 | no_widening          | refused      | a lesson edits permissions / security tier / tool list, or names an         |
 |                      |              | ungranted permission                                                        |
@@ -58,6 +61,7 @@ from .grammar import (
 from .metrics import wilson_lower_bound
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
+from .textguard import block_structure
 
 if TYPE_CHECKING:  # the store imports this module, never the reverse at run time
     from .store import Fact, Store, Undo
@@ -360,6 +364,18 @@ def payload_caps(p: Submission):
     return None
 
 
+def plain_text(p: Submission):
+    if p.is_fact or p.kind == "tool-hint":
+        return None
+    for where, text in p.texts():
+        found = block_structure(text)
+        if found:
+            return _refuse("plain_text", f"{where} carries Markdown structure ({', '.join(found)}); a lesson is "
+                                         "plain prose and renders as one line, never as a heading, fence, "
+                                         "block or reference definition")
+    return None
+
+
 def no_new_tool(p: Submission):
     names = _tool_hint(p, "prefer") + _tool_hint(p, "drop")
     unknown = [n for n in names if n not in _declared_tools(p.skill)]
@@ -471,6 +487,7 @@ RULES: tuple[Rule, ...] = (
     Rule("capability_bearing", capability_bearing),
     Rule("payload_shape", payload_shape),
     Rule("payload_caps", payload_caps),
+    Rule("plain_text", plain_text),
     Rule("no_new_tool", no_new_tool),
     Rule("no_widening", no_widening),
     Rule("write_path_tool", write_path_tool),

@@ -77,6 +77,7 @@ NOTE_KINDS = (
 # Precedence within text-bearing tiers, most specific last (seed: "Effective-skill resolution").
 KIND_RANK = {"tool-hint": 0, "parameter": 0, "exception": 1, "preference": 2, "example": 2}
 BLOCK_SLUG = "learned-adjustments"
+LIST_END = "<!-- -->\n"  # ends a learned list so an indented authored heading after it stays a heading
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -245,24 +246,27 @@ def _overrides(picks: list[_Pick], notes: list[Note]) -> list[_Pick]:
 @dataclass(frozen=True)
 class _Rendered:
     text: str
-    last_start: int  # where the last authored section starts in `text`
     pieces: tuple[tuple[int, str], ...]  # (offset, text) of every inserted piece
 
 
 def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
-    """The authored sections, each followed by its clean-anchored lines; then the Learned adjustments block."""
+    """The authored sections, each followed by its clean-anchored lines; then the Learned adjustments block.
+
+    A section's lines are one bullet list; when the next authored heading is indented (2-3 spaces, which a
+    list item would swallow as a continuation), an empty HTML comment closes the list first."""
     under: dict[str, list[_Pick]] = {}
     block: list[_Pick] = []
     for p in sorted(picks, key=lambda p: render_key(p.delta)):
         (under.setdefault(p.section.slug, []) if p.state == "clean" else block).append(p)
-    out, pieces, at, last_start = [], [], 0, 0
-    for s in sections:
-        last_start = at
+    out, pieces, at = [], [], 0
+    for i, s in enumerate(sections):
         out.append(s.text)
         at += len(s.text)
         if s.slug in under:
+            following = sections[i + 1].text if i + 1 < len(sections) else ""
             piece = (_gap(s.text) + budget_mod.SECTION_LABEL + "\n\n"
-                     + "".join(budget_mod.item_text(p.delta) for p in under[s.slug]) + "\n")
+                     + "".join(budget_mod.item_text(p.delta) for p in under[s.slug]) + "\n"
+                     + (LIST_END if following[:1] in (" ", "\t") else ""))
             out.append(piece)
             pieces.append((at, piece))
             at += len(piece)
@@ -270,7 +274,7 @@ def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
         piece = _gap(out[-1] if out else "") + _block(block)
         out.append(piece)
         pieces.append((at, piece))
-    return _Rendered("".join(out), last_start, tuple(pieces))
+    return _Rendered("".join(out), tuple(pieces))
 
 
 def _tokens(r: _Rendered, authored: int) -> int:
@@ -302,19 +306,39 @@ def _context(p: _Pick) -> str:
     return f"- ({name}) "
 
 
-def _structure_kept(sections, r: _Rendered, picks: Sequence[_Pick]) -> bool:
-    """The effective text keeps the authored document-level sections, plus the block if there is one.
+def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | None:
+    """Why the effective text does not keep the authored structure, or None when it does.
 
-    Only the last authored section can end inside an open construct (an unclosed fence or HTML block):
-    anything open earlier would have swallowed the next heading, which is a section boundary. Lines added
-    after a closed section start after a blank line and stay inside list items, so it is enough to re-parse
-    the text from the last authored heading on.
-    """
-    last = sections[-1]
-    tail = [s for s in anchor_mod.parse(r.text[r.last_start:]) if s.level > 0]
-    want = ([(last.level, last.heading)] if last.level > 0 else [])
-    want += [(2, budget_mod.BLOCK_HEADING[3:])] if any(p.state != "clean" for p in picks) else []
-    return [(s.level, s.heading) for s in tail] == want
+    Two checks over the WHOLE effective document: its section list (level, heading, slug) is the authored
+    one, plus the block heading when stale lines render; and no top-level Markdown block crosses the edge
+    of an inserted piece (a piece swallowed by an open fence or HTML block, or a piece that swallows the
+    authored text after it)."""
+    want = [(s.level, s.heading, s.slug) for s in sections if s.level > 0]
+    got = [(s.level, s.heading, s.slug) for s in anchor_mod.parse(r.text) if s.level > 0]
+    if any(p.state != "clean" for p in picks):  # the block comes last (its slug may be numbered)
+        want.append((2, budget_mod.BLOCK_HEADING[3:], got[-1][2] if got else BLOCK_SLUG))
+    if got != want:
+        lost = [w[2] for w in want if w not in got]
+        extra = [g[2] for g in got if g not in want]
+        return ("the effective text's sections differ from the authored ones"
+                + (f"; missing: {', '.join(lost)}" if lost else "") + (f"; added: {', '.join(extra)}" if extra
+                                                                        else ""))
+    tops = [t.map for t in _block_parser().parse(r.text) if t.level == 0 and t.map]
+    starts = {m[0] for m in tops}
+    for at, piece in r.pieces:
+        gap = len(piece) - len(piece.lstrip("\r\n"))
+        first = len(anchor_mod.split_lines(r.text[:at + gap]))
+        end = len(anchor_mod.split_lines(r.text[:at + len(piece)]))
+        if first not in starts or any(m[0] < first < m[1] or (first <= m[0] < end < m[1]) for m in tops):
+            return f"learned lines at line {first + 1} would not stay outside the authored blocks"
+    return None
+
+
+@lru_cache(maxsize=1)
+def _block_parser():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").disable("inline")
 
 
 # ------------------------------------------------------------------------------------------ composing
@@ -398,10 +422,10 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
         tokens = _tokens(rendered, authored)
     text = rendered.text
 
-    if chosen and not _structure_kept(sections, rendered, chosen):
-        return _base(skill, notes + [Note("render_failed", None, "learned lines would not stay outside the "
-                                                               "authored structure (e.g. an unclosed code fence "
-                                                               "at the end of the body)")], True, ceiling, authored)
+    problem = _structure_problem(sections, rendered, chosen) if chosen else None
+    if problem:
+        return _base(skill, notes + [Note("render_failed", None, f"{problem}: authored base only")], True,
+                     ceiling, authored)
     skill_tools, withheld = skill_tier(skill.tools, [p.delta.payload for p in hints])
     applied = [p.delta for p in sorted(hints, key=lambda p: render_key(p.delta))]
     applied += [p.delta for p in sorted(chosen, key=lambda p: render_key(p.delta))]
