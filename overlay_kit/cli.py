@@ -15,8 +15,24 @@ from collections.abc import Callable, Sequence
 from . import anchor as anchor_mod
 from .skill import SkillError, check_skill, find_skill
 from .store import StoreError
+from .textguard import visible
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+class _Visible:
+    """A text stream that shows every control, bidi and invisible character as `<U+XXXX>` (newlines and
+    tabs kept), so a CR, an ANSI sequence, an RLO or tag characters in a lesson cannot make the terminal show
+    something other than what is stored. `raw` is the stream itself (the effective body of `resolve`)."""
+
+    def __init__(self, stream):
+        self.raw = stream
+
+    def write(self, text: str) -> int:
+        return self.raw.write(visible(text))
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
 
 
 def _emit_json(data) -> None:
@@ -324,7 +340,7 @@ def cmd_deltas(args: argparse.Namespace) -> int:
         flag = f"  [{len(d.findings)} finding(s)]" if d.findings else ""
         print(f"{d.id}  {d.status:<11} {d.skill}#{d.anchor.section}  t{d.tier} {d.kind:<10} "
               f"{d.provenance.source}  {d.success_count}/{d.attempt_count}{flag}")
-        print(f"    {d.text}")
+        print(f"    {visible(d.text, keep_newlines=False)}")
         for f in d.findings:
             print(f"    finding: {f}")
     if diff is not None:
@@ -578,8 +594,9 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json({"db": str(db) if db.exists() else None, **eff.to_dict()})
         return 0
-    sys.stdout.write(eff.text if eff.text.endswith("\n") else eff.text + "\n")  # notes never glue to the body
-    sys.stdout.flush()
+    raw = getattr(sys.stdout, "raw", sys.stdout)  # the body as is: learned lines in it are made visible already
+    raw.write(eff.text if eff.text.endswith("\n") else eff.text + "\n")  # notes never glue to the body
+    raw.flush()
     print(f"# {eff.skill}: {eff.tokens} tokens (ceiling {eff.ceiling}); skill_tools: "
           f"{', '.join(eff.skill_tools) or '-'}", file=sys.stderr)
     for note in eff.notes:
@@ -791,11 +808,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    streams = sys.stdout, sys.stderr
+    if not getattr(args, "json", False):  # text output is for people: nothing hidden reaches the terminal
+        sys.stdout, sys.stderr = _Visible(sys.stdout), _Visible(sys.stderr)
     try:
         return args.handler(args)
     except (SkillError, StoreError, KeyError, ValueError, OSError) as exc:
         print(f"overlay-kit {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        sys.stdout, sys.stderr = streams
 
 
 if __name__ == "__main__":  # pragma: no cover

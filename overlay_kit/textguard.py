@@ -12,6 +12,11 @@ the injection scan.
   for every human-facing output (CLI text, HTML and text reprs), so the text a reviewer approves is the text
   that is stored.
 * `hidden_chars(text)` — (index, char) of those characters, for the injection scan.
+* `views(text)` — the folded readings of a text the injection scan looks at, so that obfuscation does not
+  hide a payload: ANSI sequences dropped, CR read as a line break, HTML comments cut out (and their content
+  read on its own), hidden characters dropped (tag characters decoded: "ASCII smuggling"), NFKC (fullwidth,
+  mathematical and circled letters), confusable Cyrillic/Greek/small-capital letters mapped to Latin,
+  accents stripped, casefolded; then with hyphen/dot-split words joined and spaced-out letters collapsed.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 
-__all__ = ["block_structure", "hidden_chars", "is_hidden", "markdown_line", "visible"]
+__all__ = ["block_structure", "fold", "hidden_chars", "is_hidden", "markdown_line", "views", "visible"]
 
 # Bidi controls, zero-width characters, tag characters, variation selectors, interlinear annotation, BOM,
 # Hangul/Braille fillers: all render as nothing (or reorder what follows) on a terminal or in a browser.
@@ -95,3 +100,39 @@ def block_structure(text: str) -> list[str]:
     if env.get("references"):
         out.append("a link reference definition")
     return out
+
+
+# ------------------------------------------------------------------------------------------ folding
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|\x9b[0-?]*[ -/]*[@-~]")
+_COMMENT = re.compile(r"<!--(.*?)(?:-->|\Z)", re.S)
+# Latin look-alikes that NFKC leaves alone (Cyrillic, Greek, Armenian, small capitals, a few symbols).
+_CONFUSABLE = str.maketrans({
+    **dict(zip("аеорсухіјѕԁһԛԝӏɡνοαειкмтпгвнзьℓ", "aeopcyxijsdhqwlgvoaeikmtnrbh3bl")),
+    **dict(zip("АВЕКМНОРСТХІЈЅԌΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "abekmhopctxijsgabezhikmnoptyx")),
+    **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnoprstuvwyz")),
+    **dict(zip("ıȷ0＠", "ijo@")),
+})
+_SPLIT = re.compile(r"(?<=[a-z])\s*[-‐‑‒–—_·•*.~|/\\]+\s*(?=[a-z])")
+_SPACED = re.compile(r"\b[a-z](?:[ .\-_*·]{1,2}[a-z]\b){2,}")
+
+
+def fold(text: str, ansi: str = " ") -> str:
+    """The base folded reading (see `views`); ANSI sequences become `ansi`."""
+    t = _ANSI.sub(ansi, str(text)).replace("\r\n", "\n").replace("\r", "\n")
+    t = _COMMENT.sub("", t)
+    t = "".join(chr(ord(c) - 0xE0000) if 0xE0020 <= ord(c) <= 0xE007E else ("" if is_hidden(c) else c)
+                for c in t)
+    t = unicodedata.normalize("NFKC", t).translate(_CONFUSABLE)
+    t = "".join(c for c in unicodedata.normalize("NFKD", t) if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", t).casefold().translate(_CONFUSABLE)
+
+
+def views(text: str) -> list[str]:
+    """The distinct readings the scan matches against: the folded text, its split words joined, its spaced
+    letters collapsed, and the content of each HTML comment on its own."""
+    base = fold(text)
+    joined = _SPLIT.sub("", base)
+    spaced = _SPACED.sub(lambda m: re.sub(r"[ .\-_*·]", "", m.group(0)), base)
+    comments = [fold(m.group(1)) for m in _COMMENT.finditer(_ANSI.sub("", str(text)))]
+    return list(dict.fromkeys([base, joined, spaced, fold(text, ansi=""), *comments]))
