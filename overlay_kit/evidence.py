@@ -53,11 +53,11 @@ from . import budget as budget_mod
 from . import gates
 from .common import bigram_similarity, iso, utc_now
 from .grammar import KEY_LIMIT, TURN_ID_LIMIT, Delta, Provenance
-from .store import StoreError, Undo
+from .store import StoreError
 
 if TYPE_CHECKING:
     from .skill import Skill
-    from .store import Store
+    from .store import Store, Undo
 
 __all__ = [
     "CONTEXT_ROLES",
@@ -463,7 +463,7 @@ def approve_umbrella(store: "Store", umbrella_id: str, who: str = "user") -> "Un
     with store.transaction():
         a = store.approve(umbrella_id, who=who)
         s = store.supersede(members, umbrella_id, who=who)
-    return Undo("approve_umbrella", a.steps + s.steps, (umbrella_id, *members))
+    return store.combine("approve_umbrella", a, s, ids=(umbrella_id, *members))
 
 
 def consolidate(store: "Store", skill: "Skill", *, embedder: Any = None, min_cosine: float = MIN_COSINE,

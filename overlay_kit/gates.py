@@ -72,6 +72,7 @@ __all__ = [
     "DEFAULT_CONFIRMATION",
     "OUTCOMES",
     "RULES",
+    "GateError",
     "GateSettings",
     "Promotion",
     "Submission",
@@ -195,6 +196,10 @@ class WriteResult:
                 "persisted": self.persisted, "delta_id": self.delta.id if self.delta else None,
                 "status": self.delta.status if self.delta else None,
                 "findings": list(self.findings), "warnings": list(self.warnings)}
+
+
+class GateError(ValueError):
+    """A write-path call that is not allowed (not a refused lesson: that is a `WriteResult`)."""
 
 
 def _refuse(rule: str, message: str) -> Verdict:
@@ -690,9 +695,18 @@ def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, secti
 def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
           provenance: Provenance | str | Mapping | None, scope: str = "user",
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
-          settings: GateSettings | None = None, rules: Iterable[Rule] = RULES) -> WriteResult:
+          settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
+          custom_rules: bool = False) -> WriteResult:
     """Propose one lesson; the gates refuse, route, stage or quarantine it. Never raises for a bad lesson —
-    a refusal is a `WriteResult` with an actionable message, and nothing is stored."""
+    a refusal is a `WriteResult` with an actionable message, and nothing is stored.
+
+    `rules` other than `RULES` are for research: they need `custom_rules=True` AND a store opened with
+    `research=True` (`GateError` otherwise). Whatever they decide, the store still refuses an untrusted delta
+    that is not quarantined, and a scan-flagged one that starts active."""
+    rules = tuple(rules)
+    if rules != RULES and not (custom_rules and getattr(store, "research", False)):
+        raise GateError("custom gate rules are research-only: pass custom_rules=True to a store opened with "
+                        "research=True")
     p = _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings)
     verdict, warnings = decide(p, rules)
     if verdict.outcome in ("refused", "session_only"):
@@ -748,10 +762,11 @@ class Lesson:
 
 
 def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping], *,
-               settings: GateSettings | None = None, rules: Iterable[Rule] = RULES) -> list[WriteResult]:
+               settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
+               custom_rules: bool = False) -> list[WriteResult]:
     """`learn` for a batch of lessons on one skill: every rule runs on every row (the same `decide` as
-    `learn`), then the accepted deltas and their audit rows are written with `executemany` in one
-    transaction. One `WriteResult` per lesson, in order (refusals included: a refused row writes nothing and
+    `learn`; custom `rules` research-only, as there), then the accepted deltas and their audit rows are
+    written with `executemany` in one transaction. One `WriteResult` per lesson, in order (refusals included: a refused row writes nothing and
     does not stop the others). Nothing is written if anything fails while writing (or a lesson is not a
     `Lesson`/mapping: `ValueError` naming its index)."""
     rows = []
@@ -761,6 +776,9 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
         except ValueError as exc:
             raise ValueError(f"lesson {i}: {exc}") from exc
     rules = tuple(rules)
+    if rules != RULES and not (custom_rules and getattr(store, "research", False)):
+        raise GateError("custom gate rules are research-only: pass custom_rules=True to a store opened with "
+                        "research=True")
     decided = []
     for r in rows:
         p = _proposal(store, skill, r.kind, r.payload, r.section, r.provenance, r.scope, r.evidence, r.incognito,

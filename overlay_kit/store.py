@@ -71,7 +71,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -89,7 +89,7 @@ from .grammar import (
     check_shape,
     validate_payload,
 )
-from .seal import verify_seal
+from .seal import mint_undo, verify_seal, verify_undo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -383,6 +383,7 @@ class Undo:
     op: str
     steps: tuple[tuple[str, Any, str, Any, Any], ...]
     ids: tuple[str, ...] = ()
+    token: bytes = field(default=b"", repr=False, compare=False)  # minted by the store; a forged handle has none
 
     def __bool__(self) -> bool:
         return bool(self.steps)
@@ -666,6 +667,12 @@ class Store:
                                   "this one has no valid gate seal")
         if delta.status not in ("staged", "quarantined", "active"):
             raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
+        if (delta.status == "quarantined") == delta.provenance.trusted:  # whatever rules sealed it
+            raise StoreError(f"delta {delta.id}: {delta.provenance.source} provenance starts "
+                             f"{'staged or active' if delta.provenance.trusted else 'quarantined'}, not "
+                             f"{delta.status}")
+        if delta.status == "active" and delta.findings:
+            raise StoreError(f"delta {delta.id}: the injection scan flagged it; it starts staged, never active")
         try:
             payload = validate_payload(delta.kind, delta.payload, research=self.research)
         except GrammarError as exc:  # defence in depth: the gates already checked this
@@ -685,7 +692,8 @@ class Store:
             self._log(delta.id, "gates", None, delta.status,
                       f"learned {delta.kind} from {delta.provenance.source}", delta.created_at)
         # Undoing a learn archives the delta (learning operations never delete).
-        return Undo("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),), (delta.id,))
+        return self._handle("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),),
+                            (delta.id,))
 
     def _insert_deltas(self, deltas: Sequence[Delta], seals: Sequence[bytes]) -> list[tuple[Delta, Undo]]:
         """Private: `_insert_delta` for a batch (every seal and payload checked first), rows and audit rows
@@ -697,6 +705,13 @@ class Store:
                                       "this one has no valid gate seal")
             if delta.status not in ("staged", "quarantined", "active"):
                 raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
+            if (delta.status == "quarantined") == delta.provenance.trusted:  # whatever rules sealed it
+                raise StoreError(f"delta {delta.id}: {delta.provenance.source} provenance starts "
+                                 f"{'staged or active' if delta.provenance.trusted else 'quarantined'}, not "
+                                 f"{delta.status}")
+            if delta.status == "active" and delta.findings:
+                raise StoreError(f"delta {delta.id}: the injection scan flagged it; it starts staged, never "
+                                 "active")
             try:
                 payload = validate_payload(delta.kind, delta.payload, research=self.research)
             except GrammarError as exc:  # defence in depth: the gates already checked this
@@ -715,8 +730,8 @@ class Store:
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
             if payload == json.loads(text):
                 _canonical(delta.kind, text, payload)  # this row need not be shape-checked when read back
-            out.append((stored, Undo("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),),
-                                     (delta.id,))))
+            out.append((stored, self._handle("learn", (("skill_deltas", delta.id, "status", "archived",
+                                                         delta.status),), (delta.id,))))
         if not rows:
             return []
         with self.transaction():
@@ -801,7 +816,7 @@ class Store:
             if d.superseded_by:
                 raise StoreError(f"delta {delta_id} is superseded by {d.superseded_by}; approve that one")
             steps = self._status_change(d, "active", who, f"approved by {who}")
-        return Undo("approve", tuple(steps), (delta_id,))
+        return self._handle("approve", tuple(steps), (delta_id,))
 
     def revert(self, delta_id: str, who: str = "user") -> Undo:
         """Archive one delta (never a hard delete)."""
@@ -810,7 +825,7 @@ class Store:
             if d.status == "archived":
                 raise StoreError(f"delta {delta_id} is already archived")
             steps = self._status_change(d, "archived", who, f"reverted by {who}")
-        return Undo("revert", tuple(steps), (delta_id,))
+        return self._handle("revert", tuple(steps), (delta_id,))
 
     def reset(self, skill: str, who: str = "user") -> Undo:
         """Archive every live delta of a skill: the pure authored base again, history kept."""
@@ -818,28 +833,58 @@ class Store:
         with self.transaction():
             for d in self.search(skill, status=_LIVE, include_superseded=True):
                 steps += self._status_change(d, "archived", who, f"reset of {skill} by {who}")
-        return Undo("reset", tuple(steps), tuple(dict.fromkeys(s[1] for s in steps)))
+        return self._handle("reset", tuple(steps), tuple(dict.fromkeys(s[1] for s in steps)))
 
     def set_status(self, delta_id: str, status: str, *, who: str, reason: str) -> Undo:
-        """Move a delta between statuses for rebase / budget. Never releases quarantine or untrusted
-        provenance into `active` (that is `approve`), and never revives an archived delta (that is `undo`)."""
+        """Move a delta between statuses for rebase / budget / evidence, along `_transition` only: never out
+        of quarantine (that is `approve`, or `revert`), never untrusted into `active`, never back from
+        `archived` (that is `undo`), and an orphan only back to the status it had before it was orphaned."""
         if status not in STATUSES:
             raise StoreError(f"unknown status {status!r}; statuses are {', '.join(STATUSES)}")
         with self.transaction():
             d = self.get(delta_id)
             if d.status == status:
-                return Undo("set_status", (), (delta_id,))
-            if d.status == "archived":
-                raise StoreError(f"delta {delta_id} is archived; undo the archiving instead")
-            if status == "quarantined" and d.provenance.trusted:
-                raise StoreError(f"delta {delta_id} has trusted provenance; quarantine is for untrusted input")
-            if status == "active" and (d.status == "quarantined" or not d.provenance.trusted):
-                raise StoreError(f"delta {delta_id}: untrusted or quarantined deltas become active only by "
-                                 "an explicit approve")
-            if d.status == "quarantined" and status == "staged":
-                raise StoreError(f"delta {delta_id}: quarantine is left only by approve (or revert)")
+                return self._handle("set_status", (), (delta_id,))
+            why = self._transition(d, status)
+            if why:
+                raise StoreError(f"delta {delta_id}: {d.status} -> {status} refused: {why}")
             steps = self._status_change(d, status, who, reason)
-        return Undo("set_status", tuple(steps), (delta_id,))
+        return self._handle("set_status", tuple(steps), (delta_id,))
+
+    def _transition(self, d: Delta, to: str) -> str | None:
+        """The status state machine for `set_status`; None when `d.status -> to` is allowed, else why not.
+
+            staged | active | quarantined -> orphaned     (rebase)
+            orphaned -> the status it had before          (rebase restores; untrusted active needs approve)
+            staged -> active                              (trusted only: promotion on evidence)
+            any live status -> archived                   (budget, retirement; like revert)
+        """
+        if d.status == "archived":
+            return "archived deltas come back only by undoing the archiving"
+        if to == "archived":
+            return None
+        if to == "orphaned":
+            return None if d.status in ("staged", "active", "quarantined") else f"{d.status} cannot be orphaned"
+        if d.status == "orphaned":
+            before = self._before_orphaned(d.id)
+            if to != before:
+                return f"an orphan goes back only to what it was before ({before}); approve it otherwise"
+            if to == "active" and not d.provenance.trusted:
+                return "untrusted deltas become active only by an explicit approve"
+            return None
+        if d.status == "quarantined":
+            return "quarantine is left only by approve (or revert)"
+        if to == "quarantined":
+            return "quarantine is set only by the gates, when an untrusted lesson is written"
+        if (d.status, to) == ("staged", "active"):
+            return None if d.provenance.trusted else "untrusted deltas become active only by an explicit approve"
+        return "not a transition set_status makes (approve, revert and undo are the other doors)"
+
+    def _before_orphaned(self, delta_id: str) -> str:
+        row = self.conn.execute("SELECT from_status FROM delta_audit WHERE delta_id = ? AND to_status = 'orphaned' "
+                                "AND from_status IS NOT NULL AND from_status != 'orphaned' ORDER BY seq DESC "
+                                "LIMIT 1", (delta_id,)).fetchone()
+        return row[0] if row else "quarantined"  # unknown history: the most restrictive
 
     def supersede(self, old_ids: Iterable[str], new_id: str, who: str = "user") -> Undo:
         """Record lineage: each old delta is replaced by `new_id` (same skill). Rows are kept."""
@@ -858,7 +903,7 @@ class Store:
                 self.conn.execute("UPDATE skill_deltas SET superseded_by = ? WHERE id = ?", (new_id, oid))
                 self._log(oid, who, old.status, old.status, f"superseded by {new_id}")
                 steps.append(("skill_deltas", oid, "superseded_by", None, new_id))
-        return Undo("supersede", tuple(steps), tuple(old_ids))
+        return self._handle("supersede", tuple(steps), tuple(old_ids))
 
     def touch(self, ids: Iterable[str], when: datetime | None = None) -> Undo:
         """Stamp last_used_at (decay and consolidation input); not a state change, so not audited."""
@@ -871,7 +916,7 @@ class Store:
                     raise StoreError(f"no delta with id {did!r} in {self.path}")
                 self.conn.execute("UPDATE skill_deltas SET last_used_at = ? WHERE id = ?", (stamp, did))
                 steps.append(("skill_deltas", did, "last_used_at", row[0], stamp))
-        return Undo("touch", tuple(steps), tuple(s[1] for s in steps))
+        return self._handle("touch", tuple(steps), tuple(s[1] for s in steps))
 
     def set_resident(self, ids: Iterable[str], resident: bool, *, who: str, reason: str) -> Undo:
         """Budget residency: False demotes deltas to retrieval-only, True makes them resident again.
@@ -887,7 +932,7 @@ class Store:
                 self.conn.execute("UPDATE skill_deltas SET resident = ? WHERE id = ?", (flag, did))
                 self._log(did, who, row[1], row[1], reason)
                 steps.append(("skill_deltas", did, "resident", row[0], flag))
-        return Undo("set_resident", tuple(steps), tuple(s[1] for s in steps))
+        return self._handle("set_resident", tuple(steps), tuple(s[1] for s in steps))
 
     def set_anchor(self, delta_id: str, anchor: Anchor, *, who: str, reason: str) -> Undo:
         """Re-key a delta onto `anchor` (section, digest, base_version) — rebase and re-anchoring. Audited
@@ -908,7 +953,7 @@ class Store:
                 self.conn.execute("UPDATE skill_deltas SET anchor = ?, base_version = ? WHERE id = ?",
                                   (stored, anchor.base_version, delta_id))
             self._log(delta_id, who, row[2], row[2], reason)
-        return Undo("set_anchor", tuple(steps), (delta_id,))
+        return self._handle("set_anchor", tuple(steps), (delta_id,))
 
     def retrieval_only(self, skill: str | None = None) -> frozenset[str]:
         """Ids of deltas the budget demoted to retrieval-only (of one skill, or all)."""
@@ -927,8 +972,28 @@ class Store:
                  ("skill_deltas", "last_used_at"), ("skill_deltas", "resident"), ("skill_deltas", "anchor"),
                  ("skill_deltas", "base_version"), ("learned_facts", "status")}
 
+    @staticmethod
+    def _handle(op: str, steps: tuple, ids: tuple = ()) -> Undo:
+        steps, ids = tuple(tuple(s) for s in steps), tuple(ids)
+        return Undo(op, steps, ids, mint_undo(op, steps, ids))
+
+    def combine(self, op: str, *handles: Undo, ids: Iterable[str] | None = None) -> Undo:
+        """One handle that reverses several this store issued (e.g. approve + supersede of an umbrella)."""
+        for h in handles:
+            self._check_handle(h)
+        steps = tuple(s for h in handles for s in h.steps)
+        return self._handle(op, steps, tuple(ids) if ids is not None else
+                            tuple(dict.fromkeys(i for h in handles for i in h.ids)))
+
+    @staticmethod
+    def _check_handle(handle: Undo) -> None:
+        if not isinstance(handle, Undo) or not verify_undo(handle.op, handle.steps, handle.ids, handle.token):
+            raise StoreError("not an undo handle this store issued (handles cannot be built or edited by hand)")
+
     def undo(self, handle: Undo, who: str = "user") -> None:
-        """Reverse a write. Refused, with nothing changed, if any row has moved on since that write."""
+        """Reverse a write. Refused, with nothing changed, if any row has moved on since that write, or if the
+        handle was not issued by the store (in this process)."""
+        self._check_handle(handle)
         with self.transaction():
             for table, rid, column, before, after in reversed(handle.steps):
                 if (table, column) not in self._UNDOABLE:
@@ -1107,7 +1172,7 @@ class Store:
                 "VALUES (?, ?, ?, ?, ?, 'current', ?)",
                 (namespace, key, encoded, scope, dumps(prov.to_dict()), iso(utc_now())))
             steps.append(("learned_facts", cur.lastrowid, "status", "retired", "current"))
-        return Undo("put_fact", tuple(steps))
+        return self._handle("put_fact", tuple(steps))
 
     def get_fact(self, namespace: str, key: str, default: Any = None, scope: str = "user") -> Any:
         row = self.conn.execute("SELECT value FROM learned_facts WHERE namespace = ? AND key = ? AND scope = ? "

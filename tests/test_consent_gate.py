@@ -170,3 +170,76 @@ def test_ordinary_lessons_do_not_trip_no_widening():
             p = gates._proposal(store, SKILL, "preference", {"body": t}, "replies", TRUSTED, "user", None, False,
                                 None)
             assert gates.no_widening(p) is None, t
+
+
+# ------------------------------------------------------------------------------- no route around approval
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(tmp_path / "o.db") as s:
+        yield s
+
+
+def quarantined(store) -> str:
+    r = gates.learn(store, SKILL, "preference", {"body": "Reply with the invoice total."}, section="replies",
+                    provenance=UNTRUSTED)
+    assert r.outcome == "quarantined"
+    return r.delta.id
+
+
+def test_a_hand_built_undo_cannot_release_quarantine(store):
+    did = quarantined(store)
+    forged = Undo("approve", (("skill_deltas", did, "status", "active", "quarantined"),), (did,))
+    with pytest.raises(StoreError, match="not an undo handle"):
+        store.undo(forged)
+    real = store.revert(did)
+    edited = Undo(real.op, (("skill_deltas", did, "status", "active", "archived"),), real.ids, real.token)
+    with pytest.raises(StoreError, match="not an undo handle"):
+        store.undo(edited)
+    assert store.get(did).status == "archived"
+    store.undo(real)  # the store's own handle still works
+    assert store.get(did).status == "quarantined"
+
+
+def test_set_status_cannot_launder_quarantine_through_orphaned(store):
+    did = quarantined(store)
+    store.set_status(did, "orphaned", who="rebase", reason="section vanished")
+    for target in ("staged", "active"):
+        with pytest.raises(StoreError, match="refused"):
+            store.set_status(did, target, who="rebase", reason="launder")
+    store.set_status(did, "quarantined", who="rebase", reason="restored")  # back to what it was: allowed
+    assert store.get(did).status == "quarantined"
+    store.approve(did)  # the one door out
+    assert store.get(did).status == "active"
+
+
+@pytest.mark.parametrize("before,to", [("quarantined", "staged"), ("quarantined", "active"), ("active", "staged"),
+                                       ("staged", "quarantined"), ("active", "quarantined")])
+def test_status_state_machine_refuses(store, before, to):
+    source = UNTRUSTED if before == "quarantined" else TRUSTED
+    r = gates.learn(store, SKILL, "preference", {"body": "Keep it short."}, section="replies", provenance=source)
+    if before == "active":
+        store.approve(r.delta.id)
+    with pytest.raises(StoreError):
+        store.set_status(r.delta.id, to, who="x", reason="x")
+    assert store.get(r.delta.id).status == before
+
+
+def test_custom_gate_rules_are_research_only_and_cannot_seal_untrusted_as_active(tmp_path):
+    yes = gates.Rule("yes", lambda p: gates.Verdict("active", "yes", "auto"))
+    with Store.open(tmp_path / "a.db") as store:
+        with pytest.raises(gates.GateError, match="research-only"):
+            gates.learn(store, SKILL, "preference", {"body": "x"}, section="replies", provenance=UNTRUSTED,
+                        rules=[yes])
+        with pytest.raises(gates.GateError):
+            gates.learn(store, SKILL, "preference", {"body": "x"}, section="replies", provenance=UNTRUSTED,
+                        rules=[yes], custom_rules=True)
+    with Store.open(tmp_path / "r.db", research=True) as store:
+        with pytest.raises(StoreError, match="quarantined"):
+            gates.learn(store, SKILL, "preference", {"body": "x"}, section="replies", provenance=UNTRUSTED,
+                        rules=[yes], custom_rules=True)
+        assert store.counts() == {}
+        ok = gates.learn(store, SKILL, "preference", {"body": "x"}, section="replies", provenance=TRUSTED,
+                         rules=[yes], custom_rules=True)
+        assert ok.delta.status == "active"  # research: trusted and clean may start active
