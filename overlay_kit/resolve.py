@@ -62,6 +62,8 @@ NOTE_KINDS = (
     "retrieved",  # a retrieval-only tier-3 delta the goal retrieved (detail: cosine)
     "stale",  # applied, but its section changed since it was written
     "orphaned",  # not applied: its section (or base root) is gone
+    "superseded",  # not applied: another delta replaces it (lineage)
+    "excluded",  # not applied: not active, another scope or another skill (a list given to `compose`)
     "overridden",  # not applied: a later parameter with the same key wins
     "unknown_kind",  # not applied: kind outside the grammar
     "malformed_payload",  # not applied: payload does not parse for its kind
@@ -197,8 +199,14 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
     """Filter to deltas that may apply, with a note for every one that may not."""
     picks, located = [], {}
     for d in deltas:
-        if d.status != "active" or d.superseded_by is not None or d.scope not in scopes or d.skill != skill.name:
-            continue  # not part of this resolution at all (the store query already excludes these)
+        if d.superseded_by is not None:
+            notes.append(Note("superseded", d.id, f"replaced by {d.superseded_by} (lineage); not applied"))
+            continue
+        if d.status != "active" or d.scope not in scopes or d.skill != skill.name:
+            why = (f"status {d.status}" if d.status != "active" else f"scope {d.scope!r}" if d.scope not in scopes
+                   else f"written for skill {d.skill!r}")
+            notes.append(Note("excluded", d.id, f"{why}: not part of this resolution"))
+            continue
         if d.kind not in TIERS:
             notes.append(Note("unknown_kind", d.id, f"kind {d.kind!r} is not in the grammar; skipped"))
             continue
@@ -479,7 +487,7 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
     notes: list[Note] = []
     try:
         scopes = _scopes(scope)
-        deltas = store.search(skill=skill.name, scope=sorted(scopes), status="active")
+        deltas = store.search(skill=skill.name, scope=sorted(scopes), status="active", include_superseded=True)
         for d in store.search(skill=skill.name, scope=sorted(scopes), status="orphaned"):
             notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
         demoted = store.retrieval_only(skill.name) if hasattr(store, "retrieval_only") else frozenset()

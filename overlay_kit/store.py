@@ -796,8 +796,9 @@ class Store:
         """Base names that have at least one delta row."""
         return [n for (n,) in self.conn.execute("SELECT DISTINCT base_name FROM skill_deltas ORDER BY base_name")]
 
-    def _status_change(self, delta: Delta, to: str, who: str, reason: str) -> list[tuple]:
-        """Apply one status transition inside an open transaction; return its undo steps."""
+    def _status_change(self, delta: Delta, to: str, who: str, reason: str, restore: bool = True) -> list[tuple]:
+        """Apply one status transition inside an open transaction; return its undo steps. Archiving a delta
+        restores the live deltas it superseded (`restore=False`: not when they are being archived too)."""
         steps = [("skill_deltas", delta.id, "status", delta.status, to)]
         self.conn.execute("UPDATE skill_deltas SET status = ? WHERE id = ?", (to, delta.id))
         if to == "active" and delta.approved_at is None:
@@ -805,6 +806,12 @@ class Store:
             self.conn.execute("UPDATE skill_deltas SET approved_at = ? WHERE id = ?", (now, delta.id))
             steps.append(("skill_deltas", delta.id, "approved_at", None, now))
         self._log(delta.id, who, delta.status, to, reason)
+        if to == "archived" and restore:  # an archived delta replaces nothing: what it superseded comes back
+            for (mid,) in self.conn.execute("SELECT id FROM skill_deltas WHERE superseded_by = ? AND status != "
+                                            "'archived' ORDER BY id", (delta.id,)).fetchall():
+                self.conn.execute("UPDATE skill_deltas SET superseded_by = NULL WHERE id = ?", (mid,))
+                self._log(mid, who, None, None, f"restored: {delta.id}, which superseded it, was archived")
+                steps.append(("skill_deltas", mid, "superseded_by", delta.id, None))
         return steps
 
     def approve(self, delta_id: str, who: str = "user") -> Undo:
@@ -832,7 +839,7 @@ class Store:
         steps: list[tuple] = []
         with self.transaction():
             for d in self.search(skill, status=_LIVE, include_superseded=True):
-                steps += self._status_change(d, "archived", who, f"reset of {skill} by {who}")
+                steps += self._status_change(d, "archived", who, f"reset of {skill} by {who}", restore=False)
         return self._handle("reset", tuple(steps), tuple(dict.fromkeys(s[1] for s in steps)))
 
     def set_status(self, delta_id: str, status: str, *, who: str, reason: str) -> Undo:
@@ -892,9 +899,18 @@ class Store:
         steps = []
         with self.transaction():
             new = self.get(new_id)
+            if new.status == "archived":
+                raise StoreError(f"delta {new_id} is archived; an archived delta cannot supersede anything")
+            chain, at = [], new
+            while at.superseded_by is not None and len(chain) < 10_000:  # what new_id is itself replaced by
+                chain.append(at.superseded_by)
+                at = self.get(at.superseded_by)
             for oid in old_ids:
                 if oid == new_id:
                     raise StoreError(f"delta {oid} cannot supersede itself")
+                if oid in chain:
+                    raise StoreError(f"delta {oid} already (indirectly) supersedes {new_id}: a supersede cycle "
+                                     f"{' -> '.join([new_id, *chain[:chain.index(oid) + 1]])}")
                 old = self.get(oid)
                 if old.skill != new.skill:
                     raise StoreError(f"delta {oid} ({old.skill}) and {new_id} ({new.skill}) are on different skills")

@@ -106,3 +106,64 @@ def test_the_gate_refuses_lessons_that_carry_block_structure():
         ok = gates.learn(store, skill, "preference", {"body": "Keep it short.\n- one\n- two"}, section="triage",
                          provenance="user_instruction")
         assert ok.outcome == "staged"
+
+
+# ------------------------------------------------------------------------------------------ lineage
+
+
+def learn_active(store, skill, body, section="triage"):
+    r = gates.learn(store, skill, "preference", {"body": body}, section=section, provenance="user_instruction")
+    store.approve(r.delta.id)
+    return r.delta.id
+
+
+def test_reverting_an_approved_umbrella_restores_its_members(tmp_path):
+    from overlay_kit import evidence
+    from overlay_kit.resolve import resolve
+
+    skill = make_skill()
+    with Store.open(tmp_path / "o.db") as store:
+        a = learn_active(store, skill, "Keep replies to vendors short and polite.")
+        b = learn_active(store, skill, "Keep replies to vendors short, and polite.")
+        umbrella = evidence.propose_umbrella(store, skill, [a, b])
+        evidence.approve_umbrella(store, umbrella.umbrella_id)
+        eff = resolve(skill, store, embedder=False)
+        assert {n.delta_id for n in eff.notes_of("superseded")} == {a, b}
+        assert [d.id for d in eff.applied] == [umbrella.umbrella_id]
+        undo = store.revert(umbrella.umbrella_id)
+        eff = resolve(skill, store, embedder=False)
+        assert {d.id for d in eff.applied} == {a, b}  # the members render again
+        assert all(store.get(i).superseded_by is None for i in (a, b))
+        store.undo(undo)  # and undoing the revert puts the lineage back
+        assert {store.get(i).superseded_by for i in (a, b)} == {umbrella.umbrella_id}
+
+
+def test_every_delta_the_resolver_does_not_apply_gets_a_note():
+    skill = make_skill()
+    ds = [delta(skill, "preference", {"body": "a"}, "triage", id="delta_super", superseded_by="delta_other"),
+          delta(skill, "preference", {"body": "b"}, "triage", id="delta_staged", status="staged"),
+          delta(skill, "preference", {"body": "c"}, "triage", id="delta_scope").evolve(scope="team"),
+          delta(skill, "preference", {"body": "d"}, "triage", id="delta_ok")]
+    eff = compose(skill, ds)
+    noted = {n.delta_id for n in eff.notes if n.kind != "applied"}
+    assert noted == {"delta_super", "delta_staged", "delta_scope"}
+    assert [d.id for d in eff.applied] == ["delta_ok"]
+
+
+def test_the_store_refuses_supersede_cycles_and_archived_targets(tmp_path):
+    from overlay_kit.store import StoreError
+
+    skill = make_skill()
+    with Store.open(tmp_path / "o.db") as store:
+        a, b, c = (learn_active(store, skill, x) for x in ("one", "two", "three"))
+        store.supersede([a], b)
+        with pytest.raises(StoreError, match="cycle"):
+            store.supersede([b], a)
+        store.supersede([b], c)
+        with pytest.raises(StoreError, match="cycle"):
+            store.supersede([c], a)  # a -> b -> c -> a
+        store.revert(c)  # c archived: b comes back (and still points nowhere)
+        assert store.get(b).superseded_by is None and store.get(a).superseded_by == b
+        with pytest.raises(StoreError, match="archived"):
+            store.supersede([a], c)
+        assert store.get(a).superseded_by == b
