@@ -423,10 +423,14 @@ def cmd_forget(args: argparse.Namespace) -> int:
         raise ValueError("say what to erase: --skill S, --scope S or --all")
     with _open_store(args) as store:
         n = store.forget(skill=_skill_name(args.skill), scope=args.scope, all=args.all)
+    pending = store.erasure_pending  # close() tried once more
     if args.json:
-        _emit_json({"op": "forget", "erased": n})
+        _emit_json({"op": "forget", "erased": n, "wal_pending": pending})
     else:
         print(f"forget: erased {n} delta(s)")
+        if pending:
+            print(f"forget: another process holds a read transaction on {store.path}; the erased text stays in "
+                  f"{store.path}-wal until it ends — run forget again then", file=sys.stderr)
     return 0
 
 

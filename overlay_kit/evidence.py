@@ -257,10 +257,8 @@ def record_signal(store: "Store", session: str, turn: str, signal: str, *, ratin
 
 
 def forget(store: "Store", *, skill: str | None = None, scope: str | None = None, all: bool = False) -> int:
-    """`store.forget` plus the correction log: signals of that scope (or skill, or all) are erased too."""
-    n = store.forget(skill=skill, scope=scope, all=all)
-    store.evidence.erase_signals(skill=skill, scope=scope, all=all)
-    return n
+    """`store.forget`, which erases the correction log (signals of that skill / scope, or all) too."""
+    return store.forget(skill=skill, scope=scope, all=all)
 
 
 # --------------------------------------------------------------------------------------- promotion

@@ -373,6 +373,18 @@ def _statements(sql: str) -> list[str]:
     return out
 
 
+# What `Store.forget` erases. Rows tied to an erased delta by id (foreign keys cascade too, but not every table
+# has one):
+_ERASE_BY_DELTA = (("delta_audit", "delta_id"), ("delta_outcomes", "delta_id"), ("turn_context", "delta_id"),
+                   ("promotion_log", "delta_id"), ("consolidations", "umbrella_id"))
+# Every other table that holds learned or observed user data: (table, skill column, scope column). A table
+# with no skill (scope) column is erased only by `forget(all=True)` or a filter it does have.
+_ERASURE = (("learned_facts", "namespace", "scope"), ("turn_signals", "skill", "scope"),
+            ("consolidations", "skill", None), ("surface_signals", "skill", None), ("skill_bases", "name", None),
+            ("user_memories", None, None), ("memory_runs", None, None), ("message_feedback", None, None),
+            ("task_traces", None, None), ("task_deliverables", None, None))
+
+
 # ------------------------------------------------------------------------------------- value objects
 
 
@@ -517,6 +529,7 @@ class Store:
         self._lock = threading.RLock()
         self._depth = 0
         self._erasing = False
+        self.erasure_pending = False  # a forget's erased rows may still be in the WAL (a reader held it)
         self._forget_hooks: list[Callable[[list[str]], None]] = []
         self._change_hooks: list[Callable[[list[str]], None]] = []
         self._changed: list[str] = []  # delta ids whose state changed in the open transaction
@@ -572,6 +585,11 @@ class Store:
         return store
 
     def close(self) -> None:
+        if self.erasure_pending:
+            try:
+                self.finish_erasure()
+            except sqlite3.Error:
+                pass
         self.conn.close()
 
     def __enter__(self) -> "Store":
@@ -1035,47 +1053,71 @@ class Store:
         self._forget_hooks.append(callback)
 
     def forget(self, *, skill: str | None = None, scope: str | None = None, all: bool = False) -> int:
-        """TRUE erasure (user-initiated): delete deltas, vectors, outcomes, audit rows and — for a scope or
-        all — that scope's facts. Returns how many deltas were erased. Needs a filter or `all=True`."""
+        """TRUE erasure (user-initiated), the one erasure function: every row of every table that holds what
+        was learned for the skill and/or scope (`_ERASURE`), then a TRUNCATE checkpoint so no erased byte
+        stays in the WAL (`secure_delete` zeroes freed space in the file). Returns how many deltas were erased.
+
+        Facts belong to a skill when their namespace is the skill's name (how the gates route them). A
+        reader holding an open read transaction keeps the WAL's old frames alive: then the erased text stays
+        in `PATH-wal` until that reader finishes, `erasure_pending` is True, and `close()` (or
+        `finish_erasure()`) truncates it. Needs a filter or `all=True`."""
         if not all and skill is None and scope is None:
             raise StoreError("forget needs skill=, scope= or all=True")
-        where, args = [], []
-        if not all:
-            if skill is not None:
-                where.append("base_name = ?")
-                args.append(skill)
-            if scope is not None:
-                where.append("scope = ?")
-                args.append(scope)
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        counts: dict[str, int] = {}
         with self.transaction():
-            ids = [i for (i,) in self.conn.execute(f"SELECT id FROM skill_deltas{clause}", args)]
+            where, args = self._erasure_filter("base_name", "scope", skill, scope, all)
+            ids = [i for (i,) in self.conn.execute(f"SELECT id FROM skill_deltas{where}", args)]
             self._erasing = True
             try:
                 for chunk in range(0, len(ids), 500):
                     part = ids[chunk:chunk + 500]
                     marks = ", ".join("?" * len(part))
-                    self.conn.execute(f"DELETE FROM delta_audit WHERE delta_id IN ({marks})", part)
-                    self.conn.execute(f"DELETE FROM delta_outcomes WHERE delta_id IN ({marks})", part)
+                    for table, column in _ERASE_BY_DELTA:
+                        n = self.conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", part).rowcount
+                        counts[table] = counts.get(table, 0) + n
                     # lineage pointing at an erased row would name it: clear before deleting
                     self.conn.execute(f"UPDATE skill_deltas SET superseded_by = NULL "
                                       f"WHERE superseded_by IN ({marks})", part)
                     self.conn.execute(f"DELETE FROM skill_deltas WHERE id IN ({marks})", part)
-                facts = 0
-                if all or (scope is not None and skill is None):
-                    fwhere = "" if all else " WHERE scope = ?"
-                    facts = self.conn.execute(f"DELETE FROM learned_facts{fwhere}", [] if all else [scope]).rowcount
+                for table, skill_col, scope_col in _ERASURE:
+                    if not all and ((skill is not None and skill_col is None)
+                                    or (scope is not None and scope_col is None)):
+                        continue  # this table is not kept per skill (or per scope): only `all` erases it
+                    tw, ta = self._erasure_filter(skill_col, scope_col, skill, scope, all)
+                    counts[table] = counts.get(table, 0) + self.conn.execute(f"DELETE FROM {table}{tw}",
+                                                                             ta).rowcount
             finally:
                 self._erasing = False
             what = "all" if all else ", ".join(f"{k}={v}" for k, v in (("skill", skill), ("scope", scope)) if v)
-            self._log(None, "user", None, None, f"forget {what}: erased {len(ids)} deltas, {facts} facts")
-        busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if busy and busy[0]:
-            log.warning("%s: another connection is reading; erased pages leave the WAL file at its next "
-                        "checkpoint", self.path)
+            rows = ", ".join(f"{n} {t}" for t, n in sorted(counts.items()) if n)
+            self._log(None, "user", None, None, f"forget {what}: erased {len(ids)} deltas" + (f", {rows}" if rows
+                                                                                               else ""))
+        self.finish_erasure()
         for hook in self._forget_hooks:
             hook(list(ids))
         return len(ids)
+
+    @staticmethod
+    def _erasure_filter(skill_col, scope_col, skill, scope, all) -> tuple[str, list]:
+        where, args = [], []
+        if not all:
+            for column, value in ((skill_col, skill), (scope_col, scope)):
+                if value is not None:
+                    where.append(f"{column} = ?")
+                    args.append(value)
+        return (" WHERE " + " AND ".join(where)) if where else "", args
+
+    def finish_erasure(self) -> bool:
+        """Checkpoint and truncate the WAL so erased rows leave it. False (and `erasure_pending`) when another
+        connection's open read transaction prevents it; the next call, or `close()`, tries again."""
+        if self.path == ":memory:":
+            return True
+        busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        self.erasure_pending = bool(busy and busy[0])
+        if self.erasure_pending:
+            log.warning("%s: another connection holds a read transaction; the erased text stays in %s-wal until "
+                        "it ends (Store.finish_erasure() or close() retries)", self.path, self.path)
+        return not self.erasure_pending
 
     # ----------------------------------------------------------------------------- token counts
 

@@ -6,6 +6,8 @@ document's section list against the authored one.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 from resolve_fixtures import delta, make_skill  # noqa: F401
 
@@ -167,3 +169,70 @@ def test_the_store_refuses_supersede_cycles_and_archived_targets(tmp_path):
         with pytest.raises(StoreError, match="archived"):
             store.supersede([a], c)
         assert store.get(a).superseded_by == b
+
+
+# ------------------------------------------------------------------------------------------ erasure
+
+SECRET = "ZQXJ-erasure-marker"
+
+
+def _fill(store, skill, tag: str) -> None:
+    """One row in every table forget --skill must reach, each holding the marker text."""
+    r = gates.learn(store, skill, "preference", {"body": f"{SECRET} {tag} lesson"}, section="triage",
+                    provenance="user_instruction")
+    store.approve(r.delta.id)
+    store.record_outcome(r.delta.id, session=f"{SECRET}-s", signal="accepted", positive=True)
+    gates.learn(store, skill, "fact", {"key": f"{SECRET}-key", "value": f"{SECRET} {tag} value"}, section=None,
+                provenance="user_instruction")
+    store.evidence.add_signal(f"{SECRET}-s", "t1", "correction", positive=False, rating=None, scope="user",
+                              skill=skill.name, section="triage", lesson=f"{SECRET} {tag} signal",
+                              at=datetime.now(timezone.utc))
+
+
+def _raw_hits(path) -> dict[str, int]:
+    from pathlib import Path
+
+    out = {}
+    for suffix in ("", "-wal", "-shm"):
+        f = Path(str(path) + suffix)
+        out[suffix or "db"] = f.read_bytes().count(SECRET.encode()) if f.exists() else 0
+    return out
+
+
+def test_forget_skill_erases_every_table_and_no_byte_of_it_is_left_with_a_reader_open(tmp_path):
+    import sqlite3
+
+    skill = make_skill()
+    db = tmp_path / "o.db"
+    with Store.open(db) as store:
+        _fill(store, skill, "x")
+        reader = sqlite3.connect(db)  # another connection, open (not inside a read transaction)
+        assert reader.execute("SELECT count(*) FROM skill_deltas").fetchone()[0] == 1
+        assert store.get_fact(skill.name, f"{SECRET}-key") is not None
+        assert store.forget(skill=skill.name) == 1
+        assert not store.erasure_pending
+        assert store.facts() == [] and store.search(skill.name, include_superseded=True) == []
+        assert store.conn.execute("SELECT count(*) FROM turn_signals").fetchone()[0] == 0
+        assert _raw_hits(db) == {"db": 0, "-wal": 0, "-shm": 0}, _raw_hits(db)
+        reader.close()
+
+
+def test_forget_says_honestly_when_a_reader_holds_the_wal(tmp_path):
+    import sqlite3
+
+    skill = make_skill()
+    db = tmp_path / "o.db"
+    store = Store.open(db)
+    _fill(store, skill, "y")
+    reader = sqlite3.connect(db, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM skill_deltas").fetchone()  # holds a read snapshot
+    store.conn.execute("PRAGMA busy_timeout = 100")
+    store.forget(skill=skill.name)
+    assert store.erasure_pending  # the reader prevents the truncation, and the store says so
+    assert _raw_hits(db)["-wal"] > 0
+    reader.execute("COMMIT")
+    assert store.finish_erasure() and not store.erasure_pending
+    assert _raw_hits(db) == {"db": 0, "-wal": 0, "-shm": 0}, _raw_hits(db)
+    reader.close()
+    store.close()
