@@ -131,6 +131,22 @@ def _open_store(args, **kw):
     return Store.open(args.db, **kw)
 
 
+def _open_read(args):
+    """For read verbs: never creates the database or its folder ("no database at PATH"); on media that
+    cannot be written (or a file without write permission) it opens read-only."""
+    from .store import Store, StoreError
+
+    try:
+        return Store.open(args.db, create=False)
+    except StoreError as exc:
+        if str(exc).startswith("no database at") or "newer overlay_kit" in str(exc) or "not an " in str(exc):
+            raise
+        try:
+            return Store.open(args.db, readonly=True)
+        except StoreError:
+            raise exc from None
+
+
 def _scalar(text: str):
     """A CLI value: JSON when it parses as a number, boolean, list or mapping, else the string itself."""
     try:
@@ -325,7 +341,7 @@ def cmd_deltas(args: argparse.Namespace) -> int:
         raise ValueError("--diff needs SKILL (a skill directory, SKILL.md or discovered name)")
     name = _skill_name(args.skill)
     diff = None
-    with _open_store(args) as store:
+    with _open_read(args) as store:
         rows = store.search(name, status=DELTA_FILTERS[args.which], include_superseded=args.superseded)
         path = store.path
         if getattr(args, "diff", False):
@@ -583,7 +599,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
     from . import budget
     from .resolve import resolve
-    from .store import Store, default_db_path
+    from .store import default_db_path
 
     skill = find_skill(args.skill)
     db = Path(args.db).expanduser() if args.db else default_db_path()
@@ -591,8 +607,17 @@ def cmd_resolve(args: argparse.Namespace) -> int:
               tau=args.tau,
               ceiling=budget.DEFAULT_CEILING if args.ceiling is None else args.ceiling)
     if args.learned and db.exists():
-        with Store.open(db) as store:
-            eff = resolve(skill, store, **kw)
+        try:
+            args.db = str(db)
+            with _open_read(args) as store:
+                eff = resolve(skill, store, **kw)
+        except StoreError as exc:  # unreadable or read-only media: the authored base, and why
+            from dataclasses import replace
+
+            from .resolve import Note
+
+            eff = resolve(skill, None, **kw)
+            eff = replace(eff, learned=True, notes=(Note("store_error", None, f"{exc}: authored base only"),))
     else:
         eff = resolve(skill, None, **kw)
     if args.json:
@@ -651,7 +676,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
     from . import facts as facts_mod
 
     consumers = fact_consumers(args)
-    with _open_store(args) as store:
+    with _open_read(args) as store:
         rep = facts_mod.report(store, consumers)
     lines = rep.inert if args.inert else rep.lines
     if args.json:

@@ -55,7 +55,11 @@ left in free pages; registered `on_forget` hooks (the FAISS index) are purged to
 
 The schema is the ordered `MIGRATIONS` list; each applied migration appends one `schema_history` row (never
 updated). Opening an older database applies the missing migrations with CREATE / ALTER ... ADD only, so no
-existing row (including a GAIA memory.db's `procedures`) is rewritten. A file that is not SQLite, or is
+existing row is rewritten. Before any write, `open` looks read-only: a database from a newer overlay_kit, or
+another program's (a GAIA memory.db, which has its own `skill_deltas`), is refused with no byte changed
+(`read_gaia_deltas` reads GAIA's rows). A fault of the medium (disk full, read-only, I/O) is a `StoreError`
+naming the path, with the transaction rolled back; `readonly=True` opens read-only media for reading, and
+`create=False` refuses a missing file ("no database at PATH") instead of creating it. A file that is not SQLite, or is
 corrupt, raises `StoreError` naming the path and is never written to. Connections use WAL, a busy timeout,
 foreign keys and `synchronous=NORMAL` (a killed process loses nothing committed; a power cut may lose the
 last commits but never corrupts). All timestamps are UTC ISO-8601 with microseconds, so they sort as text.
@@ -122,6 +126,7 @@ __all__ = [
     "TraceStep",
     "Undo",
     "default_db_path",
+    "read_gaia_deltas",
 ]
 
 log = logging.getLogger(__name__)
@@ -518,6 +523,94 @@ def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
     return delta
 
 
+def _connect(target: str, *, readonly: bool) -> sqlite3.Connection:
+    if not readonly:
+        return sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    uri = Path(target).resolve().as_uri()
+    try:  # mode=ro reads the WAL too; on media where even the -shm cannot be created, immutable=1 still reads
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
+
+def _inspect(path: Path) -> None:
+    """Look before writing: refuse (with no byte changed, no -wal/-shm created) a newer overlay_kit schema or
+    another program's database. Opens with `immutable=1` unless a WAL is present, which `mode=ro` reads."""
+    try:
+        conn = _peek(path)
+    except sqlite3.Error:
+        return  # the normal open reports it
+    try:
+        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "schema_history" in tables:
+            newer = sorted({v for (v,) in conn.execute("SELECT version FROM schema_history")}
+                           - {m.version for m in MIGRATIONS})
+            if newer:
+                raise StoreError(f"{path}: written by a newer overlay_kit (schema {newer}); refusing to open it "
+                                 "with this version (the file is untouched)")
+        elif tables:
+            raise StoreError(f"{path}: not an overlay_kit database ({_foreign(tables)}); overlay_kit never "
+                             "alters another program's schema — give it its own --db (read GAIA's deltas with "
+                             "overlay_kit.store.read_gaia_deltas)")
+    except sqlite3.DatabaseError:
+        return  # corrupt: quick_check in the normal open names it
+    finally:
+        conn.close()
+
+
+def _peek(path: Path) -> sqlite3.Connection:
+    """A read-only connection that creates no file: `immutable=1`, or `mode=ro` when a WAL holds data."""
+    wal = Path(str(path) + "-wal")
+    uri = Path(path).resolve().as_uri() + ("?mode=ro" if wal.exists() and wal.stat().st_size else "?immutable=1")
+    return sqlite3.connect(uri, uri=True, isolation_level=None)
+
+
+def _foreign(tables: set[str]) -> str:
+    if "schema_version" in tables and ({"knowledge", "conversations", "procedures"} & tables):
+        return "a GAIA memory.db"
+    return "tables " + ", ".join(sorted(tables)[:6]) + ("…" if len(tables) > 6 else "")
+
+
+def _fault(exc: BaseException) -> bool:
+    """A failure of the medium, not of the statement: disk full, read-only, I/O, locked, cannot open."""
+    return isinstance(exc, sqlite3.OperationalError) or (
+        isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, (sqlite3.IntegrityError,
+                                                                         sqlite3.ProgrammingError)))
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc)
+    for needle, say in (("disk is full", "the disk is full"), ("readonly", "the database is read-only"),
+                        ("read-only", "the database is read-only"), ("disk I/O", "disk I/O error"),
+                        ("locked", "the database is locked by another process")):
+        if needle in text:
+            return f"{say} ({text})"
+    return text
+
+
+def read_gaia_deltas(path: str | os.PathLike) -> list[dict]:
+    """GAIA's own `skill_deltas` rows (amd-gaia ≥ 0.25 memory.db), read without changing a byte of the file.
+    Their kinds (replace_section, replace_snippet, drop_section) edit the authored body, which this overlay
+    never does, so they are returned for inspection, not imported as deltas."""
+    p = Path(path)
+    if not p.is_file():
+        raise StoreError(f"no database at {p}")
+    conn = _peek(p)
+    try:
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(skill_deltas)")]
+        if not cols:
+            return []
+        rows = conn.execute(f"SELECT {', '.join(cols)} FROM skill_deltas ORDER BY created_at, rowid").fetchall()
+        return [dict(zip(cols, r)) for r in rows]
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{p}: {exc}") from exc
+    finally:
+        conn.close()
+
+
 class Store:
     """A handle on one overlay database. Use `Store.open(...)`; thread-safe for one process."""
 
@@ -530,6 +623,7 @@ class Store:
         self._depth = 0
         self._erasing = False
         self.erasure_pending = False  # a forget's erased rows may still be in the WAL (a reader held it)
+        self.readonly = False
         self._forget_hooks: list[Callable[[list[str]], None]] = []
         self._change_hooks: list[Callable[[list[str]], None]] = []
         self._changed: list[str] = []  # delta ids whose state changed in the open transaction
@@ -537,29 +631,41 @@ class Store:
     # ----------------------------------------------------------------------------- open / close
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, research: bool = False,
-             auto_approve: bool = False) -> "Store":
-        """Open (creating or migrating forward) the database at `path` (default: `default_db_path()`)."""
+    def open(cls, path: str | os.PathLike | None = None, *, research: bool = False, auto_approve: bool = False,
+             readonly: bool = False, create: bool = True) -> "Store":
+        """Open (creating or migrating forward) the database at `path` (default: `default_db_path()`).
+
+        Before any write, a read-only look: a file that is not SQLite, is corrupt, was written by a newer
+        overlay_kit, or holds another program's schema (a GAIA memory.db) is refused with its bytes untouched.
+        `readonly=True` opens without writing anything (read-only media; writes raise `StoreError`);
+        `create=False` (and `readonly`) refuse a missing file with "no database at PATH" instead of creating
+        it and its folders."""
         target = str(default_db_path() if path is None else Path(path).expanduser())
         memory = target == ":memory:"
         if not memory:
             p = Path(target)
             if p.is_dir():
                 raise StoreError(f"{target}: is a directory, not an overlay database")
+            if not p.exists() and (readonly or not create):
+                raise StoreError(f"no database at {target}")
             if p.exists() and p.stat().st_size > 0:
                 with open(p, "rb") as fh:
                     if fh.read(16) != SQLITE_MAGIC:
                         raise StoreError(f"{target}: not an SQLite database (bad header); refusing to touch it")
-            else:
-                p.parent.mkdir(parents=True, exist_ok=True)
+                _inspect(p)
+            elif not readonly:
+                try:
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"{target}: cannot create its folder: {exc.strerror or exc}") from exc
         store = None
         try:
-            conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                   check_same_thread=False)
+            conn = _connect(target, readonly=readonly and not memory)
         except sqlite3.Error as exc:
             raise StoreError(f"{target}: cannot open: {exc}") from exc
         try:
             store = cls(conn, target, research=research, auto_approve=auto_approve)
+            store.readonly = readonly
             conn.create_function("overlay_erasing", 0, lambda: 1 if store._erasing else 0)
             try:
                 ok = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
@@ -568,21 +674,38 @@ class Store:
             if ok != "ok":
                 raise StoreError(f"{target}: database is corrupt ({ok}); refusing to touch it")
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if readonly:
+                conn.execute("PRAGMA query_only = ON")
+                store._check_schema()
+                return store
             if not memory:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise StoreError(f"{target}: cannot switch to WAL journal (got {mode})")
             conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA secure_delete = ON")
             store._migrate()
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise StoreError(f"{target}: {exc}") from exc
+            raise StoreError(f"{target}: {_why(exc)}") from exc
         except BaseException:
             conn.close()
             raise
         return store
+
+    def _check_schema(self) -> None:
+        """Read-only: the file is ours and not newer than this code (a missing history = an empty store)."""
+        tables = {n for (n,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "schema_history" not in tables:
+            if tables:
+                raise StoreError(f"{self.path}: not an overlay_kit database ({_foreign(tables)})")
+            raise StoreError(f"{self.path}: an empty database; nothing to read")
+        newer = sorted({v for (v,) in self.conn.execute("SELECT version FROM schema_history")}
+                       - {m.version for m in MIGRATIONS})
+        if newer:
+            raise StoreError(f"{self.path}: written by a newer overlay_kit (schema {newer}); refusing to open it "
+                             "with this version")
 
     def close(self) -> None:
         if self.erasure_pending:
@@ -628,27 +751,42 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic unit of writes (`BEGIN IMMEDIATE`); nested calls become savepoints."""
+        """One atomic unit of writes (`BEGIN IMMEDIATE`); nested calls become savepoints. A fault of the medium
+        (disk full, read-only, I/O error, locked past the timeout) rolls back and raises `StoreError` naming
+        the path: nothing partial is written."""
         with self._lock:
             depth = self._depth
             self._depth += 1
             try:
                 if depth == 0:
-                    self.conn.execute("BEGIN IMMEDIATE")
+                    self._fault_safe("BEGIN IMMEDIATE")
                 else:
                     self.conn.execute(f"SAVEPOINT sp{depth}")
                 try:
                     yield self.conn
-                except BaseException:
-                    if depth == 0:
-                        self.conn.execute("ROLLBACK")
-                        self._changed.clear()
-                    else:
-                        self.conn.execute(f"ROLLBACK TO sp{depth}")
-                        self.conn.execute(f"RELEASE sp{depth}")
+                except BaseException as exc:
+                    try:
+                        if depth == 0:
+                            self.conn.execute("ROLLBACK")
+                            self._changed.clear()
+                        else:
+                            self.conn.execute(f"ROLLBACK TO sp{depth}")
+                            self.conn.execute(f"RELEASE sp{depth}")
+                    except sqlite3.Error:
+                        pass  # the failed statement already ended the transaction
+                    if _fault(exc):
+                        raise StoreError(f"{self.path}: {_why(exc)}; nothing was written") from exc
                     raise
                 if depth == 0:
-                    self.conn.execute("COMMIT")
+                    try:
+                        self._fault_safe("COMMIT")
+                    except StoreError:
+                        try:
+                            self.conn.execute("ROLLBACK")
+                        except sqlite3.Error:
+                            pass
+                        self._changed.clear()
+                        raise
                 else:
                     self.conn.execute(f"RELEASE sp{depth}")
             finally:
@@ -658,6 +796,14 @@ class Store:
         if depth == 0 and changed and not self._erasing:
             for hook in self._change_hooks:
                 hook(list(dict.fromkeys(changed)))
+
+    def _fault_safe(self, sql: str) -> None:
+        try:
+            self.conn.execute(sql)
+        except sqlite3.Error as exc:
+            if _fault(exc):
+                raise StoreError(f"{self.path}: {_why(exc)}; nothing was written") from exc
+            raise
 
     # ---------------------------------------------------------------------------------- audit
 
@@ -1110,9 +1256,14 @@ class Store:
     def finish_erasure(self) -> bool:
         """Checkpoint and truncate the WAL so erased rows leave it. False (and `erasure_pending`) when another
         connection's open read transaction prevents it; the next call, or `close()`, tries again."""
-        if self.path == ":memory:":
+        if self.path == ":memory:" or self.readonly:
             return True
-        busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        try:
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:  # e.g. disk full: the rows are gone, the WAL keeps them until it works
+            log.warning("%s: checkpoint failed (%s); the erased text stays in the WAL until it succeeds",
+                        self.path, exc)
+            busy = (1,)
         self.erasure_pending = bool(busy and busy[0])
         if self.erasure_pending:
             log.warning("%s: another connection holds a read transaction; the erased text stays in %s-wal until "
