@@ -750,9 +750,39 @@ def rebase_report(old, new, policy: str) -> dict:
     }
 
 
+def _rebase_side(ref: str, warnings: list[str]):
+    """A skill for the body rebase: strictly validated if it can be; else (a path whose frontmatter fails
+    strict validation) its body alone, with a warning — the body rebase needs only the body."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from .skill import SkillValidationError, read_unvalidated
+
+    try:
+        return find_skill(ref)
+    except SkillValidationError as exc:
+        file = Path(ref) / "SKILL.md" if Path(ref).is_dir() else Path(ref)
+        if not file.is_file():
+            raise
+        fm, body = read_unvalidated(file)
+        gaia = fm.get("metadata", {}).get("gaia", {}) if isinstance(fm.get("metadata"), dict) else {}
+        version = fm.get("version") or (gaia.get("version") if isinstance(gaia, dict) else None)
+        warnings.append(f"{file} fails strict validation ({exc}); rebasing its body only")
+        return SimpleNamespace(path=file, name=str(fm.get("name") or file.parent.name), body=body,
+                               version=None if version is None else str(version), frontmatter=fm, tools=(),
+                               allowed_tools=(), capability_bearing=False)
+
+
 def cmd_rebase(args: argparse.Namespace) -> int:
-    old, new = find_skill(args.old), find_skill(args.new)
+    warnings: list[str] = []
+    old, new = _rebase_side(args.old, warnings), _rebase_side(args.new, warnings)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.apply and warnings:
+        raise ValueError("--apply needs both versions to pass strict validation (see the warnings)")
     report = rebase_report(old, new, args.policy)
+    if warnings:
+        report["warnings"] = warnings
     if args.apply:
         return apply_rebase(args, old, new, report)
     if args.json:

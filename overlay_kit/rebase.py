@@ -357,7 +357,8 @@ def _context(sections: Sequence[Section], i: int, width: int = 80) -> tuple[str,
 
 
 def _ratio(a: str, b: str) -> float:
-    return fuzz.ratio(a, b) / 100.0
+    """Similarity in [0, 1]; two empty texts are no evidence (0), not a perfect match (`fuzz.ratio` says 100)."""
+    return fuzz.ratio(a, b) / 100.0 if a or b else 0.0
 
 
 @dataclass(frozen=True)
@@ -413,20 +414,22 @@ class _Cache:
 
 
 def _default_embedder():
+    """The bundled static embedder through numpy (`retrieval.static_embedder`): the same vectors as
+    `load_embedder()` without importing torch and sentence-transformers (seconds per CLI call)."""
     try:
-        from .retrieval import load_embedder
+        from .retrieval import static_embedder
     except ImportError as exc:  # the retrieval module ships the default embedder
         raise RuntimeError("the embedding policy needs an embedder: pass embedder=… (anything with "
                            ".encode(list[str]) -> vectors)") from exc
-    return load_embedder()
+    return static_embedder()
 
 
 @dataclass(frozen=True)
 class EmbeddingPolicy(SectionPolicy):
     """`section`, plus a proposal for each orphan: the new section whose embedding (heading + body) is
     nearest by cosine, if at least `min_score`. `embedder`: anything with `.encode(list[str]) -> vectors`
-    (a sentence-transformers model, `retrieval.TextEmbedder`); default `overlay_kit.retrieval.load_embedder()`
-    (the bundled offline static embedder), built on first use."""
+    (a sentence-transformers model, `retrieval.TextEmbedder`); default `overlay_kit.retrieval.static_embedder()`
+    (the bundled offline static embedder through numpy: no torch import), built on first use."""
 
     embedder: Any = None
     min_score: float = 0.85

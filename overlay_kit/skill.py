@@ -490,6 +490,16 @@ def load_skill(path: str | os.PathLike, *, root: str | None = None) -> Skill:
     return skill
 
 
+def read_unvalidated(path: str | os.PathLike) -> tuple[dict, str]:
+    """(frontmatter, body) of a SKILL.md without the Agent Skills / metadata.gaia checks — for tools that need
+    only the body (a rebase over real histories). Format errors (unreadable, no frontmatter, broken YAML,
+    an alias bomb) still raise `SkillFormatError`."""
+    file = _skill_file(path)
+    fm_text, body, _ = split_frontmatter(_read_text(file), file)
+    data = _load_yaml(fm_text, file, 2).data
+    return (dict(data) if isinstance(data, Mapping) else {}), body
+
+
 def check_skill(path: str | os.PathLike) -> list[SkillError]:
     """Every problem with one skill as a list of located errors (empty when valid). Never raises."""
     file = _skill_file(path)

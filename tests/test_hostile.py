@@ -6,6 +6,7 @@ document's section list against the authored one.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 import pytest
@@ -236,3 +237,49 @@ def test_forget_says_honestly_when_a_reader_holds_the_wal(tmp_path):
     assert _raw_hits(db) == {"db": 0, "-wal": 0, "-shm": 0}, _raw_hits(db)
     reader.close()
     store.close()
+
+
+# ------------------------------------------------------------------------------- rebase on real histories
+
+
+def test_fuzzy_never_proposes_on_empty_versus_empty():
+    from overlay_kit import rebase
+
+    old = "Intro.\n\n## Alpha\n\n## Beta\n\nBeta text that stays.\n"
+    new = "## Gamma\n\n## Beta\n\nBeta text that stays.\n\n## Delta\n"
+    plan = rebase.plan(old, new, "fuzzy")
+    alpha = plan.by_section["alpha"]
+    assert alpha.state == "orphaned" and alpha.proposal is None  # heading-only: nothing to match on
+    assert rebase._ratio("", "") == 0.0 and rebase._ratio("a", "a") == 1.0
+
+
+def test_rebase_cli_rebases_bodies_whose_frontmatter_fails_strict_validation(tmp_path, capsys):
+    from overlay_kit.cli import main
+
+    def write(d, body, name="mail"):
+        d.mkdir(parents=True)
+        (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: d\nmetadata:\n  gaia:\n    version: '1'\n---\n"
+                                    + body)
+        return d
+
+    old = write(tmp_path / "v1" / "mail", "# Mail\n\n## Triage\n\nSort it.\n")
+    new = write(tmp_path / "v2" / "Mail_Skill", "# Mail\n\n## Triage\n\nSort it, fast.\n", name="Mail Skill")
+    code = main(["rebase", str(old), str(new), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out)
+    assert "warning:" in err and "strict validation" in err and report["warnings"]
+    assert report["counts"].get("stale", 0) + report["counts"].get("clean", 0) >= 2
+    assert main(["rebase", str(old), str(new), "--apply", "--yes", "--db", str(tmp_path / "o.db")]) == 1
+
+
+def test_embedding_policy_default_needs_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from overlay_kit import rebase; "
+            "p = rebase.plan('## A\\n\\nalpha text\\n', '## B\\n\\nalpha text here\\n', 'embedding'); "
+            "print(sorted(m for m in ('torch', 'sentence_transformers') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
