@@ -323,8 +323,11 @@ def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | 
     authored text after it)."""
     want = [(s.level, s.heading, s.slug) for s in sections if s.level > 0]
     got = [(s.level, s.heading, s.slug) for s in anchor_mod.parse(r.text) if s.level > 0]
-    if any(p.state != "clean" for p in picks):  # the block comes last (its slug may be numbered)
-        want.append((2, budget_mod.BLOCK_HEADING[3:], got[-1][2] if got else BLOCK_SLUG))
+    block = any(p.state != "clean" for p in picks)
+    if block and got and got[-1][:2] == (2, budget_mod.BLOCK_HEADING[3:]):  # its slug may be numbered
+        got = got[:-1]
+    elif block:
+        return "the learned adjustments block would not be a section of its own (an open block swallows it)"
     if got != want:
         lost = [w[2] for w in want if w not in got]
         extra = [g[2] for g in got if g not in want]
