@@ -356,9 +356,10 @@ def _context(sections: Sequence[Section], i: int, width: int = 80) -> tuple[str,
     return before, after
 
 
-def _ratio(a: str, b: str) -> float:
-    """Similarity in [0, 1]; two empty texts are no evidence (0), not a perfect match (`fuzz.ratio` says 100)."""
-    return fuzz.ratio(a, b) / 100.0 if a or b else 0.0
+def _ratio(a: str, b: str, empty: float = 0.0) -> float:
+    """Similarity in [0, 1]. Two empty bodies or headings are no evidence (0), not a perfect match (`fuzz.ratio`
+    says 100); for context, two empty neighbours (both at the document's start or end) are (`empty=1`)."""
+    return fuzz.ratio(a, b) / 100.0 if a or b else empty
 
 
 @dataclass(frozen=True)
@@ -378,7 +379,7 @@ class FuzzyPolicy(SectionPolicy):
         if 40 <= len(qa) < len(qb):  # the quote may now sit inside a longer section (merge)
             quote = max(quote, fuzz.partial_ratio(qa, qb) / 100.0 * (0.9 if len(qa) < 0.8 * len(qb) else 1.0))
         (pa, sa), (pb, sb) = update.contexts[0][i], update.contexts[1][j]
-        context = (_ratio(pa, pb) + _ratio(sa, sb)) / 2
+        context = (_ratio(pa, pb, 1.0) + _ratio(sa, sb, 1.0)) / 2
         wq, wc, wh = self.weights
         return wq * quote + wc * context + wh * _ratio(o.heading.casefold(), n.heading.casefold())
 
