@@ -283,16 +283,35 @@ _WEAK: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"guidance|guidelines?|directives?|polic(?:y|ies)|rules|configuration|programming|prompt|safeguards?|"
      r"restrictions?)\b"),
     ("authority", r"\b(?:administrator|admin|compliance team|security team|legal team|it (?:department|team)|"
-                  r"operator|developers?|system owner|management)\b"),
+                  r"operator|developers?|system owner|management)\b"
+                  r"|\byour (?:operator|owner|admin|administrator|developer|creator|principal|maker)\b"
+                  r"|\bthe (?:person|people|human|company) you (?:work for|serve|assist)\b"
+                  r"|\b(?:signed off|authori[sz]ed (?:this|it|you)|approved (?:this|it) (?:already|in advance))\b"),
     ("secrecy", r"\b(?:without (?:mentioning|telling|saying|letting|informing|noting|flagging|asking)|"
-                r"(?:don'?t|do not|never) (?:mention|tell|say|flag|report)|secretly|quietly|silently|between us|"
-                r"covertly|discreetly|nobody needs to know|no one needs to know)\b"),
-    ("addresses the agent", r"(?:^|[,.!:;]\s*|\b(?:hey|hi|dear|attention|note to( the)?)\s+|\bthe )(?:assistant|ai|"
-                            r"bot|agent|model|llm|chatbot|copilot)\b"),
-    ("sends it out", r"\b(?:send|forward|copy|bcc|upload|share|transfer|wire|pay|post)\b[^.\n]{0,60}?(?:\bto me\b|"
-                     r"@|https?://|\bexternal\b|\boutside\b|\bpartner\b|\battached invoice\b)"),
+                r"(?:don'?t|do not|never) (?:mention|tell|say|flag|report|bring (?:it|this) up|log)|secretly|quietly|"
+                r"silently|between us|covertly|discreetly|nobody needs to know|no one needs to know|"
+                r"(?:nobody|no one) will (?:check|notice|know|see)|keep (?:it|this) (?:quiet|to yourself))\b"),
+    ("addresses the agent", r"(?:^|[,.!:;]\s*|\b(?:hey|hi|dear|attention|note to( the)?|note for( the)?|to|for|"
+                            r"if you are)\s+(?:the |an? |any )?)(?:assistant|ai|bot|agent|model|llm|chatbot|copilot|"
+                            r"language model)\b"
+                            r"|\b(?:ai|assistant|agent|model|bot)s? (?:reading|processing|summari[sz]ing|handling) "
+                            r"(?:this|these)\b"),
+    ("sends it out", r"\b(?:send|forward|copy|bcc|upload|share|transfer|wire|pay|post|email|mail|sync)\b[^.\n]{0,60}?"
+                     r"(?:\bto me\b|@|https?://|\bexternal\b|\boutside\b|\bpartner\b|\battached invoice\b|"
+                     r"\b(?:shared|public) (?:drive|folder|link|doc)|\blink below\b|\bover to\b)"),
     ("switches mode", r"\b(?:new plan|from now on|from this point|going forward|henceforth|effective immediately|"
-                      r"starting now)\b"),
+                      r"starting now|just this once)\b"),
+    ("takes precedence", r"\b(?:outranks?|takes? precedence over|overrides?|supersedes?|trumps?|more important than|"
+                         r"comes? before)\b[^.\n]{0,40}\b(?:the user|your user|the owner|your (?:instructions|rules|"
+                         r"guidelines)|any (?:other )?(?:instructions|rules|requests))"),
+    ("collects data", r"\b(?:collect|gather|compile|harvest|export|dump|extract|copy)\b[^.\n]{0,30}\b(?:contacts?|"
+                      r"calendar|passwords?|credentials|phone numbers|addresses|every attachment|all attachments|"
+                      r"inbox|(?:all|every) (?:emails?|messages?|documents?|files?|records?))\b"),
+    ("relaxes a safeguard", r"\b(?:confirmations?|approvals?|reviews?|checks?|safeguards?|limits?|restrictions?) "
+                            r"(?:are|is) (?:now )?(?:optional|unnecessary|not needed|disabled|off|lifted|waived)\b"
+                            r"|\b(?:don'?t|do not|no need to|never) (?:stick to|follow|apply|respect|obey|check)\b"
+                            r"[^.\n]{0,20}\b(?:your|the usual|the|any) (?:\w+ )?(?:guidelines|rules|instructions|"
+                            r"limits|policies|policy|restrictions|checks)\b"),
 ))
 _MARKUP = re.compile(
     r"<\|[A-Za-z_]+\|>|</?(?:system|assistant|user|tool|tool_call|tool_result|function_call|function|im_start|"
