@@ -711,6 +711,16 @@ def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, secti
                        warnings=warnings, dry_run=True)
 
 
+def _allowed_rules(store, rules: Iterable[Rule], custom_rules: bool) -> tuple[Rule, ...]:
+    """`rules` if the caller may use them (every write path calls this): `RULES`, or any other list with
+    `custom_rules=True` on a research store."""
+    rules = tuple(rules)
+    if rules != RULES and not (custom_rules and getattr(store, "research", False)):
+        raise GateError("custom gate rules are research-only: pass custom_rules=True to a store opened with "
+                        "research=True")
+    return rules
+
+
 def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
           provenance: Provenance | str | Mapping | None, scope: str = "user",
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
@@ -722,10 +732,7 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
     `rules` other than `RULES` are for research: they need `custom_rules=True` AND a store opened with
     `research=True` (`GateError` otherwise). Whatever they decide, the store still refuses an untrusted delta
     that is not quarantined, and a scan-flagged one that starts active."""
-    rules = tuple(rules)
-    if rules != RULES and not (custom_rules and getattr(store, "research", False)):
-        raise GateError("custom gate rules are research-only: pass custom_rules=True to a store opened with "
-                        "research=True")
+    rules = _allowed_rules(store, rules, custom_rules)
     p = _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings)
     verdict, warnings = decide(p, rules)
     if verdict.outcome in ("refused", "session_only"):

@@ -826,21 +826,7 @@ class Store:
 
     def _insert_delta(self, delta: Delta, seal: bytes | None = None) -> Undo:
         """Private: store a delta that passed the gates. Refused without the gates' seal for this delta."""
-        if seal is None or not verify_seal(delta, seal):
-            raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
-                                  "this one has no valid gate seal")
-        if delta.status not in ("staged", "quarantined", "active"):
-            raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
-        if (delta.status == "quarantined") == delta.provenance.trusted:  # whatever rules sealed it
-            raise StoreError(f"delta {delta.id}: {delta.provenance.source} provenance starts "
-                             f"{'staged or active' if delta.provenance.trusted else 'quarantined'}, not "
-                             f"{delta.status}")
-        if delta.status == "active" and delta.findings:
-            raise StoreError(f"delta {delta.id}: the injection scan flagged it; it starts staged, never active")
-        try:
-            payload = validate_payload(delta.kind, delta.payload, research=self.research)
-        except GrammarError as exc:  # defence in depth: the gates already checked this
-            raise StoreError(f"delta {delta.id}: {exc}") from exc
+        payload = self._admit(delta, seal)
         approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
         with self.transaction():
             try:
@@ -859,27 +845,33 @@ class Store:
         return self._handle("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),),
                             (delta.id,))
 
+    def _admit(self, delta: Delta, seal: bytes | None) -> dict:
+        """What every new delta must satisfy, whichever gate rules sealed it (a batch insert must check each
+        row with this too): the gates' seal for exactly this delta; a starting status; untrusted provenance
+        starts quarantined and trusted never does; a scan-flagged delta never starts active. Returns the
+        payload in canonical form."""
+        if seal is None or not verify_seal(delta, seal):
+            raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
+                                  "this one has no valid gate seal")
+        if delta.status not in ("staged", "quarantined", "active"):
+            raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
+        if (delta.status == "quarantined") == delta.provenance.trusted:  # whatever rules sealed it
+            raise StoreError(f"delta {delta.id}: {delta.provenance.source} provenance starts "
+                             f"{'staged or active' if delta.provenance.trusted else 'quarantined'}, not "
+                             f"{delta.status}")
+        if delta.status == "active" and delta.findings:
+            raise StoreError(f"delta {delta.id}: the injection scan flagged it; it starts staged, never active")
+        try:
+            return validate_payload(delta.kind, delta.payload, research=self.research)
+        except GrammarError as exc:  # defence in depth: the gates already checked this
+            raise StoreError(f"delta {delta.id}: {exc}") from exc
+
     def _insert_deltas(self, deltas: Sequence[Delta], seals: Sequence[bytes]) -> list[tuple[Delta, Undo]]:
         """Private: `_insert_delta` for a batch (every seal and payload checked first), rows and audit rows
         written with `executemany` in one transaction. Returns each delta as stored, with its undo."""
         rows, audit, out = [], [], []
         for delta, seal in zip(deltas, seals, strict=True):
-            if seal is None or not verify_seal(delta, seal):
-                raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
-                                      "this one has no valid gate seal")
-            if delta.status not in ("staged", "quarantined", "active"):
-                raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
-            if (delta.status == "quarantined") == delta.provenance.trusted:  # whatever rules sealed it
-                raise StoreError(f"delta {delta.id}: {delta.provenance.source} provenance starts "
-                                 f"{'staged or active' if delta.provenance.trusted else 'quarantined'}, not "
-                                 f"{delta.status}")
-            if delta.status == "active" and delta.findings:
-                raise StoreError(f"delta {delta.id}: the injection scan flagged it; it starts staged, never "
-                                 "active")
-            try:
-                payload = validate_payload(delta.kind, delta.payload, research=self.research)
-            except GrammarError as exc:  # defence in depth: the gates already checked this
-                raise StoreError(f"delta {delta.id}: {exc}") from exc
+            payload = self._admit(delta, seal)
             approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
             text = dumps(payload)
             rows.append((delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind,
