@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .anchor import BODY, Anchor, parse
+from .anchor import BODY, PREAMBLE, Anchor, parse
 from .display import write_result_html, write_result_text
 from .grammar import (
     RESEARCH_KINDS,
@@ -595,6 +595,9 @@ def known_section(p: Submission):
     if p.section not in slugs:
         return _refuse("known_section", f"section {p.section!r} does not exist in {p.skill.name}; "
                                         f"valid sections: {', '.join(slugs)}")
+    if p.section == PREAMBLE and not _sections(p.skill.body)[0].text.strip():
+        return _refuse("known_section", f"{p.skill.name} has no text before its first heading: {PREAMBLE} is "
+                                        "empty and carries no lesson; name a section")
     return None
 
 

@@ -124,6 +124,7 @@ class Plan:
     policy: str
     body_changed: bool
     decisions: tuple[Decision, ...]
+    blank: frozenset[str] = frozenset()  # old sections with no text (an empty `_preamble`): they carry no delta
 
     @cached_property
     def by_section(self) -> Mapping[str, Decision]:
@@ -141,8 +142,9 @@ class Plan:
         return d
 
     def counts(self) -> Counter:
-        return Counter(d.state for d in self.decisions) + Counter(
-            "proposed" for d in self.decisions if d.proposal is not None)
+        """Decisions per state (and proposals), over the sections that can carry a delta."""
+        live = [d for d in self.decisions if d.section not in self.blank]
+        return Counter(d.state for d in live) + Counter("proposed" for d in live if d.proposal is not None)
 
 
 # ------------------------------------------------------------------------------------------ update
@@ -490,7 +492,8 @@ def plan(old_body: str | Sequence[Section], new_body: str | Sequence[Section],
 
 def plan_update(update: Update, policy: str | Policy) -> Plan:
     p = get_policy(policy)
-    return Plan(p.name, update.body_changed, tuple(p.decide(update)))
+    return Plan(p.name, update.body_changed, tuple(p.decide(update)),
+                frozenset(s.slug for s in update.old if not s.text.strip()))
 
 
 # ------------------------------------------------------------------------------ deltas and narrowing

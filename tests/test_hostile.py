@@ -283,3 +283,17 @@ def test_embedding_policy_default_needs_no_torch():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def test_an_empty_preamble_carries_no_delta_and_is_not_counted(tmp_path):
+    from overlay_kit import rebase
+
+    skill = make_skill(body="# T\n\n## A\n\nalpha\n")
+    with Store.open(tmp_path / "o.db") as store:
+        r = gates.learn(store, skill, "preference", {"body": "x"}, section="_preamble",
+                        provenance="user_instruction")
+        assert (r.outcome, r.rule) == ("refused", "known_section") and "empty" in r.message
+    plan = rebase.plan(skill.body, "# T\n\n## A\n\nalpha, changed\n", "section")
+    assert "_preamble" in plan.by_section and sum(plan.counts()[k] for k in ("clean", "stale", "orphaned")) == 2
+    with_intro = make_skill(body="Intro text.\n\n## A\n\nalpha\n")
+    assert sum(rebase.plan(with_intro.body, with_intro.body + "more\n", "section").counts().values()) == 2
