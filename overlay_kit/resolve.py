@@ -255,6 +255,7 @@ def _overrides(picks: list[_Pick], notes: list[Note]) -> list[_Pick]:
 class _Rendered:
     text: str
     pieces: tuple[tuple[int, str], ...]  # (offset, text) of every inserted piece
+    last_start: int = 0  # where the last authored section starts in `text`
 
 
 def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
@@ -266,8 +267,9 @@ def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
     block: list[_Pick] = []
     for p in sorted(picks, key=lambda p: render_key(p.delta)):
         (under.setdefault(p.section.slug, []) if p.state == "clean" else block).append(p)
-    out, pieces, at = [], [], 0
+    out, pieces, at, last_start = [], [], 0, 0
     for i, s in enumerate(sections):
+        last_start = at
         out.append(s.text)
         at += len(s.text)
         if s.slug in under:
@@ -282,7 +284,7 @@ def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
         piece = _gap(out[-1] if out else "") + _block(block)
         out.append(piece)
         pieces.append((at, piece))
-    return _Rendered("".join(out), tuple(pieces))
+    return _Rendered("".join(out), tuple(pieces), last_start)
 
 
 def _tokens(r: _Rendered, authored: int) -> int:
@@ -317,10 +319,10 @@ def _context(p: _Pick) -> str:
 def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | None:
     """Why the effective text does not keep the authored structure, or None when it does.
 
-    Two checks over the WHOLE effective document: its section list (level, heading, slug) is the authored
-    one, plus the block heading when stale lines render; and no top-level Markdown block crosses the edge
-    of an inserted piece (a piece swallowed by an open fence or HTML block, or a piece that swallows the
-    authored text after it)."""
+    The WHOLE effective document's section list (level, heading, slug) must be the authored one, plus the
+    block heading when stale lines render (a lost, added or renamed section anywhere falls back); and no
+    top-level Markdown block may cross the edge of a piece inserted after the last authored section (one
+    swallowed by an open fence or HTML block at the end of the body)."""
     want = [(s.level, s.heading, s.slug) for s in sections if s.level > 0]
     got = [(s.level, s.heading, s.slug) for s in anchor_mod.parse(r.text) if s.level > 0]
     block = any(p.state != "clean" for p in picks)
@@ -334,14 +336,20 @@ def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | 
         return ("the effective text's sections differ from the authored ones"
                 + (f"; missing: {', '.join(lost)}" if lost else "") + (f"; added: {', '.join(extra)}" if extra
                                                                         else ""))
-    tops = [t.map for t in _block_parser().parse(r.text) if t.level == 0 and t.map]
+    # Only the last authored section can end inside an open construct (a fence, an HTML block) that would
+    # swallow what follows: anything open earlier would have swallowed the next heading, which is a section
+    # boundary. So the pieces from the last section on are checked block by block, on that tail alone.
+    tail = r.text[r.last_start:]
+    tops = [t.map for t in _block_parser().parse(tail) if t.level == 0 and t.map]
     starts = {m[0] for m in tops}
     for at, piece in r.pieces:
+        if at < r.last_start:
+            continue
         gap = len(piece) - len(piece.lstrip("\r\n"))
-        first = len(anchor_mod.split_lines(r.text[:at + gap]))
-        end = len(anchor_mod.split_lines(r.text[:at + len(piece)]))
+        first = len(anchor_mod.split_lines(tail[:at - r.last_start + gap]))
+        end = len(anchor_mod.split_lines(tail[:at - r.last_start + len(piece)]))
         if first not in starts or any(m[0] < first < m[1] or (first <= m[0] < end < m[1]) for m in tops):
-            return f"learned lines at line {first + 1} would not stay outside the authored blocks"
+            return "learned lines after the last authored section would not stay outside its open block"
     return None
 
 
