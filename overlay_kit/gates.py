@@ -804,10 +804,7 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
             rows.append(lesson if isinstance(lesson, Lesson) else Lesson.from_dict(lesson))
         except ValueError as exc:
             raise ValueError(f"lesson {i}: {exc}") from exc
-    rules = tuple(rules)
-    if rules != RULES and not (custom_rules and getattr(store, "research", False)):
-        raise GateError("custom gate rules are research-only: pass custom_rules=True to a store opened with "
-                        "research=True")
+    rules = _allowed_rules(store, rules, custom_rules)
     decided = []
     for r in rows:
         p = _proposal(store, skill, r.kind, r.payload, r.section, r.provenance, r.scope, r.evidence, r.incognito,
