@@ -26,8 +26,6 @@ import string
 import unicodedata
 from functools import lru_cache
 
-from markdown_it import MarkdownIt
-
 __all__ = ["block_structure", "fold", "hidden_chars", "is_hidden", "markdown_line", "views", "visible"]
 
 # Bidi controls, zero-width characters, tag characters, variation selectors, interlinear annotation, BOM,
@@ -78,7 +76,9 @@ def markdown_line(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _blocks() -> MarkdownIt:
+def _blocks():
+    from markdown_it import MarkdownIt  # on use: resolving and displaying never need it here
+
     return MarkdownIt("commonmark").disable("inline")
 
 
