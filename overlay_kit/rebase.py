@@ -377,7 +377,9 @@ class FuzzyPolicy(SectionPolicy):
     def score(self, update: Update, i: int, j: int) -> float:
         o, n = update.old[i], update.new[j]
         qa, qb = update.flat[0][i], update.flat[1][j]
-        quote = _ratio(qa, qb)
+        # Two heading-only sections: their headings are the only text to compare (two empty bodies are no
+        # evidence — `fuzz.ratio("", "")` is 100 — so `_preamble` or any heading-only section is not a match)
+        quote = _ratio(qa, qb) if qa or qb else _ratio(o.heading.casefold(), n.heading.casefold())
         if 40 <= len(qa) < len(qb):  # the quote may now sit inside a longer section (merge)
             quote = max(quote, fuzz.partial_ratio(qa, qb) / 100.0 * (0.9 if len(qa) < 0.8 * len(qb) else 1.0))
         (pa, sa), (pb, sb) = update.contexts[0][i], update.contexts[1][j]
