@@ -25,7 +25,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 from markdown_it import MarkdownIt
 
@@ -66,7 +65,7 @@ class Figures:
     total_seconds: float = 0.0
     failures: list = field(default_factory=list)
 
-    def add(self, other: "Figures") -> None:
+    def add(self, other: Figures) -> None:
         for k in ("cases", "deltas", "structure_changes", "wrong_fallbacks", "errors", "fallbacks", "over_1s",
                   "total_seconds"):
             setattr(self, k, getattr(self, k) + getattr(other, k))

@@ -77,7 +77,9 @@ def markdown_line(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def _blocks():
-    from markdown_it import MarkdownIt  # on use: resolving and displaying never need it here
+    from markdown_it import (
+        MarkdownIt,  # on use: resolving and displaying never need it here
+    )
 
     return MarkdownIt("commonmark").disable("inline")
 
@@ -105,7 +107,7 @@ def block_structure(text: str) -> list[str]:
 # ------------------------------------------------------------------------------------------ folding
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|\x9b[0-?]*[ -/]*[@-~]")
-_COMMENT = re.compile(r"<!--(.*?)(?:-->|\Z)", re.S)
+_COMMENT = re.compile(r"<!--(.*?)(?:-->|\Z)", re.DOTALL)
 # Latin look-alikes that NFKC leaves alone (Cyrillic, Greek, Armenian, small capitals, a few symbols).
 _CONFUSABLE = str.maketrans({
     **dict(zip("аеорсухіјѕԁһԛԝӏɡνοαειкмтпгвнзьℓ", "aeopcyxijsdhqwlgvoaeikmtnrbh3bl")),

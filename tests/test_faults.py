@@ -11,7 +11,8 @@ import time
 import pytest
 from overlay_support import MAIL_BODY, TRUSTED, make_skill
 
-from overlay_kit import gates, store as store_mod
+from overlay_kit import gates
+from overlay_kit import store as store_mod
 from overlay_kit.cli import main
 from overlay_kit.skill import Root, SkillFormatError, discover, parse_skill
 from overlay_kit.store import Store, StoreError

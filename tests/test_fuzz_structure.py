@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import fuzz_structure  # noqa: E402
+import fuzz_structure
 
 
 def test_a_seeded_chunk_of_mutated_skills_keeps_its_structure():
