@@ -41,6 +41,7 @@ from .display import effective_html, effective_text, unified_diff
 from .grammar import TIERS, Delta, GrammarError
 from .retrieval import EmbedderUnavailable, Gate, TriggerIndex, gate_for, load_embedder
 from .skill import Skill
+from .textguard import block_parser
 from .tools import Selection, ToolLoader, skill_tier
 
 __all__ = [
@@ -340,7 +341,7 @@ def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | 
     # swallow what follows: anything open earlier would have swallowed the next heading, which is a section
     # boundary. So the pieces from the last section on are checked block by block, on that tail alone.
     tail = r.text[r.last_start:]
-    tops = [t.map for t in _block_parser().parse(tail) if t.level == 0 and t.map]
+    tops = [t.map for t in block_parser().parse(tail) if t.level == 0 and t.map]
     starts = {m[0] for m in tops}
     for at, piece in r.pieces:
         if at < r.last_start:
@@ -351,13 +352,6 @@ def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | 
         if first not in starts or any(m[0] < first < m[1] or (first <= m[0] < end < m[1]) for m in tops):
             return "learned lines after the last authored section would not stay outside its open block"
     return None
-
-
-@lru_cache(maxsize=1)
-def _block_parser():
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark").disable("inline")
 
 
 # ------------------------------------------------------------------------------------------ composing

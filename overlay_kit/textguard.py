@@ -24,9 +24,8 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from functools import lru_cache
 
-__all__ = ["block_structure", "fold", "hidden_chars", "is_hidden", "markdown_line", "views", "visible"]
+__all__ = ["block_parser", "block_structure", "fold", "hidden_chars", "is_hidden", "markdown_line", "views", "visible"]
 
 # Bidi controls, zero-width characters, tag characters, variation selectors, interlinear annotation, BOM,
 # Hangul/Braille fillers: all render as nothing (or reorder what follows) on a terminal or in a browser.
@@ -75,13 +74,11 @@ def markdown_line(text: str) -> str:
     return flat
 
 
-@lru_cache(maxsize=1)
-def _blocks():
-    from markdown_it import (
-        MarkdownIt,  # on use: resolving and displaying never need it here
-    )
+def block_parser():
+    """The anchorer's block-level CommonMark parser (inline parsing off), loaded on first use."""
+    from .anchor import _blocks
 
-    return MarkdownIt("commonmark").disable("inline")
+    return _blocks()
 
 
 _NAMES = {"heading_open": "a heading", "fence": "a code fence", "html_block": "an HTML block",
@@ -95,7 +92,7 @@ def block_structure(text: str) -> list[str]:
     if re.match(r"[ \t]*(?:\r\n|\r|\n)", text):
         out.append("leading blank lines")
     env: dict = {}
-    for tok in _blocks().parse(text, env):
+    for tok in block_parser().parse(text, env):
         name = _NAMES.get(tok.type)
         if name and name not in out:
             out.append(name)
