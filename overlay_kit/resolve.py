@@ -30,6 +30,7 @@ authored base with a typed `error` note. Every decision is a typed `Note`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timezone
@@ -257,25 +258,32 @@ class _Rendered:
     text: str
     pieces: tuple[tuple[int, str], ...]  # (offset, text) of every inserted piece
     last_start: int = 0  # where the last authored section starts in `text`
+    closer: int = -1  # the offset of an inserted fence-closing line (a piece, but not learned lines)
 
 
 def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
     """The authored sections, each followed by its clean-anchored lines; then the Learned adjustments block.
 
     A section's lines are one bullet list; when the next authored heading is indented (2-3 spaces, which a
-    list item would swallow as a continuation), an empty HTML comment closes the list first."""
+    list item would swallow as a continuation), an empty HTML comment closes the list first. A code fence the
+    body leaves open at its very end (it would swallow every appended line) is closed before the lines."""
     under: dict[str, list[_Pick]] = {}
     block: list[_Pick] = []
     for p in sorted(picks, key=lambda p: render_key(p.delta)):
         (under.setdefault(p.section.slug, []) if p.state == "clean" else block).append(p)
-    out, pieces, at, last_start = [], [], 0, 0
+    closer = _fence_closer(sections[-1].text) if picks and sections else ""
+    out, pieces, at, last_start, closed_at = [], [], 0, 0, -1
     for i, s in enumerate(sections):
         last_start = at
         out.append(s.text)
         at += len(s.text)
+        if closer and i == len(sections) - 1:
+            out.append(closer)
+            pieces.append((at, closer))
+            closed_at, at = at, at + len(closer)
         if s.slug in under:
             following = sections[i + 1].text if i + 1 < len(sections) else ""
-            piece = (_gap(s.text) + budget_mod.SECTION_LABEL + "\n\n"
+            piece = (_gap(out[-1]) + budget_mod.SECTION_LABEL + "\n\n"
                      + "".join(budget_mod.item_text(p.delta) for p in under[s.slug]) + "\n"
                      + (LIST_END if following[:1] in (" ", "\t") else ""))
             out.append(piece)
@@ -285,7 +293,24 @@ def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
         piece = _gap(out[-1] if out else "") + _block(block)
         out.append(piece)
         pieces.append((at, piece))
-    return _Rendered("".join(out), tuple(pieces), last_start)
+    return _Rendered("".join(out), tuple(pieces), last_start, closed_at)
+
+
+def _fence_closer(text: str) -> str:
+    """The line that closes a top-level code fence `text` leaves open at its end ('' when none is open)."""
+    if "```" not in text and "~~~" not in text:
+        return ""
+    tokens = [t for t in block_parser().parse(text) if t.level == 0 and t.map]
+    lines = anchor_mod.split_lines(text)
+    if not tokens or tokens[-1].type != "fence" or tokens[-1].map[1] < len(lines):
+        return ""
+    fence = tokens[-1]
+    mark = fence.markup
+    start, end = fence.map
+    closing = re.compile(r" {0,3}" + re.escape(mark[0]) + "{" + str(len(mark)) + r",}[ \t]*(?:\r\n|\r|\n)?\Z")
+    if end - start >= 2 and closing.match(lines[end - 1]):
+        return ""  # closed on the last line
+    return ("" if text.endswith(("\n", "\r")) else "\n") + mark + "\n"
 
 
 def _tokens(r: _Rendered, authored: int) -> int:
@@ -344,7 +369,7 @@ def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | 
     tops = [t.map for t in block_parser().parse(tail) if t.level == 0 and t.map]
     starts = {m[0] for m in tops}
     for at, piece in r.pieces:
-        if at < r.last_start:
+        if at < r.last_start or at == r.closer:
             continue
         gap = len(piece) - len(piece.lstrip("\r\n"))
         first = len(anchor_mod.split_lines(tail[:at - r.last_start + gap]))
