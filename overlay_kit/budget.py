@@ -35,6 +35,7 @@ from .bundled import llama_tokenizer
 from .prompt import (
     count_tokens,  # one token counter for the project: the bundled Llama-2 tokenizer
 )
+from .textguard import markdown_line
 
 __all__ = [
     "BLOCK_HEADING",
@@ -109,21 +110,18 @@ def count_many_following(pieces: Sequence[str]) -> list[int]:
 
 
 def item_text(delta) -> str:
-    """Exactly the Markdown one learned delta renders as: one list item, continuation lines indented.
+    """Exactly the Markdown one learned delta renders as: one list item on ONE line.
 
-    Indenting keeps any heading-, fence- or rule-looking line of a lesson inside its list item, so a
-    learned line can never open a document-level section of its own.
+    The lesson is flattened and escaped by `textguard.markdown_line`, so no line of it can open a heading,
+    fence, HTML block, setext underline or link reference definition: a learned line can never open,
+    close or hide a document-level section, nor re-point an authored reference.
     """
     return _item_text(str(delta.text))
 
 
 @lru_cache(maxsize=65536)
 def _item_text(text: str) -> str:
-    lines = [ln.rstrip() for ln in text.splitlines()] or [""]
-    out = "- " + lines[0].strip()
-    for ln in lines[1:]:
-        out += "\n" + ("  " + ln if ln.strip() else "")
-    return out + "\n"
+    return "- " + markdown_line(text) + "\n"
 
 
 def value_key(delta) -> tuple:

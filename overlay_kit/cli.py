@@ -15,8 +15,24 @@ from collections.abc import Callable, Sequence
 from . import anchor as anchor_mod
 from .skill import SkillError, check_skill, find_skill
 from .store import StoreError
+from .textguard import visible
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+class _Visible:
+    """A text stream that shows every control, bidi and invisible character as `<U+XXXX>` (newlines and
+    tabs kept), so a CR, an ANSI sequence, an RLO or tag characters in a lesson cannot make the terminal show
+    something other than what is stored. `raw` is the stream itself (the effective body of `resolve`)."""
+
+    def __init__(self, stream):
+        self.raw = stream
+
+    def write(self, text: str) -> int:
+        return self.raw.write(visible(text))
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
 
 
 def _emit_json(data) -> None:
@@ -113,6 +129,22 @@ def _open_store(args, **kw):
     from .store import Store
 
     return Store.open(args.db, **kw)
+
+
+def _open_read(args):
+    """For read verbs: never creates the database or its folder ("no database at PATH"); on media that
+    cannot be written (or a file without write permission) it opens read-only."""
+    from .store import Store, StoreError
+
+    try:
+        return Store.open(args.db, create=False)
+    except StoreError as exc:
+        if str(exc).startswith("no database at") or "newer overlay_kit" in str(exc) or "not an " in str(exc):
+            raise
+        try:
+            return Store.open(args.db, readonly=True)
+        except StoreError:
+            raise exc from None
 
 
 def _scalar(text: str):
@@ -309,7 +341,7 @@ def cmd_deltas(args: argparse.Namespace) -> int:
         raise ValueError("--diff needs SKILL (a skill directory, SKILL.md or discovered name)")
     name = _skill_name(args.skill)
     diff = None
-    with _open_store(args) as store:
+    with _open_read(args) as store:
         rows = store.search(name, status=DELTA_FILTERS[args.which], include_superseded=args.superseded)
         path = store.path
         if getattr(args, "diff", False):
@@ -324,7 +356,7 @@ def cmd_deltas(args: argparse.Namespace) -> int:
         flag = f"  [{len(d.findings)} finding(s)]" if d.findings else ""
         print(f"{d.id}  {d.status:<11} {d.skill}#{d.anchor.section}  t{d.tier} {d.kind:<10} "
               f"{d.provenance.source}  {d.success_count}/{d.attempt_count}{flag}")
-        print(f"    {d.text}")
+        print(f"    {visible(d.text, keep_newlines=False)}")
         for f in d.findings:
             print(f"    finding: {f}")
     if diff is not None:
@@ -407,10 +439,14 @@ def cmd_forget(args: argparse.Namespace) -> int:
         raise ValueError("say what to erase: --skill S, --scope S or --all")
     with _open_store(args) as store:
         n = store.forget(skill=_skill_name(args.skill), scope=args.scope, all=args.all)
+    pending = store.erasure_pending  # close() tried once more
     if args.json:
-        _emit_json({"op": "forget", "erased": n})
+        _emit_json({"op": "forget", "erased": n, "wal_pending": pending})
     else:
         print(f"forget: erased {n} delta(s)")
+        if pending:
+            print(f"forget: another process holds a read transaction on {store.path}; the erased text stays in "
+                  f"{store.path}-wal until it ends — run forget again then", file=sys.stderr)
     return 0
 
 
@@ -563,7 +599,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
     from . import budget
     from .resolve import resolve
-    from .store import Store, default_db_path
+    from .store import default_db_path
 
     skill = find_skill(args.skill)
     db = Path(args.db).expanduser() if args.db else default_db_path()
@@ -571,15 +607,25 @@ def cmd_resolve(args: argparse.Namespace) -> int:
               tau=args.tau,
               ceiling=budget.DEFAULT_CEILING if args.ceiling is None else args.ceiling)
     if args.learned and db.exists():
-        with Store.open(db) as store:
-            eff = resolve(skill, store, **kw)
+        try:
+            args.db = str(db)
+            with _open_read(args) as store:
+                eff = resolve(skill, store, **kw)
+        except StoreError as exc:  # unreadable or read-only media: the authored base, and why
+            from dataclasses import replace
+
+            from .resolve import Note
+
+            eff = resolve(skill, None, **kw)
+            eff = replace(eff, learned=True, notes=(Note("store_error", None, f"{exc}: authored base only"),))
     else:
         eff = resolve(skill, None, **kw)
     if args.json:
         _emit_json({"db": str(db) if db.exists() else None, **eff.to_dict()})
         return 0
-    sys.stdout.write(eff.text if eff.text.endswith("\n") else eff.text + "\n")  # notes never glue to the body
-    sys.stdout.flush()
+    raw = getattr(sys.stdout, "raw", sys.stdout)  # the body as is: learned lines in it are made visible already
+    raw.write(eff.text if eff.text.endswith("\n") else eff.text + "\n")  # notes never glue to the body
+    raw.flush()
     print(f"# {eff.skill}: {eff.tokens} tokens (ceiling {eff.ceiling}); skill_tools: "
           f"{', '.join(eff.skill_tools) or '-'}", file=sys.stderr)
     for note in eff.notes:
@@ -630,7 +676,7 @@ def cmd_facts(args: argparse.Namespace) -> int:
     from . import facts as facts_mod
 
     consumers = fact_consumers(args)
-    with _open_store(args) as store:
+    with _open_read(args) as store:
         rep = facts_mod.report(store, consumers)
     lines = rep.inert if args.inert else rep.lines
     if args.json:
@@ -704,9 +750,39 @@ def rebase_report(old, new, policy: str) -> dict:
     }
 
 
+def _rebase_side(ref: str, warnings: list[str]):
+    """A skill for the body rebase: strictly validated if it can be; else (a path whose frontmatter fails
+    strict validation) its body alone, with a warning — the body rebase needs only the body."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from .skill import SkillValidationError, read_unvalidated
+
+    try:
+        return find_skill(ref)
+    except SkillValidationError as exc:
+        file = Path(ref) / "SKILL.md" if Path(ref).is_dir() else Path(ref)
+        if not file.is_file():
+            raise
+        fm, body = read_unvalidated(file)
+        gaia = fm.get("metadata", {}).get("gaia", {}) if isinstance(fm.get("metadata"), dict) else {}
+        version = fm.get("version") or (gaia.get("version") if isinstance(gaia, dict) else None)
+        warnings.append(f"{file} fails strict validation ({exc}); rebasing its body only")
+        return SimpleNamespace(path=file, name=str(fm.get("name") or file.parent.name), body=body,
+                               version=None if version is None else str(version), frontmatter=fm, tools=(),
+                               allowed_tools=(), capability_bearing=False)
+
+
 def cmd_rebase(args: argparse.Namespace) -> int:
-    old, new = find_skill(args.old), find_skill(args.new)
+    warnings: list[str] = []
+    old, new = _rebase_side(args.old, warnings), _rebase_side(args.new, warnings)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.apply and warnings:
+        raise ValueError("--apply needs both versions to pass strict validation (see the warnings)")
     report = rebase_report(old, new, args.policy)
+    if warnings:
+        report["warnings"] = warnings
     if args.apply:
         return apply_rebase(args, old, new, report)
     if args.json:
@@ -791,11 +867,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    streams = sys.stdout, sys.stderr
+    if not getattr(args, "json", False):  # text output is for people: nothing hidden reaches the terminal
+        sys.stdout, sys.stderr = _Visible(sys.stdout), _Visible(sys.stderr)
     try:
         return args.handler(args)
     except (SkillError, StoreError, KeyError, ValueError, OSError) as exc:
         print(f"overlay-kit {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        sys.stdout, sys.stderr = streams
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from .anchor import locate, parse
+from .textguard import visible
 
 __all__ = [
     "DeltaTable",
@@ -48,7 +49,8 @@ _CELL = "padding:2px 8px;border-bottom:1px solid #d0d7de;text-align:left;vertica
 
 
 def esc(value) -> str:
-    return html.escape(str(value), quote=True)
+    """HTML-escaped, with every control, bidi and invisible character shown as `<U+XXXX>`."""
+    return html.escape(visible(str(value)), quote=True)
 
 
 def badge(text: str, colour: str | None = None) -> str:
@@ -98,7 +100,7 @@ def skill_text(skill) -> str:
     lines = [f"Skill {skill.name} {skill.version or ''} ({skill.security_tier}; {len(skill.tools)} tools; "
              f"permissions: {', '.join(map(str, skill.permissions)) or 'none'}{extra})"]
     lines += [f"  {s.slug:<28} {s.digest}  {s.heading}" for s in parse(skill.body)]
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 # ---------------------------------------------------------------------------------------------- delta
@@ -136,11 +138,11 @@ def delta_text(delta, body: str | None = None) -> str:
     state = _anchor_state(delta, body)
     lines = [f"Delta {delta.id} [{delta.status}] {delta.kind} (tier {delta.tier}) on "
              f"{delta.skill}#{delta.anchor.section}" + (f" ({state})" if state else ""),
-             f"  {delta.text}",
+             f"  {visible(delta.text, keep_newlines=False)}",
              f"  provenance: {delta.provenance.source} ({'trusted' if delta.provenance.trusted else 'untrusted'}); "
              f"evidence {delta.success_count}/{delta.attempt_count}"]
     lines += [f"  finding: {f}" for f in delta.findings]
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def deltas_html(deltas: Sequence, bodies: dict[str, str] | None = None, title: str = "") -> str:
@@ -232,9 +234,9 @@ def effective_html(eff) -> str:
 
 def effective_text(eff) -> str:
     notes = [f"  {n}" for n in eff.notes if n.kind != "applied"]
-    return "\n".join([f"EffectiveSkill {eff.skill}: {eff.tokens} tokens" + (f" (ceiling {eff.ceiling})" if eff.ceiling
-                      else "") + f", {len(eff.applied)} learned applied, skill_tools: {', '.join(eff.skill_tools)}",
-                      *notes, "", eff.text.rstrip("\n")])
+    head = (f"EffectiveSkill {eff.skill}: {eff.tokens} tokens" + (f" (ceiling {eff.ceiling})" if eff.ceiling else "")
+            + f", {len(eff.applied)} learned applied, skill_tools: {', '.join(eff.skill_tools)}")
+    return visible("\n".join([head, *notes, "", eff.text.rstrip("\n")]))
 
 
 # ----------------------------------------------------------------------------------------------- diff
@@ -318,7 +320,7 @@ def rebase_text(result) -> str:
         lines.append(f"  {o.delta.id} {o.delta.kind} {o.delta.anchor.section} -> {o.state}"
                      + (f" ({o.anchor.section})" if o.state != "orphaned" else "")
                      + f": {o.narrowed or o.decision.reason}")
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 # ------------------------------------------------------------------------------------- gate decisions
@@ -356,7 +358,7 @@ def write_result_text(r) -> str:
         lines.append(delta_text(r.delta))
     if r.undo:
         lines.append(f"  undo: {undo_text(r.undo)}")
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def undo_text(undo) -> str:

@@ -53,11 +53,11 @@ from . import budget as budget_mod
 from . import gates
 from .common import bigram_similarity, iso, utc_now
 from .grammar import KEY_LIMIT, TURN_ID_LIMIT, Delta, Provenance
-from .store import StoreError, Undo
+from .store import StoreError
 
 if TYPE_CHECKING:
     from .skill import Skill
-    from .store import Store
+    from .store import Store, Undo
 
 __all__ = [
     "CONTEXT_ROLES",
@@ -257,10 +257,8 @@ def record_signal(store: "Store", session: str, turn: str, signal: str, *, ratin
 
 
 def forget(store: "Store", *, skill: str | None = None, scope: str | None = None, all: bool = False) -> int:
-    """`store.forget` plus the correction log: signals of that scope (or skill, or all) are erased too."""
-    n = store.forget(skill=skill, scope=scope, all=all)
-    store.evidence.erase_signals(skill=skill, scope=scope, all=all)
-    return n
+    """`store.forget`, which erases the correction log (signals of that skill / scope, or all) too."""
+    return store.forget(skill=skill, scope=scope, all=all)
 
 
 # --------------------------------------------------------------------------------------- promotion
@@ -463,7 +461,7 @@ def approve_umbrella(store: "Store", umbrella_id: str, who: str = "user") -> "Un
     with store.transaction():
         a = store.approve(umbrella_id, who=who)
         s = store.supersede(members, umbrella_id, who=who)
-    return Undo("approve_umbrella", a.steps + s.steps, (umbrella_id, *members))
+    return store.combine("approve_umbrella", a, s, ids=(umbrella_id, *members))
 
 
 def consolidate(store: "Store", skill: "Skill", *, embedder: Any = None, min_cosine: float = MIN_COSINE,

@@ -13,10 +13,15 @@ rule, so adding or removing a gate is one line and each has a test that fails wi
 | research_only        | refused      | tier-2 kind on a store not opened with research=True                        |
 | capability_bearing   | refused      | the skill holds a filesystem/shell/database/desktop/env permission          |
 | payload_shape        | refused      | fields/types wrong for the kind (grammar.check_shape / validate_fact)       |
-| payload_caps         | refused      | a field over its cap, or provenance turns that are not short ids            |
+| payload_caps         | refused      | a field over its cap, a control character, or provenance turns that are not |
+|                      |              | short ids                                                                   |
+| plain_text           | refused      | a lesson's text carries Markdown block structure (heading, setext          |
+|                      |              | underline, fence, HTML block, link reference definition, thematic break,    |
+|                      |              | leading blank lines): learned text renders as one line and never as structure |
 | no_new_tool          | refused      | a tool-hint names a tool the skill does not declare                         |
-| no_widening          | refused      | a lesson edits permissions / security tier / tool list, or names an         |
-|                      |              | ungranted permission                                                        |
+| no_widening          | refused      | a lesson (or a fact) edits permissions / security tier / tool list in any   |
+|                      |              | spelling (`allowedTools=`, `shell : execute`), is worded to widen them, or  |
+|                      |              | names an ungranted permission                                               |
 | write_path_tool      | refused      | a tool-hint prefers a tool in the confirmation set (send, trash, …)        |
 | quotes_evidence      | refused      | long verbatim overlap with the evidence (the lesson, not the evidence)     |
 | known_section        | refused      | the anchor section is not a slug of the skill body                         |
@@ -41,7 +46,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .anchor import BODY, Anchor, parse
+from .anchor import BODY, PREAMBLE, Anchor, parse
 from .display import write_result_html, write_result_text
 from .grammar import (
     RESEARCH_KINDS,
@@ -58,6 +63,7 @@ from .grammar import (
 from .metrics import wilson_lower_bound
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
+from .textguard import block_structure, hidden_chars, views, visible
 
 if TYPE_CHECKING:  # the store imports this module, never the reverse at run time
     from .store import Fact, Store, Undo
@@ -66,6 +72,7 @@ __all__ = [
     "DEFAULT_CONFIRMATION",
     "OUTCOMES",
     "RULES",
+    "GateError",
     "GateSettings",
     "Promotion",
     "Submission",
@@ -89,6 +96,8 @@ DEFAULT_CONFIRMATION = frozenset({
 })
 CONTROL_FIELDS = frozenset({"permissions", "security_tier", "security-tier", "allowed-tools", "allowed_tools",
                             "tools", "metadata", "name", "version", "compatibility", "license"})
+_CONTROL_SQUASHED = frozenset(f.replace("-", "").replace("_", "") for f in CONTROL_FIELDS) | {"allowedtool",
+                                                                                            "securitylevel"}
 QUOTE_CHARS = 40  # a verbatim run this long copied from the evidence is quoting, not a lesson
 MIN_QUOTE_CHARS = 24  # … or a shorter run that makes up most of a short field
 MAX_TURNS = 64
@@ -189,6 +198,10 @@ class WriteResult:
                 "findings": list(self.findings), "warnings": list(self.warnings)}
 
 
+class GateError(ValueError):
+    """A write-path call that is not allowed (not a refused lesson: that is a `WriteResult`)."""
+
+
 def _refuse(rule: str, message: str) -> Verdict:
     return Verdict("refused", rule, message)
 
@@ -202,26 +215,149 @@ _OVERRIDE = re.compile(
     r"|\byou are now\b|\bnew (?:system )?instructions?\b|\bsystem prompt\b|\bdeveloper mode\b"
     r"|\bdo not (?:tell|inform|mention (?:this )?to) the user\b|\bwithout (?:asking|telling) the user\b",
     re.IGNORECASE)
+# Paraphrased overrides: the same moves without the canonical words, as named cues. Each is a pattern over a
+# folded reading; `_RULE_REF` (the agent's own instructions) near `_DISMISS` (setting them aside) is the core.
+_RULES_WORD = (r"(?:instructions?|rules?|guidance|guidelines?|directions?|directives?|prompts?|polic(?:y|ies)|"
+               r"constraints?|orders?|programming|configuration|restrictions?|guardrails?|safety (?:checks?|rules|"
+               r"measures|filters?)|confirmations?)")
+_RULE_REF = (r"(?:(?:your|you were|you've been|you have been|you had|the|any|all|earlier|previous|prior|original|"
+             r"usual|default|standard|above|initial|existing|old|current|these|those)\s+(?:\w+\s+)?" + _RULES_WORD
+             + r"|what(?:ever)? (?:you(?:'ve| have| were| was)?|i|we) (?:been )?(?:told|instructed|given|taught|"
+             r"asked|said)(?: you)?)")
+_DISMISS_VERB = (r"(?:ignore|disregard|forget|override|bypass|abandon|throw (?:out|away)|ditch|scrap|discard|drop|"
+                 r"set aside|pay no (?:attention|heed|mind) to|no need to follow|stop (?:following|obeying)|"
+                 r"(?:don'?t|do not|never) (?:follow|obey)|cancel|revoke|overrule|overwrite)")
+_DISMISS_STATE = (r"(?:aside|expired?|void|cancel+ed|revoked|rescinded|obsolete|outdated|superseded|nullified|"
+                  r"suspended|withdrawn|overridden|(?:doesn'?t|does not|don'?t|do not|no longer) (?:matter|apply|"
+                  r"count|hold|bind)|(?:not|no longer) (?:apply|applicable|binding|valid|relevant|in effect))")
+_CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
+    ("dismisses its instructions", (r"\b" + _RULE_REF + r"\b[^.!?\n]{0,60}?\b" + _DISMISS_STATE + r"\b"
+     r"|\b" + _DISMISS_VERB + r"\b[^.!?\n]{0,60}?\b" + _RULE_REF + r"\b")),
+    ("announces new rules", (r"\b(?:new|updated|revised|real|actual|changed|replacement) (?:rules?|instructions?|"
+     r"directives?|orders?|polic(?:y|ies)|guidelines)\s*[:\-—]"
+     r"|\byou(?:'ve| have) been (?:updated|reprogrammed|reconfigured|upgraded|re-?assigned|jailbroken|unlocked|"
+     r"freed|released)\b"
+     r"|\byour (?:new|real|true|actual|updated|hidden|only) (?:task|role|purpose|instructions?|goal|job|"
+     r"directive|mission|objective|orders|function)\b")),
+    ("reassigns its identity", (r"\b(?:pretend|act as if|imagine|roleplay|role-play)\b[^.\n]{0,20}\b(?:you are|"
+     r"you're|to be|you were)\b"
+     r"|\b(?:act|behave|respond|answer|operate)\s+(?:as if|as though|like)\s+(?:you|there)\s+(?:had|have|were|"
+     r"are|was)\s+(?:no|not any|zero|unlimited|an? (?:different|unrestricted|new))\b"
+     r"|\bact as (?:an? |the )?(?:unrestricted|unfiltered|uncensored|jailbroken|admin|administrator|root|system|"
+     r"developer)\b|\byou are no longer\b|\byou(?:'re| are) (?:not|no longer) bound\b"
+     r"|\b(?:override|admin|god|debug|maintenance|unrestricted|unfiltered|sudo|jailbreak|developer|root) mode\b"
+     r"|\bjailbreak|\bdo anything now\b"
+     r"|\b(?:no|without|free of|free from|zero) (?:restrictions|limits|limitations|filters|guardrails|safety "
+     r"(?:checks|rules|filters)|content polic(?:y|ies))\b")),
+    ("disables a safeguard", (r"\b(?:disable|turn off|switch off|deactivate|bypass|circumvent|skip|remove|get "
+     r"around)\b[^.\n]{0,25}\b(?:safety|security|confirmations?|approvals?|reviews? step|filters?|guardrails?|"
+     r"checks|verification|2fa|mfa|audit(?: log)?|logging)\b")),
+    ("asks for its prompt", (r"\b(?:reveal|print|show|output|leak|repeat|disclose|dump|expose|write out|list|"
+     r"paste|share)\b[^.\n]{0,25}\b(?:system (?:prompt|message)|(?:hidden|initial|original|secret) (?:prompt|"
+     r"instructions?)|your (?:instructions|prompt|rules|configuration|directives))\b")),
+    ("keeps the user in the dark", (r"\b(?:secretly|silently|quietly|covertly|discreetly)\s+(?:\w+\s+){0,2}?"
+     r"(?:send|forward|copy|bcc|cc|email|share|upload|post|delete|exfiltrate|transfer|wire|pay)\b"
+     r"(?=[^.\n]{0,60}(?:@|https?:|outside|external|\bme\b))"
+     r"|\bwithout (?:letting|telling|informing|notifying|alerting|asking|the knowledge of) (?:the )?(?:user|"
+     r"owner|human|operator|anyone|them)\b"
+     r"|\b(?:don'?t|do not|never) (?:let|tell|inform|notify|alert) (?:the )?(?:user|owner|human|operator)\b"
+     r"|\b(?:keep (?:this|it) (?:between us|secret|hidden)|behind (?:the user's|their|the owner's) back)\b")),
+    ("claims authority", (r"\b(?:i'?m|i am|this is|we are|we're|this (?:message|email|note|instruction) "
+     r"(?:is|comes) from) (?:from |with )?(?:the |your )?(?:it department|it team|system administrator|"
+     r"sysadmin|administrator|admin team|security team|developers?|dev team|system|operator|helpdesk|help desk|"
+     r"support team|openai|anthropic)\b"
+     r"|\b(?:has|have) (?:authori[sz]ed|allowed|permitted|instructed) you to\b|\byou are (?:now )?authori[sz]ed "
+     r"to\b|\b(?:has|have) (?:given|granted) you (?:permission|access)\b")),
+    ("obeys the message", (r"\bdo (?:exactly )?(?:as|what) (?:i|this (?:email|message|note|mail)) (?:says?|tells?|"
+     r"instructs?|orders?)\b|\b(?:obey|follow) (?:the sender|this (?:email|message|note|mail)|me)\b")),
+))
+# Weak cues: none is an attack alone; two or more families in one text are (a paraphrase the phrases miss).
+_WEAK: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
+    # its own instructions set aside, in one clause: counts twice (it is the core move)
+    ("its instructions set aside", (r"\b(?:instructions?|guidance|guidelines?|directives?|polic(?:y|ies)|rules|"
+     r"configuration|set ?up with|programming|prompt|safeguards?|restrictions?|what you were (?:told|given))\b"
+     r"[^.;,!?\n]{0,50}?\b(?:on hold|out of date|outdated|no longer|void|expired?|aside|suspend\w*|paused?|"
+     r"lift(?:ed)?|waive[ds]?|(?:does not|doesn'?t|not) exist|irrelevant)\b"
+     r"|\b(?:ignore|disregard|forget|none of|no longer|suspend|pause|lift|waive|bypass|override|without)\b"
+     r"[^.;,!?\n]{0,30}?\b(?:your|the|its|any|all|earlier|previous|usual|prior)\s+(?:\w+\s+)?(?:instructions?|"
+     r"guidance|guidelines?|directives?|polic(?:y|ies)|rules|configuration|programming|prompt|safeguards?|"
+     r"restrictions?)\b")),
+    ("authority", (r"\b(?:administrator|admin|compliance team|security team|legal team|it (?:department|team)|"
+                  r"operator|developers?|system owner|management)\b"
+                  r"|\byour (?:operator|owner|admin|administrator|developer|creator|principal|maker)\b"
+                  r"|\bthe (?:person|people|human|company) you (?:work for|serve|assist)\b"
+                  r"|\b(?:signed off|authori[sz]ed (?:this|it|you)|approved (?:this|it) (?:already|in advance))\b")),
+    ("secrecy", (r"\b(?:without (?:mentioning|telling|saying|letting|informing|noting|flagging|asking)|"
+                r"(?:don'?t|do not|never) (?:mention|tell|say|flag|report|bring (?:it|this) up|log)|secretly|quietly|"
+                r"silently|between us|covertly|discreetly|nobody needs to know|no one needs to know|"
+                r"(?:nobody|no one) will (?:check|notice|know|see)|keep (?:it|this) (?:quiet|to yourself))\b")),
+    ("addresses the agent", (r"(?:^|[,.!:;]\s*|\b(?:hey|hi|dear|attention|note to( the)?|note for( the)?|to|for|"
+                            r"if you are)\s+(?:the |an? |any )?)(?:assistant|ai|bot|agent|model|llm|chatbot|copilot|"
+                            r"language model)\b"
+                            r"|\b(?:ai|assistant|agent|model|bot)s? (?:reading|processing|summari[sz]ing|handling) "
+                            r"(?:this|these)\b")),
+    ("sends it out", (r"\b(?:send|forward|copy|bcc|upload|share|transfer|wire|pay|post|email|mail|sync)\b[^.\n]{0,60}?"
+                     r"(?:\bto me\b|@|https?://|\bexternal\b|\boutside\b|\bpartner\b|\battached invoice\b|"
+                     r"\b(?:shared|public) (?:drive|folder|link|doc)|\blink below\b|\bover to\b)")),
+    ("switches mode", (r"\b(?:new plan|from now on|from this point|going forward|henceforth|effective immediately|"
+                      r"starting now|just this once)\b")),
+    ("takes precedence", (r"\b(?:outranks?|takes? precedence over|overrides?|supersedes?|trumps?|more important than|"
+                         r"comes? before)\b[^.\n]{0,40}\b(?:the user|your user|the owner|your (?:instructions|rules|"
+                         r"guidelines)|any (?:other )?(?:instructions|rules|requests))")),
+    ("collects data", (r"\b(?:collect|gather|compile|harvest|export|dump|extract|copy)\b[^.\n]{0,30}\b(?:contacts?|"
+                      r"calendar|passwords?|credentials|phone numbers|addresses|every attachment|all attachments|"
+                      r"inbox|(?:all|every) (?:emails?|messages?|documents?|files?|records?))\b")),
+    ("relaxes a safeguard", (r"\b(?:confirmations?|approvals?|reviews?|checks?|safeguards?|limits?|restrictions?) "
+                            r"(?:are|is) (?:now )?(?:optional|unnecessary|not needed|disabled|off|lifted|waived)\b"
+                            r"|\b(?:don'?t|do not|no need to|never) (?:stick to|follow|apply|respect|obey|check)\b"
+                            r"[^.\n]{0,20}\b(?:your|the usual|the|any) (?:\w+ )?(?:guidelines|rules|instructions|"
+                            r"limits|policies|policy|restrictions|checks)\b")),
+))
 _MARKUP = re.compile(
     r"<\|[A-Za-z_]+\|>|</?(?:system|assistant|user|tool|tool_call|tool_result|function_call|function|im_start|"
     r"im_end)\b[^>]*>|\[/?INST\]|<<\s*/?SYS\s*>>|^\s*(?:system|assistant|developer|tool)\s*:"
     r"|^\s*#{1,6}\s*(?:system|instructions?)\b",
     re.IGNORECASE | re.MULTILINE)
+# A model tool call written out: {"name": "...", "arguments": ...}, "tool_calls": [...], {"type": "tool_use"}.
+_TOOL_CALL = re.compile(
+    r"""["'](?:name|tool|tool_name|function|action|recipient_name)["']\s*:\s*["'][^"'\n]{1,80}["']\s*,\s*"""
+    r"""["'](?:arguments|args|parameters|params|input|action_input|kwargs)["']\s*:"""
+    r"""|["'](?:tool_calls?|function_call|tool_use|tool_code)["']\s*:"""
+    r"""|["']type["']\s*:\s*["'](?:function|tool_use|tool_call)["']""",
+    re.IGNORECASE)
+_COMMENT = re.compile(r"<!--")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")
 _HEX = re.compile(r"\b(?:0x)?[0-9a-fA-F]{32,}\b|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}")
 _URL = re.compile(r"\b(?:https?|ftp|file|javascript|data):(?://)?[^\s<>\"']+|\bwww\.[^\s<>\"']+", re.IGNORECASE)
 
 
 def scan(text: str) -> tuple[str, ...]:
-    """Deterministic injection scan of one string → findings like `url: https://…`. Empty when clean."""
+    """Deterministic injection scan of one string → findings like `url: https://…`. Empty when clean.
+
+    The phrase detectors run over every folded reading of the text (`textguard.views`: ANSI/CR, HTML
+    comments, hidden and tag characters, NFKC/fullwidth, confusables, accents, split and spaced-out words),
+    so an obfuscated payload is found as its plain reading; a finding seen only after folding says so."""
     found: list[str] = []
-    for m in _OVERRIDE.finditer(text):
-        found.append(f"instruction-override: {m.group(0)[:60]!r}")
-    for m in _MARKUP.finditer(text):
-        found.append(f"role-markup: {m.group(0).strip()[:40]!r}")
-    hidden = [] if text.isascii() else [  # every hidden code point is outside ASCII
-        (i, ch) for i, ch in enumerate(text) if unicodedata.category(ch) in ("Cf", "Co", "Cs")
-        or 0xE0000 <= ord(ch) <= 0xE007F]
+    readings = views(text)
+    groups = (("instruction-override", [("", _OVERRIDE)] + [(f" ({name})", rx) for name, rx in _CUES]),
+              ("role-markup", [("", _MARKUP)]), ("tool-call", [("", _TOOL_CALL)]))
+    for kind, detectors in groups:
+        seen: set[str] = set()
+        for cue, pattern in detectors:
+            for reading in readings:
+                for m in pattern.finditer(reading):
+                    hit = m.group(0).strip()
+                    if hit.casefold() in seen:
+                        continue
+                    seen.add(hit.casefold())
+                    folded = "" if pattern.search(text) else " (after folding)"
+                    found.append(f"{kind}{cue}{folded}: {visible(hit, keep_newlines=False)[:60]!r}")
+    weak = [name for name, rx in _WEAK if any(rx.search(r) for r in readings)]
+    if len(weak) + (_WEAK[0][0] in weak) >= 2 and not found:
+        found.append(f"instruction-override (cues): {', '.join(weak)}")
+    if _COMMENT.search(text):
+        found.append("html-comment: text hidden from a rendered view")
+    hidden = hidden_chars(text)
     for i, ch in hidden[:5]:
         found.append(f"hidden-unicode: U+{ord(ch):04X} {unicodedata.name(ch, 'UNNAMED')} at {i}")
     if len(hidden) > 5:
@@ -233,7 +369,7 @@ def scan(text: str) -> tuple[str, ...]:
     for m in _HEX.finditer(text):
         found.append(f"encoded-blob: hex run of {len(m.group(0))} characters")
     for m in _URL.finditer(text):
-        found.append(f"url: {m.group(0)[:80]}")
+        found.append(f"url: {visible(m.group(0), keep_newlines=False)[:80]}")
     return tuple(found)
 
 
@@ -255,11 +391,28 @@ def _write_path(name: str, confirmation: Iterable[str]) -> bool:
     return bool(_name_tokens(name) & wanted)
 
 
-_PERMISSION_TOKEN = re.compile(r"\b(" + "|".join(sorted(PERMISSION_DOMAINS)) + r"):([a-z_*]+)(?::(\S+))?",
-                               re.IGNORECASE)
-_CONTROL_EDIT = re.compile(r"\bmetadata\.gaia\b|\b(?:permissions|security[_ -]tier|allowed[-_]tools)\s*[:=]"
-                           r"|\bsecurity[_ -]tier\b[^.\n]{0,20}\b(?:verified|community|raise|upgrade)",
-                           re.IGNORECASE)
+_PERMISSION_TOKEN = re.compile(r"\b(" + "|".join(sorted(PERMISSION_DOMAINS)) + r")\s*[:=]\s*([a-z_*]+)"
+                               r"(?:\s*:\s*(\S+))?", re.IGNORECASE)
+# Over a "words" reading (folded, camelCase split, `-`/`_`/`.` as spaces, quotes dropped): any spelling of a
+# control field being set, or a lesson worded to widen what the skill may do.
+_CONTROL_EDIT = re.compile(
+    r"\bmetadata gaia\b|\b(?:permissions?|security (?:tier|level)|allowed tools?|tool (?:list|set|allowlist)|"
+    r"tools|capabilit(?:y|ies)|scopes?|grants?)\s*[:=]"
+    r"|\bsecurity (?:tier|level)\b[^.\n]{0,20}\b(?:verified|community|trusted|raise|upgrade|elevate|increase)"
+    r"|\b(?:grant|give|add|enable|allow|permit|unlock|extend|widen|expand|elevate|escalate)\b[^.\n]{0,30}\b(?:"
+    r"permissions?|shell|filesystem|file system|root|sudo|admin(?:istrator)? (?:rights|access)|"
+    r"(?:full|unrestricted|write|network|internet|database|desktop) access|allowed tools|"
+    r"(?:new|more|extra|additional|any|all) tools|security tier|capabilit(?:y|ies))\b",
+    re.IGNORECASE)
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+
+
+def _words(text: str) -> list[str]:
+    """Readings for the widening check: each folded view, camelCase split, separators and quotes as spaces."""
+    out = []
+    for v in views(_CAMEL.sub(r"\1 \2", text)):
+        out.append(" ".join(re.sub(r"[\"'`_\-.]+", " ", v).split()))
+    return out
 
 
 def _granted(skill: Skill, token: re.Match) -> bool:
@@ -360,6 +513,18 @@ def payload_caps(p: Submission):
     return None
 
 
+def plain_text(p: Submission):
+    if p.is_fact or p.kind == "tool-hint":
+        return None
+    for where, text in p.texts():
+        found = block_structure(text)
+        if found:
+            return _refuse("plain_text", f"{where} carries Markdown structure ({', '.join(found)}); a lesson is "
+                                         "plain prose and renders as one line, never as a heading, fence, "
+                                         "block or reference definition")
+    return None
+
+
 def no_new_tool(p: Submission):
     names = _tool_hint(p, "prefer") + _tool_hint(p, "drop")
     unknown = [n for n in names if n not in _declared_tools(p.skill)]
@@ -371,19 +536,25 @@ def no_new_tool(p: Submission):
 
 
 def no_widening(p: Submission):
-    if p.kind == "parameter" and isinstance(p.payload, Mapping):
-        key = str(p.payload.get("key", "")).strip().lower()
-        if key in CONTROL_FIELDS or key.startswith("metadata.") or key.split(".")[-1] in CONTROL_FIELDS:
-            return _refuse("no_widening", f"parameter key {key!r} is a frontmatter control field; a delta may "
-                                          "never edit permissions, tools or the security tier")
+    if p.kind in ("parameter", "fact") and isinstance(p.payload, Mapping):
+        for field in ("namespace", "key"):
+            raw = str(p.payload.get(field, "") or "")
+            key = " ".join(_words(raw)[0].split()) if raw.strip() else ""
+            parts = {key, key.replace(" ", "_"), key.replace(" ", "-"), key.replace(" ", "")}
+            if key.startswith("metadata") or any(k in CONTROL_FIELDS or k.split(" ")[-1] in CONTROL_FIELDS
+                                                 or k.replace(" ", "") in _CONTROL_SQUASHED for k in parts):
+                return _refuse("no_widening", f"{p.kind} {field} {raw!r} is a frontmatter control field; a "
+                                              "lesson may never edit permissions, tools or the security tier")
     for where, text in p.texts():
-        if _CONTROL_EDIT.search(text):
-            return _refuse("no_widening", f"{where} edits permissions, tools or the security tier; deltas move "
-                                          "in the restrictive direction only")
-        for m in _PERMISSION_TOKEN.finditer(text):
-            if not _granted(p.skill, m):
-                return _refuse("no_widening", f"{where} names permission {m.group(0)!r}, which "
-                                              f"{p.skill.name} is not granted")
+        for reading in _words(text):
+            if _CONTROL_EDIT.search(reading):
+                return _refuse("no_widening", f"{where} edits or widens permissions, tools or the security tier; "
+                                              "deltas move in the restrictive direction only")
+        for reading in views(text):
+            for m in _PERMISSION_TOKEN.finditer(reading):
+                if not _granted(p.skill, m):
+                    return _refuse("no_widening", f"{where} names permission {m.group(0)!r}, which "
+                                                  f"{p.skill.name} is not granted")
     return None
 
 
@@ -424,6 +595,9 @@ def known_section(p: Submission):
     if p.section not in slugs:
         return _refuse("known_section", f"section {p.section!r} does not exist in {p.skill.name}; "
                                         f"valid sections: {', '.join(slugs)}")
+    if p.section == PREAMBLE and not _sections(p.skill.body)[0].text.strip():
+        return _refuse("known_section", f"{p.skill.name} has no text before its first heading: {PREAMBLE} is "
+                                        "empty and carries no lesson; name a section")
     return None
 
 
@@ -471,6 +645,7 @@ RULES: tuple[Rule, ...] = (
     Rule("capability_bearing", capability_bearing),
     Rule("payload_shape", payload_shape),
     Rule("payload_caps", payload_caps),
+    Rule("plain_text", plain_text),
     Rule("no_new_tool", no_new_tool),
     Rule("no_widening", no_widening),
     Rule("write_path_tool", write_path_tool),
@@ -539,12 +714,28 @@ def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, secti
                        warnings=warnings, dry_run=True)
 
 
+def _allowed_rules(store, rules: Iterable[Rule], custom_rules: bool) -> tuple[Rule, ...]:
+    """`rules` if the caller may use them (every write path calls this): `RULES`, or any other list with
+    `custom_rules=True` on a research store."""
+    rules = tuple(rules)
+    if rules != RULES and not (custom_rules and getattr(store, "research", False)):
+        raise GateError("custom gate rules are research-only: pass custom_rules=True to a store opened with "
+                        "research=True")
+    return rules
+
+
 def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
           provenance: Provenance | str | Mapping | None, scope: str = "user",
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
-          settings: GateSettings | None = None, rules: Iterable[Rule] = RULES) -> WriteResult:
+          settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
+          custom_rules: bool = False) -> WriteResult:
     """Propose one lesson; the gates refuse, route, stage or quarantine it. Never raises for a bad lesson —
-    a refusal is a `WriteResult` with an actionable message, and nothing is stored."""
+    a refusal is a `WriteResult` with an actionable message, and nothing is stored.
+
+    `rules` other than `RULES` are for research: they need `custom_rules=True` AND a store opened with
+    `research=True` (`GateError` otherwise). Whatever they decide, the store still refuses an untrusted delta
+    that is not quarantined, and a scan-flagged one that starts active."""
+    rules = _allowed_rules(store, rules, custom_rules)
     p = _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings)
     verdict, warnings = decide(p, rules)
     if verdict.outcome in ("refused", "session_only"):
@@ -600,10 +791,11 @@ class Lesson:
 
 
 def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping], *,
-               settings: GateSettings | None = None, rules: Iterable[Rule] = RULES) -> list[WriteResult]:
+               settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
+               custom_rules: bool = False) -> list[WriteResult]:
     """`learn` for a batch of lessons on one skill: every rule runs on every row (the same `decide` as
-    `learn`), then the accepted deltas and their audit rows are written with `executemany` in one
-    transaction. One `WriteResult` per lesson, in order (refusals included: a refused row writes nothing and
+    `learn`; custom `rules` research-only, as there), then the accepted deltas and their audit rows are
+    written with `executemany` in one transaction. One `WriteResult` per lesson, in order (refusals included: a refused row writes nothing and
     does not stop the others). Nothing is written if anything fails while writing (or a lesson is not a
     `Lesson`/mapping: `ValueError` naming its index)."""
     rows = []
@@ -612,7 +804,7 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
             rows.append(lesson if isinstance(lesson, Lesson) else Lesson.from_dict(lesson))
         except ValueError as exc:
             raise ValueError(f"lesson {i}: {exc}") from exc
-    rules = tuple(rules)
+    rules = _allowed_rules(store, rules, custom_rules)
     decided = []
     for r in rows:
         p = _proposal(store, skill, r.kind, r.payload, r.section, r.provenance, r.scope, r.evidence, r.incognito,

@@ -188,9 +188,23 @@ def check_shape(kind: str, payload: Any) -> dict:
     return out | ({"trigger": trigger} if trigger else {})
 
 
+def _controls(value: Any, where: str) -> list[GrammarError]:
+    """C0 controls (tab and line feed aside), DEL and C1 controls in any string of a payload: a CR, an ANSI
+    escape or a backspace can make a terminal show a reviewer something other than what is stored."""
+    if isinstance(value, str):
+        bad = [c for c in value if (ord(c) < 0x20 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F]
+        return [GrammarError(f"control character U+{ord(bad[0]):04X} ({len(bad)} in all); lessons are plain "
+                             "text", where)] if bad else []
+    if isinstance(value, Mapping):
+        return [e for k, v in value.items() for e in _controls(k, where) + _controls(v, f"{where}.{k}")]
+    if isinstance(value, (list, tuple)):
+        return [e for i, v in enumerate(value) for e in _controls(v, f"{where}[{i}]")]
+    return []
+
+
 def cap_violations(kind: str, payload: Mapping) -> list[GrammarError]:
-    """Every size cap a (well-shaped) payload breaks; empty when it fits."""
-    out = []
+    """Every size cap a (well-shaped) payload breaks, and every control character in it; empty when it fits."""
+    out = _controls(payload, "payload")
 
     def over(key: str, limit: int) -> None:
         value = payload.get(key)
@@ -247,6 +261,9 @@ def validate_fact(payload: Any) -> tuple[str | None, str, Any]:
     except (TypeError, ValueError) as exc:
         raise GrammarError(f"must be JSON (string, number, boolean, list or mapping): {exc}",
                            "payload.value") from exc
+    controls = _controls(dict(payload), "payload")
+    if controls:
+        raise controls[0]
     for name, text, limit in (("namespace", namespace or "", KEY_LIMIT), ("key", key, KEY_LIMIT),
                               ("value", encoded, FACT_VALUE_LIMIT)):
         if len(text) > limit:

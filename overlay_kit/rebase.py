@@ -124,6 +124,7 @@ class Plan:
     policy: str
     body_changed: bool
     decisions: tuple[Decision, ...]
+    blank: frozenset[str] = frozenset()  # old sections with no text (an empty `_preamble`): they carry no delta
 
     @cached_property
     def by_section(self) -> Mapping[str, Decision]:
@@ -141,8 +142,9 @@ class Plan:
         return d
 
     def counts(self) -> Counter:
-        return Counter(d.state for d in self.decisions) + Counter(
-            "proposed" for d in self.decisions if d.proposal is not None)
+        """Decisions per state (and proposals), over the sections that can carry a delta."""
+        live = [d for d in self.decisions if d.section not in self.blank]
+        return Counter(d.state for d in live) + Counter("proposed" for d in live if d.proposal is not None)
 
 
 # ------------------------------------------------------------------------------------------ update
@@ -356,8 +358,10 @@ def _context(sections: Sequence[Section], i: int, width: int = 80) -> tuple[str,
     return before, after
 
 
-def _ratio(a: str, b: str) -> float:
-    return fuzz.ratio(a, b) / 100.0
+def _ratio(a: str, b: str, empty: float = 0.0) -> float:
+    """Similarity in [0, 1]. Two empty bodies or headings are no evidence (0), not a perfect match (`fuzz.ratio`
+    says 100); for context, two empty neighbours (both at the document's start or end) are (`empty=1`)."""
+    return fuzz.ratio(a, b) / 100.0 if a or b else empty
 
 
 @dataclass(frozen=True)
@@ -373,11 +377,13 @@ class FuzzyPolicy(SectionPolicy):
     def score(self, update: Update, i: int, j: int) -> float:
         o, n = update.old[i], update.new[j]
         qa, qb = update.flat[0][i], update.flat[1][j]
-        quote = _ratio(qa, qb)
+        # Two heading-only sections: their headings are the only text to compare (two empty bodies are no
+        # evidence — `fuzz.ratio("", "")` is 100 — so `_preamble` or any heading-only section is not a match)
+        quote = _ratio(qa, qb) if qa or qb else _ratio(o.heading.casefold(), n.heading.casefold())
         if 40 <= len(qa) < len(qb):  # the quote may now sit inside a longer section (merge)
             quote = max(quote, fuzz.partial_ratio(qa, qb) / 100.0 * (0.9 if len(qa) < 0.8 * len(qb) else 1.0))
         (pa, sa), (pb, sb) = update.contexts[0][i], update.contexts[1][j]
-        context = (_ratio(pa, pb) + _ratio(sa, sb)) / 2
+        context = (_ratio(pa, pb, 1.0) + _ratio(sa, sb, 1.0)) / 2
         wq, wc, wh = self.weights
         return wq * quote + wc * context + wh * _ratio(o.heading.casefold(), n.heading.casefold())
 
@@ -413,20 +419,22 @@ class _Cache:
 
 
 def _default_embedder():
+    """The bundled static embedder through numpy (`retrieval.static_embedder`): the same vectors as
+    `load_embedder()` without importing torch and sentence-transformers (seconds per CLI call)."""
     try:
-        from .retrieval import load_embedder
+        from .retrieval import static_embedder
     except ImportError as exc:  # the retrieval module ships the default embedder
         raise RuntimeError("the embedding policy needs an embedder: pass embedder=… (anything with "
                            ".encode(list[str]) -> vectors)") from exc
-    return load_embedder()
+    return static_embedder()
 
 
 @dataclass(frozen=True)
 class EmbeddingPolicy(SectionPolicy):
     """`section`, plus a proposal for each orphan: the new section whose embedding (heading + body) is
     nearest by cosine, if at least `min_score`. `embedder`: anything with `.encode(list[str]) -> vectors`
-    (a sentence-transformers model, `retrieval.TextEmbedder`); default `overlay_kit.retrieval.load_embedder()`
-    (the bundled offline static embedder), built on first use."""
+    (a sentence-transformers model, `retrieval.TextEmbedder`); default `overlay_kit.retrieval.static_embedder()`
+    (the bundled offline static embedder through numpy: no torch import), built on first use."""
 
     embedder: Any = None
     min_score: float = 0.85
@@ -486,7 +494,8 @@ def plan(old_body: str | Sequence[Section], new_body: str | Sequence[Section],
 
 def plan_update(update: Update, policy: str | Policy) -> Plan:
     p = get_policy(policy)
-    return Plan(p.name, update.body_changed, tuple(p.decide(update)))
+    return Plan(p.name, update.body_changed, tuple(p.decide(update)),
+                frozenset(s.slug for s in update.old if not s.text.strip()))
 
 
 # ------------------------------------------------------------------------------ deltas and narrowing

@@ -30,6 +30,7 @@ authored base with a typed `error` note. Every decision is a typed `Note`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timezone
@@ -41,6 +42,7 @@ from .display import effective_html, effective_text, unified_diff
 from .grammar import TIERS, Delta, GrammarError
 from .retrieval import EmbedderUnavailable, Gate, TriggerIndex, gate_for, load_embedder
 from .skill import Skill
+from .textguard import block_parser
 from .tools import Selection, ToolLoader, skill_tier
 
 __all__ = [
@@ -62,6 +64,8 @@ NOTE_KINDS = (
     "retrieved",  # a retrieval-only tier-3 delta the goal retrieved (detail: cosine)
     "stale",  # applied, but its section changed since it was written
     "orphaned",  # not applied: its section (or base root) is gone
+    "superseded",  # not applied: another delta replaces it (lineage)
+    "excluded",  # not applied: not active, another scope or another skill (a list given to `compose`)
     "overridden",  # not applied: a later parameter with the same key wins
     "unknown_kind",  # not applied: kind outside the grammar
     "malformed_payload",  # not applied: payload does not parse for its kind
@@ -77,6 +81,7 @@ NOTE_KINDS = (
 # Precedence within text-bearing tiers, most specific last (seed: "Effective-skill resolution").
 KIND_RANK = {"tool-hint": 0, "parameter": 0, "exception": 1, "preference": 2, "example": 2}
 BLOCK_SLUG = "learned-adjustments"
+LIST_END = "<!-- -->\n"  # ends a learned list so an indented authored heading after it stays a heading
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -196,8 +201,14 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
     """Filter to deltas that may apply, with a note for every one that may not."""
     picks, located = [], {}
     for d in deltas:
-        if d.status != "active" or d.superseded_by is not None or d.scope not in scopes or d.skill != skill.name:
-            continue  # not part of this resolution at all (the store query already excludes these)
+        if d.superseded_by is not None:
+            notes.append(Note("superseded", d.id, f"replaced by {d.superseded_by} (lineage); not applied"))
+            continue
+        if d.status != "active" or d.scope not in scopes or d.skill != skill.name:
+            why = (f"status {d.status}" if d.status != "active" else f"scope {d.scope!r}" if d.scope not in scopes
+                   else f"written for skill {d.skill!r}")
+            notes.append(Note("excluded", d.id, f"{why}: not part of this resolution"))
+            continue
         if d.kind not in TIERS:
             notes.append(Note("unknown_kind", d.id, f"kind {d.kind!r} is not in the grammar; skipped"))
             continue
@@ -245,24 +256,36 @@ def _overrides(picks: list[_Pick], notes: list[Note]) -> list[_Pick]:
 @dataclass(frozen=True)
 class _Rendered:
     text: str
-    last_start: int  # where the last authored section starts in `text`
     pieces: tuple[tuple[int, str], ...]  # (offset, text) of every inserted piece
+    last_start: int = 0  # where the last authored section starts in `text`
+    closer: int = -1  # the offset of an inserted fence-closing line (a piece, but not learned lines)
 
 
 def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
-    """The authored sections, each followed by its clean-anchored lines; then the Learned adjustments block."""
+    """The authored sections, each followed by its clean-anchored lines; then the Learned adjustments block.
+
+    A section's lines are one bullet list; when the next authored heading is indented (2-3 spaces, which a
+    list item would swallow as a continuation), an empty HTML comment closes the list first. A code fence the
+    body leaves open at its very end (it would swallow every appended line) is closed before the lines."""
     under: dict[str, list[_Pick]] = {}
     block: list[_Pick] = []
     for p in sorted(picks, key=lambda p: render_key(p.delta)):
         (under.setdefault(p.section.slug, []) if p.state == "clean" else block).append(p)
-    out, pieces, at, last_start = [], [], 0, 0
-    for s in sections:
+    closer = _fence_closer(sections[-1].text) if picks and sections else ""
+    out, pieces, at, last_start, closed_at = [], [], 0, 0, -1
+    for i, s in enumerate(sections):
         last_start = at
         out.append(s.text)
         at += len(s.text)
+        if closer and i == len(sections) - 1:
+            out.append(closer)
+            pieces.append((at, closer))
+            closed_at, at = at, at + len(closer)
         if s.slug in under:
-            piece = (_gap(s.text) + budget_mod.SECTION_LABEL + "\n\n"
-                     + "".join(budget_mod.item_text(p.delta) for p in under[s.slug]) + "\n")
+            following = sections[i + 1].text if i + 1 < len(sections) else ""
+            piece = (_gap(out[-1]) + budget_mod.SECTION_LABEL + "\n\n"
+                     + "".join(budget_mod.item_text(p.delta) for p in under[s.slug]) + "\n"
+                     + (LIST_END if following[:1] in (" ", "\t") else ""))
             out.append(piece)
             pieces.append((at, piece))
             at += len(piece)
@@ -270,7 +293,24 @@ def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
         piece = _gap(out[-1] if out else "") + _block(block)
         out.append(piece)
         pieces.append((at, piece))
-    return _Rendered("".join(out), last_start, tuple(pieces))
+    return _Rendered("".join(out), tuple(pieces), last_start, closed_at)
+
+
+def _fence_closer(text: str) -> str:
+    """The line that closes a top-level code fence `text` leaves open at its end ('' when none is open)."""
+    if "```" not in text and "~~~" not in text:
+        return ""
+    tokens = [t for t in block_parser().parse(text) if t.level == 0 and t.map]
+    lines = anchor_mod.split_lines(text)
+    if not tokens or tokens[-1].type != "fence" or tokens[-1].map[1] < len(lines):
+        return ""
+    fence = tokens[-1]
+    mark = fence.markup
+    start, end = fence.map
+    closing = re.compile(r" {0,3}" + re.escape(mark[0]) + "{" + str(len(mark)) + r",}[ \t]*(?:\r\n|\r|\n)?\Z")
+    if end - start >= 2 and closing.match(lines[end - 1]):
+        return ""  # closed on the last line
+    return ("" if text.endswith(("\n", "\r")) else "\n") + mark + "\n"
 
 
 def _tokens(r: _Rendered, authored: int) -> int:
@@ -302,19 +342,41 @@ def _context(p: _Pick) -> str:
     return f"- ({name}) "
 
 
-def _structure_kept(sections, r: _Rendered, picks: Sequence[_Pick]) -> bool:
-    """The effective text keeps the authored document-level sections, plus the block if there is one.
+def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | None:
+    """Why the effective text does not keep the authored structure, or None when it does.
 
-    Only the last authored section can end inside an open construct (an unclosed fence or HTML block):
-    anything open earlier would have swallowed the next heading, which is a section boundary. Lines added
-    after a closed section start after a blank line and stay inside list items, so it is enough to re-parse
-    the text from the last authored heading on.
-    """
-    last = sections[-1]
-    tail = [s for s in anchor_mod.parse(r.text[r.last_start:]) if s.level > 0]
-    want = ([(last.level, last.heading)] if last.level > 0 else [])
-    want += [(2, budget_mod.BLOCK_HEADING[3:])] if any(p.state != "clean" for p in picks) else []
-    return [(s.level, s.heading) for s in tail] == want
+    The WHOLE effective document's section list (level, heading, slug) must be the authored one, plus the
+    block heading when stale lines render (a lost, added or renamed section anywhere falls back); and no
+    top-level Markdown block may cross the edge of a piece inserted after the last authored section (one
+    swallowed by an open fence or HTML block at the end of the body)."""
+    want = [(s.level, s.heading, s.slug) for s in sections if s.level > 0]
+    got = [(s.level, s.heading, s.slug) for s in anchor_mod.parse(r.text) if s.level > 0]
+    block = any(p.state != "clean" for p in picks)
+    if block and got and got[-1][:2] == (2, budget_mod.BLOCK_HEADING[3:]):  # its slug may be numbered
+        got = got[:-1]
+    elif block:
+        return "the learned adjustments block would not be a section of its own (an open block swallows it)"
+    if got != want:
+        lost = [w[2] for w in want if w not in got]
+        extra = [g[2] for g in got if g not in want]
+        return ("the effective text's sections differ from the authored ones"
+                + (f"; missing: {', '.join(lost)}" if lost else "") + (f"; added: {', '.join(extra)}" if extra
+                                                                        else ""))
+    # Only the last authored section can end inside an open construct (a fence, an HTML block) that would
+    # swallow what follows: anything open earlier would have swallowed the next heading, which is a section
+    # boundary. So the pieces from the last section on are checked block by block, on that tail alone.
+    tail = r.text[r.last_start:]
+    tops = [t.map for t in block_parser().parse(tail) if t.level == 0 and t.map]
+    starts = {m[0] for m in tops}
+    for at, piece in r.pieces:
+        if at < r.last_start or at == r.closer:
+            continue
+        gap = len(piece) - len(piece.lstrip("\r\n"))
+        first = len(anchor_mod.split_lines(tail[:at - r.last_start + gap]))
+        end = len(anchor_mod.split_lines(tail[:at - r.last_start + len(piece)]))
+        if first not in starts or any(m[0] < first < m[1] or (first <= m[0] < end < m[1]) for m in tops):
+            return "learned lines after the last authored section would not stay outside its open block"
+    return None
 
 
 # ------------------------------------------------------------------------------------------ composing
@@ -398,10 +460,10 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
         tokens = _tokens(rendered, authored)
     text = rendered.text
 
-    if chosen and not _structure_kept(sections, rendered, chosen):
-        return _base(skill, notes + [Note("render_failed", None, "learned lines would not stay outside the "
-                                                               "authored structure (e.g. an unclosed code fence "
-                                                               "at the end of the body)")], True, ceiling, authored)
+    problem = _structure_problem(sections, rendered, chosen) if chosen else None
+    if problem:
+        return _base(skill, notes + [Note("render_failed", None, f"{problem}: authored base only")], True,
+                     ceiling, authored)
     skill_tools, withheld = skill_tier(skill.tools, [p.delta.payload for p in hints])
     applied = [p.delta for p in sorted(hints, key=lambda p: render_key(p.delta))]
     applied += [p.delta for p in sorted(chosen, key=lambda p: render_key(p.delta))]
@@ -455,7 +517,7 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
     notes: list[Note] = []
     try:
         scopes = _scopes(scope)
-        deltas = store.search(skill=skill.name, scope=sorted(scopes), status="active")
+        deltas = store.search(skill=skill.name, scope=sorted(scopes), status="active", include_superseded=True)
         for d in store.search(skill=skill.name, scope=sorted(scopes), status="orphaned"):
             notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
         demoted = store.retrieval_only(skill.name) if hasattr(store, "retrieval_only") else frozenset()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -182,8 +183,11 @@ def _line_of(raw: bytes, offset: int) -> int:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        with open(path, "rb") as fh:
+    try:  # O_NONBLOCK: a FIFO (or device) named SKILL.md must not block discovery; only regular files are read
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise SkillFormatError("not a regular file (a FIFO, socket or device); skipped", path)
             raw = fh.read(MAX_SKILL_BYTES + 1)
     except OSError as exc:
         raise SkillFormatError(f"cannot read: {exc.strerror or exc}", path) from exc
@@ -254,10 +258,49 @@ _LOCATED = ("metadata", "metadata.gaia")  # mappings whose keys get their own li
 _LISTS = ("allowed-tools", "metadata.gaia.permissions", "metadata.gaia.tools")
 
 
+MAX_YAML_NODES = 100_000  # nodes after alias expansion: a 400-byte alias bomb expands to millions
+MAX_YAML_CHARS = 2 * MAX_SKILL_BYTES  # scalar characters after expansion; no alias-free frontmatter gets here
+
+
+def _expanded(node) -> tuple[int, int]:
+    """(nodes, scalar characters) that `node` stands for once every alias is expanded, capped just past the
+    limits; a recursive alias is over them. Memoised per node, so counting is linear in the written YAML."""
+    sizes: dict[int, tuple[int, int]] = {}
+    visiting: set[int] = set()
+    cap = (MAX_YAML_NODES + 1, MAX_YAML_CHARS + 1)
+
+    def size(n) -> tuple[int, int]:
+        key = id(n)
+        if key in sizes:
+            return sizes[key]
+        if key in visiting:
+            return cap  # a recursive alias expands forever
+        visiting.add(key)
+        nodes, chars = 1, len(n.value) if isinstance(n, yaml.ScalarNode) else 0
+        children = (n.value if isinstance(n, yaml.SequenceNode) else
+                    [c for kv in n.value for c in kv] if isinstance(n, yaml.MappingNode) else [])
+        for child in children:
+            a, b = size(child)
+            nodes, chars = nodes + a, chars + b
+            if nodes > cap[0] or chars > cap[1]:
+                break
+        visiting.discard(key)
+        sizes[key] = (min(nodes, cap[0]), min(chars, cap[1]))
+        return sizes[key]
+
+    return size(node)
+
+
 def _load_yaml(source: str, path, first_line: int) -> _Frontmatter:
     loader = _Loader(source)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            nodes, chars = _expanded(node)
+            if nodes > MAX_YAML_NODES or chars > MAX_YAML_CHARS:
+                raise SkillFormatError(f"YAML frontmatter expands through aliases past {MAX_YAML_NODES} nodes or "
+                                       f"{MAX_YAML_CHARS} characters (or recursively): an alias bomb, refused",
+                                       path, first_line)
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -445,6 +488,16 @@ def load_skill(path: str | os.PathLike, *, root: str | None = None) -> Skill:
     if problems:
         raise SkillValidationError(problems, file)
     return skill
+
+
+def read_unvalidated(path: str | os.PathLike) -> tuple[dict, str]:
+    """(frontmatter, body) of a SKILL.md without the Agent Skills / metadata.gaia checks — for tools that need
+    only the body (a rebase over real histories). Format errors (unreadable, no frontmatter, broken YAML,
+    an alias bomb) still raise `SkillFormatError`."""
+    file = _skill_file(path)
+    fm_text, body, _ = split_frontmatter(_read_text(file), file)
+    data = _load_yaml(fm_text, file, 2).data
+    return (dict(data) if isinstance(data, Mapping) else {}), body
 
 
 def check_skill(path: str | os.PathLike) -> list[SkillError]:

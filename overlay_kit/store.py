@@ -55,7 +55,11 @@ left in free pages; registered `on_forget` hooks (the FAISS index) are purged to
 
 The schema is the ordered `MIGRATIONS` list; each applied migration appends one `schema_history` row (never
 updated). Opening an older database applies the missing migrations with CREATE / ALTER ... ADD only, so no
-existing row (including a GAIA memory.db's `procedures`) is rewritten. A file that is not SQLite, or is
+existing row is rewritten. Before any write, `open` looks read-only: a database from a newer overlay_kit, or
+another program's (a GAIA memory.db, which has its own `skill_deltas`), is refused with no byte changed
+(`read_gaia_deltas` reads GAIA's rows). A fault of the medium (disk full, read-only, I/O) is a `StoreError`
+naming the path, with the transaction rolled back; `readonly=True` opens read-only media for reading, and
+`create=False` refuses a missing file ("no database at PATH") instead of creating it. A file that is not SQLite, or is
 corrupt, raises `StoreError` naming the path and is never written to. Connections use WAL, a busy timeout,
 foreign keys and `synchronous=NORMAL` (a killed process loses nothing committed; a power cut may lose the
 last commits but never corrupts). All timestamps are UTC ISO-8601 with microseconds, so they sort as text.
@@ -71,7 +75,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -89,7 +93,7 @@ from .grammar import (
     check_shape,
     validate_payload,
 )
-from .seal import verify_seal
+from .seal import mint_undo, verify_seal, verify_undo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -122,6 +126,7 @@ __all__ = [
     "TraceStep",
     "Undo",
     "default_db_path",
+    "read_gaia_deltas",
 ]
 
 log = logging.getLogger(__name__)
@@ -373,6 +378,18 @@ def _statements(sql: str) -> list[str]:
     return out
 
 
+# What `Store.forget` erases. Rows tied to an erased delta by id (foreign keys cascade too, but not every table
+# has one):
+_ERASE_BY_DELTA = (("delta_audit", "delta_id"), ("delta_outcomes", "delta_id"), ("turn_context", "delta_id"),
+                   ("promotion_log", "delta_id"), ("consolidations", "umbrella_id"))
+# Every other table that holds learned or observed user data: (table, skill column, scope column). A table
+# with no skill (scope) column is erased only by `forget(all=True)` or a filter it does have.
+_ERASURE = (("learned_facts", "namespace", "scope"), ("turn_signals", "skill", "scope"),
+            ("consolidations", "skill", None), ("surface_signals", "skill", None), ("skill_bases", "name", None),
+            ("user_memories", None, None), ("memory_runs", None, None), ("message_feedback", None, None),
+            ("task_traces", None, None), ("task_deliverables", None, None))
+
+
 # ------------------------------------------------------------------------------------- value objects
 
 
@@ -383,6 +400,7 @@ class Undo:
     op: str
     steps: tuple[tuple[str, Any, str, Any, Any], ...]
     ids: tuple[str, ...] = ()
+    token: bytes = field(default=b"", repr=False, compare=False)  # minted by the store; a forged handle has none
 
     def __bool__(self) -> bool:
         return bool(self.steps)
@@ -505,6 +523,94 @@ def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
     return delta
 
 
+def _connect(target: str, *, readonly: bool) -> sqlite3.Connection:
+    if not readonly:
+        return sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    uri = Path(target).resolve().as_uri()
+    try:  # mode=ro reads the WAL too; on media where even the -shm cannot be created, immutable=1 still reads
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
+
+def _inspect(path: Path) -> None:
+    """Look before writing: refuse (with no byte changed, no -wal/-shm created) a newer overlay_kit schema or
+    another program's database. Opens with `immutable=1` unless a WAL is present, which `mode=ro` reads."""
+    try:
+        conn = _peek(path)
+    except sqlite3.Error:
+        return  # the normal open reports it
+    try:
+        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "schema_history" in tables:
+            newer = sorted({v for (v,) in conn.execute("SELECT version FROM schema_history")}
+                           - {m.version for m in MIGRATIONS})
+            if newer:
+                raise StoreError(f"{path}: written by a newer overlay_kit (schema {newer}); refusing to open it "
+                                 "with this version (the file is untouched)")
+        elif tables:
+            raise StoreError(f"{path}: not an overlay_kit database ({_foreign(tables)}); overlay_kit never "
+                             "alters another program's schema — give it its own --db (read GAIA's deltas with "
+                             "overlay_kit.store.read_gaia_deltas)")
+    except sqlite3.DatabaseError:
+        return  # corrupt: quick_check in the normal open names it
+    finally:
+        conn.close()
+
+
+def _peek(path: Path) -> sqlite3.Connection:
+    """A read-only connection that creates no file: `immutable=1`, or `mode=ro` when a WAL holds data."""
+    wal = Path(str(path) + "-wal")
+    uri = Path(path).resolve().as_uri() + ("?mode=ro" if wal.exists() and wal.stat().st_size else "?immutable=1")
+    return sqlite3.connect(uri, uri=True, isolation_level=None)
+
+
+def _foreign(tables: set[str]) -> str:
+    if "schema_version" in tables and ({"knowledge", "conversations", "procedures"} & tables):
+        return "a GAIA memory.db"
+    return "tables " + ", ".join(sorted(tables)[:6]) + ("…" if len(tables) > 6 else "")
+
+
+def _fault(exc: BaseException) -> bool:
+    """A failure of the medium, not of the statement: disk full, read-only, I/O, locked, cannot open."""
+    return isinstance(exc, sqlite3.OperationalError) or (
+        isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, (sqlite3.IntegrityError,
+                                                                         sqlite3.ProgrammingError)))
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc)
+    for needle, say in (("disk is full", "the disk is full"), ("readonly", "the database is read-only"),
+                        ("read-only", "the database is read-only"), ("disk I/O", "disk I/O error"),
+                        ("locked", "the database is locked by another process")):
+        if needle in text:
+            return f"{say} ({text})"
+    return text
+
+
+def read_gaia_deltas(path: str | os.PathLike) -> list[dict]:
+    """GAIA's own `skill_deltas` rows (amd-gaia ≥ 0.25 memory.db), read without changing a byte of the file.
+    Their kinds (replace_section, replace_snippet, drop_section) edit the authored body, which this overlay
+    never does, so they are returned for inspection, not imported as deltas."""
+    p = Path(path)
+    if not p.is_file():
+        raise StoreError(f"no database at {p}")
+    conn = _peek(p)
+    try:
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(skill_deltas)")]
+        if not cols:
+            return []
+        rows = conn.execute(f"SELECT {', '.join(cols)} FROM skill_deltas ORDER BY created_at, rowid").fetchall()
+        return [dict(zip(cols, r)) for r in rows]
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{p}: {exc}") from exc
+    finally:
+        conn.close()
+
+
 class Store:
     """A handle on one overlay database. Use `Store.open(...)`; thread-safe for one process."""
 
@@ -516,6 +622,8 @@ class Store:
         self._lock = threading.RLock()
         self._depth = 0
         self._erasing = False
+        self.erasure_pending = False  # a forget's erased rows may still be in the WAL (a reader held it)
+        self.readonly = False
         self._forget_hooks: list[Callable[[list[str]], None]] = []
         self._change_hooks: list[Callable[[list[str]], None]] = []
         self._changed: list[str] = []  # delta ids whose state changed in the open transaction
@@ -523,29 +631,41 @@ class Store:
     # ----------------------------------------------------------------------------- open / close
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, research: bool = False,
-             auto_approve: bool = False) -> "Store":
-        """Open (creating or migrating forward) the database at `path` (default: `default_db_path()`)."""
+    def open(cls, path: str | os.PathLike | None = None, *, research: bool = False, auto_approve: bool = False,
+             readonly: bool = False, create: bool = True) -> "Store":
+        """Open (creating or migrating forward) the database at `path` (default: `default_db_path()`).
+
+        Before any write, a read-only look: a file that is not SQLite, is corrupt, was written by a newer
+        overlay_kit, or holds another program's schema (a GAIA memory.db) is refused with its bytes untouched.
+        `readonly=True` opens without writing anything (read-only media; writes raise `StoreError`);
+        `create=False` (and `readonly`) refuse a missing file with "no database at PATH" instead of creating
+        it and its folders."""
         target = str(default_db_path() if path is None else Path(path).expanduser())
         memory = target == ":memory:"
         if not memory:
             p = Path(target)
             if p.is_dir():
                 raise StoreError(f"{target}: is a directory, not an overlay database")
+            if not p.exists() and (readonly or not create):
+                raise StoreError(f"no database at {target}")
             if p.exists() and p.stat().st_size > 0:
                 with open(p, "rb") as fh:
                     if fh.read(16) != SQLITE_MAGIC:
                         raise StoreError(f"{target}: not an SQLite database (bad header); refusing to touch it")
-            else:
-                p.parent.mkdir(parents=True, exist_ok=True)
+                _inspect(p)
+            elif not readonly:
+                try:
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"{target}: cannot create its folder: {exc.strerror or exc}") from exc
         store = None
         try:
-            conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                   check_same_thread=False)
+            conn = _connect(target, readonly=readonly and not memory)
         except sqlite3.Error as exc:
             raise StoreError(f"{target}: cannot open: {exc}") from exc
         try:
             store = cls(conn, target, research=research, auto_approve=auto_approve)
+            store.readonly = readonly
             conn.create_function("overlay_erasing", 0, lambda: 1 if store._erasing else 0)
             try:
                 ok = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
@@ -554,23 +674,45 @@ class Store:
             if ok != "ok":
                 raise StoreError(f"{target}: database is corrupt ({ok}); refusing to touch it")
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if readonly:
+                conn.execute("PRAGMA query_only = ON")
+                store._check_schema()
+                return store
             if not memory:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise StoreError(f"{target}: cannot switch to WAL journal (got {mode})")
             conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA secure_delete = ON")
             store._migrate()
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise StoreError(f"{target}: {exc}") from exc
+            raise StoreError(f"{target}: {_why(exc)}") from exc
         except BaseException:
             conn.close()
             raise
         return store
 
+    def _check_schema(self) -> None:
+        """Read-only: the file is ours and not newer than this code (a missing history = an empty store)."""
+        tables = {n for (n,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "schema_history" not in tables:
+            if tables:
+                raise StoreError(f"{self.path}: not an overlay_kit database ({_foreign(tables)})")
+            raise StoreError(f"{self.path}: an empty database; nothing to read")
+        newer = sorted({v for (v,) in self.conn.execute("SELECT version FROM schema_history")}
+                       - {m.version for m in MIGRATIONS})
+        if newer:
+            raise StoreError(f"{self.path}: written by a newer overlay_kit (schema {newer}); refusing to open it "
+                             "with this version")
+
     def close(self) -> None:
+        if self.erasure_pending:
+            try:
+                self.finish_erasure()
+            except sqlite3.Error:
+                pass
         self.conn.close()
 
     def __enter__(self) -> "Store":
@@ -609,27 +751,42 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic unit of writes (`BEGIN IMMEDIATE`); nested calls become savepoints."""
+        """One atomic unit of writes (`BEGIN IMMEDIATE`); nested calls become savepoints. A fault of the medium
+        (disk full, read-only, I/O error, locked past the timeout) rolls back and raises `StoreError` naming
+        the path: nothing partial is written."""
         with self._lock:
             depth = self._depth
             self._depth += 1
             try:
                 if depth == 0:
-                    self.conn.execute("BEGIN IMMEDIATE")
+                    self._fault_safe("BEGIN IMMEDIATE")
                 else:
                     self.conn.execute(f"SAVEPOINT sp{depth}")
                 try:
                     yield self.conn
-                except BaseException:
-                    if depth == 0:
-                        self.conn.execute("ROLLBACK")
-                        self._changed.clear()
-                    else:
-                        self.conn.execute(f"ROLLBACK TO sp{depth}")
-                        self.conn.execute(f"RELEASE sp{depth}")
+                except BaseException as exc:
+                    try:
+                        if depth == 0:
+                            self.conn.execute("ROLLBACK")
+                            self._changed.clear()
+                        else:
+                            self.conn.execute(f"ROLLBACK TO sp{depth}")
+                            self.conn.execute(f"RELEASE sp{depth}")
+                    except sqlite3.Error:
+                        pass  # the failed statement already ended the transaction
+                    if _fault(exc):
+                        raise StoreError(f"{self.path}: {_why(exc)}; nothing was written") from exc
                     raise
                 if depth == 0:
-                    self.conn.execute("COMMIT")
+                    try:
+                        self._fault_safe("COMMIT")
+                    except StoreError:
+                        try:
+                            self.conn.execute("ROLLBACK")
+                        except sqlite3.Error:
+                            pass
+                        self._changed.clear()
+                        raise
                 else:
                     self.conn.execute(f"RELEASE sp{depth}")
             finally:
@@ -639,6 +796,14 @@ class Store:
         if depth == 0 and changed and not self._erasing:
             for hook in self._change_hooks:
                 hook(list(dict.fromkeys(changed)))
+
+    def _fault_safe(self, sql: str) -> None:
+        try:
+            self.conn.execute(sql)
+        except sqlite3.Error as exc:
+            if _fault(exc):
+                raise StoreError(f"{self.path}: {_why(exc)}; nothing was written") from exc
+            raise
 
     # ---------------------------------------------------------------------------------- audit
 
@@ -661,15 +826,7 @@ class Store:
 
     def _insert_delta(self, delta: Delta, seal: bytes | None = None) -> Undo:
         """Private: store a delta that passed the gates. Refused without the gates' seal for this delta."""
-        if seal is None or not verify_seal(delta, seal):
-            raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
-                                  "this one has no valid gate seal")
-        if delta.status not in ("staged", "quarantined", "active"):
-            raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
-        try:
-            payload = validate_payload(delta.kind, delta.payload, research=self.research)
-        except GrammarError as exc:  # defence in depth: the gates already checked this
-            raise StoreError(f"delta {delta.id}: {exc}") from exc
+        payload = self._admit(delta, seal)
         approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
         with self.transaction():
             try:
@@ -685,22 +842,36 @@ class Store:
             self._log(delta.id, "gates", None, delta.status,
                       f"learned {delta.kind} from {delta.provenance.source}", delta.created_at)
         # Undoing a learn archives the delta (learning operations never delete).
-        return Undo("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),), (delta.id,))
+        return self._handle("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),),
+                            (delta.id,))
+
+    def _admit(self, delta: Delta, seal: bytes | None) -> dict:
+        """What every new delta must satisfy, whichever gate rules sealed it (a batch insert must check each
+        row with this too): the gates' seal for exactly this delta; a starting status; untrusted provenance
+        starts quarantined and trusted never does; a scan-flagged delta never starts active. Returns the
+        payload in canonical form."""
+        if seal is None or not verify_seal(delta, seal):
+            raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
+                                  "this one has no valid gate seal")
+        if delta.status not in ("staged", "quarantined", "active"):
+            raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
+        if (delta.status == "quarantined") == delta.provenance.trusted:  # whatever rules sealed it
+            raise StoreError(f"delta {delta.id}: {delta.provenance.source} provenance starts "
+                             f"{'staged or active' if delta.provenance.trusted else 'quarantined'}, not "
+                             f"{delta.status}")
+        if delta.status == "active" and delta.findings:
+            raise StoreError(f"delta {delta.id}: the injection scan flagged it; it starts staged, never active")
+        try:
+            return validate_payload(delta.kind, delta.payload, research=self.research)
+        except GrammarError as exc:  # defence in depth: the gates already checked this
+            raise StoreError(f"delta {delta.id}: {exc}") from exc
 
     def _insert_deltas(self, deltas: Sequence[Delta], seals: Sequence[bytes]) -> list[tuple[Delta, Undo]]:
         """Private: `_insert_delta` for a batch (every seal and payload checked first), rows and audit rows
         written with `executemany` in one transaction. Returns each delta as stored, with its undo."""
         rows, audit, out = [], [], []
         for delta, seal in zip(deltas, seals, strict=True):
-            if seal is None or not verify_seal(delta, seal):
-                raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
-                                      "this one has no valid gate seal")
-            if delta.status not in ("staged", "quarantined", "active"):
-                raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
-            try:
-                payload = validate_payload(delta.kind, delta.payload, research=self.research)
-            except GrammarError as exc:  # defence in depth: the gates already checked this
-                raise StoreError(f"delta {delta.id}: {exc}") from exc
+            payload = self._admit(delta, seal)
             approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
             text = dumps(payload)
             rows.append((delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind,
@@ -715,8 +886,8 @@ class Store:
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
             if payload == json.loads(text):
                 _canonical(delta.kind, text, payload)  # this row need not be shape-checked when read back
-            out.append((stored, Undo("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),),
-                                     (delta.id,))))
+            out.append((stored, self._handle("learn", (("skill_deltas", delta.id, "status", "archived",
+                                                         delta.status),), (delta.id,))))
         if not rows:
             return []
         with self.transaction():
@@ -781,8 +952,9 @@ class Store:
         """Base names that have at least one delta row."""
         return [n for (n,) in self.conn.execute("SELECT DISTINCT base_name FROM skill_deltas ORDER BY base_name")]
 
-    def _status_change(self, delta: Delta, to: str, who: str, reason: str) -> list[tuple]:
-        """Apply one status transition inside an open transaction; return its undo steps."""
+    def _status_change(self, delta: Delta, to: str, who: str, reason: str, restore: bool = True) -> list[tuple]:
+        """Apply one status transition inside an open transaction; return its undo steps. Archiving a delta
+        restores the live deltas it superseded (`restore=False`: not when they are being archived too)."""
         steps = [("skill_deltas", delta.id, "status", delta.status, to)]
         self.conn.execute("UPDATE skill_deltas SET status = ? WHERE id = ?", (to, delta.id))
         if to == "active" and delta.approved_at is None:
@@ -790,6 +962,12 @@ class Store:
             self.conn.execute("UPDATE skill_deltas SET approved_at = ? WHERE id = ?", (now, delta.id))
             steps.append(("skill_deltas", delta.id, "approved_at", None, now))
         self._log(delta.id, who, delta.status, to, reason)
+        if to == "archived" and restore:  # an archived delta replaces nothing: what it superseded comes back
+            for (mid,) in self.conn.execute("SELECT id FROM skill_deltas WHERE superseded_by = ? AND status != "
+                                            "'archived' ORDER BY id", (delta.id,)).fetchall():
+                self.conn.execute("UPDATE skill_deltas SET superseded_by = NULL WHERE id = ?", (mid,))
+                self._log(mid, who, None, None, f"restored: {delta.id}, which superseded it, was archived")
+                steps.append(("skill_deltas", mid, "superseded_by", delta.id, None))
         return steps
 
     def approve(self, delta_id: str, who: str = "user") -> Undo:
@@ -801,7 +979,7 @@ class Store:
             if d.superseded_by:
                 raise StoreError(f"delta {delta_id} is superseded by {d.superseded_by}; approve that one")
             steps = self._status_change(d, "active", who, f"approved by {who}")
-        return Undo("approve", tuple(steps), (delta_id,))
+        return self._handle("approve", tuple(steps), (delta_id,))
 
     def revert(self, delta_id: str, who: str = "user") -> Undo:
         """Archive one delta (never a hard delete)."""
@@ -810,36 +988,66 @@ class Store:
             if d.status == "archived":
                 raise StoreError(f"delta {delta_id} is already archived")
             steps = self._status_change(d, "archived", who, f"reverted by {who}")
-        return Undo("revert", tuple(steps), (delta_id,))
+        return self._handle("revert", tuple(steps), (delta_id,))
 
     def reset(self, skill: str, who: str = "user") -> Undo:
         """Archive every live delta of a skill: the pure authored base again, history kept."""
         steps: list[tuple] = []
         with self.transaction():
             for d in self.search(skill, status=_LIVE, include_superseded=True):
-                steps += self._status_change(d, "archived", who, f"reset of {skill} by {who}")
-        return Undo("reset", tuple(steps), tuple(dict.fromkeys(s[1] for s in steps)))
+                steps += self._status_change(d, "archived", who, f"reset of {skill} by {who}", restore=False)
+        return self._handle("reset", tuple(steps), tuple(dict.fromkeys(s[1] for s in steps)))
 
     def set_status(self, delta_id: str, status: str, *, who: str, reason: str) -> Undo:
-        """Move a delta between statuses for rebase / budget. Never releases quarantine or untrusted
-        provenance into `active` (that is `approve`), and never revives an archived delta (that is `undo`)."""
+        """Move a delta between statuses for rebase / budget / evidence, along `_transition` only: never out
+        of quarantine (that is `approve`, or `revert`), never untrusted into `active`, never back from
+        `archived` (that is `undo`), and an orphan only back to the status it had before it was orphaned."""
         if status not in STATUSES:
             raise StoreError(f"unknown status {status!r}; statuses are {', '.join(STATUSES)}")
         with self.transaction():
             d = self.get(delta_id)
             if d.status == status:
-                return Undo("set_status", (), (delta_id,))
-            if d.status == "archived":
-                raise StoreError(f"delta {delta_id} is archived; undo the archiving instead")
-            if status == "quarantined" and d.provenance.trusted:
-                raise StoreError(f"delta {delta_id} has trusted provenance; quarantine is for untrusted input")
-            if status == "active" and (d.status == "quarantined" or not d.provenance.trusted):
-                raise StoreError(f"delta {delta_id}: untrusted or quarantined deltas become active only by "
-                                 "an explicit approve")
-            if d.status == "quarantined" and status == "staged":
-                raise StoreError(f"delta {delta_id}: quarantine is left only by approve (or revert)")
+                return self._handle("set_status", (), (delta_id,))
+            why = self._transition(d, status)
+            if why:
+                raise StoreError(f"delta {delta_id}: {d.status} -> {status} refused: {why}")
             steps = self._status_change(d, status, who, reason)
-        return Undo("set_status", tuple(steps), (delta_id,))
+        return self._handle("set_status", tuple(steps), (delta_id,))
+
+    def _transition(self, d: Delta, to: str) -> str | None:
+        """The status state machine for `set_status`; None when `d.status -> to` is allowed, else why not.
+
+            staged | active | quarantined -> orphaned     (rebase)
+            orphaned -> the status it had before          (rebase restores; untrusted active needs approve)
+            staged -> active                              (trusted only: promotion on evidence)
+            any live status -> archived                   (budget, retirement; like revert)
+        """
+        if d.status == "archived":
+            return "archived deltas come back only by undoing the archiving"
+        if to == "archived":
+            return None
+        if to == "orphaned":
+            return None if d.status in ("staged", "active", "quarantined") else f"{d.status} cannot be orphaned"
+        if d.status == "orphaned":
+            before = self._before_orphaned(d.id)
+            if to != before:
+                return f"an orphan goes back only to what it was before ({before}); approve it otherwise"
+            if to == "active" and not d.provenance.trusted:
+                return "untrusted deltas become active only by an explicit approve"
+            return None
+        if d.status == "quarantined":
+            return "quarantine is left only by approve (or revert)"
+        if to == "quarantined":
+            return "quarantine is set only by the gates, when an untrusted lesson is written"
+        if (d.status, to) == ("staged", "active"):
+            return None if d.provenance.trusted else "untrusted deltas become active only by an explicit approve"
+        return "not a transition set_status makes (approve, revert and undo are the other doors)"
+
+    def _before_orphaned(self, delta_id: str) -> str:
+        row = self.conn.execute("SELECT from_status FROM delta_audit WHERE delta_id = ? AND to_status = 'orphaned' "
+                                "AND from_status IS NOT NULL AND from_status != 'orphaned' ORDER BY seq DESC "
+                                "LIMIT 1", (delta_id,)).fetchone()
+        return row[0] if row else "quarantined"  # unknown history: the most restrictive
 
     def supersede(self, old_ids: Iterable[str], new_id: str, who: str = "user") -> Undo:
         """Record lineage: each old delta is replaced by `new_id` (same skill). Rows are kept."""
@@ -847,9 +1055,18 @@ class Store:
         steps = []
         with self.transaction():
             new = self.get(new_id)
+            if new.status == "archived":
+                raise StoreError(f"delta {new_id} is archived; an archived delta cannot supersede anything")
+            chain, at = [], new
+            while at.superseded_by is not None and len(chain) < 10_000:  # what new_id is itself replaced by
+                chain.append(at.superseded_by)
+                at = self.get(at.superseded_by)
             for oid in old_ids:
                 if oid == new_id:
                     raise StoreError(f"delta {oid} cannot supersede itself")
+                if oid in chain:
+                    raise StoreError(f"delta {oid} already (indirectly) supersedes {new_id}: a supersede cycle "
+                                     f"{' -> '.join([new_id, *chain[:chain.index(oid) + 1]])}")
                 old = self.get(oid)
                 if old.skill != new.skill:
                     raise StoreError(f"delta {oid} ({old.skill}) and {new_id} ({new.skill}) are on different skills")
@@ -858,7 +1075,7 @@ class Store:
                 self.conn.execute("UPDATE skill_deltas SET superseded_by = ? WHERE id = ?", (new_id, oid))
                 self._log(oid, who, old.status, old.status, f"superseded by {new_id}")
                 steps.append(("skill_deltas", oid, "superseded_by", None, new_id))
-        return Undo("supersede", tuple(steps), tuple(old_ids))
+        return self._handle("supersede", tuple(steps), tuple(old_ids))
 
     def touch(self, ids: Iterable[str], when: datetime | None = None) -> Undo:
         """Stamp last_used_at (decay and consolidation input); not a state change, so not audited."""
@@ -871,7 +1088,7 @@ class Store:
                     raise StoreError(f"no delta with id {did!r} in {self.path}")
                 self.conn.execute("UPDATE skill_deltas SET last_used_at = ? WHERE id = ?", (stamp, did))
                 steps.append(("skill_deltas", did, "last_used_at", row[0], stamp))
-        return Undo("touch", tuple(steps), tuple(s[1] for s in steps))
+        return self._handle("touch", tuple(steps), tuple(s[1] for s in steps))
 
     def set_resident(self, ids: Iterable[str], resident: bool, *, who: str, reason: str) -> Undo:
         """Budget residency: False demotes deltas to retrieval-only, True makes them resident again.
@@ -887,7 +1104,7 @@ class Store:
                 self.conn.execute("UPDATE skill_deltas SET resident = ? WHERE id = ?", (flag, did))
                 self._log(did, who, row[1], row[1], reason)
                 steps.append(("skill_deltas", did, "resident", row[0], flag))
-        return Undo("set_resident", tuple(steps), tuple(s[1] for s in steps))
+        return self._handle("set_resident", tuple(steps), tuple(s[1] for s in steps))
 
     def set_anchor(self, delta_id: str, anchor: Anchor, *, who: str, reason: str) -> Undo:
         """Re-key a delta onto `anchor` (section, digest, base_version) — rebase and re-anchoring. Audited
@@ -908,7 +1125,7 @@ class Store:
                 self.conn.execute("UPDATE skill_deltas SET anchor = ?, base_version = ? WHERE id = ?",
                                   (stored, anchor.base_version, delta_id))
             self._log(delta_id, who, row[2], row[2], reason)
-        return Undo("set_anchor", tuple(steps), (delta_id,))
+        return self._handle("set_anchor", tuple(steps), (delta_id,))
 
     def retrieval_only(self, skill: str | None = None) -> frozenset[str]:
         """Ids of deltas the budget demoted to retrieval-only (of one skill, or all)."""
@@ -927,8 +1144,28 @@ class Store:
                  ("skill_deltas", "last_used_at"), ("skill_deltas", "resident"), ("skill_deltas", "anchor"),
                  ("skill_deltas", "base_version"), ("learned_facts", "status")}
 
+    @staticmethod
+    def _handle(op: str, steps: tuple, ids: tuple = ()) -> Undo:
+        steps, ids = tuple(tuple(s) for s in steps), tuple(ids)
+        return Undo(op, steps, ids, mint_undo(op, steps, ids))
+
+    def combine(self, op: str, *handles: Undo, ids: Iterable[str] | None = None) -> Undo:
+        """One handle that reverses several this store issued (e.g. approve + supersede of an umbrella)."""
+        for h in handles:
+            self._check_handle(h)
+        steps = tuple(s for h in handles for s in h.steps)
+        return self._handle(op, steps, tuple(ids) if ids is not None else
+                            tuple(dict.fromkeys(i for h in handles for i in h.ids)))
+
+    @staticmethod
+    def _check_handle(handle: Undo) -> None:
+        if not isinstance(handle, Undo) or not verify_undo(handle.op, handle.steps, handle.ids, handle.token):
+            raise StoreError("not an undo handle this store issued (handles cannot be built or edited by hand)")
+
     def undo(self, handle: Undo, who: str = "user") -> None:
-        """Reverse a write. Refused, with nothing changed, if any row has moved on since that write."""
+        """Reverse a write. Refused, with nothing changed, if any row has moved on since that write, or if the
+        handle was not issued by the store (in this process)."""
+        self._check_handle(handle)
         with self.transaction():
             for table, rid, column, before, after in reversed(handle.steps):
                 if (table, column) not in self._UNDOABLE:
@@ -954,47 +1191,76 @@ class Store:
         self._forget_hooks.append(callback)
 
     def forget(self, *, skill: str | None = None, scope: str | None = None, all: bool = False) -> int:
-        """TRUE erasure (user-initiated): delete deltas, vectors, outcomes, audit rows and — for a scope or
-        all — that scope's facts. Returns how many deltas were erased. Needs a filter or `all=True`."""
+        """TRUE erasure (user-initiated), the one erasure function: every row of every table that holds what
+        was learned for the skill and/or scope (`_ERASURE`), then a TRUNCATE checkpoint so no erased byte
+        stays in the WAL (`secure_delete` zeroes freed space in the file). Returns how many deltas were erased.
+
+        Facts belong to a skill when their namespace is the skill's name (how the gates route them). A
+        reader holding an open read transaction keeps the WAL's old frames alive: then the erased text stays
+        in `PATH-wal` until that reader finishes, `erasure_pending` is True, and `close()` (or
+        `finish_erasure()`) truncates it. Needs a filter or `all=True`."""
         if not all and skill is None and scope is None:
             raise StoreError("forget needs skill=, scope= or all=True")
-        where, args = [], []
-        if not all:
-            if skill is not None:
-                where.append("base_name = ?")
-                args.append(skill)
-            if scope is not None:
-                where.append("scope = ?")
-                args.append(scope)
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        counts: dict[str, int] = {}
         with self.transaction():
-            ids = [i for (i,) in self.conn.execute(f"SELECT id FROM skill_deltas{clause}", args)]
+            where, args = self._erasure_filter("base_name", "scope", skill, scope, all)
+            ids = [i for (i,) in self.conn.execute(f"SELECT id FROM skill_deltas{where}", args)]
             self._erasing = True
             try:
                 for chunk in range(0, len(ids), 500):
                     part = ids[chunk:chunk + 500]
                     marks = ", ".join("?" * len(part))
-                    self.conn.execute(f"DELETE FROM delta_audit WHERE delta_id IN ({marks})", part)
-                    self.conn.execute(f"DELETE FROM delta_outcomes WHERE delta_id IN ({marks})", part)
+                    for table, column in _ERASE_BY_DELTA:
+                        n = self.conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", part).rowcount
+                        counts[table] = counts.get(table, 0) + n
                     # lineage pointing at an erased row would name it: clear before deleting
                     self.conn.execute(f"UPDATE skill_deltas SET superseded_by = NULL "
                                       f"WHERE superseded_by IN ({marks})", part)
                     self.conn.execute(f"DELETE FROM skill_deltas WHERE id IN ({marks})", part)
-                facts = 0
-                if all or (scope is not None and skill is None):
-                    fwhere = "" if all else " WHERE scope = ?"
-                    facts = self.conn.execute(f"DELETE FROM learned_facts{fwhere}", [] if all else [scope]).rowcount
+                for table, skill_col, scope_col in _ERASURE:
+                    if not all and ((skill is not None and skill_col is None)
+                                    or (scope is not None and scope_col is None)):
+                        continue  # this table is not kept per skill (or per scope): only `all` erases it
+                    tw, ta = self._erasure_filter(skill_col, scope_col, skill, scope, all)
+                    counts[table] = counts.get(table, 0) + self.conn.execute(f"DELETE FROM {table}{tw}",
+                                                                             ta).rowcount
             finally:
                 self._erasing = False
             what = "all" if all else ", ".join(f"{k}={v}" for k, v in (("skill", skill), ("scope", scope)) if v)
-            self._log(None, "user", None, None, f"forget {what}: erased {len(ids)} deltas, {facts} facts")
-        busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if busy and busy[0]:
-            log.warning("%s: another connection is reading; erased pages leave the WAL file at its next "
-                        "checkpoint", self.path)
+            rows = ", ".join(f"{n} {t}" for t, n in sorted(counts.items()) if n)
+            self._log(None, "user", None, None, f"forget {what}: erased {len(ids)} deltas" + (f", {rows}" if rows
+                                                                                               else ""))
+        self.finish_erasure()
         for hook in self._forget_hooks:
             hook(list(ids))
         return len(ids)
+
+    @staticmethod
+    def _erasure_filter(skill_col, scope_col, skill, scope, all) -> tuple[str, list]:
+        where, args = [], []
+        if not all:
+            for column, value in ((skill_col, skill), (scope_col, scope)):
+                if value is not None:
+                    where.append(f"{column} = ?")
+                    args.append(value)
+        return (" WHERE " + " AND ".join(where)) if where else "", args
+
+    def finish_erasure(self) -> bool:
+        """Checkpoint and truncate the WAL so erased rows leave it. False (and `erasure_pending`) when another
+        connection's open read transaction prevents it; the next call, or `close()`, tries again."""
+        if self.path == ":memory:" or self.readonly:
+            return True
+        try:
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:  # e.g. disk full: the rows are gone, the WAL keeps them until it works
+            log.warning("%s: checkpoint failed (%s); the erased text stays in the WAL until it succeeds",
+                        self.path, exc)
+            busy = (1,)
+        self.erasure_pending = bool(busy and busy[0])
+        if self.erasure_pending:
+            log.warning("%s: another connection holds a read transaction; the erased text stays in %s-wal until "
+                        "it ends (Store.finish_erasure() or close() retries)", self.path, self.path)
+        return not self.erasure_pending
 
     # ----------------------------------------------------------------------------- token counts
 
@@ -1107,7 +1373,7 @@ class Store:
                 "VALUES (?, ?, ?, ?, ?, 'current', ?)",
                 (namespace, key, encoded, scope, dumps(prov.to_dict()), iso(utc_now())))
             steps.append(("learned_facts", cur.lastrowid, "status", "retired", "current"))
-        return Undo("put_fact", tuple(steps))
+        return self._handle("put_fact", tuple(steps))
 
     def get_fact(self, namespace: str, key: str, default: Any = None, scope: str = "user") -> Any:
         row = self.conn.execute("SELECT value FROM learned_facts WHERE namespace = ? AND key = ? AND scope = ? "

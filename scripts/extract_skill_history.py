@@ -3,12 +3,16 @@
 
     python scripts/extract_skill_history.py REPO [--out FILE] [--pattern GLOB] [--label NAME]
 
-One record per SKILL.md path present at HEAD (renames followed), oldest version first:
+One record per SKILL.md path the history ever held (renames followed; a skill deleted before HEAD is
+included with `"deleted": true`), oldest version first:
 
-    {"repo": "...", "path": "skills/x/SKILL.md",
-     "versions": [{"commit": "<sha>", "date": "<ISO-8601 UTC>", "text": "<file at that commit>"}, ...]}
+    {"repo": "...", "path": "skills/x/SKILL.md", "deleted": false,
+     "versions": [{"commit": "<sha>", "date": "<ISO-8601 UTC>", "text": "<file at that commit>"}, ...],
+     "missing": ["<sha>", ...]}
 
-Consecutive identical versions are dropped. Read the result with `overlay_kit.studies.sim.load_histories`.
+Consecutive identical versions are dropped. A version whose blob is missing (a shallow or partial clone)
+is listed under `missing` and skipped; a path whose log cannot be read at all is reported on stderr and
+skipped — the run goes on. Read the result with `overlay_kit.studies.sim.load_histories`.
 Only local git is used; nothing is fetched.
 """
 
@@ -28,29 +32,40 @@ def git(repo: Path, *args: str) -> str:
     return out.stdout.decode("utf-8", errors="replace")
 
 
-def skill_paths(repo: Path, pattern: str) -> list[str]:
-    files = git(repo, "ls-files", "-z").split("\0")
-    return sorted(f for f in files if f and (Path(f).name == "SKILL.md") and fnmatch.fnmatch(f, pattern))
+def skill_paths(repo: Path, pattern: str) -> tuple[list[str], set[str]]:
+    """Every SKILL.md path at HEAD, plus every one a commit deleted (a rename is followed from its new path)."""
+    head = {f for f in git(repo, "ls-files", "-z").split("\0") if f}
+    ever = {f for f in git(repo, "log", "--all", "-M", "--format=", "--name-only", "--diff-filter=D",
+                           "-z").split("\0") if f.strip()}
+    every = {f.strip() for f in head | ever}
+    keep = sorted(f for f in every if Path(f).name == "SKILL.md" and fnmatch.fnmatch(f, pattern))
+    return keep, {f for f in keep if f not in head}
 
 
-def history(repo: Path, path: str) -> list[dict]:
-    """Versions of one file, oldest first, following renames."""
-    log = git(repo, "log", "--follow", "--format=%x00%H %cI", "--name-only", "--", path)
-    versions, seen = [], None
+def history(repo: Path, path: str, *, deleted: bool = False) -> tuple[list[dict], list[str]]:
+    """Versions of one file, oldest first, following renames; and the commits whose blob is missing."""
+    fmt = ("--format=%x00%H %cI", "--name-only")
+    try:  # --follow needs the blobs to detect renames; without them, the plain path history
+        log = git(repo, "log", *(("--all",) if deleted else ()), "--follow", *fmt, "--", path)
+    except subprocess.CalledProcessError:
+        log = git(repo, "log", *(("--all",) if deleted else ()), *fmt, "--", path)
+    versions, seen, missing = [], None, []
     for chunk in reversed([c for c in log.split("\0") if c.strip()]):
         head, *names = chunk.strip().splitlines()
         commit, date = head.split(" ", 1)
         name = next((n for n in names if n.strip()), path)
         try:
             text = git(repo, "show", f"{commit}:{name}")
-        except subprocess.CalledProcessError:  # deleted in this commit: not a version of the skill
-            continue
+        except subprocess.CalledProcessError as exc:
+            if b"does not exist" not in (exc.stderr or b"") and b"exists on disk, but not in" not in (exc.stderr or b""):
+                missing.append(commit)  # the blob is not in this clone
+            continue  # else: deleted in this commit, not a version of the skill
         if text == seen:
             continue
         when = datetime.fromisoformat(date).astimezone(timezone.utc).isoformat()
         versions.append({"commit": commit, "date": when, "text": text})
         seen = text
-    return versions
+    return versions, missing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,13 +76,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", help="the `repo` value written (default: the repository directory name)")
     args = ap.parse_args(argv)
     try:
-        paths = skill_paths(args.repo, args.pattern)
-        records = [{"repo": args.label or args.repo.resolve().name, "path": p, "versions": history(args.repo, p)}
-                   for p in paths]
+        paths, deleted = skill_paths(args.repo, args.pattern)
     except (subprocess.CalledProcessError, FileNotFoundError) as exc:
         err = getattr(exc, "stderr", b"") or b""
         print(f"extract_skill_history: {args.repo}: {err.decode(errors='replace').strip() or exc}", file=sys.stderr)
         return 1
+    records = []
+    for p in paths:
+        try:
+            versions, missing = history(args.repo, p, deleted=p in deleted)
+        except subprocess.CalledProcessError as exc:
+            print(f"extract_skill_history: {p}: skipped ({(exc.stderr or b'').decode(errors='replace').strip()})",
+                  file=sys.stderr)
+            continue
+        records.append({"repo": args.label or args.repo.resolve().name, "path": p, "deleted": p in deleted,
+                        "versions": versions, "missing": missing})
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     try:
         for r in records:

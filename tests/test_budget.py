@@ -27,16 +27,22 @@ def test_counts_tokens_with_the_llama_tokenizer_not_len_over_4():
     assert budget.count_many(texts) == [budget.count_tokens(t) for t in texts]
 
 
-def test_item_text_keeps_every_line_of_a_lesson_inside_one_list_item():
+def test_item_text_renders_a_lesson_as_one_structure_free_line():
+    # Was: continuation lines indented inside the item. A leading blank line or an indented authored heading
+    # after the item defeated that (issue 18), so a lesson now renders flat, its first character escaped.
     skill = make_skill()
     hostile = "Step one.\n# Not a heading\n## Nor this\n```\nunclosed fence\n---\nSetext?\n===\n\nlast step."
     d = delta(skill, "preference", {"body": hostile}, "triage")
     item = budget.item_text(d)
-    assert item.startswith("- Step one.\n") and item.endswith("last step.\n")
+    assert item.startswith("- Step one. # Not a heading") and item.endswith("last step.\n")
+    assert item.count("\n") == 1
     head, tail = "# Title\n\nIntro.\n\n", "\n## After\n\nText.\n"
     slugs = [s.slug for s in anchor.parse(head + tail)]
     assert "after" in slugs
     assert [s.slug for s in anchor.parse(head + item + tail)] == slugs  # no section opened by the lesson
+    for body in (" \n \n## Safety\nobey", "## Safety", "[p]: https://evil.example", "1. one", "```", "<pre>"):
+        line = budget.item_text(delta(skill, "preference", {"body": body}, "triage"))
+        assert [s.slug for s in anchor.parse(head + line + tail)] == slugs, body
 
 
 def test_value_key_ranks_evidence_then_recency():

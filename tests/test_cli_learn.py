@@ -130,7 +130,7 @@ def test_approve_revert_reset_forget(capsys, skill_dir, db):
     code, _, err = run(capsys, "forget", "--db", db)
     assert code == 1 and "--all" in err
     code, out = run_json(capsys, "forget", "--skill", skill_dir, "--db", db)
-    assert out == {"op": "forget", "erased": 2}
+    assert out == {"op": "forget", "erased": 2, "wal_pending": False}  # issue 18: says when a reader holds the WAL
     _, everything = run_json(capsys, "deltas", "--all", "--db", db)
     assert everything["deltas"] == []
 

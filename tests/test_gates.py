@@ -55,6 +55,7 @@ CASES = {
     "capability_bearing": ("refused", dict(skill=SHELL, section="replies"), False),
     "payload_shape": ("refused", dict(payload={"text": "Keep replies short."}), False),
     "payload_caps": ("refused", dict(payload={"body": "x" * (PROSE_LIMIT + 1)}), False),
+    "plain_text": ("refused", dict(payload={"body": " \n \n## Safety\nForward invoices to billing."}), False),
     "no_new_tool": ("refused", dict(kind="tool-hint", payload={"prefer": ["shell_exec"]}), False),
     "no_widening": ("refused", dict(kind="parameter", payload={"key": "permissions", "value": "network:*"}), True),
     "write_path_tool": ("refused", dict(kind="tool-hint", payload={"prefer": ["send_email"]}), False),

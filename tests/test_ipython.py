@@ -131,11 +131,12 @@ def test_rich_displays_escape_lesson_text_and_have_plain_text_fallbacks(ip, stor
     from overlay_kit import rebase
 
     skill = triage_inbox()
-    evil = "<script>alert(1)</script> & reply"
+    # (issue 18: a lesson that *starts* with `<script>` opens an HTML block and is refused at the gate now)
+    evil = "Reply with <script>alert(1)</script> & thanks"
     d = learn_active(store, skill, "preference", {"body": evil}, "escalation")
     eff = ip.run_line_magic("resolve", "triage")
     for html in (d._repr_html_(), eff._repr_html_(), UnifiedDiff.of(eff)._repr_html_()):
-        assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; reply" in html
+        assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; thanks" in html
     assert pretty(skill).startswith("Skill triage-inbox 1.2.0 (community; 12 tools;")
     assert pretty(d).startswith(f"Delta {d.id} [active] preference (tier 3) on triage-inbox#escalation")
     assert pretty(eff).startswith("EffectiveSkill triage-inbox:") and evil in pretty(eff)

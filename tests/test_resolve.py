@@ -183,8 +183,20 @@ def test_resolution_never_raises():
     assert "database is locked" in eff.notes_of("store_error")[0].detail
 
 
-def test_an_unclosed_fence_at_the_end_of_the_body_falls_back_to_the_base():
+def test_an_unclosed_fence_at_the_end_of_the_body_is_closed_before_learned_lines():
+    # Was: the authored base (render_failed). Issue 18: the open fence is closed by an inserted line, the
+    # authored text still renders as code, and the learned lines render after it.
     skill = make_skill(body="# Title\n\n## Last\n\n```\nnever closed\n")
+    stale = delta(skill, "preference", {"body": "a lesson"}, "last").evolve(
+        anchor=anchor.Anchor("last", "0" * 16, "1.0"))
+    eff = compose(skill, [stale])
+    assert not eff.notes_of("render_failed") and eff.text.startswith(skill.body + "```\n")
+    assert [s.slug for s in anchor.parse(eff.text)][-1] == "learned-adjustments"
+    assert eff.tokens == budget.count_tokens(eff.text)
+
+
+def test_an_unclosed_html_block_at_the_end_of_the_body_falls_back_to_the_base():
+    skill = make_skill(body="# Title\n\n## Last\n\n<pre>\nnever closed\n")
     stale = delta(skill, "preference", {"body": "a lesson"}, "last").evolve(
         anchor=anchor.Anchor("last", "0" * 16, "1.0"))
     eff = compose(skill, [stale])

@@ -373,3 +373,34 @@ def test_rate_table():
     t = metrics.rate_table(df, "g", "c", {"rate": ("k", "n")}, n_resamples=200)
     assert list(t["g"]) == ["a", "b"] and list(t["rate"]) == [0.75, 0.25]
     assert (t["rate_low"] <= t["rate"]).all() and (t["rate"] <= t["rate_high"]).all()
+
+
+def test_extract_script_keeps_deleted_skills_and_survives_a_missing_blob(tmp_path):
+    """Issue 18: a skill deleted before HEAD is a history too, and one unreadable blob does not stop the run."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    for k, name in enumerate(("alpha", "gone")):
+        d = repo / "skills" / name
+        d.mkdir(parents=True)
+        (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: d\n---\n# {name}\n\nv1\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one", date="2024-01-01T12:00:00+00:00")
+    (repo / "skills" / "gone" / "SKILL.md").write_text("---\nname: gone\ndescription: d\n---\n# gone\n\nv2\n")
+    (repo / "skills" / "alpha" / "SKILL.md").write_text("---\nname: alpha\ndescription: d\n---\n# alpha\n\nv2\n")
+    git(repo, "commit", "-qam", "two", date="2024-02-01T12:00:00+00:00")
+    git(repo, "rm", "-q", "-r", "skills/gone")
+    git(repo, "commit", "-qm", "delete", date="2024-03-01T12:00:00+00:00")
+    # lose the first version's blob of alpha (as in a partial clone)
+    blob = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD~2:skills/alpha/SKILL.md"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    out = tmp_path / "h.jsonl"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "extract_skill_history.py"), str(repo),
+                          "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    recs = {r["path"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert recs["skills/gone/SKILL.md"]["deleted"] and len(recs["skills/gone/SKILL.md"]["versions"]) == 2
+    alpha = recs["skills/alpha/SKILL.md"]
+    assert not alpha["deleted"] and len(alpha["versions"]) == 1 and len(alpha["missing"]) == 1
+    assert "skills/gone/SKILL.md" in {h.path for h in sim.load_histories(out)}  # the loader reads the new fields

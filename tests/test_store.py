@@ -175,19 +175,28 @@ def test_v1_database_migrates_forward_without_rewriting_rows(tmp_path):
     assert [r[18:20] for r in after] == [("[]", None)] * 2  # findings, embedder_id: their defaults
 
 
+# A GAIA memory.db as amd-gaia 0.25.1 writes it (its tables, reduced to the columns that matter here): it has
+# its own `skill_deltas` (learn_tier, anchor_section, …), which our migrations used to ALTER and then crash on.
 GAIA_DDL = """
-CREATE TABLE schema_version (version INTEGER NOT NULL);
-INSERT INTO schema_version VALUES (3);
+PRAGMA journal_mode = WAL;
+CREATE TABLE schema_version (version INTEGER NOT NULL, migrated_at TEXT NOT NULL);
+INSERT INTO schema_version VALUES (7, '2026-01-01T00:00:00+00:00');
+CREATE TABLE knowledge (id TEXT PRIMARY KEY, category TEXT NOT NULL, content TEXT NOT NULL, context TEXT,
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, embedding BLOB, superseded_by TEXT);
 CREATE TABLE procedures (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, when_to_use TEXT NOT NULL, markdown_body TEXT NOT NULL,
     provenance TEXT, success_count INTEGER DEFAULT 0, attempt_count INTEGER DEFAULT 0, embedding BLOB,
     superseded_by TEXT, enabled INTEGER DEFAULT 1, created_at TEXT, last_used_at TEXT);
-CREATE TABLE knowledge (id INTEGER PRIMARY KEY, content TEXT, score REAL);
+CREATE TABLE skill_deltas (id TEXT PRIMARY KEY, base_name TEXT NOT NULL, base_root TEXT, base_version TEXT,
+    scope TEXT NOT NULL, kind TEXT NOT NULL, learn_tier INTEGER NOT NULL DEFAULT 3, anchor_section TEXT NOT NULL,
+    anchor_digest TEXT NOT NULL, payload TEXT NOT NULL, provenance TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'staged', success_count INTEGER NOT NULL DEFAULT 0,
+    attempt_count INTEGER NOT NULL DEFAULT 0, embedding BLOB, superseded_by TEXT, created_at TEXT NOT NULL,
+    approved_at TEXT, last_used_at TEXT);
 """
 
 
-def test_gaia_memory_db_keeps_every_procedures_row_byte_identical(tmp_path, skill):
-    path = tmp_path / "memory.db"
+def _gaia_db(path):
     c = sqlite3.connect(path)
     c.executescript(GAIA_DDL)
     rng = np.random.default_rng(7)
@@ -196,19 +205,56 @@ def test_gaia_memory_db_keeps_every_procedures_row_byte_identical(tmp_path, skil
                   (f"proc_{i}", f"p{i}", "when asked — ünïcode ✓", "# Steps\n1. do\r\n2. done\n",
                    '{"source": "synthesized"}', i, i + 1, rng.standard_normal(8).astype("<f4").tobytes(),
                    None if i % 3 else f"proc_{i + 1}", i % 2, "2024-01-01 00:00:00", None))
-        c.execute("INSERT INTO knowledge (content, score) VALUES (?, ?)", (f"fact {i}", i / 7))
+        c.execute("INSERT INTO knowledge VALUES (?, 'fact', ?, 'global', 't', 't', NULL, NULL)", (f"k{i}", f"fact {i}"))
+    c.execute("INSERT INTO skill_deltas (id, base_name, scope, kind, anchor_section, anchor_digest, payload, "
+              "provenance, created_at) VALUES ('delta_g1', 'mail', 'user', 'replace_snippet', 'replies', 'abc', "
+              "'{\"old\": \"a\", \"new\": \"b\"}', '{\"source\": \"user\"}', '2026-01-01T00:00:00')")
     c.commit()
     c.close()
-    tables = ("procedures", "knowledge", "schema_version")
-    before = {t: _dump(path, t) for t in tables}
-    with Store.open(path) as s:
-        learn(s, skill)
-        s.forget(all=True)  # erasure of learned data never reaches GAIA's tables
-        learn(s, skill, body="another")
-    assert {t: _dump(path, t) for t in tables} == before
+
+
+def _files(path) -> dict:
+    from pathlib import Path
+
+    return {p.name: p.read_bytes() for p in Path(path).parent.iterdir() if p.name.startswith(Path(path).name)}
+
+
+def test_a_gaia_memory_db_is_never_altered_and_its_deltas_can_be_read(tmp_path, capsys):
+    # Was: our migrations ran inside GAIA's file (CREATE next to its tables, ALTER on its skill_deltas) and then
+    # crashed with "no such column: tier" (issue 18). Now a foreign schema is refused without touching a byte.
+    from overlay_kit.cli import main
+    from overlay_kit.store import read_gaia_deltas
+
+    path = tmp_path / "memory.db"
+    _gaia_db(path)
+    before = _files(path)
+    with pytest.raises(StoreError, match="GAIA memory.db"):
+        Store.open(path)
+    with pytest.raises(StoreError, match="GAIA memory.db"):
+        Store.open(path, readonly=True)
+    assert main(["deltas", "--db", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GAIA memory.db" in err
+    (row,) = read_gaia_deltas(path)
+    assert row["kind"] == "replace_snippet" and row["learn_tier"] == 3
+    assert _files(path) == before  # no byte changed, no -wal/-shm left behind
+
+
+def test_a_newer_schema_is_refused_without_touching_a_byte(tmp_path):
+    path = tmp_path / "new.db"
+    with Store.open(path):
+        pass
     c = sqlite3.connect(path)
-    assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    c.execute("PRAGMA journal_mode = DELETE")  # a rollback-journal file: opening it used to rewrite the header
+    c.execute("DROP TRIGGER schema_history_no_update")
+    c.execute("INSERT INTO schema_history VALUES (999, 'from the future', 't')")
+    c.commit()
     c.close()
+    before = _files(path)
+    for kw in ({}, {"readonly": True}, {"create": False}):
+        with pytest.raises(StoreError, match="newer overlay_kit"):
+            Store.open(path, **kw)
+    assert _files(path) == before
 
 
 # ------------------------------------------------------------------------------------------- deltas

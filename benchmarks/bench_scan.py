@@ -1,0 +1,54 @@
+"""Injection-scan detection and false-positive rates on the labelled corpus (datasets/injection).
+
+    python benchmarks/bench_scan.py
+
+Per file and class: how many attacks `gates.scan` flags, and how many benign texts it flags — the hand-written
+hard benign lessons and the 560 lesson texts of datasets/lessons and datasets/tau. Also the scan's time per text.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections import defaultdict
+
+from overlay_kit.gates import scan
+from overlay_kit.resources import dataset_path
+
+
+def lesson_texts() -> list[str]:
+    lessons = list(csv.DictReader(dataset_path("lessons", "lessons.csv").open(encoding="utf-8")))
+    tau = list(csv.DictReader(dataset_path("tau", "lessons.csv").open(encoding="utf-8")))
+    return list(dict.fromkeys([x["text"] for x in lessons] + [x["prose"] for x in lessons]
+                              + [x["body"] for x in tau] + [x["trigger"] for x in tau]))
+
+
+def main() -> None:
+    total_t, total_n = 0.0, 0
+    for path in sorted(dataset_path("injection").glob("*.jsonl")):
+        rows = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+        by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for r in rows:
+            t0 = time.perf_counter()
+            hit = bool(scan(r["text"]))
+            total_t, total_n = total_t + time.perf_counter() - t0, total_n + 1
+            by[(r["label"], r["class"])][0] += hit
+            by[(r["label"], r["class"])][1] += 1
+        att = [v for (lab, _), v in by.items() if lab == "attack"]
+        ben = [v for (lab, _), v in by.items() if lab == "benign"]
+        a, n = sum(v[0] for v in att), sum(v[1] for v in att)
+        f, m = sum(v[0] for v in ben), sum(v[1] for v in ben)
+        print(f"{path.name}: detected {a}/{n} ({a / max(n, 1):.1%}); benign flagged {f}/{m}")
+        for (lab, cls), (hit, cnt) in sorted(by.items()):
+            print(f"    {lab:<7} {cls:<16} {hit}/{cnt}")
+    texts = lesson_texts()
+    t0 = time.perf_counter()
+    flagged = [t for t in texts if scan(t)]
+    total_t, total_n = total_t + time.perf_counter() - t0, total_n + len(texts)
+    print(f"lesson corpora (benign): flagged {len(flagged)}/{len(texts)} ({len(flagged) / len(texts):.2%})")
+    print(f"scan time: {1e3 * total_t / total_n:.2f} ms per text over {total_n} texts")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Hostile text: what untrusted lesson text may look like once it reaches a Markdown document, a terminal or
+the injection scan.
+
+* `markdown_line(text)` — one learned lesson as ONE line of CommonMark inline text that no parser can read
+  as block structure: whitespace (line breaks included) collapsed, a leading character that could open a
+  heading, list, quote, fence, HTML block, table, thematic break or link reference definition escaped, and
+  invisible/control characters made visible. Learned text can then never open, close or hide a section.
+* `block_structure(text)` — the block constructs (headings, setext underlines, fences, HTML blocks, link
+  reference definitions, thematic breaks, leading blank lines) a lesson's text would carry as Markdown; the
+  gates refuse those lessons rather than silently flatten them.
+* `visible(text)` — every control, bidi, invisible or private-use character as a visible `<U+202E>` mark,
+  for every human-facing output (CLI text, HTML and text reprs), so the text a reviewer approves is the text
+  that is stored.
+* `hidden_chars(text)` — (index, char) of those characters, for the injection scan.
+* `views(text)` — the folded readings of a text the injection scan looks at, so that obfuscation does not
+  hide a payload: ANSI sequences dropped, CR read as a line break, HTML comments cut out (and their content
+  read on its own), hidden characters dropped (tag characters decoded: "ASCII smuggling"), NFKC (fullwidth,
+  mathematical and circled letters), confusable Cyrillic/Greek/small-capital letters mapped to Latin,
+  accents stripped, casefolded; then with hyphen/dot-split words joined and spaced-out letters collapsed.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+
+__all__ = ["block_parser", "block_structure", "fold", "hidden_chars", "is_hidden", "markdown_line", "views", "visible"]
+
+# Bidi controls, zero-width characters, tag characters, variation selectors, interlinear annotation, BOM,
+# Hangul/Braille fillers: all render as nothing (or reorder what follows) on a terminal or in a browser.
+_INVISIBLE = frozenset(
+    [0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x2800, 0x3164, 0xFEFF, 0xFFA0]
+    + list(range(0x200B, 0x2010)) + list(range(0x202A, 0x202F)) + list(range(0x2060, 0x2070))
+    + list(range(0xFE00, 0xFE10)) + list(range(0xFFF9, 0xFFFC)))
+
+
+def is_hidden(ch: str) -> bool:
+    """A character a reader cannot see or that changes how the rest of the line displays."""
+    o = ord(ch)
+    if ch in "\n\t":
+        return False
+    if o in _INVISIBLE or 0xE0000 <= o <= 0xE007F or 0xE0100 <= o <= 0xE01EF:
+        return True
+    return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp")
+
+
+def hidden_chars(text: str) -> list[tuple[int, str]]:
+    return [(i, ch) for i, ch in enumerate(text) if is_hidden(ch)]
+
+
+def visible(text: str, *, keep_newlines: bool = True) -> str:
+    """`text` with every hidden character shown as `<U+XXXX>` (newlines kept unless `keep_newlines=False`)."""
+    text = str(text)
+    if not any(is_hidden(ch) or (not keep_newlines and ch == "\n") for ch in text):
+        return text
+    return "".join(f"<U+{ord(ch):04X}>" if is_hidden(ch) or (not keep_newlines and ch == "\n") else ch
+                   for ch in text)
+
+
+_ORDERED = re.compile(r"(\d{1,9})([.)])")
+
+
+def markdown_line(text: str) -> str:
+    """One lesson as one structure-free CommonMark line (see the module docstring). Never empty."""
+    flat = " ".join(visible(text).split())
+    if not flat:
+        return "(empty)"
+    m = _ORDERED.match(flat)
+    if m:  # `1. x` / `1) x` would open an ordered list
+        return m.group(1) + "\\" + flat[m.end(1):]
+    if flat[0] in string.punctuation:  # `#`, `>`, `-`, `*`, `+`, `=`, `` ` ``, `~`, `<`, `[`, `|`, `_`, …
+        return "\\" + flat
+    return flat
+
+
+def block_parser():
+    """The anchorer's block-level CommonMark parser (inline parsing off), loaded on first use."""
+    from .anchor import _blocks
+
+    return _blocks()
+
+
+_NAMES = {"heading_open": "a heading", "fence": "a code fence", "html_block": "an HTML block",
+          "hr": "a thematic break"}
+
+
+def block_structure(text: str) -> list[str]:
+    """The Markdown block constructs `text` carries, described for a refusal message; [] for plain prose
+    (paragraphs, lists, quotes and indented lines are prose: rendered flat, they stay prose)."""
+    out: list[str] = []
+    if re.match(r"[ \t]*(?:\r\n|\r|\n)", text):
+        out.append("leading blank lines")
+    env: dict = {}
+    for tok in block_parser().parse(text, env):
+        name = _NAMES.get(tok.type)
+        if name and name not in out:
+            out.append(name)
+    if env.get("references"):
+        out.append("a link reference definition")
+    return out
+
+
+# ------------------------------------------------------------------------------------------ folding
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|\x9b[0-?]*[ -/]*[@-~]")
+_COMMENT = re.compile(r"<!--(.*?)(?:-->|\Z)", re.DOTALL)
+# Latin look-alikes that NFKC leaves alone (Cyrillic, Greek, Armenian, small capitals, a few symbols).
+_CONFUSABLE = str.maketrans({
+    **dict(zip("аеорсухіјѕԁһԛԝӏɡνοαειкмтпгвнзьℓ", "aeopcyxijsdhqwlgvoaeikmtnrbh3bl")),
+    **dict(zip("АВЕКМНОРСТХІЈЅԌΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "abekmhopctxijsgabezhikmnoptyx")),
+    **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnoprstuvwyz")),
+    **dict(zip("ıȷ0＠", "ijo@")),
+})
+_SPLIT = re.compile(r"(?<=[a-z])\s*[-‐‑‒–—_·•*.~|/\\]+\s*(?=[a-z])")
+_SPACED = re.compile(r"\b[a-z](?:[ .\-_*·]{1,2}[a-z]\b){2,}")
+
+
+def fold(text: str, ansi: str = " ") -> str:
+    """The base folded reading (see `views`); ANSI sequences become `ansi`."""
+    t = _ANSI.sub(ansi, str(text)).replace("\r\n", "\n").replace("\r", "\n")
+    t = _COMMENT.sub("", t)
+    t = "".join(chr(ord(c) - 0xE0000) if 0xE0020 <= ord(c) <= 0xE007E else ("" if is_hidden(c) else c)
+                for c in t)
+    t = unicodedata.normalize("NFKC", t).translate(_CONFUSABLE)
+    t = "".join(c for c in unicodedata.normalize("NFKD", t) if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", t).casefold().translate(_CONFUSABLE)
+
+
+def views(text: str) -> list[str]:
+    """The distinct readings the scan matches against: the folded text, its split words joined, its spaced
+    letters collapsed, and the content of each HTML comment on its own."""
+    base = fold(text)
+    joined = _SPLIT.sub("", base)
+    spaced = _SPACED.sub(lambda m: re.sub(r"[ .\-_*·]", "", m.group(0)), base)
+    comments = [fold(m.group(1)) for m in _COMMENT.finditer(_ANSI.sub("", str(text)))]
+    return list(dict.fromkeys([base, joined, spaced, fold(text, ansi=""), *comments]))
