@@ -158,7 +158,9 @@ def cache_clear() -> None:
 
 @lru_cache(maxsize=1)
 def _markdown():
-    from markdown_it import MarkdownIt  # imported on first use: the line scan needs none of it
+    from markdown_it import (
+        MarkdownIt,  # imported on first use: the line scan needs none of it
+    )
 
     return MarkdownIt("commonmark")
 

@@ -32,17 +32,19 @@ from datetime import datetime, timezone
 from functools import lru_cache
 
 from .bundled import llama_tokenizer
+from .grammar import (  # the learned-line format
+    BLOCK_HEADING,
+    BLOCK_INTRO,
+    SECTION_LABEL,
+    item_text,
+)
 from .prompt import (
     count_tokens,  # one token counter for the project: the bundled Llama-2 tokenizer
 )
-from .textguard import markdown_line
 
 __all__ = [
-    "BLOCK_HEADING",
-    "BLOCK_INTRO",
     "DEFAULT_CEILING",
     "RETRIEVAL_RESERVE",
-    "SECTION_LABEL",
     "Budget",
     "BudgetPlan",
     "MergeProposal",
@@ -51,7 +53,6 @@ __all__ = [
     "count_many_following",
     "count_tokens",
     "enforce",
-    "item_text",
     "overhead_tokens",
     "plan",
     "propose_consolidations",
@@ -67,9 +68,6 @@ DEFAULT_CEILING = 16384
 # Kept free by `Budget` under the ceiling so that lessons a session goal retrieves still fit: about ten
 # 400-character lessons. Capped at an eighth of the ceiling for small ceilings.
 RETRIEVAL_RESERVE = 1024
-BLOCK_HEADING = "## Learned adjustments"
-BLOCK_INTRO = "_Learned from use; not part of the authored skill._"
-SECTION_LABEL = "_Learned for this section:_"
 CONSOLIDATE_SCORE = 90.0  # rapidfuzz token_set_ratio at or above which two lessons are near-duplicates
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 log = logging.getLogger(__name__)
@@ -107,21 +105,6 @@ def count_many_following(pieces: Sequence[str]) -> list[int]:
             _FOLLOWING.clear()
         _FOLLOWING.update(zip(missing, (n - _NL for n in count_many(["\n" + p for p in missing]))))
     return [_FOLLOWING[p] for p in pieces]
-
-
-def item_text(delta) -> str:
-    """Exactly the Markdown one learned delta renders as: one list item on ONE line.
-
-    The lesson is flattened and escaped by `textguard.markdown_line`, so no line of it can open a heading,
-    fence, HTML block, setext underline or link reference definition: a learned line can never open,
-    close or hide a document-level section, nor re-point an authored reference.
-    """
-    return _item_text(str(delta.text))
-
-
-@lru_cache(maxsize=65536)
-def _item_text(text: str) -> str:
-    return "- " + markdown_line(text) + "\n"
 
 
 def value_key(delta) -> tuple:

@@ -43,7 +43,9 @@ def embedding_path() -> Path:
 
 @lru_cache(maxsize=1)
 def llama_tokenizer() -> Tokenizer:
-    from tokenizers import Tokenizer  # imported on first count: a resolve with stored counts never loads it
+    from tokenizers import (
+        Tokenizer,  # imported on first count: a resolve with stored counts never loads it
+    )
 
     return Tokenizer.from_file(str(tokenizer_path()))
 

@@ -24,13 +24,14 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from functools import cached_property
+from functools import cached_property, lru_cache
 from types import MappingProxyType
 from typing import Any
 
 from .anchor import Anchor
 from .common import utc_now
 from .display import delta_html, delta_text
+from .textguard import markdown_line
 
 __all__ = [
     "KINDS",
@@ -48,6 +49,7 @@ __all__ = [
     "new_delta_id",
     "validate_fact",
     "validate_payload",
+    "BLOCK_HEADING", "BLOCK_INTRO", "SECTION_LABEL", "item_text",
 ]
 
 TIERS: Mapping[str, int] = MappingProxyType(
@@ -357,3 +359,27 @@ class Delta:
             "superseded_by": self.superseded_by, "created_at": t(self.created_at),
             "approved_at": t(self.approved_at), "last_used_at": t(self.last_used_at),
         }
+
+
+# ----------------------------------------------------------------------------- as text in a document
+# How learned deltas read inside an effective skill: one list item per delta under a section's label, or in
+# the final block. The budget counts exactly this text and the resolver renders it.
+
+BLOCK_HEADING = "## Learned adjustments"
+BLOCK_INTRO = "_Learned from use; not part of the authored skill._"
+SECTION_LABEL = "_Learned for this section:_"
+
+
+def item_text(delta) -> str:
+    """Exactly the Markdown one learned delta renders as: one list item on ONE line.
+
+    The lesson is flattened and escaped by `textguard.markdown_line`, so no line of it can open a heading,
+    fence, HTML block, setext underline or link reference definition: a learned line can never open,
+    close or hide a document-level section, nor re-point an authored reference.
+    """
+    return _item_text(str(delta.text))
+
+
+@lru_cache(maxsize=65536)
+def _item_text(text: str) -> str:
+    return "- " + markdown_line(text) + "\n"

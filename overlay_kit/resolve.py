@@ -39,7 +39,15 @@ from functools import lru_cache
 from . import anchor as anchor_mod
 from . import budget as budget_mod
 from .display import effective_html, effective_text, unified_diff
-from .grammar import TIERS, Delta, GrammarError
+from .grammar import (
+    BLOCK_HEADING,
+    BLOCK_INTRO,
+    SECTION_LABEL,
+    TIERS,
+    Delta,
+    GrammarError,
+    item_text,
+)
 from .retrieval import EmbedderUnavailable, Gate, TriggerIndex, gate_for, load_embedder
 from .skill import Skill
 from .textguard import block_parser
@@ -283,8 +291,8 @@ def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
             closed_at, at = at, at + len(closer)
         if s.slug in under:
             following = sections[i + 1].text if i + 1 < len(sections) else ""
-            piece = (_gap(out[-1]) + budget_mod.SECTION_LABEL + "\n\n"
-                     + "".join(budget_mod.item_text(p.delta) for p in under[s.slug]) + "\n"
+            piece = (_gap(out[-1]) + SECTION_LABEL + "\n\n"
+                     + "".join(item_text(p.delta) for p in under[s.slug]) + "\n"
                      + (LIST_END if following[:1] in (" ", "\t") else ""))
             out.append(piece)
             pieces.append((at, piece))
@@ -326,8 +334,8 @@ def _tokens(r: _Rendered, authored: int) -> int:
 
 
 def _block(picks: Sequence[_Pick]) -> str:
-    return (budget_mod.BLOCK_HEADING + "\n\n" + budget_mod.BLOCK_INTRO + "\n\n"
-            + "".join(_context(p) + budget_mod.item_text(p.delta)[2:] for p in picks))
+    return (BLOCK_HEADING + "\n\n" + BLOCK_INTRO + "\n\n"
+            + "".join(_context(p) + item_text(p.delta)[2:] for p in picks))
 
 
 def _gap(text: str) -> str:
@@ -352,7 +360,7 @@ def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | 
     want = [(s.level, s.heading, s.slug) for s in sections if s.level > 0]
     got = [(s.level, s.heading, s.slug) for s in anchor_mod.parse(r.text) if s.level > 0]
     block = any(p.state != "clean" for p in picks)
-    if block and got and got[-1][:2] == (2, budget_mod.BLOCK_HEADING[3:]):  # its slug may be numbered
+    if block and got and got[-1][:2] == (2, BLOCK_HEADING[3:]):  # its slug may be numbered
         got = got[:-1]
     elif block:
         return "the learned adjustments block would not be a section of its own (an open block swallows it)"
@@ -436,7 +444,7 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
     chosen = list(resident)
     if retrieved:  # best first; whole deltas only, while they fit (estimated here, checked exactly below)
         block, label = budget_mod.scaffold_tokens()  # conservative: a label per line, the block once
-        costs = budget_mod.count_many_following([budget_mod.item_text(p.delta) for p, _ in retrieved])
+        costs = budget_mod.count_many_following([item_text(p.delta) for p, _ in retrieved])
         estimate = plan.resident_tokens + (block if not resident else 0)
         for (p, cos), cost in zip(retrieved, costs):
             if estimate + cost + label > ceiling:
@@ -453,7 +461,7 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
         for victim in sorted(chosen, key=lambda p: budget_mod.value_key(p.delta)):
             chosen.remove(victim)
             notes.append(Note("suppressed_by_budget", victim.delta.id, f"effective text {tokens} tokens > {ceiling}"))
-            over -= budget_mod.count_following(budget_mod.item_text(victim.delta))
+            over -= budget_mod.count_following(item_text(victim.delta))
             if over <= 0:
                 break
         rendered = _render(sections, chosen)

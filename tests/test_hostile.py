@@ -88,10 +88,10 @@ def test_no_learned_body_changes_the_section_list(body):
 
 def test_a_structure_change_anywhere_falls_back_to_the_base_with_a_note(monkeypatch):
     # the check covers the whole document, not the last section: force a line that opens a heading
-    from overlay_kit import budget, resolve
+    from overlay_kit import resolve
 
     skill = load_skill(dataset_path("skills") / "release-notes")
-    monkeypatch.setattr(budget, "item_text", lambda d: "- x\n\n# Injected\n")
+    monkeypatch.setattr(resolve, "item_text", lambda d: "- x\n\n# Injected\n")  # the renderer's line format
     eff = resolve.compose(skill, [delta(skill, "preference", {"body": "x"}, "server")])
     assert eff.text == skill.body
     (note,) = eff.notes_of("render_failed")

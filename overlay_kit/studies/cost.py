@@ -35,8 +35,8 @@ from __future__ import annotations
 import csv
 import json
 from dataclasses import asdict, dataclass, field
-from functools import cached_property
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from statistics import NormalDist
 from typing import Mapping, Sequence
@@ -44,7 +44,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..budget import BLOCK_HEADING, BLOCK_INTRO, DEFAULT_CEILING
+from ..budget import DEFAULT_CEILING
+from ..grammar import BLOCK_HEADING, BLOCK_INTRO
 from ..llm.client import Cassette, LemonadeClient, Skipped
 from ..prompt import Prompt, compose, count_tokens, reprefill_tokens
 from ..resources import datasets_root

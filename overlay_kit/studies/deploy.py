@@ -59,7 +59,7 @@ import pandas as pd
 from .. import anchor as anchor_mod
 from .. import budget as budget_mod
 from .. import evidence, gates, rebase, resolve, retrieval
-from ..grammar import Provenance
+from ..grammar import Provenance, item_text
 from ..resources import dataset_path
 from ..skill import Skill, parse_skill
 from ..store import Store, StoreError
@@ -312,7 +312,7 @@ def _atomic(eff: resolve.EffectiveSkill, sections: Sequence[anchor_mod.Section])
     """No learned line and no authored section cut: every applied text line is whole in the text, and the
     authored sections (`sections` = parse of `eff.base`) appear in order, byte for byte."""
     # a line renders as "- text" under its section or "- (Section) text" in the block: the text must be whole
-    if any(d.tier > 1 and budget_mod.item_text(d)[2:].rstrip("\n") not in eff.text for d in eff.applied):
+    if any(d.tier > 1 and item_text(d)[2:].rstrip("\n") not in eff.text for d in eff.applied):
         return False
     at = 0
     for s in sections:

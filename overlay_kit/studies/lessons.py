@@ -48,7 +48,7 @@ import yaml
 from .. import budget, gates
 from ..anchor import Anchor, parse
 from ..facts import Consumers, report
-from ..grammar import Delta
+from ..grammar import SECTION_LABEL, Delta, item_text
 from ..metrics import Interval, ratio_ci
 from ..resources import dataset_path, datasets_root
 from ..skill import load_skill
@@ -1075,8 +1075,8 @@ def renderings(x: Lesson, source: Source) -> dict[str, str]:
     tier 2 the parameter line, tier 3 the prose line — exactly as `resolve` renders deltas."""
     out = {"tier0": "", "tier1": ""}
     if x.value_shaped:
-        out["tier2"] = budget.item_text(_delta(x, "parameter", _tier2_payload(x, source)))
-    out["tier3"] = budget.item_text(_delta(x, "preference", {"body": x.prose}))
+        out["tier2"] = item_text(_delta(x, "parameter", _tier2_payload(x, source)))
+    out["tier3"] = item_text(_delta(x, "preference", {"body": x.prose}))
     return out
 
 
@@ -1104,7 +1104,7 @@ def representation_costs(lessons: Sequence[Lesson], source: Source) -> pd.DataFr
                 texts.append(text)
                 index.append((x.id, rep))
     counts = dict(zip(index, budget.count_many(texts)))
-    label = budget.count_tokens(budget.SECTION_LABEL + "\n\n")
+    label = budget.count_tokens(SECTION_LABEL + "\n\n")
     rows = []
     all_wired = source.registry.all_wired()
     for x in lessons:
