@@ -13,25 +13,16 @@ import argparse
 import contextlib
 import io
 import statistics
-import time
 from pathlib import Path
 
 from overlay_kit.anchor import parse
 from overlay_kit.cli import main as cli_main
 from overlay_kit.skill import load_skill
+from timing import timed  # noqa: E402  (benchmarks/timing.py)
 
 SKILLS = Path(__file__).resolve().parents[1] / "datasets" / "skills"
 CASES = ("triage-inbox", "failover-runbook")
 
-
-def timed(fn, repeat: int) -> list[float]:
-    fn()  # warm up: imports, markdown-it's parser, file cache
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return out
 
 
 def anchors(path: Path) -> list[str]:

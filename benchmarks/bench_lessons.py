@@ -19,16 +19,8 @@ from overlay_kit.facts import Facts
 from overlay_kit.store import Store
 from overlay_kit.studies import lessons as L
 from overlay_kit.studies import probe as P
+from timing import timed  # noqa: E402  (benchmarks/timing.py)
 
-
-def timed(fn, repeat: int) -> list[float]:
-    fn()
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
 
 
 def main() -> None:

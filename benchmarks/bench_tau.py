@@ -15,20 +15,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 from overlay_kit import retrieval
 from overlay_kit.studies import threshold as th
+from timing import timed  # noqa: E402  (benchmarks/timing.py)
 
-
-def timed(fn, repeat: int) -> list[float]:
-    fn()
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
 
 
 def main() -> None:
