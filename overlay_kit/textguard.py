@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from functools import lru_cache
 
 __all__ = ["block_parser", "block_structure", "fold", "hidden_chars", "is_hidden", "markdown_line", "views", "visible"]
 
@@ -45,7 +46,18 @@ def is_hidden(ch: str) -> bool:
     return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp")
 
 
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # the hidden characters plain ASCII can hold
+
+
+def _plain_ascii(text: str) -> bool:
+    """ASCII without a control character (tab and newline allowed): nothing in it is hidden or folds by
+    Unicode normalization, so the per-character passes below can be skipped."""
+    return text.isascii() and not _ASCII_CONTROL.search(text)
+
+
 def hidden_chars(text: str) -> list[tuple[int, str]]:
+    if _plain_ascii(text):
+        return []
     return [(i, ch) for i, ch in enumerate(text) if is_hidden(ch)]
 
 
@@ -88,6 +100,13 @@ _NAMES = {"heading_open": "a heading", "fence": "a code fence", "html_block": "a
 def block_structure(text: str) -> list[str]:
     """The Markdown block constructs `text` carries, described for a refusal message; [] for plain prose
     (paragraphs, lists, quotes and indented lines are prose: rendered flat, they stay prose)."""
+    if "\n" not in text and "\r" not in text and text.lstrip(" \t")[:1].isalnum():
+        return []  # one line opening with a letter or digit: no construct named here can start it
+    return block_structure_parsed(text)
+
+
+def block_structure_parsed(text: str) -> list[str]:
+    """`block_structure` by a full block parse, for any text (the oracle of its one-line shortcut)."""
     out: list[str] = []
     if re.match(r"[ \t]*(?:\r\n|\r|\n)", text):
         out.append("leading blank lines")
@@ -120,6 +139,14 @@ def fold(text: str, ansi: str = " ") -> str:
     """The base folded reading (see `views`); ANSI sequences become `ansi`."""
     t = _ANSI.sub(ansi, str(text)).replace("\r\n", "\n").replace("\r", "\n")
     t = _COMMENT.sub("", t)
+    if _plain_ascii(t):  # the common case: the Unicode passes are identities on it (`fold_unicode` is the oracle)
+        return t.translate(_CONFUSABLE).casefold().translate(_CONFUSABLE)
+    return fold_unicode(t)
+
+
+def fold_unicode(t: str) -> str:
+    """The character-level folding of `fold`, for any text: tag characters decoded, hidden ones dropped, NFKC,
+    confusables mapped, accents stripped, casefolded."""
     t = "".join(chr(ord(c) - 0xE0000) if 0xE0020 <= ord(c) <= 0xE007E else ("" if is_hidden(c) else c)
                 for c in t)
     t = unicodedata.normalize("NFKC", t).translate(_CONFUSABLE)
@@ -130,8 +157,13 @@ def fold(text: str, ansi: str = " ") -> str:
 def views(text: str) -> list[str]:
     """The distinct readings the scan matches against: the folded text, its split words joined, its spaced
     letters collapsed, and the content of each HTML comment on its own."""
+    return list(_views(str(text)))
+
+
+@lru_cache(maxsize=8192)  # several gate rules read the same fields of one lesson
+def _views(text: str) -> tuple[str, ...]:
     base = fold(text)
     joined = _SPLIT.sub("", base)
     spaced = _SPACED.sub(lambda m: re.sub(r"[ .\-_*·]", "", m.group(0)), base)
     comments = [fold(m.group(1)) for m in _COMMENT.finditer(_ANSI.sub("", str(text)))]
-    return list(dict.fromkeys([base, joined, spaced, fold(text, ansi=""), *comments]))
+    return tuple(dict.fromkeys([base, joined, spaced, fold(text, ansi=""), *comments]))
