@@ -374,7 +374,7 @@ def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | 
     # swallow what follows: anything open earlier would have swallowed the next heading, which is a section
     # boundary. So the pieces from the last section on are checked block by block, on that tail alone.
     tail = r.text[r.last_start:]
-    tops = [t.map for t in block_parser().parse(tail) if t.level == 0 and t.map]
+    tops = _top_blocks(tail)
     starts = {m[0] for m in tops}
     for at, piece in r.pieces:
         if at < r.last_start or at == r.closer:
@@ -385,6 +385,12 @@ def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | 
         if first not in starts or any(m[0] < first < m[1] or (first <= m[0] < end < m[1]) for m in tops):
             return "learned lines after the last authored section would not stay outside its open block"
     return None
+
+
+@lru_cache(maxsize=1024)
+def _top_blocks(text: str) -> tuple[tuple[int, int], ...]:
+    """The line spans of `text`'s top-level Markdown blocks (cached: a sweep re-composes the same tails)."""
+    return tuple(tuple(t.map) for t in block_parser().parse(text) if t.level == 0 and t.map)
 
 
 # ------------------------------------------------------------------------------------------ composing
