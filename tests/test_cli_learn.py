@@ -3,19 +3,9 @@
 import json
 
 import pytest
-from overlay_support import MAIL_BODY
 
 from overlay_kit.cli import main
 from overlay_kit.store import Store
-
-
-@pytest.fixture
-def skill_dir(tmp_path):
-    d = tmp_path / "skills" / "mail"
-    d.mkdir(parents=True)
-    (d / "SKILL.md").write_text("---\nname: mail\ndescription: triage mail\nmetadata:\n  gaia:\n    version: '2.0'\n"
-                                "    tools: [search_mail, draft_reply, send_email]\n---\n" + MAIL_BODY)
-    return d
 
 
 @pytest.fixture

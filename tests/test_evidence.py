@@ -38,12 +38,6 @@ class Orthogonal:
         return np.eye(len(texts), 8, dtype=np.float32)
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(tmp_path / "o.db") as s:
-        yield s
-
-
 def learn(store, body="Keep replies short.", section="replies", source=TRUSTED, auto=True, kind="preference",
           payload=None):
     r = gates.learn(store, SKILL, kind, payload or {"body": body}, section=section, provenance=source,

@@ -20,15 +20,6 @@ from overlay_kit.store import Store, StoreError
 SKILL = make_skill()
 
 
-@pytest.fixture
-def skill_dir(tmp_path):
-    d = tmp_path / "skills" / "mail"
-    d.mkdir(parents=True)
-    (d / "SKILL.md").write_text("---\nname: mail\ndescription: triage mail\nmetadata:\n  gaia:\n    version: '2.0'\n"
-                                "    tools: [search_mail, draft_reply, send_email]\n---\n" + MAIL_BODY)
-    return d
-
-
 def fill_disk(store) -> None:
     """The database may not grow by one more page: SQLite reports SQLITE_FULL, as on a full disk."""
     pages = store.conn.execute("PRAGMA page_count").fetchone()[0]

@@ -26,18 +26,6 @@ EVIDENCE = ("Hi! I'm Dana from TalentBridge recruiting. We have an exciting seni
             "fast-growing fintech and would love to schedule a call this week to discuss it.")
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(tmp_path / "o.db") as s:
-        yield s
-
-
-@pytest.fixture
-def research(tmp_path):
-    with Store.open(tmp_path / "r.db", research=True) as s:
-        yield s
-
-
 def call(store, kind="preference", payload=None, *, skill=SKILL, section="replies", source=TRUSTED, **kw):
     return gates.learn(store, skill, kind, payload if payload is not None else {"body": "Keep replies short."},
                        section=section, provenance=source, **kw)

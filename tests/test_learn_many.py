@@ -14,18 +14,6 @@ from overlay_kit.cli import main
 from overlay_kit.store import Store, StoreError
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(tmp_path / "o.db") as s:
-        yield s
-
-
-@pytest.fixture
-def research(tmp_path):
-    with Store.open(tmp_path / "r.db", research=True) as s:
-        yield s
-
-
 def lesson(kw: dict) -> gates.Lesson:
     kw = dict(kw)
     kw.pop("skill", None)

@@ -9,7 +9,6 @@ import socket
 import pytest
 from engine_fixtures import chunk, scripted, sse  # noqa: F401  (fixture)
 
-from overlay_kit.llm import client as llm
 from overlay_kit.llm import (
     Cassette,
     CassetteError,
@@ -25,6 +24,7 @@ from overlay_kit.llm import (
     TransientError,
     WindowExceeded,
 )
+from overlay_kit.llm import client as llm
 
 MSG = [{"role": "user", "content": "hi"}]
 OK = {"model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"},

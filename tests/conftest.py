@@ -1,0 +1,30 @@
+"""Fixtures several test modules share (a module's own fixture of the same name takes precedence)."""
+
+from __future__ import annotations
+
+import pytest
+from overlay_support import MAIL_BODY
+
+from overlay_kit.store import Store
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(tmp_path / "o.db") as s:
+        yield s
+
+
+@pytest.fixture
+def research(tmp_path):
+    with Store.open(tmp_path / "r.db", research=True) as s:
+        yield s
+
+
+@pytest.fixture
+def skill_dir(tmp_path):
+    """A skill directory `mail` (version 2.0, tools search_mail, draft_reply, send_email) under tmp_path/skills."""
+    d = tmp_path / "skills" / "mail"
+    d.mkdir(parents=True)
+    (d / "SKILL.md").write_text("---\nname: mail\ndescription: triage mail\nmetadata:\n  gaia:\n    version: '2.0'\n"
+                                "    tools: [search_mail, draft_reply, send_email]\n---\n" + MAIL_BODY)
+    return d
