@@ -167,3 +167,12 @@ def test_sql_detector_sees_execute_executemany_executescript_and_conn():
     src = ("store.conn.execute('SELECT 1')\nc.executemany('INSERT', [])\nc.executescript('')\nx = s.conn\n"
            "'execute'  # a string is no call\nrun.execute_plan()\n")
     assert _sql_uses(src) == ["1: .conn", "1: .execute(", "2: .executemany(", "3: .executescript(", "4: .conn"]
+
+
+def test_no_module_but_the_ipython_extension_imports_a_jupyter_package():
+    """Studies, surfaces and the model client too: charts live in overlay_widgets.charts."""
+    for path in PACKAGE.rglob("*.py"):
+        if _module_name(path) == "overlay_kit.ipython":
+            continue
+        external = {m.split(".")[0] for m in _imports(path)}
+        assert not external & JUPYTER, f"{_module_name(path)} imports {sorted(external & JUPYTER)}"

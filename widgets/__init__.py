@@ -1,7 +1,7 @@
 """ipywidgets front-ends over overlay_kit's public API (import name `overlay_widgets`).
 
 `ReviewPanel` (review.py), `BudgetTuner` (budget.py), `AnchorInspector` (anchors.py), `WiringPanel`
-(wiring.py); `notebook.setup()` is the shared notebook set-up. Imported lazily, so `import overlay_widgets` stays cheap (altair loads only with the tuner).
+(wiring.py); `charts` draws the studies' results (altair); `notebook.setup()` is the shared notebook set-up. Imported lazily, so `import overlay_widgets` stays cheap (altair loads only with the tuner).
 """
 
 from importlib import import_module

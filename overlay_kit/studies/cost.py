@@ -553,23 +553,6 @@ class CostResult:
                 .agg(turns=("turn", "size"), reprefill_median=("reprefill", "median"),
                      ttft_median_s=("ttft_s", "median"), cpu_median_s=("cpu_s", "median")).round(3))
 
-    def chart(self, max_learned: int | None = None):
-        """Regression vs the no-delta build against resident learned tokens, engines side by side, one panel per
-        turn, with the 95 % intervals; up to `max_learned` (default: the largest size every engine measured)."""
-        import altair as alt
-
-        df = self.table()
-        df = df[df.measure == "engine CPU"] if (df.measure == "engine CPU").any() else df
-        top = max_learned or min(int(g.learned_tokens.max()) for _, g in df.groupby("engine"))
-        df = df[df.learned_tokens <= top]
-        base = alt.Chart(df).encode(x=alt.X("learned_tokens:Q", title="resident learned tokens"),
-                                    color=alt.Color("engine:N", title=None))
-        band = base.mark_area(opacity=0.2).encode(y=alt.Y("ci_low:Q", title="regression vs no-delta build",
-                                                          axis=alt.Axis(format="%")), y2="ci_high:Q")
-        line = base.mark_line(point=True).encode(y="regression:Q")
-        return (band + line).properties(width=280, height=200).facet(column=alt.Column("turn:N", title=None)
-                                                                     ).resolve_scale(y="independent")
-
     def finding(self) -> str:
         """The verdicts, each computed by the rule stated in the class docstring from the tables shown."""
         res = self.resolution().set_index(["engine", "turn", "measure"])

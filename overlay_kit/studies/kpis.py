@@ -586,21 +586,6 @@ class KPIStudy:
         """Per gate setting: the verdict of `RULE` across every world scenario, and each scenario's pick."""
         return robust(self.frame, defaults=self.defaults, axes=self.axes, n_boot=self.n_boot, seed=self.seed)
 
-    def chart(self, kpis: Mapping[str, str]):
-        """Each KPI (column → label) per axis value in the default world, with 95 % intervals (altair)."""
-        import altair as alt  # presentation only
-
-        s = self.summary(list(kpis))
-        long = pd.concat([s[["axis", "value"]].assign(kpi=label, estimate=s[k], low=s[f"{k}_lo"], high=s[f"{k}_hi"])
-                          for k, label in kpis.items()])
-        base = alt.Chart().encode(x=alt.X("value:N", title=None, sort=None))
-        panel = alt.layer(base.mark_errorbar().encode(y=alt.Y("low:Q", title=None), y2="high:Q"),
-                          base.mark_point(filled=True).encode(y="estimate:Q"), data=long).properties(width=90,
-                                                                                                    height=90)
-        return panel.facet(row=alt.Row("kpi:N", title=None, sort=list(kpis.values())),
-                           column=alt.Column("axis:N", title=None, sort=list(dict.fromkeys(s["axis"])))
-                           ).resolve_scale(x="independent", y="independent")
-
     def finding(self) -> str:
         """The verdicts, written from the numbers (re-running rewrites it)."""
         d = self.dashboard().set_index("kpi")

@@ -1232,18 +1232,6 @@ class OperatorStudy:
         """Rows of the body-changing operators only (frontmatter edits never move an anchor)."""
         return self.rows[~self.rows["operator"].isin(FRONTMATTER_OPERATORS)]
 
-    def heatmap(self, rate: str, title: str, fmt: str = ".2f"):
-        """An operator × policy heat map of one rate (altair)."""
-        import altair as alt  # presentation only
-
-        order = list(dict.fromkeys(self.rows["policy"]))
-        base = alt.Chart(self.table([rate])).encode(x=alt.X("policy:N", sort=order, title=None),
-                                                    y=alt.Y("operator:N", title=None))
-        rect = base.mark_rect().encode(color=alt.Color(f"{rate}:Q", title=title,
-                                                       scale=alt.Scale(scheme="orangered")))
-        return (rect + base.mark_text(fontSize=10).encode(text=alt.Text(f"{rate}:Q", format=fmt))).properties(
-            width=240, height=380, title=title)
-
     def finding(self) -> str:
         body = rates(self.body(), "policy", "unit", ["review_per_update", "proposal_precision",
                                                        "proposal_recall"],
@@ -1344,20 +1332,6 @@ class HistoryStudy:
 
     def safety(self) -> pd.DataFrame:
         return safety(self.rows, target=self.target)
-
-    def burden_chart(self, profile: str):
-        """Review prompts per update by policy, faceted by history length and edit intensity (altair)."""
-        import altair as alt  # presentation only
-
-        data = self.table(["review_per_update"])
-        data = data[data["profile"] == profile]
-        order = list(dict.fromkeys(self.rows["policy"]))
-        base = alt.Chart().encode(x=alt.X("policy:N", sort=order, title=None), color="policy:N")
-        return alt.layer(base.mark_bar().encode(y=alt.Y("review_per_update:Q", title="review prompts per update")),
-                         base.mark_rule().encode(y="review_per_update_low:Q", y2="review_per_update_high:Q"),
-                         data=data).properties(width=150, height=160, title=profile).facet(
-            column=alt.Column("n_versions:O", title="versions in the history"),
-            row=alt.Row("intensity:O", title="edit intensity"))
 
     def finding(self) -> str:
         one = self.rows[self.rows["intensity"] == 1.0]
