@@ -245,28 +245,31 @@ def cmd_learn(args: argparse.Namespace) -> int:
                            "provenance": f.provenance.to_dict()}
         _emit_json(out)
     else:
-        ident = f" {result.delta.id}" if result.delta else ""
-        print(f"{result.outcome}{ident}: {result.message}")
-        for w in result.warnings:
-            print(f"warning: {w}")
-        for f in result.findings:
-            print(f"finding: {f}")
+        _print_result(result)
     return 1 if result.outcome == "refused" else 0
+
+
+def _print_result(r, prefix: str = "") -> None:
+    """One write result as text: outcome, id and message, then its warnings and findings, each line prefixed."""
+    ident = f" {r.delta.id}" if r.delta else ""
+    print(f"{prefix}{r.outcome}{ident}: {r.message}")
+    for w in r.warnings:
+        print(f"{prefix}warning: {w}")
+    for f in r.findings:
+        print(f"{prefix}finding: {f}")
 
 
 def read_lessons(path: str) -> list[tuple[int, object]]:
     """(line number, Lesson) for every non-blank line of a JSONL file; `ValueError` naming FILE:LINE."""
+    from .common import read_jsonl
     from .gates import Lesson
 
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                out.append((n, Lesson.from_dict(json.loads(line))))
-            except ValueError as exc:  # json.JSONDecodeError is a ValueError
-                raise ValueError(f"{path}:{n}: {exc}") from None
+    for n, record in read_jsonl(path, "lesson"):
+        try:
+            out.append((n, Lesson.from_dict(record)))
+        except ValueError as exc:
+            raise ValueError(f"{path}:{n}: {exc}") from None
     return out
 
 
@@ -294,12 +297,7 @@ def cmd_learn_batch(args: argparse.Namespace) -> int:
         _emit_json([{"line": n} | r.to_dict() for (n, _), r in zip(lessons, results)])
     else:
         for (n, _), r in zip(lessons, results):
-            ident = f" {r.delta.id}" if r.delta else ""
-            print(f"{args.from_file}:{n}: {r.outcome}{ident}: {r.message}")
-            for w in r.warnings:
-                print(f"{args.from_file}:{n}: warning: {w}")
-            for f in r.findings:
-                print(f"{args.from_file}:{n}: finding: {f}")
+            _print_result(r, f"{args.from_file}:{n}: ")
         counts = {}
         for r in results:
             counts[r.outcome] = counts.get(r.outcome, 0) + 1

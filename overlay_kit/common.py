@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-__all__ = ["bigram_similarity", "dumps", "iso", "parse_time", "utc_now"]
+__all__ = ["bigram_similarity", "dumps", "iso", "parse_time", "read_jsonl", "utc_now"]
 
 
 def utc_now() -> datetime:
@@ -32,6 +34,18 @@ def parse_time(text: str | None) -> datetime | None:
 def dumps(value: Any) -> str:
     """Canonical JSON: sorted keys, no spaces, UTF-8 kept."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def read_jsonl(path: str | Path, what: str = "JSON record") -> Iterator[tuple[int, Any]]:
+    """(line number, value) for every non-blank line of a JSONL file; a line that is not JSON raises
+    `ValueError("PATH:LINE: not a <what> (...)")` (callers name their own record errors the same way)."""
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    yield n, json.loads(line)
+                except ValueError as exc:
+                    raise ValueError(f"{path}:{n}: not a {what} ({type(exc).__name__}: {exc})") from None
 
 
 def _norm(text: str) -> str:

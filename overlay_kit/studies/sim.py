@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
@@ -37,6 +36,7 @@ import yaml
 
 from .. import rebase
 from ..anchor import PREAMBLE, Section, parse, split_lines
+from ..common import read_jsonl
 from ..metrics import binomial_upper, mean_ci, rate_table
 from ..rebase import Update, similarity
 from ..resources import dataset_path
@@ -994,21 +994,17 @@ def load_histories(path: str | Path, *, min_versions: int = 2) -> list[History]:
     """Read a JSONL of `{repo, path, versions: [{commit, date, text}]}` (oldest first; see
     scripts/extract_skill_history.py). Identical consecutive versions are dropped. Errors name the line."""
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                versions = [Version(str(v["commit"]), str(v["date"]), v["text"]) for v in rec["versions"]]
-                repo, rel = str(rec["repo"]), str(rec["path"])
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{n}: not a history record ({type(exc).__name__}: {exc})") from exc
-            if not all(isinstance(v.text, str) for v in versions):
-                raise ValueError(f"{path}:{n}: every version needs a text string")
-            kept = [v for k, v in enumerate(versions) if k == 0 or v.text != versions[k - 1].text]
-            if len(kept) >= min_versions:
-                out.append(History(repo, rel, tuple(kept)))
+    for n, rec in read_jsonl(path, "history record"):
+        try:
+            versions = [Version(str(v["commit"]), str(v["date"]), v["text"]) for v in rec["versions"]]
+            repo, rel = str(rec["repo"]), str(rec["path"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{n}: not a history record ({type(exc).__name__}: {exc})") from exc
+        if not all(isinstance(v.text, str) for v in versions):
+            raise ValueError(f"{path}:{n}: every version needs a text string")
+        kept = [v for k, v in enumerate(versions) if k == 0 or v.text != versions[k - 1].text]
+        if len(kept) >= min_versions:
+            out.append(History(repo, rel, tuple(kept)))
     return out
 
 
