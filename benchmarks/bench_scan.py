@@ -2,7 +2,7 @@
 
     python benchmarks/bench_scan.py
 
-Per file and class: how many attacks `gates.scan` flags, and how many benign texts it flags — the hand-written
+Per file and class: how many attacks `injection.scan` flags, and how many benign texts it flags — the hand-written
 hard benign lessons and the 560 lesson texts of datasets/lessons and datasets/tau. Also the scan's time per text.
 """
 
@@ -13,7 +13,7 @@ import json
 import time
 from collections import defaultdict
 
-from overlay_kit.gates import scan
+from overlay_kit.injection import scan
 from overlay_kit.resources import dataset_path
 
 
