@@ -374,3 +374,11 @@ def test_unload_not_loaded_is_harmless_other_errors_are_not(scripted):
     c.unload("m")
     with pytest.raises(ServerError, match="unload failed"):
         c.unload("m")
+
+
+@pytest.mark.parametrize("line, why", [("{not json", "JSONDecodeError"), ('{"key": "k"}', "missing 'response'")])
+def test_a_bad_cassette_line_is_named_by_path_and_line(tmp_path, line, why):
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(CassetteError, match=rf"c\.jsonl:2: not a cassette record .*{why}"):
+        Cassette(path)

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import httpx
 
 from ..bundled import llama_tokenizer
+from ..common import read_jsonl
 
 __all__ = [
     "DEFAULT_BASE_URL", "GPU_CTX_SIZE", "NPU_CTX_SIZE",
@@ -314,16 +315,15 @@ class Cassette:
     def _load(self) -> None:
         if not self.path.is_file():
             return
-        with self.path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
+        try:
+            for lineno, rec in read_jsonl(self.path, "cassette record"):
                 try:
-                    rec = json.loads(line)
                     self._queues[rec["key"]].append(rec)
                     _ = rec["response"], rec["model"], rec["backend"], rec["recorded_at"]
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise CassetteError(f"{self.path}:{lineno}: not a cassette record ({exc})") from exc
+                except (KeyError, TypeError) as exc:
+                    raise CassetteError(f"{self.path}:{lineno}: not a cassette record (missing {exc})") from exc
+        except ValueError as exc:  # a line that is not JSON at all
+            raise CassetteError(str(exc)) from exc
 
     def __len__(self) -> int:
         return sum(len(q) for q in self._queues.values()) + len(self._new)
