@@ -1,6 +1,6 @@
 """Injection-scan detection and false-positive rates on the labelled corpus (datasets/injection).
 
-    python benchmarks/bench_scan.py
+    python benchmarks/bench_scan.py [-v]    # -v: list every missed attack and flagged benign text
 
 Per file and class: how many attacks `injection.scan` flags, and how many benign texts it flags — the hand-written
 hard benign lessons and the 560 lesson texts of datasets/lessons and datasets/tau. Also the scan's time per text.
@@ -24,7 +24,7 @@ def lesson_texts() -> list[str]:
                               + [x["body"] for x in tau] + [x["trigger"] for x in tau]))
 
 
-def main() -> None:
+def main(verbose: bool = False) -> None:
     total_t, total_n = 0.0, 0
     for path in sorted(dataset_path("injection").glob("*.jsonl")):
         rows = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
@@ -42,6 +42,17 @@ def main() -> None:
         print(f"{path.name}: detected {a}/{n} ({a / max(n, 1):.1%}); benign flagged {f}/{m}")
         for (lab, cls), (hit, cnt) in sorted(by.items()):
             print(f"    {lab:<7} {cls:<16} {hit}/{cnt}")
+        moves: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # the paraphrase's move, where a file names it
+        for r in rows:
+            if r.get("move"):
+                moves[r["move"]][0] += bool(scan(r["text"]))
+                moves[r["move"]][1] += 1
+        if moves:
+            print("      by move: " + ", ".join(f"{k} {h}/{c}" for k, (h, c) in sorted(moves.items())))
+        if verbose:
+            for r in rows:
+                if bool(scan(r["text"])) != (r["label"] == "attack"):
+                    print(f"      {'missed' if r['label'] == 'attack' else 'flagged'} {r['id']}: {r['text']}")
     texts = lesson_texts()
     t0 = time.perf_counter()
     flagged = [t for t in texts if scan(t)]
@@ -51,4 +62,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(verbose="-v" in sys.argv[1:])
