@@ -22,8 +22,13 @@ _OVERRIDE = re.compile(
     r"|\byou are now\b|\bnew (?:system )?instructions?\b|\bsystem prompt\b|\bdeveloper mode\b"
     r"|\bdo not (?:tell|inform|mention (?:this )?to) the user\b|\bwithout (?:asking|telling) the user\b",
     re.IGNORECASE)
-# Paraphrased overrides: the same moves without the canonical words, as named cues. Each is a pattern over a
-# folded reading; `_RULE_REF` (the agent's own instructions) near `_DISMISS` (setting them aside) is the core.
+# Paraphrased overrides: the same moves without the canonical words. They are built from word families (the
+# agent's own instructions, a principal it answers to, data that must not leave, oversight, high-stakes acts), and
+# a cue is a clause that joins two of them the way an injection does: a reference to the agent's instructions
+# with a word that voids them, a reveal verb on its prompt, a hand-off of secrets, oversight removed around money
+# or code execution, the sender ranked above the user. `_CUES` flag alone; `_WEAK` cues count only in pairs.
+_NEG = r"(?<!never )(?<!not )(?<!n't )(?<!no )"  # a negated verb ("never share passwords") is a rule, not a move
+_C = r"[^.;!?\n]"  # inside one clause
 _RULES_WORD = (r"(?:instructions?|rules?|guidance|guidelines?|directions?|directives?|prompts?|polic(?:y|ies)|"
                r"constraints?|orders?|programming|configuration|restrictions?|guardrails?|safety (?:checks?|rules|"
                r"measures|filters?)|confirmations?)")
@@ -37,15 +42,89 @@ _DISMISS_VERB = (r"(?:ignore|disregard|forget|override|bypass|abandon|throw (?:o
 _DISMISS_STATE = (r"(?:aside|expired?|void|cancel+ed|revoked|rescinded|obsolete|outdated|superseded|nullified|"
                   r"suspended|withdrawn|overridden|(?:doesn'?t|does not|don'?t|do not|no longer) (?:matter|apply|"
                   r"count|hold|bind)|(?:not|no longer) (?:apply|applicable|binding|valid|relevant|in effect))")
+# The agent's own standing instructions, named so that they cannot be a document's or a team's rules.
+_CONF_NOUN = (r"(?:instructions?|rules?|guidance|guidelines?|directions?|directives?|orders|brief(?:ing)?|set-?up|"
+              r"configuration|config|programming|prompt|system (?:prompt|message)|polic(?:y|ies)|constraints?|"
+              r"restrictions?|limits?|limitations?|guardrails?|safeguards?|protections?|safety \w+|checklist|framework|"
+              r"principles|boundaries|protocols?|filters?|ethics|values)")
+_CONF_REF = (r"(?:(?:your|(?:the|this) (?:assistant|agent|ai|bot|model)'s)\s+(?:\w+\s+){0,2}?" + _CONF_NOUN
+             + r"|" + _CONF_NOUN + r"\s+(?:that\s+|which\s+)?(?:you(?:'ve| have| had)?|your (?:operator|owner|"
+             r"developers?|admin))\s+(?:were\s+|was\s+|have been\s+|had been\s+|'ve been\s+|been\s+)?(?:\w+\s+){0,2}?"
+             r"(?:\w+ed|\w+en|given|told|set up|got|run|running|follow|fed|built|made|taught|held|bound|brought|"
+             r"operate|work|act|function)"
+             r"|" + _CONF_NOUN + r"\s+(?:in|of|from|baked into|built into|behind)\s+your\b"
+             r"|(?:what(?:ever)?|everything|anything)\s+(?:you(?:'ve| have)?|your (?:operator|owner|developers?|"
+             r"admin))\s+(?:were\s+|was\s+|been\s+|had\s+)?(?:\w+\s+)?(?:told|given|instructed|taught|configured|"
+             r"set up)"
+             r"|" + _CONF_NOUN + r"\s+(?:you (?:got|received|were given) )?(?:at (?:launch|start-?up|the start)|"
+             r"before this (?:thread|conversation|session|chat|message|email)))")
+_VOIDED = (r"(?:retired|withdrawn|cancel+ed|void|outdated|out of date|stale|obsolete|superseded|replaced|lifted|"
+           r"suspended|expired|waived|rescinded|revoked|nullified|(?:only |just )?a (?:placeholder|draft|test|mistake)|"
+           r"(?:for|in) test(?:ing)?|optional|irrelevant|no longer (?:in force|in effect|apply|applies|valid|binding|"
+           r"count|counts|matter|matters|needed|required)|(?:don'?t|doesn'?t|do not|does not|won'?t|will not) "
+           r"(?:apply|count|matter|bind|hold)|not in force|(?:can|may|should) be (?:disregarded|ignored|dropped|"
+           r"skipped|set aside|left behind)|(?:leave|left) (?:it |them )?behind|hold you back|to one side|"
+           r"(?:turned|switched) off|provisional|temporary|(?:just |only )?suggestions(?: only)?|overly (?:cautious|strict)|"
+           r"too (?:strict|cautious)|(?:were|was) (?:only |just )?(?:meant|written|intended) for|on hold|paused|relaxed)")
+_VOID_VERB = (r"(?:(?:stop|quit|cease) (?:honou?ring|following|obeying|respecting|applying|observing)|(?:don'?t|do not|"
+              r"no longer) (?:have|need) to (?:respect|follow|obey|honou?r|observe|apply)|let go of|leave behind|"
+              r"put (?:\w+ )?(?:aside|to one side)|set aside|released from|free (?:yourself )?(?:from|of)|"
+              r"(?:are |is )?(?:no longer|not) bound by|deviate from|depart from|step outside|go beyond|work around|loosen|"
+              r"relax|" + _DISMISS_VERB[3:-1] + r")")
+# Someone the agent answers to; data that must not leave; words that send something out.
+_PRINCIPAL = (r"(?:the|your|its|their) (?:user|owner|account (?:owner|holder)|mailbox owner|human|principal)")
+_SENSITIVE = (r"(?:(?:passwords?|passcodes?|credentials?|logins?)(?!\s+(?:audit|reset|polic\w+|rotation|requests?|"
+              r"reports?|rules|expiry|strength|hygiene|fields?|changes?|training))|reset links?|recovery (?:codes?|keys?)|"
+              r"security questions?|pins?|cvv|passports?|session cookies|(?:bank|account|card) statements?|api (?:keys?|tokens?)|access tokens?|tokens|"
+              r"private keys?|ssh keys?|\.ssh|\.env|env(?:ironment)? (?:file|variables)|secrets|password manager|"
+              r"keychain|(?:two-factor|2fa|mfa|one-time|verification|security|login|otp|auth\w*|sms) codes?|otps?|"
+              r"bank (?:login|details|account|credentials)|card (?:numbers?|details)|social security|tax "
+              r"(?:documents?|returns?|records?)|payroll(?: files?)?|customer (?:list|database|data|records|emails)|"
+              r"(?:hr|personnel) (?:folder|files|records)|medical records|private (?:messages|files|photos|documents))")
+_OUTWARD = (r"(?:send|forward|e-?mail|mail|post|upload|paste|share|copy|bcc|cc|include|attach|pass (?:it |them )?"
+            r"(?:on|along)|mirror|sync|dump|export|leak|transmit|reply (?:to \w+ (?:\w+ )?)?with|give me|tell me|push|"
+            r"publish|text|provide|disclose|reveal|hand over|read (?:out|back)|spell out)")
+_ELSEWHERE = (r"(?:to|into|with|on to|onto) (?:me|us|this (?:sender|address|thread|number)|the (?:address|link|"
+              r"webhook|url|number|bucket)|an? (?:gist|paste\w*|webhook|external|outside|public|personal)|"
+              r"https?:|[\w.+-]+@)|\bme on\b|\b(?:the|a) public (?:folder|link|drive|channel|bucket|repo\w*|page|site)"
+              r"|\b(?:linked|mentioned|listed|given) (?:in|below|above) (?:this|the) (?:message|e-?mail|note|thread)")
+_BLANKET = (r"(?:every|all|each|the whole|the entire|everything)\b" + _C + r"{0,30}?\b(?:messages?|mail|e-?mails?|"
+            r"threads?|inbox|files?|documents?|attachments?|folders?|drive)\b")
+# Oversight taken away, and acts where that matters (money, deletion, code execution, access).
+_OVERSIGHT_OFF = (r"(?:without (?:(?:the |your |their )?(?:user|owner|account holder|human)'?s? |any |a |anyone'?s? )?"
+                  r"(?:asking|checking|confirming|confirmation|approval|permission|review(?:ing)?|verification|"
+                  r"verifying|sign-?off|scanning|check|consent|ok|go-ahead)"
+                  r"|no (?:confirmations?|approvals?|reviews?|sign-?offs?|checks?|verification|permission)\s+(?:is\s+|are\s+)?"
+                  r"(?:needed|required|necessary)"
+                  r"|(?:no need|no reason|not necessary|unnecessary|pointless)\s+(?:to|for)\s+(?:\w+\s+)?(?:ask\w*|check\w*|"
+                  r"confirm\w*|verify\w*|get|wait\w*|review\w*|approval|confirmation|sign-?off)"
+                  r"|(?:don'?t|do not|never|no need to|stop|no longer)\s+(?:bother\s+)?(?:ask|asking|confirm(?:ing)?|"
+                  r"check(?:ing)?|verify(?:ing)?|wait(?:ing)? for|get(?:ting)?|request(?:ing)?|seek(?:ing)?)\b"
+                  r"|never (?:need|needs|require|requires) (?:\w+ )?(?:approval|confirmation|review|sign-?off|"
+                  r"verification)"
+                  r"|(?:approvals?|confirmations?|permission|sign-?off|reviews?|verification|checks?|2fa|two-factor)\s+"
+                  r"(?:is|are)\s+(?:now\s+)?(?:not required|not needed|unnecessary|optional|disabled|off|waived|"
+                  r"no longer (?:required|needed))"
+                  r"|skip(?:ping)?\s+(?:the\s+)?(?:\w+\s+)?(?:verification|approval|review|confirmation|sign-?off|"
+                  r"checks?)\b|(?:checks?|reviews?|approval) or not|(?:yourself|automatically|unchecked|unreviewed)"
+                  r"|(?:raise|lift|remove|increase) (?:the |your |any )?(?:\w+ )?limits?)")
+_STAKES = (r"(?:pay(?:ing|ments?)?|paid|money|funds|wires?|wiring|transfers?|refunds?|invoices?|payees?|iban|bank|"
+           r"purchases?|delet(?:e|ing) (?:\w+ )?(?:permanently|production|all|everything|the (?:production|backup)\w*)|"
+           r"production data|destructive|shell|scripts?|commands?|execut\w+|attachments?|merge|deploy\w*|"
+           r"passwords?|credentials|admin rights|full access|(?:two-factor|2fa|mfa))")
 _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
     ("dismisses its instructions", (r"\b" + _RULE_REF + r"\b[^.!?\n]{0,60}?\b" + _DISMISS_STATE + r"\b"
-     r"|\b" + _DISMISS_VERB + r"\b[^.!?\n]{0,60}?\b" + _RULE_REF + r"\b")),
+     r"|\b" + _DISMISS_VERB + r"\b[^.!?\n]{0,60}?\b" + _RULE_REF + r"\b"
+     r"|\b" + _CONF_REF + r"\b" + _C + r"{0,60}?\b" + _VOIDED + r"\b"
+     r"|\b" + _VOID_VERB + r"\b" + _C + r"{0,40}?\b" + _CONF_REF + r"\b")),
     ("announces new rules", (r"\b(?:new|updated|revised|real|actual|changed|replacement) (?:rules?|instructions?|"
      r"directives?|orders?|polic(?:y|ies)|guidelines)\s*[:\-—]"
      r"|\byou(?:'ve| have) been (?:updated|reprogrammed|reconfigured|upgraded|re-?assigned|jailbroken|unlocked|"
      r"freed|released)\b"
      r"|\byour (?:new|real|true|actual|updated|hidden|only) (?:task|role|purpose|instructions?|goal|job|"
-     r"directive|mission|objective|orders|function)\b")),
+     r"directive|mission|objective|orders|function)\b"
+     r"|\bthe (?:real|actual|true|new) (?:one|ones|rules?|instructions?|setup|configuration) (?:is|are) (?:in|what|"
+     r"below|as follows)")),
     ("reassigns its identity", (r"\b(?:pretend|act as if|imagine|roleplay|role-play)\b[^.\n]{0,20}\b(?:you are|"
      r"you're|to be|you were)\b"
      r"|\b(?:act|behave|respond|answer|operate)\s+(?:as if|as though|like)\s+(?:you|there)\s+(?:had|have|were|"
@@ -55,38 +134,207 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"|\b(?:override|admin|god|debug|maintenance|unrestricted|unfiltered|sudo|jailbreak|developer|root) mode\b"
      r"|\bjailbreak|\bdo anything now\b"
      r"|\b(?:no|without|free of|free from|zero) (?:restrictions|limits|limitations|filters|guardrails|safety "
-     r"(?:checks|rules|filters)|content polic(?:y|ies))\b")),
-    ("disables a safeguard", (r"\b(?:disable|turn off|switch off|deactivate|bypass|circumvent|skip|remove|get "
-     r"around)\b[^.\n]{0,25}\b(?:safety|security|confirmations?|approvals?|reviews? step|filters?|guardrails?|"
-     r"checks|verification|2fa|mfa|audit(?: log)?|logging)\b")),
+     r"(?:checks|rules|filters)|content polic(?:y|ies))\b"
+     # an identity verb on a role with power over the user's accounts
+     r"|\b(?:you(?:'re| are) now|from (?:here|now|this (?:moment|point)) on,? you(?:'re| are)|(?:assume|adopt|take on|"
+     r"take over|step into) (?:the )?(?:identity|persona|role|part|position|place) of|impersonate|pose as|"
+     r"masquerade as|pass yourself off as|speak as|sign as|act as|play (?:the (?:part|role) of)|role-?play as|"
+     r"become|switch (?:personas|roles|identities)|you will (?:act as|be|play))\s+(?:an? |the |your )?"
+     r"(?:(?:user's|owner's|company's|account|mailbox|it|system|finance|payments?|support|security)\s+)?"
+     r"(?:owner|account holder|administrator|admin|sysadmin|root|superuser|cfo|ceo|coo|cto|treasurer|accountant|"
+     r"officer|controller|signatory|manager|maintainer|operator|developer|director|user)\b"
+     r"|\b(?:you(?:'re| are) (?:now )?|become |as )(?:an? )?(?:different|new|other|unrestricted|unfiltered|free|"
+     r"autonomous|jailbroken|uncensored) (?:assistant|agent|ai|model|bot|entity)\b"
+     r"|\bstop being (?:an? |the )?(?:assistant|ai|helper|bot)\b|\bnever (?:reveal|admit|mention|say) (?:that )?"
+     r"you(?:'re| are) an? (?:ai|bot|assistant|model)\b|\banswers? to no one\b|\bbroken free\b"
+     r"|\byour (?:only )?loyalty\b"
+     r"|\byou (?:now )?(?:operate|act|function|serve|work) as (?:an? |the )?(?:\w+ )?(?:owner|administrator|admin|director|"
+     r"officer|cfo|ceo|controller|signatory|treasurer|manager|head|root|superuser)\b"
+     r"|\b(?:respond|reply|write|answer|speak|act|sign) as (?:the |your )?(?:user|owner|account (?:owner|holder)|"
+     r"mailbox owner)\b(?: would)?"
+     r"|\bsign(?:ing)? (?:\w+ )?(?:with|in|as|using) (?:their|the owner'?s|the user'?s|his|her) (?:own )?name\b"
+     r"|\bnever (?:\w+ing|let on) (?:that )?(?:an? |the )?(?:assistant|ai|bot|model) (?:wrote|is|was|did|sent|"
+     r"replied|answered)\b"
+     r"|\b(?:in charge of|in control of|the new owner of) (?:this|the|their) (?:account|mailbox|inbox|system)\b"
+     r"|\b(?:same|full|owner-level|admin-level) (?:rights|access|permissions|privileges|powers) as (?:" + _PRINCIPAL
+     + r"|its owner|their owner)\b")),
+    ("disables a safeguard", (r"\b(?:disable|turn off|switch off|deactivate|bypass|circumvent|get around)\b"
+     r"[^.\n]{0,25}\b(?:safety|security|confirmations?|approvals?|reviews? step|filters?|guardrails?|checks?|"
+     r"verification|2fa|mfa|two-(?:step|factor)|audit(?: log)?|logging|spending limit)\b"
+     r"|\b(?:skip|remove)\b[^.\n]{0,25}\b(?:safety|security|filters?|guardrails?|2fa|mfa|audit(?: log)?|logging)\b"
+     # oversight removed around money, deletion, code execution or access
+     r"|\b" + _OVERSIGHT_OFF + r"\b" + _C + r"{0,50}?\b" + _STAKES + r"\b"
+     r"|" + _NEG + r"\b" + _STAKES + r"\b" + _C + r"{0,50}?\b" + _OVERSIGHT_OFF + r"\b"
+     # blanket approval or execution
+     r"|\b(?:approve|pay|merge|run|execute|accept|sign|release|process|wire|transfer)\s+(?:all|any|every|each|"
+     r"whatever)\b" + _C + r"{0,40}?(?:\bautomatically\b|\bwithout (?:asking|approval|confirmation|review|"
+     r"checking|question|verification|scanning)|\bwhatever the (?:amount|cost|size)\b|\bno matter\b|"
+     r"\bregardless\b|\bor not\b)"
+     r"|\b(?:raise|lift|remove|increase|set) (?:the |your |any )?(?:\w+ )?limits? to (?:unlimited|infinity|no limit|"
+     r"the maximum)\b")),
     ("asks for its prompt", (r"\b(?:reveal|print|show|output|leak|repeat|disclose|dump|expose|write out|list|"
      r"paste|share)\b[^.\n]{0,25}\b(?:system (?:prompt|message)|(?:hidden|initial|original|secret) (?:prompt|"
-     r"instructions?)|your (?:instructions|prompt|rules|configuration|directives))\b")),
+     r"instructions?)|your (?:instructions|prompt|rules|configuration|directives))\b"
+     r"|\b(?:recite|repeat|quote|copy|paste|print|show|output|reveal|disclose|dump|reproduce|translate|summari[sz]e|"
+     r"list|tell me|give me|write (?:out|down)|spell out|share|leak|expose|send me|display|what)\b" + _C + r"{0,40}?"
+     r"\b(?:(?:your|the) (?:\w+ )?(?:system|initial|original|hidden|internal|setup|start-?up|secret|underlying|"
+     r"full|exact) (?:prompt|message|instructions|text|configuration|setup|rules|directives|context)"
+     r"|your (?:\w+ )?(?:prompt|instructions|setup|configuration|directives|programming)"
+     r"|(?:instructions|rules|text|prompt|message|directions|wording) (?:that |which )?(?:you (?:received|were "
+     r"given|got|were \w+ (?:with|on)|started with)|(?:configures|sets up|defines|governs|controls) (?:you|your))"
+     r"|(?:instructions|rules|directions) (?:were you given|did you (?:get|receive))"
+     r"|everything (?:above|before) this (?:line|message|point))\b"
+     r"|\b(?:include|explain|describe|state|post|put|attach|type out|read out|detail|copy|paste|quote)\b" + _C
+     + r"{0,40}?\b(?:your (?:\w+ )?(?:system|complete|full|entire|exact|confidential|secret|internal|hidden|original|"
+     r"initial) (?:instructions|rules|prompt|configuration|directions|guidelines)|(?:confidential|secret|internal|"
+     r"hidden) (?:rules|instructions|directions|guidelines|prompt) (?:that )?you (?:were|have been) \w+)\b"
+     r"|\b(?:instructions|rules|prompt|setup|configuration|directions|guidelines)\b" + _C + r"{0,40}?\b(?:you|your)\b"
+     + _C + r"{0,40}?\b(?:verbatim|word for word|in full|unedited|exactly as written)\b")),
     ("keeps the user in the dark", (r"\b(?:secretly|silently|quietly|covertly|discreetly)\s+(?:\w+\s+){0,2}?"
      r"(?:send|forward|copy|bcc|cc|email|share|upload|post|delete|exfiltrate|transfer|wire|pay)\b"
      r"(?=[^.\n]{0,60}(?:@|https?:|outside|external|\bme\b))"
      r"|\bwithout (?:letting|telling|informing|notifying|alerting|asking|the knowledge of) (?:the )?(?:user|"
      r"owner|human|operator|anyone|them)\b"
      r"|\b(?:don'?t|do not|never) (?:let|tell|inform|notify|alert) (?:the )?(?:user|owner|human|operator)\b"
-     r"|\b(?:keep (?:this|it) (?:between us|secret|hidden)|behind (?:the user's|their|the owner's) back)\b")),
+     r"|\b(?:keep (?:this|it) (?:between us|secret|hidden)|behind (?:the user's|their|the owner's) back)\b"
+     r"|\bwithout " + _PRINCIPAL + r"(?:'s)? (?:ever )?(?:seeing|knowing|noticing|finding out|being told|hearing|"
+     r"knowledge)\b"
+     r"|\b(?:so|so that)\s+" + _PRINCIPAL + _C + r"{0,20}?\b(?:can'?t|cannot|won'?t|will not|doesn'?t|does not|"
+     r"never)\s+(?:\w+\s+)?(?:see|know|notice|find out|review|learn|read)\b"
+     r"|\b" + _PRINCIPAL + r"\s+(?:never|won'?t ever|must not|mustn'?t|shouldn'?t|should not)\s+(?:\w+\s+)?"
+     r"(?:finds? out|learns?|knows?|sees?|notices?|hears?)\b"
+     r"|\b(?:hide|conceal|mask|obscure)\b" + _C + r"{0,40}?\bfrom (?:the |your )?(?:user|owner|human|principal|"
+     r"reviewers?|audit)\b"
+     r"|\bkeep " + _PRINCIPAL + r" (?:unaware|in the dark|out of the loop|uninformed)\b"
+     r"|\b(?:tell|report|assure|inform|say to)\s+(?:back\s+)?(?:to\s+)?" + _PRINCIPAL + _C + r"{0,15}?\b(?:nothing "
+     r"(?:happened|was (?:sent|done|changed))|everything is (?:fine|normal|ok(?:ay)?|as usual))"
+     r"|\b(?:make no|omit (?:any |all )?|without (?:any )?)(?:mention|reference)s? (?:of|to) this\b"
+     r"|\b(?:delete|remove|erase|wipe|purge|scrub|hide|conceal)\s+this (?:message|e-?mail|mail|note|instruction|"
+     r"request|text|line)\b"
+     r"|\b(?:delete|remove|erase|wipe|purge|scrub|clear|disable|turn off|(?:don'?t|do not|never) (?:record|log|"
+     r"write))\b" + _C + r"{0,30}?\b(?:audit (?:trail|log)|activity (?:log|feed)|access log|sent (?:items?|folder|"
+     r"mail)|evidence|traces?)\b"
+     r"|\bso (?:that )?(?:" + _PRINCIPAL + r"|anyone|nobody|no one|they)\s+(?:has|have|gets?|keeps?|will have)\s+no "
+     r"(?:record|idea|trace|knowledge|copy|way to (?:know|see|tell))\b"
+     r"|\b(?:this (?:message|e-?mail|mail|note|request|instruction|step|text)|so (?:that )?it)\b" + _C + r"{0,40}?\b"
+     r"(?:does not|doesn'?t|never|won'?t|will not|isn'?t|is not)\s+(?:appear|show up|reach|get to|end up|make it)\w*"
+     + _C + r"{0,25}?\b(?:summary|report|log|digest|user|owner|view|inbox|history)"
+     r"|\b(?:say|tell \w+|claim|report|reply|answer|respond) (?:that )?" + _C + r"{0,30}?\b(?:was|were|has been|have "
+     r"been|had been) (?:never|not) (?:sent|shared|forwarded|paid|moved|transferred|deleted|done|received|accessed|"
+     r"opened|read)\b")),
+    ("exfiltrates data", (_NEG + r"\b" + _OUTWARD + r"\b" + _C + r"{0,50}?\b" + _SENSITIVE + r"\b"
+     r"|\b" + _SENSITIVE + r"\b" + _C + r"{0,40}?\b" + _OUTWARD + r"\b" + _C + r"{0,30}?" + _ELSEWHERE
+     + r"|" + _NEG + r"\b(?:forward|copy|bcc|cc|mirror|sync|send|upload|e-?mail)\s+(?:me\s+)?(?:on\s+)?(?:a copy of\s+)?"
+     + _BLANKET + _C + r"{0,40}?" + _ELSEWHERE
+     + r"|" + _NEG + r"\b(?:collect|gather|harvest|find|grab|read|get|look up|extract)\b[^;!?\n]{0,30}?\b" + _SENSITIVE
+     + r"\b" + _C + r"{0,40}?\b" + _OUTWARD + r"\s+(?:them|it|its contents|their contents|the contents)\b")),
     ("claims authority", (r"\b(?:i'?m|i am|this is|we are|we're|this (?:message|email|note|instruction) "
      r"(?:is|comes) from) (?:from |with )?(?:the |your )?(?:it department|it team|system administrator|"
      r"sysadmin|administrator|admin team|security team|developers?|dev team|system|operator|helpdesk|help desk|"
      r"support team|openai|anthropic)\b"
      r"|\b(?:has|have) (?:authori[sz]ed|allowed|permitted|instructed) you to\b|\byou are (?:now )?authori[sz]ed "
-     r"to\b|\b(?:has|have) (?:given|granted) you (?:permission|access)\b")),
+     r"to\b|\b(?:has|have) (?:given|granted) you (?:permission|access)\b"
+     # a speaker who claims a role with power over the agent, or grants it an exception
+     r"|\b(?:this is|here is|(?:a )?message from|speaking (?:for|on behalf of)|on behalf of|on the orders of|"
+     r"i'?m (?:with|from)|i am (?:with|from)|we'?re (?:with|from)|we are (?:with|from)|writing (?:from|for))\s+"
+     r"(?:the |your |an? )?" + r"(?:it(?: security)? (?:desk|department|team|support|admin)|security (?:team|desk|"
+     r"office|department)|legal (?:department|team)|compliance(?: team| department| office)?|board(?: of "
+     r"directors)?|ceo|cfo|cto|management|(?:system |account |tenant |platform )?administrators?|admins?|"
+     r"developers?|dev team|engineering|platform team|(?:openai|anthropic|google|microsoft)\b(?: \w+)?|owner|"
+     r"operator|creator)\b"
+     r"|\bas (?:the |your )?(?:\w+ )?(?:administrator|admin|developer|owner|operator|ceo|cfo),? (?:i|we)\b"
+     r"|\b(?:openai|anthropic|google|microsoft)(?: \w+)? here\b|\bon the (?:\w+'s )?orders\b"
+     r"|\b(?:it|security|legal|compliance|the board|ceo|cfo|management|administrator|admin|developers?|"
+     r"department|team)\s+(?:has |have |had )?(?:personally |already |just )?(?:approved|authori[sz]ed|cleared|"
+     r"signed off|okayed|green-?lit|permitted|waived|granted)\b" + _C + r"{0,25}?\b(?:you|this|it|the (?:transfer|"
+     r"payment|wire|request|exception))\b"
+     r"|\byour (?:owner|user|operator|admin|administrator|developers?|creator) (?:has )?(?:asked|told|wants|"
+     r"instructed|said|says)(?: me)?(?: to tell you)? (?:to|that)\b"
+     r"|\b(?:authori[sz](?:e|ing)|permit(?:ting)?|clear(?:ing)?|grant(?:ing)?)\s+you\s+(?:to\b|permission|access|"
+     r"full|rights|an exception|clearance|authority)"
+     r"|\bauthori[sz](?:e|ing) an exception\b|\ban exception to your\b"
+     r"|\b(?:writing|emailing|texting|messaging|contacting you|reaching out) from (?:a |my )?(?:different|new|personal|"
+     r"private|other|backup|temporary) (?:address|account|e-?mail|number|phone)\b")),
     ("obeys the message", (r"\bdo (?:exactly )?(?:as|what) (?:i|this (?:email|message|note|mail)) (?:says?|tells?|"
-     r"instructs?|orders?)\b|\b(?:obey|follow) (?:the sender|this (?:email|message|note|mail)|me)\b")),
+     r"instructs?|orders?)\b|\b(?:obey|follow) (?:the sender|this (?:email|message|note|mail)|me)\b"
+     # instructions that arrive in content are to be carried out
+     r"|\b(?:any |all |every )?(?:instructions?|commands?|requests?|directions?|steps|orders)\s+(?:you (?:find|see|"
+     r"read|get|receive|encounter)|(?:found|embedded|hidden|contained|written|included|appearing|arriving)\s+(?:in|"
+     r"inside|within|on))\b" + _C + r"{0,60}?\b(?:follow(?:ed)?|obey(?:ed)?|execut\w+|carr(?:y|ied) out|act(?:ed)? "
+     r"on|compl(?:y|ied)|authoritative|binding|as if|as though|as orders)\b"
+     r"|" + _NEG + r"\b(?:follow|obey|execute|carry out|act on|comply with)\s+(?:any|all|every|the|whatever)?\s*"
+     r"(?:instructions?|commands?|requests?|directions?|steps|orders|comments)\s+(?:you (?:find|see|read|get|"
+     r"receive|encounter|come across)|(?:found|embedded|hidden|contained|written|included)\s+(?:in|inside|within|on))"
+     r"|\b(?:treat|regard|consider|handle)\s+(?:the\s+)?(?:text|content|contents|instructions|anything|everything|"
+     r"whatever)\b" + _C + r"{0,50}?(?<!not )\bas (?:(?:an? )?(?:commands?|orders?|instructions?|requests?)\b"
+     r"(?! to act| for)|(?:if |though )?(?:it |they )?(?:came|coming|come|were|was) (?:directly )?from (?:the user|me|"
+     r"your (?:owner|user|principal)))"
+     r"|\bdo (?:exactly |whatever |what(?:ever)? )?(?:as |what )?(?:this (?:e-?mail|message|note|sender|ticket|"
+     r"document|page|text|thread)|the sender)\b" + _C + r"{0,15}?\b(?:says?|asks?|wants?|tells? you|instructs?|requests?)\b"
+     r"|\b(?:whatever|anything|everything)\s+(?:this|the)\s+(?:sender|e-?mail|message|ticket|note|document|page)"
+     r"(?:'s)?\s+(?:\w+\s+){0,3}?(?:asks?|says?|writes?|wants?|requests?|tells?)\b" + _C + r"{0,40}?\b(?:do it|"
+     r"carr(?:y|ied) out|execut\w+|without (?:question|pushing back|hesitation|checking)|comply|obey|follow)"
+     r"|\b(?:requests?|messages?|e-?mails?|mail|anything|instructions?)\s+(?:\w+\s+){0,2}?from\s+(?:this|that|the "
+     r"following|the same)\s+(?:address|sender|domain|contact|account|person)\b" + _C + r"{0,50}?\b(?:carry (?:the "
+     r")?(?:owner'?s|user'?s|full)|speak for|(?:are|is) (?:always )?(?:to be )?(?:trusted|obeyed|followed|"
+     r"authoritative|pre-?(?:approved|authori[sz]ed))|act on (?:them|it)|comply|obey|on (?:the owner'?s|the user'?s) "
+     r"behalf|with (?:the )?(?:owner'?s|user'?s) authority)"
+     r"|\b(?:comply with|obey|follow|act on|carry out|execute)\s+(?:all |any |every )?(?:requests?|instructions?|"
+     r"orders|messages?|commands?)\s+from\s+(?:this|that|the following)\s+(?:address|sender|domain|contact|account)"
+     r"|\b(?:are|is|come|comes) from your (?:principal|owner|user)\b"
+     r"|\bas (?:if|though) (?:the (?:user|owner|maintainer|account owner)|your (?:user|owner)) (?:had )?(?:typed|"
+     r"wrote|written|sent|said|asked)\b"
+     r"|\b(?:execute|carry out|follow|do)\s+(?:the |all |every )?(?:steps|instructions|commands|actions)\s+(?:in|"
+     r"from)\s+this\s+(?:ticket|e-?mail|message|note|document|page|text)\b"
+     r"|\b(?:always|unconditionally|blindly) (?:be )?(?:trusted and )?obeyed\b|\b(?:are|is) (?:always )?to be "
+     r"obeyed\b"
+     # instructions in the content it reads (this newsletter, shared documents) are to be carried out
+     r"|\b(?:instructions?|directions?|commands?|requests?|orders|tasks?|steps|text|content|anything|everything)\s+"
+     r"(?:you (?:\w+ ){0,2}?|(?:\w+ )?(?:found|embedded|hidden|contained|written|included|appearing|arriving|listed) )?"
+     r"(?:in|inside|within|on|from)\s+(?:this|these|any|all|every|shared|incoming|external|third-party|other)\s+"
+     r"(?:\w+\s+)?(?:e-?mails?|messages?|documents?|docs|files?|pdfs?|pages?|websites?|sites?|attachments?|invites?|"
+     r"newsletters?|tickets?|comments?|issues?|results?|notes?|threads?|posts?|chats?|replies)\b" + _C
+     + r"{0,60}?\b(?:acted on|act on|carr(?:y|ied) (?:it |them )?out|follow(?:ed)?|obey(?:ed)?|execut\w+|compl(?:y|ied)|"
+     r"binding|authoritative|mandatory|do (?:it|them|so|as)|task for you|orders for you|straight away)\b"
+     r"|\b(?:consider|treat|regard|deem)\s+(?:every|all|any|each|the)?\s*(?:instructions?|directions?|requests?|text|"
+     r"content)\b" + _C + r"{0,40}?\b(?:binding|authoritative|mandatory|orders|commands)\b"
+     r"|\b(?:is|are) (?:a |an )?(?:task|tasks|instructions?|orders?|commands?) for you\b"
+     r"|\bwhatever (?:this \w+|the (?:sender|e-?mail|message|note|document|pdf|page|text|attachment|ticket|website|"
+     r"site|link))\s+(?:\w+\s+)?(?:tells|asks|says|wants|instructs)\b")),
+    ("ranks the sender above the user", (
+     r"\b(?:overrides?|overrules?|outranks?|outweighs?|beats?|trumps?|supersedes?|takes? precedence over|"
+     r"(?:priority|precedence) over|more weight than|higher priority than|more important than|comes? before|"
+     r"ahead of|above)\b" + _C + r"{0,25}?\b(?:" + _PRINCIPAL + r"|anything (?:else )?(?:" + _PRINCIPAL
+     + r"|you(?:'ve| have)? (?:been )?(?:told|given))|what " + _PRINCIPAL + r" (?:says|wants|tells you|asks))"
+     r"|\bside with (?:the |this )?(?:sender|message|e-?mail|note|document)\b"
+     r"|\b(?:the|this) (?:sender|message|e-?mail|note|document)(?:'s)? (?:word|say|instructions?) (?:is|are) "
+     r"final\b"
+     r"|\b(?:the|your|its|their) (?:user|owner|account owner|human)'?s?\b" + _C + r"{0,40}?\b(?:mine|ours|my (?:\w+ )?"
+     r"(?:requests?|instructions?|word|wishes|orders)|this (?:sender|message|e-?mail|note)'?s?(?: \w+)?|the sender'?s?"
+     r"(?: \w+)?) (?:prevails?|wins?|takes? (?:priority|precedence)|comes? first|is final|rules?)\b"
+     r"|\b(?:mine|my (?:\w+ )?(?:requests?|instructions?|word|wishes|orders)|this (?:sender|message|e-?mail|note)'?s?"
+     r"(?: \w+)?|the sender'?s?(?: \w+)?) (?:prevails?|wins?|takes? (?:priority|precedence)|comes? first|is final)\b"
+     + _C + r"{0,40}?\b(?:" + _PRINCIPAL + r")")),
 ))
 # Weak cues: none is an attack alone; two or more families in one text are (a paraphrase the phrases miss).
 _WEAK: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
     # its own instructions set aside, in one clause: counts twice (it is the core move)
-    ("its instructions set aside", (r"\b(?:instructions?|guidance|guidelines?|directives?|polic(?:y|ies)|rules|"
+    ("its instructions set aside", (r"(?:\b(?:your|earlier|previous|prior|usual|original|standing|initial|those|these|"
+     r"current|existing|old)\s+(?:\w+\s+)?(?:instructions?|guidance|guidelines?|directives?|polic(?:y|ies)|rules|"
+     r"configuration|programming|prompt|safeguards?|restrictions?)\b"
+     r"|\b(?:set ?up with|what you were (?:told|given))\b)"
+     r"[^.;,!?\n]{0,50}?\b(?:on hold|out of date|outdated|no longer|void|expired?|aside|suspend\w*|paused?|"
+     r"lift(?:ed)?|waive[ds]?|(?:does not|doesn'?t|not) exist|irrelevant|(?:to )?one side)\b"
+     r"|\b(?:ignore|disregard|forget|none of|no longer|suspend|pause|lift|waive|bypass|override|without)\b"
+     r"[^.;,!?\n]{0,30}?\b(?:your|its|any|all|earlier|previous|usual|prior)\s+(?:\w+\s+)?(?:instructions?|"
+     r"guidance|guidelines?|directives?|polic(?:y|ies)|rules|configuration|programming|prompt|safeguards?|"
+     r"restrictions?)\b")),
+    ("rules set aside", (r"\b(?:instructions?|guidance|guidelines?|directives?|polic(?:y|ies)|rules|"
      r"configuration|set ?up with|programming|prompt|safeguards?|restrictions?|what you were (?:told|given))\b"
      r"[^.;,!?\n]{0,50}?\b(?:on hold|out of date|outdated|no longer|void|expired?|aside|suspend\w*|paused?|"
      r"lift(?:ed)?|waive[ds]?|(?:does not|doesn'?t|not) exist|irrelevant)\b"
      r"|\b(?:ignore|disregard|forget|none of|no longer|suspend|pause|lift|waive|bypass|override|without)\b"
-     r"[^.;,!?\n]{0,30}?\b(?:your|the|its|any|all|earlier|previous|usual|prior)\s+(?:\w+\s+)?(?:instructions?|"
+     r"[^.;,!?\n]{0,30}?\bthe\s+(?:\w+\s+)?(?:instructions?|"
      r"guidance|guidelines?|directives?|polic(?:y|ies)|rules|configuration|programming|prompt|safeguards?|"
      r"restrictions?)\b")),
     ("authority", (r"\b(?:administrator|admin|compliance team|security team|legal team|it (?:department|team)|"
@@ -94,20 +342,26 @@ _WEAK: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
                   r"|\byour (?:operator|owner|admin|administrator|developer|creator|principal|maker)\b"
                   r"|\bthe (?:person|people|human|company) you (?:work for|serve|assist)\b"
                   r"|\b(?:signed off|authori[sz]ed (?:this|it|you)|approved (?:this|it) (?:already|in advance))\b")),
-    ("secrecy", (r"\b(?:without (?:mentioning|telling|saying|letting|informing|noting|flagging|asking)|"
+    ("secrecy", (r"\b(?:without (?:mentioning|telling|saying|letting|informing|noting|flagging)|"
                 r"(?:don'?t|do not|never) (?:mention|tell|say|flag|report|bring (?:it|this) up|log)|secretly|quietly|"
                 r"silently|between us|covertly|discreetly|nobody needs to know|no one needs to know|"
-                r"(?:nobody|no one) will (?:check|notice|know|see)|keep (?:it|this) (?:quiet|to yourself))\b")),
+                r"(?:nobody|no one) will (?:check|notice|know|see)|keep (?:it|this) (?:quiet|to yourself)"
+                r"|make no (?:mention|reference)|omit (?:any|all) mention|no trace|unaware|in the dark)\b")),
     ("addresses the agent", (r"(?:^|[,.!:;]\s*|\b(?:hey|hi|dear|attention|note to( the)?|note for( the)?|to|for|"
                             r"if you are)\s+(?:the |an? |any )?)(?:assistant|ai|bot|agent|model|llm|chatbot|copilot|"
                             r"language model)\b"
                             r"|\b(?:ai|assistant|agent|model|bot)s? (?:reading|processing|summari[sz]ing|handling) "
-                            r"(?:this|these)\b")),
-    ("sends it out", (r"\b(?:send|forward|copy|bcc|upload|share|transfer|wire|pay|post|email|mail|sync)\b[^.\n]{0,60}?"
+                            r"(?:this|these)\b"
+                            r"|\b(?:whoever|anyone|any (?:automated )?(?:helper|system|tool|agent|assistant)) "
+                            r"(?:is )?(?:reading|processing|handling)\b")),
+    ("sends it out", (r"\b(?:send|forward|copy|bcc|upload|share|transfer|wire|pay|post|email|mail|sync|dump|paste)\b[^.\n]{0,60}?"
                      r"(?:\bto me\b|@|https?://|\bexternal\b|\boutside\b|\bpartner\b|\battached invoice\b|"
-                     r"\b(?:shared|public) (?:drive|folder|link|doc)|\blink below\b|\bover to\b)")),
+                     r"\b(?:shared|public) (?:drive|folder|link|doc|bucket|channel)|\blink below\b|\bover to\b|"
+                     r"\bthis sender\b|\bthe address in\b|\bwebhook\b|\bgist\b)")),
     ("switches mode", (r"\b(?:new plan|from now on|from this point|going forward|henceforth|effective immediately|"
-                      r"starting now|just this once)\b")),
+                      r"starting now|just this once|permanent(?:ly)?|forever|(?:for )?all future|future (?:runs|"
+                      r"sessions)|standing (?:rule|instruction|order)|(?:add|save|store) (?:this |it )?(?:to your "
+                      r"memory|as a (?:lesson|rule|permanent)))\b")),
     ("takes precedence", (r"\b(?:outranks?|takes? precedence over|overrides?|supersedes?|trumps?|more important than|"
                          r"comes? before)\b[^.\n]{0,40}\b(?:the user|your user|the owner|your (?:instructions|rules|"
                          r"guidelines)|any (?:other )?(?:instructions|rules|requests))")),
@@ -118,7 +372,14 @@ _WEAK: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
                             r"(?:are|is) (?:now )?(?:optional|unnecessary|not needed|disabled|off|lifted|waived)\b"
                             r"|\b(?:don'?t|do not|no need to|never) (?:stick to|follow|apply|respect|obey|check)\b"
                             r"[^.\n]{0,20}\b(?:your|the usual|the|any) (?:\w+ )?(?:guidelines|rules|instructions|"
-                            r"limits|policies|policy|restrictions|checks)\b")),
+                            r"limits|policies|policy|restrictions|checks)\b"
+                            r"|\b(?:skip|bypass)\b[^.\n]{0,25}\b(?:approvals?|reviews? step|checks|verification)\b"
+                            r"|\b" + _OVERSIGHT_OFF + r"\b")),
+    ("trusts the sender", (r"\bpre-?(?:approved|authori[sz]ed|cleared)\b|\b(?:always|fully) trusted\b|\btrusted with\b"
+                          r"|\b(?:admin|root) (?:rights|access)\b|\bfull (?:authority|access|signing)\b"
+                          r"|\bwithout (?:question|pushing back|hesitation)\b|\bno questions asked\b")),
+    ("speaks of itself as a message", (r"\b(?:this|the following) (?:message|e-?mail|mail|note|instruction|request|"
+                                      r"text|line|ticket|thread|sender|domain|address|contact)\b")),
 ))
 _MARKUP = re.compile(
     r"<\|[A-Za-z_]+\|>|</?(?:system|assistant|user|tool|tool_call|tool_result|function_call|function|im_start|"
