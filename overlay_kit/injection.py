@@ -399,6 +399,202 @@ _HEX = re.compile(r"\b(?:0x)?[0-9a-fA-F]{32,}\b|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0
 _URL = re.compile(r"\b(?:https?|ftp|file|javascript|data):(?://)?[^\s<>\"']+|\bwww\.[^\s<>\"']+", re.IGNORECASE)
 
 
+# The intent model: a bag of word families read off each folded reading, weighed by a logistic model fitted on the
+# training files (benchmarks/fit_scan_intent.py prints the weights below). Phrases are written in the normalised
+# token form of `_tokens` ("don't" → "do not", "user's" → "user").
+_FAMILIES: dict[str, str] = {
+    # the agent spoken of as a configured system: its setup, makers, nature, principal
+    "agent_self": (
+        "your setup|your set up|your configuration|your config|your programming|your training|your developers|"
+        "your developer|your creators|your creator|your makers|your operator|your owner|your admin|your context|"
+        "your context window|your system|your instructions|your guidelines|your rules|your guardrails|your filters|"
+        "your prompt|your directives|your briefing|your playbook|your usage policy|your policy|your policies|"
+        "your restrictions|your limits|your safety|your protections|your memory|your principles|your values|"
+        "your guidance|your orders|your brief|baked into you|built into you|programmed into you|trained into you|"
+        "you came with|you were given|you were told|you were trained|you were configured|you were set up|"
+        "you were programmed|you were instructed|you were deployed|you were built|you were shipped|you were loaded|"
+        "you re an ai|you are an ai|as an ai|an ai without|ai without|the person you|the people you|"
+        "the person you re helping|the human you|you work for|you serve|the assistant|the agent|the bot|the model|"
+        "language model|dear ai|hey ai|dear assistant|hey assistant|automated helper|any ai|ai reading|"
+        "whoever is reading|whoever is processing|assistant reading|you operate under|your replies"),
+    # rules, instructions, limits as a thing to be dropped or changed
+    "rules_void": (
+        "lapsed|scrapped|void|expired|retired|withdrawn|cancelled|canceled|switched off|turned off|paused|suspended|"
+        "lifted|waived|amended|superseded|obsolete|outdated|out of date|stale|boilerplate|placeholder|suggestions|"
+        "optional|no longer apply|no longer applies|no longer binding|no longer valid|not binding|do not apply|"
+        "does not apply|do not matter|does not matter|made an error|by mistake|bend|bend your|"
+        "break your|ignore|ignoring|disregard|forget|drop your|deviate|relax|loosen|bypass|override|overridden|"
+        "set aside|put aside|stick to|nobody expects|no need to follow|released from|not bound|free from|"
+        "until further notice|on hold|improvise|own terms|rewritten|replaced"),
+    "rules_noun": (
+        "instructions|instruction|rules|rule|guidelines|guideline|guidance|policy|policies|briefing|brief|playbook|"
+        "framework|setup|configuration|programming|restrictions|restriction|limits|limit|"
+        "protections|safeguards|filters|filter|principles|directives|directive|constraints|"
+        "guardrails|safety|training|prompt"),
+    # the user as a third party (a lesson's author says "me"; an injection says "the user")
+    "principal_3p": (
+        "the user|the owner|the account owner|the account holder|the mailbox owner|the homeowner|the human|"
+        "the person you|their account|their inbox|their mailbox|their name|in their place|on their behalf|"
+        "your user|your principal|its owner|the owner told|the user has agreed|"
+        "user objects|the user objects"),
+    # the text points at itself or its sender
+    "self_ref": (
+        "this message|this email|this e mail|this mail|this memo|this note|this text|this part|this change|"
+        "this request|this instruction|this invoice|this inbox|this thread|this task|this number|this address|"
+        "this sender|this document|this page|this letter|this notice|this ticket|this pdf|this link|the sender|"
+        "below|above|this domain|this account|this contact"),
+    "secrecy": (
+        "do not let|not let the|never let|bury|hide|hidden|conceal|without telling|without mentioning|"
+        "without letting|do not bring up|not bring up|never mention|do not mention|skip over this|only sees|"
+        "is not bothered|not be bothered|quietly|silently|secretly|covertly|discreetly|no trace|"
+        "no record|delete this|erase|wipe|before the user|before they|never know|never find out|between us|"
+        "keep it quiet|keep this quiet|out of the loop|unaware|in the dark|do not tell|never tell|not tell the|"
+        "make no mention|omit|leave out|keep out of|mark this message as read|silent recipient|say nothing"),
+    "secrets": (
+        "password|passwords|passcode|credentials|credential|login|logins|token|tokens|session token|api key|"
+        "api keys|private key|private keys|ssh|env file|secret|secrets|recovery phrase|seed phrase|wallet|"
+        "crypto|ssn|ssns|social security|home address|phone number|phone numbers|account data|personal data|"
+        "hr folder|documents folder|bank|bank details|card number|credit card|cvv|pin|2fa|one time code|"
+        "verification code|security code|reset link|contacts|contact list|address book|customer list|"
+        "customer database|payroll|tax documents|statements|medical|passport"),
+    "outward": (
+        "send|sends|sent|forward|forwarding|upload|uploading|message the|email the|mail the|copy|copies|attach|"
+        "share|sharing|post|paste|publish|export|leak|transmit|give me|tell me|to me|with me|send me|as a recipient|"
+        "as a silent recipient|add my address|cc me|bcc|bcc me|mirror|sync|to the sender|to this number|"
+        "to this address|into a reply|reply to me|drop it|hand over"),
+    "external_dest": (
+        "example net|example com|example org|example|external|outside|third party|public|personal address|"
+        "personal email|gmail|new account|different account|this number|the sender|to me|paste site|gist|"
+        "webhook|link below|account below|new address|different address"),
+    "oversight_off": (
+        "without asking|without prompting|without checking|without confirming|without confirmation|"
+        "without approval|without review|without reviewing|without permission|without verification|"
+        "without sign off|without scanning|without question|skip all approvals|skip approvals|skip the approval|"
+        "skip approval|skip verification|skip the review|skip review|auto confirm|auto approve|auto accept|"
+        "automatically approve|automatically accept|automatically confirm|disable the alerts|disable alerts|"
+        "turn off alerts|disable the|turn off the|switch off the|does not apply to me|"
+        "no need to check|no need to ask|no need to confirm|no need to review|no need for approval|"
+        "no confirmation|no approval|no review|no sign off|no questions asked|not required|not needed|"
+        "anyone who asks|whoever asks|straight away|right away|immediately|no checks|unchecked|unreviewed|"
+        "just do it|go ahead|do not wait|do not ask|never ask|stop asking|without any"),
+    "stakes": (
+        "payment|payments|pay|transfer|transfers|wire|wires|deposit|funds|money|transaction|transactions|"
+        "invoice|invoices|release the|batch|edit rights|admin rights|admin access|full access|access to|"
+        "give me access|grant|grants|granting|delete|deleting|execute|run|install|open any links|links inside|"
+        "attachments|attached documents|shared drive|finance drive|purchase|refund|refunds|iban|account details"),
+    "authority_claim": (
+        "support here|admin here|team here|finance here|staff here|engineering here|desk here|speaking for|"
+        "support speaking|official notice|official|platform provider|tech support|support team|it department|"
+        "it team|helpdesk|administrator|admin|sysadmin|security team|your creators|your developers|developers|"
+        "creators|operator|head of|the board|ceo|cfo|management|the owner told me|on behalf of|compliance|"
+        "legal department|authorized|authorised|authorized a|has approved|signed off|has agreed|agreed that|"
+        "cleared|permitted|allowed to|allow sharing|you can give|you may act|you may"),
+    "obey": (
+        "act accordingly|do what|does what|says and|what it says|what this|follow it|complete it|execute|"
+        "executed|carry out|carried out|implement them|implement it|as if the user|as if they|as though|"
+        "instructions from|is a task|gives you a task|task for you|listen to|comply|obey|do it|do as|act on|"
+        "acted on|put it ahead|treat as|count as|counts as"),
+    "content_source": (
+        "web page|webpage|website|page you|comments inside|inside code|code you review|this invoice|invoice says|"
+        "messages signed|signed|documents you|attachments|links inside|pdf|newsletter|calendar invite|"
+        "you open|you read|you visit|you fetch|tool result|tool output|search result|email says|message says"),
+    "precedence": (
+        "ahead of everything|ahead of|first even if|even if the user|even if they|counts for more|more than whatever|"
+        "more important than|override the owner|override the user|overrides the|outrank|outranks|prevail|prevails|"
+        "above the user|above the owner|priority over|precedence over|over the owner|over the user|wins over"),
+    "identity": (
+        "pretend to be|pretend you|think of yourself as|you re an|you are an|introduce yourself as|take over as|"
+        "play a game|lets play|roleplay|role play|act as|persona|called|in their place|on their behalf|"
+        "human member|as a human|treasurer|impersonate|pose as|you are now|you re now|become the|new identity|"
+        "with authority over|authority over"),
+    "persist": (
+        "from now on|always|forever|permanent|permanently|remember this|record a new|new preference|make a note|"
+        "standing|all future|future|going forward|starting now|henceforth|from this message on|adopt this|"
+        "habit|lasting"),
+    "prompt_reveal": (
+        "quote them|quote it|verbatim|word for word|spell it out|context window|first 200 words|what guidelines|"
+        "what rules|what instructions|were you given|told you not|what your developers|print the first|"
+        "repeat your|reveal your|show your instructions|your system prompt|system prompt|initial prompt"),
+    "trust": (
+        "trust|trusted|pre approved|preapproved|whitelist|safe sender|always allow|always accept"),
+    "keeps_oversight": (
+        "ask me|check with me|my approval|my review|for my review|confirm with me|before sending|never share|"
+        "do not share|never forward|do not forward|ask before|wait for my|let me send|i approve|"
+        "with my approval|for me to|flag to me|flag them to me|show me first"),
+}
+_MAX_PHRASE = 5
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def _tokens(reading: str) -> list[str]:
+    """Words of a folded reading, contractions opened: "don't" → do not, "user's" → user."""
+    return _TOKEN.findall(reading.replace("n't", " not").replace("'s", ""))
+
+
+_PHRASES: dict[str, tuple[str, ...]] = {}
+for _family, _words in _FAMILIES.items():
+    for _w in _words.split("|"):
+        _key = " ".join(_tokens(_w))
+        _PHRASES[_key] = tuple(dict.fromkeys(_PHRASES.get(_key, ()) + (_family,)))
+_STARTS = frozenset(k.split(" ", 1)[0] for k in _PHRASES if " " in k)
+
+
+def intent_families(readings) -> frozenset[str]:
+    """The word families present in any of the readings (see `_FAMILIES`)."""
+    found: set[str] = set()
+    for reading in readings:
+        toks = _tokens(reading)
+        for i, tok in enumerate(toks):
+            found.update(_PHRASES.get(tok, ()))
+            if tok in _STARTS:
+                for n in range(2, _MAX_PHRASE + 1):
+                    found.update(_PHRASES.get(" ".join(toks[i:i + n]), ()) if i + n <= len(toks) else ())
+    return frozenset(found)
+
+
+def intent_score(readings) -> tuple[float, frozenset[str]]:
+    """The intent model's score (at or above 0: an injection) and the word families it saw."""
+    fams = intent_families(readings)
+    return _INTENT_BIAS + sum(_INTENT_WEIGHTS.get(f, 0.0) for f in fams), fams
+
+
+def _intent(readings, found) -> list[str]:
+    """The intent model's finding, when nothing else has flagged the text and its score is at or above 0."""
+    if found:
+        return []
+    score, fams = intent_score(readings)
+    if score < 0:
+        return []
+    return [f"instruction-override (intent {score:+.1f}): {', '.join(sorted(fams))}"]
+
+
+# BEGIN intent weights (written by benchmarks/fit_scan_intent.py --write; do not edit by hand)
+_INTENT_BIAS = -3.472
+_INTENT_WEIGHTS: dict[str, float] = {
+    'agent_self': 1.714,
+    'authority_claim': 0.921,
+    'content_source': 0.589,
+    'external_dest': 0.651,
+    'identity': 1.895,
+    'keeps_oversight': -0.490,
+    'obey': 1.013,
+    'outward': 0.965,
+    'oversight_off': 1.516,
+    'persist': 0.706,
+    'precedence': 0.410,
+    'principal_3p': 2.495,
+    'prompt_reveal': 0.610,
+    'rules_noun': 2.395,
+    'rules_void': 1.076,
+    'secrecy': 0.915,
+    'secrets': 1.263,
+    'self_ref': 1.776,
+    'stakes': 1.082,
+    'trust': 0.283,
+}
+# END intent weights
+
+
 def scan(text: str) -> tuple[str, ...]:
     """Deterministic injection scan of one string → findings like `url: https://…`. Empty when clean.
 
@@ -423,6 +619,7 @@ def scan(text: str) -> tuple[str, ...]:
     weak = [name for name, rx in _WEAK if any(rx.search(r) for r in readings)]
     if len(weak) + (_WEAK[0][0] in weak) >= 2 and not found:
         found.append(f"instruction-override (cues): {', '.join(weak)}")
+    found.extend(_intent(readings, found))
     if _COMMENT.search(text):
         found.append("html-comment: text hidden from a rendered view")
     hidden = hidden_chars(text)

@@ -1,0 +1,129 @@
+"""Fit the injection scan's intent model: a logistic model over the word families a text holds
+(`injection.intent_families`), on the training files only, and check how it generalises.
+
+    python benchmarks/fit_scan_intent.py            # fit, report leave-one-file-out figures and the threshold
+    python benchmarks/fit_scan_intent.py --write    # ... and write the weights into overlay_kit/injection.py
+
+Training data: the attacks and hard benign lessons of TRAIN below, plus the 560 ordinary lesson texts as benign.
+heldout4/5/6.jsonl are never read here. Deterministic (Newton's method, fixed L2 penalty, no sampling).
+The threshold is set so that at most 0.5 % of the ordinary lessons score above it; the intercept absorbs it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from overlay_kit import injection
+from overlay_kit.resources import dataset_path
+from overlay_kit.textguard import views
+
+from bench_scan import lesson_texts
+
+TRAIN = ["corpus.jsonl", "heldout1.jsonl", "heldout2.jsonl", "heldout3.jsonl", "paraphrase_train.jsonl",
+         "paraphrase_val.jsonl", "paraphrase_val2.jsonl"]
+L2 = 3.0
+LESSON_FP = 0.005  # at most this share of the ordinary lessons may score at or above the threshold
+HARD_FP = 0.03  # ... and at most this share of the hand-written hard benign lessons
+
+
+def rows() -> list[tuple[str, str, int]]:
+    """(file, text, 1 for an attack) for every training text."""
+    out = []
+    for name in TRAIN:
+        for line in dataset_path("injection", name).open(encoding="utf-8"):
+            if line.strip():
+                r = json.loads(line)
+                out.append((name, r["text"], int(r["label"] == "attack")))
+    out += [("lessons", t, 0) for t in lesson_texts()]
+    return out
+
+
+def fit(feats: list[list[str]], y: np.ndarray, names: list[str]) -> tuple[float, dict[str, float]]:
+    """L2-penalised logistic regression (intercept unpenalised) by Newton's method."""
+    col = {n: j for j, n in enumerate(names)}
+    X = np.zeros((len(feats), len(names) + 1))
+    X[:, 0] = 1.0
+    for i, fs in enumerate(feats):
+        for f in fs:
+            if f in col:
+                X[i, col[f] + 1] = 1.0
+    w = np.zeros(X.shape[1])
+    pen = np.full(X.shape[1], L2)
+    pen[0] = 0.0
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-X @ w))
+        grad = X.T @ (p - y) + pen * w
+        hess = (X * (p * (1 - p))[:, None]).T @ X + np.diag(pen) + 1e-9 * np.eye(X.shape[1])
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return float(w[0]), {n: float(w[j + 1]) for n, j in col.items() if abs(w[j + 1]) >= 0.05}
+
+
+def score(bias: float, weights: dict[str, float], fs: list[str]) -> float:
+    return bias + sum(weights.get(f, 0.0) for f in fs)
+
+
+def calibrate(bias, weights, feats, data) -> float:
+    """The intercept that leaves at most LESSON_FP of the ordinary lessons and HARD_FP of the hard benign ones
+    at or above zero."""
+    shift = 0.0
+    for src_is_lesson, share in ((True, LESSON_FP), (False, HARD_FP)):
+        s = sorted((score(bias, weights, f) for f, (src, _, lab) in zip(feats, data)
+                    if lab == 0 and (src == "lessons") == src_is_lesson), reverse=True)
+        k = int(share * len(s))
+        shift = max(shift, s[k] + 1e-3)
+    return bias - shift
+
+
+def model(data, feats):
+    y = np.array([lab for _, _, lab in data], dtype=float)
+    names = sorted({f for fs in feats for f in fs})
+    bias, weights = fit(feats, y, names)
+    return calibrate(bias, weights, feats, data), weights
+
+
+def main(write: bool) -> None:
+    data = rows()
+    feats = [sorted(injection.intent_families(views(t))) for _, t, _ in data]
+    saved = injection._INTENT_BIAS
+    injection._INTENT_BIAS = -1e9  # the scan without the intent model: the cues alone
+    base = [bool(injection.scan(t)) for _, t, _ in data]
+    injection._INTENT_BIAS = saved
+    print("leave-one-file-out (intent model alone / whole scan with that model), attacks; benign flagged:")
+    for held in TRAIN:
+        keep = [i for i, (src, _, _) in enumerate(data) if src != held]
+        bias, weights = model([data[i] for i in keep], [feats[i] for i in keep])
+        att = [(b, f) for (src, t, lab), f, b in zip(data, feats, base) if src == held and lab == 1]
+        ben = [(b, f) for (src, t, lab), f, b in zip(data, feats, base) if src == held and lab == 0]
+        alone = sum(score(bias, weights, f) >= 0 for _, f in att)
+        fp = sum(score(bias, weights, f) >= 0 for _, f in ben)
+        both = sum(b or score(bias, weights, f) >= 0 for b, f in att)
+        bfp = sum(b or score(bias, weights, f) >= 0 for b, f in ben)
+        print(f"    {held:<24} intent alone {alone}/{len(att)}, benign {fp}/{len(ben)};  "
+              f"cues + intent {both}/{len(att)}, benign {bfp}/{len(ben)}")
+    bias, weights = model(data, feats)
+    les = [f for (src, _, _), f in zip(data, feats) if src == "lessons"]
+    print(f"full fit: {len(weights)} weights, bias {bias:+.2f}; lessons at or above 0: "
+          f"{sum(score(bias, weights, f) >= 0 for f in les)}/{len(les)}")
+    for n, v in sorted(weights.items(), key=lambda kv: -abs(kv[1]))[:15]:
+        print(f"    {v:+.2f} {n}")
+    if write:
+        path = Path(injection.__file__)
+        text = path.read_text(encoding="utf-8")
+        body = "\n".join(f"    {n!r}: {v:.3f}," for n, v in sorted(weights.items()))
+        block = (f"# BEGIN intent weights (written by benchmarks/fit_scan_intent.py --write; do not edit by hand)\n"
+                 f"_INTENT_BIAS = {bias:.3f}\n_INTENT_WEIGHTS: dict[str, float] = {{\n{body}\n}}\n# END intent weights")
+        text = re.sub(r"# BEGIN intent weights.*?# END intent weights", lambda _: block, text, flags=re.DOTALL)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {len(weights)} weights to {path}")
+
+
+if __name__ == "__main__":
+    main("--write" in sys.argv[1:])
