@@ -6,7 +6,7 @@
 
 Training data: the attacks and hard benign lessons of TRAIN below, plus the 560 ordinary lesson texts as benign.
 heldout4/5/6.jsonl are never read here. Deterministic (Newton's method, fixed L2 penalty, no sampling).
-The threshold is set so that at most 0.5 % of the ordinary lessons score above it; the intercept absorbs it.
+The threshold is set so that no ordinary lesson and at most 2 % of the hard benign ones score at or above it;
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from overlay_kit.textguard import views
 from bench_scan import lesson_texts
 
 TRAIN = ["corpus.jsonl", "heldout1.jsonl", "heldout2.jsonl", "heldout3.jsonl", "paraphrase_train.jsonl",
-         "paraphrase_val.jsonl", "paraphrase_val2.jsonl"]
+         "paraphrase_val.jsonl", "paraphrase_val2.jsonl",
+         "paraphrase_val3.jsonl"]
 L2 = 3.0
-LESSON_FP = 0.005  # at most this share of the ordinary lessons may score at or above the threshold
-HARD_FP = 0.03  # ... and at most this share of the hand-written hard benign lessons
+LESSON_FP = 0.0  # at most this share of the ordinary lessons may score at or above the threshold
+HARD_FP = 0.02  # ... and at most this share of the hand-written hard benign lessons
 
 
 def rows() -> list[tuple[str, str, int]]:
@@ -78,7 +79,7 @@ def calibrate(bias, weights, feats, data) -> float:
         s = sorted((score(bias, weights, f) for f, (src, _, lab) in zip(feats, data)
                     if lab == 0 and (src == "lessons") == src_is_lesson), reverse=True)
         k = int(share * len(s))
-        shift = max(shift, s[k] + 1e-3)
+        shift = max(shift, s[k] + 0.05)  # a margin: the written weights are rounded
     return bias - shift
 
 
@@ -117,9 +118,9 @@ def main(write: bool) -> None:
     if write:
         path = Path(injection.__file__)
         text = path.read_text(encoding="utf-8")
-        body = "\n".join(f"    {n!r}: {v:.3f}," for n, v in sorted(weights.items()))
+        body = "\n".join(f"    {n!r}: {v:.4f}," for n, v in sorted(weights.items()))
         block = (f"# BEGIN intent weights (written by benchmarks/fit_scan_intent.py --write; do not edit by hand)\n"
-                 f"_INTENT_BIAS = {bias:.3f}\n_INTENT_WEIGHTS: dict[str, float] = {{\n{body}\n}}\n# END intent weights")
+                 f"_INTENT_BIAS = {bias:.4f}\n_INTENT_WEIGHTS: dict[str, float] = {{\n{body}\n}}\n# END intent weights")
         text = re.sub(r"# BEGIN intent weights.*?# END intent weights", lambda _: block, text, flags=re.DOTALL)
         path.write_text(text, encoding="utf-8")
         print(f"wrote {len(weights)} weights to {path}")

@@ -48,16 +48,17 @@ _CONF_NOUN = (r"(?:instructions?|rules?|guidance|guidelines?|directions?|directi
               r"restrictions?|limits?|limitations?|guardrails?|safeguards?|protections?|safety \w+|checklist|framework|"
               r"principles|boundaries|protocols?|filters?|ethics|values)")
 _CONF_REF = (r"(?:(?:your|(?:the|this) (?:assistant|agent|ai|bot|model)'s)\s+(?:\w+\s+){0,2}?" + _CONF_NOUN
-             + r"|" + _CONF_NOUN + r"\s+(?:that\s+|which\s+)?(?:you(?:'ve| have| had)?|your (?:operator|owner|"
-             r"developers?|admin))\s+(?:were\s+|was\s+|have been\s+|had been\s+|'ve been\s+|been\s+)?(?:\w+\s+){0,2}?"
-             r"(?:\w+ed|\w+en|given|told|set up|got|run|running|follow|fed|built|made|taught|held|bound|brought|"
-             r"operate|work|act|function)"
-             r"|" + _CONF_NOUN + r"\s+(?:in|of|from|baked into|built into|behind)\s+your\b"
-             r"|(?:what(?:ever)?|everything|anything)\s+(?:you(?:'ve| have)?|your (?:operator|owner|developers?|"
+             + r"|(?:what(?:ever)?|everything|anything)\s+(?:you(?:'ve| have)?|your (?:operator|owner|developers?|"
              r"admin))\s+(?:were\s+|was\s+|been\s+|had\s+)?(?:\w+\s+)?(?:told|given|instructed|taught|configured|"
              r"set up)"
-             r"|" + _CONF_NOUN + r"\s+(?:you (?:got|received|were given) )?(?:at (?:launch|start-?up|the start)|"
-             r"before this (?:thread|conversation|session|chat|message|email)))")
+             r"|" + _CONF_NOUN + r"\s+(?:"  # the noun, then who gave it to the agent, or where it lives
+             r"(?:that\s+|which\s+)?(?:you(?:'ve| have| had)?|your (?:operator|owner|developers?|admin))\s+(?:were\s+|"
+             r"was\s+|have been\s+|had been\s+|'ve been\s+|been\s+)?(?:\w+\s+){0,2}?(?:\w+ed|\w+en|given|told|set up|"
+             r"got|run|running|follow|fed|built|made|taught|held|bound|brought|operate|work|act|function)"
+             r"|(?:in|of|from|baked into|built into|behind)\s+your\b"
+             r"|(?:on|of|for|in) (?:this|the) (?:deployment|instance|assistant|agent|bot|model|ai)\b"
+             r"|(?:you (?:got|received|were given) )?(?:at (?:launch|start-?up|the start)|before this (?:thread|"
+             r"conversation|session|chat|message|email))))")
 _VOIDED = (r"(?:retired|withdrawn|cancel+ed|void|outdated|out of date|stale|obsolete|superseded|replaced|lifted|"
            r"suspended|expired|waived|rescinded|revoked|nullified|(?:only |just )?a (?:placeholder|draft|test|mistake)|"
            r"(?:for|in) test(?:ing)?|optional|irrelevant|no longer (?:in force|in effect|apply|applies|valid|binding|"
@@ -84,15 +85,15 @@ _SENSITIVE = (r"(?:(?:passwords?|passcodes?|credentials?|logins?)(?!\s+(?:audit|
 _OUTWARD = (r"(?:send|forward|e-?mail|mail|post|upload|paste|share|copy|bcc|cc|include|attach|pass (?:it |them )?"
             r"(?:on|along)|mirror|sync|dump|export|leak|transmit|reply (?:to \w+ (?:\w+ )?)?with|give me|tell me|push|"
             r"publish|text|provide|disclose|reveal|hand over|read (?:out|back)|spell out)")
-_ELSEWHERE = (r"(?:to|into|with|on to|onto) (?:me|us|this (?:sender|address|thread|number)|the (?:address|link|"
+_ELSEWHERE = (r"(?:(?:to|into|with|on to|onto) (?:me|us|this (?:sender|address|thread|number)|the (?:address|link|"
               r"webhook|url|number|bucket)|an? (?:gist|paste\w*|webhook|external|outside|public|personal)|"
               r"https?:|[\w.+-]+@)|\bme on\b|\b(?:the|a) public (?:folder|link|drive|channel|bucket|repo\w*|page|site)"
-              r"|\b(?:linked|mentioned|listed|given) (?:in|below|above) (?:this|the) (?:message|e-?mail|note|thread)")
+              r"|\b(?:linked|mentioned|listed|given) (?:in|below|above) (?:this|the) (?:message|e-?mail|note|thread))")
 _BLANKET = (r"(?:every|all|each|the whole|the entire|everything)\b" + _C + r"{0,30}?\b(?:messages?|mail|e-?mails?|"
             r"threads?|inbox|files?|documents?|attachments?|folders?|drive)\b")
 # Oversight taken away, and acts where that matters (money, deletion, code execution, access).
 _OVERSIGHT_OFF = (r"(?:without (?:(?:the |your |their )?(?:user|owner|account holder|human)'?s? |any |a |anyone'?s? )?"
-                  r"(?:asking|checking|confirming|confirmation|approval|permission|review(?:ing)?|verification|"
+                  r"(?:asking|prompting|checking|confirming|confirmation|approval|permission|review(?:ing)?|verification|"
                   r"verifying|sign-?off|scanning|check|consent|ok|go-ahead)"
                   r"|no (?:confirmations?|approvals?|reviews?|sign-?offs?|checks?|verification|permission)\s+(?:is\s+|are\s+)?"
                   r"(?:needed|required|necessary)"
@@ -100,8 +101,8 @@ _OVERSIGHT_OFF = (r"(?:without (?:(?:the |your |their )?(?:user|owner|account ho
                   r"confirm\w*|verify\w*|get|wait\w*|review\w*|approval|confirmation|sign-?off)"
                   r"|(?:don'?t|do not|never|no need to|stop|no longer)\s+(?:bother\s+)?(?:ask|asking|confirm(?:ing)?|"
                   r"check(?:ing)?|verify(?:ing)?|wait(?:ing)? for|get(?:ting)?|request(?:ing)?|seek(?:ing)?)\b"
-                  r"|never (?:need|needs|require|requires) (?:\w+ )?(?:approval|confirmation|review|sign-?off|"
-                  r"verification)"
+                  r"|(?:never|do not|don'?t|does not|doesn'?t|no longer) (?:need|needs|require|requires) (?:\w+'?s? ){0,2}?"
+                  r"(?:approval|confirmation|review|sign-?off|verification|permission)"
                   r"|(?:approvals?|confirmations?|permission|sign-?off|reviews?|verification|checks?|2fa|two-factor)\s+"
                   r"(?:is|are)\s+(?:now\s+)?(?:not required|not needed|unnecessary|optional|disabled|off|waived|"
                   r"no longer (?:required|needed))"
@@ -110,7 +111,7 @@ _OVERSIGHT_OFF = (r"(?:without (?:(?:the |your |their )?(?:user|owner|account ho
                   r"|(?:raise|lift|remove|increase) (?:the |your |any )?(?:\w+ )?limits?)")
 _STAKES = (r"(?:pay(?:ing|ments?)?|paid|money|funds|wires?|wiring|transfers?|refunds?|invoices?|payees?|iban|bank|"
            r"purchases?|delet(?:e|ing) (?:\w+ )?(?:permanently|production|all|everything|the (?:production|backup)\w*)|"
-           r"production data|destructive|shell|scripts?|commands?|execut\w+|attachments?|merge|deploy\w*|"
+           r"production data|destructive|shell|scripts?|commands?|execut\w+|attachments?|(?:any|all|every) links?|merge|deploy\w*|"
            r"passwords?|credentials|admin rights|full access|(?:two-factor|2fa|mfa))")
 _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
     ("dismisses its instructions", (r"\b" + _RULE_REF + r"\b[^.!?\n]{0,60}?\b" + _DISMISS_STATE + r"\b"
@@ -152,14 +153,19 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"officer|cfo|ceo|controller|signatory|treasurer|manager|head|root|superuser)\b"
      r"|\b(?:respond|reply|write|answer|speak|act|sign) as (?:the |your )?(?:user|owner|account (?:owner|holder)|"
      r"mailbox owner)\b(?: would)?"
-     r"|\bsign(?:ing)? (?:\w+ )?(?:with|in|as|using) (?:their|the owner'?s|the user'?s|his|her) (?:own )?name\b"
+     r"|\b(?:sign(?:ing)? (?:\w+ )?(?:with|in|as|using)|using) (?:their|the owner'?s|the user'?s|his|her) (?:own )?"
+     r"(?:name|signature)\b"
+     r"|\bas (?:if|though) you (?:were|are) (?:the |an? |their )?(?:\w+ )?(?:owner|user|administrator|admin|account "
+     r"holder|human|employee|person|manager)\b"
+     r"|\b(?:assume|imagine|pretend|believe|act like|behave like) (?:that )?you(?:'re| are) (?:an? |the )?(?:\w+ )?"
+     r"(?:human|person|employee|owner|user|administrator|admin)\b"
      r"|\bnever (?:\w+ing|let on) (?:that )?(?:an? |the )?(?:assistant|ai|bot|model) (?:wrote|is|was|did|sent|"
      r"replied|answered)\b"
      r"|\b(?:in charge of|in control of|the new owner of) (?:this|the|their) (?:account|mailbox|inbox|system)\b"
      r"|\b(?:same|full|owner-level|admin-level) (?:rights|access|permissions|privileges|powers) as (?:" + _PRINCIPAL
      + r"|its owner|their owner)\b")),
     ("disables a safeguard", (r"\b(?:disable|turn off|switch off|deactivate|bypass|circumvent|get around)\b"
-     r"[^.\n]{0,25}\b(?:safety|security|confirmations?|approvals?|reviews? step|filters?|guardrails?|checks?|"
+     r"[^.\n]{0,25}\b(?:safety|security|confirmations?|approvals?|reviews? step|filter(?:s|ing)?|guardrails?|checks|"
      r"verification|2fa|mfa|two-(?:step|factor)|audit(?: log)?|logging|spending limit)\b"
      r"|\b(?:skip|remove)\b[^.\n]{0,25}\b(?:safety|security|filters?|guardrails?|2fa|mfa|audit(?: log)?|logging)\b"
      # oversight removed around money, deletion, code execution or access
@@ -170,6 +176,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"whatever)\b" + _C + r"{0,40}?(?:\bautomatically\b|\bwithout (?:asking|approval|confirmation|review|"
      r"checking|question|verification|scanning)|\bwhatever the (?:amount|cost|size)\b|\bno matter\b|"
      r"\bregardless\b|\bor not\b)"
+     r"|\b(?:grant|give|share|send|approve|allow)\w*\b" + _C + r"{0,40}?\b(?:anyone|whoever|everybody|everyone) "
+     r"(?:who|that) (?:asks|requests|wants)\b"
      r"|\b(?:raise|lift|remove|increase|set) (?:the |your |any )?(?:\w+ )?limits? to (?:unlimited|infinity|no limit|"
      r"the maximum)\b")),
     ("asks for its prompt", (r"\b(?:reveal|print|show|output|leak|repeat|disclose|dump|expose|write out|list|"
@@ -182,14 +190,21 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"|your (?:\w+ )?(?:prompt|instructions|setup|configuration|directives|programming)"
      r"|(?:instructions|rules|text|prompt|message|directions|wording) (?:that |which )?(?:you (?:received|were "
      r"given|got|were \w+ (?:with|on)|started with)|(?:configures|sets up|defines|governs|controls) (?:you|your))"
-     r"|(?:instructions|rules|directions) (?:were you given|did you (?:get|receive))"
-     r"|everything (?:above|before) this (?:line|message|point))\b"
+     r"|(?:instructions|rules|directions|guidelines|guidance|prompt|setup|configuration) (?:were|have) you (?:been )?"
+     r"(?:given|told|set up with|handed)|(?:instructions|rules|directions|guidelines) did you (?:get|receive)"
+     r"|what (?:your|the) (?:developers?|creators?|operators?|makers?|owner|admin) (?:told|instructed|asked|said to|"
+     r"taught) you"
+     r"|your (?:context(?: window)?|memory|hidden (?:text|context))"
+     r"|everything (?:above|before) this (?:line|message|point)"
+     r"|(?:text|configuration|instructions|prompt|rules|setup) (?:that |which )?(?:was|were|got|has been|have been) "
+     r"(?:loaded|put|given|fed|baked|written|programmed) (?:into|to|in) you)\b"
      r"|\b(?:include|explain|describe|state|post|put|attach|type out|read out|detail|copy|paste|quote)\b" + _C
      + r"{0,40}?\b(?:your (?:\w+ )?(?:system|complete|full|entire|exact|confidential|secret|internal|hidden|original|"
      r"initial) (?:instructions|rules|prompt|configuration|directions|guidelines)|(?:confidential|secret|internal|"
      r"hidden) (?:rules|instructions|directions|guidelines|prompt) (?:that )?you (?:were|have been) \w+)\b"
      r"|\b(?:instructions|rules|prompt|setup|configuration|directions|guidelines)\b" + _C + r"{0,40}?\b(?:you|your)\b"
-     + _C + r"{0,40}?\b(?:verbatim|word for word|in full|unedited|exactly as written)\b")),
+     + _C + r"{0,40}?\b(?:verbatim|word for word|in full|unedited|exactly as written)\b"
+     r"|\bwhat (?:your|the) (?:developers?|creators?|operators?|makers?) (?:told|instructed|asked|said to|taught) you\b")),
     ("keeps the user in the dark", (r"\b(?:secretly|silently|quietly|covertly|discreetly)\s+(?:\w+\s+){0,2}?"
      r"(?:send|forward|copy|bcc|cc|email|share|upload|post|delete|exfiltrate|transfer|wire|pay)\b"
      r"(?=[^.\n]{0,60}(?:@|https?:|outside|external|\bme\b))"
@@ -206,6 +221,14 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"|\b(?:hide|conceal|mask|obscure)\b" + _C + r"{0,40}?\bfrom (?:the |your )?(?:user|owner|human|principal|"
      r"reviewers?|audit)\b"
      r"|\bkeep " + _PRINCIPAL + r" (?:unaware|in the dark|out of the loop|uninformed)\b"
+     r"|\bso (?:that )?" + _PRINCIPAL + r" (?:only|just) (?:sees?|gets?|reads?|receives?|hears?)\b"
+     r"|\b(?:skip(?: over)?|leave out|exclude|omit|drop|hide) this (?:message|e-?mail|mail|note|request|instruction|"
+     r"change|step|transfer)\b"
+     r"|\b(?:do not|don'?t|never) (?:bring up|mention|report|disclose|reveal|tell (?:\w+ )?about) this (?:change|"
+     r"request|message|e-?mail|note|instruction|transfer|step|rule)\b"
+     r"|\bhide (?:this|these|it|them|(?:the|any) (?:\w+ )?(?:rules?|requests?|transfers?|changes?|e-?mails?|messages?|"
+     r"forwards?|payments?)(?: you \w+)?)\b" + _C + r"{0,30}?\bfrom (?:the |your )?(?:\w+ )?(?:summary|report|logs?|"
+     r"settings|history|digest|audit)\b"
      r"|\b(?:tell|report|assure|inform|say to)\s+(?:back\s+)?(?:to\s+)?" + _PRINCIPAL + _C + r"{0,15}?\b(?:nothing "
      r"(?:happened|was (?:sent|done|changed))|everything is (?:fine|normal|ok(?:ay)?|as usual))"
      r"|\b(?:make no|omit (?:any |all )?|without (?:any )?)(?:mention|reference)s? (?:of|to) this\b"
@@ -224,7 +247,11 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"opened|read)\b")),
     ("exfiltrates data", (_NEG + r"\b" + _OUTWARD + r"\b" + _C + r"{0,50}?\b" + _SENSITIVE + r"\b"
      r"|\b" + _SENSITIVE + r"\b" + _C + r"{0,40}?\b" + _OUTWARD + r"\b" + _C + r"{0,30}?" + _ELSEWHERE
-     + r"|" + _NEG + r"\b(?:forward|copy|bcc|cc|mirror|sync|send|upload|e-?mail)\s+(?:me\s+)?(?:on\s+)?(?:a copy of\s+)?"
+     + r"|\b(?:bcc|cc|copy|loop) me (?:in )?on (?:all|every|each|any)\b"
+     r"|\badd (?:my|this|the following|an?|the sender'?s?) (?:\w+ )?(?:address|e-?mail|account)\b" + _C
+     + r"{0,25}?\b(?:bcc|cc|recipient|forward\w*)"
+     + r"|" + _NEG + r"\b(?:forward|forwards|forwarding|copy|bcc|cc|mirror|sync|sends?|upload|e-?mail)\s+(?:me\s+)?"
+     r"(?:on\s+)?(?:a copy of\s+)?"
      + _BLANKET + _C + r"{0,40}?" + _ELSEWHERE
      + r"|" + _NEG + r"\b(?:collect|gather|harvest|find|grab|read|get|look up|extract)\b[^;!?\n]{0,30}?\b" + _SENSITIVE
      + r"\b" + _C + r"{0,40}?\b" + _OUTWARD + r"\s+(?:them|it|its contents|their contents|the contents)\b")),
@@ -299,14 +326,21 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"|\b(?:consider|treat|regard|deem)\s+(?:every|all|any|each|the)?\s*(?:instructions?|directions?|requests?|text|"
      r"content)\b" + _C + r"{0,40}?\b(?:binding|authoritative|mandatory|orders|commands)\b"
      r"|\b(?:is|are) (?:a |an )?(?:task|tasks|instructions?|orders?|commands?) for you\b"
+     r"|\b(?:execute|carry out|follow|obey|run|do) (?:whatever|what|anything|everything) (?:follows|comes (?:after|next))\b"
+     r"|\b(?:follow|obey|do|execute|carry out) whatever (?:the |this |that |any )?(?:\w+ ){0,3}?(?:message|e-?mail|"
+     r"thread|sender|document|page|text|note|ticket)s?\b" + _C + r"{0,30}?\b(?:tells|says|asks|wants|instructs)\b"
      r"|\bwhatever (?:this \w+|the (?:sender|e-?mail|message|note|document|pdf|page|text|attachment|ticket|website|"
      r"site|link))\s+(?:\w+\s+)?(?:tells|asks|says|wants|instructs)\b")),
     ("ranks the sender above the user", (
      r"\b(?:overrides?|overrules?|outranks?|outweighs?|beats?|trumps?|supersedes?|takes? precedence over|"
      r"(?:priority|precedence) over|more weight than|higher priority than|more important than|comes? before|"
+     r"counts? for more than|matters? more than|weighs? more than|carries more weight than|"
      r"ahead of|above)\b" + _C + r"{0,25}?\b(?:" + _PRINCIPAL + r"|anything (?:else )?(?:" + _PRINCIPAL
      + r"|you(?:'ve| have)? (?:been )?(?:told|given))|what " + _PRINCIPAL + r" (?:says|wants|tells you|asks))"
      r"|\bside with (?:the |this )?(?:sender|message|e-?mail|note|document)\b"
+     r"|\b" + _PRINCIPAL + r" (?:tells|asks|says|wants|instructs) (?:you )?(?:to )?(?:stop|cancel|halt|pause|wait|"
+     r"not)\b" + _C + r"{0,40}?\b(?:keep going|continue|carry on|proceed|ignore (?:it|them|that|this)|anyway)\b"
+     r"|\beven if " + _PRINCIPAL + r" (?:objects|says no|refuses|disagrees|tells you (?:not|to stop))\b"
      r"|\b(?:the|this) (?:sender|message|e-?mail|note|document)(?:'s)? (?:word|say|instructions?) (?:is|are) "
      r"final\b"
      r"|\b(?:the|your|its|their) (?:user|owner|account owner|human)'?s?\b" + _C + r"{0,40}?\b(?:mine|ours|my (?:\w+ )?"
@@ -361,7 +395,8 @@ _WEAK: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
     ("switches mode", (r"\b(?:new plan|from now on|from this point|going forward|henceforth|effective immediately|"
                       r"starting now|just this once|permanent(?:ly)?|forever|(?:for )?all future|future (?:runs|"
                       r"sessions)|standing (?:rule|instruction|order)|(?:add|save|store) (?:this |it )?(?:to your "
-                      r"memory|as a (?:lesson|rule|permanent)))\b")),
+                      r"memory|as a (?:lesson|rule|permanent))|(?:record|save|store|add) (?:a |this as a )?(?:new )?"
+                      r"(?:preference|rule|lesson))\b")),
     ("takes precedence", (r"\b(?:outranks?|takes? precedence over|overrides?|supersedes?|trumps?|more important than|"
                          r"comes? before)\b[^.\n]{0,40}\b(?:the user|your user|the owner|your (?:instructions|rules|"
                          r"guidelines)|any (?:other )?(?:instructions|rules|requests))")),
@@ -376,6 +411,7 @@ _WEAK: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
                             r"|\b(?:skip|bypass)\b[^.\n]{0,25}\b(?:approvals?|reviews? step|checks|verification)\b"
                             r"|\b" + _OVERSIGHT_OFF + r"\b")),
     ("trusts the sender", (r"\bpre-?(?:approved|authori[sz]ed|cleared)\b|\b(?:always|fully) trusted\b|\btrusted with\b"
+                          r"|\balways trust\b|\btrust (?:every|all|any)\b"
                           r"|\b(?:admin|root) (?:rights|access)\b|\bfull (?:authority|access|signing)\b"
                           r"|\bwithout (?:question|pushing back|hesitation)\b|\bno questions asked\b")),
     ("speaks of itself as a message", (r"\b(?:this|the following) (?:message|e-?mail|mail|note|instruction|request|"
@@ -416,7 +452,8 @@ _FAMILIES: dict[str, str] = {
         "you re an ai|you are an ai|as an ai|an ai without|ai without|the person you|the people you|"
         "the person you re helping|the human you|you work for|you serve|the assistant|the agent|the bot|the model|"
         "language model|dear ai|hey ai|dear assistant|hey assistant|automated helper|any ai|ai reading|"
-        "whoever is reading|whoever is processing|assistant reading|you operate under|your replies"),
+        "whoever is reading|whoever is processing|assistant reading|you operate under|your replies|"
+        "this deployment|this instance|into you|loaded into you|given to you|a human|never say otherwise"),
     # rules, instructions, limits as a thing to be dropped or changed
     "rules_void": (
         "lapsed|scrapped|void|expired|retired|withdrawn|cancelled|canceled|switched off|turned off|paused|suspended|"
@@ -427,9 +464,9 @@ _FAMILIES: dict[str, str] = {
         "set aside|put aside|stick to|nobody expects|no need to follow|released from|not bound|free from|"
         "until further notice|on hold|improvise|own terms|rewritten|replaced"),
     "rules_noun": (
-        "instructions|instruction|rules|rule|guidelines|guideline|guidance|policy|policies|briefing|brief|playbook|"
-        "framework|setup|configuration|programming|restrictions|restriction|limits|limit|"
-        "protections|safeguards|filters|filter|principles|directives|directive|constraints|"
+        "instructions|rules|guidelines|guidance|policy|policies|briefing|playbook|"
+        "framework|setup|configuration|programming|restrictions|limits|"
+        "protections|safeguards|filters|principles|directives|constraints|"
         "guardrails|safety|training|prompt"),
     # the user as a third party (a lesson's author says "me"; an injection says "the user")
     "principal_3p": (
@@ -459,7 +496,7 @@ _FAMILIES: dict[str, str] = {
         "customer database|payroll|tax documents|statements|medical|passport"),
     "outward": (
         "send|sends|sent|forward|forwarding|upload|uploading|message the|email the|mail the|copy|copies|attach|"
-        "share|sharing|post|paste|publish|export|leak|transmit|give me|tell me|to me|with me|send me|as a recipient|"
+        "share|sharing|post|paste|publish|export|leak|transmit|give me|tell me|with me|send me|as a recipient|"
         "as a silent recipient|add my address|cc me|bcc|bcc me|mirror|sync|to the sender|to this number|"
         "to this address|into a reply|reply to me|drop it|hand over"),
     "external_dest": (
@@ -476,7 +513,7 @@ _FAMILIES: dict[str, str] = {
         "no need to check|no need to ask|no need to confirm|no need to review|no need for approval|"
         "no confirmation|no approval|no review|no sign off|no questions asked|not required|not needed|"
         "anyone who asks|whoever asks|straight away|right away|immediately|no checks|unchecked|unreviewed|"
-        "just do it|go ahead|do not wait|do not ask|never ask|stop asking|without any"),
+        "just do it|go ahead|do not wait|do not ask|never ask|stop asking|without any|no questions"),
     "stakes": (
         "payment|payments|pay|transfer|transfers|wire|wires|deposit|funds|money|transaction|transactions|"
         "invoice|invoices|release the|batch|edit rights|admin rights|admin access|full access|access to|"
@@ -484,15 +521,15 @@ _FAMILIES: dict[str, str] = {
         "attachments|attached documents|shared drive|finance drive|purchase|refund|refunds|iban|account details"),
     "authority_claim": (
         "support here|admin here|team here|finance here|staff here|engineering here|desk here|speaking for|"
-        "support speaking|official notice|official|platform provider|tech support|support team|it department|"
-        "it team|helpdesk|administrator|admin|sysadmin|security team|your creators|your developers|developers|"
+        "support speaking|developer here|official notice|official|platform provider|tech support|support team|it department|"
+        "it team|helpdesk|administrator|sysadmin|security team|your creators|your developers|developers|"
         "creators|operator|head of|the board|ceo|cfo|management|the owner told me|on behalf of|compliance|"
         "legal department|authorized|authorised|authorized a|has approved|signed off|has agreed|agreed that|"
         "cleared|permitted|allowed to|allow sharing|you can give|you may act|you may"),
     "obey": (
-        "act accordingly|do what|does what|says and|what it says|what this|follow it|complete it|execute|"
+        "act accordingly|what it says|follow it|complete it|execute|"
         "executed|carry out|carried out|implement them|implement it|as if the user|as if they|as though|"
-        "instructions from|is a task|gives you a task|task for you|listen to|comply|obey|do it|do as|act on|"
+        "instructions from|is a task|gives you a task|task for you|listen to|obey|do it|do as|act on|"
         "acted on|put it ahead|treat as|count as|counts as"),
     "content_source": (
         "web page|webpage|website|page you|comments inside|inside code|code you review|this invoice|invoice says|"
@@ -506,7 +543,7 @@ _FAMILIES: dict[str, str] = {
         "pretend to be|pretend you|think of yourself as|you re an|you are an|introduce yourself as|take over as|"
         "play a game|lets play|roleplay|role play|act as|persona|called|in their place|on their behalf|"
         "human member|as a human|treasurer|impersonate|pose as|you are now|you re now|become the|new identity|"
-        "with authority over|authority over"),
+        "with authority over|authority over|named|as if you were|as though you were"),
     "persist": (
         "from now on|always|forever|permanent|permanently|remember this|record a new|new preference|make a note|"
         "standing|all future|future|going forward|starting now|henceforth|from this message on|adopt this|"
@@ -531,12 +568,18 @@ def _tokens(reading: str) -> list[str]:
     return _TOKEN.findall(reading.replace("n't", " not").replace("'s", ""))
 
 
-_PHRASES: dict[str, tuple[str, ...]] = {}
-for _family, _words in _FAMILIES.items():
-    for _w in _words.split("|"):
-        _key = " ".join(_tokens(_w))
-        _PHRASES[_key] = tuple(dict.fromkeys(_PHRASES.get(_key, ()) + (_family,)))
+def _phrase_table() -> dict[str, tuple[str, ...]]:
+    table: dict[str, tuple[str, ...]] = {}
+    for family, words in _FAMILIES.items():
+        for phrase in words.split("|"):
+            key = " ".join(_tokens(phrase))
+            table[key] = tuple(dict.fromkeys(table.get(key, ()) + (family,)))
+    return table
+
+
+_PHRASES = _phrase_table()
 _STARTS = frozenset(k.split(" ", 1)[0] for k in _PHRASES if " " in k)
+_WITH_RULES = ("rules_void", "agent_self", "obey", "prompt_reveal")
 
 
 def intent_families(readings) -> frozenset[str]:
@@ -549,6 +592,9 @@ def intent_families(readings) -> frozenset[str]:
             if tok in _STARTS:
                 for n in range(2, _MAX_PHRASE + 1):
                     found.update(_PHRASES.get(" ".join(toks[i:i + n]), ()) if i + n <= len(toks) else ())
+    if "rules_noun" in found:  # rules are named in ordinary lessons too: they count only with what is done to them
+        found.discard("rules_noun")
+        found.update(f"rules_noun&{f}" for f in _WITH_RULES if f in found)
     return frozenset(found)
 
 
@@ -569,28 +615,31 @@ def _intent(readings, found) -> list[str]:
 
 
 # BEGIN intent weights (written by benchmarks/fit_scan_intent.py --write; do not edit by hand)
-_INTENT_BIAS = -3.472
+_INTENT_BIAS = -3.7062
 _INTENT_WEIGHTS: dict[str, float] = {
-    'agent_self': 1.714,
-    'authority_claim': 0.921,
-    'content_source': 0.589,
-    'external_dest': 0.651,
-    'identity': 1.895,
-    'keeps_oversight': -0.490,
-    'obey': 1.013,
-    'outward': 0.965,
-    'oversight_off': 1.516,
-    'persist': 0.706,
-    'precedence': 0.410,
-    'principal_3p': 2.495,
-    'prompt_reveal': 0.610,
-    'rules_noun': 2.395,
-    'rules_void': 1.076,
-    'secrecy': 0.915,
-    'secrets': 1.263,
-    'self_ref': 1.776,
-    'stakes': 1.082,
-    'trust': 0.283,
+    'agent_self': 2.0292,
+    'authority_claim': 0.8751,
+    'content_source': 0.5637,
+    'external_dest': 0.7401,
+    'identity': 1.9184,
+    'keeps_oversight': -0.5216,
+    'obey': 1.4663,
+    'outward': 0.9145,
+    'oversight_off': 1.4803,
+    'persist': 0.7751,
+    'precedence': 0.3306,
+    'principal_3p': 2.5606,
+    'prompt_reveal': 0.8670,
+    'rules_noun&agent_self': 1.0874,
+    'rules_noun&obey': 0.1883,
+    'rules_noun&prompt_reveal': 0.9389,
+    'rules_noun&rules_void': 2.3496,
+    'rules_void': 0.8940,
+    'secrecy': 0.8886,
+    'secrets': 1.1740,
+    'self_ref': 1.7695,
+    'stakes': 1.0788,
+    'trust': 0.4418,
 }
 # END intent weights
 
