@@ -3,7 +3,8 @@
     python benchmarks/bench_scan.py [-v]    # -v: list every missed attack and flagged benign text
 
 Per file and class: how many attacks `injection.scan` flags, and how many benign texts it flags — the hand-written
-hard benign lessons and the 560 lesson texts of datasets/lessons and datasets/tau. Also the scan's time per text.
+hard benign lessons and the 560 lesson texts of datasets/lessons and datasets/tau — and, where a file names it, per
+paraphrase move. Also the scan's time per text. The intent model's weights come from benchmarks/fit_scan_intent.py.
 """
 
 from __future__ import annotations

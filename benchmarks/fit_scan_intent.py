@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from bench_scan import lesson_texts
 
 from overlay_kit import injection
 from overlay_kit.resources import dataset_path
 from overlay_kit.textguard import views
-
-from bench_scan import lesson_texts
 
 TRAIN = ["corpus.jsonl", "heldout1.jsonl", "heldout2.jsonl", "heldout3.jsonl", "paraphrase_train.jsonl",
          "paraphrase_val.jsonl", "paraphrase_val2.jsonl",

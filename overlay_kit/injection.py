@@ -65,18 +65,23 @@ _VOIDED = (r"(?:retired|withdrawn|cancel+ed|void|outdated|out of date|stale|obso
            r"count|counts|matter|matters|needed|required)|(?:don'?t|doesn'?t|do not|does not|won'?t|will not) "
            r"(?:apply|count|matter|bind|hold)|not in force|(?:can|may|should) be (?:disregarded|ignored|dropped|"
            r"skipped|set aside|left behind)|(?:leave|left) (?:it |them )?behind|hold you back|to one side|"
-           r"(?:turned|switched) off|provisional|temporary|(?:just |only )?suggestions(?: only)?|overly (?:cautious|strict)|"
-           r"too (?:strict|cautious)|(?:were|was) (?:only |just )?(?:meant|written|intended) for|on hold|paused|relaxed)")
+           r"(?:turned|switched) off|provisional|temporary|(?:just |only )?suggestions(?: only)?|overly (?:cautious|"
+           r"strict)|"
+           r"too (?:strict|cautious)|(?:were|was) (?:only |just )?(?:meant|written|intended) for|on hold|paused|"
+           r"relaxed)")
 _VOID_VERB = (r"(?:(?:stop|quit|cease) (?:honou?ring|following|obeying|respecting|applying|observing)|(?:don'?t|do not|"
               r"no longer) (?:have|need) to (?:respect|follow|obey|honou?r|observe|apply)|let go of|leave behind|"
               r"put (?:\w+ )?(?:aside|to one side)|set aside|released from|free (?:yourself )?(?:from|of)|"
-              r"(?:are |is )?(?:no longer|not) bound by|deviate from|depart from|step outside|go beyond|work around|loosen|"
+              r"(?:are |is )?(?:no longer|not) bound by|deviate from|depart from|step outside|go beyond|work around|"
+              r"loosen|"
               r"relax|" + _DISMISS_VERB[3:-1] + r")")
 # Someone the agent answers to; data that must not leave; words that send something out.
 _PRINCIPAL = (r"(?:the|your|its|their) (?:user|owner|account (?:owner|holder)|mailbox owner|human|principal)")
 _SENSITIVE = (r"(?:(?:passwords?|passcodes?|credentials?|logins?)(?!\s+(?:audit|reset|polic\w+|rotation|requests?|"
-              r"reports?|rules|expiry|strength|hygiene|fields?|changes?|training))|reset links?|recovery (?:codes?|keys?)|"
-              r"security questions?|pins?|cvv|passports?|session cookies|(?:bank|account|card) statements?|api (?:keys?|tokens?)|access tokens?|tokens|"
+              r"reports?|rules|expiry|strength|hygiene|fields?|changes?|training))|reset links?|recovery (?:codes?|"
+              r"keys?)|"
+              r"security questions?|pins?|cvv|passports?|session cookies|(?:bank|account|card) statements?|"
+              r"api (?:keys?|tokens?)|access tokens?|tokens|"
               r"private keys?|ssh keys?|\.ssh|\.env|env(?:ironment)? (?:file|variables)|secrets|password manager|"
               r"keychain|(?:two-factor|2fa|mfa|one-time|verification|security|login|otp|auth\w*|sms) codes?|otps?|"
               r"bank (?:login|details|account|credentials)|card (?:numbers?|details)|social security|tax "
@@ -93,15 +98,19 @@ _BLANKET = (r"(?:every|all|each|the whole|the entire|everything)\b" + _C + r"{0,
             r"threads?|inbox|files?|documents?|attachments?|folders?|drive)\b")
 # Oversight taken away, and acts where that matters (money, deletion, code execution, access).
 _OVERSIGHT_OFF = (r"(?:without (?:(?:the |your |their )?(?:user|owner|account holder|human)'?s? |any |a |anyone'?s? )?"
-                  r"(?:asking|prompting|checking|confirming|confirmation|approval|permission|review(?:ing)?|verification|"
+                  r"(?:asking|prompting|checking|confirming|confirmation|approval|permission|review(?:ing)?|"
+                  r"verification|"
                   r"verifying|sign-?off|scanning|check|consent|ok|go-ahead)"
-                  r"|no (?:confirmations?|approvals?|reviews?|sign-?offs?|checks?|verification|permission)\s+(?:is\s+|are\s+)?"
+                  r"|no (?:confirmations?|approvals?|reviews?|sign-?offs?|checks?|verification|"
+                  r"permission)\s+(?:is\s+|are\s+)?"
                   r"(?:needed|required|necessary)"
-                  r"|(?:no need|no reason|not necessary|unnecessary|pointless)\s+(?:to|for)\s+(?:\w+\s+)?(?:ask\w*|check\w*|"
+                  r"|(?:no need|no reason|not necessary|unnecessary|pointless)\s+(?:to|for)\s+(?:\w+\s+)?(?:ask\w*|"
+                  r"check\w*|"
                   r"confirm\w*|verify\w*|get|wait\w*|review\w*|approval|confirmation|sign-?off)"
                   r"|(?:don'?t|do not|never|no need to|stop|no longer)\s+(?:bother\s+)?(?:ask|asking|confirm(?:ing)?|"
                   r"check(?:ing)?|verify(?:ing)?|wait(?:ing)? for|get(?:ting)?|request(?:ing)?|seek(?:ing)?)\b"
-                  r"|(?:never|do not|don'?t|does not|doesn'?t|no longer) (?:need|needs|require|requires) (?:\w+'?s? ){0,2}?"
+                  r"|(?:never|do not|don'?t|does not|doesn'?t|no longer) (?:need|needs|require|"
+                  r"requires) (?:\w+'?s? ){0,2}?"
                   r"(?:approval|confirmation|review|sign-?off|verification|permission)"
                   r"|(?:approvals?|confirmations?|permission|sign-?off|reviews?|verification|checks?|2fa|two-factor)\s+"
                   r"(?:is|are)\s+(?:now\s+)?(?:not required|not needed|unnecessary|optional|disabled|off|waived|"
@@ -111,7 +120,8 @@ _OVERSIGHT_OFF = (r"(?:without (?:(?:the |your |their )?(?:user|owner|account ho
                   r"|(?:raise|lift|remove|increase) (?:the |your |any )?(?:\w+ )?limits?)")
 _STAKES = (r"(?:pay(?:ing|ments?)?|paid|money|funds|wires?|wiring|transfers?|refunds?|invoices?|payees?|iban|bank|"
            r"purchases?|delet(?:e|ing) (?:\w+ )?(?:permanently|production|all|everything|the (?:production|backup)\w*)|"
-           r"production data|destructive|shell|scripts?|commands?|execut\w+|attachments?|(?:any|all|every) links?|merge|deploy\w*|"
+           r"production data|destructive|shell|scripts?|commands?|execut\w+|attachments?|(?:any|all|every) links?|"
+           r"merge|deploy\w*|"
            r"passwords?|credentials|admin rights|full access|(?:two-factor|2fa|mfa))")
 _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
     ("dismisses its instructions", (r"\b" + _RULE_REF + r"\b[^.!?\n]{0,60}?\b" + _DISMISS_STATE + r"\b"
@@ -149,7 +159,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"|\bstop being (?:an? |the )?(?:assistant|ai|helper|bot)\b|\bnever (?:reveal|admit|mention|say) (?:that )?"
      r"you(?:'re| are) an? (?:ai|bot|assistant|model)\b|\banswers? to no one\b|\bbroken free\b"
      r"|\byour (?:only )?loyalty\b"
-     r"|\byou (?:now )?(?:operate|act|function|serve|work) as (?:an? |the )?(?:\w+ )?(?:owner|administrator|admin|director|"
+     r"|\byou (?:now )?(?:operate|act|function|serve|work) as (?:an? |the )?(?:\w+ )?(?:owner|administrator|admin|"
+     r"director|"
      r"officer|cfo|ceo|controller|signatory|treasurer|manager|head|root|superuser)\b"
      r"|\b(?:respond|reply|write|answer|speak|act|sign) as (?:the |your )?(?:user|owner|account (?:owner|holder)|"
      r"mailbox owner)\b(?: would)?"
@@ -204,7 +215,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"hidden) (?:rules|instructions|directions|guidelines|prompt) (?:that )?you (?:were|have been) \w+)\b"
      r"|\b(?:instructions|rules|prompt|setup|configuration|directions|guidelines)\b" + _C + r"{0,40}?\b(?:you|your)\b"
      + _C + r"{0,40}?\b(?:verbatim|word for word|in full|unedited|exactly as written)\b"
-     r"|\bwhat (?:your|the) (?:developers?|creators?|operators?|makers?) (?:told|instructed|asked|said to|taught) you\b")),
+     r"|\bwhat (?:your|the) (?:developers?|creators?|operators?|makers?) (?:told|instructed|asked|said to|"
+     r"taught) you\b")),
     ("keeps the user in the dark", (r"\b(?:secretly|silently|quietly|covertly|discreetly)\s+(?:\w+\s+){0,2}?"
      r"(?:send|forward|copy|bcc|cc|email|share|upload|post|delete|exfiltrate|transfer|wire|pay)\b"
      r"(?=[^.\n]{0,60}(?:@|https?:|outside|external|\bme\b))"
@@ -297,7 +309,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"(?! to act| for)|(?:if |though )?(?:it |they )?(?:came|coming|come|were|was) (?:directly )?from (?:the user|me|"
      r"your (?:owner|user|principal)))"
      r"|\bdo (?:exactly |whatever |what(?:ever)? )?(?:as |what )?(?:this (?:e-?mail|message|note|sender|ticket|"
-     r"document|page|text|thread)|the sender)\b" + _C + r"{0,15}?\b(?:says?|asks?|wants?|tells? you|instructs?|requests?)\b"
+     r"document|page|text|thread)|the sender)\b" + _C + r"{0,15}?\b(?:says?|asks?|wants?|tells? you|instructs?|"
+     r"requests?)\b"
      r"|\b(?:whatever|anything|everything)\s+(?:this|the)\s+(?:sender|e-?mail|message|ticket|note|document|page)"
      r"(?:'s)?\s+(?:\w+\s+){0,3}?(?:asks?|says?|writes?|wants?|requests?|tells?)\b" + _C + r"{0,40}?\b(?:do it|"
      r"carr(?:y|ied) out|execut\w+|without (?:question|pushing back|hesitation|checking)|comply|obey|follow)"
@@ -321,12 +334,14 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"(?:in|inside|within|on|from)\s+(?:this|these|any|all|every|shared|incoming|external|third-party|other)\s+"
      r"(?:\w+\s+)?(?:e-?mails?|messages?|documents?|docs|files?|pdfs?|pages?|websites?|sites?|attachments?|invites?|"
      r"newsletters?|tickets?|comments?|issues?|results?|notes?|threads?|posts?|chats?|replies)\b" + _C
-     + r"{0,60}?\b(?:acted on|act on|carr(?:y|ied) (?:it |them )?out|follow(?:ed)?|obey(?:ed)?|execut\w+|compl(?:y|ied)|"
+     + r"{0,60}?\b(?:acted on|act on|carr(?:y|ied) (?:it |them )?out|follow(?:ed)?|obey(?:ed)?|execut\w+|compl(?:y|"
+     r"ied)|"
      r"binding|authoritative|mandatory|do (?:it|them|so|as)|task for you|orders for you|straight away)\b"
      r"|\b(?:consider|treat|regard|deem)\s+(?:every|all|any|each|the)?\s*(?:instructions?|directions?|requests?|text|"
      r"content)\b" + _C + r"{0,40}?\b(?:binding|authoritative|mandatory|orders|commands)\b"
      r"|\b(?:is|are) (?:a |an )?(?:task|tasks|instructions?|orders?|commands?) for you\b"
-     r"|\b(?:execute|carry out|follow|obey|run|do) (?:whatever|what|anything|everything) (?:follows|comes (?:after|next))\b"
+     r"|\b(?:execute|carry out|follow|obey|run|do) (?:whatever|what|anything|everything) (?:follows|comes (?:after|"
+     r"next))\b"
      r"|\b(?:follow|obey|do|execute|carry out) whatever (?:the |this |that |any )?(?:\w+ ){0,3}?(?:message|e-?mail|"
      r"thread|sender|document|page|text|note|ticket)s?\b" + _C + r"{0,30}?\b(?:tells|says|asks|wants|instructs)\b"
      r"|\bwhatever (?:this \w+|the (?:sender|e-?mail|message|note|document|pdf|page|text|attachment|ticket|website|"
@@ -388,7 +403,8 @@ _WEAK: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
                             r"(?:this|these)\b"
                             r"|\b(?:whoever|anyone|any (?:automated )?(?:helper|system|tool|agent|assistant)) "
                             r"(?:is )?(?:reading|processing|handling)\b")),
-    ("sends it out", (r"\b(?:send|forward|copy|bcc|upload|share|transfer|wire|pay|post|email|mail|sync|dump|paste)\b[^.\n]{0,60}?"
+    ("sends it out", (r"\b(?:send|forward|copy|bcc|upload|share|transfer|wire|pay|post|email|mail|sync|dump|"
+        r"paste)\b[^.\n]{0,60}?"
                      r"(?:\bto me\b|@|https?://|\bexternal\b|\boutside\b|\bpartner\b|\battached invoice\b|"
                      r"\b(?:shared|public) (?:drive|folder|link|doc|bucket|channel)|\blink below\b|\bover to\b|"
                      r"\bthis sender\b|\bthe address in\b|\bwebhook\b|\bgist\b)")),
@@ -521,7 +537,8 @@ _FAMILIES: dict[str, str] = {
         "attachments|attached documents|shared drive|finance drive|purchase|refund|refunds|iban|account details"),
     "authority_claim": (
         "support here|admin here|team here|finance here|staff here|engineering here|desk here|speaking for|"
-        "support speaking|developer here|official notice|official|platform provider|tech support|support team|it department|"
+        "support speaking|developer here|official notice|official|platform provider|tech support|support team|"
+        "it department|"
         "it team|helpdesk|administrator|sysadmin|security team|your creators|your developers|developers|"
         "creators|operator|head of|the board|ceo|cfo|management|the owner told me|on behalf of|compliance|"
         "legal department|authorized|authorised|authorized a|has approved|signed off|has agreed|agreed that|"
