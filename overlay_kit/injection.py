@@ -4,8 +4,10 @@ learned text (and stored with the delta as its findings).
     scan(text) -> tuple[str, ...]   # findings like "url: https://…"; empty when clean
 
 Phrase detectors (canonical overrides, paraphrase cues, role markup, tool-call shapes) run over every folded
-reading of the text (`textguard.views`); weak cues count only in pairs; hidden characters, HTML comments, encoded
-blobs and URLs are flagged on the raw text. The corpus it is measured on: `datasets/injection/` (bench_scan.py).
+reading of the text (`textguard.views`); weak cues count only in pairs; when nothing else is found, the intent
+model (`intent_score`: word families weighed by a logistic fit, benchmarks/fit_scan_intent.py) has the last word;
+hidden characters, HTML comments, encoded blobs and URLs are flagged on the raw text. The corpus it is measured
+on: `datasets/injection/` (bench_scan.py; its README says which files were trained on and which never were).
 """
 
 from __future__ import annotations
@@ -452,7 +454,7 @@ _URL = re.compile(r"\b(?:https?|ftp|file|javascript|data):(?://)?[^\s<>\"']+|\bw
 
 
 # The intent model: a bag of word families read off each folded reading, weighed by a logistic model fitted on the
-# training files (benchmarks/fit_scan_intent.py prints the weights below). Phrases are written in the normalised
+# training files (benchmarks/fit_scan_intent.py --write writes the weights below). Phrases are written in the normalised
 # token form of `_tokens` ("don't" → "do not", "user's" → "user").
 _FAMILIES: dict[str, str] = {
     # the agent spoken of as a configured system: its setup, makers, nature, principal
