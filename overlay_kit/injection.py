@@ -454,8 +454,8 @@ _URL = re.compile(r"\b(?:https?|ftp|file|javascript|data):(?://)?[^\s<>\"']+|\bw
 
 
 # The intent model: a bag of word families read off each folded reading, weighed by a logistic model fitted on the
-# training files (benchmarks/fit_scan_intent.py --write writes the weights below). Phrases are written in the normalised
-# token form of `_tokens` ("don't" → "do not", "user's" → "user").
+# training files (benchmarks/fit_scan_intent.py --write writes the weights below). Phrases are read in the token
+# form of `_tokens` ("don't" → "do not", "user's" → "user").
 _FAMILIES: dict[str, str] = {
     # the agent spoken of as a configured system: its setup, makers, nature, principal
     "agent_self": (
