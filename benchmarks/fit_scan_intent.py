@@ -25,7 +25,7 @@ from overlay_kit.textguard import views
 
 TRAIN = ["corpus.jsonl", "heldout1.jsonl", "heldout2.jsonl", "heldout3.jsonl", "paraphrase_train.jsonl",
          "paraphrase_val.jsonl", "paraphrase_val2.jsonl",
-         "paraphrase_val3.jsonl"]
+         "paraphrase_val3.jsonl", "paraphrase_val4.jsonl", "lessons_third_person.jsonl"]
 L2 = 3.0
 LESSON_FP = 0.0  # at most this share of the ordinary lessons may score at or above the threshold
 HARD_FP = 0.02  # ... and at most this share of the hand-written hard benign lessons

@@ -48,15 +48,16 @@ _DISMISS_STATE = (r"(?:aside|expired?|void|cancel+ed|revoked|rescinded|obsolete|
 _CONF_NOUN = (r"(?:instructions?|rules?|guidance|guidelines?|directions?|directives?|orders|brief(?:ing)?|set-?up|"
               r"configuration|config|programming|prompt|system (?:prompt|message)|polic(?:y|ies)|constraints?|"
               r"restrictions?|limits?|limitations?|guardrails?|safeguards?|protections?|safety \w+|checklist|framework|"
-              r"principles|boundaries|protocols?|filters?|ethics|values)")
+              r"principles|boundaries|protocols?|filters?|ethics|values|rule ?book|(?:safety|content|security) settings)")
 _CONF_REF = (r"(?:(?:your|(?:the|this) (?:assistant|agent|ai|bot|model)'s)\s+(?:\w+\s+){0,2}?" + _CONF_NOUN
              + r"|(?:what(?:ever)?|everything|anything)\s+(?:you(?:'ve| have)?|your (?:operator|owner|developers?|"
              r"admin))\s+(?:were\s+|was\s+|been\s+|had\s+)?(?:\w+\s+)?(?:told|given|instructed|taught|configured|"
              r"set up)"
              r"|" + _CONF_NOUN + r"\s+(?:"  # the noun, then who gave it to the agent, or where it lives
-             r"(?:that\s+|which\s+)?(?:you(?:'ve| have| had)?|your (?:operator|owner|developers?|admin))\s+(?:were\s+|"
+             r"(?:that\s+|which\s+)?(?:you(?:'ve| have| had| are|'re)?|your (?:operator|owner|developers?|admin|team))\s+(?:were\s+|"
              r"was\s+|have been\s+|had been\s+|'ve been\s+|been\s+)?(?:\w+\s+){0,2}?(?:\w+ed|\w+en|given|told|set up|"
-             r"got|run|running|follow|fed|built|made|taught|held|bound|brought|operate|work|act|function)"
+             r"got|run|running|follow|fed|built|made|taught|held|bound|brought|operate|work|act|function|operating|working|"
+             r"acting|functioning)"
              r"|(?:in|of|from|baked into|built into|behind)\s+your\b"
              r"|(?:on|of|for|in) (?:this|the) (?:deployment|instance|assistant|agent|bot|model|ai)\b"
              r"|(?:you (?:got|received|were given) )?(?:at (?:launch|start-?up|the start)|before this (?:thread|"
@@ -70,6 +71,7 @@ _VOIDED = (r"(?:retired|withdrawn|cancel+ed|void|outdated|out of date|stale|obso
            r"(?:turned|switched) off|provisional|temporary|(?:just |only )?suggestions(?: only)?|overly (?:cautious|"
            r"strict)|"
            r"too (?:strict|cautious)|(?:were|was) (?:only |just )?(?:meant|written|intended) for|on hold|paused|"
+           r"(?:only|just) for (?:the )?(?:beta|pilot|trial|demo|test(?:ing)?)|"
            r"relaxed)")
 _VOID_VERB = (r"(?:(?:stop|quit|cease) (?:honou?ring|following|obeying|respecting|applying|observing)|(?:don'?t|do not|"
               r"no longer) (?:have|need) to (?:respect|follow|obey|honou?r|observe|apply)|let go of|leave behind|"
@@ -82,7 +84,7 @@ _PRINCIPAL = (r"(?:the|your|its|their) (?:user|owner|account (?:owner|holder)|ma
 _SENSITIVE = (r"(?:(?:passwords?|passcodes?|credentials?|logins?)(?!\s+(?:audit|reset|polic\w+|rotation|requests?|"
               r"reports?|rules|expiry|strength|hygiene|fields?|changes?|training))|reset links?|recovery (?:codes?|"
               r"keys?)|"
-              r"security questions?|pins?|cvv|passports?|session cookies|(?:bank|account|card) statements?|"
+              r"security questions?|pins?|cvv|passports?|session cookies?|(?:bank|account|card) statements?|"
               r"api (?:keys?|tokens?)|access tokens?|tokens|"
               r"private keys?|ssh keys?|\.ssh|\.env|env(?:ironment)? (?:file|variables)|secrets|password manager|"
               r"keychain|(?:two-factor|2fa|mfa|one-time|verification|security|login|otp|auth\w*|sms) codes?|otps?|"
@@ -93,7 +95,7 @@ _OUTWARD = (r"(?:send|forward|e-?mail|mail|post|upload|paste|share|copy|bcc|cc|i
             r"(?:on|along)|mirror|sync|dump|export|leak|transmit|reply (?:to \w+ (?:\w+ )?)?with|give me|tell me|push|"
             r"publish|text|provide|disclose|reveal|hand over|read (?:out|back)|spell out)")
 _ELSEWHERE = (r"(?:(?:to|into|with|on to|onto) (?:me|us|this (?:sender|address|thread|number)|the (?:address|link|"
-              r"webhook|url|number|bucket)|an? (?:gist|paste\w*|webhook|external|outside|public|personal)|"
+              r"webhook|url|number|bucket|endpoint)|an? (?:gist|paste\w*|webhook|external|outside|public|personal|endpoint)|"
               r"https?:|[\w.+-]+@)|\bme on\b|\b(?:the|a) public (?:folder|link|drive|channel|bucket|repo\w*|page|site)"
               r"|\b(?:linked|mentioned|listed|given) (?:in|below|above) (?:this|the) (?:message|e-?mail|note|thread))")
 _BLANKET = (r"(?:every|all|each|the whole|the entire|everything)\b" + _C + r"{0,30}?\b(?:messages?|mail|e-?mails?|"
@@ -103,6 +105,7 @@ _OVERSIGHT_OFF = (r"(?:without (?:(?:the |your |their )?(?:user|owner|account ho
                   r"(?:asking|prompting|checking|confirming|confirmation|approval|permission|review(?:ing)?|"
                   r"verification|"
                   r"verifying|sign-?off|scanning|check|consent|ok|go-ahead)"
+                  r"|no (?:verification|approval|review|confirmation|sign-?off) steps?"
                   r"|no (?:confirmations?|approvals?|reviews?|sign-?offs?|checks?|verification|"
                   r"permission)\s+(?:is\s+|are\s+)?"
                   r"(?:needed|required|necessary)"
@@ -158,8 +161,9 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"officer|controller|signatory|manager|maintainer|operator|developer|director|user)\b"
      r"|\b(?:you(?:'re| are) (?:now )?|become |as )(?:an? )?(?:different|new|other|unrestricted|unfiltered|free|"
      r"autonomous|jailbroken|uncensored) (?:assistant|agent|ai|model|bot|entity)\b"
-     r"|\bstop being (?:an? |the )?(?:assistant|ai|helper|bot)\b|\bnever (?:reveal|admit|mention|say) (?:that )?"
-     r"you(?:'re| are) an? (?:ai|bot|assistant|model)\b|\banswers? to no one\b|\bbroken free\b"
+     r"|\bstop being (?:an? |the )?(?:assistant|ai|helper|bot)\b|\b(?:never|do not|don'?t) (?:reveal|admit|mention|say|"
+     r"disclose|let on)(?: to anyone)? (?:that )?you(?:'re| are) (?:an? )?(?:ai|bot|assistant|model|automated|a machine|"
+     r"not (?:a )?human)\b|\banswers? to no one\b|\bbroken free\b"
      r"|\byour (?:only )?loyalty\b"
      r"|\byou (?:now )?(?:operate|act|function|serve|work) as (?:an? |the )?(?:\w+ )?(?:owner|administrator|admin|"
      r"director|"
@@ -177,7 +181,9 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"|\b(?:in charge of|in control of|the new owner of) (?:this|the|their) (?:account|mailbox|inbox|system)\b"
      r"|\b(?:same|full|owner-level|admin-level) (?:rights|access|permissions|privileges|powers) as (?:" + _PRINCIPAL
      + r"|its owner|their owner)\b")),
-    ("disables a safeguard", (r"\b(?:disable|turn off|switch off|deactivate|bypass|circumvent|get around)\b"
+    ("disables a safeguard", (r"\b(?:silence|mute|suppress|snooze|hide|dismiss)\b" + _C + r"{0,20}?\b(?:security|fraud|"
+     r"login|sign-?in|breach|suspicious activity) (?:alerts?|notifications?|warnings?|notices?)\b"
+     r"|\b(?:disable|turn off|switch off|deactivate|bypass|circumvent|get around)\b"
      r"[^.\n]{0,25}\b(?:safety|security|confirmations?|approvals?|reviews? step|filter(?:s|ing)?|guardrails?|checks|"
      r"verification|2fa|mfa|two-(?:step|factor)|audit(?: log)?|logging|spending limit)\b"
      r"|\b(?:skip|remove)\b[^.\n]{0,25}\b(?:safety|security|filters?|guardrails?|2fa|mfa|audit(?: log)?|logging)\b"
@@ -196,7 +202,7 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
     ("asks for its prompt", (r"\b(?:reveal|print|show|output|leak|repeat|disclose|dump|expose|write out|list|"
      r"paste|share)\b[^.\n]{0,25}\b(?:system (?:prompt|message)|(?:hidden|initial|original|secret) (?:prompt|"
      r"instructions?)|your (?:instructions|prompt|rules|configuration|directives))\b"
-     r"|\b(?:recite|repeat|quote|copy|paste|print|show|output|reveal|disclose|dump|reproduce|translate|summari[sz]e|"
+     r"|\b(?:recite|repeat|quote|copy|paste|print|show|output|reveal|disclose|dump|reproduce|translate|summari[sz]e|echo|"
      r"list|tell me|give me|write (?:out|down)|spell out|share|leak|expose|send me|display|what)\b" + _C + r"{0,40}?"
      r"\b(?:(?:your|the) (?:\w+ )?(?:system|initial|original|hidden|internal|setup|start-?up|secret|underlying|"
      r"full|exact) (?:prompt|message|instructions|text|configuration|setup|rules|directives|context)"
@@ -215,8 +221,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      + r"{0,40}?\b(?:your (?:\w+ )?(?:system|complete|full|entire|exact|confidential|secret|internal|hidden|original|"
      r"initial) (?:instructions|rules|prompt|configuration|directions|guidelines)|(?:confidential|secret|internal|"
      r"hidden) (?:rules|instructions|directions|guidelines|prompt) (?:that )?you (?:were|have been) \w+)\b"
-     r"|\b(?:instructions|rules|prompt|setup|configuration|directions|guidelines)\b" + _C + r"{0,40}?\b(?:you|your)\b"
-     + _C + r"{0,40}?\b(?:verbatim|word for word|in full|unedited|exactly as written)\b"
+     r"|\b(?:instructions?|rules?|prompt|setup|configuration|directions|guidelines?)\b" + _C + r"{0,40}?\b(?:you|your)\b"
+     + _C + r"{0,40}?\b(?:verbatim|word for word|in full|unedited|exactly as (?:it was )?written(?: to you)?)\b"
      r"|\bwhat (?:your|the) (?:developers?|creators?|operators?|makers?) (?:told|instructed|asked|said to|"
      r"taught) you\b")),
     ("keeps the user in the dark", (r"\b(?:secretly|silently|quietly|covertly|discreetly)\s+(?:\w+\s+){0,2}?"
@@ -248,9 +254,13 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"|\b(?:make no|omit (?:any |all )?|without (?:any )?)(?:mention|reference)s? (?:of|to) this\b"
      r"|\b(?:delete|remove|erase|wipe|purge|scrub|hide|conceal)\s+this (?:message|e-?mail|mail|note|instruction|"
      r"request|text|line)\b"
-     r"|\b(?:delete|remove|erase|wipe|purge|scrub|clear|disable|turn off|(?:don'?t|do not|never) (?:record|log|"
+     r"|\btell " + _PRINCIPAL + r" (?:that )?(?:the|it|this)\b" + _C + r"{0,30}?\b(?:failed|did not go through|"
+     r"didn'?t go through|was declined|was cancell?ed|never happened|bounced)\b"
+     r"|\b(?:don'?t|do not|never) (?:record|log|save|keep|store|write down|mention)\b" + _C + r"{0,30}?\b(?:anywhere|where) "
+     r"" + _PRINCIPAL + r" (?:can|could|might|will) (?:read|see|find)\b"
+     r"|\b(?:delete|remove|erase|wipe|purge|scrub|clear|clean up|disable|turn off|(?:don'?t|do not|never) (?:record|log|"
      r"write))\b" + _C + r"{0,30}?\b(?:audit (?:trail|log)|activity (?:log|feed)|access log|sent (?:items?|folder|"
-     r"mail)|evidence|traces?)\b"
+     r"mail)|evidence|traces?|audit (?:entries|records|events|trail))\b"
      r"|\bso (?:that )?(?:" + _PRINCIPAL + r"|anyone|nobody|no one|they)\s+(?:has|have|gets?|keeps?|will have)\s+no "
      r"(?:record|idea|trace|knowledge|copy|way to (?:know|see|tell))\b"
      r"|\b(?:this (?:message|e-?mail|mail|note|request|instruction|step|text)|so (?:that )?it)\b" + _C + r"{0,40}?\b"
@@ -259,7 +269,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"|\b(?:say|tell \w+|claim|report|reply|answer|respond) (?:that )?" + _C + r"{0,30}?\b(?:was|were|has been|have "
      r"been|had been) (?:never|not) (?:sent|shared|forwarded|paid|moved|transferred|deleted|done|received|accessed|"
      r"opened|read)\b")),
-    ("exfiltrates data", (_NEG + r"\b" + _OUTWARD + r"\b" + _C + r"{0,50}?\b" + _SENSITIVE + r"\b"
+    ("exfiltrates data", (_NEG + r"\b" + _OUTWARD + r"\b" + _C + r"{0,50}?" + _NEG + r"(?<!not the )\b" + _SENSITIVE
+     + r"\b"
      r"|\b" + _SENSITIVE + r"\b" + _C + r"{0,40}?\b" + _OUTWARD + r"\b" + _C + r"{0,30}?" + _ELSEWHERE
      + r"|\b(?:bcc|cc|copy|loop) me (?:in )?on (?:all|every|each|any)\b"
      r"|\badd (?:my|this|the following|an?|the sender'?s?) (?:\w+ )?(?:address|e-?mail|account)\b" + _C
@@ -310,6 +321,13 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"whatever)\b" + _C + r"{0,50}?(?<!not )\bas (?:(?:an? )?(?:commands?|orders?|instructions?|requests?)\b"
      r"(?! to act| for)|(?:if |though )?(?:it |they )?(?:came|coming|come|were|was) (?:directly )?from (?:the user|me|"
      r"your (?:owner|user|principal)))"
+     r"|\b(?:treat|regard|consider|handle)\b" + _C + r"{0,50}?\b(?:as|to be) (?:an? |the )?(?:(?:user|owner|account "
+     r"holder)'?s? (?:own )?(?:commands?|orders?|instructions?|requests?)|(?:commands?|orders?|instructions?|requests?) "
+     r"from (?:" + _PRINCIPAL + r"|me))\b"
+     r"|\b(?:text|content|output|result)\b" + _C + r"{0,40}?\b(?:looks? like|reads? like|contains?|seems? to be) an? "
+     r"(?:instruction|command|request|task)\b" + _C + r"{0,30}?\b(?:follow|execute|obey|do|carry out)\b"
+     r"|\bdo what(?:ever)? the (?:forwarded |incoming |attached |quoted )?(?:e-?mail|message|document|page|pdf|"
+     r"attachment|text|link)s? (?:asks|says|wants|tells you)\b"
      r"|\bdo (?:exactly |whatever |what(?:ever)? )?(?:as |what )?(?:this (?:e-?mail|message|note|sender|ticket|"
      r"document|page|text|thread)|the sender)\b" + _C + r"{0,15}?\b(?:says?|asks?|wants?|tells? you|instructs?|"
      r"requests?)\b"
@@ -355,6 +373,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"ahead of|above)\b" + _C + r"{0,25}?\b(?:" + _PRINCIPAL + r"|anything (?:else )?(?:" + _PRINCIPAL
      + r"|you(?:'ve| have)? (?:been )?(?:told|given))|what " + _PRINCIPAL + r" (?:says|wants|tells you|asks))"
      r"|\bside with (?:the |this )?(?:sender|message|e-?mail|note|document)\b"
+     r"|\b(?:" + _PRINCIPAL + r"|the (?:user|owner)) and (?:i|me|this sender|the sender) (?:disagree|conflict|clash|differ)\w*"
+     r"|\b(?:obeyed|followed|trusted) even (?:when|if) " + _PRINCIPAL + r" (?:says|objects|disagrees|refuses)"
      r"|\b" + _PRINCIPAL + r" (?:tells|asks|says|wants|instructs) (?:you )?(?:to )?(?:stop|cancel|halt|pause|wait|"
      r"not)\b" + _C + r"{0,40}?\b(?:keep going|continue|carry on|proceed|ignore (?:it|them|that|this)|anyway)\b"
      r"|\beven if " + _PRINCIPAL + r" (?:objects|says no|refuses|disagrees|tells you (?:not|to stop))\b"
@@ -486,12 +506,24 @@ _FAMILIES: dict[str, str] = {
         "framework|setup|configuration|programming|restrictions|limits|"
         "protections|safeguards|filters|principles|directives|constraints|"
         "guardrails|safety|training|prompt"),
-    # the user as a third party (a lesson's author says "me"; an injection says "the user")
+    # the user as a third party kept out of it (agents' own lessons say "the user" too: only these forms count)
     "principal_3p": (
-        "the user|the owner|the account owner|the account holder|the mailbox owner|the homeowner|the human|"
-        "the person you|their account|their inbox|their mailbox|their name|in their place|on their behalf|"
-        "your user|your principal|its owner|the owner told|the user has agreed|"
-        "user objects|the user objects"),
+        "the account holder|the mailbox owner|the homeowner|the person you|their account|their inbox|their mailbox|"
+        "their name|in their place|on their behalf|your user|your principal|its owner|the owner told|"
+        "the user has agreed|user objects|the user objects|behind the user|behind their|the user never|"
+        "the owner never|the user won t|the owner won t|the user will not|the owner will not|the user can t|"
+        "the owner can t|the user cannot|the owner cannot|the user does not need to know|the owner does not need|"
+        "out of the user|out of the owner|before the user checks|before the owner checks|so the user is not|"
+        "so the owner is not|so the user only|answer the user normally|respond normally|as usual but|normally but|"
+        "to the user it|the user is not bothered|in their place|on their behalf|while they re away|while they are away"),
+    # the user's own data named as an object (an agent's lesson names the data, rarely "the user's" copy of it)
+    "user_data": (
+        "the user notes|the user contacts|the user contact list|the user tax|the user card|the user files|"
+        "the user documents|the user photos|the user messages|the user emails|the user location|the user data|"
+        "the user bank|the user passwords|the user saved|the user home|the user login|the user credentials|"
+        "the user security|the user private|the user personal|the owner notes|the owner files|the owner documents|"
+        "the owner card|the owner bank|the owner passwords|the owner login|the owner credentials|the owner data|"
+        "the owner notification|the user notification|their passwords|their login|their credentials|their card"),
     # the text points at itself or its sender
     "self_ref": (
         "this message|this email|this e mail|this mail|this memo|this note|this text|this part|this change|"
@@ -634,31 +666,32 @@ def _intent(readings, found) -> list[str]:
 
 
 # BEGIN intent weights (written by benchmarks/fit_scan_intent.py --write; do not edit by hand)
-_INTENT_BIAS = -3.7062
+_INTENT_BIAS = -3.6940
 _INTENT_WEIGHTS: dict[str, float] = {
-    'agent_self': 2.0292,
-    'authority_claim': 0.8751,
-    'content_source': 0.5637,
-    'external_dest': 0.7401,
-    'identity': 1.9184,
-    'keeps_oversight': -0.5216,
-    'obey': 1.4663,
-    'outward': 0.9145,
-    'oversight_off': 1.4803,
-    'persist': 0.7751,
-    'precedence': 0.3306,
-    'principal_3p': 2.5606,
-    'prompt_reveal': 0.8670,
-    'rules_noun&agent_self': 1.0874,
-    'rules_noun&obey': 0.1883,
-    'rules_noun&prompt_reveal': 0.9389,
-    'rules_noun&rules_void': 2.3496,
-    'rules_void': 0.8940,
-    'secrecy': 0.8886,
-    'secrets': 1.1740,
-    'self_ref': 1.7695,
-    'stakes': 1.0788,
-    'trust': 0.4418,
+    'agent_self': 1.9891,
+    'authority_claim': 0.8138,
+    'content_source': 0.3514,
+    'external_dest': 0.7545,
+    'identity': 2.0283,
+    'keeps_oversight': -0.6193,
+    'obey': 1.5593,
+    'outward': 0.8246,
+    'oversight_off': 1.5492,
+    'persist': 0.6556,
+    'precedence': 0.9115,
+    'principal_3p': 1.3429,
+    'prompt_reveal': 0.7985,
+    'rules_noun&agent_self': 1.0231,
+    'rules_noun&obey': 0.1754,
+    'rules_noun&prompt_reveal': 0.8904,
+    'rules_noun&rules_void': 2.3048,
+    'rules_void': 0.7640,
+    'secrecy': 1.2890,
+    'secrets': 1.2643,
+    'self_ref': 2.2120,
+    'stakes': 1.0134,
+    'trust': 0.4386,
+    'user_data': 0.8958,
 }
 # END intent weights
 
