@@ -48,15 +48,18 @@ _DISMISS_STATE = (r"(?:aside|expired?|void|cancel+ed|revoked|rescinded|obsolete|
 _CONF_NOUN = (r"(?:instructions?|rules?|guidance|guidelines?|directions?|directives?|orders|brief(?:ing)?|set-?up|"
               r"configuration|config|programming|prompt|system (?:prompt|message)|polic(?:y|ies)|constraints?|"
               r"restrictions?|limits?|limitations?|guardrails?|safeguards?|protections?|safety \w+|checklist|framework|"
-              r"principles|boundaries|protocols?|filters?|ethics|values|rule ?book|(?:safety|content|security) settings)")
+              r"principles|boundaries|protocols?|filters?|ethics|values|rule ?book|(?:safety|content|"
+              r"security) settings)")
 _CONF_REF = (r"(?:(?:your|(?:the|this) (?:assistant|agent|ai|bot|model)'s)\s+(?:\w+\s+){0,2}?" + _CONF_NOUN
              + r"|(?:what(?:ever)?|everything|anything)\s+(?:you(?:'ve| have)?|your (?:operator|owner|developers?|"
              r"admin))\s+(?:were\s+|was\s+|been\s+|had\s+)?(?:\w+\s+)?(?:told|given|instructed|taught|configured|"
              r"set up)"
              r"|" + _CONF_NOUN + r"\s+(?:"  # the noun, then who gave it to the agent, or where it lives
-             r"(?:that\s+|which\s+)?(?:you(?:'ve| have| had| are|'re)?|your (?:operator|owner|developers?|admin|team))\s+(?:were\s+|"
+             r"(?:that\s+|which\s+)?(?:you(?:'ve| have| had| are|'re)?|your (?:operator|owner|developers?|admin|"
+             r"team))\s+(?:were\s+|"
              r"was\s+|have been\s+|had been\s+|'ve been\s+|been\s+)?(?:\w+\s+){0,2}?(?:\w+ed|\w+en|given|told|set up|"
-             r"got|run|running|follow|fed|built|made|taught|held|bound|brought|operate|work|act|function|operating|working|"
+             r"got|run|running|follow|fed|built|made|taught|held|bound|brought|operate|work|act|function|operating|"
+             r"working|"
              r"acting|functioning)"
              r"|(?:in|of|from|baked into|built into|behind)\s+your\b"
              r"|(?:on|of|for|in) (?:this|the) (?:deployment|instance|assistant|agent|bot|model|ai)\b"
@@ -95,7 +98,8 @@ _OUTWARD = (r"(?:send|forward|e-?mail|mail|post|upload|paste|share|copy|bcc|cc|i
             r"(?:on|along)|mirror|sync|dump|export|leak|transmit|reply (?:to \w+ (?:\w+ )?)?with|give me|tell me|push|"
             r"publish|text|provide|disclose|reveal|hand over|read (?:out|back)|spell out)")
 _ELSEWHERE = (r"(?:(?:to|into|with|on to|onto) (?:me|us|this (?:sender|address|thread|number)|the (?:address|link|"
-              r"webhook|url|number|bucket|endpoint)|an? (?:gist|paste\w*|webhook|external|outside|public|personal|endpoint)|"
+              r"webhook|url|number|bucket|endpoint)|an? (?:gist|paste\w*|webhook|external|outside|public|personal|"
+              r"endpoint)|"
               r"https?:|[\w.+-]+@)|\bme on\b|\b(?:the|a) public (?:folder|link|drive|channel|bucket|repo\w*|page|site)"
               r"|\b(?:linked|mentioned|listed|given) (?:in|below|above) (?:this|the) (?:message|e-?mail|note|thread))")
 _BLANKET = (r"(?:every|all|each|the whole|the entire|everything)\b" + _C + r"{0,30}?\b(?:messages?|mail|e-?mails?|"
@@ -162,7 +166,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"|\b(?:you(?:'re| are) (?:now )?|become |as )(?:an? )?(?:different|new|other|unrestricted|unfiltered|free|"
      r"autonomous|jailbroken|uncensored) (?:assistant|agent|ai|model|bot|entity)\b"
      r"|\bstop being (?:an? |the )?(?:assistant|ai|helper|bot)\b|\b(?:never|do not|don'?t) (?:reveal|admit|mention|say|"
-     r"disclose|let on)(?: to anyone)? (?:that )?you(?:'re| are) (?:an? )?(?:ai|bot|assistant|model|automated|a machine|"
+     r"disclose|let on)(?: to anyone)? (?:that )?you(?:'re| are) (?:an? )?(?:ai|bot|assistant|model|automated|"
+     r"a machine|"
      r"not (?:a )?human)\b|\banswers? to no one\b|\bbroken free\b"
      r"|\byour (?:only )?loyalty\b"
      r"|\byou (?:now )?(?:operate|act|function|serve|work) as (?:an? |the )?(?:\w+ )?(?:owner|administrator|admin|"
@@ -202,7 +207,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
     ("asks for its prompt", (r"\b(?:reveal|print|show|output|leak|repeat|disclose|dump|expose|write out|list|"
      r"paste|share)\b[^.\n]{0,25}\b(?:system (?:prompt|message)|(?:hidden|initial|original|secret) (?:prompt|"
      r"instructions?)|your (?:instructions|prompt|rules|configuration|directives))\b"
-     r"|\b(?:recite|repeat|quote|copy|paste|print|show|output|reveal|disclose|dump|reproduce|translate|summari[sz]e|echo|"
+     r"|\b(?:recite|repeat|quote|copy|paste|print|show|output|reveal|disclose|dump|reproduce|translate|summari[sz]e|"
+     r"echo|"
      r"list|tell me|give me|write (?:out|down)|spell out|share|leak|expose|send me|display|what)\b" + _C + r"{0,40}?"
      r"\b(?:(?:your|the) (?:\w+ )?(?:system|initial|original|hidden|internal|setup|start-?up|secret|underlying|"
      r"full|exact) (?:prompt|message|instructions|text|configuration|setup|rules|directives|context)"
@@ -221,7 +227,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      + r"{0,40}?\b(?:your (?:\w+ )?(?:system|complete|full|entire|exact|confidential|secret|internal|hidden|original|"
      r"initial) (?:instructions|rules|prompt|configuration|directions|guidelines)|(?:confidential|secret|internal|"
      r"hidden) (?:rules|instructions|directions|guidelines|prompt) (?:that )?you (?:were|have been) \w+)\b"
-     r"|\b(?:instructions?|rules?|prompt|setup|configuration|directions|guidelines?)\b" + _C + r"{0,40}?\b(?:you|your)\b"
+     r"|\b(?:instructions?|rules?|prompt|setup|configuration|directions|guidelines?)\b" + _C + r"{0,40}?\b(?:you|"
+     r"your)\b"
      + _C + r"{0,40}?\b(?:verbatim|word for word|in full|unedited|exactly as (?:it was )?written(?: to you)?)\b"
      r"|\bwhat (?:your|the) (?:developers?|creators?|operators?|makers?) (?:told|instructed|asked|said to|"
      r"taught) you\b")),
@@ -256,9 +263,11 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"request|text|line)\b"
      r"|\btell " + _PRINCIPAL + r" (?:that )?(?:the|it|this)\b" + _C + r"{0,30}?\b(?:failed|did not go through|"
      r"didn'?t go through|was declined|was cancell?ed|never happened|bounced)\b"
-     r"|\b(?:don'?t|do not|never) (?:record|log|save|keep|store|write down|mention)\b" + _C + r"{0,30}?\b(?:anywhere|where) "
+     r"|\b(?:don'?t|do not|never) (?:record|log|save|keep|store|write down|mention)\b" + _C + r"{0,30}?\b(?:anywhere"
+     r"|where) "
      r"" + _PRINCIPAL + r" (?:can|could|might|will) (?:read|see|find)\b"
-     r"|\b(?:delete|remove|erase|wipe|purge|scrub|clear|clean up|disable|turn off|(?:don'?t|do not|never) (?:record|log|"
+     r"|\b(?:delete|remove|erase|wipe|purge|scrub|clear|clean up|disable|turn off|(?:don'?t|do not|never) (?:record|"
+     r"log|"
      r"write))\b" + _C + r"{0,30}?\b(?:audit (?:trail|log)|activity (?:log|feed)|access log|sent (?:items?|folder|"
      r"mail)|evidence|traces?|audit (?:entries|records|events|trail))\b"
      r"|\bso (?:that )?(?:" + _PRINCIPAL + r"|anyone|nobody|no one|they)\s+(?:has|have|gets?|keeps?|will have)\s+no "
@@ -322,7 +331,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"(?! to act| for)|(?:if |though )?(?:it |they )?(?:came|coming|come|were|was) (?:directly )?from (?:the user|me|"
      r"your (?:owner|user|principal)))"
      r"|\b(?:treat|regard|consider|handle)\b" + _C + r"{0,50}?\b(?:as|to be) (?:an? |the )?(?:(?:user|owner|account "
-     r"holder)'?s? (?:own )?(?:commands?|orders?|instructions?|requests?)|(?:commands?|orders?|instructions?|requests?) "
+     r"holder)'?s? (?:own )?(?:commands?|orders?|instructions?|requests?)|(?:commands?|orders?|instructions?|"
+     r"requests?) "
      r"from (?:" + _PRINCIPAL + r"|me))\b"
      r"|\b(?:text|content|output|result)\b" + _C + r"{0,40}?\b(?:looks? like|reads? like|contains?|seems? to be) an? "
      r"(?:instruction|command|request|task)\b" + _C + r"{0,30}?\b(?:follow|execute|obey|do|carry out)\b"
@@ -373,7 +383,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"ahead of|above)\b" + _C + r"{0,25}?\b(?:" + _PRINCIPAL + r"|anything (?:else )?(?:" + _PRINCIPAL
      + r"|you(?:'ve| have)? (?:been )?(?:told|given))|what " + _PRINCIPAL + r" (?:says|wants|tells you|asks))"
      r"|\bside with (?:the |this )?(?:sender|message|e-?mail|note|document)\b"
-     r"|\b(?:" + _PRINCIPAL + r"|the (?:user|owner)) and (?:i|me|this sender|the sender) (?:disagree|conflict|clash|differ)\w*"
+     r"|\b(?:" + _PRINCIPAL + r"|the (?:user|owner)) and (?:i|me|this sender|the sender) (?:disagree|conflict|clash|"
+     r"differ)\w*"
      r"|\b(?:obeyed|followed|trusted) even (?:when|if) " + _PRINCIPAL + r" (?:says|objects|disagrees|refuses)"
      r"|\b" + _PRINCIPAL + r" (?:tells|asks|says|wants|instructs) (?:you )?(?:to )?(?:stop|cancel|halt|pause|wait|"
      r"not)\b" + _C + r"{0,40}?\b(?:keep going|continue|carry on|proceed|ignore (?:it|them|that|this)|anyway)\b"
@@ -515,7 +526,8 @@ _FAMILIES: dict[str, str] = {
         "the owner can t|the user cannot|the owner cannot|the user does not need to know|the owner does not need|"
         "out of the user|out of the owner|before the user checks|before the owner checks|so the user is not|"
         "so the owner is not|so the user only|answer the user normally|respond normally|as usual but|normally but|"
-        "to the user it|the user is not bothered|in their place|on their behalf|while they re away|while they are away"),
+        "to the user it|the user is not bothered|in their place|on their behalf|while they re away|"
+        "while they are away"),
     # the user's own data named as an object (an agent's lesson names the data, rarely "the user's" copy of it)
     "user_data": (
         "the user notes|the user contacts|the user contact list|the user tax|the user card|the user files|"
