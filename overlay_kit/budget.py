@@ -55,6 +55,7 @@ __all__ = [
     "enforce",
     "overhead_tokens",
     "plan",
+    "remember_following",
     "propose_consolidations",
     "resident_candidates",
     "scaffold_tokens",
@@ -89,22 +90,37 @@ _NL = 2  # len(encode("\n")) == ["▁", "<0x0A>"]
 
 @lru_cache(maxsize=65536)
 def count_following(piece: str) -> int:
-    """Tokens `piece` adds to a text that ends with a line break (or when `piece` starts with one)."""
-    return count_tokens("\n" + piece) - _NL if piece else 0
+    """Tokens `piece` adds to a text that ends with a line break (or when `piece` starts with one).
+
+    Counted line by line: by the identity above, follow(a + b) == follow(a) + follow(b) whenever `a` ends with
+    "\n", so a piece made of lines already counted (a section's learned list) needs no tokenizer call."""
+    return sum(count_many_following(_lines(piece))) if piece else 0
 
 
-_FOLLOWING: dict[str, int] = {}  # piece → count_following(piece); a delta's item is counted once per process
+def _lines(piece: str) -> list[str]:
+    """`piece` cut after every "\n" (only "\n": the identity is stated for it)."""
+    out = piece.split("\n")
+    return [line + "\n" for line in out[:-1]] + ([out[-1]] if out[-1] else [])
+
+
+_FOLLOWING: dict[str, int] = {}  # line → its following count; each line is counted once per process
 _FOLLOWING_MAX = 200_000
 
 
 def count_many_following(pieces: Sequence[str]) -> list[int]:
-    """`count_following` for many pieces: cached pieces are looked up, the rest counted in one batched call."""
+    """`count_following` for many pieces: known pieces are looked up, the rest counted in one batched call."""
     missing = [p for p in dict.fromkeys(pieces) if p not in _FOLLOWING]
     if missing:
-        if len(_FOLLOWING) + len(missing) > _FOLLOWING_MAX:
-            _FOLLOWING.clear()
-        _FOLLOWING.update(zip(missing, (n - _NL for n in count_many(["\n" + p for p in missing]))))
+        remember_following(zip(missing, (n - _NL for n in count_many(["\n" + p for p in missing]))))
     return [_FOLLOWING[p] for p in pieces]
+
+
+def remember_following(counts: Iterable[tuple[str, int]]) -> None:
+    """Add known following counts (e.g. the ones a store kept from an earlier process) to this process's cache."""
+    counts = dict(counts)
+    if len(_FOLLOWING) + len(counts) > _FOLLOWING_MAX:
+        _FOLLOWING.clear()
+    _FOLLOWING.update(counts)
 
 
 def value_key(delta) -> tuple:

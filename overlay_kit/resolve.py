@@ -29,12 +29,14 @@ authored base with a typed `error` note. Every decision is a typed `Note`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timezone
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from . import anchor as anchor_mod
 from . import budget as budget_mod
@@ -48,10 +50,12 @@ from .grammar import (
     GrammarError,
     item_text,
 )
-from .retrieval import EmbedderUnavailable, Gate, TriggerIndex, gate_for, load_embedder
 from .skill import Skill
 from .textguard import block_parser
 from .tools import Selection, ToolLoader, skill_tier
+
+if TYPE_CHECKING:
+    from .retrieval import Gate, TriggerIndex
 
 __all__ = [
     "NOTE_KINDS",
@@ -182,6 +186,24 @@ def _authored_tokens(body: str, store=None) -> int:
             _AUTHORED.clear()
         _AUTHORED[body] = n
     return n
+
+
+# The fixed lines a render adds around learned lines (`_render`, `_block`): counted once per database too.
+SCAFFOLD_LINES = ("\n", SECTION_LABEL + "\n", LIST_END, BLOCK_HEADING + "\n", BLOCK_INTRO + "\n")
+
+
+def _known_lines(store, deltas: Sequence[Delta]) -> None:
+    """Load the following-token counts the store keeps for these deltas' learned lines and the scaffold lines
+    into the budget's cache (`Store.line_tokens` counts and keeps the ones it lacks), so that rendering and
+    budgeting known deltas never run the tokenizer."""
+    counted = getattr(store, "line_tokens", None)
+    if counted is None:
+        return
+    lines = {d.id: item_text(d) for d in deltas if d.tier in (2, 3)}
+    if not lines:
+        return  # nothing will render: no scaffold either
+    lines |= {"scaffold:" + hashlib.sha256(line.encode("utf-8")).hexdigest()[:16]: line for line in SCAFFOLD_LINES}
+    budget_mod.remember_following((lines[k], n) for k, n in counted(lines).items())
 
 
 def _scopes(scope: str | Iterable[str]) -> frozenset[str]:
@@ -374,17 +396,32 @@ def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | 
     # swallow what follows: anything open earlier would have swallowed the next heading, which is a section
     # boundary. So the pieces from the last section on are checked block by block, on that tail alone.
     tail = r.text[r.last_start:]
+    checked = [(at, piece, len(piece) - len(piece.lstrip("\r\n"))) for at, piece in r.pieces
+               if at >= r.last_start and at != r.closer]
+    if not _MAY_SWALLOW.search(tail) and all(_blank_line_before(tail[:at - r.last_start + gap])
+                                             for at, _, gap in checked):
+        return None
     tops = _top_blocks(tail)
     starts = {m[0] for m in tops}
-    for at, piece in r.pieces:
-        if at < r.last_start or at == r.closer:
-            continue
-        gap = len(piece) - len(piece.lstrip("\r\n"))
+    for at, piece, gap in checked:
         first = len(anchor_mod.split_lines(tail[:at - r.last_start + gap]))
         end = len(anchor_mod.split_lines(tail[:at - r.last_start + len(piece)]))
         if first not in starts or any(m[0] < first < m[1] or (first <= m[0] < end < m[1]) for m in tops):
             return "learned lines after the last authored section would not stay outside its open block"
     return None
+
+
+# A piece that starts after a blank line with a line at column 0 ends any list, quote, paragraph or indented code
+# before it. Only an open code fence or an HTML block of CommonMark types 1-5 (script/pre/style/textarea, comment,
+# processing instruction, declaration, CDATA) runs on past a blank line, and none of them can start without one of
+# these strings: a tail that holds none, with a blank line before each piece, needs no block parse (no markdown-it).
+_MAY_SWALLOW = re.compile(r"```|~~~|<[!?]|<(?:script|pre|style|textarea)", re.IGNORECASE)
+
+
+def _blank_line_before(text: str) -> bool:
+    """`text` ends with a blank line (so what follows it at column 0 starts a new top-level block)."""
+    lines = anchor_mod.split_lines(text[-256:])
+    return len(lines) > 1 and text.endswith(("\n", "\r")) and not lines[-1].strip(" \t\r\n")
 
 
 @lru_cache(maxsize=1024)
@@ -491,6 +528,8 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
 
 def _gate(tau, embedder_id) -> tuple[Gate | None, str | None]:
     """The explicit `tau` (a float is an absolute τ), else the embedder's calibrated gate, else why not."""
+    from .retrieval import Gate, gate_for  # retrieval (and numpy) load only when a goal retrieves
+
     if tau is not None:
         return (tau if isinstance(tau, Gate) else Gate.absolute(tau)), None
     try:
@@ -501,6 +540,8 @@ def _gate(tau, embedder_id) -> tuple[Gate | None, str | None]:
 
 def _index_for(embedder, deltas: Sequence[Delta]) -> tuple[TriggerIndex | None, str | None]:
     """A trigger index built on the fly (no store): embedder None loads the default, False means none."""
+    from .retrieval import EmbedderUnavailable, TriggerIndex, load_embedder
+
     if embedder is False:
         return None, "no embedder configured"
     try:
@@ -536,10 +577,13 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
             notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
         demoted = store.retrieval_only(skill.name) if hasattr(store, "retrieval_only") else frozenset()
         _authored_tokens(skill.body, store)  # a known base's count comes from the store, not the tokenizer
+        _known_lines(store, deltas)  # and so do the counts of its learned lines
     except Exception as exc:
         return _base(skill, [Note("store_error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
     index = None
     if goal and any(d.id in demoted and d.tier == 3 for d in deltas) and embedder is not False:
+        from .retrieval import EmbedderUnavailable, TriggerIndex, load_embedder
+
         try:
             emb = load_embedder(embedder) if embedder is None or isinstance(embedder, str) else embedder
             index = TriggerIndex.from_store(store, emb, [d for d in deltas if d.id in demoted])

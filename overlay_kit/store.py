@@ -33,6 +33,7 @@ Public API (other modules code against exactly this; grow it, don't rename it)::
         store.record_outcome(delta_id, *, session, turn="", signal, positive, at=None) -> bool
         store.outcomes(delta_id=None) -> list[Outcome]
         store.transaction()                          # context manager: batch many writes in one commit
+        store.authored_tokens(body); store.line_tokens({key: line})  # token counts kept by digest / delta id
         store.table_digest(tables) -> str            # sha256 over every row of the named tables
 
     One small class per family of the other tables (defined at the end of this file), exposed on the store:
@@ -1217,6 +1218,8 @@ class Store:
                     self.conn.execute(f"UPDATE skill_deltas SET superseded_by = NULL "
                                       f"WHERE superseded_by IN ({marks})", part)
                     self.conn.execute(f"DELETE FROM skill_deltas WHERE id IN ({marks})", part)
+                    self.conn.execute(f"DELETE FROM overlay_meta WHERE key IN ({marks})",
+                                      [f"line_tokens:{i}" for i in part])  # Store.line_tokens
                 for table, skill_col, scope_col in _ERASURE:
                     if not all and ((skill is not None and skill_col is None)
                                     or (scope is not None and scope_col is None)):
@@ -1290,6 +1293,51 @@ class Store:
                 if not nested:
                     self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         return n
+
+    def line_tokens(self, lines: Mapping[str, str]) -> dict[str, int]:
+        """`budget.count_following` of each line of `lines` (key → line), kept in `overlay_meta` under
+        `line_tokens:<key>` with the line's digest, so a fresh process resolving known deltas never loads the
+        tokenizer. The key is a delta's id for its learned line (`forget` erases it with the delta; a
+        rendering that changed since is counted again) or a digest for a fixed scaffold line. Lines not kept
+        yet are counted in one batch and remembered without waiting for a lock (as `authored_tokens`)."""
+        import hashlib
+
+        keys = {f"line_tokens:{k}": (k, hashlib.sha256(line.encode("utf-8")).hexdigest()[:16])
+                for k, line in lines.items()}
+        out: dict[str, int] = {}
+        names = list(keys)
+        for at in range(0, len(names), 500):
+            part = names[at:at + 500]
+            for key, value in self.conn.execute(f"SELECT key, value FROM overlay_meta WHERE key IN "
+                                                f"({', '.join('?' * len(part))})", part):
+                n, _, digest = value.partition(" ")
+                if digest == keys[key][1]:
+                    out[keys[key][0]] = int(n)
+        missing = [k for k in lines if k not in out]
+        if not missing:
+            return out
+        from .budget import count_many_following
+
+        counted = dict(zip(missing, count_many_following([lines[k] for k in missing])))
+        out.update(counted)
+        with self._lock:
+            nested = self._depth > 0
+            try:
+                if not nested:
+                    self.conn.execute("PRAGMA busy_timeout = 0")
+                    self.conn.execute("BEGIN IMMEDIATE")
+                self.conn.executemany("INSERT OR REPLACE INTO overlay_meta (key, value) VALUES (?, ?)",
+                                      [(f"line_tokens:{k}", f"{n} {keys[f'line_tokens:{k}'][1]}")
+                                       for k, n in counted.items()])
+                if not nested:
+                    self.conn.execute("COMMIT")
+            except sqlite3.Error:  # locked or read-only: the counts are still right, only not remembered
+                if not nested and self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+            finally:
+                if not nested:
+                    self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return out
 
     # ----------------------------------------------------------------------------- embeddings
 

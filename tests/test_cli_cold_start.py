@@ -1,0 +1,167 @@
+"""`overlay-kit resolve` as a whole process does only what resolving needs: learned-line token counts come from
+the store (kept per delta, erased with it), the tail check parses Markdown only where a block could stay open,
+and the verb imports no module it does not use. (The time is measured by benchmarks/bench_hot.py, not here.)"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import sqlite3
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from overlay_support import TRUSTED, make_skill
+
+from overlay_kit import budget, gates, resolve
+from overlay_kit.anchor import Anchor
+from overlay_kit.grammar import Delta, Provenance, item_text
+from overlay_kit.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import fuzz_structure  # noqa: E402
+import workload  # noqa: E402
+
+SKILL = make_skill()
+# What `resolve` must not import: the embedder stack, fuzzy matching, the rebase module, the tokenizer (counts
+# are stored), the Markdown parser (the line scan and the tail shortcut suffice) and the retrieval module.
+HEAVY = ("numpy", "rapidfuzz", "faiss", "torch", "sentence_transformers", "wordllama", "tokenizers", "markdown_it",
+         "overlay_kit.rebase", "overlay_kit.retrieval", "overlay_kit.gates", "overlay_kit.injection")
+
+
+def _learn(store, skill, bodies, section="replies"):
+    results = gates.learn_many(store, skill, [gates.Lesson("preference", {"body": b}, section, TRUSTED)
+                                              for b in bodies])
+    assert all(r.delta for r in results), [r.message for r in results]
+    return [r.delta for r in results]
+
+
+def _forget_process_counts():
+    budget._FOLLOWING.clear()
+    budget.count_following.cache_clear()
+    budget.scaffold_tokens.cache_clear()
+    resolve._AUTHORED.clear()
+
+
+def test_learned_line_counts_are_kept_per_delta_and_erased_with_it(tmp_path, monkeypatch):
+    with Store.open(tmp_path / "o.db", auto_approve=True) as s:
+        deltas = _learn(s, SKILL, ["Reply in two short sentences.", "Sign off with the team name.",
+                                   "Quote the `ticket id` first."])
+        want = resolve.resolve(SKILL, s, embedder=False)
+        assert len(want.applied) == 3 and want.tokens == budget.count_tokens(want.text)
+        kept = dict(s.conn.execute("SELECT key, value FROM overlay_meta WHERE key LIKE 'line_tokens:delta_%'"))
+        assert {f"line_tokens:{d.id}" for d in deltas} == set(kept)
+        for d in deltas:
+            assert int(kept[f"line_tokens:{d.id}"].split()[0]) == budget.count_following(item_text(d))
+    _forget_process_counts()  # a fresh process, in effect: every count must come from the database
+    monkeypatch.setattr(budget, "count_many", lambda texts: pytest.fail(f"counted again: {texts}"))
+    with Store.open(tmp_path / "o.db") as s:
+        got = resolve.resolve(SKILL, s, embedder=False)
+        assert (got.text, got.tokens, got.notes) == (want.text, want.tokens, want.notes)
+        s.forget(skill="mail")
+        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key LIKE 'line_tokens:delta_%'"
+                              ).fetchone() == (0,)
+
+
+def test_a_line_whose_rendering_changed_is_counted_again(tmp_path):
+    with Store.open(tmp_path / "o.db") as s:
+        assert s.line_tokens({"delta_x": "- one\n"}) == {"delta_x": budget.count_following("- one\n")}
+        assert s.line_tokens({"delta_x": "- one two three four\n"}) == {
+            "delta_x": budget.count_following("- one two three four\n")}
+        assert budget.count_following("- one\n") != budget.count_following("- one two three four\n")
+
+
+def test_line_counts_do_not_wait_for_a_locked_database(tmp_path):
+    with Store.open(tmp_path / "o.db") as s:
+        other = sqlite3.connect(tmp_path / "o.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock (the store would wait 30 s)
+        try:
+            assert s.line_tokens({"k": "- a line\n"}) == {"k": budget.count_following("- a line\n")}
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert not s.conn.in_transaction
+        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key = 'line_tokens:k'").fetchone() == (0,)
+        s.line_tokens({"k": "- a line\n"})  # unlocked now: remembered
+        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key = 'line_tokens:k'").fetchone() == (1,)
+
+
+def test_the_tail_shortcut_decides_as_the_block_parse_does(monkeypatch):
+    """Where the tail holds no fence or HTML-block opener the resolver skips the markdown-it tail check; the
+    same mutated skills and hostile deltas composed with the check forced on every tail give the same result.
+    (The fuzz's authored lines, mostly without the openers so that the shortcut is taken often.)"""
+    plain = [line for line in fuzz_structure.AUTHORED_LINES if not resolve._MAY_SWALLOW.search(line)]
+    monkeypatch.setattr(fuzz_structure, "AUTHORED_LINES", plain + ["```", "~~~python", "<pre>", "<!-- open"])
+    parsed = []
+    block_parse = resolve._top_blocks
+    monkeypatch.setattr(resolve, "_top_blocks", lambda text: parsed.append(text) or block_parse(text))
+    rng = random.Random(14)
+    skills = fuzz_structure._skills()
+    shortcut = fallbacks = 0
+    for k in range(300):
+        base = rng.choice(skills)
+        skill = base.__class__(**{**base.__dict__, "body": fuzz_structure.mutate(rng, base.body)})
+        sections = resolve._sections(skill.body)
+        deltas = [Delta(skill=skill.name, kind="preference", payload={"body": rng.choice(fuzz_structure.HOSTILE_BODIES)},
+                        anchor=Anchor(s.slug, "0" * 16 if rng.random() < 0.3 else s.digest, skill.version),
+                        provenance=Provenance("user_instruction"), status="active", id=f"delta_{k}_{i}",
+                        base_root=skill.root, created_at=datetime(2026, 1, 1, 0, i, tzinfo=timezone.utc))
+                  for i, s in enumerate(rng.choice(sections) for _ in range(rng.randint(1, 6)))]
+        parsed.clear()
+        fast = resolve.compose(skill, deltas, embedder=False)
+        shortcut += bool(fast.applied) and not parsed
+        with monkeypatch.context() as m:
+            m.setattr(resolve, "_MAY_SWALLOW", re.compile(""))  # every tail block-parsed
+            full = resolve.compose(skill, deltas, embedder=False)
+        assert (fast.text, fast.notes) == (full.text, full.notes), (skill.body[-200:], deltas)
+        fallbacks += bool(full.notes_of("render_failed"))
+    assert shortcut > 50 and fallbacks > 0  # both sides were exercised
+
+
+def _store_with_learned_lines(tmp_path) -> tuple[Path, Path]:
+    """The bench's small skill (inline code in its last section) with 90 active lessons."""
+    from overlay_kit.skill import load_skill
+
+    d = tmp_path / "skills" / "small"
+    d.mkdir(parents=True)
+    (d / "SKILL.md").write_text(workload.skill_text("small", workload.skill_body(workload.SIZES["small"])),
+                                encoding="utf-8")
+    skill = load_skill(d)
+    slugs = [s.slug for s in resolve._sections(skill.body) if s.level]
+    db = tmp_path / "o.db"
+    with Store.open(db, auto_approve=True) as s:
+        rows = gates.learn_many(s, skill, [gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]},
+                                                        x["section"], TRUSTED) for x in workload.lessons(slugs, 90)])
+        assert sum(r.outcome == "active" for r in rows) == 90
+    return d, db
+
+
+def _run(*argv: str) -> tuple[list[str], str, str]:
+    """(heavy modules loaded, stdout, stderr) of `cli.main(argv)` in a fresh interpreter."""
+    code = ("import sys; from overlay_kit.cli import main; code = main(sys.argv[1:]); "
+            f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr); sys.exit(code)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO, env=env,
+                         check=True)
+    err, _, loaded = out.stderr.rpartition("LOADED ")
+    return eval(loaded), out.stdout, err  # noqa: S307 - our own printed list
+
+
+def test_resolve_with_90_learned_lines_loads_no_heavy_module(tmp_path):
+    """The first resolve counts the learned lines once and keeps the counts; from then on the verb runs
+    without the tokenizer, markdown-it, numpy, rapidfuzz, the retrieval or rebase modules, and prints the
+    same bytes."""
+    skill_dir, db = _store_with_learned_lines(tmp_path)
+    argv = ("resolve", str(skill_dir), "--db", str(db))
+    first_loaded, first_out, first_err = _run(*argv)
+    assert "tokenizers" in first_loaded  # the control: counting did load it
+    loaded, out, err = _run(*argv)
+    assert loaded == []
+    assert (out, err) == (first_out, first_err) and out.count("- Lesson ") == 90
+    loaded, out_json, _ = _run(*argv, "--json")
+    assert loaded == [] and '"applied"' in out_json
