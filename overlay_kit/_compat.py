@@ -1,15 +1,15 @@
 """Old import paths of modules that moved into subpackages keep working for a release, with a
 DeprecationWarning: `import overlay_kit.sim` gives `overlay_kit.studies.sim`.
 
-Names only — this module imports nothing of the package, so the layering stays what the folders say."""
+Names only — this module imports nothing of the package, so the layering stays what the folders say. Nor does it
+import `importlib.abc` (whose `importlib.resources` chain costs every CLI start ~10 ms): the import system needs
+only the finder's `find_spec` and the loader's `create_module` / `exec_module`."""
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
 import sys
-import warnings
+from importlib.machinery import ModuleSpec
 
 MOVED = {
     "overlay_kit.engine": "overlay_kit.llm.engine",
@@ -20,11 +20,15 @@ MOVED = {
 }
 
 
-class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _Alias:
+    """A meta-path finder and loader for the names in MOVED."""
+
     def find_spec(self, fullname, path=None, target=None):
-        return importlib.util.spec_from_loader(fullname, self) if fullname in MOVED else None
+        return ModuleSpec(fullname, self) if fullname in MOVED else None
 
     def create_module(self, spec):
+        import warnings
+
         warnings.warn(f"{spec.name} moved to {MOVED[spec.name]}; the old path goes in the next release",
                       DeprecationWarning, stacklevel=3)
         return importlib.import_module(MOVED[spec.name])

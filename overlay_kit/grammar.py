@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -81,6 +80,8 @@ class GrammarError(ValueError):
 
 
 def new_delta_id() -> str:
+    import uuid  # on first use: `uuid` imports `platform`, a cost every CLI start would pay
+
     return f"delta_{uuid.uuid4().hex[:16]}"
 
 

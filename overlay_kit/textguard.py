@@ -64,6 +64,8 @@ def hidden_chars(text: str) -> list[tuple[int, str]]:
 def visible(text: str, *, keep_newlines: bool = True) -> str:
     """`text` with every hidden character shown as `<U+XXXX>` (newlines kept unless `keep_newlines=False`)."""
     text = str(text)
+    if _plain_ascii(text) and (keep_newlines or "\n" not in text):
+        return text  # nothing in it is hidden: skip the per-character pass (every CLI line goes through here)
     if not any(is_hidden(ch) or (not keep_newlines and ch == "\n") for ch in text):
         return text
     return "".join(f"<U+{ord(ch):04X}>" if is_hidden(ch) or (not keep_newlines and ch == "\n") else ch

@@ -14,9 +14,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from overlay_support import TRUSTED, make_skill
 
-from overlay_kit import budget, gates, resolve
+from overlay_kit import budget, gates, resolve, textguard
 from overlay_kit.anchor import Anchor
 from overlay_kit.grammar import Delta, Provenance, item_text
 from overlay_kit.store import Store
@@ -165,3 +167,11 @@ def test_resolve_with_90_learned_lines_loads_no_heavy_module(tmp_path):
     assert (out, err) == (first_out, first_err) and out.count("- Lesson ") == 90
     loaded, out_json, _ = _run(*argv, "--json")
     assert loaded == [] and '"applied"' in out_json
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60) | st.text(max_size=30), st.booleans())
+def test_visible_shortcut_equals_the_per_character_pass(text, keep_newlines):
+    shown = "".join(f"<U+{ord(c):04X}>" if textguard.is_hidden(c) or (not keep_newlines and c == "\n") else c
+                    for c in text)
+    assert textguard.visible(text, keep_newlines=keep_newlines) == shown
