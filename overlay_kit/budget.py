@@ -24,7 +24,6 @@ residency changes); the write paths call it after every state change.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 
 from .bundled import llama_tokenizer
+from .common import lazy_logger
 from .grammar import (  # the learned-line format
     BLOCK_HEADING,
     BLOCK_INTRO,
@@ -71,7 +71,7 @@ DEFAULT_CEILING = 16384
 RETRIEVAL_RESERVE = 1024
 CONSOLIDATE_SCORE = 90.0  # rapidfuzz token_set_ratio at or above which two lessons are near-duplicates
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 
 def count_many(texts: Sequence[str]) -> list[int]:

@@ -855,16 +855,24 @@ REGISTRARS: list[Callable] = [register_validate, register_anchors, register_lear
 REGISTRARS.append(register_live)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _verb(register: Callable) -> str:
+    return register.__name__.removeprefix("register_").replace("_", "-")
+
+
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; with `verb` (a command's name) only that command's subparser is built, which parses
+    that command's arguments exactly as the full one does (a cold start pays for one verb's flags, not all)."""
     parser = argparse.ArgumentParser(prog="overlay-kit", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for register in REGISTRARS:
+    only = [r for r in REGISTRARS if _verb(r) == verb]
+    for register in only or REGISTRARS:
         register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     streams = sys.stdout, sys.stderr
     if not getattr(args, "json", False):  # text output is for people: nothing hidden reaches the terminal
         sys.stdout, sys.stderr = _Visible(sys.stdout), _Visible(sys.stderr)

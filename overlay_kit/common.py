@@ -1,5 +1,6 @@
 """Small helpers every layer shares, each with one home: UTC instants and their fixed-width text form,
-canonical JSON, and the character-bigram similarity used to reconcile near-duplicate texts."""
+canonical JSON, the character-bigram similarity used to reconcile near-duplicate texts, and a logger that
+imports `logging` only when it logs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["bigram_similarity", "dumps", "iso", "parse_time", "read_jsonl", "utc_now"]
+__all__ = ["bigram_similarity", "dumps", "iso", "lazy_logger", "parse_time", "read_jsonl", "utc_now"]
 
 
 def utc_now() -> datetime:
@@ -59,3 +60,20 @@ def bigram_similarity(a: str, b: str) -> float:
         return float(a == b)
     x, y = Counter(a[i:i + 2] for i in range(len(a) - 1)), Counter(b[i:i + 2] for i in range(len(b) - 1))
     return 2 * sum((x & y).values()) / (sum(x.values()) + sum(y.values()))
+
+
+class _LazyLogger:
+    """`logging.getLogger(name)`, looked up (and `logging` imported: ~3 ms with `traceback`) on the first message,
+    so a CLI start that logs nothing does not pay for it."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __getattr__(self, attr: str):
+        import logging
+
+        return getattr(logging.getLogger(self.name), attr)
+
+
+def lazy_logger(name: str) -> _LazyLogger:
+    return _LazyLogger(name)

@@ -9,8 +9,6 @@ deterministic for the same value (no ids of its own, no clock), so stored notebo
 
 from __future__ import annotations
 
-import difflib
-import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -50,6 +48,8 @@ _CELL = "padding:2px 8px;border-bottom:1px solid #d0d7de;text-align:left;vertica
 
 def esc(value) -> str:
     """HTML-escaped, with every control, bidi and invisible character shown as `<U+XXXX>`."""
+    import html  # the renderers import what they use: a CLI start renders no HTML and no diff
+
     return html.escape(visible(str(value)), quote=True)
 
 
@@ -193,6 +193,8 @@ class DeltaTable:
 
 def _learned_lines(eff) -> set[int]:
     """0-based lines of `eff.text` that the resolver added (it only ever inserts)."""
+    import difflib
+
     base, text = eff.base.splitlines(), eff.text.splitlines()
     out: set[int] = set()
     for op, _i1, _i2, j1, j2 in difflib.SequenceMatcher(None, base, text, autojunk=False).get_opcodes():
@@ -257,6 +259,8 @@ def diff_html(text: str) -> str:
 def unified_diff(eff, context: int = 3, *, against=None, labels: tuple[str, str] = ("authored", "effective")) -> str:
     """Unified diff of the authored body → the effective body ('' when nothing learned applies). `against`:
     diff from another resolution's text instead (e.g. without one delta → with it), named by `labels`."""
+    import difflib
+
     before = eff.base if against is None else against.text
     a, b = (f"{side}/{eff.skill}/SKILL.md ({label})" for side, label in zip("ab", labels))
     return "".join(difflib.unified_diff(before.splitlines(keepends=True), eff.text.splitlines(keepends=True), a, b,

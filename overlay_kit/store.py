@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import sqlite3
 import threading
@@ -84,7 +83,7 @@ from types import EllipsisType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .anchor import Anchor
-from .common import dumps, iso, parse_time, utc_now
+from .common import dumps, iso, lazy_logger, parse_time, utc_now
 from .grammar import (
     STATUSES,
     TIERS,
@@ -130,7 +129,7 @@ __all__ = [
     "read_gaia_deltas",
 ]
 
-log = logging.getLogger(__name__)
+log = lazy_logger(__name__)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from overlay_support import TRUSTED, make_skill
 
-from overlay_kit import budget, gates, resolve, textguard
+from overlay_kit import budget, cli, gates, resolve, textguard
 from overlay_kit.anchor import Anchor
 from overlay_kit.grammar import Delta, Provenance, item_text
 from overlay_kit.store import Store
@@ -175,3 +175,41 @@ def test_visible_shortcut_equals_the_per_character_pass(text, keep_newlines):
     shown = "".join(f"<U+{ord(c):04X}>" if textguard.is_hidden(c) or (not keep_newlines and c == "\n") else c
                     for c in text)
     assert textguard.visible(text, keep_newlines=keep_newlines) == shown
+
+
+def test_old_module_paths_still_import_with_a_deprecation_warning():
+    code = ("import warnings, sys; warnings.simplefilter('error'); import overlay_kit; "
+            "print('importlib.abc' in sys.modules); warnings.simplefilter('always')\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    import overlay_kit.sim as old\n"
+            "    from overlay_kit import knowledge\n"
+            "import overlay_kit.studies.sim as new, overlay_kit.surfaces.knowledge as k\n"
+            "print(old is new, knowledge is k, [str(x.message) for x in w if x.category is DeprecationWarning])")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.splitlines() == [
+        "False", "True True ['overlay_kit.sim moved to overlay_kit.studies.sim; the old path goes in the next "
+        "release', 'overlay_kit.knowledge moved to overlay_kit.surfaces.knowledge; the old path goes in the next "
+        "release']"]
+
+
+def _subparser(parser, verb):
+    return next(a for a in parser._actions if a.dest == "command").choices[verb]
+
+
+@pytest.mark.parametrize("verb", [cli._verb(r) for r in cli.REGISTRARS])
+def test_a_verb_parses_alone_as_in_the_full_parser(verb, capsys):
+    """main() builds only the invoked verb's subparser: its help, usage errors and parsed arguments are the full
+    parser's."""
+    full, alone = cli.build_parser(), cli.build_parser(verb)
+    assert list(next(a for a in alone._actions if a.dest == "command").choices) == [verb]
+    assert _subparser(alone, verb).format_help() == _subparser(full, verb).format_help()
+    assert alone.format_usage() == full.format_usage()
+    for argv in ([verb], [verb, "x", "--no-such-flag"], [verb, "--json", "--db", "d.db", "x"]):
+        outcomes = []
+        for parser in (full, alone):
+            try:
+                outcomes.append({k: repr(v) for k, v in vars(parser.parse_args(argv)).items()})
+            except SystemExit as exc:
+                outcomes.append((exc.code, capsys.readouterr().err))
+        assert outcomes[0] == outcomes[1], argv
