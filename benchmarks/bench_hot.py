@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,12 +68,36 @@ def fill(store: Store, skill) -> list[str]:
     return ids[:workload.ACTIVE]
 
 
-def cli_resolve(skill_dir: Path, db: Path, runs: int, warm: bool = True) -> tuple[float, float]:
-    """`overlay-kit resolve SKILL` as a whole process (the console script's interpreter, cold imports)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+_PYCACHE: list[tempfile.TemporaryDirectory] = []  # one bytecode cache per benchmark process
+
+
+def cli_resolve(skill_dir: Path, db: Path, runs: int, warm: bool = True, *, compiled: bool = True
+                ) -> tuple[float, float]:
+    """`overlay-kit resolve SKILL` as a whole process (the console script's interpreter, cold imports).
+
+    With bytecode, as an installed package has it (pip compiles it at install): the children share a bytecode
+    cache (PYTHONPYCACHEPREFIX, a temporary folder, so the checkout is not written to) that the first run
+    fills — the untimed `warm` run, or the caller's own warm-up. `compiled=False` removes the package's own
+    bytecode from that cache and forbids writing it (PYTHONDONTWRITEBYTECODE), so every run compiles
+    overlay_kit's sources again, as a checkout run with that variable set does (dependencies and the standard
+    library still load from bytecode)."""
+    if not _PYCACHE:
+        _PYCACHE.append(tempfile.TemporaryDirectory(prefix="overlay_kit-bench-pycache-"))
+    cache = Path(_PYCACHE[0].name)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               PYTHONPYCACHEPREFIX=str(cache))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     cmd = [sys.executable, "-m", "overlay_kit.cli", "resolve", str(skill_dir), "--db", str(db)]
-    if warm:
-        subprocess.run(cmd, env=env, check=True, capture_output=True)  # warm the OS page cache once
+    if warm or not compiled:
+        subprocess.run(cmd, env=env, check=True, capture_output=True)  # bytecode, page cache, stored counts
+    if not compiled:
+        shutil.rmtree(cache / (ROOT / "overlay_kit").relative_to(ROOT.anchor), ignore_errors=True)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return timed_process(cmd, env, runs)
+
+
+def timed_process(cmd: list[str], env: dict, runs: int) -> tuple[float, float]:
+    """(median wall ms, median CPU ms of the child) of running `cmd` to its end, `runs` times."""
     wall, cpu = [], []
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -147,10 +172,18 @@ def main() -> None:
         db = tmp / "cli.db"
         with Store.open(db) as store:
             fill(store, small)
-        w, c = cli_resolve(tmp / "skills" / "small", db, runs)
+        small_dir = tmp / "skills" / "small"
+        w, c = cli_resolve(small_dir, db, runs)
         rows.append(("`overlay-kit resolve SKILL` as a whole process (90 active deltas)", w, c, 300.0, "ms"))
-        w, c = cli_resolve(tmp / "skills" / "small", tmp / "absent.db", runs)
+        w, c = cli_resolve(small_dir, db, runs, compiled=False)
+        rows.append(("  the same, overlay_kit's sources compiled every run (no bytecode cache)", w, c, float("nan"),
+                     "ms"))
+        w, c = cli_resolve(small_dir, tmp / "absent.db", runs)
         rows.append(("  the same without a store (authored base only)", w, c, float("nan"), "ms"))
+        interpreter = [sys.executable, "-c", "import yaml, sqlite3, argparse, json, dataclasses, hashlib"]
+        w, c = timed_process(interpreter, dict(os.environ, PYTHONPYCACHEPREFIX=_PYCACHE[0].name), runs)
+        rows.append(("  floor: the interpreter importing yaml, sqlite3, argparse, json, dataclasses, hashlib", w, c,
+                     float("nan"), "ms"))
 
     load = os.getloadavg()
     print(f"bench_hot: medians of >= {runs} runs; {os.cpu_count()} CPUs, load average {load[0]:.2f} "
