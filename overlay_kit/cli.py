@@ -389,10 +389,22 @@ def register_reset(sub) -> None:
 
 
 def _hold_budget(store, skills) -> None:
-    """Every state change a CLI process makes re-enforces the learning budget over the skills it touches."""
+    """Every state change a CLI process makes re-enforces the learning budget over the skills it touches, and
+    keeps the token counts of the learned lines it made active (the budget has just counted them), so the next
+    `resolve` of those skills loads no tokenizer."""
     from .budget import Budget
 
     Budget(store, skills).install()
+    store.on_change(lambda ids: _keep_line_counts(store, ids))
+
+
+def _keep_line_counts(store, ids) -> None:
+    from .resolve import known_lines
+
+    try:
+        known_lines(store, [d for d in map(store.get, ids) if d.status == "active"])
+    except Exception:  # noqa: BLE001 - the change is committed; a count not kept is counted by the next resolve
+        pass
 
 
 def _discoverable(names) -> list:

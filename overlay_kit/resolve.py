@@ -64,6 +64,7 @@ __all__ = [
     "Note",
     "Session",
     "compose",
+    "known_lines",
     "learned_disabled",
     "render_key",
     "resolve",
@@ -192,7 +193,7 @@ def _authored_tokens(body: str, store=None) -> int:
 SCAFFOLD_LINES = ("\n", SECTION_LABEL + "\n", LIST_END, BLOCK_HEADING + "\n", BLOCK_INTRO + "\n")
 
 
-def _known_lines(store, deltas: Sequence[Delta]) -> None:
+def known_lines(store, deltas: Sequence[Delta]) -> None:
     """Load the following-token counts the store keeps for these deltas' learned lines and the scaffold lines
     into the budget's cache (`Store.line_tokens` counts and keeps the ones it lacks), so that rendering and
     budgeting known deltas never run the tokenizer."""
@@ -577,7 +578,7 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
             notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
         demoted = store.retrieval_only(skill.name) if hasattr(store, "retrieval_only") else frozenset()
         _authored_tokens(skill.body, store)  # a known base's count comes from the store, not the tokenizer
-        _known_lines(store, deltas)  # and so do the counts of its learned lines
+        known_lines(store, deltas)  # and so do the counts of its learned lines
     except Exception as exc:
         return _base(skill, [Note("store_error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
     index = None

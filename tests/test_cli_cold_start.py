@@ -213,3 +213,19 @@ def test_a_verb_parses_alone_as_in_the_full_parser(verb, capsys):
             except SystemExit as exc:
                 outcomes.append((exc.code, capsys.readouterr().err))
         assert outcomes[0] == outcomes[1], argv
+
+
+def test_the_first_resolve_after_an_approval_loads_no_tokenizer(tmp_path):
+    """The verb that makes a lesson active keeps its line's count (the budget has just counted it)."""
+    from overlay_kit.resources import dataset_path
+
+    skill_dir, db = str(dataset_path("skills", "triage-inbox")), str(tmp_path / "o.db")
+    _run("learn", skill_dir, "--kind", "preference", "--section", "triage-inbox", "--source", "user_instruction",
+         "--body", "Reply in two short sentences.", "--db", db)
+    with Store.open(db) as s:
+        (staged,) = s.search("triage-inbox", status="staged")
+        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key = ?", (f"line_tokens:{staged.id}",)
+                              ).fetchone() == (0,)  # not active: nothing to keep yet
+    _run("approve", staged.id, "--db", db)
+    loaded, out, err = _run("resolve", skill_dir, "--db", db)
+    assert loaded == [] and "- Reply in two short sentences." in out and f"applied {staged.id}" in err
