@@ -109,7 +109,8 @@ def test_the_tail_shortcut_decides_as_the_block_parse_does(monkeypatch):
         base = rng.choice(skills)
         skill = base.__class__(**{**base.__dict__, "body": fuzz_structure.mutate(rng, base.body)})
         sections = resolve._sections(skill.body)
-        deltas = [Delta(skill=skill.name, kind="preference", payload={"body": rng.choice(fuzz_structure.HOSTILE_BODIES)},
+        bodies = fuzz_structure.HOSTILE_BODIES
+        deltas = [Delta(skill=skill.name, kind="preference", payload={"body": rng.choice(bodies)},
                         anchor=Anchor(s.slug, "0" * 16 if rng.random() < 0.3 else s.digest, skill.version),
                         provenance=Provenance("user_instruction"), status="active", id=f"delta_{k}_{i}",
                         base_root=skill.root, created_at=datetime(2026, 1, 1, 0, i, tzinfo=timezone.utc))
