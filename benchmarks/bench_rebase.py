@@ -34,21 +34,26 @@ def _rebase(histories: list[sim.History]) -> dict:
     policies = [rebase.get_policy(name) for name in rebase.POLICIES]
     rebase.plan("# A\n\nalpha\n", "# B\n\nbeta\n", policies[-1])  # load the embedder outside the timings
     parse_s, plan_s, counts = [], {p.name: [] for p in policies}, {p.name: {} for p in policies}
+    cpu = {"parse": 0.0, **{p.name: 0.0 for p in policies}}  # process CPU seconds (all threads) per stage
+    c_start = time.process_time()
     for h in histories:
         bodies = h.bodies
         for k in range(len(bodies) - 1):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             old, new = parse(bodies[k]), parse(bodies[k + 1])
             parse_s.append(time.perf_counter() - t0)
+            cpu["parse"] += time.process_time() - c0
             live = sim.live_anchors(h, k)
             update = rebase.Update(old, new)  # one matching for all four policies
             for p in policies:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 the_plan = rebase.plan_update(update, p)
                 plan_s[p.name].append(time.perf_counter() - t0)
+                cpu[p.name] += time.process_time() - c0
                 for key, v in sim.tally(the_plan, live, h.truth[k].truth).items():
                     counts[p.name][key] = counts[p.name].get(key, 0) + v
-    return {"parse": parse_s, "plan": plan_s, "counts": counts}
+    cpu["total"] = time.process_time() - c_start
+    return {"parse": parse_s, "plan": plan_s, "counts": counts, "cpu": cpu}
 
 
 def chunks(items: list, size: int) -> list[list]:
@@ -94,11 +99,13 @@ def main() -> None:
           f"{', '.join(f'{w:.1f}' for w in walls)}), {updates / statistics.median(walls):.0f} updates/s")
 
     parse_s = [x for r in results for x in r["parse"]]
-    print(f"\n  {'per update':<18}{'median ms':>10}{'p95 ms':>10}{'sum s':>9}")
-    print(f"  {'parse both bodies':<18}{ms(parse_s):>10}{ms(parse_s, 95):>10}{sum(parse_s):9.1f}")
+    cpu = lambda stage: sum(r["cpu"][stage] for r in results)  # noqa: E731
+    print(f"  worker CPU (last run)       {cpu('total'):8.1f} s")
+    print(f"\n  {'per update':<18}{'median ms':>10}{'p95 ms':>10}{'sum s':>9}{'cpu s':>9}")
+    print(f"  {'parse both bodies':<18}{ms(parse_s):>10}{ms(parse_s, 95):>10}{sum(parse_s):9.1f}{cpu('parse'):9.1f}")
     for name in rebase.POLICIES:
         xs = [x for r in results for x in r["plan"][name]]
-        print(f"  {name:<18}{ms(xs):>10}{ms(xs, 95):>10}{sum(xs):9.1f}")
+        print(f"  {name:<18}{ms(xs):>10}{ms(xs, 95):>10}{sum(xs):9.1f}{cpu(name):9.1f}")
 
     print(f"\n  {'outcomes':<18}" + "".join(f"{n:>12}" for n in rebase.POLICIES))
     keys = ("deltas", "clean", "stale", "orphaned", "false_orphan", "rescued", "proposals", "correct_proposals",

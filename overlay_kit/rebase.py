@@ -43,7 +43,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from rapidfuzz import fuzz
@@ -163,6 +163,18 @@ def _masked(section: Section) -> str:
     return _DIGITS.sub("#", section_key(section))
 
 
+@lru_cache(maxsize=16384)
+def _collapsed(text: str) -> str:
+    """`text` with whitespace runs collapsed to one space, made once per text: consecutive updates share
+    their middle version's sections (the parse cache hands back the same objects), so each is flattened once."""
+    return " ".join(text.split())
+
+
+@lru_cache(maxsize=16384)
+def _body_digest(body_text: str) -> str:
+    return digest(body_text)
+
+
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
@@ -206,7 +218,7 @@ class Update:
     @cached_property
     def flat(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(old, new) section bodies with whitespace runs collapsed: what the proposers compare, made once."""
-        return tuple(tuple(" ".join(s.body_text.split()) for s in side) for side in (self.old, self.new))
+        return tuple(tuple(_collapsed(s.body_text) for s in side) for side in (self.old, self.new))
 
     @cached_property
     def contexts(self) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
@@ -225,15 +237,18 @@ class Update:
         """old index → new index for a heading that changed only in its numbers ("Step 5: X" → "Step 4: X")
         over a byte-identical body, the pair unique on both sides among sections not matched exactly."""
         taken = set(self.exact.values())
-        olds = Counter((_masked(s), digest(s.body_text)) for i, s in enumerate(self.old) if i not in self.exact)
+        olds = Counter((_masked(s), _body_digest(s.body_text)) for i, s in enumerate(self.old)
+                       if i not in self.exact)
         news = {}
         for j, s in enumerate(self.new):
             if j not in taken:
-                news.setdefault((_masked(s), digest(s.body_text)), []).append(j)
+                news.setdefault((_masked(s), _body_digest(s.body_text)), []).append(j)
         out = {}
         for i, s in enumerate(self.old):
-            key = (_masked(s), digest(s.body_text))
-            if i not in self.exact and s.level and _DIGITS.search(s.heading) and olds[key] == 1 \
+            if i in self.exact:
+                continue
+            key = (_masked(s), _body_digest(s.body_text))
+            if s.level and _DIGITS.search(s.heading) and olds[key] == 1 \
                     and len(news.get(key, ())) == 1 and s.body_text.strip():
                 out[i] = news[key][0]
         return out
@@ -321,6 +336,15 @@ class SectionPolicy:
     def decide(self, update: Update) -> tuple[Decision, ...]:
         if not update.body_changed:
             return _unchanged(update)
+        # `fuzzy` and `embedding` extend this policy: the section decisions are made once per update and
+        # parameters, and each proposer only adds proposals to the orphans
+        cache = update.__dict__.setdefault("_section_decisions", {})
+        key = (self.min_similarity, self.renumbering, type(self)._why_orphan)
+        if key not in cache:
+            cache[key] = self._identify(update)
+        return tuple(self.propose(update, list(cache[key])))
+
+    def _identify(self, update: Update) -> tuple[Decision, ...]:
         exact, heading = update.exact, update.same_heading(self.min_similarity)
         renumbered = update.renumbered if self.renumbering else {}
         out = []
@@ -339,7 +363,7 @@ class SectionPolicy:
                                     reason=f"same section, text changed (body similarity {score:.2f})"))
             else:
                 out.append(Decision(s.slug, "orphaned", reason=self._why_orphan(update, s)))
-        return tuple(self.propose(update, out))
+        return tuple(out)
 
     @staticmethod
     def _why_orphan(update: Update, s: Section) -> str:
@@ -353,9 +377,12 @@ class SectionPolicy:
 
 
 def _context(sections: Sequence[Section], i: int, width: int = 80) -> tuple[str, str]:
-    before = " ".join(sections[i - 1].text.split())[-width:] if i > 0 else ""
-    after = " ".join(sections[i + 1].text.split())[:width] if i + 1 < len(sections) else ""
+    before = _collapsed(sections[i - 1].text)[-width:] if i > 0 else ""
+    after = _collapsed(sections[i + 1].text)[:width] if i + 1 < len(sections) else ""
     return before, after
+
+
+_SLACK = 1e-9  # float rounding room in the fuzzy proposer's upper bounds
 
 
 def _ratio(a: str, b: str, empty: float = 0.0) -> float:
@@ -373,6 +400,7 @@ class FuzzyPolicy(SectionPolicy):
     min_score: float = 0.6
     weights: tuple[float, float, float] = (0.7, 0.2, 0.1)  # quote, context, heading
     name: str = "fuzzy"
+    exhaustive: bool = False  # score every (orphan, new section) pair: the oracle of the bounded search
 
     def score(self, update: Update, i: int, j: int) -> float:
         o, n = update.old[i], update.new[j]
@@ -391,12 +419,46 @@ class FuzzyPolicy(SectionPolicy):
         out = []
         for i, d in enumerate(decisions):
             if d.state == "orphaned" and update.new:
-                j, score = max(((j, self.score(update, i, j)) for j in range(len(update.new))),
-                               key=lambda p: (p[1], -p[0]))
-                if score >= self.min_score:
-                    d = replace(d, proposal=Proposal(update.new[j].slug, score, self.name))
+                best = self._exhaustive(update, i) if self.exhaustive else self._bounded(update, i)
+                if best is not None and best[1] >= self.min_score:
+                    d = replace(d, proposal=Proposal(update.new[best[0]].slug, best[1], self.name))
             out.append(d)
         return out
+
+    def _exhaustive(self, update: Update, i: int) -> tuple[int, float]:
+        """The best (new index, score) over every new section (ties: the earlier section): the oracle."""
+        return max(((j, self.score(update, i, j)) for j in range(len(update.new))), key=lambda p: (p[1], -p[0]))
+
+    def _bounded(self, update: Update, i: int) -> tuple[int, float] | None:
+        """`_exhaustive`'s answer wherever it matters (a winner ≥ `min_score`), scoring exactly only the new
+        sections whose upper bound can still win: `score` is cheap except the merge containment
+        (`partial_ratio`, ~250 µs on a long quote), bounded here by the quote's longest common subsequence with
+        the whole new body. None when no section can reach `min_score`."""
+        o, qa = update.old[i], update.flat[0][i]
+        (pa, sa), head = update.contexts[0][i], o.heading.casefold()
+        wq, wc, wh = self.weights
+        bounds = []
+        for j, n in enumerate(update.new):
+            qb, (pb, sb) = update.flat[1][j], update.contexts[1][j]
+            heading = _ratio(head, n.heading.casefold())
+            quote = _ratio(qa, qb) if qa or qb else heading
+            if 40 <= len(qa) < len(qb):
+                # every window of qb holds at most the LCS of qa and qb; a window of w <= len(qa) characters
+                # scores 2·lcs(qa, window) / (len(qa) + w) <= 2L / (len(qa) + L)
+                lcs = (len(qa) + len(qb) - Indel.distance(qa, qb)) // 2
+                containment = 2 * lcs / (len(qa) + lcs) * (0.9 if len(qa) < 0.8 * len(qb) else 1.0)
+                quote = max(quote, min(1.0, containment + _SLACK))
+            context = (_ratio(pa, pb, 1.0) + _ratio(sa, sb, 1.0)) / 2
+            bounds.append((wq * quote + wc * context + wh * heading + _SLACK, j))
+        bounds.sort(key=lambda b: (-b[0], b[1]))
+        best: tuple[int, float] | None = None
+        for bound, j in bounds:
+            if bound < self.min_score or (best is not None and bound < best[1]):
+                break
+            score = self.score(update, i, j)
+            if best is None or score > best[1] or (score == best[1] and j < best[0]):
+                best = (j, score)
+        return best
 
 
 class _Cache:
@@ -408,7 +470,9 @@ class _Cache:
     def __call__(self, texts: list[str]):
         import numpy as np
 
-        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
+        # shortest first: a batching embedder pads each batch to its longest text (each text's vector is the
+        # same whatever its batch)
+        missing = sorted(dict.fromkeys(t for t in texts if t not in self.vectors), key=len)
         if missing:
             if len(self.vectors) + len(missing) > self.size:
                 self.vectors.clear()
@@ -448,7 +512,7 @@ class EmbeddingPolicy(SectionPolicy):
 
     @staticmethod
     def _text(s: Section) -> str:
-        return (s.heading + "\n" + " ".join(s.body_text.split())).strip() or s.slug
+        return (s.heading + "\n" + _collapsed(s.body_text)).strip() or s.slug
 
     def propose(self, update: Update, decisions: list[Decision]) -> list[Decision]:
         orphans = [i for i, d in enumerate(decisions) if d.state == "orphaned"]
