@@ -40,6 +40,7 @@ no longer declares is orphaned.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -212,6 +213,11 @@ class Update:
         return "".join(s.text for s in self.old) != "".join(s.text for s in self.new)
 
     @cached_property
+    def blank(self) -> frozenset[str]:
+        """Old sections with no text (an empty `_preamble`): they carry no delta."""
+        return frozenset(s.slug for s in self.old if not s.text.strip())
+
+    @cached_property
     def new_by_slug(self) -> Mapping[str, Section]:
         return {s.slug: s for s in self.new}
 
@@ -267,8 +273,9 @@ class Update:
         new_free = [j for j in range(len(self.new)) if j not in taken]
         # Gaps between consecutive exact matches that keep their order.
         fences = _lis(sorted(exact.items()))
-        old_gap = {i: sum(1 for a, _ in fences if a < i) for i in old_free}
-        new_gap = {j: sum(1 for _, b in fences if b < j) for j in new_free}
+        olds, news = [a for a, _ in fences], [b for _, b in fences]  # both increasing along the chain
+        old_gap = {i: bisect_left(olds, i) for i in old_free}
+        new_gap = {j: bisect_left(news, j) for j in new_free}
 
         def groups(scope: Callable[[int, bool], Any]) -> dict[Any, tuple[list[int], list[int]]]:
             out: dict[Any, tuple[list[int], list[int]]] = {}
@@ -419,7 +426,8 @@ class FuzzyPolicy(SectionPolicy):
         out = []
         for i, d in enumerate(decisions):
             if d.state == "orphaned" and update.new:
-                best = self._exhaustive(update, i) if self.exhaustive else self._bounded(update, i)
+                bounded = not self.exhaustive and min(self.weights) >= 0  # the bounds need weights >= 0
+                best = self._bounded(update, i) if bounded else self._exhaustive(update, i)
                 if best is not None and best[1] >= self.min_score:
                     d = replace(d, proposal=Proposal(update.new[best[0]].slug, best[1], self.name))
             out.append(d)
@@ -558,8 +566,7 @@ def plan(old_body: str | Sequence[Section], new_body: str | Sequence[Section],
 
 def plan_update(update: Update, policy: str | Policy) -> Plan:
     p = get_policy(policy)
-    return Plan(p.name, update.body_changed, tuple(p.decide(update)),
-                frozenset(s.slug for s in update.old if not s.text.strip()))
+    return Plan(p.name, update.body_changed, tuple(p.decide(update)), update.blank)
 
 
 # ------------------------------------------------------------------------------ deltas and narrowing
