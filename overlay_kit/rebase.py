@@ -192,7 +192,10 @@ def _lis(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Longest chain of (old, new) index pairs increasing in both (pairs come sorted by old index)."""
     best: list[list[tuple[int, int]]] = []
     for pair in pairs:
-        chain = max((c for c in best if c[-1][1] < pair[1]), key=len, default=[])
+        chain: list[tuple[int, int]] = []
+        for c in best:  # the first longest chain this pair extends
+            if len(c) > len(chain) and c[-1][1] < pair[1]:
+                chain = c
         best.append(chain + [pair])
     return max(best, key=len, default=[])
 
@@ -478,6 +481,13 @@ class _Cache:
     def __call__(self, texts: list[str]):
         import numpy as np
 
+        self.fill(texts)
+        return np.stack([self.vectors[t] for t in texts])
+
+    def fill(self, texts: list[str]) -> None:
+        """Encode the texts not seen yet, in one call."""
+        import numpy as np
+
         # shortest first: a batching embedder pads each batch to its longest text (each text's vector is the
         # same whatever its batch)
         missing = sorted(dict.fromkeys(t for t in texts if t not in self.vectors), key=len)
@@ -487,7 +497,6 @@ class _Cache:
             vecs = np.asarray(self.embedder.encode(missing), dtype="float32")
             vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
             self.vectors.update(zip(missing, vecs))
-        return np.stack([self.vectors[t] for t in texts])
 
 
 def _default_embedder():
@@ -513,10 +522,14 @@ class EmbeddingPolicy(SectionPolicy):
     name: str = "embedding"
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def _encode(self, texts: list[str]):
+    @property
+    def _cache(self) -> _Cache:
         if "cache" not in self._memo:
             self._memo["cache"] = _Cache(self.embedder if self.embedder is not None else _default_embedder())
-        return self._memo["cache"](texts)
+        return self._memo["cache"]
+
+    def _encode(self, texts: list[str]):
+        return self._cache(texts)
 
     @staticmethod
     def _text(s: Section) -> str:
@@ -526,8 +539,9 @@ class EmbeddingPolicy(SectionPolicy):
         orphans = [i for i, d in enumerate(decisions) if d.state == "orphaned"]
         if not orphans or not update.new:
             return decisions
-        olds = self._encode([self._text(update.old[i]) for i in orphans])
-        news = self._encode([self._text(s) for s in update.new])
+        olds, news = [self._text(update.old[i]) for i in orphans], [self._text(s) for s in update.new]
+        self._cache.fill(olds + news)  # one encoder call per update
+        olds, news = self._encode(olds), self._encode(news)
         sims = olds @ news.T
         out = list(decisions)
         for row, i in enumerate(orphans):
