@@ -164,14 +164,14 @@ def _masked(section: Section) -> str:
     return _DIGITS.sub("#", section_key(section))
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def _collapsed(text: str) -> str:
     """`text` with whitespace runs collapsed to one space, made once per text: consecutive updates share
     their middle version's sections (the parse cache hands back the same objects), so each is flattened once."""
     return " ".join(text.split())
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def _body_digest(body_text: str) -> str:
     return digest(body_text)
 
