@@ -349,7 +349,7 @@ class SectionPolicy:
         # `fuzzy` and `embedding` extend this policy: the section decisions are made once per update and
         # parameters, and each proposer only adds proposals to the orphans
         cache = update.__dict__.setdefault("_section_decisions", {})
-        key = (self.min_similarity, self.renumbering, type(self)._why_orphan)
+        key = (type(self)._identify, type(self)._why_orphan, self.min_similarity, self.renumbering)
         if key not in cache:
             cache[key] = self._identify(update)
         return tuple(self.propose(update, list(cache[key])))

@@ -69,13 +69,23 @@ def test_negative_weights_fall_back_to_scoring_every_pair(updates):
             rebase.plan(old, new, rebase.FuzzyPolicy(exhaustive=True, **odd))
 
 
+class Terse(rebase.SectionPolicy):
+    """A subclass with its own orphan reason: it must not be handed the parent's cached decisions."""
+
+    @staticmethod
+    def _why_orphan(update, s):
+        return "gone?"
+
+
 def test_policies_sharing_one_update_decide_as_each_does_on_its_own(updates):
     policies = [rebase.get_policy(n) for n in rebase.POLICIES] + [rebase.SectionPolicy(min_similarity=0.9),
-                                                                   rebase.FuzzyPolicy(renumbering=False)]
+                                                                   rebase.FuzzyPolicy(renumbering=False), Terse()]
     for old, new in updates:
         shared = rebase.Update(old, new)
         for p in policies:
             assert rebase.plan_update(shared, p) == rebase.plan_update(rebase.Update(old, new), p)
+    assert any(d.reason == "gone?" for old, new in updates
+               for d in rebase.plan_update(rebase.Update(old, new), Terse()).decisions)
 
 
 class OneAtATime:
