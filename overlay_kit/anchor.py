@@ -17,7 +17,8 @@ words — link targets in a heading included — changes it.
 
 from __future__ import annotations
 
-import hashlib
+from bisect import bisect_right
+from hashlib import sha256 as _sha256
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -129,13 +130,25 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+_ASCII_SPACE = re.compile(r"[\t\r\x0b\x0c\x1c-\x1f]")  # ASCII whitespace that `str.split` splits on, bar " \n"
+
+
 def _normalize(text: str) -> str:
-    return " ".join((text if text.isascii() else unicodedata.normalize("NFC", text)).split())
+    """NFC, whitespace runs collapsed to one space, none at either end (`" ".join(text.split())`; for
+    ASCII text, by C-speed replaces instead of one string per word)."""
+    if not text.isascii():
+        return " ".join(unicodedata.normalize("NFC", text).split())
+    if _ASCII_SPACE.search(text):
+        text = _ASCII_SPACE.sub(" ", text)
+    text = text.replace("\n", " ")
+    while "  " in text:
+        text = text.replace("  ", " ")
+    return text.strip(" ")
 
 
 def digest(text: str) -> str:
     """sha256 prefix over normalized text: whitespace and Unicode normal form do not count, words do."""
-    return hashlib.sha256(_normalize(text).encode("utf-8")).hexdigest()[:DIGEST_CHARS]
+    return _sha256(_normalize(text).encode("utf-8")).hexdigest()[:DIGEST_CHARS]
 
 
 @lru_cache(maxsize=16384)
@@ -186,37 +199,71 @@ def _plain(tokens) -> str:
     return "".join(out)
 
 
-def _headings(body: str) -> list[tuple[int, int, int, str, str]]:
-    """(start_line, end_line_exclusive, level, plain text, inline source) of every document-level heading,
-    0-based, by markdown-it. Headings nested in block quotes or list items do not start sections."""
+def _headings(body: str) -> _Heads:
+    """Every document-level heading by markdown-it (offsets left to `_parse`). Headings nested in block
+    quotes or list items do not start sections."""
     env: dict = {}  # collects link reference definitions, which heading text may use
     tokens = _blocks().parse(body, env)
-    found = []
+    heads = _Heads()
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.level == 0 and tok.map:
-            source = tokens[i + 1].content
-            plain = _inline_plain.__wrapped__(source, env) if env else _inline_plain(source)
-            found.append((tok.map[0], tok.map[1], int(tok.tag[1]), plain, source))
-    return found
+            heads.starts.append(tok.map[0])
+            heads.ends.append(tok.map[1])
+            heads.levels.append(int(tok.tag[1]))
+            heads.sources.append(tokens[i + 1].content)
+    heads.offsets = heads.body_offsets = None
+    heads.env = env or None
+    return heads
 
 
 # ------------------------------------------------------------------------------------------ the line scan
 
-# Line starts worth a look: `#`, `<`, `=`/`-` underline shapes (indented 0-3) and fence runs (any indent).
-# Every other line is paragraph, list or code text, which cannot start or hide a document-level heading; a
-# tab in the indentation puts a line at column 4 or more, where it is code or container content.
-# A leading "\n" gives the pattern a literal prefix, which the regex engine skips to quickly.
-_CANDIDATE = re.compile(r"""\n(?:
-    (?P<atx>\#{1,6})(?:[ \t](?P<content>[^\n]*))?$         # an ATX heading at indent 0
-  | (?P<fence>(?P<indent>\ {0,3})(?P<marker>`{3,}|~{3,})(?P<info>[^\n]*))   # a fence line, indent 0-3
-  | (?P<setext>\ {0,3}(?:=+|-+)[ \t]*$)                   # a setext underline candidate
-  | (?P<other>\ {1,3}\#{1,6}(?:[ \t]|$)|\ {0,3}<)          # an indented heading, an HTML block start
-)""", re.MULTILINE | re.VERBOSE)
-# `lastgroup` names the innermost group that closed last: map it to its alternative.
-_KIND = {"atx": "atx", "content": "atx", "fence": "fence", "setext": "setext", "other": "other"}
+# The scan works on "\n" + body (markdown-it's line breaks normalized) + "\n", so that every line, the first
+# and the last included, is "\n" + its text + "\n" and the patterns need no MULTILINE anchors: a literal "\n"
+# prefix is what the regex engine skips to fastest.
+_ATX = re.compile(r"\n(#{1,6})(?:[ \t]([^\n]*))?(?=\n)")  # an ATX heading at indent 0
+_FENCE = re.compile(r"\n( {0,3})(`{3,}|~{3,})([^\n]*)")  # a fence line, indent 0-3
+# Lines the scan cannot decide: an indented heading, an HTML block start, a setext underline candidate
+# (harmless only under a blank line). Tabs need no case: a tab in the indentation puts a line at column 4
+# or more, where it is code or container content.
+_SUSPECT = re.compile(r"\n(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n)))")
 _NEWLINES = re.compile(r"\r\n?")
 _INLINE_SYNTAX = re.compile(r"[\\`*_\[\]<>&!]")  # CommonMark inline syntax; without any, plain text == source
 _TRIM = "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+_ODD_SPACE = re.compile(r"[\t\r\x0b\x0c\x1c-\x1f]|  ")  # ASCII text without these is its own whitespace-collapse
+
+
+class _Heads:
+    """Document-level headings, column-wise: 0-based start line, end line (exclusive), level, inline
+    source, and (when known) each heading line's offset in the body."""
+
+    __slots__ = ("starts", "ends", "levels", "sources", "offsets", "body_offsets", "env")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.levels: list[int] = []
+        self.sources: list[str] = []
+        self.offsets: list[int] | None = []
+        self.body_offsets: list[int] | None = []  # where the text below each heading starts
+        self.env: dict | None = None  # link reference definitions heading text may use
+
+
+def _inside(bounds: list[int], pos: int) -> bool:
+    """Whether `pos` lies in one of the half-open ranges `bounds` = [start, end, start, end, …]."""
+    return bisect_right(bounds, pos) & 1 == 1
+
+
+def _plains(sources: list[str], env: dict | None) -> list[str]:
+    """The visible text of every heading (see `_inline_plain`), the common case in one pass: ASCII
+    sources without inline syntax, tabs or space runs are their own plain text."""
+    joined = "\n".join(sources)
+    if joined.isascii() and joined.count("\n") == len(sources) - 1 and not _INLINE_SYNTAX.search(joined) \
+            and not _ODD_SPACE.search(joined):
+        return sources
+    if env:
+        return [_inline_plain.__wrapped__(s, env) for s in sources]
+    return [_inline_plain(s) for s in sources]
 
 
 @lru_cache(maxsize=4096)
@@ -230,61 +277,75 @@ def _inline_plain(source: str, env: dict | None = None) -> str:
     return " ".join(_plain(inline).split())
 
 
-def _scan(body: str) -> tuple[list[tuple[int, int, int, str, str]], list[int] | None] | None:
+def _scan(body: str) -> _Heads | None:
     """`_headings` by a fence-aware line scan, or None where only the full parse can tell.
 
     Exact for ATX headings at indent 0 and fences at indent 0 (CommonMark: a heading or fence line at
     indent 0 always closes any open list item or block quote, and both interrupt paragraphs). It gives
     up on anything that needs container or paragraph state: a heading or fence indented 1-3 spaces (in a
     list item or not?), a setext underline candidate after a non-blank line, an HTML block start, or a
-    link reference definition (heading text may use it). Also returns each heading's offset in `body`
-    (None when line breaks other than \\n make offsets differ from the normalized text's).
+    link reference definition (heading text may use it).
     """
+    if "]:" in body:
+        return None
     src = body
-    offsets: list[int] | None = []
-    if "\r" in src:
-        src, offsets = _NEWLINES.sub("\n", src), None  # markdown-it's normalization; line numbers are unchanged
+    exact = "\r" not in src  # else offsets into the normalized text are not offsets into `body`
+    if not exact:
+        src = _NEWLINES.sub("\n", src)  # markdown-it's normalization; line numbers are unchanged
     if "\0" in src:
         src = src.replace("\0", "\ufffd")
-    if "]:" in src:
-        return None
-    src = "\n" + src  # so that the first line is found like every other (offsets below are into this)
-    found: list[tuple[int, int, int, str, str]] = []
+    src = "\n" + src + "\n"
+    fences: list[int] = []  # [open, close, open, close, …] positions in src of the fenced regions
     fence, fence_len = "", 0
-    line, last = -1, 0
-    for m in _CANDIDATE.finditer(src):
-        kind = _KIND[m.lastgroup]
-        if fence:  # only a closing fence matters: same marker, at least as long, indent <= 3, spaces after
-            if kind == "fence" and m.group("marker")[0] == fence and len(m.group("marker")) >= fence_len \
-                    and not m.group("info").strip(" \t"):
+    for m in _FENCE.finditer(src):
+        indent, marker, info = m.groups()
+        if fence:  # only a closing fence matters: same marker, at least as long, spaces after
+            if marker[0] == fence and len(marker) >= fence_len and not info.strip(" \t"):
                 fence = ""
+                fences.append(m.end())
+        elif marker[0] == "`" and "`" in info:
+            continue  # inline code in a paragraph
+        elif indent:
+            return None  # in a list item or not?
+        else:
+            fence, fence_len = marker[0], len(marker)
+            fences.append(m.start())
+    if fence:
+        fences.append(len(src))
+    for m in _SUSPECT.finditer(src):
+        pos = m.start()
+        if fences and _inside(fences, pos):
             continue
-        if kind == "atx":
-            pos = m.start() + 1
-            line += src.count("\n", last, pos)
-            last = pos
-            content = (m.group("content") or "").rstrip(" \t")
+        if m.group("setext") is None or src[src.rfind("\n", 0, pos) + 1:pos].strip(" \t"):
+            return None  # `===` / `---` under a non-blank line: maybe a setext heading
+    heads = _Heads()
+    line, last = -1, 0
+    starts, levels, sources, offsets, below = heads.starts, heads.levels, heads.sources, heads.offsets, heads.body_offsets
+    count = src.count
+    for m in _ATX.finditer(src):
+        pos = m.start()
+        if fences and _inside(fences, pos):
+            continue
+        line += count("\n", last, pos + 1)
+        last = pos + 1
+        marks, content = m.groups()
+        if content:
+            content = content.rstrip(" \t")
             head = content.rstrip("#")
             if len(head) < len(content) and (not head or head[-1] in " \t"):
                 content = head  # a closing run of `#` after a space is not text
-            source = content.strip(_TRIM)
-            found.append((line, line + 1, len(m.group("atx")), _inline_plain(source), source))
-            if offsets is not None:
-                offsets.append(pos - 1)
-        elif kind == "fence":
-            marker, info = m.group("marker"), m.group("info")
-            if marker[0] == "`" and "`" in info:
-                continue  # inline code in a paragraph
-            if m.group("indent"):
-                return None
-            fence, fence_len = marker[0], len(marker)
-        elif kind == "setext":
-            pos = m.start()  # the line break before the candidate; the line before it must be blank
-            if pos and src[src.rfind("\n", 0, pos) + 1:pos].strip(" \t"):
-                return None  # `===` / `---` under a non-blank line: maybe a setext heading
-        else:  # an indented heading, an HTML block start
-            return None
-    return found, offsets
+            content = content.strip(_TRIM)
+        starts.append(line)
+        levels.append(len(marks))
+        sources.append(content or "")
+        offsets.append(pos)
+        below.append(m.end())
+    heads.ends = [s + 1 for s in starts]
+    if not exact:
+        heads.offsets = heads.body_offsets = None
+    elif below and below[-1] > len(body):
+        below[-1] = len(body)
+    return heads
 
 
 def _unique(slug: str, taken: set[str], tried: dict[str, int]) -> str:
@@ -317,33 +378,67 @@ def parse_markdown_it(body: str) -> tuple[Section, ...]:
 
 @lru_cache(maxsize=256)
 def _parse_cached(body: str) -> tuple[Section, ...]:
-    scanned = _scan(body)
-    return _parse(body, _headings(body)) if scanned is None else _parse(body, *scanned)
+    heads = _scan(body)
+    return _parse(body, _headings(body) if heads is None else heads)
 
 
-def _parse(body: str, heads, offsets: Sequence[int] | None = None) -> tuple[Section, ...]:
-    """Sections from 0-based heading lines; `offsets` (each heading line's offset in `body`) spare the
-    line split."""
+def _slugs(plains: list[str]) -> list[str]:
+    """`slugify` of every heading; ASCII headings (the common case) in one pass over all of them."""
+    joined = "\n".join(plains)
+    if not joined.isascii():
+        return [slugify(p) for p in plains]
+    text = joined.lower().encode("ascii").translate(None, _ASCII_NOT_SLUG).decode("ascii").replace(" ", "-")
+    while "--" in text:
+        text = text.replace("--", "-")
+    return [p.strip("-") or "section" for p in text.split("\n")]
+
+
+_new = object.__new__
+
+
+def _section(slug, heading, level, start_line, end_line, text, heading_lines, heading_source, body_text):
+    """A `Section` without the frozen dataclass's per-field `object.__setattr__` (a parse builds
+    thousands); `body_text` is known here, so it is stored rather than recomputed."""
+    s = _new(Section)
+    d = s.__dict__
+    d["slug"], d["heading"], d["level"], d["start_line"], d["end_line"] = slug, heading, level, start_line, end_line
+    d["text"], d["heading_lines"], d["heading_source"], d["body_text"] = text, heading_lines, heading_source, body_text
+    return s
+
+
+def _parse(body: str, heads: _Heads) -> tuple[Section, ...]:
+    """Sections from the document-level headings."""
+    starts, ends = heads.starts, heads.ends
+    offsets, below = heads.offsets, heads.body_offsets
     if offsets is None:
-        lines = split_lines(body)
-        n_lines = len(lines)
-        starts = [0]
-        for ln in lines:
-            starts.append(starts[-1] + len(ln))
-        offsets = [starts[h[0]] for h in heads]
+        line_start = [0]
+        for ln in split_lines(body):
+            line_start.append(line_start[-1] + len(ln))
+        n_lines = len(line_start) - 1
+        offsets = [line_start[h] for h in starts]
+        below = [line_start[e] for e in ends]
     else:
         n_lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
-    if not heads:
-        return (Section(BODY, "", 0, 1, n_lines, body),)
-    first = heads[0][0]
-    sections = [Section(PREAMBLE, "", 0, 1, first, body[:offsets[0]])]
+    if not starts:
+        return (_section(BODY, "", 0, 1, n_lines, body, 0, "", body),)
+    plains = _plains(heads.sources, heads.env)
     taken, tried = {PREAMBLE, BODY}, {}
-    bounds = list(offsets) + [len(body)]
-    for i, (start, head_end, level, text, source) in enumerate(heads):
-        end = heads[i + 1][0] if i + 1 < len(heads) else n_lines
-        sections.append(Section(_unique(slugify(text), taken, tried), text, level, start + 1, end,
-                                body[bounds[i]:bounds[i + 1]], heading_lines=head_end - start,
-                                heading_source=source))
+    slugs = []
+    add = taken.add
+    for slug in _slugs(plains):
+        if slug in taken:
+            slug = _unique(slug, taken, tried)
+        else:
+            add(slug)
+        slugs.append(slug)
+    sections = [_section(PREAMBLE, "", 0, 1, starts[0], body[:offsets[0]], 0, "", body[:offsets[0]])]
+    append = sections.append
+    bounds = offsets + [len(body)]
+    lines = starts + [n_lines]
+    for i, start in enumerate(starts):
+        end = bounds[i + 1]
+        append(_section(slugs[i], plains[i], heads.levels[i], start + 1, lines[i + 1], body[bounds[i]:end],
+                        ends[i] - start, heads.sources[i], body[below[i]:end]))
     return tuple(sections)
 
 
