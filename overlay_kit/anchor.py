@@ -19,11 +19,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from hashlib import sha256 as _sha256
+import gc
 import re
 import unicodedata
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import accumulate, repeat
 from typing import Literal
 
 __all__ = [
@@ -130,20 +133,8 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
-_ASCII_SPACE = re.compile(r"[\t\r\x0b\x0c\x1c-\x1f]")  # ASCII whitespace that `str.split` splits on, bar " \n"
-
-
 def _normalize(text: str) -> str:
-    """NFC, whitespace runs collapsed to one space, none at either end (`" ".join(text.split())`; for
-    ASCII text, by C-speed replaces instead of one string per word)."""
-    if not text.isascii():
-        return " ".join(unicodedata.normalize("NFC", text).split())
-    if _ASCII_SPACE.search(text):
-        text = _ASCII_SPACE.sub(" ", text)
-    text = text.replace("\n", " ")
-    while "  " in text:
-        text = text.replace("  ", " ")
-    return text.strip(" ")
+    return " ".join((text if text.isascii() else unicodedata.normalize("NFC", text)).split())
 
 
 def digest(text: str) -> str:
@@ -221,7 +212,7 @@ def _headings(body: str) -> _Heads:
 # The scan works on "\n" + body (markdown-it's line breaks normalized) + "\n", so that every line, the first
 # and the last included, is "\n" + its text + "\n" and the patterns need no MULTILINE anchors: a literal "\n"
 # prefix is what the regex engine skips to fastest.
-_ATX = re.compile(r"\n(#{1,6})(?:[ \t]([^\n]*))?(?=\n)")  # an ATX heading at indent 0
+_ATX = re.compile(r"\n(#{1,6})([ \t][^\n]*)?(?=\n)")  # an ATX heading at indent 0
 _FENCE = re.compile(r"\n( {0,3})(`{3,}|~{3,})([^\n]*)")  # a fence line, indent 0-3
 # Lines the scan cannot decide: an indented heading, an HTML block start, a setext underline candidate
 # (harmless only under a blank line). Tabs need no case: a tab in the indentation puts a line at column 4
@@ -318,50 +309,62 @@ def _scan(body: str) -> _Heads | None:
             continue
         if m.group("setext") is None or src[src.rfind("\n", 0, pos) + 1:pos].strip(" \t"):
             return None  # `===` / `---` under a non-blank line: maybe a setext heading
+    ms = list(_ATX.finditer(src))
+    if fences:
+        ms = [m for m in ms if not _inside(fences, m.start())]
     heads = _Heads()
-    line, last = -1, 0
-    starts, levels, sources, offsets, below = heads.starts, heads.levels, heads.sources, heads.offsets, heads.body_offsets
-    count = src.count
-    for m in _ATX.finditer(src):
-        pos = m.start()
-        if fences and _inside(fences, pos):
-            continue
-        line += count("\n", last, pos + 1)
-        last = pos + 1
-        marks, content = m.groups()
-        if content:
-            content = content.rstrip(" \t")
-            head = content.rstrip("#")
-            if len(head) < len(content) and (not head or head[-1] in " \t"):
-                content = head  # a closing run of `#` after a space is not text
-            content = content.strip(_TRIM)
-        starts.append(line)
-        levels.append(len(marks))
-        sources.append(content or "")
-        offsets.append(pos)
-        below.append(m.end())
-    heads.ends = [s + 1 for s in starts]
     if not exact:
         heads.offsets = heads.body_offsets = None
-    elif below and below[-1] > len(body):
-        below[-1] = len(body)
+    if not ms:
+        return heads
+    # column-wise, with C-level loops (map) wherever they do: a body may hold a million headings
+    offsets = list(map(re.Match.start, ms))  # each heading line's "\n" in src = its offset in body
+    heads.starts = list(accumulate(map(src.count, repeat("\n"), [0] + offsets, offsets)))
+    heads.ends = [s + 1 for s in heads.starts]
+    heads.levels = list(map(len, map(re.Match.group, ms, repeat(1))))
+    heads.sources = [_atx_text(raw) for raw in map(re.Match.group, ms, repeat(2))]
+    if exact:
+        heads.offsets = offsets
+        heads.body_offsets = list(map(re.Match.end, ms))
+        heads.body_offsets[-1] = min(heads.body_offsets[-1], len(body))
     return heads
 
 
-def _unique(slug: str, taken: set[str], tried: dict[str, int]) -> str:
-    """`slug`, else the first free `slug-N`. `tried` remembers where each search stopped (taken only
-    grows), so N identical headings number in linear time."""
-    if slug not in taken:
-        taken.add(slug)
-        return slug
-    n = tried.get(slug, 0)
-    while True:
-        n += 1
-        candidate = f"{slug}-{n}"
-        if candidate not in taken:
+def _atx_text(raw: str | None) -> str:
+    """An ATX heading's inline source from the text after its `#` marks (from the space or tab on)."""
+    if not raw:
+        return ""
+    if raw[-1] in " \t#":
+        raw = raw.rstrip(" \t")
+        head = raw.rstrip("#")
+        if len(head) < len(raw) and head[-1] in " \t":
+            raw = head  # a closing run of `#` after a space is not text
+    return raw.strip(_TRIM)
+
+
+def _numbered(slugs: list[str]) -> list[str]:
+    """Each slug, else its first free `slug-N` (taken by a heading before it or reserved). Where a slug
+    recurs, the search for N resumes where it stopped (taken only grows), so N identical headings number
+    in linear time."""
+    distinct = set(slugs)
+    if len(distinct) == len(slugs) and PREAMBLE not in distinct and BODY not in distinct:
+        return slugs  # nothing to number: the common case
+    taken, tried = {PREAMBLE, BODY}, {}
+    out = []
+    add, append = taken.add, out.append
+    for slug in slugs:
+        if slug in taken:
+            n = tried.get(slug, 0)
+            while True:
+                n += 1
+                candidate = f"{slug}-{n}"
+                if candidate not in taken:
+                    break
             tried[slug] = n
-            taken.add(candidate)
-            return candidate
+            slug = candidate
+        add(slug)
+        append(slug)
+    return out
 
 
 def parse(body: str, *, fast: bool = True) -> tuple[Section, ...]:
@@ -373,13 +376,30 @@ def parse(body: str, *, fast: bool = True) -> tuple[Section, ...]:
 
 def parse_markdown_it(body: str) -> tuple[Section, ...]:
     """`parse` by markdown-it alone (no line scan, no cache): the oracle of the fast path."""
-    return _parse(body, _headings(body))
+    with _gc_paused(body):
+        return _parse(body, _headings(body))
 
 
 @lru_cache(maxsize=256)
 def _parse_cached(body: str) -> tuple[Section, ...]:
-    heads = _scan(body)
-    return _parse(body, _headings(body) if heads is None else heads)
+    with _gc_paused(body):
+        heads = _scan(body)
+        return _parse(body, _headings(body) if heads is None else heads)
+
+
+@contextmanager
+def _gc_paused(body: str):
+    """The cyclic garbage collector paused while a large body is parsed: a parse allocates up to a
+    million objects (sections, matches) and makes no cycles, yet each allocation burst triggers
+    collections that re-walk everything allocated so far — two thirds of the time on 2 MiB of headings."""
+    if len(body) < 65536 or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _slugs(plains: list[str]) -> list[str]:
@@ -422,23 +442,13 @@ def _parse(body: str, heads: _Heads) -> tuple[Section, ...]:
     if not starts:
         return (_section(BODY, "", 0, 1, n_lines, body, 0, "", body),)
     plains = _plains(heads.sources, heads.env)
-    taken, tried = {PREAMBLE, BODY}, {}
-    slugs = []
-    add = taken.add
-    for slug in _slugs(plains):
-        if slug in taken:
-            slug = _unique(slug, taken, tried)
-        else:
-            add(slug)
-        slugs.append(slug)
-    sections = [_section(PREAMBLE, "", 0, 1, starts[0], body[:offsets[0]], 0, "", body[:offsets[0]])]
-    append = sections.append
-    bounds = offsets + [len(body)]
-    lines = starts + [n_lines]
-    for i, start in enumerate(starts):
-        end = bounds[i + 1]
-        append(_section(slugs[i], plains[i], heads.levels[i], start + 1, lines[i + 1], body[bounds[i]:end],
-                        ends[i] - start, heads.sources[i], body[below[i]:end]))
+    slugs = _numbered(_slugs(plains))
+    ends_at = offsets[1:] + [len(body)]
+    preamble = body[:offsets[0]]
+    sections = [_section(PREAMBLE, "", 0, 1, starts[0], preamble, 0, "", preamble)]
+    sections += map(_section, slugs, plains, heads.levels, map(int.__add__, starts, repeat(1)), starts[1:] + [n_lines],
+                    map(body.__getitem__, map(slice, offsets, ends_at)), map(int.__sub__, ends, starts),
+                    heads.sources, map(body.__getitem__, map(slice, below, ends_at)))
     return tuple(sections)
 
 
