@@ -215,9 +215,25 @@ def _headings(body: str) -> _Heads:
 _ATX = re.compile(r"\n(#{1,6})([ \t][^\n]*)?(?=\n)")  # an ATX heading at indent 0
 _FENCE = re.compile(r"\n( {0,3})(`{3,}|~{3,})([^\n]*)")  # a fence line, indent 0-3
 # Lines the scan cannot decide: an indented heading, an HTML block start, a setext underline candidate
-# (harmless only under a blank line). Tabs need no case: a tab in the indentation puts a line at column 4
-# or more, where it is code or container content.
-_SUSPECT = re.compile(r"\n(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n)))")
+# (harmless only under a blank line), and a container prefix reaching column 18 (`_deep`). Tabs need no
+# case of their own: a tab in the indentation puts a line at column 4 or more, code or container content.
+_SUSPECT = re.compile(r"\n(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n))"
+                      r"|(?P<deep>[ >\-*+.)0-9]{18,}|[ >\-*+.)0-9]*\t[ \t>\-*+.)0-9]*))")
+_MARKER = re.compile(r"[-*+]|\d[.)]")
+# The same lines, plus headings and fences, in one pass with line numbers (the mixed parse, `_mixed`);
+# `ref` is a line that may hold a link reference definition.
+_EVENT = re.compile(r"""\n(?:
+    (?P<atx>\#{1,6})(?P<raw>[ \t][^\n]*)?(?=\n)
+  | (?P<fence>(?P<indent>\ {0,3})(?P<marker>`{3,}|~{3,})(?P<info>[^\n]*))
+  | (?P<setext>\ {0,3}(?:=+|-+)[ \t]*)(?=\n)
+  | (?P<other>\ {1,3}\#{1,6}(?=[ \t\n])|\ {0,3}<)
+  | (?P<deep>[ >\-*+.)0-9]{18,}|[ >\-*+.)0-9]*\t[ \t>\-*+.)0-9]*)
+  | (?P<ref>[^\n]*\]:)
+)""", re.VERBOSE)
+_EVENT_KIND = {"atx": "atx", "raw": "atx", "fence": "fence", "info": "fence", "setext": "setext", "other": "other",
+               "deep": "deep", "ref": "other"}
+# A blank line (spaces and tabs only) followed by a line at indent 0: where block state may reset.
+_SPLIT = re.compile(r"\n[ \t]*(?=\n[^ \t\n])")
 _NEWLINES = re.compile(r"\r\n?")
 _INLINE_SYNTAX = re.compile(r"[\\`*_\[\]<>&!]")  # CommonMark inline syntax; without any, plain text == source
 _TRIM = "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
@@ -307,6 +323,11 @@ def _scan(body: str) -> _Heads | None:
         pos = m.start()
         if fences and _inside(fences, pos):
             continue
+        deep = m.group("deep")
+        if deep is not None:
+            if _deep(deep):
+                return None
+            continue
         if m.group("setext") is None or src[src.rfind("\n", 0, pos) + 1:pos].strip(" \t"):
             return None  # `===` / `---` under a non-blank line: maybe a setext heading
     ms = list(_ATX.finditer(src))
@@ -328,6 +349,113 @@ def _scan(body: str) -> _Heads | None:
         heads.body_offsets = list(map(re.Match.end, ms))
         heads.body_offsets[-1] = min(heads.body_offsets[-1], len(body))
     return heads
+
+
+def _deep(prefix: str) -> bool:
+    """Whether a line's container prefix may hold a list nested ten deep: markdown-it stops at nesting
+    level 20 (a list and its item are two) and then swallows the rest of the enclosing block, the whole
+    document for a top-level list. Ten list levels put the last marker at column 18 or more."""
+    return len(prefix.expandtabs(4)) >= 18 and _MARKER.search(prefix) is not None
+
+
+def _mixed(body: str) -> _Heads:
+    """`_headings` where the line scan gave up: the scan's decisions between the lines it cannot decide,
+    and markdown-it on an island around each such line.
+
+    An island starts where CommonMark block state is known to be reset in a region the scan decided (a
+    line at indent 0 after a blank line, a heading or fence line at indent 0, the line after a closing
+    fence), and ends before a line at indent 0 after a blank line once markdown-it shows that nothing
+    is open there (no fence, HTML block or nesting-limit swallow runs to the island's end; a list that
+    does is closed by the unindented line). Where it is not shown, the island grows to twice its size.
+    Link reference definitions are collected from the islands (a line holding `]:` is one) and resolve
+    heading text everywhere, as in the full parse.
+    """
+    src = body if "\r" not in body else _NEWLINES.sub("\n", body)
+    if "\0" in src:
+        src = src.replace("\0", "\ufffd")
+    n_lines = src.count("\n") + (0 if src.endswith("\n") or not src else 1)
+    src = "\n" + src + "\n"
+    line_start = [0, *accumulate(map(len, split_lines(body)))]
+    splits = [m.start() for m in _SPLIT.finditer(src)]
+    splits = list(map(int.__add__, accumulate(map(src.count, repeat("\n"), [0] + splits, splits)), repeat(1)))
+    heads = _Heads()
+    heads.offsets = heads.body_offsets = None
+    env: dict = {}
+    starts, ends, levels, sources = heads.starts, heads.ends, heads.levels, heads.sources
+    pos = reset = 0  # lines before `pos` are decided; `reset`: the latest line where block state resets
+    fence, fence_len = "", 0
+    line, last = -1, 0
+    for m in _EVENT.finditer(src):
+        line += src.count("\n", last, m.start() + 1)
+        last = m.start() + 1
+        if line < pos:
+            continue
+        kind = _EVENT_KIND[m.lastgroup]
+        if fence:
+            if kind == "fence" and m["marker"][0] == fence and len(m["marker"]) >= fence_len \
+                    and not m["info"].strip(" \t"):
+                fence, reset = "", line + 1
+            continue
+        if kind == "atx":
+            starts.append(line)
+            ends.append(line + 1)
+            levels.append(len(m["atx"]))
+            sources.append(_atx_text(m["raw"]))
+            reset = line
+            continue
+        if kind == "fence":
+            if m["marker"][0] == "`" and "`" in m["info"]:
+                continue
+            if not m["indent"]:
+                fence, fence_len, reset = m["marker"][0], len(m["marker"]), line
+                continue
+        elif kind == "setext":
+            if not src[src.rfind("\n", 0, m.start()) + 1:m.start()].strip(" \t"):
+                continue  # under a blank line: a thematic break or a paragraph, never a heading
+        elif kind == "deep" and not _deep(m["deep"]) and "]:" not in src[m.start():src.find("\n", m.end())]:
+            continue
+        # a line the scan cannot decide: markdown-it parses an island around it
+        i = bisect_right(splits, line)
+        start = max(reset, splits[i - 1] if i else 0)
+        while starts and starts[-1] >= start:
+            for col in (starts, ends, levels, sources):
+                col.pop()
+        pos = reset = _island(body, line_start, splits, start, line, n_lines, heads, env)
+        fence = ""
+    heads.env = env or None
+    return heads
+
+
+def _island(body, line_start, splits, start, line, n_lines, heads, env) -> int:
+    """markdown-it on lines [start, end) for the first `end` after `line` that it shows to be a reset
+    point (see `_mixed`); the island's headings are added to `heads`. Returns `end`."""
+    i = bisect_right(splits, line)
+    end = splits[i] if i < len(splits) else n_lines
+    while True:
+        tokens = _blocks().parse(body[line_start[start]:line_start[end]], env)
+        if end >= n_lines or _closed(tokens, end - start):
+            break
+        i = bisect_right(splits, start + 2 * (end - start) - 1)
+        end = splits[i] if i < len(splits) else n_lines
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.level == 0 and tok.map:
+            heads.starts.append(start + tok.map[0])
+            heads.ends.append(start + tok.map[1])
+            heads.levels.append(int(tok.tag[1]))
+            heads.sources.append(tokens[i + 1].content)
+    return end
+
+
+def _closed(tokens, n: int) -> bool:
+    """Whether nothing a region's parse left open at its end (line `n`, after a blank line) could
+    continue past it: only a list may reach the end (the next, unindented line closes it or adds an
+    item), and only where nesting stayed below markdown-it's limit (else the list swallowed the rest)."""
+    deepest = max((t.level for t in tokens), default=0)
+    for tok in tokens:
+        if tok.level == 0 and tok.map and tok.map[1] >= n:
+            if tok.type not in ("bullet_list_open", "ordered_list_open") or deepest >= 18:
+                return False
+    return True
 
 
 def _atx_text(raw: str | None) -> str:
@@ -384,7 +512,7 @@ def parse_markdown_it(body: str) -> tuple[Section, ...]:
 def _parse_cached(body: str) -> tuple[Section, ...]:
     with _gc_paused(body):
         heads = _scan(body)
-        return _parse(body, _headings(body) if heads is None else heads)
+        return _parse(body, _mixed(body) if heads is None else heads)
 
 
 @contextmanager
@@ -431,9 +559,7 @@ def _parse(body: str, heads: _Heads) -> tuple[Section, ...]:
     starts, ends = heads.starts, heads.ends
     offsets, below = heads.offsets, heads.body_offsets
     if offsets is None:
-        line_start = [0]
-        for ln in split_lines(body):
-            line_start.append(line_start[-1] + len(ln))
+        line_start = [0, *accumulate(map(len, split_lines(body)))]
         n_lines = len(line_start) - 1
         offsets = [line_start[h] for h in starts]
         below = [line_start[e] for e in ends]
