@@ -226,12 +226,17 @@ _EVENT = re.compile(r"""\n(?:
     (?P<atx>\#{1,6})(?P<raw>[ \t][^\n]*)?(?=\n)
   | (?P<fence>(?P<indent>\ {0,3})(?P<marker>`{3,}|~{3,})(?P<info>[^\n]*))
   | (?P<setext>\ {0,3}(?:=+|-+)[ \t]*)(?=\n)
-  | (?P<other>\ {1,3}\#{1,6}(?=[ \t\n])|\ {0,3}<)
+  | (?P<indented>\ {1,3})(?P<iatx>\#{1,6})(?P<iraw>[ \t][^\n]*)?(?=\n)
+  | (?P<other>\ {0,3}<)
   | (?P<deep>[ >\-*+.)0-9]{18,}|[ >\-*+.)0-9]*\t[ \t>\-*+.)0-9]*)
   | (?P<ref>[^\n]*\]:)
 )""", re.VERBOSE)
 _EVENT_KIND = {"atx": "atx", "raw": "atx", "fence": "fence", "info": "fence", "setext": "setext", "other": "other",
-               "deep": "deep", "ref": "other"}
+               "deep": "deep", "ref": "other", "iatx": "indented", "iraw": "indented"}
+# A line that can only be paragraph text wherever it stands, and cannot end or interrupt a paragraph:
+# up to 3 spaces of indentation, then none of the characters that start another block (or a link
+# reference definition), nor an ordered-list marker.
+_PLAIN = re.compile(r" {0,3}(?![\s#`~>\-+*_=<\[]|\d{1,9}[.)](?:[ \t]|$))")
 # A blank line (spaces and tabs only) followed by a line at indent 0: where block state may reset.
 _SPLIT = re.compile(r"\n[ \t]*(?=\n[^ \t\n])")
 _NEWLINES = re.compile(r"\r\n?")
@@ -385,6 +390,23 @@ def _mixed(body: str) -> _Heads:
     pos = reset = 0  # lines before `pos` are decided; `reset`: the latest line where block state resets
     fence, fence_len = "", 0
     line, last = -1, 0
+    lines = src.split("\n")  # lines[i + 1] is line i
+    ended: set[int] = set()  # lines that end a document-level block with nothing left open after them
+
+    def paragraph(at: int) -> int | None:
+        """The first line of the document-level paragraph whose last line is `at`, or None where that
+        is not certain (-1 for "no paragraph": `at` ends a block or is blank and preceded by one)."""
+        i = at
+        while i >= pos and _PLAIN.match(lines[i + 1]) and lines[i + 1].strip(" \t"):
+            i -= 1
+        if i == at:  # no paragraph line at all
+            return -1 if at in ended or at < 0 else None
+        first = i + 1
+        if first == pos and first == 0 or (i >= 0 and i in ended) or (
+                (i < 0 or not lines[i + 1].strip(" \t")) and not lines[first + 1][:1].isspace()):
+            return first
+        return None
+
     for m in _EVENT.finditer(src):
         line += src.count("\n", last, m.start() + 1)
         last = m.start() + 1
@@ -395,6 +417,7 @@ def _mixed(body: str) -> _Heads:
             if kind == "fence" and m["marker"][0] == fence and len(m["marker"]) >= fence_len \
                     and not m["info"].strip(" \t"):
                 fence, reset = "", line + 1
+                ended.add(line)
             continue
         if kind == "atx":
             starts.append(line)
@@ -402,6 +425,7 @@ def _mixed(body: str) -> _Heads:
             levels.append(len(m["atx"]))
             sources.append(_atx_text(m["raw"]))
             reset = line
+            ended.add(line)
             continue
         if kind == "fence":
             if m["marker"][0] == "`" and "`" in m["info"]:
@@ -410,8 +434,33 @@ def _mixed(body: str) -> _Heads:
                 fence, fence_len, reset = m["marker"][0], len(m["marker"]), line
                 continue
         elif kind == "setext":
-            if not src[src.rfind("\n", 0, m.start()) + 1:m.start()].strip(" \t"):
+            if not lines[line].strip(" \t"):
                 continue  # under a blank line: a thematic break or a paragraph, never a heading
+            first = paragraph(line - 1)
+            if first == -1:
+                continue  # under a heading, an underline or a closing fence: a thematic break or text
+            if first is not None:  # a setext heading: CommonMark's paragraph text, markers dropped
+                starts.append(first)
+                ends.append(line + 1)
+                levels.append(1 if m["setext"].strip(" \t")[0] == "=" else 2)
+                sources.append("\n".join(lines[first + 1:line + 1]).strip(_TRIM))
+                ended.add(line)
+                reset = line + 1
+                continue
+        elif kind == "indented":
+            # a heading indented 1-3 spaces is one unless a list item holds it: certain after a heading,
+            # underline or closing fence, or after a document-level paragraph (and blank lines)
+            before = line - 1
+            while before >= pos and not lines[before + 1].strip(" \t"):
+                before -= 1
+            if before < 0 and pos == 0 or paragraph(before) is not None:
+                starts.append(line)
+                ends.append(line + 1)
+                levels.append(len(m["iatx"]))
+                sources.append(_atx_text(m["iraw"]))
+                ended.add(line)
+                reset = line
+                continue
         elif kind == "deep" and not _deep(m["deep"]) and "]:" not in src[m.start():src.find("\n", m.end())]:
             continue
         # a line the scan cannot decide: markdown-it parses an island around it
