@@ -17,15 +17,15 @@ words — link targets in a heading included — changes it.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from hashlib import sha256 as _sha256
 import gc
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+from hashlib import sha256 as _sha256
 from itertools import accumulate, repeat
 from typing import Literal
 
@@ -115,7 +115,7 @@ class Anchor:
         return {"section": self.section, "digest": self.digest, "base_version": self.base_version}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Anchor":
+    def from_dict(cls, data: dict) -> Anchor:
         return cls(str(data["section"]), str(data["digest"]), data.get("base_version"))
 
 
@@ -253,7 +253,7 @@ class _Heads:
     """Document-level headings, column-wise: 0-based start line, end line (exclusive), level, inline
     source, and (when known) each heading line's offset in the body."""
 
-    __slots__ = ("starts", "ends", "levels", "sources", "offsets", "body_offsets", "env")
+    __slots__ = ("body_offsets", "ends", "env", "levels", "offsets", "sources", "starts")
 
     def __init__(self) -> None:
         self.starts: list[int] = []
@@ -451,16 +451,20 @@ def _mixed(body: str) -> _Heads:
                 fence, fence_len, reset = m["marker"][0], len(m["marker"]), line
                 continue
         elif kind == "setext":
+            lone = m["setext"].strip(" \t") == "-"  # also an empty list item
             if not lines[line].strip(" \t"):
-                continue  # under a blank line: a thematic break or a paragraph, never a heading
+                item = line if lone else item
+                continue  # under a blank line: a thematic break, a paragraph or an item, never a heading
             first = paragraph(line - 1)
             if first == -1:
-                continue  # under a heading, an underline or a closing fence: a thematic break or text
+                item = line if lone else item
+                continue  # under a heading, an underline or a closing fence: a thematic break, text or an item
             if first is not None:  # a setext heading: CommonMark's paragraph text, markers dropped
                 add(first, line + 1, 1 if m["setext"].strip(" \t")[0] == "=" else 2,
                     "\n".join(lines[first + 1:line + 1]).strip(_TRIM))
                 reset = line + 1
                 continue
+            item = line if lone else item
         elif kind == "indented":
             # a heading indented 1-3 spaces is one unless a list item holds it (a heading is never a lazy
             # continuation line, so a block quote before it is closed)
@@ -485,278 +489,6 @@ def _mixed(body: str) -> _Heads:
             item = line
             if "]:" not in m["item"]:
                 continue
-        # a line the scan cannot decide: markdown-it parses an island around it
-        i = bisect_right(splits, line)
-        start = max(reset, splits[i - 1] if i else 0)
-        while starts and starts[-1] >= start:
-            for col in (starts, ends, levels, sources):
-                col.pop()
-        pos = reset = _island(body, line_start, splits, start, line, n_lines, heads, env)
-        fence = ""
-    heads.env = env or None
-    return heads
-
-
-# ------------------------------------------------------------------------------------------ the line scan
-
-# The scan works on "\n" + body (markdown-it's line breaks normalized) + "\n", so that every line, the first
-# and the last included, is "\n" + its text + "\n" and the patterns need no MULTILINE anchors: a literal "\n"
-# prefix is what the regex engine skips to fastest.
-_ATX = re.compile(r"\n(#{1,6})([ \t][^\n]*)?(?=\n)")  # an ATX heading at indent 0
-_FENCE = re.compile(r"\n( {0,3})(`{3,}|~{3,})([^\n]*)")  # a fence line, indent 0-3
-# Lines the scan cannot decide: an indented heading, an HTML block start, a setext underline candidate
-# (harmless only under a blank line), and a container prefix reaching column 18 (`_deep`). Tabs need no
-# case of their own: a tab in the indentation puts a line at column 4 or more, code or container content.
-_SUSPECT = re.compile(r"\n(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n))"
-                      r"|(?P<deep>[ >\-*+.)0-9]{18,}|[ >\-*+.)0-9]*\t[ \t>\-*+.)0-9]*))")
-_MARKER = re.compile(r"[-*+]|\d[.)]")
-# The same lines, plus headings and fences, in one pass with line numbers (the mixed parse, `_mixed`);
-# `ref` is a line that may hold a link reference definition.
-_EVENT = re.compile(r"""\n(?:
-    (?P<atx>\#{1,6})(?P<raw>[ \t][^\n]*)?(?=\n)
-  | (?P<fence>(?P<indent>\ {0,3})(?P<marker>`{3,}|~{3,})(?P<info>[^\n]*))
-  | (?P<setext>\ {0,3}(?:=+|-+)[ \t]*)(?=\n)
-  | (?P<indented>\ {1,3})(?P<iatx>\#{1,6})(?P<iraw>[ \t][^\n]*)?(?=\n)
-  | (?P<html>\ {0,3}<[^\n]*)
-  | (?P<deep>[ >\-*+.)0-9]{18,}|[ >\-*+.)0-9]*\t[ \t>\-*+.)0-9]*)
-  | (?P<item>\ {0,3}(?:[-+*]|\d{1,9}[.)])(?=[ \t\n])[^\n]*)
-  | (?P<ref>[^\n]*\]:)
-)""", re.VERBOSE)
-_EVENT_KIND = {"atx": "atx", "raw": "atx", "fence": "fence", "info": "fence", "setext": "setext", "html": "html",
-               "deep": "deep", "item": "item", "ref": "ref", "iatx": "indented", "iraw": "indented"}
-_ITEM = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
-_BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
-# A line that can only be paragraph text wherever it stands, and cannot end or interrupt a paragraph:
-# up to 3 spaces of indentation, then none of the characters that start another block (or a link
-# reference definition), nor an ordered-list marker.
-_PLAIN = re.compile(r" {0,3}(?![\s`~>=<\[]|#{1,6}(?:[ \t]|$)|[-+*](?:[ \t]|$)|([-*_])(?:[ \t]*\1){2,}[ \t]*$"
-                    r"|-+[ \t]*$|\d{1,9}[.)](?:[ \t]|$))")
-# A blank line (spaces and tabs only) followed by a line at indent 0: where block state may reset.
-_SPLIT = re.compile(r"\n[ \t]*(?=\n[^ \t\n])")
-_NEWLINES = re.compile(r"\r\n?")
-_INLINE_SYNTAX = re.compile(r"[\\`*_\[\]<>&!]")  # CommonMark inline syntax; without any, plain text == source
-_TRIM = "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
-_ODD_SPACE = re.compile(r"[\t\r\x0b\x0c\x1c-\x1f]|  ")  # ASCII text without these is its own whitespace-collapse
-
-
-class _Heads:
-    """Document-level headings, column-wise: 0-based start line, end line (exclusive), level, inline
-    source, and (when known) each heading line's offset in the body."""
-
-    __slots__ = ("starts", "ends", "levels", "sources", "offsets", "body_offsets", "env")
-
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.levels: list[int] = []
-        self.sources: list[str] = []
-        self.offsets: list[int] | None = []
-        self.body_offsets: list[int] | None = []  # where the text below each heading starts
-        self.env: dict | None = None  # link reference definitions heading text may use
-
-
-def _inside(bounds: list[int], pos: int) -> bool:
-    """Whether `pos` lies in one of the half-open ranges `bounds` = [start, end, start, end, …]."""
-    return bisect_right(bounds, pos) & 1 == 1
-
-
-def _plains(sources: list[str], env: dict | None) -> list[str]:
-    """The visible text of every heading (see `_inline_plain`), the common case in one pass: ASCII
-    sources without inline syntax, tabs or space runs are their own plain text."""
-    joined = "\n".join(sources)
-    if joined.isascii() and joined.count("\n") == len(sources) - 1 and not _INLINE_SYNTAX.search(joined) \
-            and not _ODD_SPACE.search(joined):
-        return sources
-    if env:
-        return [_inline_plain.__wrapped__(s, env) for s in sources]
-    return [_inline_plain(s) for s in sources]
-
-
-@lru_cache(maxsize=4096)
-def _inline_plain(source: str, env: dict | None = None) -> str:
-    """The visible text of a heading's inline source. Inline parsing is superlinear on some inputs (a
-    1 MB heading of `[` or `*a` takes seconds to minutes), so only the first INLINE_LIMIT characters of
-    a longer heading are parsed for its text; its digest still covers the whole source."""
-    if not _INLINE_SYNTAX.search(source):
-        return " ".join(source.split())
-    inline = _markdown().parseInline(source[:INLINE_LIMIT], {} if env is None else env)[0].children
-    return " ".join(_plain(inline).split())
-
-
-def _scan(body: str) -> _Heads | None:
-    """`_headings` by a fence-aware line scan, or None where only the full parse can tell.
-
-    Exact for ATX headings at indent 0 and fences at indent 0 (CommonMark: a heading or fence line at
-    indent 0 always closes any open list item or block quote, and both interrupt paragraphs). It gives
-    up on anything that needs container or paragraph state: a heading or fence indented 1-3 spaces (in a
-    list item or not?), a setext underline candidate after a non-blank line, an HTML block start, or a
-    link reference definition (heading text may use it).
-    """
-    if "]:" in body:
-        return None
-    src = body
-    exact = "\r" not in src  # else offsets into the normalized text are not offsets into `body`
-    if not exact:
-        src = _NEWLINES.sub("\n", src)  # markdown-it's normalization; line numbers are unchanged
-    if "\0" in src:
-        src = src.replace("\0", "\ufffd")
-    src = "\n" + src + "\n"
-    fences: list[int] = []  # [open, close, open, close, …] positions in src of the fenced regions
-    fence, fence_len = "", 0
-    for m in _FENCE.finditer(src):
-        indent, marker, info = m.groups()
-        if fence:  # only a closing fence matters: same marker, at least as long, spaces after
-            if marker[0] == fence and len(marker) >= fence_len and not info.strip(" \t"):
-                fence = ""
-                fences.append(m.end())
-        elif marker[0] == "`" and "`" in info:
-            continue  # inline code in a paragraph
-        elif indent:
-            return None  # in a list item or not?
-        else:
-            fence, fence_len = marker[0], len(marker)
-            fences.append(m.start())
-    if fence:
-        fences.append(len(src))
-    for m in _SUSPECT.finditer(src):
-        pos = m.start()
-        if fences and _inside(fences, pos):
-            continue
-        deep = m.group("deep")
-        if deep is not None:
-            if _deep(deep):
-                return None
-            continue
-        if m.group("setext") is None or src[src.rfind("\n", 0, pos) + 1:pos].strip(" \t"):
-            return None  # `===` / `---` under a non-blank line: maybe a setext heading
-    ms = list(_ATX.finditer(src))
-    if fences:
-        ms = [m for m in ms if not _inside(fences, m.start())]
-    heads = _Heads()
-    if not exact:
-        heads.offsets = heads.body_offsets = None
-    if not ms:
-        return heads
-    # column-wise, with C-level loops (map) wherever they do: a body may hold a million headings
-    offsets = list(map(re.Match.start, ms))  # each heading line's "\n" in src = its offset in body
-    heads.starts = list(accumulate(map(src.count, repeat("\n"), [0] + offsets, offsets)))
-    heads.ends = [s + 1 for s in heads.starts]
-    heads.levels = list(map(len, map(re.Match.group, ms, repeat(1))))
-    heads.sources = [_atx_text(raw) for raw in map(re.Match.group, ms, repeat(2))]
-    if exact:
-        heads.offsets = offsets
-        heads.body_offsets = list(map(re.Match.end, ms))
-        heads.body_offsets[-1] = min(heads.body_offsets[-1], len(body))
-    return heads
-
-
-def _deep(prefix: str) -> bool:
-    """Whether a line's container prefix may hold a list nested ten deep: markdown-it stops at nesting
-    level 20 (a list and its item are two) and then swallows the rest of the enclosing block, the whole
-    document for a top-level list. Ten list levels put the last marker at column 18 or more."""
-    return len(prefix.expandtabs(4)) >= 18 and _MARKER.search(prefix) is not None
-
-
-def _mixed(body: str) -> _Heads:
-    """`_headings` where the line scan gave up: the scan's decisions between the lines it cannot decide,
-    and markdown-it on an island around each such line.
-
-    An island starts where CommonMark block state is known to be reset in a region the scan decided (a
-    line at indent 0 after a blank line, a heading or fence line at indent 0, the line after a closing
-    fence), and ends before a line at indent 0 after a blank line once markdown-it shows that nothing
-    is open there (no fence, HTML block or nesting-limit swallow runs to the island's end; a list that
-    does is closed by the unindented line). Where it is not shown, the island grows to twice its size.
-    Link reference definitions are collected from the islands (a line holding `]:` is one) and resolve
-    heading text everywhere, as in the full parse.
-    """
-    src = body if "\r" not in body else _NEWLINES.sub("\n", body)
-    if "\0" in src:
-        src = src.replace("\0", "\ufffd")
-    n_lines = src.count("\n") + (0 if src.endswith("\n") or not src else 1)
-    src = "\n" + src + "\n"
-    line_start = [0, *accumulate(map(len, split_lines(body)))]
-    splits = [m.start() for m in _SPLIT.finditer(src)]
-    splits = list(map(int.__add__, accumulate(map(src.count, repeat("\n"), [0] + splits, splits)), repeat(1)))
-    heads = _Heads()
-    heads.offsets = heads.body_offsets = None
-    env: dict = {}
-    starts, ends, levels, sources = heads.starts, heads.ends, heads.levels, heads.sources
-    pos = reset = 0  # lines before `pos` are decided; `reset`: the latest line where block state resets
-    fence, fence_len = "", 0
-    line, last = -1, 0
-    lines = src.split("\n")  # lines[i + 1] is line i
-    ended: set[int] = set()  # lines that end a document-level block with nothing left open after them
-
-    def paragraph(at: int) -> int | None:
-        """The first line of the document-level paragraph whose last line is `at`, or None where that
-        is not certain (-1 for "no paragraph": `at` ends a block or is blank and preceded by one)."""
-        i = at
-        while i >= pos and _PLAIN.match(lines[i + 1]) and lines[i + 1].strip(" \t"):
-            i -= 1
-        if i == at:  # no paragraph line at all
-            return -1 if at in ended or at < 0 else None
-        first = i + 1
-        if first == pos and first == 0 or (i >= 0 and i in ended) or (
-                (i < 0 or not lines[i + 1].strip(" \t")) and not lines[first + 1][:1].isspace()):
-            return first
-        return None
-
-    for m in _EVENT.finditer(src):
-        line += src.count("\n", last, m.start() + 1)
-        last = m.start() + 1
-        if line < pos:
-            continue
-        kind = _EVENT_KIND[m.lastgroup]
-        if fence:
-            if kind == "fence" and m["marker"][0] == fence and len(m["marker"]) >= fence_len \
-                    and not m["info"].strip(" \t"):
-                fence, reset = "", line + 1
-                ended.add(line)
-            continue
-        if kind == "atx":
-            starts.append(line)
-            ends.append(line + 1)
-            levels.append(len(m["atx"]))
-            sources.append(_atx_text(m["raw"]))
-            reset = line
-            ended.add(line)
-            continue
-        if kind == "fence":
-            if m["marker"][0] == "`" and "`" in m["info"]:
-                continue
-            if not m["indent"]:
-                fence, fence_len, reset = m["marker"][0], len(m["marker"]), line
-                continue
-        elif kind == "setext":
-            if not lines[line].strip(" \t"):
-                continue  # under a blank line: a thematic break or a paragraph, never a heading
-            first = paragraph(line - 1)
-            if first == -1:
-                continue  # under a heading, an underline or a closing fence: a thematic break or text
-            if first is not None:  # a setext heading: CommonMark's paragraph text, markers dropped
-                starts.append(first)
-                ends.append(line + 1)
-                levels.append(1 if m["setext"].strip(" \t")[0] == "=" else 2)
-                sources.append("\n".join(lines[first + 1:line + 1]).strip(_TRIM))
-                ended.add(line)
-                reset = line + 1
-                continue
-        elif kind == "indented":
-            # a heading indented 1-3 spaces is one unless a list item holds it: certain after a heading,
-            # underline or closing fence, or after a document-level paragraph (and blank lines)
-            before = line - 1
-            while before >= pos and not lines[before + 1].strip(" \t"):
-                before -= 1
-            if before < 0 and pos == 0 or paragraph(before) is not None:
-                starts.append(line)
-                ends.append(line + 1)
-                levels.append(len(m["iatx"]))
-                sources.append(_atx_text(m["iraw"]))
-                ended.add(line)
-                reset = line
-                continue
-        elif kind == "deep" and not _deep(m["deep"]) and "]:" not in src[m.start():src.find("\n", m.end())]:
-            continue
         # a line the scan cannot decide: markdown-it parses an island around it
         i = bisect_right(splits, line)
         start = max(reset, splits[i - 1] if i else 0)
