@@ -229,11 +229,12 @@ _EVENT = re.compile(r"""\n(?:
   | (?P<indented>\ {1,3})(?P<iatx>\#{1,6})(?P<iraw>[ \t][^\n]*)?(?=\n)
   | (?P<html>\ {0,3}<[^\n]*)
   | (?P<deep>[ >\-*+.)0-9]{18,}|[ >\-*+.)0-9]*\t[ \t>\-*+.)0-9]*)
+  | (?P<hr>(?P<hrc>[-*_])(?:[ \t]*(?P=hrc)){2,}[ \t]*)(?=\n)
   | (?P<item>\ {0,3}(?:[-+*]|\d{1,9}[.)])(?=[ \t\n])[^\n]*)
   | (?P<ref>[^\n]*\]:)
 )""", re.VERBOSE)
 _EVENT_KIND = {"atx": "atx", "raw": "atx", "fence": "fence", "info": "fence", "setext": "setext", "html": "html",
-               "deep": "deep", "item": "item", "ref": "ref", "iatx": "indented", "iraw": "indented"}
+               "deep": "deep", "item": "item", "hr": "hr", "hrc": "hr", "ref": "ref", "iatx": "indented", "iraw": "indented"}
 _ITEM = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
 _BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
 # A line that can only be paragraph text wherever it stands, and cannot end or interrupt a paragraph:
@@ -409,7 +410,7 @@ def _mixed(body: str) -> _Heads:
         is not certain (-1 for "no paragraph": `at` ends a block)."""
         i = at
         while i >= pos and i not in ended and lines[i + 1].strip(" \t") and (
-                _PLAIN.match(lines[i + 1]) or i < at and len(lines[i + 1]) - len(lines[i + 1].lstrip(" ")) >= 4):
+                _PLAIN.match(lines[i + 1]) or len(lines[i + 1]) - len(lines[i + 1].lstrip(" ")) >= 4):
             i -= 1  # paragraph text; a line indented 4 or more only continues one
         if i == at:  # no paragraph line at all
             return -1 if at in ended else None
@@ -485,6 +486,10 @@ def _mixed(body: str) -> _Heads:
                     item = line
                 if "]:" not in text:
                     continue
+        elif kind == "hr":  # a thematic break at indent 0: it closes every container and paragraph
+            ended.add(line)
+            reset = line
+            continue
         elif kind == "item":
             item = line
             if "]:" not in m["item"]:

@@ -37,6 +37,10 @@ TRICKY = [
     "<div>", "</div>", "<!-- comment", "-->", "<pre>", "</pre>", "<custom-tag>", "  <p>", "<x", "a <b>",
     "[ref]: http://example.com", "# [ref]", "[ref]", "\t- tab item", "  - nested", "    - nested more",
     "", "", "", "", "", "",
+    # issue 18's adversarial shapes: setext paragraphs, lazy and indented lines, HTML kinds 1-7, deep lists
+    "  Text", "   Text", "    indented", "Text", "*em* start", "#tag", "-->", "<!-- c -->", "<b>x</b> y", "<x-y>",
+    "<script>", "</script>", "<?x", "?>", "<!X", "<![CDATA[", "]]>", "- - -", "___", "_x_", "+ p", "+", "-", "2) e",
+    "\t- t", "- " * 10 + "x", "  " * 9 + "- nine deep", "      # six", " # H", "  ===", "====",
 ]
 PLAIN = ["# Title", "## Notes", "### Step", "Some text.", "- item", "1. step", "```bash", "```", "# in fence?",
          "", "", "", "Use `x`.", "## Notes", "    code", "~~~", "* star item", "Text *em* **strong**"]
