@@ -353,7 +353,7 @@ def _scan(body: str) -> _Heads | None:
     heads.starts = list(accumulate(map(src.count, repeat("\n"), [0] + offsets, offsets)))
     heads.ends = [s + 1 for s in heads.starts]
     heads.levels = list(map(len, map(re.Match.group, ms, repeat(1))))
-    heads.sources = [_atx_text(raw) for raw in map(re.Match.group, ms, repeat(2))]
+    heads.sources = list(map(_atx_text, map(re.Match.group, ms, repeat(2))))
     if exact:
         heads.offsets = offsets
         heads.body_offsets = list(map(re.Match.end, ms))
