@@ -368,7 +368,7 @@ def _deep(prefix: str) -> bool:
     return len(prefix.expandtabs(4)) >= 18 and _MARKER.search(prefix) is not None
 
 
-def _mixed(body: str) -> _Heads:
+def _mixed(body: str, refs: bool = False) -> _Heads:
     """`_headings` where the line scan gave up: the scan's decisions between the lines it cannot decide,
     and markdown-it on an island around each such line.
 
@@ -377,8 +377,10 @@ def _mixed(body: str) -> _Heads:
     fence), and ends before a line at indent 0 after a blank line once markdown-it shows that nothing
     is open there (no fence, HTML block or nesting-limit swallow runs to the island's end; a list that
     does is closed by the unindented line). Where it is not shown, the island grows to twice its size.
-    Link reference definitions are collected from the islands (a line holding `]:` is one) and resolve
-    heading text everywhere, as in the full parse.
+    A link reference definition cannot start, end or hide a heading (a paragraph that starts with `[`
+    is left to an island), but heading text may use it: where a heading's source holds `[` and a line
+    outside the islands holds `]:`, the parse is redone with every such line an island of its own, and
+    the definitions collected there resolve heading text everywhere, as in the full parse.
     """
     src = body if "\r" not in body else _NEWLINES.sub("\n", body)
     if "\0" in src:
@@ -396,6 +398,7 @@ def _mixed(body: str) -> _Heads:
     fence, fence_len = "", 0
     line, last = -1, 0
     item = -1  # the latest line that may start a list item
+    defined = False  # whether a line outside the islands may define a link reference
     lines = src.split("\n")  # lines[i + 1] is line i
     ended: set[int] = set()  # lines that end a document-level block with nothing left open after them
 
@@ -484,7 +487,8 @@ def _mixed(body: str) -> _Heads:
                 text = lines[line + 1]
                 if _ITEM.match(text):
                     item = line
-                if "]:" not in text:
+                if "]:" not in text or not refs:
+                    defined = defined or "]:" in text
                     continue
         elif kind == "hr":  # a thematic break at indent 0: it closes every container and paragraph
             ended.add(line)
@@ -492,8 +496,12 @@ def _mixed(body: str) -> _Heads:
             continue
         elif kind == "item":
             item = line
-            if "]:" not in m["item"]:
+            if "]:" not in m["item"] or not refs:
+                defined = defined or "]:" in m["item"]
                 continue
+        elif kind == "ref" and not refs:
+            defined = True
+            continue
         # a line the scan cannot decide: markdown-it parses an island around it
         i = bisect_right(splits, line)
         start = max(reset, splits[i - 1] if i else 0)
@@ -502,6 +510,8 @@ def _mixed(body: str) -> _Heads:
                 col.pop()
         pos = reset = _island(body, line_start, splits, start, line, n_lines, heads, env)
         fence = ""
+    if defined and any("[" in source for source in sources):
+        return _mixed(body, refs=True)  # heading text may use a definition the scan passed over
     heads.env = env or None
     return heads
 
