@@ -94,6 +94,17 @@ def _repeat(text: str) -> Callable[[int, int], str]:
     return lambda size, seed=0: (text * (size // len(text) + 1))[:size]
 
 
+def _counted(template: str, size: int) -> str:
+    """`template` filled with 1, 2, 3, … up to `size` bytes: many tiny sections, no two alike."""
+    out, n, i = [], 0, 0
+    while n < size:
+        i += 1
+        piece = template.format(i)
+        out.append(piece)
+        n += len(piece)
+    return "".join(out)[:size]
+
+
 SHAPES: dict[str, Callable[[int, int], str]] = {
     "deep-lists": _units(_deep_list),
     "deep-inline-lists": _units(_deep_inline),
@@ -109,6 +120,8 @@ SHAPES: dict[str, Callable[[int, int], str]] = {
     "one-letter-headings": _repeat("# a\n"),
     "headings-with-text": _repeat("## Notes\n\nSome text here.\n\n"),
     "indented-headings": _repeat("   ## Step\ntext\n"),
+    "numbered-headings": lambda size, seed=0: _counted("# Step {}\n", size),
+    "numbered-setext": lambda size, seed=0: _counted("Step {}\n---\n", size),
     "one-huge-heading": lambda size, seed=0: "# " + ("word " * size)[:size - 3] + "\n",
     "long-lines": _repeat("x" * 65535 + "\n"),
     "unclosed-fence": lambda size, seed=0: "```\n" + _repeat("# not a heading\n\n")(size - 4),

@@ -85,7 +85,15 @@ class Section:
 
     @_once
     def digest(self) -> str:
-        return digest(self.content_for_digest)
+        text = (self.heading_source or self.heading) + "\n" + self.body_text
+        if len(text) > _SHORT:
+            return digest(text)
+        hit = _SHORT_DIGESTS.get(text)
+        if hit is None:
+            if len(_SHORT_DIGESTS) >= 65536:
+                _SHORT_DIGESTS.clear()
+            hit = _SHORT_DIGESTS[text] = digest(text)
+        return hit
 
     @property
     def content_for_digest(self) -> str:
@@ -137,6 +145,12 @@ def _normalize(text: str) -> str:
     return " ".join((text if text.isascii() else unicodedata.normalize("NFC", text)).split())
 
 
+# Digests of short section texts, remembered: a body of many tiny sections (thousands of `## Notes`) repeats
+# them, and hashing is then most of the cost. At most 65,536 texts of <= 64 characters are held.
+_SHORT = 64
+_SHORT_DIGESTS: dict[str, str] = {}
+
+
 def digest(text: str) -> str:
     """sha256 prefix over normalized text: whitespace and Unicode normal form do not count, words do."""
     return _sha256(_normalize(text).encode("utf-8")).hexdigest()[:DIGEST_CHARS]
@@ -158,6 +172,7 @@ def cache_clear() -> None:
     for f in (_parse_cached, slugify, _inline_plain):
         f.cache_clear()
     _SLUG_INDEX.clear()
+    _SHORT_DIGESTS.clear()
 
 
 @lru_cache(maxsize=1)
