@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from overlay_kit import anchor  # noqa: E402
+from overlay_kit import anchor
 
 MIB = 1 << 20
-WORDS = "alpha beta gamma delta notes setup steps usage example".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "notes", "setup", "steps", "usage", "example"]
 
 
 def _word(rng: random.Random) -> str:

@@ -1,13 +1,16 @@
 """Skill body → ordered `Section`s, and `Anchor`s that name a section in a way that survives edits.
 
-Headings are found by markdown-it-py (CommonMark: ATX and setext headings, fenced code with `#` lines,
-headings indented 1-3 spaces); only document-level headings start sections. The common case takes a
-fence-aware line scan (`_scan`); any body holding a construct that could hide or fake a heading there
-(setext underline candidates, indented headings or fences, HTML blocks, tabs in indentation, link
-reference definitions) goes to the markdown-it parse (`parse_markdown_it`, the oracle the scan is tested
-against). Both give identical sections; parse results are cached by body. Each heading starts a
-section that runs to the next heading, so the sections partition the body and `render(parse(b)) == b`
-byte for byte. A body with headings always starts with a `_preamble` section (the text before the
+Headings are as markdown-it-py finds them (CommonMark: ATX and setext headings, fenced code with `#`
+lines, headings indented 1-3 spaces); only document-level headings start sections. The common case
+takes a fence-aware line scan (`_scan`, three regex passes). A body holding a construct that could
+hide or fake a heading there (setext underline candidates, indented headings or fences, HTML blocks,
+lists nested ten deep, link reference definitions) takes the mixed parse (`_mixed`): the same scan,
+deciding setext headings, indented headings and HTML blocks itself wherever the context is certainly
+document-level, and markdown-it on small islands around the lines it cannot decide, each starting and
+ending where block state provably resets. `parse_markdown_it` (markdown-it alone) is the oracle both
+are tested against; all give identical sections, and parse results are cached by body. Each heading
+starts a section that runs to the next heading, so the sections partition the body and
+`render(parse(b)) == b` byte for byte. A body with headings always starts with a `_preamble` section (the text before the
 first heading, possibly empty), so adding or removing a leading blank line never adds or removes a
 section; a body without headings is one `_body` section. Slugs are unique within a document. The
 digest hashes normalized text (NFC, whitespace runs collapsed, the `#`/underline heading markers
@@ -589,11 +592,8 @@ def _closed(tokens, n: int) -> bool:
     continue past it: only a list may reach the end (the next, unindented line closes it or adds an
     item), and only where nesting stayed below markdown-it's limit (else the list swallowed the rest)."""
     deepest = max((t.level for t in tokens), default=0)
-    for tok in tokens:
-        if tok.level == 0 and tok.map and tok.map[1] >= n:
-            if tok.type not in ("bullet_list_open", "ordered_list_open") or deepest >= 18:
-                return False
-    return True
+    return not any(tok.level == 0 and tok.map and tok.map[1] >= n and (
+        tok.type not in ("bullet_list_open", "ordered_list_open") or deepest >= 18) for tok in tokens)
 
 
 def _atx_text(raw: str | None) -> str:

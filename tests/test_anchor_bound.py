@@ -12,10 +12,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import bench_anchor_bound  # noqa: E402
+import bench_anchor_bound
 
-from overlay_kit import anchor  # noqa: E402
-from overlay_kit.anchor import parse, parse_markdown_it, render  # noqa: E402
+from overlay_kit import anchor
+from overlay_kit.anchor import parse, parse_markdown_it, render
 
 
 def same(body: str) -> None:
