@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from hashlib import sha256 as _sha256
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, repeat
 from typing import Literal
 
 __all__ = [
@@ -89,7 +89,9 @@ class Section:
     @_once
     def digest(self) -> str:
         text = (self.heading_source or self.heading) + "\n" + self.body_text
-        if len(text) > _SHORT:
+        if len(text) > _SHORT:  # `digest(text)`, inlined for the common case (a parse digests every section)
+            if text.isascii():
+                return _sha256(" ".join(text.split()).encode()).hexdigest()[:DIGEST_CHARS]
             return digest(text)
         hit = _SHORT_DIGESTS.get(text)
         if hit is None:
@@ -230,12 +232,13 @@ def _headings(body: str) -> _Heads:
 # The scan works on "\n" + body (markdown-it's line breaks normalized) + "\n", so that every line, the first
 # and the last included, is "\n" + its text + "\n" and the patterns need no MULTILINE anchors: a literal "\n"
 # prefix is what the regex engine skips to fastest.
-_ATX = re.compile(r"\n(#{1,6})([ \t][^\n]*)?(?=\n)")  # an ATX heading at indent 0
-_FENCE = re.compile(r"\n( {0,3})(`{3,}|~{3,})([^\n]*)")  # a fence line, indent 0-3
+# (A lookahead on the first character lets the engine reject most lines with one test.)
+_ATX = re.compile(r"\n#(#{0,5})([ \t][^\n]*)?(?=\n)")  # an ATX heading at indent 0 (level: 1 + the group)
+_FENCE = re.compile(r"\n(?=[ `~])( {0,3})(`{3,}|~{3,})([^\n]*)")  # a fence line, indent 0-3
 # Lines the scan cannot decide: an indented heading, an HTML block start, a setext underline candidate
 # (harmless only under a blank line), and a container prefix reaching column 18 (`_deep`). Tabs need no
 # case of their own: a tab in the indentation puts a line at column 4 or more, code or container content.
-_SUSPECT = re.compile(r"\n(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n))"
+_SUSPECT = re.compile(r"\n(?=[ <=\-\t>*+.)0-9])(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n))"
                       r"|(?P<deep>[ >\-*+.)0-9]{18,}|[ >\-*+.)0-9]*\t[ \t>\-*+.)0-9]*))")
 _MARKER = re.compile(r"[-*+]|\d[.)]")
 # The same lines, plus headings and fences, in one pass with line numbers (the mixed parse, `_mixed`);
@@ -265,7 +268,6 @@ _SPLIT = re.compile(r"\n[ \t]*(?=\n[^ \t\n])")
 _NEWLINES = re.compile(r"\r\n?")
 _INLINE_SYNTAX = re.compile(r"[\\`*_\[\]<>&!]")  # CommonMark inline syntax; without any, plain text == source
 _TRIM = "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
-_ODD_SPACE = re.compile(r"[\t\r\x0b\x0c\x1c-\x1f]|  ")  # ASCII text without these is its own whitespace-collapse
 
 
 class _Heads:
@@ -284,17 +286,12 @@ class _Heads:
         self.env: dict | None = None  # link reference definitions heading text may use
 
 
-def _inside(bounds: list[int], pos: int) -> bool:
-    """Whether `pos` lies in one of the half-open ranges `bounds` = [start, end, start, end, …]."""
-    return bisect_right(bounds, pos) & 1 == 1
-
-
 def _plains(sources: list[str], env: dict | None) -> list[str]:
     """The visible text of every heading (see `_inline_plain`), the common case in one pass: ASCII
     sources without inline syntax, tabs or space runs are their own plain text."""
     joined = "\n".join(sources)
     if joined.isascii() and joined.count("\n") == len(sources) - 1 and not _INLINE_SYNTAX.search(joined) \
-            and not _ODD_SPACE.search(joined):
+            and "  " not in joined and joined.replace("\n", " ").isprintable():
         return sources
     if env:
         return [_inline_plain.__wrapped__(s, env) for s in sources]
@@ -321,7 +318,7 @@ def _scan(body: str) -> _Heads | None:
     list item or not?), a setext underline candidate after a non-blank line, an HTML block start, or a
     link reference definition (heading text may use it).
     """
-    if "]:" in body:
+    if "]" in body and "]:" in body:  # (one character is found faster than two)
         return None
     src = body
     exact = "\r" not in src  # else offsets into the normalized text are not offsets into `body`
@@ -330,27 +327,26 @@ def _scan(body: str) -> _Heads | None:
     if "\0" in src:
         src = src.replace("\0", "\ufffd")
     src = "\n" + src + "\n"
-    fences: list[int] = []  # [open, close, open, close, …] positions in src of the fenced regions
+    fences: list[int] = [0]  # [0, open, close, open, close, …, end]: the regions outside fences
     fence, fence_len = "", 0
     for m in _FENCE.finditer(src):
         indent, marker, info = m.groups()
         if fence:  # only a closing fence matters: same marker, at least as long, spaces after
             if marker[0] == fence and len(marker) >= fence_len and not info.strip(" \t"):
                 fence = ""
-                fences.append(m.end())
+                fences.append(m.end())  # the closing line's line break: the next line is outside
         elif marker[0] == "`" and "`" in info:
             continue  # inline code in a paragraph
         elif indent:
             return None  # in a list item or not?
         else:
             fence, fence_len = marker[0], len(marker)
-            fences.append(m.start())
-    if fence:
+            fences.append(m.start() + 1)  # a match may end on the opening line's line break, none start there
+    if not fence:
         fences.append(len(src))
-    for m in _SUSPECT.finditer(src):
+    outside = list(zip(fences[::2], fences[1::2]))
+    for m in chain.from_iterable(map(_SUSPECT.finditer, repeat(src), *zip(*outside))):
         pos = m.start()
-        if fences and _inside(fences, pos):
-            continue
         deep = m.group("deep")
         if deep is not None:
             if _deep(deep):
@@ -358,9 +354,7 @@ def _scan(body: str) -> _Heads | None:
             continue
         if m.group("setext") is None or src[src.rfind("\n", 0, pos) + 1:pos].strip(" \t"):
             return None  # `===` / `---` under a non-blank line: maybe a setext heading
-    ms = list(_ATX.finditer(src))
-    if fences:
-        ms = [m for m in ms if not _inside(fences, m.start())]
+    ms = list(chain.from_iterable(map(_ATX.finditer, repeat(src), *zip(*outside))))
     heads = _Heads()
     if not exact:
         heads.offsets = heads.body_offsets = None
@@ -370,7 +364,7 @@ def _scan(body: str) -> _Heads | None:
     offsets = list(map(re.Match.start, ms))  # each heading line's "\n" in src = its offset in body
     heads.starts = list(accumulate(map(src.count, repeat("\n"), [0] + offsets, offsets)))
     heads.ends = [s + 1 for s in heads.starts]
-    heads.levels = list(map(len, map(re.Match.group, ms, repeat(1))))
+    heads.levels = list(map(int.__add__, map(len, map(re.Match.group, ms, repeat(1))), repeat(1)))
     heads.sources = list(map(_atx_text, map(re.Match.group, ms, repeat(2))))
     if exact:
         heads.offsets = offsets
