@@ -256,7 +256,10 @@ _EVENT = re.compile(r"""\n(?:
 )""", re.VERBOSE)
 _EVENT_KIND = {"atx": "atx", "raw": "atx", "fence": "fence", "info": "fence", "setext": "setext", "html": "html",
                "deep": "deep", "item": "item", "hr": "hr", "hrc": "hr", "ref": "ref", "iatx": "indented", "iraw": "indented"}
-_ITEM = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
+_ITEM = re.compile(r"( {0,3})([-+*]|\d{1,9}[.)])(?:[ \t]|$)")
+# A line at indent 0 that opens a block quote or list item with paragraph text (which may then continue
+# lazily); ordered items only from 1, the only ones that may interrupt a paragraph.
+_LAZY_HOST = re.compile(r"(?:> ?|(?:[-+*]|1[.)]) {1,4})(?=[^\s#`~>\-+*_=<\[\d])")
 _BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
 # A line that can only be paragraph text wherever it stands, and cannot end or interrupt a paragraph:
 # up to 3 spaces of indentation, then none of the characters that start another block (or a link
@@ -410,6 +413,7 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
     fence, fence_len = "", 0
     line, last = -1, 0
     item = -1  # the latest line that may start a list item
+    width = 0  # the least content indentation any list item open since then may have
     defined = False  # whether a line outside the islands may define a link reference
     lines = src.split("\n")  # lines[i + 1] is line i
     ended: set[int] = set()  # lines that end a document-level block with nothing left open after them
@@ -436,6 +440,14 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
                 not lines[first + 1][:1].isspace() or not list_open(first)):
             return first
         return None
+
+    def started(at: int, text: str) -> None:
+        """Line `at` (`text`) may start a list item."""
+        nonlocal item, width
+        mm = _ITEM.match(text)
+        w = len(mm[1]) + len(mm[2]) + 1 if mm else 2  # the least content indentation of that item
+        width = min(width, w) if list_open(at) else w
+        item = at
 
     def add(start: int, end: int, level: int, source: str) -> None:
         starts.append(start)
@@ -469,22 +481,34 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
         elif kind == "setext":
             lone = m["setext"].strip(" \t") == "-"  # also an empty list item
             if not lines[line].strip(" \t"):
-                item = line if lone else item
+                if lone:
+                    started(line, lines[line + 1])
                 continue  # under a blank line: a thematic break, a paragraph or an item, never a heading
             first = paragraph(line - 1)
             if first == -1:
-                item = line if lone else item
+                if lone:
+                    started(line, lines[line + 1])
                 continue  # under a heading, an underline or a closing fence: a thematic break, text or an item
             if first is not None:  # a setext heading: CommonMark's paragraph text, markers dropped
                 add(first, line + 1, 1 if m["setext"].strip(" \t")[0] == "=" else 2,
                     "\n".join(lines[first + 1:line + 1]).strip(_TRIM))
                 reset = line + 1
                 continue
-            item = line if lone else item
+            i = line - 1  # else under a block quote's or list item's paragraph: lazy text or a break
+            while i >= pos and i not in ended and lines[i + 1].strip(" \t") and (
+                    _PLAIN.match(lines[i + 1]) or len(lines[i + 1]) - len(lines[i + 1].lstrip(" ")) >= 4):
+                i -= 1
+            host = lines[i + 1] if i >= pos and i not in ended else ""
+            if _LAZY_HOST.match(host) and (host[0] != ">" or i == pos or i - 1 in ended or not lines[i].strip(" \t")):
+                if lone:
+                    started(line, lines[line + 1])
+                continue
+            if lone:
+                started(line, lines[line + 1])
         elif kind == "indented":
             # a heading indented 1-3 spaces is one unless a list item holds it (a heading is never a lazy
             # continuation line, so a block quote before it is closed)
-            if not list_open(line):
+            if not list_open(line) or len(m["indented"]) < width:  # or too little indented for any
                 add(line, line + 1, len(m["iatx"]), _atx_text(m["iraw"]))
                 reset = line
                 continue
@@ -498,7 +522,7 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
             if not _deep(m["deep"]):
                 text = lines[line + 1]
                 if _ITEM.match(text):
-                    item = line
+                    started(line, text)
                 if "]:" not in text or not refs:
                     defined = defined or "]:" in text
                     continue
@@ -507,7 +531,7 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
             reset = line
             continue
         elif kind == "item":
-            item = line
+            started(line, m["item"])
             if "]:" not in m["item"] or not refs:
                 defined = defined or "]:" in m["item"]
                 continue
