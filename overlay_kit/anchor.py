@@ -277,7 +277,7 @@ class _Heads:
     """Document-level headings, column-wise: 0-based start line, end line (exclusive), level, inline
     source, and (when known) each heading line's offset in the body."""
 
-    __slots__ = ("body_offsets", "ends", "env", "levels", "offsets", "sources", "starts")
+    __slots__ = ("body_offsets", "ends", "env", "levels", "n_lines", "offsets", "sources", "starts")
 
     def __init__(self) -> None:
         self.starts: list[int] = []
@@ -287,6 +287,7 @@ class _Heads:
         self.offsets: list[int] | None = []
         self.body_offsets: list[int] | None = []  # where the text below each heading starts
         self.env: dict | None = None  # link reference definitions heading text may use
+        self.n_lines: int | None = None  # the body's line count, where known
 
 
 def _plains(sources: list[str], env: dict | None) -> list[str]:
@@ -549,6 +550,9 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
     if defined and any("[" in source for source in sources):
         return _mixed(body, refs=True)  # heading text may use a definition the scan passed over
     heads.env = env or None
+    heads.offsets = list(map(line_start.__getitem__, starts))
+    heads.body_offsets = list(map(line_start.__getitem__, ends))
+    heads.n_lines = n_lines
     return heads
 
 
@@ -719,6 +723,8 @@ def _parse(body: str, heads: _Heads) -> tuple[Section, ...]:
         n_lines = len(line_start) - 1
         offsets = [line_start[h] for h in starts]
         below = [line_start[e] for e in ends]
+    elif heads.n_lines is not None:
+        n_lines = heads.n_lines
     else:
         n_lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
     if not starts:
