@@ -24,6 +24,7 @@ import gc
 import re
 import unicodedata
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -635,8 +636,24 @@ def _numbered(slugs: list[str]) -> list[str]:
     recurs, the search for N resumes where it stopped (taken only grows), so N identical headings number
     in linear time."""
     distinct = set(slugs)
-    if len(distinct) == len(slugs) and PREAMBLE not in distinct and BODY not in distinct:
+    reserved = PREAMBLE in distinct or BODY in distinct
+    if len(distinct) == len(slugs) and not reserved:
         return slugs  # nothing to number: the common case
+    repeated = {slug for slug, n in Counter(slugs).items() if n > 1}
+    if not reserved and not any((mm := _NUMBERED.fullmatch(slug)) and mm[1] in repeated for slug in distinct):
+        # no heading's own slug is a number of a repeated one, and two slugs' numbers never coincide, so
+        # the k-th repeat of a slug is `slug-k`
+        seen = dict.fromkeys(repeated, 0)
+        out = []
+        append = out.append
+        for slug in slugs:
+            k = seen.get(slug)
+            if k is None:
+                append(slug)
+            else:
+                append(f"{slug}-{k}" if k else slug)
+                seen[slug] = k + 1
+        return out
     taken, tried = {PREAMBLE, BODY}, {}
     out = []
     add, append = taken.add, out.append
@@ -701,6 +718,7 @@ def _slugs(plains: list[str]) -> list[str]:
     return [p.strip("-") or "section" for p in text.split("\n")]
 
 
+_NUMBERED = re.compile(r"(.+)-(\d+)")  # a slug that may be another's number
 _new = object.__new__
 
 

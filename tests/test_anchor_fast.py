@@ -200,3 +200,11 @@ def test_bomb_shaped_bodies_parse_losslessly(name):
     body = (unit * (size // len(unit) + 1))[:size]
     sections = parse(body)
     assert render(sections) == body
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(["notes", "notes-1", "notes-2", "notes-1-1", "a", "a-1", "a-01", "b", "_preamble",
+                                 "_body", "_body-1", "section", "section-3"]), max_size=30))
+def test_property_duplicate_numbering_equals_the_sequential_search(slugs):
+    """`_numbered`'s shortcut (the k-th repeat is `slug-k`) gives what the first-free search gives."""
+    assert anchor._numbered(list(slugs)) == _old_unique(slugs)
