@@ -258,6 +258,9 @@ _EVENT = re.compile(r"""\n(?:
 _EVENT_KIND = {"atx": "atx", "raw": "atx", "fence": "fence", "info": "fence", "setext": "setext", "html": "html",
                "deep": "deep", "item": "item", "hr": "hr", "hrc": "hr", "ref": "ref", "iatx": "indented", "iraw": "indented"}
 _ITEM = re.compile(r"( {0,3})([-+*]|\d{1,9}[.)])(?:[ \t]|$)")
+_ITEM_EXACT = re.compile(r"( {0,3})([-+*]|\d{1,9}[.)])( +)(?=\S)")  # a tab in the way: no match
+_BREAK = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_QUOTED = re.compile(r" {0,3}>")
 # A line at indent 0 that opens a block quote or list item with paragraph text (which may then continue
 # lazily); ordered items only from 1, the only ones that may interrupt a paragraph.
 _LAZY_HOST = re.compile(r"(?:> ?|(?:[-+*]|1[.)]) {1,4})(?=[^\s#`~>\-+*_=<\[\d])")
@@ -376,6 +379,17 @@ def _scan(body: str) -> _Heads | None:
         heads.body_offsets = list(map(re.Match.end, ms))
         heads.body_offsets[-1] = min(heads.body_offsets[-1], len(body))
     return heads
+
+
+def _content_indent(text: str) -> int:
+    """The content indentation of the list item that line `text` certainly opens, wherever it stands (a
+    bullet or `1.`/`1)` with text after it, which may interrupt a paragraph, and not a thematic break):
+    the marker, then its 1-4 spaces, or one where 5 or more follow. Else a large number."""
+    mm = _ITEM_EXACT.match(text)
+    if mm is None or _BREAK.match(text) or mm[2][0].isdigit() and mm[2][:-1] != "1":
+        return 99
+    spaces = len(mm[3])
+    return len(mm[1]) + len(mm[2]) + (spaces if spaces <= 4 else 1)
 
 
 def _deep(prefix: str) -> bool:
@@ -501,7 +515,7 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
                     _PLAIN.match(lines[i + 1]) or len(lines[i + 1]) - len(lines[i + 1].lstrip(" ")) >= 4):
                 i -= 1
             host = lines[i + 1] if i >= pos and i not in ended else ""
-            if _LAZY_HOST.match(host) and (host[0] != ">" or i == pos or i - 1 in ended or not lines[i].strip(" \t")):
+            if _LAZY_HOST.match(host) and (host[0] != ">" or i == pos or i - 1 in ended or not _QUOTED.match(lines[i])):
                 if lone:
                     started(line, lines[line + 1])
                 continue
@@ -514,6 +528,8 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
                 add(line, line + 1, len(m["iatx"]), _atx_text(m["iraw"]))
                 reset = line
                 continue
+            if line - 1 >= pos and _content_indent(lines[line]) <= len(m["indented"]):
+                continue  # inside the list item the line above opens: a nested heading
         elif kind == "html":
             end = _html_block(src, m, line, n_lines, lines, paragraph, list_open, pos)
             if end is not None:  # an HTML block certainly at document level: its lines hide nothing else
