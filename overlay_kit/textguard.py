@@ -26,7 +26,8 @@ import string
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["block_parser", "block_structure", "fold", "hidden_chars", "is_hidden", "markdown_line", "views", "visible"]
+__all__ = ["block_parser", "block_structure", "fold", "hidden_chars", "is_hidden", "markdown_line", "views", "views_many",
+           "visible"]
 
 # Bidi controls, zero-width characters, tag characters, variation selectors, interlinear annotation, BOM,
 # Hangul/Braille fillers: all render as nothing (or reorder what follows) on a terminal or in a browser.
@@ -133,8 +134,10 @@ _CONFUSABLE = str.maketrans({
     **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnoprstuvwyz")),
     **dict(zip("ıȷ0＠", "ijo@")),
 })
-_SPLIT = re.compile(r"(?<=[a-z])\s*[-‐‑‒–—_·•*.~|/\\]+\s*(?=[a-z])")
-_SPACED = re.compile(r"\b[a-z](?:[ .\-_*·]{1,2}[a-z]\b){2,}")
+_SPLITTERS = r"-‐‑‒–—_·•*.~|/\\"  # join the letters on either side: "ig-nore", "ig.nore"
+_SPACERS = r" .\-_*·"  # between single letters: "i g n o r e"
+_SPLIT = re.compile(rf"(?<=[a-z])\s*[{_SPLITTERS}]+\s*(?=[a-z])")
+_SPACED = re.compile(rf"\b[a-z](?:[{_SPACERS}]{{1,2}}[a-z]\b){{2,}}")
 
 
 def fold(text: str, ansi: str = " ") -> str:
@@ -142,8 +145,12 @@ def fold(text: str, ansi: str = " ") -> str:
     t = _ANSI.sub(ansi, str(text)).replace("\r\n", "\n").replace("\r", "\n")
     t = _COMMENT.sub("", t)
     if _plain_ascii(t):  # the common case: the Unicode passes are identities on it (`fold_unicode` is the oracle)
-        return t.translate(_CONFUSABLE).casefold().translate(_CONFUSABLE)
+        return _fold_plain(t)
     return fold_unicode(t)
+
+
+def _fold_plain(t: str) -> str:
+    return t.translate(_CONFUSABLE).casefold().translate(_CONFUSABLE)
 
 
 def fold_unicode(t: str) -> str:
@@ -162,10 +169,60 @@ def views(text: str) -> list[str]:
     return list(_views(str(text)))
 
 
+def _despace(m: re.Match) -> str:
+    return re.sub(r"[ .\-_*·]", "", m.group(0))
+
+
 @lru_cache(maxsize=8192)  # several gate rules read the same fields of one lesson
 def _views(text: str) -> tuple[str, ...]:
     base = fold(text)
     joined = _SPLIT.sub("", base)
-    spaced = _SPACED.sub(lambda m: re.sub(r"[ .\-_*·]", "", m.group(0)), base)
+    spaced = _SPACED.sub(_despace, base)
     comments = [fold(m.group(1)) for m in _COMMENT.finditer(_ANSI.sub("", str(text)))]
     return tuple(dict.fromkeys([base, joined, spaced, fold(text, ansi=""), *comments]))
+
+
+# ------------------------------------------------------------------------------------ batch readings
+# A batch of plain texts is read as one string joined by BATCH_SEP: no fold, split or spacing rule reads across it
+# (NUL is neither a space, a letter nor a separator, and plain text holds none; the newlines end a line as a
+# text's end does). Plain ASCII folds character by character (a byte table); the split and spacing passes run
+# only on texts holding their necessary shape: a splitter, then spaces, then a letter ("-a" once spaces are
+# deleted); a single letter between two spacers ("sas").
+BATCH_SEP = "\n\x00\n"
+
+
+def _byte_table(classify) -> bytes:
+    return bytes(ord(classify(chr(b))) for b in range(256))
+
+
+_FOLD_BYTES = _byte_table(lambda c: _fold_plain(c) if c.isascii() else c)
+_SPLIT_BYTES = _byte_table(lambda c: "#" if c == "\x00" else "-" if re.fullmatch(f"[{_SPLITTERS}]", c) else
+                           "a" if re.fullmatch("[a-z]", c) else " " if re.fullmatch(r"\s", c) else "o")
+_SPACED_BYTES = _byte_table(lambda c: "#" if c == "\x00" else "s" if re.fullmatch(f"[{_SPACERS}]", c) else
+                            "a" if re.fullmatch("[a-z]", c) else "o")
+_WHITESPACE = bytes(b for b in range(256) if re.fullmatch(r"\s", chr(b)))
+
+
+def plain_batchable(text: str) -> bool:
+    """Plain ASCII (no control character) holding no HTML comment: its readings are the batch readings of
+    `views_many` (no ANSI, CR, hidden character or comment to fold)."""
+    return _plain_ascii(text) and "<!--" not in text
+
+
+def views_many(texts: list[str]) -> list[tuple[str, ...]]:
+    """`tuple(views(t))` for each text; plain texts (`plain_batchable`) are read in whole-batch passes
+    (`views` is the oracle; the tests compare them)."""
+    joined = "\n".join(texts)
+    if _plain_ascii(joined) and "<!--" not in joined:
+        plain = list(range(len(texts)))  # the common case: one check for the whole batch
+    else:
+        plain = [i for i, t in enumerate(texts) if plain_batchable(t)]
+    out: list[tuple[str, ...] | None] = [None] * len(texts)
+    if plain:
+        base = BATCH_SEP.join([texts[i] for i in plain]).encode("ascii").translate(_FOLD_BYTES)
+        split = base.translate(_SPLIT_BYTES, _WHITESPACE).split(b"#")
+        spaced = base.translate(_SPACED_BYTES).split(b"#")
+        for i, b, sp, sa in zip(plain, base.decode("ascii").split(BATCH_SEP), split, spaced):
+            out[i] = tuple(dict.fromkeys((b, _SPLIT.sub("", b), _SPACED.sub(_despace, b)))) \
+                if b"-a" in sp or b"sas" in sa else (b,)
+    return [v if v is not None else _views(str(t)) for v, t in zip(out, texts)]

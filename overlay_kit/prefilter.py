@@ -1,0 +1,403 @@
+"""Necessary-word prefilters for regexes: a cheap test that rules out, for many texts at once, most of those on
+which a pattern cannot match, so that the full pattern runs only on the few that remain.
+
+    f = Prefilter([pattern, ...])      # derived from the patterns' own parse trees (re._parser)
+    f.candidates(text) -> bool         # False only when no pattern can match (on lowercase plain ASCII text)
+
+A pattern's condition is read off its syntax: every match of `\\bignore\\b[^.]*\\brules\\b` holds the word
+`ignore` AND the word `rules`; an alternation holds one of its branches' conditions. Words with a word
+boundary on both sides are looked up in the text's set of `\\w+` tokens; a literal without boundaries is
+looked for as a substring; a pattern (or branch) with no literal at all (`[A-Za-z0-9+/]{32,}`) leaves every
+text a candidate. The condition is necessary, never sufficient: a candidate is then scanned for real.
+
+The test is sound for text that is plain lowercase ASCII (what `textguard.views` gives for plain ASCII input):
+there, IGNORECASE matching is equality of lowercase letters. Callers send any other text to the full pattern.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from itertools import accumulate
+
+try:  # Python >= 3.11
+    from re import _compiler, _constants as _c, _parser as _p
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_compile as _compiler  # type: ignore[no-redef]
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _p  # type: ignore[no-redef]
+
+__all__ = ["Prefilter", "condition"]
+
+_WORD = re.compile(r"\w")
+_REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)}
+_STARTS = {_c.AT_BEGINNING, _c.AT_BEGINNING_LINE, _c.AT_BEGINNING_STRING, _c.AT_BOUNDARY}
+_ENDS = {_c.AT_END, _c.AT_END_LINE, _c.AT_END_STRING, _c.AT_BOUNDARY}
+# Words too common to be worth a clause of their own when a branch offers a rarer one.
+_COMMON = frozenset("""a an the to of and or in on at for is are be been was were has have had will would should could can
+may must need do does did done not no yes so but as by with without from into onto over under up down out off about
+after before again also just only then than when what which who how why where there here this that these those it
+its you your i me my we our us they them their he she his her all any some each every more most other new now first
+last next one two time day week please thanks get got set make use used using check send mail email reply note
+work help keep team system user users data file name type access support security review update updated mode like
+if ask tell say said see look""".split())
+
+# A condition: TRUE, ("tok", word), ("sub", literal), ("run", chars, n), ("and", (conds...)), ("or", (conds...)).
+TRUE = ("true",)  # a condition every text meets
+
+
+def _and(parts) -> tuple:
+    parts = tuple(dict.fromkeys(p for p in parts if p != TRUE))
+    return TRUE if not parts else parts[0] if len(parts) == 1 else ("and", parts)
+
+
+def _or(parts) -> tuple:
+    parts = tuple(dict.fromkeys(parts))
+    return TRUE if not parts or TRUE in parts else parts[0] if len(parts) == 1 else ("or", parts)
+
+
+def _nonword_item(op, av) -> bool:
+    """One element that always matches a non-word character (so a word may start or end next to it)."""
+    if op == _c.LITERAL:
+        return not _WORD.match(chr(av))
+    if op == _c.IN:
+        if any(o == _c.NEGATE for o, _ in av):
+            return False
+        for o, a in av:
+            if o == _c.LITERAL and not _WORD.match(chr(a)):
+                continue
+            if o == _c.RANGE and not any(_WORD.match(chr(x)) for x in range(a[0], a[1] + 1)):
+                continue
+            if o == _c.CATEGORY and a in (_c.CATEGORY_SPACE, _c.CATEGORY_NOT_WORD, _c.CATEGORY_LINEBREAK):
+                continue
+            return False
+        return True
+    return False
+
+
+def _items(sub) -> list:
+    return list(sub.data if hasattr(sub, "data") else sub)
+
+
+def _next_bounded(items: list, after: bool) -> bool:
+    """Whether what `items` match (then whatever follows: `after`) surely starts with a non-word character,
+    a word boundary or an end, so that a word just before it ends there."""
+    if not items:
+        return after
+    (op, av), rest = items[0], items[1:]
+    if op == _c.AT:
+        return av in _ENDS
+    if op in (_c.ASSERT, _c.ASSERT_NOT):
+        return _next_bounded(rest, after)
+    if op == _c.SUBPATTERN:
+        return _next_bounded(_items(av[-1]) + rest, after)
+    if op == _c.BRANCH:
+        return all(_next_bounded(_items(b) + rest, after) for b in av[1])
+    if op in _REPEATS:
+        body = _next_bounded(_items(av[2]), False)
+        return body if av[0] >= 1 else body and _next_bounded(rest, after)
+    return _nonword_item(op, av)
+
+
+_RUN_MIN = 8  # a class repeated this often is a condition of its own (`[A-Za-z0-9+/]{32,}`)
+
+
+def _chars(item, flags: int) -> frozenset:
+    """The lowercase ASCII characters that one class item may match in a lowercased text: a character
+    counts when it, or its upper case, matches (the text was lowercased before it is read)."""
+    one = _compiler.compile(_p.SubPattern(_p.State(), [item]), flags)
+    return frozenset(c for c in map(chr, range(128)) if one.fullmatch(c) or one.fullmatch(c.upper()))
+
+
+def _literal(run: str, left: bool, right: bool, suffix: str = "") -> tuple:
+    """The condition of one literal run: its words bounded on both sides as tokens (the last one also with an
+    optional one-letter `suffix`: `rules?`), and the whole run as a substring when it is more than one word."""
+    if not run.strip():
+        return TRUE  # spaces alone tell nothing
+    pieces = re.findall(r"\w+|\W+", run)
+    words = []
+    for k, piece in enumerate(pieces):
+        if not _WORD.match(piece) or not (left or k > 0):
+            continue
+        if k < len(pieces) - 1 or right:
+            words.append(("tok", piece))
+        elif suffix:
+            words.append(_or([("tok", piece), ("tok", piece + suffix)]))
+    return _and(words + ([("sub", run)] if len(pieces) > 1 or not words else []))
+
+
+def _optional_letter(items: list, after: bool) -> str:
+    """The letter of `x?` opening `items` when a word boundary surely follows it (`rules?\\b`), else ""."""
+    if items and items[0][0] in _REPEATS:
+        lo, hi, body = items[0][1]
+        body = _items(body)
+        if (lo, hi) == (0, 1) and len(body) == 1 and body[0][0] == _c.LITERAL and _WORD.match(chr(body[0][1])) \
+                and _next_bounded(items[1:], after):
+            return chr(body[0][1]).lower()
+    return ""
+
+
+def _unfactor(items: list) -> list:
+    """Undo the parser's factoring of a common prefix (`no(?:body| one)` back to `(?:nobody|no one)`), so that
+    the words stay whole."""
+    out: list = []
+    for op, av in items:
+        if op == _c.BRANCH and out and out[-1][0] == _c.LITERAL:
+            k = len(out)
+            while k > 0 and out[k - 1][0] == _c.LITERAL:
+                k -= 1
+            prefix, out = out[k:], out[:k]
+            av = (av[0], [_p.SubPattern(_p.State(), prefix + _items(b)) for b in av[1]])
+        out.append((op, av))
+    return out
+
+
+def _run(items: list, bounded: bool, after: bool, flags: int = 0) -> tuple[tuple, bool]:
+    """(condition, bounded at the end) of one sequence of parsed items. `bounded`: the position before the
+    first item is a line/string start, a word boundary or follows a non-word character; `after`: what
+    follows the sequence surely starts with one."""
+    parts, run, run_bounded = [], [], False
+    items = _unfactor(items)
+
+    def flush(j: int) -> None:
+        if run:
+            parts.append(_literal("".join(run), run_bounded, _next_bounded(items[j:], after),
+                                  _optional_letter(items[j:], after)))
+            run.clear()
+
+    for i, (op, av) in enumerate(items):
+        if op == _c.LITERAL:
+            if not run:
+                run_bounded = bounded
+            run.append(chr(av).lower())
+            bounded = not _WORD.match(chr(av))
+            continue
+        flush(i)
+        nxt = _next_bounded(items[i + 1:], after)
+        if op == _c.AT:
+            bounded = av in _STARTS or av in _ENDS
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            pass  # zero-width: the position does not move, and its content is not taken as a condition
+        elif op == _c.SUBPATTERN:
+            cond, bounded = _run(_items(av[-1]), bounded, nxt, flags)
+            parts.append(cond)
+        elif op == _c.BRANCH:
+            runs = [_run(_items(b), bounded, nxt, flags) for b in av[1]]
+            parts.append(_or([c for c, _ in runs]))
+            bounded = all(e for _, e in runs)
+        elif op in _REPEATS:
+            lo, body = av[0], _items(av[2])
+            cond, once = _run(body, bounded, False, flags)
+            _, twice = _run(body, once, False, flags)
+            if lo >= _RUN_MIN and len(body) == 1 and body[0][0] in (_c.IN, _c.LITERAL):
+                parts.append(("run", _chars(body[0], flags), lo))  # lo characters of one class in a row
+            if lo >= 1:  # one pass of the body is enough to hold its literals
+                parts.append(cond)
+                bounded = once and twice
+            else:  # skipped (bounded as before) or taken
+                bounded = bounded and once and twice
+        else:
+            bounded = _nonword_item(op, av)
+    flush(len(items))
+    return _and(parts), bounded
+
+
+def condition(pattern: re.Pattern) -> tuple:
+    """The necessary condition of one compiled pattern (see the module docstring)."""
+    tree = _p.parse(pattern.pattern, pattern.flags)
+    return _run(_items(tree), False, False, pattern.flags)[0]
+
+
+# ------------------------------------------------------------------------------------------- evaluation
+
+
+def _holds(cond, tokens: set, text: str) -> bool:
+    kind = cond[0]
+    if kind == "tok" or kind == "run":
+        return cond in tokens if kind == "run" else cond[1] in tokens
+    if kind == "sub":
+        return cond[1] in text
+    if kind == "and":
+        return all(_holds(c, tokens, text) for c in cond[1])
+    if kind == "or":
+        return any(_holds(c, tokens, text) for c in cond[1])
+    return True
+
+
+def _gate(cond) -> tuple | None:
+    """One clause every text meeting `cond` meets, as (tokens and runs, substrings): the cheap first look.
+    None when there is none (every text is a candidate)."""
+    kind = cond[0]
+    if kind == "tok":
+        return frozenset([cond[1]]), ()
+    if kind == "run":
+        return frozenset([cond]), ()
+    if kind == "sub":
+        return frozenset(), (cond[1],)
+    if kind == "or":
+        gates = [_gate(c) for c in cond[1]]
+        if any(g is None for g in gates):
+            return None
+        return frozenset().union(*(g[0] for g in gates)), tuple(dict.fromkeys(s for g in gates for s in g[1]))
+    if kind == "and":
+        best = None
+        for c in cond[1]:
+            g = _gate(c)
+            if g is not None and (best is None or _cost(g) < _cost(best)):
+                best = g
+        return best
+    return None
+
+
+def _word_cost(w: str) -> float:
+    """A rough chance that a text of ordinary prose holds the word."""
+    return 0.5 if w in _COMMON else 0.3 if len(w) <= 2 else 0.1 if len(w) == 3 else 0.02
+
+
+def _sub_cost(s: str) -> float:
+    words = re.findall(r"\w+", s)
+    if not words:
+        return 1.0 if len(s.strip()) <= 1 else 0.5 if len(s) == 2 else 0.2
+    return math.prod(_word_cost(w) for w in words)
+
+
+_SEARCH = 0.06  # a substring gate is a search through the whole batch: about a false opening in sixteen texts
+
+
+def _cost(gate) -> float:
+    """The rough cost of a clause as a gate: the chance ordinary prose opens it, plus a search per substring
+    (a token or a run is looked up for free), so that a condition is gated by its cheapest clause."""
+    toks, subs = gate
+    return (sum(_word_cost(t) if isinstance(t, str) else 0.01 for t in toks)
+            + sum(_SEARCH + _sub_cost(s) for s in subs))
+
+
+def _runs(cond, out: dict) -> dict:
+    if cond[0] == "run":
+        out[cond] = None
+    elif cond[0] in ("and", "or"):
+        for c in cond[1]:
+            _runs(c, out)
+    return out
+
+
+# Every ASCII character that is not a word character becomes a space (NUL, the batch separator, is kept).
+_SPACES = bytes(b if b == 0 or b >= 128 or _WORD.match(chr(b)) else 32 for b in range(256))
+
+
+def _clauses(cond) -> list:
+    """Necessary clauses of `cond` (each one gate: some of its tokens, runs or substrings is there)."""
+    if cond[0] == "and":
+        return [c for part in cond[1] for c in _clauses(part)]
+    gate = _gate(cond)
+    return [] if gate is None else [gate]
+
+
+_MAX_DISJUNCTS = 64
+
+
+def _disjuncts(cond) -> list:
+    """`cond` as alternatives (an OR of ANDs where that stays small), so each is gated by its own clauses."""
+    if cond[0] == "or":
+        return [d for c in cond[1] for d in _disjuncts(c)]
+    if cond[0] == "and":
+        out = [()]
+        for part in cond[1]:
+            alts = _disjuncts(part)
+            if len(out) * len(alts) > _MAX_DISJUNCTS:
+                return [cond]
+            out = [o + (a,) for o in out for a in alts]
+        return [_and(o) for o in out]
+    return [cond]
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """Over several patterns: `candidates_many(texts)[i]` is False only when none of them can match any
+    line of `texts[i]` (lowercase plain ASCII: see the module docstring)."""
+
+    conditions: tuple
+    clauses: tuple  # per pattern: its necessary clauses, the cheapest (its gate) first
+    by_token: dict  # gate token (or run) -> the patterns it opens
+    by_sub: dict  # gate substring -> the patterns it opens
+    always: tuple  # patterns without a gate: always evaluated in full
+    runs: dict  # run atom -> (byte table, needle)
+
+    @classmethod
+    def of(cls, patterns) -> "Prefilter":
+        """The prefilter of `patterns`: each pattern's condition split into its alternatives (`_disjuncts`),
+        each alternative looked at through its rarest clause first."""
+        conds, owner = [], []
+        for i, p in enumerate(patterns):
+            for d in _disjuncts(condition(p)):
+                conds.append(d)
+                owner.append(i)
+        clauses = []
+        by_token: dict = {}
+        by_sub: dict = {}
+        for i, c in enumerate(conds):
+            gate = _gate(c)
+            rest = [g for g in _clauses(c) if g != gate]
+            clauses.append(tuple(([gate] if gate else []) + sorted(rest, key=_cost)))
+            for t in (gate[0] if gate else ()):
+                by_token.setdefault(t, []).append(i)
+            for t in (gate[1] if gate else ()):
+                by_sub.setdefault(t, []).append(i)
+        runs = {}
+        for c in conds:
+            for atom in _runs(c, {}):
+                _, chars, k = atom
+                table = bytes(ord("a") if b < 128 and chr(b) in chars else ord("#") if b == 0 else ord(" ")
+                              for b in range(256))
+                runs[atom] = (table, b"a" * k)
+        return cls(tuple(conds), tuple(clauses), {t: tuple(v) for t, v in by_token.items()},
+                   {t: tuple(v) for t, v in by_sub.items()},
+                   tuple(i for i, c in enumerate(clauses) if not c), runs)
+
+    def candidates_many(self, texts: list[str]) -> list[bool]:
+        """Per text: may any pattern match it? Each text is lowercase plain ASCII (a caller joins a text's
+        several readings with newlines); a text that is not ASCII, or holds a NUL, is always a candidate."""
+        if not texts:
+            return []
+        joined = "\x00".join(texts)
+        if not joined.isascii() or joined.count("\x00") != len(texts) - 1:
+            if len(texts) == 1:
+                return [True]
+            return [t.isascii() and "\x00" not in t and self.candidates_many([t])[0] for t in texts]
+        raw = joined.encode("ascii")
+        tokens = [set(piece.split()) for piece in raw.translate(_SPACES).decode("ascii").split("\x00")]
+        for atom, (table, needle) in self.runs.items():
+            if needle in raw.translate(table):
+                for k, piece in enumerate(raw.translate(table).split(b"#")):
+                    if needle in piece:
+                        tokens[k].add(atom)
+        opened: list[set] = [set() for _ in texts]
+        starts = None
+        for sub, which in self.by_sub.items():
+            at = joined.find(sub)
+            if at < 0:
+                continue
+            starts = starts or list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
+            while at >= 0:
+                opened[bisect_right(starts, at) - 1].update(which)
+                at = joined.find(sub, at + 1)
+        by_token, always = self.by_token, self.always
+        out = []
+        for text, toks, which in zip(texts, tokens, opened):
+            hit = toks & by_token.keys()
+            if hit or which or always:
+                which.update(always)
+                for t in hit:
+                    which.update(by_token[t])
+                out.append(any(self._holds(i, toks, text) for i in which))
+            else:
+                out.append(False)
+        return out
+
+    def _holds(self, i: int, tokens: set, text: str) -> bool:
+        for toks, subs in self.clauses[i]:
+            if tokens.isdisjoint(toks) and not any(s in text for s in subs):
+                return False
+        return _holds(self.conditions[i], tokens, text)
