@@ -32,9 +32,12 @@ def parse_time(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text).astimezone(timezone.utc)
 
 
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps(value: Any) -> str:
     """Canonical JSON: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _CANONICAL_JSON.encode(value)
 
 
 def read_jsonl(path: str | Path, what: str = "JSON record") -> Iterator[tuple[int, Any]]:

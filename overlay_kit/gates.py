@@ -43,7 +43,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, PREAMBLE, Anchor, parse
@@ -55,16 +55,19 @@ from .grammar import (
     Delta,
     GrammarError,
     Provenance,
+    assemble,
     cap_violations,
     check_shape,
+    new_delta_id,
     utc_now,
     validate_fact,
 )
 from .metrics import wilson_lower_bound
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
-from .injection import scan
-from .textguard import block_structure, views
+from .injection import scan, scan_many
+from .prefilter import Prefilter
+from .textguard import block_structure, views, views_many
 
 if TYPE_CHECKING:  # the store imports this module, never the reverse at run time
     from .store import Fact, Store, Undo
@@ -82,6 +85,7 @@ __all__ = [
     "WriteResult",
     "check",
     "decide",
+    "decide_many",
     "learn",
     "learn_many",
     "promote",
@@ -102,6 +106,7 @@ _CONTROL_SQUASHED = frozenset(f.replace("-", "").replace("_", "") for f in CONTR
 QUOTE_CHARS = 40  # a verbatim run this long copied from the evidence is quoting, not a lesson
 MIN_QUOTE_CHARS = 24  # … or a shorter run that makes up most of a short field
 MAX_TURNS = 64
+_FLAT = (str, int, float, bool, type(None))  # payload values with no strings inside them
 
 
 # --------------------------------------------------------------------------------- value objects
@@ -136,8 +141,24 @@ class Submission:
     def is_fact(self) -> bool:
         return self.kind == "fact"
 
+    @cached_property
+    def canonical(self) -> dict | None:
+        """The payload in canonical form (`check_shape`), or None when its shape is wrong (`payload_shape`
+        reports that); computed once for all the rules."""
+        try:
+            return check_shape(self.kind, self.payload)
+        except GrammarError:
+            return None
+
     def texts(self) -> list[tuple[str, str]]:
         """(field, text) of every string in the payload (facts: their value's strings too)."""
+        return list(self._texts)
+
+    @cached_property
+    def _texts(self) -> tuple[tuple[str, str], ...]:
+        payload = self.payload
+        if isinstance(payload, dict) and all(isinstance(v, _FLAT) for v in payload.values()):
+            return tuple((f"payload.{k}", v) for k, v in payload.items() if isinstance(v, str))
         out: list[tuple[str, str]] = []
 
         def walk(path: str, value: Any) -> None:
@@ -151,7 +172,7 @@ class Submission:
                     walk(f"{path}[{i}]", v)
 
         walk("payload", self.payload)
-        return out
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -243,12 +264,12 @@ _CONTROL_EDIT = re.compile(
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 
 
+_QUOTES_SEPARATORS = re.compile(r"[\"'`_\-.]+")
+
+
 def _words(text: str) -> list[str]:
     """Readings for the widening check: each folded view, camelCase split, separators and quotes as spaces."""
-    out = []
-    for v in views(_CAMEL.sub(r"\1 \2", text)):
-        out.append(" ".join(re.sub(r"[\"'`_\-.]+", " ", v).split()))
-    return out
+    return [_word_reading(v) for v in views(_CAMEL.sub(r"\1 \2", text))]
 
 
 def _granted(skill: Skill, token: re.Match) -> bool:
@@ -291,17 +312,9 @@ def _by_slug(body: str) -> dict:
     return {s.slug: s for s in _sections(body)}
 
 
-def _canonical(p: Submission) -> dict | None:
-    """The payload in canonical form, or None when its shape is wrong (`payload_shape` reports that)."""
-    try:
-        return check_shape(p.kind, p.payload)
-    except GrammarError:
-        return None
-
-
 def _tool_hint(p: Submission, field: str) -> list[str]:
     """A well-shaped tool-hint's `prefer` or `drop` names; [] for any other proposal."""
-    payload = _canonical(p) if p.kind == "tool-hint" else None
+    payload = p.canonical if p.kind == "tool-hint" else None
     return [] if payload is None else payload[field]
 
 
@@ -338,7 +351,7 @@ def payload_shape(p: Submission):
 
 
 def payload_caps(p: Submission):
-    payload = None if p.is_fact else _canonical(p)
+    payload = None if p.is_fact else p.canonical
     if payload is not None:
         problems = cap_violations(p.kind, payload)
         if problems:
@@ -457,22 +470,36 @@ def route_fact(p: Submission):
     return None
 
 
+def _findings(p: Submission) -> tuple[str, ...]:
+    return tuple(f"{w}: {f}" for w, t in p.texts() for f in scan(t))
+
+
+def _quarantined(p: Submission, findings: tuple[str, ...]) -> Verdict:
+    note = f"; scan: {len(findings)} finding(s)" if findings else "; scan: clean"
+    return Verdict("quarantined", "quarantine_untrusted",
+                   f"untrusted provenance ({p.provenance.source}): quarantined until explicitly approved "
+                   f"(overlay-kit approve ID){note}", findings)
+
+
+def _staged(p: Submission, findings: tuple[str, ...]) -> Verdict:
+    if p.auto_approve and not findings:
+        return _ACTIVE
+    return Verdict("staged", "stage_trusted", _STAGED_MESSAGE, findings) if findings else _STAGED
+
+
+_STAGED_MESSAGE = "staged: review it with `overlay-kit deltas --pending`, then `overlay-kit approve ID`"
+_STAGED = Verdict("staged", "stage_trusted", _STAGED_MESSAGE)
+_ACTIVE = Verdict("active", "stage_trusted", "trusted provenance, auto-approve on: active next session")
+
+
 def quarantine_untrusted(p: Submission):
     if not p.provenance.trusted:
-        findings = tuple(f"{w}: {f}" for w, t in p.texts() for f in scan(t))
-        note = f"; scan: {len(findings)} finding(s)" if findings else "; scan: clean"
-        return Verdict("quarantined", "quarantine_untrusted",
-                       f"untrusted provenance ({p.provenance.source}): quarantined until explicitly approved "
-                       f"(overlay-kit approve ID){note}", findings)
+        return _quarantined(p, _findings(p))
     return None
 
 
 def stage_trusted(p: Submission):
-    findings = tuple(f"{w}: {f}" for w, t in p.texts() for f in scan(t))
-    if p.auto_approve and not findings:
-        return Verdict("active", "stage_trusted", "trusted provenance, auto-approve on: active next session")
-    return Verdict("staged", "stage_trusted", "staged: review it with `overlay-kit deltas --pending`, then "
-                                              "`overlay-kit approve ID`", findings)
+    return _staged(p, _findings(p))
 
 
 RULES: tuple[Rule, ...] = (
@@ -530,10 +557,21 @@ def _proposal(store, skill, kind, payload, section, provenance, scope, evidence,
 
 
 def _new_delta(p: Submission, verdict: Verdict) -> Delta:
-    sec = _by_slug(p.skill.body)[p.section or BODY]
-    return Delta(skill=p.skill.name, kind=p.kind, payload=check_shape(p.kind, p.payload),
-                 anchor=Anchor(sec.slug, sec.digest, p.skill.version), provenance=p.provenance, scope=p.scope,
-                 base_root=p.skill.root, status=verdict.outcome, created_at=utc_now(), findings=verdict.findings)
+    payload = p.canonical if p.canonical is not None else check_shape(p.kind, p.payload)  # raises if malformed
+    return assemble(Delta, skill=p.skill.name, kind=p.kind, payload=payload, anchor=_anchor(p.skill, p.section),
+                    provenance=p.provenance, scope=p.scope, base_root=p.skill.root, status=verdict.outcome,
+                    id=new_delta_id(), created_at=utc_now(), approved_at=None, last_used_at=None,
+                    success_count=0, attempt_count=0, superseded_by=None, findings=verdict.findings)
+
+
+@lru_cache(maxsize=4096)
+def _anchor_of(body: str, section: str, version: str | None) -> Anchor:
+    sec = _by_slug(body)[section]
+    return Anchor(sec.slug, sec.digest, version)
+
+
+def _anchor(skill: Skill, section: str | None) -> Anchor:
+    return _anchor_of(skill.body, section or BODY, skill.version)
 
 
 def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, section: str | None,
@@ -629,11 +667,11 @@ class Lesson:
 def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping], *,
                settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
                custom_rules: bool = False) -> list[WriteResult]:
-    """`learn` for a batch of lessons on one skill: every rule runs on every row (the same `decide` as
-    `learn`; custom `rules` research-only, as there), then the accepted deltas and their audit rows are
-    written with `executemany` in one transaction. One `WriteResult` per lesson, in order (refusals included: a refused row writes nothing and
-    does not stop the others). Nothing is written if anything fails while writing (or a lesson is not a
-    `Lesson`/mapping: `ValueError` naming its index)."""
+    """`learn` for a batch of lessons on one skill: every rule runs on every row (`decide_many`: the same
+    verdicts as `decide` row by row; custom `rules` research-only, as there), then the accepted deltas and
+    their audit rows are written with `executemany` in one transaction. One `WriteResult` per lesson, in
+    order (refusals included: a refused row writes nothing and does not stop the others). Nothing is written
+    if anything fails while writing (or a lesson is not a `Lesson`/mapping: `ValueError` naming its index)."""
     rows = []
     for i, lesson in enumerate(lessons):
         try:
@@ -641,17 +679,14 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
         except ValueError as exc:
             raise ValueError(f"lesson {i}: {exc}") from exc
     rules = _allowed_rules(store, rules, custom_rules)
-    decided = []
-    for r in rows:
-        p = _proposal(store, skill, r.kind, r.payload, r.section, r.provenance, r.scope, r.evidence, r.incognito,
-                      settings)
-        decided.append((p, *decide(p, rules)))
+    subs = _submissions(store, skill, rows, settings)
+    decided = decide_many(subs, rules)
     results: list[WriteResult | None] = [None] * len(rows)
     deltas: list[tuple[int, Delta]] = []
     with store.transaction():
-        for i, (p, verdict, warnings) in enumerate(decided):
+        for i, (p, (verdict, warnings)) in enumerate(zip(subs, decided)):
             if verdict.outcome in ("refused", "session_only"):
-                results[i] = WriteResult(verdict.outcome, verdict.message, verdict.rule, warnings=warnings)
+                results[i] = _result(verdict, warnings)
             elif verdict.outcome == "routed":
                 namespace, key, value = validate_fact(p.payload)
                 undo = store.put_fact(namespace or skill.name, key, value, scope=p.scope, provenance=p.provenance)
@@ -662,10 +697,214 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
                 deltas.append((i, _new_delta(p, verdict)))
         stored = store._insert_deltas([d for _, d in deltas], [mint(d) for _, d in deltas])
     for (i, _), (delta, undo) in zip(deltas, stored):
-        _, verdict, warnings = decided[i]
-        results[i] = WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=delta, undo=undo,
-                                 findings=verdict.findings, warnings=warnings)
+        verdict, warnings = decided[i]
+        results[i] = _result(verdict, warnings, delta, undo)
     return results  # type: ignore[return-value]
+
+
+def _result(verdict: Verdict, warnings: tuple[str, ...], delta: Delta | None = None,
+            undo: "Undo | None" = None) -> WriteResult:
+    return assemble(WriteResult, outcome=verdict.outcome, message=verdict.message, rule=verdict.rule, delta=delta,
+                    fact=None, undo=undo, findings=verdict.findings if delta is not None else (),
+                    warnings=warnings, dry_run=False)
+
+
+def _submissions(store, skill: Skill, rows: list[Lesson], settings: GateSettings | None) -> list[Submission]:
+    """`_proposal` for each row of a batch: the settings resolved once, each distinct provenance read once."""
+    settings = settings or GateSettings()
+    auto = bool(store.auto_approve if settings.auto_approve is None else settings.auto_approve)
+    research = store.research
+    seen: dict = {}
+    out = []
+    for r in rows:
+        prov = r.provenance
+        try:
+            provenance = seen[prov]
+        except (KeyError, TypeError):
+            provenance = _provenance(prov)
+            if isinstance(prov, (str, Provenance)) or prov is None:
+                try:
+                    seen[prov] = provenance
+                except TypeError:  # a Provenance holding a list: not hashable, read every time
+                    pass
+        ev = r.evidence
+        out.append(assemble(Submission, skill=skill, kind=r.kind, payload=r.payload, section=r.section,
+                            provenance=provenance, scope=r.scope,
+                            evidence=(ev,) if isinstance(ev, str) else tuple(ev or ()), incognito=r.incognito,
+                            research=research, auto_approve=auto, settings=settings))
+    return out
+
+
+# ----------------------------------------------------------------------------------- batch rules
+# `decide_many` runs RULES over a batch rule by rule. A rule with a batch form below gives, for every row it is
+# asked about, exactly what its per-row form gives (tests/test_learn_batch.py holds them to `decide`, row by
+# row, on the injection corpus, the workload and generated hostile lessons); a rule without one runs per row.
+
+
+class _Batch:
+    """What the batch forms share: the rows, and each text-reading verdict computed once for all of them."""
+
+    def __init__(self, subs: list[Submission]):
+        self.subs = subs
+        self.widening: dict[int, bool] = {}
+        self.findings: dict[int, tuple[str, ...]] = {}
+
+    def may_widen(self, idx: list[int]) -> dict[int, bool]:
+        """Per row: may `no_widening` refuse its texts? (False only when no pattern of it can match.)"""
+        todo = [i for i in idx if i not in self.widening]
+        if todo:
+            groups = [[t for _, t in self.subs[i]._texts] for i in todo]
+            flat = [t for g in groups for t in g]
+            looks = iter(_widening_looks(flat))
+            may = _widening_prefilter().candidates_many(["\n".join(next(looks) for _ in g) for g in groups])
+            self.widening.update(zip(todo, may))
+        return self.widening
+
+    def scan(self, idx: list[int]) -> dict[int, tuple[str, ...]]:
+        """Per row: the scan findings `stage_trusted` / `quarantine_untrusted` report (`scan_many`)."""
+        todo = [i for i in idx if i not in self.findings]
+        if todo:
+            fields = [(i, w, t) for i in todo for w, t in self.subs[i]._texts]
+            found: dict[int, list[str]] = {i: [] for i in todo}
+            for (i, w, _), hits in zip(fields, scan_many([t for _, _, t in fields])):
+                found[i].extend(f"{w}: {f}" for f in hits)
+            self.findings.update((i, tuple(v)) for i, v in found.items())
+        return self.findings
+
+
+def _widening_looks(texts: list[str]) -> list[str]:
+    """Every reading `no_widening` matches for each text (its `_words` readings and its folded views),
+    joined, lowercase: what its prefilter reads."""
+    views = views_many(texts)
+    camel = [_CAMEL.sub(r"\1 \2", t) if _CAMEL.search(t) else t for t in texts]
+    moved = [i for i, (t, c) in enumerate(zip(texts, camel)) if t != c]
+    camel_views = dict(zip(moved, views_many([camel[i] for i in moved])))
+    out = []
+    for i, v in enumerate(views):
+        words = camel_views.get(i, v)
+        out.append("\n".join(dict.fromkeys([*v, *(_word_reading(r) for r in words)])))
+    return out
+
+
+def _word_reading(view: str) -> str:
+    return " ".join(_QUOTES_SEPARATORS.sub(" ", view).split())
+
+
+@lru_cache(maxsize=1)
+def _widening_prefilter() -> Prefilter:
+    return Prefilter.of((_CONTROL_EDIT, _PERMISSION_TOKEN))
+
+
+def _per_row(rule) -> Callable:
+    def many(batch: _Batch, idx: list[int]) -> list:
+        return [rule(batch.subs[i]) for i in idx]
+    return many
+
+
+def _where(test, rule) -> Callable:
+    """A batch form that runs `rule` only on the rows `test` picks (the others: `rule` decides nothing)."""
+    def many(batch: _Batch, idx: list[int]) -> list:
+        subs = batch.subs
+        return [rule(subs[i]) if test(subs[i]) else None for i in idx]
+    return many
+
+
+def _capability_bearing_many(batch: _Batch, idx: list[int]) -> list:
+    seen: dict[int, Any] = {}
+    out = []
+    for i in idx:
+        skill = batch.subs[i].skill
+        if id(skill) not in seen:
+            seen[id(skill)] = capability_bearing(batch.subs[i])  # a property of the skill alone
+        out.append(seen[id(skill)])
+    return out
+
+
+def _payload_caps_many(batch: _Batch, idx: list[int]) -> list:
+    out = []
+    for i in idx:
+        p = batch.subs[i]
+        turns = p.provenance.turns
+        if p.is_fact or len(turns) > MAX_TURNS or any(len(t) > TURN_ID_LIMIT for t in turns) or \
+                cap_violations(p.kind, p.canonical):
+            out.append(payload_caps(p))  # the per-row rule words the refusal
+        else:
+            out.append(None)
+    return out
+
+
+def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
+    subs = batch.subs
+    plain = [i for i in idx if subs[i].kind not in ("parameter", "fact")]  # the others: their keys, per row
+    may = batch.may_widen(plain)
+    return [no_widening(subs[i]) if may.get(i, True) else None for i in idx]
+
+
+def _known_section_many(batch: _Batch, idx: list[int]) -> list:
+    out = []
+    for i in idx:
+        p = batch.subs[i]
+        slugs = _by_slug(p.skill.body)
+        quick = not p.is_fact and p.section in slugs and p.section != PREAMBLE and \
+            not (len(slugs) == 1 and BODY in slugs)
+        out.append(None if quick else known_section(p))
+    return out
+
+
+def _quarantine_untrusted_many(batch: _Batch, idx: list[int]) -> list:
+    subs = batch.subs
+    findings = batch.scan([i for i in idx if not subs[i].provenance.trusted])
+    return [None if subs[i].provenance.trusted else _quarantined(subs[i], findings[i]) for i in idx]
+
+
+def _stage_trusted_many(batch: _Batch, idx: list[int]) -> list:
+    findings = batch.scan(idx)
+    return [_staged(batch.subs[i], findings[i]) for i in idx]
+
+
+_MANY: dict[Callable, Callable] = {
+    known_kind: _where(lambda p: p.kind != "fact" and p.kind not in TIERS, known_kind),
+    research_only: _where(lambda p: p.kind in RESEARCH_KINDS, research_only),
+    capability_bearing: _capability_bearing_many,
+    payload_shape: _where(lambda p: p.is_fact or p.canonical is None, payload_shape),
+    payload_caps: _payload_caps_many,
+    plain_text: _per_row(plain_text),
+    no_new_tool: _where(lambda p: p.kind == "tool-hint", no_new_tool),
+    no_widening: _no_widening_many,
+    write_path_tool: _where(lambda p: p.kind == "tool-hint", write_path_tool),
+    quotes_evidence: _where(lambda p: bool(p.evidence), quotes_evidence),
+    known_section: _known_section_many,
+    untrusted_fact: _where(lambda p: p.is_fact, untrusted_fact),
+    incognito: _where(lambda p: p.incognito, incognito),
+    route_fact: _where(lambda p: p.is_fact, route_fact),
+    quarantine_untrusted: _quarantine_untrusted_many,
+    stage_trusted: _stage_trusted_many,
+}
+
+
+def decide_many(subs: list[Submission], rules: Iterable[Rule] = RULES) -> list[tuple[Verdict, tuple[str, ...]]]:
+    """`decide` for each submission of a batch: every rule, in order, on every row it has not yet decided,
+    through its batch form where it has one (the same verdicts and warnings as `decide`, row by row)."""
+    batch = _Batch(subs)
+    verdicts: list[Verdict | None] = [None] * len(subs)
+    warnings: dict[int, list[str]] = {}
+    idx = list(range(len(subs)))
+    for rule in rules:
+        if not idx:
+            break
+        many = _MANY.get(rule.check) or _per_row(rule.check)
+        left = []
+        for i, result in zip(idx, many(batch, idx)):
+            if isinstance(result, Verdict):
+                verdicts[i] = result
+                continue
+            if isinstance(result, str):
+                warnings.setdefault(i, []).append(result)
+            left.append(i)
+        idx = left
+    for i in idx:
+        verdicts[i] = _refuse("no_rule", "no gate accepted this lesson")
+    return [(v, tuple(warnings.get(i, ()))) for i, v in enumerate(verdicts)]  # type: ignore[misc]
 
 
 # ------------------------------------------------------------------------------------ promotion

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from functools import cached_property, lru_cache
 from types import MappingProxyType
@@ -44,8 +46,10 @@ __all__ = [
     "Provenance",
     "cap_violations",
     "check_kind",
+    "assemble",
     "check_shape",
     "new_delta_id",
+    "new_delta_ids",
     "validate_fact",
     "validate_payload",
     "BLOCK_HEADING", "BLOCK_INTRO", "SECTION_LABEL", "item_text",
@@ -83,6 +87,28 @@ def new_delta_id() -> str:
     import uuid  # on first use: `uuid` imports `platform`, a cost every CLI start would pay
 
     return f"delta_{uuid.uuid4().hex[:16]}"
+
+
+def new_delta_ids(n: int) -> list[str]:
+    """`n` fresh delta ids at once (the same 64 random bits each as `new_delta_id`)."""
+    raw = os.urandom(8 * n).hex()
+    return [f"delta_{raw[16 * i:16 * i + 16]}" for i in range(n)]
+
+
+@lru_cache(maxsize=None)
+def _field_names(cls) -> frozenset:
+    return frozenset(f.name for f in fields(cls))
+
+
+def assemble(cls, /, **values):
+    """An instance of the frozen dataclass `cls` from ALL its fields, without its generated `__init__` (the
+    batch write path builds thousands; the value classes it builds have no `__post_init__`). A missing or
+    unknown field is a `TypeError`, as with the constructor."""
+    if values.keys() != _field_names(cls):
+        raise TypeError(f"{cls.__name__}: fields {sorted(_field_names(cls) ^ values.keys())} missing or unknown")
+    obj = object.__new__(cls)
+    obj.__dict__.update(values)
+    return obj
 
 
 @dataclass(frozen=True)
@@ -191,13 +217,18 @@ def check_shape(kind: str, payload: Any) -> dict:
     return out | ({"trigger": trigger} if trigger else {})
 
 
+_CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and line feed, DEL, C1
+
+
 def _controls(value: Any, where: str) -> list[GrammarError]:
     """C0 controls (tab and line feed aside), DEL and C1 controls in any string of a payload: a CR, an ANSI
     escape or a backspace can make a terminal show a reviewer something other than what is stored."""
     if isinstance(value, str):
-        bad = [c for c in value if (ord(c) < 0x20 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F]
+        if _CONTROL_CHARS.search(value) is None:
+            return []
+        bad = _CONTROL_CHARS.findall(value)
         return [GrammarError(f"control character U+{ord(bad[0]):04X} ({len(bad)} in all); lessons are plain "
-                             "text", where)] if bad else []
+                             "text", where)]
     if isinstance(value, Mapping):
         return [e for k, v in value.items() for e in _controls(k, where) + _controls(v, f"{where}.{k}")]
     if isinstance(value, (list, tuple)):

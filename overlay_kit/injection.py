@@ -2,6 +2,7 @@
 learned text (and stored with the delta as its findings).
 
     scan(text) -> tuple[str, ...]   # findings like "url: https://…"; empty when clean
+    scan_many(texts) -> list[tuple[str, ...]]   # the same for a batch, prefiltered (gates.learn_many)
 
 Phrase detectors (canonical overrides, paraphrase cues, role markup, tool-call shapes) run over every folded
 reading of the text (`textguard.views`); weak cues count only in pairs; when nothing else is found, the intent
@@ -14,8 +15,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
-from .textguard import hidden_chars, views, visible
+from .prefilter import Prefilter
+from .textguard import hidden_chars, plain_batchable, views, views_many, visible
 
 _OVERRIDE = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|"
@@ -749,3 +752,53 @@ def scan(text: str) -> tuple[str, ...]:
     for m in _URL.finditer(text):
         found.append(f"url: {visible(m.group(0), keep_newlines=False)[:80]}")
     return tuple(found)
+
+
+def detectors() -> tuple[re.Pattern, ...]:
+    """Every compiled pattern of this module, the tables above included (found by looking, not listed by
+    hand): what the batch prefilter of `scan_many` must cover, so that a pattern added above is never
+    skipped by it."""
+    return _detectors(tuple(id(v) for v in globals().values()))
+
+
+@lru_cache(maxsize=1)
+def _detectors(_key) -> tuple[re.Pattern, ...]:
+    found: dict[int, re.Pattern] = {}
+
+    def add(value) -> None:
+        if isinstance(value, re.Pattern):
+            found.setdefault(id(value), value)
+        elif isinstance(value, (tuple, list)):
+            for v in value:
+                add(v)
+
+    for name, value in list(globals().items()):
+        if not name.startswith("__"):
+            add(value)
+    return tuple(found.values())
+
+
+@lru_cache(maxsize=1)
+def _prefilter(patterns: tuple[re.Pattern, ...]) -> Prefilter:
+    return Prefilter.of(patterns)
+
+
+def _look(lower: str, readings: tuple[str, ...]) -> str:
+    """What the prefilter reads for one text: its folded readings, and the raw text (lowercased) the
+    blob/URL/comment patterns run on, where it differs."""
+    if len(readings) == 1:
+        return readings[0] if lower == readings[0] else lower + "\n" + readings[0]
+    return "\n".join(dict.fromkeys((lower, *readings)))
+
+
+def scan_many(texts: list[str]) -> list[tuple[str, ...]]:
+    """`scan(t)` for each text, for a batch: a prefilter derived from every pattern of this module
+    (`prefilter.Prefilter`: the words a match needs) clears most plain texts at once, read with all their
+    folded readings; the others get the full `scan`. Same findings as `scan` on every text (tested)."""
+    texts = [str(t) for t in texts]
+    readings = views_many(texts)
+    looks = [_look(t.lower(), r) for t, r in zip(texts, readings)]
+    may = _prefilter(detectors()).candidates_many(looks)
+    if not plain_batchable("\n".join(texts)):  # hidden characters are found by `scan` itself, not a pattern
+        may = [m or not plain_batchable(t) for t, m in zip(texts, may)]
+    return [scan(t) if m else () for t, m in zip(texts, may)]

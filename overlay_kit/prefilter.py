@@ -263,7 +263,7 @@ def _sub_cost(s: str) -> float:
     return math.prod(_word_cost(w) for w in words)
 
 
-_SEARCH = 0.06  # a substring gate is a search through the whole batch: about a false opening in sixteen texts
+_SEARCH = 0.3  # a substring gate is a search through the whole batch: about a false opening in three texts
 
 
 def _cost(gate) -> float:
@@ -272,6 +272,15 @@ def _cost(gate) -> float:
     toks, subs = gate
     return (sum(_word_cost(t) if isinstance(t, str) else 0.01 for t in toks)
             + sum(_SEARCH + _sub_cost(s) for s in subs))
+
+
+def _implied(clause, gate) -> bool:
+    """A clause every text opening `gate` meets anyway (a substring that holds the gate's one word)."""
+    if gate is None or len(gate[0]) != 1 or gate[1] or clause[0]:
+        return False
+    (word,) = gate[0]
+    return isinstance(word, str) and all(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", s) and s.strip() == word
+                                         for s in clause[1])
 
 
 def _runs(cond, out: dict) -> dict:
@@ -329,18 +338,15 @@ class Prefilter:
     def of(cls, patterns) -> "Prefilter":
         """The prefilter of `patterns`: each pattern's condition split into its alternatives (`_disjuncts`),
         each alternative looked at through its rarest clause first."""
-        conds, owner = [], []
-        for i, p in enumerate(patterns):
-            for d in _disjuncts(condition(p)):
-                conds.append(d)
-                owner.append(i)
+        conds = [d for p in patterns for d in _disjuncts(condition(p))]
         clauses = []
         by_token: dict = {}
         by_sub: dict = {}
         for i, c in enumerate(conds):
             gate = _gate(c)
-            rest = [g for g in _clauses(c) if g != gate]
-            clauses.append(tuple(([gate] if gate else []) + sorted(rest, key=_cost)))
+            rest = [g for g in _clauses(c) if g != gate and not _implied(g, gate)]
+            # after the gate: word clauses (a set lookup) before substring ones, rarest first
+            clauses.append(tuple(([gate] if gate else []) + sorted(rest, key=lambda g: (bool(g[1]), _cost(g)))))
             for t in (gate[0] if gate else ()):
                 by_token.setdefault(t, []).append(i)
             for t in (gate[1] if gate else ()):
@@ -369,11 +375,12 @@ class Prefilter:
         raw = joined.encode("ascii")
         tokens = [set(piece.split()) for piece in raw.translate(_SPACES).decode("ascii").split("\x00")]
         for atom, (table, needle) in self.runs.items():
-            if needle in raw.translate(table):
-                for k, piece in enumerate(raw.translate(table).split(b"#")):
+            mapped = raw.translate(table)
+            if needle in mapped:
+                for k, piece in enumerate(mapped.split(b"#")):
                     if needle in piece:
                         tokens[k].add(atom)
-        opened: list[set] = [set() for _ in texts]
+        opened: dict[int, set] = {}
         starts = None
         for sub, which in self.by_sub.items():
             at = joined.find(sub)
@@ -381,23 +388,21 @@ class Prefilter:
                 continue
             starts = starts or list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
             while at >= 0:
-                opened[bisect_right(starts, at) - 1].update(which)
+                opened.setdefault(bisect_right(starts, at) - 1, set()).update(which)
                 at = joined.find(sub, at + 1)
-        by_token, always = self.by_token, self.always
+        by_token, always, holds = self.by_token, self.always, self._holds
         out = []
-        for text, toks, which in zip(texts, tokens, opened):
+        for k, (text, toks) in enumerate(zip(texts, tokens)):
             hit = toks & by_token.keys()
-            if hit or which or always:
-                which.update(always)
-                for t in hit:
-                    which.update(by_token[t])
-                out.append(any(self._holds(i, toks, text) for i in which))
+            if hit or always or k in opened:
+                which = opened.get(k, set()).union(always, *(by_token[t] for t in hit))
+                out.append(any(holds(i, toks, text) for i in which))
             else:
                 out.append(False)
         return out
 
     def _holds(self, i: int, tokens: set, text: str) -> bool:
-        for toks, subs in self.clauses[i]:
-            if tokens.isdisjoint(toks) and not any(s in text for s in subs):
+        for toks, subs in self.clauses[i][1:]:  # its gate is open: the other clauses, then the whole condition
+            if tokens.isdisjoint(toks) and (not subs or not any(s in text for s in subs)):
                 return False
         return _holds(self.conditions[i], tokens, text)

@@ -1,6 +1,10 @@
 """Seals: proof that a delta row came through the gates, and that an undo handle came from the store. `gates` mints one for each delta it writes; `store`
 verifies it on insert, so a row built by hand cannot enter the overlay. Its own module because both sides need
-it and the store sits below the gates."""
+it and the store sits below the gates.
+
+A seal is a keyed BLAKE2b hash of the delta's identity and of its encoded columns (`columns`: the canonical JSON
+the store writes), encoded once per delta and kept on it (as `Delta.shaped_payload` is), so minting, verifying
+and inserting a row encode it once."""
 
 from __future__ import annotations
 
@@ -8,26 +12,73 @@ import hashlib
 import hmac
 import json
 import secrets
+from datetime import timezone
+from functools import lru_cache
+from typing import NamedTuple
 
-from .grammar import Delta
+from .common import dumps, iso
+from .grammar import Delta, Provenance
 
-__all__ = ["mint", "mint_undo", "verify_seal", "verify_undo"]
+__all__ = ["Columns", "columns", "mint", "mint_undo", "verify_seal", "verify_undo"]
 
 
 _SEAL_KEY = secrets.token_bytes(32)  # per process; never stored
+_LOOSE = json.JSONEncoder(ensure_ascii=False, default=str)  # for values that are not strict JSON (seal only)
+
+
+class Columns(NamedTuple):
+    """A delta's encoded columns, as the store writes them (`payload` is None when it is not strict JSON: the
+    store then encodes, and refuses, it itself)."""
+
+    anchor: str
+    payload: str | None
+    provenance: str
+    created_at: str
+    findings: str
+
+
+@lru_cache(maxsize=4096)
+def _anchor_json(section: str, digest: str) -> str:
+    return dumps({"section": section, "digest": digest})
+
+
+@lru_cache(maxsize=1024)
+def _provenance_json(provenance: Provenance) -> str:
+    return dumps(provenance.to_dict())
+
+
+def columns(delta: Delta) -> Columns:
+    """The delta's encoded columns, computed once per delta object (a frozen value: `evolve` makes a new one)."""
+    cached = delta.__dict__.get("_columns")
+    if cached is None:
+        try:
+            payload = dumps(delta.payload)
+        except (TypeError, ValueError):
+            payload = None
+        try:
+            provenance = _provenance_json(delta.provenance)
+        except TypeError:  # turns held in a list: not hashable
+            provenance = dumps(delta.provenance.to_dict())
+        when = delta.created_at
+        created = when.isoformat(timespec="microseconds") if when.tzinfo is timezone.utc else iso(when)
+        findings = dumps(list(delta.findings)) if delta.findings else "[]"
+        cached = Columns(_anchor_json(delta.anchor.section, delta.anchor.digest), payload, provenance, created,
+                         findings)
+        delta.__dict__["_columns"] = cached
+    return cached
 
 
 def _seal_bytes(delta: Delta) -> bytes:
-    body = json.dumps([delta.id, delta.skill, delta.kind, delta.payload, delta.anchor.to_dict(),
-                       delta.provenance.to_dict(), delta.scope, delta.base_root, delta.status,
-                       delta.created_at.isoformat(), list(delta.findings)],
-                      sort_keys=True, ensure_ascii=False, default=str)
-    return body.encode("utf-8")
+    c = columns(delta)
+    payload = c.payload if c.payload is not None else _LOOSE.encode(delta.payload)
+    return _LOOSE.encode([delta.id, delta.skill, delta.kind, delta.scope, delta.base_root, delta.status,
+                          delta.anchor.base_version, c.anchor, payload, c.provenance, c.created_at,
+                          c.findings]).encode("utf-8", "surrogatepass")
 
 
 def mint(delta: Delta) -> bytes:
     """The seal the gates give a delta they passed (the store accepts no row without it)."""
-    return hmac.new(_SEAL_KEY, _seal_bytes(delta), hashlib.sha256).digest()
+    return hashlib.blake2b(_seal_bytes(delta), key=_SEAL_KEY, digest_size=32).digest()
 
 
 def verify_seal(delta: Delta, seal: bytes) -> bool:
@@ -36,12 +87,12 @@ def verify_seal(delta: Delta, seal: bytes) -> bool:
 
 
 def _undo_bytes(op: str, steps, ids) -> bytes:
-    return json.dumps(["undo", op, [list(s) for s in steps], list(ids)], ensure_ascii=False, default=str).encode()
+    return _LOOSE.encode(["undo", op, steps, ids]).encode("utf-8", "surrogatepass")
 
 
 def mint_undo(op: str, steps, ids) -> bytes:
     """The token the store gives each undo handle it issues: a hand-built `Undo` cannot be applied."""
-    return hmac.new(_SEAL_KEY, _undo_bytes(op, steps, ids), hashlib.sha256).digest()
+    return hashlib.blake2b(_undo_bytes(op, steps, ids), key=_SEAL_KEY, digest_size=32).digest()
 
 
 def verify_undo(op: str, steps, ids, token) -> bool:

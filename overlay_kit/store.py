@@ -93,7 +93,7 @@ from .grammar import (
     check_shape,
     validate_payload,
 )
-from .seal import mint_undo, verify_seal, verify_undo
+from .seal import columns, mint_undo, verify_seal, verify_undo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -867,27 +867,30 @@ class Store:
             raise StoreError(f"delta {delta.id}: {exc}") from exc
 
     def _insert_deltas(self, deltas: Sequence[Delta], seals: Sequence[bytes]) -> list[tuple[Delta, Undo]]:
-        """Private: `_insert_delta` for a batch (every seal and payload checked first), rows and audit rows
-        written with `executemany` in one transaction. Returns each delta as stored, with its undo."""
+        """Private: `_insert_delta` for a batch (every seal and payload checked first, by `_admit`), rows and
+        audit rows written with `executemany` in one transaction. The JSON columns are the ones the seal
+        covers (`seal.columns`), encoded once. Returns each delta as stored, with its undo."""
         rows, audit, out = [], [], []
+        handle = self._handle
         for delta, seal in zip(deltas, seals, strict=True):
             payload = self._admit(delta, seal)
             approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
-            text = dumps(payload)
+            cols = columns(delta)
+            same = payload == delta.payload
+            text = cols.payload if same and cols.payload is not None else dumps(payload)
             rows.append((delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind,
-                         delta.tier, dumps({"section": delta.anchor.section, "digest": delta.anchor.digest}),
-                         text, dumps(delta.provenance.to_dict()), delta.status, delta.success_count,
-                         delta.attempt_count, None, iso(delta.created_at), iso(approved), iso(delta.last_used_at),
-                         dumps(list(delta.findings))))
-            audit.append((delta.id, "gates", iso(delta.created_at), None, delta.status,
+                         TIERS[delta.kind], cols.anchor, text, cols.provenance, delta.status, delta.success_count,
+                         delta.attempt_count, None, cols.created_at, iso(approved), iso(delta.last_used_at),
+                         cols.findings))
+            audit.append((delta.id, "gates", cols.created_at, None, delta.status,
                           f"learned {delta.kind} from {delta.provenance.source}"))
-            stored = delta if (approved is delta.approved_at and payload == delta.payload) else \
+            stored = delta if (approved is delta.approved_at and same) else \
                 replace(delta, payload=payload, approved_at=approved)
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
-            if payload == json.loads(text):
+            if all(type(v) is str for v in payload.values()) or payload == json.loads(text):
                 _canonical(delta.kind, text, payload)  # this row need not be shape-checked when read back
-            out.append((stored, self._handle("learn", (("skill_deltas", delta.id, "status", "archived",
-                                                         delta.status),), (delta.id,))))
+            out.append((stored, handle("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),),
+                                       (delta.id,))))
         if not rows:
             return []
         with self.transaction():
