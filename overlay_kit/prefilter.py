@@ -44,7 +44,8 @@ last next one two time day week please thanks get got set make use used using ch
 work help keep team system user users data file name type access support security review update updated mode like
 if ask tell say said see look""".split())
 
-# A condition: TRUE, ("tok", word), ("sub", literal), ("run", chars, n), ("and", (conds...)), ("or", (conds...)).
+# A condition: TRUE, ("tok", word), ("sub", literal), ("run", chars, n), ("rx", window regex), ("and", (conds...)),
+# ("or", (conds...)).
 TRUE = ("true",)  # a condition every text meets
 
 
@@ -154,12 +155,65 @@ def _unfactor(items: list) -> list:
     return out
 
 
+def _simple(op, av) -> bool:
+    """An item a small window regex may hold: a character, a class, a word boundary, or a repeat of one."""
+    if op in (_c.LITERAL, _c.IN, _c.NOT_LITERAL):
+        return True
+    if op == _c.AT:
+        return av in (_c.AT_BOUNDARY, _c.AT_NON_BOUNDARY)
+    if op in _REPEATS:
+        body = _items(av[2])
+        return len(body) == 1 and body[0][0] in (_c.LITERAL, _c.IN, _c.NOT_LITERAL)
+    return False
+
+
+def _distribute(items: list) -> list:
+    """`(?:a|b)\\s*[:=]` as `(?:a\\s*[:=]|b\\s*[:=])` when the alternatives and the few items after them are
+    simple: each alternative then ends in a window regex of its own."""
+    flat: list = []
+    for op, av in items:  # a group only captures: its items (or its one alternation) stand in the sequence
+        if op == _c.SUBPATTERN and (len(_items(av[-1])) == 1 and _items(av[-1])[0][0] == _c.BRANCH
+                                    or all(_simple(*it) for it in _items(av[-1]))):
+            flat.extend(_items(av[-1]))
+        else:
+            flat.append((op, av))
+    items = flat
+    out: list = []
+    k = 0
+    while k < len(items):
+        op, av = items[k]
+        if op == _c.BRANCH and all(all(_simple(*it) for it in _items(b)) for b in av[1]):
+            j = k + 1
+            while j < len(items) and j - k <= 3 and _simple(*items[j]):
+                j += 1
+            if j > k + 1:
+                tail = items[k + 1:j]
+                out.append((op, (av[0], [_p.SubPattern(_p.State(), _items(b) + tail) for b in av[1]])))
+                k = j
+                continue
+        out.append((op, av))
+        k += 1
+    return out
+
+
+def _window(items: list, flags: int) -> tuple:
+    """A run of simple items holding a letter and a class or repeat, as one regex condition (searched in the
+    lowercased text, so case-blind)."""
+    def classy(op, av) -> bool:
+        return op in (_c.IN, _c.NOT_LITERAL) or op in _REPEATS and _items(av[2])[0][0] in (_c.IN, _c.NOT_LITERAL)
+
+    if not any(op == _c.LITERAL for op, _ in items) or not any(classy(op, av) for op, av in items):
+        return TRUE  # no letter to anchor it, or nothing the literal runs do not say already
+    return ("rx", _compiler.compile(_p.SubPattern(_p.State(), list(items)), flags | re.IGNORECASE))
+
+
 def _run(items: list, bounded: bool, after: bool, flags: int = 0) -> tuple[tuple, bool]:
     """(condition, bounded at the end) of one sequence of parsed items. `bounded`: the position before the
     first item is a line/string start, a word boundary or follows a non-word character; `after`: what
     follows the sequence surely starts with one."""
     parts, run, run_bounded = [], [], False
-    items = _unfactor(items)
+    items = _distribute(_unfactor(items))
+    window: list = []
 
     def flush(j: int) -> None:
         if run:
@@ -168,6 +222,11 @@ def _run(items: list, bounded: bool, after: bool, flags: int = 0) -> tuple[tuple
             run.clear()
 
     for i, (op, av) in enumerate(items):
+        if _simple(op, av):
+            window.append((op, av))
+        else:
+            parts.append(_window(window, flags))
+            window = []
         if op == _c.LITERAL:
             if not run:
                 run_bounded = bounded
@@ -201,6 +260,7 @@ def _run(items: list, bounded: bool, after: bool, flags: int = 0) -> tuple[tuple
         else:
             bounded = _nonword_item(op, av)
     flush(len(items))
+    parts.append(_window(window, flags))
     return _and(parts), bounded
 
 
@@ -219,6 +279,8 @@ def _holds(cond, tokens: set, text: str) -> bool:
         return cond in tokens if kind == "run" else cond[1] in tokens
     if kind == "sub":
         return cond[1] in text
+    if kind == "rx":
+        return cond[1].search(text) is not None
     if kind == "and":
         return all(_holds(c, tokens, text) for c in cond[1])
     if kind == "or":
