@@ -65,9 +65,9 @@ from .grammar import (
 from .metrics import wilson_lower_bound
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
-from .injection import scan, scan_many
+from .injection import detectors, prefilter_text, scan, scan_many
 from .prefilter import Prefilter
-from .textguard import block_structure, views, views_many
+from .textguard import block_structure, plain_batchable, views, views_many
 
 if TYPE_CHECKING:  # the store imports this module, never the reverse at run time
     from .store import Fact, Store, Undo
@@ -742,57 +742,66 @@ def _submissions(store, skill: Skill, rows: list[Lesson], settings: GateSettings
 
 
 class _Batch:
-    """What the batch forms share: the rows, and each text-reading verdict computed once for all of them."""
+    """What the batch forms share: the rows, and per row which text-reading rules a prefilter cannot clear
+    (computed once for all the rows that reach them)."""
 
     def __init__(self, subs: list[Submission]):
         self.subs = subs
-        self.widening: dict[int, bool] = {}
+        self.groups: dict[int, frozenset] = {}
         self.findings: dict[int, tuple[str, ...]] = {}
 
-    def may_widen(self, idx: list[int]) -> dict[int, bool]:
-        """Per row: may `no_widening` refuse its texts? (False only when no pattern of it can match.)"""
-        todo = [i for i in idx if i not in self.widening]
+    def may(self, idx: list[int]) -> dict[int, frozenset]:
+        """Per row: which of "scan" / "widening" may find something in its texts (a group left out: no
+        pattern of it can match any reading of any of the row's texts)."""
+        todo = [i for i in idx if i not in self.groups]
         if todo:
-            groups = [[t for _, t in self.subs[i]._texts] for i in todo]
-            flat = [t for g in groups for t in g]
-            looks = iter(_widening_looks(flat))
-            may = _widening_prefilter().candidates_many(["\n".join(next(looks) for _ in g) for g in groups])
-            self.widening.update(zip(todo, may))
-        return self.widening
+            fields = [[t for _, t in self.subs[i]._texts] for i in todo]
+            flat = [t for f in fields for t in f]
+            views = views_many(flat)
+            looks = iter(prefilter_text(t, v) + "\n" + w for t, v, w in zip(flat, views, _word_looks(flat, views)))
+            may = _text_prefilter().groups_many(["\n".join(next(looks) for _ in f) for f in fields])
+            plain = plain_batchable("\n".join(flat))  # else: rows holding a hidden character are scanned
+            self.groups.update(
+                (i, m if plain or all(map(plain_batchable, f)) else m | {"scan"}) for i, m, f in zip(todo, may, fields))
+        return self.groups
 
     def scan(self, idx: list[int]) -> dict[int, tuple[str, ...]]:
         """Per row: the scan findings `stage_trusted` / `quarantine_untrusted` report (`scan_many`)."""
         todo = [i for i in idx if i not in self.findings]
         if todo:
+            may = self.may(todo)
             fields = [(i, w, t) for i in todo for w, t in self.subs[i]._texts]
+            hits = scan_many([t for _, _, t in fields], [("scan" in may[i]) for i, _, _ in fields])
             found: dict[int, list[str]] = {i: [] for i in todo}
-            for (i, w, _), hits in zip(fields, scan_many([t for _, _, t in fields])):
-                found[i].extend(f"{w}: {f}" for f in hits)
+            for (i, w, _), h in zip(fields, hits):
+                found[i].extend(f"{w}: {f}" for f in h)
             self.findings.update((i, tuple(v)) for i, v in found.items())
         return self.findings
 
 
-def _widening_looks(texts: list[str]) -> list[str]:
-    """Every reading `no_widening` matches for each text (its `_words` readings and its folded views),
-    joined, lowercase: what its prefilter reads."""
-    views = views_many(texts)
+def _word_looks(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
+    """Per text, the `_words` readings `no_widening` matches (camelCase split, separators as spaces)."""
     camel = [_CAMEL.sub(r"\1 \2", t) if _CAMEL.search(t) else t for t in texts]
     moved = [i for i, (t, c) in enumerate(zip(texts, camel)) if t != c]
     camel_views = dict(zip(moved, views_many([camel[i] for i in moved])))
-    out = []
-    for i, v in enumerate(views):
-        words = camel_views.get(i, v)
-        out.append("\n".join(dict.fromkeys([*v, *(_word_reading(r) for r in words)])))
-    return out
+    return ["\n".join(dict.fromkeys(_word_reading(r) for r in camel_views.get(i, v))) for i, v in enumerate(views)]
 
 
 def _word_reading(view: str) -> str:
     return " ".join(_QUOTES_SEPARATORS.sub(" ", view).split())
 
 
-@lru_cache(maxsize=1)
-def _widening_prefilter() -> Prefilter:
-    return Prefilter.of((_CONTROL_EDIT, _PERMISSION_TOKEN))
+@lru_cache(maxsize=4)
+def _prefilter_of(patterns: tuple, groups: tuple) -> Prefilter:
+    return Prefilter.of(patterns, groups)
+
+
+def _text_prefilter() -> Prefilter:
+    """One prefilter over the scan's patterns (`injection.detectors`, group "scan") and `no_widening`'s
+    (group "widening"), read on every reading either rule matches."""
+    scan_patterns = detectors()
+    return _prefilter_of(scan_patterns + (_CONTROL_EDIT, _PERMISSION_TOKEN),
+                         ("scan",) * len(scan_patterns) + ("widening", "widening"))
 
 
 def _per_row(rule) -> Callable:
@@ -835,9 +844,9 @@ def _payload_caps_many(batch: _Batch, idx: list[int]) -> list:
 
 def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
     subs = batch.subs
-    plain = [i for i in idx if subs[i].kind not in ("parameter", "fact")]  # the others: their keys, per row
-    may = batch.may_widen(plain)
-    return [no_widening(subs[i]) if may.get(i, True) else None for i in idx]
+    may = batch.may(idx)
+    return [no_widening(subs[i]) if subs[i].kind in ("parameter", "fact") or "widening" in may[i] else None
+            for i in idx]
 
 
 def _known_section_many(batch: _Batch, idx: list[int]) -> list:

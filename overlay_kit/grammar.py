@@ -230,6 +230,11 @@ def _controls(value: Any, where: str) -> list[GrammarError]:
         return [GrammarError(f"control character U+{ord(bad[0]):04X} ({len(bad)} in all); lessons are plain "
                              "text", where)]
     if isinstance(value, Mapping):
+        try:  # the common case, strings only and none with a control character: one search
+            if _CONTROL_CHARS.search("".join(value) + "".join(value.values())) is None:
+                return []
+        except TypeError:
+            pass
         return [e for k, v in value.items() for e in _controls(k, where) + _controls(v, f"{where}.{k}")]
     if isinstance(value, (list, tuple)):
         return [e for i, v in enumerate(value) for e in _controls(v, f"{where}[{i}]")]

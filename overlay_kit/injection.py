@@ -783,22 +783,26 @@ def _prefilter(patterns: tuple[re.Pattern, ...]) -> Prefilter:
     return Prefilter.of(patterns)
 
 
-def _look(lower: str, readings: tuple[str, ...]) -> str:
-    """What the prefilter reads for one text: its folded readings, and the raw text (lowercased) the
-    blob/URL/comment patterns run on, where it differs."""
+def prefilter_text(text: str, readings: tuple[str, ...]) -> str:
+    """What the prefilter reads for one text: its folded readings (`views`) and, where it differs, the raw
+    text lowercased (the blob, URL and comment patterns run on the raw text)."""
+    lower = text.lower()
     if len(readings) == 1:
         return readings[0] if lower == readings[0] else lower + "\n" + readings[0]
     return "\n".join(dict.fromkeys((lower, *readings)))
 
 
-def scan_many(texts: list[str]) -> list[tuple[str, ...]]:
+def scan_many(texts: list[str], candidates: list[bool] | None = None) -> list[tuple[str, ...]]:
     """`scan(t)` for each text, for a batch: a prefilter derived from every pattern of this module
     (`prefilter.Prefilter`: the words a match needs) clears most plain texts at once, read with all their
-    folded readings; the others get the full `scan`. Same findings as `scan` on every text (tested)."""
+    folded readings; the others get the full `scan`. Same findings as `scan` on every text (tested).
+    `candidates` (per text): a caller's own verdict of a prefilter over (at least) `detectors()`, read on
+    (at least) `prefilter_text`."""
     texts = [str(t) for t in texts]
-    readings = views_many(texts)
-    looks = [_look(t.lower(), r) for t, r in zip(texts, readings)]
-    may = _prefilter(detectors()).candidates_many(looks)
+    if candidates is None:
+        readings = views_many(texts)
+        candidates = _prefilter(detectors()).candidates_many(
+            [prefilter_text(t, r) for t, r in zip(texts, readings)])
     if not plain_batchable("\n".join(texts)):  # hidden characters are found by `scan` itself, not a pattern
-        may = [m or not plain_batchable(t) for t, m in zip(texts, may)]
-    return [scan(t) if m else () for t, m in zip(texts, may)]
+        candidates = [m or not plain_batchable(t) for t, m in zip(texts, candidates)]
+    return [scan(t) if m else () for t, m in zip(texts, candidates)]

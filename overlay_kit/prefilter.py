@@ -386,21 +386,31 @@ def _disjuncts(cond) -> list:
 
 @dataclass(frozen=True)
 class Prefilter:
-    """Over several patterns: `candidates_many(texts)[i]` is False only when none of them can match any
-    line of `texts[i]` (lowercase plain ASCII: see the module docstring)."""
+    """Over several patterns, each in a group (default: one group): `groups_many(texts)[i]` holds every group
+    with a pattern that may match `texts[i]`; a group missing from it has no pattern that can match any line
+    of the text. Texts are lowercase plain ASCII (see the module docstring); any other text (or one holding a
+    NUL) keeps every group."""
 
-    conditions: tuple
-    clauses: tuple  # per pattern: its necessary clauses, the cheapest (its gate) first
-    by_token: dict  # gate token (or run) -> the patterns it opens
-    by_sub: dict  # gate substring -> the patterns it opens
-    always: tuple  # patterns without a gate: always evaluated in full
+    conditions: tuple  # the patterns' conditions, split into alternatives
+    group: tuple  # per alternative: the group of its pattern
+    clauses: tuple  # per alternative: its necessary clauses, its gate (the cheapest) first
+    by_token: dict  # gate token (or run) -> the alternatives it opens
+    by_sub: dict  # gate substring -> the alternatives it opens
+    always: tuple  # alternatives without a gate: always evaluated in full
     runs: dict  # run atom -> (byte table, needle)
+    all_groups: frozenset
 
     @classmethod
-    def of(cls, patterns) -> "Prefilter":
-        """The prefilter of `patterns`: each pattern's condition split into its alternatives (`_disjuncts`),
-        each alternative looked at through its rarest clause first."""
-        conds = [d for p in patterns for d in _disjuncts(condition(p))]
+    def of(cls, patterns, groups=None) -> "Prefilter":
+        """The prefilter of `patterns` (`groups`: one label per pattern): each pattern's condition split into
+        its alternatives (`_disjuncts`), each alternative looked at through its rarest clause first."""
+        patterns = list(patterns)
+        groups = list(groups) if groups is not None else [0] * len(patterns)
+        conds, owner = [], []
+        for p, g in zip(patterns, groups, strict=True):
+            for d in _disjuncts(condition(p)):
+                conds.append(d)
+                owner.append(g)
         clauses = []
         by_token: dict = {}
         by_sub: dict = {}
@@ -420,20 +430,22 @@ class Prefilter:
                 table = bytes(ord("a") if b < 128 and chr(b) in chars else ord("#") if b == 0 else ord(" ")
                               for b in range(256))
                 runs[atom] = (table, b"a" * k)
-        return cls(tuple(conds), tuple(clauses), {t: tuple(v) for t, v in by_token.items()},
+        return cls(tuple(conds), tuple(owner), tuple(clauses), {t: tuple(v) for t, v in by_token.items()},
                    {t: tuple(v) for t, v in by_sub.items()},
-                   tuple(i for i, c in enumerate(clauses) if not c), runs)
+                   tuple(i for i, c in enumerate(clauses) if not c), runs, frozenset(groups))
 
     def candidates_many(self, texts: list[str]) -> list[bool]:
-        """Per text: may any pattern match it? Each text is lowercase plain ASCII (a caller joins a text's
-        several readings with newlines); a text that is not ASCII, or holds a NUL, is always a candidate."""
+        """Per text: may any pattern match it?"""
+        return [bool(g) for g in self.groups_many(texts)]
+
+    def groups_many(self, texts: list[str]) -> list[frozenset]:
+        """Per text: the groups with a pattern that may match it (see the class docstring)."""
         if not texts:
             return []
         joined = "\x00".join(texts)
         if not joined.isascii() or joined.count("\x00") != len(texts) - 1:
-            if len(texts) == 1:
-                return [True]
-            return [t.isascii() and "\x00" not in t and self.candidates_many([t])[0] for t in texts]
+            return [self.groups_many([t])[0] if len(texts) > 1 and t.isascii() and "\x00" not in t
+                    else self.all_groups for t in texts]
         raw = joined.encode("ascii")
         tokens = [set(piece.split()) for piece in raw.translate(_SPACES).decode("ascii").split("\x00")]
         for atom, (table, needle) in self.runs.items():
@@ -452,15 +464,19 @@ class Prefilter:
             while at >= 0:
                 opened.setdefault(bisect_right(starts, at) - 1, set()).update(which)
                 at = joined.find(sub, at + 1)
-        by_token, always, holds = self.by_token, self.always, self._holds
+        by_token, always, holds, group = self.by_token, self.always, self._holds, self.group
+        none: frozenset = frozenset()
         out = []
         for k, (text, toks) in enumerate(zip(texts, tokens)):
             hit = toks & by_token.keys()
-            if hit or always or k in opened:
-                which = opened.get(k, set()).union(always, *(by_token[t] for t in hit))
-                out.append(any(holds(i, toks, text) for i in which))
-            else:
-                out.append(False)
+            if not (hit or always or k in opened):
+                out.append(none)
+                continue
+            found: set = set()
+            for i in sorted(opened.get(k, set()).union(always, *(by_token[t] for t in hit))):
+                if group[i] not in found and holds(i, toks, text):
+                    found.add(group[i])
+            out.append(frozenset(found))
         return out
 
     def _holds(self, i: int, tokens: set, text: str) -> bool:

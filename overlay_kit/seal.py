@@ -69,11 +69,14 @@ def columns(delta: Delta) -> Columns:
 
 
 def _seal_bytes(delta: Delta) -> bytes:
+    """The delta's identity (one JSON list) and its encoded columns, NUL-separated: JSON text holds no raw NUL,
+    so no two deltas give the same bytes."""
     c = columns(delta)
+    head = _LOOSE.encode([delta.id, delta.skill, delta.kind, delta.scope, delta.base_root, delta.status,
+                          delta.anchor.base_version])
     payload = c.payload if c.payload is not None else _LOOSE.encode(delta.payload)
-    return _LOOSE.encode([delta.id, delta.skill, delta.kind, delta.scope, delta.base_root, delta.status,
-                          delta.anchor.base_version, c.anchor, payload, c.provenance, c.created_at,
-                          c.findings]).encode("utf-8", "surrogatepass")
+    return "\x00".join((head, c.anchor, payload, c.provenance, c.created_at, c.findings)).encode(
+        "utf-8", "surrogatepass")
 
 
 def mint(delta: Delta) -> bytes:
