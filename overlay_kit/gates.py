@@ -780,11 +780,20 @@ class _Batch:
 
 
 def _word_looks(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
-    """Per text, the `_words` readings `no_widening` matches (camelCase split, separators as spaces)."""
+    """Per text, the `_words` readings `no_widening` matches (camelCase split, separators as spaces), joined."""
     camel = [_CAMEL.sub(r"\1 \2", t) if _CAMEL.search(t) else t for t in texts]
     moved = [i for i, (t, c) in enumerate(zip(texts, camel)) if t != c]
     camel_views = dict(zip(moved, views_many([camel[i] for i in moved])))
-    return ["\n".join(dict.fromkeys(_word_reading(r) for r in camel_views.get(i, v))) for i, v in enumerate(views)]
+    readings = [camel_views.get(i, v) for i, v in enumerate(views)]
+    joined = "\x00".join("\x01".join(r) for r in readings)
+    if "\x00" in "".join(texts) or "\x01" in "".join(texts):  # the separators below would not be ours
+        return ["\n".join(dict.fromkeys(_word_reading(r) for r in rs)) for rs in readings]
+    spaced = joined.translate(_SEPARATORS_AS_SPACE)  # each separator a space: collapsed below, as `_words` does
+    return ["\n".join(dict.fromkeys(" ".join(r.split()) for r in piece.split("\x01")))
+            for piece in spaced.split("\x00")]
+
+
+_SEPARATORS_AS_SPACE = str.maketrans({c: " " for c in "\"'`_-."})
 
 
 def _word_reading(view: str) -> str:
@@ -802,6 +811,11 @@ def _text_prefilter() -> Prefilter:
     scan_patterns = detectors()
     return _prefilter_of(scan_patterns + (_CONTROL_EDIT, _PERMISSION_TOKEN),
                          ("scan",) * len(scan_patterns) + ("widening", "widening"))
+
+
+def _one_plain_line(text: str) -> bool:
+    """`block_structure`'s own shortcut: one line opening with a letter or digit carries no block construct."""
+    return "\n" not in text and "\r" not in text and text.lstrip(" \t")[:1].isalnum()
 
 
 def _per_row(rule) -> Callable:
@@ -877,7 +891,8 @@ _MANY: dict[Callable, Callable] = {
     capability_bearing: _capability_bearing_many,
     payload_shape: _where(lambda p: p.is_fact or p.canonical is None, payload_shape),
     payload_caps: _payload_caps_many,
-    plain_text: _per_row(plain_text),
+    plain_text: _where(lambda p: not (p.is_fact or p.kind == "tool-hint")
+                       and not all(_one_plain_line(t) for _, t in p._texts), plain_text),
     no_new_tool: _where(lambda p: p.kind == "tool-hint", no_new_tool),
     no_widening: _no_widening_many,
     write_path_tool: _where(lambda p: p.kind == "tool-hint", write_path_tool),

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -49,7 +48,6 @@ __all__ = [
     "assemble",
     "check_shape",
     "new_delta_id",
-    "new_delta_ids",
     "validate_fact",
     "validate_payload",
     "BLOCK_HEADING", "BLOCK_INTRO", "SECTION_LABEL", "item_text",
@@ -86,13 +84,7 @@ class GrammarError(ValueError):
 def new_delta_id() -> str:
     import uuid  # on first use: `uuid` imports `platform`, a cost every CLI start would pay
 
-    return f"delta_{uuid.uuid4().hex[:16]}"
-
-
-def new_delta_ids(n: int) -> list[str]:
-    """`n` fresh delta ids at once (the same 64 random bits each as `new_delta_id`)."""
-    raw = os.urandom(8 * n).hex()
-    return [f"delta_{raw[16 * i:16 * i + 16]}" for i in range(n)]
+    return f"delta_{uuid.uuid4().hex[:16]}"  # uuid4: a seeded study (studies.deploy) draws them from its seed
 
 
 @lru_cache(maxsize=None)

@@ -90,6 +90,7 @@ from .grammar import (
     Delta,
     GrammarError,
     Provenance,
+    assemble,
     check_shape,
     validate_payload,
 )
@@ -871,7 +872,6 @@ class Store:
         audit rows written with `executemany` in one transaction. The JSON columns are the ones the seal
         covers (`seal.columns`), encoded once. Returns each delta as stored, with its undo."""
         rows, audit, out = [], [], []
-        handle = self._handle
         for delta, seal in zip(deltas, seals, strict=True):
             payload = self._admit(delta, seal)
             approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
@@ -889,8 +889,9 @@ class Store:
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
             if all(type(v) is str for v in payload.values()) or payload == json.loads(text):
                 _canonical(delta.kind, text, payload)  # this row need not be shape-checked when read back
-            out.append((stored, handle("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),),
-                                       (delta.id,))))
+            steps, ids = (("skill_deltas", delta.id, "status", "archived", delta.status),), (delta.id,)
+            out.append((stored, assemble(Undo, op="learn", steps=steps, ids=ids,
+                                         token=mint_undo("learn", steps, ids))))  # what `_handle` issues
         if not rows:
             return []
         with self.transaction():
