@@ -366,7 +366,7 @@ def _clauses(cond) -> list:
     return [] if gate is None else [gate]
 
 
-_MAX_DISJUNCTS = 64
+_MAX_DISJUNCTS = 512
 
 
 def _disjuncts(cond) -> list:
@@ -454,9 +454,18 @@ class Prefilter:
                 for k, piece in enumerate(mapped.split(b"#")):
                     if needle in piece:
                         tokens[k].add(atom)
+        # An alternative with a word clause no text of the batch can meet is out for the whole batch.
+        present = set().union(*tokens)
+        live = {i for i, clauses in enumerate(self.clauses)
+                if all(subs or not present.isdisjoint(toks) for toks, subs in clauses)}
+        by_token = {t: w for t, w in ((t, [i for i in self.by_token[t] if i in live])
+                                      for t in present & self.by_token.keys()) if w}
         opened: dict[int, set] = {}
         starts = None
         for sub, which in self.by_sub.items():
+            which = [i for i in which if i in live]
+            if not which:
+                continue
             at = joined.find(sub)
             if at < 0:
                 continue
@@ -464,7 +473,7 @@ class Prefilter:
             while at >= 0:
                 opened.setdefault(bisect_right(starts, at) - 1, set()).update(which)
                 at = joined.find(sub, at + 1)
-        by_token, always, holds, group = self.by_token, self.always, self._holds, self.group
+        always, holds, group = [i for i in self.always if i in live], self._holds, self.group
         none: frozenset = frozenset()
         out = []
         for k, (text, toks) in enumerate(zip(texts, tokens)):

@@ -68,17 +68,21 @@ def columns(delta: Delta) -> Columns:
     return cached
 
 
+@lru_cache(maxsize=1024)
+def _head(*fields) -> str:
+    return _LOOSE.encode(fields)
+
+
 def _seal_bytes(delta: Delta) -> bytes:
     """The delta's identity (one JSON list) and its encoded columns, NUL-separated (JSON text holds no raw NUL,
     so no two deltas give the same bytes); encoded once per delta object, like its columns."""
     cached = delta.__dict__.get("_seal_bytes")
     if cached is None:
         c = columns(delta)
-        head = _LOOSE.encode([delta.id, delta.skill, delta.kind, delta.scope, delta.base_root, delta.status,
-                              delta.anchor.base_version])
+        head = _head(delta.skill, delta.kind, delta.scope, delta.base_root, delta.status, delta.anchor.base_version)
         payload = c.payload if c.payload is not None else _LOOSE.encode(delta.payload)
-        cached = "\x00".join((head, c.anchor, payload, c.provenance, c.created_at, c.findings)).encode(
-            "utf-8", "surrogatepass")
+        cached = "\x00".join((_LOOSE.encode(delta.id), head, c.anchor, payload, c.provenance, c.created_at,
+                               c.findings)).encode("utf-8", "surrogatepass")
         delta.__dict__["_seal_bytes"] = cached
     return cached
 
