@@ -758,7 +758,7 @@ class _Batch:
             fields = [[t for _, t in self.subs[i]._texts] for i in todo]
             flat = [t for f in fields for t in f]
             views = views_many(flat)
-            looks = iter(prefilter_text(t, v) + "\n" + w for t, v, w in zip(flat, views, _word_looks(flat, views)))
+            looks = iter(_look(t, v, w) for t, v, w in zip(flat, views, _word_looks(flat, views)))
             may = _text_prefilter().groups_many(["\n".join(next(looks) for _ in f) for f in fields])
             plain = plain_batchable("\n".join(flat))  # else: rows holding a hidden character are scanned
             self.groups.update(
@@ -777,6 +777,23 @@ class _Batch:
                 found[i].extend(f"{w}: {f}" for f in h)
             self.findings.update((i, tuple(v)) for i, v in found.items())
         return self.findings
+
+
+def _look(text: str, views: tuple[str, ...], words: str) -> str:
+    """What the prefilter reads for one text: what the scan reads (`prefilter_text`), and the `_words` readings
+    unless they stand in it already between non-word characters (a full stop dropped at the end): a word,
+    substring or window found in them is then found there too."""
+    look = prefilter_text(text, views)
+    at = look.find(words)
+    while at >= 0:
+        end = at + len(words)
+        if (at == 0 or not _WORD_CHAR.match(look, at - 1)) and (end == len(look) or not _WORD_CHAR.match(look, end)):
+            return look
+        at = look.find(words, at + 1)
+    return look + "\n" + words
+
+
+_WORD_CHAR = re.compile(r"\w")
 
 
 def _word_looks(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
