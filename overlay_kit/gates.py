@@ -41,9 +41,11 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, PREAMBLE, Anchor, parse
@@ -798,16 +800,21 @@ _WORD_CHAR = re.compile(r"\w")
 
 def _word_looks(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
     """Per text, the `_words` readings `no_widening` matches (camelCase split, separators as spaces), joined."""
-    camel = [_CAMEL.sub(r"\1 \2", t) if _CAMEL.search(t) else t for t in texts]
-    moved = [i for i, (t, c) in enumerate(zip(texts, camel)) if t != c]
-    camel_views = dict(zip(moved, views_many([camel[i] for i in moved])))
+    joined = "\x00".join(texts)
+    starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
+    moved = sorted({bisect_right(starts, m.start()) - 1 for m in _CAMEL.finditer(joined)})  # a camelCase join
+    camel_views = dict(zip(moved, views_many([_CAMEL.sub(r"\1 \2", texts[i]) for i in moved])))
     readings = [camel_views.get(i, v) for i, v in enumerate(views)]
     joined = "\x00".join("\x01".join(r) for r in readings)
-    if "\x00" in "".join(texts) or "\x01" in "".join(texts):  # the separators below would not be ours
-        return ["\n".join(dict.fromkeys(_word_reading(r) for r in rs)) for rs in readings]
-    spaced = joined.translate(_SEPARATORS_AS_SPACE)  # each separator a space: collapsed below, as `_words` does
-    return ["\n".join(dict.fromkeys(" ".join(r.split()) for r in piece.split("\x01")))
-            for piece in spaced.split("\x00")]
+    if joined.count("\x00") != len(readings) - 1 or joined.count("\x01") != sum(len(r) - 1 for r in readings):
+        return ["\n".join(dict.fromkeys(_word_reading(r) for r in rs)) for rs in readings]  # not our separators
+    # each separator or quote a space, every run of spaces one (as `_words` does; NUL and SOH are not spaces)
+    spaced = " ".join(joined.translate(_SEPARATORS_AS_SPACE).split())
+    out = []
+    for piece in spaced.split("\x00"):
+        parts = piece.split("\x01")
+        out.append(parts[0].strip(" ") if len(parts) == 1 else "\n".join(dict.fromkeys(p.strip(" ") for p in parts)))
+    return out
 
 
 _SEPARATORS_AS_SPACE = str.maketrans({c: " " for c in "\"'`_-."})
