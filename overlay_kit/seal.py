@@ -98,7 +98,8 @@ def verify_seal(delta: Delta, seal: bytes) -> bool:
 
 
 def _undo_bytes(op: str, steps, ids) -> bytes:
-    return _LOOSE.encode(["undo", op, steps, ids]).encode("utf-8", "surrogatepass")
+    # repr of (str, tuples of str / None / numbers): unambiguous, and the store mints and checks the same tuples
+    return repr(("undo", op, steps, ids)).encode("utf-8", "surrogatepass")
 
 
 def mint_undo(op: str, steps, ids) -> bytes:

@@ -887,7 +887,11 @@ class Store:
             stored = delta if (approved is delta.approved_at and same) else \
                 replace(delta, payload=payload, approved_at=approved)
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
-            if all(type(v) is str for v in payload.values()) or payload == json.loads(text):
+            if all(type(v) is str for v in payload.values()):  # strings only: JSON gives back just these
+                if len(_CANONICAL) >= _CANONICAL_MAX:
+                    _CANONICAL.clear()
+                _CANONICAL[(delta.kind, text)] = dict(payload)  # read back without a shape check (`_canonical`)
+            elif payload == json.loads(text):
                 _canonical(delta.kind, text, payload)  # this row need not be shape-checked when read back
             steps, ids = (("skill_deltas", delta.id, "status", "archived", delta.status),), (delta.id,)
             out.append((stored, assemble(Undo, op="learn", steps=steps, ids=ids,
