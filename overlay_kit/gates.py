@@ -772,10 +772,10 @@ class _Batch:
         todo = [i for i in idx if i not in self.findings]
         if todo:
             may = self.may(todo)
-            fields = [(i, w, t) for i in todo for w, t in self.subs[i]._texts]
-            hits = scan_many([t for _, _, t in fields], [("scan" in may[i]) for i, _, _ in fields])
-            found: dict[int, list[str]] = {i: [] for i in todo}
-            for (i, w, _), h in zip(fields, hits):
+            self.findings.update((i, ()) for i in todo if "scan" not in may[i])  # no pattern can match: clean
+            fields = [(i, w, t) for i in todo if "scan" in may[i] for w, t in self.subs[i]._texts]
+            found: dict[int, list[str]] = {i: [] for i, _, _ in fields}
+            for (i, w, _), h in zip(fields, scan_many([t for _, _, t in fields], [True] * len(fields))):
                 found[i].extend(f"{w}: {f}" for f in h)
             self.findings.update((i, tuple(v)) for i, v in found.items())
         return self.findings
@@ -941,8 +941,11 @@ def decide_many(subs: list[Submission], rules: Iterable[Rule] = RULES) -> list[t
         if not idx:
             break
         many = _MANY.get(rule.check) or _per_row(rule.check)
+        results = many(batch, idx)
+        if results.count(None) == len(results):  # the rule decided nothing and warned of nothing on this batch
+            continue
         left = []
-        for i, result in zip(idx, many(batch, idx)):
+        for i, result in zip(idx, results):
             if isinstance(result, Verdict):
                 verdicts[i] = result
                 continue
