@@ -750,11 +750,12 @@ class _Batch:
     def __init__(self, subs: list[Submission]):
         self.subs = subs
         self.groups: dict[int, frozenset] = {}
+        self.views: dict[int, list[tuple[str, ...]]] = {}  # per row: the views of each of its texts
         self.findings: dict[int, tuple[str, ...]] = {}
 
     def may(self, idx: list[int]) -> dict[int, frozenset]:
-        """Per row: which of "scan" / "widening" may find something in its texts (a group left out: no
-        pattern of it can match any reading of any of the row's texts)."""
+        """Per row: the patterns of the scan (`detectors()`) and of `no_widening` that may match a reading of
+        one of its texts (any other cannot), or every one where a text holds a hidden character."""
         todo = [i for i in idx if i not in self.groups]
         if todo:
             fields = [[t for _, t in self.subs[i]._texts] for i in todo]
@@ -763,8 +764,11 @@ class _Batch:
             looks = iter(_look(t, v, w) for t, v, w in zip(flat, views, _word_looks(flat, views)))
             may = _text_prefilter().groups_many(["\n".join(next(looks) for _ in f) for f in fields])
             plain = plain_batchable("\n".join(flat))  # else: rows holding a hidden character are scanned
+            it = iter(views)
+            self.views.update((i, [next(it) for _ in f]) for i, f in zip(todo, fields))
+            every = _text_prefilter().all_groups
             self.groups.update(
-                (i, m if plain or all(map(plain_batchable, f)) else m | {"scan"}) for i, m, f in zip(todo, may, fields))
+                (i, m if plain or all(map(plain_batchable, f)) else every) for i, m, f in zip(todo, may, fields))
         return self.groups
 
     def scan(self, idx: list[int]) -> dict[int, tuple[str, ...]]:
@@ -772,10 +776,12 @@ class _Batch:
         todo = [i for i in idx if i not in self.findings]
         if todo:
             may = self.may(todo)
-            self.findings.update((i, ()) for i in todo if "scan" not in may[i])  # no pattern can match: clean
-            fields = [(i, w, t) for i in todo if "scan" in may[i] for w, t in self.subs[i]._texts]
-            found: dict[int, list[str]] = {i: [] for i, _, _ in fields}
-            for (i, w, _), h in zip(fields, scan_many([t for _, _, t in fields], [True] * len(fields))):
+            fields = [(i, w, t) for i in todo for w, t in self.subs[i]._texts]
+            patterns = frozenset(detectors())
+            hits = scan_many([t for _, _, t in fields], [may[i] & patterns for i, _, _ in fields],
+                             [v for i in todo for v in self.views[i]])
+            found: dict[int, list[str]] = {i: [] for i in todo}
+            for (i, w, _), h in zip(fields, hits):
                 found[i].extend(f"{w}: {f}" for f in h)
             self.findings.update((i, tuple(v)) for i, v in found.items())
         return self.findings
@@ -825,16 +831,17 @@ def _word_reading(view: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _prefilter_of(patterns: tuple, groups: tuple) -> Prefilter:
-    return Prefilter.of(patterns, groups)
+def _prefilter_of(patterns: tuple) -> Prefilter:
+    return Prefilter.of(patterns)
 
 
 def _text_prefilter() -> Prefilter:
-    """One prefilter over the scan's patterns (`injection.detectors`, group "scan") and `no_widening`'s
-    (group "widening"), read on every reading either rule matches."""
-    scan_patterns = detectors()
-    return _prefilter_of(scan_patterns + (_CONTROL_EDIT, _PERMISSION_TOKEN),
-                         ("scan",) * len(scan_patterns) + ("widening", "widening"))
+    """One prefilter over the scan's patterns (`injection.detectors`) and `no_widening`'s, read on every
+    reading either rule matches."""
+    return _prefilter_of(detectors() + _WIDENING)
+
+
+_WIDENING = (_CONTROL_EDIT, _PERMISSION_TOKEN)
 
 
 def _one_plain_line(text: str) -> bool:
@@ -881,10 +888,21 @@ def _payload_caps_many(batch: _Batch, idx: list[int]) -> list:
 
 
 def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
+    """`no_widening` on the rows whose keys it reads (parameters, facts) and on those a widening pattern matches
+    a reading of (its `_words` readings, its views): on any other row it finds nothing."""
     subs = batch.subs
     may = batch.may(idx)
-    return [no_widening(subs[i]) if subs[i].kind in ("parameter", "fact") or "widening" in may[i] else None
-            for i in idx]
+    out = []
+    for i in idx:
+        p = subs[i]
+        if p.kind in ("parameter", "fact"):
+            out.append(no_widening(p))
+        elif _CONTROL_EDIT in may[i] and any(_CONTROL_EDIT.search(w) for _, t in p._texts for w in _words(t)) \
+                or _PERMISSION_TOKEN in may[i] and any(_PERMISSION_TOKEN.search(v) for vs in batch.views[i] for v in vs):
+            out.append(no_widening(p))
+        else:
+            out.append(None)
+    return out
 
 
 def _known_section_many(batch: _Batch, idx: list[int]) -> list:

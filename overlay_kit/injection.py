@@ -775,7 +775,12 @@ def _detectors(_key) -> tuple[re.Pattern, ...]:
     for name, value in list(globals().items()):
         if not name.startswith("__"):
             add(value)
+    for helper in _NOT_DETECTORS:  # reads words for the intent model (which `_intent_possible` bounds)
+        found.pop(id(globals().get(helper)), None)
     return tuple(found.values())
+
+
+_NOT_DETECTORS = ("_TOKEN",)  # compiled patterns that find nothing by themselves (kept, they'd only slow it)
 
 
 @lru_cache(maxsize=1)
@@ -792,17 +797,74 @@ def prefilter_text(text: str, readings: tuple[str, ...]) -> str:
     return "\n".join(dict.fromkeys((lower, *readings)))
 
 
-def scan_many(texts: list[str], candidates: list[bool] | None = None) -> list[tuple[str, ...]]:
-    """`scan(t)` for each text, for a batch: a prefilter derived from every pattern of this module
-    (`prefilter.Prefilter`: the words a match needs) clears most plain texts at once, read with all their
-    folded readings; the others get the full `scan`. Same findings as `scan` on every text (tested).
-    `candidates` (per text): a caller's own verdict of a prefilter over (at least) `detectors()`, read on
-    (at least) `prefilter_text`."""
+def scan_many(texts: list[str], candidates: list | None = None,
+              readings: list[tuple[str, ...]] | None = None) -> list[tuple[str, ...]]:
+    """`scan(t)` for each text, for a batch. A prefilter derived from every pattern of this module
+    (`prefilter.Prefilter`: the words a match needs) names, per text, the few patterns that could match any
+    of its readings; those are tried, and a text one of them matches gets the full `scan`. Any other text
+    has no pattern finding (and, plain, no hidden character), so what `scan` could still say of it is the
+    intent model's finding: computed where the text's words could reach the model's threshold at all
+    (`_intent_possible`). Same findings as `scan` on every text (tested). `candidates` (per text): a
+    caller's own prefilter verdict over (at least) `detectors()`, read on (at least) `prefilter_text` — the
+    patterns that may match, or True for "scan it"; `readings`: the texts' `views`, if at hand."""
     texts = [str(t) for t in texts]
-    if candidates is None:
+    if readings is None:
         readings = views_many(texts)
-        candidates = _prefilter(detectors()).candidates_many(
-            [prefilter_text(t, r) for t, r in zip(texts, readings)])
+    if candidates is None:
+        candidates = _prefilter(detectors()).groups_many([prefilter_text(t, r) for t, r in zip(texts, readings)])
     if not plain_batchable("\n".join(texts)):  # hidden characters are found by `scan` itself, not a pattern
-        candidates = [m or not plain_batchable(t) for t, m in zip(texts, candidates)]
-    return [scan(t) if m else () for t, m in zip(texts, candidates)]
+        candidates = [m if plain_batchable(t) else True for t, m in zip(texts, candidates)]
+    out: list[tuple[str, ...]] = []
+    cleared = []
+    for k, (t, m, r) in enumerate(zip(texts, candidates, readings)):
+        if m is True or (m and any(p.search(x) for p in m for x in (t, *r))):
+            out.append(scan(t))
+        else:
+            out.append(())
+            cleared.append(k)
+    for k, possible in zip(cleared, _intent_possible([readings[k] for k in cleared])):
+        if possible:
+            out[k] = tuple(_intent(readings[k], []))
+    return out
+
+
+def _intent_possible(readings: list[tuple[str, ...]]) -> list[bool]:
+    """Per text (its readings): could the intent model's score reach 0? Its families can only be those with a
+    phrase all of whose words are among the text's words (`_tokens`), so the bias plus their positive weights
+    bounds the score from above. Plain ASCII readings are read together (each phrase looked up once for the
+    batch, through the texts that hold each of its words); any other text is True."""
+    out = [True] * len(readings)
+    plain = [k for k, r in enumerate(readings) if all(map(str.isascii, r)) and not any("\x00" in x for x in r)]
+    if not plain:
+        return out
+    phrases, vocab, bias, weights = _intent_index(id(_PHRASES), id(_INTENT_WEIGHTS))
+    joined = "\x00".join("\n".join(readings[k]) for k in plain)
+    words = joined.replace("n't", " not").replace("'s", "").encode("ascii").translate(_ALNUM_SPACES).decode("ascii")
+    holding: dict[str, set[int]] = {}
+    for k, piece in zip(plain, words.split("\x00")):
+        for w in vocab.intersection(piece.split()):
+            holding.setdefault(w, set()).add(k)
+    fams: dict[int, set[str]] = {}
+    for phrase, families in phrases:
+        rows = holding.get(phrase[0], set()).intersection(*(holding.get(w, ()) for w in phrase[1:]))
+        for k in rows:
+            fams.setdefault(k, set()).update(families)
+    for k in plain:
+        out[k] = bias >= 0  # no family: the bias alone
+    for k, found in fams.items():
+        if "rules_noun" in found:
+            found.update(f"rules_noun&{f}" for f in _WITH_RULES if f in found)
+        out[k] = bias + sum(max(weights.get(f, 0.0), 0.0) for f in found) >= 0
+    return out
+
+
+@lru_cache(maxsize=2)
+def _intent_index(*_key) -> tuple[tuple, frozenset[str], float, dict[str, float]]:
+    """The phrase table as (words of a phrase, its families), and every word of it."""
+    phrases = tuple((tuple(dict.fromkeys(p.split())), fams) for p, fams in _PHRASES.items() if p.split())
+    return phrases, frozenset(w for p, _ in phrases for w in p), _INTENT_BIAS, dict(_INTENT_WEIGHTS)
+
+
+# `_tokens` reads [a-z0-9]+ runs: every other ASCII byte a space (NUL, the batch separator, kept)
+_ALNUM_SPACES = bytes(b if b == 0 or chr(b) in "abcdefghijklmnopqrstuvwxyz0123456789" or b >= 128 else 32
+                      for b in range(256))

@@ -249,7 +249,7 @@ def _run(items: list, bounded: bool, after: bool, flags: int = 0) -> tuple[tuple
         elif op in _REPEATS:
             lo, body = av[0], _items(av[2])
             cond, once = _run(body, bounded, False, flags)
-            _, twice = _run(body, once, False, flags)
+            twice = once if once == bounded else _run(body, once, False, flags)[1]  # a second pass from there
             if lo >= _RUN_MIN and len(body) == 1 and body[0][0] in (_c.IN, _c.LITERAL):
                 parts.append(("run", _chars(body[0], flags), lo))  # lo characters of one class in a row
             if lo >= 1:  # one pass of the body is enough to hold its literals
@@ -366,7 +366,7 @@ def _clauses(cond) -> list:
     return [] if gate is None else [gate]
 
 
-_MAX_DISJUNCTS = 512
+_MAX_DISJUNCTS = 64
 
 
 def _disjuncts(cond) -> list:
@@ -386,10 +386,10 @@ def _disjuncts(cond) -> list:
 
 @dataclass(frozen=True)
 class Prefilter:
-    """Over several patterns, each in a group (default: one group): `groups_many(texts)[i]` holds every group
-    with a pattern that may match `texts[i]`; a group missing from it has no pattern that can match any line
-    of the text. Texts are lowercase plain ASCII (see the module docstring); any other text (or one holding a
-    NUL) keeps every group."""
+    """Over several patterns, each in a group (default: the pattern itself): `groups_many(texts)[i]` holds
+    every group with a pattern that may match `texts[i]`; a group missing from it has no pattern that can
+    match any line of the text. Texts are lowercase plain ASCII (see the module docstring); any other text (or
+    one holding a NUL) keeps every group."""
 
     conditions: tuple  # the patterns' conditions, split into alternatives
     group: tuple  # per alternative: the group of its pattern
@@ -402,10 +402,11 @@ class Prefilter:
 
     @classmethod
     def of(cls, patterns, groups=None) -> "Prefilter":
-        """The prefilter of `patterns` (`groups`: one label per pattern): each pattern's condition split into
+        """The prefilter of `patterns` (`groups`: one label per pattern, default the pattern): each pattern's
+        condition split into
         its alternatives (`_disjuncts`), each alternative looked at through its rarest clause first."""
         patterns = list(patterns)
-        groups = list(groups) if groups is not None else [0] * len(patterns)
+        groups = list(groups) if groups is not None else patterns
         conds, owner = [], []
         for p, g in zip(patterns, groups, strict=True):
             for d in _disjuncts(condition(p)):
@@ -443,9 +444,12 @@ class Prefilter:
         if not texts:
             return []
         joined = "\x00".join(texts)
-        if not joined.isascii() or joined.count("\x00") != len(texts) - 1:
-            return [self.groups_many([t])[0] if len(texts) > 1 and t.isascii() and "\x00" not in t
-                    else self.all_groups for t in texts]
+        if not joined.isascii() or joined.count("\x00") != len(texts) - 1:  # read the plain ones together
+            plain = [k for k, t in enumerate(texts) if t.isascii() and "\x00" not in t]
+            out = [self.all_groups] * len(texts)
+            for k, g in zip(plain, self.groups_many([texts[k] for k in plain]) if plain else ()):
+                out[k] = g
+            return out
         raw = joined.encode("ascii")
         tokens = [set(piece.split()) for piece in raw.translate(_SPACES).decode("ascii").split("\x00")]
         for atom, (table, needle) in self.runs.items():

@@ -76,7 +76,7 @@ def generated(n: int, seed: int = 14) -> list[str]:
     return out
 
 
-TEXTS = corpus() + workload_texts() + generated(3000)
+TEXTS = corpus() + workload_texts() + generated(1500)
 
 
 def test_batch_views_are_the_views():
@@ -99,6 +99,14 @@ def test_the_prefilter_never_clears_a_text_its_pattern_matches(pattern):
     matched = [any(pattern.search(r) for r in [t, *textguard.views(t), *gates._words(t)]) for t in plain]
     assert sum(matched) > 0 or pattern in (injection._COMMENT,)
     assert [t for t, m, k in zip(plain, matched, kept) if m and not k] == []
+
+
+def test_the_intent_bound_never_clears_a_text_the_intent_model_flags():
+    readings = textguard.views_many(TEXTS)
+    possible = injection._intent_possible(readings)
+    fires = [bool(injection._intent(r, [])) for r in readings]
+    assert sum(fires) > 50 and sum(possible) < len(TEXTS)  # it fires here, and the bound does clear texts
+    assert [t for t, f, p in zip(TEXTS, fires, possible) if f and not p] == []
 
 
 def test_every_pattern_of_the_injection_module_is_a_detector(monkeypatch):
@@ -166,16 +174,17 @@ ROWS = lessons(TEXTS)
 @pytest.mark.parametrize("research", [False, True])
 def test_decide_many_is_decide_row_by_row(tmp_path, research):
     with Store.open(tmp_path / "a.db", research=research) as store:
-        subs = gates._submissions(store, SKILL, ROWS, None)
+        rows = ROWS[::2] if research else ROWS[1::2]
+        subs = gates._submissions(store, SKILL, rows, None)
         got = gates.decide_many(subs)
         want = [gates.decide(gates._proposal(store, SKILL, r.kind, r.payload, r.section, r.provenance, r.scope,
-                                             r.evidence, r.incognito, None)) for r in ROWS]
+                                             r.evidence, r.incognito, None)) for r in rows]
     assert got == want
     assert len({v.rule for v, _ in got}) >= 12  # the batch reached most rules, not one shortcut
 
 
 def test_learn_many_is_learn_row_by_row(tmp_path):
-    rows = ROWS[:1500]
+    rows = ROWS[:800]
     with Store.open(tmp_path / "one.db") as a, Store.open(tmp_path / "many.db") as b:
         one = [gates.learn(a, SKILL, r.kind, r.payload, section=r.section, provenance=r.provenance, scope=r.scope,
                            evidence=r.evidence, incognito=r.incognito) for r in rows]
@@ -185,5 +194,5 @@ def test_learn_many_is_learn_row_by_row(tmp_path):
         cols = "base_name, base_root, base_version, scope, kind, tier, anchor, payload, provenance, status, findings"
         got = b.conn.execute(f"SELECT {cols} FROM skill_deltas ORDER BY rowid").fetchall()
         want = a.conn.execute(f"SELECT {cols} FROM skill_deltas ORDER BY rowid").fetchall()
-        assert got == want and len(got) > 100
+        assert got == want and len(got) > 50
         assert all(b.get(r.delta.id) == r.delta for r in many if r.delta is not None)
