@@ -145,6 +145,8 @@ def _unfactor(items: list) -> list:
     the words stay whole."""
     out: list = []
     for op, av in items:
+        if op in _REPEATS and av[:2] == (0, 1) and len(_items(av[2])) == 1 and _items(av[2])[0][0] == _c.LITERAL:
+            op, av = _c.BRANCH, (None, [_p.SubPattern(_p.State(), _items(av[2])), _p.SubPattern(_p.State(), [])])
         if op == _c.BRANCH and out and out[-1][0] == _c.LITERAL:
             k = len(out)
             while k > 0 and out[k - 1][0] == _c.LITERAL:
@@ -184,8 +186,11 @@ def _distribute(items: list) -> list:
         op, av = items[k]
         if op == _c.BRANCH and all(all(_simple(*it) for it in _items(b)) for b in av[1]):
             j = k + 1
-            while j < len(items) and j - k <= 3 and _simple(*items[j]):
+            while j < len(items) and items[j][0] == _c.LITERAL:  # the literal run after it, whole
                 j += 1
+            others = 0
+            while j < len(items) and others < 3 and _simple(*items[j]):  # and a few simple items
+                j, others = j + 1, others + 1
             if j > k + 1:
                 tail = items[k + 1:j]
                 out.append((op, (av[0], [_p.SubPattern(_p.State(), _items(b) + tail) for b in av[1]])))
@@ -493,7 +498,18 @@ class Prefilter:
         return out
 
     def _holds(self, i: int, tokens: set, text: str) -> bool:
-        for toks, subs in self.clauses[i][1:]:  # its gate is open: the other clauses, then the whole condition
+        """Does the text meet every clause of alternative `i` (its gate is open)? The whole condition is not
+        evaluated here: `holds` does that, and a caller who needs certainty tries the pattern itself."""
+        for toks, subs in self.clauses[i][1:]:
             if tokens.isdisjoint(toks) and (not subs or not any(s in text for s in subs)):
                 return False
-        return _holds(self.conditions[i], tokens, text)
+        return True
+
+    def holds(self, text: str) -> bool:
+        """The whole condition of some alternative met by `text` (lowercase plain ASCII): slower, exact to the
+        conditions (the tests use it)."""
+        tokens = set(text.encode("ascii").translate(_SPACES).decode("ascii").split())
+        for atom, (table, needle) in self.runs.items():
+            if needle in text.encode("ascii").translate(table):
+                tokens.add(atom)
+        return any(_holds(c, tokens, text) for c in self.conditions)
