@@ -807,8 +807,11 @@ _WORD_CHAR = re.compile(r"\w")
 def _word_looks(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
     """Per text, the `_words` readings `no_widening` matches (camelCase split, separators as spaces), joined."""
     joined = "\x00".join(texts)
-    starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
-    moved = sorted({bisect_right(starts, m.start()) - 1 for m in _CAMEL.finditer(joined)})  # a camelCase join
+    if joined.count("\x00") == len(texts) - 1:  # texts that hold a camelCase join, found in one pass
+        starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
+        moved = sorted({bisect_right(starts, m.start()) - 1 for m in _CAMEL.finditer(joined)})
+    else:
+        moved = [i for i, t in enumerate(texts) if _CAMEL.search(t)]
     camel_views = dict(zip(moved, views_many([_CAMEL.sub(r"\1 \2", texts[i]) for i in moved])))
     readings = [camel_views.get(i, v) for i, v in enumerate(views)]
     joined = "\x00".join("\x01".join(r) for r in readings)

@@ -1,17 +1,21 @@
 """Necessary-word prefilters for regexes: a cheap test that rules out, for many texts at once, most of those on
 which a pattern cannot match, so that the full pattern runs only on the few that remain.
 
-    f = Prefilter([pattern, ...])      # derived from the patterns' own parse trees (re._parser)
-    f.candidates(text) -> bool         # False only when no pattern can match (on lowercase plain ASCII text)
+    f = Prefilter.of([pattern, ...])   # read off the patterns' own parse trees (re._parser)
+    f.groups_many(texts)               # per text: the patterns that may match it (any other cannot)
+    f.candidates_many(texts)           # per text: may any of them match it?
 
 A pattern's condition is read off its syntax: every match of `\\bignore\\b[^.]*\\brules\\b` holds the word
 `ignore` AND the word `rules`; an alternation holds one of its branches' conditions. Words with a word
-boundary on both sides are looked up in the text's set of `\\w+` tokens; a literal without boundaries is
-looked for as a substring; a pattern (or branch) with no literal at all (`[A-Za-z0-9+/]{32,}`) leaves every
-text a candidate. The condition is necessary, never sufficient: a candidate is then scanned for real.
+boundary on both sides are looked up in the text's set of `\\w+` tokens; a literal without boundaries is looked
+for as a substring; `[A-Za-z0-9+/]{32,}` needs 32 such characters in a row; a pattern with nothing of the
+kind (`[a-z]+`) keeps every text. Each pattern is split into alternatives, each looked at through its rarest
+clause first, and an alternative none of the batch's texts can meet is dropped for the batch. The test is
+necessary, never sufficient: a caller tries the patterns it names.
 
-The test is sound for text that is plain lowercase ASCII (what `textguard.views` gives for plain ASCII input):
-there, IGNORECASE matching is equality of lowercase letters. Callers send any other text to the full pattern.
+It is sound for plain lowercase ASCII text (the folded readings `textguard.views` gives plain ASCII input):
+there, IGNORECASE matching is equality of lowercase letters. Any other text keeps every pattern. The tests
+hold it to that on every pattern the batch write path uses (tests/test_learn_batch.py).
 """
 
 from __future__ import annotations
