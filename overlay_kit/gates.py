@@ -754,8 +754,9 @@ class _Batch:
         self.findings: dict[int, tuple[str, ...]] = {}
 
     def may(self, idx: list[int]) -> dict[int, frozenset]:
-        """Per row: the patterns of the scan (`detectors()`) and of `no_widening` that may match a reading of
-        one of its texts (any other cannot), or every one where a text holds a hidden character."""
+        """Per row: the patterns of the scan (`detectors()`) and of `no_widening` (by their index in
+        `_text_prefilter`) that may match a reading of one of its texts (any other cannot), or every one where a
+        text holds a hidden character."""
         todo = [i for i in idx if i not in self.groups]
         if todo:
             fields = [[t for _, t in self.subs[i]._texts] for i in todo]
@@ -777,8 +778,9 @@ class _Batch:
         if todo:
             may = self.may(todo)
             fields = [(i, w, t) for i in todo for w, t in self.subs[i]._texts]
-            patterns = frozenset(detectors())
-            hits = scan_many([t for _, _, t in fields], [may[i] & patterns for i, _, _ in fields],
+            patterns = detectors()
+            hits = scan_many([t for _, _, t in fields],
+                             [[patterns[j] for j in sorted(may[i]) if j < len(patterns)] for i, _, _ in fields],
                              [v for i in todo for v in self.views[i]])
             found: dict[int, list[str]] = {i: [] for i in todo}
             for (i, w, _), h in zip(fields, hits):
@@ -895,13 +897,14 @@ def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
     a reading of (its `_words` readings, its views): on any other row it finds nothing."""
     subs = batch.subs
     may = batch.may(idx)
+    control, permission = len(detectors()), len(detectors()) + 1  # their places in `_text_prefilter`
     out = []
     for i in idx:
         p = subs[i]
         if p.kind in ("parameter", "fact"):
             out.append(no_widening(p))
-        elif _CONTROL_EDIT in may[i] and any(_CONTROL_EDIT.search(w) for _, t in p._texts for w in _words(t)) \
-                or _PERMISSION_TOKEN in may[i] and any(_PERMISSION_TOKEN.search(v) for vs in batch.views[i] for v in vs):
+        elif control in may[i] and any(_CONTROL_EDIT.search(w) for _, t in p._texts for w in _words(t)) \
+                or permission in may[i] and any(_PERMISSION_TOKEN.search(v) for vs in batch.views[i] for v in vs):
             out.append(no_widening(p))
         else:
             out.append(None)

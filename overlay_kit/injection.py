@@ -811,7 +811,9 @@ def scan_many(texts: list[str], candidates: list | None = None,
     if readings is None:
         readings = views_many(texts)
     if candidates is None:
-        candidates = _prefilter(detectors()).groups_many([prefilter_text(t, r) for t, r in zip(texts, readings)])
+        patterns = detectors()
+        candidates = [[patterns[j] for j in g] for g in _prefilter(patterns).groups_many(
+            [prefilter_text(t, r) for t, r in zip(texts, readings)])]
     if not plain_batchable("\n".join(texts)):  # hidden characters are found by `scan` itself, not a pattern
         candidates = [m if plain_batchable(t) else True for t, m in zip(texts, candidates)]
     out: list[tuple[str, ...]] = []

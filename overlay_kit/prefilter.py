@@ -2,7 +2,7 @@
 which a pattern cannot match, so that the full pattern runs only on the few that remain.
 
     f = Prefilter.of([pattern, ...])   # read off the patterns' own parse trees (re._parser)
-    f.groups_many(texts)               # per text: the patterns that may match it (any other cannot)
+    f.groups_many(texts)               # per text: (the indices of) the patterns that may match it
     f.candidates_many(texts)           # per text: may any of them match it?
 
 A pattern's condition is read off its syntax: every match of `\\bignore\\b[^.]*\\brules\\b` holds the word
@@ -395,7 +395,8 @@ def _disjuncts(cond) -> list:
 
 @dataclass(frozen=True)
 class Prefilter:
-    """Over several patterns, each in a group (default: the pattern itself): `groups_many(texts)[i]` holds
+    """Over several patterns, each in a group (default: its index; a compiled pattern hashes slowly):
+    `groups_many(texts)[i]` holds
     every group with a pattern that may match `texts[i]`; a group missing from it has no pattern that can
     match any line of the text. Texts are lowercase plain ASCII (see the module docstring); any other text (or
     one holding a NUL) keeps every group."""
@@ -411,11 +412,11 @@ class Prefilter:
 
     @classmethod
     def of(cls, patterns, groups=None) -> "Prefilter":
-        """The prefilter of `patterns` (`groups`: one label per pattern, default the pattern): each pattern's
+        """The prefilter of `patterns` (`groups`: one label per pattern, default its index): each pattern's
         condition split into
         its alternatives (`_disjuncts`), each alternative looked at through its rarest clause first."""
         patterns = list(patterns)
-        groups = list(groups) if groups is not None else patterns
+        groups = list(groups) if groups is not None else list(range(len(patterns)))
         conds, owner = [], []
         for p, g in zip(patterns, groups, strict=True):
             for d in _disjuncts(condition(p)):
