@@ -195,12 +195,16 @@ def _byte_table(classify) -> bytes:
     return bytes(ord(classify(chr(b))) for b in range(256))
 
 
-_FOLD_BYTES = _byte_table(lambda c: _fold_plain(c) if c.isascii() else c)
-_SPLIT_BYTES = _byte_table(lambda c: "#" if c == "\x00" else "-" if re.fullmatch(f"[{_SPLITTERS}]", c) else
-                           "a" if re.fullmatch("[a-z]", c) else " " if re.fullmatch(r"\s", c) else "o")
-_SPACED_BYTES = _byte_table(lambda c: "#" if c == "\x00" else "s" if re.fullmatch(f"[{_SPACERS}]", c) else
-                            "a" if re.fullmatch("[a-z]", c) else "o")
-_WHITESPACE = bytes(b for b in range(256) if re.fullmatch(r"\s", chr(b)))
+@lru_cache(maxsize=1)
+def _batch_tables() -> tuple[bytes, bytes, bytes, bytes]:
+    """The byte tables of `views_many` (built on first use, not at import): fold; splitter/letter/space;
+    spacer/letter; the whitespace bytes."""
+    return (_byte_table(lambda c: _fold_plain(c) if c.isascii() else c),
+            _byte_table(lambda c: "#" if c == "\x00" else "-" if re.fullmatch(f"[{_SPLITTERS}]", c) else
+                        "a" if re.fullmatch("[a-z]", c) else " " if re.fullmatch(r"\s", c) else "o"),
+            _byte_table(lambda c: "#" if c == "\x00" else "s" if re.fullmatch(f"[{_SPACERS}]", c) else
+                        "a" if re.fullmatch("[a-z]", c) else "o"),
+            bytes(b for b in range(256) if re.fullmatch(r"\s", chr(b))))
 
 
 def plain_batchable(text: str) -> bool:
@@ -219,9 +223,10 @@ def views_many(texts: list[str]) -> list[tuple[str, ...]]:
         plain = [i for i, t in enumerate(texts) if plain_batchable(t)]
     out: list[tuple[str, ...] | None] = [None] * len(texts)
     if plain:
-        base = BATCH_SEP.join([texts[i] for i in plain]).encode("ascii").translate(_FOLD_BYTES)
-        split = base.translate(_SPLIT_BYTES, _WHITESPACE).split(b"#")
-        spaced = base.translate(_SPACED_BYTES).split(b"#")
+        fold, splitters, spacers, whitespace = _batch_tables()
+        base = BATCH_SEP.join([texts[i] for i in plain]).encode("ascii").translate(fold)
+        split = base.translate(splitters, whitespace).split(b"#")
+        spaced = base.translate(spacers).split(b"#")
         for i, b, sp, sa in zip(plain, base.decode("ascii").split(BATCH_SEP), split, spaced):
             out[i] = tuple(dict.fromkeys((b, _SPLIT.sub("", b), _SPACED.sub(_despace, b)))) \
                 if b"-a" in sp or b"sas" in sa else (b,)
