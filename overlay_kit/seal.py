@@ -37,6 +37,24 @@ class Columns(NamedTuple):
     findings: str
 
 
+try:  # one C encoder for every payload: `dumps` builds a new one per call (same output: canonical JSON)
+    from json.encoder import c_make_encoder, encode_basestring
+
+    _ENCODE = c_make_encoder(None, None, encode_basestring, None, ":", ",", True, False, False)
+except (ImportError, TypeError):  # pragma: no cover - no C accelerator
+    _ENCODE = None
+
+
+def _payload_json(payload) -> str:
+    """`dumps(payload)` for a payload the grammar shaped (a flat mapping of JSON scalars: no cycle to watch)."""
+    if _ENCODE is None or type(payload) is not dict or not all(type(v) in _SCALARS for v in payload.values()):
+        return dumps(payload)
+    return "".join(_ENCODE(payload, 0))
+
+
+_SCALARS = {str, int, bool}
+
+
 @lru_cache(maxsize=4096)
 def _anchor_json(section: str, digest: str) -> str:
     return dumps({"section": section, "digest": digest})
@@ -52,7 +70,7 @@ def columns(delta: Delta) -> Columns:
     cached = delta.__dict__.get("_columns")
     if cached is None:
         try:
-            payload = dumps(delta.payload)
+            payload = _payload_json(delta.payload)
         except (TypeError, ValueError):
             payload = None
         try:
