@@ -35,8 +35,11 @@ from typing import Literal
 
 __all__ = [
     "BODY",
+    "ISLAND_LINES",
+    "MAX_SECTIONS",
     "PREAMBLE",
     "Anchor",
+    "AnchorError",
     "Location",
     "Section",
     "anchor_for",
@@ -54,9 +57,27 @@ PREAMBLE = "_preamble"
 BODY = "_body"
 DIGEST_CHARS = 16
 INLINE_LIMIT = 4096  # characters of a heading's inline source parsed for its plain text (see _inline_plain)
+# Input bounds (issue 18): every body up to skill.MAX_SKILL_BYTES anchors in < 1 s or is refused with an
+# `AnchorError` in < 1 s. A real SKILL.md has tens to a few hundred sections (docs/reliability.md); a body
+# with more heading-like lines than MAX_SECTIONS is refused before any section or island is built.
+MAX_SECTIONS = 10_000
+# markdown-it's share of the mixed parse, in lines it is given (re-parses of a growing island included) plus
+# ISLAND_CALL per call: at the worst rate measured (~18 µs a line of nested containers or link reference
+# definitions, ~50 µs a call) the budget is ~0.6 s. Past it the body is refused (`AnchorError`).
+ISLAND_LINES = 32_000
+ISLAND_CALL = 3
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # markdown-it's own line breaks
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 _ASCII_NOT_SLUG = bytes(c for c in range(128) if not re.match(r"[\w\- ]", chr(c)) and not chr(c).isspace())
+
+
+class AnchorError(ValueError):
+    """A body the anchorer refuses to parse: over an input bound (see MAX_SECTIONS, ISLAND_LINES). `line` is
+    the 1-based body line where the bound was passed, where known."""
+
+    def __init__(self, message: str, line: int | None = None):
+        self.message, self.line = message, line
+        super().__init__(message if line is None else f"line {line}: {message}")
 
 
 class _once:
@@ -273,6 +294,8 @@ _PLAIN = re.compile(r" {0,3}(?![\s`~>=<\[]|#{1,6}(?:[ \t]|$)|[-+*](?:[ \t]|$)|([
 # A blank line (spaces and tabs only) followed by a line at indent 0: where block state may reset.
 _SPLIT = re.compile(r"\n[ \t]*(?=\n[^ \t\n])")
 _NEWLINES = re.compile(r"\r\n?")
+# The label a line may define: after a container prefix, `[label]:` with no bracket inside (see `_mixed`).
+_REF_LABEL = re.compile(r"[ \t>\-*+.)0-9]*\[([^\[\]]*)\]:")
 _INLINE_SYNTAX = re.compile(r"[\\`*_\[\]<>&!]")  # CommonMark inline syntax; without any, plain text == source
 _TRIM = "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
 
@@ -399,7 +422,7 @@ def _deep(prefix: str) -> bool:
     return len(prefix.expandtabs(4)) >= 18 and _MARKER.search(prefix) is not None
 
 
-def _mixed(body: str, refs: bool = False) -> _Heads:
+def _mixed(body: str, refs: bool = False, budget: list[int] | None = None, wanted: str | None = None) -> _Heads:
     """`_headings` where the line scan gave up: the scan's decisions between the lines it cannot decide,
     and markdown-it on an island around each such line.
 
@@ -411,8 +434,15 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
     A link reference definition cannot start, end or hide a heading (a paragraph that starts with `[`
     is left to an island), but heading text may use it: where a heading's source holds `[` and a line
     outside the islands holds `]:`, the parse is redone with every such line an island of its own, and
-    the definitions collected there resolve heading text everywhere, as in the full parse.
+    the definitions collected there resolve heading text everywhere, as in the full parse. Only a
+    definition that may change a heading's text needs its island then: one whose label is not yet
+    defined and occurs in some heading's source (`wanted`: the first pass's sources, normalized as
+    labels are; a line that defines any other label, or none, is what the first pass took it for).
+
+    markdown-it's work is bounded (`budget`, in lines, see ISLAND_LINES): past it, `AnchorError`.
     """
+    if budget is None:
+        budget = [ISLAND_LINES]
     src = body if "\r" not in body else _NEWLINES.sub("\n", body)
     if "\0" in src:
         src = src.replace("\0", "\ufffd")
@@ -464,6 +494,16 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
         w = len(mm[1]) + len(mm[2]) + 1 if mm else 2  # the least content indentation of that item
         width = min(width, w) if list_open(at) else w
         item = at
+
+    def needed(text: str) -> bool:
+        """Whether line `text` may define a label that some heading may use and no island has defined."""
+        if wanted is None:
+            return True
+        mm = _REF_LABEL.match(text)
+        if mm is None:
+            return True  # a label escaped, spread over lines or after other text: the island decides
+        label = _label_key(mm[1])
+        return bool(label) and label in wanted and label not in env.get("references", ())
 
     def add(start: int, end: int, level: int, source: str) -> None:
         starts.append(start)
@@ -541,7 +581,7 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
                 text = lines[line + 1]
                 if _ITEM.match(text):
                     started(line, text)
-                if "]:" not in text or not refs:
+                if "]:" not in text or not refs or not needed(text):
                     defined = defined or "]:" in text
                     continue
         elif kind == "hr":  # a thematic break at indent 0: it closes every container and paragraph
@@ -550,10 +590,10 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
             continue
         elif kind == "item":
             started(line, m["item"])
-            if "]:" not in m["item"] or not refs:
+            if "]:" not in m["item"] or not refs or not needed(m["item"]):
                 defined = defined or "]:" in m["item"]
                 continue
-        elif kind == "ref" and not refs:
+        elif kind == "ref" and (not refs or not needed(m["ref"])):
             defined = True
             continue
         # a line the scan cannot decide: markdown-it parses an island around it
@@ -562,10 +602,15 @@ def _mixed(body: str, refs: bool = False) -> _Heads:
         while starts and starts[-1] >= start:
             for col in (starts, ends, levels, sources):
                 col.pop()
-        pos = reset = _island(body, line_start, splits, start, line, n_lines, heads, env)
+        pos = reset = _island(body, line_start, splits, start, line, n_lines, heads, env, budget)
         fence = ""
-    if defined and any("[" in source for source in sources):
-        return _mixed(body, refs=True)  # heading text may use a definition the scan passed over
+    if defined and not refs and any("[" in source for source in sources):
+        # heading text may use a definition the scan passed over
+        wanted = _label_key("\n".join(source[:INLINE_LIMIT] for source in sources if "[" in source))
+        again = _mixed(body, True, budget, wanted)
+        if again.sources == sources:
+            return again
+        return _mixed(body, True, budget)  # (never seen) other headings: every definition counts
     heads.env = env or None
     heads.offsets = list(map(line_start.__getitem__, starts))
     heads.body_offsets = list(map(line_start.__getitem__, ends))
@@ -606,12 +651,25 @@ def _html_sequences():
     return HTML_SEQUENCES
 
 
-def _island(body, line_start, splits, start, line, n_lines, heads, env) -> int:
+def _label_key(label: str) -> str:
+    """A link label as markdown-it matches it (case-folded, whitespace collapsed)."""
+    from markdown_it.common.utils import normalizeReference
+
+    return normalizeReference(label)
+
+
+def _island(body, line_start, splits, start, line, n_lines, heads, env, budget) -> int:
     """markdown-it on lines [start, end) for the first `end` after `line` that it shows to be a reset
-    point (see `_mixed`); the island's headings are added to `heads`. Returns `end`."""
+    point (see `_mixed`); the island's headings are added to `heads`. Returns `end`. Each parse is paid
+    for from `budget` before it runs; `AnchorError` where the budget cannot pay."""
     i = bisect_right(splits, line)
     end = splits[i] if i < len(splits) else n_lines
     while True:
+        budget[0] -= end - start + ISLAND_CALL
+        if budget[0] < 0:
+            raise AnchorError(f"too many lines only markdown-it can decide (nested lists, block quotes, HTML or "
+                              f"link reference definitions): more than {ISLAND_LINES} lines of islands; refused "
+                              "to keep anchoring under a second", start + 1)
         tokens = _blocks().parse(body[line_start[start]:line_start[end]], env)
         if end >= n_lines or _closed(tokens, end - start):
             break
@@ -703,9 +761,32 @@ def parse_markdown_it(body: str) -> tuple[Section, ...]:
 
 @lru_cache(maxsize=256)
 def _parse_cached(body: str) -> tuple[Section, ...]:
+    _bound_sections(body)
     with _gc_paused(body):
         heads = _scan(body)
         return _parse(body, _mixed(body) if heads is None else heads)
+
+
+# Every document-level heading is one of these lines (an ATX heading or a setext underline at indent 0-3), so
+# a body has at most as many sections as it has such lines, plus its `_preamble`.
+_HEADING_LIKE = re.compile(r"\n {0,3}(?:#{1,6}(?=[ \t\n])|=+[ \t]*(?=\n)|-+[ \t]*(?=\n))")
+_HEADING_STARTS = tuple(f"\n{' ' * k}{c}" for k in range(4) for c in "#=-")
+
+
+def _bound_sections(body: str) -> None:
+    """`AnchorError` where a body holds more than MAX_SECTIONS heading-like lines. Counted before any
+    section, match or island exists: first an upper bound by `str.count` (~20 ms on 2 MiB), then, only
+    above the limit, the exact count (~0.25 s on a million lines)."""
+    if len(body) <= 2 * MAX_SECTIONS:  # a heading-like line takes two characters at least
+        return
+    src = "\n" + (body if "\r" not in body else _NEWLINES.sub("\n", body)) + "\n"
+    if sum(map(src.count, _HEADING_STARTS)) <= MAX_SECTIONS:
+        return
+    n = len(_HEADING_LIKE.findall(src))
+    if n > MAX_SECTIONS:
+        raise AnchorError(f"{n} heading-like lines (`#` headings and `===`/`---` underlines), more than the "
+                          f"limit of {MAX_SECTIONS} sections; refused before parsing (a SKILL.md has tens to "
+                          "hundreds of sections)")
 
 
 @contextmanager

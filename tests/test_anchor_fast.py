@@ -198,6 +198,10 @@ def test_bomb_shaped_bodies_parse_losslessly(name):
     unit = {"hash-lines": "## Notes\n", "fences": "```\n# x\n```\n", "quotes": "> " * 500 + "x\n",
             "lists": "- x\n  - y\n", "long-line": "x" * 4096, "brackets": "[" * 99 + "\n"}[name]
     body = (unit * (size // len(unit) + 1))[:size]
+    if body.count("#") > anchor.MAX_SECTIONS:  # heading-like lines past the section bound: refused, typed
+        with pytest.raises(anchor.AnchorError, match="heading-like lines"):
+            parse(body)
+        body = body[:len(unit) * anchor.MAX_SECTIONS]
     sections = parse(body)
     assert render(sections) == body
 
