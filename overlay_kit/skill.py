@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from .anchor import AnchorError
+from .anchor import parse as parse_sections
 from .display import skill_html, skill_text
 
 __all__ = [
@@ -205,6 +207,16 @@ def _read_text(path: Path) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def _check_anchorable(body: str, path: str | os.PathLike | None, body_start: int) -> None:
+    """The body anchors within the anchorer's input bounds (sections, markdown-it work), else a format error
+    naming the file, as the byte limit is. The parse is cached, so whoever anchors the body next pays nothing."""
+    try:
+        parse_sections(body)
+    except AnchorError as exc:
+        line = None if exc.line is None else body_start + exc.line - 1
+        raise SkillFormatError(f"body cannot be anchored: {exc.message}", path, line) from exc
+
+
 def split_frontmatter(text: str, path: str | os.PathLike | None = None) -> tuple[str, str, int]:
     """Return (frontmatter YAML, body, body_start_line). The body keeps its exact bytes.
 
@@ -358,6 +370,7 @@ def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str |
     """
     fm_text, body, body_start = split_frontmatter(text, path)
     fm = _load_yaml(fm_text, path, 2)
+    _check_anchorable(body, path, body_start)
     data = fm.data
     problems: list[Problem] = []
 
@@ -495,8 +508,9 @@ def read_unvalidated(path: str | os.PathLike) -> tuple[dict, str]:
     only the body (a rebase over real histories). Format errors (unreadable, no frontmatter, broken YAML,
     an alias bomb) still raise `SkillFormatError`."""
     file = _skill_file(path)
-    fm_text, body, _ = split_frontmatter(_read_text(file), file)
+    fm_text, body, body_start = split_frontmatter(_read_text(file), file)
     data = _load_yaml(fm_text, file, 2).data
+    _check_anchorable(body, file, body_start)
     return (dict(data) if isinstance(data, Mapping) else {}), body
 
 

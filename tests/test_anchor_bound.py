@@ -66,3 +66,100 @@ def test_setext_and_indented_headings_are_decided_without_markdown_it(monkeypatc
 def test_containers_and_code_still_go_to_markdown_it(body):
     same(body)
     same("# Before\n\nsome text\n\n" + body + "\n# After\n\nmore\n")
+
+
+# ------------------------------------------------------------------------------------------ the input bounds
+
+def _no_parse(monkeypatch):
+    """Any scan, mixed parse or island after this fails the test: a refusal must come before them."""
+    def boom(*a, **k):
+        raise AssertionError("the body was parsed before the bound refused it")
+
+    for name in ("_scan", "_mixed", "_island", "_parse"):
+        monkeypatch.setattr(anchor, name, boom)
+
+
+@pytest.mark.parametrize("line", ["#\n", "## Notes\n", "   # a\n", "Title\n===\n", "---\n", "#\r"])
+def test_a_body_over_the_section_bound_is_refused_before_parsing(monkeypatch, line):
+    anchor.cache_clear()
+    n = anchor.MAX_SECTIONS + 1
+    body = line * n
+    _no_parse(monkeypatch)
+    with pytest.raises(anchor.AnchorError, match=f"^{n} heading-like lines .* limit of {anchor.MAX_SECTIONS} "
+                                                 "sections; refused before parsing") as exc:
+        parse(body)
+    assert isinstance(exc.value, ValueError) and exc.value.line is None
+
+
+def test_a_body_at_the_section_bound_anchors_as_the_oracle_does():
+    anchor.cache_clear()
+    body = "".join(f"## Step {i}\ntext\n" for i in range(anchor.MAX_SECTIONS))
+    assert len(parse(body)) == anchor.MAX_SECTIONS + 1
+    same(body)
+    # heading-like lines in code count too (the bound is counted before anything is parsed)
+    fenced = "```\n" + "# comment\n" * anchor.MAX_SECTIONS + "```\n# Real\n"
+    with pytest.raises(anchor.AnchorError, match="heading-like"):
+        parse(fenced)
+
+
+def test_markdown_it_work_past_the_island_budget_is_refused(monkeypatch):
+    """Lines only markdown-it can decide are paid for from ISLAND_LINES; past it, `AnchorError` naming
+    the line where the island that could not be paid for starts. Below it, the oracle's result."""
+    unit = "- a\n\n   ## b\n\n"  # inside the item or not? markdown-it decides, on an island each
+    monkeypatch.setattr(anchor, "ISLAND_LINES", 300)
+    anchor.cache_clear()
+    small = "# Top\n\n" + unit * 20
+    same(small)
+    anchor.cache_clear()
+    with pytest.raises(anchor.AnchorError, match="more than 300 lines of islands") as exc:
+        parse("# Top\n\n" + unit * 200)
+    assert exc.value.line is not None and 3 <= exc.value.line <= 2 + 3 * 200
+    assert exc.value.message in str(exc.value) and str(exc.value).startswith(f"line {exc.value.line}: ")
+
+
+def test_only_definitions_a_heading_may_use_get_islands(monkeypatch):
+    """In the definitions pass, a definition of a label no heading holds, or of one already defined,
+    changes no heading text: no island for it. The result is still the oracle's."""
+    calls = []
+    island = anchor._island
+    monkeypatch.setattr(anchor, "_island", lambda *a: calls.append(a[4]) or island(*a))
+    body = "# See [used]\n\n" + "".join(f"[unused{i}]: /u{i}\n\n" for i in range(50)) \
+        + "[used]: /first\n\n" + "[USED]: /second\n\n" * 20 + "## [Used] again\n"
+    same(body)
+    assert len(calls) == 1  # the first definition of `used` only
+    assert [s.heading for s in parse(body)] == ["", "See used", "Used again"]
+
+
+def _skill_file(tmp_path, body: str):
+    file = tmp_path / "bomb" / "SKILL.md"
+    file.parent.mkdir(parents=True)
+    file.write_text("---\nname: bomb\ndescription: An input bomb.\n---\n" + body)
+    return file
+
+
+def test_load_skill_names_the_file_of_a_body_over_a_bound(tmp_path, monkeypatch):
+    from overlay_kit.skill import SkillFormatError, load_skill, read_unvalidated
+
+    anchor.cache_clear()
+    file = _skill_file(tmp_path, "## Notes\n" * (anchor.MAX_SECTIONS + 1))
+    for load in (load_skill, read_unvalidated):
+        with pytest.raises(SkillFormatError, match="body cannot be anchored: 10001 heading-like lines") as exc:
+            load(file)
+        assert exc.value.path == str(file)
+    monkeypatch.setattr(anchor, "ISLAND_LINES", 40)
+    anchor.cache_clear()
+    file = _skill_file(tmp_path / "islands", "# Top\n\n" + "- a\n\n   ## b\n\n" * 40)
+    with pytest.raises(SkillFormatError, match="lines of islands") as exc:
+        load_skill(file)
+    lines = file.read_text().splitlines()
+    assert exc.value.line is not None and lines[exc.value.line - 1] in ("- a", "# Top")  # file line, not body line
+
+
+def test_the_cli_prints_one_line_for_a_body_over_a_bound(tmp_path, capsys):
+    from overlay_kit.cli import main
+
+    anchor.cache_clear()
+    file = _skill_file(tmp_path, "#\n" * (anchor.MAX_SECTIONS + 5))
+    assert main(["anchors", str(file)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(file) in err and "10005 heading-like lines" in err
