@@ -35,7 +35,7 @@ from typing import Literal
 
 __all__ = [
     "BODY",
-    "ISLAND_LINES",
+    "ISLAND_WORK",
     "MAX_SECTIONS",
     "PREAMBLE",
     "Anchor",
@@ -61,18 +61,22 @@ INLINE_LIMIT = 4096  # characters of a heading's inline source parsed for its pl
 # `AnchorError` in < 1 s. A real SKILL.md has tens to a few hundred sections (docs/reliability.md); a body
 # with more heading-like lines than MAX_SECTIONS is refused before any section or island is built.
 MAX_SECTIONS = 10_000
-# markdown-it's share of the mixed parse, in lines it is given (re-parses of a growing island included) plus
-# ISLAND_CALL per call: at the worst rate measured (~18 µs a line of nested containers or link reference
-# definitions, ~50 µs a call) the budget is ~0.6 s. Past it the body is refused (`AnchorError`).
-ISLAND_LINES = 32_000
-ISLAND_CALL = 3
+# markdown-it's share of the mixed parse, counted inside markdown-it (`_charge`): one unit each time a block
+# rule chain is tried on a line (a block start, or a check whether a line ends a paragraph), plus, per island
+# parse (re-parses of a growing island included), ISLAND_CALL and one unit per ISLAND_LINE_SHARE lines given.
+# At the worst rates measured (see docs/reliability.md) ISLAND_WORK units take ~0.6 s; past them the body is
+# refused (`AnchorError`), mid-parse if need be.
+ISLAND_WORK = 40_000
+ISLAND_CALL = 4
+ISLAND_LINE_SHARE = 16
+_BUDGET = "\0anchor-budget"  # the env key holding an island parse's budget: [units left]
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # markdown-it's own line breaks
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 _ASCII_NOT_SLUG = bytes(c for c in range(128) if not re.match(r"[\w\- ]", chr(c)) and not chr(c).isspace())
 
 
 class AnchorError(ValueError):
-    """A body the anchorer refuses to parse: over an input bound (see MAX_SECTIONS, ISLAND_LINES). `line` is
+    """A body the anchorer refuses to parse: over an input bound (see MAX_SECTIONS, ISLAND_WORK). `line` is
     the 1-based body line where the bound was passed, where known."""
 
     def __init__(self, message: str, line: int | None = None):
@@ -213,10 +217,28 @@ def _markdown():
 
 @lru_cache(maxsize=1)
 def _blocks():
-    """Block structure only: inline parsing of every paragraph is most of the cost and only headings need it."""
+    """Block structure only: inline parsing of every paragraph is most of the cost and only headings need it.
+    The first block rule, `_charge`, pays for each rule chain tried where the env holds a budget."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark").disable("inline")
+    md = MarkdownIt("commonmark").disable("inline")
+    md.block.ruler.before("code", "anchor_budget", _charge, {"alt": ["paragraph", "reference", "blockquote", "list"]})
+    return md
+
+
+class _Spent(Exception):
+    """An island's markdown-it work ran past the budget at (island-relative) line `args[0]`."""
+
+
+def _charge(state, start_line, end_line, silent=False) -> bool:
+    """A block rule that matches nothing: one unit from the parse's budget each time markdown-it tries the
+    block rules on a line (the oracle's parses carry no budget and pay nothing)."""
+    budget = state.env.get(_BUDGET)
+    if budget is not None:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _Spent(start_line)
+    return False
 
 
 def _plain(tokens) -> str:
@@ -324,8 +346,9 @@ def _plains(sources: list[str], env: dict | None) -> list[str]:
     if joined.isascii() and joined.count("\n") == len(sources) - 1 and not _INLINE_SYNTAX.search(joined) \
             and "  " not in joined and joined.replace("\n", " ").isprintable():
         return sources
-    if env:
-        return [_inline_plain.__wrapped__(s, env) for s in sources]
+    if env:  # (not cached across bodies: the definitions are this body's; repeated headings once)
+        plain: dict[str, str] = {}
+        return [plain[s] if s in plain else plain.setdefault(s, _inline_plain.__wrapped__(s, env)) for s in sources]
     return [_inline_plain(s) for s in sources]
 
 
@@ -439,10 +462,10 @@ def _mixed(body: str, refs: bool = False, budget: list[int] | None = None, wante
     defined and occurs in some heading's source (`wanted`: the first pass's sources, normalized as
     labels are; a line that defines any other label, or none, is what the first pass took it for).
 
-    markdown-it's work is bounded (`budget`, in lines, see ISLAND_LINES): past it, `AnchorError`.
+    markdown-it's work is bounded (`budget`, see ISLAND_WORK): past it, `AnchorError`.
     """
     if budget is None:
-        budget = [ISLAND_LINES]
+        budget = [ISLAND_WORK]
     src = body if "\r" not in body else _NEWLINES.sub("\n", body)
     if "\0" in src:
         src = src.replace("\0", "\ufffd")
@@ -453,7 +476,7 @@ def _mixed(body: str, refs: bool = False, budget: list[int] | None = None, wante
     splits = list(map(int.__add__, accumulate(map(src.count, repeat("\n"), [0] + splits, splits)), repeat(1)))
     heads = _Heads()
     heads.offsets = heads.body_offsets = None
-    env: dict = {}
+    env: dict = {_BUDGET: budget}
     starts, ends, levels, sources = heads.starts, heads.ends, heads.levels, heads.sources
     pos = reset = 0  # lines before `pos` are decided; `reset`: the latest line where block state resets
     fence, fence_len = "", 0
@@ -602,7 +625,7 @@ def _mixed(body: str, refs: bool = False, budget: list[int] | None = None, wante
         while starts and starts[-1] >= start:
             for col in (starts, ends, levels, sources):
                 col.pop()
-        pos = reset = _island(body, line_start, splits, start, line, n_lines, heads, env, budget)
+        pos = reset = _island(body, line_start, splits, start, line, n_lines, heads, env)
         fence = ""
     if defined and not refs and any("[" in source for source in sources):
         # heading text may use a definition the scan passed over
@@ -611,6 +634,7 @@ def _mixed(body: str, refs: bool = False, budget: list[int] | None = None, wante
         if again.sources == sources:
             return again
         return _mixed(body, True, budget)  # (never seen) other headings: every definition counts
+    del env[_BUDGET]
     heads.env = env or None
     heads.offsets = list(map(line_start.__getitem__, starts))
     heads.body_offsets = list(map(line_start.__getitem__, ends))
@@ -658,19 +682,24 @@ def _label_key(label: str) -> str:
     return normalizeReference(label)
 
 
-def _island(body, line_start, splits, start, line, n_lines, heads, env, budget) -> int:
+def _island(body, line_start, splits, start, line, n_lines, heads, env) -> int:
     """markdown-it on lines [start, end) for the first `end` after `line` that it shows to be a reset
-    point (see `_mixed`); the island's headings are added to `heads`. Returns `end`. Each parse is paid
-    for from `budget` before it runs; `AnchorError` where the budget cannot pay."""
+    point (see `_mixed`); the island's headings are added to `heads`. Returns `end`. The work is paid for
+    from the env's budget (`_charge`); `AnchorError` where the budget cannot pay."""
     i = bisect_right(splits, line)
     end = splits[i] if i < len(splits) else n_lines
+    budget = env[_BUDGET]
     while True:
-        budget[0] -= end - start + ISLAND_CALL
-        if budget[0] < 0:
-            raise AnchorError(f"too many lines only markdown-it can decide (nested lists, block quotes, HTML or "
-                              f"link reference definitions): more than {ISLAND_LINES} lines of islands; refused "
-                              "to keep anchoring under a second", start + 1)
-        tokens = _blocks().parse(body[line_start[start]:line_start[end]], env)
+        budget[0] -= (end - start) // ISLAND_LINE_SHARE + ISLAND_CALL
+        try:
+            if budget[0] < 0:
+                raise _Spent(0)
+            tokens = _blocks().parse(body[line_start[start]:line_start[end]], env)
+        except _Spent as spent:
+            raise AnchorError(f"too much for markdown-it: the lines the line scan cannot decide (nested lists, "
+                              f"block quotes, HTML, link reference definitions) cost more than {ISLAND_WORK} "
+                              "units of block parsing; refused to keep anchoring under a second",
+                              start + spent.args[0] + 1) from None
         if end >= n_lines or _closed(tokens, end - start):
             break
         i = bisect_right(splits, start + 2 * (end - start) - 1)

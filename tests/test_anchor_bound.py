@@ -103,15 +103,15 @@ def test_a_body_at_the_section_bound_anchors_as_the_oracle_does():
 
 
 def test_markdown_it_work_past_the_island_budget_is_refused(monkeypatch):
-    """Lines only markdown-it can decide are paid for from ISLAND_LINES; past it, `AnchorError` naming
+    """Lines only markdown-it can decide are paid for from ISLAND_WORK; past it, `AnchorError` naming
     the line where the island that could not be paid for starts. Below it, the oracle's result."""
     unit = "- a\n\n   ## b\n\n"  # inside the item or not? markdown-it decides, on an island each
-    monkeypatch.setattr(anchor, "ISLAND_LINES", 300)
+    monkeypatch.setattr(anchor, "ISLAND_WORK", 300)
     anchor.cache_clear()
     small = "# Top\n\n" + unit * 20
     same(small)
     anchor.cache_clear()
-    with pytest.raises(anchor.AnchorError, match="more than 300 lines of islands") as exc:
+    with pytest.raises(anchor.AnchorError, match="more than 300 units of block parsing") as exc:
         parse("# Top\n\n" + unit * 200)
     assert exc.value.line is not None and 3 <= exc.value.line <= 2 + 3 * 200
     assert exc.value.message in str(exc.value) and str(exc.value).startswith(f"line {exc.value.line}: ")
@@ -146,10 +146,10 @@ def test_load_skill_names_the_file_of_a_body_over_a_bound(tmp_path, monkeypatch)
         with pytest.raises(SkillFormatError, match="body cannot be anchored: 10001 heading-like lines") as exc:
             load(file)
         assert exc.value.path == str(file)
-    monkeypatch.setattr(anchor, "ISLAND_LINES", 40)
+    monkeypatch.setattr(anchor, "ISLAND_WORK", 40)
     anchor.cache_clear()
     file = _skill_file(tmp_path / "islands", "# Top\n\n" + "- a\n\n   ## b\n\n" * 40)
-    with pytest.raises(SkillFormatError, match="lines of islands") as exc:
+    with pytest.raises(SkillFormatError, match="too much for markdown-it") as exc:
         load_skill(file)
     lines = file.read_text().splitlines()
     assert exc.value.line is not None and lines[exc.value.line - 1] in ("- a", "# Top")  # file line, not body line
