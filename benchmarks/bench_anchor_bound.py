@@ -127,6 +127,10 @@ SHAPES: dict[str, Callable[[int, int], str]] = {
     "long-lines": _repeat("x" * 65535 + "\n"),
     "unclosed-fence": lambda size, seed=0: "```\n" + _repeat("# not a heading\n\n")(size - 4),
     "unclosed-comment": lambda size, seed=0: "<!--\n" + _repeat("# hidden\n\ntext\n\n")(size - 5),
+    # one undecided line, then a block markdown-it must take whole: the island budget, not the section bound
+    "island-of-items": lambda size, seed=0: "- a\n\n   ## b\n" + _repeat("- word\n")(size - 13),
+    "island-of-nested-items": lambda size, seed=0: "- a\n\n   ## b\n" + _repeat("- - - - - x\n")(size - 13),
+    "island-of-text": lambda size, seed=0: "- a\n\n   ## b\n" + _repeat("word word\n")(size - 13),
 }
 
 

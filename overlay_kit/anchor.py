@@ -60,15 +60,15 @@ INLINE_LIMIT = 4096  # characters of a heading's inline source parsed for its pl
 # Input bounds (issue 18): every body up to skill.MAX_SKILL_BYTES anchors in < 1 s or is refused with an
 # `AnchorError` in < 1 s. A real SKILL.md has tens to a few hundred sections (docs/reliability.md); a body
 # with more heading-like lines than MAX_SECTIONS is refused before any section or island is built.
-MAX_SECTIONS = 10_000
+MAX_SECTIONS = 5_000
 # markdown-it's share of the mixed parse, counted inside markdown-it (`_charge`): one unit each time a block
 # rule chain is tried on a line (a block start, or a check whether a line ends a paragraph), plus, per island
 # parse (re-parses of a growing island included), ISLAND_CALL and one unit per ISLAND_LINE_SHARE lines given.
 # At the worst rates measured (see docs/reliability.md) ISLAND_WORK units take ~0.6 s; past them the body is
 # refused (`AnchorError`), mid-parse if need be.
-ISLAND_WORK = 40_000
+ISLAND_WORK = 30_000
 ISLAND_CALL = 4
-ISLAND_LINE_SHARE = 16
+ISLAND_LINE_SHARE = 8
 _BUDGET = "\0anchor-budget"  # the env key holding an island parse's budget: [units left]
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # markdown-it's own line breaks
 _NOT_SLUG = re.compile(r"[^\w\- ]")

@@ -143,7 +143,8 @@ def test_load_skill_names_the_file_of_a_body_over_a_bound(tmp_path, monkeypatch)
     anchor.cache_clear()
     file = _skill_file(tmp_path, "## Notes\n" * (anchor.MAX_SECTIONS + 1))
     for load in (load_skill, read_unvalidated):
-        with pytest.raises(SkillFormatError, match="body cannot be anchored: 10001 heading-like lines") as exc:
+        with pytest.raises(SkillFormatError, match=f"body cannot be anchored: {anchor.MAX_SECTIONS + 1} heading-like") \
+                as exc:
             load(file)
         assert exc.value.path == str(file)
     monkeypatch.setattr(anchor, "ISLAND_WORK", 40)
@@ -162,4 +163,4 @@ def test_the_cli_prints_one_line_for_a_body_over_a_bound(tmp_path, capsys):
     file = _skill_file(tmp_path, "#\n" * (anchor.MAX_SECTIONS + 5))
     assert main(["anchors", str(file)]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and str(file) in err and "10005 heading-like lines" in err
+    assert err.count("\n") == 1 and str(file) in err and f"{anchor.MAX_SECTIONS + 5} heading-like lines" in err
