@@ -164,3 +164,21 @@ def test_the_cli_prints_one_line_for_a_body_over_a_bound(tmp_path, capsys):
     assert main(["anchors", str(file)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(file) in err and f"{anchor.MAX_SECTIONS + 5} heading-like lines" in err
+
+
+def test_an_effective_text_over_the_section_bound_falls_back_to_the_authored_base():
+    """A loaded body may sit at the limit; the learned-adjustments heading then takes the effective text
+    over it. `compose` never raises: the authored base, with a note naming the refusal."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from resolve_fixtures import delta, make_skill
+
+    from overlay_kit.resolve import compose
+
+    anchor.cache_clear()
+    body = "# Title\n\n" + "".join(f"## Step {i}\n" for i in range(anchor.MAX_SECTIONS - 1))
+    skill = make_skill(body=body)
+    assert len(parse(body)) == anchor.MAX_SECTIONS + 1
+    stale = delta(skill, "preference", {"body": "a lesson"}, "step-7").evolve(
+        anchor=anchor.Anchor("step-7", "0" * 16, "1.0"))
+    eff = compose(skill, [stale], ceiling=10**6)  # (the body alone is ~39,000 tokens)
+    assert eff.text == skill.body and "AnchorError" in eff.notes_of("error")[0].detail
