@@ -8,7 +8,9 @@ lists nested ten deep, link reference definitions) takes the mixed parse (`_mixe
 deciding setext headings, indented headings and HTML blocks itself wherever the context is certainly
 document-level, and markdown-it on small islands around the lines it cannot decide, each starting and
 ending where block state provably resets. `parse_markdown_it` (markdown-it alone) is the oracle both
-are tested against; all give identical sections, and parse results are cached by body. Each heading
+are tested against; all give identical sections, and parse results are cached by body. `parse` is
+bounded (issue 18): a body with more than MAX_SECTIONS heading-like lines, or whose islands cost
+markdown-it more than ISLAND_WORK, is refused with `AnchorError` in well under a second. Each heading
 starts a section that runs to the next heading, so the sections partition the body and
 `render(parse(b)) == b` byte for byte. A body with headings always starts with a `_preamble` section (the text before the
 first heading, possibly empty), so adding or removing a leading blank line never adds or removes a
@@ -60,7 +62,7 @@ INLINE_LIMIT = 4096  # characters of a heading's inline source parsed for its pl
 # Input bounds (issue 18): every body up to skill.MAX_SKILL_BYTES anchors in < 1 s or is refused with an
 # `AnchorError` in < 1 s. A real SKILL.md has tens to a few hundred sections (docs/reliability.md); a body
 # with more heading-like lines than MAX_SECTIONS is refused before any section or island is built.
-MAX_SECTIONS = 5_000
+MAX_SECTIONS = 10_000
 # markdown-it's share of the mixed parse, counted inside markdown-it (`_charge`): one unit each time a block
 # rule chain is tried on a line (a block start, or a check whether a line ends a paragraph), plus, per island
 # parse (re-parses of a growing island included), ISLAND_CALL and one unit per ISLAND_LINE_SHARE lines given.
@@ -359,8 +361,12 @@ def _inline_plain(source: str, env: dict | None = None) -> str:
     a longer heading are parsed for its text; its digest still covers the whole source."""
     if not _INLINE_SYNTAX.search(source):
         return " ".join(source.split())
-    inline = _markdown().parseInline(source[:INLINE_LIMIT], {} if env is None else env)[0].children
-    return " ".join(_plain(inline).split())
+    # the inline rules alone: `parseInline`'s core chain around them costs twice as much again, and its
+    # other steps (normalizing line breaks and NULs, joining text tokens) change nothing here, since the
+    # source comes from a parse that normalized it and `_plain` joins text anyway
+    md, tokens = _markdown(), []
+    md.inline.parse(source[:INLINE_LIMIT], md, {} if env is None else env, tokens)
+    return " ".join(_plain(tokens).split())
 
 
 def _scan(body: str) -> _Heads | None:

@@ -182,3 +182,14 @@ def test_an_effective_text_over_the_section_bound_falls_back_to_the_authored_bas
         anchor=anchor.Anchor("step-7", "0" * 16, "1.0"))
     eff = compose(skill, [stale], ceiling=10**6)  # (the body alone is ~39,000 tokens)
     assert eff.text == skill.body and "AnchorError" in eff.notes_of("error")[0].detail
+
+
+@pytest.mark.parametrize("source", ["[alpha] beta", "*em* and **strong** `code` ![alt *x*](i.png)", "a &amp; &#35; \\*b\\*",
+                                    "[link](/u 'title') <http://x.y> <b>html</b>", "[ALPHA][] and [Beta  Gamma]",
+                                    "line\nbreak  \nhard", "\ufffd nul and tab\tx", "[a [b] c](/x) [unclosed", "*a" * 50])
+def test_heading_text_is_what_parse_inline_gives(source):
+    """`_inline_plain` runs the inline rules alone; the whole `parseInline` chain gives the same text."""
+    env = {"references": {"ALPHA": {"title": "", "href": "/a"}, "BETA GAMMA": {"title": "t", "href": "/b"}}}
+    for e in (None, env):
+        whole = anchor._markdown().parseInline(source, {} if e is None else dict(e))[0].children
+        assert anchor._inline_plain.__wrapped__(source, e) == " ".join(anchor._plain(whole).split())
