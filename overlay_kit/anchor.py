@@ -812,8 +812,8 @@ def _bound_sections(body: str) -> None:
     """`AnchorError` where a body holds more than MAX_SECTIONS heading-like lines. Counted before any
     section, match or island exists: first an upper bound by `str.count` (~20 ms on 2 MiB), then, only
     above the limit, the exact count (~0.25 s on a million lines)."""
-    if len(body) <= 2 * MAX_SECTIONS:  # a heading-like line takes two characters at least
-        return
+    if len(body) <= 2 * MAX_SECTIONS or body.count("\n") + body.count("\r") < MAX_SECTIONS:
+        return  # a heading-like line takes two characters and a line of its own
     src = "\n" + (body if "\r" not in body else _NEWLINES.sub("\n", body)) + "\n"
     if sum(map(src.count, _HEADING_STARTS)) <= MAX_SECTIONS:
         return
