@@ -38,11 +38,13 @@ opinion. The store refuses any delta that lacks a seal minted here for exactly t
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import accumulate
@@ -61,6 +63,7 @@ from .grammar import (
     cap_violations,
     check_shape,
     new_delta_id,
+    new_delta_ids,
     utc_now,
     validate_fact,
 )
@@ -558,11 +561,11 @@ def _proposal(store, skill, kind, payload, section, provenance, scope, evidence,
                     bool(auto), settings)
 
 
-def _new_delta(p: Submission, verdict: Verdict) -> Delta:
+def _new_delta(p: Submission, verdict: Verdict, delta_id: str | None = None) -> Delta:
     payload = p.canonical if p.canonical is not None else check_shape(p.kind, p.payload)  # raises if malformed
     return assemble(Delta, skill=p.skill.name, kind=p.kind, payload=payload, anchor=_anchor(p.skill, p.section),
                     provenance=p.provenance, scope=p.scope, base_root=p.skill.root, status=verdict.outcome,
-                    id=new_delta_id(), created_at=utc_now(), approved_at=None, last_used_at=None,
+                    id=delta_id or new_delta_id(), created_at=utc_now(), approved_at=None, last_used_at=None,
                     success_count=0, attempt_count=0, superseded_by=None, findings=verdict.findings)
 
 
@@ -681,10 +684,31 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
         except ValueError as exc:
             raise ValueError(f"lesson {i}: {exc}") from exc
     rules = _allowed_rules(store, rules, custom_rules)
+    with _gc_paused():
+        return _learn_many(store, skill, rows, settings, rules)
+
+
+@contextmanager
+def _gc_paused():
+    """The cyclic collector off for the length of a batch (and back as it was after, whatever happens): a
+    batch allocates tens of objects per row, none in a cycle, and each collection it would trigger walks every
+    object the batch holds so far (a fifth of its CPU at 5,000 rows). Reference counting frees as usual."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: GateSettings | None,
+                rules: tuple[Rule, ...]) -> list[WriteResult]:
     subs = _submissions(store, skill, rows, settings)
     decided = decide_many(subs, rules)
     results: list[WriteResult | None] = [None] * len(rows)
     deltas: list[tuple[int, Delta]] = []
+    ids = iter(new_delta_ids(sum(v.outcome in ("staged", "quarantined", "active") for v, _ in decided)))
     with store.transaction():
         for i, (p, (verdict, warnings)) in enumerate(zip(subs, decided)):
             if verdict.outcome in ("refused", "session_only"):
@@ -696,7 +720,7 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
                 results[i] = WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo,
                                          warnings=warnings)
             else:
-                deltas.append((i, _new_delta(p, verdict)))
+                deltas.append((i, _new_delta(p, verdict, next(ids))))
         stored = store._insert_deltas([d for _, d in deltas], [mint(d) for _, d in deltas])
     for (i, _), (delta, undo) in zip(deltas, stored):
         verdict, warnings = decided[i]

@@ -48,6 +48,7 @@ __all__ = [
     "assemble",
     "check_shape",
     "new_delta_id",
+    "new_delta_ids",
     "validate_fact",
     "validate_payload",
     "BLOCK_HEADING", "BLOCK_INTRO", "SECTION_LABEL", "item_text",
@@ -85,6 +86,18 @@ def new_delta_id() -> str:
     import uuid  # on first use: `uuid` imports `platform`, a cost every CLI start would pay
 
     return f"delta_{uuid.uuid4().hex[:16]}"  # uuid4: a seeded study (studies.deploy) draws them from its seed
+
+
+def new_delta_ids(n: int) -> list[str]:
+    """`n` ids of `new_delta_id`'s form and distribution (the first 8 bytes of a uuid4: 60 random bits, the
+    version nibble 4), drawn with one `os.urandom` call; through `uuid.uuid4` while a study has replaced it."""
+    import os
+    import uuid
+
+    if getattr(uuid.uuid4, "__module__", None) != "uuid" or getattr(uuid.uuid4, "__name__", None) != "uuid4":
+        return [new_delta_id() for _ in range(n)]  # a seeded study (studies.deploy): its draws, in order
+    raw = os.urandom(8 * n).hex()
+    return [f"delta_{raw[k:k + 12]}4{raw[k + 13:k + 16]}" for k in range(0, 16 * n, 16)]
 
 
 @lru_cache(maxsize=None)

@@ -64,8 +64,8 @@ def test_a_failure_while_writing_leaves_nothing(store, monkeypatch):
     made = gates._new_delta
     first = []
 
-    def same_id(p, verdict):
-        d = made(p, verdict)
+    def same_id(p, verdict, *delta_id):
+        d = made(p, verdict, *delta_id)
         first.append(d.id)
         return d.evolve(id=first[0])
 
@@ -180,3 +180,30 @@ def test_cli_learn_without_from_still_needs_kind_and_source(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["learn", str(skill_dir(tmp_path)), "--body", "x", "--db", str(tmp_path / "o.db")])
     assert exc.value.code == 2 and "--kind, --source" in capsys.readouterr().err
+
+
+def test_batch_ids_have_the_form_of_single_ones(monkeypatch):
+    import re
+    import uuid
+
+    from overlay_kit.grammar import new_delta_id, new_delta_ids
+
+    form = re.compile(r"delta_[0-9a-f]{12}4[0-9a-f]{3}")  # the first 8 bytes of a uuid4
+    ids = new_delta_ids(500)
+    assert all(form.fullmatch(i) for i in ids + [new_delta_id()]) and len(set(ids)) == 500
+    drawn = iter(range(1, 10))  # a seeded study replaces uuid.uuid4: the batch draws through it, in order
+    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=next(drawn) << 64, version=4))
+    assert new_delta_ids(2) == [f"delta_{uuid.UUID(int=k << 64, version=4).hex[:16]}" for k in (1, 2)]
+
+
+def test_the_collector_is_back_as_it_was_after_a_batch(store):
+    import gc
+
+    gates.learn_many(store, SKILL, [lesson({})])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        gates.learn_many(store, SKILL, [lesson({})])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
