@@ -24,6 +24,7 @@ import math
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import accumulate
 
 try:  # Python >= 3.11
@@ -297,6 +298,7 @@ def _holds(cond, tokens: set, text: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=None)
 def _gate(cond) -> tuple | None:
     """One clause every text meeting `cond` meets, as (tokens and runs, substrings): the cheap first look.
     None when there is none (every text is a candidate)."""
@@ -337,6 +339,7 @@ def _sub_cost(s: str) -> float:
 _SEARCH = 0.3  # a substring gate is a search through the whole batch: about a false opening in three texts
 
 
+@lru_cache(maxsize=None)
 def _cost(gate) -> float:
     """The rough cost of a clause as a gate: the chance ordinary prose opens it, plus a search per substring
     (a token or a run is looked up for free), so that a condition is gated by its cheapest clause."""
