@@ -453,7 +453,9 @@ class Prefilter:
         return [bool(g) for g in self.groups_many(texts)]
 
     def groups_many(self, texts: list[str]) -> list[frozenset]:
-        """Per text: the groups with a pattern that may match it (see the class docstring)."""
+        """Per text: the groups with a pattern that may match it (see the class docstring): those with an
+        alternative whose gate the text opens, whose clauses it meets, and then whose whole condition (its
+        window regexes too: `(?:env|shell)\\s*[:=]`, not just the word) holds on it."""
         if not texts:
             return []
         joined = "\x00".join(texts)
@@ -490,7 +492,7 @@ class Prefilter:
             while at >= 0:
                 opened.setdefault(bisect_right(starts, at) - 1, set()).update(which)
                 at = joined.find(sub, at + 1)
-        always, holds, group = [i for i in self.always if i in live], self._holds, self.group
+        always, holds, group, conds = [i for i in self.always if i in live], self._holds, self.group, self.conditions
         none: frozenset = frozenset()
         out = []
         for k, (text, toks) in enumerate(zip(texts, tokens)):
@@ -500,7 +502,7 @@ class Prefilter:
                 continue
             found: set = set()
             for i in sorted(opened.get(k, set()).union(always, *(by_token[t] for t in hit))):
-                if group[i] not in found and holds(i, toks, text):
+                if group[i] not in found and holds(i, toks, text) and _holds(conds[i], toks, text):
                     found.add(group[i])
             out.append(frozenset(found))
         return out
