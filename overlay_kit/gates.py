@@ -835,7 +835,15 @@ def _word_looks(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
     joined = "\x00".join(texts)
     if joined.count("\x00") == len(texts) - 1:  # texts that hold a camelCase join, found in one pass
         starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
-        moved = sorted({bisect_right(starts, m.start()) - 1 for m in _CAMEL.finditer(joined)})
+        if joined.isascii():  # `_CAMEL` is [a-z0-9][A-Z]: "aA" once lowercase letters and digits read "a"
+            flat = joined.encode("ascii").translate(_CAMEL_CLASSES)
+            at, found = flat.find(b"aA"), set()
+            while at >= 0:
+                found.add(bisect_right(starts, at) - 1)
+                at = flat.find(b"aA", at + 1)
+            moved = sorted(found)
+        else:
+            moved = sorted({bisect_right(starts, m.start()) - 1 for m in _CAMEL.finditer(joined)})
     else:
         moved = [i for i, t in enumerate(texts) if _CAMEL.search(t)]
     camel_views = dict(zip(moved, views_many([_CAMEL.sub(r"\1 \2", texts[i]) for i in moved])))
@@ -852,6 +860,7 @@ def _word_looks(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
     return out
 
 
+_CAMEL_CLASSES = bytes(97 if 97 <= b <= 122 or 48 <= b <= 57 else 65 if 65 <= b <= 90 else 32 for b in range(256))
 _SEPARATORS_AS_SPACE = str.maketrans({c: " " for c in "\"'`_-."})
 
 

@@ -201,3 +201,14 @@ def test_learn_many_is_learn_row_by_row(tmp_path):
         want = a.conn.execute(f"SELECT {cols} FROM skill_deltas ORDER BY rowid").fetchall()
         assert got == want and len(got) > 50
         assert all(b.get(r.delta.id) == r.delta for r in many if r.delta is not None)
+
+
+def test_batch_word_readings_are_the_word_readings():
+    """`_word_looks` (camelCase joins found for the whole batch in one pass) is `_words` text by text: on the
+    corpus and on random batches of letters, digits, separators and non-ASCII characters."""
+    rng = random.Random(5)
+    batches = [TEXTS] + [["".join(rng.choice("aZ0 _-.éA9zq\n\x01") for _ in range(rng.randint(0, 30)))
+                          for _ in range(rng.randint(1, 20))] for _ in range(200)]
+    for texts in batches + [[t.replace("é", "e") for t in b] for b in batches[1:]]:
+        want = ["\n".join(dict.fromkeys(gates._words(t))) for t in texts]
+        assert gates._word_looks(texts, textguard.views_many(texts)) == want
