@@ -848,7 +848,11 @@ def _intent_possible(readings: list[tuple[str, ...]]) -> list[bool]:
             holding.setdefault(w, set()).add(k)
     fams: dict[int, set[str]] = {}
     for phrase, families in phrases:
-        rows = holding.get(phrase[0], set()).intersection(*(holding.get(w, ()) for w in phrase[1:]))
+        rows = holding.get(phrase[0])
+        if rows is None:  # no text holds its first word (most phrases, most batches): nothing to intersect
+            continue
+        if len(phrase) > 1:
+            rows = rows.intersection(*(holding.get(w, ()) for w in phrase[1:]))
         for k in rows:
             fams.setdefault(k, set()).update(families)
     for k in plain:
