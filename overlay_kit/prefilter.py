@@ -396,6 +396,19 @@ def _disjuncts(cond) -> list:
     return [cond]
 
 
+class _Live(dict):
+    """Alternative -> whether the batch's words can meet each of its word clauses (computed on first look)."""
+
+    def __init__(self, clauses: tuple, present: set):
+        super().__init__()
+        self.clauses, self.present = clauses, present
+
+    def __missing__(self, i: int) -> bool:
+        present = self.present
+        value = self[i] = all(subs or not present.isdisjoint(toks) for toks, subs in self.clauses[i])
+        return value
+
+
 @dataclass(frozen=True)
 class Prefilter:
     """Over several patterns, each in a group (default: its index; a compiled pattern hashes slowly):
@@ -475,14 +488,13 @@ class Prefilter:
                         tokens[k].add(atom)
         # An alternative with a word clause no text of the batch can meet is out for the whole batch.
         present = set().union(*tokens)
-        live = {i for i, clauses in enumerate(self.clauses)
-                if all(subs or not present.isdisjoint(toks) for toks, subs in clauses)}
-        by_token = {t: w for t, w in ((t, [i for i in self.by_token[t] if i in live])
+        live = _Live(self.clauses, present)  # looked at only for the alternatives some text opens
+        by_token = {t: w for t, w in ((t, [i for i in self.by_token[t] if live[i]])
                                       for t in present & self.by_token.keys()) if w}
         opened: dict[int, set] = {}
         starts = None
         for sub, which in self.by_sub.items():
-            which = [i for i in which if i in live]
+            which = [i for i in which if live[i]]
             if not which:
                 continue
             at = joined.find(sub)
@@ -492,7 +504,7 @@ class Prefilter:
             while at >= 0:
                 opened.setdefault(bisect_right(starts, at) - 1, set()).update(which)
                 at = joined.find(sub, at + 1)
-        always, holds, group, conds = [i for i in self.always if i in live], self._holds, self.group, self.conditions
+        always, holds, group, conds = [i for i in self.always if live[i]], self._holds, self.group, self.conditions
         none: frozenset = frozenset()
         out = []
         for k, (text, toks) in enumerate(zip(texts, tokens)):
