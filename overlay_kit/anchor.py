@@ -22,18 +22,18 @@ words — link targets in a heading included — changes it.
 
 from __future__ import annotations
 
-import gc
 import re
 import unicodedata
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from hashlib import sha256 as _sha256
 from itertools import accumulate, chain, repeat
 from typing import Literal
+
+from .common import gc_paused
 
 __all__ = [
     "BODY",
@@ -63,6 +63,7 @@ INLINE_LIMIT = 4096  # characters of a heading's inline source parsed for its pl
 # `AnchorError` in < 1 s. A real SKILL.md has tens to a few hundred sections (docs/reliability.md); a body
 # with more heading-like lines than MAX_SECTIONS is refused before any section or island is built.
 MAX_SECTIONS = 10_000
+_GC_PAUSE_CHARS = 65536  # bodies this long parse with the cyclic collector paused (common.gc_paused)
 # markdown-it's share of the mixed parse, counted inside markdown-it (`_charge`): one unit each time a block
 # rule chain is tried on a line (a block start, or a check whether a line ends a paragraph), plus, per island
 # parse (re-parses of a growing island included), ISLAND_CALL and one unit per ISLAND_LINE_SHARE lines given.
@@ -790,14 +791,14 @@ def parse(body: str, *, fast: bool = True) -> tuple[Section, ...]:
 
 def parse_markdown_it(body: str) -> tuple[Section, ...]:
     """`parse` by markdown-it alone (no line scan, no cache): the oracle of the fast path."""
-    with _gc_paused(body):
+    with gc_paused(len(body) >= _GC_PAUSE_CHARS):
         return _parse(body, _headings(body))
 
 
 @lru_cache(maxsize=256)
 def _parse_cached(body: str) -> tuple[Section, ...]:
     _bound_sections(body)
-    with _gc_paused(body):
+    with gc_paused(len(body) >= _GC_PAUSE_CHARS):
         heads = _scan(body)
         return _parse(body, _mixed(body) if heads is None else heads)
 
@@ -822,21 +823,6 @@ def _bound_sections(body: str) -> None:
         raise AnchorError(f"{n} heading-like lines (`#` headings and `===`/`---` underlines), more than the "
                           f"limit of {MAX_SECTIONS} sections; refused before parsing (a SKILL.md has tens to "
                           "hundreds of sections)")
-
-
-@contextmanager
-def _gc_paused(body: str):
-    """The cyclic garbage collector paused while a large body is parsed: a parse allocates up to a
-    million objects (sections, matches) and makes no cycles, yet each allocation burst triggers
-    collections that re-walk everything allocated so far — two thirds of the time on 2 MiB of headings."""
-    if len(body) < 65536 or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _slugs(plains: list[str]) -> list[str]:

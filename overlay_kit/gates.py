@@ -38,19 +38,18 @@ opinion. The store refuses any delta that lacks a seal minted here for exactly t
 
 from __future__ import annotations
 
-import gc
 import math
 import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, PREAMBLE, Anchor, parse
+from .common import gc_paused
 from .display import write_result_html, write_result_text
 from .grammar import (
     RESEARCH_KINDS,
@@ -67,11 +66,11 @@ from .grammar import (
     utc_now,
     validate_fact,
 )
+from .injection import detectors, prefilter_text, scan, scan_many
 from .metrics import wilson_lower_bound
+from .prefilter import Prefilter
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
-from .injection import detectors, prefilter_text, scan, scan_many
-from .prefilter import Prefilter
 from .textguard import block_structure, plain_batchable, views, views_many
 
 if TYPE_CHECKING:  # the store imports this module, never the reverse at run time
@@ -684,22 +683,8 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
         except ValueError as exc:
             raise ValueError(f"lesson {i}: {exc}") from exc
     rules = _allowed_rules(store, rules, custom_rules)
-    with _gc_paused():
+    with gc_paused():  # a batch allocates tens of objects per row, none in a cycle
         return _learn_many(store, skill, rows, settings, rules)
-
-
-@contextmanager
-def _gc_paused():
-    """The cyclic collector off for the length of a batch (and back as it was after, whatever happens): a
-    batch allocates tens of objects per row, none in a cycle, and each collection it would trigger walks every
-    object the batch holds so far (a fifth of its CPU at 5,000 rows). Reference counting frees as usual."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: GateSettings | None,
