@@ -53,6 +53,7 @@ def write_skill(root: Path, name: str, sections: int) -> Path:
 
 
 def lesson_rows(skill, n: int = 100, seed: int = 7) -> list[gates.Lesson]:
+    """`n` lessons on the skill's sections, drawn with `seed`."""
     slugs = [s.slug for s in anchor.parse(skill.body) if s.level]
     return [gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"],
                          "user_instruction") for x in workload.lessons(slugs, n, seed)]
@@ -152,20 +153,21 @@ def main() -> None:
                              0.6 if ceiling is None else float("nan"), "ms"))
 
         for n in workload.CORPORA:
-            slugs = [s.slug for s in anchor.parse(large.body) if s.level]
-            batch = [gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"],
-                                  "user_instruction") for x in workload.lessons(slugs, n, seed=11)]
             per_row = []
-            dbs = iter(range(10_000))
+            seeds = iter(range(workload.LEARN_SEED, workload.LEARN_SEED + 10_000))
+            batch: list = []
+
+            def new_batch():
+                batch[:] = lesson_rows(large, n, next(seeds))  # each timed run learns new lessons
 
             def learn():
-                with Store.open(tmp / f"learn-{n}-{next(dbs)}.db") as s:
+                with Store.open(tmp / f"learn-{n}-{len(per_row)}.db") as s:
                     t = time.perf_counter()
                     out = gates.learn_many(s, large, batch)
                     per_row.append((time.perf_counter() - t) / n * 1e6)
                     assert all(r.outcome == "staged" for r in out)
 
-            _, c = timed(learn, runs)
+            _, c = timed(learn, runs, new_batch)
             rows.append((f"learn {n:,} lessons through the gates, one transaction", statistics.median(per_row),
                          c / n * 1e3, 40.0, "µs/row"))
 

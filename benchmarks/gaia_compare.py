@@ -64,8 +64,8 @@ class Gaia:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
         assert json.loads(self.proc.stdout.readline()).get("ready"), "the GAIA worker did not start"
 
-    def __call__(self, op: str) -> tuple[float, float]:
-        self.proc.stdin.write(json.dumps({"op": op}) + "\n")
+    def __call__(self, op: str, seed: int = workload.LEARN_SEED) -> tuple[float, float]:
+        self.proc.stdin.write(json.dumps({"op": op, "seed": seed}) + "\n")
         self.proc.stdin.flush()
         answer = json.loads(self.proc.stdout.readline())
         if "error" in answer:
@@ -78,17 +78,13 @@ class Gaia:
 
 
 def ours(tmp: Path):
-    """Our side of each operation: op name → a function returning (wall ms, cpu ms) of one run."""
+    """Our side of each operation: op name → a function of the round's seed returning (wall ms, cpu ms) of one run."""
     small = load_skill(bench_hot.write_skill(tmp / "skills", "small", workload.SIZES["small"]))
     large = load_skill(bench_hot.write_skill(tmp / "skills", "large", workload.SIZES["large"]))
     store = Store.open(tmp / "read.db")
     for skill in (small, large):
         bench_hot.fill(store, skill)
     active = store.search(small.name, status="active")
-    batches = {n: [gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"],
-                                "user_instruction")
-                   for x in workload.lessons([s.slug for s in anchor.parse(large.body) if s.level], n, seed=11)]
-               for n in workload.CORPORA}
     counter = iter(range(1_000_000))
 
     def once(fn, setup=None, per: int = 1):
@@ -99,10 +95,11 @@ def ours(tmp: Path):
         scale = 1e6 / per if per > 1 else 1e3
         return (time.perf_counter() - t) * scale, (time.process_time() - c) * scale
 
-    def learn(n: int):
+    def learn(n: int, seed: int):
+        batch = bench_hot.lesson_rows(large, n, seed)
         s = Store.open(tmp / f"learn-{next(counter)}.db")
         try:
-            return once(lambda: gates.learn_many(s, large, batches[n]), per=n)
+            return once(lambda: gates.learn_many(s, large, batch), per=n)
         finally:
             s.close()
 
@@ -110,13 +107,13 @@ def ours(tmp: Path):
         return bench_hot.cli_resolve(tmp / "skills" / "small", tmp / "read.db", 1, warm=False)
 
     return store, {
-        "anchors_large": lambda: once(lambda: [s.digest for s in anchor.parse(large.body)], anchor.cache_clear),
-        "anchors_small": lambda: once(lambda: [s.digest for s in anchor.parse(small.body)], anchor.cache_clear),
-        "compose_small": lambda: once(lambda: compose(small, active)),
-        "search_small": lambda: once(lambda: store.search(small.name, status="active")),
-        "learn_200": lambda: learn(200),
-        "learn_5000": lambda: learn(5000),
-        "cli": cli,
+        "anchors_large": lambda seed: once(lambda: [s.digest for s in anchor.parse(large.body)], anchor.cache_clear),
+        "anchors_small": lambda seed: once(lambda: [s.digest for s in anchor.parse(small.body)], anchor.cache_clear),
+        "compose_small": lambda seed: once(lambda: compose(small, active)),
+        "search_small": lambda seed: once(lambda: store.search(small.name, status="active")),
+        "learn_200": lambda seed: learn(200, seed),
+        "learn_5000": lambda seed: learn(5000, seed),
+        "cli": lambda seed: cli(),
     }
 
 
@@ -134,7 +131,7 @@ def main() -> None:
         try:
             for op in LABELS:  # one untimed warm-up each (imports, page cache); the big corpus needs none
                 if op != "learn_5000":
-                    gaia(op), mine[op]()
+                    gaia(op, workload.LEARN_SEED - 1), mine[op](workload.LEARN_SEED - 1)
             for r in range(runs):
                 for op in LABELS:
                     if op == "learn_5000" and r >= args.learn_runs:
@@ -142,7 +139,8 @@ def main() -> None:
                     first, second = (("gaia", gaia), ("ours", mine[op])) if r % 2 else (("ours", mine[op]),
                                                                                         ("gaia", gaia))
                     for side, fn in (first, second):
-                        results[op][side].append(fn(op) if side == "gaia" else fn())
+                        seed = workload.LEARN_SEED + r  # the learn ops: new lessons each round, the same for both
+                        results[op][side].append(fn(op, seed) if side == "gaia" else fn(seed))
         finally:
             gaia.close()
             store.close()

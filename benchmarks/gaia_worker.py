@@ -58,7 +58,6 @@ STORE = read_store()
 ACTIVE = {size: [SkillDelta.from_row(r) for r in STORE.search_deltas(base_name=size, status=STATUS_ACTIVE,
                                                                        limit=None)] for size in BODIES}
 assert all(len(v) == workload.ACTIVE for v in ACTIVE.values())
-CORPUS = {n: rows_for("large", n, seed=11) for n in workload.CORPORA}
 COUNTER = iter(range(1_000_000))
 
 
@@ -71,7 +70,7 @@ def skills_home() -> Path:
     return home
 
 
-def op(name: str) -> dict:
+def op(name: str, seed: int = workload.LEARN_SEED) -> dict:
     c, t = time.process_time(), time.perf_counter()
     per = 1
     if name.startswith("anchors_"):
@@ -85,9 +84,10 @@ def op(name: str) -> dict:
         assert len(got) == workload.ACTIVE
     elif name.startswith("learn_"):
         n = int(name.split("_")[1])
+        rows = rows_for("large", n, seed)
         store = MemoryStore(db_path=TMP / f"learn-{next(COUNTER)}.db")
         c, t = time.process_time(), time.perf_counter()  # the open (schema creation) is not the write path
-        put(store, "large", CORPUS[n])
+        put(store, "large", rows)
         per = n
     elif name == "cli":
         import subprocess
@@ -111,7 +111,7 @@ def main() -> None:
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            print(json.dumps(op(request["op"])), flush=True)
+            print(json.dumps(op(request["op"], request.get("seed", workload.LEARN_SEED))), flush=True)
         except Exception as exc:  # reported to the driver, which stops
             print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
 

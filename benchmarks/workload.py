@@ -61,3 +61,6 @@ def lessons(slugs: list[str], n: int = 100, seed: int = 7) -> list[dict]:
 ACTIVE = 90  # of every skill's 100 lessons; the last 10 stay staged
 SIZES = {"small": 9, "large": 201}
 CORPORA = (200, 5000)
+# The learn corpora are drawn with seed LEARN_SEED + run: every timed run learns lessons it has not seen (a
+# process keeps per-text state, e.g. the scan automaton's DFA, that the same batch again would find warm).
+LEARN_SEED = 11

@@ -66,9 +66,8 @@ from .grammar import (
     utc_now,
     validate_fact,
 )
-from .injection import detectors, prefilter_text, scan, scan_many
+from .injection import detectors, pattern_set, reading_lines, scan, scan_many
 from .metrics import wilson_lower_bound
-from .prefilter import Prefilter
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
 from .textguard import block_structure, plain_batchable, views, views_many
@@ -753,8 +752,8 @@ def _submissions(store, skill: Skill, rows: list[Lesson], settings: GateSettings
 
 
 class _Batch:
-    """What the batch forms share: the rows, and per row which text-reading rules a prefilter cannot clear
-    (computed once for all the rows that reach them)."""
+    """What the batch forms share: the rows, and per row which text-reading patterns may match (one automaton
+    pass over all the rows that reach them)."""
 
     def __init__(self, subs: list[Submission]):
         self.subs = subs
@@ -764,19 +763,19 @@ class _Batch:
 
     def may(self, idx: list[int]) -> dict[int, frozenset]:
         """Per row: the patterns of the scan (`detectors()`) and of `no_widening` (by their index in
-        `_text_prefilter`) that may match a reading of one of its texts (any other cannot), or every one where a
+        `_text_patterns`) that may match a reading of one of its texts (any other cannot), or every one where a
         text holds a hidden character."""
         todo = [i for i in idx if i not in self.groups]
         if todo:
             fields = [[t for _, t in self.subs[i]._texts] for i in todo]
             flat = [t for f in fields for t in f]
             views = views_many(flat)
-            looks = iter(_look(t, v, w) for t, v, w in zip(flat, views, _word_looks(flat, views)))
-            may = _text_prefilter().groups_many(["\n".join(next(looks) for _ in f) for f in fields])
+            lines = iter(reading_lines(t, (*v, w)) for t, v, w in zip(flat, views, _words_lines(flat, views)))
+            may = _text_patterns().groups_many(["\n".join(next(lines) for _ in f) for f in fields])
             plain = plain_batchable("\n".join(flat))  # else: rows holding a hidden character are scanned
             it = iter(views)
             self.views.update((i, [next(it) for _ in f]) for i, f in zip(todo, fields))
-            every = _text_prefilter().all_groups
+            every = _text_patterns().everything
             self.groups.update(
                 (i, m if plain or all(map(plain_batchable, f)) else every) for i, m, f in zip(todo, may, fields))
         return self.groups
@@ -798,24 +797,7 @@ class _Batch:
         return self.findings
 
 
-def _look(text: str, views: tuple[str, ...], words: str) -> str:
-    """What the prefilter reads for one text: what the scan reads (`prefilter_text`), and the `_words` readings
-    unless they stand in it already between non-word characters (a full stop dropped at the end): a word,
-    substring or window found in them is then found there too."""
-    look = prefilter_text(text, views)
-    at = look.find(words)
-    while at >= 0:
-        end = at + len(words)
-        if (at == 0 or not _WORD_CHAR.match(look, at - 1)) and (end == len(look) or not _WORD_CHAR.match(look, end)):
-            return look
-        at = look.find(words, at + 1)
-    return look + "\n" + words
-
-
-_WORD_CHAR = re.compile(r"\w")
-
-
-def _word_looks(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
+def _words_lines(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
     """Per text, the `_words` readings `no_widening` matches (camelCase split, separators as spaces), joined."""
     joined = "\x00".join(texts)
     if joined.count("\x00") == len(texts) - 1:  # texts that hold a camelCase join, found in one pass
@@ -853,15 +835,10 @@ def _word_reading(view: str) -> str:
     return " ".join(_QUOTES_SEPARATORS.sub(" ", view).split())
 
 
-@lru_cache(maxsize=4)
-def _prefilter_of(patterns: tuple) -> Prefilter:
-    return Prefilter.of(patterns)
-
-
-def _text_prefilter() -> Prefilter:
-    """One prefilter over the scan's patterns (`injection.detectors`) and `no_widening`'s, read on every
-    reading either rule matches."""
-    return _prefilter_of(detectors() + _WIDENING)
+def _text_patterns():
+    """The scan's patterns (`injection.detectors`) and `no_widening`'s, as one automaton (`patternset`): read on
+    every string either rule tries them on."""
+    return pattern_set(detectors() + _WIDENING)
 
 
 _WIDENING = (_CONTROL_EDIT, _PERMISSION_TOKEN)
@@ -915,7 +892,7 @@ def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
     a reading of (its `_words` readings, its views): on any other row it finds nothing."""
     subs = batch.subs
     may = batch.may(idx)
-    control, permission = len(detectors()), len(detectors()) + 1  # their places in `_text_prefilter`
+    control, permission = len(detectors()), len(detectors()) + 1  # their places in `_text_patterns`
     out = []
     for i in idx:
         p = subs[i]

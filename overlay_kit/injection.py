@@ -2,7 +2,7 @@
 learned text (and stored with the delta as its findings).
 
     scan(text) -> tuple[str, ...]   # findings like "url: https://…"; empty when clean
-    scan_many(texts) -> list[tuple[str, ...]]   # the same for a batch, prefiltered (gates.learn_many)
+    scan_many(texts) -> list[tuple[str, ...]]   # the same for a batch, through one automaton (gates.learn_many)
 
 Phrase detectors (canonical overrides, paraphrase cues, role markup, tool-call shapes) run over every folded
 reading of the text (`textguard.views`); weak cues count only in pairs; when nothing else is found, the intent
@@ -17,7 +17,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from .prefilter import Prefilter
+from .patternset import PatternSet
 from .textguard import hidden_chars, plain_batchable, views, views_many, visible
 
 _OVERRIDE = re.compile(
@@ -756,7 +756,7 @@ def scan(text: str) -> tuple[str, ...]:
 
 def detectors() -> tuple[re.Pattern, ...]:
     """Every compiled pattern of this module, the tables above included (found by looking, not listed by
-    hand): what the batch prefilter of `scan_many` must cover, so that a pattern added above is never
+    hand): what the batch automaton of `scan_many` must cover, so that a pattern added above is never
     skipped by it."""
     return _detectors(tuple(id(v) for v in globals().values()))
 
@@ -783,37 +783,34 @@ def _detectors(_key) -> tuple[re.Pattern, ...]:
 _NOT_DETECTORS = ("_TOKEN",)  # compiled patterns that find nothing by themselves (kept, they'd only slow it)
 
 
-@lru_cache(maxsize=1)
-def _prefilter(patterns: tuple[re.Pattern, ...]) -> Prefilter:
-    return Prefilter.of(patterns)
+@lru_cache(maxsize=2)
+def pattern_set(patterns: tuple[re.Pattern, ...]) -> PatternSet:
+    """`patterns` compiled into one automaton (`patternset.PatternSet`), once per process."""
+    return PatternSet(patterns)
 
 
-def prefilter_text(text: str, readings: tuple[str, ...]) -> str:
-    """What the prefilter reads for one text: its folded readings (`views`) and, where it differs, the raw
-    text lowercased (the blob, URL and comment patterns run on the raw text)."""
-    lower = text.lower()
-    if len(readings) == 1:
-        return readings[0] if lower == readings[0] else lower + "\n" + readings[0]
-    return "\n".join(dict.fromkeys((lower, *readings)))
+def reading_lines(text: str, readings: tuple[str, ...]) -> str:
+    """Every string the scan's patterns are tried on for one text (the text, then its `views`), one per line:
+    what a `PatternSet` over them reads."""
+    return "\n".join((text, *readings))
 
 
 def scan_many(texts: list[str], candidates: list | None = None,
               readings: list[tuple[str, ...]] | None = None) -> list[tuple[str, ...]]:
-    """`scan(t)` for each text, for a batch. A prefilter derived from every pattern of this module
-    (`prefilter.Prefilter`: the words a match needs) names, per text, the few patterns that could match any
-    of its readings; those are tried, and a text one of them matches gets the full `scan`. Any other text
-    has no pattern finding (and, plain, no hidden character), so what `scan` could still say of it is the
+    """`scan(t)` for each text, for a batch. Every pattern of this module compiled into one automaton
+    (`patternset.PatternSet`) names, per text, the few patterns that may match it or one of its readings;
+    those are tried, and a text one of them matches gets the full `scan`. Any other text has no pattern finding (and, plain, no hidden character), so what `scan` could still say of it is the
     intent model's finding: computed where the text's words could reach the model's threshold at all
     (`_intent_possible`). Same findings as `scan` on every text (tested). `candidates` (per text): a
-    caller's own prefilter verdict over (at least) `detectors()`, read on (at least) `prefilter_text` — the
+    caller's own such verdict over (at least) `detectors()`, read on (at least) `reading_lines` — the
     patterns that may match, or True for "scan it"; `readings`: the texts' `views`, if at hand."""
     texts = [str(t) for t in texts]
     if readings is None:
         readings = views_many(texts)
     if candidates is None:
         patterns = detectors()
-        candidates = [[patterns[j] for j in g] for g in _prefilter(patterns).groups_many(
-            [prefilter_text(t, r) for t, r in zip(texts, readings)])]
+        candidates = [[patterns[j] for j in sorted(g)] for g in pattern_set(patterns).groups_many(
+            [reading_lines(t, r) for t, r in zip(texts, readings)])]
     if not plain_batchable("\n".join(texts)):  # hidden characters are found by `scan` itself, not a pattern
         candidates = [m if plain_batchable(t) else True for t, m in zip(texts, candidates)]
     out: list[tuple[str, ...]] = []

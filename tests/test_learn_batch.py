@@ -1,5 +1,5 @@
 """The batch write path against its per-row oracles: `textguard.views_many` = `views`, `injection.scan_many` =
-`scan`, the prefilter never clears a text a pattern matches, and `gates.decide_many` / `learn_many` give every
+`scan`, the pattern automaton never clears a text a pattern matches, and `gates.decide_many` / `learn_many` give every
 row exactly the verdict, findings and warnings `decide` / `learn` give it alone. Inputs: the injection corpus,
 the benchmark workload's lessons, and a few thousand generated hostile and benign lessons."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
-from overlay_kit import gates, injection, prefilter, textguard
+from overlay_kit import gates, injection, patternset, textguard
 from overlay_kit.grammar import Provenance
 from overlay_kit.resources import dataset_path
 from overlay_kit.store import Store
@@ -87,18 +87,32 @@ def test_batch_scan_is_the_scan():
     assert injection.scan_many(TEXTS) == [injection.scan(t) for t in TEXTS]
 
 
-@pytest.mark.parametrize("pattern", injection.detectors() + (gates._CONTROL_EDIT, gates._PERMISSION_TOKEN),
-                         ids=lambda p: p.pattern[:24])
-def test_the_prefilter_never_clears_a_text_its_pattern_matches(pattern):
-    """Pattern by pattern: on every plain text a pattern matches (raw or any folded reading), the prefilter
-    derived from that pattern alone keeps the text."""
-    plain = [t for t in TEXTS if textguard.plain_batchable(t)]
-    views = textguard.views_many(plain)
-    looks = [gates._look(t, v, w) for t, v, w in zip(plain, views, gates._word_looks(plain, views))]
-    kept = prefilter.Prefilter.of([pattern]).candidates_many(looks)
-    matched = [any(pattern.search(r) for r in [t, *textguard.views(t), *gates._words(t)]) for t in plain]
+PATTERNS = injection.detectors() + (gates._CONTROL_EDIT, gates._PERMISSION_TOKEN)
+
+
+def reading_lines(texts: list[str]) -> list[str]:
+    """What `gates._Batch` gives the automaton for each text: the text, its views, its `_words` readings."""
+    views = textguard.views_many(texts)
+    return [injection.reading_lines(t, (*v, w)) for t, v, w in zip(texts, views, gates._words_lines(texts, views))]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS, ids=lambda p: p.pattern[:24])
+def test_the_automaton_never_clears_a_text_its_pattern_matches(pattern):
+    """Pattern by pattern: on every text a pattern matches (raw or any reading the rules try it on), the
+    automaton of that pattern alone keeps the text; and it clears most of the others."""
+    kept = patternset.PatternSet([pattern]).groups_many(reading_lines(TEXTS))
+    matched = [any(pattern.search(r) for r in [t, *textguard.views(t), *gates._words(t)]) for t in TEXTS]
     assert sum(matched) > 0 or pattern in (injection._COMMENT,)
-    assert [t for t, m, k in zip(plain, matched, kept) if m and not k] == []
+    assert [t for t, m, k in zip(TEXTS, matched, kept) if m and not k] == []
+    assert sum(map(bool, kept)) < sum(matched) + 0.1 * len(TEXTS)
+
+
+def test_the_whole_automaton_names_each_matching_pattern():
+    """All patterns in one automaton, as the gates use it: every (text, pattern) match is named."""
+    kept = gates._text_patterns().groups_many(reading_lines(TEXTS))
+    missed = [(t, k) for t, g in zip(TEXTS, kept) for k, p in enumerate(PATTERNS)
+              if k not in g and any(p.search(r) for r in [t, *textguard.views(t), *gates._words(t)])]
+    assert missed == []
 
 
 def test_the_intent_bound_never_clears_a_text_the_intent_model_flags():
@@ -110,7 +124,7 @@ def test_the_intent_bound_never_clears_a_text_the_intent_model_flags():
 
 
 def test_every_pattern_of_the_injection_module_is_a_detector(monkeypatch):
-    """A cue added to the tables (or as a module constant) is covered by the batch prefilter without any other
+    """A cue added to the tables (or as a module constant) is covered by the batch automaton without any other
     change: `detectors()` finds it, and `scan_many` then reports what `scan` reports."""
     names = {p.pattern for p in injection.detectors()}
     assert {injection._OVERRIDE.pattern, injection._MARKUP.pattern, injection._URL.pattern} <= names
@@ -124,22 +138,29 @@ def test_every_pattern_of_the_injection_module_is_a_detector(monkeypatch):
     assert injection.scan_many(texts)[0]
 
 
-def test_conditions_read_off_the_syntax():
-    c = prefilter.condition
-    assert c(re.compile(r"\bignore\b")) == ("tok", "ignore")
-    assert c(re.compile(r"ignore")) == ("sub", "ignore")
-    assert c(re.compile(r"\b(?:nobody|no one)\b")) == ("or", (("tok", "nobody"),
-                                                             ("and", (("tok", "no"), ("tok", "one"), ("sub", "no one")))))
-    kind, alternatives = c(re.compile(r"\brules?\b"))
-    assert kind == "or" and set(alternatives) == {("tok", "rule"), ("tok", "rules")}
-    kind, alternatives = c(re.compile(r"\be-?mail\b"))
-    assert kind == "or" and ("tok", "email") in alternatives
-    assert c(re.compile(r"[A-Za-z]{40}"))[0] == "run"
-    assert c(re.compile(r"[a-z]+")) == prefilter.TRUE
-    f = prefilter.Prefilter.of([re.compile(r"\bshell\s*[:=]", re.I)])
-    kept = f.candidates_many(["shell: x", "a shell", "shell =", "shellfish: x"])
-    assert kept[0] and kept[2] and not kept[3]  # the word gate
-    assert [f.holds(t) for t in ("shell: x", "a shell", "shellfish: x")] == [True, False, False]  # the window
+def test_the_translation_keeps_what_python_matches_and_widens_only_where_it_says():
+    def kept(pattern, texts):
+        return [bool(g) for g in patternset.PatternSet([pattern]).groups_many(texts)]
+
+    assert kept(re.compile(r"a\sb"), ["a\x1cb", "a\x0bb", "a-b"]) == [True, True, False]  # Python's \s, not RE2's
+    assert kept(re.compile("kelvin", re.I), ["KELVIN", "kelvim"]) == [True, False]
+    assert kept(re.compile("kelvin"), ["KELVIN", "kelvin"]) == [False, True]  # case-sensitive stays so
+    assert kept(re.compile(r"^new rules$"), ["x\nnew rules\ny", "new rules!"]) == [True, False]  # any line
+    assert kept(re.compile(r"(?<!never )\bsend\b"), ["never send", "resend"]) == [True, False]  # lookbehind dropped
+    assert kept(re.compile(r"(\w+) \1"), ["a b", "ab"]) == [True, False]  # a backreference: any text
+    assert kept(re.compile(r"a\w{0,3}b"), ["axxxb", "axxxxb"]) == [True, False]  # a short window: exact
+    assert kept(re.compile(r"a\w{0,40}b"), ["a" + "x" * 40 + "b", "a" + "x" * 41 + "b"]) == [True, True]  # widened
+    assert kept(re.compile("caf\u00e9"), ["caf\u00e9", "cafe"]) == [True, False]
+    assert kept(re.compile("plain"), ["non-ASCII \u00e9 text"]) == [True]  # not read: every pattern
+    assert kept(re.compile(r"[A-Za-z0-9+/]{32,}"), ["Q" * 32, "Q" * 31]) == [True, False]
+
+
+def test_when_re2_reports_no_match_at_all_every_pattern_is_kept(monkeypatch):
+    """RE2's set answers "no match" when its DFA gives up: the canary, which matches every text, tells that apart."""
+    automaton = patternset.PatternSet([re.compile("zebra"), re.compile("quagga")])
+    assert automaton.groups_many(["a zebra", "a horse"]) == [frozenset({0}), frozenset()]
+    monkeypatch.setattr(automaton, "_set", type("GaveUp", (), {"Match": staticmethod(lambda text: None)})())
+    assert automaton.groups_many(["a zebra", "a horse"]) == [automaton.everything] * 2
 
 
 # ------------------------------------------------------------------------------------------ the gates
@@ -204,11 +225,11 @@ def test_learn_many_is_learn_row_by_row(tmp_path):
 
 
 def test_batch_word_readings_are_the_word_readings():
-    """`_word_looks` (camelCase joins found for the whole batch in one pass) is `_words` text by text: on the
+    """`_words_lines` (camelCase joins found for the whole batch in one pass) is `_words` text by text: on the
     corpus and on random batches of letters, digits, separators and non-ASCII characters."""
     rng = random.Random(5)
     batches = [TEXTS] + [["".join(rng.choice("aZ0 _-.éA9zq\n\x01") for _ in range(rng.randint(0, 30)))
                           for _ in range(rng.randint(1, 20))] for _ in range(200)]
     for texts in batches + [[t.replace("é", "e") for t in b] for b in batches[1:]]:
         want = ["\n".join(dict.fromkeys(gates._words(t))) for t in texts]
-        assert gates._word_looks(texts, textguard.views_many(texts)) == want
+        assert gates._words_lines(texts, textguard.views_many(texts)) == want
