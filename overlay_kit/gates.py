@@ -767,33 +767,37 @@ class _Batch:
         text holds a hidden character."""
         todo = [i for i in idx if i not in self.groups]
         if todo:
-            fields = [[t for _, t in self.subs[i]._texts] for i in todo]
-            flat = [t for f in fields for t in f]
+            fields = [self.subs[i]._texts for i in todo]
+            flat = [t for f in fields for _, t in f]
             views = views_many(flat)
-            lines = iter(reading_lines(t, (*v, w)) for t, v, w in zip(flat, views, _words_lines(flat, views)))
-            may = _text_patterns().groups_many(["\n".join(next(lines) for _ in f) for f in fields])
-            plain = plain_batchable("\n".join(flat))  # else: rows holding a hidden character are scanned
-            it = iter(views)
-            self.views.update((i, [next(it) for _ in f]) for i, f in zip(todo, fields))
-            every = _text_patterns().everything
-            self.groups.update(
-                (i, m if plain or all(map(plain_batchable, f)) else every) for i, m, f in zip(todo, may, fields))
+            lines = [reading_lines(t, (*v, w)) for t, v, w in zip(flat, views, _words_lines(flat, views))]
+            ends = list(accumulate(map(len, fields), initial=0))
+            may = _text_patterns().groups_many(["\n".join(lines[a:b]) for a, b in zip(ends, ends[1:])])
+            self.views.update((i, views[a:b]) for i, a, b in zip(todo, ends, ends[1:]))
+            if plain_batchable("\n".join(flat)):
+                self.groups.update(zip(todo, may))
+            else:  # rows holding a hidden character are scanned in full
+                every = _text_patterns().everything
+                self.groups.update((i, m if all(plain_batchable(t) for _, t in f) else every)
+                                   for i, m, f in zip(todo, may, fields))
         return self.groups
 
     def scan(self, idx: list[int]) -> dict[int, tuple[str, ...]]:
         """Per row: the scan findings `stage_trusted` / `quarantine_untrusted` report (`scan_many`)."""
         todo = [i for i in idx if i not in self.findings]
         if todo:
-            may = self.may(todo)
-            fields = [(i, w, t) for i in todo for w, t in self.subs[i]._texts]
+            may, views, subs = self.may(todo), self.views, self.subs
             patterns = detectors()
-            hits = scan_many([t for _, _, t in fields],
-                             [[patterns[j] for j in sorted(may[i]) if j < len(patterns)] for i, _, _ in fields],
-                             [v for i in todo for v in self.views[i]])
-            found: dict[int, list[str]] = {i: [] for i in todo}
-            for (i, w, _), h in zip(fields, hits):
-                found[i].extend(f"{w}: {f}" for f in h)
-            self.findings.update((i, tuple(v)) for i, v in found.items())
+            owners = [(i, w) for i in todo for w, _ in subs[i]._texts]
+            hits = scan_many([t for i in todo for _, t in subs[i]._texts],
+                             [[patterns[j] for j in sorted(may[i]) if j < len(patterns)] if may[i] else ()
+                              for i, _ in owners],
+                             [v for i in todo for v in views[i]])
+            found = dict.fromkeys(todo, ())
+            for (i, w), h in zip(owners, hits):
+                if h:
+                    found[i] += tuple(f"{w}: {f}" for f in h)
+            self.findings.update(found)
         return self.findings
 
 

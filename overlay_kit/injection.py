@@ -830,31 +830,26 @@ def scan_many(texts: list[str], candidates: list | None = None,
 def _intent_possible(readings: list[tuple[str, ...]]) -> list[bool]:
     """Per text (its readings): could the intent model's score reach 0? Its families can only be those with a
     phrase all of whose words are among the text's words (`_tokens`), so the bias plus their positive weights
-    bounds the score from above. Plain ASCII readings are read together (each phrase looked up once for the
-    batch, through the texts that hold each of its words); any other text is True."""
+    bounds the score from above. Plain ASCII readings are tokenized together, and each text looks up only the
+    phrases keyed by one of its words (a phrase by its rarest word); any other text is True."""
     out = [True] * len(readings)
-    plain = [k for k, r in enumerate(readings) if all(map(str.isascii, r)) and not any("\x00" in x for x in r)]
+    joined = "\x00".join(["\n".join(r) for r in readings])
+    if joined.isascii() and joined.count("\x00") == len(readings) - 1:
+        plain = range(len(readings))  # the common case: one check for the batch
+    else:
+        plain = [k for k, r in enumerate(readings) if all(map(str.isascii, r)) and not any("\x00" in x for x in r)]
+        joined = "\x00".join(["\n".join(readings[k]) for k in plain])
     if not plain:
         return out
-    phrases, vocab, bias, weights = _intent_index(id(_PHRASES), id(_INTENT_WEIGHTS))
-    joined = "\x00".join("\n".join(readings[k]) for k in plain)
+    by_key, vocab, bias, weights = _intent_index(id(_PHRASES), id(_INTENT_WEIGHTS))
     words = joined.replace("n't", " not").replace("'s", "").encode("ascii").translate(_ALNUM_SPACES).decode("ascii")
-    holding: dict[str, set[int]] = {}
     for k, piece in zip(plain, words.split("\x00")):
-        for w in vocab.intersection(piece.split()):
-            holding.setdefault(w, set()).add(k)
-    fams: dict[int, set[str]] = {}
-    for phrase, families in phrases:
-        rows = holding.get(phrase[0])
-        if rows is None:  # no text holds its first word (most phrases, most batches): nothing to intersect
-            continue
-        if len(phrase) > 1:
-            rows = rows.intersection(*(holding.get(w, ()) for w in phrase[1:]))
-        for k in rows:
-            fams.setdefault(k, set()).update(families)
-    for k in plain:
-        out[k] = bias >= 0  # no family: the bias alone
-    for k, found in fams.items():
+        present = vocab.intersection(piece.split())
+        found: set[str] = set()
+        for w in present:
+            for need, families in by_key[w]:
+                if need <= present:
+                    found.update(families)
         if "rules_noun" in found:
             found.update(f"rules_noun&{f}" for f in _WITH_RULES if f in found)
         out[k] = bias + sum(max(weights.get(f, 0.0), 0.0) for f in found) >= 0
@@ -862,10 +857,23 @@ def _intent_possible(readings: list[tuple[str, ...]]) -> list[bool]:
 
 
 @lru_cache(maxsize=2)
-def _intent_index(*_key) -> tuple[tuple, frozenset[str], float, dict[str, float]]:
-    """The phrase table as (words of a phrase, its families), and every word of it."""
-    phrases = tuple((tuple(dict.fromkeys(p.split())), fams) for p, fams in _PHRASES.items() if p.split())
-    return phrases, frozenset(w for p, _ in phrases for w in p), _INTENT_BIAS, dict(_INTENT_WEIGHTS)
+def _intent_index(*_key) -> tuple[dict[str, tuple], frozenset[str], float, dict[str, float]]:
+    """The phrases that can raise the bound (a family with a positive weight, or one that pairs with
+    `rules_noun`), each as (its words, its families) under its key: the word that the fewest such phrases
+    hold. Returns them by key (every word of them a key, most with no phrase), their words, the bias and the
+    weights."""
+    weights = dict(_INTENT_WEIGHTS)
+    raising = {f for f, w in weights.items() if w > 0} | {"rules_noun", *_WITH_RULES}
+    phrases = [(frozenset(p.split()), fams) for p, fams in _PHRASES.items()
+               if p.split() and raising.intersection(fams)]
+    holders: dict[str, int] = {}
+    for need, _ in phrases:
+        for w in need:
+            holders[w] = holders.get(w, 0) + 1
+    by_key: dict[str, list] = {w: [] for w in holders}
+    for need, fams in phrases:
+        by_key[min(sorted(need), key=holders.__getitem__)].append((need, fams))
+    return {w: tuple(v) for w, v in by_key.items()}, frozenset(holders), _INTENT_BIAS, weights
 
 
 # `_tokens` reads [a-z0-9]+ runs: every other ASCII byte a space (NUL, the batch separator, kept)
