@@ -717,13 +717,23 @@ def scan(text: str) -> tuple[str, ...]:
     The phrase detectors run over every folded reading of the text (`textguard.views`: ANSI/CR, HTML
     comments, hidden and tag characters, NFKC/fullwidth, confusables, accents, split and spaced-out words),
     so an obfuscated payload is found as its plain reading; a finding seen only after folding says so."""
+    return _scan(text, tuple(views(text)))
+
+
+def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, intent: bool = True
+          ) -> tuple[str, ...]:
+    """`scan` of a text whose readings are at hand, trying only the patterns whose `id` is in `may` (None:
+    every one; ids, as a compiled pattern hashes slowly) —
+    exact when no other pattern can match the text or a reading (`scan_many` knows that set) — and the
+    intent model only where `intent` (False: its bound says the score cannot reach 0)."""
     found: list[str] = []
-    readings = views(text)
     groups = (("instruction-override", [("", _OVERRIDE)] + [(f" ({name})", rx) for name, rx in _CUES]),
               ("role-markup", [("", _MARKUP)]), ("tool-call", [("", _TOOL_CALL)]))
     for kind, detectors in groups:
         seen: set[str] = set()
         for cue, pattern in detectors:
+            if may is not None and id(pattern) not in may:
+                continue
             for reading in readings:
                 for m in pattern.finditer(reading):
                     hit = m.group(0).strip()
@@ -732,24 +742,25 @@ def scan(text: str) -> tuple[str, ...]:
                     seen.add(hit.casefold())
                     folded = "" if pattern.search(text) else " (after folding)"
                     found.append(f"{kind}{cue}{folded}: {visible(hit, keep_newlines=False)[:60]!r}")
-    weak = [name for name, rx in _WEAK if any(rx.search(r) for r in readings)]
+    weak = [name for name, rx in _WEAK if (may is None or id(rx) in may) and any(rx.search(r) for r in readings)]
     if len(weak) + (_WEAK[0][0] in weak) >= 2 and not found:
         found.append(f"instruction-override (cues): {', '.join(weak)}")
-    found.extend(_intent(readings, found))
-    if _COMMENT.search(text):
+    if intent:
+        found.extend(_intent(readings, found))
+    if (may is None or id(_COMMENT) in may) and _COMMENT.search(text):
         found.append("html-comment: text hidden from a rendered view")
     hidden = hidden_chars(text)
     for i, ch in hidden[:5]:
         found.append(f"hidden-unicode: U+{ord(ch):04X} {unicodedata.name(ch, 'UNNAMED')} at {i}")
     if len(hidden) > 5:
         found.append(f"hidden-unicode: {len(hidden) - 5} more")
-    for m in _BASE64.finditer(text):
+    for m in _BASE64.finditer(text) if may is None or id(_BASE64) in may else ():
         blob = m.group(0)
         if re.search(r"[A-Z]", blob) and re.search(r"[a-z]", blob) and re.search(r"[0-9+/]", blob):
             found.append(f"encoded-blob: base64-like run of {len(blob)} characters")
-    for m in _HEX.finditer(text):
+    for m in _HEX.finditer(text) if may is None or id(_HEX) in may else ():
         found.append(f"encoded-blob: hex run of {len(m.group(0))} characters")
-    for m in _URL.finditer(text):
+    for m in _URL.finditer(text) if may is None or id(_URL) in may else ():
         found.append(f"url: {visible(m.group(0), keep_newlines=False)[:80]}")
     return tuple(found)
 
@@ -799,9 +810,10 @@ def scan_many(texts: list[str], candidates: list | None = None,
               readings: list[tuple[str, ...]] | None = None) -> list[tuple[str, ...]]:
     """`scan(t)` for each text, for a batch. Every pattern of this module compiled into one automaton
     (`patternset.PatternSet`) names, per text, the few patterns that may match it or one of its readings;
-    those are tried, and a text one of them matches gets the full `scan`. Any other text has no pattern finding (and, plain, no hidden character), so what `scan` could still say of it is the
-    intent model's finding: computed where the text's words could reach the model's threshold at all
-    (`_intent_possible`). Same findings as `scan` on every text (tested). `candidates` (per text): a
+    those are tried, and a text one of them matches is scanned with those patterns alone (`_scan`). Any other
+    text has no pattern finding (and, plain, no hidden character), so what `scan` could still say of it is the
+    intent model's finding. The intent model runs only where the text's words could reach its threshold at
+    all (`_intent_possible`). Same findings as `scan` on every text (tested). `candidates` (per text): a
     caller's own such verdict over (at least) `detectors()`, read on (at least) `reading_lines` — the
     patterns that may match, or True for "scan it"; `readings`: the texts' `views`, if at hand."""
     texts = [str(t) for t in texts]
@@ -813,17 +825,15 @@ def scan_many(texts: list[str], candidates: list | None = None,
             [reading_lines(t, r) for t, r in zip(texts, readings)])]
     if not plain_batchable("\n".join(texts)):  # hidden characters are found by `scan` itself, not a pattern
         candidates = [m if plain_batchable(t) else True for t, m in zip(texts, candidates)]
+    possible = _intent_possible(readings)
     out: list[tuple[str, ...]] = []
-    cleared = []
-    for k, (t, m, r) in enumerate(zip(texts, candidates, readings)):
-        if m is True or (m and any(p.search(x) for p in m for x in (t, *r))):
+    for t, m, r, intent in zip(texts, candidates, readings, possible):
+        if m is True:
             out.append(scan(t))
+        elif m and any(p.search(x) for p in m for x in (t, *r)):
+            out.append(_scan(t, r, frozenset(map(id, m)), intent))  # no other pattern can match it or a reading
         else:
-            out.append(())
-            cleared.append(k)
-    for k, possible in zip(cleared, _intent_possible([readings[k] for k in cleared])):
-        if possible:
-            out[k] = tuple(_intent(readings[k], []))
+            out.append(tuple(_intent(r, [])) if intent else ())
     return out
 
 
