@@ -70,7 +70,7 @@ from .injection import detectors, pattern_set, reading_lines, scan, scan_many
 from .metrics import wilson_lower_bound
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
-from .textguard import block_structure, plain_batchable, views, views_many
+from .textguard import block_structure, views, views_many
 
 if TYPE_CHECKING:  # the store imports this module, never the reverse at run time
     from .store import Fact, Store, Undo
@@ -763,8 +763,7 @@ class _Batch:
 
     def may(self, idx: list[int]) -> dict[int, frozenset]:
         """Per row: the patterns of the scan (`detectors()`) and of `no_widening` (by their index in
-        `_text_patterns`) that may match a reading of one of its texts (any other cannot), or every one where a
-        text holds a hidden character."""
+        `_text_patterns`) that may match one of its texts or a reading of one (any other cannot)."""
         todo = [i for i in idx if i not in self.groups]
         if todo:
             fields = [self.subs[i]._texts for i in todo]
@@ -774,12 +773,7 @@ class _Batch:
             ends = list(accumulate(map(len, fields), initial=0))
             may = _text_patterns().groups_many(["\n".join(lines[a:b]) for a, b in zip(ends, ends[1:])])
             self.views.update((i, views[a:b]) for i, a, b in zip(todo, ends, ends[1:]))
-            if plain_batchable("\n".join(flat)):
-                self.groups.update(zip(todo, may))
-            else:  # rows holding a hidden character are scanned in full
-                every = _text_patterns().everything
-                self.groups.update((i, m if all(plain_batchable(t) for _, t in f) else every)
-                                   for i, m, f in zip(todo, may, fields))
+            self.groups.update(zip(todo, may))
         return self.groups
 
     def scan(self, idx: list[int]) -> dict[int, tuple[str, ...]]:

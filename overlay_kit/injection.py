@@ -810,10 +810,10 @@ def scan_many(texts: list[str], candidates: list | None = None,
               readings: list[tuple[str, ...]] | None = None) -> list[tuple[str, ...]]:
     """`scan(t)` for each text, for a batch. Every pattern of this module compiled into one automaton
     (`patternset.PatternSet`) names, per text, the few patterns that may match it or one of its readings;
-    those are tried, and a text one of them matches is scanned with those patterns alone (`_scan`). Any other
-    text has no pattern finding (and, plain, no hidden character), so what `scan` could still say of it is the
-    intent model's finding. The intent model runs only where the text's words could reach its threshold at
-    all (`_intent_possible`). Same findings as `scan` on every text (tested). `candidates` (per text): a
+    those are tried, and a text one of them matches, or one that is not plain ASCII (it may hold hidden
+    characters), is scanned with those patterns alone (`_scan`). Any other text has no pattern finding and no
+    hidden character, so what `scan` could still say of it is the intent model's finding. The intent model runs
+    only where the text's words could reach its threshold at all (`_intent_possible`). Same findings as `scan` on every text (tested). `candidates` (per text): a
     caller's own such verdict over (at least) `detectors()`, read on (at least) `reading_lines` — the
     patterns that may match, or True for "scan it"; `readings`: the texts' `views`, if at hand."""
     texts = [str(t) for t in texts]
@@ -823,14 +823,13 @@ def scan_many(texts: list[str], candidates: list | None = None,
         patterns = detectors()
         candidates = [[patterns[j] for j in sorted(g)] for g in pattern_set(patterns).groups_many(
             [reading_lines(t, r) for t, r in zip(texts, readings)])]
-    if not plain_batchable("\n".join(texts)):  # hidden characters are found by `scan` itself, not a pattern
-        candidates = [m if plain_batchable(t) else True for t, m in zip(texts, candidates)]
+    plain = plain_batchable("\n".join(texts))  # else: a text may hold what only `_scan` finds (hidden characters)
     possible = _intent_possible(readings)
     out: list[tuple[str, ...]] = []
     for t, m, r, intent in zip(texts, candidates, readings, possible):
         if m is True:
             out.append(scan(t))
-        elif m and any(p.search(x) for p in m for x in (t, *r)):
+        elif (m and any(p.search(x) for p in m for x in (t, *r))) or not (plain or plain_batchable(t)):
             out.append(_scan(t, r, frozenset(map(id, m)), intent))  # no other pattern can match it or a reading
         else:
             out.append(tuple(_intent(r, [])) if intent else ())

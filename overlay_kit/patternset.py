@@ -5,13 +5,14 @@
     s.groups_many(texts)   # per text: the indices of the patterns that may match some line of it
 
 Each Python pattern is translated from its own parse tree (`re._parser`) into RE2 syntax that accepts at least
-what it accepts on ASCII text: every single-character node (a literal, a class, `.`, `\\s`, with its flags) becomes
-the exact set of ASCII characters Python's own engine matches with it — asked of Python, character by character —
-so case folding and Python's idea of `\\s` or `\\w` carry over unchanged; anchors match at any line start or end;
-lookarounds are dropped, a backreference reads as any text and a long counted window as an unbounded one
-(each only widens what matches). A text that is
-not ASCII keeps every pattern, as does a pattern RE2 cannot take. The answer is necessary, never sufficient,
-and close to exact (a caller still tries the patterns it names).
+what it accepts: every single-character node (a literal, a class, `.`, `\\s`, with its flags) becomes the exact set
+of ASCII characters Python's own engine matches with it — asked of Python, character by character — so case
+folding and Python's idea of `\\s` or `\\w` carry over unchanged; anchors match at any line start or end;
+lookarounds are dropped, a backreference reads as any text and a long counted window as an unbounded one (each
+only widens what matches). A character beyond ASCII is read as one of two stand-ins, one for those Python's `\\w`
+matches and one for the rest (so `\\b` decides as Python does), and every node that may match such a character
+accepts its stand-in. A pattern RE2 cannot take is in every answer. The answer is necessary, never sufficient,
+and close to exact: a caller still tries the patterns it names.
 
 Callers join what their patterns read (a text and its readings) with newlines into one text: a match in one
 line is a match of the joined text (a line boundary is a non-word character, and anchors are per line).
@@ -33,7 +34,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _c  # type: ignore[no-redef]
     import sre_parse as _p  # type: ignore[no-redef]
 
-__all__ = ["PatternSet", "superset"]
+__all__ = ["PatternSet", "stand_ins", "superset"]
 
 _ASCII = [chr(b) for b in range(128)]
 _ANY_LINE = "(?m:^)"
@@ -52,6 +53,19 @@ WINDOW = 8
 _CHAR_FLAGS = int(re.IGNORECASE | re.DOTALL | re.ASCII | re.UNICODE)  # what a one-character node's meaning depends on
 MAX_MEM = 32 << 20  # RE2's memory budget for the set: its program (~3 MB for the scan's patterns) and DFA
 _CANARY = r"\z"  # matches every text, at its end: reported only when the DFA read the whole text
+WORD_STAND_IN, OTHER_STAND_IN = "_", "\x7f"  # an RE2 word and non-word character, for those beyond ASCII
+_WORD = re.compile(r"\w")
+
+
+class _StandIns(dict):
+    """`str.translate` table: ASCII stays, any other character becomes the stand-in of its kind."""
+
+    def __missing__(self, code: int) -> int:
+        value = self[code] = ord(WORD_STAND_IN if _WORD.match(chr(code)) else OTHER_STAND_IN)
+        return value
+
+
+_STAND_INS = _StandIns((b, b) for b in range(128))
 
 
 class Untranslatable(ValueError):
@@ -59,7 +73,8 @@ class Untranslatable(ValueError):
 
 
 def superset(pattern: re.Pattern) -> str:
-    """RE2 syntax accepting (at least) every ASCII text `pattern` matches somewhere; `Untranslatable` else."""
+    """RE2 syntax accepting (at least) every text `pattern` matches somewhere, once its characters beyond ASCII
+    are read as their stand-ins (`stand_ins`); `Untranslatable` else."""
     tree = _p.parse(pattern.pattern, pattern.flags)
     return _sequence(tree, int(tree.state.flags))
 
@@ -103,10 +118,13 @@ def _hashable(av):
 
 @lru_cache(maxsize=4096)
 def _chars(op, av, flags: int) -> str:
-    """The exact set of ASCII characters one single-character node matches under `flags`, as an RE2 class:
-    Python's engine is asked about each of the 128 characters."""
+    """One single-character node under `flags` as an RE2 class: the exact set of ASCII characters it matches
+    (Python's engine is asked about each of the 128), and the stand-in of each kind of character beyond ASCII
+    it may match (`_beyond_ascii`)."""
     rx = re.compile(_python_char(op, av), flags)
     members = [b for b, ch in enumerate(_ASCII) if rx.fullmatch(ch)]
+    word, other = _beyond_ascii(op, av, flags)
+    members = sorted({*members, *[ord(WORD_STAND_IN)] * word, *[ord(OTHER_STAND_IN)] * other})
     if not members:
         return "[^\\x00-\\xff]"  # matches nothing (on Latin-1 text)
     ranges, start = [], members[0]
@@ -115,6 +133,35 @@ def _chars(op, av, flags: int) -> str:
             ranges.append(f"\\x{start:02x}" if start == prev else f"\\x{start:02x}-\\x{prev:02x}")
             start = b
     return "[" + "".join(ranges) + "]"
+
+
+def _beyond_ascii(op, av, flags: int) -> tuple[bool, bool]:
+    """May the node match a character beyond ASCII that Python's `\\w` matches / one it does not? Item by item:
+    an ASCII letter, case-insensitive, may match its case partners (the Kelvin sign, the long s, dotted and
+    dotless i: word characters); `\\w` and `\\d` match word characters only, `\\s` and `\\W` others only; any other
+    node (a negated class, `.`, a character beyond ASCII) may match both kinds."""
+    if op is _c.IN and any(item is _c.NEGATE for item, _ in av) or op not in (_c.LITERAL, _c.IN):
+        return True, True
+    word = other = False
+    for item, value in [(_c.LITERAL, av)] if op is _c.LITERAL else av:
+        low, high = (value, value) if item is _c.LITERAL else value if item is _c.RANGE else (None, None)
+        if item is _c.CATEGORY:
+            w, o = _CATEGORY_KINDS.get(value, (True, True))
+        elif low is None or high >= 128:
+            w, o = True, True
+        else:
+            w, o = bool(flags & re.IGNORECASE) and any(chr(b).isalpha() for b in range(low, high + 1)), False
+        word, other = word or w, other or o
+    return word, other
+
+
+_CATEGORY_KINDS = {_c.CATEGORY_WORD: (True, False), _c.CATEGORY_DIGIT: (True, False),
+                   _c.CATEGORY_SPACE: (False, True), _c.CATEGORY_NOT_WORD: (False, True)}
+
+
+def stand_ins(text: str) -> str:
+    """The text as the automaton reads it: each character beyond ASCII replaced by its stand-in."""
+    return text if text.isascii() else text.translate(_STAND_INS)
 
 
 def _python_char(op, av) -> str:
@@ -168,8 +215,8 @@ class PatternSet:
         self.always = frozenset(always)  # patterns RE2 could not take: in every answer
 
     def groups_many(self, texts: list[str]) -> list[frozenset[int]]:
-        """Per text: the indices of the patterns that may match some line of it (every index for a text that is
-        not ASCII, or on which RE2's DFA gave up)."""
+        """Per text: the indices of the patterns that may match some line of it (every index where RE2's DFA
+        gave up)."""
         if self._set is None:
             return [self.everything] * len(texts)
         match, index, canary, always, everything = self._set.Match, self._index, self._canary, self.always, \
@@ -177,10 +224,7 @@ class PatternSet:
         alone = [canary]
         out = []
         for text in texts:
-            if not text.isascii():
-                out.append(everything)
-                continue
-            found = match(text.encode("ascii"))
+            found = match(stand_ins(text).encode("ascii"))
             if found == alone:  # the common case
                 out.append(always)
             elif found is None or canary not in found:

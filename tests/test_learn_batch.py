@@ -107,6 +107,23 @@ def test_the_automaton_never_clears_a_text_its_pattern_matches(pattern):
     assert sum(map(bool, kept)) < sum(matched) + 0.1 * len(TEXTS)
 
 
+BEYOND_ASCII = ["\u00e9", "\u2019", "\u201c", "\u2014", "\u212a", "\u017f", "\u0131", "\u0130", "\u00a0",
+                "\u2028", "\u043e", "\u4e2d", "\U0001f600", "\uff49", "\u200b", "\u00df", "\u0301"]
+
+
+def test_the_automaton_never_clears_a_text_beyond_ascii_a_pattern_matches():
+    """Generated texts with characters beyond ASCII put in at random (case partners of ASCII letters, curly
+    quotes, spaces, confusables, combining marks, ...): each (text, pattern) match is named."""
+    rng = random.Random(31)
+    texts = [re.sub(r"[a-z ']", lambda m: rng.choice(BEYOND_ASCII) if rng.random() < 0.08 else m.group(0), t)
+             for t in generated(800, seed=32)]
+    kept = gates._text_patterns().groups_many(reading_lines(texts))
+    matched = [[k for k, p in enumerate(PATTERNS) if any(p.search(r) for r in [t, *textguard.views(t),
+                                                                               *gates._words(t)])] for t in texts]
+    assert sum(map(bool, matched)) > 100 and not all(t.isascii() for t in texts)
+    assert [(t, k) for t, g, ks in zip(texts, kept, matched) for k in ks if k not in g] == []
+
+
 def test_the_whole_automaton_names_each_matching_pattern():
     """All patterns in one automaton, as the gates use it: every (text, pattern) match is named."""
     kept = gates._text_patterns().groups_many(reading_lines(TEXTS))
@@ -151,8 +168,23 @@ def test_the_translation_keeps_what_python_matches_and_widens_only_where_it_says
     assert kept(re.compile(r"a\w{0,3}b"), ["axxxb", "axxxxb"]) == [True, False]  # a short window: exact
     assert kept(re.compile(r"a\w{0,40}b"), ["a" + "x" * 40 + "b", "a" + "x" * 41 + "b"]) == [True, True]  # widened
     assert kept(re.compile("caf\u00e9"), ["caf\u00e9", "cafe"]) == [True, False]
-    assert kept(re.compile("plain"), ["non-ASCII \u00e9 text"]) == [True]  # not read: every pattern
+    # beyond ASCII: a word / other stand-in, so that case partners, `\b`, `.` and `\s` decide as in Python
+    assert kept(re.compile("plain"), ["non-ASCII \u00e9 text"]) == [False]
+    assert kept(re.compile("kelvin", re.I), ["\u212aelvin", "\u212aelvim"]) == [True, False]
+    assert kept(re.compile(r"\bcaf\b"), ["caf\u00e9", "caf\u2019"]) == [False, True]
+    assert kept(re.compile(r"don.t"), ["don\u2019t"]) == [True]
+    assert kept(re.compile(r"a\sb"), ["a\u00a0b", "a\u00e9b"]) == [True, False]
     assert kept(re.compile(r"[A-Za-z0-9+/]{32,}"), ["Q" * 32, "Q" * 31]) == [True, False]
+
+
+def test_what_the_stand_ins_assume_of_python():
+    """Case partners of ASCII letters are word characters; Unicode digits are word characters, Unicode spaces
+    are not (what `patternset._beyond_ascii` relies on), checked on every code point."""
+    beyond = "".join(chr(c) for c in range(128, 0x110000) if not 0xD800 <= c < 0xE000)
+    partners = re.findall("[a-z]", beyond, re.IGNORECASE)
+    assert partners and all(re.fullmatch(r"\w", c) for c in partners)
+    assert all(re.fullmatch(r"\w", c) for c in re.findall(r"\d", beyond))
+    assert not any(re.fullmatch(r"\w", c) for c in re.findall(r"\s", beyond))
 
 
 def test_when_re2_reports_no_match_at_all_every_pattern_is_kept(monkeypatch):
