@@ -68,7 +68,7 @@ from .grammar import (
 )
 from .injection import detectors, pattern_set, reading_lines, scan, scan_many
 from .metrics import wilson_lower_bound
-from .seal import mint
+from .seal import mint, mint_batch
 from .skill import PERMISSION_DOMAINS, Permission, Skill
 from .textguard import block_structure, views, views_many
 
@@ -601,6 +601,15 @@ def _allowed_rules(store, rules: Iterable[Rule], custom_rules: bool) -> tuple[Ru
     return rules
 
 
+def _validates(rules: tuple[Rule, ...]) -> bool:
+    """Whether every delta these rules accept had its payload checked as `grammar.validate_payload` checks it
+    (the claim its seal carries, `seal.mint`; the store then does not check it again). With `RULES` a delta
+    outcome (quarantine_untrusted, stage_trusted) comes only after known_kind, research_only (on the store's
+    own research setting), payload_shape (`check_shape`: `_new_delta` stores the canonical form it gave) and
+    payload_caps (`cap_violations` of that form) have passed. Custom rules claim nothing: the store checks."""
+    return rules == RULES
+
+
 def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
           provenance: Provenance | str | Mapping | None, scope: str = "user",
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
@@ -624,7 +633,7 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
         return WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo, warnings=warnings)
 
     delta = _new_delta(p, verdict)
-    undo = store._insert_delta(delta, mint(delta))
+    undo = store._insert_delta(delta, mint(delta, validated=_validates(rules)))
     return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=store.get(delta.id), undo=undo,
                        findings=verdict.findings, warnings=warnings)
 
@@ -705,7 +714,8 @@ def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: Gate
                                          warnings=warnings)
             else:
                 deltas.append((i, _new_delta(p, verdict, next(ids))))
-        stored = store._insert_deltas([d for _, d in deltas], [mint(d) for _, d in deltas])
+        batch = [d for _, d in deltas]
+        stored = store._insert_deltas(batch, mint_batch(batch, validated=_validates(rules)))
     for (i, _), (delta, undo) in zip(deltas, stored):
         verdict, warnings = decided[i]
         results[i] = _result(verdict, warnings, delta, undo)

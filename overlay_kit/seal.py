@@ -1,10 +1,16 @@
-"""Seals: proof that a delta row came through the gates, and that an undo handle came from the store. `gates` mints one for each delta it writes; `store`
-verifies it on insert, so a row built by hand cannot enter the overlay. Its own module because both sides need
-it and the store sits below the gates.
+"""Seals: proof that a delta row came through the gates, and that an undo handle came from the store. `gates`
+mints one for each delta (or batch of deltas) it writes; `store` verifies it on insert, so a row built by hand
+cannot enter the overlay. Its own module because both sides need it and the store sits below the gates.
 
-A seal is a keyed BLAKE2b hash of the delta's identity and of its encoded columns (`columns`: the canonical JSON
-the store writes), encoded once per delta and kept on it (as `Delta.shaped_payload` is), so minting, verifying
-and inserting a row encode it once."""
+A seal is a keyed BLAKE2b hash (the key lives in this process only) of the sealed deltas: every field the store
+writes from a delta — its identity, status, counters and times as one JSON list, then its encoded columns
+(`columns`: the canonical JSON the store writes, encoded once per delta and kept on it, as
+`Delta.shaped_payload` is). `mint` seals one delta, `mint_batch` a whole batch in one hash.
+
+A seal also says whether the gates validated the payload (`validated=True`): its kind, its shape in canonical
+form and its caps, exactly what `grammar.validate_payload` checks (`gates` claims it only where its rules did
+that: the standard `RULES`). The claim is inside the hash, so it cannot be added to a seal minted without it;
+the store then need not validate the payload again (`sealed_validated`)."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Sequence
 from datetime import timezone
 from functools import lru_cache
 from typing import NamedTuple
@@ -19,11 +26,14 @@ from typing import NamedTuple
 from .common import dumps, iso
 from .grammar import Delta, Provenance
 
-__all__ = ["Columns", "columns", "mint", "mint_undo", "verify_seal", "verify_undo"]
+__all__ = ["Columns", "columns", "mint", "mint_batch", "mint_learn_undo", "mint_undo", "sealed_validated",
+           "verify_batch", "verify_seal", "verify_undo"]
 
 
 _SEAL_KEY = secrets.token_bytes(32)  # per process; never stored
+_KEYED = hashlib.blake2b(key=_SEAL_KEY, digest_size=32)  # copied for each hash: the same digest, less set-up
 _LOOSE = json.JSONEncoder(ensure_ascii=False, default=str)  # for values that are not strict JSON (seal only)
+_VALIDATED, _UNCHECKED = b"V", b"-"  # a seal's first byte: the payload claim, also hashed
 
 
 class Columns(NamedTuple):
@@ -88,33 +98,55 @@ def columns(delta: Delta) -> Columns:
     return cached
 
 
-@lru_cache(maxsize=1024)
-def _head(*fields) -> str:
-    return _LOOSE.encode(fields)
+def _sealed_text(deltas: Sequence[Delta]) -> str:
+    """What a seal covers: each delta's identity, status, counters and times (one JSON list of lists), then a
+    NUL and the encoded columns of each delta, NUL-separated. JSON and ISO text hold no raw NUL, so no two
+    batches give the same text."""
+    cols = [columns(d) for d in deltas]
+    head = _LOOSE.encode([(d.id, d.skill, d.kind, d.scope, d.base_root, d.status, d.anchor.base_version,
+                           d.success_count, d.attempt_count, d.superseded_by, d.approved_at, d.last_used_at)
+                          for d in deltas])
+    return "\x00".join([head] + [f for d, c in zip(deltas, cols) for f in (
+        c.anchor, c.payload if c.payload is not None else _LOOSE.encode(d.payload), c.provenance, c.created_at,
+        c.findings)])
 
 
-def _seal_bytes(delta: Delta) -> bytes:
-    """The delta's identity (one JSON list) and its encoded columns, NUL-separated (JSON text holds no raw NUL,
-    so no two deltas give the same bytes); encoded once per delta object, like its columns."""
-    cached = delta.__dict__.get("_seal_bytes")
-    if cached is None:
-        c = columns(delta)
-        head = _head(delta.skill, delta.kind, delta.scope, delta.base_root, delta.status, delta.anchor.base_version)
-        payload = c.payload if c.payload is not None else _LOOSE.encode(delta.payload)
-        cached = "\x00".join((_LOOSE.encode(delta.id), head, c.anchor, payload, c.provenance, c.created_at,
-                               c.findings)).encode("utf-8", "surrogatepass")
-        delta.__dict__["_seal_bytes"] = cached
-    return cached
+def _seal(kind: bytes, deltas: Sequence[Delta], validated: bool) -> bytes:
+    claim = _VALIDATED if validated else _UNCHECKED
+    h = _KEYED.copy()
+    h.update(claim + kind + _sealed_text(deltas).encode("utf-8", "surrogatepass"))
+    return claim + h.digest()
 
 
-def mint(delta: Delta) -> bytes:
-    """The seal the gates give a delta they passed (the store accepts no row without it)."""
-    return hashlib.blake2b(_seal_bytes(delta), key=_SEAL_KEY, digest_size=32).digest()
+def mint(delta: Delta, *, validated: bool = False) -> bytes:
+    """The seal the gates give a delta they passed (the store accepts no row without it). `validated=True`
+    only where the gates checked its payload as `grammar.validate_payload` does."""
+    return _seal(b"1\x00", (delta,), validated)
+
+
+def mint_batch(deltas: Sequence[Delta], *, validated: bool = False) -> bytes:
+    """One seal for a batch of deltas, in order (`Store._insert_deltas` takes the batch with it): one hash."""
+    return _seal(b"n\x00", deltas, validated)
+
+
+def _verify(kind: bytes, deltas: Sequence[Delta], seal) -> bool:
+    return isinstance(seal, bytes) and seal[:1] in (_VALIDATED, _UNCHECKED) and \
+        hmac.compare_digest(seal, _seal(kind, deltas, seal[:1] == _VALIDATED))
 
 
 def verify_seal(delta: Delta, seal: bytes) -> bool:
     """True when `seal` was minted by `mint` in this process for exactly this delta (the store checks it on insert)."""
-    return isinstance(seal, bytes) and hmac.compare_digest(seal, mint(delta))
+    return _verify(b"1\x00", (delta,), seal)
+
+
+def verify_batch(deltas: Sequence[Delta], seal: bytes) -> bool:
+    """True when `seal` was minted by `mint_batch` in this process for exactly these deltas, in this order."""
+    return _verify(b"n\x00", deltas, seal)
+
+
+def sealed_validated(seal: bytes) -> bool:
+    """Whether a (verified) seal says the gates validated the payload."""
+    return seal[:1] == _VALIDATED
 
 
 def _undo_bytes(op: str, steps, ids) -> bytes:
@@ -122,9 +154,22 @@ def _undo_bytes(op: str, steps, ids) -> bytes:
     return repr(("undo", op, steps, ids)).encode("utf-8", "surrogatepass")
 
 
+def _mac(data: bytes) -> bytes:
+    h = _KEYED.copy()
+    h.update(data)
+    return h.digest()
+
+
 def mint_undo(op: str, steps, ids) -> bytes:
     """The token the store gives each undo handle it issues: a hand-built `Undo` cannot be applied."""
-    return hashlib.blake2b(_undo_bytes(op, steps, ids), key=_SEAL_KEY, digest_size=32).digest()
+    return _mac(_undo_bytes(op, steps, ids))
+
+
+def mint_learn_undo(delta_id: str, status: str) -> bytes:
+    """`mint_undo("learn", (("skill_deltas", delta_id, "status", "archived", status),), (delta_id,))` — the
+    handle of one learned delta — with that tuple's repr written out (a batch mints thousands)."""
+    return _mac(f"('undo', 'learn', (('skill_deltas', {delta_id!r}, 'status', 'archived', {status!r}),), "
+                f"({delta_id!r},))".encode("utf-8", "surrogatepass"))
 
 
 def verify_undo(op: str, steps, ids, token) -> bool:

@@ -94,7 +94,7 @@ from .grammar import (
     check_shape,
     validate_payload,
 )
-from .seal import columns, mint_undo, verify_seal, verify_undo
+from .seal import columns, mint_learn_undo, mint_undo, sealed_validated, verify_batch, verify_seal, verify_undo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -847,13 +847,24 @@ class Store:
                             (delta.id,))
 
     def _admit(self, delta: Delta, seal: bytes | None) -> dict:
-        """What every new delta must satisfy, whichever gate rules sealed it (a batch insert must check each
-        row with this too): the gates' seal for exactly this delta; a starting status; untrusted provenance
-        starts quarantined and trusted never does; a scan-flagged delta never starts active. Returns the
-        payload in canonical form."""
+        """What every new delta must satisfy, whichever gate rules sealed it: the gates' seal for exactly this
+        delta, then `_starts`. Returns the payload in canonical form."""
         if seal is None or not verify_seal(delta, seal):
             raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
                                   "this one has no valid gate seal")
+        return self._starts(delta, sealed_validated(seal))
+
+    def _starts(self, delta: Delta, validated: bool) -> dict:
+        """A sealed delta's start (a batch checks each row with this too): a starting status; untrusted
+        provenance starts quarantined and trusted never does; a scan-flagged delta never starts active;
+        the payload valid for its kind (`validate_payload`). Returns the payload in canonical form.
+
+        The payload is not validated again when the seal says the gates validated it (`validated`): the gates
+        claim that only where their rules checked exactly what `validate_payload` checks (kind, research-only
+        tier, shape, caps) and the delta carries the canonical form they computed (`check_shape` gives it back
+        unchanged). The claim is inside the keyed hash, which covers the payload's JSON, so no other delta and
+        no edited one can carry it: a sealed-validated payload is valid and canonical by construction. A seal
+        without the claim (custom research rules) gets the full check here."""
         if delta.status not in ("staged", "quarantined", "active"):
             raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
         if (delta.status == "quarantined") == delta.provenance.trusted:  # whatever rules sealed it
@@ -862,21 +873,30 @@ class Store:
                              f"{delta.status}")
         if delta.status == "active" and delta.findings:
             raise StoreError(f"delta {delta.id}: the injection scan flagged it; it starts staged, never active")
+        if validated:
+            return delta.payload
         try:
             return validate_payload(delta.kind, delta.payload, research=self.research)
         except GrammarError as exc:  # defence in depth: the gates already checked this
             raise StoreError(f"delta {delta.id}: {exc}") from exc
 
-    def _insert_deltas(self, deltas: Sequence[Delta], seals: Sequence[bytes]) -> list[tuple[Delta, Undo]]:
-        """Private: `_insert_delta` for a batch (every seal and payload checked first, by `_admit`), rows and
-        audit rows written with `executemany` in one transaction. The JSON columns are the ones the seal
-        covers (`seal.columns`), encoded once. Returns each delta as stored, with its undo."""
+    def _insert_deltas(self, deltas: Sequence[Delta], seal: bytes) -> list[tuple[Delta, Undo]]:
+        """Private: `_insert_delta` for a batch: the gates' one seal for exactly these deltas (`mint_batch`),
+        then `_starts` for every row, before anything is written; rows and audit rows written with
+        `executemany` in one transaction. The JSON columns are the ones the seal covers (`seal.columns`),
+        encoded once. Returns each delta as stored, with its undo."""
+        if not deltas:
+            return []
+        if not verify_batch(deltas, seal):
+            raise GateBypassError(f"learn batch of {len(deltas)}: writes go through overlay_kit.gates.learn_many; "
+                                  "this batch has no valid gate seal")
+        validated = sealed_validated(seal)
         rows, audit, out = [], [], []
-        for delta, seal in zip(deltas, seals, strict=True):
-            payload = self._admit(delta, seal)
+        for delta in deltas:
+            payload = self._starts(delta, validated)
             approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
             cols = columns(delta)
-            same = payload == delta.payload
+            same = payload is delta.payload or payload == delta.payload
             text = cols.payload if same and cols.payload is not None else dumps(payload)
             rows.append((delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind,
                          TIERS[delta.kind], cols.anchor, text, cols.provenance, delta.status, delta.success_count,
@@ -895,9 +915,7 @@ class Store:
                 _canonical(delta.kind, text, payload)  # this row need not be shape-checked when read back
             steps, ids = (("skill_deltas", delta.id, "status", "archived", delta.status),), (delta.id,)
             out.append((stored, assemble(Undo, op="learn", steps=steps, ids=ids,
-                                         token=mint_undo("learn", steps, ids))))  # what `_handle` issues
-        if not rows:
-            return []
+                                         token=mint_learn_undo(delta.id, delta.status))))  # what `_handle` issues
         with self.transaction():
             try:
                 self.conn.executemany(f"INSERT INTO skill_deltas ({_DELTA_COLUMNS}) VALUES ({', '.join('?' * 18)})",
