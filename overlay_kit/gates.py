@@ -58,9 +58,10 @@ from .grammar import (
     Delta,
     GrammarError,
     Provenance,
-    assemble,
     cap_violations,
     check_shape,
+    fields_of,
+    made,
     new_delta_id,
     new_delta_ids,
     utc_now,
@@ -560,11 +561,36 @@ def _proposal(store, skill, kind, payload, section, provenance, scope, evidence,
 
 
 def _new_delta(p: Submission, verdict: Verdict, delta_id: str | None = None) -> Delta:
-    payload = p.canonical if p.canonical is not None else check_shape(p.kind, p.payload)  # raises if malformed
-    return assemble(Delta, skill=p.skill.name, kind=p.kind, payload=payload, anchor=_anchor(p.skill, p.section),
-                    provenance=p.provenance, scope=p.scope, base_root=p.skill.root, status=verdict.outcome,
-                    id=delta_id or new_delta_id(), created_at=utc_now(), approved_at=None, last_used_at=None,
-                    success_count=0, attempt_count=0, superseded_by=None, findings=verdict.findings)
+    return _new_deltas([(p, verdict)], [delta_id or new_delta_id()])[0]
+
+
+def _new_deltas(accepted: list[tuple[Submission, Verdict]], ids: Iterable[str]) -> list[Delta]:
+    """The delta each (submission, verdict) stores, with the given ids: the canonical payload (`check_shape`,
+    raising if malformed), the section's anchor, the verdict's status and findings; `created_at` read per row,
+    so a batch renders in the order it was learned."""
+    out = []
+    anchors: dict = {}
+    for (p, verdict), delta_id in zip(accepted, ids):
+        payload = p.__dict__.get("canonical")  # `p.canonical` where a rule computed it
+        if payload is None:
+            payload = check_shape(p.kind, p.payload)
+        skill = p.skill
+        try:
+            anchor = anchors[skill, p.section]
+        except KeyError:
+            anchor = anchors[skill, p.section] = _anchor(skill, p.section)
+        f = _DELTA.copy()
+        f["skill"], f["kind"], f["payload"], f["anchor"], f["provenance"], f["scope"], f["base_root"] = \
+            skill.name, p.kind, payload, anchor, p.provenance, p.scope, skill.root
+        f["status"], f["id"], f["created_at"], f["findings"] = verdict.outcome, delta_id, utc_now(), verdict.findings
+        out.append(made(Delta, f))
+    return out
+
+
+_DELTA = fields_of(Delta, {"skill": "", "kind": "", "payload": None, "anchor": None, "provenance": None, "scope": "",
+                           "base_root": None, "status": "", "id": "", "created_at": None, "approved_at": None,
+                           "last_used_at": None, "success_count": 0, "attempt_count": 0, "superseded_by": None,
+                           "findings": ()})
 
 
 @lru_cache(maxsize=4096)
@@ -700,23 +726,23 @@ def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: Gate
     subs = _submissions(store, skill, rows, settings)
     decided = decide_many(subs, rules)
     results: list[WriteResult | None] = [None] * len(rows)
-    deltas: list[tuple[int, Delta]] = []
-    ids = iter(new_delta_ids(sum(v.outcome in ("staged", "quarantined", "active") for v, _ in decided)))
+    accepted: list[int] = []
     with store.transaction():
         for i, (p, (verdict, warnings)) in enumerate(zip(subs, decided)):
-            if verdict.outcome in ("refused", "session_only"):
-                results[i] = _result(verdict, warnings)
-            elif verdict.outcome == "routed":
+            outcome = verdict.outcome
+            if outcome in ("staged", "quarantined", "active"):
+                accepted.append(i)
+            elif outcome == "routed":
                 namespace, key, value = validate_fact(p.payload)
                 undo = store.put_fact(namespace or skill.name, key, value, scope=p.scope, provenance=p.provenance)
                 fact = next(f for f in store.facts(namespace or skill.name) if f.key == key and f.scope == p.scope)
                 results[i] = WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo,
                                          warnings=warnings)
             else:
-                deltas.append((i, _new_delta(p, verdict, next(ids))))
-        batch = [d for _, d in deltas]
-        stored = store._insert_deltas(batch, mint_batch(batch, validated=_validates(rules)))
-    for (i, _), (delta, undo) in zip(deltas, stored):
+                results[i] = _result(verdict, warnings)
+        deltas = _new_deltas([(subs[i], decided[i][0]) for i in accepted], new_delta_ids(len(accepted)))
+        stored = store._insert_deltas(deltas, mint_batch(deltas, validated=_validates(rules)))
+    for i, (delta, undo) in zip(accepted, stored):
         verdict, warnings = decided[i]
         results[i] = _result(verdict, warnings, delta, undo)
     return results  # type: ignore[return-value]
@@ -724,16 +750,24 @@ def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: Gate
 
 def _result(verdict: Verdict, warnings: tuple[str, ...], delta: Delta | None = None,
             undo: "Undo | None" = None) -> WriteResult:
-    return assemble(WriteResult, outcome=verdict.outcome, message=verdict.message, rule=verdict.rule, delta=delta,
-                    fact=None, undo=undo, findings=verdict.findings if delta is not None else (),
-                    warnings=warnings, dry_run=False)
+    f = _RESULT.copy()
+    f["outcome"], f["message"], f["rule"], f["warnings"] = verdict.outcome, verdict.message, verdict.rule, warnings
+    if delta is not None:
+        f["delta"], f["undo"], f["findings"] = delta, undo, verdict.findings
+    return made(WriteResult, f)
+
+
+_RESULT = fields_of(WriteResult, {"outcome": "", "message": "", "rule": "", "delta": None, "fact": None, "undo": None,
+                                  "findings": (), "warnings": (), "dry_run": False})
 
 
 def _submissions(store, skill: Skill, rows: list[Lesson], settings: GateSettings | None) -> list[Submission]:
     """`_proposal` for each row of a batch: the settings resolved once, each distinct provenance read once."""
     settings = settings or GateSettings()
     auto = bool(store.auto_approve if settings.auto_approve is None else settings.auto_approve)
-    research = store.research
+    template = fields_of(Submission, {"skill": skill, "kind": "", "payload": None, "section": None, "provenance": None,
+                                      "scope": "", "evidence": (), "incognito": False, "research": store.research,
+                                      "auto_approve": auto, "settings": settings})
     seen: dict = {}
     out = []
     for r in rows:
@@ -748,10 +782,11 @@ def _submissions(store, skill: Skill, rows: list[Lesson], settings: GateSettings
                 except TypeError:  # a Provenance holding a list: not hashable, read every time
                     pass
         ev = r.evidence
-        out.append(assemble(Submission, skill=skill, kind=r.kind, payload=r.payload, section=r.section,
-                            provenance=provenance, scope=r.scope,
-                            evidence=(ev,) if isinstance(ev, str) else tuple(ev or ()), incognito=r.incognito,
-                            research=research, auto_approve=auto, settings=settings))
+        f = template.copy()
+        f["kind"], f["payload"], f["section"], f["provenance"], f["scope"], f["incognito"] = \
+            r.kind, r.payload, r.section, provenance, r.scope, r.incognito
+        f["evidence"] = (ev,) if isinstance(ev, str) else tuple(ev or ())
+        out.append(made(Submission, f))
     return out
 
 

@@ -46,6 +46,8 @@ __all__ = [
     "cap_violations",
     "check_kind",
     "assemble",
+    "fields_of",
+    "made",
     "check_shape",
     "new_delta_id",
     "new_delta_ids",
@@ -109,10 +111,21 @@ def assemble(cls, /, **values):
     """An instance of the frozen dataclass `cls` from ALL its fields, without its generated `__init__` (the
     batch write path builds thousands; the value classes it builds have no `__post_init__`). A missing or
     unknown field is a `TypeError`, as with the constructor."""
+    return made(cls, fields_of(cls, values))
+
+
+def fields_of(cls, values: dict) -> dict:
+    """`values` if it names exactly the fields of `cls` (`TypeError` otherwise): a template a batch copies and
+    fills in per instance (`made(cls, template.copy())`), checked once."""
     if values.keys() != _field_names(cls):
         raise TypeError(f"{cls.__name__}: fields {sorted(_field_names(cls) ^ values.keys())} missing or unknown")
+    return values
+
+
+def made(cls, fields: dict):
+    """An instance of `cls` holding `fields` (a dict of exactly its fields: `fields_of`, or a copy of one)."""
     obj = object.__new__(cls)
-    obj.__dict__.update(values)
+    object.__setattr__(obj, "__dict__", fields)
     return obj
 
 

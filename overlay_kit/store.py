@@ -90,8 +90,9 @@ from .grammar import (
     Delta,
     GrammarError,
     Provenance,
-    assemble,
     check_shape,
+    fields_of,
+    made,
     validate_payload,
 )
 from .seal import columns, mint_learn_undo, mint_undo, sealed_validated, verify_batch, verify_seal, verify_undo
@@ -405,6 +406,9 @@ class Undo:
 
     def __bool__(self) -> bool:
         return bool(self.steps)
+
+
+_UNDO = fields_of(Undo, {"op": "learn", "steps": (), "ids": (), "token": b""})  # a learned delta's handle
 
 
 @dataclass(frozen=True)
@@ -894,28 +898,30 @@ class Store:
         rows, audit, out = [], [], []
         for delta in deltas:
             payload = self._starts(delta, validated)
-            approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
+            status, did, kind = delta.status, delta.id, delta.kind
+            approved = delta.approved_at or (utc_now() if status == "active" else None)
             cols = columns(delta)
             same = payload is delta.payload or payload == delta.payload
             text = cols.payload if same and cols.payload is not None else dumps(payload)
-            rows.append((delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind,
-                         TIERS[delta.kind], cols.anchor, text, cols.provenance, delta.status, delta.success_count,
+            rows.append((did, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, kind,
+                         TIERS[kind], cols.anchor, text, cols.provenance, status, delta.success_count,
                          delta.attempt_count, None, cols.created_at, iso(approved), iso(delta.last_used_at),
                          cols.findings))
-            audit.append((delta.id, "gates", cols.created_at, None, delta.status,
-                          f"learned {delta.kind} from {delta.provenance.source}"))
+            audit.append((did, "gates", cols.created_at, None, status,
+                          f"learned {kind} from {delta.provenance.source}"))
             stored = delta if (approved is delta.approved_at and same) else \
                 replace(delta, payload=payload, approved_at=approved)
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
+            if len(_CANONICAL) >= _CANONICAL_MAX:
+                _CANONICAL.clear()
             if all(type(v) is str for v in payload.values()):  # strings only: JSON gives back just these
-                if len(_CANONICAL) >= _CANONICAL_MAX:
-                    _CANONICAL.clear()
-                _CANONICAL[(delta.kind, text)] = dict(payload)  # read back without a shape check (`_canonical`)
+                _CANONICAL[(kind, text)] = dict(payload)  # read back without a shape check (`_canonical`)
             elif payload == json.loads(text):
-                _canonical(delta.kind, text, payload)  # this row need not be shape-checked when read back
-            steps, ids = (("skill_deltas", delta.id, "status", "archived", delta.status),), (delta.id,)
-            out.append((stored, assemble(Undo, op="learn", steps=steps, ids=ids,
-                                         token=mint_learn_undo(delta.id, delta.status))))  # what `_handle` issues
+                _canonical(kind, text, payload)  # this row need not be shape-checked when read back
+            undo = _UNDO.copy()  # what `_handle` issues
+            undo["steps"], undo["ids"] = (("skill_deltas", did, "status", "archived", status),), (did,)
+            undo["token"] = mint_learn_undo(did, status)
+            out.append((stored, made(Undo, undo)))
         with self.transaction():
             try:
                 self.conn.executemany(f"INSERT INTO skill_deltas ({_DELTA_COLUMNS}) VALUES ({', '.join('?' * 18)})",
