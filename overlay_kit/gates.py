@@ -59,6 +59,7 @@ from .grammar import (
     GrammarError,
     Provenance,
     cap_violations,
+    cap_violations_many,
     check_shape,
     fields_of,
     made,
@@ -149,10 +150,7 @@ class Submission:
     def canonical(self) -> dict | None:
         """The payload in canonical form (`check_shape`), or None when its shape is wrong (`payload_shape`
         reports that); computed once for all the rules."""
-        try:
-            return check_shape(self.kind, self.payload)
-        except GrammarError:
-            return None
+        return _shaped(self.kind, self.payload)
 
     def texts(self) -> list[tuple[str, str]]:
         """(field, text) of every string in the payload (facts: their value's strings too)."""
@@ -160,23 +158,53 @@ class Submission:
 
     @cached_property
     def _texts(self) -> tuple[tuple[str, str], ...]:
-        payload = self.payload
-        if isinstance(payload, dict) and all(isinstance(v, _FLAT) for v in payload.values()):
-            return tuple((f"payload.{k}", v) for k, v in payload.items() if isinstance(v, str))
-        out: list[tuple[str, str]] = []
+        return _payload_texts(self.payload)
 
-        def walk(path: str, value: Any) -> None:
-            if isinstance(value, str):
-                out.append((path, value))
-            elif isinstance(value, Mapping):
-                for k, v in value.items():
-                    walk(f"{path}.{k}", v)
-            elif isinstance(value, (list, tuple)):
-                for i, v in enumerate(value):
-                    walk(f"{path}[{i}]", v)
 
-        walk("payload", self.payload)
-        return tuple(out)
+def _shaped(kind: str, payload: Any) -> dict | None:
+    try:
+        return check_shape(kind, payload)
+    except GrammarError:
+        return None
+
+
+def _payload_texts(payload: Any) -> tuple[tuple[str, str], ...]:
+    if isinstance(payload, dict) and all([isinstance(v, _FLAT) for v in payload.values()]):
+        return tuple([(f"payload.{k}", v) for k, v in payload.items() if isinstance(v, str)])
+    out: list[tuple[str, str]] = []
+
+    def walk(path: str, value: Any) -> None:
+        if isinstance(value, str):
+            out.append((path, value))
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(f"{path}.{k}", v)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                walk(f"{path}[{i}]", v)
+
+    walk("payload", payload)
+    return tuple(out)
+
+
+def _canonical_of(p: Submission) -> dict | None:
+    """`p.canonical`, through the instance dict (a batch reads it for every row; `cached_property` locks)."""
+    d = p.__dict__
+    try:
+        return d["canonical"]
+    except KeyError:
+        shaped = d["canonical"] = _shaped(p.kind, p.payload)
+        return shaped
+
+
+def _texts_of(p: Submission) -> tuple[tuple[str, str], ...]:
+    """`p._texts`, the same way."""
+    d = p.__dict__
+    try:
+        return d["_texts"]
+    except KeyError:
+        texts = d["_texts"] = _payload_texts(p.payload)
+        return texts
 
 
 @dataclass(frozen=True)
@@ -571,14 +599,14 @@ def _new_deltas(accepted: list[tuple[Submission, Verdict]], ids: Iterable[str]) 
     out = []
     anchors: dict = {}
     for (p, verdict), delta_id in zip(accepted, ids):
-        payload = p.__dict__.get("canonical")  # `p.canonical` where a rule computed it
+        payload = _canonical_of(p)
         if payload is None:
-            payload = check_shape(p.kind, p.payload)
+            payload = check_shape(p.kind, p.payload)  # raises: not well-shaped
         skill = p.skill
         try:
-            anchor = anchors[skill, p.section]
+            anchor = anchors[id(skill), p.section]
         except KeyError:
-            anchor = anchors[skill, p.section] = _anchor(skill, p.section)
+            anchor = anchors[id(skill), p.section] = _anchor(skill, p.section)
         f = _DELTA.copy()
         f["skill"], f["kind"], f["payload"], f["anchor"], f["provenance"], f["scope"], f["base_root"] = \
             skill.name, p.kind, payload, anchor, p.provenance, p.scope, skill.root
@@ -917,17 +945,46 @@ def _capability_bearing_many(batch: _Batch, idx: list[int]) -> list:
     return out
 
 
+def _payload_shape_many(batch: _Batch, idx: list[int]) -> list:
+    """`payload_shape` on the rows it can refuse: facts, and rows whose payload has no canonical form (computed
+    here, once, for the rules after it)."""
+    subs = batch.subs
+    return [payload_shape(p) if p.kind == "fact" or _canonical_of(p) is None else None
+            for p in map(subs.__getitem__, idx)]
+
+
 def _payload_caps_many(batch: _Batch, idx: list[int]) -> list:
+    """`payload_caps` on the rows it can refuse: facts, rows whose provenance turns are over their caps, and
+    shaped payloads `cap_violations` finds something in (`cap_violations_many`: one pass for the batch)."""
+    rows = [batch.subs[i] for i in idx]
+    shaped = [(p, c) for p in rows if p.kind != "fact" and (c := _canonical_of(p)) is not None]
+    broken = {id(p) for (p, _), found in zip(shaped, cap_violations_many([(p.kind, c) for p, c in shaped]))
+              if found}
+    turns_fit: dict[int, bool] = {}  # by provenance object: a batch shares a few
     out = []
-    for i in idx:
-        p = batch.subs[i]
-        turns = p.provenance.turns
-        if p.is_fact or len(turns) > MAX_TURNS or any(len(t) > TURN_ID_LIMIT for t in turns) or \
-                cap_violations(p.kind, p.canonical):
-            out.append(payload_caps(p))  # the per-row rule words the refusal
-        else:
-            out.append(None)
+    for p in rows:
+        prov = p.provenance
+        fit = turns_fit.get(id(prov))
+        if fit is None:
+            turns = prov.turns
+            fit = turns_fit[id(prov)] = len(turns) <= MAX_TURNS and all(len(t) <= TURN_ID_LIMIT for t in turns)
+        out.append(payload_caps(p) if not fit or p.kind == "fact" or id(p) in broken else None)  # it words it
     return out
+
+
+def _plain_text_many(batch: _Batch, idx: list[int]) -> list:
+    """`plain_text` on the rows it reads (not facts, not tool-hints) whose texts are not all one plain line
+    (`_one_plain_line`: the rule finds nothing in those). When no text of those rows holds a line break and
+    each opens with a letter or digit, every one is such a line: one pass for the batch."""
+    subs = batch.subs
+    rows = [(i, _texts_of(p)) for i in idx if (p := subs[i]).kind != "fact" and p.kind != "tool-hint"]
+    texts = [t for _, ts in rows for _, t in ts]
+    firsts = "".join([t[:1] for t in texts])
+    joined = "".join(texts)
+    if len(firsts) == len(texts) and firsts.isalnum() and "\n" not in joined and "\r" not in joined:
+        return [None] * len(idx)
+    test = {i for i, ts in rows if not all(_one_plain_line(t) for _, t in ts)}
+    return [plain_text(subs[i]) if i in test else None for i in idx]
 
 
 def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
@@ -975,10 +1032,9 @@ _MANY: dict[Callable, Callable] = {
     known_kind: _where(lambda p: p.kind != "fact" and p.kind not in TIERS, known_kind),
     research_only: _where(lambda p: p.kind in RESEARCH_KINDS, research_only),
     capability_bearing: _capability_bearing_many,
-    payload_shape: _where(lambda p: p.is_fact or p.canonical is None, payload_shape),
+    payload_shape: _payload_shape_many,
     payload_caps: _payload_caps_many,
-    plain_text: _where(lambda p: not (p.is_fact or p.kind == "tool-hint")
-                       and not all(_one_plain_line(t) for _, t in p._texts), plain_text),
+    plain_text: _plain_text_many,
     no_new_tool: _where(lambda p: p.kind == "tool-hint", no_new_tool),
     no_widening: _no_widening_many,
     write_path_tool: _where(lambda p: p.kind == "tool-hint", write_path_tool),

@@ -44,6 +44,7 @@ __all__ = [
     "GrammarError",
     "Provenance",
     "cap_violations",
+    "cap_violations_many",
     "check_kind",
     "assemble",
     "fields_of",
@@ -197,12 +198,13 @@ def check_kind(kind: str, *, research: bool = False) -> None:
 
 def check_shape(kind: str, payload: Any) -> dict:
     """The payload's fields and types for `kind` (no size caps); return it in canonical form."""
-    if kind not in _FIELDS:
+    allowed = _FIELDS.get(kind)
+    if allowed is None:
         raise GrammarError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}", "kind")
     if not isinstance(payload, Mapping):
         raise GrammarError("must be a mapping", "payload")
-    extra = sorted(set(payload) - _FIELDS[kind])
-    if extra:
+    if not payload.keys() <= allowed:
+        extra = sorted(set(payload) - allowed)
         raise GrammarError(f"unknown field(s) {', '.join(map(str, extra))} for {kind}", f"payload.{extra[0]}")
 
     if kind == "tool-hint":
@@ -219,7 +221,10 @@ def check_shape(kind: str, payload: Any) -> dict:
                 or (isinstance(value, float) and not math.isfinite(value))):
             raise GrammarError("must be a string, a finite number or a boolean", "payload.value")
         scope = _text(payload, "scope", kind, required=False)
-        return {"key": key, "value": value} | ({"scope": scope} if scope else {})
+        out = {"key": key, "value": value}
+        if scope:
+            out["scope"] = scope
+        return out
     if kind == "exception":
         condition = _text(payload, "condition", kind)
         action = payload.get("action")
@@ -232,7 +237,9 @@ def check_shape(kind: str, payload: Any) -> dict:
         out = {"body": _text(payload, "body", kind)}
     else:
         out = {"input": _text(payload, "input", kind), "output": _text(payload, "output", kind)}
-    return out | ({"trigger": trigger} if trigger else {})
+    if trigger:
+        out["trigger"] = trigger
+    return out
 
 
 _CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and line feed, DEL, C1
@@ -259,35 +266,57 @@ def _controls(value: Any, where: str) -> list[GrammarError]:
     return []
 
 
+# The caps on single fields, kind by kind, in the order `cap_violations` reports them (after a payload's control
+# characters, a tool-hint's name count and names, and an example's input + output).
+_FIELD_CAPS: Mapping[str, tuple[tuple[str, int], ...]] = MappingProxyType({
+    "parameter": (("key", KEY_LIMIT), ("value", VALUE_LIMIT), ("scope", KEY_LIMIT)),
+    "exception": (("condition", PROSE_LIMIT),),
+    "preference": (("body", PROSE_LIMIT), ("trigger", TRIGGER_LIMIT)),
+    "example": (("trigger", TRIGGER_LIMIT),),
+})
+
+
 def cap_violations(kind: str, payload: Mapping) -> list[GrammarError]:
     """Every size cap a (well-shaped) payload breaks, and every control character in it; empty when it fits."""
-    out = _controls(payload, "payload")
+    return cap_violations_many([(kind, payload)])[0]
 
-    def over(key: str, limit: int) -> None:
-        value = payload.get(key)
-        if isinstance(value, str) and len(value) > limit:
-            out.append(GrammarError(f"{len(value)} characters; at most {limit}", f"payload.{key}"))
 
-    if kind == "tool-hint":
-        names = list(payload.get("prefer") or []) + list(payload.get("drop") or [])
-        if len(names) > TOOL_LIMIT:
-            out.append(GrammarError(f"{len(names)} tool names; at most {TOOL_LIMIT}", "payload.prefer"))
-        for n in names:
-            if isinstance(n, str) and len(n) > KEY_LIMIT:
-                out.append(GrammarError(f"tool name of {len(n)} characters; at most {KEY_LIMIT}", "payload.prefer"))
-    elif kind == "parameter":
-        over("key", KEY_LIMIT), over("value", VALUE_LIMIT), over("scope", KEY_LIMIT)
-    elif kind == "exception":
-        over("condition", PROSE_LIMIT)
-    elif kind == "preference":
-        over("body", PROSE_LIMIT)
-    elif kind == "example":
-        total = sum(len(payload.get(k) or "") for k in ("input", "output"))
-        if total > PROSE_LIMIT:
-            out.append(GrammarError(f"input + output are {total} characters; at most {PROSE_LIMIT}",
-                                    "payload.output"))
-    if kind in ("preference", "example"):
-        over("trigger", TRIGGER_LIMIT)
+def cap_violations_many(items: list[tuple[str, Mapping]]) -> list[list[GrammarError]]:
+    """`cap_violations` of each (kind, payload): the control characters of all the payloads that hold only
+    strings looked for in one search over them (per payload only where it finds one)."""
+    texts: list[str] = []
+    plain = []
+    for _, payload in items:
+        flat = type(payload) is dict and all([type(v) is str for v in payload.values()])
+        plain.append(flat)
+        if flat:
+            texts.extend(payload)
+            texts.extend(payload.values())
+    try:  # a line feed is no control character: the joined text holds one exactly where a payload does
+        clean = _CONTROL_CHARS.search("\n".join(texts)) is None
+    except TypeError:  # a key that is not a string
+        clean = False
+    out = []
+    for (kind, payload), flat in zip(items, plain):
+        found = [] if clean and flat else _controls(payload, "payload")
+        if kind == "tool-hint":
+            names = list(payload.get("prefer") or []) + list(payload.get("drop") or [])
+            if len(names) > TOOL_LIMIT:
+                found.append(GrammarError(f"{len(names)} tool names; at most {TOOL_LIMIT}", "payload.prefer"))
+            for n in names:
+                if isinstance(n, str) and len(n) > KEY_LIMIT:
+                    found.append(GrammarError(f"tool name of {len(n)} characters; at most {KEY_LIMIT}",
+                                              "payload.prefer"))
+        elif kind == "example":
+            total = sum(len(payload.get(k) or "") for k in ("input", "output"))
+            if total > PROSE_LIMIT:
+                found.append(GrammarError(f"input + output are {total} characters; at most {PROSE_LIMIT}",
+                                          "payload.output"))
+        for key, limit in _FIELD_CAPS.get(kind, ()):
+            value = payload.get(key)
+            if isinstance(value, str) and len(value) > limit:
+                found.append(GrammarError(f"{len(value)} characters; at most {limit}", f"payload.{key}"))
+        out.append(found)
     return out
 
 

@@ -26,7 +26,7 @@ from typing import NamedTuple
 from .common import dumps, iso
 from .grammar import Delta, Provenance
 
-__all__ = ["Columns", "columns", "mint", "mint_batch", "mint_learn_undo", "mint_undo", "sealed_validated",
+__all__ = ["Columns", "columns", "columns_of", "mint", "mint_batch", "mint_learn_undo", "mint_undo", "sealed_validated",
            "verify_batch", "verify_seal", "verify_undo"]
 
 
@@ -55,13 +55,6 @@ except (ImportError, TypeError):  # pragma: no cover - no C accelerator
     _ENCODE = None
 
 
-def _payload_json(payload) -> str:
-    """`dumps(payload)` for a payload the grammar shaped (a flat mapping of JSON scalars: no cycle to watch)."""
-    if _ENCODE is None or type(payload) is not dict or not all(type(v) in _SCALARS for v in payload.values()):
-        return dumps(payload)
-    return "".join(_ENCODE(payload, 0))
-
-
 _SCALARS = {str, int, bool}
 
 
@@ -70,43 +63,52 @@ def _anchor_json(section: str, digest: str) -> str:
     return dumps({"section": section, "digest": digest})
 
 
-@lru_cache(maxsize=1024)
-def _provenance_json(provenance: Provenance) -> str:
-    return dumps(provenance.to_dict())
-
-
 def columns(delta: Delta) -> Columns:
     """The delta's encoded columns, computed once per delta object (a frozen value: `evolve` makes a new one)."""
-    cached = delta.__dict__.get("_columns")
-    if cached is None:
-        try:
-            payload = _payload_json(delta.payload)
-        except (TypeError, ValueError):
-            payload = None
-        try:
-            provenance = _provenance_json(delta.provenance)
-        except TypeError:  # turns held in a list: not hashable
-            provenance = dumps(delta.provenance.to_dict())
-        when = delta.created_at
-        # `iso`: a UTC instant with a microsecond part needs no `timespec` (half the cost; the same text)
-        created = (when.isoformat() if when.microsecond else when.isoformat(timespec="microseconds")) \
-            if when.tzinfo is timezone.utc else iso(when)
-        findings = dumps(list(delta.findings)) if delta.findings else "[]"
-        cached = Columns(_anchor_json(delta.anchor.section, delta.anchor.digest), payload, provenance, created,
-                         findings)
-        delta.__dict__["_columns"] = cached
-    return cached
+    return columns_of((delta,))[0]
+
+
+def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
+    """`columns` of each delta (a batch: provenances and anchors shared by its rows are encoded once)."""
+    out = []
+    shared: dict[int, str] = {}  # id of a provenance or anchor object → its JSON, for this call (they outlive it)
+    for d in deltas:
+        cached = d.__dict__.get("_columns")
+        if cached is None:
+            payload = d.payload
+            try:
+                if _ENCODE is not None and type(payload) is dict and \
+                        all([type(v) in _SCALARS for v in payload.values()]):  # no cycle to watch
+                    text = "".join(_ENCODE(payload, 0))
+                else:
+                    text = dumps(payload)
+            except (TypeError, ValueError):
+                text = None
+            prov, anchor = d.provenance, d.anchor
+            provenance = shared.get(id(prov))
+            if provenance is None:
+                provenance = shared[id(prov)] = dumps(prov.to_dict())
+            anchor_text = shared.get(id(anchor))
+            if anchor_text is None:
+                anchor_text = shared[id(anchor)] = _anchor_json(anchor.section, anchor.digest)
+            when = d.created_at
+            # `iso`: a UTC instant with a microsecond part needs no `timespec` (half the cost; the same text)
+            created = (when.isoformat() if when.microsecond else when.isoformat(timespec="microseconds")) \
+                if when.tzinfo is timezone.utc else iso(when)
+            cached = d.__dict__["_columns"] = tuple.__new__(Columns, (
+                anchor_text, text, provenance, created, dumps(list(d.findings)) if d.findings else "[]"))
+        out.append(cached)
+    return out
 
 
 def _sealed_text(deltas: Sequence[Delta]) -> str:
     """What a seal covers: each delta's identity, status, counters and times (one JSON list of lists), then a
     NUL and the encoded columns of each delta, NUL-separated. JSON and ISO text hold no raw NUL, so no two
     batches give the same text."""
-    cols = [columns(d) for d in deltas]
     head = _LOOSE.encode([(d.id, d.skill, d.kind, d.scope, d.base_root, d.status, d.anchor.base_version,
                            d.success_count, d.attempt_count, d.superseded_by, d.approved_at, d.last_used_at)
                           for d in deltas])
-    return "\x00".join([head] + [f for d, c in zip(deltas, cols) for f in (
+    return "\x00".join([head] + [f for d, c in zip(deltas, columns_of(deltas)) for f in (
         c.anchor, c.payload if c.payload is not None else _LOOSE.encode(d.payload), c.provenance, c.created_at,
         c.findings)])
 

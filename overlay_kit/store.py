@@ -95,7 +95,7 @@ from .grammar import (
     made,
     validate_payload,
 )
-from .seal import columns, mint_learn_undo, mint_undo, sealed_validated, verify_batch, verify_seal, verify_undo
+from .seal import columns_of, mint_learn_undo, mint_undo, sealed_validated, verify_batch, verify_seal, verify_undo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -896,17 +896,16 @@ class Store:
                                   "this batch has no valid gate seal")
         validated = sealed_validated(seal)
         rows, audit, out = [], [], []
-        for delta in deltas:
+        for delta, cols in zip(deltas, columns_of(deltas)):
             payload = self._starts(delta, validated)
             status, did, kind = delta.status, delta.id, delta.kind
             approved = delta.approved_at or (utc_now() if status == "active" else None)
-            cols = columns(delta)
             same = payload is delta.payload or payload == delta.payload
             text = cols.payload if same and cols.payload is not None else dumps(payload)
             rows.append((did, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, kind,
                          TIERS[kind], cols.anchor, text, cols.provenance, status, delta.success_count,
-                         delta.attempt_count, None, cols.created_at, iso(approved), iso(delta.last_used_at),
-                         cols.findings))
+                         delta.attempt_count, None, cols.created_at, approved and iso(approved),
+                         delta.last_used_at and iso(delta.last_used_at), cols.findings))
             audit.append((did, "gates", cols.created_at, None, status,
                           f"learned {kind} from {delta.provenance.source}"))
             stored = delta if (approved is delta.approved_at and same) else \
@@ -914,7 +913,7 @@ class Store:
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
             if len(_CANONICAL) >= _CANONICAL_MAX:
                 _CANONICAL.clear()
-            if all(type(v) is str for v in payload.values()):  # strings only: JSON gives back just these
+            if all([type(v) is str for v in payload.values()]):  # strings only: JSON gives back just these
                 _CANONICAL[(kind, text)] = dict(payload)  # read back without a shape check (`_canonical`)
             elif payload == json.loads(text):
                 _canonical(kind, text, payload)  # this row need not be shape-checked when read back
