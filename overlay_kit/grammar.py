@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from functools import cached_property, lru_cache
+from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
@@ -276,17 +277,35 @@ _FIELD_CAPS: Mapping[str, tuple[tuple[str, int], ...]] = MappingProxyType({
 })
 
 
+# Per kind, a length no string of a payload can exceed without breaking a cap, where its values are all
+# strings (a tool-hint's are lists): the smallest field cap; an example's input + output share theirs.
+_SAFE_LENGTH = {kind: min([limit for _, limit in caps] + ([PROSE_LIMIT // 2] if kind == "example" else []))
+                for kind, caps in _FIELD_CAPS.items()}
+
+
 def cap_violations(kind: str, payload: Mapping) -> list[GrammarError]:
     """Every size cap a (well-shaped) payload breaks, and every control character in it; empty when it fits."""
     return cap_violations_many([(kind, payload)])[0]
 
 
 def cap_violations_many(items: list[tuple[str, Mapping]]) -> list[list[GrammarError]]:
-    """`cap_violations` of each (kind, payload): the control characters of all the payloads that hold only
-    strings looked for in one search over them (per payload only where it finds one)."""
+    """`cap_violations` of each (kind, payload). A batch of payloads that hold only strings, none of them with
+    a control character and none longer than the shortest cap it is under, breaks nothing: found in a few
+    passes over the whole batch. Otherwise payload by payload (the control characters of all the payloads
+    that hold only strings still looked for in one search)."""
+    payloads = [payload for _, payload in items]
+    if all([type(payload) is dict for payload in payloads]):
+        keys = list(chain.from_iterable(payloads))
+        values = list(chain.from_iterable(map(dict.values, payloads)))
+        if set(map(type, keys)) | set(map(type, values)) <= {str} and \
+                max(map(len, values), default=0) <= min([_SAFE_LENGTH.get(k, -1) for k in {k for k, _ in items}],
+                                                        default=0):
+            text = " ".join(keys) + " " + " ".join(values)
+            if text.isprintable() or _CONTROL_CHARS.search(text) is None:  # controls are not printable
+                return [[] for _ in items]
     texts: list[str] = []
     plain = []
-    for _, payload in items:
+    for payload in payloads:
         flat = type(payload) is dict and all([type(v) is str for v in payload.values()])
         plain.append(flat)
         if flat:

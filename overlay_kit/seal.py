@@ -21,6 +21,7 @@ import secrets
 from collections.abc import Sequence
 from datetime import timezone
 from functools import lru_cache
+from itertools import chain
 from typing import NamedTuple
 
 from .common import dumps, iso
@@ -108,9 +109,11 @@ def _sealed_text(deltas: Sequence[Delta]) -> str:
     head = _LOOSE.encode([(d.id, d.skill, d.kind, d.scope, d.base_root, d.status, d.anchor.base_version,
                            d.success_count, d.attempt_count, d.superseded_by, d.approved_at, d.last_used_at)
                           for d in deltas])
-    return "\x00".join([head] + [f for d, c in zip(deltas, columns_of(deltas)) for f in (
-        c.anchor, c.payload if c.payload is not None else _LOOSE.encode(d.payload), c.provenance, c.created_at,
-        c.findings)])
+    cols = columns_of(deltas)
+    if any([c.payload is None for c in cols]):  # not strict JSON: the seal reads it as loose JSON
+        cols = [c if c.payload is not None else c._replace(payload=_LOOSE.encode(d.payload))
+                for d, c in zip(deltas, cols)]
+    return "\x00".join(chain((head,), chain.from_iterable(cols)))
 
 
 def _seal(kind: bytes, deltas: Sequence[Delta], validated: bool) -> bytes:
