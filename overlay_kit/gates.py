@@ -960,16 +960,13 @@ def _payload_caps_many(batch: _Batch, idx: list[int]) -> list:
     shaped = [(p, c) for p in rows if p.kind != "fact" and (c := _canonical_of(p)) is not None]
     broken = {id(p) for (p, _), found in zip(shaped, cap_violations_many([(p.kind, c) for p, c in shaped]))
               if found}
-    turns_fit: dict[int, bool] = {}  # by provenance object: a batch shares a few
-    out = []
-    for p in rows:
-        prov = p.provenance
-        fit = turns_fit.get(id(prov))
-        if fit is None:
-            turns = prov.turns
-            fit = turns_fit[id(prov)] = len(turns) <= MAX_TURNS and all(len(t) <= TURN_ID_LIMIT for t in turns)
-        out.append(payload_caps(p) if not fit or p.kind == "fact" or id(p) in broken else None)  # it words it
-    return out
+    provenances = {id(p.provenance): p.provenance for p in rows}  # a batch shares a few
+    unfit = {key for key, prov in provenances.items()
+             if len(prov.turns) > MAX_TURNS or any(len(t) > TURN_ID_LIMIT for t in prov.turns)}
+    if not broken and not unfit and len(shaped) == len(rows):
+        return [None] * len(rows)
+    return [payload_caps(p) if p.kind == "fact" or id(p) in broken or id(p.provenance) in unfit else None
+            for p in rows]  # the per-row rule words the refusal
 
 
 def _plain_text_many(batch: _Batch, idx: list[int]) -> list:

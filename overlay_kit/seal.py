@@ -73,6 +73,7 @@ def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
     """`columns` of each delta (a batch: provenances and anchors shared by its rows are encoded once)."""
     out = []
     shared: dict[int, str] = {}  # id of a provenance or anchor object → its JSON, for this call (they outlive it)
+    seconds: dict[tuple, str] = {}
     for d in deltas:
         cached = d.__dict__.get("_columns")
         if cached is None:
@@ -93,9 +94,14 @@ def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
             if anchor_text is None:
                 anchor_text = shared[id(anchor)] = _anchor_json(anchor.section, anchor.digest)
             when = d.created_at
-            # `iso`: a UTC instant with a microsecond part needs no `timespec` (half the cost; the same text)
-            created = (when.isoformat() if when.microsecond else when.isoformat(timespec="microseconds")) \
-                if when.tzinfo is timezone.utc else iso(when)
+            if when.tzinfo is timezone.utc:  # `iso`'s text, its part to the second shared by a batch's rows
+                second = (when.year, when.month, when.day, when.hour, when.minute, when.second)
+                head = seconds.get(second)
+                if head is None:
+                    head = seconds[second] = when.replace(microsecond=0, tzinfo=None).isoformat()
+                created = f"{head}.{when.microsecond:06d}+00:00"
+            else:
+                created = iso(when)
             cached = d.__dict__["_columns"] = tuple.__new__(Columns, (
                 anchor_text, text, provenance, created, dumps(list(d.findings)) if d.findings else "[]"))
         out.append(cached)
