@@ -25,7 +25,7 @@ from itertools import chain
 from typing import NamedTuple
 
 from .common import dumps, iso
-from .grammar import Delta, Provenance
+from .grammar import Delta
 
 __all__ = ["Columns", "columns", "columns_of", "mint", "mint_batch", "mint_learn_undo", "mint_undo", "sealed_validated",
            "verify_batch", "verify_seal", "verify_undo"]
