@@ -1037,9 +1037,9 @@ _MANY: dict[Callable, Callable] = {
     write_path_tool: _where(lambda p: p.kind == "tool-hint", write_path_tool),
     quotes_evidence: _where(lambda p: bool(p.evidence), quotes_evidence),
     known_section: _known_section_many,
-    untrusted_fact: _where(lambda p: p.is_fact, untrusted_fact),
+    untrusted_fact: _where(lambda p: p.kind == "fact", untrusted_fact),
     incognito: _where(lambda p: p.incognito, incognito),
-    route_fact: _where(lambda p: p.is_fact, route_fact),
+    route_fact: _where(lambda p: p.kind == "fact", route_fact),
     quarantine_untrusted: _quarantine_untrusted_many,
     stage_trusted: _stage_trusted_many,
 }
