@@ -190,21 +190,22 @@ def _payload_texts(payload: Any) -> tuple[tuple[str, str], ...]:
 def _canonical_of(p: Submission) -> dict | None:
     """`p.canonical`, through the instance dict (a batch reads it for every row; `cached_property` locks)."""
     d = p.__dict__
-    try:
-        return d["canonical"]
-    except KeyError:
+    shaped = d.get("canonical", _UNSET)
+    if shaped is _UNSET:
         shaped = d["canonical"] = _shaped(p.kind, p.payload)
-        return shaped
+    return shaped
 
 
 def _texts_of(p: Submission) -> tuple[tuple[str, str], ...]:
     """`p._texts`, the same way."""
     d = p.__dict__
-    try:
-        return d["_texts"]
-    except KeyError:
+    texts = d.get("_texts")
+    if texts is None:
         texts = d["_texts"] = _payload_texts(p.payload)
-        return texts
+    return texts
+
+
+_UNSET = object()
 
 
 @dataclass(frozen=True)
@@ -603,9 +604,8 @@ def _new_deltas(accepted: list[tuple[Submission, Verdict]], ids: Iterable[str]) 
         if payload is None:
             payload = check_shape(p.kind, p.payload)  # raises: not well-shaped
         skill = p.skill
-        try:
-            anchor = anchors[id(skill), p.section]
-        except KeyError:
+        anchor = anchors.get((id(skill), p.section))
+        if anchor is None:
             anchor = anchors[id(skill), p.section] = _anchor(skill, p.section)
         f = _DELTA.copy()
         f["skill"], f["kind"], f["payload"], f["anchor"], f["provenance"], f["scope"], f["base_root"] = \
