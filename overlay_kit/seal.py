@@ -27,7 +27,7 @@ from typing import NamedTuple
 from .common import dumps, iso
 from .grammar import Delta
 
-__all__ = ["Columns", "columns", "columns_of", "mint", "mint_batch", "mint_learn_undo", "mint_undo", "sealed_validated",
+__all__ = ["Columns", "columns", "columns_of", "mint", "mint_batch", "mint_learn_undos", "mint_undo", "sealed_validated",
            "verify_batch", "verify_seal", "verify_undo"]
 
 
@@ -176,11 +176,16 @@ def mint_undo(op: str, steps, ids) -> bytes:
     return _mac(_undo_bytes(op, steps, ids))
 
 
-def mint_learn_undo(delta_id: str, status: str) -> bytes:
-    """`mint_undo("learn", (("skill_deltas", delta_id, "status", "archived", status),), (delta_id,))` — the
-    handle of one learned delta — with that tuple's repr written out (a batch mints thousands)."""
-    return _mac(f"('undo', 'learn', (('skill_deltas', {delta_id!r}, 'status', 'archived', {status!r}),), "
-                f"({delta_id!r},))".encode("utf-8", "surrogatepass"))
+def mint_learn_undos(deltas: Sequence[tuple[str, str]]) -> list[bytes]:
+    """For each (delta id, status) of a batch of learned deltas, `mint_undo("learn", (("skill_deltas", delta_id,
+    "status", "archived", status),), (delta_id,))` — its handle's token — with that tuple's repr written out."""
+    out = []
+    for delta_id, status in deltas:
+        h = _KEYED.copy()
+        h.update(f"('undo', 'learn', (('skill_deltas', {delta_id!r}, 'status', 'archived', {status!r}),), "
+                 f"({delta_id!r},))".encode("utf-8", "surrogatepass"))
+        out.append(h.digest())
+    return out
 
 
 def verify_undo(op: str, steps, ids, token) -> bool:

@@ -96,7 +96,7 @@ from .grammar import (
     made,
     validate_payload,
 )
-from .seal import columns_of, mint_learn_undo, mint_undo, sealed_validated, verify_batch, verify_seal, verify_undo
+from .seal import columns_of, mint_learn_undos, mint_undo, sealed_validated, verify_batch, verify_seal, verify_undo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -904,10 +904,11 @@ class Store:
         if not verify_batch(deltas, seal):
             raise GateBypassError(f"learn batch of {len(deltas)}: writes go through overlay_kit.gates.learn_many; "
                                   "this batch has no valid gate seal")
-        validated = sealed_validated(seal)
+        validated, starts, canonical = sealed_validated(seal), self._starts, _CANONICAL
+        tokens = mint_learn_undos([(d.id, d.status) for d in deltas])  # what `_handle` issues for each
         rows, audit, out = [], [], []
-        for delta, cols in zip(deltas, columns_of(deltas)):
-            payload = self._starts(delta, validated)
+        for delta, cols, token in zip(deltas, columns_of(deltas), tokens):
+            payload = starts(delta, validated)
             status, did, kind = delta.status, delta.id, delta.kind
             approved = delta.approved_at or (utc_now() if status == "active" else None)
             same = payload is delta.payload or payload == delta.payload
@@ -921,15 +922,15 @@ class Store:
             stored = delta if (approved is delta.approved_at and same) else \
                 replace(delta, payload=payload, approved_at=approved)
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
-            if len(_CANONICAL) >= _CANONICAL_MAX:
-                _CANONICAL.clear()
+            if len(canonical) >= _CANONICAL_MAX:
+                canonical.clear()
             if all([type(v) is str for v in payload.values()]):  # strings only: JSON gives back just these
-                _CANONICAL[(kind, text)] = dict(payload)  # read back without a shape check (`_canonical`)
+                canonical[(kind, text)] = dict(payload)  # read back without a shape check (`_canonical`)
             elif payload == json.loads(text):
                 _canonical(kind, text, payload)  # this row need not be shape-checked when read back
-            undo = _UNDO.copy()  # what `_handle` issues
-            undo["steps"], undo["ids"] = (("skill_deltas", did, "status", "archived", status),), (did,)
-            undo["token"] = mint_learn_undo(did, status)
+            undo = _UNDO.copy()
+            undo["steps"], undo["ids"], undo["token"] = \
+                (("skill_deltas", did, "status", "archived", status),), (did,), token
             out.append((stored, made(Undo, undo)))
         with self.transaction():
             try:

@@ -325,8 +325,8 @@ def test_a_learned_deltas_undo_token_is_the_store_handles_token():
     for delta_id, status in (("delta_0123456789abcdef", "staged"), ("it's \"odd\"\n\u00e9\U0001f600", "active"),
                              ("\ud800", "quarantined")):
         steps, ids = (("skill_deltas", delta_id, "status", "archived", status),), (delta_id,)
-        assert seal.mint_learn_undo(delta_id, status) == seal.mint_undo("learn", steps, ids)
-        assert seal.verify_undo("learn", steps, ids, seal.mint_learn_undo(delta_id, status))
+        assert seal.mint_learn_undos([(delta_id, status)]) == [seal.mint_undo("learn", steps, ids)]
+        assert seal.verify_undo("learn", steps, ids, seal.mint_learn_undos([("x", status), (delta_id, status)])[1])
 
 
 def test_check_constraints_refuse_bad_rows(store):
