@@ -74,27 +74,28 @@ def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
     out = []
     shared: dict[int, str] = {}  # id of a provenance or anchor object → its JSON, for this call (they outlive it)
     seconds: dict[tuple, str] = {}
+    utc, scalars, new = timezone.utc, _SCALARS, tuple.__new__
     for d in deltas:
-        cached = d.__dict__.get("_columns")
+        fields = d.__dict__
+        cached = fields.get("_columns")
         if cached is None:
             payload = d.payload
             try:
                 if _ENCODE is not None and type(payload) is dict and \
-                        all([type(v) in _SCALARS for v in payload.values()]):  # no cycle to watch
+                        all([type(v) in scalars for v in payload.values()]):  # no cycle to watch
                     text = "".join(_ENCODE(payload, 0))
                 else:
                     text = dumps(payload)
             except (TypeError, ValueError):
                 text = None
-            prov, anchor = d.provenance, d.anchor
+            prov, anchor, when = d.provenance, d.anchor, d.created_at
             provenance = shared.get(id(prov))
             if provenance is None:
                 provenance = shared[id(prov)] = dumps(prov.to_dict())
             anchor_text = shared.get(id(anchor))
             if anchor_text is None:
                 anchor_text = shared[id(anchor)] = _anchor_json(anchor.section, anchor.digest)
-            when = d.created_at
-            if when.tzinfo is timezone.utc:  # `iso`'s text, its part to the second shared by a batch's rows
+            if when.tzinfo is utc:  # `iso`'s text, its part to the second shared by a batch's rows
                 second = (when.year, when.month, when.day, when.hour, when.minute, when.second)
                 head = seconds.get(second)
                 if head is None:
@@ -102,8 +103,9 @@ def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
                 created = f"{head}.{when.microsecond:06d}+00:00"
             else:
                 created = iso(when)
-            cached = d.__dict__["_columns"] = tuple.__new__(Columns, (
-                anchor_text, text, provenance, created, dumps(list(d.findings)) if d.findings else "[]"))
+            findings = d.findings
+            cached = fields["_columns"] = new(Columns, (anchor_text, text, provenance, created,
+                                                        dumps(list(findings)) if findings else "[]"))
         out.append(cached)
     return out
 
