@@ -27,8 +27,8 @@ from typing import NamedTuple
 from .common import dumps, iso
 from .grammar import Delta
 
-__all__ = ["Columns", "columns", "columns_of", "mint", "mint_batch", "mint_learn_undos", "mint_undo", "sealed_validated",
-           "verify_batch", "verify_seal", "verify_undo"]
+__all__ = ["Columns", "columns", "columns_of", "mint", "mint_batch", "mint_learn_undos", "mint_undo",
+           "sealed_validated", "verify_batch", "verify_seal", "verify_undo"]
 
 
 _SEAL_KEY = secrets.token_bytes(32)  # per process; never stored

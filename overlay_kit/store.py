@@ -472,7 +472,7 @@ _APPROVABLE = ("staged", "quarantined", "orphaned")
 _LIVE = ("staged", "active", "quarantined", "orphaned")
 
 
-_ROWS_PER_INSERT = 200
+_ROWS_PER_INSERT = 200  # rows per multi-row INSERT of a learn batch (fewer where SQLite allows fewer variables)
 
 
 @lru_cache(maxsize=16)
