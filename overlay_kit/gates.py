@@ -930,7 +930,10 @@ def _where(test, rule) -> Callable:
     """A batch form that runs `rule` only on the rows `test` picks (the others: `rule` decides nothing)."""
     def many(batch: _Batch, idx: list[int]) -> list:
         subs = batch.subs
-        return [rule(subs[i]) if test(subs[i]) else None for i in idx]
+        picked = list(map(test, map(subs.__getitem__, idx)))
+        if not any(picked):
+            return [None] * len(idx)
+        return [rule(subs[i]) if pick else None for i, pick in zip(idx, picked)]
     return many
 
 
@@ -1070,6 +1073,8 @@ def decide_many(subs: list[Submission], rules: Iterable[Rule] = RULES) -> list[t
         idx = left
     for i in idx:
         verdicts[i] = _refuse("no_rule", "no gate accepted this lesson")
+    if not warnings:
+        return [(v, ()) for v in verdicts]  # type: ignore[misc]
     return [(v, tuple(warnings.get(i, ()))) for i, v in enumerate(verdicts)]  # type: ignore[misc]
 
 

@@ -202,7 +202,7 @@ def check_shape(kind: str, payload: Any) -> dict:
     allowed = _FIELDS.get(kind)
     if allowed is None:
         raise GrammarError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}", "kind")
-    if not isinstance(payload, Mapping):
+    if type(payload) is not dict and not isinstance(payload, Mapping):
         raise GrammarError("must be a mapping", "payload")
     if not payload.keys() <= allowed:
         extra = sorted(set(payload) - allowed)
