@@ -58,9 +58,11 @@ from .grammar import (
     Delta,
     GrammarError,
     Provenance,
-    assemble,
     cap_violations,
+    cap_violations_many,
     check_shape,
+    fields_of,
+    made,
     new_delta_id,
     new_delta_ids,
     utc_now,
@@ -68,7 +70,7 @@ from .grammar import (
 )
 from .injection import detectors, pattern_set, reading_lines, scan, scan_many
 from .metrics import wilson_lower_bound
-from .seal import mint
+from .seal import mint, mint_batch
 from .skill import PERMISSION_DOMAINS, Permission, Skill
 from .textguard import block_structure, views, views_many
 
@@ -148,10 +150,7 @@ class Submission:
     def canonical(self) -> dict | None:
         """The payload in canonical form (`check_shape`), or None when its shape is wrong (`payload_shape`
         reports that); computed once for all the rules."""
-        try:
-            return check_shape(self.kind, self.payload)
-        except GrammarError:
-            return None
+        return _shaped(self.kind, self.payload)
 
     def texts(self) -> list[tuple[str, str]]:
         """(field, text) of every string in the payload (facts: their value's strings too)."""
@@ -159,23 +158,54 @@ class Submission:
 
     @cached_property
     def _texts(self) -> tuple[tuple[str, str], ...]:
-        payload = self.payload
-        if isinstance(payload, dict) and all(isinstance(v, _FLAT) for v in payload.values()):
-            return tuple((f"payload.{k}", v) for k, v in payload.items() if isinstance(v, str))
-        out: list[tuple[str, str]] = []
+        return _payload_texts(self.payload)
 
-        def walk(path: str, value: Any) -> None:
-            if isinstance(value, str):
-                out.append((path, value))
-            elif isinstance(value, Mapping):
-                for k, v in value.items():
-                    walk(f"{path}.{k}", v)
-            elif isinstance(value, (list, tuple)):
-                for i, v in enumerate(value):
-                    walk(f"{path}[{i}]", v)
 
-        walk("payload", self.payload)
-        return tuple(out)
+def _shaped(kind: str, payload: Any) -> dict | None:
+    try:
+        return check_shape(kind, payload)
+    except GrammarError:
+        return None
+
+
+def _payload_texts(payload: Any) -> tuple[tuple[str, str], ...]:
+    if isinstance(payload, dict) and all([isinstance(v, _FLAT) for v in payload.values()]):
+        return tuple([(f"payload.{k}", v) for k, v in payload.items() if isinstance(v, str)])
+    out: list[tuple[str, str]] = []
+
+    def walk(path: str, value: Any) -> None:
+        if isinstance(value, str):
+            out.append((path, value))
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(f"{path}.{k}", v)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                walk(f"{path}[{i}]", v)
+
+    walk("payload", payload)
+    return tuple(out)
+
+
+def _canonical_of(p: Submission) -> dict | None:
+    """`p.canonical`, through the instance dict (a batch reads it for every row; `cached_property` locks)."""
+    d = p.__dict__
+    shaped = d.get("canonical", _UNSET)
+    if shaped is _UNSET:
+        shaped = d["canonical"] = _shaped(p.kind, p.payload)
+    return shaped
+
+
+def _texts_of(p: Submission) -> tuple[tuple[str, str], ...]:
+    """`p._texts`, the same way."""
+    d = p.__dict__
+    texts = d.get("_texts")
+    if texts is None:
+        texts = d["_texts"] = _payload_texts(p.payload)
+    return texts
+
+
+_UNSET = object()
 
 
 @dataclass(frozen=True)
@@ -560,11 +590,35 @@ def _proposal(store, skill, kind, payload, section, provenance, scope, evidence,
 
 
 def _new_delta(p: Submission, verdict: Verdict, delta_id: str | None = None) -> Delta:
-    payload = p.canonical if p.canonical is not None else check_shape(p.kind, p.payload)  # raises if malformed
-    return assemble(Delta, skill=p.skill.name, kind=p.kind, payload=payload, anchor=_anchor(p.skill, p.section),
-                    provenance=p.provenance, scope=p.scope, base_root=p.skill.root, status=verdict.outcome,
-                    id=delta_id or new_delta_id(), created_at=utc_now(), approved_at=None, last_used_at=None,
-                    success_count=0, attempt_count=0, superseded_by=None, findings=verdict.findings)
+    return _new_deltas([(p, verdict)], [delta_id or new_delta_id()])[0]
+
+
+def _new_deltas(accepted: list[tuple[Submission, Verdict]], ids: Iterable[str]) -> list[Delta]:
+    """The delta each (submission, verdict) stores, with the given ids: the canonical payload (`check_shape`,
+    raising if malformed), the section's anchor, the verdict's status and findings; `created_at` read per row,
+    so a batch renders in the order it was learned."""
+    out = []
+    anchors: dict = {}
+    for (p, verdict), delta_id in zip(accepted, ids):
+        payload = _canonical_of(p)
+        if payload is None:
+            payload = check_shape(p.kind, p.payload)  # raises: not well-shaped
+        skill = p.skill
+        anchor = anchors.get((id(skill), p.section))
+        if anchor is None:
+            anchor = anchors[id(skill), p.section] = _anchor(skill, p.section)
+        f = _DELTA.copy()
+        f["skill"], f["kind"], f["payload"], f["anchor"], f["provenance"], f["scope"], f["base_root"] = \
+            skill.name, p.kind, payload, anchor, p.provenance, p.scope, skill.root
+        f["status"], f["id"], f["created_at"], f["findings"] = verdict.outcome, delta_id, utc_now(), verdict.findings
+        out.append(made(Delta, f))
+    return out
+
+
+_DELTA = fields_of(Delta, {"skill": "", "kind": "", "payload": None, "anchor": None, "provenance": None, "scope": "",
+                           "base_root": None, "status": "", "id": "", "created_at": None, "approved_at": None,
+                           "last_used_at": None, "success_count": 0, "attempt_count": 0, "superseded_by": None,
+                           "findings": ()})
 
 
 @lru_cache(maxsize=4096)
@@ -601,6 +655,15 @@ def _allowed_rules(store, rules: Iterable[Rule], custom_rules: bool) -> tuple[Ru
     return rules
 
 
+def _validates(rules: tuple[Rule, ...]) -> bool:
+    """Whether every delta these rules accept had its payload checked as `grammar.validate_payload` checks it
+    (the claim its seal carries, `seal.mint`; the store then does not check it again). With `RULES` a delta
+    outcome (quarantine_untrusted, stage_trusted) comes only after known_kind, research_only (on the store's
+    own research setting), payload_shape (`check_shape`: `_new_delta` stores the canonical form it gave) and
+    payload_caps (`cap_violations` of that form) have passed. Custom rules claim nothing: the store checks."""
+    return rules == RULES
+
+
 def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
           provenance: Provenance | str | Mapping | None, scope: str = "user",
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
@@ -624,7 +687,7 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
         return WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo, warnings=warnings)
 
     delta = _new_delta(p, verdict)
-    undo = store._insert_delta(delta, mint(delta))
+    undo = store._insert_delta(delta, mint(delta, validated=_validates(rules)))
     return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=store.get(delta.id), undo=undo,
                        findings=verdict.findings, warnings=warnings)
 
@@ -691,22 +754,23 @@ def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: Gate
     subs = _submissions(store, skill, rows, settings)
     decided = decide_many(subs, rules)
     results: list[WriteResult | None] = [None] * len(rows)
-    deltas: list[tuple[int, Delta]] = []
-    ids = iter(new_delta_ids(sum(v.outcome in ("staged", "quarantined", "active") for v, _ in decided)))
+    accepted: list[int] = []
     with store.transaction():
         for i, (p, (verdict, warnings)) in enumerate(zip(subs, decided)):
-            if verdict.outcome in ("refused", "session_only"):
-                results[i] = _result(verdict, warnings)
-            elif verdict.outcome == "routed":
+            outcome = verdict.outcome
+            if outcome in ("staged", "quarantined", "active"):
+                accepted.append(i)
+            elif outcome == "routed":
                 namespace, key, value = validate_fact(p.payload)
                 undo = store.put_fact(namespace or skill.name, key, value, scope=p.scope, provenance=p.provenance)
                 fact = next(f for f in store.facts(namespace or skill.name) if f.key == key and f.scope == p.scope)
                 results[i] = WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo,
                                          warnings=warnings)
             else:
-                deltas.append((i, _new_delta(p, verdict, next(ids))))
-        stored = store._insert_deltas([d for _, d in deltas], [mint(d) for _, d in deltas])
-    for (i, _), (delta, undo) in zip(deltas, stored):
+                results[i] = _result(verdict, warnings)
+        deltas = _new_deltas([(subs[i], decided[i][0]) for i in accepted], new_delta_ids(len(accepted)))
+        stored = store._insert_deltas(deltas, mint_batch(deltas, validated=_validates(rules)))
+    for i, (delta, undo) in zip(accepted, stored):
         verdict, warnings = decided[i]
         results[i] = _result(verdict, warnings, delta, undo)
     return results  # type: ignore[return-value]
@@ -714,16 +778,24 @@ def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: Gate
 
 def _result(verdict: Verdict, warnings: tuple[str, ...], delta: Delta | None = None,
             undo: "Undo | None" = None) -> WriteResult:
-    return assemble(WriteResult, outcome=verdict.outcome, message=verdict.message, rule=verdict.rule, delta=delta,
-                    fact=None, undo=undo, findings=verdict.findings if delta is not None else (),
-                    warnings=warnings, dry_run=False)
+    f = _RESULT.copy()
+    f["outcome"], f["message"], f["rule"], f["warnings"] = verdict.outcome, verdict.message, verdict.rule, warnings
+    if delta is not None:
+        f["delta"], f["undo"], f["findings"] = delta, undo, verdict.findings
+    return made(WriteResult, f)
+
+
+_RESULT = fields_of(WriteResult, {"outcome": "", "message": "", "rule": "", "delta": None, "fact": None, "undo": None,
+                                  "findings": (), "warnings": (), "dry_run": False})
 
 
 def _submissions(store, skill: Skill, rows: list[Lesson], settings: GateSettings | None) -> list[Submission]:
     """`_proposal` for each row of a batch: the settings resolved once, each distinct provenance read once."""
     settings = settings or GateSettings()
     auto = bool(store.auto_approve if settings.auto_approve is None else settings.auto_approve)
-    research = store.research
+    template = fields_of(Submission, {"skill": skill, "kind": "", "payload": None, "section": None, "provenance": None,
+                                      "scope": "", "evidence": (), "incognito": False, "research": store.research,
+                                      "auto_approve": auto, "settings": settings})
     seen: dict = {}
     out = []
     for r in rows:
@@ -738,10 +810,11 @@ def _submissions(store, skill: Skill, rows: list[Lesson], settings: GateSettings
                 except TypeError:  # a Provenance holding a list: not hashable, read every time
                     pass
         ev = r.evidence
-        out.append(assemble(Submission, skill=skill, kind=r.kind, payload=r.payload, section=r.section,
-                            provenance=provenance, scope=r.scope,
-                            evidence=(ev,) if isinstance(ev, str) else tuple(ev or ()), incognito=r.incognito,
-                            research=research, auto_approve=auto, settings=settings))
+        f = template.copy()
+        f["kind"], f["payload"], f["section"], f["provenance"], f["scope"], f["incognito"] = \
+            r.kind, r.payload, r.section, provenance, r.scope, r.incognito
+        f["evidence"] = (ev,) if isinstance(ev, str) else tuple(ev or ())
+        out.append(made(Submission, f))
     return out
 
 
@@ -857,7 +930,10 @@ def _where(test, rule) -> Callable:
     """A batch form that runs `rule` only on the rows `test` picks (the others: `rule` decides nothing)."""
     def many(batch: _Batch, idx: list[int]) -> list:
         subs = batch.subs
-        return [rule(subs[i]) if test(subs[i]) else None for i in idx]
+        picked = list(map(test, map(subs.__getitem__, idx)))
+        if not any(picked):
+            return [None] * len(idx)
+        return [rule(subs[i]) if pick else None for i, pick in zip(idx, picked)]
     return many
 
 
@@ -872,17 +948,43 @@ def _capability_bearing_many(batch: _Batch, idx: list[int]) -> list:
     return out
 
 
+def _payload_shape_many(batch: _Batch, idx: list[int]) -> list:
+    """`payload_shape` on the rows it can refuse: facts, and rows whose payload has no canonical form (computed
+    here, once, for the rules after it)."""
+    subs = batch.subs
+    return [payload_shape(p) if p.kind == "fact" or _canonical_of(p) is None else None
+            for p in map(subs.__getitem__, idx)]
+
+
 def _payload_caps_many(batch: _Batch, idx: list[int]) -> list:
-    out = []
-    for i in idx:
-        p = batch.subs[i]
-        turns = p.provenance.turns
-        if p.is_fact or len(turns) > MAX_TURNS or any(len(t) > TURN_ID_LIMIT for t in turns) or \
-                cap_violations(p.kind, p.canonical):
-            out.append(payload_caps(p))  # the per-row rule words the refusal
-        else:
-            out.append(None)
-    return out
+    """`payload_caps` on the rows it can refuse: facts, rows whose provenance turns are over their caps, and
+    shaped payloads `cap_violations` finds something in (`cap_violations_many`: one pass for the batch)."""
+    rows = [batch.subs[i] for i in idx]
+    shaped = [(p, c) for p in rows if p.kind != "fact" and (c := _canonical_of(p)) is not None]
+    broken = {id(p) for (p, _), found in zip(shaped, cap_violations_many([(p.kind, c) for p, c in shaped]))
+              if found}
+    provenances = {id(p.provenance): p.provenance for p in rows}  # a batch shares a few
+    unfit = {key for key, prov in provenances.items()
+             if len(prov.turns) > MAX_TURNS or any(len(t) > TURN_ID_LIMIT for t in prov.turns)}
+    if not broken and not unfit and len(shaped) == len(rows):
+        return [None] * len(rows)
+    return [payload_caps(p) if p.kind == "fact" or id(p) in broken or id(p.provenance) in unfit else None
+            for p in rows]  # the per-row rule words the refusal
+
+
+def _plain_text_many(batch: _Batch, idx: list[int]) -> list:
+    """`plain_text` on the rows it reads (not facts, not tool-hints) whose texts are not all one plain line
+    (`_one_plain_line`: the rule finds nothing in those). When no text of those rows holds a line break and
+    each opens with a letter or digit, every one is such a line: one pass for the batch."""
+    subs = batch.subs
+    rows = [(i, _texts_of(p)) for i in idx if (p := subs[i]).kind != "fact" and p.kind != "tool-hint"]
+    texts = [t for _, ts in rows for _, t in ts]
+    firsts = "".join([t[:1] for t in texts])
+    joined = "".join(texts)
+    if len(firsts) == len(texts) and firsts.isalnum() and "\n" not in joined and "\r" not in joined:
+        return [None] * len(idx)
+    test = {i for i, ts in rows if not all(_one_plain_line(t) for _, t in ts)}
+    return [plain_text(subs[i]) if i in test else None for i in idx]
 
 
 def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
@@ -930,18 +1032,17 @@ _MANY: dict[Callable, Callable] = {
     known_kind: _where(lambda p: p.kind != "fact" and p.kind not in TIERS, known_kind),
     research_only: _where(lambda p: p.kind in RESEARCH_KINDS, research_only),
     capability_bearing: _capability_bearing_many,
-    payload_shape: _where(lambda p: p.is_fact or p.canonical is None, payload_shape),
+    payload_shape: _payload_shape_many,
     payload_caps: _payload_caps_many,
-    plain_text: _where(lambda p: not (p.is_fact or p.kind == "tool-hint")
-                       and not all(_one_plain_line(t) for _, t in p._texts), plain_text),
+    plain_text: _plain_text_many,
     no_new_tool: _where(lambda p: p.kind == "tool-hint", no_new_tool),
     no_widening: _no_widening_many,
     write_path_tool: _where(lambda p: p.kind == "tool-hint", write_path_tool),
     quotes_evidence: _where(lambda p: bool(p.evidence), quotes_evidence),
     known_section: _known_section_many,
-    untrusted_fact: _where(lambda p: p.is_fact, untrusted_fact),
+    untrusted_fact: _where(lambda p: p.kind == "fact", untrusted_fact),
     incognito: _where(lambda p: p.incognito, incognito),
-    route_fact: _where(lambda p: p.is_fact, route_fact),
+    route_fact: _where(lambda p: p.kind == "fact", route_fact),
     quarantine_untrusted: _quarantine_untrusted_many,
     stage_trusted: _stage_trusted_many,
 }
@@ -972,6 +1073,8 @@ def decide_many(subs: list[Submission], rules: Iterable[Rule] = RULES) -> list[t
         idx = left
     for i in idx:
         verdicts[i] = _refuse("no_rule", "no gate accepted this lesson")
+    if not warnings:
+        return [(v, ()) for v in verdicts]  # type: ignore[misc]
     return [(v, tuple(warnings.get(i, ()))) for i, v in enumerate(verdicts)]  # type: ignore[misc]
 
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from functools import cached_property, lru_cache
+from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
@@ -44,8 +45,11 @@ __all__ = [
     "GrammarError",
     "Provenance",
     "cap_violations",
+    "cap_violations_many",
     "check_kind",
     "assemble",
+    "fields_of",
+    "made",
     "check_shape",
     "new_delta_id",
     "new_delta_ids",
@@ -109,10 +113,21 @@ def assemble(cls, /, **values):
     """An instance of the frozen dataclass `cls` from ALL its fields, without its generated `__init__` (the
     batch write path builds thousands; the value classes it builds have no `__post_init__`). A missing or
     unknown field is a `TypeError`, as with the constructor."""
+    return made(cls, fields_of(cls, values))
+
+
+def fields_of(cls, values: dict) -> dict:
+    """`values` if it names exactly the fields of `cls` (`TypeError` otherwise): a template a batch copies and
+    fills in per instance (`made(cls, template.copy())`), checked once."""
     if values.keys() != _field_names(cls):
         raise TypeError(f"{cls.__name__}: fields {sorted(_field_names(cls) ^ values.keys())} missing or unknown")
+    return values
+
+
+def made(cls, fields: dict):
+    """An instance of `cls` holding `fields` (a dict of exactly its fields: `fields_of`, or a copy of one)."""
     obj = object.__new__(cls)
-    obj.__dict__.update(values)
+    object.__setattr__(obj, "__dict__", fields)
     return obj
 
 
@@ -184,12 +199,13 @@ def check_kind(kind: str, *, research: bool = False) -> None:
 
 def check_shape(kind: str, payload: Any) -> dict:
     """The payload's fields and types for `kind` (no size caps); return it in canonical form."""
-    if kind not in _FIELDS:
+    allowed = _FIELDS.get(kind)
+    if allowed is None:
         raise GrammarError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}", "kind")
-    if not isinstance(payload, Mapping):
+    if type(payload) is not dict and not isinstance(payload, Mapping):
         raise GrammarError("must be a mapping", "payload")
-    extra = sorted(set(payload) - _FIELDS[kind])
-    if extra:
+    if not payload.keys() <= allowed:
+        extra = sorted(set(payload) - allowed)
         raise GrammarError(f"unknown field(s) {', '.join(map(str, extra))} for {kind}", f"payload.{extra[0]}")
 
     if kind == "tool-hint":
@@ -206,7 +222,10 @@ def check_shape(kind: str, payload: Any) -> dict:
                 or (isinstance(value, float) and not math.isfinite(value))):
             raise GrammarError("must be a string, a finite number or a boolean", "payload.value")
         scope = _text(payload, "scope", kind, required=False)
-        return {"key": key, "value": value} | ({"scope": scope} if scope else {})
+        out = {"key": key, "value": value}
+        if scope:
+            out["scope"] = scope
+        return out
     if kind == "exception":
         condition = _text(payload, "condition", kind)
         action = payload.get("action")
@@ -219,7 +238,9 @@ def check_shape(kind: str, payload: Any) -> dict:
         out = {"body": _text(payload, "body", kind)}
     else:
         out = {"input": _text(payload, "input", kind), "output": _text(payload, "output", kind)}
-    return out | ({"trigger": trigger} if trigger else {})
+    if trigger:
+        out["trigger"] = trigger
+    return out
 
 
 _CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and line feed, DEL, C1
@@ -246,35 +267,75 @@ def _controls(value: Any, where: str) -> list[GrammarError]:
     return []
 
 
+# The caps on single fields, kind by kind, in the order `cap_violations` reports them (after a payload's control
+# characters, a tool-hint's name count and names, and an example's input + output).
+_FIELD_CAPS: Mapping[str, tuple[tuple[str, int], ...]] = MappingProxyType({
+    "parameter": (("key", KEY_LIMIT), ("value", VALUE_LIMIT), ("scope", KEY_LIMIT)),
+    "exception": (("condition", PROSE_LIMIT),),
+    "preference": (("body", PROSE_LIMIT), ("trigger", TRIGGER_LIMIT)),
+    "example": (("trigger", TRIGGER_LIMIT),),
+})
+
+
+# Per kind, a length no string of a payload can exceed without breaking a cap, where its values are all
+# strings (a tool-hint's are lists): the smallest field cap; an example's input + output share theirs.
+_SAFE_LENGTH = {kind: min([limit for _, limit in caps] + ([PROSE_LIMIT // 2] if kind == "example" else []))
+                for kind, caps in _FIELD_CAPS.items()}
+
+
 def cap_violations(kind: str, payload: Mapping) -> list[GrammarError]:
     """Every size cap a (well-shaped) payload breaks, and every control character in it; empty when it fits."""
-    out = _controls(payload, "payload")
+    return cap_violations_many([(kind, payload)])[0]
 
-    def over(key: str, limit: int) -> None:
-        value = payload.get(key)
-        if isinstance(value, str) and len(value) > limit:
-            out.append(GrammarError(f"{len(value)} characters; at most {limit}", f"payload.{key}"))
 
-    if kind == "tool-hint":
-        names = list(payload.get("prefer") or []) + list(payload.get("drop") or [])
-        if len(names) > TOOL_LIMIT:
-            out.append(GrammarError(f"{len(names)} tool names; at most {TOOL_LIMIT}", "payload.prefer"))
-        for n in names:
-            if isinstance(n, str) and len(n) > KEY_LIMIT:
-                out.append(GrammarError(f"tool name of {len(n)} characters; at most {KEY_LIMIT}", "payload.prefer"))
-    elif kind == "parameter":
-        over("key", KEY_LIMIT), over("value", VALUE_LIMIT), over("scope", KEY_LIMIT)
-    elif kind == "exception":
-        over("condition", PROSE_LIMIT)
-    elif kind == "preference":
-        over("body", PROSE_LIMIT)
-    elif kind == "example":
-        total = sum(len(payload.get(k) or "") for k in ("input", "output"))
-        if total > PROSE_LIMIT:
-            out.append(GrammarError(f"input + output are {total} characters; at most {PROSE_LIMIT}",
-                                    "payload.output"))
-    if kind in ("preference", "example"):
-        over("trigger", TRIGGER_LIMIT)
+def cap_violations_many(items: list[tuple[str, Mapping]]) -> list[list[GrammarError]]:
+    """`cap_violations` of each (kind, payload). A batch of payloads that hold only strings, none of them with
+    a control character and none longer than the shortest cap it is under, breaks nothing: found in a few
+    passes over the whole batch. Otherwise payload by payload (the control characters of all the payloads
+    that hold only strings still looked for in one search)."""
+    payloads = [payload for _, payload in items]
+    if all([type(payload) is dict for payload in payloads]):
+        keys = list(chain.from_iterable(payloads))
+        values = list(chain.from_iterable(map(dict.values, payloads)))
+        if set(map(type, keys)) | set(map(type, values)) <= {str} and \
+                max(map(len, values), default=0) <= min([_SAFE_LENGTH.get(k, -1) for k in {k for k, _ in items}],
+                                                        default=0):
+            text = " ".join(keys) + " " + " ".join(values)
+            if text.isprintable() or _CONTROL_CHARS.search(text) is None:  # controls are not printable
+                return [[] for _ in items]
+    texts: list[str] = []
+    plain = []
+    for payload in payloads:
+        flat = type(payload) is dict and all([type(v) is str for v in payload.values()])
+        plain.append(flat)
+        if flat:
+            texts.extend(payload)
+            texts.extend(payload.values())
+    try:  # a line feed is no control character: the joined text holds one exactly where a payload does
+        clean = _CONTROL_CHARS.search("\n".join(texts)) is None
+    except TypeError:  # a key that is not a string
+        clean = False
+    out = []
+    for (kind, payload), flat in zip(items, plain):
+        found = [] if clean and flat else _controls(payload, "payload")
+        if kind == "tool-hint":
+            names = list(payload.get("prefer") or []) + list(payload.get("drop") or [])
+            if len(names) > TOOL_LIMIT:
+                found.append(GrammarError(f"{len(names)} tool names; at most {TOOL_LIMIT}", "payload.prefer"))
+            for n in names:
+                if isinstance(n, str) and len(n) > KEY_LIMIT:
+                    found.append(GrammarError(f"tool name of {len(n)} characters; at most {KEY_LIMIT}",
+                                              "payload.prefer"))
+        elif kind == "example":
+            total = sum(len(payload.get(k) or "") for k in ("input", "output"))
+            if total > PROSE_LIMIT:
+                found.append(GrammarError(f"input + output are {total} characters; at most {PROSE_LIMIT}",
+                                          "payload.output"))
+        for key, limit in _FIELD_CAPS.get(kind, ()):
+            value = payload.get(key)
+            if isinstance(value, str) and len(value) > limit:
+                found.append(GrammarError(f"{len(value)} characters; at most {limit}", f"payload.{key}"))
+        out.append(found)
     return out
 
 

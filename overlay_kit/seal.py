@@ -1,10 +1,16 @@
-"""Seals: proof that a delta row came through the gates, and that an undo handle came from the store. `gates` mints one for each delta it writes; `store`
-verifies it on insert, so a row built by hand cannot enter the overlay. Its own module because both sides need
-it and the store sits below the gates.
+"""Seals: proof that a delta row came through the gates, and that an undo handle came from the store. `gates`
+mints one for each delta (or batch of deltas) it writes; `store` verifies it on insert, so a row built by hand
+cannot enter the overlay. Its own module because both sides need it and the store sits below the gates.
 
-A seal is a keyed BLAKE2b hash of the delta's identity and of its encoded columns (`columns`: the canonical JSON
-the store writes), encoded once per delta and kept on it (as `Delta.shaped_payload` is), so minting, verifying
-and inserting a row encode it once."""
+A seal is a keyed BLAKE2b hash (the key lives in this process only) of the sealed deltas: every field the store
+writes from a delta — its identity, status, counters and times as one JSON list, then its encoded columns
+(`columns`: the canonical JSON the store writes, encoded once per delta and kept on it, as
+`Delta.shaped_payload` is). `mint` seals one delta, `mint_batch` a whole batch in one hash.
+
+A seal also says whether the gates validated the payload (`validated=True`): its kind, its shape in canonical
+form and its caps, exactly what `grammar.validate_payload` checks (`gates` claims it only where its rules did
+that: the standard `RULES`). The claim is inside the hash, so it cannot be added to a seal minted without it;
+the store then need not validate the payload again (`sealed_validated`)."""
 
 from __future__ import annotations
 
@@ -12,18 +18,23 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Sequence
 from datetime import timezone
 from functools import lru_cache
+from itertools import chain
 from typing import NamedTuple
 
 from .common import dumps, iso
-from .grammar import Delta, Provenance
+from .grammar import Delta
 
-__all__ = ["Columns", "columns", "mint", "mint_undo", "verify_seal", "verify_undo"]
+__all__ = ["Columns", "columns", "columns_of", "mint", "mint_batch", "mint_learn_undos", "mint_undo",
+           "sealed_validated", "verify_batch", "verify_seal", "verify_undo"]
 
 
 _SEAL_KEY = secrets.token_bytes(32)  # per process; never stored
+_KEYED = hashlib.blake2b(key=_SEAL_KEY, digest_size=32)  # copied for each hash: the same digest, less set-up
 _LOOSE = json.JSONEncoder(ensure_ascii=False, default=str)  # for values that are not strict JSON (seal only)
+_VALIDATED, _UNCHECKED = b"V", b"-"  # a seal's first byte: the payload claim, also hashed
 
 
 class Columns(NamedTuple):
@@ -45,13 +56,6 @@ except (ImportError, TypeError):  # pragma: no cover - no C accelerator
     _ENCODE = None
 
 
-def _payload_json(payload) -> str:
-    """`dumps(payload)` for a payload the grammar shaped (a flat mapping of JSON scalars: no cycle to watch)."""
-    if _ENCODE is None or type(payload) is not dict or not all(type(v) in _SCALARS for v in payload.values()):
-        return dumps(payload)
-    return "".join(_ENCODE(payload, 0))
-
-
 _SCALARS = {str, int, bool}
 
 
@@ -60,61 +64,102 @@ def _anchor_json(section: str, digest: str) -> str:
     return dumps({"section": section, "digest": digest})
 
 
-@lru_cache(maxsize=1024)
-def _provenance_json(provenance: Provenance) -> str:
-    return dumps(provenance.to_dict())
-
-
 def columns(delta: Delta) -> Columns:
     """The delta's encoded columns, computed once per delta object (a frozen value: `evolve` makes a new one)."""
-    cached = delta.__dict__.get("_columns")
-    if cached is None:
-        try:
-            payload = _payload_json(delta.payload)
-        except (TypeError, ValueError):
-            payload = None
-        try:
-            provenance = _provenance_json(delta.provenance)
-        except TypeError:  # turns held in a list: not hashable
-            provenance = dumps(delta.provenance.to_dict())
-        when = delta.created_at
-        # `iso`: a UTC instant with a microsecond part needs no `timespec` (half the cost; the same text)
-        created = (when.isoformat() if when.microsecond else when.isoformat(timespec="microseconds")) \
-            if when.tzinfo is timezone.utc else iso(when)
-        findings = dumps(list(delta.findings)) if delta.findings else "[]"
-        cached = Columns(_anchor_json(delta.anchor.section, delta.anchor.digest), payload, provenance, created,
-                         findings)
-        delta.__dict__["_columns"] = cached
-    return cached
+    return columns_of((delta,))[0]
 
 
-@lru_cache(maxsize=1024)
-def _head(*fields) -> str:
-    return _LOOSE.encode(fields)
+def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
+    """`columns` of each delta (a batch: provenances and anchors shared by its rows are encoded once)."""
+    out = []
+    shared: dict[int, str] = {}  # id of a provenance or anchor object → its JSON, for this call (they outlive it)
+    seconds: dict[tuple, str] = {}
+    utc, scalars, new = timezone.utc, _SCALARS, tuple.__new__
+    for d in deltas:
+        fields = d.__dict__
+        cached = fields.get("_columns")
+        if cached is None:
+            payload = d.payload
+            try:
+                if _ENCODE is not None and type(payload) is dict and \
+                        all([type(v) in scalars for v in payload.values()]):  # no cycle to watch
+                    text = "".join(_ENCODE(payload, 0))
+                else:
+                    text = dumps(payload)
+            except (TypeError, ValueError):
+                text = None
+            prov, anchor, when = d.provenance, d.anchor, d.created_at
+            provenance = shared.get(id(prov))
+            if provenance is None:
+                provenance = shared[id(prov)] = dumps(prov.to_dict())
+            anchor_text = shared.get(id(anchor))
+            if anchor_text is None:
+                anchor_text = shared[id(anchor)] = _anchor_json(anchor.section, anchor.digest)
+            if when.tzinfo is utc:  # `iso`'s text, its part to the second shared by a batch's rows
+                second = (when.year, when.month, when.day, when.hour, when.minute, when.second)
+                head = seconds.get(second)
+                if head is None:
+                    head = seconds[second] = when.replace(microsecond=0, tzinfo=None).isoformat()
+                created = f"{head}.{when.microsecond:06d}+00:00"
+            else:
+                created = iso(when)
+            findings = d.findings
+            cached = fields["_columns"] = new(Columns, (anchor_text, text, provenance, created,
+                                                        dumps(list(findings)) if findings else "[]"))
+        out.append(cached)
+    return out
 
 
-def _seal_bytes(delta: Delta) -> bytes:
-    """The delta's identity (one JSON list) and its encoded columns, NUL-separated (JSON text holds no raw NUL,
-    so no two deltas give the same bytes); encoded once per delta object, like its columns."""
-    cached = delta.__dict__.get("_seal_bytes")
-    if cached is None:
-        c = columns(delta)
-        head = _head(delta.skill, delta.kind, delta.scope, delta.base_root, delta.status, delta.anchor.base_version)
-        payload = c.payload if c.payload is not None else _LOOSE.encode(delta.payload)
-        cached = "\x00".join((_LOOSE.encode(delta.id), head, c.anchor, payload, c.provenance, c.created_at,
-                               c.findings)).encode("utf-8", "surrogatepass")
-        delta.__dict__["_seal_bytes"] = cached
-    return cached
+def _sealed_text(deltas: Sequence[Delta]) -> str:
+    """What a seal covers: each delta's identity, status, counters and times (one JSON list of lists), then a
+    NUL and the encoded columns of each delta, NUL-separated. JSON and ISO text hold no raw NUL, so no two
+    batches give the same text."""
+    head = _LOOSE.encode([(d.id, d.skill, d.kind, d.scope, d.base_root, d.status, d.anchor.base_version,
+                           d.success_count, d.attempt_count, d.superseded_by, d.approved_at, d.last_used_at)
+                          for d in deltas])
+    cols = columns_of(deltas)
+    if any([c.payload is None for c in cols]):  # not strict JSON: the seal reads it as loose JSON
+        cols = [c if c.payload is not None else c._replace(payload=_LOOSE.encode(d.payload))
+                for d, c in zip(deltas, cols)]
+    return "\x00".join(chain((head,), chain.from_iterable(cols)))
 
 
-def mint(delta: Delta) -> bytes:
-    """The seal the gates give a delta they passed (the store accepts no row without it)."""
-    return hashlib.blake2b(_seal_bytes(delta), key=_SEAL_KEY, digest_size=32).digest()
+def _seal(kind: bytes, deltas: Sequence[Delta], validated: bool) -> bytes:
+    claim = _VALIDATED if validated else _UNCHECKED
+    h = _KEYED.copy()
+    h.update(claim + kind + _sealed_text(deltas).encode("utf-8", "surrogatepass"))
+    return claim + h.digest()
+
+
+def mint(delta: Delta, *, validated: bool = False) -> bytes:
+    """The seal the gates give a delta they passed (the store accepts no row without it). `validated=True`
+    only where the gates checked its payload as `grammar.validate_payload` does."""
+    return _seal(b"1\x00", (delta,), validated)
+
+
+def mint_batch(deltas: Sequence[Delta], *, validated: bool = False) -> bytes:
+    """One seal for a batch of deltas, in order (`Store._insert_deltas` takes the batch with it): one hash."""
+    return _seal(b"n\x00", deltas, validated)
+
+
+def _verify(kind: bytes, deltas: Sequence[Delta], seal) -> bool:
+    return isinstance(seal, bytes) and seal[:1] in (_VALIDATED, _UNCHECKED) and \
+        hmac.compare_digest(seal, _seal(kind, deltas, seal[:1] == _VALIDATED))
 
 
 def verify_seal(delta: Delta, seal: bytes) -> bool:
     """True when `seal` was minted by `mint` in this process for exactly this delta (the store checks it on insert)."""
-    return isinstance(seal, bytes) and hmac.compare_digest(seal, mint(delta))
+    return _verify(b"1\x00", (delta,), seal)
+
+
+def verify_batch(deltas: Sequence[Delta], seal: bytes) -> bool:
+    """True when `seal` was minted by `mint_batch` in this process for exactly these deltas, in this order."""
+    return _verify(b"n\x00", deltas, seal)
+
+
+def sealed_validated(seal: bytes) -> bool:
+    """Whether a (verified) seal says the gates validated the payload."""
+    return seal[:1] == _VALIDATED
 
 
 def _undo_bytes(op: str, steps, ids) -> bytes:
@@ -122,9 +167,27 @@ def _undo_bytes(op: str, steps, ids) -> bytes:
     return repr(("undo", op, steps, ids)).encode("utf-8", "surrogatepass")
 
 
+def _mac(data: bytes) -> bytes:
+    h = _KEYED.copy()
+    h.update(data)
+    return h.digest()
+
+
 def mint_undo(op: str, steps, ids) -> bytes:
     """The token the store gives each undo handle it issues: a hand-built `Undo` cannot be applied."""
-    return hashlib.blake2b(_undo_bytes(op, steps, ids), key=_SEAL_KEY, digest_size=32).digest()
+    return _mac(_undo_bytes(op, steps, ids))
+
+
+def mint_learn_undos(deltas: Sequence[tuple[str, str]]) -> list[bytes]:
+    """For each (delta id, status) of a batch of learned deltas, `mint_undo("learn", (("skill_deltas", delta_id,
+    "status", "archived", status),), (delta_id,))` — its handle's token — with that tuple's repr written out."""
+    out = []
+    for delta_id, status in deltas:
+        h = _KEYED.copy()
+        h.update(f"('undo', 'learn', (('skill_deltas', {delta_id!r}, 'status', 'archived', {status!r}),), "
+                 f"({delta_id!r},))".encode("utf-8", "surrogatepass"))
+        out.append(h.digest())
+    return out
 
 
 def verify_undo(op: str, steps, ids, token) -> bool:

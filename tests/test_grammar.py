@@ -15,6 +15,7 @@ from overlay_kit.grammar import (
     GrammarError,
     Provenance,
     cap_violations,
+    cap_violations_many,
     check_shape,
     validate_fact,
     validate_payload,
@@ -83,6 +84,32 @@ def test_caps_are_enforced_and_separate_from_shape(kind, payload, field):
     with pytest.raises(GrammarError) as e:
         validate_payload(kind, payload, research=True)
     assert e.value.field == field
+
+
+def test_cap_violations_of_a_batch_are_each_payloads():
+    """`cap_violations_many` clears a batch of short plain payloads in whole-batch passes; any payload at or
+    over a cap, or holding a control character, sends the batch through payload by payload."""
+    fits = [("preference", {"body": "b" * 200, "trigger": "t" * 200}), ("example", {"input": "i" * 200, "output": "o"}),
+            ("exception", {"condition": "c" * 200, "action": "skip"}), ("parameter", {"key": "k" * 64, "value": "v"})]
+    assert cap_violations_many(fits) == [[], [], [], []]
+    wanted = {  # one payload added to the batch above → what the batch reports for it
+        ("preference", "body", "b" * 401): ["payload.body: 401 characters; at most 400"],
+        ("preference", "body", "b" * 400): [],
+        ("preference", "trigger", "t" * 201): ["payload.trigger: 201 characters; at most 200"],
+        ("example", "output", "o" * 201): ["payload.output: input + output are 401 characters; at most 400"],
+        ("parameter", "key", "k" * 65): ["payload.key: 65 characters; at most 64"],
+        ("parameter", "value", "v" * 200): [],
+        ("preference", "body", "tab\tand\nline"): [],
+        ("preference", "body", "a\x1bb\x85"): ["payload.body: control character U+001B (2 in all); lessons are "
+                                               "plain text"],
+    }
+    for (kind, field, text), errors in wanted.items():
+        payload = {"body": "b", "trigger": "t", "input": "i" * 200, "output": "o", "key": "k", "value": "v"}
+        payload = {f: payload[f] for f in {"preference": ("body",), "example": ("input", "output"),
+                                           "parameter": ("key", "value")}[kind]} | {field: text}
+        got = cap_violations_many(fits + [(kind, payload)])
+        assert got[:4] == [[], [], [], []] and [str(e) for e in got[4]] == errors, (kind, field)
+        assert [str(e) for e in cap_violations(kind, payload)] == errors
 
 
 def test_example_at_exactly_the_cap_passes():

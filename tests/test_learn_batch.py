@@ -254,6 +254,21 @@ def test_learn_many_is_learn_row_by_row(tmp_path):
         want = a.conn.execute(f"SELECT {cols} FROM skill_deltas ORDER BY rowid").fetchall()
         assert got == want and len(got) > 50
         assert all(b.get(r.delta.id) == r.delta for r in many if r.delta is not None)
+        cols = "who, from_status, to_status, reason"
+        assert b.conn.execute(f"SELECT {cols} FROM delta_audit ORDER BY seq").fetchall() == \
+            a.conn.execute(f"SELECT {cols} FROM delta_audit ORDER BY seq").fetchall()
+
+
+def test_a_batch_is_written_in_order_across_insert_statements(tmp_path):
+    """The rows go in as multi-row INSERTs of up to 200 rows: across statements, rowids and audit sequence
+    numbers follow the batch's order, one audit row per delta."""
+    rows = [gates.Lesson("preference", {"body": f"Keep reply {i} short."}, "replies", TRUSTED) for i in range(450)]
+    with Store.open(tmp_path / "a.db") as store:
+        results = gates.learn_many(store, SKILL, rows)
+        ids = [r.delta.id for r in results]
+        assert [r[0] for r in store.conn.execute("SELECT id FROM skill_deltas ORDER BY rowid")] == ids
+        assert [r[0] for r in store.conn.execute("SELECT delta_id FROM delta_audit ORDER BY seq")] == ids
+        assert store.get(ids[-1]).payload == {"body": "Keep reply 449 short."}
 
 
 def test_batch_word_readings_are_the_word_readings():

@@ -61,15 +61,7 @@ def test_capability_bearing_refuses_every_row_of_its_skill(store):
 def test_a_failure_while_writing_leaves_nothing(store, monkeypatch):
     """Two rows minted with one id collide on insert: the routed fact and the rows before the collision roll
     back with them."""
-    made = gates._new_delta
-    first = []
-
-    def same_id(p, verdict, *delta_id):
-        d = made(p, verdict, *delta_id)
-        first.append(d.id)
-        return d.evolve(id=first[0])
-
-    monkeypatch.setattr(gates, "_new_delta", same_id)
+    monkeypatch.setattr(gates, "new_delta_ids", lambda n: ["delta_0000000000004000"] * n)
     rows = [lesson({}), lesson(CASES["route_fact"][1]), lesson({"source": UNTRUSTED}), lesson({})]
     with pytest.raises(StoreError):
         gates.learn_many(store, SKILL, rows)

@@ -269,6 +269,66 @@ def test_insert_without_the_gates_is_refused(store, skill):
     assert len(store.search()) == 1
 
 
+def test_a_seal_covers_every_field_the_store_writes(store, skill):
+    """Counters, times and lineage are written from the delta too: a seal does not transfer to a copy that
+    changes them (a delta cannot enter with forged outcome counters and be promoted on them)."""
+    d = gates.check(store, skill, "preference", {"body": "Keep replies short."}, section="replies",
+                    provenance=TRUSTED).delta
+    s = seal.mint(d, validated=True)
+    for change in ({"success_count": 9, "attempt_count": 9}, {"approved_at": d.created_at},
+                   {"last_used_at": d.created_at}, {"superseded_by": "delta_x"}, {"scope": "team"},
+                   {"status": "active"}, {"findings": ("payload.body: x",)}):
+        assert not seal.verify_seal(d.evolve(**change), s), change
+    assert seal.verify_seal(d, s) and seal.verify_seal(d.evolve(), s)  # an equal copy is the same delta
+
+
+def test_a_batch_insert_without_its_seal_is_refused(store, skill):
+    """`_insert_deltas` takes one seal for exactly its deltas, in order: a missing, forged, reused or
+    re-ordered one, or any row changed after minting, is refused and nothing is written."""
+    ds = [gates.check(store, skill, "preference", {"body": f"Keep replies short {i}."}, section="replies",
+                      provenance=TRUSTED).delta for i in range(3)]
+    good = seal.mint_batch(ds, validated=True)
+    forged = [None, b"", b"V" + bytes(32), seal.mint_batch(ds[:2], validated=True), seal.mint(ds[0], validated=True),
+              b"V" + seal.mint_batch(ds)[1:]]  # the last: the validated claim added to an unclaimed seal
+    for bad in forged:
+        with pytest.raises(GateBypassError):
+            store._insert_deltas(ds, bad)
+    for batch in (ds[::-1], ds[:2] + [ds[2].evolve(payload={"body": "tampered"})],
+                  ds[:2] + [ds[2].evolve(status="active")]):
+        with pytest.raises(GateBypassError):
+            store._insert_deltas(batch, good)
+    assert store.search() == [] and store.audit() == []
+    stored = store._insert_deltas(ds, good)
+    assert [d.id for d, _ in stored] == [d.id for d in ds] and len(store.search()) == 3
+
+
+def test_a_seal_without_the_validated_claim_gets_the_payload_checked(tmp_path, skill):
+    """Custom research rules claim nothing for the payload (`gates._validates`): the store checks it itself, so
+    an over-long lesson that such rules accept is refused, one row or a batch."""
+    yes = gates.Rule("yes", lambda p: gates.Verdict("staged", "yes", "ok"))
+    body = {"body": "x" * 401}
+    with Store.open(tmp_path / "r.db", research=True) as store:
+        with pytest.raises(StoreError, match="payload.body: 401 characters"):
+            gates.learn(store, skill, "preference", body, section="replies", provenance=TRUSTED, rules=[yes],
+                        custom_rules=True)
+        with pytest.raises(StoreError, match="payload.body: 401 characters"):
+            gates.learn_many(store, skill, [gates.Lesson("preference", {"body": "fine"}, "replies", TRUSTED),
+                                            gates.Lesson("preference", body, "replies", TRUSTED)],
+                             rules=[yes], custom_rules=True)
+        assert store.counts() == {}
+        d = gates.check(store, skill, "preference", body, section="replies", provenance=TRUSTED, rules=[yes]).delta
+        with pytest.raises(StoreError, match="payload.body"):  # a seal minted without the claim
+            store._insert_deltas([d], seal.mint_batch([d]))
+
+
+def test_a_learned_deltas_undo_token_is_the_store_handles_token():
+    for delta_id, status in (("delta_0123456789abcdef", "staged"), ("it's \"odd\"\n\u00e9\U0001f600", "active"),
+                             ("\ud800", "quarantined")):
+        steps, ids = (("skill_deltas", delta_id, "status", "archived", status),), (delta_id,)
+        assert seal.mint_learn_undos([(delta_id, status)]) == [seal.mint_undo("learn", steps, ids)]
+        assert seal.verify_undo("learn", steps, ids, seal.mint_learn_undos([("x", status), (delta_id, status)])[1])
+
+
 def test_check_constraints_refuse_bad_rows(store):
     with pytest.raises(sqlite3.IntegrityError):
         store.conn.execute("INSERT INTO skill_deltas (id, base_name, scope, kind, tier, anchor, payload, provenance,"
