@@ -869,7 +869,7 @@ def _intent_possible(readings: list[tuple[str, ...]]) -> list[bool]:
             for need, families in by_key[w]:
                 if need <= present:
                     found.update(families)
-        out[k] = intent_bound_open(found)
+        out[k] = intent_bound_open(frozenset(found))
     return out
 
 
@@ -889,7 +889,8 @@ def intent_keys(*_key) -> tuple[tuple[str, ...], tuple[re.Pattern, ...]]:
                            for f in families)
 
 
-def intent_bound_open(families: set[str]) -> bool:
+@lru_cache(maxsize=1024)
+def intent_bound_open(families: frozenset[str]) -> bool:
     """Could the intent score reach 0 with (at most) these word families present? (The bound of
     `_intent_possible`: the bias plus the positive weights, pairs with `rules_noun` included.)"""
     _, _, bias, weights = _intent_index(id(_PHRASES), id(_INTENT_WEIGHTS))
