@@ -48,15 +48,18 @@ class Columns(NamedTuple):
     findings: str
 
 
-try:  # one C encoder for every payload: `dumps` builds a new one per call (same output: canonical JSON)
+try:  # the C encoder `dumps` builds on each call (the same output: canonical JSON), built once per batch
     from json.encoder import c_make_encoder, encode_basestring
-
-    _ENCODE = c_make_encoder(None, None, encode_basestring, None, ":", ",", True, False, False)
-except (ImportError, TypeError):  # pragma: no cover - no C accelerator
-    _ENCODE = None
+except ImportError:  # pragma: no cover - no C accelerator
+    c_make_encoder = None
 
 
-_SCALARS = {str, int, bool}
+def _payload_encoder():
+    """`dumps` for a batch's payloads: one C encoder (cycle checks kept: it has its own markers)."""
+    if c_make_encoder is None:  # pragma: no cover
+        return dumps
+    encode = c_make_encoder({}, None, encode_basestring, None, ":", ",", True, False, False)
+    return lambda payload: "".join(encode(payload, 0))
 
 
 @lru_cache(maxsize=4096)
@@ -74,19 +77,15 @@ def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
     out = []
     shared: dict[int, str] = {}  # id of a provenance or anchor object → its JSON, for this call (they outlive it)
     seconds: dict[tuple, str] = {}
-    utc, scalars, new = timezone.utc, _SCALARS, tuple.__new__
+    utc, new, encode = timezone.utc, tuple.__new__, None
     for d in deltas:
         fields = d.__dict__
         cached = fields.get("_columns")
         if cached is None:
-            payload = d.payload
+            encode = encode or _payload_encoder()
             try:
-                if _ENCODE is not None and type(payload) is dict and \
-                        all([type(v) in scalars for v in payload.values()]):  # no cycle to watch
-                    text = "".join(_ENCODE(payload, 0))
-                else:
-                    text = dumps(payload)
-            except (TypeError, ValueError):
+                text = encode(d.payload)
+            except (TypeError, ValueError):  # not strict JSON
                 text = None
             prov, anchor, when = d.provenance, d.anchor, d.created_at
             provenance = shared.get(id(prov))
