@@ -68,8 +68,7 @@ from .grammar import (
     utc_now,
     validate_fact,
 )
-from .injection import (_INTENT_WEIGHTS, _PHRASES, detectors, intent_bound_open, intent_keys, pattern_set,
-                        reading_lines, scan, scan_many, token_reading)
+from .injection import detectors, pattern_set, reading_lines, scan, scan_many
 from .metrics import wilson_lower_bound
 from .seal import mint, mint_batch
 from .skill import PERMISSION_DOMAINS, Permission, Skill
@@ -836,16 +835,14 @@ class _Batch:
         self.findings: dict[int, tuple[str, ...]] = {}
 
     def may(self, idx: list[int]) -> dict[int, frozenset]:
-        """Per row: the patterns of the scan (`detectors()`), of `no_widening` and of the intent model's word
-        families (`intent_keys`), by their index in `_text_patterns`, that may match one of its texts or a
-        reading of one (any other cannot)."""
+        """Per row: the patterns of the scan (`detectors()`) and of `no_widening` (by their index in
+        `_text_patterns`) that may match one of its texts or a reading of one (any other cannot)."""
         todo = [i for i in idx if i not in self.groups]
         if todo:
             fields = [self.subs[i]._texts for i in todo]
             flat = [t for f in fields for _, t in f]
             views = views_many(flat)
-            lines = [reading_lines(t, (*v, w, *map(token_reading, v)))
-                     for t, v, w in zip(flat, views, _words_lines(flat, views))]
+            lines = [reading_lines(t, (*v, w)) for t, v, w in zip(flat, views, _words_lines(flat, views))]
             ends = list(accumulate(map(len, fields), initial=0))
             may = _text_patterns().groups_many(["\n".join(lines[a:b]) for a, b in zip(ends, ends[1:])])
             self.views.update((i, views[a:b]) for i, a, b in zip(todo, ends, ends[1:]))
@@ -858,15 +855,11 @@ class _Batch:
         if todo:
             may, views, subs = self.may(todo), self.views, self.subs
             patterns = detectors()
-            families, first = intent_keys(id(_PHRASES), id(_INTENT_WEIGHTS))[0], len(patterns) + len(_WIDENING)
-            bound = {i: intent_bound_open(frozenset(families[j - first] for j in may[i] if j >= first))
-                     for i in todo}  # the families a row's texts may hold bound each text's intent score
             owners = [(i, w) for i in todo for w, _ in subs[i]._texts]
             hits = scan_many([t for i in todo for _, t in subs[i]._texts],
                              [[patterns[j] for j in sorted(may[i]) if j < len(patterns)] if may[i] else ()
                               for i, _ in owners],
-                             [v for i in todo for v in views[i]],
-                             [None if bound[i] else False for i, _ in owners])
+                             [v for i in todo for v in views[i]])
             found = dict.fromkeys(todo, ())
             for (i, w), h in zip(owners, hits):
                 if h:
@@ -914,9 +907,9 @@ def _word_reading(view: str) -> str:
 
 
 def _text_patterns():
-    """The scan's patterns (`injection.detectors`), `no_widening`'s and the intent model's word families
-    (`injection.intent_keys`), as one automaton (`patternset`): read on every string the rules try them on."""
-    return pattern_set(detectors() + _WIDENING + intent_keys(id(_PHRASES), id(_INTENT_WEIGHTS))[1])
+    """The scan's patterns (`injection.detectors`) and `no_widening`'s, as one automaton (`patternset`): read on
+    every string either rule tries them on."""
+    return pattern_set(detectors() + _WIDENING)
 
 
 _WIDENING = (_CONTROL_EDIT, _PERMISSION_TOKEN)

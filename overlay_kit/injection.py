@@ -630,7 +630,7 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 
 def token_reading(reading: str) -> str:
-    """The reading `_tokens` splits into words (contractions opened): what `intent_keys`' patterns read."""
+    """The reading `_tokens` splits into words (contractions opened)."""
     return reading.replace("n't", " not").replace("'s", "")
 
 
@@ -799,7 +799,7 @@ def _detectors(_key) -> tuple[re.Pattern, ...]:
 _NOT_DETECTORS = ("_TOKEN",)  # compiled patterns that find nothing by themselves (kept, they'd only slow it)
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def pattern_set(patterns: tuple[re.Pattern, ...]) -> PatternSet:
     """`patterns` compiled into one automaton (`patternset.PatternSet`), once per process."""
     return PatternSet(patterns)
@@ -812,8 +812,7 @@ def reading_lines(text: str, readings: tuple[str, ...]) -> str:
 
 
 def scan_many(texts: list[str], candidates: list | None = None,
-              readings: list[tuple[str, ...]] | None = None,
-              intent: list[bool | None] | None = None) -> list[tuple[str, ...]]:
+              readings: list[tuple[str, ...]] | None = None) -> list[tuple[str, ...]]:
     """`scan(t)` for each text, for a batch. Every pattern of this module compiled into one automaton
     (`patternset.PatternSet`) names, per text, the few patterns that may match it or one of its readings;
     those are tried, and a text one of them matches, or one that is not plain ASCII (it may hold hidden
@@ -821,8 +820,7 @@ def scan_many(texts: list[str], candidates: list | None = None,
     hidden character, so what `scan` could still say of it is the intent model's finding. The intent model runs
     only where the text's words could reach its threshold at all (`_intent_possible`). Same findings as `scan` on every text (tested). `candidates` (per text): a
     caller's own such verdict over (at least) `detectors()`, read on (at least) `reading_lines` — the
-    patterns that may match, or True for "scan it"; `readings`: the texts' `views`, if at hand; `intent`
-    (per text): False where the caller knows the intent bound cannot reach 0 (`intent_keys`), else None."""
+    patterns that may match, or True for "scan it"; `readings`: the texts' `views`, if at hand."""
     texts = [str(t) for t in texts]
     if readings is None:
         readings = views_many(texts)
@@ -831,10 +829,7 @@ def scan_many(texts: list[str], candidates: list | None = None,
         candidates = [[patterns[j] for j in sorted(g)] for g in pattern_set(patterns).groups_many(
             [reading_lines(t, r) for t, r in zip(texts, readings)])]
     plain = plain_batchable("\n".join(texts))  # else: a text may hold what only `_scan` finds (hidden characters)
-    possible = list(intent) if intent is not None else [None] * len(texts)
-    todo = [k for k, p in enumerate(possible) if p is None]
-    for k, p in zip(todo, _intent_possible([readings[k] for k in todo])):
-        possible[k] = p
+    possible = _intent_possible(readings)
     out: list[tuple[str, ...]] = []
     for t, m, r, intent in zip(texts, candidates, readings, possible):
         if m is True:
@@ -873,26 +868,10 @@ def _intent_possible(readings: list[tuple[str, ...]]) -> list[bool]:
     return out
 
 
-@lru_cache(maxsize=2)
-def intent_keys(*_key) -> tuple[tuple[str, ...], tuple[re.Pattern, ...]]:
-    """For an automaton: each word family that can raise the intent bound, and a pattern matching a
-    `token_reading` that holds, as a word, the key of one of the family's phrases (a phrase needs all its
-    words, its key among them). Call as `intent_keys(id(_PHRASES), id(_INTENT_WEIGHTS))`."""
-    by_key, _, _, _ = _intent_index(*_key)
-    keys: dict[str, set[str]] = {}
-    for key, phrases in by_key.items():
-        for _, fams in phrases:
-            for f in fams:
-                keys.setdefault(f, set()).add(key)
-    families = tuple(sorted(keys))
-    return families, tuple(re.compile(r"(?:^|[^a-z0-9])(?:" + "|".join(sorted(keys[f])) + r")(?:[^a-z0-9]|$)")
-                           for f in families)
-
-
 @lru_cache(maxsize=1024)
 def intent_bound_open(families: frozenset[str]) -> bool:
-    """Could the intent score reach 0 with (at most) these word families present? (The bound of
-    `_intent_possible`: the bias plus the positive weights, pairs with `rules_noun` included.)"""
+    """Could the intent score reach 0 with (at most) these word families present? (The bias plus their
+    positive weights, pairs with `rules_noun` included: the bound `_intent_possible` reads.)"""
     _, _, bias, weights = _intent_index(id(_PHRASES), id(_INTENT_WEIGHTS))
     found = set(families)
     if "rules_noun" in found:

@@ -140,25 +140,6 @@ def test_the_intent_bound_never_clears_a_text_the_intent_model_flags():
     assert [t for t, f, p in zip(TEXTS, fires, possible) if f and not p] == []
 
 
-def family_bound_open(texts: list[str]) -> list[bool]:
-    """Per text: is the intent bound open for the word families the automaton sees in it (as the gates read it)?"""
-    families, keys = injection.intent_keys(id(injection._PHRASES), id(injection._INTENT_WEIGHTS))
-    hits = patternset.PatternSet(keys).groups_many([injection.reading_lines(t, (*v, *map(injection.token_reading, v)))
-                                                    for t, v in zip(texts, textguard.views_many(texts))])
-    return [injection.intent_bound_open(frozenset(families[k] for k in h)) for h in hits]
-
-
-def test_the_automatons_family_bound_never_closes_on_a_text_the_intent_model_flags():
-    """The gates read the intent model's word families off the automaton (`injection.intent_keys`, on each
-    reading's `token_reading`): a text the model flags always has its bound open, and ordinary lessons are
-    mostly closed (a family is seen by one key word of a phrase, so the bound is looser than the exact one)."""
-    fires = [bool(injection._intent(v, [])) for v in textguard.views_many(TEXTS)]
-    assert sum(fires) > 50
-    assert [t for t, f, o in zip(TEXTS, fires, family_bound_open(TEXTS)) if f and not o] == []
-    ordinary = workload_texts(500)
-    assert sum(family_bound_open(ordinary)) < 0.5 * len(ordinary)
-
-
 def test_every_pattern_of_the_injection_module_is_a_detector(monkeypatch):
     """A cue added to the tables (or as a module constant) is covered by the batch automaton without any other
     change: `detectors()` finds it, and `scan_many` then reports what `scan` reports."""
