@@ -86,6 +86,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .anchor import Anchor
 from .common import dumps, iso, lazy_logger, parse_time, utc_now
 from .grammar import (
+    RESEARCH_KINDS,
     STATUSES,
     TIERS,
     Delta,
@@ -887,8 +888,8 @@ class Store:
                              f"{delta.status}")
         if delta.status == "active" and delta.findings:
             raise StoreError(f"delta {delta.id}: the injection scan flagged it; it starts staged, never active")
-        if validated:
-            return delta.payload
+        if validated and (self.research or delta.kind not in RESEARCH_KINDS):  # the gates' claim held for this
+            return delta.payload  # store's setting (a research-only kind validated on a research store: checked)
         try:
             return validate_payload(delta.kind, delta.payload, research=self.research)
         except GrammarError as exc:  # defence in depth: the gates already checked this

@@ -9,7 +9,7 @@ from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 from overlay_kit import gates, seal
 from overlay_kit.anchor import Anchor
-from overlay_kit.grammar import Provenance
+from overlay_kit.grammar import RESEARCH_KINDS, Provenance
 from overlay_kit.store import (
     MIGRATIONS,
     GateBypassError,
@@ -319,6 +319,19 @@ def test_a_seal_without_the_validated_claim_gets_the_payload_checked(tmp_path, s
         d = gates.check(store, skill, "preference", body, section="replies", provenance=TRUSTED, rules=[yes]).delta
         with pytest.raises(StoreError, match="payload.body"):  # a seal minted without the claim
             store._insert_deltas([d], seal.mint_batch([d]))
+
+
+def test_a_validated_claim_made_on_a_research_store_does_not_carry_to_another(tmp_path, skill):
+    """The gates validated a research-only kind under a research store's setting: a store without research
+    mode checks the payload itself and refuses it, whatever the seal claims."""
+    with Store.open(tmp_path / "r.db", research=True) as research:
+        d = gates.check(research, skill, "parameter", {"key": "followup_hours", "value": 48}, section="triage",
+                        provenance=TRUSTED).delta
+    assert d is not None and d.kind in RESEARCH_KINDS
+    with Store.open(tmp_path / "plain.db") as plain:
+        with pytest.raises(StoreError, match="research"):
+            plain._insert_deltas([d], seal.mint_batch([d], validated=True))
+        assert plain.counts() == {}
 
 
 def test_a_learned_deltas_undo_token_is_the_store_handles_token():
