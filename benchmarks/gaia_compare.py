@@ -43,7 +43,7 @@ NOTES = {
                      "lines under their sections, exact Llama token count, budget plan, structure check",
     "search_small": "both: read the 90 active rows and map them to delta objects",
     "learn_200": "GAIA: put_delta per row, no gate rules, a commit (fsync, synchronous=FULL) and an INFO log "
-                 "line each; ours: all 16 gate rules on every row, then one transaction",
+                 f"line each; ours: all {len(gates.RULES)} gate rules on every row, then one transaction",
     "learn_5000": "as above",
     "cli": "GAIA: `gaia skill deltas small` (lists the 90); ours: `overlay-kit resolve small` (renders them)",
 }
