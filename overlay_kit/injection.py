@@ -629,14 +629,14 @@ _MAX_PHRASE = 5
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
-def token_reading(reading: str) -> str:
+def _token_reading(reading: str) -> str:
     """The reading `_tokens` splits into words (contractions opened)."""
     return reading.replace("n't", " not").replace("'s", "")
 
 
 def _tokens(reading: str) -> list[str]:
     """Words of a folded reading, contractions opened: "don't" → do not, "user's" → user."""
-    return _TOKEN.findall(token_reading(reading))
+    return _TOKEN.findall(_token_reading(reading))
 
 
 def _phrase_table() -> dict[str, tuple[str, ...]]:
@@ -728,9 +728,9 @@ def scan(text: str) -> tuple[str, ...]:
 def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, intent: bool = True
           ) -> tuple[str, ...]:
     """`scan` of a text whose readings are at hand, trying only the patterns whose `id` is in `may` (None:
-    every one; ids, as a compiled pattern hashes slowly) —
-    exact when no other pattern can match the text or a reading (`scan_many` knows that set) — and the
-    intent model only where `intent` (False: its bound says the score cannot reach 0)."""
+    every one; ids, as a compiled pattern hashes slowly): exact when no other pattern can match the text or a
+    reading (`scan_many` knows that set). The intent model runs only where `intent` (False: its bound says the
+    score cannot reach 0)."""
     found: list[str] = []
     groups = (("instruction-override", [("", _OVERRIDE)] + [(f" ({name})", rx) for name, rx in _CUES]),
               ("role-markup", [("", _MARKUP)]), ("tool-call", [("", _TOOL_CALL)]))
@@ -827,9 +827,10 @@ def scan_many(texts: list[str], candidates: list | None = None,
     those are tried, and a text one of them matches, or one that is not plain ASCII (it may hold hidden
     characters), is scanned with those patterns alone (`_scan`). Any other text has no pattern finding and no
     hidden character, so what `scan` could still say of it is the intent model's finding. The intent model runs
-    only where the text's words could reach its threshold at all (`_intent_possible`). Same findings as `scan` on every text (tested). `candidates` (per text): a
-    caller's own such verdict over (at least) `detectors()`, read on (at least) `reading_lines` — the
-    patterns that may match, or True for "scan it"; `readings`: the texts' `views`, if at hand."""
+    only where the text's words could reach its threshold at all (`_intent_possible`). Same findings as `scan`
+    on every text (tested). `candidates` (per text): a caller's own such verdict over (at least) `detectors()`,
+    read on (at least) `reading_lines` — the patterns that may match, or True for "scan it"; `readings`: the
+    texts' `views`, if at hand."""
     texts = [str(t) for t in texts]
     if readings is None:
         readings = views_many(texts)
@@ -865,7 +866,7 @@ def _intent_possible(readings: list[tuple[str, ...]]) -> list[bool]:
     if not plain:
         return out
     by_key, vocab, _, _ = _intent_index(id(_PHRASES), id(_INTENT_WEIGHTS))
-    words = token_reading(joined).encode("ascii").translate(_ALNUM_SPACES).decode("ascii")
+    words = _token_reading(joined).encode("ascii").translate(_ALNUM_SPACES).decode("ascii")
     for k, piece in zip(plain, words.split("\x00")):
         present = vocab.intersection(piece.split())
         found: set[str] = set()
@@ -873,12 +874,12 @@ def _intent_possible(readings: list[tuple[str, ...]]) -> list[bool]:
             for need, families in by_key[w]:
                 if need <= present:
                     found.update(families)
-        out[k] = intent_bound_open(frozenset(found))
+        out[k] = _intent_bound_open(frozenset(found))
     return out
 
 
 @lru_cache(maxsize=1024)
-def intent_bound_open(families: frozenset[str]) -> bool:
+def _intent_bound_open(families: frozenset[str]) -> bool:
     """Could the intent score reach 0 with (at most) these word families present? (The bias plus their
     positive weights, pairs with `rules_noun` included: the bound `_intent_possible` reads.)"""
     _, _, bias, weights = _intent_index(id(_PHRASES), id(_INTENT_WEIGHTS))
