@@ -579,8 +579,11 @@ def _inspect(path: Path) -> None:
 
 def _peek(path: Path) -> sqlite3.Connection:
     """A read-only connection that creates no file: `immutable=1`, or `mode=ro` when a WAL holds data."""
-    wal = Path(str(path) + "-wal")
-    uri = Path(path).resolve().as_uri() + ("?mode=ro" if wal.exists() and wal.stat().st_size else "?immutable=1")
+    try:
+        wal_data = os.stat(str(path) + "-wal").st_size > 0
+    except FileNotFoundError:  # none, or the last connection of another process just removed it
+        wal_data = False
+    uri = Path(path).resolve().as_uri() + ("?mode=ro" if wal_data else "?immutable=1")
     return sqlite3.connect(uri, uri=True, isolation_level=None)
 
 
