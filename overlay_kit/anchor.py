@@ -33,7 +33,7 @@ from hashlib import sha256 as _sha256
 from itertools import accumulate, chain, repeat
 from typing import Literal
 
-from .common import gc_paused
+from .common import gc_paused, once
 
 __all__ = [
     "BODY",
@@ -87,21 +87,6 @@ class AnchorError(ValueError):
         super().__init__(message if line is None else f"line {line}: {message}")
 
 
-class _once:
-    """`functools.cached_property` without its per-access lock (Python 3.11 takes one on every first
-    access, a third of the cost of digesting a small section): computed on first access, then an ordinary
-    instance attribute. Safe for immutable values computed from immutable fields."""
-
-    def __init__(self, fn):
-        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self
-        value = obj.__dict__[self.name] = self.fn(obj)
-        return value
-
-
 @dataclass(frozen=True)
 class Section:
     """A contiguous slice of the body: a heading line (or none) and everything up to the next heading."""
@@ -115,7 +100,7 @@ class Section:
     heading_lines: int = 0  # how many leading lines of `text` are the heading (2+ for setext)
     heading_source: str = field(default="", repr=False)  # the heading's inline Markdown, markers dropped
 
-    @_once
+    @once
     def digest(self) -> str:
         text = (self.heading_source or self.heading) + "\n" + self.body_text
         if len(text) > _SHORT:  # `digest(text)`, inlined for the common case (a parse digests every section)
@@ -133,7 +118,7 @@ class Section:
     def content_for_digest(self) -> str:
         return (self.heading_source or self.heading) + "\n" + self.body_text
 
-    @_once
+    @once
     def body_text(self) -> str:
         """The section's text below its heading."""
         pos = 0

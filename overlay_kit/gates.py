@@ -44,12 +44,12 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, PREAMBLE, Anchor, parse
-from .common import gc_paused
+from .common import gc_paused, once
 from .display import write_result_html, write_result_text
 from .grammar import (
     RESEARCH_KINDS,
@@ -146,7 +146,7 @@ class Submission:
     def is_fact(self) -> bool:
         return self.kind == "fact"
 
-    @cached_property
+    @once
     def canonical(self) -> dict | None:
         """The payload in canonical form (`check_shape`), or None when its shape is wrong (`payload_shape`
         reports that); computed once for all the rules."""
@@ -156,7 +156,7 @@ class Submission:
         """(field, text) of every string in the payload (facts: their value's strings too)."""
         return list(self._texts)
 
-    @cached_property
+    @once
     def _texts(self) -> tuple[tuple[str, str], ...]:
         return _payload_texts(self.payload)
 
@@ -187,25 +187,6 @@ def _payload_texts(payload: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _canonical_of(p: Submission) -> dict | None:
-    """`p.canonical`, through the instance dict (a batch reads it for every row; `cached_property` locks)."""
-    d = p.__dict__
-    shaped = d.get("canonical", _UNSET)
-    if shaped is _UNSET:
-        shaped = d["canonical"] = _shaped(p.kind, p.payload)
-    return shaped
-
-
-def _texts_of(p: Submission) -> tuple[tuple[str, str], ...]:
-    """`p._texts`, the same way."""
-    d = p.__dict__
-    texts = d.get("_texts")
-    if texts is None:
-        texts = d["_texts"] = _payload_texts(p.payload)
-    return texts
-
-
-_UNSET = object()
 
 
 @dataclass(frozen=True)
@@ -600,7 +581,7 @@ def _new_deltas(accepted: list[tuple[Submission, Verdict]], ids: Iterable[str]) 
     out = []
     anchors: dict = {}
     for (p, verdict), delta_id in zip(accepted, ids):
-        payload = _canonical_of(p)
+        payload = p.canonical
         if payload is None:
             payload = check_shape(p.kind, p.payload)  # raises: not well-shaped
         skill = p.skill
@@ -952,7 +933,7 @@ def _payload_shape_many(batch: _Batch, idx: list[int]) -> list:
     """`payload_shape` on the rows it can refuse: facts, and rows whose payload has no canonical form (computed
     here, once, for the rules after it)."""
     subs = batch.subs
-    return [payload_shape(p) if p.kind == "fact" or _canonical_of(p) is None else None
+    return [payload_shape(p) if p.kind == "fact" or p.canonical is None else None
             for p in map(subs.__getitem__, idx)]
 
 
@@ -960,7 +941,7 @@ def _payload_caps_many(batch: _Batch, idx: list[int]) -> list:
     """`payload_caps` on the rows it can refuse: facts, rows whose provenance turns are over their caps, and
     shaped payloads `cap_violations` finds something in (`cap_violations_many`: one pass for the batch)."""
     rows = [batch.subs[i] for i in idx]
-    shaped = [(p, c) for p in rows if p.kind != "fact" and (c := _canonical_of(p)) is not None]
+    shaped = [(p, c) for p in rows if p.kind != "fact" and (c := p.canonical) is not None]
     broken = {id(p) for (p, _), found in zip(shaped, cap_violations_many([(p.kind, c) for p, c in shaped]))
               if found}
     provenances = {id(p.provenance): p.provenance for p in rows}  # a batch shares a few
@@ -977,7 +958,7 @@ def _plain_text_many(batch: _Batch, idx: list[int]) -> list:
     (`_one_plain_line`: the rule finds nothing in those). When no text of those rows holds a line break and
     each opens with a letter or digit, every one is such a line: one pass for the batch."""
     subs = batch.subs
-    rows = [(i, _texts_of(p)) for i in idx if (p := subs[i]).kind != "fact" and p.kind != "tool-hint"]
+    rows = [(i, p._texts) for i in idx if (p := subs[i]).kind != "fact" and p.kind != "tool-hint"]
     texts = [t for _, ts in rows for _, t in ts]
     firsts = "".join([t[:1] for t in texts])
     joined = "".join(texts)
