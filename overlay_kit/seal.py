@@ -178,15 +178,10 @@ def mint_undo(op: str, steps, ids) -> bytes:
 
 
 def mint_learn_undos(deltas: Sequence[tuple[str, str]]) -> list[bytes]:
-    """For each (delta id, status) of a batch of learned deltas, `mint_undo("learn", (("skill_deltas", delta_id,
-    "status", "archived", status),), (delta_id,))` — its handle's token — with that tuple's repr written out."""
-    out = []
-    for delta_id, status in deltas:
-        h = _KEYED.copy()
-        h.update(f"('undo', 'learn', (('skill_deltas', {delta_id!r}, 'status', 'archived', {status!r}),), "
-                 f"({delta_id!r},))".encode("utf-8", "surrogatepass"))
-        out.append(h.digest())
-    return out
+    """For each (delta id, status) of a batch of learned deltas, the token of its undo handle: what
+    `mint_undo("learn", (("skill_deltas", delta_id, "status", "archived", status),), (delta_id,))` gives."""
+    return [_mac(_undo_bytes("learn", (("skill_deltas", delta_id, "status", "archived", status),), (delta_id,)))
+            for delta_id, status in deltas]
 
 
 def verify_undo(op: str, steps, ids, token) -> bool:
