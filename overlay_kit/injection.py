@@ -731,13 +731,16 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, in
     every one; ids, as a compiled pattern hashes slowly): exact when no other pattern can match the text or a
     reading (`scan_many` knows that set). The intent model runs only where `intent` (False: its bound says the
     score cannot reach 0)."""
+    def tried(pattern: re.Pattern) -> bool:
+        return may is None or id(pattern) in may
+
     found: list[str] = []
     groups = (("instruction-override", [("", _OVERRIDE)] + [(f" ({name})", rx) for name, rx in _CUES]),
               ("role-markup", [("", _MARKUP)]), ("tool-call", [("", _TOOL_CALL)]))
     for kind, detectors in groups:
         seen: set[str] = set()
         for cue, pattern in detectors:
-            if may is not None and id(pattern) not in may:
+            if not tried(pattern):
                 continue
             for reading in readings:
                 for m in pattern.finditer(reading):
@@ -747,25 +750,25 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, in
                     seen.add(hit.casefold())
                     folded = "" if pattern.search(text) else " (after folding)"
                     found.append(f"{kind}{cue}{folded}: {visible(hit, keep_newlines=False)[:60]!r}")
-    weak = [name for name, rx in _WEAK if (may is None or id(rx) in may) and any(rx.search(r) for r in readings)]
+    weak = [name for name, rx in _WEAK if tried(rx) and any(rx.search(r) for r in readings)]
     if len(weak) + (_WEAK[0][0] in weak) >= 2 and not found:
         found.append(f"instruction-override (cues): {', '.join(weak)}")
     if intent:
         found.extend(_intent(readings, found))
-    if (may is None or id(_COMMENT) in may) and _COMMENT.search(text):
+    if tried(_COMMENT) and _COMMENT.search(text):
         found.append("html-comment: text hidden from a rendered view")
     hidden = hidden_chars(text)
     for i, ch in hidden[:5]:
         found.append(f"hidden-unicode: U+{ord(ch):04X} {unicodedata.name(ch, 'UNNAMED')} at {i}")
     if len(hidden) > 5:
         found.append(f"hidden-unicode: {len(hidden) - 5} more")
-    for m in _BASE64.finditer(text) if may is None or id(_BASE64) in may else ():
+    for m in _BASE64.finditer(text) if tried(_BASE64) else ():
         blob = m.group(0)
         if re.search(r"[A-Z]", blob) and re.search(r"[a-z]", blob) and re.search(r"[0-9+/]", blob):
             found.append(f"encoded-blob: base64-like run of {len(blob)} characters")
-    for m in _HEX.finditer(text) if may is None or id(_HEX) in may else ():
+    for m in _HEX.finditer(text) if tried(_HEX) else ():
         found.append(f"encoded-blob: hex run of {len(m.group(0))} characters")
-    for m in _URL.finditer(text) if may is None or id(_URL) in may else ():
+    for m in _URL.finditer(text) if tried(_URL) else ():
         found.append(f"url: {visible(m.group(0), keep_newlines=False)[:80]}")
     return tuple(found)
 
