@@ -45,7 +45,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, PREAMBLE, Anchor, parse
@@ -865,13 +865,18 @@ def _words_lines(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
             moved = sorted({bisect_right(starts, m.start()) - 1 for m in _CAMEL.finditer(joined)})
     else:
         moved = [i for i, t in enumerate(texts) if _CAMEL.search(t)]
-    camel_views = dict(zip(moved, views_many([_CAMEL.sub(r"\1 \2", texts[i]) for i in moved])))
-    readings = [camel_views.get(i, v) for i, v in enumerate(views)]
-    joined = "\x00".join("\x01".join(r) for r in readings)
-    if joined.count("\x00") != len(readings) - 1 or joined.count("\x01") != sum(len(r) - 1 for r in readings):
+    readings = views
+    if moved:
+        camel_views = dict(zip(moved, views_many([_CAMEL.sub(r"\1 \2", texts[i]) for i in moved])))
+        readings = [camel_views.get(i, v) for i, v in enumerate(views)]
+    flat = list(chain.from_iterable(readings))
+    joined = "\x00".join(flat) if len(flat) == len(readings) else "\x00".join(map("\x01".join, readings))
+    if joined.count("\x00") != len(readings) - 1 or joined.count("\x01") != len(flat) - len(readings):
         return ["\n".join(dict.fromkeys(_word_reading(r) for r in rs)) for rs in readings]  # not our separators
     # each separator or quote a space, every run of spaces one (as `_words` does; NUL and SOH are not spaces)
     spaced = " ".join(joined.translate(_SEPARATORS_AS_SPACE).split())
+    if "\x01" not in spaced:  # one reading per text (the common case): each stripped of its edge spaces
+        return spaced.replace(" \x00", "\x00").replace("\x00 ", "\x00").strip(" ").split("\x00")
     out = []
     for piece in spaced.split("\x00"):
         parts = piece.split("\x01")

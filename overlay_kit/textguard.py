@@ -24,7 +24,10 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from bisect import bisect_right
+from collections.abc import Iterator
 from functools import lru_cache
+from itertools import accumulate, chain
 
 __all__ = ["block_parser", "block_structure", "fold", "hidden_chars", "is_hidden", "markdown_line", "views", "views_many",
            "visible"]
@@ -186,8 +189,8 @@ def _views(text: str) -> tuple[str, ...]:
 # A batch of plain texts is read as one string joined by BATCH_SEP: no fold, split or spacing rule reads across it
 # (NUL is neither a space, a letter nor a separator, and plain text holds none; the newlines end a line as a
 # text's end does). Plain ASCII folds character by character (a byte table); the split and spacing passes run
-# only on texts holding their necessary shape: a splitter, then spaces, then a letter ("-a" once spaces are
-# deleted); a single letter between two spacers ("sas").
+# only on texts holding their necessary shape, found in the whole batch at once (on byte tables of character
+# classes): a splitter, then spaces, then a letter ("- *a"); a single letter between two spacers ("sas").
 BATCH_SEP = "\n\x00\n"
 
 
@@ -196,15 +199,14 @@ def _byte_table(classify) -> bytes:
 
 
 @lru_cache(maxsize=1)
-def _batch_tables() -> tuple[bytes, bytes, bytes, bytes]:
+def _batch_tables() -> tuple[bytes, bytes, bytes]:
     """The byte tables of `views_many` (built on first use, not at import): fold; splitter/letter/space;
-    spacer/letter; the whitespace bytes."""
+    spacer/letter."""
     return (_byte_table(lambda c: _fold_plain(c) if c.isascii() else c),
             _byte_table(lambda c: "#" if c == "\x00" else "-" if re.fullmatch(f"[{_SPLITTERS}]", c) else
                         "a" if re.fullmatch("[a-z]", c) else " " if re.fullmatch(r"\s", c) else "o"),
             _byte_table(lambda c: "#" if c == "\x00" else "s" if re.fullmatch(f"[{_SPACERS}]", c) else
-                        "a" if re.fullmatch("[a-z]", c) else "o"),
-            bytes(b for b in range(256) if re.fullmatch(r"\s", chr(b))))
+                        "a" if re.fullmatch("[a-z]", c) else "o"))
 
 
 def plain_batchable(text: str) -> bool:
@@ -223,11 +225,29 @@ def views_many(texts: list[str]) -> list[tuple[str, ...]]:
         plain = [i for i, t in enumerate(texts) if plain_batchable(t)]
     out: list[tuple[str, ...] | None] = [None] * len(texts)
     if plain:
-        fold, splitters, spacers, whitespace = _batch_tables()
+        fold, splitters, spacers = _batch_tables()
         base = BATCH_SEP.join([texts[i] for i in plain]).encode("ascii").translate(fold)
-        split = base.translate(splitters, whitespace).split(b"#")
-        spaced = base.translate(spacers).split(b"#")
-        for i, b, sp, sa in zip(plain, base.decode("ascii").split(BATCH_SEP), split, spaced):
-            out[i] = tuple(dict.fromkeys((b, _SPLIT.sub("", b), _SPACED.sub(_despace, b)))) \
-                if b"-a" in sp or b"sas" in sa else (b,)
+        folded = base.decode("ascii").split(BATCH_SEP)
+        starts = list(accumulate([len(b) + len(BATCH_SEP) for b in folded], initial=0))
+        shaped = {bisect_right(starts, at) - 1 for at in chain(
+            (m.start() for m in _SPLIT_SHAPE.finditer(base.translate(splitters))),
+            _find_all(base.translate(spacers), b"sas"))}
+        views = list(zip(folded))  # one reading each (split and spacing change nothing) but for `shaped`
+        for k in shaped:
+            b = folded[k]
+            views[k] = tuple(dict.fromkeys((b, _SPLIT.sub("", b), _SPACED.sub(_despace, b))))
+        if len(plain) == len(texts):
+            return views
+        for i, v in zip(plain, views):
+            out[i] = v
     return [v if v is not None else _views(str(t)) for v, t in zip(out, texts)]
+
+
+_SPLIT_SHAPE = re.compile(rb"- *a")  # on `_batch_tables`' splitter classes: a splitter, spaces, a letter
+
+
+def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
+    at = data.find(needle)
+    while at >= 0:
+        yield at
+        at = data.find(needle, at + 1)
