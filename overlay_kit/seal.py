@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import timezone
 from functools import lru_cache
 from itertools import chain
+from operator import attrgetter
 from typing import NamedTuple
 
 from .common import dumps, iso
@@ -109,13 +110,15 @@ def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
     return out
 
 
+_SEALED_FIELDS = attrgetter("id", "skill", "kind", "scope", "base_root", "status", "anchor.base_version", "success_count",
+                            "attempt_count", "superseded_by", "approved_at", "last_used_at")
+
+
 def _sealed_text(deltas: Sequence[Delta]) -> str:
     """What a seal covers: each delta's identity, status, counters and times (one JSON list of lists), then a
     NUL and the encoded columns of each delta, NUL-separated. JSON and ISO text hold no raw NUL, so no two
     batches give the same text."""
-    head = _LOOSE.encode([(d.id, d.skill, d.kind, d.scope, d.base_root, d.status, d.anchor.base_version,
-                           d.success_count, d.attempt_count, d.superseded_by, d.approved_at, d.last_used_at)
-                          for d in deltas])
+    head = _LOOSE.encode(list(map(_SEALED_FIELDS, deltas)))
     cols = columns_of(deltas)
     if any([c.payload is None for c in cols]):  # not strict JSON: the seal reads it as loose JSON
         cols = [c if c.payload is not None else c._replace(payload=_LOOSE.encode(d.payload))
@@ -180,8 +183,15 @@ def mint_undo(op: str, steps, ids) -> bytes:
 def mint_learn_undos(deltas: Sequence[tuple[str, str]]) -> list[bytes]:
     """For each (delta id, status) of a batch of learned deltas, the token of its undo handle: what
     `mint_undo("learn", (("skill_deltas", delta_id, "status", "archived", status),), (delta_id,))` gives."""
-    return [_mac(_undo_bytes("learn", (("skill_deltas", delta_id, "status", "archived", status),), (delta_id,)))
-            for delta_id, status in deltas]
+    fill = _learn_undo_format().format
+    return [_mac(fill(repr(delta_id), repr(status)).encode("utf-8", "surrogatepass")) for delta_id, status in deltas]
+
+
+@lru_cache(maxsize=1)
+def _learn_undo_format() -> str:
+    """`_undo_bytes` of a learn's undo as text, its delta id and status (each written as its repr) made format fields."""
+    return _undo_bytes("learn", (("skill_deltas", "\0", "status", "archived", "\1"),), ("\0",)).decode() \
+        .replace(repr("\0"), "{0}").replace(repr("\1"), "{1}")
 
 
 def verify_undo(op: str, steps, ids, token) -> bool:

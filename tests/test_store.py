@@ -336,7 +336,7 @@ def test_a_validated_claim_made_on_a_research_store_does_not_carry_to_another(tm
 
 def test_a_learned_deltas_undo_token_is_the_store_handles_token():
     for delta_id, status in (("delta_0123456789abcdef", "staged"), ("it's \"odd\"\n\u00e9\U0001f600", "active"),
-                             ("\ud800", "quarantined")):
+                             ("\ud800", "quarantined"), ("{0}{1}", "staged")):
         steps, ids = (("skill_deltas", delta_id, "status", "archived", status),), (delta_id,)
         assert seal.mint_learn_undos([(delta_id, status)]) == [seal.mint_undo("learn", steps, ids)]
         assert seal.verify_undo("learn", steps, ids, seal.mint_learn_undos([("x", status), (delta_id, status)])[1])
