@@ -271,6 +271,17 @@ def test_a_batch_is_written_in_order_across_insert_statements(tmp_path):
         assert store.get(ids[-1]).payload == {"body": "Keep reply 449 short."}
 
 
+def test_batch_rows_keep_their_nulls_and_values_whichever_columns_are_written_out_as_null(tmp_path):
+    """`_insert_rows` writes a column that is None in every row of a statement as NULL instead of binding it:
+    a table written that way holds exactly the rows given (columns None in all rows, in some, in all but one)."""
+    rows = [(i, None, None if i % 3 else f"v{i}", None, i * 2.5, b"x" if i % 2 else None) for i in range(450)]
+    rows[400:] = [(i, None, None, None, None, None) for i in range(400, 450)]  # last statement: all but one None
+    with Store.open(tmp_path / "a.db") as store:
+        store.conn.execute("CREATE TABLE t (a, b, c, d, e, f)")
+        store._insert_rows("INSERT INTO t (a, b, c, d, e, f)", rows)
+        assert store.conn.execute("SELECT * FROM t ORDER BY rowid").fetchall() == rows
+
+
 def test_batch_word_readings_are_the_word_readings():
     """`_words_lines` (camelCase joins found for the whole batch in one pass) is `_words` text by text: on the
     corpus and on random batches of letters, digits, separators and non-ASCII characters."""
