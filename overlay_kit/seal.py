@@ -35,6 +35,7 @@ __all__ = ["Columns", "columns", "columns_of", "mint", "mint_batch", "mint_learn
 _SEAL_KEY = secrets.token_bytes(32)  # per process; never stored
 _KEYED = hashlib.blake2b(key=_SEAL_KEY, digest_size=32)  # copied for each hash: the same digest, less set-up
 _LOOSE = json.JSONEncoder(ensure_ascii=False, default=str)  # for values that are not strict JSON (seal only)
+_HEAD = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)  # `_SEALED_FIELDS`: scalars
 _VALIDATED, _UNCHECKED = b"V", b"-"  # a seal's first byte: the payload claim, also hashed
 
 
@@ -118,7 +119,7 @@ def _sealed_text(deltas: Sequence[Delta]) -> str:
     """What a seal covers: each delta's identity, status, counters and times (one JSON list of lists), then a
     NUL and the encoded columns of each delta, NUL-separated. JSON and ISO text hold no raw NUL, so no two
     batches give the same text."""
-    head = _LOOSE.encode(list(map(_SEALED_FIELDS, deltas)))
+    head = _HEAD.encode(list(map(_SEALED_FIELDS, deltas)))
     cols = columns_of(deltas)
     if any([c.payload is None for c in cols]):  # not strict JSON: the seal reads it as loose JSON
         cols = [c if c.payload is not None else c._replace(payload=_LOOSE.encode(d.payload))
