@@ -873,8 +873,7 @@ def _words_lines(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
     joined = "\x00".join(flat) if len(flat) == len(readings) else "\x00".join(map("\x01".join, readings))
     if joined.count("\x00") != len(readings) - 1 or joined.count("\x01") != len(flat) - len(readings):
         return ["\n".join(dict.fromkeys(_word_reading(r) for r in rs)) for rs in readings]  # not our separators
-    # each separator or quote a space, every run of spaces one (as `_words` does; NUL and SOH are not spaces)
-    spaced = " ".join(joined.translate(_SEPARATORS_AS_SPACE).split())
+    spaced = _spaced_words(joined)
     if "\x01" not in spaced:  # one reading per text (the common case): each stripped of its edge spaces
         return spaced.replace(" \x00", "\x00").replace("\x00 ", "\x00").strip(" ").split("\x00")
     out = []
@@ -884,8 +883,20 @@ def _words_lines(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
     return out
 
 
+def _spaced_words(text: str) -> str:
+    """Each separator or quote a space, every run of whitespace one space, none at the ends: `_words`' spacing
+    (NUL and SOH, a batch's separators, are not spaces). ASCII text in whole-string passes."""
+    if not text.isascii():
+        return " ".join(text.translate(_SEPARATORS_AS_SPACE).split())
+    text = text.encode("ascii").translate(_SEPARATORS_AND_WHITESPACE_AS_SPACE).decode("ascii")
+    while "  " in text:
+        text = text.replace("  ", " ")
+    return text.strip(" ")
+
+
 _CAMEL_CLASSES = bytes(97 if 97 <= b <= 122 or 48 <= b <= 57 else 65 if 65 <= b <= 90 else 32 for b in range(256))
 _SEPARATORS_AS_SPACE = str.maketrans({c: " " for c in "\"'`_-."})
+_SEPARATORS_AND_WHITESPACE_AS_SPACE = bytes(32 if chr(b) in "\"'`_-." or chr(b).isspace() else b for b in range(256))
 
 
 def _word_reading(view: str) -> str:

@@ -286,8 +286,9 @@ def test_batch_word_readings_are_the_word_readings():
     """`_words_lines` (camelCase joins found for the whole batch in one pass) is `_words` text by text: on the
     corpus and on random batches of letters, digits, separators and non-ASCII characters."""
     rng = random.Random(5)
-    batches = [TEXTS] + [["".join(rng.choice("aZ0 _-.éA9zq\n\x01") for _ in range(rng.randint(0, 30)))
+    batches = [TEXTS] + [["".join(rng.choice("aZ0 _-.éA9zq\n\x01\t\x0b\x1c'\"`") for _ in range(rng.randint(0, 30)))
                           for _ in range(rng.randint(1, 20))] for _ in range(200)]
-    for texts in batches + [[t.replace("é", "e") for t in b] for b in batches[1:]]:
+    ascii_batches = [[t.replace("é", "e") for t in b] for b in batches[1:]]
+    for texts in batches + ascii_batches + [[t.replace("\x01", "") for t in b] for b in ascii_batches]:
         want = ["\n".join(dict.fromkeys(gates._words(t))) for t in texts]
         assert gates._words_lines(texts, textguard.views_many(texts)) == want
