@@ -71,6 +71,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -163,10 +164,42 @@ class Migration:
     version: int
     name: str
     sql: str
+    edits: tuple[tuple[str, Callable[[str], str]], ...] = ()  # (table, edit of its CREATE text): `_edit_tables`
 
 
 _STATUS_SQL = ", ".join(f"'{s}'" for s in STATUSES)
 _KIND_SQL = ", ".join(f"'{k}'" for k in TIERS)
+
+# `CHECK (column IN (constants))`: SQLite tests it through a temporary table it rebuilds for every row inserted
+# (a third of a learned row's B-tree writes); written as `column = c1 OR column = c2 …` it is the same test.
+_SQL_CONSTANT = re.compile(r"'(?:[^']|'')*'|-?\d+")
+_IN_LIST_CHECK = re.compile(rf"CHECK\s*\(\s*(\w+)\s+IN\s*\(\s*((?:{_SQL_CONSTANT.pattern})"
+                            rf"(?:\s*,\s*(?:{_SQL_CONSTANT.pattern}))*)\s*\)\s*\)", re.IGNORECASE)
+
+
+def _in_lists_as_comparisons(sql: str) -> str:
+    """A CREATE statement with each `CHECK (column IN (constants))` written as comparisons (the same test)."""
+    return _IN_LIST_CHECK.sub(lambda m: "CHECK (" + " OR ".join(f"{m.group(1)} = {c}" for c in
+                                                               _SQL_CONSTANT.findall(m.group(2))) + ")", sql)
+
+
+def _edit_tables(conn: sqlite3.Connection, edits) -> None:
+    """Edit tables' stored CREATE statements in place, SQLite's documented way for what ALTER TABLE cannot
+    change (https://sqlite.org/lang_altertable.html#otheralter: `writable_schema`, then the schema version
+    bumped so every connection reads the new text). Only for edits every stored row satisfies as before (a
+    constraint restated in an equivalent form): the rows are not rewritten or checked again. Inside the
+    migration's transaction."""
+    version = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        for table, edit in edits:
+            (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                  (table,)).fetchone()
+            conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", (edit(sql), table))
+        conn.execute(f"PRAGMA schema_version = {version + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
+
 
 # Append only. Never edit an entry once released: databases in the field recorded it as applied.
 MIGRATIONS: list[Migration] = [
@@ -354,6 +387,8 @@ MIGRATIONS: list[Migration] = [
             embedding_sim REAL, bigram_sim REAL NOT NULL, proposed_at TEXT NOT NULL
         );
     """),
+    Migration(7, "skill_deltas: CHECK IN lists as comparisons (SQLite rebuilds an IN list's table per row written)",
+              "", edits=(("skill_deltas", _in_lists_as_comparisons),)),
 ]
 
 _HISTORY_SQL = """
@@ -762,6 +797,8 @@ class Store:
                     continue
                 for stmt in _statements(m.sql):
                     self.conn.execute(stmt)
+                if m.edits:
+                    _edit_tables(self.conn, m.edits)
                 self.conn.execute("INSERT INTO schema_history (version, name, applied_at) VALUES (?, ?, ?)",
                                   (m.version, m.name, iso(utc_now())))
                 applied.append(m.version)

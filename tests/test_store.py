@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
-from overlay_kit import gates, seal
+from overlay_kit import gates, seal, store as store_module
 from overlay_kit.anchor import Anchor
 from overlay_kit.grammar import RESEARCH_KINDS, Provenance
 from overlay_kit.store import (
@@ -170,6 +170,11 @@ def test_v1_database_migrates_forward_without_rewriting_rows(tmp_path):
         assert a.status == "active" and a.findings == () and a.anchor.section == "replies"
         assert (a.success_count, a.attempt_count) == (4, 5) and a.provenance.turns == ("s1/t2",)
         assert not s.get("delta_b").provenance.trusted
+        sql = s.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'skill_deltas'").fetchone()[0]
+        assert " IN (" not in sql.upper() and "kind = 'example'" in sql and "status = 'archived'" in sql
+        assert s.conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        _refuses_bad_rows(s.conn)
+        s.conn.execute("DELETE FROM skill_deltas WHERE id = 'ok'")
     after = _dump(path, "skill_deltas")
     assert [r[:18] for r in after] == before_rows  # every original column byte-identical
     assert [r[18:20] for r in after] == [("[]", None)] * 2  # findings, embedder_id: their defaults
@@ -342,13 +347,29 @@ def test_a_learned_deltas_undo_token_is_the_store_handles_token():
         assert seal.verify_undo("learn", steps, ids, seal.mint_learn_undos([("x", status), (delta_id, status)])[1])
 
 
+def _refuses_bad_rows(conn):
+    """skill_deltas' CHECKs refuse an unknown status, an unknown kind (at a valid tier) and a tier out of range,
+    and take a valid row."""
+    insert = ("INSERT INTO skill_deltas (id, base_name, scope, kind, tier, anchor, payload, provenance, status, "
+              "created_at) VALUES (?, 'm', 'user', ?, ?, '{}', '{}', '{}', ?, 't')")
+    for bad in (("preference", 3, "bogus"), ("fact", 1, "staged"), ("preference", 0, "staged")):
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
+            conn.execute(insert, ("x", *bad))
+    conn.execute(insert, ("ok", "preference", 3, "staged"))
+
+
 def test_check_constraints_refuse_bad_rows(store):
-    with pytest.raises(sqlite3.IntegrityError):
-        store.conn.execute("INSERT INTO skill_deltas (id, base_name, scope, kind, tier, anchor, payload, provenance,"
-                           " status, created_at) VALUES ('x','m','user','preference',3,'{}','{}','{}','bogus','t')")
-    with pytest.raises(sqlite3.IntegrityError):
-        store.conn.execute("INSERT INTO skill_deltas (id, base_name, scope, kind, tier, anchor, payload, provenance,"
-                           " created_at) VALUES ('x','m','user','fact',0,'{}','{}','{}','t')")
+    _refuses_bad_rows(store.conn)
+
+
+def test_in_list_checks_are_restated_as_comparisons():
+    """Migration 7 rewrites `CHECK (column IN (constants))` as comparisons (SQLite rebuilds an IN list's table
+    for every row inserted), whatever the spacing and case its CREATE text was written with."""
+    sql = ("CREATE TABLE t (k TEXT CHECK (k IN ('a','b')), s TEXT check( s in ( 'it''s' , 'x' ) ), "
+           "w INTEGER CHECK (w IN (0, -1)), j TEXT CHECK (json_valid(j)), n INTEGER CHECK (n BETWEEN 1 AND 3))")
+    assert store_module._in_lists_as_comparisons(sql) == (
+        "CREATE TABLE t (k TEXT CHECK (k = 'a' OR k = 'b'), s TEXT CHECK (s = 'it''s' OR s = 'x'), "
+        "w INTEGER CHECK (w = 0 OR w = -1), j TEXT CHECK (json_valid(j)), n INTEGER CHECK (n BETWEEN 1 AND 3))")
 
 
 def test_search_filters_and_sort_order(store, skill):
