@@ -49,7 +49,7 @@ from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, PREAMBLE, Anchor, parse
-from .common import gc_paused, once
+from .common import find_all, gc_paused, once
 from .display import write_result_html, write_result_text
 from .grammar import (
     RESEARCH_KINDS,
@@ -856,11 +856,7 @@ def _words_lines(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
         starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
         if joined.isascii():  # `_CAMEL` is [a-z0-9][A-Z]: "aA" once lowercase letters and digits read "a"
             flat = joined.encode("ascii").translate(_CAMEL_CLASSES)
-            at, found = flat.find(b"aA"), set()
-            while at >= 0:
-                found.add(bisect_right(starts, at) - 1)
-                at = flat.find(b"aA", at + 1)
-            moved = sorted(found)
+            moved = sorted({bisect_right(starts, at) - 1 for at in find_all(flat, b"aA")})
         else:
             moved = sorted({bisect_right(starts, m.start()) - 1 for m in _CAMEL.finditer(joined)})
     else:

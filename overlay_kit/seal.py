@@ -111,8 +111,8 @@ def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
     return out
 
 
-_SEALED_FIELDS = attrgetter("id", "skill", "kind", "scope", "base_root", "status", "anchor.base_version", "success_count",
-                            "attempt_count", "superseded_by", "approved_at", "last_used_at")
+_SEALED_FIELDS = attrgetter("id", "skill", "kind", "scope", "base_root", "status", "anchor.base_version",
+                            "success_count", "attempt_count", "superseded_by", "approved_at", "last_used_at")
 
 
 def _sealed_text(deltas: Sequence[Delta]) -> str:
@@ -190,7 +190,8 @@ def mint_learn_undos(deltas: Sequence[tuple[str, str]]) -> list[bytes]:
 
 @lru_cache(maxsize=1)
 def _learn_undo_format() -> str:
-    """`_undo_bytes` of a learn's undo as text, its delta id and status (each written as its repr) made format fields."""
+    """`_undo_bytes` of a learn's undo as text, with its delta id and status (each written as its repr) as
+    format fields."""
     return _undo_bytes("learn", (("skill_deltas", "\0", "status", "archived", "\1"),), ("\0",)).decode() \
         .replace(repr("\0"), "{0}").replace(repr("\1"), "{1}")
 

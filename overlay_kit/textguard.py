@@ -25,9 +25,10 @@ import re
 import string
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterator
 from functools import lru_cache
 from itertools import accumulate, chain
+
+from .common import find_all
 
 __all__ = ["block_parser", "block_structure", "fold", "hidden_chars", "is_hidden", "markdown_line", "views", "views_many",
            "visible"]
@@ -231,7 +232,7 @@ def views_many(texts: list[str]) -> list[tuple[str, ...]]:
         starts = list(accumulate([len(b) + len(BATCH_SEP) for b in folded], initial=0))
         shaped = {bisect_right(starts, at) - 1 for at in chain(
             (m.start() for m in _SPLIT_SHAPE.finditer(base.translate(splitters))),
-            _find_all(base.translate(spacers), b"sas"))}
+            find_all(base.translate(spacers), b"sas"))}
         views = list(zip(folded))  # one reading each (split and spacing change nothing) but for `shaped`
         for k in shaped:
             b = folded[k]
@@ -245,9 +246,3 @@ def views_many(texts: list[str]) -> list[tuple[str, ...]]:
 
 _SPLIT_SHAPE = re.compile(rb"- *a")  # on `_batch_tables`' splitter classes: a splitter, spaces, a letter
 
-
-def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
-    at = data.find(needle)
-    while at >= 0:
-        yield at
-        at = data.find(needle, at + 1)
