@@ -83,6 +83,16 @@ def test_batch_views_are_the_views():
     assert textguard.views_many(TEXTS) == [tuple(textguard.views(t)) for t in TEXTS]
 
 
+def test_batch_views_are_the_views_on_random_batches():
+    """Random batches of letters, splitters, spacers and whitespace (the shapes the batch finds across the whole
+    joined batch at once, text edges included): `views_many` is `views`, text by text."""
+    rng = random.Random(6)
+    for _ in range(300):
+        texts = ["".join(rng.choice("ab zI-._*~/ \t\n") for _ in range(rng.randint(0, 12)))
+                 for _ in range(rng.randint(1, 12))]
+        assert textguard.views_many(texts) == [tuple(textguard.views(t)) for t in texts], texts
+
+
 def test_batch_scan_is_the_scan():
     assert injection.scan_many(TEXTS) == [injection.scan(t) for t in TEXTS]
 
