@@ -183,7 +183,7 @@ def _in_lists_as_comparisons(sql: str) -> str:
                                                                _SQL_CONSTANT.findall(m.group(2))) + ")", sql)
 
 
-def _edit_tables(conn: sqlite3.Connection, edits) -> None:
+def _edit_tables(conn: sqlite3.Connection, edits: tuple[tuple[str, Callable[[str], str]], ...]) -> None:
     """Edit tables' stored CREATE statements in place, SQLite's documented way for what ALTER TABLE cannot
     change (https://sqlite.org/lang_altertable.html#otheralter: `writable_schema`, then the schema version
     bumped so every connection reads the new text). Only for edits every stored row satisfies as before (a
