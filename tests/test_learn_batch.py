@@ -281,15 +281,24 @@ def test_a_batch_is_written_in_order_across_insert_statements(tmp_path):
         assert store.get(ids[-1]).payload == {"body": "Keep reply 449 short."}
 
 
-def test_batch_rows_keep_their_nulls_and_values_whichever_columns_are_written_out_as_null(tmp_path):
-    """`_insert_rows` writes a column that is None in every row of a statement as NULL instead of binding it:
-    a table written that way holds exactly the rows given (columns None in all rows, in some, in all but one)."""
-    rows = [(i, None, None if i % 3 else f"v{i}", None, i * 2.5, b"x" if i % 2 else None) for i in range(450)]
-    rows[400:] = [(i, None, None, None, None, None) for i in range(400, 450)]  # last statement: all but one None
+def test_batch_rows_keep_their_values_whichever_columns_are_bound_once_or_written_out_as_null(tmp_path):
+    """`_insert_rows` binds a column that holds one value in every row of a statement once for them all, and
+    writes one that is None in every row as NULL: a table written that way holds exactly the rows given
+    (columns None or one value in all rows, in some, in all but one; equal values of other types: 1, 1.0,
+    True; a statement of one row)."""
+    rows = [(i, None, None if i % 3 else f"v{i}", "same", i * 2.5, b"x" if i % 2 else None, 7) for i in range(450)]
+    rows[400:] = [(i, None, None, "same", None, None, 7) for i in range(400, 450)]  # last statement: all but one
+    rows[5] = (5, None, None, "same", 12.5, b"x", 7.0)  # 7.0 == 7, but stored as REAL
+    rows[300] = (300, None, None, "same", 750.0, None, True)  # True == 1, but bound as a bool is still 1
+    rows[301:400] = [(i, None, None, "same", i * 2.5, None, 1) for i in range(301, 400)]
+    rows.append((450, "one", 1, "row", 1.0, b"", 0))
     with Store.open(tmp_path / "a.db") as store:
-        store.conn.execute("CREATE TABLE t (a, b, c, d, e, f)")
-        store._insert_rows("INSERT INTO t (a, b, c, d, e, f)", rows)
-        assert store.conn.execute("SELECT * FROM t ORDER BY rowid").fetchall() == rows
+        store.conn.execute("CREATE TABLE t (a, b, c, d, e, f, g)")
+        store._insert_rows("INSERT INTO t (a, b, c, d, e, f, g)", rows[:450])
+        store._insert_rows("INSERT INTO t (a, b, c, d, e, f, g)", rows[450:])
+        got = store.conn.execute("SELECT *, typeof(g) FROM t ORDER BY rowid").fetchall()
+    assert [r[:-1] for r in got] == rows
+    assert [r[-1] for r in got[:8]] == ["integer"] * 5 + ["real", "integer", "integer"]  # one 7.0 among 7s
 
 
 def test_batch_word_readings_are_the_word_readings():
