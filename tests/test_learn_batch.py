@@ -197,6 +197,21 @@ def test_what_the_stand_ins_assume_of_python():
     assert not any(re.fullmatch(r"\w", c) for c in re.findall(r"\s", beyond))
 
 
+def test_chunks_of_texts_answer_as_each_text_alone():
+    """`groups_many` reads `CHUNK` texts joined where none may match: random batches of few matching texts
+    (patterns anchored to line ends, word edges, spaces and windows that would match across two texts if
+    joined wrongly) get, text by text, what each text read alone gets."""
+    automaton = patternset.PatternSet([re.compile(r"^rules$", re.M), re.compile(r"\bsend\b"), re.compile(r"a\sb"),
+                                       re.compile(r"x[^.]{0,40}y"), re.compile(r"^new", re.M), re.compile(r"end$")])
+    rng = random.Random(13)
+    pieces = ["rules", "send", "resend", "a", "b", "x", "y", "new", "end", "the", ".", " ", "\n", "\u00e9"]
+    for _ in range(300):
+        texts = ["".join(rng.choice(pieces[3:]) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 90))]
+        for _ in range(rng.randint(0, 3)):
+            texts[rng.randrange(len(texts))] = rng.choice(["rules", "send", "a b", "x-y", "new", "end", "a\nb"])
+        assert automaton.groups_many(texts) == [automaton.groups_many([t])[0] for t in texts]
+
+
 def test_when_re2_reports_no_match_at_all_every_pattern_is_kept(monkeypatch):
     """RE2's set answers "no match" when its DFA gives up: the canary, which matches every text, tells that apart."""
     automaton = patternset.PatternSet([re.compile("zebra"), re.compile("quagga")])
