@@ -31,3 +31,10 @@ def test_block_structure_shortcut_equals_the_full_parse(text):
 @given(st.one_of(texts, ascii_texts))
 def test_hidden_chars_shortcut_equals_the_per_character_check(text):
     assert textguard.hidden_chars(text) == [(i, c) for i, c in enumerate(text) if textguard.is_hidden(c)]
+
+
+def test_plain_ascii_is_ascii_without_a_hidden_character():
+    """`_plain_ascii` (a byte-table pass) on every character up to U+00FF, alone and inside plain text."""
+    for c in map(chr, range(256)):
+        want = c.isascii() and not textguard.is_hidden(c)
+        assert textguard._plain_ascii(c) == textguard._plain_ascii(f"plain {c} text\n") == want, repr(c)
