@@ -814,6 +814,7 @@ class _Batch:
         self.groups: dict[int, frozenset] = {}
         self.views: dict[int, list[tuple[str, ...]]] = {}  # per row: the views of each of its texts
         self.findings: dict[int, tuple[str, ...]] = {}
+        self._read: tuple[list[int], list[str], list[tuple[str, ...]]] | None = None  # `may`'s rows, texts, views
 
     def may(self, idx: list[int]) -> dict[int, frozenset]:
         """Per row: the patterns of the scan (`detectors()`) and of `no_widening` (by their index in
@@ -828,19 +829,28 @@ class _Batch:
             may = _text_patterns().groups_many(["\n".join(lines[a:b]) for a, b in zip(ends, ends[1:])])
             self.views.update((i, views[a:b]) for i, a, b in zip(todo, ends, ends[1:]))
             self.groups.update(zip(todo, may))
+            if self._read is None:
+                self._read = (todo, flat, views)
         return self.groups
 
     def scan(self, idx: list[int]) -> dict[int, tuple[str, ...]]:
         """Per row: the scan findings `stage_trusted` / `quarantine_untrusted` report (`scan_many`)."""
         todo = [i for i in idx if i not in self.findings]
         if todo:
-            may, views, subs = self.may(todo), self.views, self.subs
-            patterns = detectors()
+            may, subs = self.may(todo), self.subs
             owners = [(i, w) for i in todo for w, _ in subs[i]._texts]
-            hits = scan_many([t for i in todo for _, t in subs[i]._texts],
-                             [[patterns[j] for j in sorted(may[i]) if j < len(patterns)] if may[i] else ()
-                              for i, _ in owners],
-                             [v for i in todo for v in views[i]])
+            if self._read is not None and self._read[0] == todo:  # the rows `may` read, in one batch: its lists
+                texts, views = self._read[1], self._read[2]
+            else:
+                texts = [t for i in todo for _, t in subs[i]._texts]
+                views = [v for i in todo for v in self.views[i]]
+            patterns = detectors()
+            if any([may[i] for i in todo]):
+                candidates = [[patterns[j] for j in sorted(may[i]) if j < len(patterns)] if may[i] else ()
+                              for i, _ in owners]
+            else:  # no pattern may match any text of these rows
+                candidates = [()] * len(owners)
+            hits = scan_many(texts, candidates, views)
             found = dict.fromkeys(todo, ())
             for (i, w), h in zip(owners, hits):
                 if h:

@@ -834,7 +834,7 @@ def scan_many(texts: list[str], candidates: list | None = None,
     on every text (tested). `candidates` (per text): a caller's own such verdict over (at least) `detectors()`,
     read on (at least) `reading_lines` — the patterns that may match, or True for "scan it"; `readings`: the
     texts' `views`, if at hand."""
-    texts = [str(t) for t in texts]
+    texts = [t if type(t) is str else str(t) for t in texts]
     if readings is None:
         readings = views_many(texts)
     if candidates is None:
@@ -843,6 +843,8 @@ def scan_many(texts: list[str], candidates: list | None = None,
             [reading_lines(t, r) for t, r in zip(texts, readings)])]
     plain = plain_batchable("\n".join(texts))  # else: a text may hold what only `_scan` finds (hidden characters)
     possible = _intent_possible(readings)
+    if plain and not any(candidates):  # the common case: the intent model alone may find something
+        return [tuple(_intent(r, [])) if intent else () for r, intent in zip(readings, possible)]
     out: list[tuple[str, ...]] = []
     for t, m, r, intent in zip(texts, candidates, readings, possible):
         if m is True:
