@@ -35,7 +35,7 @@ __all__ = ["Columns", "columns", "columns_of", "mint", "mint_batch", "mint_learn
 _SEAL_KEY = secrets.token_bytes(32)  # per process; never stored
 _KEYED = hashlib.blake2b(key=_SEAL_KEY, digest_size=32)  # copied for each hash: the same digest, less set-up
 _LOOSE = json.JSONEncoder(ensure_ascii=False, default=str)  # for values that are not strict JSON (seal only)
-_HEAD = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)  # `_SEALED_FIELDS`: scalars
+_HEAD = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)  # `_SEALED_FIELDS`: no cycles
 _VALIDATED, _UNCHECKED = b"V", b"-"  # a seal's first byte: the payload claim, also hashed
 
 
@@ -111,20 +111,29 @@ def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
     return out
 
 
-_SEALED_FIELDS = attrgetter("id", "skill", "kind", "scope", "base_root", "status", "anchor.base_version",
-                            "success_count", "attempt_count", "superseded_by", "approved_at", "last_used_at")
+_SEALED_FIELDS = tuple(map(attrgetter, ("id", "skill", "kind", "scope", "base_root", "status", "anchor.base_version",
+                                          "success_count", "attempt_count", "superseded_by", "approved_at",
+                                          "last_used_at")))
 
 
 def _sealed_text(deltas: Sequence[Delta]) -> str:
-    """What a seal covers: each delta's identity, status, counters and times (one JSON list of lists), then a
-    NUL and the encoded columns of each delta, NUL-separated. JSON and ISO text hold no raw NUL, so no two
-    batches give the same text."""
-    head = _HEAD.encode(list(map(_SEALED_FIELDS, deltas)))
+    """What a seal covers: the deltas' identities, statuses, counters and times as one JSON list of columns (a
+    field's value for each delta, or `{"all": value}` where every delta holds that one value: a batch's rows
+    share most of them), then a NUL and the encoded columns of each delta, NUL-separated. JSON and ISO text
+    hold no raw NUL, so no two batches give the same text."""
+    n, head = len(deltas), []
+    for field in _SEALED_FIELDS if deltas else ():
+        values = list(map(field, deltas))
+        first = values[0]
+        # one value: equal, and encoded alike (0, 0.0 and False are equal, not alike; str subclasses are alike)
+        one = values.count(first) == n and (first is None or isinstance(first, str) or
+                                            len(set(map(type, values))) == 1)
+        head.append({"all": first} if one else values)
     cols = columns_of(deltas)
     if any([c.payload is None for c in cols]):  # not strict JSON: the seal reads it as loose JSON
         cols = [c if c.payload is not None else c._replace(payload=_LOOSE.encode(d.payload))
                 for d, c in zip(deltas, cols)]
-    return "\x00".join(chain((head,), chain.from_iterable(cols)))
+    return "\x00".join(chain((_HEAD.encode(head),), chain.from_iterable(cols)))
 
 
 def _seal(kind: bytes, deltas: Sequence[Delta], validated: bool) -> bytes:

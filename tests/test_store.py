@@ -307,6 +307,20 @@ def test_a_batch_insert_without_its_seal_is_refused(store, skill):
     assert [d.id for d, _ in stored] == [d.id for d in ds] and len(store.search()) == 3
 
 
+def test_a_batch_seal_tells_apart_values_that_are_equal_but_written_differently(store, skill):
+    """The seal reads a field every delta of a batch holds once (`{"all": value}`): not when one row holds an
+    equal value of another type (False or 0.0 for 0), nor when one row differs at all."""
+    ds = [gates.check(store, skill, "preference", {"body": f"Keep replies short {i}."}, section="replies",
+                      provenance=TRUSTED).delta for i in range(3)]
+    good = seal.mint_batch(ds, validated=True)
+    assert seal.verify_batch(ds, good) and seal.verify_batch([d.evolve() for d in ds], good)
+    for change in ({"success_count": False}, {"attempt_count": 0.0}, {"scope": "team"}, {"superseded_by": ""},
+                   {"approved_at": ds[0].created_at}, {"skill": ds[0].skill + " "}):
+        for at in (0, 2):
+            changed = [d.evolve(**change) if k == at else d for k, d in enumerate(ds)]
+            assert not seal.verify_batch(changed, good), (change, at)
+
+
 def test_a_seal_without_the_validated_claim_gets_the_payload_checked(tmp_path, skill):
     """Custom research rules claim nothing for the payload (`gates._validates`): the store checks it itself, so
     an over-long lesson that such rules accept is refused, one row or a batch."""
