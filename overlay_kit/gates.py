@@ -42,10 +42,11 @@ import math
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate, chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, PREAMBLE, Anchor, parse
@@ -815,6 +816,19 @@ class _Batch:
         self.views: dict[int, list[tuple[str, ...]]] = {}  # per row: the views of each of its texts
         self.findings: dict[int, tuple[str, ...]] = {}
         self._read: tuple[list[int], list[str], list[tuple[str, ...]]] | None = None  # `may`'s rows, texts, views
+        self._values: dict[str, Collection] = {}
+
+    def values(self, field: str) -> Collection:
+        """The values a submission field takes in this batch (any row, decided or not): a rule that reads only
+        rows with some value of it has none to read where the batch holds no such value."""
+        found = self._values.get(field)
+        if found is None:
+            values = list(map(attrgetter(field), self.subs))
+            try:
+                found = self._values[field] = set(values)
+            except TypeError:  # an unhashable value (evidence holding a list): every value, as it is
+                found = self._values[field] = values
+        return found
 
     def may(self, idx: list[int]) -> dict[int, frozenset]:
         """Per row: the patterns of the scan (`detectors()`) and of `no_widening` (by their index in
@@ -929,14 +943,15 @@ def _per_row(rule) -> Callable:
     return many
 
 
-def _where(test, rule) -> Callable:
-    """A batch form that runs `rule` only on the rows `test` picks (the others: `rule` decides nothing)."""
+def _where(field: str, test: Callable, rule) -> Callable:
+    """A batch form that runs `rule` only on the rows whose `field` passes `test` (the others: `rule` decides
+    nothing); none at all where no row of the batch holds such a value (`_Batch.values`)."""
+    get = attrgetter(field)
+
     def many(batch: _Batch, idx: list[int]) -> list:
-        subs = batch.subs
-        picked = list(map(test, map(subs.__getitem__, idx)))
-        if not any(picked):
+        if not any(map(test, batch.values(field))):
             return [None] * len(idx)
-        return [rule(subs[i]) if pick else None for i, pick in zip(idx, picked)]
+        return [rule(p) if test(get(p)) else None for p in map(batch.subs.__getitem__, idx)]
     return many
 
 
@@ -1032,20 +1047,20 @@ def _stage_trusted_many(batch: _Batch, idx: list[int]) -> list:
 
 
 _MANY: dict[Callable, Callable] = {
-    known_kind: _where(lambda p: p.kind != "fact" and p.kind not in TIERS, known_kind),
-    research_only: _where(lambda p: p.kind in RESEARCH_KINDS, research_only),
+    known_kind: _where("kind", lambda kind: kind != "fact" and kind not in TIERS, known_kind),
+    research_only: _where("kind", lambda kind: kind in RESEARCH_KINDS, research_only),
     capability_bearing: _capability_bearing_many,
     payload_shape: _payload_shape_many,
     payload_caps: _payload_caps_many,
     plain_text: _plain_text_many,
-    no_new_tool: _where(lambda p: p.kind == "tool-hint", no_new_tool),
+    no_new_tool: _where("kind", lambda kind: kind == "tool-hint", no_new_tool),
     no_widening: _no_widening_many,
-    write_path_tool: _where(lambda p: p.kind == "tool-hint", write_path_tool),
-    quotes_evidence: _where(lambda p: bool(p.evidence), quotes_evidence),
+    write_path_tool: _where("kind", lambda kind: kind == "tool-hint", write_path_tool),
+    quotes_evidence: _where("evidence", bool, quotes_evidence),
     known_section: _known_section_many,
-    untrusted_fact: _where(lambda p: p.kind == "fact", untrusted_fact),
-    incognito: _where(lambda p: p.incognito, incognito),
-    route_fact: _where(lambda p: p.kind == "fact", route_fact),
+    untrusted_fact: _where("kind", lambda kind: kind == "fact", untrusted_fact),
+    incognito: _where("incognito", bool, incognito),
+    route_fact: _where("kind", lambda kind: kind == "fact", route_fact),
     quarantine_untrusted: _quarantine_untrusted_many,
     stage_trusted: _stage_trusted_many,
 }

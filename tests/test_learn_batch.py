@@ -266,6 +266,20 @@ def test_decide_many_is_decide_row_by_row(tmp_path, research):
     assert len({v.rule for v, _ in got}) >= 12  # the batch reached most rules, not one shortcut
 
 
+def test_a_batch_holding_an_unhashable_field_value_meets_the_rule_decide_meets(tmp_path):
+    """`_Batch.values` keeps a field's values as a list where one cannot be hashed (evidence holding a list):
+    the batch reaches the same rule as `decide`, which refuses such evidence with the same error."""
+    rows = [gates.Lesson("preference", {"body": "Keep replies short."}, "replies", TRUSTED, "user", (["x"],)),
+            gates.Lesson("preference", {"body": "Keep replies brief."}, "replies", TRUSTED)]
+    with Store.open(tmp_path / "a.db") as store:
+        subs = gates._submissions(store, SKILL, rows, None)
+        with pytest.raises(TypeError) as one:
+            gates.decide(subs[0])
+        with pytest.raises(TypeError) as many:
+            gates.decide_many(subs)
+        assert str(many.value) == str(one.value) and gates.decide_many(subs[1:]) == [gates.decide(subs[1])]
+
+
 def test_learn_many_is_learn_row_by_row(tmp_path):
     rows = ROWS[:800]
     with Store.open(tmp_path / "one.db") as a, Store.open(tmp_path / "many.db") as b:
