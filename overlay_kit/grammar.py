@@ -94,14 +94,16 @@ def new_delta_id() -> str:
 
 def new_delta_ids(n: int) -> list[str]:
     """`n` ids of `new_delta_id`'s form and distribution (the first 8 bytes of a uuid4: 60 random bits, the
-    version nibble 4), drawn with one `os.urandom` call; through `uuid.uuid4` while a study has replaced it."""
+    version nibble 4), drawn with one `os.urandom` call (through `uuid.uuid4` while a study has replaced it),
+    in ascending order: a batch's rows then enter the id indexes in key order (a quarter less time writing a
+    learn batch than at random places; which row gets which id says nothing either way)."""
     import os
     import uuid
 
     if getattr(uuid.uuid4, "__module__", None) != "uuid" or getattr(uuid.uuid4, "__name__", None) != "uuid4":
-        return [new_delta_id() for _ in range(n)]  # a seeded study (studies.deploy): its draws, in order
+        return sorted([new_delta_id() for _ in range(n)])  # a seeded study (studies.deploy): its draws
     raw = os.urandom(8 * n).hex()
-    return [f"delta_{raw[k:k + 12]}4{raw[k + 13:k + 16]}" for k in range(0, 16 * n, 16)]
+    return sorted([f"delta_{raw[k:k + 12]}4{raw[k + 13:k + 16]}" for k in range(0, 16 * n, 16)])
 
 
 @lru_cache(maxsize=None)

@@ -183,9 +183,12 @@ def test_batch_ids_have_the_form_of_single_ones(monkeypatch):
     form = re.compile(r"delta_[0-9a-f]{12}4[0-9a-f]{3}")  # the first 8 bytes of a uuid4
     ids = new_delta_ids(500)
     assert all(form.fullmatch(i) for i in ids + [new_delta_id()]) and len(set(ids)) == 500
+    assert ids == sorted(ids) and len({i[6] for i in ids}) == 16  # in key order, drawn over the whole range
     drawn = iter(range(1, 10))  # a seeded study replaces uuid.uuid4: the batch draws through it, in order
     monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=next(drawn) << 64, version=4))
     assert new_delta_ids(2) == [f"delta_{uuid.UUID(int=k << 64, version=4).hex[:16]}" for k in (1, 2)]
+    drawn = iter(range(9, 0, -1))
+    assert new_delta_ids(2) == [f"delta_{uuid.UUID(int=k << 64, version=4).hex[:16]}" for k in (8, 9)]
 
 
 def test_the_collector_is_back_as_it_was_after_a_batch(store):
