@@ -70,7 +70,6 @@ from .grammar import (
     validate_fact,
 )
 from .injection import detectors, pattern_set, reading_lines, scan, scan_many
-from .metrics import wilson_lower_bound
 from .seal import mint, mint_batch
 from .skill import PERMISSION_DOMAINS, Permission, Skill
 from .textguard import block_structure, views, views_many
@@ -1118,6 +1117,8 @@ def promote(store: "Store", delta_id: str, min_samples: int = 5, threshold: floa
     d = store.get(delta_id)
     n, k = d.attempt_count, d.success_count
     rate = k / n if n else 0.0
+    from .metrics import wilson_lower_bound  # here: `metrics` imports numpy, which a write does not need
+
     score = wilson_lower_bound(k, n, z) if wilson else rate
 
     def no(reason: str) -> Promotion:

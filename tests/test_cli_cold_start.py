@@ -4,6 +4,7 @@ and the verb imports no module it does not use. (The time is measured by benchma
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -168,6 +169,23 @@ def test_resolve_with_90_learned_lines_loads_no_heavy_module(tmp_path):
     assert (out, err) == (first_out, first_err) and out.count("- Lesson ") == 90
     loaded, out_json, _ = _run(*argv, "--json")
     assert loaded == [] and '"applied"' in out_json
+
+
+def test_learning_from_a_file_loads_no_embedder_stack(tmp_path):
+    """`learn --from` runs the gates and the store: not numpy (promotion's interval is imported where it is
+    used), the embedders, fuzzy matching, the retrieval or rebase modules."""
+    skill_dir, db = tmp_path / "mail", tmp_path / "o.db"
+    skill_dir.mkdir()
+    (skill_dir / "SKILL.md").write_text("---\nname: mail\ndescription: Mail.\n---\n# Mail\n\n## Replies\n\nShort.\n",
+                                        encoding="utf-8")
+    lessons = tmp_path / "lessons.jsonl"
+    lessons.write_text("".join(json.dumps({"kind": "preference", "payload": {"body": f"Keep reply {i} short."},
+                                           "section": "replies", "provenance": TRUSTED}) + "\n" for i in range(3)),
+                       encoding="utf-8")
+    loaded, out, _ = _run("learn", str(skill_dir), "--from", str(lessons), "--db", str(db))
+    assert "3 lessons: 3 staged" in out
+    assert not set(loaded) & {"numpy", "rapidfuzz", "faiss", "torch", "sentence_transformers", "wordllama",
+                              "overlay_kit.rebase", "overlay_kit.retrieval"}, loaded
 
 
 @settings(max_examples=3000, deadline=None)
