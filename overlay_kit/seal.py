@@ -111,9 +111,8 @@ def columns_of(deltas: Sequence[Delta]) -> list[Columns]:
     return out
 
 
-_SEALED_FIELDS = tuple(map(attrgetter, ("id", "skill", "kind", "scope", "base_root", "status", "anchor.base_version",
-                                          "success_count", "attempt_count", "superseded_by", "approved_at",
-                                          "last_used_at")))
+_SEALED_FIELDS = attrgetter("id", "skill", "kind", "scope", "base_root", "status", "anchor.base_version",
+                            "success_count", "attempt_count", "superseded_by", "approved_at", "last_used_at")
 
 
 def _sealed_text(deltas: Sequence[Delta]) -> str:
@@ -122,8 +121,7 @@ def _sealed_text(deltas: Sequence[Delta]) -> str:
     share most of them), then a NUL and the encoded columns of each delta, NUL-separated. JSON and ISO text
     hold no raw NUL, so no two batches give the same text."""
     n, head = len(deltas), []
-    for field in _SEALED_FIELDS if deltas else ():
-        values = list(map(field, deltas))
+    for values in zip(*map(_SEALED_FIELDS, deltas)):  # each delta read once (a batch's objects span megabytes)
         first = values[0]
         # one value: equal, and encoded alike (0, 0.0 and False are equal, not alike; str subclasses are alike)
         one = values.count(first) == n and (first is None or isinstance(first, str) or
