@@ -2,7 +2,7 @@
 mints one for each delta (or batch of deltas) it writes; `store` verifies it on insert, so a row built by hand
 cannot enter the overlay. Its own module because both sides need it and the store sits below the gates.
 
-A seal is a keyed BLAKE2b hash (the key lives in this process only) of the sealed deltas: every field the store
+A seal is an HMAC-SHA-256 (the key lives in this process only) of the sealed deltas: every field the store
 writes from a delta — its identity, status, counters and times as one JSON list, then its encoded columns
 (`columns`: the canonical JSON the store writes, encoded once per delta and kept on it, as
 `Delta.shaped_payload` is). `mint` seals one delta, `mint_batch` a whole batch in one hash.
@@ -33,7 +33,10 @@ __all__ = ["Columns", "columns", "columns_of", "mint", "mint_batch", "mint_learn
 
 
 _SEAL_KEY = secrets.token_bytes(32)  # per process; never stored
-_KEYED = hashlib.blake2b(key=_SEAL_KEY, digest_size=32)  # copied for each hash: the same digest, less set-up
+# Copied for each MAC (the same digest, less set-up). A seal hashes a batch's text (kilobytes a row): SHA-256, which
+# OpenSSL runs on the CPU's SHA instructions, 2.5x faster there; an undo token, ~100 bytes: BLAKE2b's set-up is less.
+_SEALING = hmac.new(_SEAL_KEY, digestmod="sha256")
+_KEYED = hashlib.blake2b(key=_SEAL_KEY, digest_size=32)
 _LOOSE = json.JSONEncoder(ensure_ascii=False, default=str)  # for values that are not strict JSON (seal only)
 _HEAD = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)  # `_SEALED_FIELDS`: no cycles
 _VALIDATED, _UNCHECKED = b"V", b"-"  # a seal's first byte: the payload claim, also hashed
@@ -136,7 +139,7 @@ def _sealed_text(deltas: Sequence[Delta]) -> str:
 
 def _seal(kind: bytes, deltas: Sequence[Delta], validated: bool) -> bytes:
     claim = _VALIDATED if validated else _UNCHECKED
-    h = _KEYED.copy()
+    h = _SEALING.copy()
     h.update(claim + kind + _sealed_text(deltas).encode("utf-8", "surrogatepass"))
     return claim + h.digest()
 
