@@ -816,6 +816,18 @@ class _Batch:
         self.findings: dict[int, tuple[str, ...]] = {}
         self._read: tuple[list[int], list[str], list[tuple[str, ...]]] | None = None  # `may`'s rows, texts, views
         self._values: dict[str, Collection] = {}
+        self._texts: tuple[list, list[str]] | None = None
+
+    def texts(self, idx: list[int]) -> tuple[list[tuple[tuple[str, str], ...]], list[str]]:
+        """For rows `idx` (ascending, as rules are asked): each row's (field, text) pairs (`Submission.texts`),
+        and all their texts in order. Read once for the whole batch."""
+        if self._texts is None:
+            fields = [p._texts for p in self.subs]
+            self._texts = (fields, [t for f in fields for _, t in f])
+        if len(idx) == len(self.subs):  # every row
+            return self._texts
+        fields = [self._texts[0][i] for i in idx]
+        return fields, [t for f in fields for _, t in f]
 
     def values(self, field: str) -> Collection:
         """The values a submission field takes in this batch (any row, decided or not): a rule that reads only
@@ -834,8 +846,7 @@ class _Batch:
         `_text_patterns`) that may match one of its texts or a reading of one (any other cannot)."""
         todo = [i for i in idx if i not in self.groups]
         if todo:
-            fields = [self.subs[i]._texts for i in todo]
-            flat = [t for f in fields for _, t in f]
+            fields, flat = self.texts(todo)
             views = views_many(flat)
             lines = [reading_lines(t, (*v, w)) for t, v, w in zip(flat, views, _words_lines(flat, views))]
             ends = list(accumulate(map(len, fields), initial=0))
@@ -850,12 +861,12 @@ class _Batch:
         """Per row: the scan findings `stage_trusted` / `quarantine_untrusted` report (`scan_many`)."""
         todo = [i for i in idx if i not in self.findings]
         if todo:
-            may, subs = self.may(todo), self.subs
-            owners = [(i, w) for i in todo for w, _ in subs[i]._texts]
-            if self._read is not None and self._read[0] == todo:  # the rows `may` read, in one batch: its lists
-                texts, views = self._read[1], self._read[2]
+            may = self.may(todo)
+            fields, texts = self.texts(todo)
+            owners = [(i, w) for i, f in zip(todo, fields) for w, _ in f]
+            if self._read is not None and self._read[0] == todo:  # the rows `may` read, in one batch: its views
+                views = self._read[2]
             else:
-                texts = [t for i in todo for _, t in subs[i]._texts]
                 views = [v for i in todo for v in self.views[i]]
             patterns = detectors()
             if any([may[i] for i in todo]):
@@ -994,8 +1005,12 @@ def _plain_text_many(batch: _Batch, idx: list[int]) -> list:
     (`_one_plain_line`: the rule finds nothing in those). When no text of those rows holds a line break and
     each opens with a letter or digit, every one is such a line: one pass for the batch."""
     subs = batch.subs
-    rows = [(i, p._texts) for i in idx if (p := subs[i]).kind != "fact" and p.kind != "tool-hint"]
-    texts = [t for _, ts in rows for _, t in ts]
+    if any(kind in ("fact", "tool-hint") for kind in batch.values("kind")):
+        rows = [(i, p._texts) for i in idx if (p := subs[i]).kind != "fact" and p.kind != "tool-hint"]
+        texts = [t for _, ts in rows for _, t in ts]
+    else:  # every row's texts
+        fields, texts = batch.texts(idx)
+        rows = list(zip(idx, fields))
     firsts = "".join([t[:1] for t in texts])
     joined = "".join(texts)
     if len(firsts) == len(texts) and firsts.isalnum() and "\n" not in joined and "\r" not in joined:
