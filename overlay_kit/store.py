@@ -79,8 +79,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from functools import cached_property, lru_cache
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, repeat
+from operator import attrgetter, is_, itemgetter
 from pathlib import Path
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -447,6 +447,10 @@ class Undo:
 
 
 _UNDO = fields_of(Undo, {"op": "learn", "steps": (), "ids": (), "token": b""})  # a learned delta's handle
+# What `_insert_deltas` reads of each delta, in one pass (the payload last: compared with the canonical form)
+_STORED_FIELDS = attrgetter("id", "skill", "base_root", "anchor.base_version", "scope", "kind", "status",
+                            "success_count", "attempt_count", "approved_at", "last_used_at", "provenance.source",
+                            "payload")
 
 
 @dataclass(frozen=True)
@@ -547,6 +551,20 @@ def _canonical(kind: str, text: str, payload: dict) -> None:
         _CANONICAL.clear()
     flat = all(v is None or isinstance(v, (str, int, float, bool)) for v in payload.values())
     _CANONICAL[(kind, text)] = dict(payload) if flat else None
+
+
+def _canonical_many(kinds: Sequence[str], texts: Sequence[str], payloads: Sequence[dict]) -> None:
+    """`_canonical` for a batch's rows; strings only (the common case): JSON gives back just these, kept as they
+    are (copies) without a parse."""
+    if len(_CANONICAL) + len(texts) > _CANONICAL_MAX:
+        _CANONICAL.clear()
+    if all([type(p) is dict for p in payloads]) and \
+            {type(v) for v in chain.from_iterable(map(dict.values, payloads))} <= {str}:
+        _CANONICAL.update(zip(zip(kinds, texts), map(dict, payloads)))
+        return
+    for kind, text, payload in zip(kinds, texts, payloads):
+        if payload == json.loads(text):
+            _canonical(kind, text, payload)
 
 
 def _payload(kind: str, text: str) -> dict:
@@ -957,47 +975,45 @@ class Store:
         """Private: `_insert_delta` for a batch: the gates' one seal for exactly these deltas (`mint_batch`),
         then `_starts` for every row, before anything is written; rows and audit rows written with multi-row
         INSERTs (`_insert_rows`) in one transaction. The JSON columns are the ones the seal covers
-        (`seal.columns`), encoded once. Returns each delta as stored, with its undo."""
+        (`seal.columns`), encoded once; the rows are put together column by column (each delta read once: a
+        batch's objects span megabytes). Returns each delta as stored, with its undo."""
         if not deltas:
             return []
         if not verify_batch(deltas, seal):
             raise GateBypassError(f"learn batch of {len(deltas)}: writes go through overlay_kit.gates.learn_many; "
                                   "this batch has no valid gate seal")
-        validated, starts, canonical = sealed_validated(seal), self._starts, _CANONICAL
-        tokens = mint_learn_undos([(d.id, d.status) for d in deltas])  # what `_handle` issues for each
-        rows, audit, out = [], [], []
-        for delta, cols, token in zip(deltas, columns_of(deltas), tokens):
-            payload = starts(delta, validated)
-            status, did, kind = delta.status, delta.id, delta.kind
-            approved = delta.approved_at or (utc_now() if status == "active" else None)
+        validated, starts = sealed_validated(seal), self._starts
+        payloads = [starts(d, validated) for d in deltas]  # every row checked before anything is built
+        ids, skills, roots, versions, scopes, kinds, statuses, succ, att, approved, last, sources, given = \
+            zip(*map(_STORED_FIELDS, deltas))  # column by column; each delta read once
+        anchors, texts, provenances, created, findings = zip(*columns_of(deltas))
+        if not all(map(is_, payloads, given)):  # the store's canonical form differs from the delta's (unvalidated)
+            texts = [t if t is not None and p == g else dumps(p) for t, p, g in zip(texts, payloads, given)]
+        elif None in texts:
+            texts = [t if t is not None else dumps(p) for t, p in zip(texts, payloads)]
+        if "active" in statuses:  # an active delta is approved when it is written
+            now = utc_now()
+            approved = [a or (now if st == "active" else None) for a, st in zip(approved, statuses)]
+        reasons = {pair: f"learned {pair[0]} from {pair[1]}" for pair in set(zip(kinds, sources))}
+        rows = list(zip(ids, skills, roots, versions, scopes, kinds, map(TIERS.__getitem__, kinds), anchors, texts,
+                        provenances, statuses, succ, att, repeat(None), created, map(iso, approved), map(iso, last),
+                        findings))
+        audit = list(zip(ids, repeat("gates"), created, repeat(None), statuses,
+                         map(reasons.__getitem__, zip(kinds, sources))))
+        out = []
+        for delta, payload, when, undo in zip(deltas, payloads, approved, self._learn_undos(ids, statuses)):
             same = payload is delta.payload or payload == delta.payload
-            text = cols.payload if same and cols.payload is not None else dumps(payload)
-            rows.append((did, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, kind,
-                         TIERS[kind], cols.anchor, text, cols.provenance, status, delta.success_count,
-                         delta.attempt_count, None, cols.created_at, approved and iso(approved),
-                         delta.last_used_at and iso(delta.last_used_at), cols.findings))
-            audit.append((did, "gates", cols.created_at, None, status,
-                          f"learned {kind} from {delta.provenance.source}"))
-            stored = delta if (approved is delta.approved_at and same) else \
-                replace(delta, payload=payload, approved_at=approved)
+            stored = delta if when is delta.approved_at and same else replace(delta, payload=payload, approved_at=when)
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
-            if len(canonical) >= _CANONICAL_MAX:
-                canonical.clear()
-            if all([type(v) is str for v in payload.values()]):  # strings only: JSON gives back just these
-                canonical[(kind, text)] = dict(payload)  # read back without a shape check (`_canonical`)
-            elif payload == json.loads(text):
-                _canonical(kind, text, payload)  # this row need not be shape-checked when read back
-            undo = _UNDO.copy()
-            undo["steps"], undo["ids"], undo["token"] = \
-                (("skill_deltas", did, "status", "archived", status),), (did,), token
-            out.append((stored, made(Undo, undo)))
+            out.append((stored, undo))
+        _canonical_many(kinds, texts, payloads)  # these rows need not be shape-checked when read back
         with self.transaction():
             try:
                 self._insert_rows(f"INSERT INTO skill_deltas ({_DELTA_COLUMNS})", rows)
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"learn batch of {len(rows)}: {exc}") from exc
             self._insert_rows("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason)", audit)
-            self._changed.extend(r[0] for r in rows)
+            self._changed.extend(ids)
         return out
 
     def _insert_rows(self, insert: str, rows: list[tuple]) -> None:
@@ -1262,6 +1278,16 @@ class Store:
     _UNDOABLE = {("skill_deltas", "status"), ("skill_deltas", "approved_at"), ("skill_deltas", "superseded_by"),
                  ("skill_deltas", "last_used_at"), ("skill_deltas", "resident"), ("skill_deltas", "anchor"),
                  ("skill_deltas", "base_version"), ("learned_facts", "status")}
+
+    @staticmethod
+    def _learn_undos(ids: Sequence[str], statuses: Sequence[str]) -> list[Undo]:
+        """`_handle("learn", ...)` for each learned delta (id, status): the handle that archives it."""
+        out = []
+        for did, status, token in zip(ids, statuses, mint_learn_undos(list(zip(ids, statuses)))):
+            f = _UNDO.copy()
+            f["steps"], f["ids"], f["token"] = (("skill_deltas", did, "status", "archived", status),), (did,), token
+            out.append(made(Undo, f))
+        return out
 
     @staticmethod
     def _handle(op: str, steps: tuple, ids: tuple = ()) -> Undo:
