@@ -777,7 +777,7 @@ def detectors() -> tuple[re.Pattern, ...]:
     """Every compiled pattern of this module, the tables above included (found by looking, not listed by
     hand): what the batch automaton of `scan_many` must cover, so that a pattern added above is never
     skipped by it."""
-    return _detectors(tuple(id(v) for v in globals().values()))
+    return _detectors(tuple(map(id, globals().values())))
 
 
 @lru_cache(maxsize=1)
