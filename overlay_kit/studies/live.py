@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..gates import wilson_lower_bound
+from ..metrics import wilson_lower_bound
 from ..llm.client import Cassette, LemonadeClient, LLMError, Skipped
 from ..store import Store
 from ..surfaces.knowledge import KnowledgeBase, LLMSummarizer
