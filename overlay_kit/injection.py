@@ -876,7 +876,9 @@ def _intent_possible(readings: list[tuple[str, ...]]) -> list[bool]:
         present = vocab.intersection(piece.split())
         found: set[str] = set()
         for w in present:
-            for need, families in by_key[w]:
+            alone, phrases = by_key[w]
+            found |= alone
+            for need, families in phrases:
                 if need <= present:
                     found.update(families)
         out[k] = _intent_bound_open(frozenset(found))
@@ -898,8 +900,8 @@ def _intent_bound_open(families: frozenset[str]) -> bool:
 def _intent_index(*_key) -> tuple[dict[str, tuple], frozenset[str], float, dict[str, float]]:
     """The phrases that can raise the bound (a family with a positive weight, or one that pairs with
     `rules_noun`), each as (its words, its families) under its key: the word that the fewest such phrases
-    hold. Returns them by key (every word of them a key, most with no phrase), their words, the bias and the
-    weights."""
+    hold. Returns them by key (every word of them a key, most with no phrase) as (the families of its
+    one-word phrase, if any: present with it; its longer phrases), their words, the bias and the weights."""
     weights = dict(_INTENT_WEIGHTS)
     raising = {f for f, w in weights.items() if w > 0} | {"rules_noun", *_WITH_RULES}
     phrases = [(frozenset(p.split()), fams) for p, fams in _PHRASES.items()
@@ -911,7 +913,9 @@ def _intent_index(*_key) -> tuple[dict[str, tuple], frozenset[str], float, dict[
     by_key: dict[str, list] = {w: [] for w in holders}
     for need, fams in phrases:
         by_key[min(sorted(need), key=holders.__getitem__)].append((need, fams))
-    return {w: tuple(v) for w, v in by_key.items()}, frozenset(holders), _INTENT_BIAS, weights
+    return ({w: (frozenset(f for need, fams in v if len(need) == 1 for f in fams),
+                 tuple((need, fams) for need, fams in v if len(need) > 1)) for w, v in by_key.items()},
+            frozenset(holders), _INTENT_BIAS, weights)
 
 
 # `_tokens` reads [a-z0-9]+ runs: every other ASCII byte a space (NUL, the batch separator, kept)
