@@ -69,7 +69,7 @@ from .grammar import (
     utc_now,
     validate_fact,
 )
-from .injection import detectors, pattern_set, reading_lines, scan, scan_many
+from .injection import detectors, pattern_set, scan, scan_many
 from .seal import mint, mint_batch
 from .skill import PERMISSION_DOMAINS, Permission, Skill
 from .textguard import block_structure, views, views_many
@@ -848,9 +848,16 @@ class _Batch:
         if todo:
             fields, flat = self.texts(todo)
             views = views_many(flat)
-            lines = [reading_lines(t, (*v, w)) for t, v, w in zip(flat, views, _words_lines(flat, views))]
-            ends = list(accumulate(map(len, fields), initial=0))
-            may = _text_patterns().groups_many(["\n".join(lines[a:b]) for a, b in zip(ends, ends[1:])])
+            words = _words_lines(flat, views)
+            ends = list(accumulate(map(len, fields), initial=0))  # each row's texts: flat[ends[k]:ends[k + 1]]
+            if sum(map(len, views)) == len(views):  # one view a text (the common case): three lines each
+                lines = list(chain.from_iterable(zip(flat, chain.from_iterable(views), words)))
+                line_ends = [3 * e for e in ends]
+            else:
+                lines = [line for t, v, w in zip(flat, views, words) for line in (t, *v, w)]
+                per_text = list(accumulate((2 + len(v) for v in views), initial=0))
+                line_ends = [per_text[e] for e in ends]
+            may = _text_patterns().groups_of(lines, line_ends)  # each text's `reading_lines`, row by row
             self.views.update((i, views[a:b]) for i, a, b in zip(todo, ends, ends[1:]))
             self.groups.update(zip(todo, may))
             if self._read is None:

@@ -3,6 +3,7 @@
 
     s = PatternSet([pattern, ...])
     s.groups_many(texts)   # per text: the indices of the patterns that may match some line of it
+    s.groups_of(lines, ends)   # the same, of texts given as their lines
 
 Each Python pattern is translated from its own parse tree (`re._parser`) into RE2 syntax that accepts at least
 what it accepts: every single-character node (a literal, a class, `.`, `\\s`, with its flags) becomes the exact set
@@ -24,6 +25,7 @@ that matches every text tells that apart, and such a text keeps every pattern.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 import re2
@@ -217,18 +219,25 @@ class PatternSet:
 
     def groups_many(self, texts: list[str]) -> list[frozenset[int]]:
         """Per text: the indices of the patterns that may match some line of it (every index where RE2's DFA
-        gave up). Texts are read `CHUNK` at a time, joined by newlines (a match in one of them is a match of
-        the joined text): where no pattern may match the chunk, none may match any of its texts; else each of
-        its texts is read alone."""
+        gave up)."""
+        return self.groups_of(texts, range(len(texts) + 1))
+
+    def groups_of(self, lines: Sequence[str], ends: Sequence[int]) -> list[frozenset[int]]:
+        """`groups_many` of texts given as their lines: text k is `lines[ends[k]:ends[k + 1]]` joined by
+        newlines. Texts are read `CHUNK` at a time, joined (a match in one of them is a match of the joined
+        text): where no pattern may match the chunk, none may match any of its texts; else each of its texts
+        is read alone."""
+        n = len(ends) - 1
         if self._set is None:
-            return [self.everything] * len(texts)
+            return [self.everything] * n
         out: list[frozenset[int]] = []
-        for at in range(0, len(texts), CHUNK):
-            chunk = texts[at:at + CHUNK]
-            if len(chunk) > 1 and self._set.Match(stand_ins("\n".join(chunk)).encode("ascii")) == [self._canary]:
-                out.extend([self.always] * len(chunk))
+        for at in range(0, n, CHUNK):
+            last = min(at + CHUNK, n)
+            if last - at > 1 and self._set.Match(stand_ins("\n".join(lines[ends[at]:ends[last]])).encode("ascii")) \
+                    == [self._canary]:
+                out.extend([self.always] * (last - at))
             else:
-                out.extend(map(self._groups, chunk))
+                out.extend([self._groups("\n".join(lines[ends[k]:ends[k + 1]])) for k in range(at, last)])
         return out
 
     def _groups(self, text: str) -> frozenset[int]:
