@@ -579,18 +579,22 @@ def _new_deltas(accepted: list[tuple[Submission, Verdict]], ids: Iterable[str]) 
     raising if malformed), the section's anchor, the verdict's status and findings; `created_at` read per row,
     so a batch renders in the order it was learned."""
     out = []
-    anchors: dict = {}
+    skills: dict = {}  # per skill (a batch has one): its fields' template and its sections' anchors
     for (p, verdict), delta_id in zip(accepted, ids):
         payload = p.canonical
         if payload is None:
             payload = check_shape(p.kind, p.payload)  # raises: not well-shaped
         skill = p.skill
-        anchor = anchors.get((id(skill), p.section))
+        known = skills.get(id(skill))
+        if known is None:
+            known = skills[id(skill)] = (_DELTA | {"skill": skill.name, "base_root": skill.root}, {})
+        template, anchors = known
+        anchor = anchors.get(p.section)
         if anchor is None:
-            anchor = anchors[id(skill), p.section] = _anchor(skill, p.section)
-        f = _DELTA.copy()
-        f["skill"], f["kind"], f["payload"], f["anchor"], f["provenance"], f["scope"], f["base_root"] = \
-            skill.name, p.kind, payload, anchor, p.provenance, p.scope, skill.root
+            anchor = anchors[p.section] = _anchor(skill, p.section)
+        f = template.copy()
+        f["kind"], f["payload"], f["anchor"], f["provenance"], f["scope"] = \
+            p.kind, payload, anchor, p.provenance, p.scope
         f["status"], f["id"], f["created_at"], f["findings"] = verdict.outcome, delta_id, utc_now(), verdict.findings
         out.append(made(Delta, f))
     return out
@@ -751,9 +755,16 @@ def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: Gate
                 results[i] = _result(verdict, warnings)
         deltas = _new_deltas([(subs[i], decided[i][0]) for i in accepted], new_delta_ids(len(accepted)))
         stored = store._insert_deltas(deltas, mint_batch(deltas, validated=_validates(rules)))
+    templates: dict = {}  # per (verdict, warnings): the result's fields but its delta and undo (a batch has few)
     for i, (delta, undo) in zip(accepted, stored):
         verdict, warnings = decided[i]
-        results[i] = _result(verdict, warnings, delta, undo)
+        key = (id(verdict), id(warnings))
+        template = templates.get(key)
+        if template is None:
+            template = templates[key] = _result(verdict, warnings, delta, undo).__dict__
+        f = template.copy()
+        f["delta"], f["undo"] = delta, undo
+        results[i] = made(WriteResult, f)
     return results  # type: ignore[return-value]
 
 
