@@ -1069,12 +1069,16 @@ def _known_section_many(batch: _Batch, idx: list[int]) -> list:
 
 def _quarantine_untrusted_many(batch: _Batch, idx: list[int]) -> list:
     subs = batch.subs
+    if all([Provenance(source).trusted for source in batch.values("provenance.source")]):
+        return [None] * len(idx)  # every row's provenance is trusted: nothing here to quarantine
     findings = batch.scan([i for i in idx if not subs[i].provenance.trusted])
     return [None if subs[i].provenance.trusted else _quarantined(subs[i], findings[i]) for i in idx]
 
 
 def _stage_trusted_many(batch: _Batch, idx: list[int]) -> list:
     findings = batch.scan(idx)
+    if not any(batch.values("auto_approve")) and not any([findings[i] for i in idx]):
+        return [_STAGED] * len(idx)  # what `_staged` gives each of them
     return [_staged(batch.subs[i], findings[i]) for i in idx]
 
 

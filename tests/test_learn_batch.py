@@ -285,6 +285,20 @@ def test_a_batch_holding_an_unhashable_field_value_meets_the_rule_decide_meets(t
         assert str(many.value) == str(one.value) and gates.decide_many(subs[1:]) == [gates.decide(subs[1])]
 
 
+@pytest.mark.parametrize("auto_approve", [False, True])
+def test_a_batch_of_trusted_lessons_is_decided_as_row_by_row(tmp_path, auto_approve):
+    """The batch shortcuts for a batch whose every provenance is trusted (nothing to quarantine) and whose
+    findings are all empty (each row staged, or active under auto-approve) give `decide`'s verdicts: with and
+    without a flagged lesson among them."""
+    texts = [t for t in TEXTS if t.isascii()][:300]
+    rows = [gates.Lesson("preference", {"body": t[:300]}, SLUGS[k % len(SLUGS)], TRUSTED) for k, t in enumerate(texts)]
+    with Store.open(tmp_path / "a.db", auto_approve=auto_approve) as store:
+        for batch in (rows, [r for r in rows if not injection.scan(r.payload["body"])]):
+            subs = gates._submissions(store, SKILL, batch, None)
+            assert gates.decide_many(subs) == [gates.decide(p) for p in subs]
+    assert any(injection.scan(r.payload["body"]) for r in rows) and not all(injection.scan(r.payload["body"]) for r in rows)
+
+
 def test_learn_many_is_learn_row_by_row(tmp_path):
     rows = ROWS[:800]
     with Store.open(tmp_path / "one.db") as a, Store.open(tmp_path / "many.db") as b:
