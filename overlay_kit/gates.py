@@ -828,6 +828,13 @@ class _Batch:
         self._read: tuple[list[int], list[str], list[tuple[str, ...]]] | None = None  # `may`'s rows, texts, views
         self._values: dict[str, Collection] = {}
         self._texts: tuple[list, list[str]] | None = None
+        self._skills: dict[int, Skill] | None = None
+
+    def skills(self) -> dict[int, Skill]:
+        """The batch's skills by identity (`learn_many` gives every row the same one)."""
+        if self._skills is None:
+            self._skills = {id(skill): skill for skill in map(attrgetter("skill"), self.subs)}
+        return self._skills
 
     def texts(self, idx: list[int]) -> tuple[list[tuple[tuple[str, str], ...]], list[str]]:
         """For rows `idx` (ascending, as rules are asked): each row's (field, text) pairs (`Submission.texts`),
@@ -984,12 +991,15 @@ def _where(field: str, test: Callable, rule) -> Callable:
 
 
 def _capability_bearing_many(batch: _Batch, idx: list[int]) -> list:
+    subs, skills = batch.subs, batch.skills()
+    if len(skills) == 1:  # a property of the skill alone: one answer for the batch
+        return [capability_bearing(subs[idx[0]])] * len(idx) if idx else []
     seen: dict[int, Any] = {}
     out = []
     for i in idx:
-        skill = batch.subs[i].skill
+        skill = subs[i].skill
         if id(skill) not in seen:
-            seen[id(skill)] = capability_bearing(batch.subs[i])  # a property of the skill alone
+            seen[id(skill)] = capability_bearing(subs[i])
         out.append(seen[id(skill)])
     return out
 
@@ -1057,9 +1067,17 @@ def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
 
 
 def _known_section_many(batch: _Batch, idx: list[int]) -> list:
+    """`known_section` on the rows it can refuse or warn about; where the batch's one skill has headings, no row
+    is a fact and every section named is one of them (not the preamble), none: one check per section."""
+    subs, skills = batch.subs, batch.skills()
+    if len(skills) == 1 and "fact" not in batch.values("kind"):
+        slugs = _by_slug(next(iter(skills.values())).body)
+        if not (len(slugs) == 1 and BODY in slugs) and \
+                all([section in slugs and section != PREAMBLE for section in batch.values("section")]):
+            return [None] * len(idx)
     out = []
     for i in idx:
-        p = batch.subs[i]
+        p = subs[i]
         slugs = _by_slug(p.skill.body)
         quick = not p.is_fact and p.section in slugs and p.section != PREAMBLE and \
             not (len(slugs) == 1 and BODY in slugs)

@@ -299,6 +299,25 @@ def test_a_batch_of_trusted_lessons_is_decided_as_row_by_row(tmp_path, auto_appr
     assert any(injection.scan(r.payload["body"]) for r in rows) and not all(injection.scan(r.payload["body"]) for r in rows)
 
 
+@pytest.mark.parametrize("body", ["# Mail\n\n## Triage\n\nSort.\n\n## Replies\n\nShort.\n",
+                                  "Read this first.\n\n## Triage\n\nSort.\n", "No headings at all.\n"],
+                         ids=["empty preamble", "preamble", "no headings"])
+def test_sections_are_checked_as_row_by_row_whatever_the_batch_names(tmp_path, body):
+    """`known_section`'s batch form (one check per section named, where every one is a heading of the batch's
+    skill): batches naming only headings, the preamble, the whole body, no section or a missing one."""
+    from overlay_kit.anchor import BODY, PREAMBLE
+
+    skill = make_skill(body=body)
+    rng = random.Random(3)
+    names = ["triage", "replies", PREAMBLE, BODY, None, "nowhere"]
+    with Store.open(tmp_path / "a.db") as store:
+        for batch_names in [names[:2], names[:3], [PREAMBLE], [BODY], [None]] + [rng.sample(names, 3) for _ in range(8)]:
+            rows = [gates.Lesson("preference", {"body": f"Keep reply {k} short."}, batch_names[k % len(batch_names)],
+                                 TRUSTED) for k in range(12)]
+            subs = gates._submissions(store, skill, rows, None)
+            assert gates.decide_many(subs) == [gates.decide(p) for p in subs], (body, batch_names)
+
+
 def test_learn_many_is_learn_row_by_row(tmp_path):
     rows = ROWS[:800]
     with Store.open(tmp_path / "one.db") as a, Store.open(tmp_path / "many.db") as b:
