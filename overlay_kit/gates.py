@@ -1053,6 +1053,9 @@ def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
     subs = batch.subs
     may = batch.may(idx)
     control, permission = len(detectors()), len(detectors()) + 1  # their places in `_text_patterns`
+    if not any(kind in ("parameter", "fact") for kind in batch.values("kind")) and \
+            not any(control in g or permission in g for g in {id(g): g for g in map(may.__getitem__, idx)}.values()):
+        return [None] * len(idx)  # no row whose keys it reads, none a widening pattern may match
     out = []
     for i in idx:
         p = subs[i]

@@ -287,16 +287,19 @@ def test_a_batch_holding_an_unhashable_field_value_meets_the_rule_decide_meets(t
 
 @pytest.mark.parametrize("auto_approve", [False, True])
 def test_a_batch_of_trusted_lessons_is_decided_as_row_by_row(tmp_path, auto_approve):
-    """The batch shortcuts for a batch whose every provenance is trusted (nothing to quarantine) and whose
-    findings are all empty (each row staged, or active under auto-approve) give `decide`'s verdicts: with and
-    without a flagged lesson among them."""
-    texts = [t for t in TEXTS if t.isascii()][:300]
-    rows = [gates.Lesson("preference", {"body": t[:300]}, SLUGS[k % len(SLUGS)], TRUSTED) for k, t in enumerate(texts)]
+    """The batch shortcuts for a batch whose every provenance is trusted (nothing to quarantine), whose findings
+    are all empty (each row staged, or active under auto-approve) and which holds no parameter or fact
+    (`no_widening` reads only texts a widening pattern may match) give `decide`'s verdicts: with and without a
+    flagged or widening lesson among them."""
+    plain = [t for t in TEXTS if t.isascii()]
+    texts = plain[:250] + [t for t in plain if gates._PERMISSION_TOKEN.search(t) or gates._CONTROL_EDIT.search(t)]
+    rows = [gates.Lesson("preference", {"body": t[:300]}, "replies", TRUSTED) for t in texts]
     with Store.open(tmp_path / "a.db", auto_approve=auto_approve) as store:
         for batch in (rows, [r for r in rows if not injection.scan(r.payload["body"])]):
             subs = gates._submissions(store, SKILL, batch, None)
             assert gates.decide_many(subs) == [gates.decide(p) for p in subs]
     assert any(injection.scan(r.payload["body"]) for r in rows) and not all(injection.scan(r.payload["body"]) for r in rows)
+    assert any(gates.no_widening(p) for p in subs)  # the flagged-free batch still holds a widening lesson
 
 
 @pytest.mark.parametrize("body", ["# Mail\n\n## Triage\n\nSort.\n\n## Replies\n\nShort.\n",
