@@ -555,20 +555,6 @@ def _canonical(kind: str, text: str, payload: dict) -> None:
     _CANONICAL[(kind, text)] = dict(payload) if flat else None
 
 
-def _canonical_many(kinds: Sequence[str], texts: Sequence[str], payloads: Sequence[dict]) -> None:
-    """`_canonical` for a batch's rows; strings only (the common case): JSON gives back just these, kept as they
-    are (copies) without a parse."""
-    if len(_CANONICAL) + len(texts) > _CANONICAL_MAX:
-        _CANONICAL.clear()
-    if all([type(p) is dict for p in payloads]) and \
-            {type(v) for v in chain.from_iterable(map(dict.values, payloads))} <= {str}:
-        _CANONICAL.update(zip(zip(kinds, texts), map(dict, payloads)))
-        return
-    for kind, text, payload in zip(kinds, texts, payloads):
-        if payload == json.loads(text):
-            _canonical(kind, text, payload)
-
-
 def _payload(kind: str, text: str) -> dict:
     key = (kind, text)
     if key in _CANONICAL:
@@ -1008,7 +994,6 @@ class Store:
             stored = delta if when is delta.approved_at and same else replace(delta, payload=payload, approved_at=when)
             stored.__dict__["shaped_payload"] = stored.payload  # validated above
             out.append((stored, undo))
-        _canonical_many(kinds, texts, payloads)  # these rows need not be shape-checked when read back
         with self.transaction():
             try:
                 self._insert_rows(f"INSERT INTO skill_deltas ({_DELTA_COLUMNS})", rows)
