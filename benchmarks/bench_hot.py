@@ -168,8 +168,9 @@ def main() -> None:
                     assert all(r.outcome == "staged" for r in out)
 
             _, c = timed(learn, runs, new_batch)
+            # the target is for 5,000 lessons; 200 show what a call's fixed costs add per row
             rows.append((f"learn {n:,} lessons through the gates, one transaction", statistics.median(per_row),
-                         c / n * 1e3, 40.0, "µs/row"))
+                         c / n * 1e3, 40.0 if n == 5000 else float("nan"), "µs/row"))
 
         db = tmp / "cli.db"
         with Store.open(db) as store:
