@@ -979,9 +979,8 @@ class Store:
             texts = [t if t is not None and p == g else dumps(p) for t, p, g in zip(texts, payloads, given)]
         elif None in texts:
             texts = [t if t is not None else dumps(p) for t, p in zip(texts, payloads)]
-        if "active" in statuses:  # an active delta is approved when it is written
-            now = utc_now()
-            approved = [a or (now if st == "active" else None) for a, st in zip(approved, statuses)]
+        if "active" in statuses:  # an active delta is approved when it is written (each read as it is)
+            approved = [a or (utc_now() if st == "active" else None) for a, st in zip(approved, statuses)]
         reasons = {pair: f"learned {pair[0]} from {pair[1]}" for pair in set(zip(kinds, sources))}
         rows = list(zip(ids, skills, roots, versions, scopes, kinds, map(TIERS.__getitem__, kinds), anchors, texts,
                         provenances, statuses, succ, att, repeat(None), created, map(iso, approved), map(iso, last),
