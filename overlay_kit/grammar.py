@@ -95,8 +95,8 @@ def new_delta_id() -> str:
 def new_delta_ids(n: int) -> list[str]:
     """`n` ids of `new_delta_id`'s form and distribution (the first 8 bytes of a uuid4: 60 random bits, the
     version nibble 4), drawn with one `os.urandom` call (through `uuid.uuid4` while a study has replaced it),
-    in ascending order: a batch's rows then enter the id indexes in key order (a quarter less time writing a
-    learn batch than at random places; which row gets which id says nothing either way)."""
+    in ascending order: a batch's rows then enter the id indexes in key order (its SQL 11-17 % faster than at
+    random places; which row gets which id says nothing either way)."""
     import os
     import uuid
 
