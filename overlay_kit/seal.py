@@ -194,13 +194,10 @@ def mint_undo(op: str, steps, ids) -> bytes:
 def mint_learn_undos(deltas: Sequence[tuple[str, str]]) -> list[bytes]:
     """For each (delta id, status) of a batch of learned deltas, the token of its undo handle: what
     `mint_undo("learn", (("skill_deltas", delta_id, "status", "archived", status),), (delta_id,))` gives."""
-    fill, keyed, out = _learn_undo_format().format, _KEYED.copy, []
+    fill = _learn_undo_format().format
     statuses = {status: repr(status) for status in {status for _, status in deltas}}  # a batch has one or two
-    for delta_id, status in deltas:
-        h = keyed()
-        h.update(fill(repr(delta_id), statuses[status]).encode("utf-8", "surrogatepass"))
-        out.append(h.digest())
-    return out
+    return [_mac(fill(repr(delta_id), statuses[status]).encode("utf-8", "surrogatepass"))
+            for delta_id, status in deltas]
 
 
 @lru_cache(maxsize=1)
