@@ -1,8 +1,9 @@
 """The `overlay-kit` command: a thin shell over the public API, one subcommand per verb.
 
 Each subcommand is a `register_*` function adding its parser and a handler `(args) -> exit code`.
-`--json` output is stable and documented in the README. Errors print one line to stderr and exit 1
-(2 for usage errors, which argparse reports itself).
+`--json` output is stable and documented in docs/reference.md. Errors print one line to stderr and exit 1
+(with `--json` that line is `{"error": {"type", "message", "where"}}`); usage errors exit 2, reported by
+argparse itself. `python -m overlay_kit` is the same command.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from . import anchor as anchor_mod
 from .skill import SkillError, check_skill, find_skill
-from .store import StoreError
+from .store import StoreError, default_db_path
 from .textguard import visible
 
 Handler = Callable[[argparse.Namespace], int]
@@ -38,6 +39,31 @@ class _Visible:
 def _emit_json(data) -> None:
     json.dump(data, sys.stdout, indent=2, ensure_ascii=False, sort_keys=False)
     sys.stdout.write("\n")
+
+
+def error_record(exc: Exception, db=None) -> dict:
+    """An error as `--json` reports it: `{"type", "message", "where"}`; `where` is FILE[:LINE] [field] when the
+    error carries it (a `SkillError`, an `OSError` naming a file), the database `db` for a `StoreError`, else
+    null."""
+    message, where = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc), None
+    if isinstance(exc, SkillError):
+        message = exc.message
+        if exc.path or exc.field:
+            where = str(exc).removesuffix(f": {message}")  # SkillError reads "WHERE: MESSAGE"
+    elif isinstance(exc, OSError) and exc.filename is not None:
+        message, where = exc.strerror or message, str(exc.filename)
+    elif isinstance(exc, StoreError) and db is not None:
+        where = str(db)
+    return {"type": type(exc).__name__, "message": message, "where": where}
+
+
+def report_error(args: argparse.Namespace, exc: Exception) -> None:
+    """The one line an error prints on stderr: JSON under `--json`, else plain text."""
+    if getattr(args, "json", False):
+        db = (args.db or default_db_path()) if hasattr(args, "db") else None
+        print(json.dumps({"error": error_record(exc, db)}, ensure_ascii=False), file=sys.stderr)
+    else:
+        print(f"overlay-kit {args.command}: error: {exc}", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------------------ validate
@@ -871,10 +897,36 @@ def _verb(register: Callable) -> str:
     return register.__name__.removeprefix("register_").replace("_", "-")
 
 
+def version() -> str:
+    """The installed distribution's version, else `overlay_kit.__version__`, else "unknown"."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("overlay_kit")
+    except PackageNotFoundError:
+        import overlay_kit
+
+        return getattr(overlay_kit, "__version__", "unknown")
+
+
+class _Version(argparse.Action):
+    """`--version`: prints `overlay-kit VERSION` and exits 0; the version is looked up only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default,
+                         help=help or "print the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"overlay-kit {version()}")
+        parser.exit()
+
+
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with `verb` (a command's name) only that command's subparser is built, which parses
     that command's arguments exactly as the full one does (a cold start pays for one verb's flags, not all)."""
     parser = argparse.ArgumentParser(prog="overlay-kit", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     only = [r for r in REGISTRARS if _verb(r) == verb]
     for register in only or REGISTRARS:
@@ -891,7 +943,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except (SkillError, StoreError, KeyError, ValueError, OSError) as exc:
-        print(f"overlay-kit {args.command}: error: {exc}", file=sys.stderr)
+        report_error(args, exc)
         return 1
     finally:
         sys.stdout, sys.stderr = streams

@@ -90,6 +90,8 @@ class OverlayMagics(Magics):
                 raise UsageError(f"no overlay store is open: run %overlay_db PATH (the default {default} "
                                  "does not exist)")
             self.open(default)
+            print(f"overlay store {default} (the default: $OVERLAY_KIT_DB, else ~/.overlay_kit/overlay.db); "
+                  "%overlay_db PATH opens another")
         return self.store
 
     def open(self, path, *, research: bool = False, auto_approve: bool = False) -> Store:

@@ -15,6 +15,7 @@ import stat
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from difflib import get_close_matches
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -618,7 +619,13 @@ def find_skill(ref: str | os.PathLike, roots: Iterable[Root] | None = None) -> S
     p = Path(ref)
     if p.exists():
         return load_skill(p)
-    found = discover(default_roots() if roots is None else roots)
+    roots = default_roots() if roots is None else list(roots)
+    found = discover(roots)
     if str(ref) in found.skills:
         return found.skills[str(ref)]
-    raise SkillError(f"no skill file and no discovered skill named {str(ref)!r}", ref)
+    close = get_close_matches(str(ref), found.skills, n=3)
+    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    searched = ", ".join(f"{r.label} {r.path}" + ("" if r.path.is_dir() else " (absent)") for r in roots)
+    raise SkillError(f"no skill file and no discovered skill named {str(ref)!r}{hint}; roots searched in order: "
+                     f"{searched}; to add a root, set ${SKILLS_ENV} to one or more directories (separated by "
+                     f"{os.pathsep!r}): they are searched after the project and agent roots, before the user's", ref)

@@ -1,5 +1,7 @@
 """Every fenced shell block in README.md and docs/*.md runs verbatim, in order, from a fresh copy of the
 repository's files, with a temporary HOME and an isolated OVERLAY_KIT_DB — so the documentation cannot rot.
+The copy is a git work tree with the repository's .gitignore: the commands may leave files only where git
+ignores them (their outputs go under build/), never a new untracked file.
 
 A block that cannot run here (it opens a browser, builds the environment, runs the suite itself) starts with a
 `# manual: <reason>` line; each one is reported as a SKIPPED test item carrying that reason, never dropped
@@ -39,7 +41,8 @@ def manual_reason(block: str) -> str | None:
 
 
 def fresh_clone(tmp: Path) -> tuple[Path, dict]:
-    """A copy of the files git would check out (tracked + untracked-not-ignored), a temp HOME and database."""
+    """A copy of the files git would check out (tracked + untracked-not-ignored) made a git work tree of its own
+    (nothing staged: every file untracked), a temp HOME and database."""
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
                            capture_output=True, check=True).stdout.decode().split("\0")
     clone = tmp / "clone"
@@ -48,6 +51,7 @@ def fresh_clone(tmp: Path) -> tuple[Path, dict]:
         if src.is_file() or src.is_symlink():
             (clone / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, clone / rel, follow_symlinks=False)
+    subprocess.run(["git", "init", "-q"], cwd=clone, capture_output=True, check=True)
     home = tmp / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERLAY_KIT_", "LEMONADE_"))}
@@ -56,12 +60,21 @@ def fresh_clone(tmp: Path) -> tuple[Path, dict]:
     return clone, env
 
 
+def untracked(clone: Path) -> set[str]:
+    """`git status --porcelain --untracked-files=all` of the clone, as a set of lines."""
+    return set(subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone, text=True,
+                              capture_output=True, check=True).stdout.splitlines())
+
+
 def run_script(script: str, clone: Path, env: dict, timeout: int = 600) -> str:
+    before = untracked(clone)
     proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=clone, env=env, text=True,
                           capture_output=True, timeout=timeout)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"exit {proc.returncode}\n{out[-6000:]}"
     assert not BAD_OUTPUT.search(out), out[-6000:]
+    new = untracked(clone) - before
+    assert not new, f"new files outside build/ (write them under build/, which git ignores): {sorted(new)}"
     return out
 
 

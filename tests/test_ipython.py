@@ -55,6 +55,20 @@ def test_overlay_db_opens_a_store_and_reports_it(ip, tmp_path, capsys):
         ip.run_line_magic("overlay_db", str(tmp_path / "junk.db"))
 
 
+def test_the_first_magic_on_the_default_store_says_which_database_it_opened(ip, tmp_path, monkeypatch, capsys):
+    default = tmp_path / "default.db"
+    monkeypatch.setenv("OVERLAY_KIT_DB", str(default))
+    with pytest.raises(UsageError, match="no overlay store is open: run %overlay_db PATH"):
+        ip.run_line_magic("deltas", "")  # no default database yet: never created behind the user's back
+    Store.open(default).close()
+    assert len(ip.run_line_magic("deltas", "")) == 0
+    assert capsys.readouterr().out == (f"overlay store {default} (the default: $OVERLAY_KIT_DB, else "
+                                       "~/.overlay_kit/overlay.db); %overlay_db PATH opens another\n")
+    ip.run_line_magic("deltas", "--all")
+    ip.run_line_magic("resolve", "triage")
+    assert capsys.readouterr().out == ""  # said once, when it was opened
+
+
 def test_deltas_lists_pending_with_anchor_state_and_the_cli_filters(ip, store):
     skill = triage_inbox()
     staged = gates.learn(store, skill, "preference", {"body": CFO}, section="escalation",
