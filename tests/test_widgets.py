@@ -156,8 +156,20 @@ def test_an_action_on_a_row_that_moved_on_is_reported_not_raised(store, seeded):
     button = panel.button(staged.id, "Approve")
     store.approve(staged.id)  # another session got there first
     button.click()
-    assert "only staged, quarantined, orphaned can be approved" in panel.message.value
-    assert not panel.history
+    assert f"{staged.id} is active now (it was staged when this panel was drawn" in panel.message.value
+    assert "#cf222e" not in panel.message.value  # a note, not an error
+    assert not panel.history and (staged.id, "Approve") not in panel._buttons  # redrawn: no Approve on it
+    assert store.get(staged.id).status == "active"
+
+
+def test_approving_from_code_through_the_panel_updates_the_panel_it_was_drawn_in(store, seeded):
+    """Notebook 00 under Run All: the cell after the panel approves through it, so the panel never offers
+    Approve on a lesson that is already active."""
+    skill, staged, _, _ = seeded
+    panel = ReviewPanel(store, [skill], show_active=False)
+    panel.approve(staged.id)
+    assert store.get(staged.id).status == "active" and (staged.id, "Approve") not in panel._buttons
+    assert f"approve {staged.id}: done" in panel.message.value and panel.history[0][2].op == "approve"
 
 
 def test_bulk_reapprove_returns_orphans_after_a_base_update(store, seeded):
@@ -208,7 +220,7 @@ def test_budget_tuner_ttft_estimate_and_no_model(store, seeded):
     now, full = tuner.ttft()
     assert now == pytest.approx(tuner.view.resident_tokens / 500) and full == pytest.approx(16384 / 500)
     tuner.prefill.value = 2000
-    assert "2000 tok/s" in tuner.summary.value and tuner.ttft()[1] == pytest.approx(16384 / 2000)
+    assert "2000 tok/s" in tuner.totals.value and tuner.ttft()[1] == pytest.approx(16384 / 2000)
     assert tuner.measure_button.disabled
     assert tuner.measure() == (None, "not measured: no local model (pass client= and model=)")
 
@@ -224,7 +236,7 @@ def test_budget_tuner_says_why_measure_is_disabled_and_keeps_its_axis(store, see
     ticks = lambda svg_: [int(t.replace(",", "")) for t in domain.findall(svg_)]  # noqa: E731
     assert max(ticks(first)) == max(ticks(tuner.figure.value))  # a fixed axis: 0 … the slider's maximum
     assert "ceiling 2,048" in tuner.figure.value and "ceiling 4,096" in first  # the ceiling marker moves
-    assert "white-space:nowrap'>2,048</span>" in tuner.summary.value  # numbers never wrap mid-number
+    assert "white-space:nowrap'>2,048</span>" in tuner.totals.value  # numbers never wrap mid-number
     with_model = BudgetTuner([seeded[0]], store, client=object(), model="m")
     assert not with_model.measure_button.disabled and with_model.measure_hint.value == ""
 
@@ -239,7 +251,7 @@ def test_budget_tuner_reports_an_unreachable_model_instead_of_raising(store, see
     client = LemonadeClient("http://127.0.0.1:9/v1", retries=0)
     tuner = BudgetTuner([seeded[0]], store, client=client, model="nobody")
     secs, why = tuner.measure()
-    assert secs is None and why.startswith("not measured:") and "not measured" in tuner.summary.value
+    assert secs is None and why.startswith("not measured:") and "not measured" in tuner.totals.value
 
 
 @pytest.mark.engine
@@ -253,7 +265,7 @@ def test_budget_tuner_measures_ttft_on_the_local_engine(store, seeded):
         secs, source = tuner.measure()
         client.close()
     assert secs is not None and secs > 0 and "live from" in source
-    assert f"measured: {secs:.3f} s" in tuner.summary.value
+    assert f"measured: {secs:.3f} s" in tuner.totals.value
 
 
 def test_ceilings_over_synthetic_corpora_are_deterministic_and_monotone():
@@ -312,3 +324,72 @@ def test_report_html_loads_the_vendored_widget_manager_and_no_cdn_script(tmp_pat
     assert "cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager" not in text.split("widgetRendererSrc = '")[1][:80]
     shipped = (tmp_path / "_static" / "html-manager" / "embed.js").read_bytes()
     assert hashlib.sha256(shipped).hexdigest() == "8f6d2d3f856d8595d1841dec3019d99bbe74d331f2a5178c2a33bfec729e3d6a"
+
+
+# ---------------------------------------------------------------------------------- display as a cell's value
+
+
+def _panels(store, seeded):
+    from overlay_widgets import WiringPanel
+    from overlay_kit.studies import lessons
+
+    skill, staged, _, active = seeded
+    source, corpus = lessons.load_source(), lessons.load_corpus()
+    return [ReviewPanel(store, [skill]), BudgetTuner([skill], store), AnchorInspector(skill, store),
+            WiringPanel(corpus, source.registry)]
+
+
+def test_each_panel_displays_itself_with_a_static_fallback_and_a_run_note(store, seeded):
+    from IPython.core.formatters import DisplayFormatter
+    from overlay_widgets.panel import RUN_NOTE_TEXT
+
+    for panel in _panels(store, seeded):
+        name = type(panel).__name__
+        data, _ = DisplayFormatter().format(panel)  # what IPython publishes for a cell whose value is the panel
+        view = data["application/vnd.jupyter.widget-view+json"]
+        assert view["model_id"] == panel.widget.model_id
+        assert data["text/plain"].startswith(f"{name}: ") and "run this cell to use it" in data["text/plain"]
+        assert "VBox(" not in data["text/plain"]
+        html = data["text/html"]
+        assert "interactive only when this cell runs" in html and "<script" not in html
+        assert "overlay-panel" in panel.widget._dom_classes
+        notes = [w for w in panel.widget.children if RUN_NOTE_TEXT in getattr(w, "value", "")]
+        assert len(notes) == 1 and ".jupyter-widgets-disconnected .overlay-run-note{display:block" in notes[0].value
+        assert RUN_NOTE_TEXT not in html  # the snapshot leaves the live-only note out
+
+
+def test_the_static_snapshot_shows_what_the_panel_shows(store, seeded):
+    skill, staged, quarantined, active = seeded
+    review, tuner, inspector, _ = _panels(store, seeded)
+    html = review._repr_mimebundle_()["text/html"]
+    assert CFO in html and "<button disabled>Approve</button>" in html and "Pending</b> (2)" in html
+    assert "resident tokens" in tuner._repr_mimebundle_()["text/html"]
+    assert "<b>ceiling</b>: <code>" in tuner._repr_mimebundle_()["text/html"]
+    assert tuner.summary().startswith(f"{tuner.view.resident_tokens:,} resident tokens under ceiling")
+    assert active.id in inspector._repr_mimebundle_()["text/html"]
+
+
+def test_a_chart_is_interactive_vega_lite_with_a_png_beside_it_and_the_same_spec_on_every_cpu():
+    import base64
+
+    import altair as alt
+    import pandas as pd
+    from overlay_widgets.notebook import VEGALITE_MIME, chart_bundle, setup
+
+    setup()
+    frame = pd.DataFrame({"x": [0.1 + 0.2, 1 / 3], "y": [1, 2]})
+    chart = alt.Chart(frame, title="recall").mark_line().encode(x="x:Q", y="y:Q")
+    bundle, meta = chart_bundle(chart.to_dict())
+    spec = bundle[VEGALITE_MIME]
+    assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v5")  # what JupyterLab 4 draws
+    assert spec["config"]["mark"]["tooltip"] is True
+    png = base64.b64decode(bundle["image/png"])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and meta["image/png"]["width"] > 100
+    assert bundle["text/plain"].startswith("<chart: recall")
+    # one ulp apart (a sum in another order on another CPU): the same stored spec, dataset names included
+    nudged = frame.assign(x=frame.x.map(lambda v: v + v * 2 ** -52))
+    other, _ = chart_bundle(alt.Chart(nudged, title="recall").mark_line().encode(x="x:Q", y="y:Q").to_dict())
+    assert chart.to_dict()["datasets"] != alt.Chart(nudged).mark_line().to_dict()["datasets"]
+    assert other[VEGALITE_MIME] == spec
+    data, _ = __import__("IPython").core.formatters.DisplayFormatter().format(chart)  # setup() made it the renderer
+    assert set(data) >= {VEGALITE_MIME, "image/png", "text/plain"}

@@ -18,6 +18,8 @@ from overlay_kit import rebase
 from overlay_kit.anchor import locate
 from overlay_kit.display import COLOURS, badge, esc, table
 
+from .panel import Panel, run_note
+
 __all__ = ["AnchorInspector"]
 
 LIVE = ("staged", "active", "quarantined")
@@ -36,9 +38,9 @@ def _cell(o: rebase.DeltaOutcome) -> str:
     return out
 
 
-class AnchorInspector:
-    """`inspector.widget` is the UI; set `inspector.text.value` to an edited body; `inspector.states()` gives
-    {delta id: {policy: state}} for the current text."""
+class AnchorInspector(Panel):
+    """A cell's value displays it (`inspector.widget` is the UI); set `inspector.text.value` to an edited
+    body; `inspector.states()` gives {delta id: {policy: state}} for the current text."""
 
     def __init__(self, skill, store=None, deltas: Iterable | None = None, *, scope: str | Iterable[str] = "user",
                  policies: Sequence[str] | Mapping[str, rebase.Policy] = tuple(rebase.POLICIES), embedder=None):
@@ -58,8 +60,10 @@ class AnchorInspector:
         self.table = widgets.HTML()
         self.text.observe(lambda _c: self.refresh(), names="value")
         self.widget = widgets.VBox([widgets.HTML(f"<b>Anchors of {esc(skill.name)}</b>: edit the body, then click "
-                                                 "outside the text area"), self.text, self.reset_button, self.table])
+                                                 "outside the text area"), run_note(), self.text, self.reset_button,
+                                    self.table])
         self.widget.add_class("overlay-anchors")
+        self.widget.add_class("overlay-panel")
         self.outcomes: dict[str, tuple[rebase.DeltaOutcome, ...]] = {}
         self.refresh()
 
@@ -76,6 +80,11 @@ class AnchorInspector:
         note = "" if changed else "<div style='color:#57606a'>the body is unchanged: every anchor is clean</div>"
         self.table.value = note + table(("delta", "kind", "section", "anchor", *self.policies, "lesson"), rows) \
             if rows else "<i>no live deltas on this skill</i>"
+
+    def summary(self) -> str:
+        states = [s for row in self.states().values() for s in row.values()]
+        return (f"{self.skill.name}, {len(self.deltas)} live deltas × {len(self.policies)} policies: "
+                + ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(sorted(states))))
 
     def states(self) -> dict[str, dict[str, str]]:
         return {d.id: {n: self.outcomes[n][i].state for n in self.policies} for i, d in enumerate(self.deltas)}

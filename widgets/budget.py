@@ -21,6 +21,8 @@ from overlay_kit.display import badge, esc, table
 from overlay_kit.llm import LLMError
 from overlay_kit.studies import tuning
 
+from .panel import Panel, run_note
+
 __all__ = ["BudgetTuner", "chart", "svg"]
 
 DEFAULT_PREFILL_TPS = 1000.0  # tokens/s; a parameter to set from a measurement, not a claim about any device
@@ -59,8 +61,9 @@ def svg(c: alt.Chart) -> str:
     return vl_convert.vegalite_to_svg(c.to_dict())
 
 
-class BudgetTuner:
-    """`tuner.widget` is the UI; `tuner.view` the current `tuning.View`; `tuner.ttft()` the estimate."""
+class BudgetTuner(Panel):
+    """A cell's value displays it (`tuner.widget` is the UI); `tuner.view` the current `tuning.View`;
+    `tuner.ttft()` the estimate."""
 
     def __init__(self, skills: Sequence, store=None, deltas: Iterable | None = None, *,
                  ceiling: int = budget.DEFAULT_CEILING, prefill_tps: float = DEFAULT_PREFILL_TPS,
@@ -87,16 +90,22 @@ class BudgetTuner:
             "<span style='font-size:12px;color:#57606a;white-space:nowrap'>Measure needs a local model: "
             "<code>BudgetTuner(…, client=LemonadeClient(url), model=…)</code> (a Lemonade server or "
             "<code>overlay_kit.llm.engine.Engine</code>)</span>" if no_model else "")
-        self.summary, self.figure, self.fates = widgets.HTML(), widgets.HTML(), widgets.HTML()
+        self.totals, self.figure, self.fates = widgets.HTML(), widgets.HTML(), widgets.HTML()
         self.axis_max = self.slider.max  # the chart's axis stays put while the slider moves
         self.slider.observe(lambda _c: self.refresh(), names="value")
         self.prefill.observe(lambda _c: self._summarize(), names="value")
         self.measure_button.on_click(lambda _b: self.measure())
-        self.widget = widgets.VBox([widgets.HBox([self.slider, self.prefill, self.measure_button]),
-                                    self.measure_hint, self.summary, self.figure, self.fates])
+        self.widget = widgets.VBox([run_note(), widgets.HBox([self.slider, self.prefill, self.measure_button]),
+                                    self.measure_hint, self.totals, self.figure, self.fates])
         self.widget.add_class("overlay-budget")
+        self.widget.add_class("overlay-panel")
         self.view: tuning.View | None = None
         self.refresh()
+
+    def summary(self) -> str:
+        v = self.view
+        return (f"{v.resident_tokens:,} resident tokens under ceiling {v.ceiling:,}; "
+                + ", ".join(f"{len(v.ids(f))} {f}" for f in tuning.FATES))
 
     @property
     def ceiling(self) -> int:
@@ -144,7 +153,7 @@ class BudgetTuner:
         if self.measured is not None:
             secs, source = self.measured
             lines.append(n(f"measured: {secs:.3f} s") + f" ({esc(source)})" if secs is not None else esc(source))
-        self.summary.value = "<div>" + "</div><div>".join(lines) + "</div>"
+        self.totals.value = "<div>" + "</div><div>".join(lines) + "</div>"
 
     def _list_fates(self) -> None:
         by_id = {d.id: d for d in self.deltas}

@@ -28,6 +28,8 @@ from overlay_kit.grammar import Delta
 from overlay_kit.resolve import EffectiveSkill, compose
 from overlay_kit.store import Store, StoreError, Undo
 
+from .panel import Panel, run_note
+
 __all__ = ["ReviewPanel"]
 
 PENDING = ("staged", "quarantined")
@@ -35,9 +37,9 @@ STYLES = MappingProxyType({"Approve": "success", "Discard": "warning", "Revert":
                            "Approve despite findings": "danger", "Cancel": ""})
 
 
-class ReviewPanel:
-    """`panel.widget` is the UI. `approve(id)`, `discard(id)`, `revert(id)`, `reapprove(skill)` and
-    `undo(i)` are what its buttons call; `button(id, "Approve")` finds a row's button (tests click it)."""
+class ReviewPanel(Panel):
+    """A cell's value displays it (`panel.widget` is the UI). `approve(id)`, `discard(id)`, `revert(id)`,
+    `reapprove(skill)` and `undo(i)` are what its buttons call; `button(id, "Approve")` finds a row's button (tests click it)."""
 
     def __init__(self, store: Store, skills: Sequence, *, scope: str | Iterable[str] = "user",
                  show_active: bool = True):
@@ -52,8 +54,9 @@ class ReviewPanel:
                                 "its cell or its last action)", layout=widgets.Layout(width="auto"))
         reload.on_click(lambda _b: self.refresh())
         self.widget = widgets.VBox([widgets.HBox([widgets.HTML(f"<b>Review</b> · {esc(', '.join(self.skills))}"),
-                                                  reload]), self.message, self.body])
+                                                  reload]), run_note(), self.message, self.body])
         self.widget.add_class("overlay-review")
+        self.widget.add_class("overlay-panel")
         self._buttons: dict[tuple[str, str], widgets.Button] = {}
         self._undone: set[int] = set()
         self._erased: set[str] = set()  # erased by forget after this panel was drawn
@@ -61,6 +64,12 @@ class ReviewPanel:
         hook = weakref.WeakMethod(self._on_forget)
         store.on_forget(lambda ids: hook() and hook()(ids))
         self.refresh()
+
+    def summary(self) -> str:
+        counts = [f"{len(self.pending())} pending", f"{len(self.orphans())} orphaned"]
+        if self.show_active:
+            counts.append(f"{len(self.active())} active")
+        return f"{', '.join(self.skills)}: " + ", ".join(counts)
 
     # ------------------------------------------------------------------------------------- queries
 
@@ -104,7 +113,25 @@ class ReviewPanel:
 
     # ------------------------------------------------------------------------------------- actions
 
-    def _do(self, what: str, call, describe=None) -> Undo | None:
+    def _moved_on(self, delta_id: str) -> bool:
+        """True (and the panel says so, and redraws) when the row changed outside this panel since it was drawn
+        (a later cell, another session): its buttons offered what no longer applies, so nothing is done."""
+        drawn = self._drawn.get(delta_id)
+        try:
+            now = self.store.get(delta_id).status
+        except StoreError:
+            now = "gone"
+        if drawn is None or now == drawn:
+            return False
+        self.message.value = (f"<span style='color:#9a6700'>{esc(delta_id)} is {esc(now)} now (it was {esc(drawn)} "
+                              "when this panel was drawn: changed by another cell or session); nothing was done, "
+                              "and the panel now shows the store as it is</span>")
+        self.refresh(keep_message=True)
+        return True
+
+    def _do(self, what: str, call, describe=None, delta_id: str | None = None) -> Undo | None:
+        if delta_id is not None and self._moved_on(delta_id):
+            return None
         try:
             out = call()
         except StoreError as exc:  # the row moved on (another session approved it, …): say so, never raise
@@ -134,7 +161,7 @@ class ReviewPanel:
             self.refresh(keep_message=True)
             return None
         self._confirming = None
-        handle = self._do(f"approve {delta_id}", lambda: self.store.approve(delta_id))
+        handle = self._do(f"approve {delta_id}", lambda: self.store.approve(delta_id), delta_id=delta_id)
         if handle is not None:
             d = self.store.get(delta_id)
             self.message.value = (f"<span style='color:#1a7f37'>approve {esc(delta_id)}: done — "
@@ -167,11 +194,11 @@ class ReviewPanel:
 
     def discard(self, delta_id: str) -> Undo | None:
         """Archive a pending or orphaned delta (never deleted; `rebase.discard` = `store.revert`)."""
-        return self._do(f"discard {delta_id}", lambda: rebase.discard(self.store, delta_id))
+        return self._do(f"discard {delta_id}", lambda: rebase.discard(self.store, delta_id), delta_id=delta_id)
 
     def revert(self, delta_id: str) -> Undo | None:
         """Archive an active delta: the authored text again where it applied."""
-        return self._do(f"revert {delta_id}", lambda: self.store.revert(delta_id))
+        return self._do(f"revert {delta_id}", lambda: self.store.revert(delta_id), delta_id=delta_id)
 
     def reapprove(self, skill: str) -> Undo | None:
         """Bulk re-approve every orphan of `skill` (`rebase.reapprove`: back to the status each had)."""
@@ -229,6 +256,7 @@ class ReviewPanel:
         row = widgets.VBox(parts, layout=widgets.Layout(margin="4px 0 10px 0"))
         row.add_class("overlay-delta")
         self._rows[d.id] = row
+        self._drawn[d.id] = d.status
         return row
 
     def refresh(self, keep_message: bool = False) -> None:
@@ -237,6 +265,7 @@ class ReviewPanel:
             self.message.value = ""
         self._buttons.clear()
         self._rows: dict[str, widgets.VBox] = {}
+        self._drawn: dict[str, str] = {}  # each row's status as drawn
         self._undo_buttons: dict[int, widgets.Button] = {}
         rows: list[widgets.Widget] = []
         pending = self.pending()

@@ -9,11 +9,14 @@ import pandas as pd
 
 from overlay_kit.studies.lessons import Lesson, Registry, needs_tier2
 
+from .panel import Panel, run_note
+
 __all__ = ["WiringPanel"]
 
 
-class WiringPanel:
-    """`panel.widget` is the UI; `panel.registry` the current wiring; `panel.remaining()` what needs tier 2.
+class WiringPanel(Panel):
+    """A cell's value displays it (`panel.widget` is the UI); `panel.registry` the current wiring;
+    `panel.remaining()` what needs tier 2.
 
     The readout is written straight into an Output widget's state (no display messages), so a notebook that
     shows the panel re-runs byte-identically under nbval.
@@ -41,7 +44,8 @@ class WiringPanel:
         buttons = {name: widgets.Button(description=name) for name in names}
         for name, b in buttons.items():
             b.on_click(lambda _b, name=name: self.set_all(name))
-        self.widget = widgets.VBox([widgets.HBox(list(buttons.values())), *rows, self.out])
+        self.widget = widgets.VBox([run_note(), widgets.HBox(list(buttons.values())), *rows, self.out])
+        self.widget.add_class("overlay-panel")
         self._render()
 
     def _set(self, tool_id: str, state: str) -> None:
