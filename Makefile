@@ -23,7 +23,7 @@ CHROMIUM    ?= /usr/bin/chromium
 CHROMIUM_STAMP := $(VENV)/.chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test report bench venv torch trust engine browser clean
+.PHONY: lab test report report-quick bench venv torch trust engine browser clean
 .PHONY: real-model live
 
 venv: $(STAMP)
@@ -77,18 +77,25 @@ $(CHROMIUM_STAMP): $(STAMP)
 	@if [ -x $(CHROMIUM) ]; then touch $@; else echo "!!! $(CHROMIUM) is missing and this is not root:" \
 		"tests/test_browser.py will be SKIPPED (install Debian's chromium, or run make test as root)"; fi
 
+# Served from the repository root (not the notebook's folder), so the notebooks' links to ../docs resolve.
 lab: venv trust
 	OVERLAY_KIT_SKILLS=$(CURDIR)/datasets/skills JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 \
-		$(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00_quickstart.ipynb
+		$(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=$(CURDIR) notebooks/00_quickstart.ipynb
 
 test: venv engine browser real-model
 	OVERLAY_KIT_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
 
+# Every notebook executed into HTML under build/: `make report` with the full study sizes (FULL=1), `make
+# report-quick` with the notebooks' default ones.
+REPORT := $(BIN)/python -m overlay_widgets.report --execute --output-dir build $(NOTEBOOKS)
+
 report: venv engine real-model
-	mkdir -p build
-	FULL=1 $(BIN)/python -m overlay_widgets.report --execute --output-dir build $(NOTEBOOKS)
+	FULL=1 $(REPORT)
+
+report-quick: venv engine real-model
+	$(REPORT)
 
 bench: venv engine
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

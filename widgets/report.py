@@ -3,7 +3,8 @@
 nbconvert's HTML loads require.js and the widget manager from CDNs, so offline every widget is dropped. Here
 the widget manager (`@jupyter-widgets/html-manager`'s `embed.js`, vendored in `html-manager/`) is
 copied beside the HTML and referenced by a relative URL, require.js is left out (`embed.js` needs none), and
-the widgets render from the state stored in each notebook.
+the widgets render from the state stored in each notebook. MathJax and Mermaid (CDN scripts too) are left out:
+no notebook has LaTeX math or a Mermaid diagram. One progress line per notebook, with its duration, and a total.
 
     python -m overlay_widgets.report --output-dir build notebooks/*.ipynb             # the stored outputs
     FULL=1 python -m overlay_widgets.report --execute --output-dir build notebooks/*.ipynb   # re-run first
@@ -14,15 +15,20 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+import time
 from pathlib import Path
 
 STATIC = Path(__file__).with_name("html-manager")
 ASSETS = "_static/html-manager"  # relative to the HTML files
+# nbconvert's lab template without its two CDN scripts: MathJax and Mermaid.
+OFFLINE = ("{%- extends 'lab/index.html.j2' -%}"
+           "{%- block html_head_js_mathjax -%}{%- endblock -%}{%- block html_head_js_mermaidjs -%}{%- endblock -%}")
 
 
 def export(notebook: str | Path, out_dir: str | Path, *, execute: bool = False, timeout: int | None = None) -> Path:
     """Write `out_dir/<name>.html` (and the widget manager beside it); return the HTML path."""
     import nbformat
+    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import ExecutePreprocessor
 
@@ -31,7 +37,9 @@ def export(notebook: str | Path, out_dir: str | Path, *, execute: bool = False, 
     if execute:
         ExecutePreprocessor(timeout=timeout, store_widget_state=True).preprocess(
             nb, {"metadata": {"path": str(notebook.parent)}})
-    exporter = HTMLExporter(template_name="lab", require_js_url="", widget_renderer_url=f"{ASSETS}/embed.js")
+    exporter = HTMLExporter(template_name="lab", template_file="offline.html.j2", require_js_url="",
+                            extra_loaders=[DictLoader({"offline.html.j2": OFFLINE})],
+                            widget_renderer_url=f"{ASSETS}/embed.js")
     html, _ = exporter.from_notebook_node(nb, {"metadata": {"name": notebook.stem}})
     (out_dir / ASSETS).mkdir(parents=True, exist_ok=True)
     for f in ("embed.js", "LICENSE"):
@@ -47,8 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output-dir", default="build", metavar="DIR")
     p.add_argument("--execute", action="store_true", help="run each notebook first (its own directory as cwd)")
     args = p.parse_args(argv)
-    for nb in args.notebooks:
-        print(export(nb, args.output_dir, execute=args.execute), flush=True)
+    start = time.perf_counter()
+    for i, nb in enumerate(args.notebooks, 1):
+        print(f"[{i}/{len(args.notebooks)}] {Path(nb).name} …", end=" ", flush=True)
+        t0 = time.perf_counter()
+        target = export(nb, args.output_dir, execute=args.execute)
+        print(f"{time.perf_counter() - t0:.1f} s → {target}", flush=True)
+    print(f"{len(args.notebooks)} notebooks in {time.perf_counter() - start:.1f} s", flush=True)
     return 0
 
 
