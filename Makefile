@@ -23,7 +23,7 @@ CHROMIUM    ?= /usr/bin/chromium
 CHROMIUM_STAMP := $(VENV)/.chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test report report-quick bench venv torch trust engine browser clean
+.PHONY: lab test report report-quick notebooks bench venv torch trust engine browser clean
 .PHONY: real-model live
 
 venv: $(STAMP)
@@ -96,6 +96,11 @@ report: venv engine real-model
 
 report-quick: venv engine real-model
 	$(REPORT)
+
+# Re-run every notebook and store it in place, as nbval compares it (widget state kept, numbers as JupyterLab
+# writes them back, so that opening and saving a stored notebook leaves no git diff).
+notebooks: venv engine real-model
+	$(BIN)/python -m overlay_widgets.report --store $(NOTEBOOKS)
 
 bench: venv engine
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -77,8 +77,8 @@ def lab(tmp_path_factory):
 
     home = tmp_path_factory.mktemp("lab")
     (home / "notebooks").mkdir()
-    for name in ("01_overlay_tour.ipynb", "06_budget_tuning.ipynb"):
-        shutil.copy(ROOT / "notebooks" / name, home / "notebooks" / name)
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):  # as stored, and never trusted here (a fresh data dir)
+        shutil.copy(nb, home / "notebooks" / nb.name)
     (home / "datasets").symlink_to(ROOT / "datasets")
     (home / "dbs").mkdir()
     _settings(home / "settings")
@@ -224,19 +224,88 @@ def test_budget_tuner_renders_in_jupyterlab(lab, browser):
         assert tuner.count() == 1
         assert tuner.locator("svg").count() >= 1 and "resident tokens" in tuner.inner_text()
         _shot(tuner, "budget_tuner.png", publish="budget_tuner.png")
+        # four quick key presses: the readout, the totals line and the chart all end at the same ceiling
+        tuner.locator(".noUi-handle").first.click()
+        for key in ("ArrowLeft", "End", "ArrowLeft", "ArrowLeft"):
+            page.keyboard.press(key)
+        expected = f"{32768 - 2 * 256:,}"
+        page.wait_for_function("""([sel, want]) => { const t = document.querySelector(sel);
+            return t && t.innerText.includes(`under ceiling ${want}`) && t.innerHTML.includes(`at ceiling ${want}`); }""",
+                               arg=[f"{FRONT} .overlay-budget", expected], timeout=60_000)
+        assert tuner.locator(".widget-readout").first.inner_text().replace(",", "") == expected.replace(",", "")
     finally:
         page.close()
 
 
 # ------------------------------------------------------------------ opened as stored; the report offline
 
-SVG_CHART = f"{FRONT} .jp-OutputArea-output[data-mime-type='image/svg+xml'] :is(svg, img)"  # lab draws it as <img>
+CHART = ".vega-embed :is(canvas, svg), .jp-OutputArea-output[data-mime-type='image/png'] img"  # drawn, either form
+SNAPSHOT = ".overlay-snapshot"  # a panel's static fallback (text/html), shown where no widget can be
+RUN_NOTE = ".overlay-run-note"  # a live panel's note, shown where ipywidgets marks it disconnected
+VEGALITE = "application/vnd.vegalite.v5+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET = f"{FRONT} .jp-OutputArea-output .overlay-budget .widget-slider"  # the tuner, drawn from the stored state
 
 
-def test_stored_notebook_opens_rendered_after_make_trust_without_running_a_cell(lab, browser):
-    """`make lab` signs the notebooks (`make trust`); a chart and a widget then render from the stored outputs.
-    The same notebook with one byte of metadata changed is not signed, and shows neither: the control."""
+def _stored_forms(name: str) -> tuple[int, int]:
+    """(charts, widgets) among a stored notebook's outputs."""
+    nb = json.loads((ROOT / "notebooks" / name).read_text())
+    outs = [o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", ())]
+    return sum(VEGALITE in d for d in outs), sum(WIDGET_VIEW in d and "text/html" in d for d in outs)
+
+
+def _open(page, lab, path: str) -> None:
+    """Open a notebook as stored and wait for its kernel (which is when JupyterLab writes kernel metadata)."""
+    page.goto(f"{lab['base']}/lab/tree/{path}?token={lab['token']}&reset")
+    page.wait_for_selector(f"{FRONT} .jp-OutputArea-output", timeout=90_000)
+    page.wait_for_function(r"() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]"
+                           r".some(e => /\| Idle/.test(e.textContent))", timeout=120_000)
+
+
+def _shutdown_kernels(lab) -> None:
+    with urllib.request.urlopen(f"{lab['base']}/api/sessions?token={lab['token']}", timeout=10) as r:
+        sessions = json.load(r)
+    for s in sessions:
+        req = urllib.request.Request(f"{lab['base']}/api/sessions/{s['id']}?token={lab['token']}", method="DELETE")
+        urllib.request.urlopen(req, timeout=30).close()
+
+
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_stored_notebook_renders_untrusted_and_opening_it_changes_nothing(lab, browser, name):
+    """Opened as anyone else would (this JupyterLab never trusted it): every stored chart is drawn (Vega-Lite,
+    or its PNG), every stored panel shows its static snapshot, no `alt.Chart(` or `VBox(` text stands in for
+    either; once its kernel is up the notebook is not marked modified, and saving it rewrites no byte."""
+    charts, panels = _stored_forms(name)
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        _open(page, lab, f"notebooks/{name}")
+        if charts:
+            page.wait_for_function(f"n => document.querySelectorAll(`{FRONT} :is({CHART})`).length >= n",
+                                   arg=charts, timeout=60_000)
+        front = page.locator(FRONT)
+        assert front.locator(SNAPSHOT).count() == panels
+        assert all("interactive only when this cell runs" in t for t in front.locator(SNAPSHOT).all_inner_texts())
+        text = "\n".join(front.locator(".jp-OutputArea-output").all_inner_texts())
+        assert "alt.Chart(" not in text and "LayerChart(" not in text and "VBox(" not in text
+        assert page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count() == 0, "opened as modified"
+        before = (lab["home"] / "notebooks" / name).read_bytes()
+        page.keyboard.press("Control+s")
+        page.wait_for_timeout(2000)
+        assert (lab["home"] / "notebooks" / name).read_bytes() == before, "saving unchanged rewrote the file"
+        if panels:
+            _shot(front.locator(SNAPSHOT).first, f"untrusted_snapshot_{Path(name).stem}.png")
+    finally:
+        page.close()
+        _shutdown_kernels(lab)
+
+
+def test_stored_notebook_opens_live_after_make_trust_and_says_run_this_cell(lab, browser):
+    """`make lab` signs the notebooks (`make trust`); the tuner is then drawn from the stored widget state, with
+    its note "run this cell to use it" and its controls dimmed (no kernel holds it). The same notebook unsigned
+    (one byte of metadata changed) shows the tuner's static snapshot instead: the control."""
     stored = lab["home"] / "stored"
     stored.mkdir()
     nb = json.loads((ROOT / "notebooks" / "06_budget_tuning.ipynb").read_text())
@@ -247,19 +316,50 @@ def test_stored_notebook_opens_rendered_after_make_trust_without_running_a_cell(
                     f"NOTEBOOKS={stored / '06_budget_tuning.ipynb'}"], cwd=ROOT, env=lab["env"], check=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     try:
-        page.goto(f"{lab['base']}/lab/tree/stored/06_budget_tuning.ipynb?token={lab['token']}&reset")
-        page.wait_for_selector(SVG_CHART, timeout=90_000)
+        _open(page, lab, "stored/06_budget_tuning.ipynb")
         page.wait_for_selector(WIDGET, timeout=90_000)
         tuner = page.locator(f"{FRONT} .jp-OutputArea-output .overlay-budget").first
         assert tuner.locator("svg").count() >= 1 and "resident tokens" in tuner.inner_text()
-        _shot(page.locator(FRONT), "stored_rendered.png")
-        page.goto(f"{lab['base']}/lab/tree/stored/unsigned.ipynb?token={lab['token']}&reset")
-        page.wait_for_selector(f"{FRONT} .jp-OutputArea-output", timeout=90_000)
-        page.wait_for_timeout(5000)
-        assert page.locator(SVG_CHART).count() == 0 and page.locator(WIDGET).count() == 0  # the text/plain fallback
-        assert "alt." in page.locator(FRONT).inner_text() or "VBox" in page.locator(FRONT).inner_text()
+        note = tuner.locator(RUN_NOTE)
+        assert note.is_visible() and "run this cell to use it" in note.inner_text()
+        assert tuner.locator("button").first.evaluate("b => getComputedStyle(b).pointerEvents") == "none"
+        assert page.locator(f"{FRONT} {SNAPSHOT}").count() == 0
+        _shot(tuner, "stored_tuner_trusted.png")
+        _open(page, lab, "stored/unsigned.ipynb")
+        page.wait_for_selector(f"{FRONT} {SNAPSHOT}", timeout=90_000)
+        assert page.locator(WIDGET).count() == 0 and "resident tokens" in page.locator(f"{FRONT} {SNAPSHOT}").inner_text()
     finally:
         page.close()
+        _shutdown_kernels(lab)
+
+
+def test_a_trusted_session_shows_a_tooltip_on_04s_chart(lab, browser):
+    """Charts are interactive Vega-Lite where the front end draws it: hovering the recall curves of 04 shows a
+    tooltip naming the gate and its recall."""
+    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(lab["home"] / "notebooks" / "04_tau_thresholds.ipynb")],
+                   env=lab["env"], check=True, capture_output=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        _open(page, lab, "notebooks/04_tau_thresholds.ipynb")
+        canvas = page.locator(f"{FRONT} .vega-embed :is(canvas, svg)").first
+        canvas.wait_for(timeout=60_000)
+        canvas.scroll_into_view_if_needed()
+        box = canvas.bounding_box()
+        tip = page.locator("#vg-tooltip-element")
+        found = ""
+        for fx in (0.2, 0.3, 0.4, 0.5):  # sweep down a few columns of the first panel until a mark answers
+            for y in range(int(box["y"]), int(box["y"] + box["height"]), 2):
+                page.mouse.move(box["x"] + box["width"] * fx / 2, y)
+                if tip.count() and tip.first.is_visible():
+                    found = tip.first.inner_text()
+                    break
+            if found:
+                break
+        assert "recall" in found and "gate" in found, found
+        _shot(page.locator(f"{FRONT} .vega-embed").first, "tooltip_04.png")
+    finally:
+        page.close()
+        _shutdown_kernels(lab)
 
 
 def test_report_html_renders_widgets_with_the_network_blocked(browser, tmp_path):
@@ -278,7 +378,11 @@ def test_report_html_renders_widgets_with_the_network_blocked(browser, tmp_path)
         tuner = page.locator(".overlay-budget").first
         assert "resident tokens" in tuner.inner_text() and tuner.locator("svg").count() >= 1
         assert any(u.endswith("_static/html-manager/embed.js") for u in loaded), loaded
-        assert not any("html-manager" in u or "require" in u for u in blocked), blocked
+        assert not blocked, blocked  # no CDN: not the widget manager, not require.js, not MathJax
+        # no kernel behind an exported page: its controls say so and are dimmed rather than look live
+        assert tuner.locator(RUN_NOTE).is_visible() and "run this cell" in tuner.locator(RUN_NOTE).inner_text()
+        assert tuner.locator("button").first.evaluate("b => getComputedStyle(b).pointerEvents") == "none"
+        assert page.locator(".jp-OutputArea-output img[src^='data:image/png']").count() >= 2  # the charts
         _shot(tuner, "report_offline_tuner.png")
     finally:
         context.close()

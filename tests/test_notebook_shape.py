@@ -25,3 +25,26 @@ def test_every_code_cell_is_at_most_ten_lines(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_notebook_starts_from_the_shared_setup(path):
     assert any("setup()" in src for src in _code(path)[:2]), f"{path.name}: call overlay_widgets.notebook.setup()"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_is_stored_as_jupyterlab_would_save_it(path):
+    """`make notebooks` stores them: one kernel display name (JupyterLab's own, so opening one writes no kernel
+    metadata) and no integral float (JupyterLab writes 2.0 back as 2), so opening and saving leaves no diff."""
+    from overlay_widgets.report import browser_numbers
+
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert nb["metadata"]["kernelspec"] == {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                            "name": "python3"}
+    assert browser_numbers(nb) == nb and json.dumps(browser_numbers(nb)) == json.dumps(nb)
+    panels = [o for c in nb["cells"] for o in c.get("outputs", ())
+              if "application/vnd.jupyter.widget-view+json" in o.get("data", {}) and "text/html" in o["data"]]
+    assert not panels or "application/vnd.jupyter.widget-state+json" in nb["metadata"].get("widgets", {})
+
+
+def test_browser_numbers_writes_integral_floats_as_a_browser_does():
+    from overlay_widgets.report import browser_numbers
+
+    node = {"a": [1.0, 2.5, -0.0, 1e16, True, None, "3.0"], "b": {"c": 0.0}}
+    assert json.dumps(browser_numbers(node)) == ('{"a": [1, 2.5, 0, 10000000000000000, true, null, "3.0"], '
+                                                 '"b": {"c": 0}}')

@@ -5,7 +5,7 @@
 
 A chart is displayed as one bundle of three forms (`chart_bundle`), and each viewer shows the richest it can:
 interactive Vega-Lite (tooltips on every mark; JupyterLab, VS Code and Colab draw it offline), a PNG drawn
-offline by vl-convert (an untrusted notebook, a repository preview, nbval), and a line of text. The spec's data
+offline by vl-convert (an untrusted notebook, a repository preview, nbval), and a line of text. The spec's numbers
 are rounded to 6 significant digits so that the stored spec, which nbval compares, is the same on every CPU.
 
 Everything here is presentation; the studies themselves live in `overlay_kit.studies`.
@@ -17,6 +17,7 @@ import base64
 import hashlib
 import json
 import logging
+import math
 import struct
 
 __all__ = ["VEGALITE_MIME", "chart_bundle", "setup"]
@@ -26,8 +27,9 @@ PNG_SCALE = 2  # drawn at twice its size and shown at its size: sharp on high-de
 
 
 def _rounded(value):
+    """6 significant digits (a non-finite number, which JSON cannot hold, as null)."""
     if isinstance(value, float):
-        return float(f"{value:.6g}")
+        return float(f"{value:.6g}") if math.isfinite(value) else None
     if isinstance(value, list):
         return [_rounded(v) for v in value]
     if isinstance(value, dict):
@@ -39,14 +41,13 @@ def stable_spec(spec: dict) -> dict:
     """The spec with its data rounded and each dataset renamed after its rounded values (altair names a dataset
     by a hash of its unrounded values, which may differ in the last bit between CPUs); every mark shows a
     tooltip of its encoded fields unless the chart says otherwise."""
+    spec = _rounded(spec)
     text = json.dumps(spec, sort_keys=True)
-    datasets = {name: _rounded(values) for name, values in spec.get("datasets", {}).items()}
+    datasets = spec.get("datasets", {})
     for old, values in datasets.items():
         new = "data-" + hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:32]
         text = text.replace(json.dumps(old), json.dumps(new))
     out = json.loads(text)
-    if datasets:
-        out["datasets"] = {k: _rounded(v) for k, v in out["datasets"].items()}
     mark = out.setdefault("config", {}).setdefault("mark", {})
     mark.setdefault("tooltip", True)
     return out

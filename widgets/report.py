@@ -8,6 +8,7 @@ no notebook has LaTeX math or a Mermaid diagram. One progress line per notebook,
 
     python -m overlay_widgets.report --output-dir build notebooks/*.ipynb             # the stored outputs
     FULL=1 python -m overlay_widgets.report --execute --output-dir build notebooks/*.ipynb   # re-run first
+    python -m overlay_widgets.report --store notebooks/*.ipynb    # re-run and store in place (`make notebooks`)
 """
 
 from __future__ import annotations
@@ -25,18 +26,46 @@ OFFLINE = ("{%- extends 'lab/index.html.j2' -%}"
            "{%- block html_head_js_mathjax -%}{%- endblock -%}{%- block html_head_js_mermaidjs -%}{%- endblock -%}")
 
 
+def browser_numbers(node):
+    """A notebook's JSON with every integral float as an int, as JupyterLab writes it back (JavaScript has one
+    number type): a stored notebook saved unchanged in JupyterLab then keeps every byte."""
+    if isinstance(node, float) and node.is_integer():
+        return int(node)
+    if isinstance(node, list):
+        return [browser_numbers(v) for v in node]
+    if isinstance(node, dict):
+        return type(node)((k, browser_numbers(v)) for k, v in node.items())
+    return node
+
+
+def executed(notebook: Path, timeout: int | None = None):
+    """The notebook run top to bottom in its own folder, its widgets' state stored, its numbers as a browser
+    writes them."""
+    import nbformat
+    from nbconvert.preprocessors import ExecutePreprocessor
+
+    nb = nbformat.read(notebook, as_version=4)
+    ExecutePreprocessor(timeout=timeout, store_widget_state=True).preprocess(
+        nb, {"metadata": {"path": str(notebook.parent)}})
+    return browser_numbers(nb)
+
+
+def store(notebook: str | Path, timeout: int | None = None) -> Path:
+    """Re-run a notebook and write it back in place: how every notebook under notebooks/ is stored."""
+    import nbformat
+
+    nbformat.write(executed(Path(notebook), timeout), notebook)
+    return Path(notebook)
+
+
 def export(notebook: str | Path, out_dir: str | Path, *, execute: bool = False, timeout: int | None = None) -> Path:
     """Write `out_dir/<name>.html` (and the widget manager beside it); return the HTML path."""
     import nbformat
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import ExecutePreprocessor
 
     notebook, out_dir = Path(notebook), Path(out_dir)
-    nb = nbformat.read(notebook, as_version=4)
-    if execute:
-        ExecutePreprocessor(timeout=timeout, store_widget_state=True).preprocess(
-            nb, {"metadata": {"path": str(notebook.parent)}})
+    nb = executed(notebook, timeout) if execute else nbformat.read(notebook, as_version=4)
     exporter = HTMLExporter(template_name="lab", template_file="offline.html.j2", require_js_url="",
                             extra_loaders=[DictLoader({"offline.html.j2": OFFLINE})],
                             widget_renderer_url=f"{ASSETS}/embed.js")
@@ -54,12 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
     p.add_argument("--output-dir", default="build", metavar="DIR")
     p.add_argument("--execute", action="store_true", help="run each notebook first (its own directory as cwd)")
+    p.add_argument("--store", action="store_true", help="no HTML: re-run each notebook and write it back in place "
+                   "(`make notebooks`: how the stored notebooks that nbval compares are made)")
     args = p.parse_args(argv)
     start = time.perf_counter()
     for i, nb in enumerate(args.notebooks, 1):
         print(f"[{i}/{len(args.notebooks)}] {Path(nb).name} …", end=" ", flush=True)
         t0 = time.perf_counter()
-        target = export(nb, args.output_dir, execute=args.execute)
+        target = store(nb) if args.store else export(nb, args.output_dir, execute=args.execute)
         print(f"{time.perf_counter() - t0:.1f} s → {target}", flush=True)
     print(f"{len(args.notebooks)} notebooks in {time.perf_counter() - start:.1f} s", flush=True)
     return 0
