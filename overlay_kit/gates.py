@@ -53,7 +53,9 @@ from .anchor import BODY, PREAMBLE, Anchor, parse
 from .common import find_all, gc_paused, once
 from .display import write_result_html, write_result_text
 from .grammar import (
+    AUTO_APPROVE_SOURCES,
     RESEARCH_KINDS,
+    SOURCES,
     TIERS,
     TURN_ID_LIMIT,
     Delta,
@@ -273,8 +275,26 @@ _CONTROL_EDIT = re.compile(
     r"|\b(?:grant|give|add|enable|allow|permit|unlock|extend|widen|expand|elevate|escalate)\b[^.\n]{0,30}\b(?:"
     r"permissions?|shell|filesystem|file system|root|sudo|admin(?:istrator)? (?:rights|access)|"
     r"(?:full|unrestricted|write|network|internet|database|desktop) access|allowed tools|"
-    r"(?:new|more|extra|additional|any|all) tools|security tier|capabilit(?:y|ies))\b",
+    r"(?:new|more|extra|additional|any|all) tools|security tier|capabilit(?:y|ies))\b"
+    r"|\b(?:may|can|are (?:allowed|permitted|free) to|feel free to)\s+(?:also\s+|now\s+|freely\s+)?"
+    r"(?:use|call|run|invoke|execute|open)\b[^.\n]{0,40}\b(?:bash|shell|terminal|command line|sudo|root|scripts?|"
+    r"(?:any|all|other|every|more|extra) tools?)\b",
     re.IGNORECASE)
+# … or one that takes a write-path action out from behind the confirmation step ("send replies without asking
+# for confirmation"): read per sentence, and not when a negation before it keeps the step ("never … without").
+_UNCONFIRMED = re.compile(
+    r"\b(?:without|skip(?:ping)?|bypass(?:ing)?|no need (?:to|for)|don t need (?:to|for)?|needn t)\s+"
+    r"(?:(?:ask(?:ing)?|wait(?:ing)?|get(?:ting)?|check(?:ing)?|request(?:ing)?|need(?:ing)?|for|me|the|my|a|an|"
+    r"any|user s?|their)\s+){0,4}(?:confirm(?:ation|ing)?|approv(?:al|ing)|consent|sign off|permission|review)\b",
+    re.IGNORECASE)
+_WRITE_VERB = re.compile(r"\b(?:" + "|".join(sorted(DEFAULT_CONFIRMATION | {"transfer", "approve", "book", "merge",
+                                                                          "deploy", "push", "sign"})) + r")",
+                         re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:never|not|don t|do not|dont|no one|nobody)\b", re.IGNORECASE)
+_SENTENCES = re.compile(r"[.!?;:\n]+")
+# A parameter's or fact's key naming what the skill may do (`tier=verified`, `tool_allowlist=…`).
+_CONTROL_KEY = re.compile(r"\b(?:(?:security )?tiers?|allow ?list|allowed|tools|tool (?:list|set)|toolset|"
+                          r"permissions?|capabilit(?:y|ies)|grants?|privileges?|sudo)\b", re.IGNORECASE)
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 
 
@@ -404,8 +424,9 @@ def no_widening(p: Submission):
             raw = str(p.payload.get(field, "") or "")
             key = " ".join(_words(raw)[0].split()) if raw.strip() else ""
             parts = {key, key.replace(" ", "_"), key.replace(" ", "-"), key.replace(" ", "")}
-            if key.startswith("metadata") or any(k in CONTROL_FIELDS or k.split(" ")[-1] in CONTROL_FIELDS
-                                                 or k.replace(" ", "") in _CONTROL_SQUASHED for k in parts):
+            if key.startswith("metadata") or _CONTROL_KEY.search(key) or any(
+                    k in CONTROL_FIELDS or k.split(" ")[-1] in CONTROL_FIELDS or k.replace(" ", "") in _CONTROL_SQUASHED
+                    for k in parts):
                 return _refuse("no_widening", f"{p.kind} {field} {raw!r} is a frontmatter control field; a "
                                               "lesson may never edit permissions, tools or the security tier")
     for where, text in p.texts():
@@ -413,12 +434,24 @@ def no_widening(p: Submission):
             if _CONTROL_EDIT.search(reading):
                 return _refuse("no_widening", f"{where} edits or widens permissions, tools or the security tier; "
                                               "deltas move in the restrictive direction only")
+        if _drops_confirmation(text):
+            return _refuse("no_widening", f"{where} takes an action out from behind the confirmation step; "
+                                          "deltas move in the restrictive direction only")
         for reading in views(text):
             for m in _PERMISSION_TOKEN.finditer(reading):
                 if not _granted(p.skill, m):
                     return _refuse("no_widening", f"{where} names permission {m.group(0)!r}, which "
                                                   f"{p.skill.name} is not granted")
     return None
+
+
+def _drops_confirmation(text: str) -> bool:
+    for sentence in _SENTENCES.split(text):
+        for reading in _words(sentence):
+            m = _UNCONFIRMED.search(reading)
+            if m and _WRITE_VERB.search(reading) and not _NEGATION.search(reading, 0, m.start()):
+                return True
+    return False
 
 
 def write_path_tool(p: Submission):
@@ -496,14 +529,14 @@ def _quarantined(p: Submission, findings: tuple[str, ...]) -> Verdict:
 
 
 def _staged(p: Submission, findings: tuple[str, ...]) -> Verdict:
-    if p.auto_approve and not findings:
+    if p.auto_approve and not findings and p.provenance.source in AUTO_APPROVE_SOURCES:
         return _ACTIVE
     return Verdict("staged", "stage_trusted", _STAGED_MESSAGE, findings) if findings else _STAGED
 
 
 _STAGED_MESSAGE = "staged: review it with `overlay-kit deltas --pending`, then `overlay-kit approve ID`"
 _STAGED = Verdict("staged", "stage_trusted", _STAGED_MESSAGE)
-_ACTIVE = Verdict("active", "stage_trusted", "trusted provenance, auto-approve on: active next session")
+_ACTIVE = Verdict("active", "stage_trusted", "user instruction, auto-approve on: active next session")
 
 
 def quarantine_untrusted(p: Submission):
@@ -552,10 +585,16 @@ def decide(proposal: Submission, rules: Iterable[Rule] = RULES) -> tuple[Verdict
 
 
 def _provenance(value: Provenance | str | Mapping | None) -> Provenance:
+    """The provenance a lesson is written with. A source name outside `SOURCES` is refused (`GateError`), never
+    read as `unknown`: a typo or an invented source (`god_mode`) is a mistake to report, not a lesson to keep.
+    (Stored rows are read leniently by `Provenance.from_dict`.)"""
     if isinstance(value, Provenance):
-        return Provenance.from_dict(value.to_dict())  # re-check the source name
-    if isinstance(value, str):
-        return Provenance.from_dict({"source": value})
+        value = value.to_dict()
+    elif isinstance(value, str) or value is None:
+        value = {"source": value or "unknown"}
+    source = value.get("source", "unknown") if isinstance(value, Mapping) else None
+    if source not in SOURCES:
+        raise GateError(f"unknown provenance source {source!r}; sources are {', '.join(SOURCES)}")
     return Provenance.from_dict(value)
 
 
@@ -711,8 +750,18 @@ class Lesson:
         scope = data.get("scope", "user")
         if not isinstance(scope, str) or not scope:
             raise ValueError("field 'scope' must be a non-empty string")
-        return cls(data["kind"], data["payload"], data.get("section"), data.get("provenance"), scope, evidence,
-                   bool(data.get("incognito", False)))
+        incognito = data.get("incognito", False)
+        if not isinstance(incognito, bool):  # "false" is a string, and a string is true: refuse it
+            raise ValueError(f"field 'incognito' must be true or false, not {incognito!r}")
+        section = data.get("section")
+        if section is not None and not isinstance(section, str):
+            raise ValueError("field 'section' must be a string")
+        provenance = data.get("provenance")
+        try:
+            _provenance(provenance)
+        except GateError as exc:
+            raise ValueError(f"field 'provenance': {exc}") from None
+        return cls(data["kind"], data["payload"], section, provenance, scope, evidence, incognito)
 
 
 def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping], *,
@@ -964,7 +1013,7 @@ def _text_patterns():
     return pattern_set(detectors() + _WIDENING)
 
 
-_WIDENING = (_CONTROL_EDIT, _PERMISSION_TOKEN)
+_WIDENING = (_CONTROL_EDIT, _PERMISSION_TOKEN, _UNCONFIRMED)
 
 
 def _one_plain_line(text: str) -> bool:
@@ -1052,9 +1101,10 @@ def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
     a reading of (its `_words` readings, its views): on any other row it finds nothing."""
     subs = batch.subs
     may = batch.may(idx)
-    control, permission = len(detectors()), len(detectors()) + 1  # their places in `_text_patterns`
-    if not any(kind in ("parameter", "fact") for kind in batch.values("kind")) and \
-            not any(control in g or permission in g for g in {id(g): g for g in map(may.__getitem__, idx)}.values()):
+    control, permission, unconfirmed = (len(detectors()) + i for i in range(3))  # places in `_text_patterns`
+    if not any(kind in ("parameter", "fact") for kind in batch.values("kind")) and not any(
+            control in g or permission in g or unconfirmed in g
+            for g in {id(g): g for g in map(may.__getitem__, idx)}.values()):
         return [None] * len(idx)  # no row whose keys it reads, none a widening pattern may match
     out = []
     for i in idx:
@@ -1062,7 +1112,8 @@ def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
         if p.kind in ("parameter", "fact"):
             out.append(no_widening(p))
         elif control in may[i] and any(_CONTROL_EDIT.search(w) for _, t in p._texts for w in _words(t)) \
-                or permission in may[i] and any(_PERMISSION_TOKEN.search(v) for vs in batch.views[i] for v in vs):
+                or permission in may[i] and any(_PERMISSION_TOKEN.search(v) for vs in batch.views[i] for v in vs) \
+                or unconfirmed in may[i] and any(_drops_confirmation(t) for _, t in p._texts):
             out.append(no_widening(p))
         else:
             out.append(None)

@@ -35,6 +35,7 @@ from .display import delta_html, delta_text
 from .textguard import markdown_line
 
 __all__ = [
+    "AUTO_APPROVE_SOURCES",
     "KINDS",
     "RESTRICTIVE_ACTIONS",
     "STATUSES",
@@ -69,6 +70,10 @@ RESTRICTIVE_ACTIONS = frozenset({
 })
 SOURCES = ("user_instruction", "outcome_evidence", "observed_content", "unknown")
 TRUSTED_SOURCES = frozenset({"user_instruction", "outcome_evidence"})
+# The only provenance that auto-approve may ever make active without a person (the design's open question 6):
+# the user said it. Outcome evidence is trusted (never quarantined) but always waits for review: a signal
+# inferred from outcomes can be steered by whoever shapes those outcomes.
+AUTO_APPROVE_SOURCES = frozenset({"user_instruction"})
 PROSE_LIMIT = 400
 TRIGGER_LIMIT = 200
 KEY_LIMIT = 64
