@@ -82,6 +82,7 @@ NOTE_KINDS = (
     "overridden",  # not applied: a later parameter with the same key wins
     "unknown_kind",  # not applied: kind outside the grammar
     "malformed_payload",  # not applied: payload does not parse for its kind
+    "left_out",  # not applied: the store left a row out (its seal does not verify, or it is damaged)
     "suppressed_by_budget",  # not applied this session: over the resident ceiling
     "over_budget",  # the authored text alone exceeds the ceiling (never cut)
     "retrieval_dark",  # tier-3 retrieval unavailable (embedder unreachable, vectors invalidated)
@@ -576,6 +577,8 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
         deltas = store.search(skill=skill.name, scope=sorted(scopes), status="active", include_superseded=True)
         for d in store.search(skill=skill.name, scope=sorted(scopes), status="orphaned"):
             notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
+        # rows the store left out (a seal that does not verify, a damaged row): said, never applied
+        notes += [Note("left_out", None, text) for text in getattr(store, "integrity_notes", ())]
         demoted = store.retrieval_only(skill.name) if hasattr(store, "retrieval_only") else frozenset()
         _authored_tokens(skill.body, store)  # a known base's count comes from the store, not the tokenizer
         known_lines(store, deltas)  # and so do the counts of its learned lines

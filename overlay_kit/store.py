@@ -5,7 +5,8 @@ Public API (other modules code against exactly this; grow it, don't rename it)::
     with Store.open(path, research=False, auto_approve=False) as store:   # or default_db_path()
         store.conn                                   # the sqlite3 connection: tests and diagnostics only;
                                                      #    no other module runs SQL (tests/test_layering.py)
-        store.get(id) -> Delta                       # StoreError if unknown
+        store.get(id) -> Delta                       # StoreError if unknown; SealError if its row may not be used
+        store.integrity_notes                        # list[str]: each row left out, and why (`SealError`'s text)
         store.search(skill=None, scope=None, status=None, *, include_superseded=False, limit=None)
                                                      # -> list[Delta] in Delta.sort_key order; `limit` keeps
                                                      #    the NEWEST rows, and there is no default limit
@@ -23,6 +24,7 @@ Public API (other modules code against exactly this; grow it, don't rename it)::
                                                      #    that changed a delta's state (the budget hook)
         store.undo(handle)                           # reverse any Undo (refused if the rows moved on since)
         store.forget(*, skill=None, scope=None, all=False) -> int   # TRUE erasure; see below
+        store.erasure_pending; store.erasure_where   # a reader stopped the checkpoint: which files hold the text
         store.on_forget(callback)                    # callback(erased_ids: list[str]) after each forget
         store.audit(delta_id=None) -> list[AuditEntry]   # append-only: who, when (UTC), from -> to, reason
         store.set_embedding(id, vector, embedder_id); store.embeddings(embedder_id) -> (ids, float32 matrix)
@@ -49,21 +51,34 @@ Deltas enter only through `overlay_kit.gates.learn`: the private insert checks a
 mint, bound to the exact delta, so a write that bypasses the gates (or edits a delta after it passed them)
 raises `GateBypassError`.
 
+Seals at rest: every `skill_deltas` row carries a MAC (`seal` column) of the fields that decide what a session
+sees (`seal.SEALED_COLUMNS`: identity, anchor, canonical payload, provenance, scope, status, tier, lineage, times,
+counters, residency, findings, and who approved it), keyed by a secret outside the file (`seal.key_path()`).
+Every write seals the rows it changed, in its transaction, after checking their seals first (a legitimate write
+never seals over a change made outside overlay_kit). Every read of deltas checks them: a row whose seal does not
+verify, or an active row of untrusted provenance without a recorded approval, is left out with a note naming it
+(`integrity_notes`, logged as an error), and `get` raises `SealError` for it, so no write starts from it; only
+`forget` removes it. docs/reliability.md states the threat model.
+
 Learning operations never DELETE: revert/reset/supersede/undo change status or lineage, and every state
 change appends an audit row in the same transaction. Only `forget` deletes — rows, their vectors, their
 outcomes and audit rows — with `secure_delete` on and a WAL checkpoint after it, so the erased text is not
 left in free pages; registered `on_forget` hooks (the FAISS index) are purged too.
 
 The schema is the ordered `MIGRATIONS` list; each applied migration appends one `schema_history` row (never
-updated). Opening an older database applies the missing migrations with CREATE / ALTER ... ADD only, so no
-existing row is rewritten. Before any write, `open` looks read-only: a database from a newer overlay_kit, or
-another program's (a GAIA memory.db, which has its own `skill_deltas`), is refused with no byte changed
-(`read_gaia_deltas` reads GAIA's rows). A fault of the medium (disk full, read-only, I/O) is a `StoreError`
-naming the path, with the transaction rolled back; `readonly=True` opens read-only media for reading, and
-`create=False` refuses a missing file ("no database at PATH") instead of creating it. A file that is not SQLite, or is
-corrupt, raises `StoreError` naming the path and is never written to. Connections use WAL, a busy timeout,
-foreign keys and `synchronous=NORMAL` (a killed process loses nothing committed; a power cut may lose the
-last commits but never corrupts). All timestamps are UTC ISO-8601 with microseconds, so they sort as text.
+updated). Opening an older database applies the missing migrations with CREATE / ALTER ... ADD, and no
+existing column is rewritten; migration 8 fills the two columns it adds (`approved_by`, `seal`) of the rows it
+finds (`_seal_found_rows`). Before any write, `open` looks read-only: a path that is not a regular file (a FIFO,
+socket, device or directory: `NotAFileError`, found with stat, never opened), a database from a newer
+overlay_kit, another program's (a GAIA memory.db, which has its own `skill_deltas`), or one holding schema
+objects overlay_kit did not create (a planted trigger or view: `SchemaObjectError`) is refused with no byte
+changed (`read_gaia_deltas` reads GAIA's rows). A fault of the medium (disk full: `DiskFullError`, read-only:
+`ReadOnlyError`, I/O) is a `StoreError` naming the path, with the transaction rolled back; `readonly=True` opens
+read-only media for reading, and `create=False` refuses a missing file ("no database at PATH") instead of
+creating it. A file that is not SQLite, or is corrupt, raises `StoreError` naming the path and is never written
+to; a row that breaks its table's constraints (written by hand) is not a corrupt file: it is left out where
+read. Connections use WAL, a busy timeout, foreign keys and `synchronous=NORMAL` (a killed process loses
+nothing committed; a power cut may lose the last commits but never corrupts). All timestamps are UTC ISO-8601 with microseconds, so they sort as text.
 """
 
 from __future__ import annotations
@@ -73,6 +88,7 @@ import json
 import os
 import re
 import sqlite3
+import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -99,7 +115,19 @@ from .grammar import (
     made,
     validate_payload,
 )
-from .seal import columns_of, mint_learn_undos, mint_undo, sealed_validated, verify_batch, verify_seal, verify_undo
+from .seal import (
+    SEALED_COLUMNS,
+    RowSealer,
+    SealKeyError,
+    columns_of,
+    mint_learn_undos,
+    mint_undo,
+    row_sealer,
+    sealed_validated,
+    verify_batch,
+    verify_seal,
+    verify_undo,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -110,6 +138,7 @@ __all__ = [
     "BaseChange",
     "Decision",
     "Deliverable",
+    "DiskFullError",
     "Document",
     "EvidenceLedger",
     "Fact",
@@ -121,10 +150,14 @@ __all__ = [
     "MemoryRun",
     "MemoryTables",
     "Migration",
+    "NotAFileError",
     "Outcome",
     "PackageTables",
     "PromptTables",
     "PromptVersion",
+    "ReadOnlyError",
+    "SchemaObjectError",
+    "SealError",
     "Store",
     "StoreError",
     "StoredSignal",
@@ -149,6 +182,27 @@ class GateBypassError(StoreError):
     """A delta write that did not come through `overlay_kit.gates` (or was altered after it did)."""
 
 
+class SealError(StoreError):
+    """A stored delta row whose seal does not verify (changed outside overlay_kit), or an active untrusted row
+    without a recorded approval: never read, never written."""
+
+
+class SchemaObjectError(StoreError):
+    """The file holds a schema object (table, index, trigger, view) overlay_kit did not create: refused unopened."""
+
+
+class NotAFileError(StoreError):
+    """The database path (or its -wal, -shm or -journal file) is a directory, FIFO, socket or device."""
+
+
+class DiskFullError(StoreError):
+    """The medium is full: nothing was written."""
+
+
+class ReadOnlyError(StoreError):
+    """The database, or its folder, cannot be written."""
+
+
 def default_db_path() -> Path:
     """`$OVERLAY_KIT_DB`, else `~/.overlay_kit/overlay.db`."""
     env = os.environ.get("OVERLAY_KIT_DB")
@@ -165,6 +219,7 @@ class Migration:
     name: str
     sql: str
     edits: tuple[tuple[str, Callable[[str], str]], ...] = ()  # (table, edit of its CREATE text): `_edit_tables`
+    rows: Callable[["Store"], None] | None = None  # a step over existing rows, after `sql`, in its transaction
 
 
 _STATUS_SQL = ", ".join(f"'{s}'" for s in STATUSES)
@@ -389,7 +444,20 @@ MIGRATIONS: list[Migration] = [
     """),
     Migration(7, "skill_deltas: CHECK IN lists as comparisons (SQLite rebuilds an IN list's table per row written)",
               "", edits=(("skill_deltas", _in_lists_as_comparisons),)),
+    # seals at rest (overlay_kit.seal.RowSealer): each row's MAC under a key kept outside the file, and who
+    # approved it (under the MAC). Existing rows are sealed as found (`Store._seal_found_rows`).
+    Migration(8, "seals at rest: each delta row's MAC and who approved it", """
+        ALTER TABLE skill_deltas ADD COLUMN approved_by TEXT;
+        ALTER TABLE skill_deltas ADD COLUMN seal BLOB;
+    """, rows=lambda store: store._seal_found_rows()),
+    # what a new lesson could repeat: the live deltas of one skill, scope, kind and section (`search(kind=,
+    # section=)`; gates turn a repeat into a no-op)
+    Migration(9, "skill_deltas: an index by skill, scope, kind and section", """
+        CREATE INDEX IF NOT EXISTS idx_delta_section ON skill_deltas(base_name, scope, kind,
+                                                                     json_extract(anchor, '$.section'));
+    """),
 ]
+SEALED_SINCE = 8  # the first schema version whose rows carry seals
 
 _HISTORY_SQL = """
     CREATE TABLE IF NOT EXISTS schema_history (
@@ -416,6 +484,50 @@ def _statements(sql: str) -> list[str]:
     if buf.strip():
         raise ValueError(f"incomplete SQL statement in migration: {buf.strip()[:60]}…")
     return out
+
+
+# ------------------------------------------------------------------------------ schema objects we create
+
+_CREATES = re.compile(r"CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX|TRIGGER|VIEW)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
+# SQLite's own objects: AUTOINCREMENT's counters, ANALYZE's statistics, a UNIQUE / PRIMARY KEY's index
+_SQLITE_OWN = re.compile(r"sqlite_(?:sequence|stat[1-4]|autoindex_(\w+)_\d+)")
+
+
+def _normal_sql(sql: str) -> str:
+    """A CREATE statement as SQLite keeps it, spacing aside: without IF NOT EXISTS and the closing `;`."""
+    return " ".join(re.sub(r"\bIF\s+NOT\s+EXISTS\s+", "", sql, count=1, flags=re.IGNORECASE).rstrip().rstrip(";")
+                    .split())
+
+
+@lru_cache(maxsize=1)
+def _own_objects() -> dict[str, tuple[str, str]]:
+    """{name: (type, normalised CREATE text)} of every object a migration (or the history) creates."""
+    out = {}
+    for sql in (_HISTORY_SQL, *(m.sql for m in MIGRATIONS)):
+        for m in _CREATES.finditer(sql):
+            kind = m.group(1).lower()
+            # a trigger's text runs to its END; (its body holds `;`): the only text compared
+            text = _normal_sql(sql[m.start():sql.index("END;", m.end()) + 4]) if kind == "trigger" else ""
+            out[m.group(2)] = (kind, text)
+    return out
+
+
+def _foreign_objects(conn: sqlite3.Connection) -> list[str]:
+    """The schema objects in `conn`'s file that overlay_kit did not create, each named: any view, any other
+    name, and a trigger of one of our names whose text is not ours (a trigger runs inside our writes). An
+    object of ours that is missing is no finding (a file from an older version may lack an index)."""
+    own, found = _own_objects(), []
+    for kind, name, table, sql in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"):
+        mine = own.get(name)
+        if mine is None:
+            m = _SQLITE_OWN.fullmatch(name)
+            if m and (m.group(1) is None or m.group(1) in own):
+                continue
+            found.append(f"{kind} {name!r}" + (f" on {table!r}" if table and table != name else ""))
+        elif mine[0] != kind or (kind == "trigger" and _normal_sql(sql or "") != mine[1]):
+            found.append(f"{kind} {name!r}" + (f" on {table!r}" if table and table != name else "") +
+                         " (not as overlay_kit creates it)")
+    return found
 
 
 # What `Store.forget` erases. Rows tied to an erased delta by id (foreign keys cascade too, but not every table
@@ -505,9 +617,12 @@ class Outcome:
 
 # --------------------------------------------------------------------------------------------- store
 
-_DELTA_COLUMNS = ("id, base_name, base_root, base_version, scope, kind, tier, anchor, payload, provenance, "
-                  "status, success_count, attempt_count, superseded_by, created_at, approved_at, last_used_at, "
-                  "findings")
+# A delta row as the store reads and writes it: the sealed columns (`seal.SEALED_COLUMNS`), then last_used_at
+# and the seal. A database from before the seals (read-only: not migrated) reads NULL for the columns it lacks.
+_SEALED = ", ".join(SEALED_COLUMNS)
+_ROW_COLUMNS = _SEALED + ", last_used_at, seal"
+_UNSEALED_ROW_COLUMNS = _SEALED.replace("approved_by", "NULL") + ", last_used_at, NULL"
+_ROW_WIDTH = len(SEALED_COLUMNS) + 2
 # Which status a transition may start from. `approve` is the only way out of quarantine into use.
 _APPROVABLE = ("staged", "quarantined", "orphaned")
 _LIVE = ("staged", "active", "quarantined", "orphaned")
@@ -581,9 +696,19 @@ def _provenance(text: str) -> Provenance:
         return Provenance()  # unreadable provenance is untrusted, never trusted by default
 
 
+def _text(value: Any) -> str | None:
+    """A text column's value as SQLite hands it back: None, or an exact `str` (a subclass or a number converted)."""
+    return value if value is None or type(value) is str else str(value)
+
+
+def _texts(column: Sequence) -> Sequence:
+    """`_text` of each value of a column (the column itself when every value already is one)."""
+    return column if set(map(type, column)) <= {str, type(None)} else tuple(map(_text, column))
+
+
 def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
     (id_, name, root, version, scope, kind, _tier, anchor, payload, prov, status, succ, att, sup, created,
-     approved, used, findings) = row
+     approved, findings, _resident, _approved_by, used, _seal) = row
     section, digest = _anchor_of(anchor)
     shaped = _payload(kind, payload)
     delta = Delta(
@@ -611,29 +736,43 @@ def _connect(target: str, *, readonly: bool) -> sqlite3.Connection:
         return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
 
 
-def _inspect(path: Path) -> None:
-    """Look before writing: refuse (with no byte changed, no -wal/-shm created) a newer overlay_kit schema or
-    another program's database. Opens with `immutable=1` unless a WAL is present, which `mode=ro` reads."""
+def _inspect(path: Path) -> bool:
+    """Look before writing: refuse (with no byte changed, no -wal/-shm created) a newer overlay_kit schema,
+    another program's database, or a schema object overlay_kit did not create (`_schema_problem`). Opens with
+    `immutable=1` unless a WAL is present, which `mode=ro` reads."""
     try:
         conn = _peek(path)
     except sqlite3.Error:
-        return  # the normal open reports it
+        return False  # the normal open reports it
     try:
-        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "schema_history" in tables:
-            newer = sorted({v for (v,) in conn.execute("SELECT version FROM schema_history")}
-                           - {m.version for m in MIGRATIONS})
-            if newer:
-                raise StoreError(f"{path}: written by a newer overlay_kit (schema {newer}); refusing to open it "
-                                 "with this version (the file is untouched)")
-        elif tables:
-            raise StoreError(f"{path}: not an overlay_kit database ({_foreign(tables)}); overlay_kit never "
-                             "alters another program's schema — give it its own --db (read GAIA's deltas with "
-                             "overlay_kit.store.read_gaia_deltas)")
+        _schema_problem(conn, path)
+        return True
     except sqlite3.DatabaseError:
-        return  # corrupt: quick_check in the normal open names it
+        return False  # corrupt: quick_check in the normal open names it
     finally:
         conn.close()
+
+
+def _schema_problem(conn: sqlite3.Connection, path: Path | str) -> None:
+    """Raise when the file is not an overlay database this version may use: a newer schema, another program's
+    tables, or objects overlay_kit did not create (`SchemaObjectError` naming them). An empty file passes."""
+    tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "schema_history" in tables:
+        newer = sorted({v for (v,) in conn.execute("SELECT version FROM schema_history")}
+                       - {m.version for m in MIGRATIONS})
+        if newer:
+            raise StoreError(f"{path}: written by a newer overlay_kit (schema {newer}); refusing to open it "
+                             "with this version (the file is untouched)")
+        foreign = _foreign_objects(conn)
+        if foreign:
+            raise SchemaObjectError(f"{path}: holds schema objects overlay_kit did not create: "
+                                    f"{', '.join(foreign[:8])}{' …' if len(foreign) > 8 else ''}; refusing to "
+                                    "open it (a trigger or view planted in the file would run inside the "
+                                    "store's reads and writes; the file is untouched)")
+    elif tables:
+        raise StoreError(f"{path}: not an overlay_kit database ({_foreign(tables)}); overlay_kit never "
+                         "alters another program's schema — give it its own --db (read GAIA's deltas with "
+                         "overlay_kit.store.read_gaia_deltas)")
 
 
 def _peek(path: Path) -> sqlite3.Connection:
@@ -652,6 +791,28 @@ def _foreign(tables: set[str]) -> str:
     return "tables " + ", ".join(sorted(tables)[:6]) + ("…" if len(tables) > 6 else "")
 
 
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _regular_file(target: str) -> bool:
+    """Whether the database exists; `NotAFileError` when it, or its -wal, -shm or -journal file, is anything
+    but a regular file (SQLite would block on a FIFO, or read a device): looked at with stat, never opened."""
+    exists = False
+    for path in (target, target + "-wal", target + "-shm", target + "-journal"):
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot look at it ({exc.strerror or exc})") from exc
+        if not stat.S_ISREG(mode):
+            what = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+            raise NotAFileError(f"{path}: is {what}, not an overlay database file; refusing to open it")
+        exists = exists or path == target
+    return exists
+
+
 def _fault(exc: BaseException) -> bool:
     """A failure of the medium, not of the statement: disk full, read-only, I/O, locked, cannot open."""
     return isinstance(exc, sqlite3.OperationalError) or (
@@ -661,12 +822,45 @@ def _fault(exc: BaseException) -> bool:
 
 def _why(exc: BaseException) -> str:
     text = str(exc)
-    for needle, say in (("disk is full", "the disk is full"), ("readonly", "the database is read-only"),
+    for needle, say in (("disk is full", "disk full: the disk is full"), ("readonly", "the database is read-only"),
                         ("read-only", "the database is read-only"), ("disk I/O", "disk I/O error"),
                         ("locked", "the database is locked by another process")):
         if needle in text:
             return f"{say} ({text})"
     return text
+
+
+def _fault_error(path: str, exc: BaseException, tail: str = "") -> StoreError:
+    """The typed error for a fault of the medium: `DiskFullError` ("disk full"), `ReadOnlyError` ("read-only:
+    cannot write PATH"), else a `StoreError` saying what SQLite said."""
+    text = str(exc)
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code == getattr(sqlite3, "SQLITE_FULL", 13) or "disk is full" in text:
+        return DiskFullError(f"{path}: disk full: the disk is full ({text}){tail}")
+    if "disk I/O" in text and _no_space(path):  # SQLite reports a -shm it cannot grow as an I/O error
+        return DiskFullError(f"{path}: disk full: the disk is full, cannot write {path} ({text}){tail}")
+    if code in (getattr(sqlite3, "SQLITE_READONLY", 8),) or "readonly" in text or "read-only" in text:
+        return ReadOnlyError(f"{path}: read-only: cannot write {path} ({text}){tail}")
+    return StoreError(f"{path}: {_why(exc)}{tail}")
+
+
+def _no_space(path: str) -> bool:
+    """Whether the device holding `path` has (almost) no room left: less than 64 KiB."""
+    try:
+        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except (OSError, AttributeError):
+        return False
+    return st.f_bavail * st.f_frsize < 64 * 1024
+
+
+def _unwritable(target: str, exists: bool) -> str | None:
+    """Why a writable open of `target` cannot write (its folder or the file is read-only: a read-only mount, or
+    permissions), else None. SQLite needs the folder too, for the -wal and -shm files."""
+    folder = os.path.dirname(os.path.abspath(target))
+    for path in ((target, folder) if exists else (folder,)):
+        if not os.access(path, os.W_OK):
+            return path
+    return None
 
 
 def read_gaia_deltas(path: str | os.PathLike) -> list[dict]:
@@ -700,11 +894,18 @@ class Store:
         self._lock = threading.RLock()
         self._depth = 0
         self._erasing = False
-        self.erasure_pending = False  # a forget's erased rows may still be in the WAL (a reader held it)
+        self.erasure_pending = False  # a forget's erased rows may still be in the file or its WAL (a reader held it)
         self.readonly = False
         self._forget_hooks: list[Callable[[list[str]], None]] = []
         self._change_hooks: list[Callable[[list[str]], None]] = []
         self._changed: list[str] = []  # delta ids whose state changed in the open transaction
+        # What the store left out and why, one line each (a row whose seal does not verify, a damaged row): the
+        # resolver's and the CLI's callers print them; each is logged as a warning once.
+        self.integrity_notes: list[str] = []
+        self._sealed = True  # the rows carry seals (schema >= SEALED_SINCE); False: a read-only older file
+        self._sealer: RowSealer | None = None
+        self._erased_ids: list[str] = []  # the last forget's, for `finish_erasure`'s report
+        self.erasure_where: str | None = None  # while `erasure_pending`: which files still hold the erased text
 
     # ----------------------------------------------------------------------------- open / close
 
@@ -713,50 +914,57 @@ class Store:
              readonly: bool = False, create: bool = True) -> "Store":
         """Open (creating or migrating forward) the database at `path` (default: `default_db_path()`).
 
-        Before any write, a read-only look: a file that is not SQLite, is corrupt, was written by a newer
-        overlay_kit, or holds another program's schema (a GAIA memory.db) is refused with its bytes untouched.
+        Before any write, a read-only look: a path that is a directory, FIFO, socket or device is refused without
+        being opened (`NotAFileError`); a file that is not SQLite, is corrupt, was written by a newer overlay_kit,
+        holds another program's schema (a GAIA memory.db) or schema objects overlay_kit did not create (a planted
+        trigger or view: `SchemaObjectError`) is refused with its bytes untouched. A row that breaks its table's
+        constraints (written by hand) does not refuse the file: reads leave it out with a note.
         `readonly=True` opens without writing anything (read-only media; writes raise `StoreError`);
         `create=False` (and `readonly`) refuse a missing file with "no database at PATH" instead of creating
-        it and its folders."""
+        it and its folders. A writable open of a file or folder that cannot be written is a `ReadOnlyError`
+        ("read-only: cannot write PATH"); a full disk a `DiskFullError`."""
         target = str(default_db_path() if path is None else Path(path).expanduser())
         memory = target == ":memory:"
         if not memory:
             p = Path(target)
-            if p.is_dir():
-                raise StoreError(f"{target}: is a directory, not an overlay database")
-            if not p.exists() and (readonly or not create):
+            exists = _regular_file(target)
+            looked = False
+            if not exists and (readonly or not create):
                 raise StoreError(f"no database at {target}")
-            if p.exists() and p.stat().st_size > 0:
+            if exists and p.stat().st_size > 0:
                 with open(p, "rb") as fh:
                     if fh.read(16) != SQLITE_MAGIC:
                         raise StoreError(f"{target}: not an SQLite database (bad header); refusing to touch it")
-                _inspect(p)
-            elif not readonly:
+                looked = _inspect(p)
+            if not exists and not readonly:
                 try:
                     p.parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
                     raise StoreError(f"{target}: cannot create its folder: {exc.strerror or exc}") from exc
+            if not readonly:
+                blocked = _unwritable(target, exists)
+                if blocked is not None:
+                    raise ReadOnlyError(f"{target}: read-only: cannot write {blocked} (open it with "
+                                        "readonly=True to read it)")
         store = None
         try:
             conn = _connect(target, readonly=readonly and not memory)
         except sqlite3.Error as exc:
-            raise StoreError(f"{target}: cannot open: {exc}") from exc
+            raise _fault_error(target, exc) if _fault(exc) and "unable to open" not in str(exc) else \
+                StoreError(f"{target}: cannot open: {exc}") from exc
         try:
             store = cls(conn, target, research=research, auto_approve=auto_approve)
             store.readonly = readonly
             conn.create_function("overlay_erasing", 0, lambda: 1 if store._erasing else 0)
-            try:
-                ok = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-            except sqlite3.DatabaseError as exc:
-                raise StoreError(f"{target}: not a usable SQLite database ({exc}); refusing to touch it") from exc
-            if ok != "ok":
-                raise StoreError(f"{target}: database is corrupt ({ok}); refusing to touch it")
+            store._quick_check()
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
             if readonly:
                 conn.execute("PRAGMA query_only = ON")
                 store._check_schema()
                 return store
+            if not memory and not looked:  # `_inspect` could not peek at it (or it was empty)
+                _schema_problem(conn, target)
             if not memory:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
@@ -764,26 +972,54 @@ class Store:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA secure_delete = ON")
             store._migrate()
+            store._resume_erasure()
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise StoreError(f"{target}: {_why(exc)}") from exc
+            raise _fault_error(target, exc) from exc
         except BaseException:
             conn.close()
             raise
         return store
 
+    # quick_check lines that name one row breaking its table's constraints (a hand edit), not a damaged file
+    _ROW_DAMAGE = re.compile(r"(?:CHECK constraint failed in|NULL value in|NOT NULL constraint failed:?) (\w+)")
+
+    def _quick_check(self) -> None:
+        """`PRAGMA quick_check`: a damaged file is refused; rows that break their table's CHECK or NOT NULL
+        constraints (written by hand) are not: the read paths leave a delta row like that out with a note (its
+        seal does not verify), and the write paths refuse it (`get`), so both agree on the same file."""
+        try:
+            lines = [r[0] for r in self.conn.execute("PRAGMA quick_check(100)")]
+        except sqlite3.DatabaseError as exc:
+            fault = _fault_error(self.path, exc)
+            if isinstance(fault, (DiskFullError, ReadOnlyError)):
+                raise fault from exc
+            raise StoreError(f"{self.path}: not a usable SQLite database ({exc}); refusing to touch it") from exc
+        if lines == ["ok"]:
+            return
+        damaged = [self._ROW_DAMAGE.match(line) for line in lines]
+        if not all(damaged):
+            bad = next(line for line, m in zip(lines, damaged) if not m)
+            raise StoreError(f"{self.path}: database is corrupt ({bad}); refusing to touch it")
+        for table in sorted({m.group(1) for m in damaged}):
+            self._note(f"{self.path}: rows of {table} break its constraints (written outside overlay_kit?); "
+                       + ("each such delta row is left out where it is read" if table == "skill_deltas" else
+                          "they are read as they are"))
+
     def _check_schema(self) -> None:
-        """Read-only: the file is ours and not newer than this code (a missing history = an empty store)."""
+        """Read-only: the file is ours and not newer than this code (a missing history = an empty store), holds
+        no object overlay_kit did not create, and says whether its rows carry seals."""
         tables = {n for (n,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "schema_history" not in tables:
             if tables:
                 raise StoreError(f"{self.path}: not an overlay_kit database ({_foreign(tables)})")
             raise StoreError(f"{self.path}: an empty database; nothing to read")
-        newer = sorted({v for (v,) in self.conn.execute("SELECT version FROM schema_history")}
-                       - {m.version for m in MIGRATIONS})
-        if newer:
-            raise StoreError(f"{self.path}: written by a newer overlay_kit (schema {newer}); refusing to open it "
-                             "with this version")
+        _schema_problem(self.conn, self.path)
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(skill_deltas)")}
+        self._sealed = "seal" in columns
+        if not self._sealed:
+            self._note(f"{self.path}: written before row seals (schema < {SEALED_SINCE}); read as found, not "
+                       "verified (a writable open seals it)", error=False)
 
     def close(self) -> None:
         if self.erasure_pending:
@@ -821,9 +1057,13 @@ class Store:
                     self.conn.execute(stmt)
                 if m.edits:
                     _edit_tables(self.conn, m.edits)
+                if m.rows is not None:
+                    m.rows(self)
                 self.conn.execute("INSERT INTO schema_history (version, name, applied_at) VALUES (?, ?, ?)",
                                   (m.version, m.name, iso(utc_now())))
                 applied.append(m.version)
+                done.add(m.version)
+            self._sealed = SEALED_SINCE in done
         return applied
 
     def schema_history(self) -> list[tuple[int, str, str]]:
@@ -833,7 +1073,7 @@ class Store:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic unit of writes (`BEGIN IMMEDIATE`); nested calls become savepoints. A fault of the medium
         (disk full, read-only, I/O error, locked past the timeout) rolls back and raises `StoreError` naming
-        the path: nothing partial is written."""
+        the path (`DiskFullError`, `ReadOnlyError`): nothing partial is written."""
         with self._lock:
             depth = self._depth
             self._depth += 1
@@ -855,7 +1095,7 @@ class Store:
                     except sqlite3.Error:
                         pass  # the failed statement already ended the transaction
                     if _fault(exc):
-                        raise StoreError(f"{self.path}: {_why(exc)}; nothing was written") from exc
+                        raise _fault_error(self.path, exc, "; nothing was written") from exc
                     raise
                 if depth == 0:
                     try:
@@ -882,8 +1122,155 @@ class Store:
             self.conn.execute(sql)
         except sqlite3.Error as exc:
             if _fault(exc):
-                raise StoreError(f"{self.path}: {_why(exc)}; nothing was written") from exc
+                raise _fault_error(self.path, exc, "; nothing was written") from exc
             raise
+
+    # ------------------------------------------------------------------------------------ seals at rest
+
+    def _note(self, text: str, *, error: bool = True) -> None:
+        """One integrity note: kept in `integrity_notes` and logged (an error: something was left out; else a
+        warning), once per store."""
+        if text not in self.integrity_notes:
+            self.integrity_notes.append(text)
+            (log.error if error else log.warning)("%s", text)
+
+    def _write_sealer(self) -> RowSealer:
+        """The key's sealer for a write (`StoreError` naming the key file when it can be neither read nor made)."""
+        if self._sealer is None:
+            try:
+                self._sealer = row_sealer()
+            except SealKeyError as exc:
+                raise StoreError(f"{self.path}: cannot seal rows: {exc}") from exc
+        return self._sealer
+
+    def _read_sealer(self) -> RowSealer | None:
+        """The key's sealer for a read; None (with a note) when the key can be neither read nor made."""
+        try:
+            return self._write_sealer()
+        except StoreError as exc:
+            self._note(f"{exc}: every delta row is left out (their seals cannot be checked)")
+            return None
+
+    def _refusal(self, row: tuple, sealer: RowSealer | None) -> str | None:
+        """None when a row as read may be used; else why not (the note's text). A row whose seal does not verify
+        is left out, and so is an active row of untrusted provenance without a recorded approval."""
+        if self._sealed:
+            if sealer is None or not sealer.verify(row):
+                why = "seal does not verify"
+                if row[10] not in STATUSES:
+                    why += f" (status {row[10]!r} is not a status)"
+                return f"delta {row[0]}: {why}: left out (changed outside overlay_kit?)"
+        elif row[10] not in STATUSES or row[5] not in TIERS:
+            return f"delta {row[0]}: status {row[10]!r} / kind {row[5]!r} is not one overlay_kit writes: left out"
+        if row[10] == "active" and row[18] is None and not _provenance(row[9]).trusted and (
+                self._sealed or self._approver(row[0]) is None):
+            return (f"delta {row[0]}: active with untrusted provenance but no recorded approval: left out "
+                    "(changed outside overlay_kit?)")
+        return None
+
+    def _approver(self, delta_id: str) -> str | None:
+        """Who last moved a delta into `active` by hand, as the audit trail says (a row from before the seals)."""
+        row = self.conn.execute("SELECT who FROM delta_audit WHERE delta_id = ? AND to_status = 'active' AND "
+                                "who != 'gates' ORDER BY seq DESC LIMIT 1", (delta_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def _deltas(self, rows: Iterable[tuple]) -> list[Delta]:
+        """The rows that may be used, as deltas (the others noted: `_refusal`), in the order read."""
+        sealer = self._read_sealer() if self._sealed else None
+        out = []
+        for row in rows:
+            why = self._refusal(row, sealer)
+            if why is not None:
+                self._note(why)
+                continue
+            try:
+                out.append(_row_to_delta(row))
+            except (ValueError, KeyError, TypeError) as exc:
+                self._note(f"delta {row[0]}: unreadable ({exc}): left out")
+        return out
+
+    @property
+    def _row_columns(self) -> str:
+        return _ROW_COLUMNS if self._sealed else _UNSEALED_ROW_COLUMNS
+
+    def _rows(self, tail: str, args: Sequence = ()) -> list[tuple]:
+        """`SELECT <a delta row's columns> FROM skill_deltas <tail>`. A row whose text is not UTF-8 (written by
+        hand: Python cannot read it) would fail the whole query: then the rows are read one by one and that
+        one is left out with a note naming it."""
+        try:
+            return self.conn.execute(f"SELECT {self._row_columns} FROM skill_deltas {tail}", args).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "decode" not in str(exc):
+                raise
+        out = []
+        for (rowid,) in self.conn.execute(f"SELECT rowid FROM skill_deltas {tail}", args).fetchall():
+            try:
+                out += self.conn.execute(f"SELECT {self._row_columns} FROM skill_deltas WHERE rowid = ?",
+                                         (rowid,)).fetchall()
+            except sqlite3.OperationalError as exc:
+                (name,) = self.conn.execute("SELECT CAST(id AS BLOB) FROM skill_deltas WHERE rowid = ?",
+                                            (rowid,)).fetchone()
+                self._note(f"delta {bytes(name or b'').decode('utf-8', 'replace')}: unreadable ({exc}): left out "
+                           "(changed outside overlay_kit?)")
+        return out
+
+    def _checked(self, ids: Iterable[str]) -> list[str]:
+        """Of `ids`, those whose rows may be written (their seals verify); the others noted. Inside the write's
+        transaction, before it changes them: a row is re-sealed only after its seal was checked, so a legitimate
+        write never seals over a change made outside overlay_kit."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        sealer, ok = self._write_sealer(), []
+        for at in range(0, len(ids), 500):
+            part = ids[at:at + 500]
+            for row in self._rows(f"WHERE id IN ({', '.join('?' * len(part))})", part):
+                why = self._refusal(row, sealer)
+                if why is None:
+                    ok.append(row[0])
+                else:
+                    self._note(why)
+        return ok
+
+    def _reseal(self, ids: Iterable[str]) -> None:
+        """Inside a write's transaction: seal each row as it now stands (rows checked before the write)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return
+        sealer = self._write_sealer()
+        for at in range(0, len(ids), 500):
+            part = ids[at:at + 500]
+            rows = self.conn.execute(f"SELECT {_SEALED} FROM skill_deltas WHERE id IN "
+                                     f"({', '.join('?' * len(part))})", part).fetchall()
+            self.conn.executemany("UPDATE skill_deltas SET seal = ? WHERE id = ?",
+                                  [(sealer.seal(r), r[0]) for r in rows])
+
+    def _seal_found_rows(self) -> None:
+        """Migration 8: seal the rows a file holds as they are found (trust on first use, as at the upgrade).
+        Not sealed, so left out with a note on every read: a row with a status or kind overlay_kit never writes,
+        and an active row of untrusted provenance with no approval in the audit trail. `approved_by` of an
+        active row is who the audit trail says approved it."""
+        rows = self.conn.execute(f"SELECT {_SEALED.replace('approved_by', 'NULL')} FROM skill_deltas").fetchall()
+        if not rows:
+            return
+        sealer, sealed, left = self._write_sealer(), [], []
+        for row in rows:
+            row = list(row)
+            if row[10] not in STATUSES or row[5] not in TIERS:
+                left.append(row[0])
+                continue
+            if row[10] == "active":
+                row[18] = self._approver(row[0])
+                if row[18] is None and not _provenance(row[9]).trusted:
+                    left.append(row[0])
+                    continue
+            sealed.append((row[18], sealer.seal(row), row[0]))
+        self.conn.executemany("UPDATE skill_deltas SET approved_by = ?, seal = ? WHERE id = ?", sealed)
+        said = (f"schema {SEALED_SINCE}: sealed {len(sealed)} delta rows as found; left unsealed (never read): "
+                f"{', '.join(left) if left else 'none'}")
+        self._log(None, "overlay_kit", None, None, said)
+        self._note(f"{self.path}: {said}", error=bool(left))
+
 
     # ---------------------------------------------------------------------------------- audit
 
@@ -908,15 +1295,16 @@ class Store:
         """Private: store a delta that passed the gates. Refused without the gates' seal for this delta."""
         payload = self._admit(delta, seal)
         approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
+        values = (*_texts((delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind)),
+                  delta.tier, dumps({"section": delta.anchor.section, "digest": delta.anchor.digest}), dumps(payload),
+                  dumps(delta.provenance.to_dict()), _text(delta.status), int(delta.success_count),
+                  int(delta.attempt_count), None, iso(delta.created_at), iso(approved), dumps(list(delta.findings)), 1,
+                  "gates" if delta.status == "active" else None)
+        row = (*values, iso(delta.last_used_at), self._write_sealer().seal(values))
         with self.transaction():
             try:
-                self.conn.execute(
-                    f"INSERT INTO skill_deltas ({_DELTA_COLUMNS}) VALUES ({', '.join('?' * 18)})",
-                    (delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind,
-                     delta.tier, dumps({"section": delta.anchor.section, "digest": delta.anchor.digest}),
-                     dumps(payload), dumps(delta.provenance.to_dict()), delta.status, delta.success_count,
-                     delta.attempt_count, None, iso(delta.created_at), iso(approved),
-                     iso(delta.last_used_at), dumps(list(delta.findings))))
+                self.conn.execute(f"INSERT INTO skill_deltas ({_ROW_COLUMNS}) VALUES ({', '.join('?' * _ROW_WIDTH)})",
+                                  row)
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"delta {delta.id}: {exc}") from exc
             self._log(delta.id, "gates", None, delta.status,
@@ -972,8 +1360,13 @@ class Store:
                                   "this batch has no valid gate seal")
         validated, starts = sealed_validated(seal), self._starts
         payloads = [starts(d, validated) for d in deltas]  # every row checked before anything is built
+        sealer = self._write_sealer()
         ids, skills, roots, versions, scopes, kinds, statuses, succ, att, approved, last, sources, given = \
             zip(*map(_STORED_FIELDS, deltas))  # column by column; each delta read once
+        # the values as SQLite hands them back (what the seal covers): str, int or None
+        ids, skills, roots, versions, scopes, kinds, statuses = map(_texts, (ids, skills, roots, versions, scopes,
+                                                                             kinds, statuses))
+        succ, att = (c if set(map(type, c)) == {int} else tuple(map(int, c)) for c in (succ, att))
         anchors, texts, provenances, created, findings = zip(*columns_of(deltas))
         if not all(map(is_, payloads, given)):  # the store's canonical form differs from the delta's (unvalidated)
             texts = [t if t is not None and p == g else dumps(p) for t, p, g in zip(texts, payloads, given)]
@@ -982,9 +1375,12 @@ class Store:
         if "active" in statuses:  # an active delta is approved when it is written (each read as it is)
             approved = [a or (utc_now() if st == "active" else None) for a, st in zip(approved, statuses)]
         reasons = {pair: f"learned {pair[0]} from {pair[1]}" for pair in set(zip(kinds, sources))}
-        rows = list(zip(ids, skills, roots, versions, scopes, kinds, map(TIERS.__getitem__, kinds), anchors, texts,
-                        provenances, statuses, succ, att, repeat(None), created, map(iso, approved), map(iso, last),
-                        findings))
+        approvers = [("gates" if st == "active" else None) for st in statuses] if "active" in statuses else \
+            repeat(None)
+        sealed = list(zip(ids, skills, roots, versions, scopes, kinds, map(TIERS.__getitem__, kinds), anchors, texts,
+                          provenances, statuses, succ, att, repeat(None), created, map(iso, approved), findings,
+                          repeat(1), approvers))
+        rows = list(map(tuple.__add__, sealed, zip(map(iso, last), sealer.seal_many(sealed))))
         audit = list(zip(ids, repeat("gates"), created, repeat(None), statuses,
                          map(reasons.__getitem__, zip(kinds, sources))))
         out = []
@@ -995,7 +1391,7 @@ class Store:
             out.append((stored, undo))
         with self.transaction():
             try:
-                self._insert_rows(f"INSERT INTO skill_deltas ({_DELTA_COLUMNS})", rows)
+                self._insert_rows(f"INSERT INTO skill_deltas ({_ROW_COLUMNS})", rows)
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"learn batch of {len(rows)}: {exc}") from exc
             self._insert_rows("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason)", audit)
@@ -1023,21 +1419,32 @@ class Store:
             self.conn.execute(_values_sql(insert, shape, len(chunk)), args)
 
     def get(self, delta_id: str) -> Delta:
-        row = self.conn.execute(f"SELECT {_DELTA_COLUMNS} FROM skill_deltas WHERE id = ?", (delta_id,)).fetchone()
-        if row is None:
+        """The delta with this id: `StoreError` if there is none, `SealError` (and a note) if its row may not be
+        used (`integrity_notes`): every write that starts from `get` refuses that row too."""
+        rows = self._rows("WHERE id = ?", (delta_id,))
+        if not rows:
+            if self.conn.execute("SELECT 1 FROM skill_deltas WHERE id = ?", (delta_id,)).fetchone():
+                raise SealError(f"{self.path}: delta {delta_id}: unreadable: left out (changed outside overlay_kit?)")
             raise StoreError(f"no delta with id {delta_id!r} in {self.path}")
+        row = rows[0]
+        why = self._refusal(row, self._read_sealer() if self._sealed else None)
+        if why is not None:
+            self._note(why)
+            raise SealError(f"{self.path}: {why}")
         try:
             return _row_to_delta(row)
         except (ValueError, KeyError, TypeError) as exc:
             raise StoreError(f"delta {delta_id} in {self.path} is unreadable: {exc}") from exc
 
     def search(self, skill: str | None = None, scope: str | Iterable[str] | None = None,
-               status: str | Iterable[str] | None = None, *, include_superseded: bool = False,
-               limit: int | None = None) -> list[Delta]:
-        """Deltas matching every given filter, in `Delta.sort_key` order.
+               status: str | Iterable[str] | None = None, *, kind: str | None = None, section: str | None = None,
+               include_superseded: bool = False, limit: int | None = None) -> list[Delta]:
+        """Deltas matching every given filter (`section`: the anchor's section), in `Delta.sort_key` order.
 
         There is no default limit. With `limit`, the newest `limit` rows are kept (never the oldest), then
-        sorted; a row whose payload no longer parses is skipped with a logged error, never guessed at.
+        sorted. A row whose seal does not verify, an active untrusted row without a recorded approval, and a
+        row whose payload no longer parses are left out, each with a note (`integrity_notes`, and a logged
+        error), never guessed at.
         """
         where, args = [], []
         if skill is not None:
@@ -1053,21 +1460,19 @@ class Store:
                     raise StoreError(f"unknown status {bad}; statuses are {', '.join(STATUSES)}")
             where.append(f"{column} IN ({', '.join('?' * len(values))})")
             args += values
+        if kind is not None:
+            where.append("kind = ?")
+            args.append(kind)
+        if section is not None:
+            where.append("json_extract(anchor, '$.section') = ?")
+            args.append(section)
         if not include_superseded:
             where.append("superseded_by IS NULL")
-        sql = f"SELECT {_DELTA_COLUMNS} FROM skill_deltas"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        tail = ("WHERE " + " AND ".join(where)) if where else ""
         if limit is not None:
-            sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+            tail += " ORDER BY created_at DESC, id DESC LIMIT ?"
             args.append(int(limit))
-        out = []
-        for row in self.conn.execute(sql, args):
-            try:
-                out.append(_row_to_delta(row))
-            except (ValueError, KeyError, TypeError) as exc:
-                log.error("skipping unreadable delta %s in %s: %s", row[0], self.path, exc)
-        return sorted(out, key=lambda d: d.sort_key)
+        return sorted(self._deltas(self._rows(tail, args)), key=lambda d: d.sort_key)
 
     def skills(self) -> list[str]:
         """Base names that have at least one delta row."""
@@ -1075,20 +1480,32 @@ class Store:
 
     def _status_change(self, delta: Delta, to: str, who: str, reason: str, restore: bool = True) -> list[tuple]:
         """Apply one status transition inside an open transaction; return its undo steps. Archiving a delta
-        restores the live deltas it superseded (`restore=False`: not when they are being archived too)."""
+        restores the live deltas it superseded (`restore=False`: not when they are being archived too). Into
+        `active`: the approval (when, and who) is recorded under the row's seal, if the row has none yet.
+        `delta` was read (its seal checked) in the same transaction; every row changed is sealed again."""
         steps = [("skill_deltas", delta.id, "status", delta.status, to)]
         self.conn.execute("UPDATE skill_deltas SET status = ? WHERE id = ?", (to, delta.id))
-        if to == "active" and delta.approved_at is None:
-            now = iso(utc_now())
-            self.conn.execute("UPDATE skill_deltas SET approved_at = ? WHERE id = ?", (now, delta.id))
-            steps.append(("skill_deltas", delta.id, "approved_at", None, now))
+        if to == "active":
+            at, by = self.conn.execute("SELECT approved_at, approved_by FROM skill_deltas WHERE id = ?",
+                                       (delta.id,)).fetchone()
+            if at is None:
+                now = iso(utc_now())
+                self.conn.execute("UPDATE skill_deltas SET approved_at = ? WHERE id = ?", (now, delta.id))
+                steps.append(("skill_deltas", delta.id, "approved_at", None, now))
+            if by is None:
+                self.conn.execute("UPDATE skill_deltas SET approved_by = ? WHERE id = ?", (str(who), delta.id))
+                steps.append(("skill_deltas", delta.id, "approved_by", None, str(who)))
         self._log(delta.id, who, delta.status, to, reason)
+        changed = [delta.id]
         if to == "archived" and restore:  # an archived delta replaces nothing: what it superseded comes back
-            for (mid,) in self.conn.execute("SELECT id FROM skill_deltas WHERE superseded_by = ? AND status != "
-                                            "'archived' ORDER BY id", (delta.id,)).fetchall():
+            members = [m for (m,) in self.conn.execute("SELECT id FROM skill_deltas WHERE superseded_by = ? AND "
+                                                       "status != 'archived' ORDER BY id", (delta.id,))]
+            for mid in self._checked(members):
                 self.conn.execute("UPDATE skill_deltas SET superseded_by = NULL WHERE id = ?", (mid,))
                 self._log(mid, who, None, None, f"restored: {delta.id}, which superseded it, was archived")
                 steps.append(("skill_deltas", mid, "superseded_by", delta.id, None))
+                changed.append(mid)
+        self._reseal(changed)
         return steps
 
     def approve(self, delta_id: str, who: str = "user") -> Undo:
@@ -1196,6 +1613,7 @@ class Store:
                 self.conn.execute("UPDATE skill_deltas SET superseded_by = ? WHERE id = ?", (new_id, oid))
                 self._log(oid, who, old.status, old.status, f"superseded by {new_id}")
                 steps.append(("skill_deltas", oid, "superseded_by", None, new_id))
+            self._reseal(old_ids)
         return self._handle("supersede", tuple(steps), tuple(old_ids))
 
     def touch(self, ids: Iterable[str], when: datetime | None = None) -> Undo:
@@ -1222,9 +1640,11 @@ class Store:
                     raise StoreError(f"no delta with id {did!r} in {self.path}")
                 if row[0] == flag:
                     continue
+                self.get(did)  # its seal checked before it is sealed again
                 self.conn.execute("UPDATE skill_deltas SET resident = ? WHERE id = ?", (flag, did))
                 self._log(did, who, row[1], row[1], reason)
                 steps.append(("skill_deltas", did, "resident", row[0], flag))
+            self._reseal(s[1] for s in steps)
         return self._handle("set_resident", tuple(steps), tuple(s[1] for s in steps))
 
     def set_anchor(self, delta_id: str, anchor: Anchor, *, who: str, reason: str) -> Undo:
@@ -1240,11 +1660,14 @@ class Store:
             if row is None:
                 raise StoreError(f"no delta with id {delta_id!r} in {self.path}")
             steps = []
-            if (row[0], row[1]) != (stored, anchor.base_version):  # both columns, so undo audits once
+            version = _text(anchor.base_version)
+            if (row[0], row[1]) != (stored, version):  # both columns, so undo audits once
+                self.get(delta_id)  # its seal checked before it is sealed again
                 steps = [("skill_deltas", delta_id, "anchor", row[0], stored),
-                         ("skill_deltas", delta_id, "base_version", row[1], anchor.base_version)]
+                         ("skill_deltas", delta_id, "base_version", row[1], version)]
                 self.conn.execute("UPDATE skill_deltas SET anchor = ?, base_version = ? WHERE id = ?",
-                                  (stored, anchor.base_version, delta_id))
+                                  (stored, version, delta_id))
+                self._reseal([delta_id])
             self._log(delta_id, who, row[2], row[2], reason)
         return self._handle("set_anchor", tuple(steps), (delta_id,))
 
@@ -1261,7 +1684,8 @@ class Store:
         uses it."""
         self._change_hooks.append(callback)
 
-    _UNDOABLE = {("skill_deltas", "status"), ("skill_deltas", "approved_at"), ("skill_deltas", "superseded_by"),
+    _UNDOABLE = {("skill_deltas", "status"), ("skill_deltas", "approved_at"), ("skill_deltas", "approved_by"),
+                 ("skill_deltas", "superseded_by"),
                  ("skill_deltas", "last_used_at"), ("skill_deltas", "resident"), ("skill_deltas", "anchor"),
                  ("skill_deltas", "base_version"), ("learned_facts", "status")}
 
@@ -1298,6 +1722,10 @@ class Store:
         handle was not issued by the store (in this process)."""
         self._check_handle(handle)
         with self.transaction():
+            rows = [rid for table, rid, *_ in handle.steps if table == "skill_deltas"]
+            for rid in dict.fromkeys(rows):  # each row's seal checked before it is sealed again
+                if self.conn.execute("SELECT 1 FROM skill_deltas WHERE id = ?", (rid,)).fetchone() is not None:
+                    self.get(rid)
             for table, rid, column, before, after in reversed(handle.steps):
                 if (table, column) not in self._UNDOABLE:
                     raise StoreError(f"cannot undo a change to {table}.{column}")
@@ -1314,6 +1742,7 @@ class Store:
                     self._log(rid, who, None, None, f"undo of {handle.op}: lineage {after} -> {before}")
                 elif table == "skill_deltas" and column == "anchor":
                     self._log(rid, who, None, None, f"undo of {handle.op}: anchor {after} -> {before}")
+            self._reseal(rows)
 
     # -------------------------------------------------------------------------------- erasure
 
@@ -1327,9 +1756,10 @@ class Store:
         stays in the WAL (`secure_delete` zeroes freed space in the file). Returns how many deltas were erased.
 
         Facts belong to a skill when their namespace is the skill's name (how the gates route them). A
-        reader holding an open read transaction keeps the WAL's old frames alive: then the erased text stays
-        in `PATH-wal` until that reader finishes, `erasure_pending` is True, and `close()` (or
-        `finish_erasure()`) truncates it. Needs a filter or `all=True`."""
+        reader holding an open read transaction stops the checkpoint: the erased text then stays in the pages
+        the file and its WAL held before (`finish_erasure` says which), `erasure_pending` is True, and
+        `finish_erasure()` or `close()` retries — so does the next writable open, if this process ends first.
+        Needs a filter or `all=True`."""
         if not all and skill is None and scope is None:
             raise StoreError("forget needs skill=, scope= or all=True")
         counts: dict[str, int] = {}
@@ -1344,9 +1774,14 @@ class Store:
                     for table, column in _ERASE_BY_DELTA:
                         n = self.conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", part).rowcount
                         counts[table] = counts.get(table, 0) + n
-                    # lineage pointing at an erased row would name it: clear before deleting
+                    # lineage pointing at an erased row would name it: clear before deleting (a row whose seal
+                    # verified is sealed again; one that did not stays unverifiable)
+                    pointing = [i for (i,) in self.conn.execute(f"SELECT id FROM skill_deltas WHERE superseded_by "
+                                                                f"IN ({marks}) AND id NOT IN ({marks})", part + part)]
+                    kept = self._checked(pointing)
                     self.conn.execute(f"UPDATE skill_deltas SET superseded_by = NULL "
                                       f"WHERE superseded_by IN ({marks})", part)
+                    self._reseal(kept)
                     self.conn.execute(f"DELETE FROM skill_deltas WHERE id IN ({marks})", part)
                     self.conn.execute(f"DELETE FROM overlay_meta WHERE key IN ({marks})",
                                       [f"line_tokens:{i}" for i in part])  # Store.line_tokens
@@ -1363,6 +1798,7 @@ class Store:
             rows = ", ".join(f"{n} {t}" for t, n in sorted(counts.items()) if n)
             self._log(None, "user", None, None, f"forget {what}: erased {len(ids)} deltas" + (f", {rows}" if rows
                                                                                                else ""))
+        self._erased_ids = ids
         self.finish_erasure()
         for hook in self._forget_hooks:
             hook(list(ids))
@@ -1379,21 +1815,81 @@ class Store:
         return (" WHERE " + " AND ".join(where)) if where else "", args
 
     def finish_erasure(self) -> bool:
-        """Checkpoint and truncate the WAL so erased rows leave it. False (and `erasure_pending`) when another
-        connection's open read transaction prevents it; the next call, or `close()`, tries again."""
+        """Checkpoint and truncate the WAL, so the erased rows' pages are overwritten in the file (zeroed by
+        `secure_delete`) and leave the WAL. False (and `erasure_pending`) when another connection's open read
+        transaction prevents it: the warning says in which files the erased rows' bytes are (a raw scan for the
+        erased ids), the pending erasure is recorded in the database, and the next call, `close()`, or the next
+        writable open tries again."""
         if self.path == ":memory:" or self.readonly:
             return True
         try:
             busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        except sqlite3.Error as exc:  # e.g. disk full: the rows are gone, the WAL keeps them until it works
-            log.warning("%s: checkpoint failed (%s); the erased text stays in the WAL until it succeeds",
-                        self.path, exc)
-            busy = (1,)
+            failed = None
+        except sqlite3.Error as exc:  # e.g. disk full: the rows are gone, the files keep them until it works
+            busy, failed = (1,), exc
         self.erasure_pending = bool(busy and busy[0])
         if self.erasure_pending:
-            log.warning("%s: another connection holds a read transaction; the erased text stays in %s-wal until "
-                        "it ends (Store.finish_erasure() or close() retries)", self.path, self.path)
+            where = self.erasure_where = self._erased_bytes_at()
+            why = (f"the checkpoint failed ({failed})" if failed else
+                   "another connection holds a read transaction")
+            log.warning("%s: %s; %s until it succeeds (Store.finish_erasure(), close() or the next writable open "
+                        "retries)", self.path, why, where)
+            self._remember_erasure(True)
+        else:
+            self._remember_erasure(False)
+            self._erased_ids, self.erasure_where = [], None
         return not self.erasure_pending
+
+    def _erased_bytes_at(self) -> str:
+        """Where the last forget's erased rows still are, by a raw scan of the file and its WAL for their ids."""
+        ids = [i.encode("utf-8", "surrogatepass") for i in self._erased_ids[:64]]
+        files = [(self.path, "the database file"), (self.path + "-wal", "its WAL")]
+        if not ids:
+            return (f"the erased text may still be in {self.path} (the database file) and {self.path}-wal "
+                    "(its WAL)")
+        found = []
+        for name, what in files:
+            try:
+                data = Path(name).read_bytes()
+            except OSError:
+                continue
+            if any(i in data for i in ids):
+                found.append(f"{name} ({what})")
+        if not found:
+            return f"no erased id is left in {self.path} or its WAL, but freed pages may still hold erased text"
+        return "the erased text is still in " + " and ".join(found)
+
+    def _remember_erasure(self, pending: bool) -> None:
+        """Record (or clear) in `overlay_meta` that an erasure waits for its checkpoint, so that another process
+        finishes it if this one ends first. Best effort: never waits for a lock."""
+        try:
+            with self._lock:
+                if self._depth:
+                    return
+                marked = self.conn.execute("SELECT 1 FROM overlay_meta WHERE key = 'erasure_pending'").fetchone()
+                if bool(marked) == pending:
+                    return
+                self.conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    if pending:
+                        self.conn.execute("INSERT OR REPLACE INTO overlay_meta (key, value) VALUES "
+                                          "('erasure_pending', ?)", (iso(utc_now()),))
+                    else:
+                        self.conn.execute("DELETE FROM overlay_meta WHERE key = 'erasure_pending'")
+                        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                finally:
+                    self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except sqlite3.Error:
+            pass
+
+    def _resume_erasure(self) -> None:
+        """At a writable open: finish an erasure an earlier process recorded as waiting for its checkpoint."""
+        try:
+            marked = self.conn.execute("SELECT 1 FROM overlay_meta WHERE key = 'erasure_pending'").fetchone()
+        except sqlite3.Error:
+            return
+        if marked:
+            self.finish_erasure()
 
     # ----------------------------------------------------------------------------- token counts
 
@@ -1612,6 +2108,7 @@ class Store:
                 return False
             self.conn.execute("UPDATE skill_deltas SET attempt_count = attempt_count + 1, "
                               "success_count = success_count + ? WHERE id = ?", (int(bool(positive)), delta_id))
+            self._reseal([delta_id])
         return True
 
     def outcomes(self, delta_id: str | None = None) -> list[Outcome]:

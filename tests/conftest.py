@@ -8,6 +8,16 @@ from overlay_support import MAIL_BODY
 from overlay_kit.store import Store
 
 
+@pytest.fixture(scope="session", autouse=True)
+def seal_key(tmp_path_factory):
+    """The row-seal key for the whole run (CLI subprocesses inherit it) in a scratch folder, not the user's
+    config folder; a test that needs its own sets `OVERLAY_KIT_KEY_FILE` again."""
+    with pytest.MonkeyPatch.context() as mp:
+        path = tmp_path_factory.mktemp("config") / "seal.key"
+        mp.setenv("OVERLAY_KIT_KEY_FILE", str(path))
+        yield path
+
+
 @pytest.fixture
 def store(tmp_path):
     with Store.open(tmp_path / "o.db") as s:

@@ -26,6 +26,8 @@ def db(tmp_path):
         stale = learn_active(store, skill, "preference", {"body": "Archive newsletters unread."}, "cleaning-up")
         store.conn.execute("UPDATE skill_deltas SET anchor = json_set(anchor, '$.digest', '0000000000000000') "
                            "WHERE id = ?", (stale.id,))
+        with store.transaction():  # an anchor the store wrote in an older base (sealed), not a hand edit
+            store._reseal([stale.id])
     return path
 
 

@@ -1,5 +1,7 @@
 """Issue 18, faults fail cleanly: full disk, read-only media, read verbs that must not create anything, a FIFO
-in a discovery root, a YAML alias bomb. (A newer schema and a GAIA memory.db: tests/test_store.py.)"""
+in a discovery root, a YAML alias bomb. Issue 29: a FIFO, socket, device or directory at the database path, a
+real full disk and a real read-only mount (tiny tmpfs mounts where allowed). (A newer schema and a GAIA
+memory.db: tests/test_store.py.)"""
 
 from __future__ import annotations
 
@@ -133,6 +135,161 @@ def test_a_fifo_named_skill_md_is_skipped_not_waited_on(tmp_path):
     d = out["d"]
     assert list(d.skills) == ["mail"] and time.perf_counter() - t0 < 10
     assert any("not a regular file" in str(e) for e in d.errors)
+
+
+# ------------------------------------------------------------------- what sits at the database path (issue 29)
+
+
+def _unblock(path) -> None:
+    """Release a thread blocked opening the FIFO at `path` for reading (a writer arrives)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("where", ["", "-wal"])
+def test_a_fifo_at_the_database_path_is_refused_without_waiting(capsys, skill_dir, tmp_path, where):
+    """`deltas`, `facts`, `resolve` and `Store.open(readonly=True)` used to hang on a FIFO passed as --db."""
+    db = tmp_path / "o.db"
+    if where:
+        Store.open(db).close()
+    fifo = tmp_path / f"o.db{where}"
+    os.mkfifo(fifo)
+    out = {}
+
+    def calls():
+        for kw in ({}, {"readonly": True}, {"create": False}):
+            try:
+                Store.open(db, **kw).close()
+            except StoreError as exc:
+                out.setdefault("errors", []).append(exc)
+        out["cli"] = [main([*verb, "--db", str(db)]) for verb in (["deltas"], ["facts"], ["resolve", str(skill_dir)])]
+
+    worker = threading.Thread(target=calls, daemon=True)
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():
+        _unblock(fifo)
+        pytest.fail("opening the store blocked on the FIFO")
+    assert [type(e) for e in out["errors"]] == [store_mod.NotAFileError] * 3
+    assert all(f"{fifo}: is a FIFO" in str(e) for e in out["errors"])
+    assert out["cli"] == [1, 1, 0]  # resolve: the authored base, with the reason
+    captured = capsys.readouterr()
+    assert captured.err.count("is a FIFO") == 3 and "Traceback" not in captured.err
+    assert MAIL_BODY.strip() in captured.out
+
+
+@pytest.mark.parametrize("kind", ["socket", "device", "directory"])
+def test_a_socket_device_or_directory_at_the_database_path_is_refused(tmp_path, kind):
+    import socket
+
+    db = tmp_path / "o.db"
+    if kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(db))
+    elif kind == "device":
+        os.symlink("/dev/null", db)
+    else:
+        db.mkdir()
+    for kw in ({}, {"readonly": True}):
+        with pytest.raises(store_mod.NotAFileError, match={"socket": "is a socket", "device": "character device",
+                                                           "directory": "is a directory"}[kind]):
+            Store.open(db, **kw)
+    if kind == "socket":
+        sock.close()
+
+
+class _Tmpfs:
+    """A real, tiny tmpfs mounted at `path` (root only; the test is skipped where mounting is not allowed)."""
+
+    def __init__(self, path, size="1m"):
+        import subprocess
+
+        self.path, self.run = path, subprocess.run
+        path.mkdir()
+        if os.geteuid() != 0 or self.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                                         capture_output=True).returncode:
+            pytest.skip("cannot mount a tmpfs here")
+
+    def fill(self) -> None:
+        fd = os.open(self.path / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"\0" * 65536)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def read_only(self) -> None:
+        self.run(["mount", "-o", "remount,ro", str(self.path)], check=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.run(["umount", "-l", str(self.path)], capture_output=True)
+
+
+def test_a_full_disk_is_named_disk_full_not_an_unusable_database(capsys, skill_dir, tmp_path):
+    with _Tmpfs(tmp_path / "mnt") as mnt:
+        db = mnt.path / "o.db"
+        with Store.open(db) as store:
+            gates.learn(store, SKILL, "preference", {"body": "Be brief."}, section="replies", provenance=TRUSTED)
+        mnt.fill()
+        with pytest.raises(store_mod.DiskFullError, match="disk full") as err:
+            Store.open(db)
+        assert "not a usable" not in str(err.value) and str(db) in str(err.value)
+        with Store.open(db, readonly=True) as store:  # reads still work
+            assert [d.text for d in store.search()] == ["Be brief."]
+        assert main(["deltas", "mail", "--pending", "--db", str(db)]) == 0  # falls back to a read-only open
+        assert "Be brief." in capsys.readouterr().out
+        assert main(["learn", str(skill_dir), "--kind", "preference", "--section", "replies", "--body", "More.",
+                     "--source", "user_instruction", "--db", str(db)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "disk full" in err and "not a usable" not in err
+
+
+def test_sqlite_full_at_open_is_disk_full_too(tmp_path, monkeypatch):
+    """Where no tmpfs can be mounted: SQLite's SQLITE_FULL from the first read of the file, as a full disk gives."""
+    db = tmp_path / "o.db"
+    Store.open(db).close()
+    real = store_mod._connect
+
+    class Full:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, *args):
+            if sql.startswith("PRAGMA quick_check"):
+                raise sqlite3.OperationalError("database or disk is full")
+            return self.conn.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+    monkeypatch.setattr(store_mod, "_connect", lambda target, *, readonly: Full(real(target, readonly=readonly)))
+    with pytest.raises(store_mod.DiskFullError, match="disk full"):
+        Store.open(db)
+
+
+def test_a_read_only_mount_is_named_read_only_and_reads_still_work(capsys, skill_dir, tmp_path):
+    with _Tmpfs(tmp_path / "mnt") as mnt:
+        db = mnt.path / "o.db"
+        with Store.open(db) as store:
+            gates.learn(store, SKILL, "preference", {"body": "Be brief."}, section="replies", provenance=TRUSTED)
+        mnt.read_only()
+        with pytest.raises(store_mod.ReadOnlyError, match=f"read-only: cannot write {mnt.path}"):
+            Store.open(db)
+        with Store.open(db, readonly=True) as store:
+            assert [d.text for d in store.search()] == ["Be brief."] and store.integrity_notes == []
+        assert main(["deltas", "mail", "--pending", "--db", str(db)]) == 0
+        assert "Be brief." in capsys.readouterr().out
+        assert main(["learn", str(skill_dir), "--kind", "preference", "--section", "replies", "--body", "More.",
+                     "--source", "user_instruction", "--db", str(db)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "read-only: cannot write" in err and "not a usable" not in err
 
 
 BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n'

@@ -549,11 +549,20 @@ def test_get_unknown_names_the_id(store):
 
 
 def test_unreadable_row_is_skipped_not_guessed(store, skill, caplog):
+    """A row edited outside the store fails its seal; one sealed by the store that no longer parses (a payload an
+    older grammar allowed: simulated by sealing the edit) is left out too, with a note naming it."""
     a, b = learn(store, skill, body="a"), learn(store, skill, body="b")
     store.conn.execute("UPDATE skill_deltas SET payload = '{\"wrong\": 1}' WHERE id = ?", (a.id,))
-    with caplog.at_level("ERROR"):
+    with caplog.at_level("WARNING"):
+        assert [d.id for d in store.search("mail")] == [b.id]
+    assert f"delta {a.id}: seal does not verify" in caplog.text
+    with store.transaction():
+        store._reseal([a.id])
+    caplog.clear()
+    with caplog.at_level("WARNING"):
         assert [d.id for d in store.search("mail")] == [b.id]
     assert a.id in caplog.text and "payload.wrong" in caplog.text
+    assert any(a.id in n and "unreadable" in n for n in store.integrity_notes)
     with pytest.raises(StoreError, match="unreadable"):
         store.get(a.id)
 
@@ -604,6 +613,64 @@ def test_forget_clears_lineage_pointing_at_erased_rows(store, skill):
     store.supersede([old.id], new.id)
     store.forget(scope="agent:x")
     assert store.get(old.id).superseded_by is None
+
+
+SECRET = "Reply to the dentist about the root canal on Tuesday"
+
+
+def _hits(db) -> dict[str, int]:
+    """How often the erased text's bytes occur in the database file, its WAL and its shared-memory file."""
+    out = {}
+    for suffix in ("", "-wal", "-shm"):
+        f = db.parent / (db.name + suffix)
+        out[suffix or "db"] = f.read_bytes().count(SECRET.encode()) if f.exists() else 0
+    return out
+
+
+def _reader(db):
+    reader = sqlite3.connect(db, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM skill_deltas").fetchone()  # holds a read snapshot
+    return reader
+
+
+def test_forget_with_a_reader_open_says_where_the_text_is_and_finishing_removes_it(db, skill, caplog):
+    """Issue 29: the text was in the main file, the warning said `-wal`; now it names the files that hold it."""
+    with Store.open(db) as s:
+        learn(s, skill, body=SECRET)  # checkpointed at close: the text is in the database file only
+    assert _hits(db) == {"db": 1, "-wal": 0, "-shm": 0}
+    store = Store.open(db)
+    reader = _reader(db)
+    store.conn.execute("PRAGMA busy_timeout = 100")
+    with caplog.at_level("WARNING"):
+        assert store.forget(skill="mail") == 1
+    assert store.erasure_pending
+    (warning,) = [r.getMessage() for r in caplog.records if "erased text" in r.getMessage()]
+    assert f"the erased text is still in {db} (the database file) until" in warning, warning
+    assert store.erasure_where == f"the erased text is still in {db} (the database file)"  # not its WAL
+    reader.execute("COMMIT")  # the reader's transaction ends; its connection stays open
+    assert store.finish_erasure() and not store.erasure_pending
+    assert _hits(db) == {"db": 0, "-wal": 0, "-shm": 0}
+    reader.close()
+    store.close()
+
+
+def test_an_erasure_still_pending_when_its_process_ends_is_finished_by_the_next_open(db, skill):
+    with Store.open(db) as s:
+        learn(s, skill, body=SECRET)
+    store = Store.open(db)
+    reader = _reader(db)
+    store.conn.execute("PRAGMA busy_timeout = 100")
+    store.forget(skill="mail")
+    store.close()  # the reader still reads: close cannot finish it either
+    assert _hits(db)["db"] == 1
+    reader.execute("COMMIT")  # the reader's transaction ends, its connection stays open (a long-lived reader)
+    assert _hits(db)["db"] == 1  # nothing finishes it by itself
+    with Store.open(db) as again:  # the next writable open does
+        assert not again.erasure_pending
+        assert again.conn.execute("SELECT count(*) FROM overlay_meta WHERE key = 'erasure_pending'").fetchone() == (0,)
+    assert _hits(db) == {"db": 0, "-wal": 0, "-shm": 0}
+    reader.close()
 
 
 # -------------------------------------------------------------------------------------- embeddings

@@ -76,7 +76,7 @@ def test_approve_button_activates_and_its_undo_handle_reverses_it(store, seeded)
     assert store.audit(staged.id)[-1].reason == "approved by user"
     what, result, handle = panel.history[-1]
     assert handle.op == "approve" and what == f"approve {staged.id}"
-    assert result == "undo handle: approve, 2 step(s) — Undo applies it"
+    assert result == "undo handle: approve, 3 step(s) — Undo applies it"  # status, approved_at, approved_by
     assert staged.id not in [d.id for d in panel.pending()] and "Done" in _texts(panel.widget)
     undo_button = next(w.children[0] for w in panel.body.children
                        if getattr(w, "children", ()) and getattr(w.children[0], "description", "") == "Undo")
