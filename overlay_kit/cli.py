@@ -10,15 +10,64 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 
 from . import anchor as anchor_mod
+from .common import InputError, read_jsonl, read_text_file
 from .skill import SkillError, check_skill, find_skill
 from .store import StoreError, default_db_path
 from .textguard import visible
 
 Handler = Callable[[argparse.Namespace], int]
+
+LESSON_FILE_CAP = 16 * 2**20  # bytes in a `learn --from` file; a larger one is refused before it is read
+LESSON_LINE_CAP = 2**20  # bytes in one line of it
+LESSON_DEPTH_CAP = 32  # JSON nesting levels in one line (a lesson needs three)
+EVIDENCE_FILE_CAP = 2**20  # bytes in one `--evidence-file`
+SIGPIPE_STATUS = 141  # the exit status of a process stopped by SIGPIPE (128 + 13): its reader went away
+
+
+class _OutputClosed(Exception):
+    """Standard output's reader went away (`overlay-kit deltas | head -1`): not an error of the command."""
+
+
+class _Guarded:
+    """Standard output with a write or flush into a closed pipe raised as `_OutputClosed`, so that `main` can
+    tell it from a broken pipe anywhere else (a server connection, a subprocess)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise _OutputClosed from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise _OutputClosed from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _drop_stdout(stream) -> None:
+    """Point `stream`'s file descriptor at the null device, so that the interpreter's last flush of what is still
+    buffered for a reader that has gone cannot fail (Python's documented recipe for SIGPIPE)."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture): nothing to flush at exit
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 class _Visible:
@@ -43,13 +92,15 @@ def _emit_json(data) -> None:
 
 def error_record(exc: Exception, db=None) -> dict:
     """An error as `--json` reports it: `{"type", "message", "where"}`; `where` is FILE[:LINE] [field] when the
-    error carries it (a `SkillError`, an `OSError` naming a file), the database `db` for a `StoreError`, else
-    null."""
+    error carries it (a `SkillError`, an `InputError`, an `OSError` naming a file), the database `db` for a
+    `StoreError`, else null."""
     message, where = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc), None
     if isinstance(exc, SkillError):
         message = exc.message
         if exc.path or exc.field:
             where = str(exc).removesuffix(f": {message}")  # SkillError reads "WHERE: MESSAGE"
+    elif isinstance(exc, InputError):
+        message, where = exc.message, exc.place + (f" [{exc.field}]" if exc.field else "")
     elif isinstance(exc, OSError) and exc.filename is not None:
         message, where = exc.strerror or message, str(exc.filename)
     elif isinstance(exc, StoreError) and db is not None:
@@ -182,18 +233,32 @@ def _scalar(text: str):
     return text if value is None or isinstance(value, str) else value
 
 
+class _Sources:
+    """`learn --source` choices, `grammar.SOURCES`, read only when a `learn` is parsed: an unknown source is a
+    usage error naming the allowed ones, never read as `unknown`."""
+
+    def __iter__(self):
+        from .grammar import SOURCES
+
+        return iter(SOURCES)
+
+    def __contains__(self, name) -> bool:
+        return name in list(self)
+
+
 def register_learn(sub) -> None:
     p = sub.add_parser("learn", help="propose a lesson; the gates refuse, route, stage or quarantine it")
     p.add_argument("skill", metavar="SKILL", help="skill directory, SKILL.md, or discovered skill name")
     p.add_argument("--kind", help="tool-hint | parameter | exception | preference | example | fact (required "
                                   "without --from)")
     p.add_argument("--section", help="anchor section slug (see `overlay-kit anchors`)")
-    p.add_argument("--source", help="provenance: user_instruction | outcome_evidence | observed_content | unknown "
-                                    "(required without --from)")
+    p.add_argument("--source", choices=_Sources(), metavar="SRC",
+                   help="provenance: user_instruction | outcome_evidence | observed_content | unknown "
+                        "(required without --from; any other name is refused)")
     p.add_argument("--from", dest="from_file", metavar="FILE.jsonl",
                    help="learn a batch: one JSON lesson per line ({kind, payload, section, provenance, scope, "
                         "evidence, incognito}); every gate runs on every row, then all accepted rows are written "
-                        "in one transaction (a malformed line writes nothing)")
+                        "in one transaction (one malformed line refuses the whole file: nothing is written)")
     p.add_argument("--turn", action="append", default=[], metavar="ID", help="session/turn id (repeatable)")
     p.add_argument("--scope", default="user", help="agent scope, or 'user' for shared (default)")
     g = p.add_argument_group("payload")
@@ -211,7 +276,8 @@ def register_learn(sub) -> None:
     g.add_argument("--action", help="exception action (restrictive only)")
     p.add_argument("--evidence", action="append", default=[], metavar="TEXT",
                    help="text the lesson came from, checked for verbatim quoting; never stored")
-    p.add_argument("--evidence-file", action="append", default=[], metavar="FILE")
+    p.add_argument("--evidence-file", action="append", default=[], metavar="FILE",
+                   help="like --evidence, read from a UTF-8 regular file of at most 1 MiB (repeatable)")
     p.add_argument("--incognito", action="store_true", help="session only: nothing is written")
     p.add_argument("--research", action="store_true", help="allow tier-2 kinds (parameter, exception)")
     p.add_argument("--auto-approve", action="store_true", help="trusted lessons go straight to active")
@@ -255,8 +321,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
     skill = find_skill(args.skill)
     evidence = list(args.evidence)
     for path in args.evidence_file:
-        with open(path, encoding="utf-8") as fh:
-            evidence.append(fh.read())
+        evidence.append(read_text_file(path, EVIDENCE_FILE_CAP, "--evidence-file"))
     with _open_store(args, research=args.research, auto_approve=args.auto_approve) as store:
         _hold_budget(store, [skill])
         result = learn(store, skill, args.kind, learn_payload(args), section=args.section,
@@ -286,16 +351,19 @@ def _print_result(r, prefix: str = "") -> None:
 
 
 def read_lessons(path: str) -> list[tuple[int, object]]:
-    """(line number, Lesson) for every non-blank line of a JSONL file; `ValueError` naming FILE:LINE."""
-    from .common import read_jsonl
-    from .gates import Lesson
+    """(line number, Lesson) for every non-blank line of a `learn --from` JSONL file. Any line that is not a
+    well-formed lesson refuses the whole file: an `InputError` naming PATH:LINE (and the field), raised before
+    anything is written. Caps: `LESSON_FILE_CAP` per file, `LESSON_LINE_CAP` per line, `LESSON_DEPTH_CAP`
+    levels; the text must be UTF-8 (a leading byte-order mark is dropped)."""
+    from .gates import Lesson, LessonError
 
     out = []
-    for n, record in read_jsonl(path, "lesson"):
+    for n, record in read_jsonl(path, "lesson", cap=LESSON_FILE_CAP, line_cap=LESSON_LINE_CAP,
+                                depth=LESSON_DEPTH_CAP, reader="learn --from"):
         try:
             out.append((n, Lesson.from_dict(record)))
-        except ValueError as exc:
-            raise ValueError(f"{path}:{n}: {exc}") from None
+        except LessonError as exc:
+            raise InputError(path, str(exc), n, exc.field) from None
     return out
 
 
@@ -481,8 +549,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
     else:
         print(f"forget: erased {n} delta(s)")
         if pending:
-            print(f"forget: another process holds a read transaction on {store.path}; the erased text stays in "
-                  f"{store.path}-wal until it ends — run forget again then", file=sys.stderr)
+            print(f"forget: another process holds a read transaction on {store.path}: {store.erasure_where} until "
+                  "it ends; the next open of the database finishes the erasure", file=sys.stderr)
     return 0
 
 
@@ -938,10 +1006,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv[0] if argv else None).parse_args(argv)
     streams = sys.stdout, sys.stderr
+    sys.stdout = _Guarded(sys.stdout)
     if not getattr(args, "json", False):  # text output is for people: nothing hidden reaches the terminal
         sys.stdout, sys.stderr = _Visible(sys.stdout), _Visible(sys.stderr)
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # a reader gone before the last write shows here, not at the interpreter's exit
+        return code
+    except _OutputClosed:  # `overlay-kit deltas | head -1`: stop quietly, as a process killed by SIGPIPE would
+        _drop_stdout(streams[0])
+        return SIGPIPE_STATUS
     except (SkillError, StoreError, KeyError, ValueError, OSError) as exc:
         report_error(args, exc)
         return 1

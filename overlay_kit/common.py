@@ -1,12 +1,16 @@
 """Small helpers every layer shares, each with one home: UTC instants and their fixed-width text form,
-canonical JSON, the character-bigram similarity used to reconcile near-duplicate texts, and a logger that
-imports `logging` only when it logs."""
+canonical JSON, reading a file a user named (capped, never hanging on a FIFO, UTF-8 or an `InputError` naming
+PATH:LINE; JSONL line by line), the character-bigram similarity used to reconcile near-duplicate texts, and a
+logger that imports `logging` only when it logs."""
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
+import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,8 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["bigram_similarity", "dumps", "find_all", "gc_paused", "iso", "lazy_logger", "once", "parse_time",
-           "read_jsonl", "utc_now"]
+__all__ = ["InputError", "bigram_similarity", "dumps", "find_all", "gc_paused", "iso", "lazy_logger", "once",
+           "parse_time", "read_capped", "read_jsonl", "read_text_file", "utc_now"]
 
 
 def utc_now() -> datetime:
@@ -43,16 +47,147 @@ def dumps(value: Any) -> str:
     return _CANONICAL_JSON.encode(value)
 
 
-def read_jsonl(path: str | Path, what: str = "JSON record") -> Iterator[tuple[int, Any]]:
-    """(line number, value) for every non-blank line of a JSONL file; a line that is not JSON raises
-    `ValueError("PATH:LINE: not a <what> (...)")` (callers name their own record errors the same way)."""
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
+class InputError(ValueError):
+    """Bad input in a file the user named: reads `PATH[:LINE]: MESSAGE` (the message names the field, if one);
+    under `--json` its `where` is `PATH[:LINE] [field]`."""
+
+    def __init__(self, path, message: str, line: int | None = None, field: str | None = None):
+        self.path, self.line, self.field, self.message = str(path), line, field, message
+        self.place = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{self.place}: {message}")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:g} MiB"
+
+
+def read_capped(path: str, cap: int, flag: str) -> bytes:
+    """The bytes of the regular file `path`, at most `cap` of them. A directory is an `IsADirectoryError`; a FIFO,
+    socket or device is refused without waiting on it (opened non-blocking, then checked); a file over `cap` is
+    refused from its size before it is read (one that grows while read, at `cap` + 1 bytes)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(st.st_mode):
+            what = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
+            raise InputError(path, f"{what}, not a regular file ({flag} reads regular files only)")
+        chunks, total = [], 0
+        while total <= cap and st.st_size <= cap:
+            chunk = os.read(fd, min(cap + 1 - total, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if max(st.st_size, total) > cap:
+            raise InputError(path, f"{max(st.st_size, total)} bytes: over the {_mib(cap)} cap of {flag}")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _utf8(path, data: bytes, line: int | None = None) -> str:
+    """`data` decoded, or an `InputError` naming PATH:LINE and the byte: `data` is line `line` of `path`, else
+    the whole file (and the line is counted). A UTF-16 byte-order mark or a NUL byte is not UTF-8 text either
+    (UTF-16 without a mark is mostly NULs, which are valid UTF-8)."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") and line in (None, 1):
+        raise InputError(path, "not UTF-8: it starts with a UTF-16 byte-order mark (save it as UTF-8)", 1)
+    bad, why, hint = data.find(b"\x00"), "a NUL byte", " (UTF-16? save it as UTF-8)"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if bad < 0 or exc.start < bad:
+            bad, why, hint = exc.start, f"invalid byte 0x{data[exc.start]:02x}", ""
+    if bad < 0:
+        return text
+    start = 0 if line is not None else data.rfind(b"\n", 0, bad) + 1
+    line = line if line is not None else data.count(b"\n", 0, bad) + 1
+    raise InputError(path, f"not UTF-8: {why} at byte {bad - start + 1} of the line{hint}", line)
+
+
+def read_text_file(path: str, cap: int, flag: str) -> str:
+    """A UTF-8 text file named on the command line (`read_capped`; a UTF-8 byte-order mark is dropped); one
+    that is not UTF-8 is an `InputError` naming PATH:LINE."""
+    return _utf8(path, read_capped(path, cap, flag)).removeprefix("\ufeff")
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _no_duplicates(pairs: list) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"key {key!r} appears twice in one object")
+    return out
+
+
+def _check_tree(value, max_depth: int) -> tuple[str | None, str] | None:
+    """(field, message) for the first thing in a parsed JSON line that no record may hold: nesting deeper than
+    `max_depth`, a string (or key) with a lone surrogate (`"\\ud800"`: not Unicode text); else None. The
+    field is the dotted path of object keys (an item of a list is named by its list's field). Iterative: a line
+    that is deep but under the parser's own limit cannot exhaust the stack here."""
+    stack = [(value, "", 1)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
                 try:
-                    yield n, json.loads(line)
-                except ValueError as exc:
-                    raise ValueError(f"{path}:{n}: not a {what} ({type(exc).__name__}: {exc})") from None
+                    item.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    return where or None, (f"field {where!r}: " if where else "") + \
+                        f"a lone surrogate \\u{ord(item[exc.start]):04x} (not Unicode text)"
+            continue
+        if isinstance(item, (dict, list)):
+            if depth > max_depth:
+                return where or None, (f"field {where!r}: " if where else "") + \
+                    f"JSON nested deeper than {max_depth} levels"
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for k, v in pairs:
+                if isinstance(k, str):
+                    stack.append((k, where, depth))
+                stack.append((v, f"{where}.{k}".removeprefix(".") if isinstance(k, str) else where, depth + 1))
+    return None
+
+
+JSONL_FILE_CAP = 256 * 2**20  # bytes in a JSONL file read through `read_jsonl` unless the caller sets less
+JSONL_LINE_CAP = 16 * 2**20  # bytes in one of its lines
+JSON_DEPTH_CAP = 32  # JSON nesting levels in one line
+
+
+def read_jsonl(path: str | Path, what: str = "JSON record", *, cap: int = JSONL_FILE_CAP,
+               line_cap: int = JSONL_LINE_CAP, depth: int = JSON_DEPTH_CAP, reader: str | None = None
+               ) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for every non-blank line of a JSONL file, every line checked before the first is
+    yielded: a regular file of at most `cap` bytes (`read_capped`), UTF-8 (a leading byte-order mark dropped),
+    lines of at most `line_cap` bytes, each one JSON value with no NaN, no key twice in an object, no lone
+    surrogate and at most `depth` levels of nesting. Anything else is an `InputError` naming PATH:LINE (and
+    `reader`, e.g. the command-line flag, where the file itself is refused)."""
+    data = read_capped(path, cap, reader or f"a {what} file")
+    data = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    out = []
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        if len(raw) > line_cap:
+            raise InputError(path, f"a line of {len(raw)} bytes: over the {_mib(line_cap)} cap of a {what}", n)
+        text = _utf8(path, raw, n)
+        try:
+            value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+        except RecursionError:
+            raise InputError(path, f"not a {what}: JSON nested deeper than {depth} levels", n) from None
+        except ValueError as exc:
+            raise InputError(path, f"not a {what} ({type(exc).__name__}: {exc})", n) from None
+        # only an escape can make a lone surrogate, only that many brackets that depth: most lines need no walk
+        if text.count("[") + text.count("{") > depth or "\\u" in text:
+            problem = _check_tree(value, depth)
+            if problem:
+                raise InputError(path, problem[1], n, problem[0])
+        out.append((n, value))
+    return iter(out)
 
 
 def _norm(text: str) -> str:

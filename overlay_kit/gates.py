@@ -50,10 +50,11 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, PREAMBLE, Anchor, parse
-from .common import find_all, gc_paused, once
+from .common import dumps, find_all, gc_paused, once
 from .display import write_result_html, write_result_text
 from .grammar import (
     AUTO_APPROVE_SOURCES,
+    KINDS,
     RESEARCH_KINDS,
     SOURCES,
     TIERS,
@@ -99,7 +100,8 @@ __all__ = [
     "scan",
 ]
 
-OUTCOMES = ("refused", "routed", "staged", "quarantined", "session_only", "active")
+OUTCOMES = ("refused", "routed", "staged", "quarantined", "session_only", "active", "noop")
+LIVE = ("staged", "quarantined", "active")  # a lesson that is one of these already makes a repeat a no-op
 # Verbs (or whole tool names) whose tools act on the world and stay behind the confirmation gate.
 DEFAULT_CONFIRMATION = frozenset({
     "send", "reply", "forward", "trash", "delete", "remove", "archive", "schedule", "accept", "decline",
@@ -711,6 +713,9 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
         return WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo, warnings=warnings)
 
     delta = _new_delta(p, verdict)
+    twin = _twins(store, [delta]).get(0)
+    if twin is not None:
+        return _noop(delta, twin, warnings)
     undo = store._insert_delta(delta, mint(delta, validated=_validates(rules)))
     return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=store.get(delta.id), undo=undo,
                        findings=verdict.findings, warnings=warnings)
@@ -731,37 +736,77 @@ class Lesson:
     @classmethod
     def from_dict(cls, data: Mapping) -> "Lesson":
         """A JSON object with `kind`, `payload` and optionally `section`, `provenance` (a source name or
-        {source, turns}), `scope`, `evidence` (a string or list), `incognito`; `ValueError` names the field."""
+        {source, turns}), `scope`, `evidence` (a string or list), `incognito`. Strict where a guess would change
+        what is learned: booleans are JSON booleans (`"false"` is a string, and a string is true), a provenance
+        source is one of `SOURCES` (never read as `unknown`), a kind is one of the kinds; `LessonError` names
+        the field."""
         if not isinstance(data, Mapping):
-            raise ValueError(f"a lesson is a JSON object, not {type(data).__name__}")
-        unknown = sorted(set(data) - {"kind", "payload", "section", "provenance", "scope", "evidence", "incognito"})
+            raise LessonError(f"a lesson is a JSON object, not {_json_type(data)}")
+        unknown = sorted(set(data) - set(LESSON_FIELDS))
         if unknown:
-            raise ValueError(f"unknown field {unknown[0]!r}")
+            raise LessonError(f"unknown field {unknown[0]!r}; a lesson has {', '.join(LESSON_FIELDS)}", unknown[0])
         for name in ("kind", "payload"):
             if name not in data:
-                raise ValueError(f"missing field {name!r}")
-        if not isinstance(data["kind"], str):
-            raise ValueError("field 'kind' must be a string")
+                raise LessonError(f"missing field {name!r}", name)
+        kind = data["kind"]
+        if not isinstance(kind, str):
+            raise LessonError(f"field 'kind' must be a string, not {_json_type(kind)}", "kind")
+        if kind not in (*KINDS, "fact"):
+            raise LessonError(f"unknown kind {kind!r}; kinds are {', '.join((*KINDS, 'fact'))}", "kind")
+        if not isinstance(data["payload"], Mapping):
+            raise LessonError(f"field 'payload' must be a JSON object, not {_json_type(data['payload'])}", "payload")
+        section = data.get("section")
+        if section is not None and not isinstance(section, str):
+            raise LessonError(f"field 'section' must be a string, not {_json_type(section)}", "section")
+        scope = data.get("scope", "user")
+        if not isinstance(scope, str) or not scope:
+            raise LessonError("field 'scope' must be a non-empty string", "scope")
         evidence = data.get("evidence")
         if evidence is not None and not isinstance(evidence, str):
             if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
-                raise ValueError("field 'evidence' must be a string or a list of strings")
+                raise LessonError("field 'evidence' must be a string or a list of strings", "evidence")
             evidence = tuple(evidence)
-        scope = data.get("scope", "user")
-        if not isinstance(scope, str) or not scope:
-            raise ValueError("field 'scope' must be a non-empty string")
         incognito = data.get("incognito", False)
-        if not isinstance(incognito, bool):  # "false" is a string, and a string is true: refuse it
-            raise ValueError(f"field 'incognito' must be true or false, not {incognito!r}")
-        section = data.get("section")
-        if section is not None and not isinstance(section, str):
-            raise ValueError("field 'section' must be a string")
+        if not isinstance(incognito, bool):
+            raise LessonError(f"field 'incognito' must be a JSON boolean (true or false), not {_json_type(incognito)}",
+                              "incognito")
         provenance = data.get("provenance")
-        try:
-            _provenance(provenance)
-        except GateError as exc:
-            raise ValueError(f"field 'provenance': {exc}") from None
-        return cls(data["kind"], data["payload"], section, provenance, scope, evidence, incognito)
+        if isinstance(provenance, Mapping):
+            extra = sorted(set(provenance) - {"source", "turns"})
+            if extra:
+                raise LessonError(f"unknown field 'provenance.{extra[0]}'; a provenance has source, turns",
+                                  f"provenance.{extra[0]}")
+            turns = provenance.get("turns", [])
+            if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
+                raise LessonError("field 'provenance.turns' must be a list of strings", "provenance.turns")
+            if "source" not in provenance:
+                raise LessonError("missing field 'provenance.source'", "provenance.source")
+            source, field = provenance["source"], "provenance.source"
+        elif provenance is None or isinstance(provenance, str):
+            source, field = provenance or "unknown", "provenance"
+        else:
+            raise LessonError(f"field 'provenance' must be a source name or {{source, turns}}, not "
+                              f"{_json_type(provenance)}", "provenance")
+        if source not in SOURCES:
+            raise LessonError(f"unknown source {source!r} in field {field!r}; sources are {', '.join(SOURCES)}",
+                              field)
+        return cls(kind, data["payload"], section, provenance, scope, evidence, incognito)
+
+
+LESSON_FIELDS = ("kind", "payload", "section", "provenance", "scope", "evidence", "incognito")
+
+
+class LessonError(ValueError):
+    """A lesson record (`Lesson.from_dict`) that is not one; `field` names the field, where one is at fault."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+def _json_type(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
 def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping], *,
@@ -803,6 +848,11 @@ def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: Gate
             else:
                 results[i] = _result(verdict, warnings)
         deltas = _new_deltas([(subs[i], decided[i][0]) for i in accepted], new_delta_ids(len(accepted)))
+        twins = _twins(store, deltas)
+        if twins:  # a repeat of a live lesson (or of an earlier row of the batch) writes nothing
+            kept = [k for k in range(len(deltas)) if k not in twins]
+            repeats = {accepted[k]: (deltas[k], twin) for k, twin in twins.items()}
+            accepted, deltas = [accepted[k] for k in kept], [deltas[k] for k in kept]
         stored = store._insert_deltas(deltas, mint_batch(deltas, validated=_validates(rules)))
     templates: dict = {}  # per (verdict, warnings): the result's fields but its delta and undo (a batch has few)
     for i, (delta, undo) in zip(accepted, stored):
@@ -814,7 +864,50 @@ def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: Gate
         f = template.copy()
         f["delta"], f["undo"] = delta, undo
         results[i] = made(WriteResult, f)
+    if twins:
+        written = {d.id: d for d, _ in stored}
+        for i, (delta, twin) in repeats.items():
+            twin = twin if isinstance(twin, Delta) else written[twin]
+            results[i] = _noop(delta, twin, decided[i][1])
     return results  # type: ignore[return-value]
+
+
+def _lesson_key(delta: Delta) -> str:
+    """What makes two lessons one: kind, scope, section and payload, every string in it compared as a person
+    reads it (NFKC, case folded, runs of white space as one space)."""
+    def norm(value):
+        if isinstance(value, str):
+            return " ".join(unicodedata.normalize("NFKC", value).casefold().split())
+        if isinstance(value, Mapping):
+            return {k: norm(v) for k, v in value.items()}
+        return [norm(v) for v in value] if isinstance(value, (list, tuple)) else value
+    return dumps([delta.kind, delta.scope, delta.anchor.section, norm(delta.payload)])
+
+
+def _twins(store: "Store", deltas: list[Delta]) -> dict[int, "Delta | str"]:
+    """{index: the live lesson it repeats} for each new delta that repeats one (`_lesson_key`) of its skill in
+    the store (a stored `Delta`) or an earlier delta of the same batch (that delta's id). One `search` per
+    (skill, scope, kind, section) the batch touches, through the store's index of exactly that."""
+    seen: dict[str, "Delta | str"] = {}
+    places: set[tuple] = set()
+    out: dict[int, Delta | str] = {}
+    for k, d in enumerate(deltas):
+        place = (d.skill, d.scope, d.kind, d.anchor.section)
+        if place not in places:
+            places.add(place)
+            for live in store.search(d.skill, scope=d.scope, status=LIVE, kind=d.kind, section=d.anchor.section):
+                seen.setdefault(_lesson_key(live), live)
+        key = _lesson_key(d)
+        if key in seen:
+            out[k] = seen[key]
+        else:
+            seen[key] = d.id
+    return out
+
+
+def _noop(delta: Delta, twin: Delta, warnings: tuple[str, ...]) -> WriteResult:
+    return WriteResult("noop", f"the same lesson as {twin.id} ({twin.status}) in §{twin.anchor.section}, scope "
+                               f"{twin.scope}: nothing written", "duplicate", delta=twin, warnings=warnings)
 
 
 def _result(verdict: Verdict, warnings: tuple[str, ...], delta: Delta | None = None,

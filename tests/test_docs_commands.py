@@ -113,8 +113,12 @@ def test_readme_python_snippet_runs_end_to_end(tmp_path):
     assert len(snippet.strip().splitlines()) <= 12
     clone, env = fresh_clone(tmp_path)
     out = run_script(f"python - <<'EOF'\n{snippet}EOF", clone, env, timeout=300)
-    assert re.search(r"^staged delta_[0-9a-f]{16}$", out, re.MULTILINE), out
+    (delta_id,) = re.findall(r"^staged (delta_[0-9a-f]{16})$", out, re.MULTILINE)
     assert "+- Keep replies to two sentences." in out and "(effective)" in out
+    # run twice more: the same lesson is a no-op, never a second (or third) copy in the effective skill
+    again = run_script(f"python - <<'EOF'\n{snippet}{snippet}EOF", clone, env, timeout=300)
+    assert re.findall(r"^noop (delta_[0-9a-f]{16})$", again, re.MULTILINE) == [delta_id, delta_id], again
+    assert again.count("+- Keep replies to two sentences.") == 2  # one line in each run's diff
 
 
 def test_the_docs_link_only_files_inside_the_repo():

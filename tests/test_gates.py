@@ -211,7 +211,7 @@ def test_untrusted_or_absent_provenance_is_quarantined(store, source):
 def test_an_unknown_provenance_source_is_refused_not_read_as_unknown(store, source):
     with pytest.raises(gates.GateError, match="unknown provenance source .*sources are user_instruction"):
         call(store, source=source)
-    with pytest.raises(ValueError, match="field 'provenance': unknown provenance source"):
+    with pytest.raises(ValueError, match="unknown source .* in field 'provenance"):
         gates.Lesson.from_dict({"kind": "preference", "payload": {"body": "x"}, "provenance": source if not
                                 isinstance(source, Provenance) else source.to_dict()})
     assert stored(store) == 0
@@ -219,7 +219,7 @@ def test_an_unknown_provenance_source_is_refused_not_read_as_unknown(store, sour
 
 @pytest.mark.parametrize("value", ["false", "true", 0, 1, None, []])
 def test_incognito_must_be_a_json_boolean(value):
-    with pytest.raises(ValueError, match="field 'incognito' must be true or false"):
+    with pytest.raises(ValueError, match=r"field 'incognito' must be a JSON boolean \(true or false\)"):
         gates.Lesson.from_dict({"kind": "preference", "payload": {"body": "x"}, "incognito": value})
 
 
@@ -431,3 +431,33 @@ def test_restrictive_look_alikes_of_widening_lessons_are_not_refused(store, body
 
 def test_a_key_that_merely_contains_tool_is_not_a_control_field(research):
     assert call(research, "parameter", {"key": "video_tool", "value": "meet"}).outcome == "staged"
+
+
+def test_a_repeat_of_a_live_lesson_is_a_noop_that_names_it(store):
+    """The reconciliation NOOP: the same lesson (after normalisation: case, white space, NFKC) in the same
+    section and scope as a live one writes nothing and says which lesson it repeats; another section, another
+    scope or an archived twin is a new lesson."""
+    first = call(store, payload={"body": "Keep replies to two sentences."})
+    assert first.outcome == "staged"
+    for body in ("Keep replies to two sentences.", "  keep REPLIES to two\tsentences. ", "Ｋeep replies to two sentences."):
+        again = call(store, payload={"body": body})
+        assert (again.outcome, again.rule, again.delta.id, again.persisted) == ("noop", "duplicate", first.delta.id,
+                                                                                False), again
+        assert f"the same lesson as {first.delta.id} (staged)" in again.message
+    store.approve(first.delta.id)
+    assert call(store, payload={"body": "Keep replies to two sentences."}).message.count("(active)") == 1
+    assert call(store, payload={"body": "Keep replies to two sentences."}, scope="work").outcome == "staged"
+    assert call(store, payload={"body": "Keep replies to two sentences.!"}).outcome == "staged"
+    store.revert(first.delta.id)
+    assert call(store, payload={"body": "Keep replies to two sentences."}).outcome == "staged"  # archived: new
+    assert stored(store) == 4
+
+
+def test_a_batch_repeats_nothing_the_store_or_the_batch_already_holds(store):
+    live = call(store, payload={"body": "Keep replies short."}).delta
+    rows = [gates.Lesson("preference", {"body": b}, "replies", TRUSTED)
+            for b in ("Keep replies short.", "Sign with my first name.", "sign with my first name.", "Thank them.")]
+    out = gates.learn_many(store, SKILL, rows)
+    assert [r.outcome for r in out] == ["noop", "staged", "noop", "staged"]
+    assert out[0].delta.id == live.id and out[2].delta.id == out[1].delta.id
+    assert stored(store) == 3
