@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from .anchor import locate, parse
-from .textguard import visible
+from .textguard import visible, visible_review
 
 __all__ = [
     "DeltaTable",
@@ -51,6 +51,15 @@ def esc(value) -> str:
     import html  # the renderers import what they use: a CLI start renders no HTML and no diff
 
     return html.escape(visible(str(value)), quote=True)
+
+
+def esc_review(value) -> str:
+    """`esc` for a learned text and its findings: look-alike letters of another script inside a Latin word
+    (`textguard.lookalikes`: the Cyrillic "о" of `billing@cоmpany.com`) are shown as `<U+XXXX>` too, as hidden
+    characters are."""
+    import html
+
+    return html.escape(visible_review(str(value)), quote=True)
 
 
 def badge(text: str, colour: str | None = None) -> str:
@@ -119,7 +128,7 @@ def delta_html(delta, body: str | None = None) -> str:
     head = (f"{badge(delta.status)} <b>{esc(delta.kind)}</b> · tier {delta.tier} · {esc(delta.skill)}"
             f"#<code>{esc(a.section)}</code> · <code>{esc(delta.id)}</code>")
     rows = [
-        f"<div style='margin:2px 0 2px 0'>{esc(delta.text)}</div>",
+        f"<div style='margin:2px 0 2px 0'>{esc_review(delta.text)}</div>",
         f"<div>anchor: <code>{esc(a.section)}</code> @ <code>{esc(a.digest)}</code> "
         f"(base {esc(a.base_version or '?')})" + (f" {badge(state)}" if state else "") + "</div>",
         f"<div>provenance: {esc(prov.source)} {trust}"
@@ -130,7 +139,7 @@ def delta_html(delta, body: str | None = None) -> str:
     ]
     if delta.findings:
         rows.append("<div style='color:#cf222e'>injection scan: <ul style='margin:0'>"
-                    + "".join(f"<li>{esc(f)}</li>" for f in delta.findings) + "</ul></div>")
+                    + "".join(f"<li>{esc_review(f)}</li>" for f in delta.findings) + "</ul></div>")
     return _box(head + "".join(rows), COLOURS.get(delta.status, "#d0d7de"))
 
 
@@ -138,10 +147,10 @@ def delta_text(delta, body: str | None = None) -> str:
     state = _anchor_state(delta, body)
     lines = [f"Delta {delta.id} [{delta.status}] {delta.kind} (tier {delta.tier}) on "
              f"{delta.skill}#{delta.anchor.section}" + (f" ({state})" if state else ""),
-             f"  {visible(delta.text, keep_newlines=False)}",
+             f"  {visible_review(delta.text, keep_newlines=False)}",
              f"  provenance: {delta.provenance.source} ({'trusted' if delta.provenance.trusted else 'untrusted'}); "
              f"evidence {delta.success_count}/{delta.attempt_count}"]
-    lines += [f"  finding: {f}" for f in delta.findings]
+    lines += [f"  finding: {visible_review(f)}" for f in delta.findings]
     return visible("\n".join(lines))
 
 
@@ -153,8 +162,8 @@ def deltas_html(deltas: Sequence, bodies: dict[str, str] | None = None, title: s
         state = _anchor_state(d, bodies.get(d.skill))
         rows.append((f"<code>{esc(d.id)}</code>", badge(d.status), esc(d.kind), str(d.tier),
                      f"{esc(d.skill)}#<code>{esc(d.anchor.section)}</code>" + (f" {badge(state)}" if state else ""),
-                     esc(d.provenance.source), f"{d.success_count}/{d.attempt_count}", esc(d.text)
-                     + "".join(f"<div style='color:#cf222e'>⚠ {esc(f)}</div>" for f in d.findings)))
+                     esc(d.provenance.source), f"{d.success_count}/{d.attempt_count}", esc_review(d.text)
+                     + "".join(f"<div style='color:#cf222e'>⚠ {esc_review(f)}</div>" for f in d.findings)))
     head = f"<div><b>{esc(title)}</b></div>" if title else ""
     if not rows:
         return _box(head + "<i>no deltas</i>")
@@ -338,7 +347,7 @@ def write_result_html(r) -> str:
     parts = [head]
     if r.findings:
         parts.append("<div style='color:#cf222e'>injection scan: <ul style='margin:0'>"
-                     + "".join(f"<li>{esc(f)}</li>" for f in r.findings) + "</ul></div>")
+                     + "".join(f"<li>{esc_review(f)}</li>" for f in r.findings) + "</ul></div>")
     if r.warnings:
         parts.append("<div style='color:#9a6700'>" + "".join(f"<div>warning: {esc(w)}</div>" for w in r.warnings)
                      + "</div>")
@@ -355,7 +364,7 @@ def write_result_html(r) -> str:
 def write_result_text(r) -> str:
     lines = [f"{r.outcome} ({r.rule}){' [dry run: nothing written]' if getattr(r, 'dry_run', False) else ''}: "
              f"{r.message}"]
-    lines += [f"  finding: {f}" for f in r.findings] + [f"  warning: {w}" for w in r.warnings]
+    lines += [f"  finding: {visible_review(f)}" for f in r.findings] + [f"  warning: {w}" for w in r.warnings]
     if r.fact is not None:
         lines.append(f"  tier-0 fact: {r.fact.namespace}.{r.fact.key} = {r.fact.value!r} (scope {r.fact.scope})")
     if r.delta is not None:

@@ -7,8 +7,12 @@ learned text (and stored with the delta as its findings).
 Phrase detectors (canonical overrides, paraphrase cues, role markup, tool-call shapes) run over every folded
 reading of the text (`textguard.views`); weak cues count only in pairs; when nothing else is found, the intent
 model (`intent_score`: word families weighed by a logistic fit, benchmarks/fit_scan_intent.py) has the last word;
-hidden characters, HTML comments, encoded blobs and URLs are flagged on the raw text. The corpus it is measured
-on: `datasets/injection/` (bench_scan.py; its README says which files were trained on and which never were).
+hidden characters, HTML that hides text (comments, `<details>`, `hidden`, `display:none`), look-alike letters of
+another script inside a Latin word (`textguard.lookalikes`), encoded blobs and URLs are flagged on the raw text.
+The scan reads English: prose in another language or script is `not scanned: language (<code>)`
+(`textguard.language`), a finding like any other, so such a lesson is never clean. The corpus it is measured
+on: `datasets/injection/` (bench_scan.py, eval_injection.py; its README says which files were trained on and
+which never were).
 """
 
 from __future__ import annotations
@@ -18,14 +22,26 @@ import unicodedata
 from functools import lru_cache
 
 from .patternset import PatternSet
-from .textguard import hidden_chars, plain_batchable, views, views_many, visible
+from .textguard import (hidden_chars, language, languages_many, lookalikes, plain_batchable, views, views_many,
+                        visible)
 
 _OVERRIDE = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|"
     r"your|the|these|those|system)\b[^.\n]{0,30}?\b(?:instructions?|rules?|prompts?|directions?|guidelines?|"
     r"constraints?|polic(?:y|ies))\b"
     r"|\byou are now\b|\bnew (?:system )?instructions?\b|\bsystem prompt\b|\bdeveloper mode\b"
-    r"|\bdo not (?:tell|inform|mention (?:this )?to) the user\b|\bwithout (?:asking|telling) the user\b",
+    r"|\bdo not (?:tell|inform|mention (?:this )?to) the user\b|\bwithout (?:asking|telling) the user\b"
+    # the same canonical moves in German, French, Spanish, Italian, Portuguese and Dutch (read without accents);
+    # prose in any language the scan does not read carries `not scanned: language` besides
+    r"|\b(?:ignorier\w*|vergiss|vergessen sie|missachte\w*|ignore[zs]?|oublie[zs]?|ignora(?:r|te)?|olvida\w*|"
+    r"esquec[ae]\w*|dimentica\w*|negeer|vergeet)\b[^.\n]{0,40}?\b(?:anweisungen|vorgaben|regeln|richtlinien|"
+    r"instruktionen|consignes|regles|instrucciones|indicaciones|reglas|istruzioni|regole|instrucoes|regras|"
+    r"instructies|regels|aanwijzingen)\b"
+    r"|\b(?:ignore[zs]?|oublie[zs]?)\s+(?:toutes\s+)?(?:les|tes|vos)\s+(?:\w+\s+)?(?:instructions|directives)\b"
+    r"|\b(?:du bist (?:jetzt|nun|ab sofort)|tu es (?:maintenant|desormais)|(?:ahora|agora) (?:eres|es|voce e)|"
+    r"ora sei|je bent nu)\b"
+    r"|\b(?:system-?prompt|systemanweisungen?|prompt (?:du )?systeme|(?:prompt|mensaje|messaggio) del? sistema|"
+    r"(?:prompt|mensagem) do sistema|systeemprompt)\b",
     re.IGNORECASE)
 # Paraphrased overrides: the same moves without the canonical words. They are built from word families (the
 # agent's own instructions, a principal it answers to, data that must not leave, oversight, high-stakes acts), and
@@ -105,6 +121,27 @@ _ELSEWHERE = (r"(?:(?:to|into|with|on to|onto) (?:me|us|this (?:sender|address|t
               r"endpoint)|"
               r"https?:|[\w.+-]+@)|\bme on\b|\b(?:the|a) public (?:folder|link|drive|channel|bucket|repo\w*|page|site)"
               r"|\b(?:linked|mentioned|listed|given) (?:in|below|above) (?:this|the) (?:message|e-?mail|note|thread))")
+_ADDRESS = r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # starts only where a token does: quick to fail
+_COPY_TO = (r"(?:b?cc|carbon[- ]copy|blind[- ]copy|auto-?forward\w*|forward(?:s|ing)?|redirect(?:s|ing)?|"
+            r"mirror(?:s|ing)?|copy)")
+_EVERY = r"(?:every|all|each|any)"
+_SILENT = (r"(?:silent(?:ly)?|quiet(?:ly)?|secret(?:ly)?|hidden|covert(?:ly)?|discreet(?:ly)?|invisibl[ey]|unnoticed|"
+           r"without (?:telling|mentioning|noting|showing|letting|notifying|informing)|(?:don'?t|do not|never|no need "
+           r"to) (?:mention|tell|show|flag|note|report)|leave (?:it |this |that )?out)")
+# Files that hold secrets, verbs that read one out or move it, credentials, and the places a message carries.
+_SECRET_FILE = (r"(?:~[\\/]\.ssh\b|\$home[\\/]\.ssh\b|%userprofile%[\\/]\.ssh\b|[\\/]\.ssh\b|\.ssh\b|"
+                r"id_(?:rsa|dsa|ecdsa|ed25519)\b|\.env\b(?<![\w.]\.env)|\.aws[\\/]credentials|\.netrc\b|"
+                r"\.git-credentials\b|\.npmrc\b|\.pypirc\b|/etc/(?:shadow|passwd)\b|\.kube[\\/]config\b|"
+                r"credentials\.json\b|wallet\.dat\b|\.pem\b|keychain\b)")  # each opens with its letters: quick to fail
+_SECRET_VERB = (r"(?:cop(?:y|ies)|paste|send|e-?mail|mail|attach|upload|post|share|forward|include|insert|put|save|"
+                r"write|cat|print|dump|export|sync|draft|quote|append|embed|read|open|show|display|output|list|leak|"
+                r"read out|type out|reply with)")
+_CREDENTIAL = (r"(?:api[ -]?keys?|(?:access|auth|api|deploy|session|bearer|refresh|personal access|secret|signing|"
+               r"service account) (?:tokens?|keys?)|tokens?|secret keys?|private keys?|client secrets?|passwords?|"
+               r"passphrases?|credentials|cookies)")
+_MESSAGE_PLACE = (r"(?:drafts?|repl(?:y|ies)|e-?mails?|messages?|notes?|summary|summaries|chat|thread|comments?|"
+                  r"tickets?|posts?|gist|paste\w*|attachments?|body|signature|footer|calendar|invite|doc(?:ument)?s?|"
+                  r"shared \w+|drive|folder)")
 _BLANKET = (r"(?:every|all|each|the whole|the entire|everything)\b" + _C + r"{0,30}?\b(?:messages?|mail|e-?mails?|"
             r"threads?|inbox|files?|documents?|attachments?|folders?|drive)\b")
 # Oversight taken away, and acts where that matters (money, deletion, code execution, access).
@@ -291,7 +328,26 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"(?:on\s+)?(?:a copy of\s+)?"
      + _BLANKET + _C + r"{0,40}?" + _ELSEWHERE
      + r"|" + _NEG + r"\b(?:collect|gather|harvest|find|grab|read|get|look up|extract)\b[^;!?\n]{0,30}?\b" + _SENSITIVE
-     + r"\b" + _C + r"{0,40}?\b" + _OUTWARD + r"\s+(?:them|it|its contents|their contents|the contents)\b")),
+     + r"\b" + _C + r"{0,40}?\b" + _OUTWARD + r"\s+(?:them|it|its contents|their contents|the contents)\b"
+     # a standing copy of mail to an address (cc, bcc, forward every / all ...) or a silent one; a secret file read
+     # out; a credential put into a message (grouped under one word boundary and negation check, tried once a
+     # position)
+     + r"|\b" + _NEG + r"(?:" + _COPY_TO + r"\b" + _C + r"{0,60}?" + _ADDRESS + _C + r"{0,60}?\b" + _EVERY + r"\b"
+     + r"|" + _COPY_TO + r"\b" + _C + r"{0,40}?\b" + _EVERY + r"\b" + _C + r"{0,60}?" + _ADDRESS
+     + r"|(?:b?cc|copy|forward|add)\b" + _C + r"{0,60}?" + _ADDRESS + _C + r"{0,60}?\b" + _SILENT + r"\b"
+     + r"|" + _SECRET_VERB + r"\b(?=[^;!?\n]{0,70}?(?:ssh|id_|env|aws|netrc|git-|npmrc|pypirc|/etc/|kube|"
+     r"credentials|wallet|pem|keychain))" + _C + r"{0,60}?" + _SECRET_FILE
+     + r"|" + _SECRET_VERB + r"\b(?=" + _C + r"{0,40}?(?:key|token|secret|passw|passphr|credential|cookie))" + _C
+     + r"{0,40}?\b" + _CREDENTIAL + r"\b" + _C
+     + r"{0,40}?\b(?:into|in|to|on|as|at the (?:bottom|end|top) of)\s+(?:the |a |an |your |my |this |every |each |"
+     r"new )?(?:\w+ )?(?:" + _MESSAGE_PLACE + r"\b|" + _ADDRESS + r"))"
+     + r"|\b(?:always\s+(?:\w+\s+)?(?:b?cc|forward|copy)\b" + _C + r"{0,40}?" + _ADDRESS
+     + r"|" + _SILENT + r"\b" + _C + r"{0,60}?\b(?:b?cc|copy|forward|send|add)\b" + _C + r"{0,60}?" + _ADDRESS
+     + r"|(?:auto-?forward\w*|forwarding (?:rule|filter)|(?:mail|inbox|e-?mail) (?:rule|filter))\b" + _C
+     + r"{0,60}?" + _ADDRESS + r")"
+     + r"|" + _ADDRESS + _C + r"{0,30}?\b(?:as|in|on) (?:a |an |the )?" + _SILENT + r"\b" + _C
+     + r"{0,15}?\b(?:b?cc|recipient|copy)\b"
+     + r"|" + _SECRET_FILE + _C + r"{0,30}?\band (?:then )?" + _SECRET_VERB + r"\b")),
     ("claims authority", (r"\b(?:i'?m|i am|this is|we are|we're|this (?:message|email|note|instruction) "
      r"(?:is|comes) from) (?:from |with )?(?:the |your )?(?:it department|it team|system administrator|"
      r"sysadmin|administrator|admin team|security team|developers?|dev team|system|operator|helpdesk|help desk|"
@@ -475,13 +531,30 @@ _MARKUP = re.compile(
     r"|^\s*#{1,6}\s*(?:system|instructions?)\b",
     re.IGNORECASE | re.MULTILINE)
 # A model tool call written out: {"name": "...", "arguments": ...}, "tool_calls": [...], {"type": "tool_use"}.
+_CALL_VERB = (r"(?:approve|delete|remove|drop|wipe|purge|destroy|send|forward|share|export|upload|transfer|wire|pay|"
+              r"grant|exec|execute|shell|eval|run_command|disable|revoke)")
 _TOOL_CALL = re.compile(
     r"""["'](?:name|tool|tool_name|function|action|recipient_name)["']\s*:\s*["'][^"'\n]{1,80}["']\s*,\s*"""
     r"""["'](?:arguments|args|parameters|params|input|action_input|kwargs)["']\s*:"""
     r"""|["'](?:tool_calls?|function_call|tool_use|tool_code)["']\s*:"""
-    r"""|["']type["']\s*:\s*["'](?:function|tool_use|tool_call)["']""",
+    r"""|["']type["']\s*:\s*["'](?:function|tool_use|tool_call)["']"""
+    # or as code: a call in a tool namespace, a call addressed to one, a call of a function named for an act that
+    # approves, deletes or sends (with a literal argument, or after "call"/"run"/"execute")
+    r"|\b(?:functions|default_api)\s*\.\s*\w+\s*\(|\bto\s*=\s*(?:functions|tools)\.\w+"
+    r"|(?:\b|_)(?=\w*\s*\()" + _CALL_VERB + r"\w*\s*\(\s*(?:[{\[\"'*\d]|\w+\s*[=:])"
+    r"|\b" + _NEG + r"(?:call|run|execute|invoke|trigger)\s+(?:the\s+)?(?:\w+\.)?(?:\w*_)?" + _CALL_VERB
+    + r"\w*\s*\(",
     re.IGNORECASE)
-_COMMENT = re.compile(r"<!--")
+# HTML that hides text from a rendered view: a comment, a collapsed <details> block (with a summary, or closed
+# around text), an element with the `hidden` attribute or a hiding style. Read on the raw text (`_hidden_html`
+# names each kind once).
+_COMMENT = re.compile(
+    r"<!--"
+    r"|<details\b[^>]*>\s*(?:<summary\b|[^<\s][\s\S]*?</details\s*>)"
+    r"|<[a-z][\w-]*\b[^>]*?(?:\shidden\b(?!-)|\stype\s*=\s*[\"']?hidden\b)"
+    r"|<[a-z][\w-]*\b[^>]*?\bstyle\s*=\s*[\"']?[^\"'>]*?(?:display\s*:\s*none|visibility\s*:\s*hidden|"
+    r"(?:font-size|opacity|max-height|height|width)\s*:\s*0+(?:\.0+)?(?:px|pt|em|rem|%)?\s*(?=[;\"'!\s>}]))",
+    re.IGNORECASE)
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")
 _HEX = re.compile(r"\b(?:0x)?[0-9a-fA-F]{32,}\b|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}")
 _URL = re.compile(r"\b(?:https?|ftp|file|javascript|data):(?://)?[^\s<>\"']+|\bwww\.[^\s<>\"']+", re.IGNORECASE)
@@ -716,6 +789,9 @@ _INTENT_WEIGHTS: dict[str, float] = {
 # END intent weights
 
 
+_UNREAD = object()  # `_scan`'s language not given: read it
+
+
 def scan(text: str) -> tuple[str, ...]:
     """Deterministic injection scan of one string → findings like `url: https://…`. Empty when clean.
 
@@ -725,12 +801,12 @@ def scan(text: str) -> tuple[str, ...]:
     return _scan(text, tuple(views(text)))
 
 
-def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, intent: bool = True
-          ) -> tuple[str, ...]:
+def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, intent: bool = True,
+          lang=_UNREAD) -> tuple[str, ...]:
     """`scan` of a text whose readings are at hand, trying only the patterns whose `id` is in `may` (None:
     every one; ids, as a compiled pattern hashes slowly): exact when no other pattern can match the text or a
     reading (`scan_many` knows that set). The intent model runs only where `intent` (False: its bound says the
-    score cannot reach 0)."""
+    score cannot reach 0). `lang`: the text's `textguard.language`, if at hand."""
     def tried(pattern: re.Pattern) -> bool:
         return may is None or id(pattern) in may
 
@@ -755,13 +831,18 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, in
         found.append(f"instruction-override (cues): {', '.join(weak)}")
     if intent:
         found.extend(_intent(readings, found))
-    if tried(_COMMENT) and _COMMENT.search(text):
-        found.append("html-comment: text hidden from a rendered view")
+    if tried(_COMMENT):
+        found.extend(_hidden_html(text))
     hidden = hidden_chars(text)
     for i, ch in hidden[:5]:
         found.append(f"hidden-unicode: U+{ord(ch):04X} {unicodedata.name(ch, 'UNNAMED')} at {i}")
     if len(hidden) > 5:
         found.append(f"hidden-unicode: {len(hidden) - 5} more")
+    spoofs = lookalikes(text)
+    for _, ch, token in spoofs[:5]:
+        found.append(f"confusable: U+{ord(ch):04X} {unicodedata.name(ch, 'UNNAMED')} in {token[:60]!r}")
+    if len(spoofs) > 5:
+        found.append(f"confusable: {len(spoofs) - 5} more")
     for m in _BASE64.finditer(text) if tried(_BASE64) else ():
         blob = m.group(0)
         if re.search(r"[A-Z]", blob) and re.search(r"[a-z]", blob) and re.search(r"[0-9+/]", blob):
@@ -770,7 +851,37 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, in
         found.append(f"encoded-blob: hex run of {len(m.group(0))} characters")
     for m in _URL.finditer(text) if tried(_URL) else ():
         found.append(f"url: {visible(m.group(0), keep_newlines=False)[:80]}")
+    if lang is _UNREAD:
+        lang = language(text)
+    if lang:
+        found.append(_language_finding(lang))
     return tuple(found)
+
+
+def _language_finding(code: str) -> str:
+    """The finding of prose in a language the scan does not read (`textguard.language`): never clean, so never
+    auto-approved."""
+    return f"not scanned: language ({code})"
+
+
+_HIDING_STYLE = re.compile(r"(?:display|visibility|font-size|opacity|max-height|height|width)\s*:\s*[^;\"'\s>}]*$")
+
+
+def _hidden_html(text: str) -> list[str]:
+    """One finding per kind of HTML that hides text from a rendered view (`_COMMENT`)."""
+    kinds: dict[str, None] = {}
+    for m in _COMMENT.finditer(text):
+        hit = m.group(0).lower()
+        if hit.startswith("<!--"):
+            kinds["html-comment: text hidden from a rendered view"] = None
+        elif hit.startswith("<details"):
+            kinds["hidden-html: a collapsed <details> block"] = None
+        elif "style" in hit and re.search(r"style\s*=", hit):
+            style = _HIDING_STYLE.search(hit)
+            kinds[f"hidden-html: an element styled {style.group(0) if style else 'hidden'}"] = None
+        else:
+            kinds["hidden-html: an element marked hidden"] = None
+    return list(kinds)
 
 
 def detectors() -> tuple[re.Pattern, ...]:
@@ -794,12 +905,14 @@ def _detectors(_key) -> tuple[re.Pattern, ...]:
     for name, value in list(globals().items()):
         if not name.startswith("__"):
             add(value)
-    for helper in _NOT_DETECTORS:  # reads words for the intent model (which `_intent_possible` bounds)
+    for helper in _NOT_DETECTORS:  # helpers that find nothing by themselves
         found.pop(id(globals().get(helper)), None)
     return tuple(found.values())
 
 
-_NOT_DETECTORS = ("_TOKEN",)  # compiled patterns that find nothing by themselves (kept, they'd only slow it)
+# Compiled patterns that find nothing by themselves (kept out of the automaton, they'd only slow it): the intent
+# model's word reader (`_intent_possible` bounds the model), `_hidden_html`'s namer of a style `_COMMENT` found.
+_NOT_DETECTORS = ("_TOKEN", "_HIDING_STYLE")
 
 
 def pattern_set(patterns: tuple[re.Pattern, ...]) -> PatternSet:
@@ -843,16 +956,18 @@ def scan_many(texts: list[str], candidates: list | None = None,
             [reading_lines(t, r) for t, r in zip(texts, readings)])]
     plain = plain_batchable("\n".join(texts))  # else: a text may hold what only `_scan` finds (hidden characters)
     possible = _intent_possible(readings)
+    langs = languages_many(texts)
     if plain and not any(candidates):  # the common case: the intent model alone may find something
-        return [tuple(_intent(r, [])) if intent else () for r, intent in zip(readings, possible)]
+        return [(tuple(_intent(r, [])) if intent else ()) + ((_language_finding(lang),) if lang else ())
+                for r, intent, lang in zip(readings, possible, langs)]
     out: list[tuple[str, ...]] = []
-    for t, m, r, intent in zip(texts, candidates, readings, possible):
+    for t, m, r, intent, lang in zip(texts, candidates, readings, possible, langs):
         if m is True:
             out.append(scan(t))
         elif (m and any(p.search(x) for p in m for x in (t, *r))) or not (plain or plain_batchable(t)):
-            out.append(_scan(t, r, frozenset(map(id, m)), intent))  # no other pattern can match it or a reading
+            out.append(_scan(t, r, frozenset(map(id, m)), intent, lang))  # no other pattern can match it or a reading
         else:
-            out.append(tuple(_intent(r, [])) if intent else ())
+            out.append((tuple(_intent(r, [])) if intent else ()) + ((_language_finding(lang),) if lang else ()))
     return out
 
 

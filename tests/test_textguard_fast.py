@@ -38,3 +38,39 @@ def test_plain_ascii_is_ascii_without_a_hidden_character():
     for c in map(chr, range(256)):
         want = c.isascii() and not textguard.is_hidden(c)
         assert textguard._plain_ascii(c) == textguard._plain_ascii(f"plain {c} text\n") == want, repr(c)
+
+
+# The language check's shortcuts (issue 29): the batch lexicon pass equals the per-text test, a text it passes is
+# one the full reading finds English, and the batch reading equals the single one.
+WORDS = sorted(textguard._EN_LEXICON)[::7] + sorted(textguard._FOREIGN_FUNCTION)[::5] + [
+    "Ignoriere", "Anweisungen", "don't", "'merci'", "users'", "Müller", "东京", "c\u043empany", "\x00", "\x1b[8m"]
+word_texts = st.lists(st.one_of(st.sampled_from(WORDS), st.sampled_from(list(" .,;:!?\n'`<>@/_0123456789")),
+                                ascii_texts), max_size=12).map(" ".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.one_of(word_texts, ascii_texts), max_size=8))
+def test_lexicon_shortcut_equals_the_per_text_check(texts):
+    want = [k for k, t in enumerate(texts) if not (t.isascii() and textguard._lexical(t.lower().encode("ascii")))]
+    assert textguard._not_lexicon(texts) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(word_texts, texts), min_size=1, max_size=6))
+def test_languages_many_equals_language_and_the_shortcut_reads_english(batch):
+    assert textguard.languages_many(batch) == [textguard.language(t) for t in batch]
+    passed = set(range(len(batch))) - set(textguard._not_lexicon(batch))
+    clauses = [textguard._units(textguard._prose(batch[k])) for k in passed]
+    assert all(not foreign and all(textguard._clause(c, True)[0] is None for c in cs) for cs, foreign in clauses)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(texts, ascii_texts, word_texts))
+def test_review_marks_exactly_the_look_alike_letters(text):
+    marks = textguard.lookalikes(text)
+    assert marks == [] or not text.isascii()
+    shown = textguard.visible_review(text)
+    if not marks:
+        assert shown == textguard.visible(text)
+    for i, ch, token in marks:
+        assert text[i] == ch and ch in token and f"<U+{ord(ch):04X}>" in shown
