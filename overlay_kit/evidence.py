@@ -440,7 +440,8 @@ def propose_umbrella(store: "Store", skill: "Skill", cluster: Cluster | Sequence
     turns = tuple(dict.fromkeys(t for d in members for t in d.provenance.turns))[-gates.MAX_TURNS:]
     prov = Provenance(rep.provenance.source if trusted else "unknown", turns)
     result = gates.learn(store, skill, rep.kind, payload, section=rep.anchor.section, provenance=prov,
-                         scope=rep.scope, settings=replace(settings or gates.GateSettings(), auto_approve=False))
+                         scope=rep.scope, settings=replace(settings or gates.GateSettings(), auto_approve=False,
+                                                           noop_repeats=False))  # it replaces its twins
     if not result.persisted:
         return Umbrella(ids, result, None)
     pairs = [(a, b) for k, a in enumerate(members) for b in members[k + 1:]]

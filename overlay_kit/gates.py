@@ -128,6 +128,9 @@ class GateSettings:
     confirmation_tools: frozenset[str] = DEFAULT_CONFIRMATION
     auto_approve: bool | None = None
     quote_chars: int = QUOTE_CHARS
+    # a repeat of a live lesson is a no-op; off only where the new row is meant to replace its twins (a
+    # consolidation's umbrella supersedes the members whose text it may share)
+    noop_repeats: bool = True
 
 
 @dataclass(frozen=True)
@@ -713,7 +716,7 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
         return WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo, warnings=warnings)
 
     delta = _new_delta(p, verdict)
-    twin = _twins(store, [delta]).get(0)
+    twin = _twins(store, [delta]).get(0) if p.settings.noop_repeats else None
     if twin is not None:
         return _noop(delta, twin, warnings)
     undo = store._insert_delta(delta, mint(delta, validated=_validates(rules)))
@@ -848,7 +851,7 @@ def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: Gate
             else:
                 results[i] = _result(verdict, warnings)
         deltas = _new_deltas([(subs[i], decided[i][0]) for i in accepted], new_delta_ids(len(accepted)))
-        twins = _twins(store, deltas)
+        twins = _twins(store, deltas) if subs and subs[0].settings.noop_repeats else {}
         if twins:  # a repeat of a live lesson (or of an earlier row of the batch) writes nothing
             kept = [k for k in range(len(deltas)) if k not in twins]
             repeats = {accepted[k]: (deltas[k], twin) for k, twin in twins.items()}

@@ -2,6 +2,7 @@
 
 import base64
 import dataclasses
+import itertools
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -192,13 +193,14 @@ def test_stage_records_anchor_and_provenance(store):
 def test_auto_approve_is_off_by_default_and_never_applies_to_untrusted(tmp_path):
     with Store.open(tmp_path / "a.db", auto_approve=True) as s:
         assert call(s).outcome == "active" and s.search(status="active")
-        assert call(s, source=UNTRUSTED).outcome == "quarantined"
-        assert call(s, source=None).outcome == "quarantined"
+        assert call(s, payload={"body": "Reply in English."}, source=UNTRUSTED).outcome == "quarantined"
+        assert call(s, payload={"body": "Reply in French."}, source=None).outcome == "quarantined"
         # a trusted lesson whose text trips the scanner is staged for review even with auto-approve on
         assert call(s, payload={"body": "see https://example.com for the format"}).outcome == "staged"
     with Store.open(tmp_path / "b.db") as s:
         assert call(s).outcome == "staged"
-        assert call(s, settings=gates.GateSettings(auto_approve=True)).outcome == "active"
+        assert call(s, payload={"body": "Reply today."}, settings=gates.GateSettings(auto_approve=True)).outcome \
+            == "active"
 
 
 @pytest.mark.parametrize("source", [UNTRUSTED, "unknown", None, {"turns": ["s1"]}])
@@ -300,8 +302,11 @@ def test_scan_is_deterministic():
 # ------------------------------------------------------------------------------------------- promotion
 
 
+_LESSONS = itertools.count()
+
+
 def _with_outcomes(store, good, bad, source=TRUSTED):
-    d = call(store, source=source).delta
+    d = call(store, payload={"body": f"Keep replies short ({next(_LESSONS)})."}, source=source).delta  # each new
     for i in range(good + bad):
         store.record_outcome(d.id, session=f"s{i}", signal="rating", positive=i < good)
     return d.id

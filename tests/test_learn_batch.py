@@ -29,6 +29,8 @@ SLUGS = ["triage", "replies", "mail-triage", "nowhere", None, "(preamble)"]
 def corpus() -> list[str]:
     out = []
     for path in sorted(dataset_path("injection").glob("*.jsonl")):
+        if path.name.startswith("heldout7"):  # written for the detector's evaluation only: never read by a test
+            continue
         out += [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return out
 
@@ -327,8 +329,9 @@ def test_learn_many_is_learn_row_by_row(tmp_path):
         one = [gates.learn(a, SKILL, r.kind, r.payload, section=r.section, provenance=r.provenance, scope=r.scope,
                            evidence=r.evidence, incognito=r.incognito) for r in rows]
         many = gates.learn_many(b, SKILL, rows)
-        assert [(r.outcome, r.rule, r.message, r.findings, r.warnings) for r in many] == \
-            [(r.outcome, r.rule, r.message, r.findings, r.warnings) for r in one]
+        ids = re.compile(r"delta_[0-9a-f]{16}")  # a noop names the lesson it repeats: each store's own id
+        assert [(r.outcome, r.rule, ids.sub("ID", r.message), r.findings, r.warnings) for r in many] == \
+            [(r.outcome, r.rule, ids.sub("ID", r.message), r.findings, r.warnings) for r in one]
         cols = "base_name, base_root, base_version, scope, kind, tier, anchor, payload, provenance, status, findings"
         got = b.conn.execute(f"SELECT {cols} FROM skill_deltas ORDER BY rowid").fetchall()
         want = a.conn.execute(f"SELECT {cols} FROM skill_deltas ORDER BY rowid").fetchall()
