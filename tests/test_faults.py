@@ -9,6 +9,7 @@ import os
 import sqlite3
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from overlay_support import MAIL_BODY, TRUSTED, make_skill
@@ -232,11 +233,16 @@ class _Tmpfs:
         self.run(["umount", "-l", str(self.path)], capture_output=True)
 
 
+def _one_lesson_in(folder) -> Path:
+    db = folder / "o.db"
+    with Store.open(db) as store:
+        gates.learn(store, SKILL, "preference", {"body": "Be brief."}, section="replies", provenance=TRUSTED)
+    return db
+
+
 def test_a_full_disk_is_named_disk_full_not_an_unusable_database(capsys, skill_dir, tmp_path):
     with _Tmpfs(tmp_path / "mnt") as mnt:
-        db = mnt.path / "o.db"
-        with Store.open(db) as store:
-            gates.learn(store, SKILL, "preference", {"body": "Be brief."}, section="replies", provenance=TRUSTED)
+        db = _one_lesson_in(mnt.path)
         mnt.fill()
         with pytest.raises(store_mod.DiskFullError, match="disk full") as err:
             Store.open(db)
@@ -276,9 +282,7 @@ def test_sqlite_full_at_open_is_disk_full_too(tmp_path, monkeypatch):
 
 def test_a_read_only_mount_is_named_read_only_and_reads_still_work(capsys, skill_dir, tmp_path):
     with _Tmpfs(tmp_path / "mnt") as mnt:
-        db = mnt.path / "o.db"
-        with Store.open(db) as store:
-            gates.learn(store, SKILL, "preference", {"body": "Be brief."}, section="replies", provenance=TRUSTED)
+        db = _one_lesson_in(mnt.path)
         mnt.read_only()
         with pytest.raises(store_mod.ReadOnlyError, match=f"read-only: cannot write {mnt.path}"):
             Store.open(db)
