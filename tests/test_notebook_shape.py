@@ -48,3 +48,14 @@ def test_browser_numbers_writes_integral_floats_as_a_browser_does():
     node = {"a": [1.0, 2.5, -0.0, 1e16, True, None, "3.0"], "b": {"c": 0.0}}
     assert json.dumps(browser_numbers(node)) == ('{"a": [1, 2.5, 0, 10000000000000000, true, null, "3.0"], '
                                                  '"b": {"c": 0}}')
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_sweep_hides_its_progress(path):
+    """03, 05 and 07 run 30–120 s sweeps: each shows its tqdm bar (the stored bar is its first state)."""
+    assert not [src for src in _code(path) if "progress=False" in src], path.name
+
+
+def test_jupyter_checkpoints_are_ignored():
+    root = NOTEBOOKS[0].parents[1]
+    assert ".ipynb_checkpoints/" in (root / ".gitignore").read_text(encoding="utf-8").splitlines()
