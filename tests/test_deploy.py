@@ -45,7 +45,7 @@ def test_the_agent_learns_and_follows_what_the_gates_let_through(default_run):
     assert (d.turns["signal"] == "correction").any()
     corrections = int((d.turns["signal"] == "correction").sum())
     assert len(d.lessons) == corrections  # the trigger fires once per correction
-    assert set(d.lessons["outcome"]) <= {"staged", "routed", "refused", "active"}
+    assert set(d.lessons["outcome"]) <= {"staged", "routed", "refused", "active", "noop"}  # noop: restated
     assert {"lesson", "fact"} & set(d.turns["how"])  # learned behaviour shows up in later sessions
     first_lesson = d.turns[d.turns["how"].isin(["lesson", "fact"])]["session"].min()
     assert first_lesson > d.lessons["session"].min()  # never within the session that taught it

@@ -63,7 +63,7 @@ def test_every_gold_label_is_accepted_by_the_real_gates(source, corpus):
             else:
                 kind, payload = "preference", {"body": x.prose}
             r = gates.learn(store, skill, kind, payload, section=x.section, provenance="user_instruction")
-            if r.outcome != "staged":
+            if r.outcome not in ("staged", "noop"):  # noop: a template's other lesson already stored it
                 refused.append((x.template, r.rule))
     assert set(refused) <= {("cr-tool-linter", "write_path_tool")}  # nothing else; this one until the gate learns
 

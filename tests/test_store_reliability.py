@@ -53,7 +53,7 @@ def _batch_writer(path: str, ready) -> None:
         while True:
             with store.transaction():
                 for _ in range(BATCH):
-                    gates.learn(store, skill, "example", {"input": f"in {i}", "output": f"out {i}"},
+                    gates.learn(store, skill, "example", {"input": f"in {os.getpid()}.{i}", "output": f"out {i}"},
                                 section="replies", provenance=TRUSTED)
                     i += 1
             ready.set()
