@@ -304,18 +304,13 @@ class RowSealer:
         self._keyed = h
         self._verified: dict[bytes, tuple] = {}  # seal -> the sealed values it was checked against
 
-    def seal(self, values: Sequence) -> bytes:
-        """The seal of one row's `SEALED_COLUMNS` values, as SQLite stores them (str, int or None)."""
-        h = self._keyed.copy()
-        h.update((_ROW_TEXT % tuple(values)).encode("utf-8", "surrogatepass"))
-        return h.digest()
-
     def seal_many(self, rows: Sequence[Sequence]) -> list[bytes]:
+        """The seal of each row's `SEALED_COLUMNS` values, as SQLite stores them (str, int or None)."""
         keyed, text = self._keyed, _ROW_TEXT
         out = []
         for values in rows:
             h = keyed.copy()
-            h.update((text % values).encode("utf-8", "surrogatepass"))
+            h.update((text % tuple(values)).encode("utf-8", "surrogatepass"))
             out.append(h.digest())
         return out
 

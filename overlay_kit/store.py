@@ -1243,7 +1243,7 @@ class Store:
             rows = self.conn.execute(f"SELECT {_SEALED} FROM skill_deltas WHERE id IN "
                                      f"({', '.join('?' * len(part))})", part).fetchall()
             self.conn.executemany("UPDATE skill_deltas SET seal = ? WHERE id = ?",
-                                  [(sealer.seal(r), r[0]) for r in rows])
+                                  list(zip(sealer.seal_many(rows), (r[0] for r in rows))))
 
     def _seal_found_rows(self) -> None:
         """Migration 8: seal the rows a file holds as they are found (trust on first use, as at the upgrade).
@@ -1253,7 +1253,7 @@ class Store:
         rows = self.conn.execute(f"SELECT {_SEALED.replace('approved_by', 'NULL')} FROM skill_deltas").fetchall()
         if not rows:
             return
-        sealer, sealed, left = self._write_sealer(), [], []
+        keep, left = [], []
         for row in rows:
             row = list(row)
             if row[10] not in STATUSES or row[5] not in TIERS:
@@ -1264,7 +1264,8 @@ class Store:
                 if row[18] is None and not _provenance(row[9]).trusted:
                     left.append(row[0])
                     continue
-            sealed.append((row[18], sealer.seal(row), row[0]))
+            keep.append(row)
+        sealed = list(zip((r[18] for r in keep), self._write_sealer().seal_many(keep), (r[0] for r in keep)))
         self.conn.executemany("UPDATE skill_deltas SET approved_by = ?, seal = ? WHERE id = ?", sealed)
         said = (f"schema {SEALED_SINCE}: sealed {len(sealed)} delta rows as found; left unsealed (never read): "
                 f"{', '.join(left) if left else 'none'}")
@@ -1300,7 +1301,7 @@ class Store:
                   dumps(delta.provenance.to_dict()), _text(delta.status), int(delta.success_count),
                   int(delta.attempt_count), None, iso(delta.created_at), iso(approved), dumps(list(delta.findings)), 1,
                   "gates" if delta.status == "active" else None)
-        row = (*values, iso(delta.last_used_at), self._write_sealer().seal(values))
+        row = (*values, iso(delta.last_used_at), *self._write_sealer().seal_many([values]))
         with self.transaction():
             try:
                 self.conn.execute(f"INSERT INTO skill_deltas ({_ROW_COLUMNS}) VALUES ({', '.join('?' * _ROW_WIDTH)})",
