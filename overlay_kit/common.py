@@ -204,8 +204,8 @@ def bigram_similarity(a: str, b: str) -> float:
 
 
 class _LazyLogger:
-    """`logging.getLogger(name)`, looked up (and `logging` imported: ~3 ms with `traceback`) on the first message,
-    so a CLI start that logs nothing does not pay for it."""
+    """`logging.getLogger(name)`, looked up (and `logging` imported, with `traceback`) on the first message, so a
+    CLI start that logs nothing does not pay for it (docs/performance.md)."""
 
     def __init__(self, name: str):
         self.name = name

@@ -57,7 +57,7 @@ MAX_MEM = 32 << 20  # RE2's memory budget for the set: its program (~3 MB for th
 _CANARY = r"\z"  # matches every text, at its end: reported only when the DFA read the whole text
 WORD_STAND_IN, OTHER_STAND_IN = "_", "\x7f"  # an RE2 word and non-word character, for those beyond ASCII
 _WORD = re.compile(r"\w")
-CHUNK = 32  # texts per `Set.Match` call of `groups_many` where none may match (a call costs ~1 µs)
+CHUNK = 32  # texts per `Set.Match` call of `groups_many` where none may match (one call's fixed cost, shared)
 
 
 class _StandIns(dict):

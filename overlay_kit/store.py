@@ -629,8 +629,8 @@ _LIVE = ("staged", "active", "quarantined", "orphaned")
 
 
 _ROWS_PER_INSERT = 50  # rows per multi-row INSERT of a learn batch (fewer where SQLite allows fewer variables):
-# a connection prepares each statement once, ~11 µs per row it holds (2.2 ms at 200 rows; 50-row statements took a
-# 200-lesson learn into a new store from 91 to 76 µs/row); executing costs the same per row from 25 rows up
+# a connection prepares each statement once, at a cost per row it holds, while executing costs the same per row
+# from 25 rows up (the figures: docs/performance.md)
 
 
 @lru_cache(maxsize=16)
@@ -1403,7 +1403,7 @@ class Store:
         """`insert` (an INSERT up to its VALUES) for every row, in order: up to `_ROWS_PER_INSERT` rows per
         statement (a third less time than `executemany` of one-row statements; the same rows and rowids). A
         column that holds one value in every row of a statement is bound once for them all (None: written as
-        NULL): 12 values fewer to bind saved 0.9 µs a learned row, whose columns are mostly its batch's."""
+        NULL): 12 values fewer to bind a learned row, whose columns are mostly its batch's."""
         width = len(rows[0])
         limit = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) if hasattr(self.conn, "getlimit") else \
             32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
