@@ -1,5 +1,7 @@
 """Store workload timings: learn 5,000 deltas through the gates (batched), read one skill's 90 active deltas,
-point lookup. Prints medians of repeated runs (seeded; a fresh temporary database per run)."""
+point lookup; and the cost of one learn into a section that already holds 0 or 4,000 lessons (a learn looks
+for a live twin: it must not read the section). Prints medians of repeated runs (seeded; a fresh temporary
+database per run)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from overlay_kit import gates  # noqa: E402
 from overlay_kit.store import Store  # noqa: E402
 
 N_LEARN, BATCH, N_SKILLS, ACTIVE, RUNS, READS = 5_000, 500, 50, 90, 5, 200
+FULL, PROBES = 4_000, 200  # lessons already in one section; single learns timed into it
 
 
 def one_run(seed: int) -> dict[str, float]:
@@ -55,8 +58,29 @@ def one_run(seed: int) -> dict[str, float]:
             "read_90_active_ms": statistics.median(reads) * 1e3, "point_lookup_us": statistics.median(lookups) * 1e6}
 
 
+def one_section(seed: int) -> dict[str, float]:
+    """Median µs of one `gates.learn` into a section holding no lessons, then `FULL` of them."""
+    skill = make_skill()
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "bench.db") as store:
+        def probe(tag: str) -> float:
+            times = []
+            for i in range(PROBES):
+                t = time.perf_counter()
+                gates.learn(store, skill, "preference", {"body": f"{tag} probe {seed}.{i}"}, section="replies",
+                            provenance="user_instruction")
+                times.append(time.perf_counter() - t)
+            return statistics.median(times) * 1e6
+
+        out["learn_one_empty_us"] = probe("empty")
+        gates.learn_many(store, skill, [gates.Lesson("preference", {"body": f"filler {i}"}, "replies",
+                                                     "user_instruction") for i in range(FULL)])
+        out[f"learn_one_{FULL}_us"] = probe("full")
+    return out
+
+
 def main() -> None:
-    runs = [one_run(seed) for seed in range(RUNS)]
+    runs = [one_run(seed) | one_section(seed) for seed in range(RUNS)]
     print(f"store benchmark: {N_LEARN} deltas via gates.learn in batches of {BATCH}, {N_SKILLS} skills, "
           f"median of {RUNS} runs ({READS} reads each)")
     for key in runs[0]:

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -62,6 +61,7 @@ from .grammar import (
     Delta,
     GrammarError,
     Provenance,
+    as_read,
     cap_violations,
     cap_violations_many,
     check_shape,
@@ -320,10 +320,6 @@ def _granted(skill: Skill, token: re.Match) -> bool:
     return False
 
 
-def _normalize(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
 def longest_overlap(text: str, evidence: str) -> int:
     """Length of the longest verbatim run of `text` found in `evidence` (both normalized)."""
 
@@ -469,11 +465,11 @@ def write_path_tool(p: Submission):
 
 
 def quotes_evidence(p: Submission):
-    evidence = [_normalize(e) for e in p.evidence if e]
+    evidence = [as_read(e) for e in p.evidence if e]
     if not evidence:
         return None
     for where, text in p.texts():
-        norm = _normalize(text)
+        norm = as_read(text)
         limit = min(p.settings.quote_chars, max(MIN_QUOTE_CHARS, math.ceil(0.6 * len(norm))))
         for ev in evidence:
             n = longest_overlap(norm, ev)
@@ -875,36 +871,22 @@ def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: Gate
     return results  # type: ignore[return-value]
 
 
-def _lesson_key(delta: Delta) -> str:
-    """What makes two lessons one: kind, scope, section and payload, every string in it compared as a person
-    reads it (NFKC, case folded, runs of white space as one space)."""
-    def norm(value):
-        if isinstance(value, str):
-            return " ".join(unicodedata.normalize("NFKC", value).casefold().split())
-        if isinstance(value, Mapping):
-            return {k: norm(v) for k, v in value.items()}
-        return [norm(v) for v in value] if isinstance(value, (list, tuple)) else value
-    return dumps([delta.kind, delta.scope, delta.anchor.section, norm(delta.payload)])
-
-
 def _twins(store: "Store", deltas: list[Delta]) -> dict[int, "Delta | str"]:
-    """{index: the live lesson it repeats} for each new delta that repeats one (`_lesson_key`) of its skill in
-    the store (a stored `Delta`) or an earlier delta of the same batch (that delta's id). One `search` per
-    (skill, scope, kind, section) the batch touches, through the store's index of exactly that."""
-    seen: dict[str, "Delta | str"] = {}
-    places: set[tuple] = set()
+    """{index: the live lesson it repeats} for each new delta that repeats one of its skill in the store (a
+    stored `Delta`) or an earlier delta of the same batch (that delta's id): the same `Delta.lesson` (kind,
+    scope, payload as read) in the same section. Found through the store's index of lesson digests; a stored
+    row counts by the digest of its sealed payload, computed here, not by the digest column."""
+    seen: dict[tuple, "Delta | str"] = {}
+    for skill in dict.fromkeys(d.skill for d in deltas):
+        digests = list(dict.fromkeys(d.lesson for d in deltas if d.skill == skill))
+        for at in range(0, len(digests), 500):
+            for live in store.search(skill, status=LIVE, lessons=digests[at:at + 500]):
+                seen.setdefault((live.skill, live.lesson, live.anchor.section), live)
     out: dict[int, Delta | str] = {}
     for k, d in enumerate(deltas):
-        place = (d.skill, d.scope, d.kind, d.anchor.section)
-        if place not in places:
-            places.add(place)
-            for live in store.search(d.skill, scope=d.scope, status=LIVE, kind=d.kind, section=d.anchor.section):
-                seen.setdefault(_lesson_key(live), live)
-        key = _lesson_key(d)
-        if key in seen:
-            out[k] = seen[key]
-        else:
-            seen[key] = d.id
+        twin = seen.setdefault((d.skill, d.lesson, d.anchor.section), d.id)
+        if twin != d.id:
+            out[k] = twin
     return out
 
 

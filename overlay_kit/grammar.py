@@ -18,9 +18,11 @@ research), `check_shape` (fields and types, canonical form) and `cap_violations`
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
@@ -30,7 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .anchor import Anchor
-from .common import utc_now
+from .common import dumps, utc_now
 from .display import delta_html, delta_text
 from .textguard import markdown_line
 
@@ -45,11 +47,13 @@ __all__ = [
     "Delta",
     "GrammarError",
     "Provenance",
+    "as_read",
     "cap_violations",
     "cap_violations_many",
     "check_kind",
     "assemble",
     "fields_of",
+    "lesson_digest",
     "made",
     "check_shape",
     "new_delta_id",
@@ -383,6 +387,25 @@ def validate_fact(payload: Any) -> tuple[str | None, str, Any]:
     return namespace, key, value
 
 
+def as_read(text: str) -> str:
+    """`text` as a person reads it: NFKC, case folded, runs of white space as one space."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def lesson_digest(kind: str, scope: str, payload: Any) -> str:
+    """What makes two lessons one, wherever each is anchored: kind, scope and payload, every string in the
+    payload `as_read`. A hex digest: the store keeps it beside each row (indexed), so a repeat is found by
+    lookup, not by reading the skill's lessons."""
+    def norm(value):
+        if isinstance(value, str):
+            return as_read(value)
+        if isinstance(value, Mapping):
+            return {k: norm(v) for k, v in value.items()}
+        return [norm(v) for v in value] if isinstance(value, (list, tuple)) else value
+    text = dumps([kind, scope, norm(payload)])
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
 @dataclass(frozen=True)
 class Delta:
     """One learned lesson attached to a section of an authored skill. Immutable; the store versions it."""
@@ -438,6 +461,11 @@ class Delta:
         if p.get("drop"):
             parts.append("drop " + ", ".join(p["drop"]))
         return "; ".join(parts)
+
+    @cached_property
+    def lesson(self) -> str:
+        """`lesson_digest` of this delta (computed from its payload, never read from a row)."""
+        return lesson_digest(self.kind, self.scope, self.payload)
 
     @cached_property
     def shaped_payload(self) -> dict:

@@ -112,6 +112,7 @@ from .grammar import (
     Provenance,
     check_shape,
     fields_of,
+    lesson_digest,
     made,
     validate_payload,
 )
@@ -456,8 +457,16 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX IF NOT EXISTS idx_delta_section ON skill_deltas(base_name, scope, kind,
                                                                      json_extract(anchor, '$.section'));
     """),
+    # each row's `Delta.lesson` (kind, scope and payload never change once written), indexed: a repeat is found
+    # by lookup (`search(lessons=)`); 9's index made gates read every lesson of a section for each new one
+    Migration(10, "skill_deltas: each row's lesson digest, indexed (replaces the section index)", """
+        ALTER TABLE skill_deltas ADD COLUMN lesson_key TEXT;
+        DROP INDEX IF EXISTS idx_delta_section;
+        CREATE INDEX IF NOT EXISTS idx_delta_lesson ON skill_deltas(base_name, lesson_key);
+    """, rows=lambda store: store._key_found_rows()),
 ]
 SEALED_SINCE = 8  # the first schema version whose rows carry seals
+_KEYED_SINCE = 10  # the first whose rows carry their lesson digests
 
 _HISTORY_SQL = """
     CREATE TABLE IF NOT EXISTS schema_history (
@@ -623,6 +632,7 @@ _SEALED = ", ".join(SEALED_COLUMNS)
 _ROW_COLUMNS = _SEALED + ", last_used_at, seal"
 _UNSEALED_ROW_COLUMNS = _SEALED.replace("approved_by", "NULL") + ", last_used_at, NULL"
 _ROW_WIDTH = len(SEALED_COLUMNS) + 2
+_INSERT_COLUMNS = _ROW_COLUMNS + ", lesson_key"  # a row as written: with its lesson digest (never read back)
 # Which status a transition may start from. `approve` is the only way out of quarantine into use.
 _APPROVABLE = ("staged", "quarantined", "orphaned")
 _LIVE = ("staged", "active", "quarantined", "orphaned")
@@ -903,6 +913,7 @@ class Store:
         # resolver's and the CLI's callers print them; each is logged as a warning once.
         self.integrity_notes: list[str] = []
         self._sealed = True  # the rows carry seals (schema >= SEALED_SINCE); False: a read-only older file
+        self._keyed = True  # the rows carry lesson digests (schema >= _KEYED_SINCE); False: likewise
         self._sealer: RowSealer | None = None
         self._erased_ids: list[str] = []  # the last forget's, for `finish_erasure`'s report
         self.erasure_where: str | None = None  # while `erasure_pending`: which files still hold the erased text
@@ -1016,7 +1027,7 @@ class Store:
             raise StoreError(f"{self.path}: an empty database; nothing to read")
         _schema_problem(self.conn, self.path)
         columns = {r[1] for r in self.conn.execute("PRAGMA table_info(skill_deltas)")}
-        self._sealed = "seal" in columns
+        self._sealed, self._keyed = "seal" in columns, "lesson_key" in columns
         if not self._sealed:
             self._note(f"{self.path}: written before row seals (schema < {SEALED_SINCE}); read as found, not "
                        "verified (a writable open seals it)", error=False)
@@ -1063,7 +1074,7 @@ class Store:
                                   (m.version, m.name, iso(utc_now())))
                 applied.append(m.version)
                 done.add(m.version)
-            self._sealed = SEALED_SINCE in done
+            self._sealed, self._keyed = SEALED_SINCE in done, _KEYED_SINCE in done
         return applied
 
     def schema_history(self) -> list[tuple[int, str, str]]:
@@ -1273,6 +1284,19 @@ class Store:
         self._note(f"{self.path}: {said}", error=bool(left))
 
 
+    def _key_found_rows(self) -> None:
+        """Migration 10: each row's lesson digest, from its kind, scope and payload as found (a payload that
+        is not a JSON object keeps none: that row is never found as a repeat)."""
+        keys = []
+        for delta_id, kind, scope, text in self.conn.execute("SELECT id, kind, scope, payload FROM skill_deltas"):
+            try:
+                payload = json.loads(text)
+            except (TypeError, ValueError):
+                continue
+            if isinstance(payload, dict):
+                keys.append((lesson_digest(kind, scope, payload), delta_id))
+        self.conn.executemany("UPDATE skill_deltas SET lesson_key = ? WHERE id = ?", keys)
+
     # ---------------------------------------------------------------------------------- audit
 
     def _log(self, delta_id: str | None, who: str, from_status: str | None, to_status: str | None,
@@ -1301,11 +1325,12 @@ class Store:
                   dumps(delta.provenance.to_dict()), _text(delta.status), int(delta.success_count),
                   int(delta.attempt_count), None, iso(delta.created_at), iso(approved), dumps(list(delta.findings)), 1,
                   "gates" if delta.status == "active" else None)
-        row = (*values, iso(delta.last_used_at), *self._write_sealer().seal_many([values]))
+        row = (*values, iso(delta.last_used_at), *self._write_sealer().seal_many([values]),
+               lesson_digest(delta.kind, delta.scope, payload))
         with self.transaction():
             try:
-                self.conn.execute(f"INSERT INTO skill_deltas ({_ROW_COLUMNS}) VALUES ({', '.join('?' * _ROW_WIDTH)})",
-                                  row)
+                self.conn.execute(f"INSERT INTO skill_deltas ({_INSERT_COLUMNS}) VALUES "
+                                  f"({', '.join('?' * (_ROW_WIDTH + 1))})", row)
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"delta {delta.id}: {exc}") from exc
             self._log(delta.id, "gates", None, delta.status,
@@ -1381,7 +1406,8 @@ class Store:
         sealed = list(zip(ids, skills, roots, versions, scopes, kinds, map(TIERS.__getitem__, kinds), anchors, texts,
                           provenances, statuses, succ, att, repeat(None), created, map(iso, approved), findings,
                           repeat(1), approvers))
-        rows = list(map(tuple.__add__, sealed, zip(map(iso, last), sealer.seal_many(sealed))))
+        rows = list(map(tuple.__add__, sealed, zip(map(iso, last), sealer.seal_many(sealed),
+                                                   map(lesson_digest, kinds, scopes, payloads))))
         audit = list(zip(ids, repeat("gates"), created, repeat(None), statuses,
                          map(reasons.__getitem__, zip(kinds, sources))))
         out = []
@@ -1392,7 +1418,7 @@ class Store:
             out.append((stored, undo))
         with self.transaction():
             try:
-                self._insert_rows(f"INSERT INTO skill_deltas ({_ROW_COLUMNS})", rows)
+                self._insert_rows(f"INSERT INTO skill_deltas ({_INSERT_COLUMNS})", rows)
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"learn batch of {len(rows)}: {exc}") from exc
             self._insert_rows("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason)", audit)
@@ -1439,8 +1465,10 @@ class Store:
 
     def search(self, skill: str | None = None, scope: str | Iterable[str] | None = None,
                status: str | Iterable[str] | None = None, *, kind: str | None = None, section: str | None = None,
-               include_superseded: bool = False, limit: int | None = None) -> list[Delta]:
-        """Deltas matching every given filter (`section`: the anchor's section), in `Delta.sort_key` order.
+               lessons: Iterable[str] | None = None, include_superseded: bool = False,
+               limit: int | None = None) -> list[Delta]:
+        """Deltas matching every given filter (`section`: the anchor's section; `lessons`: `Delta.lesson`
+        digests, through the index of them), in `Delta.sort_key` order.
 
         There is no default limit. With `limit`, the newest `limit` rows are kept (never the oldest), then
         sorted. A row whose seal does not verify, an active untrusted row without a recorded approval, and a
@@ -1467,6 +1495,13 @@ class Store:
         if section is not None:
             where.append("json_extract(anchor, '$.section') = ?")
             args.append(section)
+        if lessons is not None:
+            if not self._keyed:
+                raise StoreError(f"{self.path}: written before lesson digests (schema < {_KEYED_SINCE}): a "
+                                 "writable open adds them")
+            lessons = list(lessons)
+            where.append(f"lesson_key IN ({', '.join('?' * len(lessons))})")
+            args += lessons
         if not include_superseded:
             where.append("superseded_by IS NULL")
         tail = ("WHERE " + " AND ".join(where)) if where else ""

@@ -18,6 +18,7 @@ from overlay_kit import anchor, gates, seal
 from overlay_kit.anchor import Anchor
 from overlay_kit.cli import main
 from overlay_kit.common import dumps, iso, utc_now
+from overlay_kit.grammar import lesson_digest
 from overlay_kit.resolve import resolve
 from overlay_kit.store import MIGRATIONS, SchemaObjectError, SealError, Store, StoreError
 
@@ -415,6 +416,33 @@ def test_the_reviewers_planted_trigger_never_gets_to_run(db):
     c = sqlite3.connect(db)
     assert c.execute("SELECT count(*) FROM skill_deltas").fetchone() == (0,)
     c.close()
+
+
+def test_an_upgraded_file_knows_its_lessons_so_a_repeat_is_a_noop(db):
+    """Migration 10 gives each row found its lesson digest: a repeat of a lesson written before it (by an older
+    overlay_kit) is a no-op naming that row; a read-only open of the older file cannot look repeats up."""
+    _v7_file(db, [("delta_old", TRUSTED, "active", None)])
+    with Store.open(db, readonly=True) as s, pytest.raises(StoreError, match="before lesson digests"):
+        s.search("mail", lessons=["0" * 32])
+    with Store.open(db) as s:
+        again = gates.learn(s, SKILL, "preference", {"body": "Lesson  DELTA_OLD"}, section="replies",
+                            provenance=TRUSTED)
+        assert (again.outcome, again.delta.id) == ("noop", "delta_old")
+        assert [d.id for d in s.search("mail", lessons=[again.delta.lesson])] == ["delta_old"]
+
+
+def test_a_lesson_digest_changed_by_sql_makes_no_false_repeat(db):
+    """The digest column is an index, not evidence: a row whose digest was set (outside overlay_kit) to another
+    lesson's is found by the lookup but not taken for a repeat (its sealed payload's digest is computed)."""
+    with Store.open(db) as s:
+        old = learn(s, "Keep replies short.")
+    new = gates.Lesson("preference", {"body": "Sign with my first name."}, "replies", TRUSTED)
+    digest = lesson_digest("preference", "user", new.payload)
+    shell(db, "UPDATE skill_deltas SET lesson_key = ? WHERE id = ?", args=(digest, old))
+    with Store.open(db) as s:
+        assert [d.id for d in s.search("mail", lessons=[digest])] == [old]
+        (r,) = gates.learn_many(s, SKILL, [new])
+        assert (r.outcome, r.delta.payload) == ("staged", new.payload)
 
 
 def test_an_older_file_and_a_new_one_pass_the_schema_check(tmp_path):
