@@ -32,6 +32,7 @@ from functools import lru_cache
 
 from .bundled import llama_tokenizer
 from .common import lazy_logger
+from .defaults import SHIPPED
 from .grammar import (  # the learned-line format
     BLOCK_HEADING,
     BLOCK_INTRO,
@@ -62,14 +63,9 @@ __all__ = [
     "value_key",
 ]
 
-# Half of the 32,768-token NPU window for every loaded skill plus what they learned; the other half is for
-# the system scaffold, the tools block, the conversation and the answer. (The 201-section example runbook
-# alone is ~11.7k tokens, so a quarter would not hold one long authored skill.)
-DEFAULT_CEILING = 16384
-# Kept free by `Budget` under the ceiling so that lessons a session goal retrieves still fit: about ten
-# 400-character lessons. Capped at an eighth of the ceiling for small ceilings.
-RETRIEVAL_RESERVE = 1024
-CONSOLIDATE_SCORE = 90.0  # rapidfuzz token_set_ratio at or above which two lessons are near-duplicates
+DEFAULT_CEILING = SHIPPED.ceiling  # the shipped values and why: overlay_kit.defaults
+RETRIEVAL_RESERVE = SHIPPED.retrieval_reserve  # kept free by `Budget` (at most an eighth of the ceiling)
+CONSOLIDATE_SCORE = SHIPPED.consolidate_score
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 log = lazy_logger(__name__)
 

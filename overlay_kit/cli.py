@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from . import anchor as anchor_mod
 from .common import InputError, read_jsonl, read_text_file
+from .defaults import SHIPPED
 from .skill import SkillError, check_skill, find_skill
 from .store import StoreError, default_db_path
 from .textguard import visible
@@ -688,7 +689,7 @@ def register_resolve(sub) -> None:
     p.add_argument("--no-learned-skills", dest="learned", action="store_false",
                    help="authored base only; the store is not read")
     p.add_argument("--scope", action="append", metavar="SCOPE", help="scope(s) to apply (default: user)")
-    p.add_argument("--ceiling", type=int, metavar="TOKENS", help="resident token ceiling (default: 16384)")
+    p.add_argument("--ceiling", type=int, metavar="TOKENS", help=f"resident token ceiling (default: {SHIPPED.ceiling})")
     p.add_argument("--tau", type=float, metavar="T",
                    help="absolute retrieval threshold (default: the embedder's calibrated gate)")
     p.add_argument("--embedder", metavar="NAME_OR_PATH", help="sentence-transformers name or path "
@@ -828,7 +829,7 @@ def register_rebase(sub) -> None:
     p = sub.add_parser("rebase", help="what happens to each old section's deltas when the base changes")
     p.add_argument("old", metavar="OLD", help="the previous skill (directory, SKILL.md or any .md file)")
     p.add_argument("new", metavar="NEW", help="the updated skill")
-    p.add_argument("--policy", default="section", choices=_Policies(), metavar="POLICY",
+    p.add_argument("--policy", default=SHIPPED.rebase_policy, choices=_Policies(), metavar="POLICY",
                    help="orphan-all (v1), section (default), fuzzy or embedding (proposals for orphans)")
     p.add_argument("--apply", action="store_true", help="store mode: after confirmation, register NEW as the "
                    "base and move the stored deltas (orphans are kept for review); without it nothing is written")

@@ -7,7 +7,7 @@ the only writer of those counters (through `store.record_outcome`)::
     record_context(store, session, turn, deltas, *, role="context", at=None) -> tuple[str, ...]
     record_signal(store, session, turn, signal, *, rating=None, scope="user", skill=None, section=None,
                   lesson=None, delta_ids=None, at=None) -> Attribution
-    review_staged(store, *, min_samples=5, threshold=0.85, wilson=False, retire_below=None) -> list[Review]
+    review_staged(store, *, min_samples, threshold, wilson, retire_below) -> list[Review]   (defaults: SHIPPED)
     near_duplicates(deltas, *, embedder=None, min_cosine=0.85, min_bigram=0.6) -> list[Cluster]
     propose_umbrella(store, skill, cluster) -> Umbrella;  approve_umbrella(store, umbrella_id) -> Undo
     consolidation_proposer(embedder) -> the `budget.Budget(proposer=...)` hook
@@ -52,6 +52,7 @@ import numpy as np
 from . import budget as budget_mod
 from . import gates
 from .common import bigram_similarity, iso, utc_now
+from .defaults import SHIPPED
 from .grammar import KEY_LIMIT, TURN_ID_LIMIT, Delta, Provenance
 from .store import StoreError
 
@@ -89,7 +90,7 @@ __all__ = [
 CONTEXT_ROLES = ("context", "suggested")
 MIN_COSINE = 0.85  # embedding cosine at or above which two lessons may be near-duplicates …
 MIN_BIGRAM = 0.6  # … and character-bigram Dice at or above which they are (both must hold)
-DEFAULT_IDLE = timedelta(days=30)
+DEFAULT_IDLE = timedelta(days=SHIPPED.decay_idle_days)
 
 
 class EvidenceError(ValueError):
@@ -274,8 +275,9 @@ class Review:
 
 
 def review_staged(store: "Store", *, skill: str | None = None, scope: str | Iterable[str] | None = None,
-                  min_samples: int = 5, threshold: float = 0.85, wilson: bool = False, z: float = 1.96,
-                  retire_below: float | None = None, at: datetime | None = None) -> list[Review]:
+                  min_samples: int = SHIPPED.min_samples, threshold: float = SHIPPED.threshold,
+                  wilson: bool = SHIPPED.wilson, z: float = SHIPPED.z, retire_below: float | None = SHIPPED.retire_below,
+                  at: datetime | None = None) -> list[Review]:
     """Promote staged, trusted deltas whose counters clear the bar (`gates.promote`); with `retire_below`,
     archive those with at least `min_samples` outcomes and a success rate below it. Each decision is logged
     with the counters read and the outcome-ledger position they covered."""

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, PREAMBLE, Anchor, parse
 from .common import dumps, find_all, gc_paused, once
+from .defaults import SHIPPED
 from .display import write_result_html, write_result_text
 from .grammar import (
     AUTO_APPROVE_SOURCES,
@@ -130,7 +131,7 @@ class GateSettings:
     quote_chars: int = QUOTE_CHARS
     # a repeat of a live lesson is a no-op; off only where the new row is meant to replace its twins (a
     # consolidation's umbrella supersedes the members whose text it may share)
-    noop_repeats: bool = True
+    noop_repeats: bool = SHIPPED.noop_repeats
 
 
 @dataclass(frozen=True)
@@ -657,7 +658,7 @@ def _anchor(skill: Skill, section: str | None) -> Anchor:
 
 
 def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, section: str | None,
-          provenance: Provenance | str | Mapping | None, scope: str = "user",
+          provenance: Provenance | str | Mapping | None, scope: str = SHIPPED.scope,
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
           settings: GateSettings | None = None, research: bool | None = None,
           rules: Iterable[Rule] = RULES) -> WriteResult:
@@ -690,7 +691,7 @@ def _validates(rules: tuple[Rule, ...]) -> bool:
 
 
 def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
-          provenance: Provenance | str | Mapping | None, scope: str = "user",
+          provenance: Provenance | str | Mapping | None, scope: str = SHIPPED.scope,
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
           settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
           custom_rules: bool = False) -> WriteResult:
@@ -728,7 +729,7 @@ class Lesson:
     payload: Any
     section: str | None = None
     provenance: Provenance | str | Mapping | None = None
-    scope: str = "user"
+    scope: str = SHIPPED.scope
     evidence: str | tuple[str, ...] | None = None
     incognito: bool = False
 
@@ -1297,8 +1298,8 @@ class Promotion:
     undo: "Undo | None" = None
 
 
-def promote(store: "Store", delta_id: str, min_samples: int = 5, threshold: float = 0.85, wilson: bool = False,
-            z: float = 1.96) -> Promotion:
+def promote(store: "Store", delta_id: str, min_samples: int = SHIPPED.min_samples,
+            threshold: float = SHIPPED.threshold, wilson: bool = SHIPPED.wilson, z: float = SHIPPED.z) -> Promotion:
     """Activate a staged, trusted delta when its outcome counters clear the bar. Counters only: there is no
     parameter through which a model's opinion could enter. Quarantined deltas are never promoted."""
     d = store.get(delta_id)

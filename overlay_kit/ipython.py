@@ -30,6 +30,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from . import gates
+from .defaults import SHIPPED
 from .display import DeltaTable, UnifiedDiff
 from .skill import Skill, SkillError, find_skill
 from .store import Store, StoreError, default_db_path
@@ -94,7 +95,7 @@ class OverlayMagics(Magics):
                   "%overlay_db PATH opens another")
         return self.store
 
-    def open(self, path, *, research: bool = False, auto_approve: bool = False) -> Store:
+    def open(self, path, *, research: bool = False, auto_approve: bool = SHIPPED.auto_approve) -> Store:
         try:
             store = Store.open(path, research=research, auto_approve=auto_approve)
         except StoreError as exc:

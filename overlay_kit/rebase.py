@@ -51,6 +51,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
 from .anchor import BODY, PREAMBLE, Anchor, Section, digest, parse, slugify
+from .defaults import SHIPPED
 from .display import rebase_html, rebase_text
 from .grammar import Delta
 
@@ -571,7 +572,7 @@ def get_policy(policy: str | Policy, **params) -> Policy:
 
 
 def plan(old_body: str | Sequence[Section], new_body: str | Sequence[Section],
-         policy: str | Policy = "section") -> Plan:
+         policy: str | Policy = SHIPPED.rebase_policy) -> Plan:
     """Decide the fate of every section of `old_body` when the base becomes `new_body`."""
     old = parse(old_body) if isinstance(old_body, str) else tuple(old_body)
     new = parse(new_body) if isinstance(new_body, str) else tuple(new_body)
@@ -623,7 +624,7 @@ class DeltaOutcome:
                 "anchor": self.anchor.to_dict(), "decision": self.decision.to_dict(), "narrowed": self.narrowed}
 
 
-def rebase_deltas(deltas: Iterable[Delta], old_body: str, new_skill, policy: str | Policy = "section",
+def rebase_deltas(deltas: Iterable[Delta], old_body: str, new_skill, policy: str | Policy = SHIPPED.rebase_policy,
                   *, old_skill=None) -> tuple[DeltaOutcome, ...]:
     """Each delta's fate when the base body goes from `old_body` to `new_skill.body`.
 
@@ -702,7 +703,7 @@ def _reason(policy: str, o: DeltaOutcome) -> str:
     return text
 
 
-def apply(store, new_skill, policy: str | Policy = "section", *, old=None, who: str = REBASE_WHO
+def apply(store, new_skill, policy: str | Policy = SHIPPED.rebase_policy, *, old=None, who: str = REBASE_WHO
           ) -> RebaseResult:
     """Register `new_skill` with the store and, if the base changed, move its live deltas — atomically.
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import bundled
+from .defaults import SHIPPED
 from .resources import dataset_path
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ __all__ = [
     "write_calibration",
 ]
 
-DEFAULT = "wordllama"  # the name `load_embedder` gives the bundled model
+DEFAULT = SHIPPED.embedder  # the bundled model (`load_embedder`'s name for it)
 MINILM = "minilm"  # the optional extra overlay_kit[minilm]: all-MiniLM-L6-v2, checksum-pinned (bundled.py)
 
 

@@ -103,6 +103,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .anchor import Anchor
 from .common import dumps, iso, lazy_logger, parse_time, utc_now
+from .defaults import SHIPPED
 from .grammar import (
     RESEARCH_KINDS,
     STATUSES,
@@ -921,8 +922,8 @@ class Store:
     # ----------------------------------------------------------------------------- open / close
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, research: bool = False, auto_approve: bool = False,
-             readonly: bool = False, create: bool = True) -> "Store":
+    def open(cls, path: str | os.PathLike | None = None, *, research: bool = False,
+             auto_approve: bool = SHIPPED.auto_approve, readonly: bool = False, create: bool = True) -> "Store":
         """Open (creating or migrating forward) the database at `path` (default: `default_db_path()`).
 
         Before any write, a read-only look: a path that is a directory, FIFO, socket or device is refused without

@@ -25,12 +25,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .defaults import SHIPPED
+
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["DEFAULT_MAX_TOOLS", "SEMANTIC_THRESHOLD", "Selection", "ToolLoader", "skill_tier"]
 
-DEFAULT_MAX_TOOLS = 14
+DEFAULT_MAX_TOOLS = SHIPPED.max_tools
 SEMANTIC_THRESHOLD = 0.20
 
 

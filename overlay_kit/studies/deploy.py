@@ -59,6 +59,7 @@ import pandas as pd
 from .. import anchor as anchor_mod
 from .. import budget as budget_mod
 from .. import evidence, gates, rebase, resolve, retrieval
+from ..defaults import SHIPPED
 from ..grammar import Provenance, item_text
 from ..resources import dataset_path
 from ..skill import Skill, parse_skill
@@ -196,15 +197,15 @@ class Settings:
     p_misread: float = 0.15
     p_overreach: float = 0.05
     suggest_staged: bool = True
-    # gate settings
-    auto_approve: bool = False
-    min_samples: int = 3
-    threshold: float = 0.85
-    wilson: bool = False
-    retire_below: float | None = 0.5
-    tau: float = 0.82
-    headroom: int | None = None  # budget ceiling = authored tokens + headroom (None: budget.DEFAULT_CEILING)
-    rebase_policy: str = "section"
+    # gate settings: what ships (overlay_kit.defaults); a study that varies one says so (`SHIPPED.varied`)
+    auto_approve: bool = SHIPPED.auto_approve
+    min_samples: int = SHIPPED.min_samples
+    threshold: float = SHIPPED.threshold
+    wilson: bool = SHIPPED.wilson
+    retire_below: float | None = SHIPPED.retire_below
+    tau: float | retrieval.Gate | None = None  # None: the embedder's shipped calibrated gate; a float: absolute τ
+    headroom: int | None = None  # budget ceiling = authored tokens + headroom (None: the shipped ceiling)
+    rebase_policy: str = SHIPPED.rebase_policy
     base_update_every: int = 0  # sessions between base updates (0: the base never changes)
     profile: str = "typical"
     consolidate: bool = True
@@ -213,7 +214,9 @@ class Settings:
 
     def __post_init__(self):
         probs = ("p_default_ok", "p_correct", "p_undo", "p_ack", "p_rate", "p_slip", "focus", "drift", "p_obey", "p_misread",
-                 "p_overreach", "threshold", "tau")
+                 "p_overreach", "threshold") + (("tau",) if isinstance(self.tau, (int, float)) else ())
+        if not isinstance(self.tau, (int, float, retrieval.Gate, type(None))) or isinstance(self.tau, bool):
+            raise ValueError(f"tau: {self.tau!r} is not an absolute τ, a retrieval.Gate or None (calibrated)")
         for name in probs:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= value <= 1:

@@ -629,7 +629,10 @@ class KPIStudy:
 def run(axes: Mapping[str, Sequence[Any]], *, seeds: Sequence[int], base: Mapping[str, Any] | None = None,
         fixed: Mapping[str, Mapping[str, Any]] | None = None, assumptions: Sequence[str] | None = (),
         n_boot: int = 1000, seed: int = 0, **sweep_kw) -> KPIStudy:
-    """The KPI study: `study(...)` over the gate settings `axes` in every world scenario, as a `KPIStudy`."""
-    frame = study(axes, seeds=seeds, base=base, fixed=fixed, assumptions=assumptions, **sweep_kw)
+    """The KPI study: `study(...)` over the gate settings `axes` in every world scenario, as a `KPIStudy`.
+    Each axis is swept over its values and the shipped one (`deploy.Settings()`: overlay_kit.defaults), added
+    where `axes` leaves it out: every verdict compares against what ships."""
     defaults = {a: getattr(deploy.Settings(), a) for a in axes}
+    axes = {a: list(v) + ([defaults[a]] if defaults[a] not in list(v) else []) for a, v in axes.items()}
+    frame = study(axes, seeds=seeds, base=base, fixed=fixed, assumptions=assumptions, **sweep_kw)
     return KPIStudy(frame, defaults, tuple(axes), dict(fixed or {}), n_boot, seed)

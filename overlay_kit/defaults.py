@@ -1,0 +1,65 @@
+"""What overlay_kit ships, in one place: every setting a designer chooses for users.
+
+The product reads these (the gates, the store, the budget, evidence, the tool loader, rebase, retrieval, the
+CLI), and every study and simulator starts from them: a study that varies one names the variation
+(`SHIPPED.varied(settings)`), and `tests/test_defaults.py` fails when any baseline differs from what ships. A
+finding about a default changes it here, and the notebooks that judged it are re-run.
+
+    from overlay_kit.defaults import SHIPPED
+    SHIPPED.ceiling            # 16384
+    SHIPPED.varied(settings)   # {"min_samples": (5, 3)}: what a study's settings change, shipped → studied
+
+The retrieval gate is not a number here: each embedder ships its own calibration (datasets/tau/gates, written by
+notebook 04's study); `retrieval_gate = "calibrated"` says the product uses it, and a study passing `tau=None`
+does the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+__all__ = ["SHIPPED", "Defaults"]
+
+
+@dataclass(frozen=True)
+class Defaults:
+    # retrieval of tier-3 lessons for a session goal
+    embedder: str = "wordllama"  # the bundled static embedder (`retrieval.load_embedder` name)
+    retrieval_gate: str = "calibrated"  # the embedder's shipped calibration (datasets/tau/gates)
+    # the resident budget: half of the 32,768-token NPU window for every loaded skill and what it learned (the
+    # other half: system scaffold, tools, conversation, answer); the 201-section example runbook alone is ~11.7k
+    ceiling: int = 16384
+    # kept free under the ceiling for lessons a goal retrieves (about ten 400-character lessons; at most an
+    # eighth of a small ceiling)
+    retrieval_reserve: int = 1024
+    consolidate_score: float = 90.0  # rapidfuzz token_set_ratio at or above which two lessons are near-duplicates
+    # promotion of a staged, trusted lesson on outcome evidence (`gates.promote`, `evidence.review_staged`)
+    min_samples: int = 5
+    threshold: float = 0.85
+    wilson: bool = False
+    z: float = 1.96
+    retire_below: float | None = None  # archive a staged lesson whose success rate falls below this (None: never)
+    # review
+    auto_approve: bool = False  # trusted lessons start staged; on: `user_instruction` lessons start active
+    noop_repeats: bool = True  # a repeat of a live lesson writes nothing
+    scope: str = "user"  # a lesson's scope when none is given
+    # base updates, decay, tools
+    rebase_policy: str = "section"
+    decay_idle_days: int = 30  # `evidence.decay`: an active lesson unused this long is demoted (run on request)
+    max_tools: int = 14
+
+    def varied(self, settings: Any) -> dict[str, tuple[Any, Any]]:
+        """{name: (shipped, studied)} for each default that `settings` (any object or mapping naming some of
+        these fields) sets to another value."""
+        get = settings.get if isinstance(settings, dict) else lambda name, miss: getattr(settings, name, miss)
+        miss = object()
+        out = {}
+        for f in fields(self):
+            studied = get(f.name, miss)
+            if studied is not miss and studied != getattr(self, f.name):
+                out[f.name] = (getattr(self, f.name), studied)
+        return out
+
+
+SHIPPED = Defaults()

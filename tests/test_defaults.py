@@ -1,0 +1,85 @@
+"""One set of shipped defaults: the product reads `overlay_kit.defaults.SHIPPED`, and every study and the
+deployment simulator start from it (a study that varies a default names it)."""
+
+import inspect
+from datetime import timedelta
+
+import pytest
+
+from overlay_kit import budget, evidence, gates, rebase, retrieval, store, tools
+from overlay_kit.cli import build_parser
+from overlay_kit.defaults import SHIPPED, Defaults
+from overlay_kit.studies import cost, deploy, kpis, tuning
+
+
+def _default(func, name):
+    return inspect.signature(func).parameters[name].default
+
+
+# (where the product reads it, the SHIPPED field): each fails if the product ships something else
+PRODUCT = [
+    (lambda: budget.DEFAULT_CEILING, "ceiling"),
+    (lambda: budget.RETRIEVAL_RESERVE, "retrieval_reserve"),
+    (lambda: budget.CONSOLIDATE_SCORE, "consolidate_score"),
+    (lambda: _default(budget.plan, "ceiling"), "ceiling"),
+    (lambda: _default(budget.enforce, "ceiling"), "ceiling"),
+    (lambda: _default(gates.promote, "min_samples"), "min_samples"),
+    (lambda: _default(gates.promote, "threshold"), "threshold"),
+    (lambda: _default(gates.promote, "wilson"), "wilson"),
+    (lambda: _default(gates.promote, "z"), "z"),
+    (lambda: _default(evidence.review_staged, "min_samples"), "min_samples"),
+    (lambda: _default(evidence.review_staged, "threshold"), "threshold"),
+    (lambda: _default(evidence.review_staged, "wilson"), "wilson"),
+    (lambda: _default(evidence.review_staged, "retire_below"), "retire_below"),
+    (lambda: gates.GateSettings().noop_repeats, "noop_repeats"),
+    (lambda: _default(gates.learn, "scope"), "scope"),
+    (lambda: gates.Lesson("preference", {}, None, None).scope, "scope"),
+    (lambda: _default(store.Store.open, "auto_approve"), "auto_approve"),
+    (lambda: _default(rebase.apply, "policy"), "rebase_policy"),
+    (lambda: _default(rebase.plan, "policy"), "rebase_policy"),
+    (lambda: tools.DEFAULT_MAX_TOOLS, "max_tools"),
+    (lambda: retrieval.DEFAULT, "embedder"),
+]
+
+
+@pytest.mark.parametrize("read, field", PRODUCT, ids=[f"{f}-{i}" for i, (_, f) in enumerate(PRODUCT)])
+def test_the_product_ships_the_shipped_defaults(read, field):
+    assert read() == getattr(SHIPPED, field)
+
+
+def test_decay_and_the_cli_read_them_too():
+    assert evidence.DEFAULT_IDLE == timedelta(days=SHIPPED.decay_idle_days)
+    assert build_parser("rebase").parse_args(["rebase", "a", "b"]).policy == SHIPPED.rebase_policy
+
+
+def test_the_deployment_simulator_starts_from_what_ships():
+    s = deploy.Settings()
+    assert SHIPPED.varied(s) == {}
+    assert s.tau is None and SHIPPED.retrieval_gate == "calibrated"  # the embedder's shipped calibrated gate
+    assert s.headroom is None  # the shipped ceiling
+
+
+def test_varied_names_what_a_study_changes():
+    assert SHIPPED.varied(deploy.Settings(min_samples=3, retire_below=0.5)) == \
+        {"min_samples": (5, 3), "retire_below": (None, 0.5)}
+    assert SHIPPED.varied({"ceiling": 6144, "seed": 1}) == {"ceiling": (16384, 6144)}
+    assert Defaults(max_tools=9).varied(SHIPPED) == {"max_tools": (9, 14)}
+
+
+def test_the_kpi_study_always_sweeps_the_shipped_value(monkeypatch):
+    seen = {}
+
+    def fake_study(axes, **kw):  # records the grid the study would run
+        seen.update(axes)
+        return kpis.pd.DataFrame()
+
+    monkeypatch.setattr(kpis, "study", fake_study)
+    study = kpis.run({"min_samples": [1, 3, 8], "tau": [0.3, 0.6], "auto_approve": [False, True]}, seeds=[0])
+    assert seen == {"min_samples": [1, 3, 8, 5], "tau": [0.3, 0.6, None], "auto_approve": [False, True]}
+    assert study.defaults == {"min_samples": 5, "tau": None, "auto_approve": False}
+
+
+def test_the_budget_and_cost_studies_read_the_shipped_ceiling():
+    assert tuning.BudgetStudy.__dataclass_fields__["default"].default == SHIPPED.ceiling
+    assert SHIPPED.ceiling in tuning.CEILINGS
+    assert cost.StudyInputs.__dataclass_fields__["budget_ceiling"].default == SHIPPED.ceiling
