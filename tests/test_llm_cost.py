@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from overlay_kit.llm import Skipped
 from overlay_kit.prompt import count_tokens
-from overlay_kit.studies import cost
+from overlay_kit.studies import cost, rulefile
 
 LESSONS = (("Declining a recruiter.", "Keep it to two sentences."), ("Chasing an executive.", "Wait 48 hours."))
 
@@ -46,14 +47,42 @@ def _row(x, reg, lo=None, hi=None):
             "ci_high": reg if hi is None else hi}
 
 
-def test_ceiling_reads_the_first_crossing_of_the_measured_regression():
-    rows = [_row(0, 0.0, -0.1, 0.1), _row(100, 0.01), _row(500, 0.05, 0.03, 0.09), _row(1000, 0.2)]
-    c = cost.ceiling(rows)
-    assert c["ceiling_tokens"] == 200 and not c["beyond_measured"]  # 100 + (0.02 - 0.01) × 400 / 0.04
-    assert c["range"] == (100 + int(0.01 * 400 / 0.08), 100 + int(0.01 * 400 / 0.02))  # from the CI ends
-    assert cost.ceiling([_row(0, 0.0), _row(400, 0.08)])["ceiling_tokens"] == 100  # chord from the no-delta build
-    flat = cost.ceiling([_row(0, 0.0), _row(100, 0.01), _row(200, -0.01)])
-    assert flat["ceiling_tokens"] is None and flat["beyond_measured"]
+def test_the_interval_resamples_whole_repeats():
+    """A slow spell of the machine scales every size of one repeat alike: paired by repeat, it cancels."""
+    slow = [1.0, 3.0, 0.5, 2.0, 1.5, 4.0]
+    rows = cost.regression(_points({0: slow, 100: [1.1 * f for f in slow]}))
+    assert rows[1]["regression"] == pytest.approx(0.1)
+    assert rows[1]["ci_low"] == pytest.approx(0.1) and rows[1]["ci_high"] == pytest.approx(0.1)
+    shuffled = cost.regression(_points({0: slow, 100: [1.1 * f for f in reversed(slow)]}))
+    assert shuffled[1]["ci_high"] - shuffled[1]["ci_low"] > 0.5  # unpaired, the spell no longer cancels
+    half = cost.regression(_points({0: slow, 100: [1.1 * f for f in reversed(slow)]}), confidence=0.5)
+    assert half[1]["ci_high"] - half[1]["ci_low"] < shuffled[1]["ci_high"] - shuffled[1]["ci_low"]
+    assert half[1]["n"] == 6
+
+
+def test_supported_ceiling_is_the_largest_size_whose_upper_bound_and_every_smaller_ones_stay_within():
+    rows = [_row(0, 0.0), _row(80, 0.03, 0.01, 0.06), _row(200, 0.08, 0.04, 0.12), _row(400, 0.2, 0.1, 0.3),
+            _row(900, 0.15, 0.05, 0.09)]  # 900 dips back under 0.10, but 400 beyond it already broke the bound
+    assert cost.supported_ceiling(rows, 0.05)["ceiling_tokens"] == 0  # not even the smallest size
+    c = cost.supported_ceiling(rows, 0.10)
+    assert c["ceiling_tokens"] == 80 and c["breaks"]["learned_tokens"] == 200 and not c["beyond_measured"]
+    assert cost.supported_ceiling(rows, 0.12)["ceiling_tokens"] == 200  # within, inclusive
+    top = cost.supported_ceiling(rows, 0.5)
+    assert top["ceiling_tokens"] == 900 and top["beyond_measured"] and top["breaks"] is None
+    assert cost.supported_ceiling(list(reversed(rows)), 0.10)["ceiling_tokens"] == 80  # order of rows is no input
+
+
+def test_the_target_verdict_reads_the_smallest_size_interval_and_can_come_out_each_way():
+    def at(lo, hi):
+        return [_row(0, 0.0), _row(400, 0.5, 0.4, 0.6), _row(77, (lo + hi) / 2, lo, hi)]
+    assert cost.target_verdict(at(0.03, 0.2), 0.02) == "unattainable"
+    assert cost.target_verdict(at(-0.01, 0.02), 0.02) == "attainable"
+    assert cost.target_verdict(at(0.01, 0.2), 0.02) == "undecided"
+    with pytest.raises(ValueError, match="non-zero"):
+        cost.target_verdict([_row(0, 0.0)], 0.02)
+    assert cost.combine_verdicts(["attainable", "unattainable", "undecided"]) == "unattainable"
+    assert cost.combine_verdicts(["attainable", "undecided"]) == "undecided"
+    assert cost.combine_verdicts(["attainable", "attainable"]) == "attainable"
 
 
 def test_regression_between_and_beyond_the_measured_sizes():
@@ -108,16 +137,6 @@ def test_mde_comes_from_the_baseline_spread_and_shrinks_with_n():
         cost.mde(_spread([1.0]))
 
 
-def test_a_ceiling_is_stated_only_where_the_mde_allows_it():
-    sizes = {100: [1.01, 1.02, 1.0, 1.01] * 5, 200: [1.05, 1.06, 1.04, 1.05] * 5}
-    tight = _spread([1.0, 1.01, 0.99, 1.0] * 5, sizes)
-    res = cost.resolve_ceiling(cost.regression(tight, "cold", "ttft"), cost.mde(tight, "cold", "ttft"))
-    assert res["resolvable"] and 100 <= res["ceiling_tokens"] <= 200 and res["detected_at"] == 100
-    loose = _spread([1.0, 1.2, 0.8, 1.1] * 5, sizes)
-    res = cost.resolve_ceiling(cost.regression(loose, "cold", "ttft"), cost.mde(loose, "cold", "ttft"))
-    assert not res["resolvable"] and res["ceiling_tokens"] is None  # the same curve, but the noise hides 2 %
-
-
 def test_growth_slope_pools_the_small_sizes():
     pts = _spread([1.0, 1.0, 1.0], {100: [1.1, 1.1, 1.1], 200: [1.2, 1.2, 1.2], 4000: [9.0, 9.0, 9.0]})
     slope, lo, hi = cost.growth_slope(pts, "cold", "ttft")  # 4,000 is beyond the small sizes: left out
@@ -125,18 +144,72 @@ def test_growth_slope_pools_the_small_sizes():
     assert cost.growth_slope(pts, "cold", "ttft", max_learned=None)[0] > 1.5
 
 
-def test_stored_recordings_side_by_side_and_the_finding_follows_the_rules():
-    result = cost.run()  # both stored recordings, replayed
+@pytest.fixture(scope="module")
+def replayed():
+    return cost.run()  # both stored recordings, replayed, under the committed rule file
+
+
+def test_stored_recordings_side_by_side_and_the_finding_follows_the_rules(replayed):
+    result = replayed
     assert [s.kind for s in result.studies] == ["random-weight", "real-weight"]
     assert all(p.replayed for s in result.studies for p in s.growth)
+    assert all(s.note.startswith("replayed: recorded ") and s.model in s.note for s in result.studies)
     real = result.study("real-weight")
     assert real.meta["quantization"] == "Q4_1" and real.meta["machine"] and "SmolLM2" in real.model
-    table, res = result.table(), result.resolution()
+    table, ceil = result.table(), result.ceilings()
     assert set(table.engine) == {"random-weight", "real-weight"} and (table.n > 1).all()
+    rule = result.rule
+    assert rule.path == rulefile.rules_dir() / f"{cost.RULE}.yaml"
+    assert all(result.as_ruled(s) for s in result.studies)  # the recordings are the grid the rule judges
     text = result.finding()
-    for kind in ("random-weight", "real-weight"):  # each engine's 2 % statement obeys the MDE rule
-        r = res[(res.engine == kind) & (res.turn == "cold") & (res.measure == "engine CPU")].iloc[0]
+    target = rule.param("target")
+    for kind in ("random-weight", "real-weight"):  # each engine's line states what the rule computed
+        c = ceil[(ceil.engine == kind) & (ceil.measure == rule.param("primary_measure"))].iloc[0]
         line = next(ln for ln in text.splitlines() if ln.startswith(f"- **{kind}**"))
-        assert ("cannot be resolved" in line) == (not r["2% resolvable"])
-        assert r["2% resolvable"] or (f"{r.MDE:.1%}" in line and "ceiling is ~" not in line)
+        rows = table[(table.engine == kind) & (table.turn == rule.param("turn"))
+                     & (table.measure == rule.param("primary_measure"))].to_dict("records")
+        assert c[f"≤ {target:.0%} target"] == cost.target_verdict(rows, target)
+        assert f"{c.regression:+.1%} [{c.low:+.1%}, {c.high:+.1%}]" in line
+        assert ("**unattainable**" in line) == (c[f"≤ {target:.0%} target"] == "unattainable")
+        for b in rule.param("bounds"):
+            assert c[f"ceiling ≤ +{b:.0%}"] == cost.supported_ceiling(rows, b)["ceiling_tokens"]
+    target_line = next(ln for ln in text.splitlines() if ln.startswith("- **Supported target**"))
+    assert result.verdict() == cost.combine_verdicts(list(ceil[ceil.measure == rule.param("primary_measure")]
+                                                          [f"≤ {target:.0%} target"]))
+    assert (f"**{result.verdict()}**" in target_line) != (result.verdict() == "undecided")
+    assert ("no verdict" in target_line) == (result.verdict() == "undecided")
     assert "Absolute TTFT does not transfer" in text and "hold for any model" in text
+
+
+def _rule_copy(tmp_path, **params) -> rulefile.RuleFile:
+    """The committed rule file with some params changed, under the same name in `tmp_path`."""
+    doc = yaml.safe_load(rulefile.load(cost.RULE).path.read_text(encoding="utf-8"))
+    doc["params"].update(params)
+    path = tmp_path / f"{cost.RULE}.yaml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return rulefile.load(path)
+
+
+def test_the_verdict_and_ceilings_come_from_the_rule_file(replayed, tmp_path):
+    ceil = replayed.ceilings()
+    primary = ceil[ceil.measure == replayed.rule.param("primary_measure")]
+    # a target above every engine's one-lesson interval: attainable; below one engine's lower end: unattainable
+    high = cost.CostResult(replayed.studies, _rule_copy(tmp_path, target=float(primary.high.max()) + 0.01))
+    assert high.verdict() == "attainable" and "**attainable**" in high.finding()
+    low = cost.CostResult(replayed.studies, _rule_copy(tmp_path, target=float(primary.low.max()) - 0.01))
+    assert low.verdict() == "unattainable" and "**unattainable**" in low.finding()
+    assert high.rule.sha256 != low.rule.sha256 != replayed.rule.sha256
+    by_path = cost.run(rule=str(low.rule.path))  # run() takes a path, too
+    assert by_path.rule.sha256 == low.rule.sha256 and by_path.verdict() == "unattainable"
+    # the bounds and the interval's confidence are the file's as well
+    other = cost.CostResult(replayed.studies, _rule_copy(tmp_path, bounds=[3.0], confidence=0.5))
+    cols = [c for c in other.ceilings().columns if c.startswith("ceiling ≤")]
+    assert cols == ["ceiling ≤ +300%"]
+    assert (other.table().ci_high - other.table().ci_low).mean() < (replayed.table().ci_high
+                                                                  - replayed.table().ci_low).mean()
+    with pytest.raises(rulefile.RuleFileError, match="params.bounds"):
+        doc = yaml.safe_load(replayed.rule.path.read_text(encoding="utf-8"))
+        del doc["params"]["bounds"]
+        path = tmp_path / f"{cost.RULE}.yaml"
+        path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+        cost.CostResult(replayed.studies, rulefile.load(path)).ceilings()

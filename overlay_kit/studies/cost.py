@@ -5,7 +5,8 @@ work, TTFT and KV-prefix reuse are real, its text is meaningless) and a real qua
 Q4_1 by default, or any GGUF / Lemonade server). Nothing here judges answers.
 
     result = run()               # replay the stored recordings (RECORDINGS), no network
-    result.table(); result.resolution(); result.on_change(); result.finding(); result.chart()
+    result.rule.stamp(); result.ceilings(); result.table(); result.resolution(); result.on_change()
+    result.finding()
 
 Measurements, each a function of a chat client (live, recording, or replaying a cassette):
 
@@ -14,10 +15,12 @@ Measurements, each a function of a chat client (live, recording, or replaying a 
 * `session` — a multi-turn session where each turn's goal recalls different lessons; per turn, the
   re-prefill tokens (`prompt.reprefill_tokens`) and the measured TTFT, for the learned fragment in the
   stable prefix vs the volatile tail, and resolved once per session;
-* `regression` — cost at each learned size relative to the no-delta build (median ratio, bootstrap interval);
-  `growth_slope` — relative growth per 1,000 learned tokens over the small sizes;
-* `mde` / `resolve_ceiling` — the minimal detectable effect of the no-delta build's own spread, and the rule
-  (fixed before the data) that states a 2 % ceiling only where the MDE is at most 2 %.
+* `regression` — cost at each learned size relative to the no-delta build (median ratio; bootstrap interval
+  over repeats, the study's independent unit); `growth_slope` — relative growth per 1,000 learned tokens over
+  the small sizes; `mde` — the minimal detectable effect of the no-delta build's own spread;
+* `supported_ceiling` / `target_verdict` / `combine_verdicts` — the decision rule, fixed before the data in
+  `datasets/rules/08_cost_of_learning.yaml` (`RULE`): per TTFT bound, the largest resident learned size whose
+  regression's upper interval end stays within it, and whether the seed's ≤ 2 % target is attainable.
 
 What transfers between engines: re-prefill tokens (counts from the prompts) and, as far as prefill cost has the
 same shape, relative growth; absolute TTFT does not (model size, quantization, machine). Wall-clock TTFT is the
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import csv
 import json
+import warnings
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
@@ -50,14 +54,16 @@ from ..llm.client import Cassette, LemonadeClient, Skipped
 from ..prompt import Prompt, compose, count_tokens, reprefill_tokens
 from ..resources import datasets_root
 from ..skill import load_skill
+from . import rulefile
 
-__all__ = ["RECORDINGS", "CostResult", "GrowthPoint", "Study", "StudyInputs", "TurnCost", "ceiling", "growth",
-           "growth_slope", "learned_fragment", "mde", "measure", "recall_plan", "regression", "regression_at",
-           "resolve_ceiling", "run", "run_study", "session", "study_client"]
+__all__ = ["RECORDINGS", "RULE", "CostResult", "GrowthPoint", "Study", "StudyInputs", "TurnCost", "combine_verdicts",
+           "growth", "growth_slope", "learned_fragment", "mde", "measure", "recall_plan", "regression",
+           "regression_at", "run", "run_study", "session", "study_client", "supported_ceiling", "target_verdict"]
 
 DATASETS = datasets_root()
 RECORDING = DATASETS / "cassettes" / "cost_of_learning"  # .inputs.json + .jsonl
 SESSION_KINDS = (("prefix", "turn"), ("tail", "turn"), ("prefix", "session"))
+RULE = "08_cost_of_learning"  # datasets/rules/08_cost_of_learning.yaml: the ceiling rule, fixed first
 
 
 @dataclass(frozen=True)
@@ -239,62 +245,91 @@ def session(client: LemonadeClient, model: str, inputs: StudyInputs, placement: 
 
 # ------------------------------------------------------------------------------------------ regression
 
-def _bootstrap_ratio(x: np.ndarray, base: np.ndarray, seed: int, n: int = 2000) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    xs = np.median(rng.choice(x, (n, len(x))), axis=1)
-    bs = np.median(rng.choice(base, (n, len(base))), axis=1)
-    lo, hi = np.percentile(xs / bs - 1.0, [2.5, 97.5])
-    return float(lo), float(hi)
+def _by_repeat(points: Sequence[GrowthPoint], key: str, max_learned: int | None = None
+               ) -> tuple[list[int], list[GrowthPoint], np.ndarray]:
+    """(learned targets, one point per target, a repeats × targets matrix of `key`, NaN where not measured).
 
-
-def regression(points: Sequence[GrowthPoint], which: str = "cold", metric: str = "ttft", seed: int = 0) -> list[dict]:
-    """Per learned size: the median of `metric` (``ttft`` wall seconds, or ``cpu`` engine CPU seconds to the
-    first token) on `which` turns (``cold``/``warm``), and its regression vs the no-delta build (95 % bootstrap
-    CI)."""
-    key = f"{which}_{metric}_s"
-    by = {}
+    The repeat is the independent unit: one pass over every size, sizes interleaved within it."""
+    by: dict[int, list[GrowthPoint]] = {}
     for p in points:
-        if getattr(p, key) is not None:
+        if getattr(p, key) is not None and (max_learned is None or p.learned_tokens <= max_learned):
             by.setdefault(p.learned_target, []).append(p)
     if 0 not in by:
-        raise ValueError("regression needs the no-delta build (learned size 0) among the points")
-    base = np.array([getattr(p, key) for p in by[0]])
-    rows = []
-    for size in sorted(by):
-        x = np.array([getattr(p, key) for p in by[size]])
-        lo, hi = _bootstrap_ratio(x, base, seed + size)
-        rows.append({"learned_target": size, "learned_tokens": by[size][0].learned_tokens,
-                     "prompt_tokens": by[size][0].prompt_tokens, "n": len(x), "median_s": float(np.median(x)),
-                     "regression": float(np.median(x) / np.median(base) - 1.0), "ci_low": lo, "ci_high": hi})
-    return rows
+        raise ValueError("the regression needs the no-delta build (learned size 0) among the points")
+    targets = sorted(by)
+    repeats = sorted({p.repeat for ps in by.values() for p in ps})
+    row = {r: i for i, r in enumerate(repeats)}
+    m = np.full((len(repeats), len(targets)), np.nan)
+    for j, t in enumerate(targets):
+        for p in by[t]:
+            m[row[p.repeat], j] = getattr(p, key)
+    return targets, [by[t][0] for t in targets], m
 
 
-def _crossing(points: Sequence[tuple[float, float]], limit: float) -> float | None:
-    """First x where the piecewise-linear curve through `points` (sorted by x) rises above `limit`."""
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if y1 > limit:
-            return x0 if y0 >= limit else x0 + (limit - y0) * (x1 - x0) / (y1 - y0)
-    return None
+def _boot_medians(m: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """Medians per column over `resamples` bootstrap samples of whole rows (repeats): (resamples, columns)."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(m), (resamples, len(m)))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a resample with no measurement of a size: NaN, dropped
+        return np.nanmedian(m[idx], axis=1)
 
 
-def ceiling(rows: Sequence[dict], limit: float = 0.02) -> dict:
-    """Largest learned size whose regression vs the no-delta build stays ≤ `limit` (2 %).
+def regression(points: Sequence[GrowthPoint], which: str = "cold", metric: str = "ttft", seed: int = 0, *,
+               confidence: float = 0.95, resamples: int = 2000) -> list[dict]:
+    """Per learned size: the median of `metric` (``ttft`` wall seconds, or ``cpu`` engine CPU seconds to the
+    first token) on `which` turns (``cold``/``warm``), and its regression vs the no-delta build,
+    median(size) / median(0) - 1, with a two-sided `confidence` bootstrap interval that resamples whole repeats
+    (the same repeats for every size, so a slow spell of the machine moves a size and its baseline together)."""
+    targets, first, m = _by_repeat(points, f"{which}_{metric}_s")
+    med = np.nanmedian(m, axis=0)
+    boots = _boot_medians(m, resamples, seed)
+    regs = boots / boots[:, :1] - 1.0
+    tail = 100 * (1 - confidence) / 2
+    lo, hi = np.nanpercentile(regs, [tail, 100 - tail], axis=0)
+    return [{"learned_target": t, "learned_tokens": p.learned_tokens, "prompt_tokens": p.prompt_tokens,
+             "n": int(np.sum(~np.isnan(m[:, j]))), "median_s": float(med[j]),
+             "regression": float(med[j] / med[0] - 1.0), "ci_low": float(lo[j]), "ci_high": float(hi[j])}
+            for j, (t, p) in enumerate(zip(targets, first))]
 
-    Model-free: the measured median regressions are joined by straight lines and the first crossing of
-    `limit` is read off; prefill cost is convex in prompt length, so a chord errs towards a lower ceiling.
-    `range` repeats this with the upper and lower ends of the bootstrap intervals (the no-delta build is the
-    reference, so its own regression is 0). `ceiling_tokens` is None with `beyond_measured` when no measured
-    size exceeds the limit.
-    """
-    rows = sorted(rows, key=lambda r: r["learned_tokens"])
 
-    def series(key: str) -> list[tuple[float, float]]:
-        return [(r["learned_tokens"], 0.0 if r["learned_tokens"] == 0 else r[key]) for r in rows]
+def supported_ceiling(rows: Sequence[dict], bound: float) -> dict:
+    """The largest measured learned size whose regression's upper interval end stays within `bound` there and at
+    every smaller measured size (0: not even the smallest measured size does). `beyond_measured`: every size
+    does, so the ceiling is at least the largest measured one. `at`: that size's row (None for 0); `breaks`:
+    the first size whose upper end exceeds `bound` (None if none)."""
+    rows = sorted((r for r in rows if r["learned_tokens"] > 0), key=lambda r: r["learned_tokens"])
+    at = None
+    for r in rows:
+        if r["ci_high"] > bound:
+            return {"bound": bound, "ceiling_tokens": at["learned_tokens"] if at else 0, "at": at, "breaks": r,
+                    "beyond_measured": False}
+        at = r
+    return {"bound": bound, "ceiling_tokens": at["learned_tokens"] if at else 0, "at": at, "breaks": None,
+            "beyond_measured": at is not None}
 
-    mid, low, high = (_crossing(series(k), limit) for k in ("regression", "ci_high", "ci_low"))
-    as_int = lambda v: None if v is None else int(v)  # noqa: E731
-    return {"ceiling_tokens": as_int(mid), "range": (as_int(low), as_int(high)), "beyond_measured": mid is None,
-            "limit": limit}
+
+VERDICTS = ("unattainable", "attainable", "undecided")
+
+
+def target_verdict(rows: Sequence[dict], target: float) -> str:
+    """The target read at the smallest non-zero measured size (one lesson, the smallest resident unit):
+    unattainable if its interval lies wholly above `target`, attainable if wholly within it, else undecided."""
+    first = min((r for r in rows if r["learned_tokens"] > 0), key=lambda r: r["learned_tokens"], default=None)
+    if first is None:
+        raise ValueError("a verdict needs at least one non-zero learned size")
+    if first["ci_low"] > target:
+        return "unattainable"
+    return "attainable" if first["ci_high"] <= target else "undecided"
+
+
+def combine_verdicts(verdicts: Sequence[str]) -> str:
+    """Across engines: unattainable if any engine says so, attainable if every engine does, else undecided."""
+    if not verdicts:
+        raise ValueError("no verdicts to combine")
+    if "unattainable" in verdicts:
+        return "unattainable"
+    return "attainable" if all(v == "attainable" for v in verdicts) else "undecided"
 
 
 def regression_at(rows: Sequence[dict], learned_tokens: float) -> tuple[float, bool]:
@@ -335,40 +370,18 @@ def growth_slope(points: Sequence[GrowthPoint], which: str = "cold", metric: str
                  n: int = 2000, max_learned: int | None = SMALL) -> tuple[float, float, float]:
     """Relative growth per 1,000 learned tokens over the sizes up to `max_learned` (prefill is convex, so one
     line over all sizes would be dominated by the largest): the least-squares line through the origin of the
-    median regressions (vs the no-delta build) on learned tokens, with a 95 % bootstrap interval (requests
-    resampled within each size). (slope, low, high)."""
-    key = f"{which}_{metric}_s"
-    by: dict[int, list[GrowthPoint]] = {}
-    for p in points:
-        if getattr(p, key) is not None and (max_learned is None or p.learned_tokens <= max_learned):
-            by.setdefault(p.learned_target, []).append(p)
-    sizes = sorted(k for k in by if k != 0)
-    t = np.array([by[k][0].learned_tokens / 1000 for k in sizes])
-    vals = [np.array([getattr(p, key) for p in by[k]]) for k in [0, *sizes]]
+    median regressions (vs the no-delta build) on learned tokens, with a 95 % bootstrap interval (whole repeats
+    resampled, as in `regression`). (slope, low, high)."""
+    targets, first, m = _by_repeat(points, f"{which}_{metric}_s", max_learned)
+    t = np.array([p.learned_tokens / 1000 for p in first[1:]])
 
-    def fit(medians: np.ndarray) -> np.ndarray:  # medians: (..., 1 + len(sizes)), the no-delta build first
+    def fit(medians: np.ndarray) -> np.ndarray:  # medians: (..., len(targets)), the no-delta build first
         r = medians[..., 1:] / medians[..., :1] - 1
         return r @ t / (t @ t)
 
-    rng = np.random.default_rng(seed)
-    boots = fit(np.stack([np.median(rng.choice(v, (n, len(v))), axis=1) for v in vals], axis=1))
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return float(fit(np.array([np.median(v) for v in vals]))), float(lo), float(hi)
-
-
-def resolve_ceiling(rows: Sequence[dict], spread: dict, limit: float = 0.02) -> dict:
-    """The decision rule, fixed before the data: a `limit` ceiling is stated only where the baseline's minimal
-    detectable effect is at most `limit`; otherwise the data cannot resolve it and no ceiling is stated. Either
-    way, `detected_at` is the smallest learned size whose regression interval lies wholly above 0."""
-    resolvable = spread["mde"] <= limit
-    detected = next((r["learned_tokens"] for r in sorted(rows, key=lambda r: r["learned_tokens"])
-                     if r["learned_tokens"] > 0 and r["ci_low"] > 0), None)
-    out = {"limit": limit, "mde": spread["mde"], "resolvable": resolvable, "detected_at": detected,
-           "ceiling_tokens": None, "range": (None, None)}
-    if resolvable:
-        fit = ceiling(rows, limit)
-        out.update(ceiling_tokens=fit["ceiling_tokens"], range=fit["range"])
-    return out
+    boots = fit(_boot_medians(m, n, seed))
+    lo, hi = np.nanpercentile(boots, [2.5, 97.5])
+    return float(fit(np.nanmedian(m, axis=0))), float(lo), float(hi)
 
 
 # ------------------------------------------------------------------------------------- clients, record
@@ -485,14 +498,25 @@ MEASURES = (("cold", "cpu"), ("cold", "ttft"), ("warm", "cpu"), ("warm", "ttft")
 class CostResult:
     """The cost-of-learning study over one or more engines (random weights, real weights).
 
-    Rules fixed before the data: (1) a 2 % ceiling is stated only where the no-delta build's minimal detectable
-    effect is ≤ 2 % (`resolve_ceiling`); (2) relative cold-start growth transfers from the random-weight to the
-    real-weight engine when their growth-slope intervals overlap; (3) the placement with fewer re-prefilled
-    tokens on turns whose recall changed is the one to ship — re-prefill tokens are counts from the prompts,
-    the same for any model. Absolute TTFT is reported per engine and never carried across."""
+    Rules fixed before the data: (1) the supported ceilings and the verdict on the ≤ 2 % target, from the rule
+    file `rule` (default `datasets/rules/08_cost_of_learning.yaml`; `ceilings`); (2) relative cold-start growth
+    transfers from the random-weight to the real-weight engine when their growth-slope intervals overlap; (3) the
+    placement with fewer re-prefilled tokens on turns whose recall changed is the one to ship — re-prefill tokens
+    are counts from the prompts, the same for any model. Absolute TTFT is reported per engine and never carried
+    across."""
 
     studies: tuple[Study, ...]
-    limit: float = 0.02
+    rule: rulefile.RuleFile | None = None  # None: the study's own rule file, `RULE`; a name or path is loaded
+
+    def __post_init__(self):
+        if not isinstance(self.rule, rulefile.RuleFile):
+            object.__setattr__(self, "rule", rulefile.load(RULE if self.rule is None else self.rule))
+
+    def as_ruled(self, s: Study) -> bool:
+        """Whether `s` was measured on the grid the rule states for its engine (learned sizes and repeats)."""
+        grid = dict(self.rule.param("engines")).get(s.kind)
+        return (grid is not None and list(s.inputs.sizes) == list(grid["learned_targets"])
+                and s.inputs.repeats == grid["repeats"])
 
     def study(self, kind: str) -> Study:
         return next(s for s in self.studies if s.kind == kind)
@@ -501,21 +525,68 @@ class CostResult:
     def note(self) -> str:
         return "\n".join(f"{s.kind}: {s.note}" for s in self.studies)
 
+    def _regression(self, s: Study, which: str, metric: str) -> list[dict]:
+        """`regression` under the rule's interval: its confidence, resamples and seed."""
+        return regression(s.growth, which, metric, int(self.rule.param("seed")),
+                          confidence=float(self.rule.param("confidence")),
+                          resamples=int(self.rule.param("resamples")))
+
     def table(self) -> pd.DataFrame:
         """Per engine, turn (cold/warm), measure and learned size: median seconds and the regression vs the
-        no-delta build with its 95 % bootstrap interval."""
+        no-delta build with its bootstrap interval over repeats (the rule's confidence)."""
+        return self._table.copy()
+
+    @cached_property
+    def _table(self) -> pd.DataFrame:
         rows = []
         for s in self.studies:
             for which, metric in MEASURES:
                 if all(getattr(p, f"{which}_{metric}_s") is None for p in s.growth):
                     continue  # engine CPU is read only from a local engine
-                for r in regression(s.growth, which, metric):
+                for r in self._regression(s, which, metric):
                     rows.append({"engine": s.kind, "turn": which, "measure": _MEASURE[metric], **r})
         return pd.DataFrame(rows)
 
+    def ceilings(self) -> pd.DataFrame:
+        """The rule's table: per engine and measure (at the rule's turn), the regression at one lesson (the
+        smallest measured size) with its interval, the verdict on the target, and per bound the supported
+        ceiling in resident learned tokens (the largest measured size whose upper interval end — and every
+        smaller size's — stays within the bound; ≥ the largest measured size where `beyond` is marked)."""
+        return self._ceilings.copy()
+
+    @cached_property
+    def _ceilings(self) -> pd.DataFrame:
+        target, bounds = float(self.rule.param("target")), [float(b) for b in self.rule.param("bounds")]
+        turn, measures = self.rule.param("turn"), list(self.rule.param("measures"))
+        table, rows = self.table(), []
+        for s in self.studies:
+            for measure in measures:
+                sub = table[(table.engine == s.kind) & (table.turn == turn) & (table.measure == measure)]
+                if sub.empty:
+                    continue
+                regs = sub.to_dict("records")
+                first = min((r for r in regs if r["learned_tokens"] > 0), key=lambda r: r["learned_tokens"])
+                row = {"engine": s.kind, "measure": measure, "turn": turn, "grid as ruled": self.as_ruled(s),
+                       "repeats": int(sub.n.min()),
+                       "one lesson (learned tokens)": first["learned_tokens"], "regression": first["regression"],
+                       "low": first["ci_low"], "high": first["ci_high"],
+                       f"≤ {target:.0%} target": target_verdict(regs, target)}
+                for b in bounds:
+                    c = supported_ceiling(regs, b)
+                    row[f"ceiling ≤ +{b:.0%}"] = c["ceiling_tokens"]
+                    row[f"beyond ≤ +{b:.0%}"] = c["beyond_measured"]
+                rows.append(row)
+        return pd.DataFrame(rows)
+
+    def verdict(self) -> str:
+        """The target across engines on the rule's primary measure (unattainable if any engine says so)."""
+        c = self.ceilings()
+        c = c[c.measure == self.rule.param("primary_measure")]
+        return combine_verdicts(list(c[f"≤ {float(self.rule.param('target')):.0%} target"]))
+
     def resolution(self) -> pd.DataFrame:
         """Per engine, turn and measure: the baseline's spread and MDE, the relative growth per 1,000 learned
-        tokens over the sizes up to `SMALL`, and what the 2 % rule allows to be said."""
+        tokens over the sizes up to `SMALL`, and the smallest size whose regression interval lies above 0."""
         return self._resolution.copy()
 
     @cached_property
@@ -526,14 +597,14 @@ class CostResult:
                 if all(getattr(p, f"{which}_{metric}_s") is None for p in s.growth):
                     continue
                 spread = mde(s.growth, which, metric)
-                res = resolve_ceiling(regression(s.growth, which, metric), spread, self.limit)
+                regs = self._regression(s, which, metric)
+                detected = next((r["learned_tokens"] for r in regs if r["learned_tokens"] > 0 and r["ci_low"] > 0),
+                                None)
                 slope = growth_slope(s.growth, which, metric)
                 rows.append({"engine": s.kind, "turn": which, "measure": _MEASURE[metric],
                              "no-delta median s": spread["median_s"], "n": spread["n"], "MDE": spread["mde"],
                              "growth per 1k learned": slope[0], "growth low": slope[1], "growth high": slope[2],
-                             "first detected (learned tokens)": res["detected_at"],
-                             f"{self.limit:.0%} resolvable": res["resolvable"],
-                             f"{self.limit:.0%} ceiling (learned tokens)": res["ceiling_tokens"]})
+                             "first detected (learned tokens)": detected})
         return pd.DataFrame(rows)
 
     def sessions(self) -> pd.DataFrame:
@@ -550,33 +621,110 @@ class CostResult:
 
     def on_change(self) -> pd.DataFrame:
         df = self.sessions()
+        if df.empty:  # measured without sessions (`measure(sessions=False)`)
+            df = pd.DataFrame(columns=["engine", "arrangement", "turn", "recall changed", "reprefill", "ttft_s",
+                                       "cpu_s"]).astype({"recall changed": bool})
         return (df[df["recall changed"]].groupby(["engine", "arrangement"])
                 .agg(turns=("turn", "size"), reprefill_median=("reprefill", "median"),
                      ttft_median_s=("ttft_s", "median"), cpu_median_s=("cpu_s", "median")).round(3))
 
+    def _ceilings_text(self, row: pd.Series, bounds: Sequence[float]) -> str:
+        """Per bound, the supported ceiling; bounds with the same ceiling share one entry."""
+        groups: list[tuple[list[float], tuple]] = []
+        for b in bounds:
+            key = (int(row[f"ceiling ≤ +{b:.0%}"]), bool(row[f"beyond ≤ +{b:.0%}"]))
+            if groups and groups[-1][1] == key:
+                groups[-1][0].append(b)
+            else:
+                groups.append(([b], key))
+        out = []
+        for bs, (tokens, beyond) in groups:
+            what = (f"≥ {tokens:,} (every measured size)" if beyond else f"{tokens:,}" if tokens
+                    else "none (not one lesson)")
+            out.append("≤ " + ", ".join(f"+{b:.0%}" for b in bs) + f": {what}")
+        return "; ".join(out)
+
+    def _verdict_text(self, row: pd.Series, target: float) -> str:
+        v = row[f"≤ {target:.0%} target"]
+        one = (f"one lesson ({row['one lesson (learned tokens)']} learned tokens) costs {row.regression:+.1%} "
+               f"[{row.low:+.1%}, {row.high:+.1%}]")
+        if v == "unattainable":
+            return f"{one}, wholly above {target:.0%}: the ≤ {target:.0%} target is **unattainable**"
+        if v == "attainable":
+            return f"{one}, wholly within {target:.0%}: the ≤ {target:.0%} target is **attainable**"
+        return (f"{one}, an interval that spans {target:.0%}: too little power to decide the ≤ {target:.0%} "
+                f"target, no verdict")
+
     def finding(self) -> str:
-        """The verdicts, each computed by the rule stated in the class docstring from the tables shown."""
+        """The verdicts, each computed by the rules stated in the class docstring from the tables shown."""
         res = self.resolution().set_index(["engine", "turn", "measure"])
+        ceil = self.ceilings().set_index(["engine", "measure"])
+        target, bounds = float(self.rule.param("target")), [float(b) for b in self.rule.param("bounds")]
+        primary, conf = self.rule.param("primary_measure"), float(self.rule.param("confidence"))
         out = []
         kinds = [s.kind for s in self.studies]
-        measure = "engine CPU" if (res.index.get_level_values("measure") == "engine CPU").any() else "wall TTFT"
+        judged = [s for s in self.studies if (s.kind, primary) in ceil.index]
+        for s in judged:
+            c = ceil.loc[(s.kind, primary)]
+            line = (f"- **{s.kind}** ({s.model}), {c.turn} start, {primary}, n = {c.repeats} repeats: "
+                    f"{self._verdict_text(c, target)}. Supported ceilings in resident learned tokens (upper "
+                    f"{conf:.0%} bound within): {self._ceilings_text(c, bounds)}.")
+            if not c["grid as ruled"]:
+                line += " (Measured on a grid other than the rule's: indicative only.)"
+            other = [m for m in self.rule.param("measures") if m != primary and (s.kind, m) in ceil.index]
+            for m in other:
+                w = ceil.loc[(s.kind, m)]
+                line += (f" Under the same rule, {m}: {w.regression:+.1%} [{w.low:+.1%}, {w.high:+.1%}] at one "
+                         f"lesson, target {w[f'≤ {target:.0%} target']}; {self._ceilings_text(w, bounds)}.")
+            out.append(line)
+        if judged:
+            rows = ceil.xs(primary, level="measure")
+            table = self.table().set_index(["engine", "turn", "measure", "learned_tokens"])
+            turn = self.rule.param("turn")
+            verdict = self.verdict()
+            parts = []
+            for b in bounds:
+                col = f"ceiling ≤ +{b:.0%}"
+                low = int(rows[col].min())
+                who = [k for k in rows.index if rows.loc[k, col] == low]
+                if not low:
+                    what = f"none, not one {rows['one lesson (learned tokens)'].min()}-token lesson"
+                elif all(rows.loc[k, f"beyond ≤ +{b:.0%}"] for k in who):
+                    what = f"≥ {low:,} (every size measured on {', '.join(who)})"
+                else:
+                    at = [table.loc[(k, turn, primary, low)] for k in who]
+                    what = f"{low:,} (" + "; ".join(f"{k}: {a.regression:+.1%} [{a.ci_low:+.1%}, {a.ci_high:+.1%}] "
+                                                    f"there" for k, a in zip(who, at)) + ")"
+                if parts and parts[-1][1] == what:
+                    parts[-1][0].append(b)
+                else:
+                    parts.append(([b], what))
+            by = {v: [k for k in rows.index if rows.loc[k, f"≤ {target:.0%} target"] == v] for v in VERDICTS}
+            why = "; ".join(f"{v} on {', '.join(ks)}" for v, ks in by.items() if ks)
+            say = {"unattainable": f"the seed's ≤ {target:.0%} target is **unattainable**: one resident lesson "
+                                   f"already exceeds it",
+                   "attainable": f"the seed's ≤ {target:.0%} target is **attainable** on every engine",
+                   "undecided": f"the data are too weak to decide the seed's ≤ {target:.0%} target; no verdict"}
+            out.append(f"- **Supported target** ({primary}, {turn} start): {say[verdict]} ({why}). The resident "
+                       f"learned tokens that keep session-start cost within a bound, the smallest ceiling over the "
+                       f"engines: " + "; ".join("within " + " / ".join(f"+{b:.0%}" for b in bs) + f": {what}"
+                                               for bs, what in parts)
+                       + f". These hold over the recorded {count_tokens(judged[0].inputs.stable):,}-token authored "
+                       f"prefix; a larger authored prefix makes each lesson a smaller share.")
         for s in self.studies:
-            r = res.loc[(s.kind, "cold", measure)]
-            if r[f"{self.limit:.0%} resolvable"]:
-                verdict = (f"the {self.limit:.0%} ceiling is ~{r[f'{self.limit:.0%} ceiling (learned tokens)']} "
-                           f"learned tokens")
-            else:
-                verdict = (f"a {self.limit:.0%} ceiling cannot be resolved: the no-delta build's own spread gives a "
-                           f"minimal detectable effect of {r['MDE']:.1%} with n = {r['n']}, so no ceiling is stated")
+            r = res.loc[(s.kind, "cold", primary)] if (s.kind, "cold", primary) in res.index else None
+            if r is None:
+                continue
             seen = r["first detected (learned tokens)"]
             seen = int(seen) if pd.notna(seen) else None
-            out.append(f"- **{s.kind}** ({s.model}), cold start, {measure}: {verdict}. A regression is first "
-                       f"detected at {seen if seen is not None else 'no measured'} learned tokens; growth "
+            out.append(f"- **Growth ({s.kind}).** A regression is first detected at "
+                       f"{seen if seen is not None else 'no measured'} learned tokens; growth "
                        f"{r['growth per 1k learned']:+.1%} per 1,000 learned tokens (sizes ≤ {SMALL}) "
-                       f"[{r['growth low']:+.1%}, {r['growth high']:+.1%}] over a "
-                       f"{count_tokens(s.inputs.stable):,}-token authored prefix.")
-        if {"random-weight", "real-weight"} <= set(kinds):
-            a, b = res.loc[("random-weight", "cold", measure)], res.loc[("real-weight", "cold", measure)]
+                       f"[{r['growth low']:+.1%}, {r['growth high']:+.1%}]; the no-delta build's own spread gives "
+                       f"a minimal detectable effect of {r['MDE']:.1%} (n = {int(r['n'])}).")
+        if {"random-weight", "real-weight"} <= set(kinds) and all(
+                (k, "cold", primary) in res.index for k in ("random-weight", "real-weight")):
+            a, b = res.loc[("random-weight", "cold", primary)], res.loc[("real-weight", "cold", primary)]
             overlap = a["growth low"] <= b["growth high"] and b["growth low"] <= a["growth high"]
             out.append(f"- **Transfer.** Relative cold-start growth is "
                        f"{'consistent' if overlap else 'not consistent'} between the engines (intervals "
@@ -584,7 +732,7 @@ class CostResult:
                        f"{a['growth per 1k learned']:+.1%}, real-weight {b['growth per 1k learned']:+.1%} per 1,000 "
                        f"learned tokens. Absolute TTFT does not transfer: the no-delta cold start costs "
                        f"{a['no-delta median s']:.2f} s on the random-weight engine and {b['no-delta median s']:.2f} s "
-                       f"on the real one ({measure}), {b['no-delta median s'] / a['no-delta median s']:.0f}x — "
+                       f"on the real one ({primary}), {b['no-delta median s'] / a['no-delta median s']:.0f}x — "
                        f"a property of the model, its quantization and this machine.")
         oc = self.on_change()
         for kind in kinds:
@@ -606,13 +754,15 @@ RECORDINGS = {"random-weight": RECORDING, "real-weight": DATASETS / "cassettes" 
 
 
 def run(*, live: bool = False, full: bool = False, record_to: Path | None = None,
-        model_path: str | Path | None = None, base_url: str | None = None, limit: float = 0.02) -> CostResult:
+        model_path: str | Path | None = None, base_url: str | None = None,
+        rule: rulefile.RuleFile | None = None) -> CostResult:
     """The study over the random-weight engine and a real model. Default: replay the stored recordings
     (`RECORDINGS`, no network). `live=True` re-measures both: the random-weight engine here, and the real model
-    at `base_url`, else `model_path`, else the installed SmolLM2-135M; recordings go to folder `record_to`."""
+    at `base_url`, else `model_path`, else the installed SmolLM2-135M; recordings go to folder `record_to`.
+    `rule`: the decision rule (a `RuleFile`, a name under datasets/rules/ or a path); default `RULE`."""
     if not live:
         return CostResult(tuple(run_study(recording=r) for r in RECORDINGS.values()
-                                if r.with_suffix(".jsonl").is_file()), limit)
+                                if r.with_suffix(".jsonl").is_file()), rule)
     from ..llm.engine import smollm2_path
 
     out = [run_study(live=True, full=full, local=True,
@@ -622,7 +772,7 @@ def run(*, live: bool = False, full: bool = False, record_to: Path | None = None
         name = RECORDINGS["real-weight"].name
         out.append(run_study(live=True, full=full, model_path=model_path, base_url=base_url,
                              record_to=record_to / name if record_to else None))
-    return CostResult(tuple(out), limit)
+    return CostResult(tuple(out), rule)
 
 
 if __name__ == "__main__":  # python -m overlay_kit.studies.cost [--full] [OUT_DIR]: re-record the studies live
