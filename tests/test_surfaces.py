@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from pathlib import Path
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -688,24 +689,37 @@ def test_every_surface_persists_in_the_one_store_file(tmp_path):
 
 # ------------------------------------------------------------------------------------- simulated week
 
-def test_a_simulated_week_is_seeded_and_no_rating_changes_a_surface(store):
-    from pathlib import Path
+WEEK_SKILL = Path(__file__).parents[1] / "datasets" / "skills" / "triage-inbox"
 
+
+def test_a_simulated_week_is_seeded_and_drives_every_surface_through_its_own_lifecycle(store):
     from overlay_kit.skill import load_skill
     from overlay_kit.studies.surface_sim import run_week, simulate_week
 
     turns = simulate_week(3, days=3, tasks_per_day=8)
     assert simulate_week(3, days=3, tasks_per_day=8) == turns != simulate_week(4, days=3, tasks_per_day=8)
-    skill = load_skill(Path(__file__).parents[1] / "datasets" / "skills" / "triage-inbox")
-    week = run_week(store, turns, skill=skill)
+    week = run_week(store, turns, skill=load_skill(WEEK_SKILL))
     outcomes = week.memory_runs.outcome.value_counts().to_dict()
-    assert week.ratings > 10 and week.rating_changes == 0
     assert week.extractor_calls == outcomes.get("extracted", 0) and outcomes.get("no_cue", 0) > 0
     assert outcomes["skipped_explicit"] == len({t.user for t in turns})  # each user's memory_save turn
     # a boundary signal made a draft, negative ratings came in, but a three-day week has no release day
     assert week.days.prompt_drafts.iloc[-1] >= 1 and week.days.negative_ratings.iloc[-1] >= 1
     assert set(week.days.prompt_active_version) == {1}
     assert instructions(store, "mail-assistant") == "You are the mail assistant. Be brief."
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_contract_over_a_simulated_week_no_rating_changes_any_surface(store, seed):
+    """A property the code guarantees (ratings are evidence only, routed nowhere), not a study finding: over a
+    whole simulated week every rating leaves the surface digest as it was, while the surfaces themselves move."""
+    from overlay_kit.skill import load_skill
+    from overlay_kit.studies.surface_sim import run_week, simulate_week
+
+    start = surface_digest(store)
+    week = run_week(store, simulate_week(seed), skill=load_skill(WEEK_SKILL))
+    assert week.ratings > 0 and week.days.negative_ratings.iloc[-1] > 0  # there were ratings, bad ones too
+    assert week.rating_changes == 0
+    assert surface_digest(store) != start and len(week.memories) > 0  # the digest did see the week's writes
 
 
 @pytest.mark.engine
@@ -723,14 +737,105 @@ def test_the_extractor_against_a_real_local_engine_is_recorded_whatever_it_says(
         assert "ExtractionError" in r.error and memories(store, "u1") == []
 
 
-def test_surface_sim_study_shape_and_its_verdict_both_ways():
+# ----------------------------------------------------------------------- the memory study (notebook 09)
+
+def _turn(user, *said, remember=None):
+    from overlay_kit.studies.surface_sim import MONDAY, SimTurn
+
+    msgs = tuple(m for text in said for m in (Message("user", text), Message("assistant", "Done.")))
+    return SimTurn(0, "d1-t01", user, MONDAY, msgs, (), remember, None, None, None)
+
+
+def test_memory_quality_counts_unwanted_and_missed_memories_against_the_ground_truth():
+    import pandas as pd
+
+    from overlay_kit.studies.surface_sim import INTENT, memory_quality
+
+    turns = [_turn("ana", "I always want amounts in EUR.", "No, I meant the Berlin office."),
+             _turn("ana", "I work as a tax accountant at Contoso.", "Today I want it short.",
+                   "What needs a reply today?"),
+             _turn("ben", "Please always put the summary first.")]
+    final = pd.DataFrame([
+        {"user": "ana", "type": "preference", "source": "manual", "content": "I always want amounts in EUR."},
+        {"user": "ana", "type": "correction", "source": "auto", "content": "No, I meant the Berlin office."},
+        {"user": "ana", "type": "preference", "source": "auto", "content": "I always want amounts in EUR!"},
+        {"user": "ben", "type": "preference", "source": "auto", "content": "Please always put the summary first"}])
+    rows, examples = memory_quality(turns, final, labels=INTENT, keep=["durable"], coverage=0.6)
+    ana, ben = rows
+    # ana: two automatic memories, the in-task correction unwanted; two durable sentences said, the job not kept
+    assert (ana["auto_memories"], ana["unwanted"], ana["unwanted_correction"]) == (2, 1, 1)
+    assert (ana["durable_said"], ana["missed"]) == (2, 1)
+    assert (ben["auto_memories"], ben["unwanted"], ben["durable_said"], ben["missed"]) == (1, 0, 1, 0)
+    assert [(e["kind"], e["sentence"]) for e in examples] == [
+        ("unwanted", "No, I meant the Berlin office."), ("missed", "I work as a tax accountant at Contoso.")]
+    # the same week judged with corrections counted as meant to keep: nothing unwanted
+    rows, _ = memory_quality(turns, final, labels=INTENT, keep=["durable", "correction"], coverage=0.6)
+    assert rows[0]["unwanted"] == 0
+
+
+def test_the_rule_files_labels_are_the_simulators_ground_truth_for_every_sentence():
+    from overlay_kit.studies import rulefile
+    from overlay_kit.studies.surface_sim import CUED, INTENT, RULE_NAME
+
+    rule = rulefile.load(RULE_NAME)
+    assert rule.param("labels") == INTENT
+    assert {u: set(said) for u, said in CUED.items()} == {u: set(lab) for u, lab in INTENT.items()}
+    assert set(rule.param("keep")) <= {lab for lab_of in INTENT.values() for lab in lab_of.values()}
+
+
+def _rule_copy(tmp_path, **params):
+    """The shipped rule file with some params replaced, as a file of its own (same study name)."""
+    import yaml
+
+    from overlay_kit.studies import rulefile
+    from overlay_kit.studies.surface_sim import RULE_NAME
+
+    doc = yaml.safe_load(rulefile.load(RULE_NAME).path.read_text(encoding="utf-8"))
+    doc["params"].update(params)
+    folder = tmp_path / f"v{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    path = folder / f"{RULE_NAME}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return rulefile.load(path)
+
+
+def test_the_memory_studys_verdict_is_computed_from_its_rule_file(tmp_path):
     from overlay_kit.resources import dataset_path
     from overlay_kit.skill import load_skill
     from overlay_kit.studies import surface_sim
 
-    study = surface_sim.run(load_skill(dataset_path("skills", "triage-inbox")), seeds=[0])
+    skill, small = load_skill(dataset_path("skills", "triage-inbox")), {"seeds": 2, "days": 3, "tasks_per_day": 8}
+    loose = _rule_copy(tmp_path, unwanted_target=1.0, missed_target=1.0, **small)
+    study = surface_sim.run(skill, rule=loose.path)  # a path: read from the file
     t = study.table()
-    assert list(t.seed) == [0] and t.ratings.sum() > 0 and t.rating_changes.sum() == 0
-    assert study.finding().startswith("**Ratings stay evidence only**: 0 of")
-    leaked = surface_sim.WeekStudy(({"seed": 0, "ratings": 50, "rating_changes": 1},))
-    assert leaked.finding().startswith("**Ratings leak into a surface**: 1 of 50")
+    assert study.rule.sha256 == loose.sha256 and sorted(set(t.seed)) == [0, 1]
+    assert t.auto_memories.sum() > 0 and t.durable_said.sum() > 0
+    assert study.verdict() == "within both targets"  # a share is at most 1
+    unwanted, missed = study.shares()
+    # the same weeks under a target just under the observed interval: the file's number flips the verdict
+    strict = _rule_copy(tmp_path, unwanted_target=round(unwanted.interval.low - 0.01, 4), missed_target=1.0,
+                        **small)
+    judged = surface_sim.run(skill, rule=strict)
+    assert judged.table().equals(t) and judged.shares()[0].interval == unwanted.interval
+    assert judged.shares()[0].verdict == "over target" and judged.verdict() == "over target"
+    assert judged.finding().startswith("**Over target** over 2 simulated weeks")
+    assert study.finding().startswith("**Within both targets** over 2 simulated weeks")
+
+
+def test_the_memory_verdict_says_undecided_when_the_interval_straddles_the_target(tmp_path):
+    from overlay_kit.studies import surface_sim
+
+    rule = _rule_copy(tmp_path, unwanted_target=0.1, missed_target=0.25, resamples=500)
+    rows = [{"seed": s, "user": "ana", "auto_memories": 10, "unwanted": u, "durable_said": 10, "missed": 0}
+            for s, u in enumerate((0, 2, 1))]
+    study = surface_sim.WeekStudy(tuple(rows), rule)
+    unwanted, missed = study.shares()
+    assert unwanted.interval.low <= 0.1 < unwanted.interval.high and unwanted.verdict == "undecided"
+    # none missed, but three weeks bound the share only at the exact one-sided bound over weeks
+    assert (missed.interval.estimate, missed.verdict) == (0.0, "undecided")
+    assert missed.interval.high == pytest.approx(1 - 0.05 ** (1 / 3))
+    assert study.verdict() == "undecided" and "MDE of ±" in study.finding()
+    assert "none seen but 3 weeks bound it only at ≤ 0.632" in study.finding()
+    per_user = study.by_user().iloc[0]  # the descriptive table bounds a zero the same way, not with [0, 0]
+    assert per_user["missed share_high"] == pytest.approx(missed.interval.high)
+    assert per_user["unwanted share"] == pytest.approx(0.1)

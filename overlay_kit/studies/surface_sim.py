@@ -2,14 +2,18 @@
 
     turns = simulate_week(seed=0)                    # pure: the scenario, one `SimTurn` per task
     report = run_week(store, turns, skill=skill)     # drives every surface through its own lifecycle
-    study = run(skill, seeds=range(3))               # the week under many seeds: .table(), .finding() (RULE)
+    study = run(skill)                               # the memory study: .table(), .finding() (its rule file)
 
 Each task is a short conversation, a rating of the answer, trace steps, a deliverable and sometimes an explicit
 signal. `run_week` stores every signal as evidence, routes it, and hands routed ones to their surface's own
 entry point: the memory writer after every turn; `KnowledgeBase.ingest` (pending; a reviewer marks it ready the
 next morning); `gates.learn` (a staged delta); `create_draft` (the prompt changes only at the Friday release,
 publish + activate); a program backlog (an engineering release, nothing written). Each rating's effect on
-the surfaces is measured with `surface_digest` before and after.
+the surfaces is measured with `surface_digest` before and after (a contract, tested: ratings are evidence only).
+
+The study (`run`) asks what the code does not fix: how often the automatic memory path keeps something a user
+did not mean to be kept, and misses a durable fact they stated. `INTENT` is the simulator's ground truth for
+every sentence a user can say; the decision rule is `datasets/rules/09_capability_evolution.yaml`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .. import gates
+from ..common import bigram_similarity
+from ..metrics import Interval, binomial_upper, rate_table, ratio_ci
 from ..surfaces.knowledge import KnowledgeBase
 from ..surfaces.memory import (
     Extractor,
@@ -44,12 +50,14 @@ from ..surfaces.routing import (
     record_trace,
     surface_digest,
 )
+from . import rulefile
 
 if TYPE_CHECKING:
     from ..skill import Skill
     from ..store import Store
 
-__all__ = ["RULE", "SimTurn", "WeekReport", "WeekStudy", "run", "run_week", "simulate_week"]
+__all__ = ["INTENT", "RULE_NAME", "Share", "SimTurn", "WeekReport", "WeekStudy", "memory_quality", "run",
+           "run_week", "simulate_week"]
 
 MONDAY = datetime(2025, 3, 3, 8, tzinfo=timezone.utc)
 AGENT = "mail-assistant"
@@ -66,6 +74,22 @@ CUED = {  # per user: what they say about themselves over the week (durable, tra
             "I prefer German for replies to the Munich team."),
     "chen": ("Call me Chen.", "I hate long emails.", "We're building the new billing service this quarter.",
              "I like the numbers in budget.xlsx.", "Actually, I meant next Tuesday."),
+}
+# Ground truth: what each sentence a user can say is, for memory. Only "durable" (a preference, identity fact or
+# long-running project, useful next week) is meant to be kept; "transient" (today / right now), "correction" (it
+# corrects the task at hand, not a stored fact) and "recoverable" (it points at a file) are not; PLAIN is "task".
+INTENT = {
+    "ana": {"I always want amounts in EUR.": "durable", "I work as a tax accountant at Contoso.": "durable",
+            "I'm working on the Q3 audit for the next few weeks.": "durable", "Today I want it short.": "transient",
+            "No, I meant the Berlin office.": "correction", "I always want the amounts in EUR, please.": "durable"},
+    "ben": {"Please always put the summary first.": "durable",
+            "My name is Ben and I lead the platform team.": "durable",
+            "I prefer German for replies to the Munich office.": "durable",
+            "Right now I want only the urgent ones.": "transient",
+            "I prefer German for replies to the Munich team.": "durable"},
+    "chen": {"Call me Chen.": "durable", "I hate long emails.": "durable",
+             "We're building the new billing service this quarter.": "durable",
+             "I like the numbers in budget.xlsx.": "recoverable", "Actually, I meant next Tuesday.": "correction"},
 }
 # Each user's first task of the week uses the explicit memory_save tool (a manual memory).
 REMEMBER = {"ana": ("preference", "I always want amounts in EUR."),
@@ -145,7 +169,7 @@ class WeekReport:
     decisions: pd.DataFrame      # one row per reconciliation decision
     memories: pd.DataFrame       # final user memories
     extractor_calls: int
-    rating_changes: int          # ratings after which any surface differed (0 by design)
+    rating_changes: int          # ratings after which any surface differed (0 by design; a tested contract)
     ratings: int
     backlog: list[str] = field(default_factory=list)  # program/tool rules awaiting an engineering release
 
@@ -258,47 +282,163 @@ def _snapshot(store: "Store", kb: KnowledgeBase, day: int) -> dict:
 
 # ------------------------------------------------------------------------------------------- the study
 
-RULE = ("Stated before the data: routing keeps ratings as evidence only if, pooled over every seed, **no** rating "
-        "changed any surface (the surface digest before and after each rating). The finding gives the count and "
-        "the exact one-sided 95 % upper bound on the per-rating change rate (Clopper–Pearson); one change anywhere "
-        "and the verdict is that ratings leak into a surface.")
+RULE_NAME = "09_capability_evolution"  # datasets/rules/09_capability_evolution.yaml
+
+
+def _label(labels: dict, user: str, sentence: str) -> str:
+    return labels.get(user, {}).get(sentence, "task")
+
+
+def memory_quality(turns: list[SimTurn], final: pd.DataFrame, *, labels: dict, keep, coverage: float
+                   ) -> tuple[list[dict], list[dict]]:
+    """One week's memory against the ground truth: per user, automatic memories at the week's end and those not
+    meant to be kept (each attributed to the user's catalogue sentence most similar to it), and the distinct
+    durable sentences the user said and those no memory of theirs covers (bigram similarity ≥ `coverage`).
+    Returns (one row per user, one example row per unwanted or missed item)."""
+    keep = frozenset(keep)
+    rows, examples = [], []
+    for user in sorted({t.user for t in turns}):
+        catalogue = list(labels.get(user, {})) + [p for p in PLAIN if p not in labels.get(user, {})]
+        mine = final[final.user == user] if len(final) else final
+        auto = mine[mine.source == "auto"] if len(mine) else mine
+        row = {"user": user, "auto_memories": len(auto), "unwanted": 0, "durable_said": 0, "missed": 0}
+        for content in (auto.content if len(auto) else ()):
+            source = max(catalogue, key=lambda c: bigram_similarity(content, c))
+            label = _label(labels, user, source)
+            if label not in keep:
+                row["unwanted"] += 1
+                row[f"unwanted_{label}"] = row.get(f"unwanted_{label}", 0) + 1
+                examples.append({"user": user, "kind": "unwanted", "label": label, "sentence": content})
+        said = {m.content for t in turns if t.user == user for m in t.messages if m.role == "user"}
+        for sentence in sorted(s for s in said if _label(labels, user, s) in keep):
+            row["durable_said"] += 1
+            held = list(mine.content) if len(mine) else []
+            if not any(bigram_similarity(sentence, m) >= coverage for m in held):
+                row["missed"] += 1
+                examples.append({"user": user, "kind": "missed", "label": _label(labels, user, sentence),
+                                 "sentence": sentence})
+        rows.append(row)
+    return rows, examples
+
+
+@dataclass(frozen=True)
+class Share:
+    """One share of the study against its target: the pooled estimate, its interval over weeks, the verdict."""
+
+    name: str
+    interval: Interval
+    target: float
+    verdict: str  # within target | over target | undecided
+
+    @property
+    def half_width(self) -> float:
+        return (self.interval.high - self.interval.low) / 2
+
+
+def _share(name: str, num, den, target: float, rule: rulefile.RuleFile) -> Share:
+    conf = float(rule.param("confidence"))
+    if sum(den) == 0:
+        ci = Interval(float("nan"), float("nan"), float("nan"), conf, len(den))
+    elif sum(num) == 0:  # a degenerate bootstrap: bound the share of weeks with any, exactly
+        ci = Interval(0.0, 0.0, binomial_upper(0, len(den), conf).high, conf, len(den))
+    else:
+        ci = ratio_ci(num, den, n_resamples=int(rule.param("resamples")), confidence=conf,
+                      seed=int(rule.param("bootstrap_seed")))
+    if ci.high <= target:
+        verdict = "within target"
+    elif ci.low > target:
+        verdict = "over target"
+    else:
+        verdict = "undecided"  # also when there is no estimate at all (NaN compares false)
+    return Share(name, ci, float(target), verdict)
 
 
 @dataclass(frozen=True)
 class WeekStudy:
-    """`run`'s result: one row per seed — ratings, ratings that changed a surface, extractor calls, memories
-    and the signals each surface received."""
+    """`run`'s result: one row per (seed, user) with automatic memories, unwanted ones, durable sentences said and
+    missed ones; the verdict comes from `rule` (its params), over the seed as the independent unit."""
 
     rows: tuple[dict, ...]
+    rule: rulefile.RuleFile
+    examples: tuple[dict, ...] = ()
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame(list(self.rows)).fillna(0)
 
+    def by_user(self) -> pd.DataFrame:
+        """Descriptive: each user's shares with intervals that resample weeks (not part of the verdict); a share
+        never seen gets the same exact bound over weeks as the verdict's (a bootstrap of zeros is [0, 0])."""
+        t, conf = self.table(), float(self.rule.param("confidence"))
+        rates = {"unwanted share": ("unwanted", "auto_memories"), "missed share": ("missed", "durable_said")}
+        out = rate_table(t, "user", "seed", rates, n_resamples=int(self.rule.param("resamples")), confidence=conf,
+                         seed=int(self.rule.param("bootstrap_seed")))
+        for name, (_, den) in rates.items():
+            weeks = t[t[den] > 0].groupby("user").seed.nunique()
+            for i in out.index[out[name] == 0]:
+                out.loc[i, f"{name}_high"] = binomial_upper(0, int(weeks[out.user[i]]), conf).high
+        return out
+
+    def shares(self) -> tuple[Share, Share]:
+        per = self.table().groupby("seed")[["unwanted", "auto_memories", "missed", "durable_said"]].sum()
+        return (_share("unwanted share", per.unwanted.to_numpy(), per.auto_memories.to_numpy(),
+                       float(self.rule.param("unwanted_target")), self.rule),
+                _share("missed share", per.missed.to_numpy(), per.durable_said.to_numpy(),
+                       float(self.rule.param("missed_target")), self.rule))
+
+    def verdict(self) -> str:
+        """over target | within both targets | undecided (the rule's "Overall")."""
+        verdicts = [s.verdict for s in self.shares()]
+        if "over target" in verdicts:
+            return "over target"
+        return "within both targets" if set(verdicts) == {"within target"} else "undecided"
+
+    def summary(self) -> pd.DataFrame:
+        """The figures the verdict is computed from, one row per share."""
+        return pd.DataFrame([{"share": s.name, "estimate": s.interval.estimate, "low": s.interval.low,
+                              "high": s.interval.high, "half-width": s.half_width, "target": s.target,
+                              "weeks": s.interval.n, "verdict": s.verdict} for s in self.shares()])
+
     def finding(self) -> str:
-        from ..metrics import binomial_upper
+        shares, n = self.shares(), self.table().seed.nunique()
+        conf = f"{float(self.rule.param('confidence')):.0%}"
+        parts = []
+        for s in shares:
+            what = f"{s.name} {s.interval.fmt('.3f')} (target ≤ {s.target:g})"
+            if s.verdict == "undecided" and s.interval.estimate == 0:
+                what += (f": undecided, none seen but {s.interval.n} weeks bound it only at ≤ {s.interval.high:.3f}; "
+                         f"no difference from the target detected at this n")
+            elif s.verdict == "undecided":
+                what += (f": undecided, the interval straddles the target; no difference from it detected at an "
+                         f"MDE of ±{s.half_width:.3f} (the half-width this design resolves)")
+            else:
+                what += f": {s.verdict}"
+            parts.append(what)
+        head = {"over target": "**Over target**", "within both targets": "**Within both targets**",
+                "undecided": "**Undecided (too little power)**"}[self.verdict()]
+        return (f"{head} over {n} simulated weeks ({conf} intervals resampling weeks): " + "; ".join(parts) + ".")
 
-        t = self.table()
-        changed, n = int(t.rating_changes.sum()), int(t.ratings.sum())
-        bound = binomial_upper(changed, n)
-        if changed:
-            return (f"**Ratings leak into a surface**: {changed} of {n} ratings over {len(t)} seeds changed one "
-                    f"(rate ≤ {bound.high:.3f} at 95 %).")
-        return (f"**Ratings stay evidence only**: 0 of {n} ratings over {len(t)} seeds changed any surface (exact "
-                f"one-sided 95 % upper bound on the rate: {bound.high:.4f}).")
 
-
-def run(skill: "Skill", seeds=range(3)) -> WeekStudy:
-    """The simulated week under each seed, each in its own temporary store."""
+def run(skill: "Skill", seeds=None, *, rule: rulefile.RuleFile | str | None = None) -> WeekStudy:
+    """The simulated week under each of the rule's seeds (or `seeds`), each in its own temporary store; the
+    memory path judged against the simulator's ground truth. `rule` is a loaded rule, a path or a name
+    (default: this study's rule file)."""
     import os
     import tempfile
 
     from ..store import Store
 
-    rows = []
+    if not isinstance(rule, rulefile.RuleFile):
+        rule = rulefile.load(rule if rule is not None else RULE_NAME)
+    if rule.param("extractor") != "RuleExtractor":
+        raise rulefile.RuleFileError(rule.path, "params.extractor", "this study runs the RuleExtractor only")
+    seeds = range(int(rule.param("seeds"))) if seeds is None else seeds
+    labels, keep, coverage = rule.param("labels"), rule.param("keep"), float(rule.param("coverage_similarity"))
+    rows, examples = [], []
     for seed in seeds:
+        turns = simulate_week(seed, days=int(rule.param("days")), tasks_per_day=int(rule.param("tasks_per_day")))
         with tempfile.TemporaryDirectory() as d, Store.open(os.path.join(d, "week.db")) as store:
-            w = run_week(store, simulate_week(seed), skill=skill)
-        rows.append({"seed": seed, "ratings": w.ratings, "rating_changes": w.rating_changes,
-                     "extractor_calls": w.extractor_calls, "memories": len(w.memories),
-                     **w.signals["surface"].value_counts().to_dict()})
-    return WeekStudy(tuple(rows))
+            w = run_week(store, turns, skill=skill)
+        per_user, ex = memory_quality(turns, w.memories, labels=labels, keep=keep, coverage=coverage)
+        rows += [{"seed": seed, **r} for r in per_user]
+        examples += [{"seed": seed, **e} for e in ex]
+    return WeekStudy(tuple(rows), rule, tuple(examples))
