@@ -50,8 +50,8 @@ def main() -> None:
     print(study.coverage.round(3).to_string(index=False), "\n")
     print(study.table().round(3).to_string(), "\n")
     print(f"rule: {study.rule}\nverdict: {study.verdict()}")
-    text = sum(s.kind == "text" for s in P.load_scenarios(source=source))
-    print(f"live arm: {P.Power(available=text)}")
+    keys = len({s.unit for s in P.load_scenarios(source=source)})
+    print(f"live arm: {P.Power(available=keys)}")
 
 
 if __name__ == "__main__":

@@ -1300,8 +1300,8 @@ class CollapseStudy:
                          "high": ci[name].high, "resampled": f"{ci[name].n} {unit}"})
         comp = self.compliance()[0]
         if comp is not None:
-            rows.append({"quantity": "compliance, tier 2 − tier 3 (text scenarios)", "estimate": comp.estimate,
-                         "low": comp.low, "high": comp.high, "resampled": f"{comp.n} scenarios"})
+            rows.append({"quantity": "compliance, tier 2 − tier 3 (live arm, per key)", "estimate": comp.estimate,
+                         "low": comp.low, "high": comp.high, "resampled": f"{comp.n} keys"})
         return pd.DataFrame(rows).set_index("quantity")
 
     def verdict(self) -> str:
@@ -1334,8 +1334,9 @@ class CollapseStudy:
             (f"**Cost.** For the {int(g.lessons)} leftover lessons a typed line saves {save.estimate:.1f} tokens "
              f"per lesson on average over one prose sentence (95% CI {save.low:.1f}–{save.high:.1f}, "
              f"{save.resampled} resampled). Claim 2 (saving < {rule.worth_tokens:g}): **{claim2}**."),
-            (f"**Compliance.** tier 2 − tier 3 on text scenarios: {comp.estimate:+.0%} "
-             f"({comp.low:+.0%} to {comp.high:+.0%}, {comp.n} scenarios)." if comp is not None else
+            (f"**Compliance.** tier 2 − tier 3, averaged per key: {comp.estimate:+.0%} "
+             f"({comp.low:+.0%} to {comp.high:+.0%}, {comp.n} keys resampled; smallest detectable difference "
+             f"{self.live.power.mde:.2f})." if comp is not None else
              f"**Compliance.** Not in the verdict: {why_not}."),
             "**Verdict.** " + {
                 "holds": "the collapse hypothesis **holds** on this corpus: wire the tool where the gates allow "
