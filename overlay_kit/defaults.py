@@ -28,7 +28,9 @@ class Defaults:
     embedder: str = "wordllama"  # the bundled static embedder (`retrieval.load_embedder` name)
     retrieval_gate: str = "calibrated"  # the embedder's shipped calibration (datasets/tau/gates)
     # the resident budget: half of the 32,768-token NPU window for every loaded skill and what it learned (the
-    # other half: system scaffold, tools, conversation, answer); the 201-section example runbook alone is ~11.7k
+    # other half: system scaffold, tools, conversation, answer); the 201-section example runbook alone is ~11.7k.
+    # Set by notebook 06's rule (datasets/rules/06_budget_tuning.yaml): the smallest ceiling that keeps needed
+    # lessons in front of the model across its authored-load profiles; change it only with that study
     ceiling: int = 16384
     # kept free under the ceiling for lessons a goal retrieves (about ten 400-character lessons; at most an
     # eighth of a small ceiling)

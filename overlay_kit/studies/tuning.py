@@ -10,10 +10,14 @@ what the resident prompt costs at prefill — the model behind the BudgetTuner a
   the prompt and the answer.
 * `ttft_estimate(tokens, prefill_tps)` — time to first token from a prefill throughput (tokens/s);
   `measure_ttft(client, model, text)` asks a live model (a Lemonade server or the local engine) instead.
-* `run(skills, …)` — notebook 06's study: synthetic corpora × seeds × ceilings, `.table()` and a `.finding()`
-  from the decision rule `RULE`, stated before the data.
-* `synthetic_deltas(skills, n, seed)` — a seeded corpus of active deltas whose lessons are the prose of
-  `datasets/lessons/lessons.csv`, anchored to sections of the given skills, with seeded evidence and ages.
+* `run(rule=None)` — notebook 06's study under its rule file (datasets/rules/06_budget_tuning.yaml, fixed before
+  the data): corpora from data — each agent of the shared world trace (`studies.world`) with the lessons its user
+  taught, as lessons.csv lesson texts, loading the skills an authored-load profile names — the product's plan at
+  every ceiling of the rule's grid, the share of needing sessions whose lesson is in front of the model (resident,
+  or demoted and brought back at the shipped gate's measured comeback rate), intervals that resample users (and
+  the lessons behind the comeback rate); `.table()`, `.answers()`, `.recommended()`, `.finding()`.
+* `synthetic_deltas(skills, n, seed)` — an illustrative corpus (tests, the tuner's what-ifs; not the study's):
+  `n` seeded active deltas whose lessons are the prose of `datasets/lessons/lessons.csv`.
 """
 
 from __future__ import annotations
@@ -22,19 +26,29 @@ import csv
 import hashlib
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 from .. import budget
 from ..anchor import anchor_for, parse
-from ..grammar import Delta, Provenance
+from ..defaults import SHIPPED
+from ..grammar import Delta, Provenance, item_text
 from ..llm.client import NPU_CTX_SIZE
+from ..metrics import Interval
 from ..resolve import compose
 from ..resources import dataset_path
+from ..skill import Skill, load_skill
+from . import rulefile, world
+from .rulefile import RuleFile, RuleFileError
 
-__all__ = ["CEILINGS", "FATES", "LESSONS_CSV", "RULE", "SIZES", "BudgetStudy", "SkillCost", "View", "at_ceilings",
-           "envelope", "measure_on_engine", "measure_ttft", "run", "synthetic_deltas", "ttft_estimate", "view"]
+__all__ = ["CEILINGS", "FATES", "LESSONS_CSV", "RULE_NAME", "Agent", "BudgetStudy", "ProfileAnswer", "SkillCost",
+           "View", "agents", "at_ceilings", "envelope", "loadout", "measure_on_engine", "measure_ttft", "run",
+           "sessions", "share_draws", "synthetic_deltas", "ttft_estimate", "view"]
 
 FATES = ("resident", "retrieval-only", "archived")
 LESSONS_CSV = dataset_path("lessons", "lessons.csv")
@@ -120,71 +134,340 @@ def at_ceilings(skills: Sequence, deltas: Sequence[Delta], ceilings: Iterable[in
 
 # ------------------------------------------------------------------------------------------- the study
 
-SIZES: Mapping[str, int] = {"light": 25, "typical": 100, "heavy": 400}
-CEILINGS = (2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
-RULE = ("Stated before the data: recommend the smallest ceiling in the grid that keeps every lesson of the "
-        "*typical* corpus resident (none demoted, none archived) in every seed **and** leaves at least half of "
-        "the 32,768-token window to the rest of the prompt. The default (16,384) is *larger than needed* when "
-        "a smaller ceiling qualifies, *right* when it is the one, *too small* when only larger ones do; if no "
-        "ceiling in the grid qualifies, the verdict says so.")
+RULE_NAME = "06_budget_tuning"
+CEILINGS: tuple[int, ...] = tuple(rulefile.load(RULE_NAME).param("ceilings"))  # the rule's grid; holds SHIPPED
+_START = datetime(2026, 1, 1, tzinfo=timezone.utc)  # a user's session i happens on day i
 
 
 @dataclass(frozen=True)
+class Agent:
+    """One user's agent in the world trace, with every lesson the user taught it as an active tier-3 delta."""
+
+    user: str
+    domain: str
+    skill: Skill  # the domain's skill: the one that takes the deltas
+    lessons: tuple[str, ...]  # τ lesson ids, in the order they were taught
+    deltas: tuple[Delta, ...]  # one per lesson (same order): text from lessons.csv, evidence 0/0
+    taught_at: tuple[int, ...]  # the session index that taught each lesson
+    needs: tuple[tuple[int, str], ...]  # (session index, τ lesson id) of each session needing a taught lesson
+
+    def at(self, index: int) -> list[Delta]:
+        """The deltas the agent holds at the start of session `index`: lessons taught before it, each last
+        used at the last earlier session that needed it (recency: the budget's order when evidence is 0/0)."""
+        return [replace(d, last_used_at=_START + timedelta(days=self._last_use(lesson, index)))
+                for lesson, d, t in zip(self.lessons, self.deltas, self.taught_at) if t < index]
+
+    def _last_use(self, lesson: str, index: int) -> int:
+        used = [i for i, need in self.needs if need == lesson and i < index]
+        return max(used, default=self.taught_at[self.lessons.index(lesson)])
+
+
+def _lesson_texts(tier: int, domain: str, path: Path = LESSONS_CSV) -> list[str]:
+    """The prose of the lessons.csv lessons of gold tier `tier` in `domain` ("all": every domain), file order."""
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["gold_tier"] == str(tier) and r["prose"].strip()]
+    texts = [r["prose"].strip() for r in rows if domain == "all" or r["domain"] == domain]
+    if not texts:
+        raise ValueError(f"{path}: no lesson of gold tier {tier} in domain {domain!r}")
+    return texts
+
+
+def agents(w: world.World, rule: RuleFile | None = None) -> tuple[list[Agent], pd.DataFrame]:
+    """The world's agents as the rule builds them (`domains`, `lesson_tier`), and one row per agent left out
+    because its skill is capability-bearing (the gates refuse deltas on it)."""
+    rule = rule or rulefile.load(RULE_NAME)
+    domains, tier = rule.param("domains"), int(rule.param("lesson_tier"))
+    frame = w.frame()
+    out, left_out = [], []
+    for (user, domain), group in frame.groupby(["user", "agent"], sort=True):
+        if domain not in domains:
+            raise RuleFileError(rule.path, f"params.domains.{domain}", "the world has this domain; the rule maps none")
+        spec = domains[domain]
+        skill = load_skill(dataset_path(*spec["skill"].split("/")))
+        group = group.sort_values("index")
+        taught = group[group.taught]
+        later = group[group.needs.notna() & ~group.taught]  # the first need of a lesson teaches it
+        needs = tuple((int(i), str(lesson)) for i, lesson in zip(later["index"], later.needs))
+        if skill.capability_bearing:
+            left_out.append({"user": user, "agent": domain, "skill": skill.name, "lessons": len(taught),
+                             "needing sessions": len(needs)})
+            continue
+        texts = _lesson_texts(tier, spec["lessons"])
+        sections = [x.slug for x in parse(skill.body) if x.body_text.strip()] or [parse(skill.body)[0].slug]
+        deltas = []
+        for i, lesson in zip(taught["index"], taught.needs):
+            rng = random.Random(f"{w.seed}/{user}/{lesson}")  # the draw of one lesson, whatever else is drawn
+            created = _START + timedelta(days=int(i))
+            digest = hashlib.sha256(f"{w.seed}/{user}/{domain}/{lesson}".encode()).hexdigest()[:16]
+            deltas.append(Delta(skill=skill.name, kind="preference", payload={"body": rng.choice(texts)},
+                                anchor=anchor_for(skill.body, rng.choice(sections), skill.version),
+                                provenance=Provenance("user_instruction"), status="active", id=f"delta_{digest}",
+                                created_at=created, approved_at=created, base_root=skill.root))
+        out.append(Agent(user, domain, skill, tuple(taught.needs), tuple(deltas),
+                         tuple(int(i) for i in taught["index"]), needs))
+    return out, pd.DataFrame(left_out, columns=["user", "agent", "skill", "lessons", "needing sessions"])
+
+
+def loadout(agent: Agent, profile: str, rule: RuleFile | None = None) -> list[Skill]:
+    """The skills `agent` loads under an authored-load profile of the rule: its own skill, then the profile's
+    (datasets/skills), each once."""
+    rule = rule or rulefile.load(RULE_NAME)
+    extra = rule.param("profiles")[profile]
+    return [agent.skill] + [_example_skill(n) for n in extra if n != agent.skill.name]
+
+
+@lru_cache(maxsize=32)
+def _example_skill(name: str) -> Skill:
+    return load_skill(dataset_path("skills", name))
+
+
+def sessions(ags: Sequence[Agent], rule: RuleFile | None = None) -> pd.DataFrame:
+    """One row per (profile, needing session, ceiling): whether the needed lesson is resident under the
+    product's plan (`budget.plan`, `Budget`'s reserve, no consolidation) over the lessons taught so far."""
+    rule = rule or rulefile.load(RULE_NAME)
+    ceilings = [int(c) for c in rule.param("ceilings")]
+    reserves = {c: budget.Budget(None, [], c).reserve for c in ceilings}
+    profiles = list(rule.param("profiles"))
+    rows = []
+    for a in ags:
+        authored = {p: sum(budget.count_many([s.body for s in loadout(a, p, rule)])) for p in profiles}
+        for index, lesson in a.needs:
+            held = a.at(index)
+            wanted = a.deltas[a.lessons.index(lesson)].id
+            for profile in profiles:
+                for c in ceilings:
+                    p = budget.plan(authored[profile], held, c, reserve=reserves[c], proposer=None)
+                    rows.append({"profile": profile, "user": a.user, "agent": a.domain, "index": index,
+                                 "lesson": lesson, "ceiling": c, "reserve": reserves[c],
+                                 "authored": authored[profile], "lessons": len(held),
+                                 "resident": wanted not in p.demote and wanted not in p.archive,
+                                 "resident_tokens": p.resident_tokens})
+    return pd.DataFrame(rows)
+
+
+def _per_lesson(cb: world.Comeback) -> pd.DataFrame:
+    """Comeback's needing sessions per lesson (sum came back, count), exactly as `world.comeback` counts them."""
+    split = {x.id: x.split for x in world.lessons()}
+    needs = cb.table[cb.table.lesson.notna()]
+    if cb.split != "all":
+        needs = needs[needs.lesson.map(split) == cb.split]
+    return needs.groupby("lesson").came_back.agg(["sum", "count"]).astype(float)
+
+
+@dataclass(frozen=True)
+class ProfileAnswer:
+    profile: str
+    answer: int  # the smallest eligible ceiling within the margin of the best (upper end of the difference)
+    best: int  # the eligible ceiling with the highest share (ties: the smallest)
+    held_up: int | None  # a smaller ceiling within the margin on the point estimate only (too little power)
+    window_binds: int | None  # a larger, ineligible ceiling that beats the best by more than the margin
+    over: int  # agents whose authored text alone fills the largest eligible ceiling (no lesson can stay)
+
+
+@dataclass(frozen=True, eq=False)
 class BudgetStudy:
-    """What `run` measured: one row per (corpus, seed, ceiling) — `view(...).to_dict()` plus the corpus."""
+    """What `run` measured under the rule: `table()` one row per (profile, ceiling) with intervals; `answers()`
+    one per profile; `recommended()` the rule's answer; `finding()` the verdict against the shipped ceiling."""
 
-    rows: tuple[Mapping, ...]
-    target: str = "typical"
-    window: int = NPU_CTX_SIZE
-    default: int = budget.DEFAULT_CEILING
+    rule: RuleFile
+    agents: tuple[Agent, ...]  # the world's agents that take deltas, with their lessons
+    rows: pd.DataFrame  # `sessions(...)`: one row per (profile, needing session, ceiling)
+    corpus: pd.DataFrame  # one row per agent: lessons taught, their tokens, needing sessions
+    left_out: pd.DataFrame  # agents whose skill takes no deltas
+    comeback: world.Comeback
+    summary: pd.DataFrame  # the table, numeric
+    diffs: Mapping[tuple[str, int, int], Interval]  # (profile, c1, c2) → S(c1) − S(c2), paired
+    world_digest: str
+    default: int = SHIPPED.ceiling
 
-    def table(self):
-        """The sweep as a DataFrame (pandas is imported here, not by the budget core)."""
-        import pandas as pd
+    def table(self) -> pd.DataFrame:
+        """One row per (profile, ceiling): the share of needing sessions with the lesson in front of the model
+        and how far below the profile's best ceiling it falls, each with its interval (users × lessons)."""
+        s = self.summary
+        iv = lambda col: [f"{e:.3f} [{lo:.3f}, {hi:.3f}]" for e, lo, hi in  # noqa: E731
+                          zip(s[col], s[f"{col}_low"], s[f"{col}_high"])]
+        return pd.DataFrame({"profile": s.profile, "ceiling": s.ceiling, "eligible": s.eligible,
+                             "reserve": s.reserve, "authored (max)": s["authored (max)"],
+                             "resident tokens (max)": s["resident tokens (max)"],
+                             "resident share": s.resident.round(3), "in front of the model": iv("share"),
+                             "below the best": iv("below best"), "agents over": s["agents over"]})
 
-        return pd.DataFrame(list(self.rows))
+    def profiles(self) -> pd.DataFrame:
+        """One row per authored-load profile: the skills it adds to each agent's own, and the authored tokens
+        its agents carry (smallest, largest; agents with at least one needing session)."""
+        per = self.rows.groupby(["profile", "user", "agent"], sort=False).authored.first().groupby(
+            "profile", sort=False)
+        adds = self.rule.param("profiles")
+        return pd.DataFrame([{"profile": p, "adds": ", ".join(adds[p]) or "nothing", "agents measured": len(g),
+                              "authored tokens (min)": int(g.min()), "authored tokens (max)": int(g.max())}
+                             for p, g in per])
 
-    def fits_all(self, corpus: str) -> int | None:
-        """The smallest ceiling at which `corpus` keeps every lesson resident in every seed (None: none does)."""
-        t = self.table()
-        t = t[t.corpus == corpus]
-        ok = t.groupby("ceiling").apply(lambda g: bool(((g["retrieval-only"] == 0) & (g.archived == 0)).all()),
-                                        include_groups=False)
-        return int(ok[ok].index.min()) if ok.any() else None
+    def heaviest(self) -> Agent:
+        """The agent holding the most learned tokens (ties: most lessons, then user and domain order)."""
+        tokens = dict(zip(zip(self.corpus.user, self.corpus.agent), self.corpus["learned tokens"]))
+        return max(self.agents, key=lambda a: (tokens[(a.user, a.domain)], len(a.lessons), a.user, a.domain))
 
-    def recommended(self) -> int | None:
-        """`RULE` applied: the smallest qualifying ceiling, or None."""
-        fits = self.fits_all(self.target)
-        return fits if fits is not None and self.window - fits >= self.window / 2 else None
+    @property
+    def eligible(self) -> tuple[int, ...]:
+        """The grid's ceilings inside the window share the product keeps for skills and what they learned."""
+        return _eligible(self.rule)
+
+    def answers(self) -> list[ProfileAnswer]:
+        margin = float(self.rule.param("margin"))
+        out = []
+        for profile, g in self.summary.groupby("profile", sort=False):
+            g = g.set_index("ceiling")
+            elig = self.eligible
+            best = _best(g.share, elig)
+            within = [c for c in elig if self.diffs[(profile, best, c)].high <= margin]
+            answer = min(within)
+            point = [c for c in elig if c < answer and self.diffs[(profile, best, c)].estimate <= margin]
+            overall = max(g.index, key=lambda c: (g.loc[c, "share"], -c))
+            binds = overall if overall not in elig and self.diffs[(profile, overall, best)].low > margin else None
+            out.append(ProfileAnswer(profile, answer, best, min(point) if point else None, binds,
+                                     int(g.loc[max(elig), "agents over"])))
+        return out
+
+    def recommended(self) -> int:
+        """The rule's answer: the largest of the profiles' answers (it holds across the stated range)."""
+        return max(a.answer for a in self.answers())
+
+    def verdict(self) -> str:
+        rec = self.recommended()
+        return "larger than needed" if rec < self.default else "right" if rec == self.default else "too small"
 
     def finding(self) -> str:
-        rec = self.recommended()
-        t = self.table()
-        at_default = t[(t.ceiling == self.default) & (t.corpus == self.target)]
-        if rec is None:
-            fits = self.fits_all(self.target)
-            why = ("no ceiling in the grid keeps every lesson resident" if fits is None else
-                   f"keeping every lesson resident needs {fits:,}, more than half the {self.window:,} window")
-            return f"**No ceiling in the grid meets the rule** for the {self.target} corpus: {why}."
-        verdict = ("larger than needed" if rec < self.default else "right" if rec == self.default else "too small")
-        return (f"**Recommend a ceiling of {rec:,} tokens** for the {self.target} corpus "
-                f"({len(set(t.seed))} seed(s)): every lesson stays resident from there and "
-                f"{self.window - rec:,} of the {self.window:,}-token window stay free; the default "
-                f"{self.default:,} is **{verdict}**"
-                + (f" (at the default: {int(at_default['retrieval-only'].max())} demoted, up to "
-                   f"{int(at_default.resident_tokens.max()):,} resident tokens)" if len(at_default) else "")
-                + ". Per corpus, every lesson resident from: "
-                + ", ".join(f"{c} {self.fits_all(c) or 'none'}" for c in dict.fromkeys(t.corpus)) + ".")
+        rec, verdict, r = self.recommended(), self.verdict(), self.comeback.recall
+        t = self.summary.set_index(["profile", "ceiling"])
+        parts = []
+        for a in self.answers():
+            s = t.loc[(a.profile, a.answer)]
+            bits = [f"{a.profile}: **{a.answer:,}** (share {s.share:.3f} [{s.share_low:.3f}, {s.share_high:.3f}]"
+                    f", best {a.best:,})"]
+            if a.held_up is not None:
+                bits.append(f"held up by uncertainty: {a.held_up:,} is within the margin on the estimate only")
+            if a.window_binds is not None:
+                bits.append(f"the window share binds: {a.window_binds:,} would keep more")
+            if a.over:
+                bits.append(f"{a.over} agent(s) whose authored text alone fills {max(self.eligible):,}")
+            parts.append("; ".join(bits))
+        head = (f"**The rule's answer: a ceiling of {rec:,} tokens**, the largest of the profiles' answers "
+                f"(smallest ceiling within {float(self.rule.param('margin')):.2f} of the best on the upper end of "
+                f"the paired difference). Per profile: " + " · ".join(parts) + ". ")
+        heavy = self.corpus.sort_values(["learned tokens", "lessons"]).iloc[-1]
+        authored = ", ".join(f"{p} {n:,}" for p, n in zip(self.profiles().profile,
+                                                          self.profiles()["authored tokens (max)"]))
+        load = (f"In the world trace the heaviest agent holds {int(heavy.lessons)} lessons "
+                f"({int(heavy['learned tokens']):,} learned tokens; {len(self.agents)} agents take deltas, "
+                f"{int(self.corpus['needing sessions'].sum())} needing sessions); the authored text an agent loads "
+                f"is at most {authored} tokens by profile. ")
+        why = (f"A demoted lesson comes back in {r.estimate:.0%} [{r.low:.0%}, {r.high:.0%}] of the sessions that "
+               f"need it ({self.comeback.gate}, {self.comeback.needed} needing sessions, split "
+               f"{self.comeback.split}, resampled by lesson), so demotion is close to a loss. ")
+        if verdict == "right":
+            tail = f"The shipped ceiling ({self.default:,}, `SHIPPED.ceiling`) is **right**: it is the rule's answer."
+        else:
+            tail = (f"The shipped ceiling ({self.default:,}) is **{verdict}**: by the rule, `SHIPPED.ceiling` in "
+                    f"overlay_kit/defaults.py is set to {rec:,} and this notebook re-run.")
+        return head + load + why + tail
 
 
-def run(skills: Sequence, sizes: Mapping[str, int] = SIZES, seeds: Iterable[int] = (0,),
-        ceilings: Iterable[int] = CEILINGS, *, target: str = "typical") -> BudgetStudy:
-    """Notebook 06: synthetic corpora of each size and seed over `skills`, viewed at every ceiling."""
-    ceilings = tuple(ceilings)
-    rows = tuple({"corpus": name, "seed": seed, "deltas": n, **row}
-                 for name, n in sizes.items() for seed in seeds
-                 for row in at_ceilings(skills, synthetic_deltas(skills, n, seed=seed), ceilings))
-    return BudgetStudy(rows, target)
+def _grid(rule: RuleFile) -> tuple[int, ...]:
+    return tuple(int(c) for c in rule.param("ceilings"))
+
+
+def _eligible(rule: RuleFile) -> tuple[int, ...]:
+    limit = float(rule.param("window_share")) * int(rule.param("window"))
+    eligible = tuple(c for c in _grid(rule) if c <= limit)
+    if not eligible:
+        raise RuleFileError(rule.path, "params.ceilings", f"no ceiling within the window share ({limit:,.0f})")
+    return eligible
+
+
+def _best(share: pd.Series, eligible: Sequence[int]) -> int:
+    """The eligible ceiling with the highest share; ties (within float noise): the smallest."""
+    top = max(share[c] for c in eligible)
+    return min(c for c in eligible if share[c] >= top - 1e-12)
+
+
+def _corpus(ags: Sequence[Agent]) -> pd.DataFrame:
+    rows = []
+    for a in ags:
+        tokens = budget.count_many_following([item_text(d) for d in a.deltas])
+        rows.append({"user": a.user, "agent": a.domain, "skill": a.skill.name, "lessons": len(a.lessons),
+                     "learned tokens": sum(tokens), "needing sessions": len(a.needs)})
+    return pd.DataFrame(rows, columns=["user", "agent", "skill", "lessons", "learned tokens", "needing sessions"])
+
+
+def share_draws(resident: np.ndarray, needs: np.ndarray, came_back: np.ndarray, needed: np.ndarray, *,
+                n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The share of needing sessions with the lesson in front of the model, S = (resident + r x demoted) / needs,
+    and its bootstrap draws. `resident[..., u]`: needing sessions of user u whose lesson is resident (any
+    leading axes: profile, ceiling); `needs[u]`: needing sessions of user u; `came_back[l]` / `needed[l]`: the
+    comeback table per lesson l (r = Σcame_back / Σneeded). Each draw resamples users with replacement (the
+    trace's independent unit) and, independently, lessons for r (comeback's unit). Returns (S, draws), draws
+    with a leading axis of `n_boot`."""
+    resident, needs = np.asarray(resident, float), np.asarray(needs, float)
+    came_back, needed = np.asarray(came_back, float), np.asarray(needed, float)
+    rng = np.random.default_rng(seed)
+    n_users, n_lessons = needs.shape[0], came_back.shape[0]
+    wu = rng.multinomial(n_users, np.full(n_users, 1 / n_users), size=n_boot)  # (draw, user) counts
+    wl = rng.multinomial(n_lessons, np.full(n_lessons, 1 / n_lessons), size=n_boot)  # (draw, lesson) counts
+    r, r_b = came_back.sum() / needed.sum(), (wl @ came_back) / (wl @ needed)
+    kept = resident.sum(axis=-1)
+    share = (kept + r * (needs.sum() - kept)) / needs.sum()
+    kept_b = np.moveaxis(resident @ wu.T, -1, 0)  # (draw, ...)
+    pad = (slice(None),) + (None,) * (resident.ndim - 1)
+    needs_b = (wu @ needs)[pad]
+    return share, (kept_b + r_b[pad] * (needs_b - kept_b)) / needs_b
+
+
+def run(rule: RuleFile | None = None, *, w: world.World | None = None, embedder=None) -> BudgetStudy:
+    """Notebook 06: the rule's corpora from the world trace and the lessons dataset, the product's plan at every
+    ceiling of the rule's grid, the shipped gate's comeback rate, and user × lesson bootstrap intervals."""
+    rule = rule or rulefile.load(RULE_NAME)
+    w = w or world.build(int(rule.param("world_seed")))
+    ags, left_out = agents(w, rule)
+    rows = sessions(ags, rule)
+    if rows.empty:
+        raise ValueError(f"world {w.digest()[:12]}: no session needs a lesson an agent holds; nothing to measure")
+    cb = world.comeback(w, embedder, split=str(rule.param("comeback_split")), seed=int(rule.param("seed")))
+    lessons = _per_lesson(cb)
+    profiles = list(rule.param("profiles"))
+    ceilings = _grid(rule)
+    users = sorted(rows.user.unique())
+    first = rows[(rows.profile == profiles[0]) & (rows.ceiling == ceilings[0])]
+    needs = first.groupby("user").size().reindex(users).to_numpy(float)  # needing sessions per user
+    res = (rows.groupby(["profile", "ceiling", "user"]).resident.sum()
+           .reindex(pd.MultiIndex.from_product([profiles, ceilings, users])).to_numpy(float)
+           .reshape(len(profiles), len(ceilings), len(users)))
+    share, share_b = share_draws(res, needs, lessons["sum"].to_numpy(), lessons["count"].to_numpy(),
+                                 n_boot=int(rule.param("n_boot")), seed=int(rule.param("seed")))
+    conf = float(rule.param("confidence"))
+    diffs = {(p, c1, c2): Interval.percentile(share[i, j] - share[i, k], share_b[:, i, j] - share_b[:, i, k], conf,
+                                              len(users))
+             for i, p in enumerate(profiles) for j, c1 in enumerate(ceilings) for k, c2 in enumerate(ceilings)}
+    limit = float(rule.param("window_share")) * int(rule.param("window"))
+    summary = []
+    for i, p in enumerate(profiles):
+        part = rows[rows.profile == p]
+        for j, c in enumerate(ceilings):
+            at = part[part.ceiling == c]
+            ci = Interval.percentile(share[i, j], share_b[:, i, j], conf, len(users))
+            per_agent = at.groupby(["user", "agent"]).authored.first()
+            reserve = int(at.reserve.iloc[0])
+            summary.append({"profile": p, "ceiling": c, "eligible": c <= limit, "reserve": reserve,
+                            "authored (max)": int(at.authored.max()),
+                            "resident tokens (max)": int(at.resident_tokens.max()),
+                            "resident": float(at.resident.mean()), "share": ci.estimate, "share_low": ci.low,
+                            "share_high": ci.high, "agents over": int((per_agent > c - reserve).sum())})
+    summary = pd.DataFrame(summary)
+    best = {p: _best(g.set_index("ceiling").share, _eligible(rule)) for p, g in summary.groupby("profile")}
+    gap = [diffs[(p, best[p], c)] for p, c in zip(summary.profile, summary.ceiling)]
+    summary["below best"] = [g.estimate for g in gap]
+    summary["below best_low"] = [g.low for g in gap]
+    summary["below best_high"] = [g.high for g in gap]
+    return BudgetStudy(rule, tuple(ags), rows, _corpus(ags), left_out, cb, summary, diffs, w.digest())
 
 
 def envelope(v: View, window: int = NPU_CTX_SIZE) -> dict:
