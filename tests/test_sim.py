@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from overlay_kit import anchor, metrics, rebase
-from overlay_kit.studies import sim
+from overlay_kit.studies import rulefile, sim
 from overlay_kit.studies.sweep import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -234,13 +234,136 @@ def test_safety_bounds_each_policy_over_touched_deltas_only():
     assert not s.loc["b", "below_target"] and s.loc["b", "bound"] > 0.005  # 3 of 700 is not "never"
 
 
-def test_operator_study_grows_only_the_denominator_it_needs():
-    st = sim.operator_study(["typo_fix", "version_bump"], ("section",), n=4, min_touched=10, max_n=40,
-                            backend="sequential", progress=False, n_boot=100)
-    per_op = st.rows.groupby("operator")["trial"].nunique()
-    assert per_op["version_bump"] == 4 and 10 <= st.safety()["touched"].iloc[0] and per_op["typo_fix"] < 40
-    assert set(st.table(["misattached"])["operator"]) == {"typo_fix", "version_bump"}
-    assert "Misattachment over touched deltas" in st.finding() and "`section` 0 of" in st.finding()
+RULE_FILE = ROOT / "datasets" / "rules" / "03_anchor_stability.yaml"
+
+
+def tmp_rule(tmp_path, **params):
+    """A copy of notebook 03's rule file with some params replaced (same study name, so it loads)."""
+    import yaml
+
+    doc = yaml.safe_load(RULE_FILE.read_text(encoding="utf-8"))
+    doc["params"] |= params
+    path = tmp_path / "03_anchor_stability.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return rulefile.load(path)
+
+
+def test_the_rule_file_classes_are_the_operators_edit_classes():
+    rule = rulefile.load(sim.RULE)
+    classes = sim._rule_classes(rule)
+    assert {c: set(ops) for c, ops in classes.items()} == {
+        "textual": set(sim.TEXTUAL_OPERATORS), "structural": set(sim.STRUCTURAL_OPERATORS),
+        "frontmatter": set(sim.FRONTMATTER_OPERATORS)}
+    assert "namesake_above" in classes["structural"] and "typo_fix" in classes["textual"]
+    assert sim.edit_class("sentence_reword") == "textual" and sim.edit_class("section_move") == "structural"
+    with pytest.raises(ValueError, match="unknown edit operator"):
+        sim.edit_class("shuffle")
+
+
+@pytest.mark.parametrize("op", sorted(sim.TEXTUAL_OPERATORS))
+def test_textual_operators_keep_every_section_at_its_slug_under_its_heading(op):
+    for text, edit in applied(op, n=8):
+        new = {s.slug: s for s in sections(edit.text)}
+        for s in sections(text):
+            assert edit.truth[s.slug].target == s.slug and not edit.truth[s.slug].heirs
+            assert new[s.slug].heading_source == s.heading_source and new[s.slug].level == s.level
+
+
+@pytest.mark.parametrize("op", sorted(sim.STRUCTURAL_OPERATORS))
+def test_structural_operators_move_a_slug_or_change_a_heading(op):
+    """Every edit a structural operator makes leaves some section off its slug or under another heading line,
+    or changes the document's list of slugs (a section added, removed or moved) — what a textual edit never
+    does."""
+    for text, edit in applied(op, n=8):
+        old, new = sections(text), sections(edit.text)
+        by = {s.slug: s for s in new}
+        moved = any(edit.truth[s.slug].target != s.slug or edit.truth[s.slug].heirs for s in old)
+        retitled = any(s.slug in by and (by[s.slug].heading_source, by[s.slug].level) !=
+                       (s.heading_source, s.level) for s in old)
+        assert moved or retitled or [s.slug for s in old] != [s.slug for s in new]
+
+
+def test_namesake_above_is_the_second_notes_above_the_first():
+    for seed in range(6):
+        edit = sim.namesake_above(sim.TRAP_OLD, random.Random(seed), "notes")
+        new = {s.slug: s for s in sections(edit.text)}
+        assert edit.ops == ("namesake_above",) and [s.heading for s in sections(edit.text)].count("Notes") == 3
+        assert edit.truth["notes"].target == "notes-1" and edit.truth["notes-1"].target == "notes-2"
+        first = sections(sim.TRAP_OLD)[3]
+        assert first.slug == "notes" and new["notes"].digest != first.digest  # the slug names the newcomer
+        assert edit.truth["notes"].changed == (new["notes-1"].digest != first.digest)
+        assert edit.truth["notes"].changed or new["notes-1"].text == first.text
+    assert any(sim.namesake_above(sim.TRAP_OLD, random.Random(k), "notes").truth["notes"].changed for k in range(6))
+
+
+def _oracle_kept(rule, ops):
+    """The stopping rule done the slow, obvious way: `trials_step` more at a time, counting touching trials."""
+    p = rule.params
+    groups = {"textual": [o for o in ops if sim.edit_class(o) == "textual"]}
+    groups |= {o: [o] for o in ops if sim.edit_class(o) == "structural"}
+    kept = {o: p["trials_first"] for o in ops}
+    for members in (g for g in groups.values() if g):
+        while True:
+            rows = [r for m in members for r in sim.operator_trials(m, ("section",), kept[m], p["seed"])]
+            if sum(r["touched"] > 0 for r in rows) >= p["units_needed"] or kept[members[0]] >= p["max_trials"]:
+                break
+            kept |= {m: min(kept[m] + p["trials_step"], p["max_trials"]) for m in members}
+    return kept
+
+
+def test_operator_study_keeps_exactly_the_trials_of_the_stepwise_stopping_rule(tmp_path):
+    rule = tmp_rule(tmp_path, units_needed=9, trials_first=3, trials_step=2, max_trials=11, n_boot=50)
+    ops = ["typo_fix", "whitespace_churn", "heading_level", "section_insert", "section_append", "version_bump"]
+    st = sim.operator_study(rule, operators=ops, policies=("section",), chunk=4, backend="sequential",
+                            progress=False)
+    kept = st.rows.groupby("operator")["trial"].max() + 1
+    assert kept.to_dict() == _oracle_kept(rule, ops)
+    assert kept["version_bump"] == 3 and kept["section_append"] == 11  # never grown; grown to the cap
+    assert st.rule is rule and set(st.rows["policy"]) == {"section"}
+
+
+def _rows(spec):
+    """Synthetic trial rows: {operator: (trials, touching, failing)} under policy `section`."""
+    import pandas as pd
+
+    out = []
+    for op, (n, touching, failing) in spec.items():
+        for t in range(n):
+            out.append({**dict.fromkeys(sim.COUNTS + sim.OUTCOMES, 0), "operator": op, "trial": t,
+                        "unit": f"{op}:{t}", "policy": "section", "updates": 1, "deltas": 5,
+                        "touched": int(t < touching), "touched_misattached": int(t < failing),
+                        "misattached": int(t < failing)})
+    return pd.DataFrame(out)
+
+
+def test_the_verdict_is_computed_from_the_rule_file_and_can_come_out_every_way(tmp_path):
+    rows = _rows({"heading_rename": (700, 700, 0), "section_move": (700, 700, 6), "section_insert": (900, 300, 0),
+                  "section_append": (50, 0, 0), "typo_fix": (400, 400, 0), "rewrap": (400, 400, 0)})
+    st = sim.OperatorStudy(rows, rulefile.load(sim.RULE))
+    v = st.verdicts().set_index("operator")["verdict"].to_dict()
+    assert v == {sim.POOLED: "meets", "heading_rename": "meets", "section_move": "exceeds",
+                 "section_insert": "lacks power", "section_append": "untested"}
+    assert set(st.textual().index.get_level_values(0)) == {"typo_fix", "rewrap", sim.POOLED}
+    assert set(st.structural().index.get_level_values(0)) == {"heading_rename", "section_move", "section_insert",
+                                                                "section_append"}
+    f = st.finding()
+    assert "**exceeds** — 6 of 700 touching trials failing" in f and "`section_insert` under `section`: lacks " \
+        "power" in f and "Too few trials to decide** for `section_insert`" in f and "untested" in f
+    # the same rows under a modified copy of the file: a looser target flips two verdicts
+    loose = sim.OperatorStudy(rows, tmp_rule(tmp_path, target=0.05))
+    v2 = loose.verdicts().set_index("operator")["verdict"].to_dict()
+    assert v2["section_move"] == "meets" and v2["section_insert"] == "meets"
+    assert loose.verdicts()["bound"].equals(st.verdicts()["bound"])  # same bounds, another target
+
+
+def test_a_rule_that_misfiles_an_operator_is_refused(tmp_path):
+    classes = rulefile.load(sim.RULE).param("classes")
+    moved = {"textual": [*classes["textual"], "namesake_above"],
+             "structural": [o for o in classes["structural"] if o != "namesake_above"],
+             "frontmatter": classes["frontmatter"]}
+    with pytest.raises(rulefile.RuleFileError, match="namesake_above is structural") as err:
+        sim.operator_study(tmp_rule(tmp_path, classes=moved), operators=["typo_fix"], progress=False)
+    assert err.value.field == "params.classes"
 
 
 # ------------------------------------------------------------------------------------ real histories

@@ -13,8 +13,10 @@
 * `evaluate` runs rebase policies over a history and tallies outcomes against the truth, counting apart the
   deltas whose section the update *touched* (the only ones that test a policy's matching).
 * The studies — `operator_study` (notebook 03) and `history_study` (notebook 05) — return result objects with
-  `.table()` and `.finding()`; each finding applies rules stated in its docstring before the data, and the
-  safety bound (`TARGET`, `safety`) is the exact upper bound over touched deltas, per policy. Grids run on
+  `.table()` and `.finding()`. The operator study reads its rule file (`RULE`, datasets/rules): per edit class
+  (`edit_class`: textual operators pooled, each structural operator alone) the exact upper bound on the rate
+  of touching trials with a wrongly anchored delta. The history study's safety bound (`TARGET`, `safety`) is
+  the exact upper bound over touched deltas, per policy. Grids run on
   the studies' one sweep runner (`overlay_kit.studies.sweep`).
 """
 
@@ -27,7 +29,7 @@ import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ from ..common import read_jsonl
 from ..metrics import binomial_upper, mean_ci, rate_table
 from ..rebase import Update, similarity
 from ..resources import dataset_path
+from . import rulefile
 from .sweep import sweep
 
 __all__ = [
@@ -50,7 +53,9 @@ __all__ = [
     "OUTCOMES",
     "PROFILES",
     "RATES",
+    "STRUCTURAL_OPERATORS",
     "TARGET",
+    "TEXTUAL_OPERATORS",
     "Corpus",
     "DeltaSpec",
     "Edit",
@@ -65,6 +70,7 @@ __all__ = [
     "calibration_table",
     "corpus",
     "decisions",
+    "edit_class",
     "evaluate",
     "generate_histories",
     "generate_history",
@@ -740,6 +746,34 @@ def section_append(text: str, rng: random.Random, target: str | None = None) -> 
     return section_insert(text, rng, target, at_end=1.0, name="section_append")
 
 
+def namesake_above(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
+    """A second section under the same heading inserted directly above one: the "second Notes above the
+    first" trap. The old slug now names the newcomer; the original, and every namesake below it, renumbers.
+    In half the edits the original's text is edited too (a sentence reworded or inserted)."""
+    front, body = _split(text)
+    sections = _parse(body)
+    i = _pick(rng, sections, [k for k in _heading_indices(sections) if sections[k].level >= 2], target)
+    if i is None:
+        return None
+    first = None
+    if rng.random() < 0.5:
+        first = (sentence_reword if rng.random() < 0.5 else sentence_insert)(text, rng, sections[i].slug)
+        if first is not None:  # a textual edit keeps the section at its slug
+            front, body = _split(first.text)
+            sections = _parse(body)
+    s = sections[i]
+    head = "".join(split_lines(s.text)[: s.heading_lines]).rstrip("\r\n") + "\n\n"  # the heading, verbatim
+    pieces = _pieces(sections)
+    if i > 0 and pieces[i - 1].text and not pieces[i - 1].text.endswith("\n\n"):
+        pieces[i - 1] = replace(pieces[i - 1], text=pieces[i - 1].text.rstrip("\n") + "\n\n")
+    pieces.insert(i, _Piece(head + _body(rng, rng.choice((None, 80)), 1, 2) + "\n\n", {}))
+    edit = _finish("namesake_above", front, sections, pieces)
+    if edit is None:
+        return None
+    edit = first.then(edit) if first is not None else edit
+    return Edit(("namesake_above",), edit.text, edit.truth)
+
+
 def _frontmatter_op(name: str, doc: str, change: Callable[[random.Random, dict], bool]) -> Operator:
     def op(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
         front, body = _split(text)
@@ -799,8 +833,22 @@ narrow_tools = _frontmatter_op("narrow_tools", "Remove one declared tool (a perm
 OPERATORS: Mapping[str, Operator] = {op.__name__: op for op in (
     whitespace_churn, rewrap, typo_fix, sentence_reword, sentence_insert, sentence_delete, heading_rename,
     heading_level, section_move, section_split, section_merge, section_delete, section_insert,
-    section_append, frontmatter_edit, version_bump, boilerplate_removed, narrow_tools)}
+    section_append, frontmatter_edit, version_bump, boilerplate_removed, narrow_tools, namesake_above)}
 FRONTMATTER_OPERATORS = frozenset({"frontmatter_edit", "version_bump", "narrow_tools"})
+# Textual edits leave every section at its slug under its heading line (whitespace, rewrap, typo, sentence
+# reword/insert/delete); structural edits change headings or which section a slug names; frontmatter edits
+# leave the body byte-identical.
+TEXTUAL_OPERATORS = frozenset({"whitespace_churn", "rewrap", "typo_fix", "sentence_reword", "sentence_insert",
+                               "sentence_delete"})
+STRUCTURAL_OPERATORS = frozenset(OPERATORS) - TEXTUAL_OPERATORS - FRONTMATTER_OPERATORS
+
+
+def edit_class(operator: str) -> str:
+    """The edit class of an operator: "textual", "structural" or "frontmatter" (see `TEXTUAL_OPERATORS`)."""
+    if operator not in OPERATORS:
+        raise ValueError(f"unknown edit operator {operator!r}; operators are {', '.join(OPERATORS)}")
+    return "textual" if operator in TEXTUAL_OPERATORS else "frontmatter" if operator in FRONTMATTER_OPERATORS \
+        else "structural"
 
 
 def apply_operator(name: str, text: str, rng: random.Random, target: str | None = None) -> Edit | None:
@@ -1200,38 +1248,149 @@ def _operator_cell(operator: str, policies: Sequence[str], n: int, seed: int, st
     return operator_trials(operator, policies, n, seed, start)
 
 
+RULE = "03_anchor_stability"  # the operator study's decision rule: datasets/rules/03_anchor_stability.yaml
+CLASSES = ("textual", "structural", "frontmatter")
+POOLED = "all textual"  # the row of the textual class, its operators pooled
+
+
+def _load_rule(rule: rulefile.RuleFile | str | Path | None) -> rulefile.RuleFile:
+    return rule if isinstance(rule, rulefile.RuleFile) else rulefile.load(RULE if rule is None else rule)
+
+
+def _rule_classes(rule: rulefile.RuleFile) -> dict[str, list[str]]:
+    """The rule's edit classes, checked against the operators (`edit_class`): a rule that misses an operator,
+    names an unknown one or files one under another class is refused, naming the field."""
+    classes = rule.param("classes")
+    if not isinstance(classes, Mapping) or set(classes) != set(CLASSES):
+        raise rulefile.RuleFileError(rule.path, "params.classes", "must map " + ", ".join(CLASSES) + " to operators")
+    listed = [op for c in CLASSES for op in classes[c]]
+    if sorted(listed) != sorted(OPERATORS):
+        missing, extra = set(OPERATORS) - set(listed), set(listed) - set(OPERATORS)
+        raise rulefile.RuleFileError(rule.path, "params.classes", f"must list every operator once (missing: "
+                                     f"{sorted(missing)}, unknown: {sorted(extra)})")
+    wrong = [f"{op} is {edit_class(op)}" for c in CLASSES for op in classes[c] if edit_class(op) != c]
+    if wrong:
+        raise rulefile.RuleFileError(rule.path, "params.classes", "; ".join(wrong))
+    return {c: list(classes[c]) for c in CLASSES}
+
+
+def _groups(ops: Sequence[str]) -> dict[str, list[str]]:
+    """What the rule judges and the stopping rule fills: the textual operators as one class, each structural
+    operator alone. Frontmatter operators touch no section and are neither grown nor judged."""
+    out = {POOLED: [op for op in ops if edit_class(op) == "textual"]}
+    out |= {op: [op] for op in ops if edit_class(op) == "structural"}
+    return {k: v for k, v in out.items() if v}
+
+
+def _verdict(failing: int, touching: int, bound: float, target: float) -> str:
+    if not touching:
+        return "untested"
+    if bound <= target:
+        return "meets"
+    return "lacks power" if failing == 0 else "exceeds"
+
+
 @dataclass(frozen=True)
 class OperatorStudy:
-    """Edit operators, one at a time, over fresh skills (rows: one per operator × trial × policy).
-
-    Rules stated before the data: (1) burden — a policy asks less than `orphan-all` when the upper end of its
-    95 % interval of review prompts per body update lies below `orphan-all`'s lower end; (2) safety — the
-    `TARGET` rule above, per policy; (3) proposals recover most false orphans when the lower end of their
-    recall interval exceeds 0.5. Intervals resample trials (one skill + one edit: the independent unit).
+    """Edit operators, one at a time, over fresh skills (rows: one per operator × trial × policy), judged by
+    the rule file `RULE` (`rule`): per edit class — the textual operators pooled, each structural operator
+    alone — and per attaching policy, the exact upper bound on the rate of touching trials (one skill, one
+    edit: the independent unit) with a wrongly anchored delta, against the rule's target; burden and
+    proposals on the first `trials_first` trials of every body operator. Rate intervals resample trials.
     """
 
     rows: pd.DataFrame
-    target: float = TARGET
-    n_boot: int = 1000
-    seed: int = 0
+    rule: rulefile.RuleFile
+    full: bool = False
     SHOWN = ("correct_clean", "correct_stale", "over_flagged", "false_orphan", "rescued_orphan", "misattached",
              "proposal_precision", "proposal_recall", "review_per_update")
+    COLUMNS = ("trials", "touching", "touched", "failing", "wrong", "bound", "verdict")
+
+    @property
+    def target(self) -> float:
+        return float(self.rule.param("target"))
+
+    @property
+    def n_boot(self) -> int:
+        return int(self.rule.param("n_boot_full" if self.full else "n_boot"))
+
+    @property
+    def seed(self) -> int:
+        return int(self.rule.param("bootstrap_seed"))
 
     def table(self, names: Sequence[str] = SHOWN) -> pd.DataFrame:
-        """Rates per (operator, policy) with 95 % trial-bootstrap intervals."""
+        """Rates per (operator, policy) over all trials, with 95 % trial-bootstrap intervals."""
+        if tuple(names) == self.SHOWN:
+            return self._shown.copy()
         return rates(self.rows, ["operator", "policy"], "trial", names, n_resamples=self.n_boot, seed=self.seed)
 
-    def safety(self) -> pd.DataFrame:
-        return safety(self.rows, target=self.target)
+    @cached_property
+    def _shown(self) -> pd.DataFrame:
+        return rates(self.rows, ["operator", "policy"], "trial", self.SHOWN, n_resamples=self.n_boot,
+                     seed=self.seed)
 
     def body(self) -> pd.DataFrame:
         """Rows of the body-changing operators only (frontmatter edits never move an anchor)."""
         return self.rows[~self.rows["operator"].isin(FRONTMATTER_OPERATORS)]
 
-    def finding(self) -> str:
-        body = rates(self.body(), "policy", "unit", ["review_per_update", "proposal_precision",
-                                                       "proposal_recall"],
+    def bounds(self) -> pd.DataFrame:
+        """Per (group, operator, policy) for the rule's policies: trials; touching trials (≥ 1 touched delta);
+        touched deltas; failing trials (a touched delta wrongly anchored); wrongly anchored deltas; the exact
+        one-sided upper bound on the failing-trial rate; the verdict (`meets`, `lacks power`, `exceeds`,
+        `untested`). The textual operators' own rows say "(pooled)": their class is judged as one (`POOLED`)."""
+        return self._bounds.copy()
+
+    @cached_property
+    def _bounds(self) -> pd.DataFrame:
+        judged = [p for p in self.rule.param("policies") if p in set(self.rows["policy"])]
+        r = self.rows[self.rows["policy"].isin(judged) & ~self.rows["operator"].isin(FRONTMATTER_OPERATORS)]
+        r = r.assign(touching=r["touched"] > 0, failing=(r["touched"] > 0) & (r["touched_misattached"] > 0))
+        agg = dict(trials=("trial", "size"), touching=("touching", "sum"), touched=("touched", "sum"),
+                   failing=("failing", "sum"), wrong=("touched_misattached", "sum"))
+        per = r.groupby(["operator", "policy"], sort=False).agg(**agg).reset_index()
+        per["group"] = [op if edit_class(op) == "structural" else POOLED for op in per["operator"]]
+        pooled = per[per["group"] == POOLED].groupby("policy", sort=False)[list(self.COLUMNS[:5])].sum()
+        pooled = pooled.reset_index().assign(operator=POOLED, group=POOLED)
+        out = pd.concat([per, pooled], ignore_index=True)
+        confidence = float(self.rule.param("confidence"))
+        out["bound"] = [binomial_upper(int(k), int(n), confidence).high if n else float("nan")
+                        for k, n in zip(out["failing"], out["touching"])]
+        out["verdict"] = [_verdict(int(k), int(n), b, self.target) if op == g else "(pooled)"
+                          for k, n, b, op, g in zip(out["failing"], out["touching"], out["bound"], out["operator"],
+                                                    out["group"])]
+        classes = self.rule.param("classes")
+        order = {op: k for k, op in enumerate([*classes["textual"], POOLED, *classes["structural"]])}
+        out = out.assign(_op=out["operator"].map(order), _policy=out["policy"].map(judged.index))
+        out = out.sort_values(["_op", "_policy"], kind="stable")
+        return out[["group", "operator", "policy", *self.COLUMNS]].reset_index(drop=True)
+
+    def textual(self) -> pd.DataFrame:
+        """The textual class: each of its operators, then the pooled rows the verdict is read from."""
+        b = self.bounds()
+        return b[b["group"] == POOLED].drop(columns="group").set_index(["operator", "policy"])
+
+    def structural(self) -> pd.DataFrame:
+        """Each structural operator, judged on its own."""
+        b = self.bounds()
+        return b[b["group"] != POOLED].drop(columns="group").set_index(["operator", "policy"])
+
+    def verdicts(self) -> pd.DataFrame:
+        """The judged rows only: the pooled textual class and every structural operator, per policy."""
+        b = self.bounds()
+        return b[b["operator"] == b["group"]].reset_index(drop=True)
+
+    def lacking(self) -> list[str]:
+        """Groups (operators, or `POOLED`) that lack power under some judged policy."""
+        v = self.verdicts()
+        return list(dict.fromkeys(v.loc[v["verdict"] == "lacks power", "group"]))
+
+    def _burden_lines(self) -> list[str]:
+        first = int(self.rule.param("trials_first"))
+        body = self.body()
+        body = rates(body[body["trial"] < first], "policy", "unit", ["review_per_update", "proposal_precision",
+                                                                    "proposal_recall"],
                      n_resamples=self.n_boot, seed=self.seed).set_index("policy")
+        floor = float(self.rule.param("recall_floor"))
         v1 = body.loc["orphan-all"] if "orphan-all" in body.index else None
         lines = []
         for p in [p for p in body.index if p != "orphan-all"]:
@@ -1243,40 +1402,125 @@ class OperatorStudy:
                              + ("**fewer** (intervals apart)." if fewer else
                                 "not distinguishable (intervals overlap)."))
             if r["proposal_precision"] == r["proposal_precision"]:  # a proposing policy
-                most = r["proposal_recall_low"] > 0.5
+                most = r["proposal_recall_low"] > floor
                 lines.append(f"  Its proposals: precision {_ci(r, 'proposal_precision')}, recall "
                              f"{_ci(r, 'proposal_recall')} — " + ("they recover most false orphans."
-                                                                  if most else "recall not shown above 0.5."))
-        s = self.safety()
-        trials = self.body().groupby("operator")["trial"].nunique()
-        lines.append(f"- **Misattachment over touched deltas** (rule: 95 % upper bound < {self.target:.1%}; "
-                     f"{trials.min()}–{trials.max()} trials per body operator): "
-                     + _bound_line(s, self.target) + ".")
-        return "\n".join(lines)
+                                                                  if most else f"recall not shown above {floor}."))
+        return lines
+
+    def finding(self) -> str:
+        """The rule's verdicts, computed from `bounds()` and the burden/proposal rates."""
+        v, target = self.verdicts(), self.target
+        need = int(self.rule.param("units_needed"))
+        cap = int(self.rule.param("max_trials_full" if self.full else "max_trials"))
+        lines = []
+        t = v[v["group"] == POOLED]
+        if len(t):
+            n = t.iloc[0]
+            lines.append(f"- **Textual edits** (whitespace, rewrap, typo, sentence reword/insert/delete, pooled: "
+                         f"{n.trials:,} trials, {n.touching:,} touching, {n.touched:,} touched deltas; rule: "
+                         f"bound ≤ {target:.1%} over touching trials): " + "; ".join(
+                             f"`{r.policy}` {r.failing} failing, bound {r.bound:.2%} — **{r.verdict}**"
+                             for r in t.itertuples()) + ".")
+        s = v[v["group"] != POOLED]
+        if len(s):
+            ok = [g for g, d in s.groupby("group", sort=False) if (d["verdict"] == "meets").all()]
+            n_of = s.groupby("group", sort=False)["touching"].first()
+            lines.append(f"- **Structural edits**, each operator alone: " + (
+                "meets under every judged policy: " + ", ".join(f"`{g}` ({n_of[g]:,} touching trials)" for g in ok)
+                if ok else "no operator meets the rule under every judged policy") + ".")
+            rest = s[s["verdict"] != "meets"]
+            keys = ["group", "verdict", "trials", "touching", "failing", "wrong", "bound"]
+            for k, d in rest.groupby(keys, sort=False, dropna=False):
+                r = dict(zip(keys, k))
+                why = {"lacks power": f"lacks power — 0 failing of {r['touching']:,} touching trials (bound "
+                                      f"{r['bound']:.2%}; {need:,} needed)",
+                       "exceeds": f"**exceeds** — {r['failing']} of {r['touching']:,} touching trials failing "
+                                  f"({r['wrong']} wrongly anchored deltas), bound {r['bound']:.2%}",
+                       "untested": f"untested — none of its {r['trials']:,} trials touched a delta's section "
+                                   "(nothing to judge)"}[r["verdict"]]
+                under = ", ".join(f"`{p}`" for p in d["policy"])
+                lines.append(f"  - `{r['group']}` under {under}: {why}.")
+        lacking = self.lacking()
+        if lacking:
+            lines.append(f"- **Too few trials to decide** for {', '.join(f'`{g}`' for g in lacking)}: this run "
+                         f"stops at {cap:,} trials per operator"
+                         + ("." if self.full else f"; `FULL=1` runs up to "
+                            f"{int(self.rule.param('max_trials_full')):,}."))
+        front = self.rows[self.rows["operator"].isin(FRONTMATTER_OPERATORS)]
+        if len(front):
+            per = front.groupby(["operator", "trial"])["touched"].first()
+            lines.append(f"- Frontmatter edits ({len(per):,} trials) touched {int(per.sum())} deltas' sections: not "
+                         "judged (the body stays byte-identical).")
+        return "\n".join(self._burden_lines() + lines)
 
 
-def operator_study(operators: Sequence[str] | None = None, policies: Sequence[str] = tuple(rebase.POLICIES),
-                   n: int = 30, seed: int = 0, *, min_touched: int = 0, step: int | None = None,
-                   max_n: int = 1000, n_boot: int = 1000, target: float = TARGET, **sweep_kw) -> OperatorStudy:
-    """Each operator applied once to `n` fresh skills, every section carrying a delta, through every policy.
-    With `min_touched` (e.g. `needed()`), the body operators get `step` (default `n`) more trials at a time
-    until every policy
-    has that many touched deltas (or `max_n` trials per operator): the stopping rule looks at the
-    denominator only, never at the misattachments. `sweep_kw` go to `sweep` (backend, n_jobs, progress)."""
-    ops = list(operators or OPERATORS)
-    grid = [{"operator": op, "policies": tuple(policies), "n": n, "seed": seed} for op in ops]
-    rows = [r for part in sweep(_operator_cell, grid, desc="operators", **sweep_kw) for r in part]
-    body, start = [op for op in ops if op not in FRONTMATTER_OPERATORS], n
-    while min_touched and body and start < max_n:
-        have = pd.DataFrame(rows).groupby("policy")["touched"].sum()
-        if have.min() >= min_touched:
-            break
-        more = min(step or n, max_n - start)
-        grid = [{"operator": op, "policies": tuple(policies), "n": more, "seed": seed, "start": start}
-                for op in body]
-        rows += [r for part in sweep(_operator_cell, grid, desc="operators", **sweep_kw) for r in part]
-        start += more
-    return OperatorStudy(pd.DataFrame(rows), target, n_boot, seed)
+def _stopping_point(touching: Mapping[str, Sequence[int]], members: Sequence[str], done: int, first: int,
+                    step: int, cap: int, need: int) -> int | None:
+    """The rule's stopping rule for one group, read off the trials run so far (`done` per member): the trials
+    per member at the first count `first + j·step` (at most `cap`) where the members' touching trials reach
+    `need`, or `cap` once every member is there; None while the trials run so far cannot tell."""
+    count = min(first, cap)
+    while count <= done:
+        if sum(sum(t < count for t in touching.get(m, ())) for m in members) >= need or count == cap:
+            return count
+        count = min(count + step, cap)
+    return None
+
+
+def operator_study(rule: rulefile.RuleFile | str | Path | None = None, *, full: bool = False,
+                   operators: Sequence[str] | None = None, policies: Sequence[str] = tuple(rebase.POLICIES),
+                   chunk: int = 250, **sweep_kw) -> OperatorStudy:
+    """Each operator applied once to fresh skills, every section carrying a delta, through every policy, with
+    every number (seed, trials, the stopping rule, target) from the rule file (default `RULE`; a name, path or
+    `RuleFile`). Every operator gets `trials_first` trials; then each operator of a class (the textual
+    operators pooled, each structural operator alone) with fewer than `units_needed` touching trials gets
+    `trials_step` more, up to `max_trials` per operator (`max_trials_full` with `full`): the stopping rule
+    reads the touching-trial counts only, never a failure.
+
+    Trials are seeded one by one, so they are run ahead in batches of up to `chunk` (sized from the touching
+    rate so far) and cut back to the rule's stopping point: the trials kept are exactly those of adding
+    `trials_step` at a time. `sweep_kw` go to `sweep` (backend, n_jobs, progress)."""
+    rule = _load_rule(rule)
+    _rule_classes(rule)
+    p = rule.params
+    ops, policies = list(operators or OPERATORS), tuple(policies)
+    seed, need, first, step = int(p["seed"]), int(p["units_needed"]), int(p["trials_first"]), int(p["trials_step"])
+    cap = int(p["max_trials_full" if full else "max_trials"])
+    done = {op: min(first, cap) for op in ops}
+    kept = dict(done)  # trials per operator the rule keeps (frontmatter operators: `trials_first`)
+
+    def run(cells: list[tuple[str, int, int]]) -> list[dict]:
+        grid = [{"operator": op, "policies": policies, "n": min(chunk, start + n - k), "seed": seed, "start": k}
+                for op, start, n in cells for k in range(start, start + n, chunk)]
+        return [r for part in sweep(_operator_cell, grid, desc="operators", **sweep_kw) for r in part]
+
+    rows = run([(op, 0, n) for op, n in done.items()])
+    groups, open_ = _groups(ops), set(_groups(ops))
+    while open_:
+        touching: dict[str, list[int]] = {}
+        for r in rows:
+            if r["policy"] == policies[0] and r["touched"]:
+                touching.setdefault(r["operator"], []).append(r["trial"])
+        cells = []
+        for g in sorted(open_):
+            members = groups[g]
+            have = done[members[0]]  # the members of a group grow together
+            stop = _stopping_point(touching, members, have, first, step, cap, need)
+            if stop is not None:
+                kept |= {m: stop for m in members}
+                open_.discard(g)
+                continue
+            units = sum(len(touching.get(m, ())) for m in members)
+            rate = units / (have * len(members)) if have else 0.0
+            more = (need - units) / (rate * len(members)) if rate else cap
+            ahead = min(cap, have + step * max(1, math.ceil(more / step)))
+            cells += [(m, have, ahead - have) for m in members]
+            done |= {m: ahead for m in members}
+        if cells:
+            rows += run(cells)
+    rows = [r for r in rows if r["trial"] < kept[r["operator"]]]
+    return OperatorStudy(pd.DataFrame(rows), rule, full)
 
 
 def _history_cell(profile: str, intensity: float, n_versions: int, n_deltas: int, seeds: Sequence[int],
