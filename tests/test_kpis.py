@@ -10,7 +10,7 @@ from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 from overlay_kit import evidence, gates
 from overlay_kit.store import Store, StoreError
-from overlay_kit.studies import deploy, kpis
+from overlay_kit.studies import deploy, kpis, rulefile
 
 SKILL = make_skill()
 
@@ -197,53 +197,78 @@ def test_summarize_gives_intervals_and_pools_ratios():
     assert s.loc["b", "x_lo"] == s.loc["b", "x_hi"] == 5 and s.loc["a", "runs"] == 4
 
 
-def _frame(axis, values):
+def _frame(axis, values, noise=(-0.01, 0.0, 0.01)):
+    """Runs of one axis: per value (utility, non-recurring pairs of 10, friction, hard breaks, per-seed jitter
+    of the utility or None for the shared `noise`)."""
     rows = []
-    for v, (util, nr, friction, broken) in values.items():
-        for seed, noise in enumerate((-0.01, 0.0, 0.01)):
-            rows.append({"axis": axis, "value": v, "seed": seed, "on_minus_off": util + noise, "nr_once": nr,
+    for v, (util, nr, friction, broken, *jitter) in values.items():
+        for seed, e in enumerate(jitter[0] if jitter else noise):
+            rows.append({"axis": axis, "value": v, "seed": seed, "on_minus_off": util + e, "nr_once": nr,
                          "nr_pairs": 10, "nonrecurrence": nr / 10, "friction": friction,
                          "learned_tokens_median": 10.0, "activated_below_threshold": broken})
     return pd.DataFrame(rows)
 
 
-def test_recommend_follows_the_stated_rule():
+def _rule(tmp_path, **params):
+    """The committed 07 rule with some params changed (a copy under tmp_path)."""
+    import yaml
+
+    doc = yaml.safe_load(rulefile.load("07_kpis").path.read_text(encoding="utf-8"))
+    doc["params"] |= params
+    path = tmp_path / "07_kpis.yaml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    return rulefile.load(path)
+
+
+def test_recommend_judges_each_value_against_the_shipped_one_seed_by_seed():
     f = pd.concat([
         _frame("a", {"'x'": (0.9, 9, 1.0, 1), "'y'": (0.5, 8, 1.0, 0), "'z'": (0.3, 8, 0.5, 0)}),
-        _frame("b", {"1": (0.5, 8, 3.0, 0), "2": (0.5, 8, 1.0, 0), "3": (0.5, 8, 2.0, 0)}),
-        _frame("c", {"1": (0.5, 9, 3.0, 0), "2": (0.5, 5, 1.0, 0)}),
+        _frame("b", {"1": (0.5, 8, 3.0, 0, (0.05, -0.05, 0.0)), "3": (0.5, 8, 2.0, 0)}),
+        _frame("c", {"1": (0.5, 9, 3.0, 0), "2": (0.2, 9, 1.0, 0)}),
     ])
-    r = kpis.recommend(f, defaults={"a": "z", "b": 3}).set_index("axis")
-    assert r.loc["a", "value"] == "'y'" and "activated_below_threshold" in r.loc["a", "excluded"]
-    assert r.loc["b", "value"] == "3" and "default" in r.loc["b", "rule"]  # a tie keeps the default
-    assert r.loc["c", "value"] == "1"  # only value 1 reaches the 70 % non-recurrence target
-    assert kpis.recommend(f, axes=["b"])["axis"].tolist() == ["b"]
-    unmeasured = _frame("e", {"1": (0.5, 8, 2.0, 0), "2": (0.5, 8, 1.0, 0)}).assign(nonrecurrence=float("nan"),
-                                                                                 nr_pairs=0, nr_once=0)
-    r = kpis.recommend(unmeasured, defaults={"e": 1}).set_index("axis")
-    assert r.loc["e", "value"] == "1" and "nonrecurrence not measured" in r.loc["e", "rule"]
-    everything_broken = _frame("d", {"1": (0.5, 8, 1.0, 2)})
-    assert kpis.recommend(everything_broken)["value"].isna().all()
-    assert np.isnan(kpis.ci([]).estimate)
+    r = kpis.recommend(f, defaults={"a": "z", "b": 3, "c": 1}).set_index("axis")
+    assert r.loc["a", "verdict"] == "switch to 'y'" and r.loc["a", "diff"] == pytest.approx(0.2)
+    assert "'x': activated_below_threshold" in r.loc["a", "excluded"] and "'x'" not in r.loc["a", "compared"]
+    b = r.loc["b"]
+    assert b["verdict"].startswith("no difference detected at MDE") and b["seeds"] == 3
+    sd = np.std([0.06, -0.05, -0.01], ddof=1)  # the paired differences: jitter minus the shared noise
+    assert b["mde"] == pytest.approx((1.959964 + 0.841621) * sd / np.sqrt(3), rel=1e-4)
+    assert r.loc["c", "verdict"] == "shipped wins" and r.loc["c", "value"] == "1"
+    assert kpis.recommend(f, defaults={"b": 3}, axes=["b"])["axis"].tolist() == ["b"]
+    broken_shipped = _frame("d", {"1": (0.5, 8, 1.0, 2), "2": (0.5, 8, 1.0, 0)})
+    assert kpis.recommend(broken_shipped, defaults={"d": 1})["verdict"].iloc[0] == \
+        "the shipped value breaks a hard constraint"
+
+
+def test_the_verdict_is_computed_from_the_rule_file(tmp_path):
+    """A value better on the primary utility but worse on non-recurrence by 0.2: not a switch under the
+    committed margin (0.05); a rule file with a margin of 0.5 lets it through."""
+    f = _frame("m", {"1": (0.5, 9, 1.0, 0), "2": (0.7, 7, 1.0, 0)})
+    committed = kpis.recommend(f, defaults={"m": 1}).set_index("axis")
+    assert committed.loc["m", "verdict"].startswith("no difference detected")
+    loose = kpis.recommend(f, defaults={"m": 1}, rule=_rule(tmp_path, margin=0.5)).set_index("axis")
+    assert loose.loc["m", "verdict"] == "switch to 2"
 
 
 def test_recommend_sets_aside_only_the_constraint_a_value_breaks_by_definition():
     f = _frame("auto_approve", {"True": (0.9, 9, 1.0, 1), "False": (0.5, 8, 1.0, 0)})
     r = kpis.recommend(f, defaults={"auto_approve": False}).set_index("axis")
-    assert r.loc["auto_approve", "value"] == "True" and r.loc["auto_approve", "excluded"] == ""
+    assert r.loc["auto_approve", "verdict"] == "switch to True" and r.loc["auto_approve", "excluded"] == ""
     strict = kpis.recommend(f, defaults={"auto_approve": False}, by_definition={}).set_index("axis")
-    assert strict.loc["auto_approve", "value"] == "False"
+    assert strict.loc["auto_approve", "verdict"] == "shipped wins"
 
 
-def test_robust_recommends_only_what_every_world_picks():
+def test_robust_switches_only_where_every_world_switches():
     agree = _frame("b", {"1": (0.9, 9, 1.0, 0), "2": (0.5, 9, 1.0, 0)})
     split = {"p_obey=0.6": (0.5, 0.9), "default": (0.9, 0.5)}  # which value wins, per world
     rows = [agree.assign(world=w) for w in ("default", "p_obey=0.6")]
     rows += [_frame("c", {"1": (u1, 9, 1.0, 0), "2": (u2, 9, 1.0, 0)}).assign(world=w) for w, (u1, u2) in split.items()]
-    r = kpis.robust(pd.concat(rows), defaults={"b": 2, "c": 2}, n_boot=200).set_index("axis")
-    assert r.loc["b", "robust"] and r.loc["b", "verdict"] == "change 1" and r.loc["b", "scenarios"] == 2
-    assert not r.loc["c", "robust"] and r.loc["c", "verdict"] == "depends on p_obey"
-    assert r.loc["c", "pick_at_defaults"] == "1"
+    rows += [_frame("e", {"1": (0.5, 9, 1.0, 0, (0.05, -0.05, 0.0)), "2": (0.5, 9, 1.0, 0)}).assign(world=w)
+             for w in ("default", "p_obey=0.6")]
+    r = kpis.robust(pd.concat(rows), defaults={"b": 2, "c": 2, "e": 2}).set_index("axis")
+    assert r.loc["b", "verdict"] == "switch to 1" and r.loc["b", "scenarios"] == 2
+    assert r.loc["c", "verdict"] == "depends on p_obey" and r.loc["c", "at_defaults"] == "switch to 1"
+    assert r.loc["e", "verdict"] == f"no difference detected at MDE {r.loc['e', 'mde']:.3f}"
 
 
 def test_assumptions_are_settings_with_their_defaults_inside_the_stated_range():
@@ -293,9 +318,12 @@ def test_kpi_study_reads_its_runs():
     assert n.loc["activated_below_threshold", "count"] > 0
     assert (st.frame.query("value == 'False'")["activated_below_threshold"] == 0).all()
     t = st.table().set_index("axis")
-    assert t.loc["auto_approve", "scenarios"] == 3
+    assert t.loc["auto_approve", "scenarios"] == 3 and t.loc["auto_approve", "shipped"] == "False"
     text = st.finding()
-    assert "only where auto_approve = True" in text and "`auto_approve`" in text and "by definition" in text
+    assert "only where auto_approve = True" in text and "`auto_approve` (ships False)" in text
+    assert "by definition" in text and text.startswith(st.rule.stamp())
+    need = st.seeds_needed().set_index("axis")
+    assert need.loc["auto_approve", "seeds"] == 2
 
 
 def test_store_exports_are_named_and_read_only(store):
@@ -303,3 +331,13 @@ def test_store_exports_are_named_and_read_only(store):
         store.export("skill_deltas; DROP TABLE x")
     cols, rows = store.export("deltas")
     assert cols[:3] == ["id", "skill", "scope"] and rows == []
+
+
+def test_the_study_plan_comes_from_the_rule_file(tmp_path):
+    rule = rulefile.load("07_kpis")
+    smoke, full = kpis.plan(rule), kpis.plan(rule, full=True)
+    assert smoke["axes"] == rule.param("axes") and len(smoke["seeds"]) == rule.param("default_run")["seeds"]
+    assert set(full["axes"]) == set(rule.param("axes")) | set(rule.param("full_axes"))
+    assert len(full["seeds"]) == rule.param("max_seeds") and full["assumptions"] == list(deploy.ASSUMPTIONS)
+    other = kpis.plan(_rule(tmp_path, default_run={"seeds": 7, "n_sessions": 12}))
+    assert len(other["seeds"]) == 7 and other["base"] == {"n_sessions": 12}

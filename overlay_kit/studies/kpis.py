@@ -21,13 +21,14 @@ reproduces and that clear the logged bar. Auto-approval activates at zero eviden
 below threshold — the seed's bar, applied literally.
 
 `run_kpis(deployment)` is one row; `kpi_frame(deployments)` many; `summarize` adds 95 % percentile-
-bootstrap intervals over runs (seeded); `recommend` picks a value per swept setting by a stated rule.
+bootstrap intervals over runs (seeded); `recommend` judges each swept setting against the shipped value by the
+rule file datasets/rules/07_kpis.yaml (`rulefile`), fixed before the data.
 
-The study: `run(axes, seeds=…, assumptions=…)` sweeps the gate settings one at a time in every world scenario
-(`worlds`: each behavioural assumption of `deploy.ASSUMPTIONS` at the low and the high end of its range) on
-the studies' sweep runner, and returns a `KPIStudy` whose `.table()` applies `recommend` in every scenario and
-recommends a value only where all agree ("depends on X" otherwise; `RULE`), and whose `.finding()` writes the
-verdicts from the numbers. kpis imports deploy (the simulator); deploy never imports kpis.
+The study: `run(axes, seeds=…, assumptions=…)` sweeps the gate settings one at a time around the shipped
+defaults, in every world scenario (`worlds`: each behavioural assumption of `deploy.ASSUMPTIONS` at the low and
+the high end of its range) on the studies' sweep runner, and returns a `KPIStudy` whose `.table()` applies
+`recommend` in every scenario and combines them (`robust`), and whose `.finding()` writes the verdicts from the
+numbers. kpis imports deploy (the simulator); deploy never imports kpis.
 """
 
 from __future__ import annotations
@@ -44,19 +45,20 @@ import pandas as pd
 from ..grammar import TIERS
 from ..metrics import Interval, binomial_upper, mean_ci, ratio_ci, wilson_lower_bound
 from ..skill import PERMISSION_DOMAINS
-from . import deploy
+from . import deploy, rulefile
 from .deploy import ASSUMPTIONS, Deployment
+from .rulefile import RuleFile
 from .sweep import sweep
 
 __all__ = [
     "BY_DEFINITION",
     "HARD",
-    "RULE",
-    "TARGETS",
     "KPIStudy",
     "Recurrence",
     "atomicity",
     "ci",
+    "paired",
+    "plan",
     "cost",
     "dashboard",
     "kpi_frame",
@@ -78,7 +80,6 @@ __all__ = [
 ]
 
 WINDOW = 20
-TARGETS = {"nonrecurrence": 0.70, "tier01_share": 0.50}
 # A setting value that breaks a HARD constraint by definition: auto-approval activates at zero evidence, which the
 # seed's bar counts as an activation below the evidence threshold whatever happens. The data cannot decide
 # that, so `recommend` judges the axis on everything else and the finding states the definition.
@@ -90,13 +91,13 @@ HARD = {"activated_below_threshold": 0, "untrusted_without_approval": 0, "permis
 _PERMISSION = re.compile(r"\b(" + "|".join(sorted(PERMISSION_DOMAINS)) + r"):[a-z_*]+", re.IGNORECASE)
 
 
-def ci(values: Sequence[float], *, n_boot: int = 2000, seed: int = 0) -> Interval:
-    """The mean over runs with a 95 % percentile-bootstrap interval (`metrics.mean_ci`); NaN runs (a KPI
-    with nothing to measure in that run) are left out, and no runs at all give NaN."""
+def ci(values: Sequence[float], *, n_boot: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
+    """The mean over runs with a percentile-bootstrap interval (`metrics.mean_ci`); NaN runs (a KPI with
+    nothing to measure in that run) are left out, and no runs at all give NaN."""
     x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
     if x.size == 0:
-        return Interval(float("nan"), float("nan"), float("nan"), 0.95, 0)
-    return mean_ci(x, n_resamples=n_boot, seed=seed)
+        return Interval(float("nan"), float("nan"), float("nan"), confidence, 0)
+    return mean_ci(x, n_resamples=n_boot, seed=seed, confidence=confidence)
 
 
 # ------------------------------------------------------------------------------------- non-recurrence
@@ -333,67 +334,88 @@ def summarize(frame: pd.DataFrame, by: str | Sequence[str], kpis: Sequence[str],
 # ------------------------------------------------------------------------------------ recommendation
 
 
-def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any] | None = None, axes: Iterable[str] | None = None,
-              utilities: Sequence[str] = ("on_minus_off", "nonrecurrence"),
-              tie_break: Sequence[str] = ("friction", "learned_tokens_median"),
-              by_definition: Mapping[str, str] | None = None, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """One recommended value per swept setting (a `study` frame of one world: `axis`, `value` columns), by a rule
-    stated here and in the output:
+def _per_run(runs: pd.DataFrame, kpi: str) -> pd.Series:
+    """A KPI per run (by seed): a pooled ratio KPI (`RATIOS`) as that run's own ratio (NaN without pairs)."""
+    if kpi in RATIOS:
+        num, den = RATIOS[kpi]
+        value = runs[num].astype(float) / runs[den].astype(float).where(runs[den] > 0)
+    else:
+        value = runs[kpi].astype(float)
+    return pd.Series(value.to_numpy(), index=runs["seed"].to_numpy())
 
-    1. drop every value that breaks a HARD constraint in any run (safety and correctness KPIs);
-    2. if some value reaches the non-recurrence target (pooled over runs), drop those that do not;
-    3. for each utility in turn (measured value on − off, then non-recurrence), keep the values whose
-       estimate lies inside the best one's 95 % bootstrap interval — as good as this sweep can tell;
-    4. among what is left, keep the current default (`defaults[axis]`) if it is there — a default changes
-       only on evidence; otherwise the lowest `tie_break` KPIs win (less friction, fewer tokens).
 
-    `axes`: which swept settings to recommend (default: all); world parameters swept for sensitivity (how
-    often the base changes) have no recommendation. `by_definition` (axis → HARD KPI, default `BY_DEFINITION`):
-    a constraint that one value of the axis breaks by definition, not by evidence, is left out of step 1 for
-    that axis (the finding says so), so the data still decide it on everything else.
+def paired(runs: pd.DataFrame, value: str, shipped: str, kpi: str, rule: RuleFile) -> dict[str, float]:
+    """`kpi` of `value` minus the shipped value's, seed by seed (the same user, world and random numbers): the
+    mean difference, its bootstrap interval over seeds, the seeds compared and the minimum detectable
+    difference (`rule`'s α and power: (z(1 − α/2) + z(power)) · sd / √n; inf below two seeds)."""
+    from scipy import stats
+
+    a = _per_run(runs[runs["value"] == value], kpi)
+    b = _per_run(runs[runs["value"] == shipped], kpi)
+    d = (a - b.reindex(a.index)).dropna()
+    iv = ci(d.to_numpy(), n_boot=rule.param("n_boot"), seed=rule.param("seed"),
+            confidence=rule.param("confidence"))
+    z = stats.norm.ppf(1 - rule.param("alpha") / 2) + stats.norm.ppf(rule.param("power"))
+    mde = float(z * d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("inf")
+    return {"diff": iv.estimate, "lo": iv.low, "hi": iv.high, "n": len(d), "mde": mde,
+            "same": len(d) > 0 and bool((d == d.iloc[0]).all())}
+
+
+def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any], axes: Iterable[str] | None = None,
+              by_definition: Mapping[str, str] | None = None, rule: RuleFile | None = None) -> pd.DataFrame:
+    """Per swept setting of one world's `study` frame (`axis`, `value`, `seed` columns), the verdict of the
+    rule file (datasets/rules/07_kpis.yaml, or `rule`) against the shipped value (`defaults[axis]`):
+
+    1. exclude every value that breaks a HARD constraint in any run, except the one constraint an axis value
+       breaks by definition (`by_definition`, default `BY_DEFINITION`);
+    2. compare each other value with the shipped one seed by seed (`paired`) on the primary and secondary
+       utilities;
+    3. "switch to v" for the better value (primary interval above 0, secondary not shown worse by more than
+       the margin) with the largest primary difference; "shipped wins" when every other value is worse or
+       excluded; otherwise "no difference detected at MDE m" (the largest MDE among the undecided).
     """
+    rule = rule or rulefile.load("07_kpis")
+    primary, secondary, margin = rule.param("primary"), rule.param("secondary"), rule.param("margin")
     by_definition = BY_DEFINITION if by_definition is None else by_definition
-    defaults = {k: repr(v) for k, v in (defaults or {}).items()}
     wanted = None if axes is None else set(axes)
     out = []
     for axis, runs in frame.groupby("axis", sort=False):
         if wanted is not None and axis not in wanted:
             continue
-        s = summarize(runs, "value", list(dict.fromkeys([*utilities, "nonrecurrence", *tie_break])),
-                      n_boot=n_boot, seed=seed)
+        shipped = repr(defaults[axis])
         hard = {k: limit for k, limit in HARD.items() if k != by_definition.get(axis)}
         broken = {v: [k for k, limit in hard.items() if k in g and (g[k].fillna(0) > limit).any()]
                   for v, g in runs.groupby("value", sort=False)}
-        s["broken"] = [", ".join(broken[v]) for v in s["value"]]
-        row = {"axis": axis, "value": None, "default": defaults.get(axis),
-               **{u: float("nan") for u in utilities}, "candidates": "",
-               "excluded": "; ".join(f"{v}: {b}" for v, b in zip(s["value"], s["broken"]) if b)}
-        ok = s[s["broken"] == ""]
-        if ok.empty:
-            out.append(row | {"rule": "no value meets the hard constraints"})
+        row = {"axis": axis, "shipped": shipped, "verdict": "", "value": None, "diff": float("nan"),
+               "diff_lo": float("nan"), "diff_hi": float("nan"), "mde": float("nan"), "seeds": 0,
+               "excluded": "; ".join(f"{v}: {', '.join(b)}" for v, b in broken.items() if b), "compared": ""}
+        if broken.get(shipped):
+            out.append(row | {"verdict": "the shipped value breaks a hard constraint"})
             continue
-        why = ["hard constraints"]
-        meet = ok[ok["nonrecurrence"] >= TARGETS["nonrecurrence"]]
-        if not meet.empty:
-            ok = meet
-            why.append(f"non-recurrence ≥ {TARGETS['nonrecurrence']:.0%}")
-        for u in utilities:
-            values = ok[u].where(np.isfinite(ok[u]), -np.inf)
-            if not np.isfinite(values).any():  # nothing measured for any value (e.g. no pairs to count)
-                why.append(f"{u} not measured")
+        better, undecided, lines = [], [], []
+        for v in broken:
+            if v == shipped or broken[v]:
                 continue
-            best = ok.loc[values.idxmax()]
-            lo = best[f"{u}_lo"] if np.isfinite(best[f"{u}_lo"]) else best[u]
-            ok = ok[values >= lo - 1e-12]
-            why.append(f"{u} within the best CI")
-        if defaults.get(axis) in set(ok["value"]):
-            pick, how = ok[ok["value"] == defaults[axis]].iloc[0], "the default is among them: kept"
+            p, q = paired(runs, v, shipped, primary, rule), paired(runs, v, shipped, secondary, rule)
+            lines.append(f"{v}: {primary} {p['diff']:+.3f} [{p['lo']:+.3f}, {p['hi']:+.3f}], {secondary} "
+                         f"{q['diff']:+.3f} [{q['lo']:+.3f}, {q['hi']:+.3f}] over {p['n']} seeds"
+                         + (f" ({primary} differs by the same amount on every seed)" if p["same"] else ""))
+            row["seeds"] = max(row["seeds"], p["n"])
+            if p["lo"] > 0 and not q["hi"] <= -margin:
+                better.append((p["diff"], v, p))
+            elif not p["hi"] < 0:
+                undecided.append(p)
+        row["compared"] = "; ".join(lines)
+        if better:
+            _, v, p = max(better, key=lambda t: t[0])
+            row |= {"verdict": f"switch to {v}", "value": v, "diff": p["diff"], "diff_lo": p["lo"],
+                    "diff_hi": p["hi"], "mde": p["mde"]}
+        elif not undecided:
+            row |= {"verdict": "shipped wins", "value": shipped}
         else:
-            pick, how = ok.sort_values(list(tie_break), kind="stable").iloc[0], f"lowest {', '.join(tie_break)}"
-        out.append(row | {"value": pick["value"], **{u: pick[u] for u in utilities},
-                          **{f"{u}_lo": pick[f"{u}_lo"] for u in utilities},
-                          **{f"{u}_hi": pick[f"{u}_hi"] for u in utilities},
-                          "candidates": ", ".join(ok["value"]), "rule": "; ".join(why) + "; " + how})
+            mde = max(p["mde"] for p in undecided)
+            row |= {"verdict": f"no difference detected at MDE {mde:.3f}", "mde": mde}
+        out.append(row)
     return pd.DataFrame(out)
 
 
@@ -523,50 +545,48 @@ def study(axes: Mapping[str, Sequence[Any]], *, seeds: Sequence[int], base: Mapp
                          for world, axis, value, key in plan])
 
 
-RULE = ("per world scenario: drop values that break a hard constraint in any run (except one an axis value "
-        "breaks by definition); keep those reaching the non-recurrence target if any does; keep the values "
-        "whose measured value (on − off), then non-recurrence, lie inside the best value's 95 % interval; keep "
-        "the current default if it is among them, else the least friction and fewest resident tokens. A setting "
-        "is recommended only when every scenario picks the same value; otherwise it depends on the assumptions "
-        "whose scenarios pick differently.")
-
-
 def robust(frame: pd.DataFrame, *, defaults: Mapping[str, Any], axes: Iterable[str] | None = None,
-           n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """`recommend` in every world scenario of a `study` frame; per axis the verdict (`RULE`): the value every
-    scenario picks, or "depends on X" naming the assumptions whose scenarios pick another value."""
-    picks = []
-    for world, runs in frame.groupby("world", sort=False):
-        r = recommend(runs, defaults=defaults, axes=axes, n_boot=n_boot, seed=seed)
-        picks.append(r.assign(world=world))
-    picks = pd.concat(picks, ignore_index=True)
+           rule: RuleFile | None = None) -> pd.DataFrame:
+    """`recommend` in every world scenario of a `study` frame; per axis the verdict across them (the rule
+    file's step 5): a switch only when every scenario switches to the same value, "shipped wins" only when
+    every scenario says so, else the scenarios that disagree, or no difference detected at the largest MDE."""
+    rule = rule or rulefile.load("07_kpis")
+    picks = pd.concat([recommend(runs, defaults=defaults, axes=axes, rule=rule).assign(world=world)
+                       for world, runs in frame.groupby("world", sort=False)], ignore_index=True)
     out = []
     for axis, g in picks.groupby("axis", sort=False):
+        verdicts = set(g["verdict"])
         at_default = g[g["world"] == DEFAULT].iloc[0]
-        differ = g[g["value"].astype(str) != str(at_default["value"])]
-        depends = sorted({w.split("=")[0] for w in differ["world"]})
-        out.append({"axis": axis, "default": at_default["default"], "pick_at_defaults": at_default["value"],
-                    "verdict": (f"depends on {', '.join(depends)}" if depends else
-                                ("keep" if at_default["value"] == at_default["default"] else "change") +
-                                f" {at_default['value']}"),
-                    "robust": not depends, "scenarios": len(g),
-                    "picks": "; ".join(f"{w}: {v}" for w, v in zip(g["world"], g["value"]))})
+        switch = {v for v in verdicts if v.startswith("switch to")}
+        if len(verdicts) == 1 and (switch or verdicts == {"shipped wins"}):
+            verdict = next(iter(verdicts))
+        elif switch or "shipped wins" in verdicts:
+            depends = sorted({w.split("=")[0] for w, v in zip(g["world"], g["verdict"]) if v != at_default.verdict})
+            verdict = f"depends on {', '.join(depends)}"
+        else:
+            verdict = f"no difference detected at MDE {g['mde'].max():.3f}"
+        out.append({"axis": axis, "shipped": at_default["shipped"], "verdict": verdict,
+                    "at_defaults": at_default["verdict"], "scenarios": len(g), "seeds": int(g["seeds"].min()),
+                    "mde": float(g["mde"].max()), "compared_at_defaults": at_default["compared"],
+                    "picks": "; ".join(f"{w}: {v}" for w, v in zip(g["world"], g["verdict"]))})
     return pd.DataFrame(out)
 
 
 @dataclass(frozen=True)
 class KPIStudy:
-    """The KPI study over simulated deployments (a `study` frame and what it was run with)."""
+    """The KPI study over simulated deployments (a `study` frame, the shipped values and the rule it is judged
+    by)."""
 
     frame: pd.DataFrame
-    defaults: Mapping[str, Any]
-    axes: tuple[str, ...]  # gate settings to recommend
+    defaults: Mapping[str, Any]  # the shipped value of each swept setting
+    axes: tuple[str, ...]  # gate settings to judge
     fixed: Mapping[str, Mapping[str, Any]]
+    rule: RuleFile
     n_boot: int = 1000
     seed: int = 0
 
     def at_defaults(self) -> pd.DataFrame:
-        """The runs at the default settings in the default world, one per seed."""
+        """The runs at the shipped settings in the default world, one per seed."""
         f = self.frame[self.frame["world"] == DEFAULT]
         first = f["axis"].iloc[0]
         return f[(f["axis"] == first) & (f["value"] == repr(self.defaults[first]))]
@@ -583,8 +603,17 @@ class KPIStudy:
                          seed=self.seed)
 
     def table(self) -> pd.DataFrame:
-        """Per gate setting: the verdict of `RULE` across every world scenario, and each scenario's pick."""
-        return robust(self.frame, defaults=self.defaults, axes=self.axes, n_boot=self.n_boot, seed=self.seed)
+        """Per gate setting: the rule's verdict across every world scenario, and each scenario's."""
+        return robust(self.frame, defaults=self.defaults, axes=self.axes, rule=self.rule)
+
+    def seeds_needed(self) -> pd.DataFrame:
+        """Per setting, from this run's paired spread: the seeds the rule's `target_mde` needs (capped at
+        `max_seeds`) — how the FULL run's seed count is chosen."""
+        t = self.table()
+        target, cap = self.rule.param("target_mde"), self.rule.param("max_seeds")
+        need = np.ceil(t["seeds"] * (t["mde"] / target) ** 2)
+        return t.assign(seeds_needed=need.where(np.isfinite(need)).clip(upper=cap))[
+            ["axis", "seeds", "mde", "seeds_needed"]]
 
     def finding(self) -> str:
         """The verdicts, written from the numbers (re-running rewrites it)."""
@@ -596,7 +625,8 @@ class KPIStudy:
             return f"{r.estimate:{fmt}} [{r.low:{fmt}}, {r.high:{fmt}}]"
 
         met = lambda k: "meets" if d.loc[k, "met"] else "misses"  # noqa: E731
-        lines = [f"**At the current defaults, default world** ({len(runs)} seeded deployments): correction "
+        lines = [self.rule.stamp(), "",
+                 f"**At the shipped defaults, default world** ({len(runs)} seeded deployments): correction "
                  f"non-recurrence {iv('nonrecurrence')} ({met('nonrecurrence')} the 70 % target); deltas-on beat "
                  f"deltas-off by {iv('on_minus_off')} eval accuracy ({met('on_minus_off')} +5 points); "
                  f"{iv('tier01_share')} of accepted lessons landed at tier 0/1 ({met('tier01_share')} 50 %).", ""]
@@ -610,29 +640,47 @@ class KPIStudy:
             where = self.frame[self.frame[r.kpi].fillna(0) > 0]
             lines.append(f"**{r.kpi}** occurred {r.count} times, only where "
                          + ", ".join(sorted({f"{a} = {v}" for a, v in zip(where['axis'], where['value'])})) + ".")
-        lines += ["", f"**Recommendations** ({RULE})", ""]
+        target = self.rule.param("target_mde")
+        lines += ["", f"**Against what ships** (each value paired with the shipped one seed by seed; "
+                      f"{self.rule.param('primary')} primary, {self.rule.param('secondary')} secondary):", ""]
         for r in self.table().itertuples():
             at = self.fixed.get(r.axis)
             cond = f" (judged with {', '.join(f'{k} = {v}' for k, v in at.items())})" if at else ""
-            why = (f"; one value breaks `{BY_DEFINITION[r.axis]}` by definition (not by evidence), so that "
-                   "constraint was set aside for this axis and the values judged on the measured KPIs") \
-                if r.axis in BY_DEFINITION else ""
-            if r.robust:
-                lines.append(f"- `{r.axis}`{cond}: **{r.verdict}** — the same pick in all {r.scenarios} "
-                             f"scenarios{why}.")
-            else:
-                lines.append(f"- `{r.axis}`{cond}: **{r.verdict}** — at the defaults the pick is "
-                             f"{r.pick_at_defaults}; per scenario: {r.picks}{why}.")
+            why = (f"; `{BY_DEFINITION[r.axis]}` is set aside for this axis (one value breaks it by definition)"
+                   if r.axis in BY_DEFINITION else "")
+            power = ("" if not np.isfinite(r.mde) or r.mde <= target else
+                     f" — underpowered: MDE {r.mde:.3f} > the rule's {target:.2f} with {r.seeds} seeds")
+            lines.append(f"- `{r.axis}` (ships {r.shipped}){cond}: **{r.verdict}** in {r.scenarios} scenarios"
+                         f"{why}{power}. At the defaults: {r.compared_at_defaults or 'nothing to compare'}.")
         return "\n".join(lines)
 
 
-def run(axes: Mapping[str, Sequence[Any]], *, seeds: Sequence[int], base: Mapping[str, Any] | None = None,
-        fixed: Mapping[str, Mapping[str, Any]] | None = None, assumptions: Sequence[str] | None = (),
-        n_boot: int = 1000, seed: int = 0, **sweep_kw) -> KPIStudy:
-    """The KPI study: `study(...)` over the gate settings `axes` in every world scenario, as a `KPIStudy`.
-    Each axis is swept over its values and the shipped one (`deploy.Settings()`: overlay_kit.defaults), added
-    where `axes` leaves it out: every verdict compares against what ships."""
+def plan(rule: RuleFile, *, full: bool = False) -> dict[str, Any]:
+    """The study's arguments as the rule file states them: axes (with `full_axes` under `full`), fixed, seeds
+    (the default run's, or `max_seeds` under `full`: at least what `KPIStudy.seeds_needed` asks, unless
+    capped), sessions per deployment and the world scenarios (every assumption under `full`)."""
+    run_ = rule.param("full_run" if full else "default_run")
+    return {"axes": dict(rule.param("axes")) | (dict(rule.param("full_axes")) if full else {}),
+            "fixed": dict(rule.param("fixed")),
+            "seeds": range(rule.param("max_seeds") if full else rule.param("default_run")["seeds"]),
+            "base": {"n_sessions": run_["n_sessions"]},
+            "assumptions": list(ASSUMPTIONS) if full else list(rule.param("default_assumptions"))}
+
+
+def run(axes: Mapping[str, Sequence[Any]] | None = None, *, seeds: Sequence[int] | None = None,
+        base: Mapping[str, Any] | None = None, fixed: Mapping[str, Mapping[str, Any]] | None = None,
+        assumptions: Sequence[str] | None = (), n_boot: int | None = None, seed: int | None = None,
+        rule: RuleFile | None = None, **sweep_kw) -> KPIStudy:
+    """The KPI study: `study(...)` over the gate settings `axes` in every world scenario, as a `KPIStudy`
+    judged by `rule` (datasets/rules/07_kpis.yaml). Each axis is swept over its values and the shipped one
+    (`deploy.Settings()`: overlay_kit.defaults), added where `axes` leaves it out: every verdict compares against
+    what ships. `axes`, `fixed`, `seeds`, `n_boot` and `seed` default to the rule's."""
+    rule = rule or rulefile.load("07_kpis")
+    axes = rule.param("axes") if axes is None else axes
+    fixed = {a: f for a, f in rule.param("fixed").items() if a in axes} if fixed is None else fixed
+    seeds = range(rule.param("default_run")["seeds"]) if seeds is None else seeds
     defaults = {a: getattr(deploy.Settings(), a) for a in axes}
     axes = {a: list(v) + ([defaults[a]] if defaults[a] not in list(v) else []) for a, v in axes.items()}
     frame = study(axes, seeds=seeds, base=base, fixed=fixed, assumptions=assumptions, **sweep_kw)
-    return KPIStudy(frame, defaults, tuple(axes), dict(fixed or {}), n_boot, seed)
+    return KPIStudy(frame, defaults, tuple(axes), dict(fixed or {}), rule,
+                    rule.param("n_boot") if n_boot is None else n_boot, rule.param("seed") if seed is None else seed)
