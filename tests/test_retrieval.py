@@ -221,8 +221,8 @@ def test_a_relevant_lesson_demoted_by_the_budget_comes_back_for_a_paraphrased_go
     with dataset_path("tau", "pairs.csv").open(encoding="utf-8") as fh:
         pairs = {r["pair_id"]: r for r in csv.DictReader(fh)}
     goal = pairs["files-duplicates:paraphrase:0"]
-    near_miss = pairs["files-duplicates:near_miss:0"]
-    assert goal["relevant"] == "1" and near_miss["relevant"] == "0" and len(lessons) == 6
+    assert goal["relevant"] == "1" and len(lessons) == 6
+    assert all(pairs[f"files-duplicates:near_miss:{k}"]["relevant"] == "0" for k in range(3))
 
     skill = make_skill("files")  # datasets/skills/file-organizer holds capabilities: v1 learns nothing there
     with Store.open(":memory:") as store:
@@ -240,8 +240,11 @@ def test_a_relevant_lesson_demoted_by_the_budget_comes_back_for_a_paraphrased_go
         gate, _ = retrieval.gate_for(emb.id)
         assert str(gate) in eff.notes_of("retrieved")[0].detail
 
-        missed = resolve(skill, store, goal=near_miss["goal"], embedder=emb)
-        assert not missed.notes_of("retrieved") and not missed.notes_of("retrieval_dark")
+        for k in range(3):  # same words, another intent: never the lesson they mimic (one lets in another
+            near = pairs[f"files-duplicates:near_miss:{k}"]  # lesson at 0.468: a false injection 04 counts)
+            missed = resolve(skill, store, goal=near["goal"], embedder=emb)
+            assert ids[goal["lesson_id"]] not in {n.delta_id for n in missed.notes_of("retrieved")}
+            assert not missed.notes_of("retrieval_dark")
         dark = resolve(skill, store, goal=goal["goal"], embedder=emb, tau=0.82)  # the old default
         assert not dark.notes_of("retrieved")
 

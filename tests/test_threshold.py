@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import subprocess
@@ -12,10 +13,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from overlay_kit import bundled, retrieval
 from overlay_kit.cli import main
 from overlay_kit.retrieval import FAMILIES, EmbedderUnavailable, Gate
+from overlay_kit.studies import rulefile, world
 from overlay_kit.studies import threshold as th
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -236,15 +239,50 @@ def test_sums_and_session_rates_by_hand():
     assert r["precision"][0, :2].tolist() == [0.5, 0.25] and np.isnan(r["precision"][0, 2])
     assert r["false_tokens"][1].tolist() == [0, 40, 0, 0]      # a resample holding L1 twice
     assert r["injected"][0].tolist() == [2, 4, 0, 0]
+    assert r["benign_tokens"][0].tolist() == r["false_tokens"][0].tolist()   # no adversarial goal in this half
+    assert np.isnan(r["stress_tokens"][0]).all()
 
 
-def test_select_is_max_recall_within_budget_then_cheaper_then_simpler():
-    recall = np.array([[0.5, 0.8, 0.8, 0.9, 0.8]])
-    cost = np.array([[10, 30, 20, 50, 20]])
-    assert th.select(recall, cost, 40).tolist() == [2]
-    assert th.select(recall, cost, 60).tolist() == [3]
-    assert th.select(recall, cost, 15).tolist() == [0]
-    assert th.select(recall, cost, 5).tolist() == [-1]
+def test_benign_and_stress_costs_are_kept_apart_by_hand():
+    """g2 becomes an adversarial goal: its 40 tokens at τ 0.7 leave the benign cost and make the stress cost."""
+    sc = _toy()
+    sc.pairs.loc[sc.pairs["goal"] == "g2", "category"] = "adversarial"
+    g = th.goals(sc, "calibration")
+    r = th.sums(g, [Gate.absolute(0.7), Gate.absolute(0.5)]).rates(np.array([[1.0, 1.0]]), k=10)
+    # per goal: g1 (benign) 0 / 20 false tokens, g2 (adversarial) 40 / 60; one goal of each kind
+    assert r["benign_tokens"][0].tolist() == [0, 200] and r["stress_tokens"][0].tolist() == [400, 600]
+    assert r["false_tokens"][0].tolist() == [200, 400]          # the old, pooled cost: (0 + 40) / 2 goals × 10
+
+
+def test_select_is_max_recall_among_eligible_then_the_stated_tie_break():
+    gates = [Gate.absolute(0.48), Gate("top-k", 0.46), Gate.absolute(0.46), Gate("top-k", 0.46, k=2),
+             Gate("margin", 0.40, margin=0.1), Gate.absolute(0.30)]
+    recall = np.array([0.25, 0.25, 0.25, 0.25, 0.20, 0.90])
+    ok = np.array([True, True, True, True, True, False])
+    # 0.90 is not eligible; four gates tie at 0.25: the lower floor (0.46) wins over 0.48, then the simpler
+    # family (absolute before top-k), so τ ≥ 0.46 — not the cheaper τ ≥ 0.48 the old tie-break took
+    assert th.select(recall, ok, gates) == 2
+    assert th.select(recall, ok & (np.arange(6) != 2), gates) == 1          # then top-1 before top-2
+    assert th.select(recall, np.array([1, 0, 0, 0, 1, 0], bool), gates) == 0   # recall first, floor second
+    assert th.select(recall, np.zeros(6, bool), gates) == -1
+
+
+def test_the_budget_is_judged_on_benign_goals_at_the_upper_bound():
+    rule = th.Rule()
+    b, s = rule.budget, rule.stress_budget
+    draws = lambda point, spread: np.r_[point, np.linspace(point - spread, point + spread, 20)]  # noqa: E731
+    # four gates: the same benign point estimate (0.75 b) with a narrow and a wide interval, one over, one free
+    rates = {"benign_tokens": np.c_[draws(0.75 * b, 0.1 * b), draws(0.75 * b, 0.5 * b), draws(1.1 * b, 0.01 * b),
+                                    draws(0, 0)],
+             "stress_tokens": np.c_[draws(2 * s, 1), draws(0, 0), draws(0, 0), draws(0.98 * s, 0.1 * s)]}
+    hi = np.percentile(rates["benign_tokens"][1:], rule.upper, axis=0)
+    assert hi[0] <= b < hi[1] and rates["benign_tokens"][0, 1] < b      # within at the estimate, not at the bound
+    lax = dataclasses.replace(rule, stress_budget=10 * s)
+    assert th.eligible(rates, lax).tolist() == [True, False, False, True]
+    # the adversarial cost is a constraint of its own, judged at its upper bound too: 0.98 s at the estimate fails
+    assert th.eligible(rates, rule).tolist() == [False, False, False, False]
+    none = {**rates, "stress_tokens": np.full(rates["stress_tokens"].shape, np.nan)}  # no adversarial goal at all
+    assert th.eligible(none, rule).tolist() == [True, False, False, True]
 
 
 def test_lesson_weights_resample_lessons():
@@ -258,6 +296,44 @@ def test_grid_has_every_family_and_a_gate_that_admits_nothing():
     grid = th.gate_grid()
     assert [f for f in dict.fromkeys(g.family for g in grid)] == list(FAMILIES)
     assert Gate.absolute(1.0) in grid and Gate("top-k", 0.5, k=3) in grid
+    coarse = th.gate_grid({"floor_step": 0.5, "top_k": [1], "margin_max": 0.1, "margin_step": 0.1,
+                           "margin_floor_step": 0.5})
+    assert [str(g) for g in coarse][:3] == ["τ ≥ 0.00", "τ ≥ 0.50", "τ ≥ 1.00"] and len(coarse) == 3 + 3 + 2 * 3
+
+
+# ------------------------------------------------------------------------------------------ the rule file
+
+
+def test_the_rule_is_read_from_its_file_and_a_varied_number_says_so():
+    rule = th.Rule()
+    file = rulefile.load(th.RULE)
+    assert rule.file.sha256 == file.sha256 and rule.budget == float(file.param("budget"))
+    assert rule.stress_budget == float(file.param("stress_budget")) and rule.varied() == {}
+    assert rule.stamp() == file.stamp()
+    varied = th.Rule(n_boot=50)
+    assert varied.varied() == {"n_boot": (file.param("n_boot"), 50)} and "n_boot" in varied.stamp()
+    labels = [c.label for c in th.candidates(rule)]
+    assert labels[0] == rule.shipped_embedder and len(labels) == len(set(labels))
+    assert {c.label for c in th.candidates(rule) if c.shippable} == set(rule.shippable)
+    hybrids = [c for c in th.candidates(rule) if c.kind == "hybrid"]
+    assert hybrids and all(c.parts[0] == th.TFIDF and abs(sum(c.weights) - 1) < 1e-12 for c in hybrids)
+
+
+def _rule_copy(tmp_path: Path, **params) -> th.Rule:
+    """The rule file with some params changed, as a file of its own (the loader wants the study's name)."""
+    doc = yaml.safe_load((rulefile.rules_dir() / f"{th.RULE}.yaml").read_text(encoding="utf-8"))
+    doc["params"].update(params)
+    folder = tmp_path / f"rule{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    path = folder / f"{th.RULE}.yaml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    return th.Rule.load(path)
+
+
+def test_an_unknown_candidate_kind_is_refused_naming_the_file(tmp_path):
+    rule = _rule_copy(tmp_path, candidates=[{"name": "x", "kind": "oracle"}])
+    with pytest.raises(rulefile.RuleFileError, match="params.candidates: x: unknown kind"):
+        th.candidates(rule)
 
 
 # ------------------------------------------------------------------------------------------ the study
@@ -269,21 +345,24 @@ def tfidf_study(corpus):
 
 
 def test_study_table_and_finding_are_written_from_the_numbers(tfidf_study):
-    res = tfidf_study.results["tfidf"]
+    res, rule = tfidf_study.results["tfidf"], tfidf_study.rule
     assert set(res.families) == set(FAMILIES) and res.winner in FAMILIES and res.reachable
     table = tfidf_study.table()
     assert len(table) == 3 and table["winner"].sum() == 1 and "nan" not in table.to_string().lower()
-    fam = res.families[res.winner]
-    # every pick is within the budget on the calibration half, and is the best recall there
+    fam = res.pick
+    # every pick is within both costs at their upper bounds on the calibration half, and the best recall there
     for f in res.families.values():
-        assert f.calibration.false_tokens.estimate <= 40 + 1e-9
+        assert f.calibration.benign_tokens.high <= rule.budget + 1e-9
+        assert f.calibration.stress_tokens.high <= rule.stress_budget + 1e-9
         assert f.calibration.recall.estimate <= fam.calibration.recall.estimate + 1e-12
+    assert res.holds(rule.budget) == (fam.test.benign_tokens.high <= rule.budget and fam.test.recall.low > 0)
     text = tfidf_study.finding()
-    assert f"**tfidf → {fam.calibration.gate}**" in text
+    assert f"**tfidf → {fam.calibration.gate}**" in text and "No verdict on the default" in text
     assert fam.test.recall.fmt() in text and fam.calibration.recall.fmt() in text
-    assert f"{res.same_family:.0%}" in text and f"{fam.over_budget:.0%}" in text
-    assert res.reference.recall.estimate == 0 and "dark" in text          # τ = 0.82 retrieves nothing
+    assert fam.test.benign_tokens.fmt(".0f") in text and fam.test.stress_tokens.fmt(".0f") in text
+    assert res.reference.recall.estimate == 0                              # τ = 0.82 retrieves nothing
     assert res.n_lessons == {"calibration": 18, "test": 18} and res.n_relevant == {"calibration": 108, "test": 108}
+    assert 0 < res.n_no_shared_word < 108
 
 
 def test_the_verdict_can_come_out_the_other_way(corpus):
@@ -291,10 +370,60 @@ def test_the_verdict_can_come_out_the_other_way(corpus):
     res = none.results["tfidf"]
     assert not res.reachable and "unreachable" in none.finding()
     assert "nan" not in none.table().to_string().lower()      # recall 0.00, "nothing admitted": never NaN
+    assert none.rule.varied() == {"budget": (none.rule.file.param("budget"), 0.0),
+                                  "n_boot": (none.rule.file.param("n_boot"), 50)}
     generous = th.run(corpus, [th.TfidfScorer()], budget=400, n_boot=50).results["tfidf"]
     default = th.run(corpus, [th.TfidfScorer()], n_boot=50).results["tfidf"]
     assert generous.families[generous.winner].calibration.recall.estimate > \
         default.families[default.winner].calibration.recall.estimate
+
+
+def test_the_pick_is_the_lowest_floor_among_eligible_gates_of_equal_recall(tfidf_study):
+    """The tie-break at work on the corpus: recomputed from the parts, no eligible gate with the pick's
+    calibration recall has a lower floor, and none has a higher recall."""
+    rule, sc = tfidf_study.rule, tfidf_study.scored["tfidf"]
+    gates = th.gate_grid(rule.grid)
+    halves = {h: th.goals(sc, h) for h in th.SPLITS}
+    cal = th.sums(halves["calibration"], gates).rates(th._weights(halves, rule)["calibration"], rule.goals_per_session)
+    ok = th.eligible(cal, rule)
+    recall = np.round(cal["recall"][0], 12)
+    ties = [g for g, r, e in zip(gates, recall, ok) if e and r == recall[ok].max()]
+    pick = tfidf_study.results["tfidf"].gate
+    assert pick in ties and pick.floor == min(g.floor for g in ties)
+    assert tfidf_study.results["tfidf"].pick.calibration.recall.estimate == pytest.approx(recall[ok].max())
+
+
+def test_shares_word_by_hand():
+    assert th.shares_word("Declining recruiter reply rules apply here", "Replying to decline a recruiter's outreach")
+    assert th.shares_word("declined offers", "Decline")                      # the first five characters match
+    assert not th.shares_word("the all-hands collides with the vendor demo, fix it",
+                              "Resolving a double-booked slot on my calendar.")
+    assert not th.shares_word("it is in the", "it is in the")               # stop words only: no content word
+    assert not th.shares_word("a to do", "to do a", min_chars=3) and th.shares_word("ab cd", "cd", min_chars=2)
+
+
+def test_a_hybrid_score_is_the_weighted_sum_of_its_parts_exactly():
+    goals_ = ["decline the recruiter politely", "what is the weather in Lisbon", "zzz qqq"]  # the last: no TF-IDF word
+    triggers = ["Replying to decline a recruiter's job outreach.", "Filing tax and financial documents.",
+                "Checking the weather before travel."]
+    rng = np.random.default_rng(3)
+    dense = FixedScorer({t: rng.normal(size=5) for t in goals_ + triggers}, name="dense")
+    hybrid = th.CombinedScorer("hybrid", (th.TfidfScorer(), dense), (0.3, 0.7))
+    g, t = hybrid.vectors(goals_, triggers)
+    unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
+    tg, tt = th.TfidfScorer().vectors(goals_, triggers)
+    dg, dt = dense.vectors(goals_, triggers)
+    assert not tg[2].any()                                                     # the padding case is exercised
+    np.testing.assert_allclose(g @ t.T, 0.3 * (tg @ tt.T) + 0.7 * (unit(dg) @ unit(dt).T), atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(g, axis=1), 1, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(t, axis=1), 1, atol=1e-6)
+    pairs = pd.DataFrame({"goal": goals_, "trigger": triggers, "relevant": [True, False, False], "tokens": 10,
+                          "split": "calibration", "category": "paraphrase"})
+    np.testing.assert_allclose(th.score(pairs, hybrid).cosine, g @ t.T, atol=1e-5)   # through the FAISS index too
+    emb = th.CollectionEmbedder(hybrid, triggers)          # what world.comeback sees: the same scores
+    np.testing.assert_allclose(emb.encode(goals_) @ emb.encode(triggers[::-1]).T, (g @ t.T)[:, ::-1], atol=1e-6)
+    with pytest.raises(ValueError, match="summing to 1"):
+        th.CombinedScorer("bad", (dense, dense), (0.5, 0.6))
 
 
 def test_category_errors_and_examples(tfidf_study):
@@ -307,7 +436,7 @@ def test_category_errors_and_examples(tfidf_study):
     fr = th.frontier(sc)
     assert set(fr["family"]) == set(FAMILIES)
     for _, part in fr.groupby("family"):
-        assert part["recall"].is_monotonic_increasing and part["false_tokens"].is_monotonic_increasing
+        assert part["recall"].is_monotonic_increasing and part["benign_tokens"].is_monotonic_increasing
 
 
 # ------------------------------------------------------------------------------------------ embedders
@@ -341,6 +470,39 @@ def test_the_shipped_calibration_is_the_studys_output(default_scorer, corpus):
     record = json.loads(json.dumps(study.calibration(default_scorer.name), ensure_ascii=False))
     assert _shipped(default_scorer.name) == record
     assert record["holds_on_test"] and record["calibration"]["recall"][0] > 0
+
+
+def test_e5_is_optional_and_checksum_pinned(tmp_path, monkeypatch):
+    shipped = _shipped(retrieval.E5_ID)             # computed by the study where the extra was installed
+    assert shipped["embedder"] == retrieval.E5_ID and shipped["corpus"]["sha256"] == th.load_corpus().attrs["sha256"]
+    fake = tmp_path / bundled.E5_PACKAGE
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    (fake / "e5-small-q4.bin").write_bytes(b"not the pinned weights")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    bundled.e5_path.cache_clear()
+    retrieval._load.cache_clear()
+    try:
+        with pytest.raises(EmbedderUnavailable, match="is not the pinned"):
+            retrieval.load_embedder("e5-small")
+    finally:
+        bundled.e5_path.cache_clear()
+        retrieval._load.cache_clear()
+
+
+@pytest.mark.skipif(importlib.util.find_spec(bundled.E5_PACKAGE) is None,
+                    reason="the optional extra overlay_kit[e5] is not installed")
+def test_e5_embeds_goals_as_queries_and_reproduces_its_shipped_calibration(corpus):
+    scorer = th.get_scorer("e5-small")
+    emb = scorer.embedder
+    assert scorer.name == retrieval.E5_ID and emb.encode(["x"]).shape == (1, emb.dim)
+    q, p = emb.encode_query(["file my tax papers"]), emb.encode(["file my tax papers"])
+    assert not np.allclose(q, p) and np.allclose(np.linalg.norm(q), 1, atol=1e-5)   # two prefixes, unit vectors
+    index = retrieval.TriggerIndex(emb, ["a", "b"], emb.encode(["Filing tax and financial documents.",
+                                                                 "Triaging newsletters in the inbox."]))
+    assert index.retrieve("file my tax papers", Gate("top-k", -1.0))[0][0] == "a"
+    study = th.run(corpus, [scorer])
+    assert json.loads(json.dumps(study.calibration(scorer.name), ensure_ascii=False)) == _shipped(scorer.name)
 
 
 def test_minilm_is_optional_and_checksum_pinned(tmp_path, monkeypatch):
@@ -378,8 +540,10 @@ def test_cli_calibrate_tau_json_dry_run(capsys, tmp_path, monkeypatch):
     rc = main(["calibrate-tau", "--embedder", "tfidf", "--n-boot", "50", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["embedder"] == "tfidf" and out["reachable"] and out["written"] is None
-    assert set(out["families"]) == set(FAMILIES) and out["rule"]["budget_false_tokens_per_session"] == 40
-    assert set(out["test"]) >= {"recall", "precision", "false_tokens", "injected"}
+    assert set(out["families"]) == set(FAMILIES)
+    assert out["rule"]["budget_benign_tokens_per_session"] == th.Rule().budget
+    assert out["rule"]["sha256"] == th.Rule().file.sha256[:12]
+    assert set(out["test"]) >= {"recall", "precision", "false_tokens", "injected", "benign_tokens", "stress_tokens"}
     assert not (tmp_path / "gates").exists()
 
 
@@ -406,3 +570,54 @@ def test_cli_calibrate_tau_unreachable_and_errors(capsys, tmp_path, monkeypatch)
     assert f"{bad}:2: relevant" in capsys.readouterr().err
     assert main(["calibrate-tau", "--embedder", str(tmp_path / "nope")]) == 1
     assert "unavailable" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ the verdict
+
+
+def test_the_verdict_is_computed_from_the_rule_file(tmp_path, corpus, default_scorer):
+    """Two copies of the rule that differ in one param, two verdicts: which embedder ships decides whether the
+    better candidate is a switch, and the goal threshold decides the goal — both read from the file."""
+    common = {"candidates": [{"name": "wordllama", "kind": "dense"}, {"name": "tfidf", "kind": "lexical"}],
+              "shippable": ["wordllama", "tfidf"], "n_boot": 200}
+    stay = th.run(corpus, rule=_rule_copy(tmp_path, shipped_embedder="wordllama", goal_recall=1.01, **common))
+    v = stay.verdict()
+    best = max(("wordllama", "tfidf"), key=lambda x: stay.result(x).pick.calibration.recall.estimate)
+    assert stay.complete and v.winner == best == v.shippable and stay.rule.file.sha256 != th.Rule().file.sha256
+    if best == "wordllama":
+        assert not v.switch and "itself" in v.reasons[0] and v.default == "wordllama"
+    assert v.goal == "not met"                                    # no recall interval reaches above 1.01
+    assert f"**No switch: the default stays {v.default}**" in stay.finding() or v.switch
+
+    moved = th.run(corpus, rule=_rule_copy(tmp_path, shipped_embedder="tfidf", goal_recall=0.0, **common))
+    m = moved.verdict()
+    assert m.shipped == "tfidf" and m.winner == best
+    d = moved.result(best).test_recall_draws - moved.result("tfidf").test_recall_draws
+    assert m.difference.estimate == pytest.approx(d[0])         # paired: the same lesson resamples for both
+    held = moved.result(best).holds(moved.rule.budget)
+    assert m.holds == held
+    if best != "tfidf":
+        assert m.switch == (held and m.difference.low > 0) and m.default == (best if m.switch else "tfidf")
+        assert not any("itself" in r for r in m.reasons)           # the rule file, not the data, moved it
+    default = moved.result(m.default)
+    assert m.goal == ("met" if default.holds(moved.rule.budget) else
+                      "not met" if default.pick.test.benign_tokens.low > moved.rule.budget else "undecided")
+    table = moved.comeback()
+    assert "previous default" in " ".join(table.index) and set(table["candidate"]) <= {"wordllama", "tfidf"}
+    assert (table["needed"] > 0).all()
+    text = moved.finding()
+    assert m.goal in text and moved.rule.file.path.name in text
+    for label, interval in m.goal_figures.items():
+        assert f"{label} {interval.fmt()}" in text
+
+
+def test_the_world_comeback_of_a_candidate_equals_the_world_modules_own(corpus, default_scorer, tmp_path):
+    """The study hands `world.comeback` its candidates through `CollectionEmbedder`: for the bundled embedder
+    that is the same number the world module computes with the embedder itself."""
+    rule = _rule_copy(tmp_path, candidates=[{"name": "wordllama", "kind": "dense"}], shippable=["wordllama"],
+                      n_boot=100)
+    study = th.run(corpus, rule=rule)
+    gate = study.result("wordllama").gate
+    ours = next(cb for role, label, cb in study._comebacks if label == "wordllama" and cb.gate == str(gate))
+    theirs = world.comeback(study.world, default_scorer.embedder, gate, split="test", n_boot=100, seed=rule.seed)
+    assert ours.recall == theirs.recall and ours.wrong_tokens_benign == theirs.wrong_tokens_benign

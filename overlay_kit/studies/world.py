@@ -232,7 +232,7 @@ def comeback(world: World, embedder=None, gate: retrieval.Gate | float | None = 
     triggers = emb.encode([by_id[i].trigger for i in ids])
     goal_texts = sorted({s.goal for s in world.sessions})
     goal_row = {g: k for k, g in enumerate(goal_texts)}
-    cosine = emb.encode(goal_texts) @ triggers.T
+    cosine = getattr(emb, "encode_query", emb.encode)(goal_texts) @ triggers.T  # goals as queries (e5)
     tokens = dict(zip(ids, count_many([by_id[i].body for i in ids])))
     rows = []
     taught: dict[str, list[str]] = {}
