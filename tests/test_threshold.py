@@ -472,21 +472,25 @@ def test_the_shipped_calibration_is_the_studys_output(default_scorer, corpus):
     assert record["holds_on_test"] and record["calibration"]["recall"][0] > 0
 
 
-def test_e5_is_optional_and_checksum_pinned(tmp_path, monkeypatch):
-    shipped = _shipped(retrieval.E5_ID)             # computed by the study where the extra was installed
-    assert shipped["embedder"] == retrieval.E5_ID and shipped["corpus"]["sha256"] == th.load_corpus().attrs["sha256"]
-    fake = tmp_path / bundled.E5_PACKAGE
-    fake.mkdir()
-    (fake / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
-    (fake / "e5-small-q4.bin").write_bytes(b"not the pinned weights")
+@pytest.mark.parametrize("name, ident, package, weights, located", [
+    ("e5-small", bundled.E5_ID, bundled.E5_PACKAGE, "e5-small-q4.bin", bundled.e5_path),
+    ("minilm", bundled.MINILM_ID, bundled.MINILM_PACKAGE, "model/model.safetensors", bundled.minilm_path),
+])
+def test_an_optional_embedder_is_checksum_pinned(tmp_path, monkeypatch, name, ident, package, weights, located):
+    shipped = _shipped(ident)                       # computed by the study where the extra was installed
+    assert shipped["embedder"] == ident and shipped["corpus"]["sha256"] == th.load_corpus().attrs["sha256"]
+    fake = tmp_path / package / weights
+    fake.parent.mkdir(parents=True)
+    (tmp_path / package / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    fake.write_bytes(b"not the pinned weights")
     monkeypatch.syspath_prepend(str(tmp_path))
-    bundled.e5_path.cache_clear()
+    located.cache_clear()
     retrieval._load.cache_clear()
     try:
         with pytest.raises(EmbedderUnavailable, match="is not the pinned"):
-            retrieval.load_embedder("e5-small")
+            retrieval.load_embedder(name)
     finally:
-        bundled.e5_path.cache_clear()
+        located.cache_clear()
         retrieval._load.cache_clear()
 
 
@@ -503,24 +507,6 @@ def test_e5_embeds_goals_as_queries_and_reproduces_its_shipped_calibration(corpu
     assert index.retrieve("file my tax papers", Gate("top-k", -1.0))[0][0] == "a"
     study = th.run(corpus, [scorer])
     assert json.loads(json.dumps(study.calibration(scorer.name), ensure_ascii=False)) == _shipped(scorer.name)
-
-
-def test_minilm_is_optional_and_checksum_pinned(tmp_path, monkeypatch):
-    shipped = _shipped(bundled.MINILM_ID)           # computed by the study where the extra was installed
-    assert shipped["embedder"] == bundled.MINILM_ID and shipped["corpus"]["sha256"] == th.load_corpus().attrs["sha256"]
-    fake = tmp_path / bundled.MINILM_PACKAGE / "model"
-    fake.mkdir(parents=True)
-    (fake.parent / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
-    (fake / "model.safetensors").write_bytes(b"not the pinned weights")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    bundled.minilm_path.cache_clear()
-    retrieval._load.cache_clear()
-    try:
-        with pytest.raises(EmbedderUnavailable, match="is not the pinned"):
-            retrieval.load_embedder("minilm")
-    finally:
-        bundled.minilm_path.cache_clear()
-        retrieval._load.cache_clear()
 
 
 @pytest.mark.skipif(importlib.util.find_spec(bundled.MINILM_PACKAGE) is None,
