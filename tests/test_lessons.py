@@ -438,3 +438,21 @@ def test_wiring_panel_gates_button_is_the_gate_allowed_wiring(source, corpus):
     panel.set_all("gates")
     assert panel.registry.wiring == L.wirings(source)["gate-allowed"].wiring
     assert panel.remaining().lessons.sum() == len(L.needs_tier2(corpus, L.wirings(source)["gate-allowed"]))
+
+
+def test_the_verdict_is_computed_from_the_rule_file(source, corpus, tmp_path):
+    """The committed rule gives the stored verdict; a copy of the file with other thresholds gives another."""
+    import yaml
+
+    from overlay_kit.studies import probe, rulefile
+
+    committed = rulefile.load("02_tier2_collapse")
+    assert L.RULE.file == committed and L.RULE.max_leftover == committed.param("max_leftover")
+    assert probe.Power().difference == committed.param("live_difference")
+    st = L.run(corpus, source, n_boot=200, rule=L.DecisionRule.load(committed))
+    doc = yaml.safe_load(committed.path.read_text(encoding="utf-8"))
+    doc["params"] |= {"max_leftover": 0.99, "worth_tokens": 100}
+    path = tmp_path / "02_tier2_collapse.yaml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    lenient = L.run(corpus, source, n_boot=200, rule=L.DecisionRule.load(path))
+    assert (st.verdict(), lenient.verdict()) == ("undecided", "holds")

@@ -53,6 +53,8 @@ from ..metrics import Interval, ratio_ci
 from ..resources import dataset_path, datasets_root
 from ..skill import load_skill
 from ..store import Store
+from . import rulefile
+from .rulefile import RuleFile
 
 __all__ = [
     "CAPTURES",
@@ -1188,28 +1190,22 @@ def inert_check(lessons: Sequence[Lesson], source: Source) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class DecisionRule:
-    """The verdict on the collapse hypothesis, fixed before the numbers are computed.
+    """The verdict on the collapse hypothesis, read from its rule file (datasets/rules/02_tier2_collapse.yaml,
+    whose `rule` says it in words): "holds" when the leftover share's upper 95 % bound is below `max_leftover`
+    and the typed line's token saving's upper bound is below `worth_tokens` (and, when the live arm is
+    powered, the typed line is not followed more often); "does not hold" when a lower bound is at or past its
+    threshold or the typed line is followed more often; else "undecided". 0.5: the design ships tier 2 only
+    when wiring proved insufficient, so wiring must leave a minority; 10: half the seed's twenty-token prose
+    sentence, what a typed line must save to pay for a grammar."""
 
-    The hypothesis makes two claims, and it holds only if both are shown:
+    max_leftover: float
+    worth_tokens: float
+    file: RuleFile | None = None  # where the numbers came from (None: set by hand, e.g. in a test)
 
-    1. *tier 2 is tier 0 for tools not yet wired* — with every tool the gates allow wired, the share of
-       value-shaped lessons that still have no reader is a minority: its upper 95% bound (namespaces
-       resampled) is below `max_leftover`. 0.5 because the design ships tier 2 only when "wiring the tool
-       proved insufficient"; while most values can be wired, wiring is the main path and the rest is the
-       minority the hypothesis assigns to prose;
-    2. *plus a rendering convention* — for those leftover lessons the typed line saves, on average, fewer
-       than `worth_tokens` resident tokens over the same lesson as one prose sentence (upper 95% bound).
-       10 is half the seed's "one short tier-3 sentence costs roughly twenty tokens, which is not worth a
-       new grammar" — a typed line must at least halve that to pay for a grammar, validator and anchoring;
-    3. and, when the live arm has the power to see it, the typed line is not followed more often than the
-       prose line (the tier 2 − tier 3 compliance difference has a lower 95% bound ≤ 0).
-
-    It fails if either claim is refuted (the lower bound is at or past its threshold, or the typed line is
-    followed more often); otherwise the data cannot decide.
-    """
-
-    max_leftover: float = 0.5
-    worth_tokens: float = 10.0
+    @classmethod
+    def load(cls, rule: RuleFile | str | Path = "02_tier2_collapse") -> "DecisionRule":
+        r = rule if isinstance(rule, RuleFile) else rulefile.load(rule)
+        return cls(float(r.param("max_leftover")), float(r.param("worth_tokens")), r)
 
     def verdict(self, leftover: Interval, saving: Interval, compliance: Interval | None = None) -> str:
         """"holds", "does not hold" or "undecided" from the three intervals (compliance None: not measured)."""
@@ -1227,7 +1223,7 @@ class DecisionRule:
                 "is at or past its threshold or the typed line is followed more often; else undecided")
 
 
-RULE = DecisionRule()
+RULE = DecisionRule.load()
 WORTH_TOKENS = RULE.worth_tokens  # kept for callers of the old name
 
 

@@ -50,7 +50,7 @@ from ..metrics import Interval, mean_ci, wilson_lower_bound
 from ..resolve import resolve
 from ..resources import dataset_path
 from ..store import Store
-from .lessons import Source, load_source
+from .lessons import RULE, Source, load_source
 
 __all__ = ["ARMS", "DEFAULT_SCENARIOS", "SHAPES", "ArmResult", "Power", "ProbeError", "ProbeRun", "Scenario", "check",
            "clustered_difference", "load_scenarios", "measure", "observe", "prompts", "run", "scenario_table"]
@@ -458,13 +458,13 @@ class Power:
     * the two arms taken as independent: both arms score the same keys, and a positive correlation between
       them (a key hard for one representation is hard for the other) only makes the paired comparison stronger.
 
-    The pre-stated difference is 0.3 (43 keys): 0.2 would need 97, more keys than the whole vocabulary
+    The pre-stated difference is the rule file's `live_difference`, 0.3 (43 keys): 0.2 would need 97, more keys than the whole vocabulary
     (source.yaml) holds, so no scenario file could power it (tests/test_probe.py checks both).
     """
 
     have: int = 0  # keys with a scenario scored in both the tier-2 and the tier-3 arm
     available: int = 0  # keys the run was given (with both tier 2 and tier 3 among its arms)
-    difference: float = 0.3
+    difference: float = field(default_factory=lambda: float(RULE.file.param("live_difference")))
     alpha: float = 0.05
     power: float = 0.8
     baseline: float | None = None  # the lower of the two rates; None: 0.5 − difference/2 (the worst case)
