@@ -382,7 +382,11 @@ def test_report_html_renders_widgets_with_the_network_blocked(browser, tmp_path)
         # no kernel behind an exported page: its controls say so and are dimmed rather than look live
         assert tuner.locator(RUN_NOTE).is_visible() and "run this cell" in tuner.locator(RUN_NOTE).inner_text()
         assert tuner.locator("button").first.evaluate("b => getComputedStyle(b).pointerEvents") == "none"
-        assert page.locator(".jp-OutputArea-output img[src^='data:image/png']").count() >= 2  # the charts
+        stored = json.loads((ROOT / "notebooks" / "06_budget_tuning.ipynb").read_text(encoding="utf-8"))
+        charts = sum("application/vnd.vegalite.v5+json" in o.get("data", {}) for c in stored["cells"]
+                     for o in c.get("outputs", []))
+        pngs = page.locator(".jp-OutputArea-output img[src^='data:image/png']").count()
+        assert charts >= 1 and pngs == charts  # every chart as its PNG
         _shot(tuner, "report_offline_tuner.png")
     finally:
         context.close()
