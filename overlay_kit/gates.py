@@ -42,7 +42,7 @@ import math
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import accumulate, chain
 from operator import attrgetter
@@ -662,11 +662,16 @@ def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, secti
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
           settings: GateSettings | None = None, research: bool | None = None,
           rules: Iterable[Rule] = RULES) -> WriteResult:
-    """Dry run of `learn`: the same rules, the same decision, nothing written (`store` is only read for its
-    research / auto-approve settings and may be None). `delta` is the unsaved delta learn would store."""
+    """Dry run of `learn`: the same rules, the same decision, nothing written (`store` is only read: for its
+    research / auto-approve settings and for a live lesson this one repeats, a `noop` as `learn` says; it may be
+    None). `delta` is the unsaved delta learn would store, or the live lesson a repeat names."""
     p = _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings, research)
     verdict, warnings = decide(p, rules)
     delta = _new_delta(p, verdict) if verdict.outcome in ("staged", "quarantined", "active") else None
+    twin = _twins(store, [delta]).get(0) if delta is not None and store is not None and p.settings.noop_repeats \
+        else None
+    if twin is not None:
+        return replace(_noop(delta, twin, warnings), dry_run=True)
     return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=delta, findings=verdict.findings,
                        warnings=warnings, dry_run=True)
 

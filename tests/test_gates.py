@@ -458,6 +458,18 @@ def test_a_repeat_of_a_live_lesson_is_a_noop_that_names_it(store):
     assert stored(store) == 4
 
 
+def test_the_dry_run_says_noop_where_learn_would(store):
+    first = call(store, payload={"body": "Keep replies to two sentences."})
+    dry = gates.check(store, SKILL, "preference", {"body": "keep replies to TWO sentences."}, section="replies",
+                      provenance=TRUSTED)
+    assert (dry.outcome, dry.rule, dry.delta.id, dry.dry_run) == ("noop", "duplicate", first.delta.id, True)
+    fresh = gates.check(store, SKILL, "preference", {"body": "Sign with my first name."}, section="replies",
+                        provenance=TRUSTED)
+    assert fresh.outcome == "staged" and fresh.dry_run and stored(store) == 1
+    assert gates.check(None, SKILL, "preference", {"body": "Keep replies to two sentences."}, section="replies",
+                       provenance=TRUSTED).outcome == "staged"  # no store: nothing to repeat
+
+
 def test_a_batch_repeats_nothing_the_store_or_the_batch_already_holds(store):
     live = call(store, payload={"body": "Keep replies short."}).delta
     rows = [gates.Lesson("preference", {"body": b}, "replies", TRUSTED)

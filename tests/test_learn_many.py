@@ -50,7 +50,8 @@ def test_every_rule_decides_its_row_in_one_batch(needs_research, store, research
         if r.outcome == "noop":
             continue
         alone = gates.check(s, SKILL, row.kind, row.payload, section=row.section, provenance=row.provenance,
-                            scope=row.scope, evidence=row.evidence, incognito=row.incognito)
+                            scope=row.scope, evidence=row.evidence, incognito=row.incognito,
+                            settings=gates.GateSettings(noop_repeats=False))  # the rules' verdict: it is stored now
         assert (r.outcome, r.rule, r.message, r.warnings) == (alone.outcome, alone.rule, alone.message,
                                                               alone.warnings)
     deltas = [r.delta for r in results if r.delta is not None and r.persisted]
