@@ -37,12 +37,14 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..grammar import TIERS
+from ..resources import dataset_path
 from ..metrics import Interval, binomial_upper, mean_ci, ratio_ci, wilson_lower_bound
 from ..skill import PERMISSION_DOMAINS
 from . import deploy, rulefile
@@ -59,6 +61,7 @@ __all__ = [
     "ci",
     "paired",
     "plan",
+    "recorded",
     "cost",
     "dashboard",
     "kpi_frame",
@@ -665,6 +668,31 @@ def plan(rule: RuleFile, *, full: bool = False) -> dict[str, Any]:
             "seeds": range(rule.param("max_seeds") if full else rule.param("default_run")["seeds"]),
             "base": {"n_sessions": run_["n_sessions"]},
             "assumptions": list(ASSUMPTIONS) if full else list(rule.param("default_assumptions"))}
+
+
+RECORDED = dataset_path("recorded") / "07_kpis_full.csv.gz"  # benchmarks/kpis_full.py writes it
+
+
+def RECORDED_META(path: Path) -> Path:  # noqa: N802 - the provenance file beside a recording
+    return path.with_name(path.name.removesuffix(".csv.gz") + ".json")
+
+
+def recorded(path: Path = RECORDED, rule: RuleFile | None = None) -> tuple[KPIStudy, dict[str, Any]] | None:
+    """The recorded FULL run (benchmarks/kpis_full.py) as a `KPIStudy` judged by `rule` (default: the rule
+    file), with its provenance (commit, rule sha256, seeds, machine); None when nothing is recorded. A recording
+    made under another version of the rule file is refused: its verdict would not be the rule's."""
+    if not path.exists():
+        return None
+    rule = rule or rulefile.load("07_kpis")
+    meta = json.loads(RECORDED_META(path).read_text())
+    if meta["rule_sha256"] != rule.sha256:
+        raise ValueError(f"{path}: recorded under rule sha256 {meta['rule_sha256'][:12]}, "
+                         f"not the rule file's {rule.sha256[:12]}")
+    frame = pd.read_csv(path, dtype={"world": str, "axis": str, "value": str})
+    axes = tuple(dict.fromkeys(frame["axis"]))
+    defaults = {a: getattr(deploy.Settings(), a) for a in axes}
+    fixed = {a: f for a, f in rule.param("fixed").items() if a in axes}
+    return KPIStudy(frame, defaults, axes, fixed, rule, rule.param("n_boot"), rule.param("seed")), meta
 
 
 def run(axes: Mapping[str, Sequence[Any]] | None = None, *, seeds: Sequence[int] | None = None,
