@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from overlay_kit import retrieval
+from overlay_kit.budget import count_tokens
 from overlay_kit.studies import world
 from overlay_kit.studies.world import World, WorldError
 
@@ -97,3 +98,13 @@ def test_comeback_bounds_and_defaults(small):
     assert shipped.recall.n == shipped.table[shipped.table.lesson.notna()].pipe(
         lambda t: t[t.lesson.map({x.id: x.split for x in world.lessons()}) == "test"]).lesson.nunique()
     assert np.isfinite(shipped.wrong_tokens_stress.estimate)
+
+
+def test_learned_load_is_each_users_taught_lessons_all_resident():
+    w = world.build(3, users=5, sessions=40)
+    load = world.learned_load(w).set_index("user")
+    body = {x.id: x.body for x in world.lessons()}
+    for user, sessions in w.frame().groupby("user"):
+        taught = list(sessions[sessions.taught].needs)
+        assert load.loc[user, "lessons"] == len(taught) == len(set(taught))
+        assert load.loc[user, "learned_tokens"] == sum(count_tokens(body[i]) for i in taught)

@@ -655,6 +655,33 @@ class CostResult:
         return (f"{one}, an interval that spans {target:.0%}: too little power to decide the ≤ {target:.0%} "
                 f"target, no verdict")
 
+    def world_load(self, load: pd.DataFrame) -> pd.DataFrame:
+        """What the world's users would pay (`world.learned_load`: per user, every taught lesson resident):
+        per engine, on the rule's primary measure at its turn, the regression at the median and the largest
+        user's load (interpolated between measured sizes; `extrapolated` past them), and per bound how many
+        users keep their whole load within its supported ceiling."""
+        ceil = self.ceilings().set_index(["engine", "measure"])
+        primary, turn = self.rule.param("primary_measure"), self.rule.param("turn")
+        table, tokens, rows = self.table(), load["learned_tokens"], []
+        for s in self.studies:
+            if (s.kind, primary) not in ceil.index:
+                continue
+            regs = table[(table.engine == s.kind) & (table.turn == turn) & (table.measure == primary)]
+            regs = regs.to_dict("records")
+            c = ceil.loc[(s.kind, primary)]
+            median, top = regression_at(regs, float(tokens.median())), regression_at(regs, float(tokens.max()))
+            row = {"engine": s.kind, "measure": primary, "users": len(load),
+                   "median load (tokens)": float(tokens.median()), "regression at median": median[0],
+                   "largest load (tokens)": int(tokens.max()), "regression at largest": top[0],
+                   "extrapolated": median[1] or top[1]}
+            for b in (float(b) for b in self.rule.param("bounds")):
+                within = int((tokens <= c[f"ceiling ≤ +{b:.0%}"]).sum())
+                row[f"users within +{b:.0%}"] = (f"{within} of {len(load)}"
+                                                 + (" (ceiling ≥ every size measured)"
+                                                    if c[f"beyond ≤ +{b:.0%}"] else ""))
+            rows.append(row)
+        return pd.DataFrame(rows)
+
     def finding(self) -> str:
         """The verdicts, each computed by the rules stated in the class docstring from the tables shown."""
         res = self.resolution().set_index(["engine", "turn", "measure"])

@@ -41,7 +41,7 @@ from ..metrics import Interval, ratio_ci
 from ..resources import dataset_path
 
 __all__ = ["BENIGN", "STRESS", "WORLD_VERSION", "Comeback", "Lesson", "Session", "World", "WorldError", "build",
-           "comeback", "lessons"]
+           "comeback", "learned_load", "lessons"]
 
 WORLD_VERSION = 1  # raised whenever `build` makes a different trace from the same arguments
 BENIGN = ("near_miss", "lexical_overlap", "cross_domain")  # goals that need no lesson, asked in good faith
@@ -186,6 +186,16 @@ def build(seed: int = 0, *, users: int = 12, sessions: int = 60, p_need: float =
     params = (("adversarial_share", adversarial_share), ("p_need", p_need), ("sessions", sessions),
               ("taught_share", taught_share), ("update_every", update_every), ("users", users))
     return World(WORLD_VERSION, seed, params, tuple(out))
+
+
+def learned_load(world: World) -> pd.DataFrame:
+    """Per user: the lessons they have taught by their last session and those lessons' tokens, were every one
+    resident (the most a learning budget would hold for that user; 08 prices it)."""
+    tokens = dict(zip((x.id for x in lessons()), count_many([x.body for x in lessons()])))
+    taught = world.frame().query("taught").groupby("user")["needs"].agg(list)
+    users = sorted({s.user for s in world.sessions})
+    return pd.DataFrame([{"user": u, "lessons": len(taught.get(u, [])),
+                          "learned_tokens": sum(tokens[i] for i in taught.get(u, []))} for u in users])
 
 
 # ---------------------------------------------------------------------------------------- comeback
