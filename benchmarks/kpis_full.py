@@ -40,7 +40,8 @@ def main() -> None:
     frames, t0 = [], time.perf_counter()
     for start in range(0, len(seeds), args.block):
         block = seeds[start:start + args.block]
-        frames.append(kpis.run(**plan, seeds=block, rule=rule, n_jobs=args.n_jobs, progress=False).frame)
+        study = kpis.run(**plan, seeds=block, rule=rule, n_jobs=args.n_jobs, progress=False)
+        frames.append(study.frame)
         frame = pd.concat(frames, ignore_index=True)
         tmp = args.out.with_suffix(".tmp")
         frame.to_csv(tmp, index=False, compression="gzip")
@@ -48,7 +49,7 @@ def main() -> None:
         meta = {"rule": rule.path.name, "rule_sha256": rule.sha256, "commit": commit,
                 "recorded": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                 "seeds": len(seeds[:start + len(block)]), "planned_seeds": len(seeds),
-                "n_sessions": plan["base"]["n_sessions"], "worlds": int(frame["world"].nunique()),
+                "n_sessions": plan["base"]["n_sessions"], "shipped": study.defaults, "worlds": int(frame["world"].nunique()),
                 "rows": len(frame), "wall_s": round(time.perf_counter() - t0),
                 "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
                 "n_jobs": args.n_jobs}

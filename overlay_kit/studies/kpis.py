@@ -679,7 +679,8 @@ def RECORDED_META(path: Path) -> Path:  # noqa: N802 - the provenance file besid
 
 def recorded(path: Path = RECORDED, rule: RuleFile | None = None) -> tuple[KPIStudy, dict[str, Any]] | None:
     """The recorded FULL run (benchmarks/kpis_full.py) as a `KPIStudy` judged by `rule` (default: the rule
-    file), with its provenance (commit, rule sha256, seeds, machine); None when nothing is recorded. A recording
+    file) against the values that shipped when it ran, with its provenance (commit, rule sha256, seeds, the
+    shipped values, machine); None when nothing is recorded. A recording
     made under another version of the rule file is refused: its verdict would not be the rule's."""
     if not path.exists():
         return None
@@ -690,7 +691,7 @@ def recorded(path: Path = RECORDED, rule: RuleFile | None = None) -> tuple[KPISt
                          f"not the rule file's {rule.sha256[:12]}")
     frame = pd.read_csv(path, dtype={"world": str, "axis": str, "value": str})
     axes = tuple(dict.fromkeys(frame["axis"]))
-    defaults = {a: getattr(deploy.Settings(), a) for a in axes}
+    defaults = {a: meta["shipped"][a] for a in axes}  # what shipped when it ran: the baseline it was judged by
     fixed = {a: f for a, f in rule.param("fixed").items() if a in axes}
     return KPIStudy(frame, defaults, axes, fixed, rule, rule.param("n_boot"), rule.param("seed")), meta
 
