@@ -277,7 +277,7 @@ class Budget:
     """
 
     def __init__(self, store, skills: Sequence, ceiling: int = DEFAULT_CEILING, *,
-                 scope: str | Iterable[str] = "user", reserve: int | None = None,
+                 scope: str | Iterable[str] | None = None, reserve: int | None = None,
                  proposer: Callable[..., list[MergeProposal]] | None = propose_consolidations):
         if ceiling <= 0:
             raise ValueError(f"ceiling must be a positive token count, got {ceiling}")
@@ -285,7 +285,7 @@ class Budget:
         self.skills = {s.name: s for s in skills}
         self.ceiling = ceiling
         self.reserve = min(RETRIEVAL_RESERVE, ceiling // 8) if reserve is None else reserve
-        self.scope = scope
+        self.scope = store.read_scopes(scope) if hasattr(store, "read_scopes") else scope or "user"
         self.proposer = proposer
         self.last: BudgetPlan | None = None
         self._busy = False
@@ -340,7 +340,7 @@ class Budget:
 
 
 def enforce(store, skills: Sequence, ceiling: int = DEFAULT_CEILING, *,
-            scope: str | Iterable[str] = "user", reserve: int | None = None) -> BudgetPlan:
+            scope: str | Iterable[str] | None = None, reserve: int | None = None) -> BudgetPlan:
     """One-shot: hold `ceiling` over `skills` (authored bodies) + their resident learned deltas in `store`."""
     return Budget(store, skills, ceiling, scope=scope, reserve=reserve).enforce()
 

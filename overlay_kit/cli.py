@@ -203,10 +203,16 @@ def _add_db(p) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output (see README)")
 
 
+def _add_agent(p) -> None:
+    p.add_argument("--agent", metavar="NAME", help="the agent this is for, when several share the database: an "
+                                                   "unscoped lesson is kept with it (scope agent:NAME), and it "
+                                                   "resolves with its own scope beside 'user'")
+
+
 def _open_store(args, **kw):
     from .store import Store
 
-    return Store.open(args.db, **kw)
+    return Store.open(args.db, agent=getattr(args, "agent", None), **kw)
 
 
 def _open_read(args):
@@ -215,12 +221,12 @@ def _open_read(args):
     from .store import Store, StoreError
 
     try:
-        return Store.open(args.db, create=False)
+        return Store.open(args.db, create=False, agent=getattr(args, "agent", None))
     except StoreError as exc:
         if str(exc).startswith("no database at") or "newer overlay_kit" in str(exc) or "not an " in str(exc):
             raise
         try:
-            return Store.open(args.db, readonly=True)
+            return Store.open(args.db, readonly=True, agent=getattr(args, "agent", None))
         except StoreError:
             raise exc from None
 
@@ -261,7 +267,9 @@ def register_learn(sub) -> None:
                         "evidence, incognito}); every gate runs on every row, then all accepted rows are written "
                         "in one transaction (one malformed line refuses the whole file: nothing is written)")
     p.add_argument("--turn", action="append", default=[], metavar="ID", help="session/turn id (repeatable)")
-    p.add_argument("--scope", default="user", help="agent scope, or 'user' for shared (default)")
+    p.add_argument("--scope", help="the lesson's scope: 'user' (shared by every agent of the user) or "
+                                   "'agent:NAME' (default: the agent's own with --agent, else 'user')")
+    _add_agent(p)
     g = p.add_argument_group("payload")
     g.add_argument("--body", help="preference text (≤ 400 chars)")
     g.add_argument("--trigger", help="tier-3 retrieval trigger (≤ 200 chars)")
@@ -688,7 +696,9 @@ def register_resolve(sub) -> None:
     p.add_argument("--goal", metavar="TEXT", help="session goal: retrieves retrieval-only tier-3 lessons (τ gate)")
     p.add_argument("--no-learned-skills", dest="learned", action="store_false",
                    help="authored base only; the store is not read")
-    p.add_argument("--scope", action="append", metavar="SCOPE", help="scope(s) to apply (default: user)")
+    p.add_argument("--scope", action="append", metavar="SCOPE",
+                   help="scope(s) to apply (default: user, and agent:NAME with --agent)")
+    _add_agent(p)
     p.add_argument("--ceiling", type=int, metavar="TOKENS", help=f"resident token ceiling (default: {SHIPPED.ceiling})")
     p.add_argument("--tau", type=float, metavar="T",
                    help="absolute retrieval threshold (default: the embedder's calibrated gate)")
@@ -708,7 +718,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
     skill = find_skill(args.skill)
     db = Path(args.db).expanduser() if args.db else default_db_path()
-    kw = dict(goal=args.goal, scope=args.scope or "user", learned=args.learned, embedder=args.embedder,
+    kw = dict(goal=args.goal, scope=args.scope, learned=args.learned, embedder=args.embedder,
               tau=args.tau,
               ceiling=budget.DEFAULT_CEILING if args.ceiling is None else args.ceiling)
     if args.learned and db.exists():

@@ -45,7 +45,11 @@ class Defaults:
     # review
     auto_approve: bool = False  # trusted lessons start staged; on: `user_instruction` lessons start active
     noop_repeats: bool = True  # a repeat of a live lesson writes nothing
-    scope: str = "user"  # a lesson's scope when none is given
+    # A lesson's scope when none is given: "agent" keeps it with the agent that learned it (`agent:<name>`, the
+    # name its store was opened for), "user" shares it with every agent of the user. Set by notebook 11's rule
+    # (datasets/rules/11_scope_default.yaml): sharing by user put lessons from the user's other context (work,
+    # personal) in front of an agent in more sessions than the rule's bound across its stated assumptions.
+    scope: str = "agent"
     # base updates, decay, tools
     rebase_policy: str = "section"
     decay_idle_days: int = 30  # `evidence.decay`: an active lesson unused this long is demoted (run on request)

@@ -12,7 +12,7 @@ A tool opts in by declaring the namespaces it reads, then reads them through the
 
 `Facts.get(namespace, key=None, default=None, *, scope=None)`:
 
-* with a `key`: that fact's value, looked up in `scope` first, then the bound scopes (default `("user",)`);
+* with a `key`: that fact's value, looked up in `scope` first, then the bound scopes (default: the store's `read_scopes()`, `("user",)` for a store opened for no agent);
 * without: the whole namespace. A set default (`frozenset()`) asks for *members* — the keys whose value is
   `true` (a later `false` in a narrower scope removes one); any other default asks for the key → value mapping
   (read-only). An empty namespace returns `default`.
@@ -143,9 +143,12 @@ def learns_from(*namespaces: str, tool: str | None = None, registry: Consumers |
 class Facts:
     """The one-line tier-0 accessor, bound to a store, a scope chain and optionally the reading tool."""
 
-    def __init__(self, store: "Store", scope: str | Iterable[str] = "user", *, tool: str | None = None,
+    def __init__(self, store: "Store", scope: str | Iterable[str] | None = None, *, tool: str | None = None,
                  consumers: Consumers | None = None):
+        """`scope`: the chain, first scope first; None: the store's `read_scopes()` (its agent's own scope,
+        then "user")."""
         self.store = store
+        scope = store.read_scopes(scope) if hasattr(store, "read_scopes") else scope or "user"
         self.scopes = (scope,) if isinstance(scope, str) else tuple(scope)
         if not self.scopes or not all(isinstance(s, str) and s for s in self.scopes):
             raise FactsError("Facts needs at least one non-empty scope")

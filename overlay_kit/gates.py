@@ -1,6 +1,6 @@
 """The write path: every learned lesson passes an ordered list of small named rules before it is stored.
 
-    learn(store, skill, kind, payload, *, section, provenance, scope="user", evidence=None,
+    learn(store, skill, kind, payload, *, section, provenance, scope=None, evidence=None,
           incognito=False, settings=None) -> WriteResult
     check(store_or_None, skill, kind, payload, ...same keywords) -> WriteResult   # dry run: writes nothing
 
@@ -607,8 +607,14 @@ def _proposal(store, skill, kind, payload, section, provenance, scope, evidence,
         else settings.auto_approve
     research = (store.research if store is not None else False) if research is None else research
     ev = (evidence,) if isinstance(evidence, str) else tuple(evidence or ())
-    return Submission(skill, kind, payload, section, _provenance(provenance), scope, ev, incognito, research,
-                    bool(auto), settings)
+    return Submission(skill, kind, payload, section, _provenance(provenance), _scope(store, scope), ev, incognito,
+                      research, bool(auto), settings)
+
+
+def _scope(store, scope: str | None) -> str:
+    """The scope a lesson is written with (`Store.write_scope`: given, else the shipped default for the store's
+    agent); without a store (a dry run), the given one or "user"."""
+    return store.write_scope(scope) if store is not None else scope or "user"
 
 
 def _new_delta(p: Submission, verdict: Verdict, delta_id: str | None = None) -> Delta:
@@ -658,7 +664,7 @@ def _anchor(skill: Skill, section: str | None) -> Anchor:
 
 
 def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, section: str | None,
-          provenance: Provenance | str | Mapping | None, scope: str = SHIPPED.scope,
+          provenance: Provenance | str | Mapping | None, scope: str | None = None,
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
           settings: GateSettings | None = None, research: bool | None = None,
           rules: Iterable[Rule] = RULES) -> WriteResult:
@@ -696,7 +702,7 @@ def _validates(rules: tuple[Rule, ...]) -> bool:
 
 
 def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
-          provenance: Provenance | str | Mapping | None, scope: str = SHIPPED.scope,
+          provenance: Provenance | str | Mapping | None, scope: str | None = None,
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
           settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
           custom_rules: bool = False) -> WriteResult:
@@ -713,8 +719,8 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
         return WriteResult(verdict.outcome, verdict.message, verdict.rule, warnings=warnings)
     if verdict.outcome == "routed":
         namespace, key, value = validate_fact(payload)
-        undo = store.put_fact(namespace or skill.name, key, value, scope=scope, provenance=p.provenance)
-        fact = next(f for f in store.facts(namespace or skill.name) if f.key == key and f.scope == scope)
+        undo = store.put_fact(namespace or skill.name, key, value, scope=p.scope, provenance=p.provenance)
+        fact = next(f for f in store.facts(namespace or skill.name) if f.key == key and f.scope == p.scope)
         return WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo, warnings=warnings)
 
     delta = _new_delta(p, verdict)
@@ -734,7 +740,7 @@ class Lesson:
     payload: Any
     section: str | None = None
     provenance: Provenance | str | Mapping | None = None
-    scope: str = SHIPPED.scope
+    scope: str | None = None  # None: the store's `write_scope()` (the shipped default for its agent)
     evidence: str | tuple[str, ...] | None = None
     incognito: bool = False
 
@@ -763,8 +769,8 @@ class Lesson:
         section = data.get("section")
         if section is not None and not isinstance(section, str):
             raise LessonError(f"field 'section' must be a string, not {_json_type(section)}", "section")
-        scope = data.get("scope", "user")
-        if not isinstance(scope, str) or not scope:
+        scope = data.get("scope")
+        if scope is not None and (not isinstance(scope, str) or not scope):
             raise LessonError("field 'scope' must be a non-empty string", "scope")
         evidence = data.get("evidence")
         if evidence is not None and not isinstance(evidence, str):
@@ -937,7 +943,7 @@ def _submissions(store, skill: Skill, rows: list[Lesson], settings: GateSettings
         ev = r.evidence
         f = template.copy()
         f["kind"], f["payload"], f["section"], f["provenance"], f["scope"], f["incognito"] = \
-            r.kind, r.payload, r.section, provenance, r.scope, r.incognito
+            r.kind, r.payload, r.section, provenance, store.write_scope(r.scope), r.incognito
         f["evidence"] = (ev,) if isinstance(ev, str) else tuple(ev or ())
         out.append(made(Submission, f))
     return out

@@ -556,7 +556,7 @@ def _index_for(embedder, deltas: Sequence[Delta]) -> tuple[TriggerIndex | None, 
 # ------------------------------------------------------------------------------------------ resolving
 
 
-def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | Iterable[str] = "user",
+def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | Iterable[str] | None = None,
             learned: bool = True, embedder=None, tau: float | Gate | None = None,
             ceiling: int = budget_mod.DEFAULT_CEILING) -> EffectiveSkill:
     """Resolve `skill` against `store`. Never raises; see the module docstring for the rules.
@@ -564,6 +564,8 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
     `embedder`: None loads the bundled default only if a goal needs retrieval; a name/path loads that
     sentence-transformers model; an object with `id` and `encode` is used as is; False disables retrieval.
     `tau`: None uses the embedder's calibrated gate; a float (absolute τ) or a `retrieval.Gate` overrides it.
+    `scope`: the scopes read; None: the store's `read_scopes()` ("user", and its agent's own scope if it was
+    opened for one).
     """
     if not learned or learned_disabled():  # before any store read
         why = "--no-learned-skills" if not learned else f"{NO_LEARNED_ENV} is set"
@@ -573,7 +575,7 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
         return _base(skill, [Note("no_store", None, "no overlay store: authored base only")], False, ceiling)
     notes: list[Note] = []
     try:
-        scopes = _scopes(scope)
+        scopes = _scopes(store.read_scopes(scope) if hasattr(store, "read_scopes") else scope or "user")
         deltas = store.search(skill=skill.name, scope=sorted(scopes), status="active", include_superseded=True)
         for d in store.search(skill=skill.name, scope=sorted(scopes), status="orphaned"):
             notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
@@ -606,7 +608,7 @@ class Session:
     session's skills' own tools), fed the effective skill's SKILL tier: `select_tools(skill, goal)`.
     """
 
-    def __init__(self, store=None, *, goal: str | None = None, scope: str | Iterable[str] = "user",
+    def __init__(self, store=None, *, goal: str | None = None, scope: str | Iterable[str] | None = None,
                  learned: bool = True, embedder=None, tau: float | Gate | None = None,
                  ceiling: int = budget_mod.DEFAULT_CEILING, touch: bool = True, loader: ToolLoader | None = None):
         self.store = store

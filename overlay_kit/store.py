@@ -894,14 +894,19 @@ def read_gaia_deltas(path: str | os.PathLike) -> list[dict]:
         conn.close()
 
 
+AGENT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?")  # `Store.open(agent=)`
+
+
 class Store:
     """A handle on one overlay database. Use `Store.open(...)`; thread-safe for one process."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str, *, research: bool, auto_approve: bool):
+    def __init__(self, conn: sqlite3.Connection, path: str, *, research: bool, auto_approve: bool,
+                 agent: str | None = None):
         self.conn = conn
         self.path = path
         self.research = research
         self.auto_approve = auto_approve
+        self.agent = agent  # the agent this handle writes and reads for (`write_scope`, `read_scopes`)
         self._lock = threading.RLock()
         self._depth = 0
         self._erasing = False
@@ -923,7 +928,8 @@ class Store:
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, research: bool = False,
-             auto_approve: bool = SHIPPED.auto_approve, readonly: bool = False, create: bool = True) -> "Store":
+             auto_approve: bool = SHIPPED.auto_approve, readonly: bool = False, create: bool = True,
+             agent: str | None = None) -> "Store":
         """Open (creating or migrating forward) the database at `path` (default: `default_db_path()`).
 
         Before any write, a read-only look: a path that is a directory, FIFO, socket or device is refused without
@@ -934,7 +940,13 @@ class Store:
         `readonly=True` opens without writing anything (read-only media; writes raise `StoreError`);
         `create=False` (and `readonly`) refuse a missing file with "no database at PATH" instead of creating
         it and its folders. A writable open of a file or folder that cannot be written is a `ReadOnlyError`
-        ("read-only: cannot write PATH"); a full disk a `DiskFullError`."""
+        ("read-only: cannot write PATH"); a full disk a `DiskFullError`. `agent`: the agent this handle learns and
+        resolves for (a name like a skill's: `[a-z0-9._-]`, at most 64), when several agents share the file;
+        it decides the scope of a lesson written without one (`write_scope`) and the scopes a resolve reads
+        (`read_scopes`)."""
+        if agent is not None and not AGENT_NAME.fullmatch(agent):
+            raise StoreError(f"agent: {agent!r} is not an agent name (lowercase letters, digits, '.', '_', '-'; "
+                             "1 to 64, starting and ending with a letter or digit)")
         target = str(default_db_path() if path is None else Path(path).expanduser())
         memory = target == ":memory:"
         if not memory:
@@ -965,7 +977,7 @@ class Store:
             raise _fault_error(target, exc) if _fault(exc) and "unable to open" not in str(exc) else \
                 StoreError(f"{target}: cannot open: {exc}") from exc
         try:
-            store = cls(conn, target, research=research, auto_approve=auto_approve)
+            store = cls(conn, target, research=research, auto_approve=auto_approve, agent=agent)
             store.readonly = readonly
             conn.create_function("overlay_erasing", 0, lambda: 1 if store._erasing else 0)
             store._quick_check()
@@ -1048,7 +1060,25 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Store({self.path!r}, research={self.research}, auto_approve={self.auto_approve})"
+        agent = f", agent={self.agent!r}" if self.agent else ""
+        return f"Store({self.path!r}, research={self.research}, auto_approve={self.auto_approve}{agent})"
+
+    # ----------------------------------------------------------------------------- scopes
+
+    def write_scope(self, scope: str | None = None) -> str:
+        """The scope a lesson is written with: `scope` when given; else the shipped default (`SHIPPED.scope`):
+        "agent" keeps it with this handle's agent (`agent:<name>`), "user" shares it with every agent of the
+        user. A handle opened for no agent has one reader, and its lessons are written "user"."""
+        if scope is not None:
+            return scope
+        return f"agent:{self.agent}" if SHIPPED.scope == "agent" and self.agent else "user"
+
+    def read_scopes(self, scope: str | Iterable[str] | None = None) -> str | tuple[str, ...]:
+        """The scopes a resolve (or a `Facts` chain) reads: `scope` when given; else, for a handle opened for an
+        agent, that agent's own `agent:<name>` first, then "user" (lessons shared on purpose); else "user"."""
+        if scope is not None:
+            return scope
+        return (f"agent:{self.agent}", "user") if self.agent else "user"
 
     def _migrate(self, upto: int | None = None) -> list[int]:
         """Apply the missing MIGRATIONS (all, or up to version `upto`); return the versions applied."""

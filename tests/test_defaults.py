@@ -16,6 +16,22 @@ def _default(func, name):
     return inspect.signature(func).parameters[name].default
 
 
+def _scope_policy(write) -> str:
+    """The scope policy a write path ships, read from what it writes: an unscoped lesson learned for agent `a`
+    is kept by it ("agent") or shared by every agent of the user ("user")."""
+    from overlay_support import make_skill
+
+    with store.Store.open(":memory:", agent="a") as s:
+        skill = make_skill("scope-probe")
+        args = ("preference", {"body": "Keep replies short."})
+        if write is gates.learn_many:
+            d = write(s, skill, [{"kind": args[0], "payload": args[1], "section": "triage",
+                              "provenance": "user_instruction"}])[0].delta
+        else:
+            d = write(s, skill, *args, section="triage", provenance="user_instruction").delta
+        return {"agent:a": "agent", "user": "user"}[d.scope]
+
+
 # (where the product reads it, the SHIPPED field): each fails if the product ships something else
 PRODUCT = [
     (lambda: budget.DEFAULT_CEILING, "ceiling"),
@@ -32,8 +48,8 @@ PRODUCT = [
     (lambda: _default(evidence.review_staged, "wilson"), "wilson"),
     (lambda: _default(evidence.review_staged, "retire_below"), "retire_below"),
     (lambda: gates.GateSettings().noop_repeats, "noop_repeats"),
-    (lambda: _default(gates.learn, "scope"), "scope"),
-    (lambda: gates.Lesson("preference", {}, None, None).scope, "scope"),
+    (lambda: _scope_policy(gates.learn), "scope"),
+    (lambda: _scope_policy(gates.learn_many), "scope"),
     (lambda: _default(store.Store.open, "auto_approve"), "auto_approve"),
     (lambda: _default(rebase.apply, "policy"), "rebase_policy"),
     (lambda: _default(rebase.plan, "policy"), "rebase_policy"),
