@@ -52,7 +52,11 @@ class Defaults:
     scope: str = "agent"
     # base updates, decay, tools
     rebase_policy: str = "section"
-    decay_idle_days: int = 30  # `evidence.decay`: an active lesson unused this long is demoted (run on request)
+    # `evidence.decay` (run on request): None, age alone demotes nothing and last use only ranks (the budget's
+    # order when the ceiling binds); N, an active tier-3 lesson unused N days is demoted to retrieval-only. Set
+    # by notebook 14's rule (datasets/rules/14_decay.yaml): every idle bound studied cost the lessons a user
+    # rarely triggers more than the rule allows, for little gain in the precision of what is resident.
+    decay_idle_days: int | None = None
     max_tools: int = 14
 
     def varied(self, settings: Any) -> dict[str, tuple[Any, Any]]:

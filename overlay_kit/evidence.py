@@ -90,7 +90,7 @@ __all__ = [
 CONTEXT_ROLES = ("context", "suggested")
 MIN_COSINE = 0.85  # embedding cosine at or above which two lessons may be near-duplicates …
 MIN_BIGRAM = 0.6  # … and character-bigram Dice at or above which they are (both must hold)
-DEFAULT_IDLE = timedelta(days=SHIPPED.decay_idle_days)
+DEFAULT_IDLE = None if SHIPPED.decay_idle_days is None else timedelta(days=SHIPPED.decay_idle_days)
 
 
 class EvidenceError(ValueError):
@@ -496,37 +496,41 @@ def consolidation_proposer(embedder: Any = None, *, min_cosine: float = MIN_COSI
 @dataclass(frozen=True)
 class DecayPlan:
     """`ranked`: live active deltas, lowest value first (the budget's order). `demote`: idle tier-3 deltas
-    still resident (→ retrieval-only). `surfaced`: idle tier-1/2 deltas, listed for review, never changed."""
+    still resident (→ retrieval-only). `surfaced`: idle tier-1/2 deltas, listed for review, never changed.
+    With no idle bound (`idle` None, what ships) nothing is idle: the plan only ranks."""
 
     now: datetime
-    idle: timedelta
+    idle: timedelta | None
     ranked: tuple[str, ...]
     demote: tuple[str, ...]
     surfaced: tuple[str, ...]
 
     def to_dict(self) -> dict:
-        return {"now": iso(self.now), "idle_days": self.idle.total_seconds() / 86400, "ranked": list(self.ranked),
+        return {"now": iso(self.now), "idle_days": None if self.idle is None else self.idle.total_seconds() / 86400,
+                "ranked": list(self.ranked),
                 "demote": list(self.demote), "surfaced": list(self.surfaced)}
 
 
-def decay_plan(deltas: Iterable[Delta], *, now: datetime, idle: timedelta = DEFAULT_IDLE,
+def decay_plan(deltas: Iterable[Delta], *, now: datetime, idle: timedelta | None = DEFAULT_IDLE,
                retrieval_only: Iterable[str] = ()) -> DecayPlan:
     """Pure: rank by `budget.value_key` (evidence, then last use) and pick what has been idle longer than
-    `idle` (last use, else approval, else creation)."""
-    if idle <= timedelta(0):
-        raise EvidenceError("must be a positive duration", "idle")
+    `idle` (last use, else approval, else creation); `idle` None picks nothing."""
+    if idle is not None and idle <= timedelta(0):
+        raise EvidenceError("must be a positive duration or None", "idle")
     demoted = set(retrieval_only)
     live = sorted((d for d in deltas if d.status == "active" and d.superseded_by is None), key=budget_mod.value_key)
-    stale = [d for d in live if now - _last_used(d) > idle]
+    stale = [] if idle is None else [d for d in live if now - _last_used(d) > idle]
     return DecayPlan(now, idle, tuple(d.id for d in live),
                      tuple(d.id for d in stale if d.tier == 3 and d.id not in demoted),
                      tuple(d.id for d in stale if d.tier in (1, 2)))
 
 
-def decay(store: "Store", skill: str | None = None, *, now: datetime | None = None, idle: timedelta = DEFAULT_IDLE,
+def decay(store: "Store", skill: str | None = None, *, now: datetime | None = None,
+          idle: timedelta | None = DEFAULT_IDLE,
           scope: str | Iterable[str] | None = None, apply: bool = True, who: str = "decay") -> DecayPlan:
-    """Demote idle tier-3 deltas to retrieval-only (audited). Never changes a status: a delta a user
-    approved stays active, and a demoted one comes back whenever a session goal retrieves it."""
+    """Demote idle tier-3 deltas to retrieval-only (audited); with no idle bound (what ships), rank only.
+    Never changes a status: a delta a user approved stays active, and a demoted one comes back only when a
+    session goal retrieves it."""
     now = now or utc_now()
     plan = decay_plan(store.search(skill, scope, status="active"), now=now, idle=idle,
                       retrieval_only=store.retrieval_only(skill))

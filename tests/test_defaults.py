@@ -64,7 +64,8 @@ def test_the_product_ships_the_shipped_defaults(read, field):
 
 
 def test_decay_and_the_cli_read_them_too():
-    assert evidence.DEFAULT_IDLE == timedelta(days=SHIPPED.decay_idle_days)
+    assert evidence.DEFAULT_IDLE == (None if SHIPPED.decay_idle_days is None else
+                                     timedelta(days=SHIPPED.decay_idle_days))
     assert build_parser("rebase").parse_args(["rebase", "a", "b"]).policy == SHIPPED.rebase_policy
 
 
