@@ -948,7 +948,8 @@ def apply_rebase(args: argparse.Namespace, old, new, report: dict) -> int:
             return 1
         if not history:
             rebase.apply(store, old, args.policy)  # first sighting: registers OLD, moves nothing
-        result = rebase.apply(store, replace(new, root=old.root), args.policy, old=old)
+        result = rebase.apply(store, replace(new, root=old.root, root_dir=old.root_dir), args.policy,
+                               old=old)
         moved = [{"id": o.delta.id, "state": o.state, "section": o.anchor.section} for o in result.outcomes]
     if args.json:
         _emit_json(report | {"applied": {"db": str(store.path), "deltas": moved}})

@@ -634,7 +634,7 @@ def _new_deltas(accepted: list[tuple[Submission, Verdict]], ids: Iterable[str]) 
         skill = p.skill
         known = skills.get(id(skill))
         if known is None:
-            known = skills[id(skill)] = (_DELTA | {"skill": skill.name, "base_root": skill.root}, {})
+            known = skills[id(skill)] = (_DELTA | {"skill": skill.name, "base_root": skill.root_key}, {})
         template, anchors = known
         anchor = anchors.get(p.section)
         if anchor is None:

@@ -251,9 +251,9 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
             continue
         if shaped is not d.payload and shaped != dict(d.payload):
             d = d.evolve(payload=shaped)
-        if d.base_root is not None and skill.root is not None and d.base_root != skill.root:
+        if not skill.from_root(d.base_root):
             notes.append(Note("orphaned", d.id, f"written against the {d.base_root!r} root; this base comes "
-                                                f"from {skill.root!r} (never re-attached without confirmation)"))
+                                                f"from {skill.root_key!r} (never re-attached without confirmation)"))
             continue
         key = (d.anchor.section, d.anchor.digest)
         if key not in located:  # many deltas share an anchor
@@ -627,7 +627,7 @@ class Session:
         return sum(e.tokens for e in self._cache.values())
 
     def resolve(self, skill: Skill) -> EffectiveSkill:
-        key = (skill.name, str(skill.path), skill.root, skill.body_digest)
+        key = (skill.name, str(skill.path), skill.root_key, skill.body_digest)
         if key not in self._cache:
             left = max(1, self.ceiling - self.used_tokens)
             eff = resolve(skill, self.store, goal=self.goal, scope=self.scope, learned=self.learned,

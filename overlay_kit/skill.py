@@ -152,6 +152,20 @@ class Skill:
     tools: tuple[str, ...] = ()
     body_start_line: int = 1  # file line on which body line 1 sits
     root: str | None = None  # label of the discovery root that supplied it
+    root_dir: str | None = None  # that root's directory, resolved (a discovered skill; None for a path given)
+
+    @property
+    def root_key(self) -> str | None:
+        """Where this skill came from, as a lesson and the base registry record it: the root's label and, for a
+        discovered skill, the root's directory (`project:/repo/.gaia/skills`), so a same-named skill of another
+        project is another base (notebook 13's verdict: lessons keyed by name and root directory)."""
+        return f"{self.root}:{self.root_dir}" if self.root and self.root_dir else self.root
+
+    def from_root(self, recorded: str | None) -> bool:
+        """Whether a recorded root (a lesson's `base_root`, a registry row's root) names the root this skill
+        came from. A record of the label alone (written before roots were keyed by directory) matches any
+        directory under that label, as it always did; an unrecorded root, or a skill from no root, matches."""
+        return recorded is None or self.root is None or recorded in (self.root_key, self.root)
 
     @property
     def capability_bearing(self) -> bool:
@@ -601,7 +615,7 @@ def discover(roots: Iterable[Root]) -> Discovery:
                                          file))
                 continue
             try:
-                skill = load_skill(file, root=root.label)
+                skill = replace(load_skill(file, root=root.label), root_dir=str(real_root))
             except SkillError as exc:
                 errors.append(exc)
                 continue

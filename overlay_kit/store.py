@@ -2136,21 +2136,26 @@ class Store:
     # ------------------------------------------------------------------------------ base registry
 
     def register_base(self, skill) -> BaseChange:
-        """Record the base a session sees. A new history row when root, version or body changed."""
+        """Record the base a session sees. A new history row when root, version or body changed. The root is
+        `skill.root_key` (label and directory); a row holding the label alone (written before roots were keyed
+        by directory) is the same root, and takes the key."""
         now = iso(utc_now())
+        root = skill.root_key
         with self.transaction():
             row = self.conn.execute("SELECT id, root, version, body_digest FROM skill_bases WHERE name = ? "
                                     "ORDER BY id DESC LIMIT 1", (skill.name,)).fetchone()
             digest = skill.body_digest
-            if row is not None and (row[1], row[2], row[3]) == (skill.root, skill.version, digest):
+            if row is not None and row[1] == skill.root and root != skill.root:  # a label-only row: same root
+                row = (row[0], root, row[2], row[3])
+                self.conn.execute("UPDATE skill_bases SET root = ? WHERE id = ?", (root, row[0]))
+            if row is not None and (row[1], row[2], row[3]) == (root, skill.version, digest):
                 self.conn.execute("UPDATE skill_bases SET last_seen_at = ? WHERE id = ?", (now, row[0]))
-                return BaseChange(skill.name, skill.root, digest, digest, skill.version, False,
-                                  row[1], row[2])
+                return BaseChange(skill.name, root, digest, digest, skill.version, False, row[1], row[2])
             self.conn.execute("INSERT INTO skill_bases (name, root, version, body_digest, seen_at, last_seen_at) "
-                              "VALUES (?, ?, ?, ?, ?, ?)", (skill.name, skill.root, skill.version, digest, now, now))
+                              "VALUES (?, ?, ?, ?, ?, ?)", (skill.name, root, skill.version, digest, now, now))
         if row is None:
-            return BaseChange(skill.name, skill.root, None, digest, skill.version, False)
-        return BaseChange(skill.name, skill.root, row[3], digest, skill.version, True, row[1], row[2])
+            return BaseChange(skill.name, root, None, digest, skill.version, False)
+        return BaseChange(skill.name, root, row[3], digest, skill.version, True, row[1], row[2])
 
     def base_history(self, name: str) -> list[dict]:
         rows = self.conn.execute("SELECT root, version, body_digest, seen_at, last_seen_at FROM skill_bases "

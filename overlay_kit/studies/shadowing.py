@@ -378,10 +378,11 @@ class ShadowStudy:
                  f"whose skill shadowed another: {real.shadowed_sessions.iloc[0]:.1%}"
                  + (f"; assumptions varied from the rule's realistic point: "
                     + ", ".join(f"{k} {a} → {b}" for k, (a, b) in varied.items()) if varied else "") + ".", "",
-                 f"**Today.** The product keys a lesson by its skill's name and records the discovery-root "
-                 f"*label* (`base_root`); the resolver leaves out a lesson whose label differs from the served "
+                 f"**Today.** The product keys a lesson by its skill's name and records where the skill came "
+                 f"from (`base_root`); the resolver leaves out a lesson whose recorded root differs from the served "
                  f"skill's (an `orphaned` note, never re-attached without confirmation). Probed on the real store "
-                 f"and resolver: the product implements `{self.product}`.", "",
+                 f"and resolver: the product implements `{self.product}` (until this study's version 1 verdict "
+                 f"was adopted it recorded the root's label alone: `name+root`).", "",
                  "| policy | silent attach (share of lessons) | lost uses | prompts / 100 sessions | admissible |",
                  "|---|---|---|---|---|"]
         for p, r in real.iterrows():
