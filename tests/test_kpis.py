@@ -344,16 +344,18 @@ def test_the_study_plan_comes_from_the_rule_file(tmp_path):
 
 
 def test_a_recording_is_judged_like_the_run_it_recorded_and_against_what_shipped_then(tmp_path):
-    st = kpis.run({"min_samples": [3]}, seeds=[0, 1], base=dict(n_sessions=24, turns=3, n_situations=4,
-                                                                  eval_turns=1), backend="sequential",
+    st = kpis.run({"min_samples": [3], "retire_below": [0.5]}, seeds=[0, 1],
+                  base=dict(n_sessions=24, turns=3, n_situations=4, eval_turns=1), backend="sequential",
                   progress=False)
     path = tmp_path / "07_kpis_full.csv.gz"
     st.frame.to_csv(path, index=False, compression="gzip")
-    meta = {"rule_sha256": st.rule.sha256, "shipped": {"min_samples": 3}, "seeds": 2}
+    shipped = {"min_samples": 3, "retire_below": None}
+    meta = {"rule_sha256": st.rule.sha256, "shipped": shipped, "seeds": 2}
     kpis.RECORDED_META(path).write_text(json.dumps(meta))
     again, read_meta = kpis.recorded(path)
-    assert read_meta == meta and again.defaults == {"min_samples": 3}  # the baseline is what shipped then
-    live = kpis.KPIStudy(st.frame, {"min_samples": 3}, st.axes, st.fixed, st.rule, st.n_boot, st.seed)
+    assert read_meta == meta and again.defaults == shipped  # the baseline is what shipped then
+    assert set(again.frame.value) == {"3", "5", "None", "0.5"}  # a value "None" is a value, not a missing one
+    live = kpis.KPIStudy(st.frame, shipped, st.axes, st.fixed, st.rule, st.n_boot, st.seed)
     pd.testing.assert_frame_equal(again.table(), live.table())
     assert kpis.recorded(tmp_path / "none.csv.gz") is None
     other = _rule(tmp_path, margin=0.2)

@@ -689,7 +689,9 @@ def recorded(path: Path = RECORDED, rule: RuleFile | None = None) -> tuple[KPISt
     if meta["rule_sha256"] != rule.sha256:
         raise ValueError(f"{path}: recorded under rule sha256 {meta['rule_sha256'][:12]}, "
                          f"not the rule file's {rule.sha256[:12]}")
-    frame = pd.read_csv(path, dtype={"world": str, "axis": str, "value": str})
+    # values are reprs ("None" among them): only an empty cell (a KPI a run did not have) is missing
+    frame = pd.read_csv(path, dtype={"world": str, "axis": str, "value": str}, keep_default_na=False,
+                        na_values=[""])
     axes = tuple(dict.fromkeys(frame["axis"]))
     defaults = {a: meta["shipped"][a] for a in axes}  # what shipped when it ran: the baseline it was judged by
     fixed = {a: f for a, f in rule.param("fixed").items() if a in axes}
