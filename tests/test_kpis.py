@@ -361,3 +361,12 @@ def test_a_recording_is_judged_like_the_run_it_recorded_and_against_what_shipped
     other = _rule(tmp_path, margin=0.2)
     with pytest.raises(ValueError, match="recorded under rule sha256"):
         kpis.recorded(path, rule=other)
+
+
+def test_a_recording_says_when_it_was_cut_short():
+    meta = {"recorded": "2026-12-05T06:29:53+00:00", "commit": "b9e4270d07", "rule_sha256": "c4d946e3d2e7e408",
+            "seeds": 10, "planned_seeds": 60, "worlds": 21, "n_sessions": 100, "rows": 4410,
+            "machine": "x86_64, 2 CPUs", "n_jobs": 2}
+    assert "cut short at 10 of the 60 planned seeds" in kpis.recording_note(meta)
+    assert "cut short" not in kpis.recording_note(meta | {"seeds": 60})
+    assert kpis.recording_note(meta).startswith("FULL run recorded 2026-12-05 at commit b9e4270")

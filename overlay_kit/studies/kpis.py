@@ -62,6 +62,7 @@ __all__ = [
     "paired",
     "plan",
     "recorded",
+    "recording_note",
     "cost",
     "dashboard",
     "kpi_frame",
@@ -696,6 +697,16 @@ def recorded(path: Path = RECORDED, rule: RuleFile | None = None) -> tuple[KPISt
     defaults = {a: meta["shipped"][a] for a in axes}  # what shipped when it ran: the baseline it was judged by
     fixed = {a: f for a, f in rule.param("fixed").items() if a in axes}
     return KPIStudy(frame, defaults, axes, fixed, rule, rule.param("n_boot"), rule.param("seed")), meta
+
+
+def recording_note(meta: Mapping[str, Any]) -> str:
+    """One line saying what a recording (`recorded`'s provenance) holds, and whether it was cut short."""
+    cut = (f" — cut short at {meta['seeds']} of the {meta['planned_seeds']} planned seeds (whole blocks only; "
+           f"every comparison's MDE below says what that costs)" if meta["seeds"] < meta["planned_seeds"] else "")
+    return (f"FULL run recorded {meta['recorded'][:10]} at commit {meta['commit'][:7]} under rule sha256 "
+            f"{meta['rule_sha256'][:12]}: {meta['seeds']} seeds × {meta['worlds']} world scenarios × "
+            f"{meta['n_sessions']} sessions, {meta['rows']:,} (world, axis, value, seed) rows, on {meta['machine']} "
+            f"({meta['n_jobs']} jobs){cut}.")
 
 
 def run(axes: Mapping[str, Sequence[Any]] | None = None, *, seeds: Sequence[int] | None = None,
