@@ -47,6 +47,14 @@ def dumps(value: Any) -> str:
     return _CANONICAL_JSON.encode(value)
 
 
+class FieldError(ValueError):
+    """Bad input naming the field at fault: `field`, and the message reads `FIELD: MESSAGE`."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
 class InputError(ValueError):
     """Bad input in a file the user named: reads `PATH[:LINE]: MESSAGE` (the message names the field, if one);
     under `--json` its `where` is `PATH[:LINE] [field]`."""

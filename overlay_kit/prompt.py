@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal, Sequence
 
 from .bundled import llama_tokenizer
+from .common import FieldError
 
 __all__ = ["POLICIES", "Policy", "Prompt", "PromptError", "compose", "count_tokens", "reprefill_tokens"]
 
@@ -31,12 +32,8 @@ ROLES = ("user", "assistant")
 BLOCK_SEP = "\n\n"
 
 
-class PromptError(ValueError):
+class PromptError(FieldError):
     """A prompt could not be composed; names the offending field."""
-
-    def __init__(self, field: str, problem: str):
-        self.field = field
-        super().__init__(f"{field}: {problem}")
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from .. import evidence, gates
+from ..common import FieldError
 from ..defaults import SHIPPED
 from ..metrics import Interval
 from ..resources import dataset_path
@@ -61,12 +62,8 @@ STATES = ("untaught", "resident", "retrieval-only", "archived")
 _START = datetime(2026, 1, 1, tzinfo=timezone.utc)  # day 0 of every simulated user
 
 
-class DecayStudyError(ValueError):
+class DecayStudyError(FieldError):
     """A bad argument to the decay study; `field` names it."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        super().__init__(f"{field}: {message}")
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from .. import gates
+from ..common import FieldError
 from .. import resolve as resolve_mod
 from ..defaults import SHIPPED
 from ..metrics import Interval, ratio_ci
@@ -65,12 +66,8 @@ ASSUMPTIONS: Mapping[str, tuple[float, float, str]] = {
 _SALT = 11  # this study's stream of per-user draws
 
 
-class ScopeError(ValueError):
+class ScopeError(FieldError):
     """Bad input to the scope study: names the field."""
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        super().__init__(f"{field}: {message}")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .. import gates
+from ..common import FieldError
 from ..metrics import Interval, binomial_upper, bootstrap_ci, ratio_ci
 from ..resolve import resolve
 from ..skill import default_roots, discover
@@ -46,12 +47,8 @@ POLICIES = ("name+root", "name", "name+path", "name+path+prompt")
 ROOTS = ("project", "user", "installed")  # the discovery roots the model fills (labels of `default_roots`)
 
 
-class ShadowingError(ValueError):
+class ShadowingError(FieldError):
     """Bad input to the study: names the field."""
-
-    def __init__(self, field_name: str, message: str):
-        self.field = field_name
-        super().__init__(f"{field_name}: {message}")
 
 
 @dataclass(frozen=True)
