@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import yaml
+
 from overlay_kit.skill import parse_skill
+from overlay_kit.studies import rulefile
 
 MAIL_BODY = """# Mail triage
 
@@ -35,3 +38,13 @@ def make_skill(name: str = "mail", *, body: str = MAIL_BODY, tools=("search_mail
 
 TRUSTED = "user_instruction"
 UNTRUSTED = "observed_content"
+
+
+def rule_copy(name: str, tmp_path, **params) -> rulefile.RuleFile:
+    """The committed rule file `name` with some params changed, as a copy under tmp_path: what each study's test
+    uses to show that a modified rule changes its verdict."""
+    doc = yaml.safe_load(rulefile.load(name).path.read_text(encoding="utf-8"))
+    doc["params"] |= params
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return rulefile.load(path)

@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import yaml
 
-from overlay_kit.defaults import SHIPPED
-from overlay_kit.studies import decay, rulefile, world
+from overlay_support import rule_copy
+
+from overlay_kit.studies import decay, world
 from overlay_kit.studies.rulefile import RuleFileError
 
 SMALL = {"small": {"sessions": 60, "users": 10, "days_between_sessions": [1.0, 3.0]}}
 
 
 def _rule(tmp_path, **params):
-    """The committed 14 rule with some params changed (a copy under tmp_path)."""
-    doc = yaml.safe_load(rulefile.load(decay.RULE_NAME).path.read_text(encoding="utf-8"))
-    doc["params"].update(params)
-    path = tmp_path / f"{decay.RULE_NAME}.yaml"
-    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
-    return rulefile.load(path)
+    return rule_copy(decay.RULE_NAME, tmp_path, **params)
 
 
 def _one(need_at, n=60, *, obsolete_at=None, rare=True, draw=0.99):

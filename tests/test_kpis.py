@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from overlay_support import TRUSTED, UNTRUSTED, make_skill
+from overlay_support import TRUSTED, UNTRUSTED, make_skill, rule_copy
 
 from overlay_kit import evidence, gates
 from overlay_kit.store import Store, StoreError
@@ -211,13 +211,7 @@ def _frame(axis, values, noise=(-0.01, 0.0, 0.01)):
 
 def _rule(tmp_path, **params):
     """The committed 07 rule with some params changed (a copy under tmp_path)."""
-    import yaml
-
-    doc = yaml.safe_load(rulefile.load("07_kpis").path.read_text(encoding="utf-8"))
-    doc["params"] |= params
-    path = tmp_path / "07_kpis.yaml"
-    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
-    return rulefile.load(path)
+    return rule_copy("07_kpis", tmp_path, **params)
 
 
 def test_recommend_judges_each_value_against_the_shipped_one_seed_by_seed():

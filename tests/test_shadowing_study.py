@@ -7,7 +7,8 @@ import random
 
 import pandas as pd
 import pytest
-import yaml
+
+from overlay_support import rule_copy
 
 from overlay_kit.studies import rulefile, shadowing
 from overlay_kit.studies.shadowing import Assumptions, ShadowingError, _applies, _Base
@@ -17,11 +18,7 @@ REAL = dict(RULE.param("realistic"))
 
 
 def _rule_copy(tmp_path, **params):
-    doc = yaml.safe_load(RULE.path.read_text(encoding="utf-8"))
-    doc["params"].update(params)
-    path = tmp_path / f"{shadowing.RULE_NAME}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    return rulefile.load(path)
+    return rule_copy(shadowing.RULE_NAME, tmp_path, **params)
 
 
 def _totals(values, users=20, sessions=120):

@@ -4,7 +4,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import yaml
+
+from overlay_support import rule_copy
 
 from overlay_kit import evidence
 from overlay_kit.defaults import SHIPPED
@@ -16,11 +17,7 @@ SMALL = {"world": {"users": 4, "sessions": 40}, "followup": 25, "seeds": 1, "sce
 
 
 def write_rule(tmp_path, **params):
-    doc = yaml.safe_load(rulefile.load(signals.RULE).path.read_text(encoding="utf-8"))
-    doc["params"] |= params
-    path = tmp_path / f"{signals.RULE}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    return rulefile.load(path)
+    return rule_copy(signals.RULE, tmp_path, **params)
 
 
 @pytest.fixture(scope="module")

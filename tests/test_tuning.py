@@ -8,19 +8,15 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import yaml
+
+from overlay_support import rule_copy
 
 from overlay_kit.defaults import SHIPPED
 from overlay_kit.studies import rulefile, tuning, world
 
 
 def _rule(tmp_path, **params):
-    """The committed 06 rule with some params changed (a copy under tmp_path)."""
-    doc = yaml.safe_load(rulefile.load(tuning.RULE_NAME).path.read_text(encoding="utf-8"))
-    doc["params"].update(params)
-    path = tmp_path / f"{tuning.RULE_NAME}.yaml"
-    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
-    return rulefile.load(path)
+    return rule_copy(tuning.RULE_NAME, tmp_path, **params)
 
 
 @pytest.fixture(scope="module")
