@@ -40,16 +40,14 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_right
-from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from itertools import accumulate, chain
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .anchor import BODY, PREAMBLE, Anchor, parse
-from .common import dumps, find_all, gc_paused, once
+from .common import gc_paused
 from .defaults import SHIPPED
 from .display import write_result_html, write_result_text
 from .grammar import (
@@ -64,17 +62,13 @@ from .grammar import (
     Provenance,
     as_read,
     cap_violations,
-    cap_violations_many,
     check_shape,
-    fields_of,
-    made,
-    new_delta_id,
     new_delta_ids,
     utc_now,
     validate_fact,
 )
-from .injection import detectors, pattern_set, scan, scan_many
-from .seal import mint, mint_batch
+from .injection import pattern_set, scan, scan_many
+from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
 from .textguard import block_structure, views, views_many
 
@@ -94,7 +88,6 @@ __all__ = [
     "WriteResult",
     "check",
     "decide",
-    "decide_many",
     "learn",
     "learn_many",
     "promote",
@@ -136,7 +129,9 @@ class GateSettings:
 
 @dataclass(frozen=True)
 class Submission:
-    """Everything a rule may look at. `evidence` is the text the lesson was drawn from; it is never stored."""
+    """Everything a rule may look at. `evidence` is the text the lesson was drawn from; it is never stored.
+    `derived`: what several rules read of the payload (`Derived`), derived when the submission is made (a
+    batch derives its rows' together: `_submissions`)."""
 
     skill: Skill
     kind: str
@@ -149,24 +144,55 @@ class Submission:
     research: bool
     auto_approve: bool
     settings: GateSettings
+    derived: "Derived | None" = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.derived is None:  # a submission of its own: a batch of one
+            object.__setattr__(self, "derived", _derive([(self.kind, self.payload)])[0])
 
     @property
     def is_fact(self) -> bool:
         return self.kind == "fact"
 
-    @once
+    @property
     def canonical(self) -> dict | None:
         """The payload in canonical form (`check_shape`), or None when its shape is wrong (`payload_shape`
-        reports that); computed once for all the rules."""
-        return _shaped(self.kind, self.payload)
+        reports that)."""
+        return self.derived.canonical
 
     def texts(self) -> list[tuple[str, str]]:
         """(field, text) of every string in the payload (facts: their value's strings too)."""
-        return list(self._texts)
+        return list(self.derived.text_fields)
 
-    @once
-    def _texts(self) -> tuple[tuple[str, str], ...]:
-        return _payload_texts(self.payload)
+
+@dataclass(frozen=True)
+class Derived:
+    """What several rules read of one payload: its canonical form (None: malformed), (field, text) of each of
+    its strings, their views (`textguard.views`), the injection scan's findings on them (each named by its
+    field) and whether a widening pattern may match one of them or a reading `no_widening` tries."""
+
+    canonical: dict | None
+    text_fields: tuple[tuple[str, str], ...]
+    views: tuple[tuple[str, ...], ...]
+    findings: tuple[str, ...]
+    may_widen: bool
+
+
+def _derive(items: list[tuple[str, Any]]) -> list[Derived]:
+    """`Derived` of each (kind, payload), every step one pass over all the texts of the batch (views, the scan,
+    the widening automaton)."""
+    fields = [_payload_texts(payload) for _, payload in items]
+    texts = [text for f in fields for _, text in f]
+    views = views_many(texts)
+    hits = scan_many(texts, readings=views)
+    may = _widening_set().groups_many(["\n".join((t, *v, *_words(t, v))) for t, v in zip(texts, views)])
+    out, at = [], 0
+    for (kind, payload), f in zip(items, fields):
+        end = at + len(f)
+        findings = tuple(f"{where}: {hit}" for (where, _), found in zip(f, hits[at:end]) for hit in found)
+        out.append(Derived(_shaped(kind, payload), f, tuple(views[at:end]), findings, any(may[at:end])))
+        at = end
+    return out
 
 
 def _shaped(kind: str, payload: Any) -> dict | None:
@@ -305,11 +331,20 @@ _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 
 
 _QUOTES_SEPARATORS = re.compile(r"[\"'`_\-.]+")
+_WIDENING = (_CONTROL_EDIT, _PERMISSION_TOKEN, _UNCONFIRMED)  # every pattern `no_widening` reads a text with
 
 
-def _words(text: str) -> list[str]:
-    """Readings for the widening check: each folded view, camelCase split, separators and quotes as spaces."""
-    return [_word_reading(v) for v in views(_CAMEL.sub(r"\1 \2", text))]
+def _words(text: str, text_views: tuple[str, ...] | None = None) -> list[str]:
+    """Readings for the widening check: each folded view, camelCase split, separators and quotes as spaces
+    (`text_views`: the text's views, if at hand; they are the split text's where it has no camelCase)."""
+    split = _CAMEL.sub(r"\1 \2", text)
+    readings = text_views if text_views is not None and split == text else views(split)
+    return [" ".join(_QUOTES_SEPARATORS.sub(" ", v).split()) for v in readings]
+
+
+def _readings(p: Submission) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """(field, text, its views) of each text of the submission."""
+    return ((where, text, views) for (where, text), views in zip(p.derived.text_fields, p.derived.views))
 
 
 def _granted(skill: Skill, token: re.Match) -> bool:
@@ -421,30 +456,36 @@ def no_new_tool(p: Submission):
 
 
 def no_widening(p: Submission):
+    if p.kind not in ("parameter", "fact") and not p.derived.may_widen:
+        return None  # no widening pattern can match any reading of its texts: nothing below can refuse it
     if p.kind in ("parameter", "fact") and isinstance(p.payload, Mapping):
-        for field in ("namespace", "key"):
-            raw = str(p.payload.get(field, "") or "")
+        for name in ("namespace", "key"):
+            raw = str(p.payload.get(name, "") or "")
             key = " ".join(_words(raw)[0].split()) if raw.strip() else ""
             parts = {key, key.replace(" ", "_"), key.replace(" ", "-"), key.replace(" ", "")}
             if key.startswith("metadata") or _CONTROL_KEY.search(key) or any(
                     k in CONTROL_FIELDS or k.split(" ")[-1] in CONTROL_FIELDS or k.replace(" ", "") in _CONTROL_SQUASHED
                     for k in parts):
-                return _refuse("no_widening", f"{p.kind} {field} {raw!r} is a frontmatter control field; a "
+                return _refuse("no_widening", f"{p.kind} {name} {raw!r} is a frontmatter control field; a "
                                               "lesson may never edit permissions, tools or the security tier")
-    for where, text in p.texts():
-        for reading in _words(text):
+    for where, text, seen in _readings(p):
+        for reading in _words(text, seen):
             if _CONTROL_EDIT.search(reading):
                 return _refuse("no_widening", f"{where} edits or widens permissions, tools or the security tier; "
                                               "deltas move in the restrictive direction only")
         if _drops_confirmation(text):
             return _refuse("no_widening", f"{where} takes an action out from behind the confirmation step; "
                                           "deltas move in the restrictive direction only")
-        for reading in views(text):
+        for reading in seen:
             for m in _PERMISSION_TOKEN.finditer(reading):
                 if not _granted(p.skill, m):
                     return _refuse("no_widening", f"{where} names permission {m.group(0)!r}, which "
                                                   f"{p.skill.name} is not granted")
     return None
+
+
+def _widening_set():
+    return pattern_set(_WIDENING)
 
 
 def _drops_confirmation(text: str) -> bool:
@@ -519,10 +560,6 @@ def route_fact(p: Submission):
     return None
 
 
-def _findings(p: Submission) -> tuple[str, ...]:
-    return tuple(f"{w}: {f}" for w, t in p.texts() for f in scan(t))
-
-
 def _quarantined(p: Submission, findings: tuple[str, ...]) -> Verdict:
     note = f"; scan: {len(findings)} finding(s)" if findings else "; scan: clean"
     return Verdict("quarantined", "quarantine_untrusted",
@@ -543,12 +580,12 @@ _ACTIVE = Verdict("active", "stage_trusted", "user instruction, auto-approve on:
 
 def quarantine_untrusted(p: Submission):
     if not p.provenance.trusted:
-        return _quarantined(p, _findings(p))
+        return _quarantined(p, p.derived.findings)
     return None
 
 
 def stage_trusted(p: Submission):
-    return _staged(p, _findings(p))
+    return _staged(p, p.derived.findings)
 
 
 RULES: tuple[Rule, ...] = (
@@ -600,57 +637,34 @@ def _provenance(value: Provenance | str | Mapping | None) -> Provenance:
     return Provenance.from_dict(value)
 
 
-def _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings,
-              research=None) -> Submission:
-    settings = settings or GateSettings()
-    auto = (store.auto_approve if store is not None else False) if settings.auto_approve is None \
-        else settings.auto_approve
-    research = (store.research if store is not None else False) if research is None else research
-    ev = (evidence,) if isinstance(evidence, str) else tuple(evidence or ())
-    return Submission(skill, kind, payload, section, _provenance(provenance), _scope(store, scope), ev, incognito,
-                      research, bool(auto), settings)
-
-
 def _scope(store, scope: str | None) -> str:
     """The scope a lesson is written with (`Store.write_scope`: given, else the shipped default for the store's
     agent); without a store (a dry run), the given one or "user"."""
     return store.write_scope(scope) if store is not None else scope or "user"
 
 
-def _new_delta(p: Submission, verdict: Verdict, delta_id: str | None = None) -> Delta:
-    return _new_deltas([(p, verdict)], [delta_id or new_delta_id()])[0]
+def _submissions(store, skill: Skill, rows: list["Lesson"], settings: GateSettings | None,
+                 research: bool | None = None) -> list[Submission]:
+    """What the rules see of each lesson: the settings resolved once (auto-approve and research: the store's
+    unless given), each provenance read (`_provenance`) and each scope resolved (`_scope`)."""
+    settings = settings or GateSettings()
+    auto = (store.auto_approve if store is not None else False) if settings.auto_approve is None \
+        else settings.auto_approve
+    research = (store.research if store is not None else False) if research is None else research
+    derived = _derive([(r.kind, r.payload) for r in rows])
+    return [Submission(skill, r.kind, r.payload, r.section, _provenance(r.provenance), _scope(store, r.scope),
+                       (r.evidence,) if isinstance(r.evidence, str) else tuple(r.evidence or ()), r.incognito,
+                       research, bool(auto), settings, d) for r, d in zip(rows, derived)]
 
 
-def _new_deltas(accepted: list[tuple[Submission, Verdict]], ids: Iterable[str]) -> list[Delta]:
-    """The delta each (submission, verdict) stores, with the given ids: the canonical payload (`check_shape`,
-    raising if malformed), the section's anchor, the verdict's status and findings; `created_at` read per row,
-    so a batch renders in the order it was learned."""
-    out = []
-    skills: dict = {}  # per skill (a batch has one): its fields' template and its sections' anchors
-    for (p, verdict), delta_id in zip(accepted, ids):
-        payload = p.canonical
-        if payload is None:
-            payload = check_shape(p.kind, p.payload)  # raises: not well-shaped
-        skill = p.skill
-        known = skills.get(id(skill))
-        if known is None:
-            known = skills[id(skill)] = (_DELTA | {"skill": skill.name, "base_root": skill.root_key}, {})
-        template, anchors = known
-        anchor = anchors.get(p.section)
-        if anchor is None:
-            anchor = anchors[p.section] = _anchor(skill, p.section)
-        f = template.copy()
-        f["kind"], f["payload"], f["anchor"], f["provenance"], f["scope"] = \
-            p.kind, payload, anchor, p.provenance, p.scope
-        f["status"], f["id"], f["created_at"], f["findings"] = verdict.outcome, delta_id, utc_now(), verdict.findings
-        out.append(made(Delta, f))
-    return out
-
-
-_DELTA = fields_of(Delta, {"skill": "", "kind": "", "payload": None, "anchor": None, "provenance": None, "scope": "",
-                           "base_root": None, "status": "", "id": "", "created_at": None, "approved_at": None,
-                           "last_used_at": None, "success_count": 0, "attempt_count": 0, "superseded_by": None,
-                           "findings": ()})
+def _new_deltas(accepted: list[tuple[Submission, Verdict]]) -> list[Delta]:
+    """The delta each (submission, verdict) stores: the canonical payload (`check_shape`, raising if
+    malformed), the section's anchor, the verdict's status and findings, a fresh id; `created_at` read per
+    row, so a batch renders in the order it was learned."""
+    return [Delta(p.skill.name, p.kind, p.canonical if p.canonical is not None else check_shape(p.kind, p.payload),
+                  _anchor(p.skill, p.section), p.provenance, p.scope, p.skill.root_key, verdict.outcome, delta_id,
+                  utc_now(), findings=verdict.findings)
+            for (p, verdict), delta_id in zip(accepted, new_delta_ids(len(accepted)))]
 
 
 @lru_cache(maxsize=4096)
@@ -663,6 +677,13 @@ def _anchor(skill: Skill, section: str | None) -> Anchor:
     return _anchor_of(skill.body, section or BODY, skill.version)
 
 
+def _lesson(kind, payload, section, provenance, scope, evidence, incognito) -> "Lesson":
+    """`learn`'s and `check`'s arguments as one `Lesson`."""
+    if evidence is not None and not isinstance(evidence, str):
+        evidence = tuple(evidence)
+    return Lesson(kind, payload, section, provenance, scope, evidence, incognito)
+
+
 def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, section: str | None,
           provenance: Provenance | str | Mapping | None, scope: str | None = None,
           evidence: str | Iterable[str] | None = None, incognito: bool = False,
@@ -671,15 +692,8 @@ def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, secti
     """Dry run of `learn`: the same rules, the same decision, nothing written (`store` is only read: for its
     research / auto-approve settings and for a live lesson this one repeats, a `noop` as `learn` says; it may be
     None). `delta` is the unsaved delta learn would store, or the live lesson a repeat names."""
-    p = _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings, research)
-    verdict, warnings = decide(p, rules)
-    delta = _new_delta(p, verdict) if verdict.outcome in ("staged", "quarantined", "active") else None
-    twin = _twins(store, [delta]).get(0) if delta is not None and store is not None and p.settings.noop_repeats \
-        else None
-    if twin is not None:
-        return replace(_noop(delta, twin, warnings), dry_run=True)
-    return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=delta, findings=verdict.findings,
-                       warnings=warnings, dry_run=True)
+    lesson = _lesson(kind, payload, section, provenance, scope, evidence, incognito)
+    return _gate(store, skill, [lesson], settings, tuple(rules), research=research, write=False)[0]
 
 
 def _allowed_rules(store, rules: Iterable[Rule], custom_rules: bool) -> tuple[Rule, ...]:
@@ -696,7 +710,7 @@ def _validates(rules: tuple[Rule, ...]) -> bool:
     """Whether every delta these rules accept had its payload checked as `grammar.validate_payload` checks it
     (the claim its seal carries, `seal.mint`; the store then does not check it again). With `RULES` a delta
     outcome (quarantine_untrusted, stage_trusted) comes only after known_kind, research_only (on the store's
-    own research setting), payload_shape (`check_shape`: `_new_delta` stores the canonical form it gave) and
+    own research setting), payload_shape (`check_shape`: `_new_deltas` stores the canonical form it gave) and
     payload_caps (`cap_violations` of that form) have passed. Custom rules claim nothing: the store checks."""
     return rules == RULES
 
@@ -707,29 +721,14 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
           settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
           custom_rules: bool = False) -> WriteResult:
     """Propose one lesson; the gates refuse, route, stage or quarantine it. Never raises for a bad lesson —
-    a refusal is a `WriteResult` with an actionable message, and nothing is stored.
+    a refusal is a `WriteResult` with an actionable message, and nothing is stored. A batch of one
+    (`learn_many`).
 
     `rules` other than `RULES` are for research: they need `custom_rules=True` AND a store opened with
     `research=True` (`GateError` otherwise). Whatever they decide, the store still refuses an untrusted delta
     that is not quarantined, and a scan-flagged one that starts active."""
-    rules = _allowed_rules(store, rules, custom_rules)
-    p = _proposal(store, skill, kind, payload, section, provenance, scope, evidence, incognito, settings)
-    verdict, warnings = decide(p, rules)
-    if verdict.outcome in ("refused", "session_only"):
-        return WriteResult(verdict.outcome, verdict.message, verdict.rule, warnings=warnings)
-    if verdict.outcome == "routed":
-        namespace, key, value = validate_fact(payload)
-        undo = store.put_fact(namespace or skill.name, key, value, scope=p.scope, provenance=p.provenance)
-        fact = next(f for f in store.facts(namespace or skill.name) if f.key == key and f.scope == p.scope)
-        return WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo, warnings=warnings)
-
-    delta = _new_delta(p, verdict)
-    twin = _twins(store, [delta]).get(0) if p.settings.noop_repeats else None
-    if twin is not None:
-        return _noop(delta, twin, warnings)
-    undo = store._insert_delta(delta, mint(delta, validated=_validates(rules)))
-    return WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=store.get(delta.id), undo=undo,
-                       findings=verdict.findings, warnings=warnings)
+    lesson = _lesson(kind, payload, section, provenance, scope, evidence, incognito)
+    return learn_many(store, skill, [lesson], settings=settings, rules=rules, custom_rules=custom_rules)[0]
 
 
 @dataclass(frozen=True)
@@ -823,11 +822,11 @@ def _json_type(value) -> str:
 def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping], *,
                settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
                custom_rules: bool = False) -> list[WriteResult]:
-    """`learn` for a batch of lessons on one skill: every rule runs on every row (`decide_many`: the same
-    verdicts as `decide` row by row; custom `rules` research-only, as there), then the accepted deltas and
-    their audit rows are written with `executemany` in one transaction. One `WriteResult` per lesson, in
-    order (refusals included: a refused row writes nothing and does not stop the others). Nothing is written
-    if anything fails while writing (or a lesson is not a `Lesson`/mapping: `ValueError` naming its index)."""
+    """Learn a batch of lessons on one skill: every rule runs on every row (`decide`; custom `rules`
+    research-only, as in `learn`), then the accepted deltas and their audit rows are written in one
+    transaction. One `WriteResult` per lesson, in order (refusals included: a refused row writes nothing and
+    does not stop the others). Nothing is written if anything fails while writing (or a lesson is not a
+    `Lesson`/mapping: `ValueError` naming its index)."""
     rows = []
     for i, lesson in enumerate(lessons):
         try:
@@ -835,52 +834,52 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
         except ValueError as exc:
             raise ValueError(f"lesson {i}: {exc}") from exc
     rules = _allowed_rules(store, rules, custom_rules)
-    with gc_paused():  # a batch allocates tens of objects per row, none in a cycle
-        return _learn_many(store, skill, rows, settings, rules)
+    with gc_paused(len(rows) > 1):  # a batch allocates tens of objects per row, none in a cycle
+        return _gate(store, skill, rows, settings, rules)
 
 
-def _learn_many(store: "Store", skill: Skill, rows: list[Lesson], settings: GateSettings | None,
-                rules: tuple[Rule, ...]) -> list[WriteResult]:
-    subs = _submissions(store, skill, rows, settings)
-    decided = decide_many(subs, rules)
-    results: list[WriteResult | None] = [None] * len(rows)
-    accepted: list[int] = []
-    with store.transaction():
+def _gate(store: "Store | None", skill: Skill, rows: list[Lesson], settings: GateSettings | None,
+          rules: tuple[Rule, ...], *, research: bool | None = None, write: bool = True) -> list[WriteResult]:
+    """The one write path of `learn`, `learn_many` and `check` (`write=False`: a dry run, nothing written):
+    decide each row, write the facts it routes, find the repeats of a live lesson (`_twins`: a no-op), and
+    write the other accepted deltas in one transaction."""
+    subs = _submissions(store, skill, rows, settings, research)
+    decided = [decide(p, rules) for p in subs]
+    results: list[WriteResult | None] = [None] * len(subs)
+    accepted = [i for i, (verdict, _) in enumerate(decided) if verdict.outcome in LIVE]
+    with store.transaction() if write else nullcontext():
         for i, (p, (verdict, warnings)) in enumerate(zip(subs, decided)):
-            outcome = verdict.outcome
-            if outcome in ("staged", "quarantined", "active"):
-                accepted.append(i)
-            elif outcome == "routed":
-                namespace, key, value = validate_fact(p.payload)
-                undo = store.put_fact(namespace or skill.name, key, value, scope=p.scope, provenance=p.provenance)
-                fact = next(f for f in store.facts(namespace or skill.name) if f.key == key and f.scope == p.scope)
-                results[i] = WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo,
-                                         warnings=warnings)
-            else:
-                results[i] = _result(verdict, warnings)
-        deltas = _new_deltas([(subs[i], decided[i][0]) for i in accepted], new_delta_ids(len(accepted)))
-        twins = _twins(store, deltas) if subs and subs[0].settings.noop_repeats else {}
-        if twins:  # a repeat of a live lesson (or of an earlier row of the batch) writes nothing
-            kept = [k for k in range(len(deltas)) if k not in twins]
-            repeats = {accepted[k]: (deltas[k], twin) for k, twin in twins.items()}
-            accepted, deltas = [accepted[k] for k in kept], [deltas[k] for k in kept]
-        stored = store._insert_deltas(deltas, mint_batch(deltas, validated=_validates(rules)))
-    templates: dict = {}  # per (verdict, warnings): the result's fields but its delta and undo (a batch has few)
-    for i, (delta, undo) in zip(accepted, stored):
-        verdict, warnings = decided[i]
-        key = (id(verdict), id(warnings))
-        template = templates.get(key)
-        if template is None:
-            template = templates[key] = _result(verdict, warnings, delta, undo).__dict__
-        f = template.copy()
-        f["delta"], f["undo"] = delta, undo
-        results[i] = made(WriteResult, f)
-    if twins:
-        written = {d.id: d for d, _ in stored}
-        for i, (delta, twin) in repeats.items():
-            twin = twin if isinstance(twin, Delta) else written[twin]
-            results[i] = _noop(delta, twin, decided[i][1])
+            if verdict.outcome == "routed" and write:
+                results[i] = _route(store, p, verdict, warnings)
+            elif verdict.outcome not in LIVE:
+                results[i] = WriteResult(verdict.outcome, verdict.message, verdict.rule, warnings=warnings,
+                                         dry_run=not write)
+        deltas = _new_deltas([(subs[i], decided[i][0]) for i in accepted])
+        twins = _twins(store, deltas) if store is not None and deltas and subs[0].settings.noop_repeats else {}
+        fresh = [k for k in range(len(deltas)) if k not in twins]
+        if write:
+            new = store._new_rows([deltas[k] for k in fresh], validated=_validates(rules))
+            stored = store._insert_deltas(new, mint(new.rows, validated=new.validated))
+        else:
+            stored = [(deltas[k], None) for k in fresh]
+    for k, (delta, undo) in zip(fresh, stored):
+        verdict, warnings = decided[accepted[k]]
+        results[accepted[k]] = WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=delta, undo=undo,
+                                           findings=verdict.findings, warnings=warnings, dry_run=not write)
+    kept = {delta.id: delta for delta, _ in stored}
+    for k, twin in twins.items():  # a repeat of a stored lesson, or of an earlier row of this batch
+        twin = twin if isinstance(twin, Delta) else kept[twin]
+        results[accepted[k]] = replace(_noop(twin, decided[accepted[k]][1]), dry_run=not write)
     return results  # type: ignore[return-value]
+
+
+def _route(store: "Store", p: Submission, verdict: Verdict, warnings: tuple[str, ...]) -> WriteResult:
+    """A fact: its learned_facts row (`store.put_fact`), and the fact as stored."""
+    namespace, key, value = validate_fact(p.payload)
+    namespace = namespace or p.skill.name
+    undo = store.put_fact(namespace, key, value, scope=p.scope, provenance=p.provenance)
+    fact = next(f for f in store.facts(namespace) if f.key == key and f.scope == p.scope)
+    return WriteResult("routed", verdict.message, verdict.rule, fact=fact, undo=undo, warnings=warnings)
 
 
 def _twins(store: "Store", deltas: list[Delta]) -> dict[int, "Delta | str"]:
@@ -902,396 +901,9 @@ def _twins(store: "Store", deltas: list[Delta]) -> dict[int, "Delta | str"]:
     return out
 
 
-def _noop(delta: Delta, twin: Delta, warnings: tuple[str, ...]) -> WriteResult:
+def _noop(twin: Delta, warnings: tuple[str, ...]) -> WriteResult:
     return WriteResult("noop", f"the same lesson as {twin.id} ({twin.status}) in §{twin.anchor.section}, scope "
                                f"{twin.scope}: nothing written", "duplicate", delta=twin, warnings=warnings)
-
-
-def _result(verdict: Verdict, warnings: tuple[str, ...], delta: Delta | None = None,
-            undo: "Undo | None" = None) -> WriteResult:
-    f = _RESULT.copy()
-    f["outcome"], f["message"], f["rule"], f["warnings"] = verdict.outcome, verdict.message, verdict.rule, warnings
-    if delta is not None:
-        f["delta"], f["undo"], f["findings"] = delta, undo, verdict.findings
-    return made(WriteResult, f)
-
-
-_RESULT = fields_of(WriteResult, {"outcome": "", "message": "", "rule": "", "delta": None, "fact": None, "undo": None,
-                                  "findings": (), "warnings": (), "dry_run": False})
-
-
-def _submissions(store, skill: Skill, rows: list[Lesson], settings: GateSettings | None) -> list[Submission]:
-    """`_proposal` for each row of a batch: the settings resolved once, each distinct provenance read once."""
-    settings = settings or GateSettings()
-    auto = bool(store.auto_approve if settings.auto_approve is None else settings.auto_approve)
-    template = fields_of(Submission, {"skill": skill, "kind": "", "payload": None, "section": None, "provenance": None,
-                                      "scope": "", "evidence": (), "incognito": False, "research": store.research,
-                                      "auto_approve": auto, "settings": settings})
-    seen: dict = {}
-    out = []
-    for r in rows:
-        prov = r.provenance
-        try:
-            provenance = seen[prov]
-        except (KeyError, TypeError):
-            provenance = _provenance(prov)
-            if isinstance(prov, (str, Provenance)) or prov is None:
-                try:
-                    seen[prov] = provenance
-                except TypeError:  # a Provenance holding a list: not hashable, read every time
-                    pass
-        ev = r.evidence
-        f = template.copy()
-        f["kind"], f["payload"], f["section"], f["provenance"], f["scope"], f["incognito"] = \
-            r.kind, r.payload, r.section, provenance, store.write_scope(r.scope), r.incognito
-        f["evidence"] = (ev,) if isinstance(ev, str) else tuple(ev or ())
-        out.append(made(Submission, f))
-    return out
-
-
-# ----------------------------------------------------------------------------------- batch rules
-# `decide_many` runs RULES over a batch rule by rule. A rule with a batch form below gives, for every row it is
-# asked about, exactly what its per-row form gives (tests/test_learn_batch.py holds them to `decide`, row by
-# row, on the injection corpus, the workload and generated hostile lessons); a rule without one runs per row.
-
-
-class _Batch:
-    """What the batch forms share: the rows, and per row which text-reading patterns may match (one automaton
-    pass over all the rows that reach them)."""
-
-    def __init__(self, subs: list[Submission]):
-        self.subs = subs
-        self.groups: dict[int, frozenset] = {}
-        self.views: dict[int, list[tuple[str, ...]]] = {}  # per row: the views of each of its texts
-        self.findings: dict[int, tuple[str, ...]] = {}
-        self._read: tuple[list[int], list[str], list[tuple[str, ...]]] | None = None  # `may`'s rows, texts, views
-        self._values: dict[str, Collection] = {}
-        self._texts: tuple[list, list[str]] | None = None
-        self._skills: dict[int, Skill] | None = None
-
-    def skills(self) -> dict[int, Skill]:
-        """The batch's skills by identity (`learn_many` gives every row the same one)."""
-        if self._skills is None:
-            self._skills = {id(skill): skill for skill in map(attrgetter("skill"), self.subs)}
-        return self._skills
-
-    def texts(self, idx: list[int]) -> tuple[list[tuple[tuple[str, str], ...]], list[str]]:
-        """For rows `idx` (ascending, as rules are asked): each row's (field, text) pairs (`Submission.texts`),
-        and all their texts in order. Read once for the whole batch."""
-        if self._texts is None:
-            fields = [p._texts for p in self.subs]
-            self._texts = (fields, [t for f in fields for _, t in f])
-        if len(idx) == len(self.subs):  # every row
-            return self._texts
-        fields = [self._texts[0][i] for i in idx]
-        return fields, [t for f in fields for _, t in f]
-
-    def values(self, field: str) -> Collection:
-        """The values a submission field takes in this batch (any row, decided or not): a rule that reads only
-        rows with some value of it has none to read where the batch holds no such value."""
-        found = self._values.get(field)
-        if found is None:
-            values = list(map(attrgetter(field), self.subs))
-            try:
-                found = self._values[field] = set(values)
-            except TypeError:  # an unhashable value (evidence holding a list): every value, as it is
-                found = self._values[field] = values
-        return found
-
-    def may(self, idx: list[int]) -> dict[int, frozenset]:
-        """Per row: the patterns of the scan (`detectors()`) and of `no_widening` (by their index in
-        `_text_patterns`) that may match one of its texts or a reading of one (any other cannot)."""
-        todo = [i for i in idx if i not in self.groups]
-        if todo:
-            fields, flat = self.texts(todo)
-            views = views_many(flat)
-            words = _words_lines(flat, views)
-            ends = list(accumulate(map(len, fields), initial=0))  # each row's texts: flat[ends[k]:ends[k + 1]]
-            if sum(map(len, views)) == len(views):  # one view a text (the common case): three lines each
-                lines = list(chain.from_iterable(zip(flat, chain.from_iterable(views), words)))
-                line_ends = [3 * e for e in ends]
-            else:
-                lines = [line for t, v, w in zip(flat, views, words) for line in (t, *v, w)]
-                per_text = list(accumulate((2 + len(v) for v in views), initial=0))
-                line_ends = [per_text[e] for e in ends]
-            may = _text_patterns().groups_of(lines, line_ends)  # each text's `reading_lines`, row by row
-            self.views.update((i, views[a:b]) for i, a, b in zip(todo, ends, ends[1:]))
-            self.groups.update(zip(todo, may))
-            if self._read is None:
-                self._read = (todo, flat, views)
-        return self.groups
-
-    def scan(self, idx: list[int]) -> dict[int, tuple[str, ...]]:
-        """Per row: the scan findings `stage_trusted` / `quarantine_untrusted` report (`scan_many`)."""
-        todo = [i for i in idx if i not in self.findings]
-        if todo:
-            may = self.may(todo)
-            fields, texts = self.texts(todo)
-            owners = [(i, w) for i, f in zip(todo, fields) for w, _ in f]
-            if self._read is not None and self._read[0] == todo:  # the rows `may` read, in one batch: its views
-                views = self._read[2]
-            else:
-                views = [v for i in todo for v in self.views[i]]
-            patterns = detectors()
-            if any([may[i] for i in todo]):
-                candidates = [[patterns[j] for j in sorted(may[i]) if j < len(patterns)] if may[i] else ()
-                              for i, _ in owners]
-            else:  # no pattern may match any text of these rows
-                candidates = [()] * len(owners)
-            hits = scan_many(texts, candidates, views)
-            found = dict.fromkeys(todo, ())
-            for (i, w), h in zip(owners, hits):
-                if h:
-                    found[i] += tuple(f"{w}: {f}" for f in h)
-            self.findings.update(found)
-        return self.findings
-
-
-def _words_lines(texts: list[str], views: list[tuple[str, ...]]) -> list[str]:
-    """Per text, the `_words` readings `no_widening` matches (camelCase split, separators as spaces), joined."""
-    joined = "\x00".join(texts)
-    if joined.count("\x00") == len(texts) - 1:  # texts that hold a camelCase join, found in one pass
-        starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
-        if joined.isascii():  # `_CAMEL` is [a-z0-9][A-Z]: "aA" once lowercase letters and digits read "a"
-            flat = joined.encode("ascii").translate(_CAMEL_CLASSES)
-            moved = sorted({bisect_right(starts, at) - 1 for at in find_all(flat, b"aA")})
-        else:
-            moved = sorted({bisect_right(starts, m.start()) - 1 for m in _CAMEL.finditer(joined)})
-    else:
-        moved = [i for i, t in enumerate(texts) if _CAMEL.search(t)]
-    readings = views
-    if moved:
-        camel_views = dict(zip(moved, views_many([_CAMEL.sub(r"\1 \2", texts[i]) for i in moved])))
-        readings = [camel_views.get(i, v) for i, v in enumerate(views)]
-    flat = list(chain.from_iterable(readings))
-    joined = "\x00".join(flat) if len(flat) == len(readings) else "\x00".join(map("\x01".join, readings))
-    if joined.count("\x00") != len(readings) - 1 or joined.count("\x01") != len(flat) - len(readings):
-        return ["\n".join(dict.fromkeys(_word_reading(r) for r in rs)) for rs in readings]  # not our separators
-    spaced = _spaced_words(joined)
-    if "\x01" not in spaced:  # one reading per text (the common case): each stripped of its edge spaces
-        return spaced.replace(" \x00", "\x00").replace("\x00 ", "\x00").strip(" ").split("\x00")
-    out = []
-    for piece in spaced.split("\x00"):
-        parts = piece.split("\x01")
-        out.append(parts[0].strip(" ") if len(parts) == 1 else "\n".join(dict.fromkeys(p.strip(" ") for p in parts)))
-    return out
-
-
-def _spaced_words(text: str) -> str:
-    """Each separator or quote a space, every run of whitespace one space, none at the ends: `_words`' spacing
-    (NUL and SOH, a batch's separators, are not spaces). ASCII text in whole-string passes."""
-    if not text.isascii():
-        return " ".join(text.translate(_SEPARATORS_AS_SPACE).split())
-    text = text.encode("ascii").translate(_SEPARATORS_AND_WHITESPACE_AS_SPACE).decode("ascii")
-    while "  " in text:
-        text = text.replace("  ", " ")
-    return text.strip(" ")
-
-
-_CAMEL_CLASSES = bytes(97 if 97 <= b <= 122 or 48 <= b <= 57 else 65 if 65 <= b <= 90 else 32 for b in range(256))
-_SEPARATORS_AS_SPACE = str.maketrans({c: " " for c in "\"'`_-."})
-_SEPARATORS_AND_WHITESPACE_AS_SPACE = bytes(32 if chr(b) in "\"'`_-." or chr(b).isspace() else b for b in range(256))
-
-
-def _word_reading(view: str) -> str:
-    return " ".join(_QUOTES_SEPARATORS.sub(" ", view).split())
-
-
-def _text_patterns():
-    """The scan's patterns (`injection.detectors`) and `no_widening`'s, as one automaton (`patternset`): read on
-    every string either rule tries them on."""
-    return pattern_set(detectors() + _WIDENING)
-
-
-_WIDENING = (_CONTROL_EDIT, _PERMISSION_TOKEN, _UNCONFIRMED)
-
-
-def _one_plain_line(text: str) -> bool:
-    """`block_structure`'s own shortcut: one line opening with a letter or digit carries no block construct."""
-    return "\n" not in text and "\r" not in text and text.lstrip(" \t")[:1].isalnum()
-
-
-def _per_row(rule) -> Callable:
-    def many(batch: _Batch, idx: list[int]) -> list:
-        return [rule(batch.subs[i]) for i in idx]
-    return many
-
-
-def _where(field: str, test: Callable, rule) -> Callable:
-    """A batch form that runs `rule` only on the rows whose `field` passes `test` (the others: `rule` decides
-    nothing); none at all where no row of the batch holds such a value (`_Batch.values`)."""
-    get = attrgetter(field)
-
-    def many(batch: _Batch, idx: list[int]) -> list:
-        if not any(map(test, batch.values(field))):
-            return [None] * len(idx)
-        return [rule(p) if test(get(p)) else None for p in map(batch.subs.__getitem__, idx)]
-    return many
-
-
-def _capability_bearing_many(batch: _Batch, idx: list[int]) -> list:
-    subs, skills = batch.subs, batch.skills()
-    if len(skills) == 1:  # a property of the skill alone: one answer for the batch
-        return [capability_bearing(subs[idx[0]])] * len(idx) if idx else []
-    seen: dict[int, Any] = {}
-    out = []
-    for i in idx:
-        skill = subs[i].skill
-        if id(skill) not in seen:
-            seen[id(skill)] = capability_bearing(subs[i])
-        out.append(seen[id(skill)])
-    return out
-
-
-def _payload_shape_many(batch: _Batch, idx: list[int]) -> list:
-    """`payload_shape` on the rows it can refuse: facts, and rows whose payload has no canonical form (computed
-    here, once, for the rules after it)."""
-    subs = batch.subs
-    return [payload_shape(p) if p.kind == "fact" or p.canonical is None else None
-            for p in map(subs.__getitem__, idx)]
-
-
-def _payload_caps_many(batch: _Batch, idx: list[int]) -> list:
-    """`payload_caps` on the rows it can refuse: facts, rows whose provenance turns are over their caps, and
-    shaped payloads `cap_violations` finds something in (`cap_violations_many`: one pass for the batch)."""
-    rows = [batch.subs[i] for i in idx]
-    shaped = [(p, c) for p in rows if p.kind != "fact" and (c := p.canonical) is not None]
-    broken = {id(p) for (p, _), found in zip(shaped, cap_violations_many([(p.kind, c) for p, c in shaped]))
-              if found}
-    provenances = {id(p.provenance): p.provenance for p in rows}  # a batch shares a few
-    unfit = {key for key, prov in provenances.items()
-             if len(prov.turns) > MAX_TURNS or any(len(t) > TURN_ID_LIMIT for t in prov.turns)}
-    if not broken and not unfit and len(shaped) == len(rows):
-        return [None] * len(rows)
-    return [payload_caps(p) if p.kind == "fact" or id(p) in broken or id(p.provenance) in unfit else None
-            for p in rows]  # the per-row rule words the refusal
-
-
-def _plain_text_many(batch: _Batch, idx: list[int]) -> list:
-    """`plain_text` on the rows it reads (not facts, not tool-hints) whose texts are not all one plain line
-    (`_one_plain_line`: the rule finds nothing in those). When no text of those rows holds a line break and
-    each opens with a letter or digit, every one is such a line: one pass for the batch."""
-    subs = batch.subs
-    if any(kind in ("fact", "tool-hint") for kind in batch.values("kind")):
-        rows = [(i, p._texts) for i in idx if (p := subs[i]).kind != "fact" and p.kind != "tool-hint"]
-        texts = [t for _, ts in rows for _, t in ts]
-    else:  # every row's texts
-        fields, texts = batch.texts(idx)
-        rows = list(zip(idx, fields))
-    firsts = "".join([t[:1] for t in texts])
-    joined = "".join(texts)
-    if len(firsts) == len(texts) and firsts.isalnum() and "\n" not in joined and "\r" not in joined:
-        return [None] * len(idx)
-    test = {i for i, ts in rows if not all(_one_plain_line(t) for _, t in ts)}
-    return [plain_text(subs[i]) if i in test else None for i in idx]
-
-
-def _no_widening_many(batch: _Batch, idx: list[int]) -> list:
-    """`no_widening` on the rows whose keys it reads (parameters, facts) and on those a widening pattern matches
-    a reading of (its `_words` readings, its views): on any other row it finds nothing."""
-    subs = batch.subs
-    may = batch.may(idx)
-    control, permission, unconfirmed = (len(detectors()) + i for i in range(3))  # places in `_text_patterns`
-    if not any(kind in ("parameter", "fact") for kind in batch.values("kind")) and not any(
-            control in g or permission in g or unconfirmed in g
-            for g in {id(g): g for g in map(may.__getitem__, idx)}.values()):
-        return [None] * len(idx)  # no row whose keys it reads, none a widening pattern may match
-    out = []
-    for i in idx:
-        p = subs[i]
-        if p.kind in ("parameter", "fact"):
-            out.append(no_widening(p))
-        elif control in may[i] and any(_CONTROL_EDIT.search(w) for _, t in p._texts for w in _words(t)) \
-                or permission in may[i] and any(_PERMISSION_TOKEN.search(v) for vs in batch.views[i] for v in vs) \
-                or unconfirmed in may[i] and any(_drops_confirmation(t) for _, t in p._texts):
-            out.append(no_widening(p))
-        else:
-            out.append(None)
-    return out
-
-
-def _known_section_many(batch: _Batch, idx: list[int]) -> list:
-    """`known_section` on the rows it can refuse or warn about; where the batch's one skill has headings, no row
-    is a fact and every section named is one of them (not the preamble), none: one check per section."""
-    subs, skills = batch.subs, batch.skills()
-    if len(skills) == 1 and "fact" not in batch.values("kind"):
-        slugs = _by_slug(next(iter(skills.values())).body)
-        if not (len(slugs) == 1 and BODY in slugs) and \
-                all([section in slugs and section != PREAMBLE for section in batch.values("section")]):
-            return [None] * len(idx)
-    out = []
-    for i in idx:
-        p = subs[i]
-        slugs = _by_slug(p.skill.body)
-        quick = not p.is_fact and p.section in slugs and p.section != PREAMBLE and \
-            not (len(slugs) == 1 and BODY in slugs)
-        out.append(None if quick else known_section(p))
-    return out
-
-
-def _quarantine_untrusted_many(batch: _Batch, idx: list[int]) -> list:
-    subs = batch.subs
-    if all([Provenance(source).trusted for source in batch.values("provenance.source")]):
-        return [None] * len(idx)  # every row's provenance is trusted: nothing here to quarantine
-    findings = batch.scan([i for i in idx if not subs[i].provenance.trusted])
-    return [None if subs[i].provenance.trusted else _quarantined(subs[i], findings[i]) for i in idx]
-
-
-def _stage_trusted_many(batch: _Batch, idx: list[int]) -> list:
-    findings = batch.scan(idx)
-    if not any(batch.values("auto_approve")) and not any([findings[i] for i in idx]):
-        return [_STAGED] * len(idx)  # what `_staged` gives each of them
-    return [_staged(batch.subs[i], findings[i]) for i in idx]
-
-
-_MANY: dict[Callable, Callable] = {
-    known_kind: _where("kind", lambda kind: kind != "fact" and kind not in TIERS, known_kind),
-    research_only: _where("kind", lambda kind: kind in RESEARCH_KINDS, research_only),
-    capability_bearing: _capability_bearing_many,
-    payload_shape: _payload_shape_many,
-    payload_caps: _payload_caps_many,
-    plain_text: _plain_text_many,
-    no_new_tool: _where("kind", lambda kind: kind == "tool-hint", no_new_tool),
-    no_widening: _no_widening_many,
-    write_path_tool: _where("kind", lambda kind: kind == "tool-hint", write_path_tool),
-    quotes_evidence: _where("evidence", bool, quotes_evidence),
-    known_section: _known_section_many,
-    untrusted_fact: _where("kind", lambda kind: kind == "fact", untrusted_fact),
-    incognito: _where("incognito", bool, incognito),
-    route_fact: _where("kind", lambda kind: kind == "fact", route_fact),
-    quarantine_untrusted: _quarantine_untrusted_many,
-    stage_trusted: _stage_trusted_many,
-}
-
-
-def decide_many(subs: list[Submission], rules: Iterable[Rule] = RULES) -> list[tuple[Verdict, tuple[str, ...]]]:
-    """`decide` for each submission of a batch: every rule, in order, on every row it has not yet decided,
-    through its batch form where it has one (the same verdicts and warnings as `decide`, row by row)."""
-    batch = _Batch(subs)
-    verdicts: list[Verdict | None] = [None] * len(subs)
-    warnings: dict[int, list[str]] = {}
-    idx = list(range(len(subs)))
-    for rule in rules:
-        if not idx:
-            break
-        many = _MANY.get(rule.check) or _per_row(rule.check)
-        results = many(batch, idx)
-        if results.count(None) == len(results):  # the rule decided nothing and warned of nothing on this batch
-            continue
-        left = []
-        for i, result in zip(idx, results):
-            if isinstance(result, Verdict):
-                verdicts[i] = result
-                continue
-            if isinstance(result, str):
-                warnings.setdefault(i, []).append(result)
-            left.append(i)
-        idx = left
-    for i in idx:
-        verdicts[i] = _refuse("no_rule", "no gate accepted this lesson")
-    if not warnings:
-        return [(v, ()) for v in verdicts]  # type: ignore[misc]
-    return [(v, tuple(warnings.get(i, ()))) for i, v in enumerate(verdicts)]  # type: ignore[misc]
 
 
 # ------------------------------------------------------------------------------------ promotion

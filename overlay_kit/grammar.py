@@ -24,7 +24,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cached_property, lru_cache
 from itertools import chain
@@ -51,10 +51,7 @@ __all__ = [
     "cap_violations",
     "cap_violations_many",
     "check_kind",
-    "assemble",
-    "fields_of",
     "lesson_digest",
-    "made",
     "check_shape",
     "new_delta_id",
     "new_delta_ids",
@@ -102,44 +99,8 @@ def new_delta_id() -> str:
 
 
 def new_delta_ids(n: int) -> list[str]:
-    """`n` ids of `new_delta_id`'s form and distribution (the first 8 bytes of a uuid4: 60 random bits, the
-    version nibble 4), drawn with one `os.urandom` call (through `uuid.uuid4` while a study has replaced it),
-    in ascending order: a batch's rows then enter the id indexes in key order (its SQL 11-17 % faster than at
-    random places; which row gets which id says nothing either way)."""
-    import os
-    import uuid
-
-    if getattr(uuid.uuid4, "__module__", None) != "uuid" or getattr(uuid.uuid4, "__name__", None) != "uuid4":
-        return sorted([new_delta_id() for _ in range(n)])  # a seeded study (studies.deploy): its draws
-    raw = os.urandom(8 * n).hex()
-    return sorted([f"delta_{raw[k:k + 12]}4{raw[k + 13:k + 16]}" for k in range(0, 16 * n, 16)])
-
-
-@lru_cache(maxsize=None)
-def _field_names(cls) -> frozenset:
-    return frozenset(f.name for f in fields(cls))
-
-
-def assemble(cls, /, **values):
-    """An instance of the frozen dataclass `cls` from ALL its fields, without its generated `__init__` (the
-    batch write path builds thousands; the value classes it builds have no `__post_init__`). A missing or
-    unknown field is a `TypeError`, as with the constructor."""
-    return made(cls, fields_of(cls, values))
-
-
-def fields_of(cls, values: dict) -> dict:
-    """`values` if it names exactly the fields of `cls` (`TypeError` otherwise): a template a batch copies and
-    fills in per instance (`made(cls, template.copy())`), checked once."""
-    if values.keys() != _field_names(cls):
-        raise TypeError(f"{cls.__name__}: fields {sorted(_field_names(cls) ^ values.keys())} missing or unknown")
-    return values
-
-
-def made(cls, fields: dict):
-    """An instance of `cls` holding `fields` (a dict of exactly its fields: `fields_of`, or a copy of one)."""
-    obj = object.__new__(cls)
-    object.__setattr__(obj, "__dict__", fields)
-    return obj
+    """`n` ids of `new_delta_id`, in ascending order: a batch's rows then enter the id indexes in key order."""
+    return sorted([new_delta_id() for _ in range(n)])
 
 
 @dataclass(frozen=True)

@@ -95,8 +95,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from functools import cached_property, lru_cache
-from itertools import chain, repeat
-from operator import attrgetter, is_, itemgetter
 from pathlib import Path
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -112,21 +110,16 @@ from .grammar import (
     GrammarError,
     Provenance,
     check_shape,
-    fields_of,
     lesson_digest,
-    made,
     validate_payload,
 )
 from .seal import (
     SEALED_COLUMNS,
     RowSealer,
     SealKeyError,
-    columns_of,
-    mint_learn_undos,
     mint_undo,
     row_sealer,
     sealed_validated,
-    verify_batch,
     verify_seal,
     verify_undo,
 )
@@ -568,11 +561,15 @@ class Undo:
         return bool(self.steps)
 
 
-_UNDO = fields_of(Undo, {"op": "learn", "steps": (), "ids": (), "token": b""})  # a learned delta's handle
-# What `_insert_deltas` reads of each delta, in one pass (the payload last: compared with the canonical form)
-_STORED_FIELDS = attrgetter("id", "skill", "base_root", "anchor.base_version", "scope", "kind", "status",
-                            "success_count", "attempt_count", "approved_at", "last_used_at", "provenance.source",
-                            "payload")
+@dataclass(frozen=True)
+class NewRows:
+    """New deltas the gates passed, checked and encoded by the store (`Store._new_rows`): `rows` are the values
+    of `seal.SEALED_COLUMNS` the store will write, what the gates' seal covers; `validated` is the claim the
+    rows were checked under."""
+
+    deltas: tuple[Delta, ...]
+    rows: tuple[tuple, ...]
+    validated: bool
 
 
 @dataclass(frozen=True)
@@ -639,34 +636,6 @@ _APPROVABLE = ("staged", "quarantined", "orphaned")
 _LIVE = ("staged", "active", "quarantined", "orphaned")
 
 
-_ROWS_PER_INSERT = 50  # rows per multi-row INSERT of a learn batch (fewer where SQLite allows fewer variables):
-# a connection prepares each statement once, at a cost per row it holds, while executing costs the same per row
-# from 25 rows up (the figures: docs/performance.md)
-
-
-@lru_cache(maxsize=16)
-def _values_sql(insert: str, shape: tuple[str, ...], count: int) -> str:
-    """`insert` with `count` rows of VALUES, each column as `shape` says: "v" a parameter per row, "c" one
-    parameter for every row (bound once, first), "n" NULL written out."""
-    shared = {c: f"?{k}" for k, c in enumerate([c for c, s in enumerate(shape) if s == "c"], 1)}
-    numbers = iter(range(len(shared) + 1, len(shared) + 1 + count * shape.count("v")))
-    rows = ["(" + ",".join(["NULL" if s == "n" else shared[c] if s == "c" else f"?{next(numbers)}"
-                            for c, s in enumerate(shape)]) + ")" for _ in range(count)]
-    return f"{insert} VALUES {','.join(rows)}"
-
-
-def _column_shape(column: tuple, rows: int) -> str:
-    """`_values_sql`'s shape of one column of a statement's rows: "n" None in every row, "c" one value in every
-    row (equal and of one type: 1, 1.0 and True are equal but bind differently), "v" else."""
-    first = column[0]
-    if column.count(first) != rows:
-        return "v"
-    if first is None:
-        return "n"
-    kind = type(first)
-    return "c" if kind is str or all([type(v) is kind for v in column]) else "v"
-
-
 # (kind, payload JSON) pairs already shape-checked and canonical: a row is validated once per process, not at
 # every read (a row that fails the check is never added, so it keeps failing every read). The value is the
 # payload itself when its values are all scalars (handed out as a copy, no JSON parse), else None (re-parsed).
@@ -721,17 +690,14 @@ def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
     (id_, name, root, version, scope, kind, _tier, anchor, payload, prov, status, succ, att, sup, created,
      approved, findings, _resident, _approved_by, used, _seal) = row
     section, digest = _anchor_of(anchor)
-    shaped = _payload(kind, payload)
-    delta = Delta(
-        skill=name, kind=kind, payload=shaped,
+    return Delta(  # its payload is in check_shape's canonical form (`_payload`): resolution relies on it
+        skill=name, kind=kind, payload=_payload(kind, payload),
         anchor=Anchor(section, digest, version), provenance=_provenance(prov), scope=scope,
         base_root=root, status=status, id=id_, created_at=parse_time(created),
         approved_at=parse_time(approved), last_used_at=parse_time(used), success_count=succ,
         attempt_count=att, superseded_by=sup,
         findings=tuple(json.loads(findings)) if findings and findings != "[]" else (),
     )
-    delta.__dict__["shaped_payload"] = shaped  # validated just above: resolution need not check it again
-    return delta
 
 
 def _connect(target: str, *, readonly: bool) -> sqlite3.Connection:
@@ -1347,47 +1313,62 @@ class Store:
 
     # --------------------------------------------------------------------------------- deltas
 
-    def _insert_delta(self, delta: Delta, seal: bytes | None = None) -> Undo:
-        """Private: store a delta that passed the gates. Refused without the gates' seal for this delta."""
-        payload = self._admit(delta, seal)
-        approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
-        values = (*_texts((delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind)),
-                  delta.tier, dumps({"section": delta.anchor.section, "digest": delta.anchor.digest}), dumps(payload),
-                  dumps(delta.provenance.to_dict()), _text(delta.status), int(delta.success_count),
-                  int(delta.attempt_count), None, iso(delta.created_at), iso(approved), dumps(list(delta.findings)), 1,
-                  "gates" if delta.status == "active" else None)
-        row = (*values, iso(delta.last_used_at), *self._write_sealer().seal_many([values]),
-               lesson_digest(delta.kind, delta.scope, payload))
+    def _new_rows(self, deltas: Sequence[Delta], *, validated: bool) -> NewRows:
+        """Private: the rows of deltas the gates passed, before they are sealed: each delta's start checked
+        (`_starts`, every row before anything is built), then encoded as `skill_deltas` will hold it (the values
+        of `SEALED_COLUMNS`, as SQLite hands them back). The gates seal exactly these rows (`seal.mint`) and
+        hand both to `_insert_deltas`."""
+        stored, rows = [], []
+        for delta in deltas:
+            payload = self._starts(delta, validated)
+            approved = delta.approved_at or (utc_now() if delta.status == "active" else None)
+            if payload != delta.payload or approved is not delta.approved_at:
+                delta = replace(delta, payload=payload, approved_at=approved)
+            stored.append(delta)
+            rows.append((*_texts((delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope,
+                                  delta.kind)),
+                         delta.tier, dumps({"section": delta.anchor.section, "digest": delta.anchor.digest}),
+                         dumps(payload), dumps(delta.provenance.to_dict()), _text(delta.status),
+                         int(delta.success_count), int(delta.attempt_count), None, iso(delta.created_at),
+                         iso(approved), dumps(list(delta.findings)), 1,
+                         "gates" if delta.status == "active" else None))
+        return NewRows(tuple(stored), tuple(rows), validated)
+
+    def _insert_deltas(self, new: NewRows, seal: bytes) -> list[tuple[Delta, Undo]]:
+        """Private: write the rows of `_new_rows` that the gates sealed (`seal.mint` of exactly these rows, with
+        the claim they were made with; `GateBypassError` otherwise), each with its seal at rest, its lesson
+        digest and an audit row, in one transaction. Returns each delta as stored, with the undo that archives
+        it (learning operations never delete)."""
+        if not verify_seal(new.rows, seal) or sealed_validated(seal) != new.validated:
+            raise GateBypassError(f"{len(new.rows)} delta row(s): writes go through overlay_kit.gates.learn; "
+                                  "these have no valid gate seal")
+        if not new.rows:
+            return []
+        sealed = self._write_sealer().seal_many(new.rows)
+        rows = [(*row, iso(d.last_used_at), mark, d.lesson)
+                for d, row, mark in zip(new.deltas, new.rows, sealed)]
+        audit = [(d.id, "gates", iso(d.created_at), None, d.status, f"learned {d.kind} from {d.provenance.source}")
+                 for d in new.deltas]
         with self.transaction():
             try:
-                self.conn.execute(f"INSERT INTO skill_deltas ({_INSERT_COLUMNS}) VALUES "
-                                  f"({', '.join('?' * (_ROW_WIDTH + 1))})", row)
+                self.conn.executemany(f"INSERT INTO skill_deltas ({_INSERT_COLUMNS}) VALUES "
+                                      f"({', '.join('?' * (_ROW_WIDTH + 1))})", rows)
             except sqlite3.IntegrityError as exc:
-                raise StoreError(f"delta {delta.id}: {exc}") from exc
-            self._log(delta.id, "gates", None, delta.status,
-                      f"learned {delta.kind} from {delta.provenance.source}", delta.created_at)
-        # Undoing a learn archives the delta (learning operations never delete).
-        return self._handle("learn", (("skill_deltas", delta.id, "status", "archived", delta.status),),
-                            (delta.id,))
-
-    def _admit(self, delta: Delta, seal: bytes | None) -> dict:
-        """What every new delta must satisfy, whichever gate rules sealed it: the gates' seal for exactly this
-        delta, then `_starts`. Returns the payload in canonical form."""
-        if seal is None or not verify_seal(delta, seal):
-            raise GateBypassError(f"delta {delta.id}: writes go through overlay_kit.gates.learn; "
-                                  "this one has no valid gate seal")
-        return self._starts(delta, sealed_validated(seal))
+                raise StoreError(f"learn batch of {len(rows)}: {exc}") from exc
+            self.conn.executemany("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) "
+                                  "VALUES (?,?,?,?,?,?)", audit)
+            self._changed.extend(d.id for d in new.deltas)
+        return [(d, self._handle("learn", (("skill_deltas", d.id, "status", "archived", d.status),), (d.id,)))
+                for d in new.deltas]
 
     def _starts(self, delta: Delta, validated: bool) -> dict:
-        """A sealed delta's start (a batch checks each row with this too): a starting status; untrusted
-        provenance starts quarantined and trusted never does; a scan-flagged delta never starts active;
-        the payload valid for its kind (`validate_payload`). Returns the payload in canonical form.
+        """A new delta's start: a starting status; untrusted provenance starts quarantined and trusted never
+        does; a scan-flagged delta never starts active; the payload valid for its kind (`validate_payload`).
+        Returns the payload in canonical form.
 
-        The payload is not validated again when the seal says the gates validated it (`validated`): the gates
-        claim that only where their rules checked exactly what `validate_payload` checks (kind, research-only
-        tier, shape, caps) and the delta carries the canonical form they computed (`check_shape` gives it back
-        unchanged). The claim is inside the keyed hash, which covers the payload's JSON, so no other delta and
-        no edited one can carry it: a sealed-validated payload is valid and canonical by construction. A seal
+        The payload is not validated again where the gates say they validated it (`validated`, a claim their
+        seal carries): they claim that only where their rules checked exactly what `validate_payload` checks
+        (kind, research-only tier, shape, caps) and the delta carries the canonical form they computed. A seal
         without the claim (custom research rules) gets the full check here."""
         if delta.status not in ("staged", "quarantined", "active"):
             raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
@@ -1403,78 +1384,6 @@ class Store:
             return validate_payload(delta.kind, delta.payload, research=self.research)
         except GrammarError as exc:  # defence in depth: the gates already checked this
             raise StoreError(f"delta {delta.id}: {exc}") from exc
-
-    def _insert_deltas(self, deltas: Sequence[Delta], seal: bytes) -> list[tuple[Delta, Undo]]:
-        """Private: `_insert_delta` for a batch: the gates' one seal for exactly these deltas (`mint_batch`),
-        then `_starts` for every row, before anything is written; rows and audit rows written with multi-row
-        INSERTs (`_insert_rows`) in one transaction. The JSON columns are the ones the seal covers
-        (`seal.columns`), encoded once; the rows are put together column by column (each delta read once: a
-        batch's objects span megabytes). Returns each delta as stored, with its undo."""
-        if not deltas:
-            return []
-        if not verify_batch(deltas, seal):
-            raise GateBypassError(f"learn batch of {len(deltas)}: writes go through overlay_kit.gates.learn_many; "
-                                  "this batch has no valid gate seal")
-        validated, starts = sealed_validated(seal), self._starts
-        payloads = [starts(d, validated) for d in deltas]  # every row checked before anything is built
-        sealer = self._write_sealer()
-        ids, skills, roots, versions, scopes, kinds, statuses, succ, att, approved, last, sources, given = \
-            zip(*map(_STORED_FIELDS, deltas))  # column by column; each delta read once
-        # the values as SQLite hands them back (what the seal covers): str, int or None
-        ids, skills, roots, versions, scopes, kinds, statuses = map(_texts, (ids, skills, roots, versions, scopes,
-                                                                             kinds, statuses))
-        succ, att = (c if set(map(type, c)) == {int} else tuple(map(int, c)) for c in (succ, att))
-        anchors, texts, provenances, created, findings = zip(*columns_of(deltas))
-        if not all(map(is_, payloads, given)):  # the store's canonical form differs from the delta's (unvalidated)
-            texts = [t if t is not None and p == g else dumps(p) for t, p, g in zip(texts, payloads, given)]
-        elif None in texts:
-            texts = [t if t is not None else dumps(p) for t, p in zip(texts, payloads)]
-        if "active" in statuses:  # an active delta is approved when it is written (each read as it is)
-            approved = [a or (utc_now() if st == "active" else None) for a, st in zip(approved, statuses)]
-        reasons = {pair: f"learned {pair[0]} from {pair[1]}" for pair in set(zip(kinds, sources))}
-        approvers = [("gates" if st == "active" else None) for st in statuses] if "active" in statuses else \
-            repeat(None)
-        sealed = list(zip(ids, skills, roots, versions, scopes, kinds, map(TIERS.__getitem__, kinds), anchors, texts,
-                          provenances, statuses, succ, att, repeat(None), created, map(iso, approved), findings,
-                          repeat(1), approvers))
-        rows = list(map(tuple.__add__, sealed, zip(map(iso, last), sealer.seal_many(sealed),
-                                                   map(lesson_digest, kinds, scopes, payloads))))
-        audit = list(zip(ids, repeat("gates"), created, repeat(None), statuses,
-                         map(reasons.__getitem__, zip(kinds, sources))))
-        out = []
-        for delta, payload, when, undo in zip(deltas, payloads, approved, self._learn_undos(ids, statuses)):
-            same = payload is delta.payload or payload == delta.payload
-            stored = delta if when is delta.approved_at and same else replace(delta, payload=payload, approved_at=when)
-            stored.__dict__["shaped_payload"] = stored.payload  # validated above
-            out.append((stored, undo))
-        with self.transaction():
-            try:
-                self._insert_rows(f"INSERT INTO skill_deltas ({_INSERT_COLUMNS})", rows)
-            except sqlite3.IntegrityError as exc:
-                raise StoreError(f"learn batch of {len(rows)}: {exc}") from exc
-            self._insert_rows("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason)", audit)
-            self._changed.extend(ids)
-        return out
-
-    def _insert_rows(self, insert: str, rows: list[tuple]) -> None:
-        """`insert` (an INSERT up to its VALUES) for every row, in order: up to `_ROWS_PER_INSERT` rows per
-        statement (a third less time than `executemany` of one-row statements; the same rows and rowids). A
-        column that holds one value in every row of a statement is bound once for them all (None: written as
-        NULL): 12 values fewer to bind a learned row, whose columns are mostly its batch's."""
-        width = len(rows[0])
-        limit = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) if hasattr(self.conn, "getlimit") else \
-            32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
-        per = max(1, min(_ROWS_PER_INSERT, limit // width))
-        for at in range(0, len(rows), per):
-            chunk = rows[at:at + per]
-            shape = tuple([_column_shape(column, len(chunk)) for column in zip(*chunk)])
-            varying = [c for c, s in enumerate(shape) if s == "v"]
-            args = [chunk[0][c] for c, s in enumerate(shape) if s == "c"]
-            if len(varying) > 1:
-                args.extend(chain.from_iterable(map(itemgetter(*varying), chunk)))
-            elif varying:
-                args.extend(map(itemgetter(varying[0]), chunk))
-            self.conn.execute(_values_sql(insert, shape, len(chunk)), args)
 
     def get(self, delta_id: str) -> Delta:
         """The delta with this id: `StoreError` if there is none, `SealError` (and a note) if its row may not be
@@ -1497,9 +1406,10 @@ class Store:
     def search(self, skill: str | None = None, scope: str | Iterable[str] | None = None,
                status: str | Iterable[str] | None = None, *, kind: str | None = None, section: str | None = None,
                lessons: Iterable[str] | None = None, include_superseded: bool = False,
-               limit: int | None = None) -> list[Delta]:
+               limit: int | None = None, tier: int | Iterable[int] | None = None,
+               ids: Iterable[str] | None = None) -> list[Delta]:
         """Deltas matching every given filter (`section`: the anchor's section; `lessons`: `Delta.lesson`
-        digests, through the index of them), in `Delta.sort_key` order.
+        digests, through the index of them; `ids`: delta ids), in `Delta.sort_key` order.
 
         There is no default limit. With `limit`, the newest `limit` rows are kept (never the oldest), then
         sorted. A row whose seal does not verify, an active untrusted row without a recorded approval, and a
@@ -1533,6 +1443,13 @@ class Store:
             lessons = list(lessons)
             where.append(f"lesson_key IN ({', '.join('?' * len(lessons))})")
             args += lessons
+        if tier is not None:
+            tiers = [tier] if isinstance(tier, int) else list(tier)
+            where.append(f"tier IN ({', '.join('?' * len(tiers))})")
+            args += tiers
+        if ids is not None:  # one parameter however many ids
+            where.append("id IN (SELECT value FROM json_each(?))")
+            args.append(json.dumps(list(ids)))
         if not include_superseded:
             where.append("superseded_by IS NULL")
         tail = ("WHERE " + " AND ".join(where)) if where else ""
@@ -1540,6 +1457,23 @@ class Store:
             tail += " ORDER BY created_at DESC, id DESC LIMIT ?"
             args.append(int(limit))
         return sorted(self._deltas(self._rows(tail, args)), key=lambda d: d.sort_key)
+
+    def budget_order(self, skill: str, scope: str | Iterable[str]) -> list[tuple[str, int | None, bool, bool]]:
+        """(id, kept line-token count or None, superseded, resident) of a skill's active tier-3 rows in these
+        scopes, highest value first: `budget.value_key` descending (evidence, last use, creation, id), the order
+        in which the budget keeps lessons. Read without decoding or verifying a row: it only chooses which rows
+        to read (`search(ids=)` verifies and decodes them)."""
+        scopes = [scope] if isinstance(scope, str) else list(scope)
+        sql = ("SELECT d.id, m.value, d.superseded_by IS NOT NULL, d.resident FROM skill_deltas AS d "
+               "LEFT JOIN overlay_meta AS m ON m.key = 'line_tokens:' || d.id "
+               f"WHERE d.base_name = ? AND d.scope IN ({', '.join('?' * len(scopes))}) AND d.status = 'active' "
+               "AND d.tier = 3 ORDER BY (d.success_count + 1.0) / (d.attempt_count + 2) DESC, "
+               "coalesce(d.last_used_at, d.approved_at, d.created_at) DESC, d.created_at DESC, d.id DESC")
+        out = []
+        for did, kept, superseded, resident in self.conn.execute(sql, [skill, *scopes]):
+            n = kept.partition(" ")[0] if isinstance(kept, str) else ""
+            out.append((did, int(n) if n.isdigit() else None, bool(superseded), resident != 0))
+        return out
 
     def skills(self) -> list[str]:
         """Base names that have at least one delta row."""
@@ -1755,16 +1689,6 @@ class Store:
                  ("skill_deltas", "superseded_by"),
                  ("skill_deltas", "last_used_at"), ("skill_deltas", "resident"), ("skill_deltas", "anchor"),
                  ("skill_deltas", "base_version"), ("learned_facts", "status")}
-
-    @staticmethod
-    def _learn_undos(ids: Sequence[str], statuses: Sequence[str]) -> list[Undo]:
-        """`_handle("learn", ...)` for each learned delta (id, status): the handle that archives it."""
-        out = []
-        for did, status, token in zip(ids, statuses, mint_learn_undos(list(zip(ids, statuses)))):
-            f = _UNDO.copy()
-            f["steps"], f["ids"], f["token"] = (("skill_deltas", did, "status", "archived", status),), (did,), token
-            out.append(made(Undo, f))
-        return out
 
     @staticmethod
     def _handle(op: str, steps: tuple, ids: tuple = ()) -> Undo:

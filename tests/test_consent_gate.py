@@ -188,10 +188,9 @@ def test_widening_worded_facts_are_refused_not_routed(payload):
 
 def test_ordinary_lessons_do_not_trip_no_widening():
     with Store.open(":memory:") as store:
-        for t in lesson_texts()[:200]:
-            p = gates._proposal(store, SKILL, "preference", {"body": t}, "replies", TRUSTED, "user", None, False,
-                                None)
-            assert gates.no_widening(p) is None, t
+        rows = [gates.Lesson("preference", {"body": t}, "replies", TRUSTED) for t in lesson_texts()[:200]]
+        for p in gates._submissions(store, SKILL, rows, None):
+            assert gates.no_widening(p) is None, p.payload
 
 
 # ------------------------------------------------------------------------------- no route around approval

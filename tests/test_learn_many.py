@@ -216,16 +216,3 @@ def test_the_collector_is_back_as_it_was_after_a_batch(store):
         assert not gc.isenabled()
     finally:
         gc.enable()
-
-
-@pytest.mark.parametrize("microsecond", [0, 1, 999999])
-def test_the_sealed_columns_hold_the_stored_timestamp_text(microsecond):
-    from datetime import datetime, timezone
-
-    from overlay_kit.common import iso
-    from overlay_kit.seal import columns
-
-    d = gates.check(None, SKILL, "preference", {"body": "Keep replies short."}, section="replies",
-                    provenance=TRUSTED).delta
-    when = datetime(2026, 12, 1, 19, 30, 5, microsecond, tzinfo=timezone.utc)
-    assert columns(d.evolve(created_at=when)).created_at == iso(when)
