@@ -39,9 +39,6 @@ from .grammar import (  # the learned-line format
     SECTION_LABEL,
     item_text,
 )
-from .prompt import (
-    count_tokens,  # one token counter for the project: the bundled Llama-2 tokenizer
-)
 
 __all__ = [
     "DEFAULT_CEILING",
@@ -71,10 +68,16 @@ log = lazy_logger(__name__)
 
 
 def count_many(texts: Sequence[str]) -> list[int]:
-    """`count_tokens` for many texts in one batched (parallel, Rust-side) call."""
+    """Tokens of each text with the bundled Llama-2 tokenizer (no BOS/EOS), in one batched (Rust-side) call:
+    the project's one token counter (never len/4)."""
     if not texts:
         return []
     return [len(e.ids) for e in llama_tokenizer().encode_batch(list(texts), add_special_tokens=False)]
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of one text: a batch of one."""
+    return count_many([text])[0]
 
 
 # The Llama tokenizer never merges across a line break ("\n" is always its own byte token) and prepends

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timezone
 from functools import lru_cache
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from . import anchor as anchor_mod
@@ -48,9 +49,11 @@ from .grammar import (
     TIERS,
     Delta,
     GrammarError,
+    check_shape,
     item_text,
 )
 from .skill import Skill
+from .store import Store
 from .textguard import block_parser
 from .tools import Selection, ToolLoader, skill_tier
 
@@ -180,10 +183,12 @@ _AUTHORED: dict[str, int] = {}  # authored body → Llama tokens (from the store
 
 
 def _authored_tokens(body: str, store=None) -> int:
-    n = _AUTHORED.get(body)
-    if n is None:
-        counted = getattr(store, "authored_tokens", None)
-        n = counted(body) if counted is not None else budget_mod.count_tokens(body)
+    """Llama tokens of an authored body: the store's kept count when there is a store (it keeps the count for
+    the next process), else this process's."""
+    counted = getattr(store, "authored_tokens", None)
+    n = counted(body) if counted is not None else _AUTHORED.get(body)
+    if n is None or body not in _AUTHORED:
+        n = budget_mod.count_tokens(body) if n is None else n
         if len(_AUTHORED) >= 64:
             _AUTHORED.clear()
         _AUTHORED[body] = n
@@ -226,11 +231,16 @@ class _Pick:
     delta: Delta
     state: str  # clean | stale
     section: anchor_mod.Section
+    key: tuple  # render_key(delta)
 
 
-def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozenset[str], notes: list[Note]
-                ) -> list[_Pick]:
-    """Filter to deltas that may apply, with a note for every one that may not."""
+_KEY = attrgetter("key")
+
+
+def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozenset[str], notes: list[Note],
+                shaped: bool = False) -> list[_Pick]:
+    """Filter to deltas that may apply, with a note for every one that may not. `shaped`: every payload is
+    already in `check_shape`'s canonical form (a store's deltas are: it leaves out a row whose payload is not)."""
     picks, located = [], {}
     for d in deltas:
         if d.superseded_by is not None:
@@ -244,13 +254,14 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
         if d.kind not in TIERS:
             notes.append(Note("unknown_kind", d.id, f"kind {d.kind!r} is not in the grammar; skipped"))
             continue
-        try:
-            shaped = d.shaped_payload
-        except GrammarError as exc:
-            notes.append(Note("malformed_payload", d.id, str(exc)))
-            continue
-        if shaped is not d.payload and shaped != dict(d.payload):
-            d = d.evolve(payload=shaped)
+        if not shaped:
+            try:
+                payload = check_shape(d.kind, d.payload)
+            except GrammarError as exc:
+                notes.append(Note("malformed_payload", d.id, str(exc)))
+                continue
+            if payload != dict(d.payload):
+                d = d.evolve(payload=payload)
         if not skill.from_root(d.base_root):
             notes.append(Note("orphaned", d.id, f"written against the {d.base_root!r} root; this base comes "
                                                 f"from {skill.root_key!r} (never re-attached without confirmation)"))
@@ -265,14 +276,15 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
             continue
         if loc.state == "stale":
             notes.append(Note("stale", d.id, f"section {d.anchor.section!r} changed since this was written"))
-        picks.append(_Pick(d, loc.state, loc.section))
+        picks.append(_Pick(d, loc.state, loc.section, render_key(d)))
+    picks.sort(key=_KEY)
     return picks
 
 
 def _overrides(picks: list[_Pick], notes: list[Note]) -> list[_Pick]:
     """A later parameter with the same (section, key, scope) wins; the earlier ones are noted, not shown."""
     latest: dict[tuple, _Pick] = {}
-    for p in sorted((p for p in picks if p.delta.kind == "parameter"), key=lambda p: render_key(p.delta)):
+    for p in (p for p in picks if p.delta.kind == "parameter"):  # in render order
         k = (p.delta.anchor.section, p.delta.payload["key"], p.delta.payload.get("scope"))
         if k in latest:
             notes.append(Note("overridden", latest[k].delta.id, f"parameter {k[1]!r} is set again by {p.delta.id}"))
@@ -294,14 +306,15 @@ class _Rendered:
 
 
 def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
-    """The authored sections, each followed by its clean-anchored lines; then the Learned adjustments block.
+    """The authored sections, each followed by its clean-anchored lines; then the Learned adjustments block
+    (`picks` in render order).
 
     A section's lines are one bullet list; when the next authored heading is indented (2-3 spaces, which a
     list item would swallow as a continuation), an empty HTML comment closes the list first. A code fence the
     body leaves open at its very end (it would swallow every appended line) is closed before the lines."""
     under: dict[str, list[_Pick]] = {}
     block: list[_Pick] = []
-    for p in sorted(picks, key=lambda p: render_key(p.delta)):
+    for p in picks:
         (under.setdefault(p.section.slug, []) if p.state == "clean" else block).append(p)
     closer = _fence_closer(sections[-1].text) if picks and sections else ""
     out, pieces, at, last_start, closed_at = [], [], 0, 0, -1
@@ -440,34 +453,47 @@ def compose(skill: Skill, deltas: Sequence[Delta], *, goal: str | None = None, s
             tau: float | Gate | None = None, ceiling: int = budget_mod.DEFAULT_CEILING,
             notes: Sequence[Note] = ()) -> EffectiveSkill:
     """The pure core over a list of deltas (no store). Never raises."""
-    notes = list(notes)
+    return _composed(skill, deltas, goal, scope, retrieval_only, index, embedder, tau, ceiling, list(notes),
+                     shaped=False)
+
+
+def _composed(skill, deltas, goal, scope, retrieval_only, index, embedder, tau, ceiling, notes, shaped
+              ) -> EffectiveSkill:
+    """`compose`; `shaped`: the deltas' payloads are canonical already (`_admissible`)."""
     try:
         return _compose(skill, deltas, goal, _scopes(scope), frozenset(retrieval_only), index, embedder, tau,
-                        ceiling, notes)
+                        ceiling, notes, shaped)
     except Exception as exc:  # the render path never raises: authored base + a typed note
         return _base(skill, notes + [Note("error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
 
 
-def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, ceiling, notes) -> EffectiveSkill:
+def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, ceiling, notes, shaped
+             ) -> EffectiveSkill:
     sections = _sections(skill.body)
-    picks = _overrides(_admissible(skill, sections, deltas, scopes, notes), notes)
+    picks = _overrides(_admissible(skill, sections, deltas, scopes, notes, shaped), notes)
     hints = [p for p in picks if p.delta.tier == 1]
     resident = [p for p in picks if p.delta.tier in (2, 3) and p.delta.id not in retrieval_only]
     pool = [p for p in picks if p.delta.tier == 3 and p.delta.id in retrieval_only]
 
-    # Budget over what is resident: if the store's budget was not enforced, apply the plan in memory.
+    # Budget over what is resident. The rendered text's exact count decides: only when it is over the ceiling
+    # (the store's budget was not enforced) is the budget plan made, and applied in memory.
     authored = _authored_tokens(skill.body)
     if authored > ceiling:
         notes.append(Note("over_budget", None, f"the authored body is {authored} tokens, over the ceiling "
                                                f"{ceiling}; it is kept whole and nothing learned is added"))
-    plan = budget_mod.plan(authored, [p.delta for p in resident], ceiling, proposer=None)
-    if plan.changes:
+    rendered = _render(sections, resident)
+    tokens = _tokens(rendered, authored)
+    if tokens > ceiling:
+        plan = budget_mod.plan(authored, [p.delta for p in resident], ceiling, proposer=None)
         cut = set(plan.demote) | set(plan.archive)
         for p in resident:
             if p.delta.id in cut:
                 notes.append(Note("suppressed_by_budget", p.delta.id,
                                   f"resident set is {plan.authored_tokens + plan.learned_tokens} tokens > {ceiling}"))
-        resident = [p for p in resident if p.delta.id not in cut]
+        if cut:
+            resident = [p for p in resident if p.delta.id not in cut]
+            rendered = _render(sections, resident)
+            tokens = _tokens(rendered, authored)
 
     # Retrieval: demoted tier-3 lessons return only when the goal calls for them.
     retrieved: list[tuple[_Pick, float]] = []
@@ -490,7 +516,7 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
     if retrieved:  # best first; whole deltas only, while they fit (estimated here, checked exactly below)
         block, label = budget_mod.scaffold_tokens()  # conservative: a label per line, the block once
         costs = budget_mod.count_many_following([item_text(p.delta) for p, _ in retrieved])
-        estimate = plan.resident_tokens + (block if not resident else 0)
+        estimate = tokens + block
         for (p, cos), cost in zip(retrieved, costs):
             if estimate + cost + label > ceiling:
                 notes.append(Note("suppressed_by_budget", p.delta.id,
@@ -499,8 +525,9 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
             estimate += cost + label
             chosen.append(p)
             notes.append(Note("retrieved", p.delta.id, f"cosine {cos:.3f}, gate {gate}"))
-    rendered = _render(sections, chosen)
-    tokens = _tokens(rendered, authored)
+        chosen.sort(key=_KEY)
+        rendered = _render(sections, chosen)
+        tokens = _tokens(rendered, authored)
     while tokens > ceiling and chosen:  # the estimates were short (e.g. stale lines' context): trim whole lines
         over = tokens - ceiling
         for victim in sorted(chosen, key=lambda p: budget_mod.value_key(p.delta)):
@@ -518,12 +545,11 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
         return _base(skill, notes + [Note("render_failed", None, f"{problem}: authored base only")], True,
                      ceiling, authored)
     skill_tools, withheld = skill_tier(skill.tools, [p.delta.payload for p in hints])
-    applied = [p.delta for p in sorted(hints, key=lambda p: render_key(p.delta))]
-    applied += [p.delta for p in sorted(chosen, key=lambda p: render_key(p.delta))]
+    applied = [p.delta for p in hints] + [p.delta for p in chosen]
     where = {p.delta.id: (f"under {p.section.slug}" if p.state == "clean" else "learned adjustments block")
              for p in chosen}
     notes += [Note("applied", d.id, "tool loader" if d.tier == 1 else where[d.id]) for d in applied]
-    fragment = _block(sorted(chosen, key=lambda p: render_key(p.delta))) if chosen else ""
+    fragment = _block(chosen) if chosen else ""
     return EffectiveSkill(skill.name, text, skill.body, skill_tools, withheld, tuple(applied), tuple(notes), True,
                           tokens, ceiling, fragment)
 
@@ -576,14 +602,16 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
     notes: list[Note] = []
     try:
         scopes = _scopes(store.read_scopes(scope) if hasattr(store, "read_scopes") else scope or "user")
-        deltas = store.search(skill=skill.name, scope=sorted(scopes), status="active", include_superseded=True)
+        authored = _authored_tokens(skill.body, store)  # a known base's count comes from the store
+        if hasattr(store, "budget_order"):
+            deltas, unread, demoted = _read(store, skill, sorted(scopes), ceiling - authored)
+        else:  # a store without the budget's order: every active row
+            deltas = store.search(skill=skill.name, scope=sorted(scopes), status="active", include_superseded=True)
+            unread = []
+            demoted = store.retrieval_only(skill.name) if hasattr(store, "retrieval_only") else frozenset()
+        known_lines(store, deltas)  # and so do the counts of its learned lines
         for d in store.search(skill=skill.name, scope=sorted(scopes), status="orphaned"):
             notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
-        # rows the store left out (a seal that does not verify, a damaged row): said, never applied
-        notes += [Note("left_out", None, text) for text in getattr(store, "integrity_notes", ())]
-        demoted = store.retrieval_only(skill.name) if hasattr(store, "retrieval_only") else frozenset()
-        _authored_tokens(skill.body, store)  # a known base's count comes from the store, not the tokenizer
-        known_lines(store, deltas)  # and so do the counts of its learned lines
     except Exception as exc:
         return _base(skill, [Note("store_error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
     index = None
@@ -595,8 +623,64 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
             index = TriggerIndex.from_store(store, emb, [d for d in deltas if d.id in demoted])
         except EmbedderUnavailable as exc:
             index = TriggerIndex.dark_index(str(exc))
-    return compose(skill, deltas, goal=goal, scope=scopes, retrieval_only=demoted, index=index,
-                   embedder=embedder, tau=tau, ceiling=ceiling, notes=notes)
+    while True:
+        # rows the store left out (a seal that does not verify, a damaged row): said, never applied
+        said = notes + [Note("left_out", None, text) for text in getattr(store, "integrity_notes", ())]
+        eff = _composed(skill, deltas, goal, scopes, demoted, index, embedder, tau, ceiling, said,
+                        shaped=isinstance(store, Store))  # its reads are shape-checked
+        if not unread or eff.notes_of("suppressed_by_budget") or any(n.kind == "error" for n in eff.notes):
+            return _unread_noted(eff, unread)
+        # the budget kept every row read (some could not apply, or their counts were unknown): read on
+        slack, more = ceiling - eff.tokens, []
+        while unread and (not more or slack > 0):
+            did, cost = unread.pop(0)
+            more.append(did)
+            slack -= cost or 0
+        try:
+            extra = store.search(skill=skill.name, scope=sorted(scopes), status="active", ids=more)
+            known_lines(store, extra)
+        except Exception as exc:
+            return _base(skill, [Note("store_error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
+        deltas = sorted(deltas + extra, key=attrgetter("sort_key"))
+
+
+def _read(store, skill: Skill, scopes: list[str], room: int
+          ) -> tuple[list[Delta], list[tuple[str, int | None]], frozenset[str]]:
+    """The active deltas resolution reads, the resident tier-3 rows it leaves unread ((id, kept token count),
+    highest value first), and the retrieval-only ids.
+
+    The budget keeps resident tier-3 lessons highest value first while they fit (`budget.plan`): rows past the
+    point where the kept counts of those before them fill the `room` the authored body leaves can never be
+    kept, so they are not read (`resolve` reads on while the budget keeps every row it read). Every other
+    active row is read: tiers 1-2, superseded and retrieval-only rows."""
+    order = store.budget_order(skill.name, scopes)
+    ids, unread, demoted, spent = [], [], [], 0
+    for did, cost, superseded, resident in order:
+        if not resident:  # read, goal or not: a row's residency is sealed, and a flipped one must be noted
+            demoted.append(did)
+            ids.append(did)
+        elif superseded or spent <= room:
+            ids.append(did)
+            spent += 0 if superseded else cost or 0
+        else:
+            unread.append((did, cost))
+    deltas = store.search(skill=skill.name, scope=scopes, status="active", include_superseded=True, tier=(1, 2))
+    if ids:
+        deltas += store.search(skill=skill.name, scope=scopes, status="active", include_superseded=True, ids=ids)
+    return deltas, unread, frozenset(demoted)
+
+
+def _unread_noted(eff: EffectiveSkill, unread: Sequence[tuple[str, int | None]]) -> EffectiveSkill:
+    """`eff` with a `suppressed_by_budget` note for each resident row left unread (after the others)."""
+    if not unread:
+        return eff
+    cut = eff.notes_of("suppressed_by_budget")
+    if not cut:  # the authored base (an error): nothing applied
+        return eff
+    detail = cut[-1].detail
+    at = max(i for i, n in enumerate(eff.notes) if n.kind == "suppressed_by_budget") + 1
+    notes = eff.notes[:at] + tuple(Note("suppressed_by_budget", did, detail) for did, _ in unread) + eff.notes[at:]
+    return replace(eff, notes=notes)
 
 
 class Session:

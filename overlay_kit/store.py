@@ -1458,22 +1458,19 @@ class Store:
             args.append(int(limit))
         return sorted(self._deltas(self._rows(tail, args)), key=lambda d: d.sort_key)
 
-    def budget_order(self, skill: str, scope: str | Iterable[str]) -> list[tuple[str, int | None, bool, bool]]:
-        """(id, kept line-token count or None, superseded, resident) of a skill's active tier-3 rows in these
+    def budget_order(self, skill: str, scope: str | Iterable[str]) -> list[tuple[str, int | None, int, int]]:
+        """(id, kept line-token count or None, superseded 0/1, resident 0/1) of a skill's active tier-3 rows in these
         scopes, highest value first: `budget.value_key` descending (evidence, last use, creation, id), the order
         in which the budget keeps lessons. Read without decoding or verifying a row: it only chooses which rows
         to read (`search(ids=)` verifies and decodes them)."""
         scopes = [scope] if isinstance(scope, str) else list(scope)
-        sql = ("SELECT d.id, m.value, d.superseded_by IS NOT NULL, d.resident FROM skill_deltas AS d "
+        sql = ("SELECT d.id, CAST(substr(m.value, 1, instr(m.value, ' ') - 1) AS INTEGER), "
+               "d.superseded_by IS NOT NULL, d.resident != 0 FROM skill_deltas AS d "
                "LEFT JOIN overlay_meta AS m ON m.key = 'line_tokens:' || d.id "
                f"WHERE d.base_name = ? AND d.scope IN ({', '.join('?' * len(scopes))}) AND d.status = 'active' "
                "AND d.tier = 3 ORDER BY (d.success_count + 1.0) / (d.attempt_count + 2) DESC, "
                "coalesce(d.last_used_at, d.approved_at, d.created_at) DESC, d.created_at DESC, d.id DESC")
-        out = []
-        for did, kept, superseded, resident in self.conn.execute(sql, [skill, *scopes]):
-            n = kept.partition(" ")[0] if isinstance(kept, str) else ""
-            out.append((did, int(n) if n.isdigit() else None, bool(superseded), resident != 0))
-        return out
+        return self.conn.execute(sql, [skill, *scopes]).fetchall()
 
     def skills(self) -> list[str]:
         """Base names that have at least one delta row."""

@@ -1,0 +1,272 @@
+"""Issue 30's read paths against their floors: compose at 90 / 1,000 / 10,000 active deltas (slope on log-log),
+budget planning when nothing can bind, `store.search` for one skill's 90, a cold `overlay-kit resolve` (does it
+load the tokenizer?), and a skill with 100,000 active lessons (`resolve` and `overlay-kit deltas --json`).
+
+    python benchmarks/bench_compose.py [--runs 7] [--big 100000]
+
+Floors (minimal correct implementations of the same contract, defined here):
+* compose: the authored body's sections joined, each followed by its deltas' learned lines (`item_text`), in
+  render order — no budget, no notes, no structure check;
+* search: one indexed SELECT of the same rows, the same keyed hash (`RowSealer`'s BLAKE2b) checked on every
+  row, `json.loads` of the JSON columns, one plain object per row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import hmac
+import json
+import math
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workload  # noqa: E402
+
+from overlay_kit import anchor, budget, gates  # noqa: E402
+from overlay_kit import resolve as resolve_mod  # noqa: E402
+from overlay_kit.grammar import item_text  # noqa: E402
+from overlay_kit.resolve import compose, render_key, resolve  # noqa: E402
+from overlay_kit.seal import row_sealer  # noqa: E402
+from overlay_kit.skill import load_skill  # noqa: E402
+from overlay_kit.store import Store  # noqa: E402
+
+BIG_CEILING = 10**9  # nothing can bind
+
+
+def timed(fn, runs: int) -> float:
+    """Median wall ms of `fn()` over `runs` runs."""
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return statistics.median(out) * 1e3
+
+
+def write_skill(root: Path, name: str, sections: int) -> Path:
+    d = root / name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "SKILL.md").write_text(workload.skill_text(name, workload.skill_body(sections)), encoding="utf-8")
+    return d
+
+
+def fill(store: Store, skill, n: int, seed: int = 7) -> None:
+    """`n` active preference lessons on the skill's sections (auto-approved store: they start active)."""
+    slugs = [s.slug for s in anchor.parse(skill.body) if s.level]
+    step = 5000
+    for at in range(0, n, step):
+        rows = [gates.Lesson("preference", {"body": x["body"].replace("Lesson ", f"Lesson {at}.", 1),
+                                            "trigger": x["trigger"]}, x["section"], "user_instruction")
+                for x in workload.lessons(slugs, min(step, n - at), seed + at)]
+        out = gates.learn_many(store, skill, rows)
+        bad = [r for r in out if r.outcome != "active"]
+        assert not bad, bad[0].message
+
+
+def floor_compose(skill, deltas) -> str:
+    """The minimal correct compose: sections joined, each followed by its lines (render order)."""
+    under: dict[str, list[str]] = {}
+    for d in sorted(deltas, key=render_key):
+        under.setdefault(d.anchor.section, []).append(item_text(d))
+    out = []
+    for s in anchor.parse(skill.body):
+        out.append(s.text)
+        if s.slug in under:
+            gap = "" if s.text.endswith("\n\n") else "\n" if s.text.endswith("\n") else "\n\n"
+            out.append(gap + "_Learned for this section:_\n\n" + "".join(under[s.slug]) + "\n")
+    return "".join(out)
+
+
+def floor_search(store: Store, name: str) -> list:
+    """The minimal correct search: indexed SELECT, each row's MAC checked (no verified-seal cache), JSON decoded,
+    one plain object per row."""
+    from overlay_kit import store as store_mod
+    from overlay_kit.seal import _ROW_TEXT_READ
+
+    sealer = row_sealer()
+    cols = store_mod._ROW_COLUMNS
+    out = []
+    for row in store.conn.execute(f"SELECT {cols} FROM skill_deltas WHERE base_name = ? AND status = 'active' "
+                                  "AND superseded_by IS NULL", (name,)):
+        h = sealer._keyed.copy()
+        h.update((_ROW_TEXT_READ % row).encode("utf-8", "surrogatepass"))
+        if not hmac.compare_digest(h.digest(), row[-1]):
+            continue
+        out.append(SimpleNamespace(id=row[0], skill=row[1], kind=row[5], anchor=json.loads(row[7]),
+                                   payload=json.loads(row[8]), provenance=json.loads(row[9]), status=row[10],
+                                   created_at=row[14]))
+    return out
+
+
+def slope(points: list[tuple[int, float]]) -> float:
+    (n0, t0), (n1, t1) = points[0], points[-1]
+    return math.log(t1 / t0) / math.log(n1 / n0)
+
+
+def child(code: str, env: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+CLI_PROBE = """
+import io, json, sys, time, contextlib
+t = time.perf_counter()
+from overlay_kit import cli
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+    rc = cli.main(sys.argv[1:] or %r)
+ms = (time.perf_counter() - t) * 1e3
+print(json.dumps({"rc": rc, "ms": ms, "tokenizers": "tokenizers" in sys.modules, "bytes": len(buf.getvalue())}))
+"""
+
+
+def cli_run(argv: list[str], env: dict) -> dict:
+    return child(CLI_PROBE % (argv,), env)
+
+
+def profile(fn, top: int = 12) -> str:
+    pr = cProfile.Profile()
+    pr.enable()
+    fn()
+    pr.disable()
+    out = []
+    st = pstats.Stats(pr, stream=SimpleNamespace(write=out.append))
+    st.sort_stats("cumulative").print_stats(top)
+    return "".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", 7)))
+    ap.add_argument("--big", type=int, default=100_000, help="lessons on the big skill (0: skip)")
+    ap.add_argument("--profile", action="store_true", help="print a cProfile of the 10k and big paths")
+    args = ap.parse_args()
+    runs = args.runs
+    rows: list[tuple[str, float, str]] = []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    plans = []
+    real_plan = budget.plan
+
+    def counting_plan(*a, **kw):
+        plans.append(1)
+        return real_plan(*a, **kw)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        small = load_skill(write_skill(tmp / "skills", "small", workload.SIZES["small"]))
+        with Store.open(tmp / "scale.db", auto_approve=True) as store:
+            # compose at 90 / 1,000 / 10,000 active deltas
+            fill(store, small, 10_000)
+            every = store.search(small.name, status="active")
+            points, points_default = [], []
+            for n in (90, 1000, 10_000):
+                deltas = every[:n]
+                eff = compose(small, deltas, ceiling=BIG_CEILING)
+                assert len(eff.applied) == n, eff.notes[:3]
+                assert eff.text == floor_compose(small, deltas), "the floor renders what compose renders"
+                ours = timed(lambda: compose(small, deltas, ceiling=BIG_CEILING), runs)
+                floor = timed(lambda: floor_compose(small, deltas), runs)
+                resolve_mod.budget_mod.plan = counting_plan
+                plans.clear()
+                compose(small, deltas, ceiling=BIG_CEILING)
+                planned = len(plans)
+                resolve_mod.budget_mod.plan = real_plan
+                dflt = timed(lambda: compose(small, deltas), runs)
+                points.append((n, ours))
+                points_default.append((n, dflt))
+                rows.append((f"compose {n:>6,} active deltas, nothing binds (ceiling 1e9)", ours, "ms"))
+                rows.append((f"  floor (sections joined with their lines)", floor, "ms"))
+                rows.append((f"  ours ÷ floor", ours / floor, "x"))
+                rows.append((f"  budget.plan calls when nothing binds", planned, "n"))
+                rows.append((f"compose {n:>6,} active deltas, shipped ceiling {budget.DEFAULT_CEILING}", dflt, "ms"))
+            rows.append(("compose slope (log-log, 90 -> 10k), nothing binds", slope(points), ""))
+            rows.append(("compose slope (log-log, 1k -> 10k), nothing binds", slope(points[1:]), ""))
+            rows.append(("compose slope (log-log, 1k -> 10k), shipped ceiling", slope(points_default[1:]), ""))
+            deltas = every
+            resident = [d for d in deltas]
+            rows.append(("budget.plan alone over 10k resident deltas, ceiling 1e9 (fits)",
+                         timed(lambda: budget.plan(100, resident, BIG_CEILING, proposer=None), runs), "ms"))
+            rows.append(("budget.plan alone over 10k resident deltas, shipped ceiling (binds)",
+                         timed(lambda: budget.plan(100, resident, budget.DEFAULT_CEILING, proposer=None), runs),
+                         "ms"))
+            if args.profile:
+                print(profile(lambda: compose(small, deltas)))
+
+        # search: one skill's 90 active deltas among two skills' (the workload of bench_hot)
+        large = load_skill(write_skill(tmp / "skills", "large", workload.SIZES["large"]))
+        with Store.open(tmp / "read.db") as store:
+            for skill in (small, large):
+                ids = [r.delta.id for r in gates.learn_many(store, skill, [
+                    gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"],
+                                 "user_instruction")
+                    for x in workload.lessons([s.slug for s in anchor.parse(skill.body) if s.level], 100, 7)])]
+                with store.transaction():
+                    for did in ids[:workload.ACTIVE]:
+                        store.approve(did)
+            got = store.search(small.name, status="active")
+            assert [d.id for d in got] == sorted(d.id for d in floor_search(store, small.name)) or \
+                {d.id for d in got} == {d.id for d in floor_search(store, small.name)}
+            ours = timed(lambda: store.search(small.name, status="active"), runs * 20)
+            floor = timed(lambda: floor_search(store, small.name), runs * 20)
+            rows.append(("store.search one skill's 90 active", ours, "ms"))
+            rows.append(("  floor (SELECT, MAC per row, json.loads, one object per row)", floor, "ms"))
+            rows.append(("  ours ÷ floor", ours / floor, "x"))
+            eff = compose(small, got)
+            rows.append(("compose 90 (small skill, shipped ceiling), warm", timed(lambda: compose(small, got),
+                                                                                  runs * 20), "ms"))
+            rows.append(("  floor", timed(lambda: floor_compose(small, got), runs * 20), "ms"))
+            assert eff.text == floor_compose(small, got)
+
+        # cold process: the second `overlay-kit resolve` must not load the tokenizer
+        db = str(tmp / "read.db")
+        argv = ["resolve", str(tmp / "skills" / "small"), "--db", db]
+        first = cli_run(argv, env)
+        second = cli_run(argv, env)
+        rows.append(("cold `overlay-kit resolve` (in-process timing, after imports' first run)", second["ms"], "ms"))
+        rows.append(("  loaded the tokenizer on the second cold run", int(second["tokenizers"]), "bool"))
+        rows.append(("  loaded the tokenizer on the first cold run", int(first["tokenizers"]), "bool"))
+
+        if args.big:
+            big = load_skill(write_skill(tmp / "skills", "big", workload.SIZES["small"]))
+            t = time.perf_counter()
+            with Store.open(tmp / "big.db", auto_approve=True) as store:
+                fill(store, big, args.big)
+            build_s = time.perf_counter() - t
+            with Store.open(tmp / "big.db") as store:
+                eff = resolve(big, store, embedder=False)
+                rows.append((f"resolve, {args.big:,} active lessons on one skill (first in process)",
+                             timed(lambda: resolve(big, store, embedder=False), 1), "ms"))
+                rows.append((f"resolve, {args.big:,} active lessons on one skill (warm)",
+                             timed(lambda: resolve(big, store, embedder=False), 3), "ms"))
+                rows.append((f"  applied / suppressed", len(eff.applied), "n"))
+                if args.profile:
+                    print(profile(lambda: resolve(big, store, embedder=False), 25))
+            big_argv = ["--db", str(tmp / "big.db")]
+            r = cli_run(["resolve", str(tmp / "skills" / "big")] + big_argv, env)
+            r = cli_run(["resolve", str(tmp / "skills" / "big")] + big_argv, env)
+            rows.append((f"cold `overlay-kit resolve` on it (in-process)", r["ms"], "ms"))
+            r = cli_run(["deltas", "big", "--json"] + big_argv, env)
+            rows.append((f"cold `overlay-kit deltas big --json` on it (in-process; {r['bytes']:,} bytes out)",
+                         r["ms"], "ms"))
+            rows.append((f"  (building the {args.big:,}-lesson store took {build_s:.1f} s)", build_s, "s"))
+
+    load = os.getloadavg()
+    print(f"bench_compose: medians of {runs} runs; {os.cpu_count()} CPUs, load {load[0]:.2f} {load[1]:.2f}")
+    for label, value, unit in rows:
+        print(f"  {label:<84}{value:12.3f}  {unit}")
+
+
+if __name__ == "__main__":
+    main()
