@@ -110,7 +110,8 @@ clean:
 
 # ---- issue 14: the side-by-side with GAIA 0.25.1 -------------------------------------------------------
 # GAIA gets its own venv (never .venv): its dependencies (openai, pydantic, aiohttp, rich, pillow, … — no torch)
-# are installed as PyPI resolves them. benchmarks/gaia_compare.py drives it through benchmarks/gaia_worker.py.
+# are installed as PyPI resolves them. benchmarks/gaia_compare.py drives it through benchmarks/gaia_worker.py, with
+# that venv's interpreter (GAIA_VENV=... is honoured end to end).
 GAIA_VENV   ?= .venv-gaia
 GAIA_SPEC   ?= amd-gaia==0.25.1
 GAIA_STAMP  := $(GAIA_VENV)/.installed-$(shell echo '$(GAIA_SPEC)' | cksum | cut -d' ' -f1)
@@ -122,5 +123,9 @@ $(GAIA_STAMP):
 	$(GAIA_VENV)/bin/python -m pip install --quiet "$(GAIA_SPEC)"
 	touch $@
 
+# One run prints the table (GAIA, ours, ours ÷ GAIA, the floor, ours ÷ floor) and writes it to build/bench-gaia.md
+# (+ .json); BENCH_GAIA_ARGS passes options through, e.g. BENCH_GAIA_ARGS="--runs 9 --out build/x.md".
+BENCH_GAIA_ARGS ?=
+
 bench-gaia: venv $(GAIA_STAMP)
-	$(BIN)/python benchmarks/gaia_compare.py
+	$(BIN)/python benchmarks/gaia_compare.py --gaia-python $(GAIA_VENV)/bin/python $(BENCH_GAIA_ARGS)

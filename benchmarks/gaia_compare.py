@@ -1,26 +1,36 @@
-"""Side by side with GAIA 0.25.1 (`amd-gaia` on PyPI, the reference implementation of the same design).
+"""Ours beside GAIA 0.25.1 (`amd-gaia` on PyPI) and beside the floor, in one run: issue 30's table.
 
-    make bench-gaia        # builds .venv-gaia, then: .venv/bin/python benchmarks/gaia_compare.py [--runs 7]
+    make bench-gaia [GAIA_VENV=.venv-gaia] [BENCH_GAIA_ARGS="--runs 7"]
+    .venv/bin/python benchmarks/gaia_compare.py --gaia-python .venv-gaia/bin/python [--runs 7] [--out PATH]
 
-GAIA runs in its own venv, in a worker process (`gaia_worker.py`) that this driver feeds one operation at a
-time; each round runs every operation once on each side, alternating, so both see the same machine load.
-Inputs come from `workload.py` on both sides. Printed: medians of >= 7 rounds (wall, and CPU in brackets) and
-the ratio GAIA ÷ ours (> 1: we are faster), with a note wherever the two do different work. The 5,000-lesson
-corpus runs in `--learn-runs` rounds (default 3): GAIA commits every row, which takes minutes a round here.
+For every path, three sides on the same inputs (`workload.py`): GAIA (in its own venv, in a worker process,
+`gaia_worker.py`, fed one request at a time), ours (public APIs only: `gates.learn`, `gates.learn_many`,
+`Store.open`, `Store.search`, `resolve.compose`, `resolve.resolve`, `anchor.parse`, the console script) and the
+floor (`floors.py`: a minimal correct implementation of the same contract, standard library only). Each round
+runs every path once on each side, the sides' order rotating from round to round, so all three see the same
+machine load; a side's figure in a round is the median of its calls in that round. Printed: each side's median
+over the rounds, and the ratios ours ÷ GAIA and ours ÷ floor as the median of the per-round paired ratios, with
+their min–max; the load average during the rounds. Where the sides do different work, the NOTE column says how.
+The Markdown table goes to `--out` (default build/bench-gaia.md; the raw figures beside it as .json).
 (Not named bench_*.py: `make bench` runs those, and this one needs the GAIA venv.)
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import platform
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -28,135 +38,456 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 import bench_hot  # noqa: E402
+import floors  # noqa: E402
 import workload  # noqa: E402
 
 from overlay_kit import anchor, gates  # noqa: E402
-from overlay_kit.resolve import compose  # noqa: E402
+from overlay_kit.resolve import compose, resolve  # noqa: E402
 from overlay_kit.skill import load_skill  # noqa: E402
 from overlay_kit.store import Store  # noqa: E402
 
-NOTES = {
-    "anchors_large": "GAIA: fence-aware ATX line split, sha256 of raw text; ours: CommonMark-exact sections "
-                     "(setext, indented, containers via the markdown-it fallback), normalized digests",
-    "anchors_small": "as above",
-    "compose_small": "GAIA: 90 snippet substitutions (no typed lines, no budget, chars/4 tokens); ours: typed "
-                     "lines under their sections, exact Llama token count, budget plan, structure check",
-    "search_small": "both: read the 90 active rows and map them to delta objects",
-    "learn_200": "GAIA: put_delta per row, no gate rules, a commit (fsync, synchronous=FULL) and an INFO log "
-                 f"line each; ours: all {len(gates.RULES)} gate rules on every row, then one transaction",
-    "learn_5000": "as above",
-    "cli": "GAIA: `gaia skill deltas small` (lists the 90); ours: `overlay-kit resolve small` (renders them)",
-}
-LABELS = {
-    "anchors_large": "anchors (slugs + digests), 201 sections / ~83 KB",
-    "anchors_small": "anchors (slugs + digests), 9 sections / ~3.5 KB",
-    "compose_small": "compose one skill with 90 active deltas (no DB)",
-    "search_small": "store search: one skill's 90 active deltas",
-    "learn_200": "learn 200 lessons (µs/row)",
-    "learn_5000": "learn 5,000 lessons (µs/row)",
-    "cli": "the CLI on that skill, whole process",
-}
+SIDES = ("gaia", "ours", "floor")
+NOTHING_BINDS = 10**9  # a ceiling no skill reaches: every delta applies, as in GAIA
+
+Side = Callable[[int], list[float]]  # round -> seconds of each timed call (per row for a batch)
+
+
+@dataclass
+class Case:
+    key: str
+    label: str
+    note: str
+    sides: dict[str, Side]
+    per: str = ""  # "row": the figure is per row
+    values: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s in SIDES})
 
 
 class Gaia:
+    """The worker in GAIA's venv: one JSON request a line, one answer."""
+
     def __init__(self, python: Path):
+        if not python.exists():
+            raise SystemExit(f"no GAIA interpreter at {python} (make bench-gaia builds the venv; --gaia-python)")
+        self.python = python
         self.proc = subprocess.Popen([str(python), str(HERE / "gaia_worker.py")], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
         assert json.loads(self.proc.stdout.readline()).get("ready"), "the GAIA worker did not start"
 
-    def __call__(self, op: str, seed: int = workload.LEARN_SEED) -> tuple[float, float]:
-        self.proc.stdin.write(json.dumps({"op": op, "seed": seed}) + "\n")
+    def __call__(self, op: str, **kw):
+        self.proc.stdin.write(json.dumps({"op": op, **kw}) + "\n")
         self.proc.stdin.flush()
         answer = json.loads(self.proc.stdout.readline())
         if "error" in answer:
             raise RuntimeError(f"GAIA {op}: {answer['error']}")
-        return answer["wall_ms"], answer["cpu_ms"]
+        return answer.get("s", answer)
 
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
 
 
-def ours(tmp: Path):
-    """Our side of each operation: op name → a function of the round's seed returning (wall ms, cpu ms) of one run."""
+def lessons(skill, n: int, seed: int, tag: str) -> list[gates.Lesson]:
+    """`n` new lessons on the skill's sections (the same bodies GAIA and the floor get)."""
+    slugs = [s.slug for s in anchor.parse(skill.body) if s.level]
+    return [gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"],
+                         "user_instruction") for x in workload.lessons(slugs, n, seed, tag)]
+
+
+def floor_lessons(sections, n: int, seed: int, tag: str) -> list[dict]:
+    digest = {s[0]: s[3] for s in sections}
+    return [dict(x, digest=digest[x["section"]])
+            for x in workload.lessons([s[0] for s in sections if s[1]], n, seed, tag)]
+
+
+def learn_active(store: Store, skill, n: int, seed: int, tag: str) -> None:
+    """`n` lessons that start active (the store is opened with auto_approve), 5,000 a batch."""
+    for at in range(0, n, 5000):
+        out = gates.learn_many(store, skill, lessons(skill, min(5000, n - at), seed + at, f"{tag}{at}."))
+        bad = [r for r in out if r.outcome != "active"]
+        assert not bad, bad[0].message
+
+
+def floor_active(floor: floors.Floor, name: str, sections, n: int, seed: int, tag: str) -> None:
+    for at in range(0, n, 5000):
+        floor.learn_many(name, floor_lessons(sections, min(5000, n - at), seed + at, f"{tag}{at}."), "active")
+
+
+def calls(fn: Callable[[], object], reps: int, setup: Callable[[], object] | None = None) -> list[float]:
+    out = []
+    for _ in range(reps):
+        if setup is not None:
+            setup()
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def child(cmd: list[str], env: dict) -> float:
+    """The seconds a child process reports on its last line ({"s": ...})."""
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["s"]
+
+
+def whole(cmd: list[str], env: dict) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, capture_output=True)
+    return time.perf_counter() - t
+
+
+OURS_COLD = """
+import json, sys, time
+from overlay_kit.resolve import resolve
+from overlay_kit.skill import load_skill
+from overlay_kit.store import Store
+skill, store = load_skill(sys.argv[1]), Store.open(sys.argv[2])
+t = time.perf_counter()
+eff = resolve(skill, store, embedder=False)
+took = time.perf_counter() - t
+assert len(eff.applied) == int(sys.argv[3]), eff.notes[:3]
+print(json.dumps({"s": took}))
+"""
+
+
+def build(tmp: Path, gaia: Gaia, a: argparse.Namespace) -> tuple[list[Case], dict]:
+    """Every store, on every side, then the paths over them."""
     small = load_skill(bench_hot.write_skill(tmp / "skills", "small", workload.SIZES["small"]))
     large = load_skill(bench_hot.write_skill(tmp / "skills", "large", workload.SIZES["large"]))
-    store = Store.open(tmp / "read.db")
-    for skill in (small, large):
-        bench_hot.fill(store, skill)
-    active = store.search(small.name, status="active")
-    counter = iter(range(1_000_000))
+    secs = {s.name: floors.anchors(s.body) for s in (small, large)}
 
-    def once(fn, setup=None, per: int = 1):
-        if setup:
-            setup()
-        c, t = time.process_time(), time.perf_counter()
-        fn()
-        scale = 1e6 / per if per > 1 else 1e3
-        return (time.perf_counter() - t) * scale, (time.process_time() - c) * scale
+    t0 = time.perf_counter()
+    g = gaia("setup", dir=str(tmp / "gaia"), fill=a.fill, big=a.compose_big)
+    for s in (small, large):
+        ours_slugs = [x.slug for x in anchor.parse(s.body) if x.level]
+        assert g["slugs"][s.name] == ours_slugs == [x[0] for x in secs[s.name] if x[1]], f"{s.name}: slugs differ"
+    gaia_setup = time.perf_counter() - t0
 
-    def learn(n: int, seed: int):
-        batch = bench_hot.lesson_rows(large, n, seed)
-        s = Store.open(tmp / f"learn-{next(counter)}.db")
-        try:
-            return once(lambda: gates.learn_many(s, large, batch), per=n)
-        finally:
+    t0 = time.perf_counter()
+    Store.open(tmp / "ddl.db").close()
+    ddl = floors.copy_ddl(tmp / "ddl.db")
+    key_file = tmp / "floor.key"
+    key_file.write_bytes(os.urandom(32))
+    key = key_file.read_bytes()
+    counter = itertools.count()
+
+    def new_floor(name: str) -> floors.Floor:
+        return floors.Floor(tmp / f"floor-{name}.db", ddl, key)
+
+    # the read paths' store: per skill 100 lessons, 90 active (bench_hot.fill; the floor: the same lessons)
+    read = Store.open(tmp / "read.db")
+    f_read = new_floor("read")
+    for s in (small, large):
+        bench_hot.fill(read, s)
+        x = floor_lessons(secs[s.name], 100, 7, "")
+        f_read.learn_many(s.name, x[:workload.ACTIVE], "active")
+        f_read.learn_many(s.name, x[workload.ACTIVE:])
+    active = read.search(small.name, status="active")
+    f_active = f_read.search(small.name)
+    assert len(active) == len(f_active) == workload.ACTIVE
+
+    # one learn: stores already holding `fill` rows of the large skill
+    learn = Store.open(tmp / "learn.db")
+    out = gates.learn_many(learn, large, lessons(large, a.fill, 5, "fill"))
+    assert all(r.outcome == "staged" for r in out)
+    f_learn = new_floor("learn")
+    f_learn.learn_many(large.name, floor_lessons(secs[large.name], a.fill, 5, "fill"))
+
+    # compose with many deltas: `compose_big` active lessons on the small skill
+    with Store.open(tmp / "big.db", auto_approve=True) as s:
+        learn_active(s, small, a.compose_big, 8, "big")
+        big = s.search(small.name, status="active")
+    f_big_store = new_floor("big")
+    floor_active(f_big_store, small.name, secs[small.name], a.compose_big, 8, "big")
+    f_big = f_big_store.search(small.name)
+    assert len(big) == len(f_big) == a.compose_big
+
+    # a store of `huge` active lessons on one skill: resolve, and learn_many's cost per row beside that many rows
+    huge = Store.open(tmp / "huge.db", auto_approve=True)
+    learn_active(huge, small, a.huge, 9, "huge")
+    huge.close()
+    huge = Store.open(tmp / "huge.db")
+    f_huge = new_floor("huge")
+    floor_active(f_huge, small.name, secs[small.name], a.huge, 9, "huge")
+    ours_setup = time.perf_counter() - t0
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
+    genv = dict(os.environ, GAIA_CONFIG_DIR=g["home"], HOME=g["home"])
+    small_dir = str(tmp / "skills" / "small")
+    floor_read_db = str(tmp / "floor-read.db")
+    gaia_cli = [str(gaia.python.with_name("gaia")), "skill", "deltas", "small", "--db", g["read_db"], "--diff"]
+
+    def tag(key: str, r: int) -> tuple[int, str]:
+        return workload.LEARN_SEED + r + 1, f"{key}{r}."
+
+    def ours_learn1(level: str, r: int) -> list[float]:
+        learn.conn.execute(f"PRAGMA synchronous = {level}")
+        seed, t = tag("one" + level, r)
+        out = []
+        for x in lessons(large, a.reps_learn, seed, t):
+            t0 = time.perf_counter()
+            res = gates.learn(learn, large, x.kind, x.payload, section=x.section, provenance=x.provenance)
+            out.append(time.perf_counter() - t0)
+            assert res.outcome == "staged", res.message
+        return out
+
+    def floor_learn1(level: str, r: int) -> list[float]:
+        f_learn.sync(level)
+        seed, t = tag("one" + level, r)
+        return calls_each(lambda x: f_learn.learn_one(large.name, x), floor_lessons(secs[large.name], a.reps_learn,
+                                                                                    seed, t))
+
+    def gaia_learn1(level: str, r: int) -> list[float]:
+        seed, t = tag("one" + level, r)
+        return gaia("learn1", level=level, reps=a.reps_learn, seed=seed, tag=t)
+
+    def ours_batch(key: str, skill, n: int, into: Store | None, r: int) -> list[float]:
+        seed, t = tag(key, r)
+        batch = lessons(skill, n, seed, t)
+        s = into or Store.open(tmp / f"batch-{next(counter)}.db")
+        t0 = time.perf_counter()
+        out = gates.learn_many(s, skill, batch)
+        took = time.perf_counter() - t0
+        if into is None:
             s.close()
+        assert all(x.outcome in ("staged", "active") for x in out)
+        return [took / n]
 
-    def cli():
-        return bench_hot.cli_resolve(tmp / "skills" / "small", tmp / "read.db", 1, warm=False)
+    def floor_batch(key: str, skill, n: int, into: floors.Floor | None, r: int) -> list[float]:
+        seed, t = tag(key, r)
+        batch = floor_lessons(secs[skill.name], n, seed, t)
+        f = into or new_floor(f"batch-{next(counter)}")
+        t0 = time.perf_counter()
+        f.learn_many(skill.name, batch)
+        took = time.perf_counter() - t0
+        if into is None:
+            f.close()
+        return [took / n]
 
-    return store, {
-        "anchors_large": lambda seed: once(lambda: [s.digest for s in anchor.parse(large.body)], anchor.cache_clear),
-        "anchors_small": lambda seed: once(lambda: [s.digest for s in anchor.parse(small.body)], anchor.cache_clear),
-        "compose_small": lambda seed: once(lambda: compose(small, active)),
-        "search_small": lambda seed: once(lambda: store.search(small.name, status="active")),
-        "learn_200": lambda seed: learn(200, seed),
-        "learn_5000": lambda seed: learn(5000, seed),
-        "cli": lambda seed: cli(),
-    }
+    def ours_anchors(body: str) -> list[float]:
+        return calls(lambda: [x.digest for x in anchor.parse(body)], a.reps, anchor.cache_clear)
+
+    def ours_cold(r: int) -> list[float]:
+        return [child([sys.executable, "-c", OURS_COLD, small_dir, str(tmp / "read.db"), str(workload.ACTIVE)], env)]
+
+    n_huge, n_big = f"{a.huge:,}", f"{a.compose_big:,}"
+    huge_applied = len(resolve(small, huge, embedder=False).applied)
+    paths = [
+        Case("learn1_full", f"one `gates.learn`, {a.fill:,}-row store, `synchronous=FULL` (GAIA's durability)",
+              "GAIA: put_delta (no gate rules, one commit); ours: every gate rule, then one transaction; "
+              "floor: the delta row + its audit row, INSERT + COMMIT",
+              {"gaia": lambda r: gaia_learn1("FULL", r), "ours": lambda r: ours_learn1("FULL", r),
+               "floor": lambda r: floor_learn1("FULL", r)}),
+        Case("learn1_normal", f"one `gates.learn`, {a.fill:,}-row store, `synchronous=NORMAL` (our durability)",
+              "as above",
+              {"gaia": lambda r: gaia_learn1("NORMAL", r), "ours": lambda r: ours_learn1("NORMAL", r),
+               "floor": lambda r: floor_learn1("NORMAL", r)}),
+        Case("batch", f"batch learn, {a.learn_n:,} lessons into an empty store, per row, `synchronous=NORMAL`",
+              "GAIA has no batch write: put_delta per row, a commit each (no fsync at NORMAL); ours: learn_many, "
+              "one transaction; floor: executemany, one COMMIT",
+              {"gaia": lambda r: gaia("learn_batch", n=a.learn_n, seed=tag("batch", r)[0], tag=tag("batch", r)[1],
+                                      level="NORMAL"),
+               "ours": lambda r: ours_batch("batch", large, a.learn_n, None, r),
+               "floor": lambda r: floor_batch("batch", large, a.learn_n, None, r)}, per="row"),
+        Case("many_empty", f"`learn_many`, {a.many_n:,} lessons into an empty store, per row", "",
+              {"ours": lambda r: ours_batch("me", small, a.many_n, None, r),
+               "floor": lambda r: floor_batch("me", small, a.many_n, None, r)}, per="row"),
+        Case("many_huge", f"`learn_many`, {a.many_n:,} lessons into a store of {n_huge} rows (same skill), per row",
+              "", {"ours": lambda r: ours_batch("mh", small, a.many_n, huge, r),
+                   "floor": lambda r: floor_batch("mh", small, a.many_n, f_huge, r)}, per="row"),
+        Case("compose90", f"compose one skill with {workload.ACTIVE} active deltas, warm (no store)",
+              "GAIA: snippet substitutions, no budget; ours: typed lines under their sections, token count, "
+              "budget, structure check; floor: sections joined with their lines",
+              {"gaia": lambda r: gaia("compose", which="90", reps=a.reps),
+               "ours": lambda r: calls(lambda: compose(small, active), a.reps),
+               "floor": lambda r: calls(lambda: floors.compose(secs[small.name], f_active), a.reps)}),
+        Case("compose_cold", f"resolve one skill with {workload.ACTIVE} active deltas, first call in a new "
+                              "process (search + compose)",
+              "timed inside the process, after imports and the store's open; GAIA: search_deltas + "
+              "resolve_skill_body",
+              {"gaia": lambda r: [child([str(gaia.python), str(HERE / "gaia_worker.py"), "--cold", g["read_db"]],
+                                        genv)],
+               "ours": ours_cold,
+               "floor": lambda r: [child([sys.executable, str(HERE / "floors.py"), "cold", small_dir, floor_read_db,
+                                          str(key_file)], env)]}),
+        Case("compose_big", f"compose one skill with {n_big} active deltas, warm (no store)",
+              f"ceiling {NOTHING_BINDS:.0e}: all {n_big} apply on every side",
+              {"gaia": lambda r: gaia("compose", which="big", reps=a.reps_big),
+               "ours": lambda r: calls(lambda: compose(small, big, ceiling=NOTHING_BINDS), a.reps_big),
+               "floor": lambda r: calls(lambda: floors.compose(secs[small.name], f_big), a.reps_big)}),
+        Case("search90", f"store search: one skill's {workload.ACTIVE} active deltas",
+              "every side: an indexed read, JSON decoded, one object per row; ours and the floor check each row's "
+              "MAC, GAIA has none",
+              {"gaia": lambda r: gaia("search", reps=a.reps),
+               "ours": lambda r: calls(lambda: read.search(small.name, status="active"), a.reps),
+               "floor": lambda r: calls(lambda: f_read.search(small.name), a.reps)}),
+        Case("anchors_large", "anchors (slugs + digests), 201 sections / ~83 KB, uncached",
+              "GAIA and the floor: fence-aware ATX split, sha256; ours: CommonMark sections (setext, indented, "
+              "containers), normalized digests",
+              {"gaia": lambda r: gaia("anchors", size="large", reps=a.reps),
+               "ours": lambda r: ours_anchors(large.body),
+               "floor": lambda r: calls(lambda: floors.anchors(large.body), a.reps)}),
+        Case("anchors_small", "anchors (slugs + digests), 9 sections / ~3.5 KB, uncached", "as above",
+              {"gaia": lambda r: gaia("anchors", size="small", reps=a.reps),
+               "ours": lambda r: ours_anchors(small.body),
+               "floor": lambda r: calls(lambda: floors.anchors(small.body), a.reps)}),
+        Case("resolve_huge", f"resolve a skill with {n_huge} active lessons (search + compose)",
+              f"ours: the shipped ceiling ({huge_applied:,} of {n_huge} fit and apply; the rest are planned "
+              "out); the floor renders all",
+              {"ours": lambda r: calls(lambda: resolve(small, huge, embedder=False), 1),
+               "floor": lambda r: calls(lambda: floors.compose(secs[small.name], f_huge.search(small.name)), 1)}),
+        Case("cli", f"the CLI on the {workload.ACTIVE}-delta skill, whole process",
+              "GAIA: `gaia skill deltas small --diff` (resolves, prints a diff); ours: `overlay-kit resolve small`; "
+              "floor: `python floors.py resolve` (stdlib only)",
+              {"gaia": lambda r: [whole(gaia_cli, genv)],
+               "ours": lambda r: [bench_hot.cli_resolve(Path(small_dir), tmp / "read.db", 1, warm=False)[0] / 1e3],
+               "floor": lambda r: [whole([sys.executable, str(HERE / "floors.py"), "resolve", small_dir, floor_read_db,
+                                          str(key_file)], env)]}),
+    ]
+    meta = {"gaia_version": g["version"], "gaia_synchronous_default": g["synchronous"],
+            "setup_s": {"gaia": round(gaia_setup, 1), "ours_and_floor": round(ours_setup, 1)}}
+    return paths, meta
+
+
+def calls_each(fn: Callable[[object], object], items: list) -> list[float]:
+    out = []
+    for x in items:
+        t = time.perf_counter()
+        fn(x)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+def fmt(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale or unit == "µs":
+            v = seconds / scale
+            return f"{v:.3g} {unit}" if v < 1000 else f"{v:.0f} {unit}"
+    raise AssertionError
+
+
+def ratio(num: list[float], den: list[float]) -> dict | None:
+    if not num or not den:
+        return None
+    per = [x / y for x, y in zip(num, den)]
+    return {"median": statistics.median(per), "min": min(per), "max": max(per), "rounds": per}
+
+
+def fmt_ratio(r: dict | None) -> str:
+    if r is None:
+        return "—"
+    return f"**{r['median']:.2f}** ({r['min']:.2f}–{r['max']:.2f})"
+
+
+def table(paths: list[Case]) -> tuple[str, list[dict]]:
+    lines = ["| path | GAIA | ours | ours ÷ GAIA | floor | ours ÷ floor | note |",
+             "|---|---|---|---|---|---|---|"]
+    rows = []
+    for p in paths:
+        med = {s: statistics.median(p.values[s]) if p.values[s] else None for s in SIDES}
+        r = {"gaia": ratio(p.values["ours"], p.values["gaia"]), "floor": ratio(p.values["ours"], p.values["floor"])}
+        per = "/row" if p.per else ""
+        lines.append(f"| {p.label} | {fmt(med['gaia'])}{per if med['gaia'] else ''} | {fmt(med['ours'])}{per} | "
+                     f"{fmt_ratio(r['gaia'])} | {fmt(med['floor'])}{per if med['floor'] else ''} | "
+                     f"{fmt_ratio(r['floor'])} | {p.note} |")
+        rows.append({"key": p.key, "label": p.label, "note": p.note, "per_row": bool(p.per),
+                     "seconds": {s: p.values[s] for s in SIDES}, "median_s": med,
+                     "ours_over_gaia": r["gaia"], "ours_over_floor": r["floor"]})
+    return "\n".join(lines), rows
+
+
+# issue 30's targets: (path, ratio, bound, what it says)
+TARGETS = (("learn1_full", "ours_over_gaia", 1.0, "one learn faster than GAIA's put_delta at GAIA's durability"),
+           ("learn1_normal", "ours_over_floor", 5.0, "one learn ≤ 5× its floor (our durability)"),
+           ("compose90", "ours_over_floor", 10.0, "compose ≤ 10× its floor, warm"),
+           ("search90", "ours_over_floor", 1.5, "search ≤ 1.5× its floor"))
+
+
+def targets(rows: dict[str, dict]) -> list[str]:
+    """Issue 30's targets, judged on this run's paired ratios (medians)."""
+    out = []
+    for key, which, bound, text in TARGETS:
+        r = rows.get(key, {}).get(which)
+        if r is not None:
+            verdict = "met" if r["median"] < bound else "**not met**"
+            out.append(f"- {text}: {which.replace('_over_', ' ÷ ').replace('gaia', 'GAIA')} {r['median']:.2f}: {verdict}")
+    if "many_empty" in rows and "many_huge" in rows:
+        flat = [rows["many_huge"]["median_s"][s] / rows["many_empty"]["median_s"][s] for s in ("ours", "floor")]
+        out.append(f"- learn_many's cost per row flat in store size: beside the large store ÷ in an empty one, "
+                   f"ours {flat[0]:.2f}, the floor {flat[1]:.2f}")
+    if "resolve_huge" in rows:
+        h = rows["resolve_huge"]["median_s"]["ours"]
+        out.append(f"- a skill with {rows['resolve_huge']['label'].split(' with ')[1].split(' active')[0]} active "
+                   f"lessons resolves well under a second (< 0.5 s): {fmt(h)}: "
+                   f"{'met' if h < 0.5 else '**not met**'}")
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", 7)))
-    ap.add_argument("--learn-runs", type=int, default=int(os.environ.get("BENCH_LEARN_RUNS", 3)))
+    ap.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", 7)), help="paired rounds")
     ap.add_argument("--gaia-python", default=str(ROOT / ".venv-gaia" / "bin" / "python"))
-    args = ap.parse_args()
-    runs = max(7, args.runs)
-    gaia = Gaia(Path(args.gaia_python))
-    results: dict[str, dict[str, list[tuple[float, float]]]] = {op: {"gaia": [], "ours": []} for op in LABELS}
-    with tempfile.TemporaryDirectory() as tmp:
-        store, mine = ours(Path(tmp))
+    ap.add_argument("--out", default=str(ROOT / "build" / "bench-gaia.md"), help="the Markdown table (+ .json)")
+    ap.add_argument("--fill", type=int, default=5000, help="rows in the store one learn writes into")
+    ap.add_argument("--learn-n", type=int, default=5000, help="lessons in the batch-learn path")
+    ap.add_argument("--many-n", type=int, default=1000, help="lessons per learn_many in the flatness paths")
+    ap.add_argument("--huge", type=int, default=100_000, help="active lessons on one skill (resolve, flatness)")
+    ap.add_argument("--compose-big", type=int, default=10_000, help="active deltas in the big compose path")
+    ap.add_argument("--reps", type=int, default=30, help="calls per side per round, fast paths")
+    ap.add_argument("--reps-learn", type=int, default=20, help="single learns per side per round")
+    ap.add_argument("--reps-big", type=int, default=3, help="calls per side per round, the big compose")
+    ap.add_argument("--paths", default="", help="comma-separated path keys to run (default: all)")
+    a = ap.parse_args()
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    loads: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="bench-gaia-") as tmp:
+        tmp = Path(tmp)
+        os.environ["OVERLAY_KIT_KEY_FILE"] = str(tmp / "seal.key")  # a key of its own; children inherit it
+        gaia = Gaia(Path(os.path.abspath(a.gaia_python)))  # not resolved: a venv's python is a symlink
         try:
-            for op in LABELS:  # one untimed warm-up each (imports, page cache); the big corpus needs none
-                if op != "learn_5000":
-                    gaia(op, workload.LEARN_SEED - 1), mine[op](workload.LEARN_SEED - 1)
-            for r in range(runs):
-                for op in LABELS:
-                    if op == "learn_5000" and r >= args.learn_runs:
-                        continue
-                    first, second = (("gaia", gaia), ("ours", mine[op])) if r % 2 else (("ours", mine[op]),
-                                                                                        ("gaia", gaia))
-                    for side, fn in (first, second):
-                        seed = workload.LEARN_SEED + r  # the learn ops: new lessons each round, the same for both
-                        results[op][side].append(fn(op, seed) if side == "gaia" else fn(seed))
+            paths, meta = build(tmp, gaia, a)
+            if a.paths:
+                wanted = set(a.paths.split(","))
+                paths = [p for p in paths if p.key in wanted]
+            for p in paths:  # one untimed call each: imports, page cache, the children's bytecode
+                for side in p.sides.values():
+                    side(-1)
+            orders = list(itertools.permutations([s for s in SIDES]))
+            for r in range(a.runs):
+                loads.append(os.getloadavg()[0])
+                for p in paths:
+                    for side in orders[r % len(orders)]:
+                        if side in p.sides:
+                            p.values[side].append(statistics.median(p.sides[side](r)))
         finally:
             gaia.close()
-            store.close()
-    load = os.getloadavg()
-    print(f"gaia_compare: GAIA 0.25.1 vs overlay_kit, interleaved, medians of {runs} rounds ({args.learn_runs} "
-          f"for the 5,000-lesson corpus); {os.cpu_count()} CPUs, "
-          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"  {'path':<52}{'GAIA wall (cpu)':>20}{'ours wall (cpu)':>20}{'GAIA ÷ ours':>14}")
-    for op, label in LABELS.items():
-        g, o = ([statistics.median(x[i] for x in results[op][side]) for i in (0, 1)] for side in ("gaia", "ours"))
-        unit = "µs" if op.startswith("learn") else "ms"
-        print(f"  {label:<52}{g[0]:>11.3f} ({g[1]:.3f}){o[0]:>11.3f} ({o[1]:.3f}){g[0] / o[0]:>9.2f} "
-              f"({g[1] / max(o[1], 1e-9):.2f})  {unit}")
-    print("\n  where the work differs:")
-    for op, note in NOTES.items():
-        print(f"  - {LABELS[op]}: {note}")
+    load_after = os.getloadavg()
+    text, rows = table(paths)
+    goals = targets({r["key"]: r for r in rows})
+    meta.update(runs=a.runs, cpus=os.cpu_count(), python=platform.python_version(), sqlite=sqlite3.sqlite_version,
+                machine=f"{platform.system()} {platform.machine()}", load_before=load_before, load_after=load_after,
+                load_1min_in_rounds=loads, wall_s=round(time.perf_counter() - started, 1),
+                args={k: v for k, v in vars(a).items() if k != "gaia_python"})
+    head = (f"GAIA {meta['gaia_version']} vs overlay_kit vs the floor: {a.runs} paired rounds, each side's order "
+            f"rotating; figures: medians over the rounds; ratios: median (min–max) of the per-round paired ratios "
+            f"(< 1: ours is faster). {meta['cpus']} CPUs, {meta['machine']}, Python {meta['python']}, SQLite "
+            f"{meta['sqlite']}; 1-min load average {min(loads):.2f}–{max(loads):.2f} during the rounds "
+            f"({load_before[0]:.2f} before, {load_after[0]:.2f} after). GAIA's connections run "
+            f"`synchronous={ {0: 'OFF', 1: 'NORMAL', 2: 'FULL', 3: 'EXTRA'}[meta['gaia_synchronous_default']] }` "
+            f"as opened; every learn row states the level all three sides ran at. Run: {meta['wall_s']:.0f} s.")
+    md = f"{head}\n\n{text}\n\nTargets (issue 30), judged on this run:\n\n" + "\n".join(goals) + "\n"
+    print(md)
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(md, encoding="utf-8")
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1), encoding="utf-8")
+    print(f"written: {out} and {out.with_suffix('.json')}")
 
 
 if __name__ == "__main__":

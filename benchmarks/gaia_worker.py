@@ -1,17 +1,17 @@
-"""The GAIA 0.25.1 side of `bench_gaia.py`; runs in the separate `.venv-gaia` (never in the project venv).
+"""The GAIA 0.25.1 side of `gaia_compare.py`; runs in GAIA's own venv (never in the project venv).
 
-Reads one JSON request per line on stdin ({"op": name}), runs that operation once on GAIA's implementation of
-the issue-14 workload (built from `workload.py`, so the inputs are the ones ours get), and answers one JSON line
-{"wall_ms", "cpu_ms"} (learn ops: per row, in µs). The driver interleaves these with its own runs.
+Reads one JSON request per line on stdin, runs it on GAIA's implementation of the workload (built from
+`workload.py`, so the inputs are the ones ours and the floor get) and answers one JSON line: {"s": [seconds of
+each timed call]} (per row for a batch), or {"error": ...}. `setup` comes first. As a script with `--cold DB`, it
+times the first search + compose of the small skill in this fresh process and prints {"s": seconds}.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -21,97 +21,140 @@ from gaia.agents.base.memory_store import MemoryStore  # noqa: E402
 from gaia.agents.base.skill_deltas import STATUS_ACTIVE, SkillDelta, resolve_skill_body  # noqa: E402
 from gaia.skills.sections import parse_sections  # noqa: E402
 
-TMP = Path(tempfile.mkdtemp(prefix="gaia-bench-"))
 BODIES = {size: workload.skill_body(n) for size, n in workload.SIZES.items()}
 
 
-def rows_for(size: str, n: int = 100, seed: int = 7) -> list[dict]:
+def rows_for(size: str, n: int, seed: int, tag: str = "") -> list[dict]:
     """GAIA's nearest equivalent of "add this lesson under that section": a snippet substitution that keeps
     the section's heading line and puts the lesson under it (GAIA has no additive kind)."""
     sections = {s.slug: s for s in parse_sections(BODIES[size])}
-    slugs = [s.slug for s in sections.values() if s.level]
     out = []
-    for x in workload.lessons(slugs, n, seed):
+    for x in workload.lessons([s.slug for s in sections.values() if s.level], n, seed, tag):
         s = sections[x["section"]]
         head = s.text.split("\n", 1)[0]
-        out.append({"section": s.slug, "digest": s.digest,
-                    "payload": {"old": head, "new": f"{head}\n\n- {x['body']}"}})
+        out.append({"section": s.slug, "digest": s.digest, "payload": {"old": head, "new": f"{head}\n\n- {x['body']}"}})
     return out
 
 
-def put(store: MemoryStore, size: str, rows: list[dict]) -> list[str]:
-    return [store.put_delta(base_name=size, scope="user", kind="replace_snippet", anchor_section=r["section"],
-                            anchor_digest=r["digest"], payload=r["payload"],
-                            provenance={"source": "user_instruction"}) for r in rows]
+def put(store: MemoryStore, size: str, row: dict) -> str:
+    return store.put_delta(base_name=size, scope="user", kind="replace_snippet", anchor_section=row["section"],
+                           anchor_digest=row["digest"], payload=row["payload"],
+                           provenance={"source": "user_instruction"})
 
 
-def read_store() -> MemoryStore:
-    store = MemoryStore(db_path=TMP / "read.db")
-    for size in BODIES:
-        ids = put(store, size, rows_for(size))
-        for did in ids[:workload.ACTIVE]:
-            store.approve_delta(did)
-    return store
+def sync(store: MemoryStore, level: str) -> None:
+    store._conn.execute(f"PRAGMA synchronous = {level}")  # GAIA has no setting for it: its connection, as opened
 
 
-STORE = read_store()
-ACTIVE = {size: [SkillDelta.from_row(r) for r in STORE.search_deltas(base_name=size, status=STATUS_ACTIVE,
-                                                                       limit=None)] for size in BODIES}
-assert all(len(v) == workload.ACTIVE for v in ACTIVE.values())
-COUNTER = iter(range(1_000_000))
+def active(store: MemoryStore, size: str) -> list[SkillDelta]:
+    return [SkillDelta.from_row(r) for r in store.search_deltas(base_name=size, status=STATUS_ACTIVE, limit=None)]
 
 
-def skills_home() -> Path:
-    """A GAIA config dir holding the small skill, and its memory database, for `gaia skill deltas`."""
-    home = TMP / "home"
-    d = home / "skills" / "small"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "SKILL.md").write_text(workload.skill_text("small", BODIES["small"]), encoding="utf-8")
-    return home
+class Gaia:
+    def setup(self, dir: str, fill: int, big: int) -> dict:
+        """The stores: read.db (per skill 100 lessons, 90 active), learn.db (`fill` rows of the large skill) and
+        big.db (`big` active lessons on the small skill); and a GAIA home holding the small skill for the CLI."""
+        root = Path(dir)
+        self.root = root
+        self.read = MemoryStore(db_path=root / "read.db")
+        default = self.read._conn.execute("PRAGMA synchronous").fetchone()[0]
+        sync(self.read, "NORMAL")  # building is not timed
+        for size in BODIES:
+            ids = [put(self.read, size, r) for r in rows_for(size, 100, 7)]
+            for did in ids[:workload.ACTIVE]:
+                self.read.approve_delta(did)
+        self.active = {size: active(self.read, size) for size in BODIES}
+        assert all(len(v) == workload.ACTIVE for v in self.active.values())
+        self.learn = MemoryStore(db_path=root / "learn.db")
+        sync(self.learn, "NORMAL")
+        for r in rows_for("large", fill, 5, "fill"):
+            put(self.learn, "large", r)
+        big_store = MemoryStore(db_path=root / "big.db")
+        sync(big_store, "NORMAL")
+        for did in [put(big_store, "small", r) for r in rows_for("small", big, 8, "big")]:
+            big_store.approve_delta(did)
+        self.big = active(big_store, "small")
+        assert len(self.big) == big, len(self.big)
+        big_store.close()
+        home = root / "home"
+        (home / "skills" / "small").mkdir(parents=True, exist_ok=True)
+        (home / "skills" / "small" / "SKILL.md").write_text(workload.skill_text("small", BODIES["small"]),
+                                                            encoding="utf-8")
+        self.batches = 0
+        return {"version": version("amd-gaia"), "synchronous": default, "read_db": str(root / "read.db"),
+                "home": str(home), "slugs": {size: [s.slug for s in parse_sections(b) if s.level]
+                                             for size, b in BODIES.items()}}
 
+    def learn1(self, level: str, reps: int, seed: int, tag: str) -> list[float]:
+        """`reps` put_delta calls, one lesson each, into the store of `fill` rows, at `synchronous=level`."""
+        sync(self.learn, level)
+        out = []
+        for r in rows_for("large", reps, seed, tag):
+            t = time.perf_counter()
+            put(self.learn, "large", r)
+            out.append(time.perf_counter() - t)
+        return out
 
-def op(name: str, seed: int = workload.LEARN_SEED) -> dict:
-    c, t = time.process_time(), time.perf_counter()
-    per = 1
-    if name.startswith("anchors_"):
-        [s.digest for s in parse_sections(BODIES[name.split("_")[1]])]
-    elif name == "compose_small":
-        out = resolve_skill_body(BODIES["small"], ACTIVE["small"])
-        assert len(out.applied) == workload.ACTIVE
-    elif name == "search_small":
-        got = [SkillDelta.from_row(r) for r in STORE.search_deltas(base_name="small", status=STATUS_ACTIVE,
-                                                                   limit=None)]
+    def learn_batch(self, n: int, seed: int, tag: str, level: str) -> list[float]:
+        """`n` lessons into a new, empty store, put_delta each (GAIA has no batch write), at `level`."""
+        rows = rows_for("large", n, seed, tag)
+        self.batches += 1
+        store = MemoryStore(db_path=self.root / f"batch-{self.batches}.db")
+        sync(store, level)
+        t = time.perf_counter()
+        for r in rows:
+            put(store, "large", r)
+        took = time.perf_counter() - t
+        store.close()
+        return [took / n]
+
+    def compose(self, which: str, reps: int) -> list[float]:
+        deltas, body = (self.active["small"], BODIES["small"]) if which == "90" else (self.big, BODIES["small"])
+        out = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            got = resolve_skill_body(body, deltas)
+            out.append(time.perf_counter() - t)
+        assert len(got.applied) == len(deltas), (len(got.applied), len(deltas))
+        return out
+
+    def search(self, reps: int) -> list[float]:
+        out = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            got = active(self.read, "small")
+            out.append(time.perf_counter() - t)
         assert len(got) == workload.ACTIVE
-    elif name.startswith("learn_"):
-        n = int(name.split("_")[1])
-        rows = rows_for("large", n, seed)
-        store = MemoryStore(db_path=TMP / f"learn-{next(COUNTER)}.db")
-        c, t = time.process_time(), time.perf_counter()  # the open (schema creation) is not the write path
-        put(store, "large", rows)
-        per = n
-    elif name == "cli":
-        import subprocess
+        return out
 
-        home = skills_home()
-        env = dict(os.environ, GAIA_CONFIG_DIR=str(home), HOME=str(home))
-        c0 = os.times()
-        subprocess.run([str(Path(sys.executable).with_name("gaia")), "skill", "deltas", "small", "--db",
-                        str(TMP / "read.db")], env=env, check=True, capture_output=True)
-        c1 = os.times()
-        return {"wall_ms": (time.perf_counter() - t) * 1e3,
-                "cpu_ms": (c1.children_user + c1.children_system - c0.children_user - c0.children_system) * 1e3}
-    else:
-        raise ValueError(f"unknown op {name!r}")
-    scale = 1e6 / per if per > 1 else 1e3
-    return {"wall_ms": (time.perf_counter() - t) * scale, "cpu_ms": (time.process_time() - c) * scale}
+    def anchors(self, size: str, reps: int) -> list[float]:
+        out = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            [s.digest for s in parse_sections(BODIES[size])]
+            out.append(time.perf_counter() - t)
+        return out
+
+
+def cold(db: str) -> None:
+    store = MemoryStore(db_path=Path(db))
+    t = time.perf_counter()
+    got = resolve_skill_body(BODIES["small"], active(store, "small"))
+    took = time.perf_counter() - t
+    assert len(got.applied) == workload.ACTIVE
+    print(json.dumps({"s": took}))
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--cold"]:
+        return cold(sys.argv[2])
+    gaia = Gaia()
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            print(json.dumps(op(request["op"], request.get("seed", workload.LEARN_SEED))), flush=True)
+            answer = getattr(gaia, request.pop("op"))(**request)
+            print(json.dumps(answer if isinstance(answer, dict) else {"s": answer}), flush=True)
         except Exception as exc:  # reported to the driver, which stops
             print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
 

@@ -1,4 +1,4 @@
-"""The deterministic workload of issue 14, shared by `bench_hot.py` (ours) and `bench_gaia.py` (side by side).
+"""The deterministic workload of issue 14, shared by `bench_hot.py` (ours) and `gaia_compare.py` (side by side).
 
 Plain Python on purpose (no overlay_kit import): the GAIA worker, which runs in its own venv, builds the
 same inputs from this file.
@@ -46,13 +46,14 @@ def skill_text(name: str, body: str) -> str:
             f"---\n\n{body}")
 
 
-def lessons(slugs: list[str], n: int = 100, seed: int = 7) -> list[dict]:
-    """`n` lessons on the given section slugs: (section, trigger, body, created index). Deterministic."""
+def lessons(slugs: list[str], n: int = 100, seed: int = 7, tag: str = "") -> list[dict]:
+    """`n` lessons on the given section slugs: (section, trigger, body, created index). Deterministic. `tag`
+    goes into every body ("Lesson <tag><i>: ..."): batches with different tags never repeat a lesson."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
         trigger = " ".join(rng.sample(WORDS, 4))
-        body = (f"Lesson {i}: when {trigger}, {rng.choice(VERBS)} the {rng.choice(WORDS)} "
+        body = (f"Lesson {tag}{i}: when {trigger}, {rng.choice(VERBS)} the {rng.choice(WORDS)} "
                 f"and {rng.choice(VERBS)} the {rng.choice(WORDS)} before replying.")
         out.append({"section": slugs[i % len(slugs)], "trigger": trigger, "body": body, "i": i})
     return out
