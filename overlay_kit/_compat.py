@@ -2,7 +2,7 @@
 DeprecationWarning: `import overlay_kit.sim` gives `overlay_kit.studies.sim`.
 
 Names only — this module imports nothing of the package, so the layering stays what the folders say. Nor does it
-import `importlib.abc` (whose `importlib.resources` chain costs every CLI start ~10 ms): the import system needs
+import `importlib.abc` (whose `importlib.resources` chain every CLI start would pay for): the import system needs
 only the finder's `find_spec` and the loader's `create_module` / `exec_module`."""
 
 from __future__ import annotations

@@ -67,8 +67,8 @@ _GC_PAUSE_CHARS = 65536  # bodies this long parse with the cyclic collector paus
 # markdown-it's share of the mixed parse, counted inside markdown-it (`_charge`): one unit each time a block
 # rule chain is tried on a line (a block start, or a check whether a line ends a paragraph), plus, per island
 # parse (re-parses of a growing island included), ISLAND_CALL and one unit per ISLAND_LINE_SHARE lines given.
-# At the worst rates measured (see docs/reliability.md) ISLAND_WORK units take ~0.6 s; past them the body is
-# refused (`AnchorError`), mid-parse if need be.
+# At the worst rates measured (docs/reliability.md) ISLAND_WORK units stay well under the bound; past them the
+# body is refused (`AnchorError`), mid-parse if need be.
 ISLAND_WORK = 30_000
 ISLAND_CALL = 4
 ISLAND_LINE_SHARE = 8
@@ -797,7 +797,7 @@ _HEADING_STARTS = tuple(f"\n{' ' * k}{c}" for k in range(4) for c in "#=-")
 def _bound_sections(body: str) -> None:
     """`AnchorError` where a body holds more than MAX_SECTIONS heading-like lines. Counted before any
     section, match or island exists: first an upper bound by `str.count` (~20 ms on 2 MiB), then, only
-    above the limit, the exact count (~0.25 s on a million lines)."""
+    above the limit, the exact count."""
     if len(body) <= 2 * MAX_SECTIONS or body.count("\n") + body.count("\r") < MAX_SECTIONS:
         return  # a heading-like line takes two characters and a line of its own
     src = "\n" + (body if "\r" not in body else _NEWLINES.sub("\n", body)) + "\n"

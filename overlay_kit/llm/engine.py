@@ -328,7 +328,6 @@ def smollm2_path() -> Path | None:
 
 def _server_env() -> dict:
     # Idle OpenMP workers sleep instead of spinning: on a shared machine spinning workers starve each other
-    # (measured here: 2.7k-token cold prefill 10-15 s spinning vs ~2 s passive, at load ~7 on 2 cores).
     return {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"), PARENT_ENV: str(os.getpid())}
 
 
