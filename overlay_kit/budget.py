@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
 
-from .bundled import llama_tokenizer
 from .common import lazy_logger
 from .defaults import SHIPPED
+from .prompt import count_many, count_tokens  # the one token counter (re-exported)
 from .grammar import (  # the learned-line format
     BLOCK_HEADING,
     BLOCK_INTRO,
@@ -65,19 +65,6 @@ RETRIEVAL_RESERVE = SHIPPED.retrieval_reserve  # kept free by `Budget` (at most 
 CONSOLIDATE_SCORE = SHIPPED.consolidate_score
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 log = lazy_logger(__name__)
-
-
-def count_many(texts: Sequence[str]) -> list[int]:
-    """Tokens of each text with the bundled Llama-2 tokenizer (no BOS/EOS), in one batched (Rust-side) call:
-    the project's one token counter (never len/4)."""
-    if not texts:
-        return []
-    return [len(e.ids) for e in llama_tokenizer().encode_batch(list(texts), add_special_tokens=False)]
-
-
-def count_tokens(text: str) -> int:
-    """Tokens of one text: a batch of one."""
-    return count_many([text])[0]
 
 
 # The Llama tokenizer never merges across a line break ("\n" is always its own byte token) and prepends
