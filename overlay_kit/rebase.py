@@ -281,7 +281,7 @@ class Update:
         old_gap = {i: bisect_left(olds, i) for i in old_free}
         new_gap = {j: bisect_left(news, j) for j in new_free}
 
-        def groups(scope: Callable[[int, bool], Any]) -> dict[Any, tuple[list[int], list[int]]]:
+        def grouped(scope: Callable[[int, bool], Any]) -> dict[Any, tuple[list[int], list[int]]]:
             out: dict[Any, tuple[list[int], list[int]]] = {}
             for i in old_free:
                 out.setdefault(scope(i, True), ([], []))[0].append(i)
@@ -295,7 +295,7 @@ class Update:
         pairs: dict[int, int] = {}
         for scope in (lambda k, o: key(k, o),
                       lambda k, o: (key(k, o), (old_gap if o else new_gap)[k])):
-            for olds, news in groups(scope).values():
+            for olds, news in grouped(scope).values():
                 if len(olds) == 1 and len(news) == 1:
                     pairs.setdefault(olds[0], news[0])
         out = {}

@@ -2375,7 +2375,7 @@ class MemoryTables(_Tables):
             sql, args = sql + " AND type = ?", args + [type]
         return [_memory(r) for r in self._conn.execute(sql + " ORDER BY id", args)]
 
-    def count(self, source: str | None = None) -> int:
+    def total(self, source: str | None = None) -> int:
         """How many memories there are (of one source: manual | auto)."""
         sql, args = "SELECT count(*) FROM user_memories", []
         if source is not None:

@@ -32,7 +32,7 @@ def mem(name, tmp_path, config=Config(), base=V1):
 
 
 def teach(m, lesson, text_trigger, section):
-    return m.learn(lesson, text_trigger[0], section=section, trigger=text_trigger[1])
+    return m.teach(lesson, text_trigger[0], section=section, trigger=text_trigger[1])
 
 
 def test_config_and_make_refuse_bad_input_naming_the_field(tmp_path):
@@ -63,14 +63,14 @@ def test_keyword_files_open_only_files_with_enough_goal_words(tmp_path):
     assert A[0] in m.context("archive the newsletters from that sender").text
     assert m.context("archive the newsletters from that sender").text.count("[lesson-") == 1  # top k
     assert m.context("book a flight to Lisbon").text == ""  # fewer than min_hits
-    m.learn("a", "Again: " + A[0], section="inbox")
+    m.teach("a", "Again: " + A[0], section="inbox")
     assert len(m.files) == 3  # a restatement is one more file
 
 
 def test_ace_playbook_dedups_restatements_and_counts_helpful_bullets(tmp_path):
     m = mem("ace_playbook", tmp_path)
     teach(m, "a", A, "inbox")
-    m.learn("a", "Again: " + A[0], section="inbox")
+    m.teach("a", "Again: " + A[0], section="inbox")
     teach(m, "b", B, "replies")
     assert [b["text"] for b in m.bullets] == [A[0], B[0]]  # grow-and-refine merged the restatement
     ctx = m.context("x")
@@ -86,7 +86,7 @@ def test_rewrite_cheatsheet_keeps_the_newest_whole_lines_under_its_cap(tmp_path)
     assert m.lines == [B[0]]  # the older lesson no longer fits: gone whole, not cut
     m2 = mem("rewrite_cheatsheet", tmp_path / "2")
     teach(m2, "a", A, "inbox")
-    m2.learn("a", "Again: " + A[0], section="inbox")
+    m2.teach("a", "Again: " + A[0], section="inbox")
     assert m2.lines == ["Again: " + A[0]]  # near-duplicates merge, the newest kept
 
 

@@ -33,7 +33,7 @@ def test_writes_inside_an_outer_transaction_commit_or_roll_back_together(store):
         store.task_log.add_trace("t1", "plan", "ok", {"tokens": 3}, "", T0)
         store.prompts.add_draft("triage", "Be brief.", T0)
         raise RuntimeError("abort")
-    assert store.memories.count() == 0 and store.task_log.tasks() == [] and store.prompts.versions("triage") == []
+    assert store.memories.total() == 0 and store.task_log.tasks() == [] and store.prompts.versions("triage") == []
     with store.transaction():
         mid = store.memories.add("ann", "preference", "Short replies.", source="manual", salience=None, at=T0)
         store.task_log.add_trace("t1", "plan", "ok", {"tokens": 3}, "", T0)
@@ -54,7 +54,7 @@ def test_memory_rows_round_trip_and_erase(store):
     assert (store.memories.get(a).content, store.memories.get(a).source) == ("Working on the Q3 launch plan.", "auto")
     store.memories.rewrite(a, "Owns the Q3 launch plan.", at=T0)
     assert store.memories.get(a).source == "manual"
-    assert store.memories.count("manual") == 1 and store.memories.count("auto") == 0
+    assert store.memories.total("manual") == 1 and store.memories.total("auto") == 0
     assert store.memories.delete(a) is True and store.memories.delete(a) is False
     assert store.memories.get(a) is None
 

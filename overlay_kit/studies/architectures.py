@@ -2,7 +2,7 @@
 (`overlay_kit.studies.memory_bench`, notebook 10).
 
     arm = make("mem0_flat", skill, Config(...), workdir)   # one memory: one user's agent
-    arm.learn("lesson-id", "text the user taught", section="its-home", trigger="...")  # -> review prompts
+    arm.teach("lesson-id", "text the user taught", section="its-home", trigger="...")  # -> review prompts
     arm.context(goal)          # Context(text, learned): what is in front of the model for this goal
     arm.update(new_skill, old_skill)   # a base update: Update(prompts, placements)
     arm.review({lesson: home})         # the oracle user answers the prompts the update raised
@@ -122,7 +122,7 @@ class Memory:
         self.taught: dict[str, str] = {}  # lesson id -> the text first taught (what placements look for)
         self.trigger = ""
 
-    def learn(self, lesson: str, text: str, *, section: str, trigger: str = "") -> int:
+    def teach(self, lesson: str, text: str, *, section: str, trigger: str = "") -> int:
         """Keep `text` (a lesson, or a restatement of one), taught where the goal `trigger` describes, about the
         skill's section `section`; returns the review prompts it raised."""
         self.taught.setdefault(lesson, text)

@@ -452,7 +452,7 @@ class _World:
 
     # -------------------------------------------------------------------------------- learning
 
-    def learn(self, x: Situation, session: int, turn: int, now: datetime) -> None:
+    def teach(self, x: Situation, session: int, turn: int, now: datetime) -> None:
         """The learning trigger after a correction: one lesson through the gates."""
         rng, s = self.rng["trigger"], self.s
         want = self.pref[x.key]
@@ -610,7 +610,7 @@ class _World:
                 attributed = len(a.attributed)
             if signal == "correction":
                 told[x.key] = self.pref[x.key]
-                self.learn(x, n, t, now)
+                self.teach(x, n, t, now)
             self.turn_rows.append({"session": n, "turn": t, "need": x.key, "tier": x.tier, "how": how,
                                    "option": option, "wanted": self.pref[x.key], "right": right, "signal": signal,
                                    "attributed": attributed, "delta_id": did})

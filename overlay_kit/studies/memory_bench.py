@@ -142,7 +142,7 @@ def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[worl
             mem.after(ctx, lesson.body if lesson else None)
             if lesson is not None and (s.taught or (reteach and s.needs not in present)):
                 text = lesson.body if s.taught else RESTATE + lesson.body
-                rows["sessions"][-1]["prompts"] = mem.learn(lesson.id, text, section=t.homes[lesson.id][version],
+                rows["sessions"][-1]["prompts"] = mem.teach(lesson.id, text, section=t.homes[lesson.id][version],
                                                             trigger=lesson.trigger)
                 if s.taught:
                     taught.append(lesson.id)

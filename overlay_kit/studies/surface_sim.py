@@ -272,7 +272,7 @@ def _snapshot(store: "Store", kb: KnowledgeBase, day: int) -> dict:
     deltas = store.counts()
     return {
         "day": day,
-        "memories_auto": store.memories.count("auto"), "memories_manual": store.memories.count("manual"),
+        "memories_auto": store.memories.total("auto"), "memories_manual": store.memories.total("manual"),
         "docs_pending": len(kb.documents("pending")), "docs_ready": len(kb.documents("ready")),
         "deltas_staged": deltas.get("staged", 0), "deltas_active": deltas.get("active", 0),
         "prompt_drafts": sum(p.status == "draft" for p in versions), "prompt_active_version": active,
