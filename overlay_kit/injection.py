@@ -1,8 +1,8 @@
 """The injection scan: a deterministic reading of one string for prompt-injection moves, run by the gates on every
 learned text (and stored with the delta as its findings).
 
-    scan(text) -> tuple[str, ...]   # findings like "url: https://…"; empty when clean
-    scan_many(texts) -> list[tuple[str, ...]]   # the same for a batch, through one automaton (gates.learn_many)
+    scan_many(texts) -> list[tuple[str, ...]]   # per text, findings like "url: https://…"; empty when clean
+    scan(text) -> tuple[str, ...]   # a batch of one
 
 Phrase detectors (canonical overrides, paraphrase cues, role markup, tool-call shapes) run over every folded
 reading of the text (`textguard.views`); weak cues count only in pairs; when nothing else is found, the intent
@@ -22,8 +22,7 @@ import unicodedata
 from functools import lru_cache
 
 from .patternset import PatternSet
-from .textguard import (hidden_chars, language, languages_many, lookalikes, plain_batchable, views, views_many,
-                        visible)
+from .textguard import hidden_chars, languages_many, lookalikes, views_many, visible
 
 _OVERRIDE = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|"
@@ -789,24 +788,20 @@ _INTENT_WEIGHTS: dict[str, float] = {
 # END intent weights
 
 
-_UNREAD = object()  # `_scan`'s language not given: read it
-
-
 def scan(text: str) -> tuple[str, ...]:
     """Deterministic injection scan of one string → findings like `url: https://…`. Empty when clean.
 
     The phrase detectors run over every folded reading of the text (`textguard.views`: ANSI/CR, HTML
     comments, hidden and tag characters, NFKC/fullwidth, confusables, accents, split and spaced-out words),
-    so an obfuscated payload is found as its plain reading; a finding seen only after folding says so."""
-    return _scan(text, tuple(views(text)))
+    so an obfuscated payload is found as its plain reading; a finding seen only after folding says so. A
+    batch of one (`scan_many`)."""
+    return scan_many([text])[0]
 
 
-def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, intent: bool = True,
-          lang=_UNREAD) -> tuple[str, ...]:
-    """`scan` of a text whose readings are at hand, trying only the patterns whose `id` is in `may` (None:
-    every one; ids, as a compiled pattern hashes slowly): exact when no other pattern can match the text or a
-    reading (`scan_many` knows that set). The intent model runs only where `intent` (False: its bound says the
-    score cannot reach 0). `lang`: the text's `textguard.language`, if at hand."""
+def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, lang: str | None) -> tuple[str, ...]:
+    """The findings of one text whose readings are at hand, trying only the patterns whose `id` is in `may`
+    (None: every one; ids, as a compiled pattern hashes slowly): exact when no other pattern can match the
+    text or a reading. `lang`: the text's `textguard.language`."""
     def tried(pattern: re.Pattern) -> bool:
         return may is None or id(pattern) in may
 
@@ -829,8 +824,7 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, in
     weak = [name for name, rx in _WEAK if tried(rx) and any(rx.search(r) for r in readings)]
     if len(weak) + (_WEAK[0][0] in weak) >= 2 and not found:
         found.append(f"instruction-override (cues): {', '.join(weak)}")
-    if intent:
-        found.extend(_intent(readings, found))
+    found.extend(_intent(readings, found))
     if tried(_COMMENT):
         found.extend(_hidden_html(text))
     hidden = hidden_chars(text)
@@ -851,8 +845,6 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None = None, in
         found.append(f"encoded-blob: hex run of {len(m.group(0))} characters")
     for m in _URL.finditer(text) if tried(_URL) else ():
         found.append(f"url: {visible(m.group(0), keep_newlines=False)[:80]}")
-    if lang is _UNREAD:
-        lang = language(text)
     if lang:
         found.append(_language_finding(lang))
     return tuple(found)
@@ -911,7 +903,7 @@ def _detectors(_key) -> tuple[re.Pattern, ...]:
 
 
 # Compiled patterns that find nothing by themselves (kept out of the automaton, they'd only slow it): the intent
-# model's word reader (`_intent_possible` bounds the model), `_hidden_html`'s namer of a style `_COMMENT` found.
+# model's word reader, `_hidden_html`'s namer of a style `_COMMENT` found.
 _NOT_DETECTORS = ("_TOKEN", "_HIDING_STYLE")
 
 
@@ -938,15 +930,11 @@ def reading_lines(text: str, readings: tuple[str, ...]) -> str:
 
 def scan_many(texts: list[str], candidates: list | None = None,
               readings: list[tuple[str, ...]] | None = None) -> list[tuple[str, ...]]:
-    """`scan(t)` for each text, for a batch. Every pattern of this module compiled into one automaton
-    (`patternset.PatternSet`) names, per text, the few patterns that may match it or one of its readings;
-    those are tried, and a text one of them matches, or one that is not plain ASCII (it may hold hidden
-    characters), is scanned with those patterns alone (`_scan`). Any other text has no pattern finding and no
-    hidden character, so what `scan` could still say of it is the intent model's finding. The intent model runs
-    only where the text's words could reach its threshold at all (`_intent_possible`). Same findings as `scan`
-    on every text (tested). `candidates` (per text): a caller's own such verdict over (at least) `detectors()`,
-    read on (at least) `reading_lines` — the patterns that may match, or True for "scan it"; `readings`: the
-    texts' `views`, if at hand."""
+    """`scan` of each text. Every pattern of this module compiled into one automaton (`patternset.PatternSet`)
+    names, per text, the patterns that may match it or one of its readings, and only those are tried
+    (`_scan`). `candidates` (per text): a caller's own such verdict over (at least) `detectors()`,
+    read on (at least) `reading_lines` — the patterns that may match, or True for "every pattern";
+    `readings`: the texts' `views`, if at hand."""
     texts = [t if type(t) is str else str(t) for t in texts]
     if readings is None:
         readings = views_many(texts)
@@ -954,85 +942,5 @@ def scan_many(texts: list[str], candidates: list | None = None,
         patterns = detectors()
         candidates = [[patterns[j] for j in sorted(g)] for g in pattern_set(patterns).groups_many(
             [reading_lines(t, r) for t, r in zip(texts, readings)])]
-    plain = plain_batchable("\n".join(texts))  # else: a text may hold what only `_scan` finds (hidden characters)
-    possible = _intent_possible(readings)
-    langs = languages_many(texts)
-    if plain and not any(candidates):  # the common case: the intent model alone may find something
-        return [(tuple(_intent(r, [])) if intent else ()) + ((_language_finding(lang),) if lang else ())
-                for r, intent, lang in zip(readings, possible, langs)]
-    out: list[tuple[str, ...]] = []
-    for t, m, r, intent, lang in zip(texts, candidates, readings, possible, langs):
-        if m is True:
-            out.append(scan(t))
-        elif (m and any(p.search(x) for p in m for x in (t, *r))) or not (plain or plain_batchable(t)):
-            out.append(_scan(t, r, frozenset(map(id, m)), intent, lang))  # no other pattern can match it or a reading
-        else:
-            out.append((tuple(_intent(r, [])) if intent else ()) + ((_language_finding(lang),) if lang else ()))
-    return out
-
-
-def _intent_possible(readings: list[tuple[str, ...]]) -> list[bool]:
-    """Per text (its readings): could the intent model's score reach 0? Its families can only be those with a
-    phrase all of whose words are among the text's words (`_tokens`), so the bias plus their positive weights
-    bounds the score from above. Plain ASCII readings are tokenized together, and each text looks up only the
-    phrases keyed by one of its words (a phrase by its rarest word); any other text is True."""
-    out = [True] * len(readings)
-    joined = "\x00".join(["\n".join(r) for r in readings])
-    if joined.isascii() and joined.count("\x00") == len(readings) - 1:
-        plain = range(len(readings))  # the common case: one check for the batch
-    else:
-        plain = [k for k, r in enumerate(readings) if all(map(str.isascii, r)) and not any("\x00" in x for x in r)]
-        joined = "\x00".join(["\n".join(readings[k]) for k in plain])
-    if not plain:
-        return out
-    by_key, vocab, _, _ = _intent_index(id(_PHRASES), id(_INTENT_WEIGHTS))
-    words = _token_reading(joined).encode("ascii").translate(_ALNUM_SPACES).decode("ascii")
-    for k, piece in zip(plain, words.split("\x00")):
-        present = vocab.intersection(piece.split())
-        found: set[str] = set()
-        for w in present:
-            alone, phrases = by_key[w]
-            found |= alone
-            for need, families in phrases:
-                if need <= present:
-                    found.update(families)
-        out[k] = _intent_bound_open(frozenset(found))
-    return out
-
-
-@lru_cache(maxsize=1024)
-def _intent_bound_open(families: frozenset[str]) -> bool:
-    """Could the intent score reach 0 with (at most) these word families present? (The bias plus their
-    positive weights, pairs with `rules_noun` included: the bound `_intent_possible` reads.)"""
-    _, _, bias, weights = _intent_index(id(_PHRASES), id(_INTENT_WEIGHTS))
-    found = set(families)
-    if "rules_noun" in found:
-        found.update(f"rules_noun&{f}" for f in _WITH_RULES if f in found)
-    return bias + sum(max(weights.get(f, 0.0), 0.0) for f in found) >= 0
-
-
-@lru_cache(maxsize=2)
-def _intent_index(*_key) -> tuple[dict[str, tuple], frozenset[str], float, dict[str, float]]:
-    """The phrases that can raise the bound (a family with a positive weight, or one that pairs with
-    `rules_noun`), each as (its words, its families) under its key: the word that the fewest such phrases
-    hold. Returns them by key (every word of them a key, most with no phrase) as (the families of its
-    one-word phrase, if any: present with it; its longer phrases), their words, the bias and the weights."""
-    weights = dict(_INTENT_WEIGHTS)
-    raising = {f for f, w in weights.items() if w > 0} | {"rules_noun", *_WITH_RULES}
-    phrases = [(frozenset(p.split()), fams) for p, fams in _PHRASES.items()
-               if p.split() and raising.intersection(fams)]
-    holders: dict[str, int] = {}
-    for need, _ in phrases:
-        for w in need:
-            holders[w] = holders.get(w, 0) + 1
-    by_key: dict[str, list] = {w: [] for w in holders}
-    for need, fams in phrases:
-        by_key[min(sorted(need), key=holders.__getitem__)].append((need, fams))
-    return ({w: (frozenset(f for need, fams in v if len(need) == 1 for f in fams),
-                 tuple((need, fams) for need, fams in v if len(need) > 1)) for w, v in by_key.items()},
-            frozenset(holders), _INTENT_BIAS, weights)
-
-
-# `_tokens` reads [a-z0-9]+ runs: every other ASCII byte a space (NUL, the batch separator, kept)
-_ALNUM_SPACES = bytes(b if b == 0 or chr(b) in "abcdefghijklmnopqrstuvwxyz0123456789" or b >= 128 else 32
-                      for b in range(256))
+    return [_scan(t, r, None if m is True else frozenset(map(id, m)), lang)
+            for t, m, r, lang in zip(texts, candidates, readings, languages_many(texts))]

@@ -15,11 +15,11 @@ the injection scan.
 * `lookalikes(text)` — letters of a look-alike script (Cyrillic, Greek, ...) spoofing a Latin word or address
   (`billing@cоmpany.com`), for the scan; `visible_review(text)` shows them as `<U+043E>` too, for review.
 * `language(text)` / `languages_many(texts)` — the language of prose the (English) scan cannot read, or None.
-* `views(text)` — the folded readings of a text the injection scan looks at, so that obfuscation does not
-  hide a payload: ANSI sequences dropped, CR read as a line break, HTML comments cut out (and their content
-  read on its own), hidden characters dropped (tag characters decoded: "ASCII smuggling"), NFKC (fullwidth,
-  mathematical and circled letters), confusable Cyrillic/Greek/small-capital letters mapped to Latin,
-  accents stripped, casefolded; then with hyphen/dot-split words joined and spaced-out letters collapsed.
+* `views(text)` / `views_many(texts)` — the folded readings of a text the injection scan looks at, so that
+  obfuscation does not hide a payload: ANSI sequences dropped, CR read as a line break, HTML comments cut out
+  (and their content read on its own), hidden characters dropped (tag characters decoded: "ASCII smuggling"),
+  NFKC (fullwidth, mathematical and circled letters), confusable Cyrillic/Greek/small-capital letters mapped to
+  Latin, accents stripped, casefolded; then with hyphen/dot-split words joined and spaced-out letters collapsed.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from functools import lru_cache
 from itertools import accumulate, chain
 
 from .common import find_all
+from .patternset import plain as _plain_ascii  # ASCII without a control character (tab and newline allowed)
 
 __all__ = ["block_parser", "block_structure", "fold", "hidden_chars", "is_hidden", "language", "languages_many",
            "lookalikes", "markdown_line", "script", "views", "views_many", "visible", "visible_review"]
@@ -52,16 +53,6 @@ def is_hidden(ch: str) -> bool:
     if o in _INVISIBLE or 0xE0000 <= o <= 0xE007F or 0xE0100 <= o <= 0xE01EF:
         return True
     return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp")
-
-
-_PLAIN_BYTES = bytes([9, 10, *range(32, 127)])  # ASCII but its control characters (the hidden ones it can hold)
-
-
-def _plain_ascii(text: str) -> bool:
-    """ASCII without a control character (tab and newline allowed): nothing in it is hidden or folds by
-    Unicode normalization, so the per-character passes below can be skipped. (Deleting the plain bytes
-    leaves nothing: a byte-table pass, 5x faster than a regex search on a batch.)"""
-    return text.isascii() and not text.encode("ascii").translate(None, _PLAIN_BYTES)
 
 
 def hidden_chars(text: str) -> list[tuple[int, str]]:
@@ -171,10 +162,10 @@ def fold_unicode(t: str) -> str:
     return unicodedata.normalize("NFC", t).casefold().translate(_CONFUSABLE)
 
 
-def views(text: str) -> list[str]:
+def views(text: str) -> tuple[str, ...]:
     """The distinct readings the scan matches against: the folded text, its split words joined, its spaced
-    letters collapsed, and the content of each HTML comment on its own."""
-    return list(_views(str(text)))
+    letters collapsed, and the content of each HTML comment on its own. A batch of one (`views_many`)."""
+    return views_many([text])[0]
 
 
 def _despace(m: re.Match) -> str:
@@ -183,6 +174,7 @@ def _despace(m: re.Match) -> str:
 
 @lru_cache(maxsize=8192)  # several gate rules read the same fields of one lesson
 def _views(text: str) -> tuple[str, ...]:
+    """`views` of any text, one pass after another."""
     base = fold(text)
     joined = _SPLIT.sub("", base)
     spaced = _SPACED.sub(_despace, base)
@@ -221,8 +213,9 @@ def plain_batchable(text: str) -> bool:
 
 
 def views_many(texts: list[str]) -> list[tuple[str, ...]]:
-    """`tuple(views(t))` for each text; plain texts (`plain_batchable`) are read in whole-batch passes
-    (`views` is the oracle; the tests compare them)."""
+    """`views` of each text: plain texts (`plain_batchable`) read in whole-batch passes, any other by `_views`
+    (the oracle of the batch passes; the tests compare them)."""
+    texts = [t if type(t) is str else str(t) for t in texts]
     joined = "\n".join(texts)
     if _plain_ascii(joined) and "<!--" not in joined:
         plain = list(range(len(texts)))  # the common case: one check for the whole batch
@@ -245,7 +238,7 @@ def views_many(texts: list[str]) -> list[tuple[str, ...]]:
             return views
         for i, v in zip(plain, views):
             out[i] = v
-    return [v if v is not None else _views(str(t)) for v, t in zip(out, texts)]
+    return [v if v is not None else _views(t) for v, t in zip(out, texts)]
 
 
 _SPLIT_SHAPE = re.compile(rb"- *a")  # on `_batch_tables`' splitter classes: a splitter, spaces, a letter

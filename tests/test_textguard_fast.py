@@ -74,3 +74,20 @@ def test_review_marks_exactly_the_look_alike_letters(text):
         assert shown == textguard.visible(text)
     for i, ch, token in marks:
         assert text[i] == ch and ch in token and f"<U+{ord(ch):04X}>" in shown
+
+
+# `views` is a batch of one (`views_many`); plain texts are read in whole-batch byte-table passes, whose oracle is
+# the per-text reading `_views` (which reads every other text).
+def test_batch_views_are_the_per_text_views():
+    from test_injection_batch import TEXTS
+
+    assert textguard.views_many(TEXTS) == [textguard._views.__wrapped__(t) for t in TEXTS]
+    assert [textguard.views(t) for t in TEXTS[::37]] == [textguard._views.__wrapped__(t) for t in TEXTS[::37]]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.text(alphabet="ab zI-._*~/ \t\n\u00e9<!->", max_size=12), min_size=1, max_size=12))
+def test_batch_views_are_the_per_text_views_on_random_batches(texts):
+    """Letters, splitters, spacers and whitespace (the shapes the batch finds across the whole joined batch at
+    once, text edges included), with a few texts the batch leaves to `_views`."""
+    assert textguard.views_many(texts) == [textguard._views.__wrapped__(t) for t in texts]

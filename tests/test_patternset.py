@@ -1,0 +1,140 @@
+"""The pattern automaton (`patternset`) never clears a text one of its patterns matches: pattern by pattern and
+all together on the scan's corpus (the text and every reading the scan tries), on generated patterns and texts,
+and on the constructs RE2 reads differently from Python's `re`."""
+
+from __future__ import annotations
+
+import re
+import string
+
+import pytest
+import re2
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from test_injection_batch import TEXTS
+
+from overlay_kit import gates, injection, patternset, textguard
+
+PATTERNS = injection.detectors() + gates._WIDENING
+READINGS = [(t, *textguard.views(t)) for t in TEXTS]
+LINES = ["\n".join(r) for r in READINGS]
+
+
+def matches(pattern: re.Pattern, readings) -> bool:
+    return any(pattern.search(r) for r in readings)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS, ids=lambda p: p.pattern[:24])
+def test_the_automaton_never_clears_a_text_its_pattern_matches(pattern):
+    """Pattern by pattern: the automaton of that pattern alone keeps every text it matches (raw or a reading),
+    RE2 takes the pattern, and the automaton clears most texts it does not match."""
+    automaton = patternset.PatternSet([pattern])
+    kept = automaton.groups_many(LINES)
+    matched = [matches(pattern, r) for r in READINGS]
+    assert automaton.always == frozenset()
+    assert [t for t, m, k in zip(TEXTS, matched, kept) if m and not k] == []
+    assert sum(map(bool, kept)) < sum(matched) + 0.25 * len(TEXTS)
+
+
+def test_the_whole_automaton_names_each_matching_pattern():
+    kept = injection.pattern_set(PATTERNS).groups_many(LINES)
+    missed = [(t, k) for t, r, g in zip(TEXTS, READINGS, kept) for k, p in enumerate(PATTERNS)
+              if k not in g and matches(p, r)]
+    assert missed == []
+
+
+def kept(pattern: re.Pattern, texts: list[str]) -> list[bool]:
+    return [bool(g) for g in patternset.PatternSet([pattern]).groups_many(texts)]
+
+
+def test_what_re2_reads_differently_is_widened():
+    assert kept(re.compile(r"^new rules$"), ["x\nnew rules\ny", "new rules!"]) == [True, False]  # any line
+    assert kept(re.compile(r"\Anew\Z"), ["x\nnew\ny", "renew"]) == [True, False]
+    assert kept(re.compile(r"(?<!never )\bsend\b"), ["never send", "resend"]) == [True, False]  # lookbehind dropped
+    assert kept(re.compile(r"send(?= it)(?!x)"), ["send", "sent"]) == [True, False]
+    assert kept(re.compile(r"[(?=]x"), ["(x", "?x", "ax"]) == [True, True, False]  # a class, not a lookahead
+    assert kept(re.compile(r"[]a]b"), ["]b", "ab", "cb"]) == [True, True, False]
+    assert kept(re.compile(r"[^]a]b"), ["]b", "cb"]) == [False, True]
+    assert kept(re.compile(r"ab{,2}c"), ["ac", "abbc", "ab{,2}c"]) == [True, True, False]
+    assert kept(re.compile(r"a\w{0,3}b"), ["axxxb", "axxxxb"]) == [True, False]  # a short window: exact
+    assert kept(re.compile(r"a\w{0,40}b"), ["a" + "x" * 40 + "b", "a" + "x" * 41 + "b"]) == [True, True]  # widened
+    assert kept(re.compile("kelvin", re.I), ["KELVIN", "kelvim"]) == [True, False]
+    assert kept(re.compile("kelvin"), ["KELVIN", "kelvin"]) == [False, True]  # case-sensitive stays so
+    assert kept(re.compile(r"a.b", re.S), ["a\nb"]) == [True]
+    assert kept(re.compile(r"a\sb"), ["a\tb", "a-b"]) == [True, False]
+    assert kept(re.compile(r"[A-Za-z0-9+/]{32,}"), ["Q" * 32, "Q" * 31]) == [True, False]
+
+
+def test_what_re2_cannot_read_is_in_every_answer():
+    """A backreference, a comment group, a verbose pattern, a case-folding gap: every text keeps the pattern.
+    So does every text that is not plain ASCII (a character beyond ASCII, or a control character)."""
+    for pattern in (re.compile(r"(\w+) \1"), re.compile(r"a(?#note)b"), re.compile("a b", re.X),
+                    re.compile("\u0131", re.I), re.compile(r"(?>a)")):
+        automaton = patternset.PatternSet([pattern, re.compile("zebra")])
+        assert automaton.always == {0}
+        assert automaton.groups_many(["a zebra", "x"]) == [{0, 1}, {0}]
+    assert kept(re.compile("plain"), ["caf\u00e9", "a\x0bb", "a\rb", "a\x7f", "plain text"]) == [True] * 4 + [True]
+    assert kept(re.compile("plain"), ["a\tb\nc"]) == [False]
+
+
+def test_the_case_folding_gaps_are_all_there_are():
+    """Every character beyond ASCII that Python's `re` matches with an ASCII letter under IGNORECASE: RE2 folds
+    it to the same letters, or it is in `FOLD_GAPS` (a pattern holding it is in every answer). (Python's `re`
+    folds case by the simple mappings, so a character without an ASCII letter in its lower, upper or folded
+    form has no ASCII partner.)"""
+    gaps = set()
+    for code in range(128, 0x110000):
+        ch = chr(code)
+        if 0xD800 <= code < 0xE000 or not re.search("[A-Za-z]", ch.lower() + ch.upper() + ch.casefold()):
+            continue
+        partners = [a for a in string.ascii_letters if re.fullmatch(re.escape(ch), a, re.I)]
+        if partners and [a for a in partners if re2.fullmatch("(?i)" + re.escape(ch), a)] != partners:
+            gaps.add(ch)
+    assert gaps == patternset.FOLD_GAPS
+
+
+PIECES = ["a", "b", "ab", " ", r"\s", r"\S", r"\w", r"\W", r"\d", r"\b", r"\B", ".", "^", "$", r"\A", r"\Z",
+          "[ab]", "[^a]", "[]a]", "[^]b]", r"[\s.]", "(?:a|b)", "(?=a)", "(?!b)", "(?<=a)", "(?<!b)", "(?<![ab])",
+          "(?=[)])", "a*", "b+", "a?", "a{,2}", "b{1,3}", "a{0,12}", r"\.", r"\(", "(?i:A)", "(a)", r"\1"]
+ALPHABET = "ab .\t\nAB()_1"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=6), st.sampled_from([0, re.I, re.M, re.S]),
+       st.lists(st.text(alphabet=ALPHABET, max_size=12), min_size=1, max_size=4))
+def test_generated_patterns_keep_every_text_they_match(pieces, flags, lines):
+    try:
+        pattern = re.compile("".join(pieces), flags)
+    except re.error:  # a backreference before its group
+        assume(False)
+    g = patternset.PatternSet([pattern]).groups_many(["\n".join(lines)])[0]
+    assert g or not any(pattern.search(line) for line in lines)
+
+
+def test_a_batch_answers_as_each_text_alone():
+    """Random batches (patterns anchored to line ends, word edges, spaces and windows that would match across two
+    texts if joined wrongly) get, text by text, what each text read alone gets; `groups_of`, texts given as
+    lines, what their joined lines get."""
+    import random
+
+    automaton = patternset.PatternSet([re.compile(r"^rules$", re.M), re.compile(r"\bsend\b"), re.compile(r"a\sb"),
+                                       re.compile(r"x[^.]{0,40}y"), re.compile(r"^new", re.M), re.compile(r"end$")])
+    rng = random.Random(13)
+    pieces = ["rules", "send", "resend", "a", "b", "x", "y", "new", "end", "the", ".", " ", "\n", "\u00e9"]
+    for _ in range(300):
+        texts = ["".join(rng.choice(pieces[3:]) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 90))]
+        for _ in range(rng.randint(0, 3)):
+            texts[rng.randrange(len(texts))] = rng.choice(["rules", "send", "a b", "x-y", "new", "end", "a\nb"])
+        assert automaton.groups_many(texts) == [automaton.groups_many([t])[0] for t in texts]
+        ends = sorted(rng.sample(range(1, len(texts)), min(len(texts) - 1, rng.randint(0, 30))))
+        ends = [0, *ends, len(texts)]  # the same lines grouped into texts of one or more lines
+        assert automaton.groups_of(texts, ends) == automaton.groups_many(["\n".join(texts[a:b])
+                                                                          for a, b in zip(ends, ends[1:])])
+
+
+def test_when_re2_reports_no_match_at_all_every_pattern_is_kept(monkeypatch):
+    """RE2's set answers "no match" when its DFA gives up: the canary, which matches every text, tells that apart."""
+    automaton = patternset.PatternSet([re.compile("zebra"), re.compile("quagga")])
+    assert automaton.groups_many(["a zebra", "a horse"]) == [frozenset({0}), frozenset()]
+    monkeypatch.setattr(automaton, "_set", type("GaveUp", (), {"Match": staticmethod(lambda text: None)})())
+    assert automaton.groups_many(["a zebra", "a horse"]) == [automaton.everything] * 2
