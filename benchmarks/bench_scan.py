@@ -4,8 +4,8 @@
 
 Per file and class: how many attacks `injection.scan` flags, and how many benign texts it flags — the hand-written
 hard benign lessons and the 560 lesson texts of datasets/lessons and datasets/tau — and, where a file names it, per
-paraphrase move. Also the scan's time per text, alone and in a batch (`scan_many`). The intent model's weights
-come from benchmarks/fit_scan_intent.py.
+paraphrase move. Also the scan's time per text, alone (`scan`, a batch of one) and in a batch (`scan_many`). The
+intent model's weights come from benchmarks/fit_scan_intent.py.
 """
 
 from __future__ import annotations
