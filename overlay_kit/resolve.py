@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import timezone
 from functools import lru_cache
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import anchor as anchor_mod
 from . import budget as budget_mod
@@ -102,8 +102,9 @@ LIST_END = "<!-- -->\n"  # ends a learned list so an indented authored heading a
 _TRUE = {"1", "true", "yes", "on"}
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(NamedTuple):
+    """Why a delta did or did not apply (`kind`: applied, stale, orphaned, suppressed_by_budget, ...)."""
+
     kind: str
     delta_id: str | None = None
     detail: str = ""
@@ -631,11 +632,13 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
         if not unread or eff.notes_of("suppressed_by_budget") or any(n.kind == "error" for n in eff.notes):
             return _unread_noted(eff, unread)
         # the budget kept every row read (some could not apply, or their counts were unknown): read on
-        slack, more = ceiling - eff.tokens, []
-        while unread and (not more or slack > 0):
-            did, cost = unread.pop(0)
+        slack, costs, more = ceiling - eff.tokens, store.kept_line_tokens(unread[:_CHUNK]), []
+        for did in unread[:_CHUNK]:
+            if more and slack <= 0:
+                break
             more.append(did)
-            slack -= cost or 0
+            slack -= costs.get(did, 0)
+        unread = unread[len(more):]
         try:
             extra = store.search(skill=skill.name, scope=sorted(scopes), status="active", ids=more)
             known_lines(store, extra)
@@ -644,33 +647,39 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
         deltas = sorted(deltas + extra, key=attrgetter("sort_key"))
 
 
-def _read(store, skill: Skill, scopes: list[str], room: int
-          ) -> tuple[list[Delta], list[tuple[str, int | None]], frozenset[str]]:
-    """The active deltas resolution reads, the resident tier-3 rows it leaves unread ((id, kept token count),
-    highest value first), and the retrieval-only ids.
+_CHUNK = 256  # rows whose kept line counts are read at a time
+
+
+def _read(store, skill: Skill, scopes: list[str], room: int) -> tuple[list[Delta], list[str], frozenset[str]]:
+    """The active deltas resolution reads, the ids of the resident tier-3 rows it leaves unread (highest value
+    first), and the retrieval-only ids.
 
     The budget keeps resident tier-3 lessons highest value first while they fit (`budget.plan`): rows past the
     point where the kept counts of those before them fill the `room` the authored body leaves can never be
     kept, so they are not read (`resolve` reads on while the budget keeps every row it read). Every other
-    active row is read: tiers 1-2, superseded and retrieval-only rows."""
+    active row is read: tiers 1-2, superseded and retrieval-only rows (`Store.budget_order` names them all)."""
     order = store.budget_order(skill.name, scopes)
-    ids, unread, demoted, spent = [], [], [], 0
-    for did, cost, superseded, resident in order:
-        if not resident:  # read, goal or not: a row's residency is sealed, and a flipped one must be noted
+    ids, unread, demoted, spent, costs, known = [], [], [], 0, {}, 0
+    for k, (did, tier, superseded, resident) in enumerate(order):
+        if tier != 3 or superseded:
+            ids.append(did)
+        elif not resident:  # read, goal or not: a row's residency is sealed, and a flipped one must be noted
             demoted.append(did)
             ids.append(did)
-        elif superseded or spent <= room:
+        elif spent <= room:
+            if k >= known:  # the kept counts of the next rows, a chunk at a time
+                known = k + _CHUNK
+                costs = store.kept_line_tokens([i for i, t, sup, res in order[k:known] if res and not sup])
             ids.append(did)
-            spent += 0 if superseded else cost or 0
+            spent += costs.get(did, 0)
         else:
-            unread.append((did, cost))
-    deltas = store.search(skill=skill.name, scope=scopes, status="active", include_superseded=True, tier=(1, 2))
-    if ids:
-        deltas += store.search(skill=skill.name, scope=scopes, status="active", include_superseded=True, ids=ids)
+            unread.append(did)
+    deltas = store.search(skill=skill.name, scope=scopes, status="active", include_superseded=True, ids=ids) \
+        if ids else []
     return deltas, unread, frozenset(demoted)
 
 
-def _unread_noted(eff: EffectiveSkill, unread: Sequence[tuple[str, int | None]]) -> EffectiveSkill:
+def _unread_noted(eff: EffectiveSkill, unread: Sequence[str]) -> EffectiveSkill:
     """`eff` with a `suppressed_by_budget` note for each resident row left unread (after the others)."""
     if not unread:
         return eff
@@ -679,7 +688,7 @@ def _unread_noted(eff: EffectiveSkill, unread: Sequence[tuple[str, int | None]])
         return eff
     detail = cut[-1].detail
     at = max(i for i, n in enumerate(eff.notes) if n.kind == "suppressed_by_budget") + 1
-    notes = eff.notes[:at] + tuple(Note("suppressed_by_budget", did, detail) for did, _ in unread) + eff.notes[at:]
+    notes = eff.notes[:at] + tuple(Note("suppressed_by_budget", did, detail) for did in unread) + eff.notes[at:]
     return replace(eff, notes=notes)
 
 

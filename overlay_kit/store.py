@@ -1406,8 +1406,7 @@ class Store:
     def search(self, skill: str | None = None, scope: str | Iterable[str] | None = None,
                status: str | Iterable[str] | None = None, *, kind: str | None = None, section: str | None = None,
                lessons: Iterable[str] | None = None, include_superseded: bool = False,
-               limit: int | None = None, tier: int | Iterable[int] | None = None,
-               ids: Iterable[str] | None = None) -> list[Delta]:
+               limit: int | None = None, ids: Iterable[str] | None = None) -> list[Delta]:
         """Deltas matching every given filter (`section`: the anchor's section; `lessons`: `Delta.lesson`
         digests, through the index of them; `ids`: delta ids), in `Delta.sort_key` order.
 
@@ -1443,10 +1442,6 @@ class Store:
             lessons = list(lessons)
             where.append(f"lesson_key IN ({', '.join('?' * len(lessons))})")
             args += lessons
-        if tier is not None:
-            tiers = [tier] if isinstance(tier, int) else list(tier)
-            where.append(f"tier IN ({', '.join('?' * len(tiers))})")
-            args += tiers
         if ids is not None:  # one parameter however many ids
             where.append("id IN (SELECT value FROM json_each(?))")
             args.append(json.dumps(list(ids)))
@@ -1458,19 +1453,28 @@ class Store:
             args.append(int(limit))
         return sorted(self._deltas(self._rows(tail, args)), key=lambda d: d.sort_key)
 
-    def budget_order(self, skill: str, scope: str | Iterable[str]) -> list[tuple[str, int | None, int, int]]:
-        """(id, kept line-token count or None, superseded 0/1, resident 0/1) of a skill's active tier-3 rows in these
-        scopes, highest value first: `budget.value_key` descending (evidence, last use, creation, id), the order
-        in which the budget keeps lessons. Read without decoding or verifying a row: it only chooses which rows
-        to read (`search(ids=)` verifies and decodes them)."""
+    def budget_order(self, skill: str, scope: str | Iterable[str]) -> list[tuple[str, int, int, int]]:
+        """(id, tier, superseded 0/1, resident 0/1) of a skill's active rows in these scopes: tiers 1-2 first,
+        then tier 3 highest value first, `budget.value_key` descending (evidence, last use, creation, id): the
+        order in which the budget keeps lessons. Read without decoding or verifying a row: it only chooses which
+        rows to read (`search(ids=)` verifies and decodes them)."""
         scopes = [scope] if isinstance(scope, str) else list(scope)
-        sql = ("SELECT d.id, CAST(substr(m.value, 1, instr(m.value, ' ') - 1) AS INTEGER), "
-               "d.superseded_by IS NOT NULL, d.resident != 0 FROM skill_deltas AS d "
-               "LEFT JOIN overlay_meta AS m ON m.key = 'line_tokens:' || d.id "
-               f"WHERE d.base_name = ? AND d.scope IN ({', '.join('?' * len(scopes))}) AND d.status = 'active' "
-               "AND d.tier = 3 ORDER BY (d.success_count + 1.0) / (d.attempt_count + 2) DESC, "
-               "coalesce(d.last_used_at, d.approved_at, d.created_at) DESC, d.created_at DESC, d.id DESC")
+        sql = ("SELECT id, tier, superseded_by IS NOT NULL, resident != 0 FROM skill_deltas "
+               f"WHERE base_name = ? AND scope IN ({', '.join('?' * len(scopes))}) AND status = 'active' "
+               "ORDER BY tier = 3, (success_count + 1.0) / (attempt_count + 2) DESC, "
+               "coalesce(last_used_at, approved_at, created_at) DESC, created_at DESC, id DESC")
         return self.conn.execute(sql, [skill, *scopes]).fetchall()
+
+    def kept_line_tokens(self, ids: Sequence[str]) -> dict[str, int]:
+        """The token counts `line_tokens` keeps for these deltas' learned lines, by id, where one is kept: as
+        kept, not checked against the line (what to read is chosen by them; what is read is counted exactly)."""
+        out: dict[str, int] = {}
+        for at in range(0, len(ids), 500):
+            keys = [f"line_tokens:{i}" for i in ids[at:at + 500]]
+            for key, value in self.conn.execute(f"SELECT key, value FROM overlay_meta WHERE key IN "
+                                                f"({', '.join('?' * len(keys))})", keys):
+                out[key.partition(":")[2]] = int(value.partition(" ")[0])
+        return out
 
     def skills(self) -> list[str]:
         """Base names that have at least one delta row."""

@@ -88,10 +88,9 @@ def test_unknown_line_counts_are_read_and_counted_then_kept(tmp_path):
         _fill(s, 30)
         ceiling = resolve._authored_tokens(SKILL.body) + 100
         first = resolve.resolve(SKILL, s, embedder=False, ceiling=ceiling)  # no counts kept yet: all read
-        order = s.budget_order(SKILL.name, ["user"])
-        assert all(cost is not None for _, cost, _, _ in order)
-        assert [c for _, c, _, _ in order] == [budget.count_following(resolve.item_text(d)) for d in
-                                               [s.get(i) for i, _, _, _ in order]]
+        ids = [i for i, _, _, _ in s.budget_order(SKILL.name, ["user"])]
+        kept = s.kept_line_tokens(ids)
+        assert [kept[i] for i in ids] == [budget.count_following(resolve.item_text(s.get(i))) for i in ids]
         assert resolve.resolve(SKILL, s, embedder=False, ceiling=ceiling).text == first.text
         _same(first, _oracle(SKILL, s, ceiling))
 
