@@ -428,12 +428,6 @@ class Delta:
         """`lesson_digest` of this delta (computed from its payload, never read from a row)."""
         return lesson_digest(self.kind, self.scope, self.payload)
 
-    @cached_property
-    def shaped_payload(self) -> dict:
-        """`check_shape(kind, payload)`, computed once per delta (`GrammarError` if malformed). The store
-        fills it in for rows whose payload it already validated."""
-        return check_shape(self.kind, self.payload)
-
     def evolve(self, **changes) -> "Delta":
         return replace(self, **changes)
 
