@@ -1,5 +1,6 @@
 """overlay_kit.store: schema and migrations, accessors, undo, audit, erasure, embeddings, facts, bases."""
 
+import json
 import sqlite3
 from datetime import datetime, timedelta, timezone
 
@@ -765,3 +766,33 @@ def test_transaction_batches_and_rolls_back(store, skill):
         for i in range(5):
             learn(store, skill, body=f"x{i}")
     assert len(store.search()) == 5
+
+
+@pytest.mark.parametrize("kind, text", [
+    ("preference", '{"body":"Keep replies short."}'),
+    ("preference", '{"body": "Keep replies short.", "trigger": "a reply"}'),  # not canonical JSON text
+    ("tool-hint", '{"drop":[],"prefer":["search_mail"]}'),  # a list inside: parsed again each read
+    ("example", '{"input":"a","output":"b"}'),
+    ("preference", '{"body":3}'),  # malformed: refused on every read, never remembered
+    ("preference", '{"text":"x"}'),
+])
+def test_a_stored_payload_reads_as_parsing_and_checking_it_would(kind, text):
+    """`store._payload` remembers the (kind, text) pairs it has checked (a read of 90 rows spends a quarter
+    of its time parsing and checking them otherwise): each read is what `check_shape(kind, json.loads(text))`
+    gives (the oracle), the first read and every later one, and a caller that changes what it got does not
+    change the next read."""
+    from overlay_kit.grammar import GrammarError, check_shape
+
+    try:
+        want = check_shape(kind, json.loads(text))
+    except GrammarError as exc:
+        for _ in range(2):
+            with pytest.raises(GrammarError, match=str(exc)[:20]):
+                store_module._payload(kind, text)
+        assert (kind, text) not in store_module._CANONICAL
+        return
+    for _ in range(3):
+        got = store_module._payload(kind, text)
+        assert got == want
+        got["body"] = "changed by the caller"
+    assert store_module._payload(kind, text) == want
