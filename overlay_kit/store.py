@@ -458,6 +458,12 @@ MIGRATIONS: list[Migration] = [
         DROP INDEX IF EXISTS idx_delta_section;
         CREATE INDEX IF NOT EXISTS idx_delta_lesson ON skill_deltas(base_name, lesson_key);
     """, rows=lambda store: store._key_found_rows()),
+    # a skill's rows of one status, found by lookup: resolve's orphaned rows among 100,000 active ones read the
+    # index by skill and scope alone, row by row
+    Migration(11, "skill_deltas: the index by skill and scope holds the status too", """
+        DROP INDEX IF EXISTS idx_delta_base;
+        CREATE INDEX IF NOT EXISTS idx_delta_base ON skill_deltas(base_name, scope, status);
+    """),
 ]
 SEALED_SINCE = 8  # the first schema version whose rows carry seals
 _KEYED_SINCE = 10  # the first whose rows carry their lesson digests
@@ -1442,11 +1448,11 @@ class Store:
             lessons = list(lessons)
             where.append(f"lesson_key IN ({', '.join('?' * len(lessons))})")
             args += lessons
-        if ids is not None:  # one parameter however many ids
-            where.append("id IN (SELECT value FROM json_each(?))")
-            args.append(json.dumps(list(ids)))
         if not include_superseded:
             where.append("superseded_by IS NULL")
+        if ids is not None:  # one parameter however many ids, looked up by id: every other term a filter (`+`)
+            where = ["id IN (SELECT value FROM json_each(?))", *(f"+{w}" for w in where)]
+            args = [json.dumps(list(ids)), *args]
         tail = ("WHERE " + " AND ".join(where)) if where else ""
         if limit is not None:
             tail += " ORDER BY created_at DESC, id DESC LIMIT ?"
