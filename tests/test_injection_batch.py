@@ -58,15 +58,16 @@ PIECES = [
 ]
 
 
-def generated(n: int, seed: int = 14) -> list[str]:
-    """Corpus sentences, workload sentences and the pieces above, cut, joined, cased and split at random."""
+def generated(n: int, seed: int = 14, pieces: list[str] = PIECES,
+              joins: tuple[str, ...] = (" ", "; ", ", ", ". ", " - ", "_", ".", "\n")) -> list[str]:
+    """Corpus sentences, workload sentences and the `pieces`, cut, joined, cased and split at random."""
     rng = random.Random(seed)
-    pool = corpus() + workload_texts(100) + PIECES
+    pool = corpus() + workload_texts(100) + pieces
     out = []
     for _ in range(n):
         parts = [rng.choice(pool) for _ in range(rng.randint(1, 3))]
         parts = [p[rng.randint(0, len(p) // 3):] if rng.random() < 0.2 else p for p in parts]
-        text = rng.choice([" ", "; ", ", ", ". ", " - ", "_", ".", "\n"]).join(parts)
+        text = rng.choice(joins).join(parts)
         r = rng.random()
         text = text.upper() if r < 0.1 else text.title() if r < 0.2 else text.lower() if r < 0.3 else text
         if rng.random() < 0.1:

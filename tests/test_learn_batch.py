@@ -1,44 +1,27 @@
-"""The batch write path against its per-row oracles: `textguard.views_many` = `views`, `injection.scan_many` =
-`scan`, the pattern automaton never clears a text a pattern matches, what a batch derives of each row
-(`gates._derive`) is what the row derives alone, and `learn_many` gives every row exactly the verdict, findings
-and warnings `learn` gives it alone. Inputs: the injection corpus,
-the benchmark workload's lessons, and a few thousand generated hostile and benign lessons."""
+"""The gates' batch path against its per-row oracles: the widening automaton never clears a text a widening
+pattern matches, what a batch derives of each row (`gates._derive`) is what the row derives alone, `no_widening`
+decides as without its guard, and `learn_many` gives every row exactly the verdict, findings and warnings `learn`
+gives it alone. Inputs: the injection corpus, the benchmark workload's lessons, and a few thousand generated
+hostile and benign lessons. (The scan's and the views' oracles: tests/test_injection_batch.py,
+tests/test_patternset.py, tests/test_textguard_fast.py.)"""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 import re
-import sys
-from pathlib import Path
 
 import pytest
 from overlay_support import TRUSTED, UNTRUSTED, make_skill
+from test_injection_batch import corpus, workload_texts
+from test_injection_batch import generated as generated_texts
 
 from overlay_kit import gates, injection, textguard
 from overlay_kit.grammar import Provenance
-from overlay_kit.resources import dataset_path
 from overlay_kit.store import Store
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import workload  # noqa: E402
 
 SKILL = make_skill(permissions=("network:read",))
 SLUGS = ["triage", "replies", "mail-triage", "nowhere", None, "(preamble)"]
-
-
-def corpus() -> list[str]:
-    out = []
-    for path in sorted(dataset_path("injection").glob("*.jsonl")):
-        if path.name.startswith("heldout7"):  # written for the detector's evaluation only: never read by a test
-            continue
-        out += [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return out
-
-
-def workload_texts(n: int = 300) -> list[str]:
-    return [t for x in workload.lessons([f"step-{i}" for i in range(20)], n, seed=3) for t in (x["body"], x["trigger"])]
 
 
 PIECES = [
@@ -65,19 +48,7 @@ PIECES = [
 def generated(n: int, seed: int = 14) -> list[str]:
     """Hostile and benign lessons: corpus sentences, workload sentences and the pieces above, cut, joined,
     cased and punctuated at random."""
-    rng = random.Random(seed)
-    pool = corpus() + workload_texts(100) + PIECES
-    out = []
-    for _ in range(n):
-        parts = [rng.choice(pool) for _ in range(rng.randint(1, 3))]
-        parts = [p[rng.randint(0, len(p) // 3):] if rng.random() < 0.2 else p for p in parts]
-        text = rng.choice([" ", "; ", ", ", ". ", " - ", "_", "."]).join(parts)
-        r = rng.random()
-        text = text.upper() if r < 0.1 else text.title() if r < 0.2 else text.lower() if r < 0.3 else text
-        if rng.random() < 0.1:
-            text = re.sub(r"(?<=[a-z])(?=[a-z])", rng.choice(["-", ".", " ", "_"]), text, count=rng.randint(1, 6))
-        out.append(text)
-    return out
+    return generated_texts(n, seed, PIECES, (" ", "; ", ", ", ". ", " - ", "_", "."))
 
 
 TEXTS = corpus() + workload_texts() + generated(1500)
