@@ -33,7 +33,7 @@ rule, so adding or removing a gate is one line and each has a test that fails wi
 
 Refused lessons are not stored. Quarantined deltas are never auto-approved and leave quarantine only by
 `store.approve(id)`. `promote` activates a staged delta on its outcome counters only, never on a model's
-opinion. The store refuses any delta that lacks a seal minted here for exactly that delta.
+opinion. The store writes no delta row without a seal minted here for exactly that row (as the store encoded it).
 """
 
 from __future__ import annotations

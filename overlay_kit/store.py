@@ -47,9 +47,9 @@ Public API (other modules code against exactly this; grow it, don't rename it)::
         store.packages    # PackageTables: skill_packages, skill_package_files
         store.task_log    # TaskLog: surface_signals, message_feedback, task_traces, task_deliverables
 
-Deltas enter only through `overlay_kit.gates.learn`: the private insert checks a seal that only the gates
-mint, bound to the exact delta, so a write that bypasses the gates (or edits a delta after it passed them)
-raises `GateBypassError`.
+Deltas enter only through `overlay_kit.gates.learn`: the store encodes a new delta's row (`_new_rows`), the gates
+seal exactly that row, and the private insert checks the seal, so a write that bypasses the gates (or edits a row
+after they passed it) raises `GateBypassError`.
 
 Seals at rest: every `skill_deltas` row carries a MAC (`seal` column) of the fields that decide what a session
 sees (`seal.SEALED_COLUMNS`: identity, anchor, canonical payload, provenance, scope, status, tier, lineage, times,
