@@ -806,11 +806,11 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, lang: str
         return may is None or id(pattern) in may
 
     found: list[str] = []
-    groups = (("instruction-override", [("", _OVERRIDE)] + [(f" ({name})", rx) for name, rx in _CUES]),
-              ("role-markup", [("", _MARKUP)]), ("tool-call", [("", _TOOL_CALL)]))
+    groups = (("instruction-override", (("", _OVERRIDE), *_CUES)), ("role-markup", (("", _MARKUP),)),
+              ("tool-call", (("", _TOOL_CALL),)))
     for kind, detectors in groups:
         seen: set[str] = set()
-        for cue, pattern in detectors:
+        for name, pattern in detectors:
             if not tried(pattern):
                 continue
             for reading in readings:
@@ -819,6 +819,7 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, lang: str
                     if hit.casefold() in seen:
                         continue
                     seen.add(hit.casefold())
+                    cue = f" ({name})" if name else ""
                     folded = "" if pattern.search(text) else " (after folding)"
                     found.append(f"{kind}{cue}{folded}: {visible(hit, keep_newlines=False)[:60]!r}")
     weak = [name for name, rx in _WEAK if tried(rx) and any(rx.search(r) for r in readings)]
