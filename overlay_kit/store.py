@@ -1474,12 +1474,17 @@ class Store:
     def kept_line_tokens(self, ids: Sequence[str]) -> dict[str, int]:
         """The token counts `line_tokens` keeps for these deltas' learned lines, by id, where one is kept: as
         kept, not checked against the line (what to read is chosen by them; what is read is counted exactly)."""
-        out: dict[str, int] = {}
-        for at in range(0, len(ids), 500):
-            keys = [f"line_tokens:{i}" for i in ids[at:at + 500]]
+        return {k: n for k, (n, _) in self._kept_lines(ids).items()}
+
+    def _kept_lines(self, keys: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """{key: (count, the counted line's digest)} of the `line_tokens` kept under these keys."""
+        keys, out = list(keys), {}
+        for at in range(0, len(keys), 500):
+            part = [f"line_tokens:{k}" for k in keys[at:at + 500]]
             for key, value in self.conn.execute(f"SELECT key, value FROM overlay_meta WHERE key IN "
-                                                f"({', '.join('?' * len(keys))})", keys):
-                out[key.partition(":")[2]] = int(value.partition(" ")[0])
+                                                f"({', '.join('?' * len(part))})", part):
+                n, _, digest = value.partition(" ")
+                out[key.partition(":")[2]] = (int(n), digest)
         return out
 
     def skills(self) -> list[str]:
@@ -1926,17 +1931,8 @@ class Store:
         yet are counted in one batch and remembered without waiting for a lock (as `authored_tokens`)."""
         import hashlib
 
-        keys = {f"line_tokens:{k}": (k, hashlib.sha256(line.encode("utf-8")).hexdigest()[:16])
-                for k, line in lines.items()}
-        out: dict[str, int] = {}
-        names = list(keys)
-        for at in range(0, len(names), 500):
-            part = names[at:at + 500]
-            for key, value in self.conn.execute(f"SELECT key, value FROM overlay_meta WHERE key IN "
-                                                f"({', '.join('?' * len(part))})", part):
-                n, _, digest = value.partition(" ")
-                if digest == keys[key][1]:
-                    out[keys[key][0]] = int(n)
+        digests = {k: hashlib.sha256(line.encode("utf-8")).hexdigest()[:16] for k, line in lines.items()}
+        out = {k: n for k, (n, digest) in self._kept_lines(lines).items() if digest == digests[k]}
         missing = [k for k in lines if k not in out]
         if not missing:
             return out
@@ -1951,8 +1947,7 @@ class Store:
                     self.conn.execute("PRAGMA busy_timeout = 0")
                     self.conn.execute("BEGIN IMMEDIATE")
                 self.conn.executemany("INSERT OR REPLACE INTO overlay_meta (key, value) VALUES (?, ?)",
-                                      [(f"line_tokens:{k}", f"{n} {keys[f'line_tokens:{k}'][1]}")
-                                       for k, n in counted.items()])
+                                      [(f"line_tokens:{k}", f"{n} {digests[k]}") for k, n in counted.items()])
                 if not nested:
                     self.conn.execute("COMMIT")
             except sqlite3.Error:  # locked or read-only: the counts are still right, only not remembered
