@@ -3,7 +3,6 @@
 
     s = PatternSet([pattern, ...])
     s.groups_many(texts)   # per text: the indices of the patterns that may match some line of it
-    s.groups_of(lines, ends)   # the same, of texts given as their lines
 
 RE2 reads each Python pattern's own source (`prefilter`), with three widenings: anchors match at any line start
 or end, lookarounds are dropped (a condition removed only widens) and a long counted window reads as an unbounded
@@ -23,7 +22,6 @@ that matches every text tells that apart, and such a text keeps every pattern.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 import re2
 
@@ -142,14 +140,9 @@ class PatternSet:
     def groups_many(self, texts: list[str]) -> list[frozenset[int]]:
         """Per text: the indices of the patterns that may match some line of it (every index for a text that is
         not plain ASCII, or where RE2's DFA gave up)."""
-        return self.groups_of(texts, range(len(texts) + 1))
-
-    def groups_of(self, lines: Sequence[str], ends: Sequence[int]) -> list[frozenset[int]]:
-        """`groups_many` of texts given as their lines: text k is `lines[ends[k]:ends[k + 1]]` joined by
-        newlines."""
         if self._set is None:
-            return [self.everything] * (len(ends) - 1)
-        return [self._groups("\n".join(lines[a:b])) for a, b in zip(ends, ends[1:])]
+            return [self.everything] * len(texts)
+        return [self._groups(text) for text in texts]
 
     def _groups(self, text: str) -> frozenset[int]:
         if not plain(text):

@@ -113,8 +113,7 @@ def test_generated_patterns_keep_every_text_they_match(pieces, flags, lines):
 
 def test_a_batch_answers_as_each_text_alone():
     """Random batches (patterns anchored to line ends, word edges, spaces and windows that would match across two
-    texts if joined wrongly) get, text by text, what each text read alone gets; `groups_of`, texts given as
-    lines, what their joined lines get."""
+    texts if joined wrongly) get, text by text, what each text read alone gets."""
     import random
 
     automaton = patternset.PatternSet([re.compile(r"^rules$", re.M), re.compile(r"\bsend\b"), re.compile(r"a\sb"),
@@ -126,10 +125,6 @@ def test_a_batch_answers_as_each_text_alone():
         for _ in range(rng.randint(0, 3)):
             texts[rng.randrange(len(texts))] = rng.choice(["rules", "send", "a b", "x-y", "new", "end", "a\nb"])
         assert automaton.groups_many(texts) == [automaton.groups_many([t])[0] for t in texts]
-        ends = sorted(rng.sample(range(1, len(texts)), min(len(texts) - 1, rng.randint(0, 30))))
-        ends = [0, *ends, len(texts)]  # the same lines grouped into texts of one or more lines
-        assert automaton.groups_of(texts, ends) == automaton.groups_many(["\n".join(texts[a:b])
-                                                                          for a, b in zip(ends, ends[1:])])
 
 
 def test_when_re2_reports_no_match_at_all_every_pattern_is_kept(monkeypatch):
