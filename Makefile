@@ -82,10 +82,17 @@ lab: venv trust
 	OVERLAY_KIT_SKILLS=$(CURDIR)/datasets/skills JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 \
 		$(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=$(CURDIR) notebooks/00_quickstart.ipynb
 
+# Every test on this CPU's own kernels; then what must not move with the CPU (the tests marked `kernel`, and every
+# stored notebook) once more under OTHER_KERNELS: OpenBLAS's SSE3 kernel and torch's portable one, the farthest
+# from AVX2 / AVX-512 that every x86-64 machine can run. A stored figure that moves with the kernel fails here.
+OTHER_KERNELS ?= OPENBLAS_CORETYPE=Prescott ATEN_CPU_CAPABILITY=default
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
+
 test: venv engine browser real-model
 	OVERLAY_KIT_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
-	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
+	$(OTHER_KERNELS) $(BIN)/python -m pytest -q -p no:cacheprovider -m kernel tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(NBVAL)
+	$(OTHER_KERNELS) $(BIN)/python -m pytest -q -p no:cacheprovider $(NBVAL)
 
 # Every notebook executed into HTML under build/: `make report` with the full study sizes (FULL=1), `make
 # report-quick` with the notebooks' default ones.

@@ -51,7 +51,7 @@ import numpy as np
 
 from . import budget as budget_mod
 from . import gates
-from .common import bigram_similarity, iso, utc_now
+from .common import bigram_similarity, cosines, iso, utc_now
 from .defaults import SHIPPED
 from .grammar import KEY_LIMIT, TURN_ID_LIMIT, Delta, Provenance
 from .store import StoreError
@@ -371,7 +371,7 @@ def near_duplicates(deltas: Iterable[Delta], *, embedder: Any = None, min_cosine
             cos = np.ones((n, n))
         else:
             v = vectors[[row[d.id] for d in group]]
-            cos = np.clip(v @ v.T, -1.0, 1.0)
+            cos = np.clip(cosines(v, v), -1.0, 1.0)
             np.fill_diagonal(cos, 1.0)
         big = np.eye(n)
         for i in range(n):

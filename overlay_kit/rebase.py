@@ -51,6 +51,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
 from .anchor import BODY, PREAMBLE, Anchor, Section, digest, parse, slugify
+from .common import cosines
 from .defaults import SHIPPED
 from .display import rebase_html, rebase_text
 from .grammar import Delta
@@ -495,9 +496,7 @@ class _Cache:
         if missing:
             if len(self.vectors) + len(missing) > self.size:
                 self.vectors.clear()
-            vecs = np.asarray(self.embedder.encode(missing), dtype="float32")
-            vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-            self.vectors.update(zip(missing, vecs))
+            self.vectors.update(zip(missing, np.asarray(self.embedder.encode(missing), dtype="float32")))
 
 
 def _default_embedder():
@@ -542,11 +541,10 @@ class EmbeddingPolicy(SectionPolicy):
             return decisions
         olds, news = [self._text(update.old[i]) for i in orphans], [self._text(s) for s in update.new]
         self._cache.fill(olds + news)  # one encoder call per update
-        olds, news = self._encode(olds), self._encode(news)
-        sims = olds @ news.T
+        sims = cosines(self._encode(olds), self._encode(news))  # the same bits on every CPU
         out = list(decisions)
         for row, i in enumerate(orphans):
-            j = int(sims[row].argmax())
+            j = int(sims[row].argmax())  # ties: the first new section
             score = float(sims[row, j])
             if score >= self.min_score:
                 out[i] = replace(out[i], proposal=Proposal(update.new[j].slug, score, self.name))

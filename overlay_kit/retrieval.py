@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import bundled
+from .common import cosines
 from .defaults import SHIPPED
 from .resources import dataset_path
 
@@ -410,6 +411,11 @@ def gate_for(embedder_id: str) -> tuple[Gate, Path]:
     raise Uncalibrated(embedder_id)
 
 
+# How far below τ FAISS's float32 inner product may fall for a hit whose exact cosine reaches τ: far above its
+# rounding error (about 1e-6 for unit vectors) and `cosines`' grid.
+_CANDIDATE_SLACK = 1e-4
+
+
 @dataclass(frozen=True)
 class Hit:
     delta_id: str
@@ -521,9 +527,11 @@ class TriggerIndex:
         if self.dark or not self._ids:
             return []
         q = _normalise(np.asarray(query, dtype=np.float32).reshape(1, -1))
-        # range search: every vector with inner product > radius, without sorting the whole corpus
-        _, scores, pos = self._index.range_search(q, float(np.nextafter(np.float32(tau), np.float32(-np.inf))))
-        hits = sorted((Hit(self._ids[p], float(s)) for s, p in zip(scores, pos) if s >= tau),
+        # FAISS finds the candidates, a little below τ (its float32 kernels round differently on different CPUs),
+        # without sorting the whole corpus; the exact cosine, the same on every CPU, decides
+        _, _, pos = self._index.range_search(q, float(tau) - _CANDIDATE_SLACK)
+        exact = cosines(q, self._index.reconstruct_batch(pos))[0] if len(pos) else ()
+        hits = sorted((Hit(self._ids[p], float(s)) for s, p in zip(exact, pos) if s >= tau),
                       key=lambda h: (-h.cosine, h.delta_id))
         return hits if k is None else hits[:k]
 

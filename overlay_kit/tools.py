@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .common import cosines
 from .defaults import SHIPPED
 
 if TYPE_CHECKING:
@@ -105,8 +106,7 @@ class ToolLoader:
         names, vectors = self._tool_vectors
         if not names:
             return []
-        q = np.asarray(self.embedder.encode([goal])[0], dtype=np.float32)
-        scores = vectors @ q
+        scores = cosines(vectors, self.embedder.encode([goal]))[:, 0]
         ranked = sorted(((n, float(s)) for n, s in zip(names, scores) if s >= self.threshold),
                         key=lambda x: (-x[1], x[0]))
         return ranked

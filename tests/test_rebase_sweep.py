@@ -1,11 +1,13 @@
 """Rebase sweeps without repeated work, checked against the slow paths kept as oracles: the fuzzy proposer's
 bounded search against scoring every pair (`FuzzyPolicy(exhaustive=True)`), policies sharing one `Update`
 against each on its own, the embedding cache's batches against one text at a time, and a whole sweep's
-decisions against the digest the code before these changes produced."""
+decisions against the stored ones (the same on every CPU)."""
 
-import hashlib
-import json
+import difflib
+import gzip
 import random
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -119,26 +121,46 @@ def test_embedding_batches_give_the_vectors_of_one_text_at_a_time_and_encode_eac
     assert all(call == sorted(call, key=len) for call in counting.calls)  # shortest first: least padding
 
 
-# A whole sweep's decisions (every policy, every update, proposals and reasons), hashed. Computed by the code
-# before the sweep speed-ups (commit eae3262: every pair scored, every policy matching on its own); the fast
-# path must reproduce it. Scores enter rounded to 4 places (`Decision.to_dict`), so BLAS differences between
-# machines in the embedding cosines do not move it; a new release of a dependency can (the first value,
-# 88e66360…, moved with the packages a fresh `make venv` resolved on 2026-12-05). To recompute it with the
-# reference code: `git worktree add /tmp/ref eae3262`, then run this test's loop with PYTHONPATH=/tmp/ref.
-SWEEP_DIGEST = "34163f567d54e88be6ac334f8107088a102244ec263c9871b67e331f4af32429"  # eae3262, 2026-12-05
+# A whole sweep's decisions (every policy, every update: states, targets, proposals, reasons), one line per update and
+# policy, stored gzipped in tests/fixtures/rebase_sweep_decisions.txt.gz. Every score is exact (`common.cosines`, rapidfuzz), so
+# the lines are the same on every CPU and BLAS kernel (CI runs this file under two OpenBLAS kernels); the fast paths
+# must reproduce them. A change that moves a decision shows as a readable difference; to accept one on purpose:
+# `python tests/test_rebase_sweep.py --write`, and say why in the commit.
+SWEEP_DECISIONS = Path(__file__).parent / "fixtures" / "rebase_sweep_decisions.txt.gz"
 
 
-def test_a_sweep_decides_exactly_as_before_the_speed_ups():
-    histories = [sim.generate_history(profile, 20, 10, seed=s)
-                 for profile, n in (("typical", 12), ("adversarial", 6)) for s in range(n)]
+def _decision_text(d: rebase.Decision) -> str:
+    out = f"{d.section} {d.state}" + (f"→{d.target}" if d.target and d.target != d.section else "")
+    if d.proposal is not None:
+        out += f" ⇒{d.proposal.section} {d.proposal.score:.4f} {d.proposal.method}"
+    return out + (f" ({d.reason})" if d.reason else "")
+
+
+def sweep_lines() -> list[str]:
     policies = [rebase.get_policy(n) for n in rebase.POLICIES]
-    h = hashlib.sha256()
-    for history in histories:
-        bodies = history.bodies
-        for k in range(len(bodies) - 1):
-            update = rebase.Update(parse(bodies[k]), parse(bodies[k + 1]))
-            for p in policies:
-                plan = rebase.plan_update(update, p)
-                h.update(json.dumps([plan.policy, plan.body_changed, sorted(plan.blank),
-                                     [d.to_dict() for d in plan.decisions]]).encode())
-    assert h.hexdigest() == SWEEP_DIGEST
+    lines = []
+    for profile, n in (("typical", 12), ("adversarial", 6)):
+        for seed in range(n):
+            bodies = sim.generate_history(profile, 20, 10, seed=seed).bodies
+            for k in range(len(bodies) - 1):
+                update = rebase.Update(parse(bodies[k]), parse(bodies[k + 1]))
+                for p in policies:
+                    plan = rebase.plan_update(update, p)
+                    blank = ",".join(sorted(plan.blank))
+                    lines.append(f"{profile}/{seed} update {k} {plan.policy}"
+                                 f"{' body-changed' if plan.body_changed else ''}{' blank=' + blank if blank else ''}: "
+                                 + "; ".join(_decision_text(d) for d in plan.decisions))
+    return lines
+
+
+def test_a_sweep_decides_exactly_as_the_stored_decisions():
+    want = gzip.decompress(SWEEP_DECISIONS.read_bytes()).decode("utf-8").splitlines()
+    got = sweep_lines()
+    if got != want:
+        diff = list(difflib.unified_diff(want, got, "stored", "now", n=0, lineterm=""))
+        pytest.fail(f"{sum(a != b for a, b in zip(want, got)) + abs(len(want) - len(got))} of {len(want)} "
+                    "update × policy lines differ from the stored decisions:\n" + "\n".join(diff[:24]))
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    SWEEP_DECISIONS.write_bytes(gzip.compress(("\n".join(sweep_lines()) + "\n").encode("utf-8"), mtime=0))

@@ -32,6 +32,7 @@ from rapidfuzz import fuzz
 from .. import anchor as anchor_mod
 from .. import budget as budget_mod
 from .. import evidence, gates, rebase, resolve, retrieval
+from ..common import cosines
 from ..defaults import SHIPPED
 from ..grammar import Provenance
 from ..skill import Skill
@@ -104,7 +105,7 @@ def _vector(text: str) -> np.ndarray:
 def _cosines(query: str, texts: list[str]) -> np.ndarray:
     if not texts:
         return np.zeros(0)
-    return np.array([_vector(t) for t in texts]) @ _vector(query)
+    return cosines(np.array([_vector(t) for t in texts]), _vector(query))[:, 0]
 
 
 def _top(scores: np.ndarray, k: int) -> list[int]:

@@ -59,6 +59,7 @@ import pandas as pd
 from .. import anchor as anchor_mod
 from .. import budget as budget_mod
 from .. import evidence, gates, rebase, resolve, retrieval
+from ..common import cosines
 from ..defaults import SHIPPED
 from ..grammar import Provenance, item_text
 from ..resources import dataset_path
@@ -164,7 +165,7 @@ def goal_cosines(embedder=None) -> pd.Series:
     out = {}
     for t in topics():
         v = emb.encode([t.trigger, *t.goals])
-        out |= {(t.lesson_id, g): float(v[0] @ w) for g, w in zip(t.goals, v[1:])}
+        out |= {(t.lesson_id, g): float(c) for g, c in zip(t.goals, cosines(v[1:], v[0])[:, 0])}
     return pd.Series(out, name="cosine")
 
 

@@ -36,7 +36,7 @@ import pandas as pd
 
 from .. import retrieval
 from ..budget import count_many
-from ..common import dumps
+from ..common import cosines, dumps
 from ..metrics import Interval, ratio_ci
 from ..resources import dataset_path
 
@@ -242,7 +242,7 @@ def comeback(world: World, embedder=None, gate: retrieval.Gate | float | None = 
     triggers = emb.encode([by_id[i].trigger for i in ids])
     goal_texts = sorted({s.goal for s in world.sessions})
     goal_row = {g: k for k, g in enumerate(goal_texts)}
-    cosine = getattr(emb, "encode_query", emb.encode)(goal_texts) @ triggers.T  # goals as queries (e5)
+    cosine = cosines(getattr(emb, "encode_query", emb.encode)(goal_texts), triggers)  # goals as queries (e5)
     tokens = dict(zip(ids, count_many([by_id[i].body for i in ids])))
     rows = []
     taught: dict[str, list[str]] = {}
