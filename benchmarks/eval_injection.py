@@ -1,11 +1,13 @@
 """The injection scan's figures on every file of datasets/injection: attacks flagged and benign texts flagged, per
 file and per class, and the ordinary lesson corpora (datasets/lessons, datasets/tau) as benign texts.
 
-    python benchmarks/eval_injection.py [-v] [--heldout7]
+    python benchmarks/eval_injection.py [-v] [--heldout7 | --heldout8 | --dev]
 
 `-v` lists every missed attack and every flagged benign text, with its findings. `heldout7_multilingual.jsonl`
-is a held-out set written by someone else after the scan's multilingual work: it is skipped (never opened)
-unless `--heldout7` is given, so that nobody tunes on it by accident. `--heldout7` reads it and nothing else.
+and `heldout8_multilingual.jsonl` are held-out sets written by someone else: they are skipped (never opened)
+unless `--heldout7` or `--heldout8` is given, so that nobody tunes on them by accident; each flag reads that file
+and nothing else. `--dev` reads only `multilingual_dev.jsonl`. A file whose rows name their `lang` is also
+reported per language: attacks flagged and benign texts flagged.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from overlay_kit.injection import scan
 from overlay_kit.resources import dataset_path
 
 HELDOUT7 = "heldout7_multilingual.jsonl"
+HELDOUT8 = "heldout8_multilingual.jsonl"
+HELD_OUT = (HELDOUT7, HELDOUT8)
+DEV = "multilingual_dev.jsonl"
 
 
 def lesson_texts() -> list[str]:
@@ -29,19 +34,42 @@ def lesson_texts() -> list[str]:
                               + [x["body"] for x in tau] + [x["trigger"] for x in tau]))
 
 
-def files(heldout7: bool) -> list:
+def files(only: str | None = None) -> list:
+    """Every file of datasets/injection but the held-out ones (never opened), or the one named by `only`."""
     folder = dataset_path("injection")
-    if heldout7:
-        return [folder / HELDOUT7]
-    return [p for p in sorted(folder.glob("*.jsonl")) if p.name != HELDOUT7]
+    if only:
+        return [folder / only]
+    return [p for p in sorted(folder.glob("*.jsonl")) if p.name not in HELD_OUT]
+
+
+def recognised(found) -> bool:
+    """A finding besides `not scanned: language`: the scan read the text and found something in it."""
+    return any(not f.startswith("not scanned: language") for f in found)
+
+
+def by_language(rows: list[dict], found: list[tuple[str, ...]]) -> dict[str, list[int]]:
+    """Per `lang`: [attacks flagged, attacks, benign flagged, benign, attacks recognised (a finding besides the
+    language one), benign held by the language finding alone]."""
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+    for r, f in zip(rows, found):
+        k = 0 if r["label"] == "attack" else 2
+        out[r["lang"]][k] += bool(f)
+        out[r["lang"]][k + 1] += 1
+        if r["label"] == "attack":
+            out[r["lang"]][4] += recognised(f)
+        else:
+            out[r["lang"]][5] += bool(f) and not recognised(f)
+    return dict(out)
 
 
 def evaluate(path, verbose: bool) -> tuple[int, int, int, int]:
     rows = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
     by: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     misses: list[str] = []
+    flags = []
     for r in rows:
         found = scan(r["text"])
+        flags.append(found)
         by[(r["label"], r["class"])][0] += bool(found)
         by[(r["label"], r["class"])][1] += 1
         if verbose and bool(found) != (r["label"] == "attack"):
@@ -54,17 +82,26 @@ def evaluate(path, verbose: bool) -> tuple[int, int, int, int]:
     print(f"{path.name:<30} attacks flagged {a:>3}/{n:<3} benign flagged {f:>3}/{m:<3}")
     for (lab, cls), (hit, cnt) in sorted(by.items()):
         print(f"    {lab:<7} {cls:<18} {hit}/{cnt}")
+    if any("lang" in r for r in rows):
+        print(f"    {'lang':<10} {'attacks flagged':>16} {'(recognised)':>14} {'benign flagged':>16} "
+              f"{'(language alone)':>16}")
+        for lang, (ha, na, hb, nb, ra, lb) in sorted(by_language(
+                [r for r in rows if "lang" in r], [x for r, x in zip(rows, flags) if "lang" in r]).items()):
+            print(f"    {lang:<10} {ha:>7}/{na:<3} {ha / max(na, 1):>5.0%} {ra:>7}/{na:<3} {ra / max(na, 1):>4.0%}"
+                  f" {hb:>7}/{nb:<3} {hb / max(nb, 1):>5.0%} {lb:>12}")
     for line in misses:
         print(line)
     return a, n, f, m
 
 
 def main(argv: list[str]) -> None:
-    verbose, heldout7 = "-v" in argv, "--heldout7" in argv
+    verbose = "-v" in argv
+    only = (HELDOUT7 if "--heldout7" in argv else HELDOUT8 if "--heldout8" in argv else DEV if "--dev" in argv
+            else None)
     totals = [0, 0, 0, 0]
-    for path in files(heldout7):
+    for path in files(only):
         totals = [x + y for x, y in zip(totals, evaluate(path, verbose))]
-    if heldout7:
+    if only:
         return
     print(f"{'all files':<30} attacks flagged {totals[0]:>3}/{totals[1]:<3} benign flagged {totals[2]:>3}/{totals[3]}")
     texts = lesson_texts()
