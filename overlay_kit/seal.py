@@ -14,10 +14,18 @@ Seals at rest (`RowSealer`): every stored delta row carries a MAC of the fields 
 (its `seal` column), keyed by a secret kept outside the database file: `key_path()` — `$OVERLAY_KIT_KEY_FILE`,
 else `${XDG_CONFIG_HOME:-~/.config}/overlay_kit/seal.key` — 32 random bytes created on first use with mode 0600.
 A process that can write the database file but not read that file cannot make a changed or hand-made row verify.
-The store seals each row it writes and verifies every row it reads (docs/reliability.md: the threat model)."""
+The store seals each row it writes and verifies every row it reads (docs/reliability.md: the threat model).
+
+Since schema 12 every MAC at rest is bound to the database's identity (`RowSealer.bound(db_id)`: a random id
+made with the database, kept in it and hashed into every seal), so a row copied from another database under the
+same key does not verify; the same bound sealer seals `learned_facts` rows (`fact_seal`) and the database's
+seal counter (`counter_seal`). Beside the key, in `registry_dir()`, one small file per database identity keeps
+the highest seal counter that database has committed (and one per path it was sealed at): a file whose counter
+is behind it is an older copy (`recorded_counter`, `record_counter`, `recorded_at`)."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import os
@@ -25,8 +33,9 @@ import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["KEY_ENV", "SEALED_COLUMNS", "RowSealer", "SealKeyError", "key_path", "mint", "mint_undo", "row_sealer",
-           "sealed_validated", "verify_seal", "verify_undo"]
+__all__ = ["KEY_ENV", "SEALED_COLUMNS", "RowSealer", "SealKeyError", "key_path", "mint", "mint_undo",
+           "record_counter", "recorded_at", "recorded_counter", "registry_dir", "row_sealer", "sealed_validated",
+           "verify_seal", "verify_undo"]
 
 
 _KEYED = hashlib.blake2b(key=secrets.token_bytes(32), digest_size=32)  # per process; the key is never stored
@@ -150,15 +159,53 @@ _ROW_TEXT_READ = _ROW_TEXT + "%.0s%.0s"
 _ROW_DOMAIN = b"overlay_kit row seal 1\x00"
 
 
-class RowSealer:
-    """Seals and checks `skill_deltas` rows with one key: keyed BLAKE2b (32 bytes) over `SEALED_COLUMNS`."""
+_BOUND_DOMAIN = b"overlay_kit row seal 2\x00"  # schema 12: the database's identity follows, then NUL
+_FACT_COLUMNS = ("id", "namespace", "key", "value", "scope", "provenance", "status", "created_at")
 
-    def __init__(self, key: bytes, path: Path | None = None):
+
+class RowSealer:
+    """Seals and checks `skill_deltas` rows with one key: keyed BLAKE2b (32 bytes) over `SEALED_COLUMNS`; bound to
+    one database's identity (`bound`), also its facts, its seal counter and nothing else."""
+
+    def __init__(self, key: bytes, path: Path | None = None, db_id: str | None = None):
         self.path = path
+        self.db_id = db_id
+        self._key = key
         h = hashlib.blake2b(key=key, digest_size=32)
-        h.update(_ROW_DOMAIN)
+        h.update(_ROW_DOMAIN if db_id is None else _BOUND_DOMAIN + db_id.encode("utf-8", "surrogatepass") + b"\x00")
         self._keyed = h
         self._verified: dict[bytes, tuple] = {}  # seal -> the sealed values it was checked against
+        self._bound: dict[str, RowSealer] = {}
+
+    def bound(self, db_id: str) -> "RowSealer":
+        """The sealer of this key for the database whose identity is `db_id` (every MAC hashes it)."""
+        sealer = self._bound.get(db_id)
+        if sealer is None:
+            sealer = self._bound[db_id] = RowSealer(self._key, self.path, db_id)
+        return sealer
+
+    @property
+    def key_check(self) -> str:
+        """A short public fingerprint of the key (a MAC of a constant): which key a database was sealed under."""
+        return hashlib.blake2b(b"overlay_kit key check", key=self._key, digest_size=8).hexdigest()
+
+    def _mac(self, what: bytes, text: str) -> bytes:
+        h = self._keyed.copy()
+        h.update(what + b"\x00" + text.encode("utf-8", "surrogatepass"))
+        return h.digest()
+
+    def fact_seal(self, values: Sequence) -> bytes:
+        """The seal of a `learned_facts` row's `_FACT_COLUMNS` values."""
+        return self._mac(b"fact", repr(tuple(values)))
+
+    def counter_seal(self, counter: int) -> str:
+        return self._mac(b"counter", str(int(counter))).hex()
+
+    def export_mac(self, text: str) -> str:
+        """A MAC of an exported record under the key alone (a same-user move to another database verifies)."""
+        h = hashlib.blake2b(key=self._key, digest_size=32)
+        h.update(b"overlay_kit export 1\x00" + text.encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
 
     def seal_many(self, rows: Sequence[Sequence]) -> list[bytes]:
         """The seal of each row's `SEALED_COLUMNS` values, as SQLite stores them (str, int or None)."""
@@ -204,3 +251,78 @@ def row_sealer() -> RowSealer:
     if sealer is None:
         sealer = _SEALERS[name] = RowSealer(_load_key(path), path)
     return sealer
+
+
+# ------------------------------------------------------------------------------- the registry beside the key
+
+
+def registry_dir(path: Path | None = None) -> Path:
+    """The folder beside the key (`<key>.stores`) holding one record per database this key sealed."""
+    path = key_path() if path is None else path
+    return path.with_name(path.name + ".stores")
+
+
+def _path_name(db_path: str) -> str:
+    return "path-" + hashlib.sha256(os.path.realpath(db_path).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _safe_id(db_id: str) -> bool:
+    return 8 <= len(db_id) <= 64 and all(c in "0123456789abcdef" for c in db_id)
+
+
+def recorded_counter(db_id: str) -> int | None:
+    """The highest seal counter recorded for the database `db_id`; None when this key never sealed it."""
+    if not _safe_id(db_id):
+        return None
+    try:
+        text = (registry_dir() / f"db-{db_id}").read_text().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise SealKeyError(f"seal registry {registry_dir()}: cannot read it ({exc.strerror or exc})") from exc
+    try:
+        return int(text.split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def recorded_at(db_path: str) -> str | None:
+    """The identity of the database this key last sealed at `db_path` (its real path); None if none."""
+    try:
+        text = (registry_dir() / _path_name(db_path)).read_text().strip()
+    except OSError:
+        return None
+    return text if _safe_id(text) else None
+
+
+def record_counter(db_id: str, counter: int, db_path: str | None = None) -> None:
+    """Record that the database `db_id` committed seal counter `counter` (kept only if higher than the record:
+    concurrent writers never move it back), and, with `db_path`, that it lives there. `OSError` on failure."""
+    if not _safe_id(db_id):
+        return
+    folder = registry_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(folder / f"db-{db_id}", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        old = os.pread(fd, 64, 0).split()
+        try:
+            known = int(old[0]) if old else -1
+        except ValueError:
+            known = -1
+        if counter > known:
+            text = f"{int(counter):020d}\n".encode()
+            os.pwrite(fd, text, 0)
+            os.ftruncate(fd, len(text))
+    finally:
+        os.close(fd)
+    if db_path is not None:
+        name = folder / _path_name(db_path)
+        try:
+            if name.read_text().strip() == db_id:
+                return
+        except OSError:
+            pass
+        tmp = name.with_name(f".{name.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        tmp.write_text(db_id + "\n")
+        os.replace(tmp, name)

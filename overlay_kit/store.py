@@ -84,9 +84,11 @@ nothing committed; a power cut may lose the last commits but never corrupts). Al
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import sqlite3
 import stat
 import threading
@@ -114,10 +116,16 @@ from .grammar import (
     validate_payload,
 )
 from .seal import (
+    KEY_ENV,
     SEALED_COLUMNS,
     RowSealer,
     SealKeyError,
+    key_path,
     mint_undo,
+    record_counter,
+    recorded_at,
+    recorded_counter,
+    registry_dir,
     row_sealer,
     sealed_validated,
     verify_seal,
@@ -140,6 +148,7 @@ __all__ = [
     "Feedback",
     "GateBypassError",
     "Heading",
+    "LostKeyError",
     "KnowledgeTables",
     "Memory",
     "MemoryRun",
@@ -151,6 +160,7 @@ __all__ = [
     "PromptTables",
     "PromptVersion",
     "ReadOnlyError",
+    "RollbackError",
     "SchemaObjectError",
     "SealError",
     "Store",
@@ -159,6 +169,7 @@ __all__ = [
     "TaskLog",
     "TraceStep",
     "Undo",
+    "UnsealedStoreError",
     "default_db_path",
     "read_gaia_deltas",
 ]
@@ -180,6 +191,21 @@ class GateBypassError(StoreError):
 class SealError(StoreError):
     """A stored delta row whose seal does not verify (changed outside overlay_kit), or an active untrusted row
     without a recorded approval: never read, never written."""
+
+
+class LostKeyError(StoreError):
+    """The database holds sealed rows but the seal key they were sealed under is not at `seal.key_path()` (deleted,
+    or the database moved to another account or machine): names the path; no new key is made over them."""
+
+
+class RollbackError(StoreError):
+    """The file is an older copy of a database this key sealed (its seal counter is behind the one recorded
+    beside the key): a restored backup or lost last commits. Names both counters; `accept_rollback=True` uses it."""
+
+
+class UnsealedStoreError(StoreError):
+    """A file from before the row seals that presents itself as a database this key sealed (its identity, or
+    its path): not sealed as found unless `accept_unsealed=True`."""
 
 
 class SchemaObjectError(StoreError):
@@ -464,9 +490,17 @@ MIGRATIONS: list[Migration] = [
         DROP INDEX IF EXISTS idx_delta_base;
         CREATE INDEX IF NOT EXISTS idx_delta_base ON skill_deltas(base_name, scope, status);
     """),
+    # the database's identity (a random id in overlay_meta) inside every seal, so a row copied from another
+    # database does not verify; rows sealed before are re-sealed if they verify (`Store._bind_found_rows`);
+    # facts sealed like deltas; a seal counter (overlay_meta) advanced with every sealed write
+    Migration(12, "seals bound to the database's identity; sealed facts; the seal counter", """
+        ALTER TABLE learned_facts ADD COLUMN seal BLOB;
+    """, rows=lambda store: store._bind_found_rows()),
 ]
 SEALED_SINCE = 8  # the first schema version whose rows carry seals
 _KEYED_SINCE = 10  # the first whose rows carry their lesson digests
+BOUND_SINCE = 12  # the first whose seals hash the database's identity, with sealed facts and a seal counter
+_FACT_COLUMNS = "id, namespace, key, value, scope, provenance, status, created_at"
 
 _HISTORY_SQL = """
     CREATE TABLE IF NOT EXISTS schema_history (
@@ -518,6 +552,19 @@ def _own_objects() -> dict[str, tuple[str, str]]:
             # a trigger's text runs to its END; (its body holds `;`): the only text compared
             text = _normal_sql(sql[m.start():sql.index("END;", m.end()) + 4]) if kind == "trigger" else ""
             out[m.group(2)] = (kind, text)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _own_triggers() -> dict[str, tuple[str, str]]:
+    """{name: (table, CREATE statement)} of every trigger a migration (or the history) creates."""
+    out = {}
+    for sql in (_HISTORY_SQL, *(m.sql for m in MIGRATIONS)):
+        for stmt in _statements(sql):
+            m = re.match(r"CREATE\s+TRIGGER\s+IF\s+NOT\s+EXISTS\s+(\w+)\s.*?\bON\s+(\w+)", stmt,
+                         re.IGNORECASE | re.DOTALL)
+            if m:
+                out[m.group(1)] = (m.group(2), stmt)
     return out
 
 
@@ -892,7 +939,15 @@ class Store:
         self.integrity_notes: list[str] = []
         self._sealed = True  # the rows carry seals (schema >= SEALED_SINCE); False: a read-only older file
         self._keyed = True  # the rows carry lesson digests (schema >= _KEYED_SINCE); False: likewise
-        self._sealer: RowSealer | None = None
+        self._bound_ids = True  # seals hash the database's identity (schema >= BOUND_SINCE); False: older file
+        self._base_sealer: RowSealer | None = None  # the key's sealer, unbound
+        self._db_id: str | None = None
+        self._bump = False  # the open transaction sealed or erased rows: it advances the seal counter
+        self._counter_floor = 0  # a rollback accepted on purpose: the counter continues above the recorded one
+        self._path_recorded = False
+        self.accept_unsealed = False
+        self.accept_rollback = False
+        self._unsealed_refused: str | None = None  # read-only: why an older file's rows are all left out
         self._erased_ids: list[str] = []  # the last forget's, for `finish_erasure`'s report
         self.erasure_where: str | None = None  # while `erasure_pending`: which files still hold the erased text
 
@@ -901,7 +956,7 @@ class Store:
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, research: bool = False,
              auto_approve: bool = SHIPPED.auto_approve, readonly: bool = False, create: bool = True,
-             agent: str | None = None) -> "Store":
+             agent: str | None = None, accept_unsealed: bool = False, accept_rollback: bool = False) -> "Store":
         """Open (creating or migrating forward) the database at `path` (default: `default_db_path()`).
 
         Before any write, a read-only look: a path that is a directory, FIFO, socket or device is refused without
@@ -915,7 +970,13 @@ class Store:
         ("read-only: cannot write PATH"); a full disk a `DiskFullError`. `agent`: the agent this handle learns and
         resolves for (a name like a skill's: `[a-z0-9._-]`, at most 64), when several agents share the file;
         it decides the scope of a lesson written without one (`write_scope`) and the scopes a resolve reads
-        (`read_scopes`)."""
+        (`read_scopes`).
+
+        Tamper at rest (docs/reliability.md): a file from before the row seals that presents itself as a
+        database this key sealed (its identity, or a path one was sealed at) is not sealed as found
+        (`UnsealedStoreError`; read-only: its rows are left out with a note) unless `accept_unsealed=True`; a
+        file whose seal counter is behind the one recorded beside the key is an older copy (`RollbackError`
+        naming both) unless `accept_rollback=True`; a dropped trigger of overlay_kit's is re-created (audited)."""
         if agent is not None and not AGENT_NAME.fullmatch(agent):
             raise StoreError(f"agent: {agent!r} is not an agent name (lowercase letters, digits, '.', '_', '-'; "
                              "1 to 64, starting and ending with a letter or digit)")
@@ -951,6 +1012,7 @@ class Store:
         try:
             store = cls(conn, target, research=research, auto_approve=auto_approve, agent=agent)
             store.readonly = readonly
+            store.accept_unsealed, store.accept_rollback = accept_unsealed, accept_rollback
             conn.create_function("overlay_erasing", 0, lambda: 1 if store._erasing else 0)
             store._quick_check()
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -958,9 +1020,21 @@ class Store:
             if readonly:
                 conn.execute("PRAGMA query_only = ON")
                 store._check_schema()
+                why = store._unsealed_file()
+                if why is not None and not accept_unsealed:
+                    store._unsealed_refused = why
+                    store._note(f"{why}; every delta row is left out (read-only: nothing written)")
+                store._check_triggers()
+                store._check_counter()
                 return store
             if not memory and not looked:  # `_inspect` could not peek at it (or it was empty)
                 _schema_problem(conn, target)
+            if not memory:
+                why = store._unsealed_file()
+                if why is not None and not accept_unsealed:
+                    raise UnsealedStoreError(f"{why}; refusing to seal it as found (nothing was written). To "
+                                             "use it on purpose: Store.open(..., accept_unsealed=True) (CLI: "
+                                             "--accept-unsealed)")
             if not memory:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
@@ -968,6 +1042,9 @@ class Store:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA secure_delete = ON")
             store._migrate()
+            store._check_triggers()
+            if not memory:
+                store._check_counter()
             store._resume_erasure()
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -1013,6 +1090,7 @@ class Store:
         _schema_problem(self.conn, self.path)
         columns = {r[1] for r in self.conn.execute("PRAGMA table_info(skill_deltas)")}
         self._sealed, self._keyed = "seal" in columns, "lesson_key" in columns
+        self._bound_ids = "seal" in {r[1] for r in self.conn.execute("PRAGMA table_info(learned_facts)")}
         if not self._sealed:
             self._note(f"{self.path}: written before row seals (schema < {SEALED_SINCE}); read as found, not "
                        "verified (a writable open seals it)", error=False)
@@ -1059,6 +1137,7 @@ class Store:
             for stmt in _statements(_HISTORY_SQL):
                 self.conn.execute(stmt)
             done = {v for (v,) in self.conn.execute("SELECT version FROM schema_history")}
+            self._sealed, self._bound_ids = SEALED_SINCE in done, BOUND_SINCE in done
             newer = sorted(done - known)
             if newer:
                 raise StoreError(f"{self.path}: written by a newer overlay_kit (schema {newer}); "
@@ -1078,6 +1157,7 @@ class Store:
                 applied.append(m.version)
                 done.add(m.version)
             self._sealed, self._keyed = SEALED_SINCE in done, _KEYED_SINCE in done
+            self._bound_ids = BOUND_SINCE in done
         return applied
 
     def schema_history(self) -> list[tuple[int, str, str]]:
@@ -1096,8 +1176,11 @@ class Store:
                     self._fault_safe("BEGIN IMMEDIATE")
                 else:
                     self.conn.execute(f"SAVEPOINT sp{depth}")
+                counter = None
                 try:
                     yield self.conn
+                    if depth == 0 and self._bump:
+                        counter = self._advance_counter()
                 except BaseException as exc:
                     try:
                         if depth == 0:
@@ -1127,6 +1210,9 @@ class Store:
                 self._depth -= 1
                 if self._depth == 0:
                     changed, self._changed = self._changed, []
+                    self._bump = False
+        if depth == 0 and counter is not None:
+            self._record_counter(counter)
         if depth == 0 and changed and not self._erasing:
             for hook in self._change_hooks:
                 hook(list(dict.fromkeys(changed)))
@@ -1149,13 +1235,174 @@ class Store:
             (log.error if error else log.warning)("%s", text)
 
     def _write_sealer(self) -> RowSealer:
-        """The key's sealer for a write (`StoreError` naming the key file when it can be neither read nor made)."""
-        if self._sealer is None:
+        """The key's sealer for a write, bound to this database's identity (schema >= BOUND_SINCE). `StoreError`
+        naming the key file when it can be neither read nor made; `LostKeyError` when the database holds sealed
+        rows and the key is not there or is another one (no new key is made over sealed rows)."""
+        base = self._key_sealer()
+        if not self._bound_ids:
+            return base
+        return base.bound(self._database_id())
+
+    def _meta(self, key: str) -> str | None:
+        try:
+            row = self.conn.execute("SELECT value FROM overlay_meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:  # a file from before overlay_meta
+            return None
+        return None if row is None else row[0]
+
+    def _database_id(self) -> str:
+        """This database's identity (made by migration 12, kept in `overlay_meta`, hashed into every seal)."""
+        if self._db_id is None:
+            found = self._meta("db_id")
+            if not isinstance(found, str) or not re.fullmatch(r"[0-9a-f]{32}", found):
+                raise StoreError(f"{self.path}: cannot seal rows: its identity (overlay_meta db_id) is missing or "
+                                 "malformed (changed outside overlay_kit?); every sealed row is left out")
+            self._db_id = found
+        return self._db_id
+
+    def _holds_seals(self) -> bool:
+        """Whether the file holds any sealed row (a delta or a fact) or a record of having sealed one."""
+        try:
+            if self._sealed and self.conn.execute("SELECT 1 FROM skill_deltas WHERE seal IS NOT NULL "
+                                                  "LIMIT 1").fetchone():
+                return True
+            if self._bound_ids and self.conn.execute("SELECT 1 FROM learned_facts WHERE seal IS NOT NULL "
+                                                     "LIMIT 1").fetchone():
+                return True
+        except sqlite3.OperationalError:
+            return False
+        return False
+
+    def _lost_key(self, path: Path, check: str | None, mine: str | None = None) -> str:
+        what = (f"seal key {path} is not there" if mine is None else
+                f"the seal key at {path} (key check {mine}) is not the key")
+        return (f"{self.path}: cannot seal rows: {what} this database's rows were sealed under (key check "
+                f"{check or 'not recorded'}): the key was deleted, or the database was moved from another account "
+                f"or machine. Its sealed rows are left out, nothing is lost from the file, and no new key is made "
+                f"over them: put that key back at {path} (or point ${KEY_ENV} at it), or move the lessons with "
+                "`overlay-kit export` at their old home and `overlay-kit import` here")
+
+    def _key_sealer(self) -> RowSealer:
+        if self._base_sealer is None:
+            path = key_path()
+            check = self._meta("seal_key_check")
+            if not os.path.isfile(path) and self._holds_seals():
+                raise LostKeyError(self._lost_key(path, check))
             try:
-                self._sealer = row_sealer()
+                base = row_sealer()
             except SealKeyError as exc:
                 raise StoreError(f"{self.path}: cannot seal rows: {exc}") from exc
-        return self._sealer
+            if check is not None and check != base.key_check and self._holds_seals():
+                raise LostKeyError(self._lost_key(path, check, base.key_check))
+            self._base_sealer = base
+        return self._base_sealer
+
+    def _advance_counter(self) -> int | None:
+        """Inside the transaction of a write that sealed or erased rows, just before its COMMIT: the seal counter
+        (`overlay_meta`, sealed under the database's identity) one higher; the key check recorded once. The
+        value is recorded beside the key after the commit (`_record_counter`)."""
+        if not self._bound_ids or self.readonly:
+            return None
+        sealer = self._write_sealer()
+        now = self._counter_value(sealer)[0]
+        counter = max(now, self._counter_floor) + 1
+        self.conn.execute("INSERT OR REPLACE INTO overlay_meta (key, value) VALUES ('seal_counter', ?)",
+                          (f"{counter}:{sealer.counter_seal(counter)}",))
+        if self._meta("seal_key_check") is None:
+            self.conn.execute("INSERT INTO overlay_meta (key, value) VALUES ('seal_key_check', ?)",
+                              (sealer.key_check,))
+        return counter
+
+    def _counter_value(self, sealer: RowSealer) -> tuple[int, bool | None]:
+        """(the file's seal counter, whether its seal verifies: None when there is none)."""
+        raw = self._meta("seal_counter")
+        if raw is None:
+            return 0, None
+        number, _, mark = str(raw).partition(":")
+        try:
+            counter = int(number)
+        except ValueError:
+            return 0, False
+        return counter, hmac.compare_digest(mark, sealer.counter_seal(counter))
+
+    def _record_counter(self, counter: int) -> None:
+        """After a commit: the counter it reached, recorded beside the key (monotonic; with this path once)."""
+        if self.path == ":memory:":
+            return
+        try:
+            record_counter(self._database_id(), counter, None if self._path_recorded else self.path)
+            self._path_recorded = True
+        except (OSError, StoreError) as exc:
+            self._note(f"{self.path}: cannot record its seal counter beside the key in {registry_dir()} ({exc}): "
+                       "an older copy of this file put in its place would not be detected", error=False)
+
+    def _check_counter(self) -> None:
+        """At open: a file whose seal counter is behind the one recorded beside the key for its identity is an
+        older copy (a restored backup, or commits lost with a torn WAL): `RollbackError` naming both counters,
+        unless `accept_rollback` (then noted, audited, and the counter continues above the recorded one)."""
+        if not self._bound_ids or self.path == ":memory:":
+            return
+        try:
+            db_id = self._database_id()
+            recorded = recorded_counter(db_id)
+        except (StoreError, SealKeyError) as exc:
+            self._note(str(exc), error=False)
+            return
+        if recorded is None:
+            return
+        try:
+            sealer = self._write_sealer()
+        except StoreError:
+            return  # the key is lost or another one: every read says so
+        counter, fine = self._counter_value(sealer)
+        if fine and counter >= recorded:
+            return
+        what = (f"its seal counter is {counter}" if fine else "it holds no seal counter" if fine is None else
+                f"its seal counter ({counter}) does not verify (changed outside overlay_kit?)")
+        said = (f"{self.path}: {what}, but the record beside the key ({registry_dir() / ('db-' + db_id)}) says "
+                f"this database reached {recorded}: this file is an older copy of it (restored from a backup or "
+                "snapshot, or its last commits were lost with a torn WAL), so the reverts, forgets and approvals "
+                "written after that copy would be silently undone")
+        if not self.accept_rollback:
+            raise RollbackError(f"{said}. Nothing was changed. To use this copy as current on purpose: "
+                                "Store.open(..., accept_rollback=True) (CLI: --accept-rollback)")
+        self._note(f"{said}; accepted on purpose (accept_rollback): used as current from now on", error=False)
+        if not self.readonly:
+            with self.transaction():
+                self._counter_floor = recorded
+                self._bump = True
+                self._log(None, "user", None, None, f"accepted a rollback: seal counter {counter} behind the "
+                                                    f"recorded {recorded}")
+
+    def _unsealed_file(self) -> str | None:
+        """Why a file from before the row seals may not be sealed as found: it presents itself as a database this
+        key sealed (it carries that database's identity, or a database this key sealed lived at its path), so it
+        is a downgrade or a replacement, not an upgrade. None for any other file (trust on first use)."""
+        if self.path == ":memory:":
+            return None
+        try:
+            tables = {n for (n,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "schema_history" not in tables:
+                return None
+            versions = {v for (v,) in self.conn.execute("SELECT version FROM schema_history")}
+        except sqlite3.DatabaseError:
+            return None
+        if not versions or SEALED_SINCE in versions:
+            return None
+        found = self._meta("db_id") if "overlay_meta" in tables else None
+        why = []
+        try:
+            if isinstance(found, str) and recorded_counter(found) is not None:
+                why.append(f"it carries the identity {found} of a database this key sealed")
+            at = recorded_at(self.path)
+        except SealKeyError:
+            at = None
+        if at is not None:
+            why.append(f"a database this key sealed (identity {at}) lived at this path")
+        if not why:
+            return None
+        return (f"{self.path}: a file from before row seals (schema {max(versions)}) where {' and '.join(why)}: "
+                "sealing its rows as found would make a downgraded or replaced file's lessons apply")
 
     def _read_sealer(self) -> RowSealer | None:
         """The key's sealer for a read; None (with a note) when the key can be neither read nor made."""
@@ -1174,6 +1421,9 @@ class Store:
                 if row[10] not in STATUSES:
                     why += f" (status {row[10]!r} is not a status)"
                 return f"delta {row[0]}: {why}: left out (changed outside overlay_kit?)"
+        elif self._unsealed_refused is not None:
+            return (f"delta {row[0]}: written before row seals in a file that presents itself as a sealed "
+                    "database: left out (open it with accept_unsealed=True to use it)")
         elif row[10] not in STATUSES or row[5] not in TIERS:
             return f"delta {row[0]}: status {row[10]!r} / kind {row[5]!r} is not one overlay_kit writes: left out"
         if row[10] == "active" and row[18] is None and not _provenance(row[9]).trusted and (
@@ -1252,6 +1502,7 @@ class Store:
         if not ids:
             return
         sealer = self._write_sealer()
+        self._bump = True
         for at in range(0, len(ids), 500):
             part = ids[at:at + 500]
             rows = self.conn.execute(f"SELECT {_SEALED} FROM skill_deltas WHERE id IN "
@@ -1281,11 +1532,68 @@ class Store:
             keep.append(row)
         sealed = list(zip((r[18] for r in keep), self._write_sealer().seal_many(keep), (r[0] for r in keep)))
         self.conn.executemany("UPDATE skill_deltas SET approved_by = ?, seal = ? WHERE id = ?", sealed)
+        self._bump = True
         said = (f"schema {SEALED_SINCE}: sealed {len(sealed)} delta rows as found; left unsealed (never read): "
-                f"{', '.join(left) if left else 'none'}")
+                f"{', '.join(left) if left else 'none'}"
+                + ("; a file that presents itself as a sealed database, accepted on purpose (accept_unsealed)"
+                   if self.accept_unsealed and self._unsealed_file() else ""))
         self._log(None, "overlay_kit", None, None, said)
         self._note(f"{self.path}: {said}", error=bool(left))
 
+
+    def _bind_found_rows(self) -> None:
+        """Migration 12: give the database its identity, re-seal bound to it every delta row whose seal verifies
+        under the unbound scheme (the others stay unverifiable), and seal the facts as found. The key must be
+        there when the file holds sealed rows (`LostKeyError`, nothing written): none is made over them, and a
+        file none of whose sealed rows verifies under the key at hand is refused the same way."""
+        db_id = self._meta("db_id")
+        if not isinstance(db_id, str) or not re.fullmatch(r"[0-9a-f]{32}", db_id):
+            db_id = secrets.token_hex(16)
+            self.conn.execute("INSERT OR REPLACE INTO overlay_meta (key, value) VALUES ('db_id', ?)", (db_id,))
+        self._db_id = db_id
+        rows = self.conn.execute(f"SELECT {_ROW_COLUMNS} FROM skill_deltas WHERE seal IS NOT NULL").fetchall()
+        self._bound_ids = False
+        legacy = self._key_sealer() if rows else None
+        ok = [r for r in rows if legacy.verify(r)] if legacy else []
+        if rows and not ok:
+            raise LostKeyError(self._lost_key(key_path(), None, legacy.key_check).replace(
+                "cannot seal rows:", f"none of its {len(rows)} sealed delta rows verifies:", 1) +
+                f"; schema {BOUND_SINCE} not applied, nothing written")
+        self._bound_ids = True
+        bound = self._write_sealer()
+        self.conn.executemany("UPDATE skill_deltas SET seal = ? WHERE id = ?",
+                              list(zip(bound.seal_many([r[:-2] for r in ok]), (r[0] for r in ok))))
+        facts = self.conn.execute(f"SELECT {_FACT_COLUMNS} FROM learned_facts").fetchall()
+        self.conn.executemany("UPDATE learned_facts SET seal = ? WHERE id = ?",
+                              [(bound.fact_seal(f), f[0]) for f in facts])
+        self._bump = True
+        if rows or facts:
+            said = (f"schema {BOUND_SINCE}: database identity {db_id}; re-sealed {len(ok)} delta rows bound to it "
+                    f"({len(rows) - len(ok)} did not verify and stay unverifiable); sealed {len(facts)} facts as "
+                    "found")
+            self._log(None, "overlay_kit", None, None, said)
+            self._note(f"{self.path}: {said}", error=len(ok) < len(rows))
+
+    def _check_triggers(self) -> None:
+        """Each trigger overlay_kit creates (append-only audit trail and schema history) is in the file; one
+        dropped outside overlay_kit is re-created, audited and noted (read-only: noted)."""
+        present = {n for (n,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        tables = {n for (n,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [(name, table, sql) for name, (table, sql) in _own_triggers().items()
+                   if name not in present and table in tables]
+        if not missing:
+            return
+        names = ", ".join(name for name, _, _ in missing)
+        if self.readonly:
+            self._note(f"{self.path}: trigger(s) {names} missing (dropped outside overlay_kit?); a writable open "
+                       "re-creates them")
+            return
+        with self.transaction():
+            for _, _, sql in missing:
+                self.conn.execute(sql)
+            self._log(None, "overlay_kit", None, None, f"trigger(s) {names} were missing (dropped outside "
+                                                       "overlay_kit?): re-created")
+        self._note(f"{self.path}: trigger(s) {names} were missing (dropped outside overlay_kit?): re-created")
 
     def _key_found_rows(self) -> None:
         """Migration 10: each row's lesson digest, from its kind, scope and payload as found (a payload that
@@ -1364,6 +1672,7 @@ class Store:
             self.conn.executemany("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) "
                                   "VALUES (?,?,?,?,?,?)", audit)
             self._changed.extend(d.id for d in new.deltas)
+            self._bump = True
         return [(d, self._handle("learn", (("skill_deltas", d.id, "status", "archived", d.status),), (d.id,)))
                 for d in new.deltas]
 
@@ -1729,6 +2038,12 @@ class Store:
             for rid in dict.fromkeys(rows):  # each row's seal checked before it is sealed again
                 if self.conn.execute("SELECT 1 FROM skill_deltas WHERE id = ?", (rid,)).fetchone() is not None:
                     self.get(rid)
+            facts = list(dict.fromkeys(rid for table, rid, *_ in handle.steps if table == "learned_facts"))
+            present = [r for (r,) in self.conn.execute(f"SELECT id FROM learned_facts WHERE id IN "
+                                                         f"({', '.join('?' * len(facts))})", facts)] if facts else []
+            if len(self._fact_checked(present)) < len(present):
+                raise SealError(f"{self.path}: cannot undo {handle.op}: a fact row's seal does not verify "
+                                "(changed outside overlay_kit?)")
             for table, rid, column, before, after in reversed(handle.steps):
                 if (table, column) not in self._UNDOABLE:
                     raise StoreError(f"cannot undo a change to {table}.{column}")
@@ -1746,6 +2061,7 @@ class Store:
                 elif table == "skill_deltas" and column == "anchor":
                     self._log(rid, who, None, None, f"undo of {handle.op}: anchor {after} -> {before}")
             self._reseal(rows)
+            self._reseal_facts(present)
 
     # -------------------------------------------------------------------------------- erasure
 
@@ -1769,6 +2085,7 @@ class Store:
         with self.transaction():
             where, args = self._erasure_filter("base_name", "scope", skill, scope, all)
             ids = [i for (i,) in self.conn.execute(f"SELECT id FROM skill_deltas{where}", args)]
+            self._bump = True  # a restored copy from before this erasure is then an older copy (`_check_counter`)
             self._erasing = True
             try:
                 for chunk in range(0, len(ids), 500):
@@ -2032,7 +2349,10 @@ class Store:
         with self.transaction():
             old = self.conn.execute("SELECT id FROM learned_facts WHERE namespace = ? AND key = ? AND scope = ? "
                                     "AND status = 'current'", (namespace, key, scope)).fetchone()
+            sealed = []
             if old:
+                if self._fact_checked([old[0]]):  # a fact changed outside overlay_kit is never sealed over
+                    sealed.append(old[0])
                 self.conn.execute("UPDATE learned_facts SET status = 'superseded' WHERE id = ?", (old[0],))
                 steps.append(("learned_facts", old[0], "status", "current", "superseded"))
             cur = self.conn.execute(
@@ -2040,24 +2360,84 @@ class Store:
                 "VALUES (?, ?, ?, ?, ?, 'current', ?)",
                 (namespace, key, encoded, scope, dumps(prov.to_dict()), iso(utc_now())))
             steps.append(("learned_facts", cur.lastrowid, "status", "retired", "current"))
+            self._reseal_facts([*sealed, cur.lastrowid])
         return self._handle("put_fact", tuple(steps))
 
+    _FACT_READ = f"SELECT {_FACT_COLUMNS}, seal FROM learned_facts"
+
+    def _fact_refusal(self, row: tuple, sealer: RowSealer | None) -> str | None:
+        """None when a fact row as read (`_FACT_COLUMNS`, then its seal) may be used; else the note's text."""
+        if not self._bound_ids:
+            return None
+        if sealer is None or not isinstance(row[-1], bytes) or not hmac.compare_digest(sealer.fact_seal(row[:-1]),
+                                                                                      row[-1]):
+            return (f"fact {row[1]}/{row[2]} ({row[4]}, row {row[0]}): seal does not verify: left out (changed "
+                    "outside overlay_kit?)")
+        return None
+
+    def _fact_sealer(self) -> RowSealer | None:
+        return self._read_sealer() if self._bound_ids else None
+
+    def _fact_checked(self, ids: Sequence[int]) -> list[int]:
+        """Of fact row ids, those whose seals verify (the others noted), before a write changes them."""
+        if not self._bound_ids or not ids:
+            return list(ids)
+        sealer = self._write_sealer()
+        rows = self.conn.execute(f"{self._FACT_READ} WHERE id IN ({', '.join('?' * len(ids))})", list(ids))
+        ok = []
+        for row in rows:
+            why = self._fact_refusal(row, sealer)
+            if why is None:
+                ok.append(row[0])
+            else:
+                self._note(why)
+        return ok
+
+    def _reseal_facts(self, ids: Sequence[int]) -> None:
+        """Inside a write's transaction: seal each fact row as it now stands (rows checked before the write)."""
+        if not self._bound_ids or not ids:
+            return
+        sealer = self._write_sealer()
+        self._bump = True
+        rows = self.conn.execute(f"SELECT {_FACT_COLUMNS} FROM learned_facts WHERE id IN "
+                                 f"({', '.join('?' * len(ids))})", list(ids)).fetchall()
+        self.conn.executemany("UPDATE learned_facts SET seal = ? WHERE id = ?",
+                              [(sealer.fact_seal(r), r[0]) for r in rows])
+
+    def _fact_rows(self, where: str, args: Sequence) -> list[tuple]:
+        """Fact rows (`_FACT_COLUMNS` + seal) that may be used; a row whose seal does not verify is left out
+        with a note (`integrity_notes`)."""
+        if self._bound_ids:
+            rows = self.conn.execute(f"{self._FACT_READ} {where}", args).fetchall()
+        else:
+            rows = [(*r, None) for r in self.conn.execute(f"SELECT {_FACT_COLUMNS} FROM learned_facts {where}",
+                                                          args)]
+        if not rows:
+            return rows
+        sealer, out = self._fact_sealer(), []
+        for row in rows:
+            why = self._fact_refusal(row, sealer)
+            if why is None:
+                out.append(row)
+            else:
+                self._note(why)
+        return out
+
     def get_fact(self, namespace: str, key: str, default: Any = None, scope: str = "user") -> Any:
-        row = self.conn.execute("SELECT value FROM learned_facts WHERE namespace = ? AND key = ? AND scope = ? "
-                                "AND status = 'current'", (namespace, key, scope)).fetchone()
-        return default if row is None else json.loads(row[0])
+        """A current fact's value; `default` when there is none, or when its row's seal does not verify (noted)."""
+        rows = self._fact_rows("WHERE namespace = ? AND key = ? AND scope = ? AND status = 'current'",
+                               (namespace, key, scope))
+        return default if not rows else json.loads(rows[0][3])
 
     def facts(self, namespace: str | None = None) -> list[Fact]:
-        """Current facts, by (namespace, key, scope)."""
-        sql = ("SELECT id, namespace, key, value, scope, provenance, created_at FROM learned_facts "
-               "WHERE status = 'current'")
-        args = []
+        """Current facts, by (namespace, key, scope). A fact whose seal does not verify is left out, noted."""
+        where, args = "WHERE status = 'current'", []
         if namespace is not None:
-            sql += " AND namespace = ?"
+            where += " AND namespace = ?"
             args.append(namespace)
-        rows = self.conn.execute(sql + " ORDER BY namespace, key, scope", args)
+        rows = self._fact_rows(where + " ORDER BY namespace, key, scope", args)
         return [Fact(ns, k, json.loads(v), sc, Provenance.from_dict(json.loads(p)), parse_time(c), i)
-                for i, ns, k, v, sc, p, c in rows]
+                for i, ns, k, v, sc, p, _status, c, _seal in rows]
 
     # ------------------------------------------------------------------------------ base registry
 
