@@ -268,7 +268,9 @@ def register_learn(sub) -> None:
                         "in one transaction (one malformed line refuses the whole file: nothing is written)")
     p.add_argument("--turn", action="append", default=[], metavar="ID", help="session/turn id (repeatable)")
     p.add_argument("--scope", help="the lesson's scope: 'user' (shared by every agent of the user) or "
-                                   "'agent:NAME' (default: the agent's own with --agent, else 'user')")
+                                   "'agent:NAME' (default: the agent's own with --agent, else 'user'); or a "
+                                   "narrower one only a reader naming it reads: user:LABEL, sender:ADDRESS, "
+                                   "person:NAME, path:DIR, session:ID. Anything else is refused")
     _add_agent(p)
     g = p.add_argument_group("payload")
     g.add_argument("--body", help="preference text (≤ 400 chars)")

@@ -60,9 +60,12 @@ from .grammar import (
     Delta,
     GrammarError,
     Provenance,
+    ScopeError,
     as_read,
     cap_violations,
+    check_scope,
     check_shape,
+    default_read_scope,
     new_delta_ids,
     utc_now,
     validate_fact,
@@ -639,8 +642,22 @@ def _provenance(value: Provenance | str | Mapping | None) -> Provenance:
 
 def _scope(store, scope: str | None) -> str:
     """The scope a lesson is written with (`Store.write_scope`: given, else the shipped default for the store's
-    agent); without a store (a dry run), the given one or "user"."""
+    agent); without a store (a dry run), the given one or "user". A scope no reader reads (`USER`, `admin`,
+    `*`, `agent:`) is a `ScopeError` naming the valid forms (`grammar.check_scope`), raised before anything is
+    written."""
+    if scope is not None:
+        check_scope(scope)
     return store.write_scope(scope) if store is not None else scope or "user"
+
+
+def _scope_warnings(p: Submission, warnings: tuple[str, ...]) -> tuple[str, ...]:
+    """`warnings`, and for a delta in a qualified scope (`user:work`, `sender:…`) the line saying that only a
+    resolve naming that scope applies it, so "active" is never read as "applied everywhere"."""
+    if p.is_fact or default_read_scope(p.scope):
+        return warnings
+    return (*warnings, f"scope {p.scope}: applied only where a resolve names this scope "
+                       f"(`overlay-kit resolve SKILL --scope {p.scope}`); a default resolve reads 'user' and "
+                       "'agent:NAME'")
 
 
 def _submissions(store, skill: Skill, rows: list["Lesson"], settings: GateSettings | None,
@@ -769,8 +786,11 @@ class Lesson:
         if section is not None and not isinstance(section, str):
             raise LessonError(f"field 'section' must be a string, not {_json_type(section)}", "section")
         scope = data.get("scope")
-        if scope is not None and (not isinstance(scope, str) or not scope):
-            raise LessonError("field 'scope' must be a non-empty string", "scope")
+        if scope is not None:
+            try:
+                check_scope(scope)
+            except ScopeError as exc:
+                raise LessonError(f"field 'scope': {str(exc).removeprefix('scope: ')}", "scope") from None
         evidence = data.get("evidence")
         if evidence is not None and not isinstance(evidence, str):
             if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
@@ -831,8 +851,18 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
     for i, lesson in enumerate(lessons):
         try:
             rows.append(lesson if isinstance(lesson, Lesson) else Lesson.from_dict(lesson))
+        except LessonError as exc:
+            if exc.field == "scope":
+                raise ScopeError(lesson.get("scope"), where=f"lesson {i}") from None
+            raise ValueError(f"lesson {i}: {exc}") from exc
         except ValueError as exc:
             raise ValueError(f"lesson {i}: {exc}") from exc
+    for i, row in enumerate(rows):  # before anything is decided or written (`_scope` checks them again)
+        if row.scope is not None:
+            try:
+                check_scope(row.scope)
+            except ScopeError:
+                raise ScopeError(row.scope, where=f"lesson {i}" if len(rows) > 1 else None) from None
     rules = _allowed_rules(store, rules, custom_rules)
     with gc_paused(len(rows) > 1):  # a batch allocates tens of objects per row, none in a cycle
         return _gate(store, skill, rows, settings, rules)
@@ -865,7 +895,9 @@ def _gate(store: "Store | None", skill: Skill, rows: list[Lesson], settings: Gat
     for k, (delta, undo) in zip(fresh, stored):
         verdict, warnings = decided[accepted[k]]
         results[accepted[k]] = WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=delta, undo=undo,
-                                           findings=verdict.findings, warnings=warnings, dry_run=not write)
+                                           findings=verdict.findings,
+                                           warnings=_scope_warnings(subs[accepted[k]], warnings),
+                                           dry_run=not write)
     kept = {delta.id: delta for delta, _ in stored}
     for k, twin in twins.items():  # a repeat of a stored lesson, or of an earlier row of this batch
         twin = twin if isinstance(twin, Delta) else kept[twin]

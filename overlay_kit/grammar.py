@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .anchor import Anchor
-from .common import dumps, utc_now
+from .common import FieldError, dumps, utc_now
 from .display import delta_html, delta_text
 from .textguard import markdown_line
 
@@ -40,6 +40,7 @@ __all__ = [
     "AUTO_APPROVE_SOURCES",
     "KINDS",
     "RESTRICTIVE_ACTIONS",
+    "SCOPE_FORMS",
     "STATUSES",
     "SOURCES",
     "TIERS",
@@ -47,10 +48,13 @@ __all__ = [
     "Delta",
     "GrammarError",
     "Provenance",
+    "ScopeError",
     "as_read",
     "cap_violations",
     "cap_violations_many",
     "check_kind",
+    "check_scope",
+    "default_read_scope",
     "lesson_digest",
     "check_shape",
     "new_delta_id",
@@ -90,6 +94,53 @@ class GrammarError(ValueError):
     def __init__(self, message: str, field: str | None = None):
         self.field = field
         super().__init__(f"{field}: {message}" if field else message)
+
+
+AGENT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?")  # `Store.open(agent=)`, `agent:NAME`
+# The scopes a lesson may be written with. `user` and `agent:NAME` are what a store reads by default
+# (`Store.read_scopes`: its agent's own, then the user's); the qualified forms are narrower scopes a reader names
+# itself: a tool's `Facts.get(..., scope="sender:ADDRESS")` (falling back to the bound chain), a host's
+# `resolve(scope=[..., "user:work"])` / `overlay-kit resolve --scope`. Anything else (`USER`, `admin`, `*`,
+# `"user "`, `agent:`) no reader ever reads: it is refused (`check_scope`), never stored to sit unread.
+SCOPE_QUALIFIERS = ("user", "sender", "person", "path", "session")
+SCOPE_LIMIT = 200
+SCOPE_FORMS = ("user", "agent:NAME", *(f"{q}:{v}" for q, v in zip(SCOPE_QUALIFIERS, ("LABEL", "ADDRESS", "NAME",
+                                                                                       "DIR", "ID"))))
+_SCOPE_HELP = ("'user' (every agent of the user), 'agent:NAME' (one agent; NAME is lowercase letters, digits, "
+               "'.', '_', '-', 1 to 64, starting and ending with a letter or digit), or a narrower scope that "
+               "only a reader naming it reads: 'user:LABEL', 'sender:ADDRESS', 'person:NAME', 'path:DIR', "
+               "'session:ID'")
+
+
+class ScopeError(FieldError):
+    """A scope no reader reads (`check_scope`); `field` is "scope" and the message lists the valid forms."""
+
+    def __init__(self, scope: Any, field: str = "scope", *, where: str | None = None):
+        self.scope, self.where = scope, where
+        super().__init__(field, f"{scope!r} is not a scope; a scope is {_SCOPE_HELP}")
+        if where:  # which row of a batch: "lesson 3: scope: …"
+            self.args = (f"{where}: {self.args[0]}",)
+
+
+def check_scope(scope: Any, field: str = "scope") -> str:
+    """`scope` itself when it is one of `SCOPE_FORMS` exactly (case, spaces and all: nothing is normalised,
+    since a stored scope is compared byte for byte by every reader); else `ScopeError`."""
+    if not isinstance(scope, str) or len(scope) > SCOPE_LIMIT:
+        raise ScopeError(scope, field)
+    if scope == "user":
+        return scope
+    qualifier, colon, value = scope.partition(":")
+    if colon and qualifier == "agent" and AGENT_NAME.fullmatch(value):
+        return scope
+    if colon and qualifier in SCOPE_QUALIFIERS and value and value == value.strip() and value.isprintable():
+        return scope
+    raise ScopeError(scope, field)
+
+
+def default_read_scope(scope: str) -> bool:
+    """Whether a store reads `scope` without being told to (`user`, `agent:NAME`); a qualified scope is read only
+    by a reader that names it."""
+    return scope == "user" or scope.startswith("agent:")
 
 
 def new_delta_id() -> str:

@@ -65,7 +65,7 @@ BAD_LINES = {
     "payload-string": (_lesson(payload="Keep replies short.").encode(), "field 'payload' must be a JSON object",
                        "payload"),
     "section-number": (_lesson(section=7).encode(), "field 'section' must be a string", "section"),
-    "scope-empty": (_lesson(scope="").encode(), "field 'scope' must be a non-empty string", "scope"),
+    "scope-empty": (_lesson(scope="").encode(), "field 'scope': '' is not a scope", "scope"),
     "evidence-number": (_lesson(evidence=[1]).encode(), "field 'evidence' must be a string or a list", "evidence"),
     "incognito-string": (_lesson(incognito="false").encode(),
                          "field 'incognito' must be a JSON boolean (true or false), not a string", "incognito"),

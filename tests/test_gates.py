@@ -451,7 +451,7 @@ def test_a_repeat_of_a_live_lesson_is_a_noop_that_names_it(store):
         assert f"the same lesson as {first.delta.id} (staged)" in again.message
     store.approve(first.delta.id)
     assert call(store, payload={"body": "Keep replies to two sentences."}).message.count("(active)") == 1
-    assert call(store, payload={"body": "Keep replies to two sentences."}, scope="work").outcome == "staged"
+    assert call(store, payload={"body": "Keep replies to two sentences."}, scope="user:work").outcome == "staged"
     assert call(store, payload={"body": "Keep replies to two sentences.!"}).outcome == "staged"
     store.revert(first.delta.id)
     assert call(store, payload={"body": "Keep replies to two sentences."}).outcome == "staged"  # archived: new

@@ -302,7 +302,7 @@ def _sampled(sessions: pd.DataFrame, auto: bool, rubber_stamp: float, p_misread:
         text = lesson.body if right else by_id[random.Random(k + ":which").choice(others)].body
         section = lesson.section if lesson.section in _sections(path) else _sections(path)[0]
         r = gates.learn(store, _skill(path), "preference", {"body": text}, section=section,
-                        provenance="user_instruction", scope=str(s.user))
+                        provenance="user_instruction", scope=f"user:{s.user}")
         counts["lessons"] += 1
         outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
         if r.outcome == "staged":

@@ -98,7 +98,7 @@ def written_scope(arm: str, agent: str, context: str) -> str:
     if arm == "user":
         return "user"
     if arm == "agent":
-        return f"agent:{agent}"
+        return agent_scope(agent)
     if arm == "context":
         return f"user:{context}"
     raise ScopeError("arm", f"{arm!r}; arms are {', '.join(ARMS)}")
@@ -106,7 +106,13 @@ def written_scope(arm: str, agent: str, context: str) -> str:
 
 def reader_scopes(agent: str, context: str) -> frozenset[str]:
     """The scopes an agent resolves with, whatever the write default: the user's, its own, its context's."""
-    return frozenset({"user", f"agent:{agent}", f"user:{context}"})
+    return frozenset({"user", agent_scope(agent), f"user:{context}"})
+
+
+def agent_scope(agent: str) -> str:
+    """The product's scope for a world agent (a domain such as "code review"): `agent:NAME` with NAME an agent
+    name as `Store.open(agent=)` takes it ("agent:code-review"); the gates refuse any other spelling."""
+    return "agent:" + "-".join(agent.lower().split())
 
 
 @dataclass(frozen=True)
