@@ -105,6 +105,7 @@ from .anchor import Anchor
 from .common import dumps, iso, lazy_logger, parse_time, utc_now
 from .defaults import SHIPPED
 from .grammar import (
+    AGENT_NAME,
     RESEARCH_KINDS,
     STATUSES,
     TIERS,
@@ -911,9 +912,6 @@ def read_gaia_deltas(path: str | os.PathLike) -> list[dict]:
         raise StoreError(f"{p}: {exc}") from exc
     finally:
         conn.close()
-
-
-AGENT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?")  # `Store.open(agent=)`
 
 
 class Store:
