@@ -201,6 +201,17 @@ def _add_db(p) -> None:
     p.add_argument("--db", metavar="DB", help="overlay database (default: $OVERLAY_KIT_DB, else "
                                               "~/.overlay_kit/overlay.db)")
     p.add_argument("--json", action="store_true", help="machine-readable output (see README)")
+    p.add_argument("--accept-unsealed", action="store_true",
+                   help="use a file from before row seals that presents itself as a database this key sealed "
+                        "(a restored old backup), sealing its rows as found; refused without it")
+    p.add_argument("--accept-rollback", action="store_true",
+                   help="use an older copy of the database (its seal counter is behind the one recorded beside "
+                        "the key) as current; refused without it")
+
+
+def _accepts(args) -> dict:
+    return {"accept_unsealed": bool(getattr(args, "accept_unsealed", False)),
+            "accept_rollback": bool(getattr(args, "accept_rollback", False))}
 
 
 def _add_agent(p) -> None:
@@ -212,7 +223,7 @@ def _add_agent(p) -> None:
 def _open_store(args, **kw):
     from .store import Store
 
-    return Store.open(args.db, agent=getattr(args, "agent", None), **kw)
+    return Store.open(args.db, agent=getattr(args, "agent", None), **_accepts(args), **kw)
 
 
 def _open_read(args):
@@ -221,12 +232,12 @@ def _open_read(args):
     from .store import Store, StoreError
 
     try:
-        return Store.open(args.db, create=False, agent=getattr(args, "agent", None))
+        return Store.open(args.db, create=False, agent=getattr(args, "agent", None), **_accepts(args))
     except StoreError as exc:
         if str(exc).startswith("no database at") or "newer overlay_kit" in str(exc) or "not an " in str(exc):
             raise
         try:
-            return Store.open(args.db, readonly=True, agent=getattr(args, "agent", None))
+            return Store.open(args.db, readonly=True, agent=getattr(args, "agent", None), **_accepts(args))
         except StoreError:
             raise exc from None
 
@@ -753,6 +764,57 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------- facts
 
 
+def register_export(sub) -> None:
+    p = sub.add_parser("export", help="write the store's lessons with their provenance and review history to a "
+                                      "JSONL file another store can import (MAC'd under this key)")
+    p.add_argument("--skill", help="only this skill's lessons")
+    p.add_argument("--out", required=True, metavar="FILE", help="the file to write (replaced whole)")
+    _add_db(p)
+    p.set_defaults(handler=cmd_export)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .portable import export_lessons
+
+    with _open_read(args) as store:
+        report = export_lessons(store, args.out, skill=_skill_name(args.skill))
+    if args.json:
+        _emit_json(report.to_dict())
+    else:
+        print(f"export: {report.lessons} lesson(s) to {report.path}")
+        for note in report.left_out:
+            print(f"export: {note}", file=sys.stderr)
+    return 0
+
+
+def register_import(sub) -> None:
+    p = sub.add_parser("import", help="import an `overlay-kit export` file: every lesson re-validated by the gates "
+                                      "and resealed; lessons whose MAC does not verify under this key wait for "
+                                      "review")
+    p.add_argument("file", metavar="FILE")
+    _add_db(p)
+    p.set_defaults(handler=cmd_import)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .portable import import_lessons
+
+    def installed(name: str):
+        try:
+            return find_skill(name)
+        except SkillError:
+            return None
+
+    with _open_store(args) as store:
+        report = import_lessons(store, args.file, skills=installed)
+    if args.json:
+        _emit_json(report.to_dict())
+    else:
+        print(f"import: {len(report.kept)} lesson(s) kept their status, {len(report.review)} wait for review "
+              f"(`overlay-kit deltas --pending`), {len(report.skipped)} already here")
+    return 0
+
+
 def register_facts(sub) -> None:
     p = sub.add_parser("facts", help="tier-0 facts and the tools that read them; inert facts are flagged")
     p.add_argument("--inert", action="store_true", help="only facts no tool declares it reads")
@@ -971,7 +1033,8 @@ def _confirm(prompt: str) -> bool:
 
 REGISTRARS: list[Callable] = [register_validate, register_anchors, register_learn, register_deltas, register_approve,
                               register_revert, register_reset, register_forget, register_calibrate_tau,
-                              register_resolve, register_facts, register_rebase]
+                              register_resolve, register_facts, register_rebase, register_export,
+                              register_import]
 REGISTRARS.append(register_live)
 
 

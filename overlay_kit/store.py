@@ -1698,6 +1698,101 @@ class Store:
         except GrammarError as exc:  # defence in depth: the gates already checked this
             raise StoreError(f"delta {delta.id}: {exc}") from exc
 
+    # ------------------------------------------------------------------- moving a store (overlay_kit.portable)
+
+    def key_sealer(self) -> RowSealer:
+        """The seal key's sealer, not bound to this database (`overlay_kit.portable` MACs an export with it).
+        `LostKeyError` when this database holds rows sealed under a key that is not there."""
+        return self._key_sealer()
+
+    def lesson_records(self, skill: str | None = None) -> list[dict]:
+        """Every delta row that verifies (all statuses, superseded ones too), oldest first, as a record of its
+        sealed columns (JSON columns decoded) with its review history (`audit`: who, at, from, to, reason). A
+        row that may not be used is left out with a note (`integrity_notes`)."""
+        rows = self._rows("WHERE base_name = ? ORDER BY created_at, id" if skill else "ORDER BY created_at, id",
+                          (skill,) if skill else ())
+        sealer = self._read_sealer() if self._sealed else None
+        out = []
+        for row in rows:
+            why = self._refusal(row, sealer)
+            if why is not None:
+                self._note(why)
+                continue
+            rec = dict(zip(SEALED_COLUMNS, row[:len(SEALED_COLUMNS)]))
+            try:
+                for column in ("anchor", "payload", "provenance", "findings"):
+                    rec[column] = json.loads(rec[column])
+            except (TypeError, ValueError) as exc:
+                self._note(f"delta {row[0]}: unreadable ({exc}): left out")
+                continue
+            rec["audit"] = []
+            out.append(rec)
+        by_id = {rec["id"]: rec for rec in out}
+        ids = list(by_id)
+        for at in range(0, len(ids), 500):
+            part = ids[at:at + 500]
+            for did, who, when, frm, to, reason in self.conn.execute(
+                    f"SELECT delta_id, who, at, from_status, to_status, reason FROM delta_audit WHERE delta_id IN "
+                    f"({', '.join('?' * len(part))}) ORDER BY seq", part):
+                by_id[did]["audit"].append({"who": who, "at": when, "from": frm, "to": to, "reason": reason})
+        return out
+
+    def known_ids(self, ids: Iterable[str]) -> set[str]:
+        """Of `ids`, those a delta row of this database holds (verified or not)."""
+        return {i for (i,) in self.conn.execute("SELECT id FROM skill_deltas WHERE id IN (SELECT value FROM "
+                                                "json_each(?))", (json.dumps(list(ids)),))}
+
+    def _imported_rows(self, deltas: Sequence[Delta], approvals: Sequence[str | None], *,
+                       resident: Sequence[int]) -> NewRows:
+        """Private (`overlay_kit.portable`): the rows of imported lessons the gates re-validated, as
+        `_new_rows` encodes them, keeping each one's status, counters, times and approval. An active row of
+        untrusted provenance needs its approval; a quarantined one untrusted provenance; lineage is set
+        after the insert (`_import_deltas`)."""
+        rows = []
+        for d, who, res in zip(deltas, approvals, resident):
+            if d.status not in STATUSES:
+                raise StoreError(f"delta {d.id}: status {d.status!r} is not a status")
+            if d.status == "active" and not d.provenance.trusted and who is None:
+                raise StoreError(f"delta {d.id}: active with untrusted provenance needs a recorded approval")
+            try:
+                payload = validate_payload(d.kind, d.payload, research=self.research)
+            except GrammarError as exc:
+                raise StoreError(f"delta {d.id}: {exc}") from exc
+            rows.append((*_texts((d.id, d.skill, d.base_root, d.anchor.base_version, d.scope, d.kind)), d.tier,
+                         dumps({"section": d.anchor.section, "digest": d.anchor.digest}), dumps(payload),
+                         dumps(d.provenance.to_dict()), _text(d.status), int(d.success_count),
+                         int(d.attempt_count), None, iso(d.created_at), iso(d.approved_at),
+                         dumps(list(d.findings)), int(res), who))
+        return NewRows(tuple(deltas), tuple(rows), True)
+
+    def _import_deltas(self, new: NewRows, seal: bytes, lineage: Mapping[str, str],
+                       audits: Sequence[tuple]) -> None:
+        """Private: write imported rows the gates sealed (`seal.mint` of exactly these rows), each sealed at
+        rest with its lesson digest, then their lineage (`lineage`: id -> the imported id that superseded it)
+        and their audit rows, all in one transaction: nothing partial. A row whose id is already here is a
+        `StoreError` (nothing written)."""
+        if not verify_seal(new.rows, seal) or not sealed_validated(seal):
+            raise GateBypassError(f"{len(new.rows)} imported row(s): these have no valid gate seal")
+        if not new.rows:
+            return
+        taken = self.known_ids(d.id for d in new.deltas)
+        if taken:
+            raise StoreError(f"{self.path}: import: delta id(s) {', '.join(sorted(taken)[:5])} already here; "
+                             "nothing was written")
+        sealed = self._write_sealer().seal_many(new.rows)
+        rows = [(*row, None, mark, d.lesson) for d, row, mark in zip(new.deltas, new.rows, sealed)]
+        with self.transaction():
+            self.conn.executemany(f"INSERT INTO skill_deltas ({_INSERT_COLUMNS}) VALUES "
+                                  f"({', '.join('?' * (_ROW_WIDTH + 1))})", rows)
+            if lineage:
+                self.conn.executemany("UPDATE skill_deltas SET superseded_by = ? WHERE id = ?",
+                                      [(new_id, old) for old, new_id in lineage.items()])
+                self._reseal(lineage)
+            self.conn.executemany("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) "
+                                  "VALUES (?,?,?,?,?,?)", audits)
+            self._changed.extend(d.id for d in new.deltas)
+            self._bump = True
+
     def get(self, delta_id: str) -> Delta:
         """The delta with this id: `StoreError` if there is none, `SealError` (and a note) if its row may not be
         used (`integrity_notes`): every write that starts from `get` refuses that row too."""
