@@ -1022,6 +1022,7 @@ class Store:
                 if why is not None and not accept_unsealed:
                     store._unsealed_refused = why
                     store._note(f"{why}; every delta row is left out (read-only: nothing written)")
+                store._check_unbound_copy()
                 store._check_triggers()
                 store._check_counter()
                 return store
@@ -1033,6 +1034,8 @@ class Store:
                     raise UnsealedStoreError(f"{why}; refusing to seal it as found (nothing was written). To "
                                              "use it on purpose: Store.open(..., accept_unsealed=True) (CLI: "
                                              "--accept-unsealed)")
+                if why is None:
+                    store._check_unbound_copy()
             if not memory:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
@@ -1371,6 +1374,34 @@ class Store:
                 self._bump = True
                 self._log(None, "user", None, None, f"accepted a rollback: seal counter {counter} behind the "
                                                     f"recorded {recorded}")
+
+    def _check_unbound_copy(self) -> None:
+        """Before any write: a sealed file from before database identities (schema 8 to 11) at a path where a
+        database this key sealed with an identity lived is an older copy of it (a backup from before the
+        upgrade put back): `RollbackError`, unless `accept_rollback` (then noted)."""
+        if self.path == ":memory:":
+            return
+        try:
+            versions = {v for (v,) in self.conn.execute("SELECT version FROM schema_history")}
+        except sqlite3.DatabaseError:
+            return
+        if not versions or BOUND_SINCE in versions or SEALED_SINCE not in versions:
+            return
+        try:
+            at = recorded_at(self.path)
+            counter = recorded_counter(at) if at else None
+        except SealKeyError:
+            return
+        if at is None:
+            return
+        said = (f"{self.path}: a file from before database identities (schema {max(versions)}) where a database "
+                f"this key sealed (identity {at}, seal counter {counter} recorded beside the key) lived: an older "
+                "copy of it (a backup from before the upgrade put back?), so the reverts, forgets and approvals "
+                "written after it would be silently undone")
+        if not self.accept_rollback:
+            raise RollbackError(f"{said}. Nothing was changed. To use this copy as current on purpose: "
+                                "Store.open(..., accept_rollback=True) (CLI: --accept-rollback)")
+        self._note(f"{said}; accepted on purpose (accept_rollback)", error=False)
 
     def _unsealed_file(self) -> str | None:
         """Why a file from before the row seals may not be sealed as found: it presents itself as a database this
