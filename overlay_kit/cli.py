@@ -792,6 +792,8 @@ def register_import(sub) -> None:
                                       "and resealed; lessons whose MAC does not verify under this key wait for "
                                       "review")
     p.add_argument("file", metavar="FILE")
+    p.add_argument("--research", action="store_true", help="open the store for research: tier-2 lessons "
+                                                           "(parameter, exception) are accepted, as learn --research")
     _add_db(p)
     p.set_defaults(handler=cmd_import)
 
@@ -805,7 +807,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         except SkillError:
             return None
 
-    with _open_store(args) as store:
+    with _open_store(args, research=args.research) as store:
         report = import_lessons(store, args.file, skills=installed)
     if args.json:
         _emit_json(report.to_dict())
