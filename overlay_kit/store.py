@@ -62,8 +62,9 @@ verify, or an active row of untrusted provenance without a recorded approval, is
 
 Learning operations never DELETE: revert/reset/supersede/undo change status or lineage, and every state
 change appends an audit row in the same transaction. Only `forget` deletes — rows, their vectors, their
-outcomes and audit rows — with `secure_delete` on and a WAL checkpoint after it, so the erased text is not
-left in free pages; registered `on_forget` hooks (the FAISS index) are purged too.
+outcomes and audit rows — with `secure_delete` on, then the file rewritten (VACUUM: no stale copy of a row SQLite
+moved survives in a page gap) and a TRUNCATE checkpoint, so the erased text is left in no page of the file or its
+WAL (`finish_erasure`); registered `on_forget` hooks (the FAISS index) are purged too.
 
 The schema is the ordered `MIGRATIONS` list; each applied migration appends one `schema_history` row (never
 updated). Opening an older database applies the missing migrations with CREATE / ALTER ... ADD, and no
@@ -928,6 +929,7 @@ class Store:
         self._depth = 0
         self._erasing = False
         self.erasure_pending = False  # a forget's erased rows may still be in the file or its WAL (a reader held it)
+        self._compact_due = False  # a forget erased rows: the file is rewritten (VACUUM) before it is done
         self.readonly = False
         self._forget_hooks: list[Callable[[list[str]], None]] = []
         self._change_hooks: list[Callable[[list[str]], None]] = []
@@ -943,6 +945,8 @@ class Store:
         self._bump = False  # the open transaction sealed or erased rows: it advances the seal counter
         self._counter_floor = 0  # a rollback accepted on purpose: the counter continues above the recorded one
         self._path_recorded = False
+        self._key_checked = False  # the file holds its key check (`_advance_counter` writes it once)
+        self._registry: Path | None = None  # `seal.registry_dir()`, once per store
         self.accept_unsealed = False
         self.accept_rollback = False
         self._unsealed_refused: str | None = None  # read-only: why an older file's rows are all left out
@@ -1309,9 +1313,10 @@ class Store:
         counter = max(now, self._counter_floor) + 1
         self.conn.execute("INSERT OR REPLACE INTO overlay_meta (key, value) VALUES ('seal_counter', ?)",
                           (f"{counter}:{sealer.counter_seal(counter)}",))
-        if self._meta("seal_key_check") is None:
+        if not self._key_checked and self._meta("seal_key_check") is None:
             self.conn.execute("INSERT INTO overlay_meta (key, value) VALUES ('seal_key_check', ?)",
                               (sealer.key_check,))
+        self._key_checked = True
         return counter
 
     def _counter_value(self, sealer: RowSealer) -> tuple[int, bool | None]:
@@ -1331,7 +1336,10 @@ class Store:
         if self.path == ":memory:":
             return
         try:
-            record_counter(self._database_id(), counter, None if self._path_recorded else self.path)
+            if self._registry is None:
+                self._registry = registry_dir()
+            record_counter(self._database_id(), counter, None if self._path_recorded else self.path,
+                           self._registry)
             self._path_recorded = True
         except (OSError, StoreError) as exc:
             self._note(f"{self.path}: cannot record its seal counter beside the key in {registry_dir()} ({exc}): "
@@ -2243,6 +2251,7 @@ class Store:
             self._log(None, "user", None, None, f"forget {what}: erased {len(ids)} deltas" + (f", {rows}" if rows
                                                                                                else ""))
         self._erased_ids = ids
+        self._compact_due = True
         self.finish_erasure()
         for hook in self._forget_hooks:
             hook(list(ids))
@@ -2259,22 +2268,38 @@ class Store:
         return (" WHERE " + " AND ".join(where)) if where else "", args
 
     def finish_erasure(self) -> bool:
-        """Checkpoint and truncate the WAL, so the erased rows' pages are overwritten in the file (zeroed by
-        `secure_delete`) and leave the WAL. False (and `erasure_pending`) when another connection's open read
-        transaction prevents it: the warning says in which files the erased rows' bytes are (a raw scan for the
-        erased ids), the pending erasure is recorded in the database, and the next call, `close()`, or the next
-        writable open tries again."""
+        """Rewrite the file (`VACUUM`), then checkpoint and truncate the WAL. `secure_delete` zeroes a deleted
+        row's own bytes, but SQLite leaves stale copies of rows it moved while they were alive (a page rebuilt
+        by a balance keeps its old cells in the gap below its cell area): in a store kept open across many
+        writes, an erased lesson's text could survive there, in the file and then in the WAL. VACUUM copies only
+        the live rows into fresh pages, so no such copy outlives the erasure; the TRUNCATE checkpoint then moves
+        them into the file and empties the WAL. False (and `erasure_pending`, with `erasure_where`) when it
+        cannot finish: another connection's open read transaction stops the checkpoint, or this handle is inside
+        a transaction or mid-statement (no VACUUM then); the warning says in which files the erased rows' bytes
+        are (a raw scan for the erased ids), the pending erasure is recorded in the database, and the next
+        call, `close()`, or the next writable open tries again."""
         if self.path == ":memory:" or self.readonly:
+            self._compact_due = False
             return True
+        failed: object = None
+        if self._compact_due:
+            if self._depth:
+                failed = "this handle is inside a transaction"
+            else:
+                try:
+                    self.conn.execute("VACUUM")
+                    self._compact_due = False
+                except sqlite3.Error as exc:  # a statement still open on this handle, a full disk, a lock
+                    failed = exc
         try:
             busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            failed = None
         except sqlite3.Error as exc:  # e.g. disk full: the rows are gone, the files keep them until it works
-            busy, failed = (1,), exc
-        self.erasure_pending = bool(busy and busy[0])
+            busy, failed = (1,), failed or exc
+        self.erasure_pending = bool(busy and busy[0]) or self._compact_due
         if self.erasure_pending:
             where = self.erasure_where = self._erased_bytes_at()
-            why = (f"the checkpoint failed ({failed})" if failed else
+            why = (f"the file could not be rewritten ({failed})" if self._compact_due else
+                   f"the checkpoint failed ({failed})" if failed else
                    "another connection holds a read transaction")
             log.warning("%s: %s; %s until it succeeds (Store.finish_erasure(), close() or the next writable open "
                         "retries)", self.path, why, where)
@@ -2333,6 +2358,7 @@ class Store:
         except sqlite3.Error:
             return
         if marked:
+            self._compact_due = True  # the process that erased may have ended before its VACUUM
             self.finish_erasure()
 
     # ----------------------------------------------------------------------------- token counts
