@@ -295,27 +295,40 @@ def recorded_at(db_path: str) -> str | None:
     return text if _safe_id(text) else None
 
 
-def record_counter(db_id: str, counter: int, db_path: str | None = None) -> None:
+_OPEN_RECORDS: dict[str, int] = {}  # a record's path -> an open descriptor (a write is then four system calls)
+
+
+def _record_fd(name: str) -> int:
+    fd = _OPEN_RECORDS.get(name)
+    if fd is not None:
+        return fd
+    if len(_OPEN_RECORDS) >= 64:
+        for old in list(_OPEN_RECORDS)[:32]:
+            os.close(_OPEN_RECORDS.pop(old))
+    Path(name).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = _OPEN_RECORDS[name] = os.open(name, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    return fd
+
+
+def record_counter(db_id: str, counter: int, db_path: str | None = None, folder: Path | None = None) -> None:
     """Record that the database `db_id` committed seal counter `counter` (kept only if higher than the record:
-    concurrent writers never move it back), and, with `db_path`, that it lives there. `OSError` on failure."""
+    concurrent writers never move it back, under an exclusive lock), and, with `db_path`, that it lives there.
+    `folder`: `registry_dir()` when not given. `OSError` on failure."""
     if not _safe_id(db_id):
         return
-    folder = registry_dir()
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(folder / f"db-{db_id}", os.O_RDWR | os.O_CREAT, 0o600)
+    folder = registry_dir() if folder is None else folder
+    fd = _record_fd(os.path.join(folder, f"db-{db_id}"))
+    fcntl.flock(fd, fcntl.LOCK_EX)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         old = os.pread(fd, 64, 0).split()
         try:
             known = int(old[0]) if old else -1
         except ValueError:
             known = -1
-        if counter > known:
-            text = f"{int(counter):020d}\n".encode()
-            os.pwrite(fd, text, 0)
-            os.ftruncate(fd, len(text))
+        if counter > known:  # fixed width: the new text covers the old one whole
+            os.pwrite(fd, f"{int(counter):020d}\n".encode(), 0)
     finally:
-        os.close(fd)
+        fcntl.flock(fd, fcntl.LOCK_UN)
     if db_path is not None:
         name = folder / _path_name(db_path)
         try:
