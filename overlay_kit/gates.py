@@ -571,9 +571,19 @@ def _quarantined(p: Submission, findings: tuple[str, ...]) -> Verdict:
 
 
 def _staged(p: Submission, findings: tuple[str, ...]) -> Verdict:
-    if p.auto_approve and not findings and p.provenance.source in AUTO_APPROVE_SOURCES:
+    auto = p.auto_approve and p.provenance.source in AUTO_APPROVE_SOURCES
+    if auto and not findings:
         return _ACTIVE
-    return Verdict("staged", "stage_trusted", _STAGED_MESSAGE, findings) if findings else _STAGED
+    if not findings:
+        return _STAGED
+    unread = list(dict.fromkeys(_UNREAD.findall("\n".join(findings))))
+    if auto and unread:  # say why auto-approve did not apply: the scan does not read the language yet
+        return Verdict("staged", "stage_trusted", f"auto-approve skipped: the injection scan does not read this "
+                       f"language yet ({', '.join(unread)}); " + _STAGED_MESSAGE, findings)
+    return Verdict("staged", "stage_trusted", _STAGED_MESSAGE, findings)
+
+
+_UNREAD = re.compile(r"not scanned: language \(([^)\n]+)\)")  # `injection._language_finding`
 
 
 _STAGED_MESSAGE = "staged: review it with `overlay-kit deltas --pending`, then `overlay-kit approve ID`"
