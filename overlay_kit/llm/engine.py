@@ -19,7 +19,9 @@ some CPUs (a quantized model, once a prompt passed llama.cpp's batch threshold),
 ``OVERLAY_KIT_EXTRA_BUFTS=1`` or `Engine(use_extra_bufts=True)`; ``OVERLAY_KIT_EXTRA_BUFTS=0`` turns it off even
 where asked for. A server that dies (a signal or an exit status) at start, or under a client built with
 `Engine.transport()`, or inside ``with Engine(...)``, raises `EngineCrashed`, naming the signal and the setting.
-The server ends with the process that started it (Linux's parent-death signal, plus a watcher thread anywhere).
+The server ends with the process that started it (Linux's parent-death signal, plus a watcher thread anywhere),
+not with the thread that started it: Linux sends the parent-death signal when the *thread* that forked the child
+ends, so every server is forked by one long-lived thread of this process (`_spawn`), which ends only with it.
 
 The engine is pinned (`ENGINE_SPEC`); ``make test`` installs it (a one-time source build of llama.cpp).
 """
@@ -32,6 +34,7 @@ import importlib.util
 import json
 import os
 import platform
+import queue
 import runpy
 import signal
 import socket
@@ -355,8 +358,9 @@ def _set_extra_bufts(on: bool) -> None:
 
 def _die_with_parent(parent: int, prctl: bool = True) -> None:
     """End this process when process `parent` ends: on Linux the parent-death signal (SIGTERM; the kernel sends it
-    when the thread that started this process ends), and anywhere a watcher thread that exits once the parent is
-    gone (also where a busy server does not act on SIGTERM)."""
+    when the thread that forked this process ends: `_spawn` forks from a thread that ends only with the process),
+    and anywhere a watcher thread that exits once the parent is gone (also where a busy server does not act on
+    SIGTERM)."""
     if prctl and sys.platform.startswith("linux"):
         import ctypes
 
@@ -371,6 +375,43 @@ def _die_with_parent(parent: int, prctl: bool = True) -> None:
     if os.getppid() != parent:  # it ended before this ran
         os._exit(128 + signal.SIGTERM)
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
+_SPAWNER: "tuple[queue.SimpleQueue, threading.Thread] | None" = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawner(requests: queue.SimpleQueue) -> None:
+    while True:
+        args, kwargs, answer = requests.get()
+        try:
+            answer.put(subprocess.Popen(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
+            answer.put(exc)
+
+
+def _spawn(*args, **kwargs) -> subprocess.Popen:
+    """`subprocess.Popen(*args, **kwargs)`, forked by this process's one spawner thread (a daemon started on first
+    use, never ended: it goes with the process). Linux's parent-death signal belongs to the thread that forks the
+    child, so a server started from a short-lived thread (a request handler, a worker pool, a notebook's
+    background job) would be killed the moment that thread returned; forking from the spawner keeps the kernel's
+    immediate signal for the end of the process, with no polling gap, for every caller. After a `fork` of this
+    process the child starts a spawner of its own (the parent's thread does not exist there)."""
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None or not _SPAWNER[1].is_alive():
+            requests: queue.SimpleQueue = queue.SimpleQueue()
+            thread = threading.Thread(target=_spawner, args=(requests,), name="overlay-kit-engine-spawner",
+                                      daemon=True)
+            thread.start()
+            _SPAWNER = (requests, thread)
+        requests = _SPAWNER[0]
+    answer: queue.SimpleQueue = queue.SimpleQueue()
+    requests.put((args, kwargs, answer))
+    got = answer.get()
+    if isinstance(got, BaseException):
+        raise got
+    return got
 
 
 _DROPPED = (httpx.NetworkError, httpx.RemoteProtocolError)  # what a client sees when the server dies
@@ -495,8 +536,8 @@ class Engine:
         model = self.model_path or default_model_path(self.spec)
         self.port, self._thread_ns = _free_port(), {}
         self._log = tempfile.NamedTemporaryFile("w+", prefix="llama-server-", suffix=".log", delete=False)
-        self._proc = subprocess.Popen(self._command(model), stdout=self._log, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, env=_server_env())
+        self._proc = _spawn(self._command(model), stdout=self._log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=_server_env())
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
             crash = self._crash()
