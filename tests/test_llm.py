@@ -158,7 +158,9 @@ def test_stream_skips_heartbeats_assembles_content_and_reads_final_usage(scripte
         ("Hello", "stop", 12, 2)
     assert reply.streamed and reply.ttft_source == "wall" and 0 < reply.ttft_s <= reply.elapsed_s
     [sent] = scripted.bodies("chat/completions")
-    assert sent["stream_options"] == {"include_usage": True} and sent["max_completion_tokens"] == 5
+    # no Lemonade /health here: a plain OpenAI-compatible server gets the one limit it reads, never both
+    assert sent["stream_options"] == {"include_usage": True} and sent["max_tokens"] == 5
+    assert "max_completion_tokens" not in sent
 
 
 def test_ttft_wall_clock_waits_for_content_not_the_role_chunk(scripted):
@@ -284,7 +286,9 @@ def test_load_reads_back_ctx_size_and_window_follows_it(scripted):
     c = client(scripted, window=None)
     health = c.load("Gemma-4-E4B-it-GGUF", 16384)
     assert health.up and dict(health.loaded)["Gemma-4-E4B-it-GGUF"] == 16384
-    assert scripted.bodies("load") == [{"model_name": "Gemma-4-E4B-it-GGUF", "ctx_size": 16384}]
+    # no options route on this server: the size is kept across an idle eviction by /load's save_options
+    assert scripted.bodies("load") == [{"model_name": "Gemma-4-E4B-it-GGUF", "ctx_size": 16384,
+                                        "save_options": True}]
     assert c.window_for("Gemma-4-E4B-it-GGUF") == 16384
     with pytest.raises(ConfigError, match="exceeds the npu window"):
         c.load("gemma4-it-e4b-FLM", 65536)
@@ -321,7 +325,9 @@ def test_record_then_replay_offline(scripted, tmp_path):
         first = [c.chat("Gemma-4-E4B-it-GGUF", MSG, stream=True).content for _ in range(2)]
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert first == ["one", "two"] and len(rows) == 2
-    assert {(r["model"], r["backend"], r["engine"]) for r in rows} == {("m", "gpu/cpu", "scripted")}
+    # the requested id, not the server's echo ("m")
+    assert {(r["model"], r["backend"], r["engine"]) for r in rows} == {
+        ("Gemma-4-E4B-it-GGUF", "gpu/cpu", "scripted")}
     assert rows[0]["key"] == rows[1]["key"] and rows[0]["recorded_at"].endswith("+00:00")
     # replay: no server at all, identical requests come back in recorded order, labelled as replayed
     off = LemonadeClient("http://127.0.0.1:9", cassette=Cassette(path), mode="replay")
@@ -329,7 +335,7 @@ def test_record_then_replay_offline(scripted, tmp_path):
     assert [r.content for r in again] == ["one", "two"]
     assert all(r.replayed for r in again)
     assert [r.recorded_at for r in again] == [row["recorded_at"] for row in rows]
-    assert "replayed from a recording of m" in again[0].label()
+    assert "replayed from a recording of Gemma-4-E4B-it-GGUF" in again[0].label()
     with pytest.raises(Skipped, match="holds no recording"):
         off.chat("Gemma-4-E4B-it-GGUF", MSG, stream=True)  # recordings used up: never made up
     with pytest.raises(Skipped):

@@ -6,15 +6,40 @@ model discovery (NPU = recipe ``flm``/``ryzenai-llm`` or an id ending ``-FLM``);
 size; chat and streaming (heartbeats skipped, ``[DONE]``, error frames at HTTP 200, cut-off replies, final
 usage chunk); time to first token from the server's own timings when it reports them, else the wall clock.
 
-The prompt is counted with the bundled Llama tokenizer and refused *before sending* when it does not fit the
-window (NPU 32,768 / GPU and CPU 65,536, or a smaller loaded or advertised context). A server's
-context-overflow error in any of its shapes becomes `ContextOverflow` and is never retried; only 408, 429,
-502, 503, 504, connection errors, the shared-KV-pool error and the backend watchdog are retried, with capped
-exponential backoff. 401 is a configuration error.
+Where Lemonade's current API (``docs/api/openai.md`` and ``lemonade.md``) asks for it:
+
+- **One token limit.** ``max_tokens`` and ``max_completion_tokens`` are mutually exclusive. A chat sends only
+  ``max_completion_tokens`` to a server that answers ``/health`` in Lemonade's shape (or whose kind is not
+  known yet), and only ``max_tokens`` to a plain OpenAI-compatible server without Lemonade's ``/health``
+  (llama-cpp-python, the local engine, reads no other) — never both.
+- **The loaded context survives idle eviction.** `load` first saves ``ctx_size`` with
+  ``POST /models/{id}/options`` (merged into the model's saved options, nothing else touched), so the server's
+  auto-reload after ``evict_idle_timeout`` keeps it; a server without that route gets ``save_options`` on
+  ``/load`` instead.
+- **The window is the server's.** ``resolved_ctx_size`` (from the options route: the context a load would use,
+  automatic sizing resolved) after a load, or for a model not loaded by this client, is the window a prompt must
+  fit; else the context a loaded model reports on ``/health``; else ``/models``' ``context_length`` or
+  ``max_context_window``; only when the server reports none, the documented default (NPU 32,768 / GPU and CPU
+  65,536), and `ModelInfo.window_source` says so.
+- **Only local chat models.** `models` keeps chat (LLM) models that run locally: entries whose deployment label
+  is another mode (embeddings, reranking, transcription, image, tts, ...), whose recipe serves no chat, and
+  cloud entries (``recipe: "cloud"`` or a ``cloud_provider``) are left out.
+- **Replies say what served them.** Before each live chat the client reads ``/health``: the server's ``version``
+  and the model's ``status`` there (``ready``, ``downsized``, ... or ``not_loaded`` when it is not resident and
+  the chat will load it) are kept in `Reply.server_version` and `Reply.model_status`, and in cassettes — time to
+  first token and KV reuse depend on both.
+- **The model is the one asked for.** A reply's `model` is the requested id, never the server's echo, which for
+  llama.cpp-style backends can be the weights' file path; no local path reaches a cassette.
+
+The prompt is counted with the bundled Llama tokenizer and refused *before sending* when it does not fit that
+window. A server's context-overflow error in any of its shapes becomes `ContextOverflow` and is never retried;
+only 408, 429, 502, 503, 504, connection errors, the shared-KV-pool error and the backend watchdog are retried,
+with capped exponential backoff. 401 is a configuration error.
 
 A `Cassette` records chat replies keyed by a hash of the request and replays them offline; replayed replies
-say so (`Reply.replayed`, `Reply.recorded_at`, `Reply.model`). Without a live server or a recorded reply, a
-chat raises `Skipped` — no output is ever made up.
+say so (`Reply.replayed`, `Reply.recorded_at`, `Reply.model`). The key hashes the request with its token limit
+as ``max_completion_tokens``; recordings made when the client sent both limits are still found (their key is
+tried second). Without a live server or a recorded reply, a chat raises `Skipped` — no output is ever made up.
 """
 
 from __future__ import annotations
@@ -25,10 +50,11 @@ import math
 import os
 import time
 from collections import defaultdict, deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
+from urllib.parse import quote
 
 import httpx
 
@@ -40,13 +66,19 @@ __all__ = [
     "ApiError", "Cassette", "CassetteError", "ConfigError", "ContextOverflow", "Health", "LLMError",
     "LLMTimeout", "LemonadeClient", "ModelInfo", "Reply", "ServerError", "ServerUnavailable", "Skipped",
     "StreamError", "CutOff", "TransientError", "WindowExceeded",
-    "backend_of", "classify", "count_message_tokens", "parse_error", "resolve_base_url",
+    "backend_of", "classify", "count_message_tokens", "default_window", "is_local_chat", "parse_error",
+    "resolve_base_url",
 ]
 
 DEFAULT_BASE_URL = "http://localhost:13305/api/v1"
 NPU_CTX_SIZE = 32768
 GPU_CTX_SIZE = 65536
 NPU_RECIPES = frozenset({"flm", "ryzenai-llm"})
+# Lemonade's deployment labels (docs/api/openai.md, "Model Labels"): exactly one names what a model serves.
+DEPLOYMENT_LABELS = frozenset({"chat", "transcription", "embeddings", "embedding", "reranking", "image", "tts",
+                               "audio-generation", "classification", "classifier", "3d"})
+# Recipes whose default deployment is chat and that run on this machine (``cloud`` is chat but not local).
+LOCAL_CHAT_RECIPES = frozenset({"llamacpp", "flm", "ryzenai-llm", "vllm"})
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 # Tokens a chat template adds around each message, and to prime the reply (an upper estimate for
 # Llama/Gemma/ChatML templates); the pre-send window check counts them on top of the contents.
@@ -124,11 +156,13 @@ class ContextOverflow(ServerError):
 class WindowExceeded(ContextOverflow):
     """Refused before sending: the counted prompt (+ reply budget) exceeds the model's window."""
 
-    def __init__(self, model: str, prompt_tokens: int, reply_tokens: int, window: int, backend: str):
+    def __init__(self, model: str, prompt_tokens: int, reply_tokens: int, window: int, backend: str,
+                 source: str = ""):
         self.model, self.prompt_tokens, self.reply_tokens = model, prompt_tokens, reply_tokens
-        self.window, self.backend = window, backend
+        self.window, self.backend, self.source = window, backend, source
+        why = f" ({source})" if source else ""
         msg = (f"prompt for {model!r} is {prompt_tokens:,} tokens (+{reply_tokens:,} reserved for the reply), "
-               f"over its {backend} window of {window:,} tokens; nothing was sent — trim the prompt")
+               f"over its {backend} window of {window:,} tokens{why}; nothing was sent — trim the prompt")
         LLMError.__init__(self, msg)
         self.error = ApiError(None, msg, "window_exceeded", "context_length_exceeded",
                               n_ctx=window, n_prompt_tokens=prompt_tokens)
@@ -222,6 +256,35 @@ def backend_of(model_id: str, recipe: str | None = None) -> str:
     return "npu" if (recipe or "").lower() in NPU_RECIPES or model_id.endswith("-FLM") else "gpu/cpu"
 
 
+def default_window(backend: str) -> int:
+    """The documented window of a backend (NPU 32,768, GPU/CPU 65,536): only for a model whose server reports none."""
+    return NPU_CTX_SIZE if backend == "npu" else GPU_CTX_SIZE
+
+
+def is_local_chat(row: Mapping[str, Any]) -> tuple[bool, str]:
+    """(keep, why) for one ``/models`` entry: a chat (LLM) model that runs on this machine?
+
+    A deployment label decides (``chat`` and nothing else); without one, the recipe's default does (``llamacpp``,
+    ``flm``, ``ryzenai-llm``, ``vllm``, the older ``oga-*``; no recipe at all is a plain OpenAI-compatible server's
+    entry). Cloud entries (``recipe: "cloud"`` or a ``cloud_provider``) are chat but not local."""
+    recipe = str(row.get("recipe") or "").lower()
+    if recipe == "cloud" or row.get("cloud_provider"):
+        return False, "cloud"
+    modes = {str(x).lower() for x in (row.get("labels") or ())} & DEPLOYMENT_LABELS
+    if modes:
+        return (True, "chat") if modes == {"chat"} else (False, "/".join(sorted(modes - {"chat"})))
+    if row.get("embedding") is True or row.get("reranking") is True:  # the legacy mode booleans
+        return False, "embeddings" if row.get("embedding") is True else "reranking"
+    if not recipe or recipe in LOCAL_CHAT_RECIPES or recipe.startswith("oga-"):
+        return True, "chat"
+    return False, f"recipe {recipe} serves no chat"
+
+
+def _positive(v: Any) -> int | None:
+    n = _as_int(v)
+    return n if n is not None and n > 0 else None
+
+
 def count_message_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     """Prompt tokens by the bundled Llama tokenizer, plus a per-message template allowance."""
     texts = []
@@ -236,17 +299,29 @@ def count_message_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
 
 @dataclass(frozen=True)
 class ModelInfo:
+    """A chat model as ``/models`` lists it. `window` is what the server reports (``context_length``: the loaded or
+    configured context; else ``max_context_window``: the most the model supports), else the documented default
+    for its backend — `window_source` says which."""
+
     id: str
     recipe: str = ""
     backend: str = "gpu/cpu"
     downloaded: bool | None = None
     labels: tuple[str, ...] = ()
     max_context_window: int | None = None
+    context_length: int | None = None
 
     @property
     def window(self) -> int:
-        base = NPU_CTX_SIZE if self.backend == "npu" else GPU_CTX_SIZE
-        return min(base, self.max_context_window) if self.max_context_window else base
+        return self.context_length or self.max_context_window or default_window(self.backend)
+
+    @property
+    def window_source(self) -> str:
+        if self.context_length:
+            return "server: context_length"
+        if self.max_context_window:
+            return "server: max_context_window"
+        return f"the server reported no window: the documented {self.backend} default"
 
 
 @dataclass(frozen=True)
@@ -256,6 +331,8 @@ class Health:
     status: str = ""
     loaded: tuple[tuple[str, int | None], ...] = ()  # (model id, ctx_size) of resident models
     detail: str = ""
+    version: str | None = None                       # the server's version (Lemonade's /health)
+    model_status: tuple[tuple[str, str], ...] = ()   # (model id, status: ready, downsized, ...) of resident models
 
 
 @dataclass(frozen=True)
@@ -279,14 +356,19 @@ class Reply:
     backend: str = ""
     replayed: bool = False
     recorded_at: str | None = None          # UTC ISO time the reply was recorded (replayed replies)
+    server_version: str | None = None       # the server's version from /health before the request (None: unknown)
+    model_status: str | None = None         # the model's /health status before it: ready, downsized, ... not_loaded
 
     @property
     def truncated(self) -> bool:
         return self.finish_reason == "length"
 
     def label(self) -> str:
-        return (f"replayed from a recording of {self.model} ({self.backend}) made {self.recorded_at}"
-                if self.replayed else f"live from {self.model} ({self.backend})")
+        served = ", ".join(x for x in (f"server {self.server_version}" if self.server_version else "",
+                                       f"model {self.model_status}" if self.model_status else "") if x)
+        where = f"{self.backend}{', ' + served if served else ''}"
+        return (f"replayed from a recording of {self.model} ({where}) made {self.recorded_at}"
+                if self.replayed else f"live from {self.model} ({where})")
 
 
 # --------------------------------------------------------------------------------------- cassettes
@@ -338,6 +420,7 @@ class Cassette:
         response = {k: v for k, v in asdict(reply).items() if k not in ("replayed", "recorded_at")}
         self._new.append({
             "key": key, "model": reply.model, "backend": reply.backend, "engine": self.engine,
+            "server_version": reply.server_version, "model_status": reply.model_status,
             "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "request": _summary(request), "response": response,
         })
@@ -371,11 +454,25 @@ def _summary(request: Mapping[str, Any]) -> dict:
                          "roles": [m.get("role") for m in messages]}}
 
 
-def _reply_from_record(rec: dict) -> Reply:
+def _reply_from_record(rec: dict, model: str) -> Reply:
+    """A recorded reply, as the requested `model` (the key commits to it; a recording made before the client kept
+    the requested id may hold the server's echo, even a file path). Records older than `server_version` and
+    `model_status` replay with both unknown (None)."""
     data = dict(rec["response"])
     data["tool_calls"] = tuple(data.get("tool_calls") or ())
-    known = {f for f in Reply.__dataclass_fields__}
+    data["model"] = model
+    for k in ("server_version", "model_status"):
+        data.setdefault(k, rec.get(k))
+    known = {f for f in Reply.__dataclass_fields__} - {"replayed", "recorded_at"}
     return Reply(**{k: v for k, v in data.items() if k in known}, replayed=True, recorded_at=rec["recorded_at"])
+
+
+def _legacy_request(request: Mapping[str, Any]) -> dict | None:
+    """The request as clients before the one-token-limit fix recorded it (both limits, equal), or None."""
+    body = request.get("body") or {}
+    if "max_completion_tokens" not in body or "max_tokens" in body:
+        return None
+    return {**request, "body": {**body, "max_tokens": body["max_completion_tokens"]}}
 
 
 # ------------------------------------------------------------------------------------------ client
@@ -390,7 +487,6 @@ class _Stream:
     finish: str | None = None
     usage: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
-    model: str = ""
     first_at: float | None = None
     first_cpu: float | None = None
     done: bool = False
@@ -426,8 +522,12 @@ class LemonadeClient:
         self._http = httpx.Client(base_url=self.base_url + "/", headers=headers, transport=transport,
                                   timeout=httpx.Timeout(10.0, connect=3.0))
         self._models: dict[str, ModelInfo] = {}
-        self._ctx: dict[str, int] = {}  # ctx_size read back after load()
+        self.left_out: tuple[tuple[str, str], ...] = ()  # (id, why) of /models entries that are no local chat model
+        self._ctx: dict[str, int] = {}  # the context a model runs with: read back after load(), or from /health
+        self._resolved: dict[str, int | None] = {}  # resolved_ctx_size from the options route, per model
+        self._options_route: bool | None = None  # does the server have POST /models/{id}/options?
         self._lemonade: bool | None = None  # did /health answer in Lemonade's shape?
+        self._version: str | None = None  # the server's version, from /health
         self._cpu0: float | None = None
 
     # -- plumbing ----------------------------------------------------------------------------------
@@ -498,36 +598,77 @@ class LemonadeClient:
             except LLMError as exc:
                 return Health(False, status="no /health", detail=str(exc))
             return Health(True, status="ok", loaded=tuple((i, None) for i in ids), detail="no /health; /models answered")
+        return self._read_health(resp)
+
+    def _read_health(self, resp: httpx.Response) -> Health:
         try:
             data = resp.json()
         except ValueError:
             return Health(False, status=f"HTTP {resp.status_code}", detail=resp.text[:200])
         self._lemonade = isinstance(data, dict) and ("all_models_loaded" in data or "model_loaded" in data)
-        loaded = []
-        for m in data.get("all_models_loaded") or [] if isinstance(data, dict) else []:
-            ctx = _as_int((m.get("recipe_options") or {}).get("ctx_size"))
-            name = m.get("model_name") or m.get("id") or ""
+        if not isinstance(data, dict):
+            return Health(False, status=f"HTTP {resp.status_code}", detail=resp.text[:200])
+        loaded, statuses = [], []
+        for m in data.get("all_models_loaded") or []:
+            if not isinstance(m, dict):
+                continue
+            ctx = _positive((m.get("recipe_options") or {}).get("ctx_size"))  # -1 (automatic) is no size
+            name = str(m.get("model_name") or m.get("id") or "")
             loaded.append((name, ctx))
+            statuses.append((name, str(m.get("status") or "loaded")))
             if ctx:
                 self._ctx[name] = ctx
-        status = str(data.get("status", "")) if isinstance(data, dict) else ""
-        return Health(status == "ok", status=status, loaded=tuple(loaded))
+        if data.get("version") is not None:
+            self._version = str(data["version"])
+        status = str(data.get("status", ""))
+        return Health(status == "ok", status=status, loaded=tuple(loaded), version=self._version,
+                      model_status=tuple(statuses))
+
+    def _server_state(self, model: str) -> tuple[str | None, str | None]:
+        """(server version, the model's status) from ``/health`` just before a chat; learns whether the server is
+        Lemonade. Never raises: a probe that fails leaves both unknown and the chat reports its own errors."""
+        if self._lemonade is False:
+            return None, None
+        try:
+            resp = self._http.get("health", timeout=httpx.Timeout(5.0, connect=3.0))
+        except httpx.HTTPError:
+            return self._version, None
+        if resp.status_code == 404 and self._lemonade is None:
+            self._lemonade = False  # a plain OpenAI-compatible server: nothing to ask, ever
+            return None, None
+        if resp.status_code != 200:
+            return self._version, None
+        was = self._lemonade
+        health = self._read_health(resp)
+        if not self._lemonade:
+            self._lemonade = was if was else False
+            return None, None
+        return health.version, dict(health.model_status).get(model, "not_loaded")
 
     def models(self, show_all: bool = True) -> tuple[ModelInfo, ...]:
-        """``GET /models?show_all=true``: id, recipe, backend (NPU or GPU/CPU), advertised window."""
+        """``GET /models?show_all=true``: the chat (LLM) models that run locally (`is_local_chat`), each with its
+        recipe, backend (NPU or GPU/CPU) and the windows the server reports. What was left out, and why, is in
+        `left_out`."""
         resp = self._request("GET", "models" + ("?show_all=true" if show_all else ""), what="list models")
         try:
             rows = resp.json()["data"]
         except (ValueError, KeyError, TypeError) as exc:
             raise StreamError(f"list models: unexpected body {resp.text[:200]!r}") from exc
-        out = []
+        out, left_out = [], []
         for r in rows:
+            if not isinstance(r, dict) or "id" not in r:
+                continue
+            keep, why = is_local_chat(r)
+            if not keep:
+                left_out.append((str(r["id"]), why))
+                continue
             recipe = str(r.get("recipe") or "")
-            window = _as_int(r.get("context_length")) or _as_int(r.get("max_context_window"))
             out.append(ModelInfo(id=str(r["id"]), recipe=recipe, backend=backend_of(str(r["id"]), recipe),
                                  downloaded=r.get("downloaded"), labels=tuple(r.get("labels") or ()),
-                                 max_context_window=window))
+                                 max_context_window=_positive(r.get("max_context_window")),
+                                 context_length=_positive(r.get("context_length"))))
         self._models = {m.id: m for m in out}
+        self.left_out = tuple(left_out)
         return tuple(out)
 
     def model_info(self, model: str) -> ModelInfo:
@@ -541,20 +682,79 @@ class LemonadeClient:
         return self._models[model]
 
     def window_for(self, model: str) -> int:
-        """The window a prompt must fit: the client override, else backend window ∧ advertised ∧ loaded."""
-        if self.window:
-            return self.window
-        info = self.model_info(model)
-        return min(x for x in (info.window, self._ctx.get(model)) if x)
+        """The window a prompt must fit: the client override, else the context the model runs with (read back
+        after `load`, or reported on ``/health``), else the server's ``resolved_ctx_size`` (what the chat's own
+        load would use), else the window ``/models`` reports, else the documented default."""
+        return self._window(model)[0]
 
-    def load(self, model: str, ctx_size: int, *, save_options: bool = False) -> Health:
-        """``POST /load`` with a context size, then read it back from ``/health``."""
+    def _window(self, model: str) -> tuple[int, str]:
+        if self.window:
+            return self.window, "the client's window"
+        if self._ctx.get(model):
+            return self._ctx[model], "the context it runs with"
+        resolved = self._resolved_ctx(model)
+        if resolved:
+            return resolved, "server: resolved_ctx_size"
         info = self.model_info(model)
-        limit = NPU_CTX_SIZE if info.backend == "npu" else GPU_CTX_SIZE
-        if ctx_size > limit:
-            raise ConfigError(f"ctx_size {ctx_size:,} exceeds the {info.backend} window of {limit:,} for {model!r}")
-        body = {"model_name": model, "ctx_size": ctx_size}
-        if save_options:
+        return info.window, info.window_source
+
+    def _options_path(self, model: str) -> str:
+        return f"models/{quote(model, safe='')}/options"
+
+    def _resolved_ctx(self, model: str) -> int | None:
+        """``resolved_ctx_size`` from ``GET /models/{id}/options`` (Lemonade only; asked once per model)."""
+        if self.mode == "replay" or self._lemonade is not True or self._options_route is False:
+            return None
+        if model not in self._resolved:
+            try:
+                data = self._request("GET", self._options_path(model), what=f"options of {model}").json()
+                self._resolved[model] = _positive(data.get("resolved_ctx_size")) if isinstance(data, dict) else None
+            except ServerError as exc:
+                if exc.error.status in (404, 405) and not any("model" in t for t in exc.error.texts()):
+                    self._options_route = False
+                self._resolved[model] = None
+            except (LLMError, ValueError):
+                self._resolved[model] = None
+        return self._resolved[model]
+
+    def _save_ctx(self, model: str, ctx_size: int) -> int | None:
+        """Save ``ctx_size`` as the model's own option (``POST /models/{id}/options``, merged), so a reload after
+        idle eviction keeps it; returns the server's ``resolved_ctx_size``. None when the route is missing."""
+        if self._options_route is False:
+            return None
+        try:
+            resp = self._request("POST", self._options_path(model), json_body={"ctx_size": ctx_size},
+                                 what=f"save options of {model}")
+        except ServerError as exc:
+            if exc.error.status in (404, 405) and not any("model" in t for t in exc.error.texts()):
+                self._options_route = False  # an older server: /load's save_options instead
+                return None
+            raise
+        self._options_route = True
+        try:
+            data = resp.json()
+        except ValueError:
+            return None
+        resolved = _positive(data.get("resolved_ctx_size")) if isinstance(data, dict) else None
+        self._resolved[model] = resolved
+        return resolved
+
+    def load(self, model: str, ctx_size: int, *, persist: bool = True, save_options: bool = False) -> Health:
+        """``POST /load`` with a context size (``-1``: the server sizes it), then read it back from ``/health``.
+
+        With `persist` (the default) the size is first saved as the model's option, so the server's reload after
+        idle eviction uses it too (an older server without the options route gets ``save_options`` instead, which
+        replaces the model's saved options). The window is then the context the server reports: the loaded
+        ``ctx_size`` on ``/health``, else the ``resolved_ctx_size`` it answered."""
+        info = self.model_info(model)
+        limit, source = ((info.max_context_window, "its max_context_window") if info.max_context_window
+                         else (default_window(info.backend), f"the documented {info.backend} default"))
+        if ctx_size != -1 and not 0 < ctx_size <= limit:
+            raise ConfigError(f"ctx_size {ctx_size:,} exceeds the {info.backend} window of {limit:,} for {model!r} "
+                              f"({source})" if ctx_size > 0 else f"ctx_size {ctx_size} is not a size (or -1)")
+        body: dict[str, Any] = {"model_name": model, "ctx_size": ctx_size}
+        resolved = self._save_ctx(model, ctx_size) if persist else None
+        if save_options or (persist and self._options_route is False):
             body["save_options"] = True
         try:
             self._request("POST", "load", json_body=body, what=f"load {model}",
@@ -564,7 +764,11 @@ class LemonadeClient:
                 raise ConfigError(f"{self.base_url} has no /load route (not a Lemonade server?)") from exc
             raise
         health = self.health()
-        self._ctx[model] = dict(health.loaded).get(model) or ctx_size
+        ctx = dict(health.loaded).get(model) or resolved or _positive(ctx_size)
+        if ctx:
+            self._ctx[model] = ctx
+        else:
+            self._ctx.pop(model, None)
         return health
 
     def unload(self, model: str) -> None:
@@ -584,11 +788,18 @@ class LemonadeClient:
              stream: bool = False, temperature: float | None = None, seed: int | None = None,
              tools: Sequence[Mapping] | None = None, extra_body: Mapping[str, Any] | None = None,
              window: int | None = None) -> Reply:
-        """One chat completion; streaming measures time to first token. Checks the window before sending."""
+        """One chat completion; streaming measures time to first token. Checks the window before sending.
+
+        The reply budget travels as one limit: ``max_completion_tokens``, or ``max_tokens`` to a server known
+        not to be Lemonade (see the module docstring); the cassette key always names it
+        ``max_completion_tokens``."""
         counted = count_message_tokens(messages)
         body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages], "stream": stream}
         if max_completion_tokens is not None:
-            body["max_completion_tokens"] = body["max_tokens"] = max_completion_tokens
+            if extra_body and ("max_tokens" in extra_body or "max_completion_tokens" in extra_body):
+                raise ConfigError("max_completion_tokens and extra_body's token limit are mutually exclusive: "
+                                  "pass one")
+            body["max_completion_tokens"] = max_completion_tokens
         if temperature is not None:
             body["temperature"] = temperature
         if seed is not None:
@@ -602,15 +813,24 @@ class LemonadeClient:
         key = request_key(request)
         if self.mode == "replay":
             rec = self.cassette.take(key)
+            legacy = _legacy_request(request)
+            if rec is None and legacy is not None:  # recorded when the client sent both limits
+                rec = self.cassette.take(request_key(legacy))
             if rec is None:
                 raise Skipped(f"no live model in replay mode and {self.cassette.path} holds no recording of "
                               f"this request (key {key[:12]})")
-            return _reply_from_record(rec)
+            return _reply_from_record(rec, model)
+        version, status = self._server_state(model)
         info = self.model_info(model)
-        limit = window or self.window_for(model)
+        limit, source = (window, "the caller's window") if window else self._window(model)
         if counted + (max_completion_tokens or 0) > limit:
-            raise WindowExceeded(model, counted, max_completion_tokens or 0, limit, info.backend)
-        reply = self._chat_live(model, body, counted, info.backend)
+            raise WindowExceeded(model, counted, max_completion_tokens or 0, limit, info.backend,
+                                 source if source.startswith("the server reported no window") else "")
+        wire = body
+        if self._lemonade is False and "max_completion_tokens" in body:  # llama-cpp-python reads only max_tokens
+            wire = {("max_tokens" if k == "max_completion_tokens" else k): v for k, v in body.items()}
+        reply = replace(self._chat_live(model, wire, counted, info.backend), server_version=version,
+                        model_status=status)
         if self.mode == "record":
             self.cassette.add(key, request, reply)
         return reply
@@ -679,7 +899,7 @@ class LemonadeClient:
             msg = choice.get("message") or {}
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise StreamError(f"chat with {model}: malformed reply {resp.text[:200]!r}") from exc
-        return self._reply(data.get("model") or model, msg.get("content") or "", choice.get("finish_reason"),
+        return self._reply(model, msg.get("content") or "", choice.get("finish_reason"),
                            data.get("usage") or {}, data.get("timings") or {}, counted, backend, elapsed,
                            "wall:total", elapsed, False, msg.get("reasoning_content") or "",
                            msg.get("tool_calls") or ())
@@ -743,12 +963,11 @@ class LemonadeClient:
         elapsed = time.perf_counter() - t0
         ttft = (st.first_at - t0) if st.first_at is not None else None
         tools = [st.tools[i] for i in sorted(st.tools)]
-        return self._reply(st.model or model, "".join(st.content), st.finish, st.usage, st.timings, counted,
+        return self._reply(model, "".join(st.content), st.finish, st.usage, st.timings, counted,
                            backend, ttft, "wall", elapsed, True, "".join(st.reasoning), tools, st.first_cpu)
 
     @staticmethod
     def _absorb(st: _Stream, frame: dict) -> None:
-        st.model = st.model or str(frame.get("model") or "")
         if isinstance(frame.get("usage"), dict):
             st.usage = frame["usage"]
         if isinstance(frame.get("timings"), dict):
