@@ -1033,11 +1033,61 @@ def _confirm(prompt: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+# ---------------------------------------------------------------------------------------------- mine
+
+
+def register_mine(sub) -> None:
+    p = sub.add_parser("mine", help="mine the git history of instruction files (SKILL.md, CLAUDE.md, AGENTS.md, "
+                                    "...): section changes, rule events and their fates; text-free records")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a local git repository (bare mirrors too)")
+    p.add_argument("--files", metavar="GLOB,...", help="comma-separated file globs instead of the default "
+                                                       "instruction-file names")
+    p.add_argument("--json", action="store_true", help="print the derived records (no instruction text)")
+    p.add_argument("--out", metavar="FILE", help="write the derived records as JSON to FILE (whole or not at all)")
+    p.set_defaults(handler=cmd_mine)
+
+
+def cmd_mine(args: argparse.Namespace) -> int:
+    from .mine import DEFAULT_PATTERNS, mine, write_records
+
+    patterns = tuple(g.strip() for g in args.files.split(",") if g.strip()) if args.files else DEFAULT_PATTERNS
+    if not patterns:
+        raise ValueError("--files names no glob")
+    tty = sys.__stderr__ is not None and sys.__stderr__.isatty()
+    result = mine(args.paths, patterns=patterns, progress=sys.__stderr__ if tty and not args.json else False)
+    records = result.to_records()
+    if args.out:
+        write_records(records, args.out)
+    if args.json:
+        _emit_json(records)
+        return 0
+    for r in records["repos"]:
+        files = [f for f in records["files"] if f["repo"] == r["repo"]]
+        print(f"{r['repo']}: {r['commits']} commit(s), {len(files)} instruction file(s), "
+              f"{sum(f['versions'] for f in files)} version(s)")
+    classes: dict[str, int] = {}
+    for p in records["pairs"]:
+        classes[p["edit_class"]] = classes.get(p["edit_class"], 0) + 1
+    fates: dict[str, int] = {}
+    for e in records["events"]:
+        fates[e["fate"]] = fates.get(e["fate"], 0) + 1
+    print(f"{len(records['pairs'])} update(s): " + (", ".join(f"{n} {k}" for k, n in sorted(classes.items()))
+                                                   or "none"))
+    print(f"{len(records['events'])} rule event(s): " + (", ".join(f"{n} {k}" for k, n in sorted(fates.items()))
+                                                        or "none"))
+    for note, n in records["notes"].items():
+        print(f"skipped: {n} version(s), {note}")
+    if args.out:
+        print(f"records written to {args.out}")
+    return 0
+
+
 REGISTRARS: list[Callable] = [register_validate, register_anchors, register_learn, register_deltas, register_approve,
                               register_revert, register_reset, register_forget, register_calibrate_tau,
                               register_resolve, register_facts, register_rebase, register_export,
                               register_import]
 REGISTRARS.append(register_live)
+REGISTRARS.append(register_mine)
 
 
 def _verb(register: Callable) -> str:
