@@ -493,7 +493,23 @@ def _register_state(sub, verb: str, helptext: str, target: str) -> None:
 
 
 def register_approve(sub) -> None:
-    _register_state(sub, "approve", "consent gate: activate a staged, quarantined or orphaned delta", "ID")
+    p = sub.add_parser("approve", help="consent gate: activate staged, quarantined or orphaned deltas, named by id "
+                                       "or chosen by a filter (shown, then confirmed)")
+    p.add_argument("ids", nargs="*", metavar="ID", help="the deltas to approve (one transaction, one undo)")
+    g = p.add_argument_group("a filter instead of ids: the matching deltas are listed, then approved once "
+                             "confirmed (--yes)")
+    which = g.add_mutually_exclusive_group()
+    which.add_argument("--pending", dest="which", action="store_const", const="pending",
+                       help="staged and quarantined deltas (the default with --skill or --source)")
+    which.add_argument("--orphaned", dest="which", action="store_const", const="orphaned",
+                       help="orphaned deltas (each becomes active on its current anchor)")
+    g.add_argument("--skill", metavar="SKILL", help="only this skill's deltas (name, directory or SKILL.md)")
+    g.add_argument("--source", choices=_Sources(), metavar="SRC",
+                   help="only deltas of this provenance: user_instruction | outcome_evidence | observed_content | "
+                        "unknown")
+    g.add_argument("--yes", action="store_true", help="approve what the filter matches without asking")
+    _add_db(p)
+    p.set_defaults(handler=cmd_approve, which=None)
 
 
 def register_revert(sub) -> None:
@@ -529,6 +545,70 @@ def _discoverable(names) -> list:
 
     found = discover(default_roots()).skills
     return [found[n] for n in sorted(set(names)) if n in found]
+
+
+def approve_filter(args: argparse.Namespace) -> dict | None:
+    """The filter of `approve`, or None when ids are given: `{"status": [...], "skill", "source"}`."""
+    filtered = args.which is not None or args.skill is not None or args.source is not None
+    if args.ids and filtered:
+        raise ValueError("approve takes ids or a filter (--pending, --orphaned, --skill, --source), not both")
+    if not args.ids and not filtered:
+        raise ValueError("say what to approve: ID [ID ...], or a filter: --pending, --orphaned, --skill S, "
+                         "--source SRC")
+    if args.yes and not filtered:
+        raise ValueError("--yes goes with a filter (ids are approved as named)")
+    if not filtered:
+        return None
+    return {"status": list(DELTA_FILTERS[args.which or "pending"]), "skill": _skill_name(args.skill),
+            "source": args.source}
+
+
+def _approval_summary(matched) -> list[str]:
+    """What a filtered approve would release, one line per delta and a count line (untrusted, flagged)."""
+    lines = []
+    for d in matched:
+        flag = f"  [{len(d.findings)} finding(s): {d.findings[0]}]" if d.findings else ""
+        lines.append(f"{d.id}  {d.status:<11} {d.skill}#{d.anchor.section}  {d.provenance.source}{flag}")
+        lines.append(f"    {visible(d.text, keep_newlines=False)}")
+    untrusted = sum(not d.provenance.trusted for d in matched)
+    flagged = sum(bool(d.findings) for d in matched)
+    lines.append(f"{len(matched)} delta(s) match" + (f": {untrusted} of untrusted provenance" if untrusted else "")
+                 + (f"{', ' if untrusted else ': '}{flagged} with scan findings" if flagged else ""))
+    return lines
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    """`approve ID [ID ...]` (each named: approved at once) or `approve --pending|--orphaned [--skill S]
+    [--source SRC]` (the matching deltas are listed, then approved once confirmed: `--yes`, or `y` on stdin).
+    Either way one transaction (`Store.approve_many`): all or nothing, one undo."""
+    chosen = approve_filter(args)
+    with _open_store(args) as store:
+        if chosen is None:
+            ids = list(dict.fromkeys(args.ids))
+        else:
+            matched = [d for d in store.search(chosen["skill"], status=tuple(chosen["status"]))
+                       if chosen["source"] is None or d.provenance.source == chosen["source"]]
+            ids = [d.id for d in matched]
+            if not args.json:
+                for line in _approval_summary(matched):
+                    print(line)
+            if not ids:
+                if args.json:
+                    _emit_json({"op": "approve", "filter": chosen, "deltas": []})
+                return 0
+            if not (args.yes or _confirm(f"approve these {len(ids)} delta(s) in {store.path}? [y/N] ")):
+                print("approve: nothing approved", file=sys.stderr)
+                return 1
+        _hold_budget(store, _discoverable({store.get(i).skill for i in ids}))
+        undo = store.approve_many(ids)
+        changed = [store.get(i) for i in undo.ids]
+    if args.json:
+        _emit_json({"op": "approve"} | ({"filter": chosen} if chosen is not None else {})
+                   | {"deltas": [{"id": d.id, "status": d.status} for d in changed]})
+    else:
+        for d in changed:
+            print(f"approve: {d.id} is now {d.status}")
+    return 0
 
 
 def cmd_state(args: argparse.Namespace) -> int:

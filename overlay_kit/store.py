@@ -11,6 +11,7 @@ Public API (other modules code against exactly this; grow it, don't rename it)::
                                                      # -> list[Delta] in Delta.sort_key order; `limit` keeps
                                                      #    the NEWEST rows, and there is no default limit
         store.approve(id, who="user") -> Undo        # staged|quarantined|orphaned -> active (consent gate)
+        store.approve_many(ids, who="user") -> Undo  # the same for many ids: one transaction, one handle
         store.revert(id, who="user") -> Undo         # -> archived (never deleted)
         store.reset(skill, who="user") -> Undo       # archive every live delta of a skill
         store.supersede(old_ids, new_id, who=...) -> Undo   # lineage; rows kept
@@ -1963,15 +1964,29 @@ class Store:
         return steps
 
     def approve(self, delta_id: str, who: str = "user") -> Undo:
-        """The consent gate: an explicit, per-delta approval. The only way out of quarantine into use."""
+        """The consent gate: an explicit, per-delta approval. The only way out of quarantine into use. A batch
+        of one (`approve_many`)."""
+        return self.approve_many([delta_id], who=who)
+
+    def approve_many(self, delta_ids: Iterable[str], who: str = "user") -> Undo:
+        """Approve every delta named (each named on purpose: an id given twice counts once), in one transaction
+        with one undo handle for the whole batch. All or nothing: an unknown id, a delta that is not staged,
+        quarantined or orphaned, or a superseded one refuses the batch (`StoreError` naming it) and nothing is
+        approved."""
+        ids = tuple(dict.fromkeys(delta_ids))
+        if not ids:
+            raise StoreError("approve needs at least one delta id")
+        steps: list[tuple] = []
         with self.transaction():
-            d = self.get(delta_id)
-            if d.status not in _APPROVABLE:
-                raise StoreError(f"delta {delta_id} is {d.status}; only {', '.join(_APPROVABLE)} can be approved")
-            if d.superseded_by:
-                raise StoreError(f"delta {delta_id} is superseded by {d.superseded_by}; approve that one")
-            steps = self._status_change(d, "active", who, f"approved by {who}")
-        return self._handle("approve", tuple(steps), (delta_id,))
+            for delta_id in ids:
+                d = self.get(delta_id)
+                if d.status not in _APPROVABLE:
+                    raise StoreError(f"delta {delta_id} is {d.status}; only {', '.join(_APPROVABLE)} can be "
+                                     "approved")
+                if d.superseded_by:
+                    raise StoreError(f"delta {delta_id} is superseded by {d.superseded_by}; approve that one")
+                steps += self._status_change(d, "active", who, f"approved by {who}")
+        return self._handle("approve", tuple(steps), ids)
 
     def revert(self, delta_id: str, who: str = "user") -> Undo:
         """Archive one delta (never a hard delete)."""
