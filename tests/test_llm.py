@@ -297,6 +297,7 @@ def test_load_reads_back_ctx_size_and_window_follows_it(scripted):
 def test_model_not_loaded_reloads_then_retries_once(scripted):
     scripted.add("GET", "models", 200, MODELS).add("POST", "load", 200, {"status": "success"})
     scripted.add("GET", "health", 200, {"status": "ok", "all_models_loaded": []})
+    scripted.add("GET", "health", 200, {"status": "ok", "all_models_loaded": []})  # read before the chat
     scripted.add("POST", "chat/completions", 404, {"error": {"message": "m not loaded", "code": "model_not_loaded"}})
     scripted.add("POST", "load", 200, {"status": "success"})
     scripted.add("GET", "health", 200, {"status": "ok", "all_models_loaded": []})

@@ -120,6 +120,13 @@ def test_the_window_is_the_context_size_the_server_resolved(lemonade):
     c.load("Gemma-4-E4B-it-GGUF", -1)  # automatic sizing: the window is what the server resolved, never -1
     assert c.window_for("Gemma-4-E4B-it-GGUF") == AUTO_CTX
     assert lemonade.bodies(f"models/{QWEN}/options") == [None]  # asked once (a GET), then remembered
+    # loaded at 16,384 without saving it, then evicted: the chat's own load resolves the server's size again
+    c.load(QWEN, 16384, persist=False)
+    assert c.window_for(QWEN) == 16384
+    lemonade.evict(QWEN)
+    with pytest.raises(WindowExceeded) as info:
+        c.chat(QWEN, long)
+    assert info.value.window == AUTO_CTX and lemonade.hits("chat/completions") == 0
 
 
 # ------------------------------------------------------------------------ cassettes recorded before the fixes

@@ -525,6 +525,7 @@ class LemonadeClient:
         self.left_out: tuple[tuple[str, str], ...] = ()  # (id, why) of /models entries that are no local chat model
         self._ctx: dict[str, int] = {}  # the context a model runs with: read back after load(), or from /health
         self._resolved: dict[str, int | None] = {}  # resolved_ctx_size from the options route, per model
+        self._loaded_with: dict[str, int] = {}  # the ctx_size this client asked `load` for (a reload repeats it)
         self._options_route: bool | None = None  # does the server have POST /models/{id}/options?
         self._lemonade: bool | None = None  # did /health answer in Lemonade's shape?
         self._version: str | None = None  # the server's version, from /health
@@ -643,7 +644,11 @@ class LemonadeClient:
         if not self._lemonade:
             self._lemonade = was if was else False
             return None, None
-        return health.version, dict(health.model_status).get(model, "not_loaded")
+        status = dict(health.model_status).get(model)
+        if status is None:  # not resident: this chat loads it with what the server resolves now, so ask again
+            self._ctx.pop(model, None)
+            self._resolved.pop(model, None)
+        return health.version, status or "not_loaded"
 
     def models(self, show_all: bool = True) -> tuple[ModelInfo, ...]:
         """``GET /models?show_all=true``: the chat (LLM) models that run locally (`is_local_chat`), each with its
@@ -763,6 +768,7 @@ class LemonadeClient:
             if exc.error.status == 404 and not any("model" in t for t in exc.error.texts()):
                 raise ConfigError(f"{self.base_url} has no /load route (not a Lemonade server?)") from exc
             raise
+        self._loaded_with[model] = ctx_size
         health = self.health()
         ctx = dict(health.loaded).get(model) or resolved or _positive(ctx_size)
         if ctx:
@@ -778,6 +784,7 @@ class LemonadeClient:
             if exc.error.status != 404:  # "not loaded" is harmless
                 raise
         self._ctx.pop(model, None)
+        self._loaded_with.pop(model, None)
 
     def stats(self) -> dict:
         """Lemonade's ``GET /stats`` for the last request (TTFT, tokens/s, cache tokens)."""
@@ -850,8 +857,8 @@ class LemonadeClient:
                 return self._finish_plain(resp, model, counted, backend, t0)
             return self._stream(body, model, counted, backend, what, t0)
         except ServerError as exc:
-            if classify(exc.error) == "not_loaded" and not reloaded and model in self._ctx:
-                self.load(model, self._ctx[model])
+            if classify(exc.error) == "not_loaded" and not reloaded and model in self._loaded_with:
+                self.load(model, self._loaded_with[model])
                 return self._chat_live(model, body, counted, backend, reloaded=True)
             raise
 
