@@ -1155,8 +1155,8 @@ def cmd_mine(args: argparse.Namespace) -> int:
                                                    or "none"))
     print(f"{len(records['events'])} rule event(s): " + (", ".join(f"{n} {k}" for k, n in sorted(fates.items()))
                                                         or "none"))
-    for note, n in records["notes"].items():
-        print(f"skipped: {n} version(s), {note}")
+    for note, n in records["notes"].items():  # "<repo>: <why>" → how many versions (or passes)
+        print(f"note: {note}: {n}")
     if args.out:
         print(f"records written to {args.out}")
     return 0

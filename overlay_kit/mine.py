@@ -372,7 +372,8 @@ def _units(body: str) -> tuple[_Unit, ...]:
     for i, line in enumerate(lines):
         if fence is not None:
             m = _FENCE.match(line)
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):].strip():
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
+                    and not line.strip()[len(m.group(1)):].strip():  # a closing fence has no info string
                 fence = None
             continue
         m = _FENCE.match(line)
@@ -488,10 +489,15 @@ class _Track:
     deleted: bool = False
 
 
-def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[list[_Track], int]:
-    """One `git log --first-parent -M --raw` pass: every matching file's blob per commit, renames followed."""
-    log = _git(repo, "log", "--first-parent", "--reverse", "-M", "--raw", "--no-abbrev", "-z",
-               "--format=%x01%H %ct", rev, "--")
+def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[list[_Track], int, bool]:
+    """One `git log --first-parent -M --raw` pass: every matching file's blob per commit, renames followed
+    (and whether they could be: rename detection reads blobs, and a partial clone may lack some — then the
+    pass is made again with `--no-renames`, and a renamed file shows as one deleted and one added)."""
+    args = ("log", "--first-parent", "--reverse", "--raw", "--no-abbrev", "-z", "--format=%x01%H %ct", rev, "--")
+    try:
+        log, renames = _git(repo, *args[:3], "-M", *args[3:]), True
+    except MineError:
+        log, renames = _git(repo, *args[:3], "--no-renames", *args[3:]), False
     tracks: list[_Track] = []
     live: dict[str, _Track] = {}
     dead: dict[str, _Track] = {}
@@ -523,10 +529,10 @@ def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[li
             parts = meta[1:].decode().split()
             status = parts[4]
             if status[0] in "RC":
-                src, dst = fields[i + 1].decode("utf-8", "surrogateescape"), fields[i + 2].decode("utf-8", "surrogateescape")
+                src, dst = fields[i + 1].decode("utf-8", "replace"), fields[i + 2].decode("utf-8", "replace")
                 i += 3
             else:
-                src = dst = fields[i + 1].decode("utf-8", "surrogateescape")
+                src = dst = fields[i + 1].decode("utf-8", "replace")
                 i += 2
             new_mode, blob = parts[1], parts[3]
             regular = new_mode.startswith("100")
@@ -562,7 +568,7 @@ def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[li
                 t.raw.append((commit, date, dst, blob))
             else:  # a symlink or submodule at the path: no text version
                 t.raw.append((commit, date, dst, None))
-    return tracks, commits
+    return tracks, commits, renames
 
 
 def _blobs(repo: Path, shas: Iterable[str], cap: int) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -650,6 +656,15 @@ class _Analysis:
     pair: Pair
     mapping: dict  # old slug → new slug (clean / stale / paired orphans)
     ops: dict  # old slug → change
+
+    @property
+    def states(self) -> dict:
+        """old slug → the section policy's decision."""
+        cached = self.__dict__.get("_states")
+        if cached is None:
+            cached = {c.section: c.state for c in self.pair.sections}
+            object.__setattr__(self, "_states", cached)
+        return cached
 
 
 def _analyse(file_id: str, old: MinedVersion, new: MinedVersion, policy) -> _Analysis:
@@ -809,11 +824,15 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
     survived = 0
     for w in range(ev.version + 1, len(versions)):
         a = analyses[w - 1]
+        decision = a.states.get(slug, "clean")
+        target = a.mapping.get(slug)
+        if decision == "clean":  # the same normalized text: the rule and its section as they were
+            survived += 1
+            slug = target
+            continue
         old_v, new_v = versions[w - 1], versions[w]
         old_sections = {s.slug: s for s in old_v.sections}
         new_sections = {s.slug: s for s in new_v.sections}
-        decision = next((c.state for c in a.pair.sections if c.section == slug), "clean")
-        target = a.mapping.get(slug)
         here = new_sections.get(target) if target is not None else None
         if here is not None:
             others = _others(here, ev.text)
@@ -884,7 +903,9 @@ def mine_repository(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAUL
     notes: Counter = Counter()
     if head is None and rev == "HEAD":
         return MineResult((), (), (), ({"repo": label, "path": str(path), "head": None, "commits": 0},), notes)
-    tracks, commits = _walk(path, label, rev, patterns)
+    tracks, commits, renames = _walk(path, label, rev, patterns)
+    if not renames:
+        notes[f"{label}: renames not followed (blobs missing)"] += 1
     blobs, why = _blobs(path, (b for t in tracks for *_, b in t.raw if b), max_blob_bytes)
     policy = get_policy(POLICY)
     files, pairs, events = [], [], []

@@ -296,6 +296,37 @@ def test_a_rule_in_a_deleted_section_and_a_deleted_file(tmp_path):
     assert r.files[0].deleted and r.pairs[-1].edit_class == "section-removed"
 
 
+def test_first_parent_a_merge_is_one_update(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _commit(repo, {"CLAUDE.md": "# A\n\n- one\n"}, "a", 1)
+    _git(repo, "checkout", "-q", "-b", "side")
+    _commit(repo, {"CLAUDE.md": "# A\n\n- one\n- two\n"}, "b", 2)
+    _commit(repo, {"CLAUDE.md": "# A\n\n- one\n- two\n- three\n"}, "c", 3)
+    _git(repo, "checkout", "-q", "main")
+    _commit(repo, {"other.txt": "x\n"}, "d", 4)
+    _git(repo, "merge", "-q", "--no-ff", "side", "-m", "merge", when=5)
+    r = mine.mine_repository(repo)
+    assert len(r.files[0].versions) == 2 and r.repos[0]["commits"] == 3  # the side branch's commits are not walked
+    assert [(e.version, e.line_index, e.fate) for e in r.events] == [(1, 2, "kept"), (1, 3, "kept")]
+
+
+def test_missing_blobs_mine_without_renames(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _commit(repo, {"CLAUDE.md": "# A\n\n- one\n- two\n- three\n"}, "a", 1)
+    _commit(repo, {"CLAUDE.md": "# A\n\n- one\n- two\n- three\n- four\n"}, "b", 2)
+    _git(repo, "mv", "CLAUDE.md", "AGENTS.md")
+    _commit(repo, {"AGENTS.md": "# A\n\n- one\n- two\n- three\n- four\n- five\n"}, "c", 3)
+    sha = _git(repo, "rev-parse", "HEAD~1:CLAUDE.md").strip()
+    (repo / ".git" / "objects" / sha[:2] / sha[2:]).unlink()  # as in a partial clone
+    r = mine.mine_repository(repo)
+    assert [(f.path, len(f.versions), f.deleted) for f in r.files] == [("CLAUDE.md", 1, True), ("AGENTS.md", 1, False)]
+    assert r.notes == {"r: missing": 1, "r: renames not followed (blobs missing)": 1}
+
+
 # ------------------------------------------------------------------------------------------ records and bare
 
 
@@ -407,7 +438,7 @@ def test_cli_text_and_files(history, capsys):
     assert cli.main(["mine", str(history), "--files", "GEMINI.md, .cursor/rules/*.mdc"]) == 0
     out = capsys.readouterr().out
     assert "proj: 17 commit(s), 2 instruction file(s), 3 version(s)" in out
-    assert "1 rule event(s): 1 kept" in out and "skipped: 1 version(s), proj: not-utf-8" in out
+    assert "1 rule event(s): 1 kept" in out and "note: proj: not-utf-8: 1" in out
 
 
 def test_cli_errors(tmp_path, capsys):
