@@ -2799,8 +2799,9 @@ class EvidenceLedger(_Tables):
             self._conn.execute("UPDATE turn_signals SET attributed = ? WHERE id = ?", (count, signal_id))
 
     def erase_signals(self, *, skill: str | None = None, scope: str | None = None, all: bool = False) -> int:
-        """Delete the signals of a skill and/or scope (or all), then checkpoint the WAL so the erased rows do
-        not linger in it. With no filter every signal goes. Returns how many rows were deleted."""
+        """Delete the signals of a skill and/or scope (or all), then finish the erasure as `forget` does (the file
+        rewritten, the WAL truncated: `Store.finish_erasure`, honest `erasure_pending` when it cannot). With no
+        filter every signal goes. Returns how many rows were deleted."""
         where, args = [], []
         if not all:
             for column, value in (("skill", skill), ("scope", scope)):
@@ -2810,7 +2811,8 @@ class EvidenceLedger(_Tables):
         with self._store.transaction():
             n = self._conn.execute("DELETE FROM turn_signals" + (" WHERE " + " AND ".join(where) if where else ""),
                                    args).rowcount
-        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._store._compact_due = True
+        self._store.finish_erasure()
         return n
 
     def ledger_seq(self, delta_id: str) -> int:

@@ -70,12 +70,12 @@ def test_a_long_lived_store_keeps_no_byte_of_what_it_forgot(tmp_path, seed):
     assert raw_hits(db) == CLEAN
 
 
-def _leaf_gaps(db) -> list[tuple[int, int, int]]:
-    """(file offset, length) of the unallocated gap of each leaf page of skill_deltas, largest first."""
+def _leaf_gaps(db, table: str = "skill_deltas") -> list[tuple[int, int, int]]:
+    """(length, file offset, page) of the unallocated gap of each leaf page of `table`, largest first."""
     with sqlite3.connect(db) as conn:
         size = conn.execute("PRAGMA page_size").fetchone()[0]
-        pages = [p for (p,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'skill_deltas' "
-                                            "AND pagetype = 'leaf'")]
+        pages = [p for (p,) in conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'",
+                                            (table,))]
     data = Path(db).read_bytes()
     gaps = []
     for page in pages:
@@ -154,3 +154,25 @@ def test_an_erasure_left_pending_by_a_process_that_ended_is_completed_by_the_nex
     with Store.open(db) as again:
         assert not again.erasure_pending
     assert raw_hits(db) == CLEAN, raw_hits(db)
+
+
+def test_erase_signals_finishes_its_erasure_as_forget_does(tmp_path):
+    from datetime import datetime, timezone
+
+    db = tmp_path / "o.db"
+    with Store.open(db) as store:
+        for i in range(40):
+            store.evidence.add_signal(f"s{i}", "t1", "correction", positive=False, rating=None, scope="user",
+                                      skill=SKILL.name if i % 2 else OTHER.name, section="triage",
+                                      lesson=f"{SECRET if i % 2 else 'kept'} signal {i} " + "word " * 20,
+                                      at=datetime.now(timezone.utc))
+    length, offset, _page = _leaf_gaps(db, "turn_signals")[0]
+    stale = f"{SECRET} signal 1 word word".encode()
+    assert length > len(stale)
+    with open(db, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(stale)
+    with Store.open(db) as store:
+        assert store.evidence.erase_signals(skill=SKILL.name) == 20
+        assert not store.erasure_pending
+        assert raw_hits(db) == CLEAN, raw_hits(db)
