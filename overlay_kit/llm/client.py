@@ -16,11 +16,11 @@ Where Lemonade's current API (``docs/api/openai.md`` and ``lemonade.md``) asks f
   ``POST /models/{id}/options`` (merged into the model's saved options, nothing else touched), so the server's
   auto-reload after ``evict_idle_timeout`` keeps it; a server without that route gets ``save_options`` on
   ``/load`` instead.
-- **The window is the server's.** ``resolved_ctx_size`` (from the options route: the context a load would use,
-  automatic sizing resolved) after a load, or for a model not loaded by this client, is the window a prompt must
-  fit; else the context a loaded model reports on ``/health``; else ``/models``' ``context_length`` or
-  ``max_context_window``; only when the server reports none, the documented default (NPU 32,768 / GPU and CPU
-  65,536), and `ModelInfo.window_source` says so.
+- **The window is the server's.** A prompt must fit the context the model runs with (``/health``'s
+  ``recipe_options.ctx_size`` after `load`, or for a resident model); for a model that is not resident (the chat
+  will load it), the server's ``resolved_ctx_size`` (options route: the context a load would use now, automatic
+  sizing resolved); else ``/models``' ``context_length`` or ``max_context_window``; only when the server reports
+  none, the documented default (NPU 32,768 / GPU and CPU 65,536), and `ModelInfo.window_source` says so.
 - **Only local chat models.** `models` keeps chat (LLM) models that run locally: entries whose deployment label
   is another mode (embeddings, reranking, transcription, image, tts, ...), whose recipe serves no chat, and
   cloud entries (``recipe: "cloud"`` or a ``cloud_provider``) are left out.
