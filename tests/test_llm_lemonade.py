@@ -68,6 +68,8 @@ def test_replies_and_cassettes_record_server_version_and_model_status(lemonade, 
     want = [(VERSION, "not_loaded"), (VERSION, "ready"), (VERSION, "downsized")]
     assert [(r.server_version, r.model_status) for r in (cold, warm, soft)] == want
     assert f"server {VERSION}, model downsized" in soft.label()
+    health = c.health()
+    assert (health.version, dict(health.model_status)[QWEN]) == (VERSION, "ready")
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(r["server_version"], r["model_status"]) for r in rows] == want
     assert [(r["response"]["server_version"], r["response"]["model_status"]) for r in rows] == want
