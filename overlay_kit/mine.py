@@ -114,11 +114,13 @@ __all__ = [
     "Pair",
     "RuleEvent",
     "SectionChange",
+    "analyse",
     "edit_class",
     "matches",
     "mine",
     "mine_repository",
     "normalize_rule",
+    "read_versions",
     "rule_hash",
     "rule_units",
     "write_records",
@@ -188,6 +190,7 @@ class MinedFile:
     deleted: bool  # deleted on the first-parent chain after its last version (and not re-added)
     versions: tuple[MinedVersion, ...]
     skipped: Counter = field(default_factory=Counter, compare=False)  # why versions were skipped → how many
+    missing: tuple[str, ...] = ()  # commits whose blob of the file is not in the repository (a partial clone)
 
     def to_record(self) -> dict:
         return {"id": self.id, "repo": self.repo, "path": self.path, "paths": list(self.paths),
@@ -518,7 +521,7 @@ def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[li
         commits += 1
         head, _, rest = chunk.partition(b"\0")  # under -z the header ends in NUL, then the raw lines
         commit, stamp = head.decode().strip().split(" ")
-        date = datetime.fromtimestamp(int(stamp), timezone.utc).isoformat().replace("+00:00", "Z")
+        date = datetime.fromtimestamp(int(stamp), timezone.utc).isoformat()
         fields = rest.split(b"\0")
         i = 0
         while i < len(fields):
@@ -894,10 +897,11 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
 # ------------------------------------------------------------------------------------------ driver
 
 
-def mine_repository(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_PATTERNS, rev: str = "HEAD",
-                    label: str | None = None, max_blob_bytes: int = MAX_BLOB_BYTES,
-                    progress: bool = False) -> MineResult:
-    """Mine one local git repository (bare or not). Raises `MineError` naming the path when it cannot be read."""
+def read_versions(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_PATTERNS, rev: str = "HEAD",
+                  label: str | None = None, max_blob_bytes: int = MAX_BLOB_BYTES,
+                  progress: bool = False) -> MineResult:
+    """The instruction files of one local git repository and their versions, texts included (`.files` only:
+    no pairs, no events). Raises `MineError` naming the path when the repository cannot be read."""
     path, head = _open(repo)
     label = label or _label(path)
     notes: Counter = Counter()
@@ -907,13 +911,13 @@ def mine_repository(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAUL
     if not renames:
         notes[f"{label}: renames not followed (blobs missing)"] += 1
     blobs, why = _blobs(path, (b for t in tracks for *_, b in t.raw if b), max_blob_bytes)
-    policy = get_policy(POLICY)
-    files, pairs, events = [], [], []
+    files = []
     bar = _bar(sum(len(t.raw) for t in tracks), progress, label)
     try:
         for t in tracks:
             versions: list[MinedVersion] = []
             skipped: Counter = Counter()
+            missing: list[str] = []
             for commit, date, p, blob in t.raw:
                 bar.update(1)
                 if blob is None:
@@ -923,59 +927,77 @@ def mine_repository(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAUL
                     continue
                 if blob in why:
                     skipped[why[blob]] += 1
+                    if why[blob] == "missing":
+                        missing.append(commit)
                     continue
                 try:
                     text = blobs[blob].decode("utf-8")
                 except UnicodeDecodeError:
                     skipped["not-utf-8"] += 1
                     continue
-                if text.startswith("\ufeff"):
-                    text = text[1:]
-                fm, body = _split(text, t.pattern)
+                if versions and versions[-1].text == text:
+                    continue
+                fm, body = _split(text.removeprefix("\ufeff"), t.pattern)
                 try:
                     sections = parse(body)
                 except AnchorError:
                     skipped["unparsable"] += 1
                     continue
-                if versions and versions[-1].text == text:
-                    continue
                 versions.append(MinedVersion(len(versions), commit, date, p, blob, text, fm, body, sections))
             for k, n in skipped.items():
                 notes[f"{label}: {k}"] += n
-            if not versions:
-                continue
-            f = MinedFile(t.id, label, t.path, tuple(t.paths), t.pattern, t.deleted, tuple(versions), skipped)
-            files.append(f)
-            analyses = [_analyse(f.id, versions[k], versions[k + 1], policy) for k in range(len(versions) - 1)]
-            file_events: list[RuleEvent] = []
-            for k, a in enumerate(analyses):
-                old_v, new_v = versions[k], versions[k + 1]
-                old_by = {s.slug: s for s in old_v.sections}
-                new_by = {s.slug: s for s in new_v.sections}
-                made = 0
-                before = {u.text for s in old_v.sections for u in _units_of(s)}
-                after = {u.text for s in new_v.sections for u in _units_of(s)}
-                gone = [t for t in before if t not in after]  # units this pair took out somewhere
-                for c in a.pair.sections:
-                    if c.change not in ("append", "insert") or c.target is None:
-                        continue
-                    old_s, new_s = old_by[c.section], new_by[c.target]
-                    n_body = len(new_s.body_text.splitlines())
-                    for u, at_end in _new_units(old_s, new_s):
-                        if u.text in before or (gone and process.extractOne(
-                                u.text, gone, scorer=fuzz.ratio, score_cutoff=REWORD_RATIO) is not None):
-                            continue  # moved here from elsewhere in the file (perhaps reworded): no new rule
-                        file_events.append(RuleEvent(
-                            f"{f.id}@{new_v.index}#{made}", f.id, new_v.index, new_v.commit, c.target, u.start,
-                            u.lines, n_body, at_end, u.kind, _digest(u.text), u.text))
-                        made += 1
-                analyses[k] = _Analysis(replace(a.pair, events=made), a.mapping, a.ops)
-            pairs.extend(a.pair for a in analyses)
-            events.extend(_follow(e, versions, analyses, t.deleted) for e in file_events)
+            if versions:
+                files.append(MinedFile(t.id, label, t.path, tuple(t.paths), t.pattern, t.deleted, tuple(versions),
+                                       skipped, tuple(missing)))
     finally:
         bar.close()
-    repo_rec = {"repo": label, "path": str(path), "head": head, "commits": commits}
-    return MineResult(tuple(files), tuple(pairs), tuple(events), (repo_rec,), notes)
+    return MineResult(tuple(files), (), (), ({"repo": label, "path": str(path), "head": head, "commits": commits},),
+                      notes)
+
+
+def analyse(files: Iterable[MinedFile]) -> tuple[tuple[Pair, ...], tuple[RuleEvent, ...]]:
+    """The pairs and rule events (fates followed) of files read by `read_versions`."""
+    policy = get_policy(POLICY)
+    pairs, events = [], []
+    for f in files:
+        versions = f.versions
+        analyses = [_analyse(f.id, versions[k], versions[k + 1], policy) for k in range(len(versions) - 1)]
+        file_events: list[RuleEvent] = []
+        for k, a in enumerate(analyses):
+            old_v, new_v = versions[k], versions[k + 1]
+            old_by = {s.slug: s for s in old_v.sections}
+            new_by = {s.slug: s for s in new_v.sections}
+            made = 0
+            before = {u.text for s in old_v.sections for u in _units_of(s)}
+            after = {u.text for s in new_v.sections for u in _units_of(s)}
+            gone = [t for t in before if t not in after]  # units this pair took out somewhere
+            for c in a.pair.sections:
+                if c.change not in ("append", "insert") or c.target is None:
+                    continue
+                old_s, new_s = old_by[c.section], new_by[c.target]
+                n_body = len(new_s.body_text.splitlines())
+                for u, at_end in _new_units(old_s, new_s):
+                    if u.text in before or (gone and process.extractOne(
+                            u.text, gone, scorer=fuzz.ratio, score_cutoff=REWORD_RATIO) is not None):
+                        continue  # moved here from elsewhere in the file (perhaps reworded): no new rule
+                    file_events.append(RuleEvent(
+                        f"{f.id}@{new_v.index}#{made}", f.id, new_v.index, new_v.commit, c.target, u.start,
+                        u.lines, n_body, at_end, u.kind, _digest(u.text), u.text))
+                    made += 1
+            analyses[k] = _Analysis(replace(a.pair, events=made), a.mapping, a.ops)
+        pairs.extend(a.pair for a in analyses)
+        events.extend(_follow(e, versions, analyses, f.deleted) for e in file_events)
+    return tuple(pairs), tuple(events)
+
+
+def mine_repository(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_PATTERNS, rev: str = "HEAD",
+                    label: str | None = None, max_blob_bytes: int = MAX_BLOB_BYTES,
+                    progress: bool = False) -> MineResult:
+    """Mine one local git repository (bare or not): `read_versions`, then `analyse`."""
+    read = read_versions(repo, patterns=patterns, rev=rev, label=label, max_blob_bytes=max_blob_bytes,
+                         progress=progress)
+    pairs, events = analyse(read.files)
+    return replace(read, pairs=pairs, events=events)
 
 
 def mine(paths: Iterable[str | os.PathLike], *, patterns: Sequence[str] = DEFAULT_PATTERNS, rev: str = "HEAD",
