@@ -30,6 +30,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -296,6 +297,21 @@ def recorded_at(db_path: str) -> str | None:
 
 
 _OPEN_RECORDS: dict[str, int] = {}  # a record's path -> an open descriptor (a write is then four system calls)
+_RECORDS_LOCK = threading.Lock()  # flock excludes processes, not threads sharing one descriptor
+
+
+def _forget_records() -> None:
+    """In a forked child: its own descriptors (an inherited one shares the parent's flock)."""
+    for fd in _OPEN_RECORDS.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _OPEN_RECORDS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_records)
 
 
 def _record_fd(name: str) -> int:
@@ -317,18 +333,19 @@ def record_counter(db_id: str, counter: int, db_path: str | None = None, folder:
     if not _safe_id(db_id):
         return
     folder = registry_dir() if folder is None else folder
-    fd = _record_fd(os.path.join(folder, f"db-{db_id}"))
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    try:
-        old = os.pread(fd, 64, 0).split()
+    with _RECORDS_LOCK:
+        fd = _record_fd(os.path.join(folder, f"db-{db_id}"))
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            known = int(old[0]) if old else -1
-        except ValueError:
-            known = -1
-        if counter > known:  # fixed width: the new text covers the old one whole
-            os.pwrite(fd, f"{int(counter):020d}\n".encode(), 0)
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+            old = os.pread(fd, 64, 0).split()
+            try:
+                known = int(old[0]) if old else -1
+            except ValueError:
+                known = -1
+            if counter > known:  # fixed width: the new text covers the old one whole
+                os.pwrite(fd, f"{int(counter):020d}\n".encode(), 0)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
     if db_path is not None:
         name = folder / _path_name(db_path)
         try:

@@ -5,6 +5,8 @@ purpose (export / import). Each attack is made as an attacker's shell would make
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import shutil
 import sqlite3
 
@@ -213,6 +215,26 @@ def test_a_backup_from_before_the_upgrade_put_back_is_an_older_copy(db, tmp_path
     with pytest.raises(RollbackError):
         Store.open(db, readonly=True)
     assert bad in applied(db, accept_rollback=True)[1]
+
+
+def _writer(path, n):
+    with Store.open(path) as s:
+        for i in range(n):
+            learn(s, f"Lesson {os.getpid()}-{i} keeps replies short.", approve=i % 2 == 0)
+
+
+def test_processes_writing_at_once_never_make_the_record_run_ahead_of_the_file(db):
+    with Store.open(db) as s:
+        learn(s, "Keep replies short.")  # the parent holds a descriptor of the record: children must not share it
+    procs = [multiprocessing.get_context("fork").Process(target=_writer, args=(db, 15)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * 4
+    with Store.open(db) as s:  # no RollbackError: the record is the highest counter committed
+        counter, fine = s._counter_value(s._write_sealer())
+        assert fine and seal.recorded_counter(s._database_id()) == counter
 
 
 def test_a_changed_counter_in_the_file_is_caught(db):
