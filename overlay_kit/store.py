@@ -38,6 +38,9 @@ Public API (other modules code against exactly this; grow it, don't rename it)::
         store.transaction()                          # context manager: batch many writes in one commit
         store.authored_tokens(body); store.line_tokens({key: line})  # token counts kept by digest / delta id
         store.table_digest(tables) -> str            # sha256 over every row of the named tables
+        store.lesson_records(skill=None) -> list[dict]   # verified rows with their audit (overlay_kit.portable)
+        store.key_sealer(); store.known_ids(ids)     # the key's unbound sealer (export MACs); ids held here
+    Store.open(..., accept_unsealed=False, accept_rollback=False)   # see below: downgrades and older copies
 
     One small class per family of the other tables (defined at the end of this file), exposed on the store:
 
@@ -59,7 +62,12 @@ Every write seals the rows it changed, in its transaction, after checking their 
 never seals over a change made outside overlay_kit). Every read of deltas checks them: a row whose seal does not
 verify, or an active row of untrusted provenance without a recorded approval, is left out with a note naming it
 (`integrity_notes`, logged as an error), and `get` raises `SealError` for it, so no write starts from it; only
-`forget` removes it. docs/reliability.md states the threat model.
+`forget` removes it. Since schema 12 every seal hashes the database's identity (a random id in `overlay_meta`),
+facts are sealed too, and a seal counter advances with every write that seals or erases rows; the highest one
+committed is recorded beside the key, so an older copy of the file is refused (`RollbackError`), as is a file
+from before the seals that presents itself as a sealed database (`UnsealedStoreError`); with sealed rows and no
+key (or another one) nothing is read or written and no key is made (`LostKeyError`). docs/reliability.md states
+the threat model.
 
 Learning operations never DELETE: revert/reset/supersede/undo change status or lineage, and every state
 change appends an audit row in the same transaction. Only `forget` deletes — rows, their vectors, their
