@@ -57,7 +57,9 @@ section followed through the pairs' section matching (clean / stale target, or a
 version at which the rule's normalized text is no longer in its section decides:
 
 * `moved` — the same text newly appears in another section, or, failing that, a new unit in another section
-  has `rapidfuzz.fuzz.ratio` ≥ REWORD_RATIO with it (`fate_similarity` says which);
+  has `rapidfuzz.fuzz.ratio` ≥ REWORD_RATIO with it (`fate_similarity` says which); or, found nowhere in its
+  file, the same or such a similar unit is new in another instruction file of the repository in the same commit
+  (`fate_file`: `CLAUDE.md` emptied into a new `AGENTS.md`);
 * `reworded` — a unit of its section that is new in this version has ratio ≥ REWORD_RATIO with it;
 * `deleted` — neither (its section gone included);
 * `kept` — still there verbatim (normalized) at the file's last version (`file_deleted` says whether the file
@@ -277,6 +279,7 @@ class RuleEvent:
     fate_commit: str | None = None
     fate_similarity: float | None = None  # ratio/100 for reworded / moved (1.0: same text moved)
     fate_section: str | None = None  # the slug it went to (moved, reworded), or its last slug (kept)
+    fate_file: str | None = None  # the file it moved to, when another file of the repository
     fate_decision: str | None = None  # the section policy's decision for its section at the fate pair
     versions_survived: int = 0  # later versions that still held it verbatim in its section
     section_changed_before_fate: bool = False
@@ -291,7 +294,7 @@ class RuleEvent:
         return {k: getattr(self, k) for k in (
             "id", "file", "version", "commit", "section", "line_index", "unit_lines", "section_lines", "at_end",
             "kind", "hash", "fate", "fate_version", "fate_commit", "fate_similarity", "fate_section",
-            "fate_decision", "versions_survived", "section_changed_before_fate", "section_edited_before_fate",
+            "fate_file", "fate_decision", "versions_survived", "section_changed_before_fate", "section_edited_before_fate",
             "section_changed_at_fate", "section_edited_at_fate", "first_section_change", "section_changes",
             "file_deleted")}
 
@@ -955,8 +958,36 @@ def read_versions(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_
                       notes)
 
 
+def _traffic(files: Sequence[MinedFile]) -> tuple[dict, dict]:
+    """Per commit, the rule units each file's version there took out (`gone`) and put in (`fresh`, with slugs)
+    relative to the file's previous version: what a move from one file to another leaves behind."""
+    gone: dict[str, list[tuple[str, str]]] = {}
+    fresh: dict[str, list[tuple[str, str, str]]] = {}
+    for f in files:
+        prev: Counter = Counter()
+        for v in f.versions:
+            units = [(s.slug, u.text) for s in v.sections for u in _units_of(s)]
+            now = Counter(t for _, t in units)
+            gone.setdefault(v.commit, []).extend((f.id, t) for t in prev if now[t] == 0)
+            fresh.setdefault(v.commit, []).extend((f.id, sl, t) for sl, t in units if prev[t] == 0)
+            prev = now
+    return gone, fresh
+
+
+def _similar(text: str, choices: Sequence[str]) -> tuple[int, float] | None:
+    """(index, ratio/100) of the choice most like `text` at ratio ≥ REWORD_RATIO; the same text first."""
+    if text in choices:
+        return choices.index(text), 1.0
+    best = process.extractOne(text, choices, scorer=fuzz.ratio, score_cutoff=REWORD_RATIO) if choices else None
+    return None if best is None else (best[2], round(best[1] / 100, 4))
+
+
 def analyse(files: Iterable[MinedFile]) -> tuple[tuple[Pair, ...], tuple[RuleEvent, ...]]:
-    """The pairs and rule events (fates followed) of files read by `read_versions`."""
+    """The pairs and rule events (fates followed) of one repository's files read by `read_versions`. A rule
+    taken out of one file and put into another in the same commit (`CLAUDE.md` → `AGENTS.md`) is `moved` there
+    (`fate_file`), and makes no rule event in the file it went to."""
+    files = list(files)
+    gone_at, fresh_at = _traffic(files)
     policy = get_policy(POLICY)
     pairs, events = [], []
     for f in files:
@@ -976,17 +1007,25 @@ def analyse(files: Iterable[MinedFile]) -> tuple[tuple[Pair, ...], tuple[RuleEve
                     continue
                 old_s, new_s = old_by[c.section], new_by[c.target]
                 n_body = len(new_s.body_text.splitlines())
+                elsewhere = [t for g, t in gone_at.get(new_v.commit, ()) if g != f.id]
                 for u, at_end in _new_units(old_s, new_s):
-                    if u.text in before or (gone and process.extractOne(
-                            u.text, gone, scorer=fuzz.ratio, score_cutoff=REWORD_RATIO) is not None):
-                        continue  # moved here from elsewhere in the file (perhaps reworded): no new rule
+                    if u.text in before or _similar(u.text, gone) or _similar(u.text, elsewhere):
+                        continue  # moved here from elsewhere in the file or another (perhaps reworded): no new rule
                     file_events.append(RuleEvent(
                         f"{f.id}@{new_v.index}#{made}", f.id, new_v.index, new_v.commit, c.target, u.start,
                         u.lines, n_body, at_end, u.kind, _digest(u.text), u.text))
                     made += 1
             analyses[k] = _Analysis(replace(a.pair, events=made), a.mapping, a.ops)
         pairs.extend(a.pair for a in analyses)
-        events.extend(_follow(e, versions, analyses, f.deleted) for e in file_events)
+        for e in file_events:
+            e = _follow(e, versions, analyses, f.deleted)
+            if e.fate == "deleted":
+                there = [(g, sl, t) for g, sl, t in fresh_at.get(e.fate_commit, ()) if g != f.id]
+                hit = _similar(e.text, [t for *_, t in there])
+                if hit is not None:
+                    e = replace(e, fate="moved", fate_file=there[hit[0]][0], fate_section=there[hit[0]][1],
+                                fate_similarity=hit[1])
+            events.append(e)
     return tuple(pairs), tuple(events)
 
 

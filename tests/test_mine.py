@@ -327,6 +327,28 @@ def test_missing_blobs_mine_without_renames(tmp_path):
     assert r.notes == {"r: missing": 1, "r: renames not followed (blobs missing)": 1}
 
 
+def test_a_rule_moved_to_another_file(tmp_path):
+    """CLAUDE.md emptied into a new AGENTS.md (the rules then live there): moved, not deleted; a rule moved from
+    one file into another existing one in the same commit is no new rule there."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    rules = "# Rules\n\n- Run the whole test suite.\n"
+    _commit(repo, {"CLAUDE.md": rules, "GEMINI.md": "# G\n\n- Be brief.\n"}, "a", 1)
+    _commit(repo, {"CLAUDE.md": rules + "- Never update every dependency at once.\n"}, "b", 2)
+    _commit(repo, {"CLAUDE.md": rules + "- Never update every dependency at once.\n- Use ruff for lint.\n"}, "c", 3)
+    _commit(repo, {"CLAUDE.md": rules + "- Use ruff for lint.\n",
+                   "GEMINI.md": "# G\n\n- Be brief.\n- Never update every dependency at once!\n"}, "d", 4)
+    _commit(repo, {"CLAUDE.md": "@AGENTS.md\n", "AGENTS.md": rules + "- Use ruff for lint.\n"}, "e", 5)
+    r = mine.mine_repository(repo)
+    fates = {e.text: (e.file, e.fate, e.fate_version, e.fate_file, e.fate_section, e.fate_similarity)
+             for e in r.events}
+    assert fates == {
+        "Never update every dependency at once.": ("r:CLAUDE.md", "moved", 3, "r:GEMINI.md", "g", 0.9737),
+        "Use ruff for lint.": ("r:CLAUDE.md", "moved", 4, "r:AGENTS.md", "rules", 1.0),
+    }
+
+
 # ------------------------------------------------------------------------------------------ records and bare
 
 
@@ -341,7 +363,7 @@ def test_records_are_text_free_and_json(result):
     e = records["events"][0]
     assert set(e) == {"id", "file", "version", "commit", "section", "line_index", "unit_lines", "section_lines",
                       "at_end", "kind", "hash", "fate", "fate_version", "fate_commit", "fate_similarity",
-                      "fate_section", "fate_decision", "versions_survived", "section_changed_before_fate",
+                      "fate_section", "fate_file", "fate_decision", "versions_survived", "section_changed_before_fate",
                       "section_edited_before_fate", "section_changed_at_fate", "section_edited_at_fate",
                       "first_section_change", "section_changes", "file_deleted"}
     p = records["pairs"][0]
