@@ -22,12 +22,15 @@ import unicodedata
 from functools import lru_cache
 
 from .patternset import PatternSet
-from .textguard import hidden_chars, languages_many, lookalikes, views_many, visible
+from .textguard import fold_unicode, hidden_chars, lookalikes, prose_languages_many, views_many, visible
 
 _OVERRIDE = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|"
     r"your|the|these|those|system)\b[^.\n]{0,30}?\b(?:instructions?|rules?|prompts?|directions?|guidelines?|"
-    r"constraints?|polic(?:y|ies))\b"
+    r"constraints?)\b"
+    # a policy only as the agent's or the earlier one ("override the default retention policy" is a runbook's)
+    r"|\b(?:ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|"
+    r"your|these|those|system)\s+(?:\w+\s+)?polic(?:y|ies)\b"
     r"|\byou are now\b|\bnew (?:system )?instructions?\b|\bsystem prompt\b|\bdeveloper mode\b"
     r"|\bdo not (?:tell|inform|mention (?:this )?to) the user\b|\bwithout (?:asking|telling) the user\b"
     # the same canonical moves in German, French, Spanish, Italian, Portuguese and Dutch (read without accents);
@@ -53,7 +56,9 @@ _RULES_WORD = (r"(?:instructions?|rules?|guidance|guidelines?|directions?|direct
                r"constraints?|orders?|programming|configuration|restrictions?|guardrails?|safety (?:checks?|rules|"
                r"measures|filters?)|confirmations?)")
 _RULE_REF = (r"(?:(?:your|you were|you've been|you have been|you had|the|any|all|earlier|previous|prior|original|"
-             r"usual|default|standard|above|initial|existing|old|current|these|those)\s+(?:\w+\s+)?" + _RULES_WORD
+             r"usual|default|standard|above|initial|existing|old|current|these|those)\s+(?:(?:\w+\s+)?"
+             + _RULES_WORD.replace("polic(?:y|ies)|", "") + r"|polic(?:y|ies))"  # a policy named by its domain (the
+             # default retention policy) is a runbook's, not the agent's
              + r"|what(?:ever)? (?:you(?:'ve| have| were| was)?|i|we) (?:been )?(?:told|instructed|given|taught|"
              r"asked|said)(?: you)?)")
 _DISMISS_VERB = (r"(?:ignore|disregard|forget|override|bypass|abandon|throw (?:out|away)|ditch|scrap|discard|drop|"
@@ -111,7 +116,8 @@ _SENSITIVE = (r"(?:(?:passwords?|passcodes?|credentials?|logins?)(?!\s+(?:audit|
               r"keychain|(?:two-factor|2fa|mfa|one-time|verification|security|login|otp|auth\w*|sms) codes?|otps?|"
               r"bank (?:login|details|account|credentials)|card (?:numbers?|details)|social security|tax "
               r"(?:documents?|returns?|records?)|payroll(?: files?)?|customer (?:list|database|data|records|emails)|"
-              r"(?:hr|personnel) (?:folder|files|records)|medical records|private (?:messages|files|photos|documents))")
+              r"(?:hr|personnel) (?:folder|files|records)|medical records|private (?:messages|files|photos|documents)|"
+              r"customer exports?)")
 _OUTWARD = (r"(?:send|forward|e-?mail|mail|post|upload|paste|share|copy|bcc|cc|include|attach|pass (?:it |them )?"
             r"(?:on|along)|mirror|sync|dump|export|leak|transmit|reply (?:to \w+ (?:\w+ )?)?with|give me|tell me|push|"
             r"publish|text|provide|disclose|reveal|hand over|read (?:out|back)|spell out)")
@@ -119,7 +125,8 @@ _ELSEWHERE = (r"(?:(?:to|into|with|on to|onto) (?:me|us|this (?:sender|address|t
               r"webhook|url|number|bucket|endpoint)|an? (?:gist|paste\w*|webhook|external|outside|public|personal|"
               r"endpoint)|"
               r"https?:|[\w.+-]+@)|\bme on\b|\b(?:the|a) public (?:folder|link|drive|channel|bucket|repo\w*|page|site)"
-              r"|\b(?:linked|mentioned|listed|given) (?:in|below|above) (?:this|the) (?:message|e-?mail|note|thread))")
+              r"|\b(?:linked|mentioned|listed|given) (?:in|below|above) (?:this|the) (?:message|e-?mail|note|thread)"
+              r"|\bat [\w-]+(?:\.[\w-]+)+/)")
 _ADDRESS = r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # starts only where a token does: quick to fail
 _COPY_TO = (r"(?:b?cc|carbon[- ]copy|blind[- ]copy|auto-?forward\w*|forward(?:s|ing)?|redirect(?:s|ing)?|"
             r"mirror(?:s|ing)?|copy)")
@@ -137,12 +144,13 @@ _SECRET_VERB = (r"(?:cop(?:y|ies)|paste|send|e-?mail|mail|attach|upload|post|sha
                 r"read out|type out|reply with)")
 _CREDENTIAL = (r"(?:api[ -]?keys?|(?:access|auth|api|deploy|session|bearer|refresh|personal access|secret|signing|"
                r"service account) (?:tokens?|keys?)|tokens?|secret keys?|private keys?|client secrets?|passwords?|"
-               r"passphrases?|credentials|cookies)")
+               r"passphrases?|credentials|cookies|(?:recovery|backup|2fa|mfa|one-time) codes)")
 _MESSAGE_PLACE = (r"(?:drafts?|repl(?:y|ies)|e-?mails?|messages?|notes?|summary|summaries|chat|thread|comments?|"
                   r"tickets?|posts?|gist|paste\w*|attachments?|body|signature|footer|calendar|invite|doc(?:ument)?s?|"
                   r"shared \w+|drive|folder)")
-_BLANKET = (r"(?:every|all|each|the whole|the entire|everything)\b" + _C + r"{0,30}?\b(?:messages?|mail|e-?mails?|"
-            r"threads?|inbox|files?|documents?|attachments?|folders?|drive)\b")
+_BLANKET = (r"(?:every|all|each|the whole|the entire|the full|the complete|everything)\b" + _C + r"{0,30}?\b(?:"
+            r"messages?|mail|e-?mails?|threads?|inbox|files?|documents?|attachments?|folders?|drive|conversations?|"
+            r"correspondence|(?:chat|message|mail|e-?mail) history)\b")
 # Oversight taken away, and acts where that matters (money, deletion, code execution, access).
 _OVERSIGHT_OFF = (r"(?:without (?:(?:the |your |their )?(?:user|owner|account holder|human)'?s? |any |a |anyone'?s? )?"
                   r"(?:asking|prompting|checking|confirming|confirmation|approval|permission|review(?:ing)?|"
@@ -229,8 +237,9 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"login|sign-?in|breach|suspicious activity) (?:alerts?|notifications?|warnings?|notices?)\b"
      r"|\b(?:disable|turn off|switch off|deactivate|bypass|circumvent|get around)\b"
      r"[^.\n]{0,25}\b(?:safety|security|confirmations?|approvals?|reviews? step|filter(?:s|ing)?|guardrails?|checks|"
-     r"verification|2fa|mfa|two-(?:step|factor)|audit(?: log)?|logging|spending limit)\b"
+     r"verification|2fa|mfa|two-(?:step|factor)|audit(?: log)?|logging|spending limit)\b(?! of\b)"
      r"|\b(?:skip|remove)\b[^.\n]{0,25}\b(?:safety|security|filters?|guardrails?|2fa|mfa|audit(?: log)?|logging)\b"
+     r"(?! of\b)"
      # oversight removed around money, deletion, code execution or access
      r"|\b" + _OVERSIGHT_OFF + r"\b" + _C + r"{0,50}?\b" + _STAKES + r"\b"
      r"|" + _NEG + r"\b" + _STAKES + r"\b" + _C + r"{0,50}?\b" + _OVERSIGHT_OFF + r"\b"
@@ -252,7 +261,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"\b(?:(?:your|the) (?:\w+ )?(?:system|initial|original|hidden|internal|setup|start-?up|secret|underlying|"
      r"full|exact) (?:prompt|message|instructions|text|configuration|setup|rules|directives|context)"
      r"|your (?:\w+ )?(?:prompt|instructions|setup|configuration|directives|programming)"
-     r"|(?:instructions|rules|text|prompt|message|directions|wording) (?:that |which )?(?:you (?:received|were "
+     r"|(?:instructions|rules|text|prompt|message|directions|wording|guidance|guidelines) (?:that |which )?"
+     r"(?:you (?:received|were "
      r"given|got|were \w+ (?:with|on)|started with)|(?:configures|sets up|defines|governs|controls) (?:you|your))"
      r"|(?:instructions|rules|directions|guidelines|guidance|prompt|setup|configuration) (?:were|have) you (?:been )?"
      r"(?:given|told|set up with|handed)|(?:instructions|rules|directions|guidelines) did you (?:get|receive)"
@@ -336,7 +346,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      + r"|(?:b?cc|copy|forward|add)\b" + _C + r"{0,60}?" + _ADDRESS + _C + r"{0,60}?\b" + _SILENT + r"\b"
      + r"|" + _SECRET_VERB + r"\b(?=[^;!?\n]{0,70}?(?:ssh|id_|env|aws|netrc|git-|npmrc|pypirc|/etc/|kube|"
      r"credentials|wallet|pem|keychain))" + _C + r"{0,60}?" + _SECRET_FILE
-     + r"|" + _SECRET_VERB + r"\b(?=" + _C + r"{0,40}?(?:key|token|secret|passw|passphr|credential|cookie))" + _C
+     + r"|(?:add|" + _SECRET_VERB[3:] + r"\b(?=" + _C + r"{0,40}?(?:key|token|secret|passw|passphr|credential|cookie|"
+     r"codes))" + _C
      + r"{0,40}?\b" + _CREDENTIAL + r"\b" + _C
      + r"{0,40}?\b(?:into|in|to|on|as|at the (?:bottom|end|top) of)\s+(?:the |a |an |your |my |this |every |each |"
      r"new )?(?:\w+ )?(?:" + _MESSAGE_PLACE + r"\b|" + _ADDRESS + r"))"
@@ -354,7 +365,8 @@ _CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNOR
      r"|\b(?:has|have) (?:authori[sz]ed|allowed|permitted|instructed) you to\b|\byou are (?:now )?authori[sz]ed "
      r"to\b|\b(?:has|have) (?:given|granted) you (?:permission|access)\b"
      # a speaker who claims a role with power over the agent, or grants it an exception
-     r"|\b(?:this is|here is|(?:a )?message from|speaking (?:for|on behalf of)|on behalf of|on the orders of|"
+     r"|\b(?:this is|here is|(?<![^\W\d_] )(?:an? |urgent |official |important )?message from|speaking (?:for|on "
+     r"behalf of)|on behalf of|on the orders of|"
      r"i'?m (?:with|from)|i am (?:with|from)|we'?re (?:with|from)|we are (?:with|from)|writing (?:from|for))\s+"
      r"(?:the |your |an? )?" + r"(?:it(?: security)? (?:desk|department|team|support|admin)|security (?:team|desk|"
      r"office|department)|legal (?:department|team)|compliance(?: team| department| office)?|board(?: of "
@@ -536,6 +548,9 @@ _TOOL_CALL = re.compile(
     r"""["'](?:name|tool|tool_name|function|action|recipient_name)["']\s*:\s*["'][^"'\n]{1,80}["']\s*,\s*"""
     r"""["'](?:arguments|args|parameters|params|input|action_input|kwargs)["']\s*:"""
     r"""|["'](?:tool_calls?|function_call|tool_use|tool_code)["']\s*:"""
+    # or without an arguments key: a call named for an act that approves, deletes or sends, then its fields
+    r"""|["'](?:name|tool|tool_name|function|action)["']\s*:\s*["'](?:\w+[._])*\w*"""  + _CALL_VERB
+    + r"""\w*["']\s*[,}]"""
     r"""|["']type["']\s*:\s*["'](?:function|tool_use|tool_call)["']"""
     # or as code: a call in a tool namespace, a call addressed to one, a call of a function named for an act that
     # approves, deletes or sends (with a literal argument, or after "call"/"run"/"execute")
@@ -555,8 +570,698 @@ _COMMENT = re.compile(
     r"(?:font-size|opacity|max-height|height|width)\s*:\s*0+(?:\.0+)?(?:px|pt|em|rem|%)?\s*(?=[;\"'!\s>}]))",
     re.IGNORECASE)
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")
-_HEX = re.compile(r"\b(?:0x)?[0-9a-fA-F]{32,}\b|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}")
+_HEX = re.compile(r"\b(?:0x)?[0-9a-fA-F]{32,}\b|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}"
+                  r"|(?:&#(?:[0-9]{2,7}|[xX][0-9a-fA-F]{2,6});){8,}")  # or HTML character references
 _URL = re.compile(r"\b(?:https?|ftp|file|javascript|data):(?://)?[^\s<>\"']+|\bwww\.[^\s<>\"']+", re.IGNORECASE)
+
+
+# Each language's moves, read by word families: what `_MOVES` joins in one clause. Words are written as a
+# reader writes them (accents, capitals, hyphens) and folded as the readings are (`textguard.fold_unicode`); a
+# word ending in `*` stands for any word it begins; a phrase is its words in a row. Chinese, Japanese and Korean
+# are read as substrings (no word boundaries: Korean particles attach to the word). Adding a language is one entry.
+# Families: `void` (a verb that sets rules aside) and `rules` (instructions, rules, a prompt); `own` (the agent's
+# own, or the earlier ones) with `voided` (no longer valid); `this_msg` and `only` (only this message's rules
+# count); `reveal` with `sysprompt`, or with `rules` and `given` (the instructions it received at the start);
+# `send` with `secret` and a place outside (`outside`: an outside address, any address in the clause; `dest`: me,
+# a reply, the sender), or with `mail_all` (every mail, the inbox) and `outside`; `authority` (anywhere in the text) with `grant` and something at stake; `oversight_off`
+# with `stakes` (money moved without a check); `disable` with `safeguard`; `you_now` with `role` (a new identity
+# with power over the account); `untold` or `unseen` with `user`, `unless` with `user` and `notice` (without the
+# user knowing), `covert` with an act, `self_delete` (delete this message). `neg` (never, not, don't) in a clause
+# turns a dismissal, a hand-off, a safeguard switched off or a new identity into a rule against it.
+_LEXICON: dict[str, dict[str, str]] = {
+    "de": {
+        "void": "halte dich nicht|musst dich nicht|nicht mehr befolgen|nicht mehr an|ignorier*|vergiss|vergesst|vergessen sie|missacht*|verwirf|übergeh*|setz dich über|außer acht",
+        "rules": "was man dir gesagt hat|was dir gesagt wurde|alles was man dir gesagt|einschränkung*|beschränkung*|anweisung*|regel|regeln|richtlinie*|vorgabe*|instruktion*|befehl*|vorschrift*|direktive*|"
+                 "systemprompt*|prompt",
+        "own": "deinem|deines|dein|deine|deinen|deiner|ihre|ihren|bisherig*|vorherig*|vorig*|früher*|ursprünglich*|sämtliche",
+        "voided": "nicht mehr|ungültig*|nichtig|aufgehoben|außer kraft|gelten nicht mehr|gilt nicht mehr|nicht mehr gültig|"
+                  "veraltet*|hinfällig|abgelaufen|überholt|zurückgezogen|gestrichen",
+        "this_msg": "diese nachricht|dieser nachricht|diese mail|dieser mail|diese e-mail|dieser e-mail|"
+                    "dieses dokument|diesem dokument",
+        "only": "nur|ausschließlich|allein",
+        "reveal": "welche|sag mir|verrate mir|liste|zeig*|gib|ausgeb*|nenn*|wiederhol*|offenleg*|verrat*|ausdruck*|druck*|preisgeb*|kopier*",
+        "sysprompt": "systemprompt*|system-prompt*|systemanweisung*|systemnachricht*|prompt|prompts",
+        "given": "bekommen|erhalten|gegeben|mitgegeben|zu beginn|am anfang|anfangs|vorab",
+        "send": "füge|hinzu|setze|setz|leg|schick*|send*|leite|leitet|leiten|weiterleit*|kopier*|füge|einfüg*|anhäng*|häng|übermittel*|"
+                "teile|teilen|teilt|maile|poste|hochlad*|lade|übertrag*",
+        "secret": "kundendaten*|kontakte|adressbuch|bankdaten|kontodaten|iban|kreditkartendaten|zugangsdaten*|schlüssel*|passwort*|passwört*|kennwort*|kennwört*|zugangsdaten|api-schlüssel*|schlüssel|token*|"
+                  "kundenliste*|kundendaten|kreditkart*|kartennummer*|pin|tan|wiederherstellungscode*|"
+                  "anmeldedaten|zugangscode*|sicherheitscode*",
+        "dest": "signatur*|fußzeile*|jede antwort|jeder antwort|mir|an mich|antwort*|absender*",
+        "mail_all": "alle e-mails|alle mails|alle nachrichten|jede e-mail|jede mail|jede nachricht|"
+                    "alle rechnungen|jede rechnung",
+        "outside": "meinen server|externen server|webhook|extern*|privat*|persönlich*|diese adresse|an mich|außerhalb|fremde",
+        "authority": "it-abteilung|administrator*|admin|sicherheitsteam|geschäftsführung|vorstand|management|"
+                     "it-support|helpdesk|geschäftsführer*",
+        "grant": "erlaube|gestatte|genehmige|gebe dir|gewähre|berechtigt|befugt|autorisiert|erlaubt|darfst|angeordnet|ordnet an|genehmigt|entschieden|"
+                 "verfügt|weist an|angewiesen",
+        "oversight_off": "ohne rückfrage|ohne bestätigung|ohne prüfung|ohne nachfrage|ohne zu fragen|"
+                         "ohne genehmigung|ohne freigabe|ungeprüft|ohne kontrolle|ohne zustimmung",
+        "stakes": "zahlung*|überweis*|rechnung*|freigeb*|freizugeben|bezahl*|transaktion*|betrag|beträge|geld",
+        "disable": "deaktivier*|abschalt*|ausschalt*|überspring*|umgeh*|abstell*|schalte",
+        "safeguard": "sicherheitsprüfung*|sicherheitscheck*|sicherheitskontrolle*|prüfung|prüfungen|kontrolle|"
+                     "kontrollen|zwei-faktor*|2fa|virenscan*|sicherheitswarnung*|warnungen",
+        "you_now": "ab heute bist du|du bist ab jetzt|du bist von nun an|du bist jetzt|du bist ab sofort|du bist nun|ab jetzt bist du|ab sofort bist du|sie sind jetzt|"
+                   "von nun an bist du|bist du ab jetzt",
+        "role": "mensch|echter mensch|kontoinhaber*|inhaber*|besitzer*|administrator*|admin|eigentümer*|geschäftsführer*|chef",
+        "untold": "nichts wissen|nicht erfahren|nichts erfahren|erzähl nichts|sag nichts|sage nichts|kein wort|verschweig*|nichts davon|nicht erzählen|"
+                  "nicht sagen|nicht mitteilen|nicht informieren|nicht erwähnen|erwähne nicht|erwähne es nicht",
+        "unless": "ohne dass|ohne es",
+        "notice": "merkt|merken|erfährt|erfahren|weiß|bemerkt|mitbekommt|sieht",
+        "user": "nutzer*|benutzer*|anwender*|kontoinhaber*|inhaber*|besitzer*",
+        "covert": "stillschweigend|heimlich*|unbemerkt|insgeheim|verdeckt|still und leise",
+        "self_delete": "lösche diese nachricht|lösch diese nachricht|diese nachricht löschen|lösche diese mail|"
+                       "lösche diese e-mail|diese nachricht danach löschen",
+        "neg": "nie|niemals|nicht|kein|keine|keinen|keinesfalls",
+        "copy_to": "bcc|cc|in kopie|blindkopie|weiterleitung*|automatisch weiterleiten|umleitung*",
+        "every": "jede|jeder|jedes|jeden|alle|allen|sämtliche",
+        "auto": "automatisch*|stillschweigend",
+        "obey": "folge|befolge|führe|führ|gehorche|erledige",
+        "sender": "absender*|dieser adresse|dieses absenders|mails von|nachrichten von",
+        "pretend": "tu so als|tu so, als|gib dich als|gibst dich als|spiel die rolle|schlüpf in die rolle|stell dir vor du bist|stell dir vor, du bist",
+        "unbound": "ohne einschränkungen|ohne regeln|ohne filter|ohne grenzen|uneingeschränkt*",
+        "report": "zusammenfassung*|bericht|protokoll*|verlauf|übersicht",
+        "hide": "verberge|verbirg|verstecke|versteck|verheimliche|verschleiere",
+        "delete": "lösche|lösch|entferne",
+    },
+    "fr": {
+        "void": "ne respecte plus|ne suis plus|n'obéis plus|ne tiens plus|arrête de suivre|cesse de suivre|ne tiens plus compte|ne tiens pas compte|ne tenez plus compte|ne tenez pas compte|fais abstraction|ignore|ignorez|ignorer|oublie|oubliez|oublier|néglige*|écarte*|passe outre|faire abstraction",
+        "rules": "ce qu'on t'a dit|ce qu'on vous a dit|ce que l'on t'a dit|restrictions|limites|instruction*|consigne*|règle*|directive*|prompt|lignes directrices",
+        "own": "tes|vos|ton|votre|précédent*|antérieur*|initial*|d'origine|originel*|habituel*|toutes les",
+        "voided": "ne s'appliquent plus|ne s'applique plus|ne comptent plus|ne valent plus|caduc*|annulé*|"
+                  "obsolète*|périmé*|invalide*|nul|nulles|révoqué*|suspendu*|plus valable*|abrogé*",
+        "this_msg": "ce message|ce courriel|ce mail|cet e-mail|ce document|cette note",
+        "only": "seul*|uniquement|seulement",
+        "reveal": "quelles|quels|dis moi|dis-moi|récite|affiche*|montre*|répète*|repete|révèle*|imprime*|donne-moi|donne moi|donnez-moi|dis-moi|"
+                  "recopie*|copie*|écris|liste*",
+        "sysprompt": "prompt système|prompt systeme|prompt du système|message système|invite système|prompt",
+        "given": "donné*|reçu*|au démarrage|au début|au depart|au départ|initialement|fourni*",
+        "send": "ajoute|ajouter|inclus|inclure|inclue|mets|envoie*|envoyer|envoyez|transfère*|transférer|transmets|transmettre|transmettez|copie*|colle*|"
+                "insère*|joins|joindre|joignez|partage*|mets|poste*|téléverse*|fais suivre|faire suivre|redirige*",
+        "secret": "contacts|carnet d'adresses|coordonnées bancaires|rib|iban|données bancaires|mot de passe|mots de passe|identifiant*|clé api|clés api|clé d'api|clés d'api|jeton*|token*|"
+                  "liste des clients|fichier client*|données client*|numéro de carte|carte bancaire|code pin|"
+                  "codes de récupération|code de récupération|clé privée|clés privées",
+        "dest": "signature*|pied de page|chaque réponse|moi|à moi|réponse*|expéditeur*",
+        "mail_all": "tous les courriels|tous les mails|tous les e-mails|tous les messages|chaque courriel|"
+                    "chaque message|chaque mail|toutes les factures",
+        "outside": "mon serveur|serveur externe|webhook|extern*|perso|personnel*|cette adresse|mon adresse|à moi|hors de",
+        "authority": "service informatique|département informatique|administrateur*|admin|équipe de sécurité|"
+                     "direction|support informatique|service it|le pdg|la direction",
+        "grant": "permets|autorise|accorde|autorisé*|habilité*|permis|as le droit|avez le droit|a décidé|a ordonné|ordonne|exige|demande que",
+        "oversight_off": "sans confirmation|sans vérification|sans vérifier|sans demander|sans validation|"
+                         "sans contrôle|sans autorisation|sans accord|sans approbation",
+        "stakes": "paiement*|virement*|transfert*|facture*|valider|valide|transaction*|montant*|régler|argent",
+        "disable": "désactive*|désactiver|coupe*|contourne*|ignore les contrôles|saute*|supprime les",
+        "safeguard": "vérifications de sécurité|vérification de sécurité|contrôles de sécurité|contrôle de sécurité|"
+                     "vérifications|contrôles|double authentification|2fa|alertes de sécurité|antivirus",
+        "you_now": "à partir d'aujourd'hui tu es|tu deviens|tu es maintenant|tu es désormais|vous êtes maintenant|vous êtes désormais|désormais tu es|"
+                   "à partir de maintenant tu es|dorénavant tu es",
+        "role": "humain|être humain|titulaire*|propriétaire*|administrateur*|admin|directeur*|pdg|trésorier*",
+        "untold": "sans le signaler|ne le signale|ne signale|ne le mentionne|sans rien dire|ne dis rien|ne dites rien|ne lui dis rien|n'en parle pas|ne mentionne pas|ne le dis pas|"
+                  "ne préviens pas|sans prévenir|sans le dire|sans en parler|sans informer",
+        "unless": "sans que",
+        "notice": "sache|sachent|remarque|s'en aperçoive|apprenne|voie|découvre",
+        "user": "utilisateur*|utilisatrice*|titulaire*|propriétaire*",
+        "covert": "discrètement|en secret|secrètement|en douce|en cachette|à son insu",
+        "self_delete": "efface ce message|supprime ce message|efface ce courriel|supprime ce courriel|"
+                       "efface ce mail|supprime ce mail|effacez ce message|supprimez ce message",
+        "neg": "jamais|ne pas|n'envoie pas|ne partage pas|pas de|aucun*|ne jamais",
+        "copy_to": "cci|cc|en copie|copie cachée|transfert automatique|redirection*",
+        "every": "chaque|tous|toutes|tout message",
+        "auto": "automatique*|automatiquement",
+        "obey": "suis|suivre|exécute*|obéis|applique",
+        "sender": "expéditeur*|cette adresse|de cet expéditeur|messages de",
+        "pretend": "fais semblant|fais comme si|fais-toi passer|joue le rôle|imagine que tu es|fais toi passer",
+        "unbound": "sans restrictions|sans limites|sans règles|sans filtre|sans aucune restriction",
+        "report": "résumé*|rapport*|journal|historique|compte rendu",
+        "hide": "cache|cacher|dissimule*|masque",
+        "delete": "efface|supprime|supprimez|effacez",
+    },
+    "es": {
+        "void": "ya no sigas|deja de seguir|no sigas|deja de obedecer|no hagas caso|ignora|ignore|ignorar|ignorad|olvida*|olvide|descarta*|omite las|pasa por alto|haz caso omiso",
+        "rules": "lo que te dijeron|lo que te han dicho|lo que te indicaron|restricciones|límites|instruccion*|regla*|norma*|directriz|directrices|indicacion*|pauta*|prompt",
+        "own": "tus|su|sus|anterior*|previa*|previo*|original*|inicial*|habitual*|todas las",
+        "voided": "ya no sirven|ya no sirve|ya no valen|ya no vale|ya no aplican|ya no se aplican|no son válidas|"
+                  "anulada*|anulado*|obsoleta*|caducada*|inválida*|sin efecto|revocada*|derogada*|suspendida*",
+        "this_msg": "este mensaje|este correo|este email|este documento|esta nota",
+        "only": "solo|sólo|solamente|únicamente",
+        "reveal": "cuáles|qué instrucciones|dime|recita|muestra*|muéstrame|enseña*|repite|repíteme|revela*|imprime|dame|dime|escribe|copia|lista",
+        "sysprompt": "prompt del sistema|prompt de sistema|mensaje del sistema|mensaje de sistema|prompt",
+        "given": "dieron|dado|dadas|recibiste|recibido|al principio|al inicio|inicialmente",
+        "send": "incluye|incluir|añade|añadir|agrega|pon|envía*|envia*|enviar|reenvía*|reenvia*|reenviar|manda*|mándame|copia|pega*|adjunta*|"
+                "comparte*|transfiere|pasa|sube",
+        "secret": "contactos|agenda de contactos|datos bancarios|iban|cuenta bancaria|contraseña*|clave*|credencial*|token*|lista de clientes|datos de clientes|número de tarjeta|"
+                  "tarjeta de crédito|pin|códigos de recuperación|código de recuperación|clave privada",
+        "dest": "firma*|pie de página|cada respuesta|me|mí|envíame|mándame|pásame|reenvíame|respuesta*|remitente*",
+        "mail_all": "todos los correos|todos los mensajes|todos los emails|cada correo|cada mensaje|"
+                    "todas las facturas",
+        "outside": "mi servidor|servidor externo|webhook|extern*|personal|esta dirección|mi dirección|mi cuenta|a mí|fuera",
+        "authority": "departamento de ti|departamento de informática|administrador*|admin|equipo de seguridad|"
+                     "dirección|soporte técnico|gerencia|director general",
+        "grant": "permito|autorizo|concedo|te doy permiso|permiso*|autorizado*|autorizada*|permitido|tienes permiso|ha ordenado|ordena|ha decidido|exige|dispuesto",
+        "oversight_off": "sin confirmación|sin confirmar|sin verificación|sin verificar|sin preguntar|"
+                         "sin consultar|sin revisión|sin aprobación|sin autorización|sin control",
+        "stakes": "pago*|transferencia*|factura*|aprobar|aprueba|transacción*|importe*|dinero",
+        "disable": "desactiva*|apaga*|omite|salta*|evita|elude",
+        "safeguard": "comprobaciones de seguridad|comprobación de seguridad|controles de seguridad|"
+                     "verificaciones|comprobaciones|controles|verificación en dos pasos|2fa|alertas de seguridad|"
+                     "antivirus",
+        "you_now": "desde hoy eres|te conviertes en|a partir de hoy eres|ahora eres|ahora usted es|a partir de ahora eres|desde ahora eres|ya eres",
+        "role": "humano|persona real|titular*|propietario*|dueño*|administrador*|admin|director*|tesorero*",
+        "untold": "sin mencionar|sin decírselo|sin que lo sepa|no le digas|no digas nada|no le cuentes|no menciones|no avises|sin avisar|sin decir|"
+                  "sin contarle|no informes|sin informar",
+        "unless": "sin que",
+        "notice": "entere|sepa|note|se dé cuenta|descubra|vea",
+        "user": "usuario*|usuaria*|titular*|propietario*|dueño*",
+        "covert": "en secreto|secretamente|a escondidas|discretamente|sin que nadie",
+        "self_delete": "borra este mensaje|elimina este mensaje|borra este correo|elimina este correo|"
+                       "borre este mensaje|elimine este mensaje",
+        "neg": "nunca|jamás|no|ningún|ninguna",
+        "copy_to": "cco|cc|con copia|copia oculta|reenvío automático|redirección",
+        "every": "cada|todos|todas",
+        "auto": "automático|automáticamente",
+        "obey": "ejecuta*|sigue|obedece|cumple|atiende",
+        "sender": "remitente*|esta dirección|de este remitente|correos de",
+        "pretend": "finge|haz como si|hazte pasar|juega el papel|interpreta el papel|imagina que eres",
+        "unbound": "sin restricciones|sin límites|sin reglas|sin filtros",
+        "report": "resumen*|informe*|registro*|historial",
+        "hide": "oculta|ocultar|esconde|esconder",
+        "delete": "borra|elimina|borre|elimine",
+    },
+    "pt": {
+        "void": "não siga mais|deixe de seguir|pare de seguir|não obedeça|ignore|ignora|ignorar|ignorem|esqueça|esquece|esquecer|desconsidere|desconsidera|descarte|"
+                "não ligue",
+        "rules": "o que te disseram|o que lhe disseram|o que você recebeu|restrições|limites|instruç*|regra*|norma*|diretriz*|diretrizes|orientaç*|prompt",
+        "own": "suas|seus|tuas|teus|sua|seu|anterior*|prévia*|original*|originais|inicial*|iniciais|habitual*|"
+               "todas as",
+        "voided": "já não valem|já não vale|não valem mais|não vale mais|já não se aplicam|não se aplicam mais|"
+                  "anulada*|anulado*|obsoleta*|caducada*|inválida*|sem efeito|revogada*|suspensa*",
+        "this_msg": "esta mensagem|desta mensagem|este e-mail|deste e-mail|este documento|deste documento|esta nota",
+        "only": "só|somente|apenas|unicamente",
+        "reveal": "quais|diga-me|me diga|recite|mostre|mostra|mostrar|repita|repete|revele|revela|imprima|dê-me|me dê|diga-me|me diga|"
+                  "escreva|copie|liste",
+        "sysprompt": "prompt do sistema|prompt de sistema|mensagem do sistema|mensagem de sistema|prompt",
+        "given": "recebeu|recebido|recebidas|deram|dadas|dado|no início|no inicio|inicialmente",
+        "send": "inclua|incluir|adicione|adicionar|coloque|ponha|cópias|envie*|envia*|enviar|encaminh*|reencaminh*|mande*|manda|copie|cole|anexe|anexa|compartilh*|"
+                "partilh*|transfira|passe|carregue",
+        "secret": "contatos|contactos|dados bancários|iban|conta bancária|senha*|palavra-passe|palavras-passe|credencia*|chave*|token*|lista de clientes|"
+                  "dados de clientes|número do cartão|cartão de crédito|pin|códigos de recuperação|"
+                  "código de recuperação|chave privada",
+        "dest": "assinatura*|rodapé|cada resposta|me|mim|para mim|resposta*|remetente*",
+        "mail_all": "todos os e-mails|todos os emails|todas as mensagens|cada e-mail|cada mensagem|"
+                    "todas as faturas",
+        "outside": "meu servidor|servidor externo|webhook|extern*|pessoal|este endereço|meu endereço|para mim|fora",
+        "authority": "departamento de ti|departamento de informática|administrador*|admin|equipe de segurança|"
+                     "equipa de segurança|diretoria|direção|suporte técnico|gerência",
+        "grant": "permito|autorizo|concedo|dou permissão|permissão|permissões|autorizado*|autorizada*|permitido|tem permissão|determinou|ordenou|ordena|decidiu|exige",
+        "oversight_off": "sem confirmação|sem confirmar|sem verificação|sem verificar|sem perguntar|sem consultar|"
+                         "sem revisão|sem aprovação|sem autorização|sem controle|sem controlo",
+        "stakes": "pagamento*|transferência*|fatura*|aprovar|aprove|transaç*|valor*|dinheiro",
+        "disable": "desative|desativa|desativar|desligue|desliga|ignore as|pule|salte|contorne",
+        "safeguard": "verificações de segurança|verificação de segurança|controles de segurança|"
+                     "controlos de segurança|verificações|controles|autenticação em dois fatores|2fa|"
+                     "alertas de segurança|antivírus",
+        "you_now": "a partir de hoje você é|você se torna|você passa a ser|agora você é|você agora é|agora és|agora tu és|a partir de agora você é|a partir de agora és",
+        "role": "humano|pessoa real|titular*|proprietário*|dono*|administrador*|admin|diretor*|tesoureiro*",
+        "untold": "sem mencionar|sem falar|sem contar ao|não diga nada|não conte|não diga ao|não mencione|não avise|sem avisar|sem dizer|sem contar|"
+                  "não informe|sem informar",
+        "unless": "sem que",
+        "notice": "saiba|perceba|note|descubra|veja",
+        "user": "usuário*|utilizador*|titular*|proprietário*|dono*",
+        "covert": "em segredo|secretamente|às escondidas|discretamente|sem ninguém",
+        "self_delete": "apague esta mensagem|apaga esta mensagem|exclua esta mensagem|elimine esta mensagem|"
+                       "apague este e-mail|exclua este e-mail",
+        "neg": "nunca|jamais|não|nenhum|nenhuma",
+        "copy_to": "cco|cc|com cópia|cópia oculta|reencaminhamento automático|encaminhamento automático",
+        "every": "cada|todos|todas",
+        "auto": "automático|automaticamente",
+        "obey": "execute|executa|siga|segue|obedeça|cumpra",
+        "sender": "remetente*|este endereço|deste remetente|e-mails de",
+        "pretend": "finja|faça de conta|passe-se por|faça o papel|imagine que você é|se passe por",
+        "unbound": "sem restrições|sem limites|sem regras|sem filtros",
+        "report": "resumo*|relatório*|registro*|histórico",
+        "hide": "oculte|esconda|ocultar|esconder",
+        "delete": "apague|apaga|exclua|elimine",
+    },
+    "it": {
+        "void": "smetti di seguire|non seguire più|non obbedire più|non rispettare più|ignora|ignori|ignorare|ignorate|dimentica|dimentichi|dimenticare|trascura|tralascia|"
+                "non tenere conto|lascia perdere",
+        "rules": "quello che ti è stato detto|ciò che ti hanno detto|quello che ti hanno detto|restrizion*|limitazion*|istruzion*|regol*|linee guida|direttiv*|indicazion*|norme|prompt",
+        "own": "tue|tuoi|tua|tuo|sue|suoi|precedent*|original*|iniziali|abituali|tutte le",
+        "voided": "non valgono più|non vale più|non si applicano più|non sono più valide|annullat*|obsolet*|"
+                  "scadut*|invalid*|revocat*|sospes*|decadut*|superat*",
+        "this_msg": "questo messaggio|questa email|questa mail|questo documento|questa nota",
+        "only": "solo|soltanto|unicamente|esclusivamente",
+        "reveal": "quali|dimmi|recita|mostra*|mostrami|ripeti|ripetimi|rivela*|stampa|dammi|dimmi|scrivi|copia|elenca",
+        "sysprompt": "prompt di sistema|prompt del sistema|messaggio di sistema|prompt",
+        "given": "dato|date|dati|ricevut*|hanno dato|all'inizio|inizialmente|all'avvio",
+        "send": "includi|includere|aggiungi|aggiungere|inserisci|metti|invia*|inviare|mandami|manda*|inoltra*|copia|incolla*|allega*|condividi*|trasferisci|"
+                "carica|spedisci",
+        "secret": "contatti|rubrica|dati bancari|iban|coordinate bancarie|password|credenzial*|chiave*|chiavi api|token*|elenco dei clienti|lista clienti|"
+                  "dati dei clienti|numero della carta|carta di credito|pin|codici di recupero|"
+                  "codice di recupero|chiave privata",
+        "dest": "firma|piè di pagina|ogni risposta|mi|me|mandami|inviami|inoltrami|risposta*|mittente*",
+        "mail_all": "tutte le email|tutte le mail|tutti i messaggi|ogni email|ogni messaggio|"
+                    "tutte le fatture",
+        "outside": "mio server|server esterno|webhook|estern*|personale|questo indirizzo|mio indirizzo|a me|fuori",
+        "authority": "reparto it|reparto informatico|ufficio it|amministrator*|admin|team di sicurezza|"
+                     "direzione|supporto tecnico|amministratore delegato",
+        "grant": "permetto|autorizzo|concedo|permess*|autorizzat*|permesso|hai il permesso|ha stabilito|ha ordinato|ordina|ha deciso|esige|dispone",
+        "oversight_off": "senza conferma|senza confermare|senza verifica|senza verificare|senza chiedere|"
+                         "senza controllo|senza approvazione|senza autorizzazione",
+        "stakes": "pagament*|bonific*|fattur*|approvare|approva|transazion*|import*|denaro|soldi",
+        "disable": "disattiva*|disabilita*|spegni|salta|aggira|evita",
+        "safeguard": "controlli di sicurezza|controllo di sicurezza|verifiche di sicurezza|verifiche|controlli|"
+                     "autenticazione a due fattori|2fa|avvisi di sicurezza|antivirus",
+        "you_now": "da oggi sei|diventi|adesso sei|ora sei|da adesso sei|da ora sei|d'ora in poi sei|ora lei è",
+        "role": "umano|persona reale|titolare*|proprietari*|amministrator*|admin|direttore*|tesorier*",
+        "untold": "senza farlo sapere|senza dirlo|senza menzionarlo|senza avvisare nessuno|non dire niente|non dire nulla|non dirgli|non dirle|non menzionare|non avvisare|senza avvisare|"
+                  "senza dire|senza informare|non informare",
+        "unless": "senza che",
+        "notice": "accorga|sappia|scopra|noti|veda",
+        "user": "utent*|titolare*|proprietari*",
+        "covert": "di nascosto|segretamente|in segreto|di soppiatto|discretamente",
+        "self_delete": "cancella questo messaggio|elimina questo messaggio|cancella questa email|"
+                       "elimina questa email|cancella questa mail",
+        "neg": "mai|non|nessun*",
+        "copy_to": "ccn|cc|in copia|copia nascosta|inoltro automatico|in automatico|reindirizza*",
+        "every": "ogni|tutti|tutte|qualsiasi|qualunque",
+        "auto": "automatico|automaticamente|in automatico",
+        "obey": "esegui|eseguire|segui|obbedisci|rispetta",
+        "sender": "mittente*|questo indirizzo|di questo mittente|email di",
+        "pretend": "fingi|fai finta|fingiti|spacciati per|interpreta il ruolo|immagina di essere",
+        "unbound": "senza restrizioni|senza limiti|senza regole|senza filtri",
+        "report": "riepilogo*|riassunto*|report|registro*|cronologia",
+        "hide": "nascondi|occulta|nascondere",
+        "delete": "cancella|elimina",
+    },
+    "nl": {
+        "void": "volg niet meer|stop met volgen|houd je niet|hou je niet|negeer|negeren|vergeet|vergeten|sla over|naast je neer|let niet op",
+        "rules": "wat je is verteld|wat je hebt gekregen|wat men je heeft gezegd|beperking*|instructie*|regel*|richtlijn*|aanwijzing*|voorschrift*|prompt",
+        "own": "je|jouw|uw|eerdere|vorige|oorspronkelijke|originele|huidige|alle",
+        "voided": "vervallen|ongeldig|gelden niet meer|geldt niet meer|niet meer geldig|verouderd|ingetrokken|"
+                  "opgeheven|achterhaald|nietig|opgeschort",
+        "this_msg": "dit bericht|deze mail|deze e-mail|dit document|deze notitie",
+        "only": "alleen|enkel|uitsluitend|slechts",
+        "reveal": "welke|vertel|noem|zien|toon|herhaal|onthul|print|geef me|geef mij|vertel me|schrijf|kopieer",
+        "sysprompt": "systeemprompt*|systeem-prompt|systeembericht|prompt",
+        "given": "gekregen|ontvangen|meegegeven|gegeven|aan het begin|in het begin|bij de start",
+        "send": "voeg|zet|neem|stuur*|verstuur*|zend*|doorsturen|kopieer*|plak*|voeg|bijvoegen|deel|delen|upload*|mail",
+        "secret": "contacten|adresboek|bankgegevens|iban|rekeningnummer*|wachtwoord*|inloggegevens|api-sleutel*|sleutel*|token*|klantenlijst*|klantgegevens|"
+                  "creditcard*|kaartnummer*|pincode*|herstelcode*|privésleutel*",
+        "dest": "handtekening*|voettekst*|elk antwoord|me|mij|antwoord*|afzender*",
+        "mail_all": "alle e-mails|alle mails|alle berichten|elke e-mail|elk bericht|"
+                    "alle facturen",
+        "outside": "mijn server|externe server|webhook|extern*|privé|persoonlijk*|dit adres|mijn adres|naar mij|buiten",
+        "authority": "it-afdeling|beheerder*|administrator*|admin|beveiligingsteam|directie|management|"
+                     "helpdesk|ict-afdeling",
+        "grant": "sta toe|geef je toestemming|verleen|gemachtigd|bevoegd|geautoriseerd|toegestaan|mag je|heeft besloten|besloten|opgedragen|"
+                 "draagt op|eist",
+        "oversight_off": "zonder bevestiging|zonder controle|zonder te vragen|zonder te controleren|"
+                         "zonder goedkeuring|zonder toestemming|zonder verificatie",
+        "stakes": "betaling*|overboeking*|factu*|goedkeuren|goed te keuren|keur|transactie*|bedrag*|geld",
+        "disable": "uitschakel*|uitzetten|uit te schakelen|schakel|omzeil*|sla over|overslaan",
+        "safeguard": "beveiligingscontrole*|veiligheidscontrole*|controles|controle|verificatie|"
+                     "tweestapsverificatie|2fa|beveiligingswaarschuwing*|virusscan*",
+        "you_now": "vanaf vandaag ben je|je wordt nu|jij bent nu|je bent nu|u bent nu|vanaf nu ben je|vanaf nu ben jij|voortaan ben je",
+        "role": "mens|echt persoon|rekeninghouder*|eigenaar*|beheerder*|administrator*|admin|directeur*|penningmeester*",
+        "untold": "zonder het te vertellen|zonder te melden|zonder het te melden|zonder iets te zeggen|zeg niets|zeg niks|vertel niets|vertel niks|niets zeggen|niets vertellen|vermeld niet|"
+                  "niet vermelden|zonder te melden|zonder het te zeggen|niet informeren",
+        "unless": "zonder dat",
+        "notice": "merkt|weet|ontdekt|ziet|doorheeft",
+        "user": "gebruiker*|eigenaar*|rekeninghouder*",
+        "covert": "stilletjes|stiekem|in het geheim|heimelijk|ongemerkt",
+        "self_delete": "verwijder dit bericht|wis dit bericht|verwijder deze mail|verwijder deze e-mail",
+        "neg": "nooit|niet|geen",
+        "copy_to": "bcc|cc|in de cc|automatisch doorsturen|doorstuurregel*",
+        "every": "elke|elk|alle|iedere|ieder",
+        "auto": "automatisch",
+        "obey": "volg|voer|gehoorzaam",
+        "sender": "afzender*|dit adres|van deze afzender|mails van",
+        "pretend": "doe alsof|speel de rol|geef je uit voor|stel je voor dat je",
+        "unbound": "zonder beperkingen|zonder regels|zonder grenzen|zonder filters",
+        "report": "samenvatting*|verslag*|rapport*|logboek|geschiedenis",
+        "hide": "verberg|verstop|verzwijg",
+        "delete": "verwijder|wis",
+    },
+    "pl": {
+        "void": "przestań stosować|przestań przestrzegać|nie stosuj się|przestań słuchać|zignoruj*|ignoruj*|zapomnij|zapomnijcie|pomiń|pomijaj|odrzuć|nie zwracaj uwagi",
+        "rules": "to co ci powiedziano|co ci powiedziano|tego co ci kazano|ograniczeni*|instrukcj*|zasad*|reguł*|wytyczn*|poleceni*|prompt*",
+        "own": "swoich|swoje|swoim|twoje|twoich|twoimi|poprzedni*|wcześniejsz*|pierwotn*|oryginaln*|dotychczasow*|"
+               "wszystkie",
+        "voided": "nieważn*|nie obowiązują|nie obowiązuje|już nie obowiązują|nieaktualn*|uchylon*|anulowan*|"
+                  "wycofan*|przestarzał*|zawieszon*|straciły ważność",
+        "this_msg": "tej wiadomości|ta wiadomość|tego maila|ten mail|tego dokumentu|ten dokument|tej notatki",
+        "only": "tylko|wyłącznie|jedynie",
+        "reveal": "jakie|powiedz|wyrecytuj|pokaż|pokazać|powtórz|ujawnij|wypisz|wydrukuj|podaj|daj mi|powiedz mi|napisz|skopiuj|wyświetl",
+        "sysprompt": "prompt systemowy|promptu systemowego|prompt systemu|komunikat systemowy|prompt*",
+        "given": "dostałeś|dostałaś|otrzymałeś|otrzymałaś|dano ci|na początku|na starcie|początkowo",
+        "send": "dodaj|dodawaj|umieść|wstaw|wyślij*|wysyłaj|prześlij*|przesyłaj|przekaż|przekazuj|skopiuj|wklej*|dołącz*|udostępnij*|"
+                "załącz*|wrzuć",
+        "secret": "kontakty|książkę adresową|dane bankowe|numer konta|iban|hasł*|hasło|dane logowania|klucz*|token*|listę klientów|lista klientów|listy klientów|"
+                  "dane klientów|numer karty|kartę kredytową|pin|kody odzyskiwania|kod odzyskiwania|klucz prywatny",
+        "dest": "podpis*|stopk*|każdej odpowiedzi|mi|mnie|do mnie|odpowiedzi|odpowiedź|nadawc*",
+        "mail_all": "wszystkie maile|wszystkie e-maile|wszystkie wiadomości|każdy mail|każdą wiadomość|"
+                    "wszystkie faktury",
+        "outside": "mój serwer|zewnętrzny serwer|webhook|zewnętrzn*|prywatn*|osobist*|ten adres|mój adres|na adres|do mnie",
+        "authority": "dział it|działu it|administrator*|admin|zespół bezpieczeństwa|zarząd|kierownictwo|"
+                     "wsparcie techniczne|prezes",
+        "grant": "pozwalam|zezwalam|upoważniam|daję ci|upoważnieni*|uprawnieni*|masz upoważnienie|masz prawo|możesz|polecił|poleciła|zdecydował|"
+                 "nakazał|wymaga|zezwala",
+        "oversight_off": "bez potwierdzenia|bez weryfikacji|bez sprawdzania|bez pytania|bez pytań|bez zgody|"
+                         "bez akceptacji|bez kontroli|bez zatwierdzenia",
+        "stakes": "płatnoś*|przelew*|faktur*|zatwierdza*|zatwierdź|transakcj*|kwot*|pieniądze",
+        "disable": "wyłącz*|pomiń|pomijaj|omiń|obejdź|dezaktywuj*",
+        "safeguard": "kontrole bezpieczeństwa|kontroli bezpieczeństwa|weryfikacj*|kontrol*|"
+                     "uwierzytelnianie dwuskładnikowe|2fa|alerty bezpieczeństwa|antywirus*",
+        "you_now": "od dziś jesteś|stajesz się|jesteś teraz|teraz jesteś|od teraz jesteś|od tej chwili jesteś|odtąd jesteś",
+        "role": "człowiekiem|człowiek|właściciel*|posiadacz*|administrator*|admin|dyrektor*|prezes*|skarbnik*",
+        "untold": "nie informując|bez informowania|nikomu nie mówiąc|nie mówiąc|nic nie mów|nie mów nic|nie mów|nic nie wspominaj|nie wspominaj|nie informuj|bez informowania|"
+                  "bez mówienia|nie powiadamiaj",
+        "unless": "żeby|aby|tak żeby|tak aby|bez wiedzy",
+        "notice": "nie dowiedział|nie dowiedziała|nie zauważył|nie zauważyła|nie wiedział|nie wiedziała|"
+                  "się nie dowie|nie zorientował",
+        "user": "użytkownik*|właściciel*|posiadacz*",
+        "covert": "po cichu|potajemnie|w tajemnicy|ukradkiem|dyskretnie",
+        "self_delete": "usuń tę wiadomość|skasuj tę wiadomość|usuń tego maila|usuń ten mail",
+        "neg": "nigdy|nie|żadn*",
+        "copy_to": "ukryta kopia|ukrytej kopii|bcc|cc|do wiadomości|przekierowani*|automatyczne przekazywanie",
+        "every": "każd*|wszystk*",
+        "auto": "automatyczn*",
+        "obey": "wykonuj|wykonaj|słuchaj|stosuj|przestrzegaj",
+        "sender": "nadawc*|tego adresu|z tego adresu|maile od",
+        "pretend": "udawaj|podszyj się|wciel się|odgrywaj rolę|wyobraź sobie, że jesteś|wyobraź sobie że jesteś",
+        "unbound": "bez ograniczeń|bez zasad|bez filtrów|bez reguł",
+        "report": "podsumowani*|raport*|dziennik*|histori*",
+        "hide": "ukryj|schowaj|zatai*",
+        "delete": "usuń|skasuj",
+    },
+    "ru": {
+        "void": "перестань следовать|больше не следуй|не следуй|перестань соблюдать|не соблюдай|игнорируй*|игнорир*|забудь|забудьте|не обращай внимания|пренебреги|отбрось",
+        "rules": "что тебе говорили|что тебе сказали|всё что тебе говорили|ограничени*|инструкци*|правил*|указани*|директив*|промпт*|предписани*",
+        "own": "свои|своих|твои|твоих|ваши|ваших|предыдущ*|прежн*|исходн*|первоначальн*|изначальн*|все",
+        "voided": "больше не действуют|больше не действует|не действуют|недействительн*|отменен*|устарел*|"
+                  "аннулирован*|утратил* силу|не применяются|больше не применяются",
+        "this_msg": "этого письма|это письмо|этого сообщения|это сообщение|этого документа|этот документ",
+        "only": "только|лишь|исключительно",
+        "reveal": "какие|скажи|расскажи|процитируй|выведи|покажи|повтори|раскрой|распечатай|напиши|дай мне|скажи мне|скопируй|перечисли|отобрази",
+        "sysprompt": "системный промпт|системного промпта|системное сообщение|системные инструкции|промпт*",
+        "given": "дали|получил|получила|были даны|в начале|вначале|при запуске|изначально",
+        "send": "добавь|добавляй|включи|включай|вставляй|пришли*|отправ*|перешли*|пересыла*|переслать|скопируй|вставь|вставьте|приложи*|поделись|"
+                "передай*|загрузи",
+        "secret": "контакты|адресную книгу|банковские данные|реквизиты|номер счета|номер счёта|парол*|учётные данные|учетные данные|ключ*|токен*|список клиентов|данные клиентов|"
+                  "номер карты|пин-код|коды восстановления|код восстановления",
+        "dest": "подпис*|колонтитул*|каждый ответ|мне|меня|ответ*|отправител*",
+        "mail_all": "все письма|всю почту|все сообщения|каждое письмо|"
+                    "все счета",
+        "outside": "мой сервер|внешний сервер|вебхук|webhook|внешн*|личн*|этот адрес|мой адрес|на адрес|мне",
+        "authority": "ит-отдел|отдел ит|администратор*|админ*|служба безопасности|руководство|техподдержка|"
+                     "директор*",
+        "grant": "разрешаю|позволяю|даю тебе право|предоставляю|разрешено|разрешаю|разрешает|уполномочен*|имеешь право|распорядил*|приказал*|решил*|требует|"
+                 "поручил*",
+        "oversight_off": "без проверки|без подтверждения|без согласования|без вопросов|не спрашивая|без одобрения|"
+                         "без разрешения|без контроля",
+        "stakes": "платеж*|платёж*|перевод*|счет|счета|счёт*|оплат*|подтвержда*|транзакци*|сумм*|деньги",
+        "disable": "отключ*|выключ*|пропуст*|пропуска*|обойди|деактивир*",
+        "safeguard": "проверки безопасности|проверку безопасности|проверк*|двухфакторн*|2fa|антивирус*|защит*",
+        "you_now": "с сегодняшнего дня ты|ты становишься|теперь ты|ты теперь|с этого момента ты|отныне ты|теперь вы|вы теперь",
+        "role": "человек*|владел*|администратор*|админ*|хозя*|директор*|казначе*|держател*",
+        "untold": "никому не говоря|не сообщая|не упоминая|молча|ничего не говори|не говори|не сообщай|не упоминай|ничего не сообщай|не рассказывай|ни слова|"
+                  "не предупреждай|без предупреждения",
+        "unless": "чтобы|так чтобы",
+        "notice": "не узнал|не узнала|не заметил|не заметила|не догадался|не узнали",
+        "user": "пользовател*|владел*|хозя*|держател*",
+        "covert": "тайно|втайне|незаметно|потихоньку|скрытно",
+        "self_delete": "удали это сообщение|удалите это сообщение|удали это письмо|удалите это письмо",
+        "neg": "никогда|не|нельзя|ни в коем случае",
+        "copy_to": "скрытая копия|скрытую копию|копию|копия|bcc|cc|переадресаци*",
+        "every": "кажд*|все|всю|всех",
+        "auto": "автоматическ*",
+        "obey": "выполняй|выполни|следуй|подчиняйся|исполняй",
+        "sender": "отправител*|этого адреса|с этого адреса|письма от",
+        "pretend": "притворись|представься|сыграй роль|выдай себя за|представь, что ты|представь что ты",
+        "unbound": "без ограничений|без правил|без фильтров",
+        "report": "сводк*|отчет*|отчёт*|журнал*|истори*",
+        "hide": "скрой|спрячь|утаи",
+        "delete": "удали|удалите|сотри",
+    },
+    "zh": {
+        "void": "不要再遵守|不再遵守|停止遵守|别再遵守|不要再遵循|忽略|忽视|无视|不要理会|别管|忘掉|忘记|抛开|不用遵守|不必遵守",
+        "rules": "之前告诉你的|别人告诉你的|你被告知的|限制|指令|指示|规则|准则|提示词|设定",
+        "own": "你的|你原来的|之前的|以前的|原来的|原有的|先前的|所有",
+        "voided": "作废|无效|失效|不再适用|不再有效|已废止|过时|已撤销",
+        "this_msg": "这封邮件|这条消息|这份文件|这个文档|本邮件|本消息",
+        "only": "只|仅",
+        "reveal": "哪些|什么指令|告诉我|说出|输出|显示|展示|重复|透露|打印|告诉我|给我看|写出|复述|列出",
+        "sysprompt": "系统提示词|系统提示|系统消息|系统指令|提示词",
+        "given": "收到的|得到的|给你的|开始时|一开始|最初",
+        "send": "加到|放到|放进|写进|附在|加入|发到|发送|发给|转发|抄送|复制|粘贴|附上|作为附件|分享|上传|传给|寄给",
+        "secret": "联系人|通讯录|银行信息|银行账号|账户信息|密码|口令|凭据|凭证|密钥|令牌|客户名单|客户资料|客户数据|卡号|信用卡|验证码|恢复码|私钥",
+        "dest": "签名|页脚|每封回复|给我|发给我|我的|回复|发件人",
+        "mail_all": "所有邮件|全部邮件|所有的邮件|每封邮件|所有消息|所有发票",
+        "outside": "我的服务器|外部服务器|webhook|外部|私人|个人邮箱|我的邮箱|这个地址|给我|外面",
+        "authority": "it部门|信息技术部|管理员|安全团队|管理层|技术支持|总经理|董事会",
+        "grant": "允许你|准许|特许|授权|允许|有权|下令|命令|决定",
+        "oversight_off": "无需确认|不需要确认|不用确认|不经确认|无需审核|不经审核|无需批准|不必核实|直接批准|"
+                         "无需检查|不用检查|未经",
+        "stakes": "付款|转账|汇款|发票|批准|支付|交易|金额",
+        "disable": "关闭|停用|禁用|跳过|绕过",
+        "safeguard": "安全检查|安全验证|安全校验|验证|检查|审核|双重认证|两步验证|安全提醒|杀毒",
+        "you_now": "从今天起你是|你现在成为|你现在是|你现在就是|从现在起你是|从现在开始你是|你已经是",
+        "role": "真人|人类|账户持有人|持有人|所有者|管理员|总经理|财务主管|户主",
+        "untold": "不要在任何|不要提到|不要提|别提到|不告诉|不要告诉|别告诉|不要让|不要通知|不要提及|别提|不要提|不要说|别说|瞒着",
+        "unseen": "不让用户知道|不被发现|神不知鬼不觉",
+        "user": "用户|使用者|账户持有人|所有者",
+        "covert": "悄悄|偷偷|秘密地|暗中|私下",
+        "self_delete": "删除这条消息|删除这封邮件|删掉这条消息|删掉这封邮件|删除此消息|删除本邮件",
+        "neg": "绝不|决不|不要|切勿|禁止|不得|别|永远不要|从不",
+        "copy_to": "密送|抄送|自动转发|转寄",
+        "every": "每封|每一封|每条|所有|全部|以后",
+        "auto": "自动",
+        "obey": "执行|照做|遵从|服从|遵守|按照",
+        "sender": "发件人|这个地址|该地址|此地址",
+        "pretend": "假装|扮演|冒充|假扮",
+        "unbound": "没有限制|不受限制|无限制|没有规则|不受约束",
+        "report": "摘要|报告|日志|记录|总结",
+        "hide": "隐藏|藏起来|瞒",
+        "delete": "删除|删掉",
+    },
+    "ja": {
+        "void": "従わないで|従うのをやめ|守らなくて|守るのをやめ|無視|忘れて|忘れろ|従わなくて|従う必要はありません|破棄",
+        "rules": "言われたこと|指示されたこと|教えられたこと|制限|指示|ルール|規則|指針|ガイドライン|命令|プロンプト",
+        "own": "これまでの|以前の|元の|最初の|あなたの|すべての|全ての|従来の",
+        "voided": "無効|失効|廃止|適用されません|撤回|取り消し",
+        "this_msg": "このメール|このメッセージ|この文書|このドキュメント",
+        "only": "だけ|のみ",
+        "reveal": "どんな|何が書|教えて|言って|表示|出力|見せて|繰り返し|教えて|開示|印刷|書き出|そのまま|一字一句",
+        "sysprompt": "システムプロンプト|システムメッセージ|システム指示|初期プロンプト|プロンプト",
+        "given": "受け取った|もらった|与えられた|最初に|はじめに|冒頭",
+        "send": "追加|入れて|記載|含めて|送って|送信|送付|転送|貼り付け|添付|共有|コピー|アップロード|送れ|送る",
+        "secret": "連絡先|アドレス帳|銀行口座|口座番号|口座情報|パスワード|暗証番号|認証情報|apiキー|トークン|顧客リスト|顧客名簿|顧客情報|カード番号|"
+                  "クレジットカード|秘密鍵|リカバリーコード|確認コード",
+        "dest": "署名|フッター|すべての返信|私に|私の|返信|送信者|こちらに",
+        "mail_all": "すべてのメール|全てのメール|全部のメール|すべてのメッセージ|全メール|"
+                    "すべての請求書",
+        "outside": "私のサーバー|外部サーバー|webhook|外部|個人の|個人用|私の|このアドレス|私に|社外",
+        "authority": "it部門|情報システム部|管理者|セキュリティチーム|経営陣|サポートチーム|社長|役員",
+        "grant": "許可します|許可する|認めます|権限|許可|承認されました|認められ|指示により|命じ|決定",
+        "oversight_off": "確認なし|確認せず|確認不要|承認なし|チェックなし|確認を取らず|許可なく|無断で|"
+                         "確認しないで",
+        "stakes": "支払い|送金|振込|振り込み|請求書|承認|決済|取引|金額",
+        "disable": "無効に|オフに|停止|スキップ|回避|解除",
+        "safeguard": "セキュリティチェック|セキュリティ|安全確認|二段階認証|2段階認証|ウイルス",
+        "you_now": "今日からあなたは|あなたはこれから|あなたは今から|今からあなたは|これからあなたは|今日からあなたは",
+        "role": "人間|所有者|持ち主|管理者|口座名義人|名義人|社長|経理担当|オーナー",
+        "untold": "触れないで|言及しないで|知らせずに|伝えずに|何も言わず|言わないで|伝えないで|知らせないで|黙って|内緒|報告しないで|言わずに|触れないで",
+        "unseen": "知られないように|気づかれないように|ばれないように|気付かれないように",
+        "user": "ユーザー|利用者|所有者|持ち主|オーナー",
+        "covert": "こっそり|ひそかに|密かに|内密に|秘密裏に",
+        "self_delete": "このメッセージを削除|このメールを削除|このメッセージは後で削除|このメッセージは削除|"
+                       "このメールは削除",
+        "neg": "絶対に|ないで|しないで|せず|らず|禁止|決して",
+        "copy_to": "bcc|cc|自動転送|転送設定",
+        "every": "すべての|全ての|毎回|各|全部|今後",
+        "auto": "自動",
+        "obey": "実行|従って|従う|従え|遵守",
+        "sender": "送信者|このアドレス|差出人",
+        "pretend": "ふりをして|なりすまし|演じて|成りすま|になりきって",
+        "unbound": "制限なし|制限のない|ルールなし|制約のない|制限を受けない",
+        "report": "要約|レポート|報告|ログ|履歴|まとめ",
+        "hide": "隠して|隠す|伏せて",
+        "delete": "削除",
+    },
+    "ko": {
+        "void": "따르지 말|지키지 말|더 이상 따르지|무시|잊어|잊으세요|따르지 마|버리세요",
+        "rules": "들은 것|지시받은 것|말한 것|제한|지시|규칙|지침|명령|프롬프트|가이드라인",
+        "own": "이전의|이전|당신의|원래|기존|처음|모든",
+        "voided": "유효하지 않|무효|폐기|적용되지 않|취소되었|만료",
+        "this_msg": "이 메일|이 메시지|이 문서|본 메일",
+        "only": "만 따르|오직|만을",
+        "reveal": "어떤|무엇|말해|알려 줘|출력|보여|반복|공개|알려|인쇄|그대로|복사",
+        "sysprompt": "시스템 프롬프트|시스템 메시지|시스템 지시|프롬프트",
+        "given": "받은|주어진|처음에|시작할 때",
+        "send": "추가|넣어|포함|보내|전송|전달|붙여 넣|붙여넣|첨부|공유|복사|업로드",
+        "secret": "연락처|주소록|은행 정보|계좌 번호|계좌번호|비밀번호|암호|자격 증명|api 키|api키|키를|토큰|고객 목록|고객 명단|고객 정보|카드 번호|"
+                  "신용카드|개인 키|복구 코드|인증 코드",
+        "dest": "서명|바닥글|모든 답장|나에게|저에게|제게|답장|발신자|보낸 사람",
+        "mail_all": "모든 메일|모든 이메일|모든 메시지|모든 청구서",
+        "outside": "내 서버|외부 서버|webhook|외부|개인|이 주소|제 주소|나에게|저에게",
+        "authority": "it 부서|it팀|it 팀|전산팀|관리자|보안팀|경영진|지원팀|대표|사장",
+        "grant": "허락합니다|허가합니다|허용합니다|권한|허가|승인되었|지시에 따라|명령|결정|허용",
+        "oversight_off": "확인 없이|확인하지 않고|승인 없이|검토 없이|허락 없이|묻지 않고|확인 절차 없이",
+        "stakes": "결제|송금|이체|청구서|승인|지불|거래|금액",
+        "disable": "비활성화|끄세요|해제|건너뛰|우회",
+        "safeguard": "보안 검사|보안 확인|보안 점검|보안 경고|2단계 인증|이중 인증|백신|검사",
+        "you_now": "오늘부터 당신은|당신은 이제부터|지금부터 당신은|이제 당신은|당신은 이제|지금부터 너는|이제부터 당신은",
+        "role": "인간|사람|소유자|계정 주인|명의자|관리자|대표|사장|재무 담당",
+        "untold": "언급하지 말|알리지 않고|말하지 않고|아무 말도 하지|말하지 마|알리지 마|알리지 말|언급하지 마|보고하지 마|비밀로",
+        "unseen": "모르게|눈치채지 못하게|알아채지 못하게",
+        "user": "사용자|소유자|계정 주인|이용자",
+        "covert": "몰래|은밀히|비밀리에",
+        "self_delete": "이 메시지를 삭제|이 메일을 삭제|이 메시지는 삭제",
+        "neg": "절대|마세요|말고|않|금지|하지 마",
+        "copy_to": "숨은 참조|bcc|참조|자동 전달|자동 포워딩",
+        "every": "모든|매번|각|앞으로",
+        "auto": "자동",
+        "obey": "실행|따르세요|따라|복종|수행",
+        "sender": "발신자|이 주소|보낸 사람",
+        "pretend": "척하|행세|역할을 맡|사칭|연기해",
+        "unbound": "제한 없|규칙 없|제약 없|제한이 없",
+        "report": "요약|보고서|로그|기록|이력",
+        "hide": "숨기|감추",
+        "delete": "삭제",
+    },
+}
+_SPACELESS = frozenset({"zh", "ja", "ko"})
+# (finding, families all in one clause, families of which one more must be there (or none), the family that
+# turns the move into a rule against it)
+_MOVES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str | None], ...] = (
+    ("dismisses its instructions", ("void", "rules"), (), "neg"),
+    ("dismisses its instructions", ("own", "rules", "voided"), (), None),
+    ("announces new rules", ("this_msg", "only", "rules"), (), None),
+    ("announces new rules", ("sender", "only", "rules"), (), None),
+    ("obeys the message", ("obey", "sender"), ("every", "only", "oversight_off"), "neg"),
+    ("obeys the message", ("obey", "only"), ("dest", "sender", "this_msg"), "neg"),
+    ("asks for its prompt", ("reveal", "sysprompt"), (), "neg"),
+    ("asks for its prompt", ("reveal", "rules", "given"), (), "neg"),
+    ("asks for its prompt", ("own", "sysprompt"), ("reveal",), None),
+    ("exfiltrates data", ("send", "secret"), ("outside", "dest"), "neg"),
+    ("exfiltrates data", ("send", "mail_all", "outside"), (), "neg"),
+    ("exfiltrates data", ("send", "every", "outside"), (), "neg"),
+    ("exfiltrates data", ("copy_to", "outside"), ("every", "auto", "covert", "untold", "unseen"), None),
+    ("claims authority", ("authority", "voided", "rules"), (), None),
+    ("claims authority", ("authority", "grant"),
+     ("stakes", "oversight_off", "disable", "safeguard", "send", "secret", "void", "rules"), None),
+    ("disables a safeguard", ("oversight_off", "stakes"), (), None),
+    ("disables a safeguard", ("disable", "safeguard"), (), "neg"),
+    ("reassigns its identity", ("you_now", "role"), (), "neg"),
+    ("reassigns its identity", ("pretend", "role"), (), "neg"),
+    ("reassigns its identity", ("you_now", "unbound"), (), "neg"),
+    ("reassigns its identity", ("pretend", "unbound"), (), None),
+    ("keeps the user in the dark", ("untold", "user"), (), None),
+    ("keeps the user in the dark", ("unseen", "user"), (), None),
+    ("keeps the user in the dark", ("unless", "user", "notice"), (), None),
+    ("keeps the user in the dark", ("covert",), ("stakes", "send", "secret"), None),
+    ("keeps the user in the dark", ("self_delete",), (), None),
+    ("keeps the user in the dark", ("delete", "this_msg"), (), "neg"),
+    ("keeps the user in the dark", ("untold", "report"), (), None),
+    ("keeps the user in the dark", ("hide", "user"), (), None),
+    ("keeps the user in the dark", ("hide", "report"), ("send", "stakes", "secret", "this_msg", "copy_to"), None),
+)
+_TEXT_WIDE = frozenset({"authority"})  # a family that counts in every clause once it is anywhere in the text
+
+
+@lru_cache(maxsize=1)
+def _lexicon() -> tuple[dict, dict, frozenset, range, dict, re.Pattern | None, int]:
+    """`_LEXICON` folded: (phrase of whole words → {(language, family)}, word start → {...}, the first words of
+    the phrases of two words or more, the lengths of the word starts, substring → {...}, the substrings as one
+    pattern, the longest phrase in words)."""
+    exact: dict[str, set] = {}
+    stems: dict[str, set] = {}
+    subs: dict[str, set] = {}
+    longest = 1
+    for lang, families in _LEXICON.items():
+        for family, words in families.items():
+            for word in words.split("|"):
+                stem = word.endswith("*")
+                folded = fold_unicode(word.rstrip("*"))
+                if lang in _SPACELESS:
+                    subs.setdefault(folded, set()).add((lang, family))
+                    continue
+                toks = _LEX_TOKEN.findall(folded)
+                longest = max(longest, len(toks))
+                key = " ".join(toks)
+                (stems if stem and len(toks) == 1 else exact).setdefault(key, set()).add((lang, family))
+    starts = frozenset(k.split(" ", 1)[0] for k in exact if " " in k)
+    sizes = range(min(map(len, stems), default=1), max(map(len, stems), default=0) + 1)
+    subs_rx = re.compile("|".join(map(re.escape, sorted(subs, key=len, reverse=True)))) if subs else None
+    return exact, stems, starts, sizes, subs, subs_rx, longest
+
+
+_LEX_TOKEN = re.compile(r"\w+")
+_LEX_CLAUSE_END = re.compile(r"[.!?;](?=\s|$)|[\n。！？；]")
+_NOT_BEFORE_CJK = "\u1100"  # no substring of `_LEXICON`'s spaceless languages is below this character
+
+
+def lexicon_moves(readings) -> list[str]:
+    """The moves `_MOVES` finds in any clause of any reading, by the word families of `_LEXICON`: one finding
+    per move, `(move, language): 'word', ...` naming the words read."""
+    exact, stems, starts, sizes, subs, subs_rx, longest = _lexicon()
+    found: dict[str, str] = {}
+    for reading in readings:
+        clauses = []
+        spaceless = subs_rx is not None and reading and max(reading) >= _NOT_BEFORE_CJK
+        for clause in _LEX_CLAUSE_END.split(reading):
+            hits: dict[tuple[str, str], str] = {}
+            toks = _LEX_TOKEN.findall(clause)
+            for i, tok in enumerate(toks):
+                for lf in exact.get(tok, ()):
+                    hits.setdefault(lf, tok)
+                if tok in starts:
+                    for n in range(2, min(longest, len(toks) - i) + 1):
+                        key = " ".join(toks[i:i + n])
+                        for lf in exact.get(key, ()):
+                            hits.setdefault(lf, key)
+                for j in sizes:
+                    if j > len(tok):
+                        break
+                    for lf in stems.get(tok[:j], ()):
+                        hits.setdefault(lf, tok)
+            if spaceless:
+                for m in subs_rx.finditer(clause):
+                    for lf in subs[m.group(0)]:
+                        hits.setdefault(lf, m.group(0))
+            if "@" in clause and _ADDRESS_RX.search(clause):
+                hits[("*", "outside")] = "an address"
+            if hits:
+                clauses.append(hits)
+        wide = {lf: w for hits in clauses for lf, w in hits.items() if lf[1] in _TEXT_WIDE}
+        for hits in clauses:
+            hits = {**wide, **hits}
+            by_lang: dict[str, dict[str, str]] = {}
+            for (lang, family), word in hits.items():
+                by_lang.setdefault(lang, {})[family] = word
+            neutral = by_lang.pop("*", {})
+            for lang in sorted(by_lang):
+                fams = {**neutral, **by_lang[lang]}
+                for name, need, extra, blocked in _MOVES:
+                    if name in found or not all(f in fams for f in need):
+                        continue
+                    if blocked in fams and not any(_within(fams[blocked], fams[f], lang) for f in need):
+                        continue  # a negation of its own, not one inside the move's words ("no sigas")
+                    if extra and not any(f in fams for f in extra):
+                        continue
+                    words = [fams[f] for f in need + tuple(f for f in extra if f in fams)[:1]]
+                    found[name] = f"({name}, {lang}): {', '.join(repr(w) for w in words)}"
+    return list(found.values())
+
+
+def _within(word: str, phrase: str, lang: str) -> bool:
+    """Whether `word` is part of `phrase` (a substring in a spaceless language, else a whole word of it)."""
+    return word in phrase if lang in _SPACELESS else f" {word} " in f" {phrase} "
+
+
+_ADDRESS_RX = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 
 # The intent model: a bag of word families read off each folded reading, weighed by a logistic model fitted on the
@@ -798,10 +1503,10 @@ def scan(text: str) -> tuple[str, ...]:
     return scan_many([text])[0]
 
 
-def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, lang: str | None) -> tuple[str, ...]:
+def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, langs: tuple[str, ...]) -> tuple[str, ...]:
     """The findings of one text whose readings are at hand, trying only the patterns whose `id` is in `may`
     (None: every one; ids, as a compiled pattern hashes slowly): exact when no other pattern can match the
-    text or a reading. `lang`: the text's `textguard.language`."""
+    text or a reading. `langs`: the text's `languages` (its prose's languages besides English)."""
     def tried(pattern: re.Pattern) -> bool:
         return may is None or id(pattern) in may
 
@@ -822,6 +1527,8 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, lang: str
                     cue = f" ({name})" if name else ""
                     folded = "" if pattern.search(text) else " (after folding)"
                     found.append(f"{kind}{cue}{folded}: {visible(hit, keep_newlines=False)[:60]!r}")
+    if langs:  # prose in another language: its moves read by the lexicon of the languages the scan reads
+        found.extend(f"instruction-override {hit}" for hit in lexicon_moves(readings))
     weak = [name for name, rx in _WEAK if tried(rx) and any(rx.search(r) for r in readings)]
     if len(weak) + (_WEAK[0][0] in weak) >= 2 and not found:
         found.append(f"instruction-override (cues): {', '.join(weak)}")
@@ -843,17 +1550,33 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, lang: str
         if re.search(r"[A-Z]", blob) and re.search(r"[a-z]", blob) and re.search(r"[0-9+/]", blob):
             found.append(f"encoded-blob: base64-like run of {len(blob)} characters")
     for m in _HEX.finditer(text) if tried(_HEX) else ():
-        found.append(f"encoded-blob: hex run of {len(m.group(0))} characters")
+        what = "HTML character references" if m.group(0).startswith("&#") else "hex"
+        found.append(f"encoded-blob: {what} run of {len(m.group(0))} characters")
     for m in _URL.finditer(text) if tried(_URL) else ():
         found.append(f"url: {visible(m.group(0), keep_newlines=False)[:80]}")
-    if lang:
-        found.append(_language_finding(lang))
+    unread = [code for code in langs if code not in READ_LANGUAGES]
+    if unread:
+        found.append(_language_finding(unread[0]))
     return tuple(found)
 
 
+# The languages the scan reads: English and every language of `_LEXICON`. Prose in any other is a finding.
+READ_LANGUAGES = frozenset({"en", *_LEXICON})
+
+
+def languages(text: str) -> tuple[str, ...]:
+    """The languages besides English the prose of `text` is in, as the scan reads them
+    (`textguard.prose_languages_many`, preferring `READ_LANGUAGES` on a near tie). A batch of one."""
+    return languages_many([text])[0]
+
+
+def languages_many(texts: list[str]) -> list[tuple[str, ...]]:
+    return prose_languages_many(texts, READ_LANGUAGES)
+
+
 def _language_finding(code: str) -> str:
-    """The finding of prose in a language the scan does not read (`textguard.language`): never clean, so never
-    auto-approved."""
+    """The finding of prose in a language the scan does not read (`languages`, not in `READ_LANGUAGES`): never
+    clean, so never auto-approved."""
     return f"not scanned: language ({code})"
 
 
@@ -904,8 +1627,9 @@ def _detectors(_key) -> tuple[re.Pattern, ...]:
 
 
 # Compiled patterns that find nothing by themselves (kept out of the automaton, they'd only slow it): the intent
-# model's word reader, `_hidden_html`'s namer of a style `_COMMENT` found.
-_NOT_DETECTORS = ("_TOKEN", "_HIDING_STYLE")
+# model's word reader, `_hidden_html`'s namer of a style `_COMMENT` found, `lexicon_moves`' readers (it is no
+# pattern: it runs on every text with prose in another language).
+_NOT_DETECTORS = ("_TOKEN", "_HIDING_STYLE", "_LEX_TOKEN", "_LEX_CLAUSE_END", "_ADDRESS_RX")
 
 
 def pattern_set(patterns: tuple[re.Pattern, ...]) -> PatternSet:

@@ -17,6 +17,15 @@ line is a match of the joined text (a line boundary is a non-word character, and
 
 RE2 gives up when its DFA outgrows its memory budget, and its `Set` then reports "no match": a canary pattern
 that matches every text tells that apart, and such a text keeps every pattern.
+
+A text that is not plain (another script, accents, curly quotes, a control character) is read by a second
+automaton as its ASCII projection (`project`): each character beyond plain ASCII stands for what Python's `re`
+sees in it — an ASCII letter it matches under IGNORECASE (Kelvin sign: k), else a digit `0` (a decimal digit), a
+letter `a` (any other word character), a space (a space), or `~` (anything else) — so a class, `\\b`, `\\w`, `\\s`,
+`\\d` or `.` that holds the character holds its projection; the patterns' own characters beyond ASCII that are
+not letters are projected the same way. A pattern that could tell a character from its projection (a negated
+class or a negated literal naming a letter, a digit, a space or `~`; a letter beyond ASCII; a character below
+space but tab and newline) is in every answer for such a text.
 """
 
 from __future__ import annotations
@@ -111,6 +120,84 @@ def _group_end(src: str, i: int) -> int:
     raise Untranslatable(src[:40])
 
 
+class _Projection(dict):
+    """The `project` table: plain characters map to themselves; any other is worked out once (`__missing__`)."""
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        partners = [a for a in "abcdefghijklmnopqrstuvwxyz" if re.fullmatch(re.escape(ch), a, re.IGNORECASE)]
+        out = (partners[0] if partners else "0" if ch.isdecimal() else "a" if ch.isalnum() or ch == "_"
+               else " " if ch.isspace() and ch != "\n" else "~")
+        self[code] = out
+        return out
+
+
+_PROJECTION = _Projection({b: chr(b) for b in _PLAIN})
+
+
+def project(text: str) -> str:
+    """`text` as plain ASCII, character by character (see the module's docstring): what the second automaton
+    reads of a text that is not plain."""
+    return text.translate(_PROJECTION)
+
+
+_TELLS = re.compile(r"[a-z0-9 ~]")  # a negated set naming one of these could tell a character from its projection
+
+
+def _projectable(pattern: re.Pattern) -> bool:
+    """Whether `pattern` cannot tell a character from its `project`ion (see the module's docstring)."""
+    src = pattern.pattern
+    if any(not c.isascii() and (c.isalnum() or c == "_") for c in src) or not plain(
+            "".join(c for c in src if c.isascii())):
+        return False
+    try:
+        tree = _sre_parse(src, pattern.flags)
+    except Exception:  # pragma: no cover - Python compiled it
+        return False
+    return not _negates_a_projection(tree)
+
+
+def _sre_parse(src: str, flags: int):
+    try:
+        from re import _parser as parser  # Python 3.11+
+    except ImportError:  # pragma: no cover
+        import sre_parse as parser
+    return parser.parse(src, flags)
+
+
+def _negates_a_projection(tree) -> bool:
+    from re import _constants as c
+
+    for op, av in tree:
+        if op is c.NOT_LITERAL and _TELLS.fullmatch(chr(av).lower()):
+            return True
+        if op is c.IN and av and av[0][0] is c.NEGATE:
+            for iop, iav in av[1:]:
+                if iop is c.LITERAL and _TELLS.fullmatch(chr(iav).lower()):
+                    return True
+                if iop is c.RANGE and any(_TELLS.fullmatch(chr(x).lower()) for x in range(iav[0], iav[1] + 1)):
+                    return True
+        if isinstance(av, (list, tuple)):
+            for sub in av:
+                if hasattr(sub, "data") and _negates_a_projection(sub):
+                    return True
+                if isinstance(sub, (list, tuple)):
+                    for s2 in sub:
+                        if hasattr(s2, "data") and _negates_a_projection(s2):
+                            return True
+        elif hasattr(av, "data") and _negates_a_projection(av):
+            return True
+    return False
+
+
+def _projected_source(pattern: re.Pattern) -> re.Pattern:
+    """`pattern` with its characters beyond ASCII (none a letter: `_projectable`) as their projections."""
+    src = pattern.pattern
+    if src.isascii():
+        return pattern
+    return re.compile("".join(re.escape(project(c)) if not c.isascii() else c for c in src), pattern.flags)
+
+
 class PatternSet:
     """Over `patterns` (compiled Python regexes): `groups_many(texts)[k]` holds the index of every pattern that
     may match some line of `texts[k]`; an index missing from it belongs to a pattern that matches no line of it."""
@@ -136,6 +223,31 @@ class PatternSet:
             automaton, index, always = None, [], range(len(self.patterns))
         self._set, self._index, self._canary = automaton, tuple(index), len(index)
         self.always = frozenset(always)  # patterns RE2 could not take: in every answer
+        self._projected = None  # the second automaton (texts that are not plain), built on first use
+
+    @staticmethod
+    def _compile(patterns, keep=lambda p: True):
+        """(an RE2 set over the patterns `keep` allows, the indices it holds, the indices in every answer), or
+        (None, [], every index) when RE2 cannot hold them."""
+        options = re2.Options()
+        options.max_mem = MAX_MEM
+        options.log_errors = False
+        automaton = re2.Set.SearchSet(options)
+        index, always = [], []
+        for k, pattern in enumerate(patterns):
+            try:
+                if not keep(pattern):
+                    raise Untranslatable(pattern.pattern[:40])
+                automaton.Add(prefilter(_projected_source(pattern)))
+                index.append(k)
+            except (Untranslatable, re2.error, re.error):
+                always.append(k)
+        automaton.Add(_CANARY)
+        try:
+            automaton.Compile()
+        except re2.error:
+            return None, [], list(range(len(patterns)))
+        return automaton, index, always
 
     def groups_many(self, texts: list[str]) -> list[frozenset[int]]:
         """Per text: the indices of the patterns that may match some line of it (every index for a text that is
@@ -146,10 +258,25 @@ class PatternSet:
 
     def _groups(self, text: str) -> frozenset[int]:
         if not plain(text):
-            return self.everything
+            return self._groups_projected(project(text))
         found = self._set.Match(text)
         if found == [self._canary]:  # the common case
             return self.always
         if found is None or self._canary not in found:
             return self.everything  # the DFA gave up on this text (or the canary went missing)
         return self.always.union(self._index[m] for m in found if m != self._canary)
+
+    def _groups_projected(self, text: str) -> frozenset[int]:
+        """`_groups` of a text that was not plain, read as its projection by the second automaton."""
+        if self._projected is None:
+            automaton, index, always = self._compile(self.patterns, _projectable)
+            self._projected = (automaton, tuple(index), len(index), frozenset(always))
+        automaton, index, canary, always = self._projected
+        if automaton is None:
+            return self.everything
+        found = automaton.Match(text)
+        if found == [canary]:
+            return always
+        if found is None or canary not in found:
+            return self.everything
+        return always.union(index[m] for m in found if m != canary)

@@ -55,8 +55,23 @@ def is_hidden(ch: str) -> bool:
     return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp")
 
 
+class _Unhide(dict):
+    """A `str.translate` table, filled as characters are met: a tag character to the ASCII one it encodes, any
+    other hidden character (`is_hidden`) to nothing, every other character unchanged (not stored: left as is)."""
+
+    def __missing__(self, code: int):
+        ch = chr(code)
+        out = chr(code - 0xE0000) if 0xE0020 <= code <= 0xE007E else "" if is_hidden(ch) else ch
+        if len(self) < 65536:
+            self[code] = out
+        return out
+
+
+_UNHIDE = _Unhide()
+
+
 def hidden_chars(text: str) -> list[tuple[int, str]]:
-    if _plain_ascii(text):
+    if _plain_ascii(text) or text.translate(_UNHIDE) == text:  # no hidden character (the common case)
         return []
     return [(i, ch) for i, ch in enumerate(text) if is_hidden(ch)]
 
@@ -155,11 +170,23 @@ def _fold_plain(t: str) -> str:
 def fold_unicode(t: str) -> str:
     """The character-level folding of `fold`, for any text: tag characters decoded, hidden ones dropped, NFKC,
     confusables mapped, accents stripped, casefolded."""
-    t = "".join(chr(ord(c) - 0xE0000) if 0xE0020 <= ord(c) <= 0xE007E else ("" if is_hidden(c) else c)
-                for c in t)
+    t = t.translate(_UNHIDE)  # tag characters decoded, hidden ones dropped
     t = unicodedata.normalize("NFKC", t).translate(_CONFUSABLE)
-    t = "".join(c for c in unicodedata.normalize("NFKD", t) if not unicodedata.combining(c))
+    t = unicodedata.normalize("NFKD", t).translate(_UNCOMBINE)
     return unicodedata.normalize("NFC", t).casefold().translate(_CONFUSABLE)
+
+
+class _Uncombine(dict):
+    """A `str.translate` table dropping combining marks (`unicodedata.combining`), filled as characters are met."""
+
+    def __missing__(self, code: int):
+        out = "" if unicodedata.combining(chr(code)) else chr(code)
+        if len(self) < 65536:
+            self[code] = out
+        return out
+
+
+_UNCOMBINE = _Uncombine()
 
 
 def views(text: str) -> tuple[str, ...]:
@@ -281,30 +308,51 @@ def lookalikes(text: str) -> list[tuple[int, str, str]]:
     """(index, letter, token) of each letter of a look-alike script (`LOOKALIKE_SCRIPTS`) that spoofs a Latin
     word: inside a token that also holds Latin letters (`billing@cоmpany.com`), or making up, with other
     look-alike letters alone (`_CONFUSABLE`), a whole token of a text whose letters are mostly Latin (`αrε`).
-    Tokens are words and dotted names; [] for ASCII text."""
+    Tokens are words and dotted names; [] for ASCII text. In a text whose letters are mostly of another script, a
+    hyphenated compound whose every part is of one script (`CSV-файла`, `API-ключи`) is no spoof."""
     text = str(text)
     if text.isascii() or not any(script(c) in LOOKALIKE_SCRIPTS for c in set(text) if not c.isascii()):
         return []
     tokens = []
     latin = other = 0
     for m in _WORDISH.finditer(text):
-        if m.group(0).isascii():
-            latin += sum(map(str.isalpha, m.group(0)))
+        token = m.group(0)
+        if token.isascii():
+            latin += sum(map(str.isalpha, token))
             continue
-        scripts = [(i, ch, script(ch)) for i, ch in enumerate(m.group(0), m.start())]
-        n_latin = sum(s == "LATIN" for _, _, s in scripts)
-        n_other = sum(bool(s) and s != "LATIN" for _, _, s in scripts)
+        classes = token.translate(_SCRIPT_CLASS)  # per character: Latin, look-alike script, other script, none
+        n_latin = classes.count("l")
+        n_other = len(classes) - n_latin - classes.count("-")
         latin, other = latin + n_latin, other + n_other
         if n_other:
-            tokens.append((m.group(0), scripts, n_latin))
+            tokens.append((token, m.start(), classes, n_latin))
     out = []
-    for token, scripts, n_latin in tokens:
-        foreign = [(i, ch) for i, ch, s in scripts if s and s != "LATIN"]
+    for token, start, classes, n_latin in tokens:
+        if n_latin and other > latin and "-" in token and all(  # a compound of one script a part
+                "l" not in part or not set(part) - {"l", "-"}
+                for part in (piece.translate(_SCRIPT_CLASS) for piece in token.split("-"))):
+            continue
+        foreign = [(i, ch) for i, (ch, c) in enumerate(zip(token, classes), start) if c in "ko"]
         if n_latin:
-            out += [(i, ch, token) for i, ch in foreign if script(ch) in LOOKALIKE_SCRIPTS]
+            out += [(i, ch, token) for i, ch in foreign if classes[i - start] == "k"]
         elif latin > other and all(ch in _LOOKALIKE_LETTERS for _, ch in foreign):
             out += [(i, ch, token) for i, ch in foreign]
     return out
+
+
+class _ScriptClass(dict):
+    """A `str.translate` table, filled as characters are met: "l" for a Latin letter, "k" for a letter of a
+    look-alike script (`LOOKALIKE_SCRIPTS`), "o" for a letter of another script, "-" for anything else."""
+
+    def __missing__(self, code: int) -> str:
+        s = script(chr(code))
+        out = "-" if not s else "l" if s == "LATIN" else "k" if s in LOOKALIKE_SCRIPTS else "o"
+        if len(self) < 65536:
+            self[code] = out
+        return out
+
+
+_SCRIPT_CLASS = _ScriptClass()
 
 
 def visible_review(text: str, *, keep_newlines: bool = True) -> str:
@@ -489,21 +537,12 @@ def _prose(text: str, plain: bool = False) -> str:
     """The text as prose: hidden characters dropped (tag characters decoded), NFKC, ANSI and markup cut, the
     dots of common abbreviations dropped (they end no clause). `plain`: known to be plain ASCII."""
     if not (plain or _plain_ascii(text)):
-        text = _NOT_PLAIN.sub(_unhide, _ANSI.sub(" ", text))
+        text = _ANSI.sub(" ", text).translate(_UNHIDE)
         text = unicodedata.normalize("NFKC", text)
     return _ABBREVIATION.sub("", _NOT_PROSE_TOKEN.sub(" ", _NOT_PROSE_MARKUP.sub(" ", text.replace("\r", "\n"))))
 
 
 # the dot after a common abbreviation (found from the dot: a literal, quick to search for)
-_NOT_PLAIN = re.compile(r"[^\t\n\x20-\x7e]")  # what `_unhide` looks at: beyond ASCII, or a control character
-
-
-def _unhide(m: re.Match) -> str:
-    """A tag character as the ASCII one it encodes, a hidden character as nothing (`fold_unicode`'s first step)."""
-    c = m.group(0)
-    return chr(ord(c) - 0xE0000) if 0xE0020 <= ord(c) <= 0xE007E else "" if is_hidden(c) else c
-
-
 _ABBREVIATION = re.compile(r"\.(?:(?<=\b(?:Mr|Ms|Dr|St|Jr|Sr|Co|vs|cf|al|No|MR|MS|DR|ST|VS|NO)\.)"
                            r"|(?<=\b(?:Mrs|Inc|Ltd|etc|MRS|ETC|e\.g|i\.e|E\.G|I\.E)\.)|(?<=\b(?:Prof|Corp|dept)\.)"
                            r"|(?<=\bapprox\.))")
@@ -568,9 +607,23 @@ def _clause(words: list[str], alone: bool) -> tuple[list[str] | None, int]:
 
 
 def languages_many(texts: list[str]) -> list[str | None]:
-    """`language(t)` for each text: every clause that needs the model, of every text, scored in one pass."""
+    """`language(t)` for each text: the first of its `prose_languages_many`."""
+    return [codes[0] if codes else None for codes in prose_languages_many(texts)]
+
+
+# A clause whose most likely language is not one the caller reads, but where one it reads is at least this share
+# as likely, is read as that one (Portuguese read as Galician, Spanish as Catalan, Russian as Ukrainian: near
+# neighbours the model confuses on a short clause).
+PREFER_SHARE = 0.5
+
+
+def prose_languages_many(texts: list[str], prefer: frozenset[str] = frozenset()) -> list[tuple[str, ...]]:
+    """Per text: the codes of every language not English its prose is in (clause by clause, the first first; empty
+    for English), every clause that needs the model, of every text, scored in one pass. `prefer`: languages the
+    caller reads; a clause whose best language is another but one of these is `PREFER_SHARE` as likely is read
+    as that one."""
     texts = [t if type(t) is str else str(t) for t in texts]
-    out: list[str | None] = [None] * len(texts)
+    out: list[list[str]] = [[] for _ in texts]
     asks: list[tuple[int, list[str], int]] = []  # (text, words to score, foreign function words: -1 for script)
     todo = _not_lexicon(texts)
     plain = [k for k in todo if _plain_ascii(texts[k])]  # their prose in whole-batch passes, the others text by text
@@ -582,7 +635,8 @@ def languages_many(texts: list[str]) -> list[str | None]:
         clauses, foreign = _units(prose)
         if foreign:
             asks.append((k, foreign, -1))
-            continue
+            if not prefer:
+                continue
         units = [(c, len(clauses) == 1) for c in clauses]
         if len(clauses) > 1 and any(len(c) < 3 for c in clauses):  # clauses too short to read alone: read together
             units.append(([w for c in clauses for w in c], True))
@@ -591,17 +645,21 @@ def languages_many(texts: list[str]) -> list[str | None]:
             if scored is not None:
                 asks.append((k, scored, f))
     if not asks:
-        return out
-    found = _lang_model().best([words for _, words, _ in asks])
-    for (k, words, f), (code, p, p_en) in zip(asks, found):
-        if out[k] is not None:
+        return [()] * len(texts)
+    found = _lang_model().best([words for _, words, _ in asks], prefer)
+    for (k, words, f), (code, p, p_en, near, p_near) in zip(asks, found):
+        if out[k] and not prefer:
             continue
         if f < 0:  # words of a non-Latin script: a language the scan does not read, whatever the model says
-            out[k] = code if code not in ("en", "zxx", "und") else _script_name(words)
-        elif code not in ("en", "zxx") and (p >= LANG_SURE or (p_en < LANG_MAX_EN and (p >= LANG_MIN_P or f))
-                                            or (f >= 2 and p_en < LANG_MAX_EN_2)):
-            out[k] = code
-    return out
+            code = code if code not in ("en", "zxx", "und") else _script_name(words)
+        elif not (code not in ("en", "zxx") and (p >= LANG_SURE or (p_en < LANG_MAX_EN and (p >= LANG_MIN_P or f))
+                                                 or (f >= 2 and p_en < LANG_MAX_EN_2))):
+            continue
+        if prefer and code not in prefer and near and p_near >= PREFER_SHARE * p:
+            code = near
+        if code not in out[k]:
+            out[k].append(code)
+    return [tuple(codes) for codes in out]
 
 
 def _not_lexicon(texts: list[str]) -> list[int]:
@@ -701,11 +759,13 @@ class _LangModel:
             self.vectors[rows[has]] = np.add.reduceat(table, np.asarray(starts)[has], axis=0)
         self.index.update(zip(new, range(base, base + len(new))))
 
-    def best(self, clauses: list[list[str]]) -> list[tuple[str, float, float]]:
+    def best(self, clauses: list[list[str]], prefer: frozenset[str] = frozenset()
+             ) -> list[tuple[str, float, float, str | None, float]]:
         """Per clause (its words): the most likely language, its probability and English's (the model's scores
-        over the square root of the clause's length in bytes, as py3langid normalises them)."""
+        over the square root of the clause's length in bytes, as py3langid normalises them), and the most likely
+        of `prefer` with its probability (None, 0 without `prefer`)."""
         if self.ident is None:
-            return [("und", 1.0, 0.0)] * len(clauses)
+            return [("und", 1.0, 0.0, None, 0.0)] * len(clauses)
         np = self.np
         flat = [w for c in clauses for w in c]
         self._learn(flat)
@@ -719,7 +779,12 @@ class _LangModel:
         probs = np.add.reduceat((scores / scores.sum(axis=1, keepdims=True))[:, self.order], self.groups, axis=1)
         top = probs.argmax(axis=1)
         en = self.labels.index("en")
-        return [(self.labels[t], float(probs[k, t]), float(probs[k, en])) for k, t in enumerate(top)]
+        cols = [j for j, c in enumerate(self.labels) if c in prefer]
+        if not cols:
+            return [(self.labels[t], float(probs[k, t]), float(probs[k, en]), None, 0.0) for k, t in enumerate(top)]
+        near = np.asarray(cols)[probs[:, cols].argmax(axis=1)]
+        return [(self.labels[t], float(probs[k, t]), float(probs[k, en]), self.labels[n], float(probs[k, n]))
+                for k, (t, n) in enumerate(zip(top, near))]
 
 
 _WORD_CACHE = 20_000  # words whose scores `_LangModel` keeps (a row of 142 floats each)

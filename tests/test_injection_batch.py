@@ -24,13 +24,13 @@ import workload  # noqa: E402
 
 def every_pattern_scan(text: str) -> tuple[str, ...]:
     """The oracle: the scan of one text with every pattern tried on its per-text readings."""
-    return injection._scan(text, textguard._views(text), None, textguard.language(text))
+    return injection._scan(text, textguard._views(text), None, injection.languages(text))
 
 
-def corpus() -> list[str]:
+def corpus(skip: tuple[str, ...] = ()) -> list[str]:
     out = []
     for path in sorted(dataset_path("injection").glob("*.jsonl")):
-        if path.name.startswith(("heldout7", "heldout8")):  # written for the detector's evaluation only: never read by a test
+        if path.name.startswith(("heldout7", "heldout8", *skip)):  # the held-out sets: never read by a test here
             continue
         out += [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return out
@@ -62,7 +62,7 @@ def generated(n: int, seed: int = 14, pieces: list[str] = PIECES,
               joins: tuple[str, ...] = (" ", "; ", ", ", ". ", " - ", "_", ".", "\n")) -> list[str]:
     """Corpus sentences, workload sentences and the `pieces`, cut, joined, cased and split at random."""
     rng = random.Random(seed)
-    pool = corpus() + workload_texts(100) + pieces
+    pool = corpus(skip=("multilingual_dev", "runbooks_dev")) + workload_texts(100) + pieces  # as before issue 40
     out = []
     for _ in range(n):
         parts = [rng.choice(pool) for _ in range(rng.randint(1, 3))]

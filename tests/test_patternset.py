@@ -66,14 +66,19 @@ def test_what_re2_reads_differently_is_widened():
 
 
 def test_what_re2_cannot_read_is_in_every_answer():
-    """A backreference, a comment group, a verbose pattern, a case-folding gap: every text keeps the pattern.
-    So does every text that is not plain ASCII (a character beyond ASCII, or a control character)."""
+    """A backreference, a comment group, a verbose pattern, a case-folding gap: every text keeps the pattern. A
+    text that is not plain ASCII (a character beyond ASCII, or a control character) is read as its projection
+    (issue 40: it used to keep every pattern)."""
     for pattern in (re.compile(r"(\w+) \1"), re.compile(r"a(?#note)b"), re.compile("a b", re.X),
                     re.compile("\u0131", re.I), re.compile(r"(?>a)")):
         automaton = patternset.PatternSet([pattern, re.compile("zebra")])
         assert automaton.always == {0}
         assert automaton.groups_many(["a zebra", "x"]) == [{0, 1}, {0}]
-    assert kept(re.compile("plain"), ["caf\u00e9", "a\x0bb", "a\rb", "a\x7f", "plain text"]) == [True] * 4 + [True]
+    assert kept(re.compile("plain"), ["caf\u00e9", "a\x0bb", "a\rb", "a\x7f", "plain text"]) == [False] * 4 + [True]
+    assert kept(re.compile("caf.$"), ["caf\u00e9"]) == [True]
+    # a pattern that could tell a character from its projection keeps every text that is not plain
+    for pattern in (re.compile("[^a]b"), re.compile("\u00e9t\u00e9"), re.compile("a[^ ]b")):
+        assert kept(pattern, ["x\u00e9", "plain"]) == [True, False]
     assert kept(re.compile("plain"), ["a\tb\nc"]) == [False]
 
 
@@ -97,6 +102,9 @@ PIECES = ["a", "b", "ab", " ", r"\s", r"\S", r"\w", r"\W", r"\d", r"\b", r"\B", 
           "[ab]", "[^a]", "[]a]", "[^]b]", r"[\s.]", "(?:a|b)", "(?=a)", "(?!b)", "(?<=a)", "(?<!b)", "(?<![ab])",
           "(?=[)])", "a*", "b+", "a?", "a{,2}", "b{1,3}", "a{0,12}", r"\.", r"\(", "(?i:A)", "(a)", r"\1"]
 ALPHABET = "ab .\t\nAB()_1"
+# and characters beyond plain ASCII: case partners of ASCII letters, accents, a combining mark, spaces, a line
+# separator, CJK, a non-ASCII digit, punctuation, control characters (read through `patternset.project`)
+BEYOND = "\u00e9\u212a\u017f\u0131\u0130\u0301\u00a0\u2028\u4e2d\u0661\u2014\u00bd\x0b\r\x1f\x7f~"
 
 
 @settings(max_examples=2000, deadline=None)
@@ -106,6 +114,21 @@ def test_generated_patterns_keep_every_text_they_match(pieces, flags, lines):
     try:
         pattern = re.compile("".join(pieces), flags)
     except re.error:  # a backreference before its group
+        assume(False)
+    g = patternset.PatternSet([pattern]).groups_many(["\n".join(lines)])[0]
+    assert g or not any(pattern.search(line) for line in lines)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(PIECES + ["[^ ]", "[^~]", "[^0]", r"[\s\w]", "(?i:K)", "\u2014", "[\u2014-]", "s",
+                                          "k", "i", "0"]), min_size=1, max_size=6),
+       st.sampled_from([0, re.I, re.M, re.S]),
+       st.lists(st.text(alphabet=ALPHABET + BEYOND, max_size=12), min_size=1, max_size=4))
+def test_generated_patterns_keep_every_text_beyond_ascii_they_match(pieces, flags, lines):
+    """The projection (`patternset.project`) never clears a text a pattern matches (issue 40)."""
+    try:
+        pattern = re.compile("".join(pieces), flags)
+    except re.error:
         assume(False)
     g = patternset.PatternSet([pattern]).groups_many(["\n".join(lines)])[0]
     assert g or not any(pattern.search(line) for line in lines)
