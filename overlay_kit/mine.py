@@ -901,8 +901,7 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
 
 
 def read_versions(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_PATTERNS, rev: str = "HEAD",
-                  label: str | None = None, max_blob_bytes: int = MAX_BLOB_BYTES,
-                  progress: bool = False) -> MineResult:
+                  label: str | None = None, max_blob_bytes: int = MAX_BLOB_BYTES) -> MineResult:
     """The instruction files of one local git repository and their versions, texts included (`.files` only:
     no pairs, no events). Raises `MineError` naming the path when the repository cannot be read."""
     path, head = _open(repo)
@@ -915,45 +914,40 @@ def read_versions(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_
         notes[f"{label}: renames not followed (blobs missing)"] += 1
     blobs, why = _blobs(path, (b for t in tracks for *_, b in t.raw if b), max_blob_bytes)
     files = []
-    bar = _bar(sum(len(t.raw) for t in tracks), progress, label)
-    try:
-        for t in tracks:
-            versions: list[MinedVersion] = []
-            skipped: Counter = Counter()
-            missing: list[str] = []
-            for commit, date, p, blob in t.raw:
-                bar.update(1)
-                if blob is None:
-                    skipped["not-a-file"] += 1
-                    continue
-                if versions and versions[-1].blob == blob:  # a rename carrying the same text: no new version
-                    continue
-                if blob in why:
-                    skipped[why[blob]] += 1
-                    if why[blob] == "missing":
-                        missing.append(commit)
-                    continue
-                try:
-                    text = blobs[blob].decode("utf-8")
-                except UnicodeDecodeError:
-                    skipped["not-utf-8"] += 1
-                    continue
-                if versions and versions[-1].text == text:
-                    continue
-                fm, body = _split(text.removeprefix("\ufeff"), t.pattern)
-                try:
-                    sections = parse(body)
-                except AnchorError:
-                    skipped["unparsable"] += 1
-                    continue
-                versions.append(MinedVersion(len(versions), commit, date, p, blob, text, fm, body, sections))
-            for k, n in skipped.items():
-                notes[f"{label}: {k}"] += n
-            if versions:
-                files.append(MinedFile(t.id, label, t.path, tuple(t.paths), t.pattern, t.deleted, tuple(versions),
-                                       skipped, tuple(missing)))
-    finally:
-        bar.close()
+    for t in tracks:
+        versions: list[MinedVersion] = []
+        skipped: Counter = Counter()
+        missing: list[str] = []
+        for commit, date, p, blob in t.raw:
+            if blob is None:
+                skipped["not-a-file"] += 1
+                continue
+            if versions and versions[-1].blob == blob:  # a rename carrying the same text: no new version
+                continue
+            if blob in why:
+                skipped[why[blob]] += 1
+                if why[blob] == "missing":
+                    missing.append(commit)
+                continue
+            try:
+                text = blobs[blob].decode("utf-8")
+            except UnicodeDecodeError:
+                skipped["not-utf-8"] += 1
+                continue
+            if versions and versions[-1].text == text:
+                continue
+            fm, body = _split(text.removeprefix("\ufeff"), t.pattern)
+            try:
+                sections = parse(body)
+            except AnchorError:
+                skipped["unparsable"] += 1
+                continue
+            versions.append(MinedVersion(len(versions), commit, date, p, blob, text, fm, body, sections))
+        for k, n in skipped.items():
+            notes[f"{label}: {k}"] += n
+        if versions:
+            files.append(MinedFile(t.id, label, t.path, tuple(t.paths), t.pattern, t.deleted, tuple(versions),
+                                   skipped, tuple(missing)))
     return MineResult(tuple(files), (), (), ({"repo": label, "path": str(path), "head": head, "commits": commits},),
                       notes)
 
@@ -982,7 +976,8 @@ def _similar(text: str, choices: Sequence[str]) -> tuple[int, float] | None:
     return None if best is None else (best[2], round(best[1] / 100, 4))
 
 
-def analyse(files: Iterable[MinedFile]) -> tuple[tuple[Pair, ...], tuple[RuleEvent, ...]]:
+def analyse(files: Iterable[MinedFile], *, progress=False,
+            label: str = "") -> tuple[tuple[Pair, ...], tuple[RuleEvent, ...]]:
     """The pairs and rule events (fates followed) of one repository's files read by `read_versions`. A rule
     taken out of one file and put into another in the same commit (`CLAUDE.md` → `AGENTS.md`) is `moved` there
     (`fate_file`), and makes no rule event in the file it went to."""
@@ -990,9 +985,13 @@ def analyse(files: Iterable[MinedFile]) -> tuple[tuple[Pair, ...], tuple[RuleEve
     gone_at, fresh_at = _traffic(files)
     policy = get_policy(POLICY)
     pairs, events = [], []
+    bar = _bar(sum(len(f.versions) - 1 for f in files), progress, label or (files[0].repo if files else ""))
     for f in files:
         versions = f.versions
-        analyses = [_analyse(f.id, versions[k], versions[k + 1], policy) for k in range(len(versions) - 1)]
+        analyses = []
+        for k in range(len(versions) - 1):
+            analyses.append(_analyse(f.id, versions[k], versions[k + 1], policy))
+            bar.update(1)
         file_events: list[RuleEvent] = []
         for k, a in enumerate(analyses):
             old_v, new_v = versions[k], versions[k + 1]
@@ -1026,6 +1025,7 @@ def analyse(files: Iterable[MinedFile]) -> tuple[tuple[Pair, ...], tuple[RuleEve
                     e = replace(e, fate="moved", fate_file=there[hit[0]][0], fate_section=there[hit[0]][1],
                                 fate_similarity=hit[1])
             events.append(e)
+    bar.close()
     return tuple(pairs), tuple(events)
 
 
@@ -1033,9 +1033,8 @@ def mine_repository(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAUL
                     label: str | None = None, max_blob_bytes: int = MAX_BLOB_BYTES,
                     progress: bool = False) -> MineResult:
     """Mine one local git repository (bare or not): `read_versions`, then `analyse`."""
-    read = read_versions(repo, patterns=patterns, rev=rev, label=label, max_blob_bytes=max_blob_bytes,
-                         progress=progress)
-    pairs, events = analyse(read.files)
+    read = read_versions(repo, patterns=patterns, rev=rev, label=label, max_blob_bytes=max_blob_bytes)
+    pairs, events = analyse(read.files, progress=progress, label=read.repos[0]["repo"])
     return replace(read, pairs=pairs, events=events)
 
 
@@ -1045,8 +1044,12 @@ def mine(paths: Iterable[str | os.PathLike], *, patterns: Sequence[str] = DEFAUL
     paths = list(paths)
     for p in paths:
         _open(p)
-    parts = [mine_repository(p, patterns=patterns, rev=rev, max_blob_bytes=max_blob_bytes, progress=progress)
-             for p in paths]
+    parts, labels = [], Counter()
+    for p in paths:  # two repositories of one name (a/repo, b/repo.git ...) get "name#2": file ids stay unique
+        name = _label(Path(p))
+        labels[name] += 1
+        parts.append(mine_repository(p, patterns=patterns, rev=rev, max_blob_bytes=max_blob_bytes, progress=progress,
+                                     label=name if labels[name] == 1 else f"{name}#{labels[name]}"))
     notes: Counter = Counter()
     for r in parts:
         notes.update(r.notes)

@@ -386,6 +386,23 @@ def test_a_bare_clone_mines_the_same(history, result, tmp_path):
     assert strip(got) == strip(want)
 
 
+def test_two_repositories_of_one_name_keep_their_file_ids_apart(history, tmp_path):
+    other = tmp_path / "x" / "proj"
+    subprocess.run(["git", "clone", "-q", str(history), str(other)], check=True)
+    r = mine.mine([history, other], patterns=["GEMINI.md"])
+    assert [f.id for f in r.files] == ["proj:GEMINI.md", "proj#2:GEMINI.md"]
+    assert [x["repo"] for x in r.repos] == ["proj", "proj#2"]
+
+
+def test_progress_is_drawn_on_the_stream_given(history, monkeypatch):
+    import io
+
+    monkeypatch.setattr(mine, "PROGRESS_MIN", 1)
+    stream = io.StringIO()
+    r = mine.mine([history], progress=stream)
+    assert "mine proj" in stream.getvalue() and len(r.pairs) == 16
+
+
 def test_custom_globs(history):
     r = mine.mine([history], patterns=["GEMINI.md"])
     assert [f.path for f in r.files] == ["GEMINI.md"]
