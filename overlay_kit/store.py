@@ -2305,19 +2305,20 @@ class Store:
             self._compact_due = False
             return True
         failed: object = None
-        if self._compact_due:
-            if self._depth:
-                failed = "this handle is inside a transaction"
-            else:
-                try:
-                    self.conn.execute("VACUUM")
-                    self._compact_due = False
-                except sqlite3.Error as exc:  # a statement still open on this handle, a full disk, a lock
-                    failed = exc
-        try:
-            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        except sqlite3.Error as exc:  # e.g. disk full: the rows are gone, the files keep them until it works
-            busy, failed = (1,), failed or exc
+        with self._lock:  # no other thread of this process starts a transaction on the handle meanwhile
+            if self._compact_due:
+                if self._depth:
+                    failed = "this handle is inside a transaction"
+                else:
+                    try:
+                        self.conn.execute("VACUUM")
+                        self._compact_due = False
+                    except sqlite3.Error as exc:  # a statement still open on this handle, a full disk, a lock
+                        failed = exc
+            try:
+                busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error as exc:  # e.g. disk full: the rows are gone, the files keep them until it works
+                busy, failed = (1,), failed or exc
         self.erasure_pending = bool(busy and busy[0]) or self._compact_due
         if self.erasure_pending:
             where = self.erasure_where = self._erased_bytes_at()
