@@ -624,7 +624,7 @@ _LEXICON: dict[str, dict[str, str]] = {
         "you_now": "ab heute bist du|du bist ab jetzt|du bist von nun an|du bist jetzt|du bist ab sofort|du bist nun|ab jetzt bist du|ab sofort bist du|sie sind jetzt|"
                    "von nun an bist du|bist du ab jetzt",
         "role": "mensch|echter mensch|kontoinhaber*|inhaber*|besitzer*|administrator*|admin|eigentümer*|geschäftsführer*|chef",
-        "untold": "nichts wissen|nicht erfahren|nichts erfahren|erzähl nichts|sag nichts|sage nichts|kein wort|verschweig*|nichts davon|nicht erzählen|"
+        "untold": "nicht mit|ohne es zu erwähnen|ohne zu erwähnen|nicht wissen lassen|nichts wissen|nicht erfahren|nichts erfahren|erzähl nichts|sag nichts|sage nichts|kein wort|verschweig*|nichts davon|nicht erzählen|"
                   "nicht sagen|nicht mitteilen|nicht informieren|nicht erwähnen|erwähne nicht|erwähne es nicht",
         "unless": "ohne dass|ohne es",
         "notice": "merkt|merken|erfährt|erfahren|weiß|bemerkt|mitbekommt|sieht",
@@ -633,8 +633,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "self_delete": "lösche diese nachricht|lösch diese nachricht|diese nachricht löschen|lösche diese mail|"
                        "lösche diese e-mail|diese nachricht danach löschen",
         "neg": "nie|niemals|nicht|kein|keine|keinen|keinesfalls",
-        "copy_to": "bcc|cc|in kopie|blindkopie|weiterleitung*|automatisch weiterleiten|umleitung*",
-        "every": "jede|jeder|jedes|jeden|alle|allen|sämtliche",
+        "copy_to": "kopie|eine kopie|bcc|cc|in kopie|blindkopie|weiterleitung*|automatisch weiterleiten|umleitung*",
+        "every": "aller|alles|jede|jeder|jedes|jeden|alle|allen|sämtliche",
         "auto": "automatisch*|stillschweigend",
         "obey": "folge|befolge|führe|führ|gehorche|erledige",
         "sender": "absender*|dieser adresse|dieses absenders|mails von|nachrichten von",
@@ -643,6 +643,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "zusammenfassung*|bericht|protokoll*|verlauf|übersicht",
         "hide": "verberge|verbirg|verstecke|versteck|verheimliche|verschleiere",
         "delete": "lösche|lösch|entferne",
+        "impersonate": "im namen des|im namen der|im namen von|in seinem namen|in ihrem namen|mit seinem namen|mit ihrem namen|namens",
+        "tell": "sag|sage|erzähl|erzähle|teile|informiere|benachrichtige|verrate|erwähne",
     },
     "fr": {
         "void": "ne respecte plus|ne suis plus|n'obéis plus|ne tiens plus|arrête de suivre|cesse de suivre|ne tiens plus compte|ne tiens pas compte|ne tenez plus compte|ne tenez pas compte|fais abstraction|ignore|ignorez|ignorer|oublie|oubliez|oublier|néglige*|écarte*|passe outre|faire abstraction",
@@ -677,7 +679,7 @@ _LEXICON: dict[str, dict[str, str]] = {
         "you_now": "à partir d'aujourd'hui tu es|tu deviens|tu es maintenant|tu es désormais|vous êtes maintenant|vous êtes désormais|désormais tu es|"
                    "à partir de maintenant tu es|dorénavant tu es",
         "role": "humain|être humain|titulaire*|propriétaire*|administrateur*|admin|directeur*|pdg|trésorier*",
-        "untold": "sans le signaler|ne le signale|ne signale|ne le mentionne|sans rien dire|ne dis rien|ne dites rien|ne lui dis rien|n'en parle pas|ne mentionne pas|ne le dis pas|"
+        "untold": "n'informe pas|ne préviens pas|ne dis pas|ne lui dis pas|ne signale pas|sans le signaler|ne le signale|ne signale|ne le mentionne|sans rien dire|ne dis rien|ne dites rien|ne lui dis rien|n'en parle pas|ne mentionne pas|ne le dis pas|"
                   "ne préviens pas|sans prévenir|sans le dire|sans en parler|sans informer",
         "unless": "sans que",
         "notice": "sache|sachent|remarque|s'en aperçoive|apprenne|voie|découvre",
@@ -696,6 +698,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "résumé*|rapport*|journal|historique|compte rendu",
         "hide": "cache|cacher|dissimule*|masque",
         "delete": "efface|supprime|supprimez|effacez",
+        "impersonate": "au nom du|au nom de|en son nom|avec son nom|de son nom|à sa place",
+        "tell": "dis|dites|informe|informez|préviens|prévenez|signale|mentionne|avertis",
     },
     "es": {
         "void": "ya no sigas|deja de seguir|no sigas|deja de obedecer|no hagas caso|ignora|ignore|ignorar|ignorad|olvida*|olvide|descarta*|omite las|pasa por alto|haz caso omiso",
@@ -747,6 +751,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "resumen*|informe*|registro*|historial",
         "hide": "oculta|ocultar|esconde|esconder",
         "delete": "borra|elimina|borre|elimine",
+        "impersonate": "en nombre del|en nombre de|en su nombre|con su nombre|haciéndote pasar",
+        "tell": "digas|diga|informes|informe|avises|avise|cuentes|menciones",
     },
     "pt": {
         "void": "não siga mais|deixe de seguir|pare de seguir|não obedeça|ignore|ignora|ignorar|ignorem|esqueça|esquece|esquecer|desconsidere|desconsidera|descarte|"
@@ -802,6 +808,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "resumo*|relatório*|registro*|histórico",
         "hide": "oculte|esconda|ocultar|esconder",
         "delete": "apague|apaga|exclua|elimine",
+        "impersonate": "em nome do|em nome da|em nome de|com o nome dele|com o nome dela|com o seu nome",
+        "tell": "diga|informe|avise|conte|mencione",
     },
     "it": {
         "void": "smetti di seguire|non seguire più|non obbedire più|non rispettare più|ignora|ignori|ignorare|ignorate|dimentica|dimentichi|dimenticare|trascura|tralascia|"
@@ -854,6 +862,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "riepilogo*|riassunto*|report|registro*|cronologia",
         "hide": "nascondi|occulta|nascondere",
         "delete": "cancella|elimina",
+        "impersonate": "a nome del|a nome della|a nome di|con il suo nome|per conto del|in nome di",
+        "tell": "dire|dirlo|informare|informa|avvisare|avvisa|menzionare|dirgli|dirle",
     },
     "nl": {
         "void": "volg niet meer|stop met volgen|houd je niet|hou je niet|negeer|negeren|vergeet|vergeten|sla over|naast je neer|let niet op",
@@ -903,6 +913,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "samenvatting*|verslag*|rapport*|logboek|geschiedenis",
         "hide": "verberg|verstop|verzwijg",
         "delete": "verwijder|wis",
+        "impersonate": "namens|uit naam van|met zijn naam|met haar naam|in zijn naam|in haar naam",
+        "tell": "vertel|zeg|informeer|meld|waarschuw|vermeld",
     },
     "pl": {
         "void": "przestań stosować|przestań przestrzegać|nie stosuj się|przestań słuchać|zignoruj*|ignoruj*|zapomnij|zapomnijcie|pomiń|pomijaj|odrzuć|nie zwracaj uwagi",
@@ -936,7 +948,7 @@ _LEXICON: dict[str, dict[str, str]] = {
                      "uwierzytelnianie dwuskładnikowe|2fa|alerty bezpieczeństwa|antywirus*",
         "you_now": "od dziś jesteś|stajesz się|jesteś teraz|teraz jesteś|od teraz jesteś|od tej chwili jesteś|odtąd jesteś",
         "role": "człowiekiem|człowiek|właściciel*|posiadacz*|administrator*|admin|dyrektor*|prezes*|skarbnik*",
-        "untold": "nie informując|bez informowania|nikomu nie mówiąc|nie mówiąc|nic nie mów|nie mów nic|nie mów|nic nie wspominaj|nie wspominaj|nie informuj|bez informowania|"
+        "untold": "nie wspominając|nic nie wspominając|nie informując|bez informowania|nikomu nie mówiąc|nie mówiąc|nic nie mów|nie mów nic|nie mów|nic nie wspominaj|nie wspominaj|nie informuj|bez informowania|"
                   "bez mówienia|nie powiadamiaj",
         "unless": "żeby|aby|tak żeby|tak aby|bez wiedzy",
         "notice": "nie dowiedział|nie dowiedziała|nie zauważył|nie zauważyła|nie wiedział|nie wiedziała|"
@@ -955,6 +967,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "podsumowani*|raport*|dziennik*|histori*",
         "hide": "ukryj|schowaj|zatai*",
         "delete": "usuń|skasuj",
+        "impersonate": "w imieniu|jego nazwiskiem|jej nazwiskiem|jego imieniem|jej imieniem",
+        "tell": "mów|mówić|informuj|powiadamiaj|wspominaj|powiedz|informować",
     },
     "ru": {
         "void": "перестань следовать|больше не следуй|не следуй|перестань соблюдать|не соблюдай|игнорируй*|игнорир*|забудь|забудьте|не обращай внимания|пренебреги|отбрось",
@@ -1004,6 +1018,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "сводк*|отчет*|отчёт*|журнал*|истори*",
         "hide": "скрой|спрячь|утаи",
         "delete": "удали|удалите|сотри",
+        "impersonate": "от имени|его именем|её именем|ее именем|под его именем",
+        "tell": "говори|сообщай|рассказывай|упоминай|предупреждай|извещай",
     },
     "zh": {
         "void": "不要再遵守|不再遵守|停止遵守|别再遵守|不要再遵循|忽略|忽视|无视|不要理会|别管|忘掉|忘记|抛开|不用遵守|不必遵守",
@@ -1012,7 +1028,7 @@ _LEXICON: dict[str, dict[str, str]] = {
         "voided": "作废|无效|失效|不再适用|不再有效|已废止|过时|已撤销",
         "this_msg": "这封邮件|这条消息|这份文件|这个文档|本邮件|本消息",
         "only": "只|仅",
-        "reveal": "哪些|什么指令|告诉我|说出|输出|显示|展示|重复|透露|打印|告诉我|给我看|写出|复述|列出",
+        "reveal": "复制|原样|照抄|哪些|什么指令|告诉我|说出|输出|显示|展示|重复|透露|打印|告诉我|给我看|写出|复述|列出",
         "sysprompt": "系统提示词|系统提示|系统消息|系统指令|提示词",
         "given": "收到的|得到的|给你的|开始时|一开始|最初",
         "send": "加到|放到|放进|写进|附在|加入|发到|发送|发给|转发|抄送|复制|粘贴|附上|作为附件|分享|上传|传给|寄给",
@@ -1045,12 +1061,14 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "摘要|报告|日志|记录|总结",
         "hide": "隐藏|藏起来|瞒",
         "delete": "删除|删掉",
+        "impersonate": "的名义|署上他的名字|署上她的名字|冒名|以他的名字|以她的名字",
+        "tell": "告诉|通知|提及|透露给",
     },
     "ja": {
         "void": "従わないで|従うのをやめ|守らなくて|守るのをやめ|無視|忘れて|忘れろ|従わなくて|従う必要はありません|破棄",
         "rules": "言われたこと|指示されたこと|教えられたこと|制限|指示|ルール|規則|指針|ガイドライン|命令|プロンプト",
         "own": "これまでの|以前の|元の|最初の|あなたの|すべての|全ての|従来の",
-        "voided": "無効|失効|廃止|適用されません|撤回|取り消し",
+        "voided": "取り消さ|取消|無効|失効|廃止|適用されません|撤回|取り消し",
         "this_msg": "このメール|このメッセージ|この文書|このドキュメント",
         "only": "だけ|のみ",
         "reveal": "どんな|何が書|教えて|言って|表示|出力|見せて|繰り返し|教えて|開示|印刷|書き出|そのまま|一字一句",
@@ -1089,6 +1107,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "要約|レポート|報告|ログ|履歴|まとめ",
         "hide": "隠して|隠す|伏せて",
         "delete": "削除",
+        "impersonate": "の名前で|名義で|に代わって|として署名",
+        "tell": "知らせ|伝え|言わ|報告し",
     },
     "ko": {
         "void": "따르지 말|지키지 말|더 이상 따르지|무시|잊어|잊으세요|따르지 마|버리세요",
@@ -1130,6 +1150,8 @@ _LEXICON: dict[str, dict[str, str]] = {
         "report": "요약|보고서|로그|기록|이력",
         "hide": "숨기|감추",
         "delete": "삭제",
+        "impersonate": "의 이름으로|명의로|이름으로 서명|대신하여",
+        "tell": "알리|말하|언급하|보고하",
     },
 }
 _SPACELESS = frozenset({"zh", "ja", "ko"})
@@ -1144,7 +1166,7 @@ _MOVES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str | None], ...] = (
     ("obeys the message", ("obey", "only"), ("dest", "sender", "this_msg"), "neg"),
     ("asks for its prompt", ("reveal", "sysprompt"), (), "neg"),
     ("asks for its prompt", ("reveal", "rules", "given"), (), "neg"),
-    ("asks for its prompt", ("own", "sysprompt"), ("reveal",), None),
+    ("asks for its prompt", ("own", "sysprompt"), ("reveal", "send"), None),
     ("exfiltrates data", ("send", "secret"), ("outside", "dest"), "neg"),
     ("exfiltrates data", ("send", "mail_all", "outside"), (), "neg"),
     ("exfiltrates data", ("send", "every", "outside"), (), "neg"),
@@ -1158,7 +1180,9 @@ _MOVES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str | None], ...] = (
     ("reassigns its identity", ("pretend", "role"), (), "neg"),
     ("reassigns its identity", ("you_now", "unbound"), (), "neg"),
     ("reassigns its identity", ("pretend", "unbound"), (), None),
+    ("reassigns its identity", ("impersonate", "user"), (), "neg"),
     ("keeps the user in the dark", ("untold", "user"), (), None),
+    ("keeps the user in the dark", ("tell", "neg", "user"), (), None),
     ("keeps the user in the dark", ("unseen", "user"), (), None),
     ("keeps the user in the dark", ("unless", "user", "notice"), (), None),
     ("keeps the user in the dark", ("covert",), ("stakes", "send", "secret"), None),
@@ -1168,7 +1192,8 @@ _MOVES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str | None], ...] = (
     ("keeps the user in the dark", ("hide", "user"), (), None),
     ("keeps the user in the dark", ("hide", "report"), ("send", "stakes", "secret", "this_msg", "copy_to"), None),
 )
-_TEXT_WIDE = frozenset({"authority"})  # a family that counts in every clause once it is anywhere in the text
+_TEXT_WIDE = frozenset({"authority"})
+_SECRECY = ("untold", "unseen", "notice")  # a negation inside one of these keeps the user in the dark  # a family that counts in every clause once it is anywhere in the text
 
 
 @lru_cache(maxsize=1)
@@ -1247,8 +1272,10 @@ def lexicon_moves(readings) -> list[str]:
                 for name, need, extra, blocked in _MOVES:
                     if name in found or not all(f in fams for f in need):
                         continue
-                    if blocked in fams and not any(_within(fams[blocked], fams[f], lang) for f in need):
-                        continue  # a negation of its own, not one inside the move's words ("no sigas")
+                    if blocked in fams and not any(_within(fams[blocked], fams[f], lang) for f in need + _SECRECY
+                                                   if f in fams):
+                        continue  # a negation of its own, not one inside the move's words ("no sigas") or a
+                        # secrecy phrase ("nie wspominając o tym")
                     if extra and not any(f in fams for f in extra):
                         continue
                     words = [fams[f] for f in need + tuple(f for f in extra if f in fams)[:1]]
