@@ -120,3 +120,20 @@ def test_the_spawner_forks_from_one_long_lived_thread_and_hands_errors_back():
     assert engine._SPAWNER is not None and engine._SPAWNER[1].is_alive() and engine._SPAWNER[1].daemon
     with pytest.raises(FileNotFoundError):
         engine._spawn(["/nonexistent/overlay-kit-no-such-program"])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_spawns_from_a_spawner_of_its_own():
+    from overlay_kit.llm import engine
+
+    engine._spawn([sys.executable, "-c", "pass"]).wait(timeout=30)
+    with engine._SPAWNER_LOCK:  # held across the fork: the child must not wait on it
+        pid = os.fork()
+        if pid == 0:  # the child
+            ok = False
+            try:
+                ok = engine._spawn([sys.executable, "-c", "pass"]).wait(timeout=30) == 0
+            finally:
+                os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

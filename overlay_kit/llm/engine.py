@@ -381,6 +381,17 @@ _SPAWNER: "tuple[queue.SimpleQueue, threading.Thread] | None" = None
 _SPAWNER_LOCK = threading.Lock()
 
 
+def _forget_spawner() -> None:
+    """In a forked child: the parent's spawner thread does not exist here, and its lock may have been held at
+    the fork; the child starts afresh."""
+    global _SPAWNER, _SPAWNER_LOCK
+    _SPAWNER, _SPAWNER_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_spawner)
+
+
 def _spawner(requests: queue.SimpleQueue) -> None:
     while True:
         args, kwargs, answer = requests.get()
