@@ -122,6 +122,7 @@ __all__ = [
     "mine",
     "mine_repository",
     "normalize_rule",
+    "pathspecs",
     "read_versions",
     "rule_hash",
     "rule_units",
@@ -495,11 +496,32 @@ class _Track:
     deleted: bool = False
 
 
-def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[list[_Track], int, bool]:
-    """One `git log --first-parent -M --raw` pass: every matching file's blob per commit, renames followed
-    (and whether they could be: rename detection reads blobs, and a partial clone may lack some — then the
-    pass is made again with `--no-renames`, and a renamed file shows as one deleted and one added)."""
-    args = ("log", "--first-parent", "--reverse", "--raw", "--no-abbrev", "-z", "--format=%x01%H %ct", rev, "--")
+def pathspecs(patterns: Sequence[str]) -> list[str]:
+    """Git pathspecs covering every path `matches` accepts (a superset: `matches` decides). A pattern without
+    `/` is a file name anywhere; one with `/` is cut at its first wildcard's directory (`.cursor/rules/*.mdc` →
+    everything under any `.cursor/rules/`)."""
+    out = []
+    for p in patterns:
+        if "/" not in p:
+            out.append(f":(glob)**/{p}")
+            continue
+        head, wild = [], False
+        for part in p.split("/"):
+            if any(c in part for c in "*?["):
+                wild = True
+                break
+            head.append(part)
+        out.append(f":(glob)**/{'/'.join(head)}" + ("/**" if wild else ""))
+    return out
+
+
+def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[list[_Track], bool]:
+    """One `git log --first-parent -M --raw` pass over the instruction files' paths (`pathspecs`): every matching
+    file's blob per commit, renames among them followed — and whether they could be: rename detection reads
+    blobs, and a partial clone may lack some; then the pass is made again with `--no-renames`, and a renamed
+    file shows as one deleted and one added."""
+    args = ("log", "--first-parent", "--reverse", "--raw", "--no-abbrev", "-z", "--format=%x01%H %ct", rev, "--",
+            *pathspecs(patterns))
     try:
         log, renames = _git(repo, *args[:3], "-M", *args[3:]), True
     except MineError:
@@ -508,7 +530,6 @@ def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[li
     live: dict[str, _Track] = {}
     dead: dict[str, _Track] = {}
     taken: Counter = Counter()
-    commits = 0
 
     def start(path: str, pattern: str) -> _Track:
         if path in dead:
@@ -521,7 +542,6 @@ def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[li
         return t
 
     for chunk in log.split(b"\x01")[1:]:
-        commits += 1
         head, _, rest = chunk.partition(b"\0")  # under -z the header ends in NUL, then the raw lines
         commit, stamp = head.decode().strip().split(" ")
         date = datetime.fromtimestamp(int(stamp), timezone.utc).isoformat()
@@ -574,7 +594,7 @@ def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[li
                 t.raw.append((commit, date, dst, blob))
             else:  # a symlink or submodule at the path: no text version
                 t.raw.append((commit, date, dst, None))
-    return tracks, commits, renames
+    return tracks, renames
 
 
 def _blobs(repo: Path, shas: Iterable[str], cap: int) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -909,7 +929,8 @@ def read_versions(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_
     notes: Counter = Counter()
     if head is None and rev == "HEAD":
         return MineResult((), (), (), ({"repo": label, "path": str(path), "head": None, "commits": 0},), notes)
-    tracks, commits, renames = _walk(path, label, rev, patterns)
+    tracks, renames = _walk(path, label, rev, patterns)
+    commits = int(_git(path, "rev-list", "--first-parent", "--count", rev, "--").decode().strip() or 0)
     if not renames:
         notes[f"{label}: renames not followed (blobs missing)"] += 1
     blobs, why = _blobs(path, (b for t in tracks for *_, b in t.raw if b), max_blob_bytes)

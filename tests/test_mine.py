@@ -349,6 +349,28 @@ def test_a_rule_moved_to_another_file(tmp_path):
     }
 
 
+def test_a_blob_missing_outside_the_instruction_files_does_not_stop_renames(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    big = "".join(f"line {k}\n" for k in range(200))
+    _commit(repo, {"CLAUDE.md": "# A\n\n- one\n- two\n- three\n", "data.txt": big}, "a", 1)
+    _git(repo, "mv", "CLAUDE.md", "AGENTS.md")
+    _git(repo, "mv", "data.txt", "data2.txt")
+    _commit(repo, {"AGENTS.md": "# A\n\n- one\n- two\n- three\n- four\n"}, "b", 2)
+    sha = _git(repo, "rev-parse", "HEAD~1:data.txt").strip()
+    (repo / ".git" / "objects" / sha[:2] / sha[2:]).unlink()  # a partial clone leaves big blobs out
+    r = mine.mine_repository(repo)
+    assert [(f.paths, len(f.versions)) for f in r.files] == [(("CLAUDE.md", "AGENTS.md"), 2)] and not r.notes
+
+
+def test_pathspecs_cover_the_patterns():
+    assert mine.pathspecs(mine.DEFAULT_PATTERNS)[:5] == [
+        ":(glob)**/SKILL.md", ":(glob)**/CLAUDE.md", ":(glob)**/AGENTS.md", ":(glob)**/GEMINI.md",
+        ":(glob)**/.cursor/rules/**"]
+    assert mine.pathspecs([".github/copilot-instructions.md"]) == [":(glob)**/.github/copilot-instructions.md"]
+
+
 # ------------------------------------------------------------------------------------------ records and bare
 
 
