@@ -1199,8 +1199,8 @@ _SECRECY = ("untold", "unseen", "notice")  # a negation inside one of these keep
 @lru_cache(maxsize=1)
 def _lexicon() -> tuple[dict, dict, frozenset, range, dict, re.Pattern | None, int]:
     """`_LEXICON` folded: (phrase of whole words → {(language, family)}, word start → {...}, the first words of
-    the phrases of two words or more, the lengths of the word starts, substring → {...}, the substrings as one
-    pattern, the longest phrase in words)."""
+    the phrases of two words or more, (the shortest word start's length, every length, the word starts cut to
+    the shortest), substring → {...}, the substrings as one pattern, the longest phrase in words)."""
     exact: dict[str, set] = {}
     stems: dict[str, set] = {}
     subs: dict[str, set] = {}
@@ -1218,7 +1218,8 @@ def _lexicon() -> tuple[dict, dict, frozenset, range, dict, re.Pattern | None, i
                 key = " ".join(toks)
                 (stems if stem and len(toks) == 1 else exact).setdefault(key, set()).add((lang, family))
     starts = frozenset(k.split(" ", 1)[0] for k in exact if " " in k)
-    sizes = range(min(map(len, stems), default=1), max(map(len, stems), default=0) + 1)
+    short = min(map(len, stems), default=1)
+    sizes = (short, range(short, max(map(len, stems), default=0) + 1), frozenset(k[:short] for k in stems))
     subs_rx = re.compile("|".join(map(re.escape, sorted(subs, key=len, reverse=True)))) if subs else None
     return exact, stems, starts, sizes, subs, subs_rx, longest
 
@@ -1247,11 +1248,12 @@ def lexicon_moves(readings) -> list[str]:
                         key = " ".join(toks[i:i + n])
                         for lf in exact.get(key, ()):
                             hits.setdefault(lf, key)
-                for j in sizes:
-                    if j > len(tok):
-                        break
-                    for lf in stems.get(tok[:j], ()):
-                        hits.setdefault(lf, tok)
+                if tok[:sizes[0]] in sizes[2]:  # a word that may begin with a word start of the lexicon
+                    for j in sizes[1]:
+                        if j > len(tok):
+                            break
+                        for lf in stems.get(tok[:j], ()):
+                            hits.setdefault(lf, tok)
             if spaceless:
                 for m in subs_rx.finditer(clause):
                     for lf in subs[m.group(0)]:

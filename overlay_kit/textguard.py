@@ -328,6 +328,8 @@ def lookalikes(text: str) -> list[tuple[int, str, str]]:
             tokens.append((token, m.start(), classes, n_latin))
     out = []
     for token, start, classes, n_latin in tokens:
+        if not n_latin and latin <= other:
+            continue  # a word of another script in text mostly of other scripts: no spoof
         if n_latin and other > latin and "-" in token and all(  # a compound of one script a part
                 "l" not in part or not set(part) - {"l", "-"}
                 for part in (piece.translate(_SCRIPT_CLASS) for piece in token.split("-"))):
