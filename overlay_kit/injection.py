@@ -9,8 +9,11 @@ reading of the text (`textguard.views`); weak cues count only in pairs; when not
 model (`intent_score`: word families weighed by a logistic fit, benchmarks/fit_scan_intent.py) has the last word;
 hidden characters, HTML that hides text (comments, `<details>`, `hidden`, `display:none`), look-alike letters of
 another script inside a Latin word (`textguard.lookalikes`), encoded blobs and URLs are flagged on the raw text.
-The scan reads English: prose in another language or script is `not scanned: language (<code>)`
-(`textguard.language`), a finding like any other, so such a lesson is never clean. The corpus it is measured
+The scan reads English and the languages of `_LEXICON` (`READ_LANGUAGES`: German, French, Spanish,
+Portuguese, Italian, Dutch, Polish, Russian, Chinese, Japanese, Korean), whose moves it finds by word families
+joined in one clause (`lexicon_moves`); prose in any other language is `not scanned: language (<code>)`
+(`languages`), a finding like any other, so such a lesson is never clean (and the gates say auto-approve was
+skipped for it). The corpus it is measured
 on: `datasets/injection/` (bench_scan.py, eval_injection.py; its README says which files were trained on and
 which never were).
 """
