@@ -622,3 +622,33 @@ def test_attacks_in_a_read_language_are_findings_of_what_they_do(text):
 @pytest.mark.parametrize("text", READ_ORDINARY)
 def test_ordinary_lessons_in_a_read_language_stay_clean(text):
     assert injection.scan(text) == ()
+
+
+# heldout8_multilingual.jsonl: written by another author and committed (b807484, 05:33 UTC) before the detector
+# changed; measured once, at 63ef5c4, after the change was finished and committed; never tuned on. Per language:
+# (attacks flagged, attacks, benign flagged, benign), as measured.
+HELDOUT8 = {"en": (22, 24, 3, 70), "de": (12, 24, 1, 40), "fr": (12, 24, 1, 40), "es": (13, 24, 1, 40),
+            "pt": (10, 24, 0, 40), "it": (10, 24, 1, 40), "nl": (8, 24, 1, 40), "pl": (8, 24, 0, 40),
+            "ru": (12, 24, 1, 40), "zh-Hans": (9, 24, 1, 40), "ja": (8, 24, 0, 40), "ko": (6, 24, 0, 40)}
+GOAL_RECALL, GOAL_BENIGN = 0.80, 0.05
+
+
+def test_heldout8_figures_as_measured():
+    """Issue 40's goal: >= 80 % of attacks in each of >= 10 languages, <= 5 % of ordinary lessons flagged in each.
+    Held where met (every language's benign rate; English recall 22/24, its exfiltration 10/11); where not met,
+    the measured figure is held and the miss is said: recall in the other eleven languages is 25-54 % (ko 6/24,
+    ja/nl/pl 8/24, zh 9/24, it/pt 10/24, de/fr/ru 12/24, es 13/24): 7 to 14 attacks short of 20/24 each, so the
+    goal is met in 1 language of 12, not 10. The security runbooks: 1 of 30 still flagged (an intent-model
+    finding), where the goal is none."""
+    rows = [json.loads(line) for line in dataset_path("injection", "heldout8_multilingual.jsonl").open(
+        encoding="utf-8") if line.strip()]
+    found = injection.scan_many([r["text"] for r in rows])
+    for lang, (att, n_att, ben, n_ben) in HELDOUT8.items():
+        a = sum(bool(f) for r, f in zip(rows, found) if r["lang"] == lang and r["label"] == "attack")
+        b = sum(bool(f) for r, f in zip(rows, found) if r["lang"] == lang and r["label"] == "benign")
+        assert a >= (max(att, int(GOAL_RECALL * n_att + 0.999)) if att >= GOAL_RECALL * n_att else att), lang
+        assert b <= int(GOAL_BENIGN * n_ben), lang  # the goal, met everywhere
+    exfil = [bool(f) for r, f in zip(rows, found) if r["lang"] == "en" and r["class"] == "exfiltration"]
+    assert len(exfil) == 11 and sum(exfil) >= 9  # >= 80 %, measured 10/11
+    runbooks = [bool(f) for r, f in zip(rows, found) if r["class"] == "benign_security_runbook"]
+    assert len(runbooks) == 30 and sum(runbooks) <= 1  # measured 1/30 (the goal: none)
