@@ -12,10 +12,11 @@
 * **pairs** — one per consecutive pair of versions of a file: the `section` rebase policy's decision for every
   old section (clean / stale / orphaned), the section-level changes the anchorer sees, and an edit class.
 * **events** — *rule events*: a rule unit (a list item with its continuation lines, a table row, a quote line
-  or a paragraph) added to a section that existed before (matched by the policy, or paired below), while
-  every other line of that section is kept (in order, whitespace-normalized) — the hand-kept equivalent of a
-  learned lesson — and each one's later fate. A unit whose text was already in the file, or that has
-  ratio ≥ REWORD_RATIO with a unit the same pair took out elsewhere, was moved, not added: no event.
+  or a line of prose, hard-wrapped lines joined: `rule_units`) added to a section that existed before (matched
+  by the policy, or paired below), while every other line of that section is kept (in order, whitespace-
+  normalized) — the hand-kept equivalent of a learned lesson — and each one's later fate. A unit whose text was
+  already in the file, or that has ratio ≥ REWORD_RATIO with a unit the same pair (or another instruction file
+  in the same commit) took out, was moved, not added: no event.
 
 Section changes, per old section (blank sections — an empty `_preamble` — take no part):
 
@@ -25,13 +26,15 @@ Section changes, per old section (blank sections — an empty `_preamble` — ta
 | append     | `stale`, same heading; all old body lines kept in order, the new lines all after them   |
 | insert     | `stale`, same heading; all old body lines kept in order, a new line among them          |
 | edit       | `stale`, same heading, an old line changed or removed                                    |
+| rewrite    | as edit, but fewer than half of the old lines kept and the bodies' word similarity under |
+|            | RENAME_SIMILARITY (so the policy orphaned it: paired below)                              |
 | renumber   | `stale` through a heading changed only in its numbers over the same body                 |
 | rename     | `orphaned`, paired to an otherwise unmatched new section with another heading whose body |
 |            | is similar (`rebase.similarity` ≥ RENAME_SIMILARITY)                                     |
 
 An `orphaned` old section whose heading key (`rebase.section_key`) is unique among the unmatched sections on
 both sides is paired to that new section first, and its change read from its lines as for `stale` (append /
-insert / edit): the policy's decision stays `orphaned` in the record (the product would orphan its lessons:
+insert / edit / rewrite): the policy's decision stays `orphaned` in the record (the product would orphan its lessons:
 that is what a study measures), the change says what the text did.
 | remove     | `orphaned`, no such pairing                                                              |
 | move       | (extra) a matched section out of the longest order-keeping chain of matches              |
@@ -43,13 +46,14 @@ Edit class of a pair (exactly one, first that applies):
 |------------------|-------------------------------------------------------------------------------------|
 | frontmatter-only | the body is byte-identical (only the frontmatter changed)                          |
 | whitespace-only  | every old section `clean`, in the same order, nothing added                        |
-| rewrite          | more than half of the old non-blank sections removed, and a section added          |
+| rewrite          | more than half of the old non-blank sections removed or rewritten, and new text    |
+|                  | (a section added, or a section rewritten)                                          |
 | append-only      | changes ⊆ {append, insert}: lines added inside existing sections, nothing else     |
 | section-added    | changes ⊆ {append, insert, add}, with add                                           |
-| in-section-edit  | changes ⊆ {append, insert, edit}, with edit                                         |
-| heading-rename   | changes ⊆ {append, insert, edit, renumber, rename}, with renumber or rename         |
-| section-removed  | changes ⊆ {append, insert, edit, remove}, with remove                               |
-| section-moved    | changes ⊆ {append, insert, edit, move}, with move                                   |
+| in-section-edit  | changes ⊆ {append, insert, edit, rewrite}, with edit or rewrite                     |
+| heading-rename   | changes ⊆ {append, insert, edit, rewrite, renumber, rename}, with renumber or rename|
+| section-removed  | changes ⊆ {append, insert, edit, rewrite, remove}, with remove                      |
+| section-moved    | changes ⊆ {append, insert, edit, rewrite, move}, with move                          |
 | mixed            | anything else (two or more of add / remove / rename / move)                         |
 
 Fate of a rule event, followed version by version through the rest of its file's history, the rule's
@@ -135,13 +139,14 @@ DEFAULT_PATTERNS = ("SKILL.md", "CLAUDE.md", "AGENTS.md", "GEMINI.md", ".cursor/
 FRONTMATTER_PATTERNS = ("SKILL.md", ".cursor/rules/*.mdc", ".cursor/rules/*.md")
 MAX_BLOB_BYTES = MAX_SKILL_BYTES  # a larger blob is skipped (counted in `notes`), never read into memory
 REWORD_RATIO = 60.0  # rapidfuzz.fuzz.ratio (0-100) of two normalized rule texts at or above which one rewords the other
-RENAME_SIMILARITY = 0.5  # rebase.similarity of two section bodies at or above which an orphan is a renamed section
+RENAME_SIMILARITY = 0.5  # rebase.similarity of two section bodies: at or above, an orphan is a renamed section; under,
+# a same-heading edit is a rewrite (the section policy's own min_similarity)
 POLICY = "section"
 PROGRESS_MIN = 200  # versions in a repository below which no progress bar is drawn
 EDIT_CLASSES = ("frontmatter-only", "whitespace-only", "rewrite", "append-only", "section-added", "in-section-edit",
                 "heading-rename", "section-removed", "section-moved", "mixed")
 FATES = ("kept", "reworded", "moved", "deleted")
-CHANGES = ("unchanged", "append", "insert", "edit", "renumber", "rename", "remove", "move", "add")
+CHANGES = ("unchanged", "append", "insert", "edit", "rewrite", "renumber", "rename", "remove", "move", "add")
 
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -272,7 +277,7 @@ class RuleEvent:
     unit_lines: int
     section_lines: int  # body lines of the section at that version
     at_end: bool  # appended after every old line of the section
-    kind: str  # bullet | table-row | quote | paragraph
+    kind: str  # bullet | table-row | quote | paragraph (a line of prose, hard-wrapped lines joined)
     hash: str  # rule_hash of the normalized text
     text: str = field(repr=False)  # normalized text (API only)
     fate: str = "kept"  # one of FATES
@@ -294,8 +299,8 @@ class RuleEvent:
     def to_record(self) -> dict:
         return {k: getattr(self, k) for k in (
             "id", "file", "version", "commit", "section", "line_index", "unit_lines", "section_lines", "at_end",
-            "kind", "hash", "fate", "fate_version", "fate_commit", "fate_similarity", "fate_section",
-            "fate_file", "fate_decision", "versions_survived", "section_changed_before_fate", "section_edited_before_fate",
+            "kind", "hash", "fate", "fate_version", "fate_commit", "fate_similarity", "fate_section", "fate_file",
+            "fate_decision", "versions_survived", "section_changed_before_fate", "section_edited_before_fate",
             "section_changed_at_fate", "section_edited_at_fate", "first_section_change", "section_changes",
             "file_deleted")}
 
@@ -357,8 +362,10 @@ class _Unit:
 
 def rule_units(body: str) -> list[tuple[int, int, str, str]]:
     """The rule units of a section body: (first line, line count, kind, normalized text), in order. A list item
-    takes its indented continuation lines; a paragraph runs to a blank line or a list item; a table row and a
-    quote line are one unit each; fenced code and thematic breaks are no unit."""
+    takes its indented continuation lines; a line of prose is a unit of its own (a rules file often holds one
+    rule a line, unbulleted), joined by the next line only where that continues a hard-wrapped sentence
+    (`_wrapped`: no sentence end before it, or a lower-case start); a table row and a quote line are one unit
+    each; fenced code and thematic breaks are no unit."""
     return [(u.start, u.lines, u.kind, u.text) for u in _units(body)]
 
 
@@ -403,13 +410,22 @@ def _units(body: str) -> tuple[_Unit, ...]:
             text = normalize_rule(stripped.lstrip(">"))
             if text:
                 out.append(_Unit(i, 1, "quote", text))
-        elif cur is not None and (cur[2] == "paragraph" or line[:1].isspace()):
-            cur[1].append(line)  # a paragraph's next line, or a list item's continuation
+        elif cur is not None and (line[:1].isspace() or cur[2] == "paragraph" and _wrapped(cur[1][-1], stripped)):
+            cur[1].append(line)  # a list item's indented continuation, or a hard-wrapped sentence's next line
         else:
             close()
             cur = [i, [line], "paragraph"]
     close()
     return tuple(out)
+
+
+_SENTENCE_END = (".", "!", "?", ":", ";", ")", "`", '"', "*", "_")
+
+
+def _wrapped(previous: str, line: str) -> bool:
+    """Whether `line` continues `previous` (hard-wrapped prose) rather than starting a rule of its own: the
+    previous line does not end a sentence, or this one starts in lower case."""
+    return not previous.rstrip().endswith(_SENTENCE_END) or line[:1].islower()
 
 
 _UNIT_CACHE: dict[str, tuple[_Unit, ...]] = {}
@@ -645,12 +661,17 @@ def _split(text: str, pattern: str) -> tuple[str, str]:
 
 
 def _line_ops(old: Section, new: Section) -> tuple[str, int, int]:
-    """(append | insert | edit, lines added, lines removed) between two bodies of the same section."""
+    """(append | insert | edit | rewrite, lines added, lines removed) between two bodies of the same section:
+    `rewrite` when lines were removed or changed, fewer than half of the old lines are kept, and the bodies' word
+    similarity (`rebase.similarity`, as the section policy measures it) is under RENAME_SIMILARITY."""
     a, b = _body_lines(old), _body_lines(new)
     ops = SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
     added = sum(j2 - j1 for tag, _, _, j1, j2 in ops if tag in ("insert", "replace"))
     removed = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag in ("delete", "replace"))
-    if removed or not added:
+    if removed:
+        rewritten = 2 * (len(a) - removed) < len(a) and similarity(old.body_text, new.body_text) < RENAME_SIMILARITY
+        return ("rewrite" if rewritten else "edit"), added, removed
+    if not added:
         return "edit", added, removed
     tail = all(tag == "equal" or (tag == "insert" and i1 == len(a)) for tag, i1, _, _, _ in ops)
     return ("append" if tail else "insert"), added, removed
@@ -774,27 +795,29 @@ def _analyse(file_id: str, old: MinedVersion, new: MinedVersion, policy) -> _Ana
     body_changed = old.body != new.body
     slugs_changed = [s.slug for s in old.sections if s.text.strip()] != [s.slug for s in new.sections if s.text.strip()]
     klass = edit_class(kinds, body_changed=body_changed,
-                       removed_share=(sum(c.change == "remove" for c in changes) / len(changes)) if changes else 0.0)
+                       removed_share=(sum(c.change in ("remove", "rewrite") for c in changes) / len(changes))
+                       if changes else 0.0)
     pair = Pair(file_id, old.index, new.index, klass, tuple(sorted(kinds | ({"frontmatter"} if fm_changed else set()))),
                 tuple(changes), added_sections, body_changed, fm_changed, slugs_changed, add_total, rem_total, 0)
     return _Analysis(pair, mapping, ops)
 
 
 def edit_class(changes: Iterable[str], *, body_changed: bool = True, removed_share: float = 0.0) -> str:
-    """The edit class of a pair from its kinds of change (see the module's table)."""
+    """The edit class of a pair from its kinds of change and the share of its old non-blank sections removed or
+    rewritten (see the module's table)."""
     k = set(changes) - {"unchanged", "frontmatter"}
     if not body_changed:
         return "frontmatter-only"
     if not k:
         return "whitespace-only"
-    if removed_share > 0.5 and "add" in k:
+    if removed_share > 0.5 and k & {"add", "rewrite"}:
         return "rewrite"
-    grow = {"append", "insert"}
+    grow, edit = {"append", "insert"}, {"edit", "rewrite"}
     for klass, allowed, needs in (("append-only", grow, grow), ("section-added", grow | {"add"}, {"add"}),
-                                  ("in-section-edit", grow | {"edit"}, {"edit"}),
-                                  ("heading-rename", grow | {"edit", "renumber", "rename"}, {"renumber", "rename"}),
-                                  ("section-removed", grow | {"edit", "remove"}, {"remove"}),
-                                  ("section-moved", grow | {"edit", "move"}, {"move"})):
+                                  ("in-section-edit", grow | edit, edit),
+                                  ("heading-rename", grow | edit | {"renumber", "rename"}, {"renumber", "rename"}),
+                                  ("section-removed", grow | edit | {"remove"}, {"remove"}),
+                                  ("section-moved", grow | edit | {"move"}, {"move"})):
         if k <= allowed and k & needs:
             return klass
     return "mixed"

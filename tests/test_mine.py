@@ -347,6 +347,21 @@ def test_a_rule_moved_to_another_file(tmp_path):
         "Never update every dependency at once.": ("r:CLAUDE.md", "moved", 3, "r:GEMINI.md", "g", 0.9737),
         "Use ruff for lint.": ("r:CLAUDE.md", "moved", 4, "r:AGENTS.md", "rules", 1.0),
     }
+    assert [p.edit_class for p in r.pairs if p.file == "r:CLAUDE.md"][-1] == "rewrite"  # → "@AGENTS.md"
+
+
+def test_a_headingless_file_rewritten(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _commit(repo, {".cursorrules": "Use tabs.\nPrefer small functions over large ones.\n"}, "a", 1)
+    _commit(repo, {".cursorrules": "Use tabs.\nPrefer small functions over large ones.\nAdd tests.\n"}, "b", 2)
+    _commit(repo, {".cursorrules": "You are an expert in Go and gRPC services.\n"}, "c", 3)
+    r = mine.mine_repository(repo)
+    assert [(p.edit_class, [(s.section, s.state, s.change) for s in p.sections]) for p in r.pairs] == [
+        ("append-only", [("_body", "stale", "append")]), ("rewrite", [("_body", "orphaned", "rewrite")])]
+    assert [(e.kind, e.fate, e.section_changed_at_fate, e.section_edited_at_fate) for e in r.events] == [
+        ("paragraph", "deleted", True, True)]
 
 
 def test_a_blob_missing_outside_the_instruction_files_does_not_stop_renames(tmp_path):
@@ -445,6 +460,8 @@ def test_units_and_normalization():
         (1, 2, "paragraph", "Intro line continued."), (4, 2, "bullet", "a bullet more of it"),
         (6, 1, "bullet", "done"), (7, 1, "table-row", "| a | b |"), (8, 1, "quote", "quoted")]
     assert mine.normalize_rule("  1.  Use   X ") == "Use X" == mine.normalize_rule("- Use X")
+    assert [u[3] for u in mine.rule_units("One rule.\nAnother rule.\nA wrapped\nsentence.\n")] == [
+        "One rule.", "Another rule.", "A wrapped sentence."]
 
 
 def test_edit_class_table():
