@@ -281,6 +281,20 @@ def test_a_heading_rename_is_followed_by_the_fate(tmp_path):
     assert [p.edit_class for p in r.pairs] == ["append-only", "heading-rename", "in-section-edit"]
 
 
+def test_an_insert_mid_section_and_a_file_deleted_then_re_added(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _commit(repo, {"GEMINI.md": "# A\n\n- one\n- three\n"}, "a", 1)
+    _commit(repo, {"GEMINI.md": None}, "b", 2)
+    _commit(repo, {"GEMINI.md": "# A\n\n- one\n- two\n- three\n"}, "c", 3)
+    r = mine.mine_repository(repo)
+    (f,) = r.files
+    assert (f.id, len(f.versions), f.deleted) == ("r:GEMINI.md", 2, False)
+    assert [(p.edit_class, p.changes) for p in r.pairs] == [("append-only", ("insert",))]
+    assert [(e.line_index, e.at_end, e.fate) for e in r.events] == [(2, False, "kept")]
+
+
 def test_a_rule_in_a_deleted_section_and_a_deleted_file(tmp_path):
     repo = tmp_path / "r"
     repo.mkdir()
