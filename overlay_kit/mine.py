@@ -73,7 +73,13 @@ The section's *authored text* for an event is its section's other lines (the rul
 normalized). `section_changed_before_fate` says whether they differed, at any version strictly between the
 event and its fate (to the end, for `kept`), from what they were at the event; `section_edited_before_fate`
 the same for a change that is not pure addition (an other line removed or altered); `..._at_fate` the same
-for the fate version itself (a section gone counts as changed and edited).
+for the fate version itself (a section gone counts as changed and edited). Per update, `section_changes` /
+`section_edits` count the later versions (to the fate, inclusive) whose authored text changed / was edited
+against the version before, and `versions_survived` the later versions that still held the rule: together they
+give, update by update, whether the section changed and whether the rule went — the stale flag's confusion
+matrix. (For the flag itself: the product flags a lesson stale once its section's digest differs from the one it
+was written against, which is `section_changed_before_fate` or `..._at_fate`; `fate_decision` is the policy's
+decision for the section at the fate update, the rule's own line included.)
 
 Records (`MineResult.to_records()`) carry ids, hashes, counts, classes and fates only — no instruction text;
 the texts are on the API objects (`MinedVersion.text`, `.body`, `RuleEvent.text`) for a local cache.
@@ -294,6 +300,7 @@ class RuleEvent:
     section_edited_at_fate: bool = False
     first_section_change: int | None = None  # first later version whose other lines differ from the event's
     section_changes: int = 0  # later versions (to the fate, inclusive) whose other lines differ from the previous
+    section_edits: int = 0  # of those, the ones that are no pure addition (an other line removed or altered)
     file_deleted: bool = False
 
     def to_record(self) -> dict:
@@ -302,7 +309,7 @@ class RuleEvent:
             "kind", "hash", "fate", "fate_version", "fate_commit", "fate_similarity", "fate_section", "fate_file",
             "fate_decision", "versions_survived", "section_changed_before_fate", "section_edited_before_fate",
             "section_changed_at_fate", "section_edited_at_fate", "first_section_change", "section_changes",
-            "file_deleted")}
+            "section_edits", "file_deleted")}
 
 
 @dataclass(frozen=True)
@@ -868,7 +875,7 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
     base_others = _others(by_slug[slug], ev.text)
     prev_others = base_others
     first_change = None
-    n_changes = 0
+    n_changes = n_edits = 0
     changed_before = edited_before = False
     survived = 0
     for w in range(ev.version + 1, len(versions)):
@@ -894,6 +901,7 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
             survived += 1
             if changed_now:
                 n_changes += 1
+                n_edits += edited_now
                 changed_before = True
                 edited_before = edited_before or edited_now
                 if first_change is None:
@@ -928,16 +936,19 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
             edited_now = changed_now and not _pure_addition(prev_others, others)
         if changed_now:
             n_changes += 1
+            n_edits += edited_now
             if first_change is None:
                 first_change = w
         return replace(ev, fate=fate, fate_version=w, fate_commit=new_v.commit, fate_similarity=sim,
                         fate_section=where, fate_decision=decision, versions_survived=survived,
                         section_changed_before_fate=changed_before, section_edited_before_fate=edited_before,
                         section_changed_at_fate=changed_now, section_edited_at_fate=edited_now,
-                        first_section_change=first_change, section_changes=n_changes, file_deleted=file_deleted)
+                        first_section_change=first_change, section_changes=n_changes, section_edits=n_edits,
+                        file_deleted=file_deleted)
     return replace(ev, fate="kept", fate_section=slug, versions_survived=survived,
                     section_changed_before_fate=changed_before, section_edited_before_fate=edited_before,
-                    first_section_change=first_change, section_changes=n_changes, file_deleted=file_deleted)
+                    first_section_change=first_change, section_changes=n_changes, section_edits=n_edits,
+                    file_deleted=file_deleted)
 
 
 # ------------------------------------------------------------------------------------------ driver

@@ -249,18 +249,18 @@ def test_fates(result):
 def test_what_the_section_did_before_the_fate(result):
     by = _events(result)
     sec = {t: (e.section_changed_before_fate, e.section_edited_before_fate, e.section_changed_at_fate,
-               e.section_edited_at_fate, e.first_section_change, e.section_changes)
+               e.section_edited_at_fate, e.first_section_change, e.section_changes, e.section_edits)
            for t, e in by.items() if e.file == "proj:CLAUDE.md"}
     assert sec == {
         # reworded with nothing else in its section touched: the rewording is not a section change
-        "Never commit secrets to the repository.": (False, False, False, False, None, 0),
+        "Never commit secrets to the repository.": (False, False, False, False, None, 0, 0),
         # moved out of its section: the section kept its other line
-        "Always run the targeted tests only.": (False, False, False, False, None, 0),
+        "Always run the targeted tests only.": (False, False, False, False, None, 0, 0),
         # kept to the end while its section was edited (v8) and grew (v9)
-        "Prefer frozen dataclasses.": (True, True, False, False, 8, 2),
+        "Prefer frozen dataclasses.": (True, True, False, False, 8, 2, 1),
         # deleted while another section changed: its own section did not
-        "Use tmp_path for fixtures.": (False, False, False, False, None, 0),
-        "Document every public function.": (False, False, False, False, None, 0),
+        "Use tmp_path for fixtures.": (False, False, False, False, None, 0, 0),
+        "Document every public function.": (False, False, False, False, None, 0, 0),
     }
 
 
@@ -415,7 +415,7 @@ def test_records_are_text_free_and_json(result):
                       "at_end", "kind", "hash", "fate", "fate_version", "fate_commit", "fate_similarity",
                       "fate_section", "fate_file", "fate_decision", "versions_survived", "section_changed_before_fate",
                       "section_edited_before_fate", "section_changed_at_fate", "section_edited_at_fate",
-                      "first_section_change", "section_changes", "file_deleted"}
+                      "first_section_change", "section_changes", "section_edits", "file_deleted"}
     p = records["pairs"][0]
     assert p["edit_class"] == "append-only" and p["clean"] == 2 and p["stale"] == 1 and p["orphaned"] == 0
     assert p["decisions"][1] == {"section": "style", "state": "stale", "change": "append", "target": "style",
