@@ -49,11 +49,11 @@ Edit class of a pair (exactly one, first that applies):
 | rewrite          | more than half of the old non-blank sections removed or rewritten, and new text    |
 |                  | (a section added, or a section rewritten)                                          |
 | append-only      | changes ⊆ {append, insert}: lines added inside existing sections, nothing else     |
-| section-added    | changes ⊆ {append, insert, add}, with add                                           |
+| section-added    | changes ⊆ {append, insert, renumber, add}, with add                                 |
 | in-section-edit  | changes ⊆ {append, insert, edit, rewrite}, with edit or rewrite                     |
 | heading-rename   | changes ⊆ {append, insert, edit, rewrite, renumber, rename}, with renumber or rename|
-| section-removed  | changes ⊆ {append, insert, edit, rewrite, remove}, with remove                      |
-| section-moved    | changes ⊆ {append, insert, edit, rewrite, move}, with move                          |
+| section-removed  | changes ⊆ {append, insert, edit, rewrite, renumber, remove}, with remove            |
+| section-moved    | changes ⊆ {append, insert, edit, rewrite, renumber, move}, with move                |
 | mixed            | anything else (two or more of add / remove / rename / move)                         |
 
 Fate of a rule event, followed version by version through the rest of its file's history, the rule's
@@ -819,12 +819,13 @@ def edit_class(changes: Iterable[str], *, body_changed: bool = True, removed_sha
         return "whitespace-only"
     if removed_share > 0.5 and k & {"add", "rewrite"}:
         return "rewrite"
-    grow, edit = {"append", "insert"}, {"edit", "rewrite"}
-    for klass, allowed, needs in (("append-only", grow, grow), ("section-added", grow | {"add"}, {"add"}),
+    grow, edit, renum = {"append", "insert"}, {"edit", "rewrite"}, {"renumber"}  # a section added, removed or
+    # moved renumbers the steps after it: the renumbering is part of that change, not a heading rename of its own
+    for klass, allowed, needs in (("append-only", grow, grow), ("section-added", grow | renum | {"add"}, {"add"}),
                                   ("in-section-edit", grow | edit, edit),
                                   ("heading-rename", grow | edit | {"renumber", "rename"}, {"renumber", "rename"}),
-                                  ("section-removed", grow | edit | {"remove"}, {"remove"}),
-                                  ("section-moved", grow | edit | {"move"}, {"move"})):
+                                  ("section-removed", grow | edit | renum | {"remove"}, {"remove"}),
+                                  ("section-moved", grow | edit | renum | {"move"}, {"move"})):
         if k <= allowed and k & needs:
             return klass
     return "mixed"

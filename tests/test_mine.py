@@ -295,6 +295,25 @@ def test_an_insert_mid_section_and_a_file_deleted_then_re_added(tmp_path):
     assert [(e.line_index, e.at_end, e.fate) for e in r.events] == [(2, False, "kept")]
 
 
+def test_renumbered_steps(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    steps = ["## Step 1: Setup\n\nInstall it.\n", "## Step 2: Build\n\nRun make.\n",
+             "## Step 3: Verify\n\nRun the checks.\n"]
+    _commit(repo, {"SKILL.md": "---\nname: s\ndescription: d\n---\n" + "\n".join(steps)}, "a", 1)
+    _commit(repo, {"SKILL.md": "---\nname: s\ndescription: d\n---\n" + "\n".join(
+        [steps[0], steps[2].replace("Step 3", "Step 2")])}, "b", 2)
+    _commit(repo, {"SKILL.md": "---\nname: s\ndescription: d\n---\n" + "\n".join(
+        [steps[0], steps[2].replace("Step 3", "Step 9")])}, "c", 3)
+    r = mine.mine_repository(repo)
+    assert [(s.section, s.state, s.change, s.target) for s in r.pairs[0].sections] == [
+        ("step-1-setup", "clean", "unchanged", "step-1-setup"), ("step-2-build", "orphaned", "remove", None),
+        ("step-3-verify", "stale", "renumber", "step-2-verify")]
+    assert [(p.edit_class, p.changes) for p in r.pairs] == [("section-removed", ("remove", "renumber")),
+                                                           ("heading-rename", ("renumber",))]
+
+
 def test_a_rule_in_a_deleted_section_and_a_deleted_file(tmp_path):
     repo = tmp_path / "r"
     repo.mkdir()
@@ -484,6 +503,8 @@ def test_edit_class_table():
     assert mine.edit_class({"insert"}) == "append-only"
     assert mine.edit_class({"append", "add"}) == "section-added"
     assert mine.edit_class({"renumber", "edit"}) == "heading-rename"
+    assert mine.edit_class({"renumber", "add"}) == "section-added"
+    assert mine.edit_class({"rename", "add"}) == "mixed"
     assert mine.edit_class({"remove", "add"}, removed_share=0.6) == "rewrite"
     assert mine.edit_class({"remove", "add"}, removed_share=0.5) == "mixed"
     assert set(mine.EDIT_CLASSES) >= {mine.edit_class(k) for k in ({"move"}, {"remove"}, {"edit"})}
