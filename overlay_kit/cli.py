@@ -1122,6 +1122,9 @@ def register_mine(sub) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="a local git repository (bare mirrors too)")
     p.add_argument("--files", metavar="GLOB,...", help="comma-separated file globs instead of the default "
                                                        "instruction-file names")
+    p.add_argument("--rev", default="HEAD", metavar="REV", help="the history to walk, first parents only: a commit "
+                                                                  "(pin it for a reproducible corpus) or a range "
+                                                                  "A..B (default: HEAD)")
     p.add_argument("--json", action="store_true", help="print the derived records (no instruction text)")
     p.add_argument("--out", metavar="FILE", help="write the derived records as JSON to FILE (whole or not at all)")
     p.set_defaults(handler=cmd_mine)
@@ -1134,7 +1137,8 @@ def cmd_mine(args: argparse.Namespace) -> int:
     if not patterns:
         raise ValueError("--files names no glob")
     tty = sys.__stderr__ is not None and sys.__stderr__.isatty()
-    result = mine(args.paths, patterns=patterns, progress=sys.__stderr__ if tty and not args.json else False)
+    result = mine(args.paths, patterns=patterns, rev=args.rev,
+                  progress=sys.__stderr__ if tty and not args.json else False)
     records = result.to_records()
     if args.out:
         write_records(records, args.out)

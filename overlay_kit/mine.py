@@ -90,11 +90,11 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-import tempfile
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import unicodedata
 from bisect import bisect_left
 from collections import Counter
@@ -317,7 +317,7 @@ class MineResult:
     files: tuple[MinedFile, ...]
     pairs: tuple[Pair, ...]
     events: tuple[RuleEvent, ...]
-    repos: tuple[dict, ...] = ()  # {"repo", "path", "head", "commits"}
+    repos: tuple[dict, ...] = ()  # {"repo", "path", "head", "rev", "commits"}
     notes: Counter = field(default_factory=Counter, compare=False)  # "<repo>: <why>" → count of skipped blobs
 
     def to_records(self) -> dict:
@@ -963,7 +963,8 @@ def read_versions(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_
     label = label or _label(path)
     notes: Counter = Counter()
     if head is None and rev == "HEAD":
-        return MineResult((), (), (), ({"repo": label, "path": str(path), "head": None, "commits": 0},), notes)
+        return MineResult((), (), (), ({"repo": label, "path": str(path), "head": None, "rev": rev, "commits": 0},),
+                          notes)
     tracks, renames = _walk(path, label, rev, patterns)
     commits = int(_git(path, "rev-list", "--first-parent", "--count", rev, "--").decode().strip() or 0)
     if not renames:
@@ -1004,8 +1005,8 @@ def read_versions(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_
         if versions:
             files.append(MinedFile(t.id, label, t.path, tuple(t.paths), t.pattern, t.deleted, tuple(versions),
                                    skipped, tuple(missing)))
-    return MineResult(tuple(files), (), (), ({"repo": label, "path": str(path), "head": head, "commits": commits},),
-                      notes)
+    return MineResult(tuple(files), (), (), ({"repo": label, "path": str(path), "head": head, "rev": rev,
+                                              "commits": commits},), notes)
 
 
 def _traffic(files: Sequence[MinedFile]) -> tuple[dict, dict]:

@@ -553,6 +553,19 @@ def test_cli_text_and_files(history, capsys):
     assert "1 rule event(s): 1 kept" in out and "note: proj: not-utf-8: 1" in out
 
 
+def test_cli_rev_pins_the_history(history, capsys):
+    first = _git(history, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert cli.main(["mine", str(history), "--rev", "HEAD~8", "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert records["repos"][0]["rev"] == "HEAD~8" and records["repos"][0]["commits"] == 9
+    assert [(f["path"], f["versions"]) for f in records["files"]] == [("CLAUDE.md", 9),
+                                                                      ("skills/demo/SKILL.md", 7)]
+    assert cli.main(["mine", str(history), "--rev", f"{first}..HEAD~8", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["repos"][0]["commits"] == 8
+    assert cli.main(["mine", str(history), "--rev", "no-such-rev"]) == 1
+    assert "git log failed" in capsys.readouterr().err
+
+
 def test_cli_errors(tmp_path, capsys):
     assert cli.main(["mine", str(tmp_path / "nope")]) == 1
     assert capsys.readouterr().err.strip() == f"overlay-kit mine: error: {tmp_path / 'nope'}: no such path"
