@@ -148,6 +148,8 @@ REWORD_RATIO = 60.0  # rapidfuzz.fuzz.ratio (0-100) of two normalized rule texts
 RENAME_SIMILARITY = 0.5  # rebase.similarity of two section bodies: at or above, an orphan is a renamed section; under,
 # a same-heading edit is a rewrite (the section policy's own min_similarity)
 POLICY = "section"
+NEAR_DUPLICATE_RATIO = 90.0  # rapidfuzz.fuzz.ratio at or above which two rule units of one version near-duplicate
+NEAR_DUPLICATE_MAX = 3000  # rule units in a version above which near duplicates are not counted (None)
 PROGRESS_MIN = 200  # versions in a repository below which no progress bar is drawn
 EDIT_CLASSES = ("frontmatter-only", "whitespace-only", "rewrite", "append-only", "section-added", "in-section-edit",
                 "heading-rename", "section-removed", "section-moved", "mixed")
@@ -189,7 +191,7 @@ class MinedVersion:
                 "path": self.path, "blob": self.blob, "lines": self.lines, "body_lines": len(self.body.splitlines()),
                 "bytes": len(self.text.encode("utf-8")), "sections": len(body_sections),
                 "frontmatter_digest": _digest(self.frontmatter) if self.frontmatter else None,
-                "body_digest": _digest(self.body), "rule_units": sum(len(_units_of(s)) for s in self.sections)}
+                "body_digest": _digest(self.body), **_duplicates([u.text for s in self.sections for u in _units_of(s)])}
 
 
 @dataclass(frozen=True)
@@ -353,6 +355,20 @@ def normalize_rule(text: str) -> str:
 def rule_hash(text: str) -> str:
     """16 hex digits of sha256 over `normalize_rule(text)`."""
     return _digest(normalize_rule(text))
+
+
+def _duplicates(texts: list[str]) -> dict:
+    """`rule_units`: how many rule units; `duplicate_units`: how many repeat an earlier unit's text (case
+    folded); `near_duplicate_units`: how many have ratio ≥ NEAR_DUPLICATE_RATIO with another unit of the file
+    (exact repeats included; None over NEAR_DUPLICATE_MAX units)."""
+    folded = [t.casefold() for t in texts]
+    near = None
+    if len(folded) <= NEAR_DUPLICATE_MAX:
+        near = 0
+        if len(folded) > 1:
+            scores = process.cdist(folded, folded, scorer=fuzz.ratio, score_cutoff=NEAR_DUPLICATE_RATIO)
+            near = int(((scores > 0).sum(axis=1) > 1).sum())  # itself, and at least one other
+    return {"rule_units": len(texts), "duplicate_units": len(folded) - len(set(folded)), "near_duplicate_units": near}
 
 
 def _norm_line(line: str) -> str:

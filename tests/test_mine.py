@@ -435,6 +435,12 @@ def test_records_are_text_free_and_json(result):
                       "fate_section", "fate_file", "fate_decision", "versions_survived", "section_changed_before_fate",
                       "section_edited_before_fate", "section_changed_at_fate", "section_edited_at_fate",
                       "first_section_change", "section_changes", "section_edits", "file_deleted"}
+    v = records["versions"][-1]  # the last of .cursor/rules/py.mdc
+    assert set(v) == {"file", "version", "commit", "date", "path", "blob", "lines", "body_lines", "bytes", "sections",
+                      "frontmatter_digest", "body_digest", "rule_units", "duplicate_units", "near_duplicate_units"}
+    assert (v["rule_units"], v["duplicate_units"], v["near_duplicate_units"], v["sections"]) == (1, 0, 0, 1)
+    assert mine._duplicates(["Use ruff.", "use ruff.", "Use ruff now.", "Something else"]) == {
+        "rule_units": 4, "duplicate_units": 1, "near_duplicate_units": 2}
     p = records["pairs"][0]
     assert p["edit_class"] == "append-only" and p["clean"] == 2 and p["stale"] == 1 and p["orphaned"] == 0
     assert p["decisions"][1] == {"section": "style", "state": "stale", "change": "append", "target": "style",
