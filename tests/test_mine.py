@@ -418,6 +418,36 @@ def test_pathspecs_cover_the_patterns():
     assert mine.pathspecs([".github/copilot-instructions.md"]) == ["*.github/copilot-instructions.md"]
 
 
+def _oracle(repo: Path, path: str) -> list[str]:
+    """The commits that made a new version of the file now at `path`, the slow, obvious way: `git log --follow`
+    of that one path, the file's text at each commit read by `git show`, consecutive repeats dropped."""
+    log = _git(repo, "log", "--first-parent", "--follow", "--format=%x01%H", "--name-only", "HEAD", "--", path)
+    out, last = [], None
+    for chunk in reversed(log.split("\x01")[1:]):  # (--follow does not follow under --reverse)
+        commit, *names = [n for n in chunk.split("\n") if n.strip()]
+        text = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{names[-1]}"], capture_output=True).stdout
+        if text != last:
+            out.append(commit)
+        last = text
+    return out
+
+
+def test_the_one_pass_walk_agrees_with_git_log_follow_per_file(history, tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_mine
+
+    synthetic = tmp_path / "synthetic"
+    bench_mine.build(synthetic, 240, 6, seed=3)
+    for repo in (history, synthetic):
+        r = mine.read_versions(repo, patterns=["SKILL.md", "CLAUDE.md", "AGENTS.md"])
+        assert r.files
+        for f in r.files:
+            if not f.deleted:
+                assert [v.commit for v in f.versions] == _oracle(repo, f.path), f.id
+
+
 # ------------------------------------------------------------------------------------------ records and bare
 
 
