@@ -31,14 +31,15 @@ Section changes, per old section (blank sections — an empty `_preamble` — ta
 | renumber   | `stale` through a heading changed only in its numbers over the same body                 |
 | rename     | `orphaned`, paired to an otherwise unmatched new section with another heading whose body |
 |            | is similar (`rebase.similarity` ≥ RENAME_SIMILARITY)                                     |
-
-An `orphaned` old section whose heading key (`rebase.section_key`) is unique among the unmatched sections on
-both sides is paired to that new section first, and its change read from its lines as for `stale` (append /
-insert / edit / rewrite): the policy's decision stays `orphaned` in the record (the product would orphan its lessons:
-that is what a study measures), the change says what the text did.
 | remove     | `orphaned`, no such pairing                                                              |
 | move       | (extra) a matched section out of the longest order-keeping chain of matches              |
 | add        | (new side) a non-blank new section nothing was matched to                                |
+
+An `orphaned` old section whose heading key (`rebase.section_key`) is unique among the unmatched sections on
+both sides is paired to that new section first, and its change read from its lines as for `stale` (append /
+insert / edit / rewrite): the policy's decision stays `orphaned` in the record (the product would orphan its
+lessons: that is what a study measures), the change says what the text did. A one-bullet section that gains a
+second bullet is such a case: under the policy's body similarity, orphaned; to the miner, an append.
 
 Edit class of a pair (exactly one, first that applies):
 
@@ -69,8 +70,8 @@ version at which the rule's normalized text is no longer in its section decides:
 * `kept` — still there verbatim (normalized) at the file's last version (`file_deleted` says whether the file
   was deleted afterwards).
 
-The section's *authored text* for an event is its section's other lines (the rule unit's lines taken out,
-normalized). `section_changed_before_fate` says whether they differed, at any version strictly between the
+The section's *authored text* for an event is its section's heading key and other lines (the rule unit's lines
+taken out — at the fate of a `reworded` rule, its rewording's — whitespace-normalized, blank lines dropped). `section_changed_before_fate` says whether they differed, at any version strictly between the
 event and its fate (to the end, for `kept`), from what they were at the event; `section_edited_before_fate`
 the same for a change that is not pure addition (an other line removed or altered); `..._at_fate` the same
 for the fate version itself (a section gone counts as changed and edited). Per update, `section_changes` /
