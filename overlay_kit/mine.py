@@ -71,16 +71,17 @@ version at which the rule's normalized text is no longer in its section decides:
   was deleted afterwards).
 
 The section's *authored text* for an event is its section's heading key and other lines (the rule unit's lines
-taken out — at the fate of a `reworded` rule, its rewording's — whitespace-normalized, blank lines dropped). `section_changed_before_fate` says whether they differed, at any version strictly between the
-event and its fate (to the end, for `kept`), from what they were at the event; `section_edited_before_fate`
-the same for a change that is not pure addition (an other line removed or altered); `..._at_fate` the same
-for the fate version itself (a section gone counts as changed and edited). Per update, `section_changes` /
-`section_edits` count the later versions (to the fate, inclusive) whose authored text changed / was edited
-against the version before, and `versions_survived` the later versions that still held the rule: together they
-give, update by update, whether the section changed and whether the rule went — the stale flag's confusion
-matrix. (For the flag itself: the product flags a lesson stale once its section's digest differs from the one it
-was written against, which is `section_changed_before_fate` or `..._at_fate`; `fate_decision` is the policy's
-decision for the section at the fate update, the rule's own line included.)
+taken out — at the fate of a `reworded` rule, its rewording's — whitespace-normalized, blank lines dropped).
+`section_changed_before_fate` says whether they differed, at any version strictly between the event and its fate
+(to the end, for `kept`), from what they were at the event; `section_edited_before_fate` the same for a change that
+is not pure addition (an other line removed or altered); `..._at_fate` the same for the fate version itself (a
+section gone counts as changed and edited). Per update, `section_changes` / `section_edits` count the later
+versions (to the fate, inclusive) whose authored text changed / was edited against the version before, and
+`versions_survived` the later versions that still held the rule: together they give, update by update, whether the
+section changed and whether the rule went — the stale flag's confusion matrix. (For the flag itself: the product
+flags a lesson stale once its section's digest differs from the one it was written against, which is
+`section_changed_before_fate` or `..._at_fate`; `fate_decision` is the policy's decision for the section at the
+fate update, the rule's own line included.)
 
 Records (`MineResult.to_records()`) carry ids, hashes, counts, classes and fates only — no instruction text;
 the texts are on the API objects (`MinedVersion.text`, `.body`, `RuleEvent.text`) for a local cache.
