@@ -133,6 +133,7 @@ __all__ = [
     "matches",
     "mine",
     "mine_repository",
+    "mine_texts",
     "normalize_rule",
     "pathspecs",
     "read_versions",
@@ -1111,6 +1112,27 @@ def mine_repository(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAUL
     read = read_versions(repo, patterns=patterns, rev=rev, label=label, max_blob_bytes=max_blob_bytes)
     pairs, events = analyse(read.files, progress=progress, label=read.repos[0]["repo"])
     return replace(read, pairs=pairs, events=events)
+
+
+def mine_texts(histories: Iterable[tuple[str, str, Sequence[str]]], *, repo: str = "texts") -> MineResult:
+    """Mine histories given as texts, no git: `(path, pattern, [text, ...])` per file, oldest first (`pattern`
+    decides the frontmatter split, as `matches` would name it: "SKILL.md" for a skill). Versions get commits
+    `v0`, `v1`, ... and no date; consecutive identical texts are one version. For synthetic histories
+    (`studies.sim.generate_history`) measured with the very classes and fates the real ones get."""
+    files = []
+    for path, pattern, texts in histories:
+        versions: list[MinedVersion] = []
+        for k, text in enumerate(texts):
+            if versions and versions[-1].text == text:
+                continue
+            fm, body = _split(text.removeprefix("\ufeff"), pattern)
+            versions.append(MinedVersion(len(versions), f"v{k}", "", path, _digest(text), text, fm, body,
+                                         parse(body)))
+        if versions:
+            files.append(MinedFile(f"{repo}:{path}", repo, path, (path,), pattern, False, tuple(versions)))
+    pairs, events = analyse(files)
+    return MineResult(tuple(files), pairs, events, ({"repo": repo, "path": None, "head": None, "rev": None,
+                                                     "commits": None},))
 
 
 def mine(paths: Iterable[str | os.PathLike], *, patterns: Sequence[str] = DEFAULT_PATTERNS, rev: str = "HEAD",

@@ -508,6 +508,18 @@ def test_progress_is_drawn_on_the_stream_given(history, monkeypatch):
     assert "mine proj" in stream.getvalue() and len(r.pairs) == 16
 
 
+def test_texts_mine_as_their_repository_does(result):
+    """Synthetic histories go through the same analysis: the fixture's CLAUDE.md texts give the same classes,
+    decisions and fates as the repository."""
+    texts = mine.mine_texts([("CLAUDE.md", "CLAUDE.md", [t for _, t in CLAUDE] + [AGENTS])], repo="proj")
+    strip = lambda r: [(p.edit_class, p.changes, p.sections, p.events) for p in r.pairs if p.file == "proj:CLAUDE.md"]
+    assert strip(texts) == strip(result)
+    fates = lambda r: [(e.version, e.section, e.hash, e.fate, e.fate_version, e.section_changes)
+                       for e in r.events if e.file == "proj:CLAUDE.md"]
+    assert fates(texts) == fates(result)
+    assert texts.to_records()["versions"][0]["commit"] == "v0"
+
+
 def test_custom_globs(history):
     r = mine.mine([history], patterns=["GEMINI.md"])
     assert [f.path for f in r.files] == ["GEMINI.md"]
