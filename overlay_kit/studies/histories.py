@@ -40,8 +40,8 @@ from ..resources import dataset_path
 from . import rulefile, sim
 from .rulefile import RuleFile
 
-__all__ = ["DERIVED", "MANIFEST", "RESERVED", "HistoriesStudy", "anchoring_set", "build", "load", "run", "synthetic",
-           "text_free"]
+__all__ = ["DERIVED", "MANIFEST", "RESERVED", "HistoriesStudy", "anchoring_set", "build", "load", "run", "stale_by_class",
+           "synthetic", "text_free"]
 
 DERIVED = ("histories", "derived.json.gz")
 MANIFEST = ("histories", "manifest.csv")
@@ -194,6 +194,18 @@ def stale_premise(events: pd.DataFrame, rule: RuleFile, *, edits_only: bool = Fa
             "rd": _difference(per, rule)}
 
 
+def stale_by_class(events: pd.DataFrame, pairs: pd.DataFrame, rule: RuleFile) -> dict[str, Interval]:
+    """The stale flag's precision per edit class of the update that first flagged the rule (the pair whose new
+    version is `first_section_change`), over the events `stale_premise` judges."""
+    ev = events[events["fate"] != "moved"]
+    ev = ev[~((ev["fate"] == "kept") & (ev["versions_survived"] < rule.param("min_followup")))]
+    ev = ev[ev["section_changed_before_fate"] | ev["section_changed_at_fate"]]
+    cls = pairs.set_index(["file", "new"])["edit_class"]
+    ev = ev.assign(edit_class=[cls.get((f, int(v))) for f, v in zip(ev["file"], ev["first_section_change"])])
+    return {c: _ratio(_sums(g, {"wrong": g["fate"].isin(WRONG), "flagged": pd.Series(True, g.index)}), "wrong",
+                      "flagged", rule) for c, g in sorted(ev.groupby("edit_class"))}
+
+
 def survival(pairs: pd.DataFrame, rule: RuleFile) -> dict[str, Interval]:
     """1 − orphaned / old sections over body-changing pairs: pooled (`all`) and per edit class."""
     changed = pairs[pairs["body_changed"] & (pairs["sections_old"] > 0)]
@@ -278,6 +290,7 @@ class HistoriesStudy:
     frames: dict
     stale: dict
     stale_edits: dict
+    stale_classes: dict
     survival: dict
     append: Interval
     shares: dict
@@ -329,6 +342,8 @@ class HistoriesStudy:
         for cls, ci in self.survival.items():
             if cls != "all":
                 rows.append((f"anchor survival: {cls}", ci, "", ""))
+        for cls, ci in self.stale_classes.items():
+            rows.append((f"stale flag precision, flagged by: {cls}", ci, "", ""))
         return pd.DataFrame([{"figure": name, "estimate": ci.estimate, "low": ci.low, "high": ci.high,
                               "bound or reference": bound, "verdict": verdict} for name, ci, bound, verdict in rows])
 
@@ -360,7 +375,10 @@ class HistoriesStudy:
             + (f" (a decision needs about {_needed(s['rd'], r.param('rd_margin'))} repositories)"
                if self.premise == "undecided" else "") + ". "
             f"Counting only edits that remove or alter an authored line: risk difference {e['rd'].fmt('.3f')}, "
-            f"precision {e['precision'].fmt('.2f')}, recall {e['recall'].fmt('.2f')}.", "",
+            f"precision {e['precision'].fmt('.2f')}, recall {e['recall'].fmt('.2f')}. By the edit that first "
+            f"flagged the rule, precision is " + ", ".join(
+                f"{c} {ci.estimate:.2f}" for c, ci in sorted(self.stale_classes.items(), key=lambda kv: -kv[1].estimate))
+            + " (intervals in the table).", "",
             f"**Against the synthetic world.** Notebook 10's world makes every lesson on a changed section wrong "
             f"(precision 1, recall 1 by construction); the real precision is {s['precision'].fmt('.2f')}: "
             f"{self.world}. Issue 37's count on 10's FULL grid (precision {r.param('synthetic_precision')}) against the "
@@ -379,6 +397,7 @@ def run(*, rule: RuleFile | str | None = None, path: str | Path | None = None) -
     rule = rule if isinstance(rule, RuleFile) else rulefile.load(rule or "16_real_histories")
     frames = load(path)
     return HistoriesStudy(rule, frames, stale_premise(frames["events"], rule),
-                          stale_premise(frames["events"], rule, edits_only=True), survival(frames["pairs"], rule),
+                          stale_premise(frames["events"], rule, edits_only=True),
+                          stale_by_class(frames["events"], frames["pairs"], rule), survival(frames["pairs"], rule),
                           append_share(frames["pairs"], rule), class_shares(frames["pairs"], rule), synthetic(rule),
                           growth(frames))
