@@ -30,7 +30,7 @@ def lesson_texts() -> list[str]:
 def main(verbose: bool = False) -> None:
     total_t, total_n = 0.0, 0
     for path in sorted(dataset_path("injection").glob("*.jsonl")):
-        if path.name.startswith(("heldout7", "heldout8")):  # held out: measured only by `eval_injection.py --heldout7`
+        if path.name.startswith(("heldout7", "heldout8", "heldout9")):  # held out: measured only by `eval_injection.py --heldout7`
             continue                                         # (or `--heldout8`), never opened here
         rows = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
         by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
