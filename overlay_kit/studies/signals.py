@@ -249,7 +249,7 @@ def _user(store: Store, rng: random.Random, user: str, history: Sequence[world.S
             keys = [(arm, name) for arm in arms for name in counts]
             res = gates.learn_many(store, skills[x.skill], [
                 gates.Lesson("preference", {"body": x.body, "trigger": x.trigger}, x.section, prov,
-                             f"s{len(staged)}.{k}") for k in range(len(keys))],
+                             f"session:s{len(staged)}.{k}") for k in range(len(keys))],
                 settings=gates.GateSettings(auto_approve=False))
             bad = [r for r in res if r.delta is None or r.delta.status != "staged"]
             if bad:
