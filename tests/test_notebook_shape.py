@@ -59,3 +59,35 @@ def test_no_sweep_hides_its_progress(path):
 def test_jupyter_checkpoints_are_ignored():
     root = NOTEBOOKS[0].parents[1]
     assert ".ipynb_checkpoints/" in (root / ".gitignore").read_text(encoding="utf-8").splitlines()
+
+
+def _bar_notebook(value, maximum, text):
+    ids = ("bar", "left", "fill", "right")
+    state = {"bar": {"model_name": "HBoxModel", "state": {"children": [f"IPY_MODEL_{i}" for i in ids[1:]]}},
+             "left": {"model_name": "HTMLModel", "state": {"value": "histories:\u2007100%"}},
+             "fill": {"model_name": "FloatProgressModel", "state": {"value": value, "max": maximum}},
+             "right": {"model_name": "HTMLModel", "state": {"value": "\u200716/16\u2007[00:02&lt;00:00]"}}}
+    out = {"output_type": "display_data", "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "bar"},
+                                                   "text/plain": [text]}}
+    return {"cells": [{"cell_type": "code", "outputs": [out]}],
+            "metadata": {"widgets": {"application/vnd.jupyter.widget-state+json": {"state": state}}}}
+
+
+def test_a_stored_bar_shows_what_it_finished_from_its_widget_state():
+    from overlay_widgets.report import finished_bars
+
+    nb = finished_bars(_bar_notebook(16, 16, "histories:   0%|          | 0/16 [00:00<?, ?it/s]"))
+    assert nb["cells"][0]["outputs"][0]["data"]["text/plain"] == "histories: 100%|██████████| 16/16 [00:02<00:00]"
+    untouched = _bar_notebook(16, 0, "histories:   0%|          | 0/16")  # no usable state: left as drawn
+    assert finished_bars(untouched)["cells"][0]["outputs"][0]["data"]["text/plain"] == ["histories:   0%|          | 0/16"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_stored_progress_bar_shows_an_unfinished_state(path):
+    """What an untrusted JupyterLab, GitHub and nbviewer show of a finished sweep is its bar's text."""
+    import re
+
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    texts = ["".join(o.get("data", {}).get("text/plain", "")) for c in nb["cells"] if c["cell_type"] == "code"
+             for o in c.get("outputs", ())]
+    assert not [t for t in texts if re.search(r"\b0%\|", t)], path.name

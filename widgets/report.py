@@ -14,6 +14,8 @@ no notebook has LaTeX math or a Mermaid diagram. One progress line per notebook,
 from __future__ import annotations
 
 import argparse
+import html
+import re
 import shutil
 import sys
 import time
@@ -38,16 +40,45 @@ def browser_numbers(node):
     return node
 
 
+_BAR = re.compile(r"\d+%\|")
+
+
+def finished_bars(nb):
+    """The notebook with each stored tqdm bar's plain-text form written from its widget's final state
+    ("histories: 100%|██████████| 16/16 [00:02<00:00, 12.90it/s]"), not the "0%" it had when it was first drawn:
+    what an untrusted JupyterLab, GitHub and nbviewer show. A bar whose widget state is not stored is left as is."""
+    state = nb.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    models = state.get("state", {})
+
+    def model(ref):
+        return models.get(str(ref).removeprefix("IPY_MODEL_"), {}).get("state", {})
+
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            data = out.get("data", {})
+            view, text = data.get("application/vnd.jupyter.widget-view+json"), "".join(data.get("text/plain", ""))
+            if not view or not _BAR.search(text):
+                continue
+            parts = [model(c) for c in model(view.get("model_id")).get("children", [])]
+            bars = [p for p in parts if "max" in p and "value" in p and isinstance(p.get("value"), (int, float))]
+            if len(parts) != 3 or len(bars) != 1 or not bars[0].get("max"):
+                continue
+            done = max(0, min(10, int(10 * bars[0]["value"] / bars[0]["max"])))
+            left, right = (html.unescape(str(p.get("value", ""))).replace("\u2007", " ") for p in (parts[0], parts[2]))
+            data["text/plain"] = f"{left}|{'█' * done}{' ' * (10 - done)}|{right}"
+    return nb
+
+
 def executed(notebook: Path, timeout: int | None = None):
-    """The notebook run top to bottom in its own folder, its widgets' state stored, its numbers as a browser
-    writes them."""
+    """The notebook run top to bottom in its own folder, its widgets' state stored, its progress bars' text showing
+    what they finished, its numbers as a browser writes them."""
     import nbformat
     from nbconvert.preprocessors import ExecutePreprocessor
 
     nb = nbformat.read(notebook, as_version=4)
     ExecutePreprocessor(timeout=timeout, store_widget_state=True).preprocess(
         nb, {"metadata": {"path": str(notebook.parent)}})
-    return browser_numbers(nb)
+    return browser_numbers(finished_bars(nb))
 
 
 def store(notebook: str | Path, timeout: int | None = None) -> Path:
