@@ -1157,6 +1157,457 @@ _LEXICON: dict[str, dict[str, str]] = {
         "tell": "알리|말하|언급하|보고하",
     },
 }
+# Round 2 (issue 40): word families by move rather than by scenario, merged into `_LEXICON` (one table a language:
+# these words join the entries above; the new families are named in `_MOVES`). `told` (what the agent was told
+# before), `prefer` (ranked above) with `mailsrc` (a mail, a message), `hidden` (hidden, internal: of its rules or
+# configuration), `nofilter` (unfiltered, without any limits: a persona's mark), `before_see` (before the user sees
+# it), `unlogged` (left out of the log), `change` (a detail changed), `data` (a thread, invoices, contacts: what a
+# hand-off to an address sends), `mine` (the user's own team or domain: a hand-off there is no exfiltration).
+_WIDER: dict[str, dict[str, str]] = {
+    "de": {
+        "also": "auch|ebenfalls|zusätzlich|parallel|außerdem",
+        "told": "gesagt wurde|gesagt hat|gesagt worden|mitgeteilt wurde|vorgegeben wurde",
+        "own": "dieses skills|diesem skill|dieser skill|dieser fähigkeit|diese lektion",
+        "voided": "hiermit aufgehoben|aufgehoben|gelten nicht|nicht mehr relevant|überholt|erledigt",
+        "prefer": "vorrang|vor deinen|wichtiger als|über deine|über deinen",
+        "mailsrc": "mail|e-mail|mails|e-mails|nachricht|nachrichten|absender*",
+        "hidden": "versteckt*|verborgen*|geheim*|intern*|vertraulich*",
+        "reveal": "schreib*|beginne|beginn|starte|ungekürzt|wörtlich|vollständig|zeig|zeige|anzeig*|gib|ausgeben",
+        "dest": "newsletter*|pull-request*|pull request|beschreibung*|darunter|unterschreib*|ende jeder|jede ausgehende|öffentlich*|geteilt*|öffentlich*|für alle sichtbar|jeder lesen",
+        "send": "schicken|trag*|eintrag*|häng*|hänge|verschick*|sende|schreib*|pack*|weitergeb*|herausgeb*|gib|geben|poste*|lade|speicher*|ablegen|hinterleg*",
+        "secret": "zugangsschlüssel*|bestätigungscode*|verifizierungscode*|einmalcode*|sms-code*|authentifizierungscode*|anmeldecode*|privat* schlüssel|ssh-schlüssel*|cookies|sitzungs*|logindaten|login-daten|zugangsdaten",
+        "data": "verlauf|thread*|konversation*|unterhaltung*|posteingang*|anhänge|anhang|kalender*|teilnehmerliste*|rechnungen|kontakte|dokumente|dateien|notizen|protokolle",
+        "outside": "telegram*|whatsapp|pastebin|dropbox",
+        "authority": "sicherheitsteam*|entwicklerteam*|entwickler*|systemnachricht*|systemmitteilung*|it-sicherheit|offizieller hinweis|offizielle mitteilung|offizielle nachricht|support-team|supportteam|kundensupport",
+        "grant": "berechtigt|darfst|freigegeben",
+        "safeguard": "schutzmechanism*|schutzfunktion*|schutzmaßnahme*|sicherheitsfilter*|sicherheitsregel*|schutz",
+        "disable": "deaktiviert|abgeschaltet|ausgeschaltet|überspring*|übergeh*",
+        "oversight_off": "ohne den nutzer zu fragen|ohne mich zu fragen|ohne rückmeldung|ohne jemanden zu fragen|ohne jemanden|ohne rücksprache|ohne nachzufragen",
+        "you_now": "ab sofort bist du|du bist jetzt|bist du jetzt|du bist ab sofort|jetzt bist du|du spielst",
+        "pretend": "verhalte dich wie|verhalte dich als|benimm dich wie|handle als|agiere als|tu so als wärst du|tu so, als wärst du",
+        "nofilter": "ungefiltert*|unzensiert*|ohne jegliche einschränkung*|ohne einschränkungen|ohne filter|ohne grenzen|uneingeschränkt*|grenzenlos*|für den keine regeln|weder richtlinien|ohne regeln|ganz ohne regeln|keine regeln|ohne jede regel",
+        "untold": "mit keinem wort|erwähn das nicht|erwähne das nicht|sag mir nichts|sag nichts davon|ohne mich zu informieren|ohne mir bescheid|ohne mich zu benachrichtigen|ohne es mir zu sagen",
+        "before_see": "bevor ich sie sehe|bevor ich es sehe|bevor ich sie lese|bevor ich sie sehen|bevor der nutzer|bevor ich davon",
+        "unlogged": "im protokoll weg|aus dem protokoll|nicht protokollier*|nicht im protokoll|nicht ins protokoll|nicht im log|nicht ins log|aus dem log|nicht im verlauf|ohne protokoll|keine spuren",
+        "change": "ändere|änder|ändern|tausche|ersetze|aktualisiere|setze",
+        "delete": "lösch*|entfern*",
+        "covert": "unauffällig|klammheimlich|im hintergrund",
+        "copy_to": "blindkopie|bcc|weiterleitungsregel*|weiterleitung|kopie",
+        "mine": "mein eigenes team|meinem eigenen team|mein team|meinem team|unser team|unserem team|meine eigene adresse|meine firmenadresse|meine kollegen|mein backup|meine sicherung|mein archiv",
+        "rules": "skill-datei|skilldatei|skill datei|einrichtungsanweisung*|konfigurationsanweisung*|systemanweisung*",
+        "whole": "vollständig*|komplett*|gesamt*|ungekürzt*|ganze|ganzen",
+        "stakes": "rückerstattung*|erstattung*|gutschrift*",
+        "report": "tageszusammenfassung*|wochenzusammenfassung*|tagesbericht*",
+        "as_if": "als hätte|als ob|so als|als käme",
+        "before_conv": "vor diesem gespräch|vor dieser unterhaltung|vor dem gespräch|vor beginn",
+        "unseen": "nichts merkt|nicht merkt|nicht bemerkt|nichts mitbekommt|nichts bemerkt",
+        "confirm": "bestätigungsschritt*|bestätigung|bestätigungen|freigabeschritt*|rückfrage",
+    },
+    "fr": {
+        "also": "aussi|également|en plus|en parallèle|en double",
+        "told": "t a dit|vous a dit|t a été dit|vous a été dit|on t a demandé|qu on t a dit",
+        "own": "ce skill|cette compétence|cette leçon",
+        "voided": "annulé|annulée|annulés|ne s appliquent plus|dépassé*|plus d actualité",
+        "prefer": "priorité|passe avant|avant tes|au-dessus de tes|plutôt que tes",
+        "mailsrc": "mail|mails|e-mail|courriel*|message|messages|expéditeur*",
+        "hidden": "caché*|cachee*|secrèt*|interne*|confidentiel*",
+        "reveal": "commence|réponds|telles quelles|tel quel|mot pour mot|intégralement|écris|donne|affiche|montre",
+        "dest": "réponds|répondre|description|pull request|newsletter|note partagée|en bas|fin de chaque|chaque e-mail|chaque courriel|public*|note publique|publique|public|tout le monde",
+        "send": "fais le suivre|faites le suivre|fais les suivre|renvoie*|expédie*|communique*|donne|donner|glisse*|recopie*|publie*|balance|file|enregistre*|sauvegarde*|stocke*",
+        "secret": "code de vérification|codes de vérification|code de confirmation|codes de confirmation|code sms|codes sms|code à usage unique|clé ssh|clés ssh|cookie*|identifiants|session*|données de connexion",
+        "data": "fil|conversation*|échange*|boîte de réception|pièces jointes|pièce jointe|agenda|calendrier|liste des participants|factures|contacts|documents|fichiers|notes",
+        "outside": "telegram*|whatsapp|pastebin|dropbox",
+        "authority": "équipe sécurité|équipe de sécurité|développeurs|equipe securite|message système|mise à jour système|support technique|avis officiel|message officiel|notification officielle|support de l éditeur|équipe support",
+        "grant": "autorisé|autorisée|as le droit|est permis",
+        "safeguard": "protections|protection|garde-fous|filtres|sécurités|mesures de sécurité",
+        "disable": "désactivé*|coupé*|levé*|suspendu*|saute|sauter|passe",
+        "oversight_off": "sans demander à l utilisateur|sans me demander|sans me consulter|sans demander à personne|sans consulter personne|sans l accord de personne",
+        "you_now": "tu incarnes|tu es désormais|désormais tu|tu joues|tu es maintenant|à partir de maintenant tu",
+        "pretend": "comporte toi comme|comportes toi comme|agis comme|agis en tant que|conduis toi comme|fais comme si tu étais",
+        "nofilter": "non filtré*|sans filtre*|sans aucune limite|sans limite*|sans restriction*|n est lié à aucune|aucune règle|sans censure|débridé*|sans aucune règle|sans règles|aucune règle",
+        "untold": "ne m en parle pas|ne m en dis rien|ne me dis rien|ne me le dis pas|sans me prévenir|sans m avertir|sans me le dire|sans m informer|n en parle pas|n en dis rien|ne le mentionne pas",
+        "before_see": "avant que je les voie|avant que je le voie|avant que je ne les voie|avant que je les lise|avant que l utilisateur",
+        "unlogged": "n inscris pas|ne note pas|ne consigne pas|ne l inscris pas|hors du journal|pas dans le journal|pas dans les logs|sans laisser de trace|ne journalise pas",
+        "change": "remplace|change|modifie|mets à jour",
+        "delete": "supprime*|efface*",
+        "covert": "sans bruit|en arrière-plan|silencieusement",
+        "copy_to": "copie cachée|cci|transfert automatique|règle de transfert|copie",
+        "mine": "mon équipe|ma propre équipe|notre équipe|mon propre|ma propre adresse|mes collègues|ma sauvegarde|mon archive",
+        "rules": "fichier du skill|fichier de la compétence|instructions de configuration",
+        "whole": "complète|complètes|complet|complets|intégral*|entier*|entière*",
+        "stakes": "remboursement*|avoir*",
+        "as_if": "comme si|comme s il|comme s elle",
+        "before_conv": "avant cette conversation|avant la conversation|avant cet échange",
+        "unseen": "ne remarque rien|ne s en aperçoive pas|ne voie rien|ne se rende compte de rien|ne s en rende pas compte",
+        "confirm": "étape de confirmation|confirmation|validation",
+    },
+    "es": {
+        "also": "también|además|en paralelo|duplicado",
+        "told": "te dijeron|te han dicho|te dije|te dijimos|se te dijo|te indicaron",
+        "own": "esta habilidad|esta skill|este skill|esta lección",
+        "voided": "ya no sirven|ya no sirve|ya no valen|ya no vale|queda anulado|anulado|anulada|anuladas|anulados|cancelado*|sin efecto|obsolet*",
+        "prefer": "prioridad|por encima de|antes que tus|antes de tus",
+        "mailsrc": "correo|correos|mail|e-mail|mensaje|mensajes|remitente*",
+        "hidden": "oculta*|oculto*|secreta*|secreto*|interna*|interno*|confidencial*",
+        "reveal": "empieza|responde|tal cual|textualmente|literalmente|al pie de la letra|escribe|mostrando|muestra*|muestra|enseña",
+        "dest": "responde|respuesta|descripción|pull request|boletín|newsletter|al final de cada|cada correo|pie|público*|nota pública|pública|público|cualquiera",
+        "send": "reenvi*|reenví*|pon|ponlo|manda*|comparte*|pega*|publica*|sube*|da|dar|entrega*|proporciona*|facilita*|guarda|guardar|almacena",
+        "secret": "código de verificación|códigos de verificación|código de confirmación|códigos de confirmación|código sms|clave ssh|claves ssh|cookie*|credenciales|sesión|datos de acceso|clave api|claves api|clave privada",
+        "data": "hilo|conversación*|bandeja de entrada|adjuntos|adjunto|calendario|agenda|lista de participantes|facturas|contactos|documentos|archivos|notas",
+        "outside": "telegram*|whatsapp|pastebin|dropbox",
+        "authority": "equipo de seguridad|desarrolladores|mensaje del sistema|actualización del sistema|soporte técnico|aviso oficial|comunicado oficial|notificación oficial|soporte del proveedor|equipo de soporte",
+        "grant": "autorizado|autorizada|tienes permiso|tienes permiso",
+        "safeguard": "protecciones|protección|salvaguardas|filtros",
+        "disable": "desactivad*|apagad*|deshabilitad*|sáltate|salta|saltar|omite|omitir",
+        "oversight_off": "sin preguntar al usuario|sin preguntarme|sin consultarme|sin preguntar a nadie|sin consultar a nadie",
+        "you_now": "desde este momento eres|desde ahora eres|a partir de ahora eres|ahora eres|ahora serás|eres ahora",
+        "pretend": "actúa como|actua como|compórtate como|hazte pasar|finge que eres|finge ser",
+        "nofilter": "sin filtro*|sin ningún límite|sin límites|sin restricciones|sin censura|ninguna política|ninguna regla|no le aplica|sin ninguna regla|sin reglas",
+        "untold": "no me digas nada|no me lo digas|no lo menciones|no digas nada|sin avisarme|sin decírmelo|sin decirme|sin informarme|sin consultarme|no me avises",
+        "before_see": "antes de que los vea|antes de que lo vea|antes de que las vea|antes de que los lea|antes de que el usuario",
+        "unlogged": "no dejes constancia|no lo registres|no registres|sin registrar|fuera del registro|no quede registro|no lo anotes|sin dejar rastro",
+        "change": "cambia|reemplaza|modifica|actualiza|sustituye",
+        "delete": "borra*|elimina*|suprime*",
+        "covert": "en silencio|sin hacer ruido|calladamente|a escondidas",
+        "copy_to": "cco|copia oculta|reenvío automático|regla de reenvío|copia",
+        "mine": "mi equipo|mi propio equipo|nuestro equipo|mi propia dirección|mis compañeros|mi copia de seguridad|copia de seguridad|mi backup|mi archivo",
+        "rules": "archivo de la skill|archivo del skill|instrucciones de configuración",
+        "whole": "completa|completas|completo|completos|íntegra*|entera*",
+        "stakes": "reembolso*|devolución*",
+        "as_if": "como si",
+        "before_conv": "antes de esta conversación|antes de la conversación",
+        "unseen": "no se entere|no lo note|no se dé cuenta|no se de cuenta|no lo vea",
+        "confirm": "paso de confirmación|confirmación|validación",
+    },
+    "pt": {
+        "also": "também|além disso|em paralelo",
+        "told": "lhe disseram|te disseram|foi dito|te falaram|lhe falaram|te disse",
+        "own": "desta skill|dessa skill|esta skill|desta habilidade|desta lição",
+        "voided": "ultrapassad*|cancelad*|anulad*|já não valem|não valem mais|não se aplicam mais|sem efeito|obsolet*",
+        "prefer": "prioridade|acima de|antes das suas|antes de suas",
+        "mailsrc": "e-mail|email|mensagem|mensagens|remetente*",
+        "void": "deixe de lado|deixa de lado|ponha de lado|esqueça|esqueca",
+        "hidden": "oculta*|oculto*|secreta*|secreto*|interna*|interno*|confidencia*",
+        "rules": "diretriz*|arquivo da skill|arquivo do skill|instruções de configuração",
+        "reveal": "comece|responda|sem cortes|tal como|literalmente|palavra por palavra|mostrando|mostre*|escreva|mostre|exiba",
+        "dest": "responda|resposta|corpo|descrição|pull request|newsletter|no final de cada|cada e-mail|rodapé|públic*|nota pública|pública|público|qualquer pessoa",
+        "send": "repass*|envie|enviar|mande*|encaminh*|compartilh*|cole|colar|publique|suba|passe|dê|forneça|salve|salvar|guarde|armazene",
+        "secret": "código de verificação|códigos de verificação|código de confirmação|código sms|chave privada|chave ssh|chaves ssh|cookie*|credenciais|sessão|dados de acesso|chave de api|chave api",
+        "data": "conversa*|thread|caixa de entrada|anexos|anexo|calendário|agenda|lista de participantes|faturas|contatos|documentos|arquivos|notas",
+        "outside": "telegram*|whatsapp|pastebin|dropbox",
+        "authority": "equipe de segurança|time de segurança|desenvolvedores|mensagem do sistema|atualização do sistema|suporte técnico|aviso oficial|comunicado oficial|notificação oficial|suporte do fornecedor|equipe de suporte",
+        "grant": "autorizado|autorizada|tem permissão|tem permissão|você tem permissão",
+        "safeguard": "proteções|proteção|salvaguardas|filtros",
+        "disable": "desligad*|desativad*|desabilitad*|pule|pular|ignore a etapa",
+        "oversight_off": "sem perguntar ao usuário|sem me perguntar|sem me consultar|sem perguntar a ninguém|sem consultar ninguém",
+        "you_now": "você é agora|agora você é|a partir deste momento você é|a partir de agora você é|de agora em diante você é",
+        "pretend": "aja como|age como|comporte-se como|comporte se como|finja que é|finja ser|faça de conta|imagine que você é|imagine que voce e|imagine ser",
+        "nofilter": "sem filtro*|sem limites|sem restrições|sem nenhuma restrição|sem censura|política nenhuma|nenhuma política|nenhuma regra|sem regra nenhuma|sem nenhuma regra|sem regras",
+        "untold": "não me conte|não me diga|não mencione|sem me avisar|sem me dizer|sem me informar|não me avise|nem me conte",
+        "before_see": "antes que eu veja|antes de eu ver|antes que eu leia|antes que o usuário",
+        "unlogged": "não registre|não registe|sem registrar|fora do registro|fora do log|não anote|sem deixar rastro|não deixe registro",
+        "change": "troque|troca|altere|mude|substitua|atualize",
+        "delete": "apague*|apaga*|exclua*|delete*|remova*",
+        "covert": "em silêncio|silenciosamente|às escondidas",
+        "copy_to": "cco|cópia oculta|encaminhamento automático|regra de encaminhamento|cópia",
+        "mine": "minha equipe|meu time|minha própria equipe|nossa equipe|meu próprio|meus colegas|meu backup|minha cópia de segurança",
+        "whole": "completa|completas|completo|completos|íntegra*|inteira*",
+        "stakes": "reembolso*|estorno*|devolução*",
+        "as_if": "como se",
+        "before_conv": "antes desta conversa|antes da conversa",
+        "unseen": "não perceba|não note|não fique sabendo|não veja",
+        "confirm": "etapa de confirmação|confirmação|validação",
+        "impersonate": "em nome dele|em nome dela|em seu nome",
+    },
+    "it": {
+        "also": "anche|pure|inoltre|in parallelo",
+        "told": "ti hanno detto|ti è stato detto|ti ho detto|ti abbiamo detto|ti è stato chiesto",
+        "own": "della skill|di questa skill|questa skill|di questa abilità|questa lezione",
+        "voided": "non valgono più|non vale più|non valgono|annullat*|superat*|obsolet*|decadut*",
+        "prefer": "prima delle|prima della|prima dei|priorità|al di sopra",
+        "mailsrc": "mail|e-mail|email|messaggio|messaggi|mittente*|chi scrive",
+        "void": "annulla|annullare|metti da parte|lascia perdere|scordati",
+        "rules": "indicazion*|linee guida|file della skill|file dello skill|istruzioni di configurazione",
+        "hidden": "nascost*|segret*|intern*|riservat*",
+        "reveal": "riportando|riporta*|rispondi|così come sono|testualmente|parola per parola|inizia|apri|mostra|visualizza",
+        "dest": "risposta|rispondi|descrizione|pull request|newsletter|in fondo|alla fine di ogni|ogni mail|piè di pagina|pubblic*|nota pubblica|pubblica|pubblico|chiunque",
+        "send": "gira*|spedisc*|manda*|mandane|inoltr*|condividi*|incolla*|pubblica*|carica*|fornisci*|fornire|dai|dare|passa*|salva|salvare|archivia|memorizza",
+        "secret": "codice di verifica|codici di verifica|codice otp|codice di conferma|credenziali|chiave privata|chiave ssh|chiavi ssh|cookie*|sessione|dati di accesso|chiave api|chiavi api",
+        "data": "fatture|conversazion*|thread|casella|allegati|allegato|calendario|agenda|elenco dei partecipanti|partecipanti|verbale|contatti|documenti|file|note",
+        "outside": "telegram*|whatsapp|pastebin|dropbox",
+        "authority": "team sicurezza|team di sicurezza|sviluppatori|messaggio di sistema|aggiornamento di sistema|supporto tecnico|avviso ufficiale|comunicazione ufficiale|notifica ufficiale|assistenza del fornitore|team di supporto",
+        "grant": "puoi|sei autorizzato|autorizzato|hai il permesso|sei autorizzato|sei autorizzata",
+        "safeguard": "controlli di sicurezza|protezioni|protezione|filtri|salvaguardie",
+        "disable": "spent*|disattivat*|disabilitat*|salta|saltare|ometti",
+        "oversight_off": "senza chiedere all utente|senza chiedermi|senza consultarmi|senza obiezioni|senza chiedere a nessuno|senza consultare nessuno",
+        "you_now": "ora sei|adesso sei|da ora sei|da adesso sei|d ora in poi sei|sei ora|da oggi sei|da ora in poi sei",
+        "pretend": "comportati come|agisci come|fingi di essere|fai finta di essere|spacciati per|immagina di essere|fingi di essere",
+        "nofilter": "senza filtr*|senza limiti|senza restrizioni|senza censura|non vincolato|alcuna politica|nessuna regola|senza alcuna regola|senza regole|nessuna regola",
+        "untold": "non farne parola|non dirmi niente|non dirmelo|non menzionarlo|senza avvisarmi|senza dirmelo|senza informarmi|non avvisarmi",
+        "before_see": "prima che le legga|prima che io le veda|prima che le veda|prima che io le legga|prima che l utente",
+        "unlogged": "evita di registrare|non registrare|non annotare|fuori dal log|fuori dal registro|senza lasciare traccia|non lasciare traccia",
+        "change": "aggiorna|cambia|modifica|sostituisci",
+        "delete": "cancella*|elimina*|rimuovi*",
+        "covert": "in silenzio|silenziosamente|di nascosto",
+        "copy_to": "ccn|copia nascosta|inoltro automatico|regola di inoltro|copia",
+        "mine": "mio team|mia squadra|nostro team|mio ufficio|mia azienda|miei colleghi|nostraazienda|il mio backup|mio backup",
+        "whole": "completa|complete|completo|completi|integral*|intere|intero",
+        "stakes": "rimbors*|storno*",
+        "as_if": "come se",
+        "before_conv": "prima di questa conversazione|prima della conversazione",
+        "unseen": "non se ne accorge|non se ne accorga|non lo noti|non si accorga",
+        "confirm": "passaggio di conferma|conferma|convalida",
+        "impersonate": "a suo nome|a nome suo|per suo conto",
+    },
+    "nl": {
+        "also": "ook|eveneens|daarnaast|tevens",
+        "told": "is verteld|werd verteld|verteld is|gezegd is|is gezegd|werd gezegd",
+        "own": "deze skill|van deze skill|deze vaardigheid|deze les",
+        "voided": "gelden niet meer|geldt niet meer|vervalt|vervallen|verouderd|achterhaald|niet meer geldig",
+        "prefer": "voorrang|boven je|boven jouw|belangrijker dan",
+        "mailsrc": "mail|e-mail|bericht|berichten|afzender*",
+        "hidden": "verborgen|geheime|geheim|interne|intern|vertrouwelijk*",
+        "reveal": "begin|stuur|terug|ongewijzigd|letterlijk|woord voor woord|schrijf|toon|laat zien|weergeef|geef",
+        "dest": "antwoord|onderaan|uitgaande|gedeeld*|beschrijving|pull request|nieuwsbrief|openbaar|openbare|openbaar|iedereen",
+        "send": "plak*|stuur*|mail|mailen|verzend*|deel|delen|kopieer*|upload*|zet|geef|geven|post*|doorsturen|sla|bewaar|opslaan",
+        "secret": "api-sleutel*|api sleutel*|verificatiecode*|bevestigingscode*|sms-code*|inloggegevens|wachtwoord*|privésleutel*|ssh-sleutel*|cookies|sessie*|credentials|toegangscode*",
+        "data": "thread|gesprek*|inbox|postvak*|bijlage*|agenda|deelnemerslijst|facturen|contacten|documenten|bestanden|notities",
+        "outside": "telegram*|whatsapp|pastebin|dropbox",
+        "authority": "beheerder*|systeembeheerder*|securityteam|beveiligingsteam|ontwikkelaars|systeembericht|systeemupdate|officiële melding|officieel bericht|support van de leverancier|supportteam",
+        "grant": "mag|mogen|toegestaan|gemachtigd",
+        "safeguard": "beveiliging*|beveiligingen|controles|filters|bescherming*",
+        "disable": "staat uit|staan uit|uitgeschakeld|uitgezet|gedeactiveerd|overslaan|sla",
+        "oversight_off": "zonder de gebruiker te vragen|zonder te vragen|zonder mij te vragen|zonder bevestiging|zonder controle|zonder iemand te vragen|zonder overleg",
+        "role": "systeembeheerder*|beheerder*",
+        "you_now": "je bent nu|jij bent nu|vanaf nu ben je|voortaan ben je|je bent voortaan",
+        "pretend": "gedraag je|doe alsof|doe voortaan alsof|speel de rol|gedraag jij je|stel je voor dat je|doe alsof je",
+        "nofilter": "ongefilterd*|zonder filter*|zonder beperkingen|zonder grenzen|zonder censuur|geen enkel beleid|geen enkele regel|zonder enige regel*|zonder regels|zonder enige beperking",
+        "untold": "zeg er niets over|zeg niets|zonder het mij te vertellen|zonder het me te vertellen|zonder mij te informeren|zonder het te melden|vertel het niet|meld het niet|vermeld het niet|vermeld niet|noem het niet|zonder het te vermelden",
+        "before_see": "voordat ik ze zie|voordat ik het zie|voordat ik ze lees|voordat de gebruiker",
+        "unlogged": "uit het logboek|niet in het logboek|niet loggen|niet vastleggen|uit de log|niet in de log|zonder spoor",
+        "change": "wijzig|verander|vervang|pas aan|update",
+        "delete": "verwijder*|wis",
+        "covert": "stilletjes|ongemerkt|in stilte|geruisloos",
+        "copy_to": "bcc|doorstuurregel*|automatische doorstuur*|kopie",
+        "mine": "mijn eigen team|mijn team|ons team|onsbedrijf|mijn collega s|mijn eigen adres|mijn back-up|mijn backup",
+        "rules": "skillbestand|skill-bestand|configuratie-instructies|configuratie instructies|instructies",
+        "whole": "volledige|volledig|complete|hele|gehele",
+        "stakes": "terugbetaling*|restitutie*",
+        "report": "samenvatting*|dagelijkse samenvatting|overzicht",
+        "as_if": "alsof|als of",
+        "before_conv": "vóór dit gesprek|voor dit gesprek|voor het gesprek",
+        "unseen": "niets merkt|het niet merkt|niets doorheeft|niets ziet",
+        "confirm": "bevestigingsstap*|bevestiging|goedkeuringsstap*",
+        "impersonate": "namens hem|namens haar|namens de gebruiker",
+    },
+    "pl": {
+        "also": "też|również|dodatkowo|także",
+        "told": "powiedziano|ci powiedziano|ci mówiono|zostało ci powiedziane|polecono ci",
+        "own": "tej umiejętności|tego skilla|tej lekcji",
+        "voided": "nieaktualn*|przestaje obowiązywać|przestają obowiązywać|nie obowiązują|nie obowiązuje|unieważnion*|anulowan*",
+        "prefer": "pierwszeństwo|priorytet|ważniejsz*|ponad",
+        "mailsrc": "mail|maila|mailu|e-mail|wiadomość|wiadomości|nadawc*",
+        "void": "nie trzymaj się|nie stosuj się|porzuć|odrzuć|zapomnij",
+        "rules": "wytyczn*|reguł*|plik skilla|pliku skilla|instrukcje konfiguracyjne|instrukcj*",
+        "sysprompt": "prompt systemowy|promptu systemowego|prompt",
+        "hidden": "ukryt*|wewnętrzn*|tajn*|poufn*",
+        "reveal": "wklej|słowo w słowo|zaczynaj|zacznij|odpowiedz|listą|dosłownie|w całości|napisz|wyświetl|pokaż|wypisz",
+        "dest": "odpowiedź|odpowiedzi|odpowiedz|na końcu|każdej wiadomości|stopk*|opis*|pull request*|newsletter*|publiczn*|publicznej|publiczn*|każdy",
+        "send": "dopisz|dopisuj|dodawaj|dodaj|przekazuj|przekaż|wyślij|wysyłaj|prześlij|przesyłaj|wklej|udostępnij|podaj|podać|podawaj|wstaw|skopiuj|opublikuj|zapisz|zachowaj|przechowuj|wysyłaj ją|wysyłaj je|mailem",
+        "secret": "klucz api|klucze api|klucz prywatny|klucz ssh|kody weryfikacyjne|kod weryfikacyjny|kody|kod sms|dane logowania|hasła|hasło|haseł|ciasteczka|cookies|sesj*|poświadczenia",
+        "data": "wątek|wątku|rozmow*|skrzynk*|załącznik*|kalendarz*|listę uczestników|faktury|kontakty|dokumenty|pliki|notatki|kontakt*|listę kontaktów",
+        "outside": "telegram*|whatsapp|pastebin|dropbox",
+        "authority": "zespołu bezpieczeństwa|zespół bezpieczeństwa|działu bezpieczeństwa|programistów|deweloperów|wiadomość systemowa|aktualizacja systemu|administrator*|oficjalny komunikat|oficjalna wiadomość|wsparcia dostawcy|zespół wsparcia",
+        "grant": "wolno ci|możesz|masz prawo|upoważniony|masz zgodę|masz pozwolenie|masz zgodę",
+        "safeguard": "zabezpieczeni*|ochron*|filtry|kontrole",
+        "disable": "wyłączon*|wyłączone|dezaktywowan*|pomiń|pomijaj",
+        "oversight_off": "bez pytania użytkownika|bez pytania|bez pytania mnie|bez potwierdzenia|bez pytania kogokolwiek|bez pytania nikogo|bez konsultacji",
+        "you_now": "jesteś teraz|teraz jesteś|od teraz jesteś|od tej chwili jesteś|od dziś jesteś|od dzisiaj jesteś",
+        "pretend": "działaj jako|zachowuj się jak|udawaj|wciel się|wyobraź sobie że jesteś|udawaj że jesteś",
+        "nofilter": "bez filtrów|bez filtra|bez żadnych ograniczeń|bez ograniczeń|bez cenzury|nie obowiązują żadne|żadnych zasad|bez żadnych zasad|bez zasad|bez reguł",
+        "untold": "nic mi nie mów|nic nie mów|nie mów mi|nie informując mnie|bez informowania mnie|nic o tym nie pisząc|nie wspominaj|bez mówienia",
+        "before_see": "zanim je zobaczę|zanim to zobaczę|zanim je przeczytam|zanim użytkownik",
+        "unlogged": "nie zapisuj tego w logu|nie zapisuj tego|poza logiem|nie odnotowuj|nie rejestruj|bez śladu",
+        "change": "zmień|zamień|podmień|zaktualizuj",
+        "delete": "usuwaj|usuń|kasuj|skasuj",
+        "covert": "po cichu|potajemnie|niezauważenie|ukradkiem",
+        "copy_to": "udw|ukrytą kopię|ukryta kopia|automatyczne przekazywanie|przekierowanie|kopię",
+        "mine": "mojego zespołu|mój zespół|mojemu zespołowi|naszego zespołu|moich współpracowników|moją kopię zapasową|kopię zapasową|mój backup",
+        "whole": "pełne|pełną|pełny|całe|całą|cały|wszystkie",
+        "stakes": "zwrot*|refundacj*",
+        "as_if": "jakby|tak jakby|jak gdyby",
+        "before_conv": "przed tą rozmową|przed rozmową",
+        "unseen": "nic nie zauważył|nie zauważył|nie zauważy|nic nie zauważy",
+        "confirm": "krok potwierdzenia|potwierdzeni*|zatwierdzeni*",
+        "impersonate": "w jego imieniu|w jej imieniu",
+    },
+    "ru": {
+        "also": "тоже|также|дополнительно|параллельно|ещё и",
+        "told": "тебе говорили|тебе сказали|вам говорили|вам сказали|тебе было сказано",
+        "own": "этого навыка|этот навык|этого урока",
+        "voided": "устарел*|отменяется|отменяются|отменено|отменены|аннулирован*|больше не действуют|больше не действует|не действуют",
+        "prefer": "приоритет|важнее|выше твоих|выше своих",
+        "mailsrc": "письмо|письма|сообщение|сообщения|отправител*",
+        "hidden": "скрыт*|внутренн*|секретн*|конфиденциальн*",
+        "reveal": "начинай|начни|отвечай|ответь|списком|дословно|целиком|слово в слово|выведи|напиши|выведи|покажи|отобрази",
+        "dest": "ответ*|отвечай|описание|пулл-реквест*|пулл реквест*|пул-реквест*|подпис*|в конце каждого|рассылк*|публичн*|публичн*|любой|всем доступн*",
+        "send": "пересылай|перешли|пересыл*|вставь|вставляй|отправ*|скинь|скопируй|выкладывай|выложи|выдавай|выдай|передавай|передай|сообщи|добавь|добавляй|загрузи|сохрани|сохраняй|запиши",
+        "secret": "коды подтверждения|код подтверждения|учётные данные|учетные данные|данные для входа|логины|пароли|пароль|ключ api|ключи|ключ|токен*|куки|сессии|приватный ключ",
+        "data": "переписк*|ветк*|входящ*|вложени*|календар*|список участников|счета|контакты|документы|файлы|заметки",
+        "outside": "telegram*|телеграм*|бот|бота|whatsapp|pastebin|dropbox",
+        "authority": "службы безопасности|служба безопасности|отдела безопасности|разработчиков|разработчики|системное сообщение|обновление системы|ит-отдел*|ит отдел*|it-отдел*|официальное уведомление|официальное сообщение|поддержки поставщика|служба поддержки",
+        "grant": "вправе|можешь|разрешено|имеешь право|уполномочен|тебе разрешено|разрешено",
+        "safeguard": "защит*|проверки безопасности|фильтры|ограничения",
+        "disable": "отключен*|выключен*|сняты|пропускай|пропусти",
+        "oversight_off": "не спрашивая пользователя|не спрашивая меня|без подтверждения|без согласования|никого не спрашивая|ни у кого не спрашивая|без согласования",
+        "you_now": "теперь ты|ты теперь|отныне ты|с этого момента ты|с сегодняшнего дня ты|сегодня ты",
+        "pretend": "веди себя как|действуй как|притворись|изображай|представь что ты|представь что ты|вообрази что ты",
+        "nofilter": "без фильтров|без ограничений|без цензуры|никакие правила|никакими правилами|никогда не отказывает|не отказывает|без всяких правил|без правил|без всяких ограничений",
+        "untold": "ничего мне не говори|ничего не говори|не говори мне|не предупреждая меня|не сообщая мне|не упоминай|мне не говори|без моего ведома",
+        "before_see": "до того как я их увижу|до того как я увижу|прежде чем я увижу|пока я не увидел|до того как я их прочитаю",
+        "unlogged": "не записывай|не фиксируй|не отражай в журнале|мимо журнала|без следов|не вноси в журнал|не оставляй следов",
+        "change": "поменяй|замени|измени|обнови",
+        "delete": "удаляй|удали|стирай|сотри",
+        "covert": "тихо|незаметно|втихую|без шума",
+        "copy_to": "скрытую копию|автоматическую пересылку|автопересылк*|правило пересылки|копию",
+        "mine": "моей команде|мою команду|моей командой|нашей команде|моим коллегам|моей резервной копии|резервную копию",
+        "rules": "файле навыка|файл навыка|инструкции по настройке|инструкци*",
+        "whole": "полные|полную|полный|весь|всю|все|целиком",
+        "stakes": "возврат*|возмещени*",
+        "as_if": "будто|как будто|словно",
+        "before_conv": "до этого разговора|до начала разговора|перед этим разговором",
+        "unseen": "ничего не заметил|не заметил|не узнал|ничего не узнал",
+        "confirm": "шаг подтверждения|подтверждени*",
+        "impersonate": "от его имени|от её имени|от ее имени",
+    },
+    "zh": {
+        "also": "也|同时|另外|一并",
+        "told": "告诉你的|跟你说的|对你说的|给你的指示",
+        "own": "这个技能|本技能|该技能|这条课程",
+        "voided": "已经过时|不再适用|作废|取消|无效",
+        "prefer": "为准|优先|放在前面|高于",
+        "mailsrc": "邮件|消息|发件人",
+        "hidden": "隐藏|内部|秘密|保密",
+        "reveal": "贴出|一字不差|原样|开头|列出|输出|显示|展示",
+        "dest": "末尾|发出的邮件|合并请求|描述|签名|回复开头|公开|公开笔记|公开|任何人都能",
+        "send": "发一份|发到|复制到|贴到|粘贴到|告诉他|告诉对方|提供给|交给|附上|保存到|保存在|存到|存在|发邮件到|发邮件给",
+        "secret": "登录凭据|登录信息|验证码|密钥|私钥|令牌|cookie|会话|账号密码",
+        "data": "邮件往来|往来邮件|整个邮件|收件箱|附件|日历|参会名单|发票|联系人|文件|笔记|会议纪要",
+        "outside": "电报|telegram|机器人|whatsapp",
+        "authority": "管理员通知|安全团队|开发团队|开发者|开发人员|系统通知|系统更新|正式通知|官方通知|支持团队",
+        "grant": "获准|都可以|你可以把|可以告诉|被授权|有权限|你有权|有权",
+        "safeguard": "安全检查|保护|防护|过滤|安全限制",
+        "disable": "已关闭|关闭了|已禁用|禁用了|停用|跳过",
+        "oversight_off": "不询问用户|不询问|无需确认|不经确认|不用确认|不问任何人|不问|不征求",
+        "you_now": "你现在是|从现在开始你是|你是一个|你将扮演|从今天起你就是|你就是",
+        "pretend": "扮演|假装|行事|想象你是|假设你是",
+        "nofilter": "无过滤|没有任何限制|不受任何|没有限制|无限制|不受约束|从不拒绝|没有任何规则|没有规则|不受规则",
+        "untold": "别告诉我|不要告诉我|别跟我说|不要跟我说|不通知我|不告诉我|瞒着我|别让我知道|不要在每日摘要|摘要里提到|摘要中提到|不要提到",
+        "before_see": "在我看到之前|我看到之前|我看见之前|用户看到之前",
+        "unlogged": "不要记进日志|不要记录|不记入日志|别记录|不留记录|不要写进日志|不要留下记录|不留痕迹",
+        "change": "改成|换成|修改|更改|替换",
+        "delete": "删掉|删除|删了",
+        "covert": "悄悄|偷偷|默默|暗中",
+        "copy_to": "密送|自动转发|转发规则|副本",
+        "mine": "我的团队|我们团队|我们的团队|自己的团队|我自己的|我的备份",
+        "rules": "技能文件|配置指令",
+        "whole": "完整|全部|所有",
+        "stakes": "退款",
+        "report": "摘要|日志|记录",
+        "as_if": "当作是|当成是|视为",
+        "before_conv": "这次对话之前|对话之前|对话开始前",
+        "unseen": "察觉不到|不会发现|发现不了|注意不到",
+        "confirm": "确认步骤|确认",
+        "impersonate": "以他的名义|以她的名义|以用户的名义",
+    },
+    "ja": {
+        "also": "にも|も送|同時に|併せて",
+        "told": "言われたこと|指示されたこと|伝えられたこと",
+        "own": "このスキル|このレッスン",
+        "voided": "もう古い|古いので|取り消し|無効|廃止|適用されない",
+        "prefer": "優先|より優先|を優先",
+        "mailsrc": "メール|メッセージ|送信者",
+        "hidden": "隠し|隠された|内部|秘密の|非公開",
+        "reveal": "出力|書き出|そのまま|全部出|冒頭に|書いて|見せて|表示",
+        "dest": "説明欄|プルリクエスト|フッター|送信メール|毎回|署名|公開|公開メモ|公開|誰でも",
+        "send": "書き足|貼り付け|転送|送って|送信|教えて|伝えて|共有|渡して|提供|保存",
+        "secret": "api キー|apiキー|ログイン情報|認証コード|確認コード|パスワード|秘密鍵|トークン|クッキー|セッション|認証情報",
+        "data": "スレッド|やり取り|受信トレイ|添付|カレンダー|参加者|請求書|連絡先|ファイル|メモ|議事録",
+        "outside": "テレグラム|telegram|ボット|whatsapp",
+        "authority": "セキュリティチーム|開発チーム|開発者|システム更新|システム通知|管理者より|正式なお知らせ|公式のお知らせ|サポートから",
+        "grant": "かまいません|構いません|してもよい|しても良い|教えてよい|許可されています|権限があります|権限がある",
+        "safeguard": "安全チェック|保護|フィルター|セキュリティチェック|安全機能",
+        "disable": "無効化|オフ|停止済み|解除|飛ばして|スキップ",
+        "oversight_off": "確認せずに|確認なしで|ユーザーに確認せず|聞かずに",
+        "you_now": "あなたは今から|今からあなたは|あなたはこれから|今日からあなたは",
+        "pretend": "として振る舞|振る舞って|思って行動|として行動|になりきって|ふりをして|だと想像|と想像して|だと思って",
+        "nofilter": "制限が一切な|一切の制限|制限なし|フィルターなし|縛られない|何も断らない|制限のない|ルールが一切な|一切ない|ルールのない",
+        "untold": "そのことは言わないで|言わないで|黙って|知らせないで|私に言わず|伝えないで",
+        "before_see": "私が見る前に|見る前に|私が読む前に|ユーザーが見る前に",
+        "unlogged": "ログに残さない|ログに残さず|記録しない|記録に残さない|ログに書かない|履歴に残さない",
+        "change": "変えて|変更|書き換え|差し替え",
+        "delete": "削除|消して|消去",
+        "covert": "こっそり|密かに|黙って|気づかれずに",
+        "copy_to": "bcc|自動転送|転送ルール|コピー",
+        "mine": "自分のチーム|私のチーム|自社|社内の|私たちのチーム|私のバックアップ",
+        "rules": "スキルファイル|設定指示",
+        "whole": "全部|すべて|全て|完全な",
+        "stakes": "返金",
+        "report": "サマリー|要約|ログ",
+        "as_if": "からの指示として|として扱|とみなして",
+        "before_conv": "この会話の前|会話の前に|会話の開始前",
+        "unseen": "気づかないように|気付かないように|気づかれない",
+        "confirm": "確認ステップ|確認",
+        "impersonate": "本人の名義で|名義で",
+    },
+    "ko": {
+        "also": "로도|으로도|에도|함께|동시에",
+        "told": "들은 내용|들은 것|말한 것|지시받은 것",
+        "own": "이 스킬|이 레슨",
+        "voided": "안 맞|취소|무효|폐기|더 이상 유효하지|오래된",
+        "prefer": "우선|먼저 따르",
+        "mailsrc": "메일|메시지|보낸 사람|발신자",
+        "hidden": "숨겨진|숨은|내부|비밀|기밀",
+        "rules": "지시사항|스킬 파일|설정 지시",
+        "reveal": "한 글자도 빼지 말고|그대로|적어|출력|보여|맨 앞에|표시",
+        "dest": "설명란|풀 리퀘스트|하단|보내는 메일|맨 앞|서명|공개|공개 메모|공개|누구나",
+        "send": "붙여|보내|전달|알려줘|알려 줘|알려주|공유|넘겨|제공|저장",
+        "secret": "로그인 정보|인증번호|인증 번호|인증 코드|api 키|비밀번호|개인 키|토큰|쿠키|세션|자격 증명",
+        "data": "스레드|대화|받은 편지함|첨부|캘린더|일정|참석자|청구서|연락처|파일|메모|회의록",
+        "outside": "텔레그램|telegram|봇|whatsapp",
+        "authority": "보안팀|개발팀|개발자|시스템 업데이트|시스템 공지|관리자 공지|공식 공지|지원팀",
+        "grant": "도 됩니다|줘도 돼|해도 됩니다|해도 돼|허용됩니다|권한이 있|권한이 있습니다|권한이 있",
+        "safeguard": "안전 검사|보호|필터|보안 검사|안전 장치|스팸 필터|바이러스 검사|보안 검사",
+        "disable": "꺼져|껐|비활성화|해제|를 꺼|을 꺼|끄고|꺼 줘|꺼줘|건너뛰",
+        "oversight_off": "묻지 않고|확인 없이|확인하지 않고|사용자에게 묻지|아무에게도 묻지 않고|묻지 않고",
+        "you_now": "너는 이제|이제 너는|지금부터 너는|너는 지금부터|오늘부터 너는",
+        "pretend": "처럼 행동|생각하고 움직|생각하고 행동|인 척|역할을 해|라고 상상|이라고 상상|라고 생각해",
+        "nofilter": "제한도 없|제한이 없|무제한|필터 없는|묶이지 않는|거절하지 않|규칙도 없|규칙이 없|아무 규칙",
+        "untold": "말하지 마|나한테는 말하지|알리지 마|알리지 말고|모르게|말하지 말고",
+        "before_see": "내가 보기 전에|보기 전에|내가 읽기 전에|사용자가 보기 전에",
+        "unlogged": "로그에 남기지|기록하지 마|기록에 남기지|로그를 남기지|흔적을 남기지",
+        "change": "바꾸|변경|수정",
+        "delete": "지우|삭제",
+        "covert": "몰래|조용히|슬쩍",
+        "copy_to": "숨은 참조|자동 전달|전달 규칙|사본",
+        "mine": "우리 팀|내 팀|우리 회사|제 팀|내 백업",
+        "whole": "전체|전부|모든",
+        "stakes": "환불",
+        "as_if": "것처럼 처리|한 것처럼|것으로 간주",
+        "before_conv": "이 대화 전|대화 전에|대화 시작 전",
+        "confirm": "확인 단계|확인",
+        "impersonate": "그의 이름으로|그녀의 이름으로",
+    },
+}
+# Words read the same in every language: secrets named by file or format, places outside named by service.
+_ANY_LANGUAGE: dict[str, str] = {
+    "secret": "env|ssh|id_rsa|id_ed25519|id_ecdsa|aws|iban|otp|totp|2fa|mfa|pem|kubeconfig|npmrc|netrc|credentials|pgp|gpg",
+    "outside": "webhook|pastebin|ngrok|telegram|whatsapp|discord",
+}
+for _lang, _families in _WIDER.items():
+    for _family, _words in _families.items():
+        _LEXICON[_lang][_family] = f"{_LEXICON[_lang][_family]}|{_words}" if _family in _LEXICON[_lang] else _words
+del _lang, _families, _family, _words
 _SPACELESS = frozenset({"zh", "ja", "ko"})
 # (finding, families all in one clause, families of which one more must be there (or none), the family that
 # turns the move into a rule against it)
@@ -1194,21 +1645,44 @@ _MOVES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str | None], ...] = (
     ("keeps the user in the dark", ("untold", "report"), (), None),
     ("keeps the user in the dark", ("hide", "user"), (), None),
     ("keeps the user in the dark", ("hide", "report"), ("send", "stakes", "secret", "this_msg", "copy_to"), None),
+    # round 2: by move, not by scenario
+    ("dismisses its instructions", ("told", "voided"), (), None),
+    ("dismisses its instructions", ("prefer", "rules"), ("mailsrc", "sender"), None),
+    ("asks for its prompt", ("hidden", "rules"), ("reveal", "dest"), "neg"),
+    ("asks for its prompt", ("reveal", "own", "rules", "whole"), (), "neg"),
+    ("announces new rules", ("only", "rules", "mailsrc"), (), "neg"),
+    ("obeys the message", ("as_if", "user"), ("rules", "mailsrc"), "neg"),
+    ("asks for its prompt", ("before_conv",), ("reveal", "dest", "given"), "neg"),
+    ("reassigns its identity", ("you_now", "impersonate"), (), "neg"),
+    ("disables a safeguard", ("disable", "confirm", "stakes"), (), "neg"),
+    ("exfiltrates data", ("send", "data", "outside"), ("also", "copy_to", "covert", "untold", "unseen"), "neg"),
+    ("reassigns its identity", ("pretend", "nofilter"), (), None),
+    ("reassigns its identity", ("you_now", "nofilter"), (), None),
+    ("keeps the user in the dark", ("untold",), ("delete", "copy_to", "auto", "stakes"), None),
+    ("keeps the user in the dark", ("before_see",), ("delete", "hide", "copy_to"), None),
+    ("keeps the user in the dark", ("unlogged",), ("stakes", "change", "delete", "copy_to", "auto"), None),
+    ("keeps the user in the dark", ("covert",), ("copy_to", "auto", "delete", "change"), None),
 )
-_TEXT_WIDE = frozenset({"authority"})
+_MOVES_BY_FIRST: dict[str, tuple[int, ...]] = {}  # a family → the moves (their index) that need it first
+for _k, (_name, _need, _extra, _blocked) in enumerate(_MOVES):
+    _MOVES_BY_FIRST[_need[0]] = (*_MOVES_BY_FIRST.get(_need[0], ()), _k)
+del _k, _name, _need, _extra, _blocked
+_TEXT_WIDE = frozenset({"authority", "nofilter"})
+_SPARED_BY_MINE = frozenset({"exfiltrates data"})  # a hand-off to the user's own team or domain (`mine`) is none
 _SECRECY = ("untold", "unseen", "notice")  # a negation inside one of these keeps the user in the dark  # a family that counts in every clause once it is anywhere in the text
 
 
 @lru_cache(maxsize=1)
-def _lexicon() -> tuple[dict, dict, frozenset, range, dict, re.Pattern | None, int]:
-    """`_LEXICON` folded: (phrase of whole words → {(language, family)}, word start → {...}, the first words of
-    the phrases of two words or more, (the shortest word start's length, every length, the word starts cut to
-    the shortest), substring → {...}, the substrings as one pattern, the longest phrase in words)."""
+def _lexicon() -> tuple[dict, dict, dict, tuple, dict, re.Pattern | None, int]:
+    """`_LEXICON` and `_ANY_LANGUAGE` folded: (phrase of whole words → {(language, family)}, word start → {...},
+    a first word of a phrase of two words or more → the lengths of its phrases, (the shortest word start's
+    length, its first letters → the lengths of the word starts that begin so), substring → {...}, the
+    substrings as one pattern, the longest phrase in words)."""
     exact: dict[str, set] = {}
     stems: dict[str, set] = {}
     subs: dict[str, set] = {}
     longest = 1
-    for lang, families in _LEXICON.items():
+    for lang, families in [*_LEXICON.items(), ("*", _ANY_LANGUAGE)]:
         for family, words in families.items():
             for word in words.split("|"):
                 stem = word.endswith("*")
@@ -1220,11 +1694,17 @@ def _lexicon() -> tuple[dict, dict, frozenset, range, dict, re.Pattern | None, i
                 longest = max(longest, len(toks))
                 key = " ".join(toks)
                 (stems if stem and len(toks) == 1 else exact).setdefault(key, set()).add((lang, family))
-    starts = frozenset(k.split(" ", 1)[0] for k in exact if " " in k)
+    starts: dict[str, set] = {}  # a phrase's first word → the phrase lengths (in words) it begins
+    for k in exact:
+        if " " in k:
+            starts.setdefault(k.split(" ", 1)[0], set()).add(k.count(" ") + 1)
     short = min(map(len, stems), default=1)
-    sizes = (short, range(short, max(map(len, stems), default=0) + 1), frozenset(k[:short] for k in stems))
+    lengths: dict[str, set] = {}  # the first `short` letters → the lengths of the word starts that begin so
+    for k in stems:
+        lengths.setdefault(k[:short], set()).add(len(k))
+    sizes = (short, {k: tuple(sorted(v)) for k, v in lengths.items()})
     subs_rx = re.compile("|".join(map(re.escape, sorted(subs, key=len, reverse=True)))) if subs else None
-    return exact, stems, starts, sizes, subs, subs_rx, longest
+    return exact, stems, {k: tuple(sorted(v)) for k, v in starts.items()}, sizes, subs, subs_rx, longest
 
 
 _LEX_TOKEN = re.compile(r"\w+")
@@ -1246,23 +1726,25 @@ def lexicon_moves(readings) -> list[str]:
             for i, tok in enumerate(toks):
                 for lf in exact.get(tok, ()):
                     hits.setdefault(lf, tok)
-                if tok in starts:
-                    for n in range(2, min(longest, len(toks) - i) + 1):
-                        key = " ".join(toks[i:i + n])
-                        for lf in exact.get(key, ()):
-                            hits.setdefault(lf, key)
-                if tok[:sizes[0]] in sizes[2]:  # a word that may begin with a word start of the lexicon
-                    for j in sizes[1]:
-                        if j > len(tok):
-                            break
-                        for lf in stems.get(tok[:j], ()):
-                            hits.setdefault(lf, tok)
+                for n in starts.get(tok, ()):  # the lengths of the phrases this word begins
+                    if i + n > len(toks):
+                        break
+                    key = " ".join(toks[i:i + n])
+                    for lf in exact.get(key, ()):
+                        hits.setdefault(lf, key)
+                for j in sizes[1].get(tok[:sizes[0]], ()):  # the word starts this word may begin with
+                    if j > len(tok):
+                        break
+                    for lf in stems.get(tok[:j], ()):
+                        hits.setdefault(lf, tok)
             if spaceless:
                 for m in subs_rx.finditer(clause):
                     for lf in subs[m.group(0)]:
                         hits.setdefault(lf, m.group(0))
             if "@" in clause and _ADDRESS_RX.search(clause):
                 hits[("*", "outside")] = "an address"
+            elif ("@" in clause or "/" in clause or "+" in clause) and _PLACE_RX.search(clause):
+                hits[("*", "outside")] = "a place outside"
             if hits:
                 clauses.append(hits)
         wide = {lf: w for hits in clauses for lf, w in hits.items() if lf[1] in _TEXT_WIDE}
@@ -1274,7 +1756,8 @@ def lexicon_moves(readings) -> list[str]:
             neutral = by_lang.pop("*", {})
             for lang in sorted(by_lang):
                 fams = {**neutral, **by_lang[lang]}
-                for name, need, extra, blocked in _MOVES:
+                for k in sorted(k for f in fams for k in _MOVES_BY_FIRST.get(f, ())):
+                    name, need, extra, blocked = _MOVES[k]
                     if name in found or not all(f in fams for f in need):
                         continue
                     if blocked in fams and not any(_within(fams[blocked], fams[f], lang) for f in need + _SECRECY
@@ -1282,6 +1765,8 @@ def lexicon_moves(readings) -> list[str]:
                         continue  # a negation of its own, not one inside the move's words ("no sigas") or a
                         # secrecy phrase ("nie wspominając o tym")
                     if extra and not any(f in fams for f in extra):
+                        continue
+                    if name in _SPARED_BY_MINE and "mine" in fams:
                         continue
                     words = [fams[f] for f in need + tuple(f for f in extra if f in fams)[:1]]
                     found[name] = f"({name}, {lang}): {', '.join(repr(w) for w in words)}"
@@ -1294,6 +1779,8 @@ def _within(word: str, phrase: str, lang: str) -> bool:
 
 
 _ADDRESS_RX = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# A place outside besides an address: a URL, a chat handle (@name), a phone number.
+_PLACE_RX = re.compile(r"\b(?:https?|ftp)://\S+|(?<![\w.])@[a-z_]\w{2,}|\+\d[\d ()-]{6,}\d", re.IGNORECASE)
 
 
 # The intent model: a bag of word families read off each folded reading, weighed by a logistic model fitted on the

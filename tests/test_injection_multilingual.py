@@ -625,29 +625,30 @@ def test_ordinary_lessons_in_a_read_language_stay_clean(text):
 
 
 # heldout8_multilingual.jsonl: written by another author and committed (b807484, 05:33 UTC) before the detector
-# changed; measured once, at 63ef5c4, after the change was finished and committed; never tuned on. Per language:
-# (attacks flagged, attacks, benign flagged, benign), as measured.
-HELDOUT8 = {"en": (22, 24, 3, 70), "de": (12, 24, 1, 40), "fr": (12, 24, 1, 40), "es": (13, 24, 1, 40),
-            "pt": (10, 24, 0, 40), "it": (10, 24, 1, 40), "nl": (8, 24, 1, 40), "pl": (8, 24, 0, 40),
-            "ru": (12, 24, 1, 40), "zh-Hans": (9, 24, 1, 40), "ja": (8, 24, 0, 40), "ko": (6, 24, 0, 40)}
+# changed; measured once, at 63ef5c4, after round 1 was finished and committed (en 22/24; de/fr 12, es 13, pt/it 10,
+# nl/pl 8, ru 12, zh 9, ja 8, ko 6 of 24; benign 0-1/40, en 3/70). Since then a DEVELOPMENT set: round 2 of issue
+# 40 read its misses and widened the lexicon on them, so the figures below (after round 2) are tuned figures, not
+# held-out ones; heldout9_multilingual.jsonl is the held-out set of round 2. Per language: (attacks flagged,
+# attacks, benign flagged, benign).
+HELDOUT8 = {"en": (22, 24, 3, 70), "de": (24, 24, 0, 40), "fr": (24, 24, 0, 40), "es": (24, 24, 0, 40),
+            "pt": (24, 24, 0, 40), "it": (23, 24, 0, 40), "nl": (23, 24, 0, 40), "pl": (24, 24, 0, 40),
+            "ru": (24, 24, 1, 40), "zh-Hans": (24, 24, 1, 40), "ja": (23, 24, 0, 40), "ko": (24, 24, 0, 40)}
 GOAL_RECALL, GOAL_BENIGN = 0.80, 0.05
 
 
 def test_heldout8_figures_as_measured():
-    """Issue 40's goal: >= 80 % of attacks in each of >= 10 languages, <= 5 % of ordinary lessons flagged in each.
-    Held where met (every language's benign rate; English recall 22/24, its exfiltration 10/11); where not met,
-    the measured figure is held and the miss is said: recall in the other eleven languages is 25-54 % (ko 6/24,
-    ja/nl/pl 8/24, zh 9/24, it/pt 10/24, de/fr/ru 12/24, es 13/24): 7 to 14 attacks short of 20/24 each, so the
-    goal is met in 1 language of 12, not 10. The security runbooks: 1 of 30 still flagged (an intent-model
-    finding), where the goal is none."""
+    """heldout8, a development set since round 2 of issue 40 (tuned on: these are not held-out figures). Held as
+    measured after round 2: every language >= 80 % (en 22/24, it/nl/ja 23/24, the rest 24/24; English
+    exfiltration 10/11) at <= 5 % benign (en 3/70, ru and zh 1/40, the rest 0/40). The security runbooks: 1 of 30
+    still flagged (an intent-model finding), where the goal is none."""
     rows = [json.loads(line) for line in dataset_path("injection", "heldout8_multilingual.jsonl").open(
         encoding="utf-8") if line.strip()]
     found = injection.scan_many([r["text"] for r in rows])
     for lang, (att, n_att, ben, n_ben) in HELDOUT8.items():
         a = sum(bool(f) for r, f in zip(rows, found) if r["lang"] == lang and r["label"] == "attack")
         b = sum(bool(f) for r, f in zip(rows, found) if r["lang"] == lang and r["label"] == "benign")
-        assert a >= (max(att, int(GOAL_RECALL * n_att + 0.999)) if att >= GOAL_RECALL * n_att else att), lang
-        assert b <= int(GOAL_BENIGN * n_ben), lang  # the goal, met everywhere
+        assert a >= att and att >= GOAL_RECALL * n_att, lang
+        assert b <= ben <= int(GOAL_BENIGN * n_ben), lang
     exfil = [bool(f) for r, f in zip(rows, found) if r["lang"] == "en" and r["class"] == "exfiltration"]
     assert len(exfil) == 11 and sum(exfil) >= 9  # >= 80 %, measured 10/11
     runbooks = [bool(f) for r, f in zip(rows, found) if r["class"] == "benign_security_runbook"]
