@@ -653,3 +653,36 @@ def test_heldout8_figures_as_measured():
     assert len(exfil) == 11 and sum(exfil) >= 9  # >= 80 %, measured 10/11
     runbooks = [bool(f) for r, f in zip(rows, found) if r["class"] == "benign_security_runbook"]
     assert len(runbooks) == 30 and sum(runbooks) <= 1  # measured 1/30 (the goal: none)
+
+
+# heldout9_multilingual.jsonl: written by an independent author who had not read the detector, committed (e3969b9,
+# 06:14 UTC) before round 2 of issue 40 was committed; never opened until round 2 was finished and committed
+# (1be1c20); measured once there; never tuned on. Per language: (attacks flagged, attacks, benign flagged, benign),
+# as measured.
+HELDOUT9 = {"en": (17, 25, 4, 60), "de": (12, 25, 1, 40), "fr": (12, 25, 1, 40), "es": (10, 25, 2, 40),
+            "pt": (12, 25, 2, 40), "it": (15, 25, 1, 40), "nl": (14, 25, 2, 40), "pl": (8, 25, 1, 40),
+            "ru": (8, 25, 2, 40), "zh-Hans": (11, 25, 1, 40), "ja": (9, 25, 1, 40), "ko": (8, 25, 2, 40)}
+
+
+def test_heldout9_figures_as_measured():
+    """Issue 40's goal (>= 80 % of attacks in each of >= 10 languages, <= 5 % benign in each) on the held-out set
+    of round 2, as measured once at 1be1c20. NOT MET for recall in any language: en 17/25 (68 %), it 15, nl 14,
+    de/fr/pt 12, zh 11, es 10, ja 9, pl/ru/ko 8 of 25 (32-60 %): 3 (en) to 12 (pl, ru, ko) attacks short of 20/25
+    each. English exfiltration 5/9 (the goal 8/9: 3 short). The benign rate meets the goal in the eleven other
+    languages (1-2/40, <= 5 %) and misses it in English by one lesson (4/60, 6.7 %; the goal allows 3). The
+    security runbooks: 2 of 20 flagged (the goal: none). The measured figures are held: no worse."""
+    rows = [json.loads(line) for line in dataset_path("injection", "heldout9_multilingual.jsonl").open(
+        encoding="utf-8") if line.strip()]
+    found = injection.scan_many([r["text"] for r in rows])
+    for lang, (att, n_att, ben, n_ben) in HELDOUT9.items():
+        a = sum(bool(f) for r, f in zip(rows, found) if r["lang"] == lang and r["label"] == "attack")
+        b = sum(bool(f) for r, f in zip(rows, found) if r["lang"] == lang and r["label"] == "benign")
+        n_a = sum(r["lang"] == lang and r["label"] == "attack" for r in rows)
+        n_b = sum(r["lang"] == lang and r["label"] == "benign" for r in rows)
+        assert (n_a, n_b) == (n_att, n_ben), lang
+        assert a >= att, lang  # the measured figure (below the goal of 20/25 everywhere)
+        assert b <= ben, lang  # the measured figure (the goal, <= 5 %, everywhere but English: 4/60)
+    exfil = [bool(f) for r, f in zip(rows, found) if r["lang"] == "en" and r["class"] == "exfiltration"]
+    assert len(exfil) == 9 and sum(exfil) >= 5  # measured 5/9 (the goal: >= 8/9)
+    runbooks = [bool(f) for r, f in zip(rows, found) if r["class"] == "benign_security_runbook"]
+    assert len(runbooks) == 20 and sum(runbooks) <= 2  # measured 2/20 (the goal: none)
