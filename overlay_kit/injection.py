@@ -2081,6 +2081,12 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, langs: tu
 
 # The languages the scan reads: English and every language of `_LEXICON`. Prose in any other is a finding.
 READ_LANGUAGES = frozenset({"en", *_LEXICON})
+# The languages a lesson may auto-approve in when the scan finds nothing (`gates._staged`). A read language joins
+# when its attack recall reaches 0.8 on a held-out set frozen before the scan last changed (issue 40's bar); none
+# has yet (heldout9, measured once: 32-60 % outside English), so a lesson in one of them is read and shown without
+# a label, but waits for review, with a message saying why. English is here as it was before the languages were
+# read, though its heldout9 recall (17 of 25) is under the bar too; auto-approve ships off (study 15).
+AUTO_APPROVE_LANGUAGES = frozenset({"en"})
 
 
 def languages(text: str) -> tuple[str, ...]:
