@@ -56,6 +56,8 @@ def test_binder_pins_the_lab_closure_at_the_installed_versions():
     assert {"jupyterlab", "ipywidgets", "altair", "vl-convert-python", "torch", "sentence-transformers"} <= set(constrained)
     assert f"torch=={constrained['torch']}".split("+")[0] == makefile_default("TORCH_SPEC")
     assert constrained["altair"].startswith("5.")  # Vega-Lite 5: what JupyterLab 4 draws
+    missing = sorted(names - set(constrained))  # a dependency added since the last pin.py (py3langid once)
+    assert not missing, f"binder/constraints.txt lacks {missing}: rerun .venv/bin/python binder/pin.py"
     requirements = (ROOT / "binder" / "requirements.txt").read_text().splitlines()
     assert "-c constraints.txt" in requirements  # pip reads a nested file relative to the requirements file
 
