@@ -91,3 +91,10 @@ def test_no_stored_progress_bar_shows_an_unfinished_state(path):
     texts = ["".join(o.get("data", {}).get("text/plain", "")) for c in nb["cells"] if c["cell_type"] == "code"
              for o in c.get("outputs", ())]
     assert not [t for t in texts if re.search(r"\b0%\|", t)], path.name
+
+
+def test_the_quickstart_points_to_every_other_notebook():
+    quick = json.loads((NOTEBOOKS[0].parent / "00_quickstart.ipynb").read_text(encoding="utf-8"))
+    text = "".join("".join(c["source"]) for c in quick["cells"] if c["cell_type"] == "markdown")
+    missing = [p.name for p in NOTEBOOKS if p.stem != "00_quickstart" and f"({p.name})" not in text]
+    assert not missing, f"00_quickstart's 'Where to go next' lacks {missing}"
