@@ -25,6 +25,7 @@ import yaml
 from .anchor import AnchorError
 from .anchor import parse as parse_sections
 from .display import skill_html, skill_text
+from .resources import dataset_path
 
 __all__ = [
     "CAPABILITY_DOMAINS",
@@ -639,6 +640,10 @@ def find_skill(ref: str | os.PathLike, roots: Iterable[Root] | None = None) -> S
         return found.skills[str(ref)]
     close = get_close_matches(str(ref), found.skills, n=3)
     hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    example = dataset_path("skills", str(ref))
+    if (example / "SKILL.md").is_file():  # a bundled example (datasets/skills) is not a discovery root
+        hint += (f"; a bundled example of that name is at {example}: pass that path, or set "
+                 f"${SKILLS_ENV}={example.parent}")
     searched = ", ".join(f"{r.label} {r.path}" + ("" if r.path.is_dir() else " (absent)") for r in roots)
     raise SkillError(f"no skill file and no discovered skill named {str(ref)!r}{hint}; roots searched in order: "
                      f"{searched}; to add a root, set ${SKILLS_ENV} to one or more directories (separated by "

@@ -97,3 +97,14 @@ def test_a_name_not_found_suggests_close_names_and_says_where_names_are_looked_u
 
     assert main(["anchors", "zzzz"]) == 1
     assert "did you mean" not in capsys.readouterr().err  # nothing close: no guess
+
+
+def test_a_bundled_example_named_but_not_discoverable_is_pointed_to(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("OVERLAY_KIT_SKILLS", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["anchors", "triage-inbox"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"a bundled example of that name is at {SKILLS / 'triage-inbox'}: pass that " \
+        f"path, or set $OVERLAY_KIT_SKILLS={SKILLS}" in err, err
+    assert main(["anchors", str(SKILLS / "triage-inbox")]) == 0
