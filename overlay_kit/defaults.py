@@ -52,6 +52,12 @@ class Defaults:
     scope: str = "agent"
     # base updates, decay, tools
     rebase_policy: str = "section"
+    # A lesson learned without a section anchors where `anchoring.propose` puts it only when its confidence (the
+    # score margin over the runner-up, 1.0 for a lone candidate) reaches this; below, the section is asked. The
+    # smallest margin at which proposals were right >= 95 % of the time on the development split of real
+    # additions (benchmarks/anchoring_accuracy.py --tune); no margin below 1.0 got there (the best, 0.2, was
+    # right 53 % of the time), so only a skill with one candidate section anchors without asking.
+    anchor_confidence: float = 1.0
     # `evidence.decay` (run on request): None, age alone demotes nothing and last use only ranks (the budget's
     # order when the ceiling binds); N, an active tier-3 lesson unused N days is demoted to retrieval-only. Set
     # by notebook 14's rule (datasets/rules/14_decay.yaml): every idle bound studied cost the lessons a user
