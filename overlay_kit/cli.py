@@ -269,7 +269,10 @@ def register_learn(sub) -> None:
     p.add_argument("skill", metavar="SKILL", help="skill directory, SKILL.md, or discovered skill name")
     p.add_argument("--kind", help="tool-hint | parameter | exception | preference | example | fact (required "
                                   "without --from)")
-    p.add_argument("--section", help="anchor section slug (see `overlay-kit anchors`)")
+    p.add_argument("--section", help="anchor section slug (see `overlay-kit anchors`); omitted or 'auto': the "
+                                     "section is proposed (`anchoring.propose`) and used only when confident, "
+                                     "else nothing is written and the proposal is shown")
+    p.add_argument("--goal", help="the goal or turn that taught the lesson (helps propose its section)")
     p.add_argument("--source", choices=_Sources(), metavar="SRC",
                    help="provenance: user_instruction | outcome_evidence | observed_content | unknown "
                         "(required without --from; any other name is refused)")
@@ -344,22 +347,48 @@ def cmd_learn(args: argparse.Namespace) -> int:
     evidence = list(args.evidence)
     for path in args.evidence_file:
         evidence.append(read_text_file(path, EVIDENCE_FILE_CAP, "--evidence-file"))
+    payload, proposal = learn_payload(args), None
+    if args.section in (None, "auto") and args.kind != "fact":
+        from .anchoring import lesson_text, propose
+
+        proposal = propose(skill.body, lesson_text(args.kind, payload), goal=args.goal)
+        if not proposal.confident:
+            return _ask_section(args, skill, proposal)
     with _open_store(args, research=args.research, auto_approve=args.auto_approve) as store:
         _hold_budget(store, [skill])
-        result = learn(store, skill, args.kind, learn_payload(args), section=args.section,
+        result = learn(store, skill, args.kind, payload, section=proposal.section if proposal else args.section,
                        provenance=Provenance(args.source, tuple(args.turn)), scope=args.scope,
                        evidence=evidence, incognito=args.incognito, settings=GateSettings())
     if args.json:
         out = result.to_dict() | {"delta": result.delta.to_dict() if result.delta else None,
-                                  "fact": None}
+                                  "fact": None, "anchoring": proposal.to_dict() if proposal else None}
         if result.fact:
             f = result.fact
             out["fact"] = {"namespace": f.namespace, "key": f.key, "value": f.value, "scope": f.scope,
                            "provenance": f.provenance.to_dict()}
         _emit_json(out)
     else:
+        if proposal:
+            print(f"anchored on §{proposal.section} (proposed, confidence {proposal.confidence:.2f})")
         _print_result(result)
     return 1 if result.outcome == "refused" else 0
+
+
+def _ask_section(args: argparse.Namespace, skill, proposal) -> int:
+    """`learn` without a section whose proposal is not confident: nothing is written; the proposal and its
+    alternatives are shown, and the section is asked for (exit 1, as a refusal)."""
+    message = (f"no section given and the proposal §{proposal.section} is not confident (confidence "
+               f"{proposal.confidence:.2f} < {proposal.threshold}): nothing written; rerun with --section "
+               f"{' | '.join(s for s, _ in proposal.alternatives)} (or another: `overlay-kit anchors`)")
+    if args.json:
+        _emit_json({"outcome": "asked", "rule": "anchoring", "message": message, "persisted": False,
+                    "delta_id": None, "status": None, "findings": [], "warnings": [], "delta": None,
+                    "fact": None, "anchoring": proposal.to_dict()})
+    else:
+        print(f"asked: {message}")
+        for slug, score in proposal.alternatives:
+            print(f"  §{slug}  {score:.3f}")
+    return 1
 
 
 def _print_result(r, prefix: str = "") -> None:
@@ -393,7 +422,7 @@ def cmd_learn_batch(args: argparse.Namespace) -> int:
     """`learn --from FILE.jsonl`: every line is read and checked before anything is written."""
     from .gates import GateSettings, learn_many
 
-    single = [f"--{k.replace('_', '-')}" for k in ("kind", "section", "source", "body", "trigger", "input",
+    single = [f"--{k.replace('_', '-')}" for k in ("kind", "section", "goal", "source", "body", "trigger", "input",
                                                     "output", "key", "value", "scope_key", "namespace",
                                                     "condition", "action") if getattr(args, k) is not None]
     single += [f"--{k.replace('_', '-')}" for k in ("turn", "prefer", "drop", "evidence", "evidence_file")

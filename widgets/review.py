@@ -22,7 +22,7 @@ from types import MappingProxyType
 
 import ipywidgets as widgets
 
-from overlay_kit import rebase
+from overlay_kit import anchoring, rebase
 from overlay_kit.display import UnifiedDiff, delta_html, esc
 from overlay_kit.grammar import Delta
 from overlay_kit.resolve import EffectiveSkill, compose
@@ -112,6 +112,24 @@ class ReviewPanel(Panel):
         return html
 
     # ------------------------------------------------------------------------------------- actions
+
+    def proposal(self, delta: Delta) -> "anchoring.Proposal | None":
+        """Where `anchoring.propose` would put this lesson in its skill (None if it cannot say)."""
+        try:
+            return anchoring.propose(self.skills[delta.skill].body, anchoring.lesson_text(delta.kind, delta.payload))
+        except Exception:  # the render path never raises: no proposal shown
+            return None
+
+    def _proposal_html(self, delta: Delta) -> str:
+        p = self.proposal(delta)
+        if p is None:
+            return ""
+        here = delta.anchor.section
+        verdict = "the proposal" if p.section == here else f"proposed: §{esc(p.section)}"
+        alts = " · ".join(f"§{esc(s)} {v:.2f}" for s, v in p.alternatives)
+        return (f"<div class='overlay-anchoring' style='font-size:90%'>Section §{esc(here)} — {verdict} "
+                f"(confidence {p.confidence:.2f}{'' if p.confident else ', low: check it'}); "
+                f"alternatives: {alts}</div>")
 
     def _moved_on(self, delta_id: str) -> bool:
         """True (and the panel says so, and redraws) when the row changed outside this panel since it was drawn
@@ -233,6 +251,8 @@ class ReviewPanel(Panel):
         parts = [widgets.HTML(delta_html(d, body))]
         if d.status != "orphaned":
             parts.append(widgets.HTML(self._change_html(d)))
+        if d.status in PENDING:
+            parts.append(widgets.HTML(self._proposal_html(d)))
         flagged = d.status == "quarantined" and bool(d.findings)
         if flagged and self._confirming == d.id:
             items = "".join(f"<li><code>{esc(f)}</code></li>" for f in d.findings)
