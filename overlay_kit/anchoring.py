@@ -77,9 +77,9 @@ class Proposal:
 
 
 def candidates(sections: Sequence[Section]) -> list[Section]:
-    """The sections a lesson may anchor on, in body order: all but an empty `_preamble` (a headingless body's
-    `_body` included)."""
-    return [s for s in sections if not (s.slug == PREAMBLE and not s.text.strip())]
+    """The sections a lesson may anchor on, in body order: all but an empty `_preamble` or `_body` (a headingless
+    body's `_body` included when it has text)."""
+    return [s for s in sections if s.text.strip() and not (s.slug == PREAMBLE and not s.body_text.strip())]
 
 
 def _words(text: str) -> list[str]:
@@ -135,7 +135,9 @@ def parts(sections: Sequence[Section], text: str, *, goal: str | None = None) ->
 
 def _sims(texts: list[str]):
     """Exact cosine of `texts[0]` with every text (itself included)."""
-    vectors = static_embedder().encode(texts)
+    import numpy as np  # imported on use, as `cosines` does
+
+    vectors = np.nan_to_num(static_embedder().encode(texts))  # a text of no tokens embeds as NaN: score it 0
     return cosines(vectors[:1], vectors)[0]
 
 
