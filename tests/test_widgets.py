@@ -58,6 +58,15 @@ def test_review_shows_pending_with_their_diff_and_the_scan_findings(store, seede
     assert {k for k in panel._buttons} >= {(staged.id, "Approve"), (quarantined.id, "Discard"), (active.id, "Revert")}
 
 
+def test_review_shows_a_pending_lessons_section_proposal_and_alternatives(store, seeded):
+    skill, staged, _, active = seeded
+    panel = ReviewPanel(store, [skill])
+    p = panel.proposal(staged)
+    text = _texts(panel._rows[staged.id])
+    assert "overlay-anchoring" in text and f"§{p.alternatives[1][0]}" in text and "confidence" in text
+    assert "overlay-anchoring" not in _texts(panel._rows[active.id])  # active lessons: no proposal shown
+
+
 def test_a_pending_tool_hint_shows_the_tool_order_it_would_change(store, seeded):
     hint = gates.learn(store, seeded[0], "tool-hint", {"prefer": ["summarize_thread"], "drop": ["trash_message"]},
                        section="reading-the-inbox", provenance="user_instruction").delta
