@@ -48,3 +48,38 @@ def rule_copy(name: str, tmp_path, **params) -> rulefile.RuleFile:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False), encoding="utf-8")
     return rulefile.load(path)
+
+
+# ------------------------------------------------------------------ tamper at rest: what an attacker's shell does
+
+
+def learn_one(store, body, source=TRUSTED, section="replies", approve=True, skill=None):
+    """Teach one preference on the mail skill (`make_skill()`), approved unless asked not to; its id."""
+    from overlay_kit import gates
+
+    r = gates.learn(store, skill or make_skill(), "preference", {"body": body}, section=section, provenance=source)
+    assert r.delta is not None, r.message
+    if approve and r.delta.status != "active":
+        store.approve(r.delta.id)
+    return r.delta.id
+
+
+def sql_shell(db, *statements, args=()):
+    """What an attacker's sqlite3 shell does: plain SQL on the file, committed."""
+    import sqlite3
+
+    c = sqlite3.connect(db)
+    for sql in statements:
+        c.execute(sql, args) if args else c.execute(sql)
+    c.commit()
+    c.close()
+
+
+def resolved_fresh(db, skill=None, **kw):
+    """(effective text, applied ids, store notes) of a fresh open — a new process's view."""
+    from overlay_kit.resolve import resolve
+    from overlay_kit.store import Store
+
+    with Store.open(db, **kw) as s:
+        eff = resolve(skill or make_skill(), s, embedder=False)
+        return eff.text, {d.id for d in eff.applied}, list(s.integrity_notes)

@@ -13,6 +13,9 @@ import stat
 
 import pytest
 from overlay_support import MAIL_BODY, TRUSTED, UNTRUSTED, make_skill
+from overlay_support import learn_one as learn
+from overlay_support import resolved_fresh as resolved
+from overlay_support import sql_shell as shell
 
 from overlay_kit import anchor, gates, seal
 from overlay_kit.anchor import Anchor
@@ -36,30 +39,6 @@ def key_file(tmp_path, monkeypatch):
 @pytest.fixture
 def db(tmp_path):
     return tmp_path / "o.db"
-
-
-def learn(store, body, source=TRUSTED, section="replies", approve=True):
-    r = gates.learn(store, SKILL, "preference", {"body": body}, section=section, provenance=source)
-    assert r.delta is not None, r.message
-    if approve and r.delta.status != "active":
-        store.approve(r.delta.id)
-    return r.delta.id
-
-
-def shell(db, *statements, args=()):
-    """What an attacker's sqlite3 shell does: plain SQL on the file, committed."""
-    c = sqlite3.connect(db)
-    for sql in statements:
-        c.execute(sql, args) if args else c.execute(sql)
-    c.commit()
-    c.close()
-
-
-def resolved(db, **kw):
-    """(effective text, applied ids, store notes) of a fresh open — a new process's view."""
-    with Store.open(db, **kw) as s:
-        eff = resolve(SKILL, s, embedder=False)
-        return eff.text, {d.id for d in eff.applied}, list(s.integrity_notes)
 
 
 def assert_left_out(db, delta_id, text, **kw):

@@ -12,11 +12,13 @@ import sqlite3
 
 import pytest
 from overlay_support import MAIL_BODY, TRUSTED, UNTRUSTED, make_skill
+from overlay_support import learn_one as learn
+from overlay_support import resolved_fresh as applied
+from overlay_support import sql_shell as shell
 
 from overlay_kit import anchor, gates, portable, seal
 from overlay_kit.cli import main
 from overlay_kit.common import InputError, dumps, iso, utc_now
-from overlay_kit.resolve import resolve
 from overlay_kit.store import (
     MIGRATIONS,
     LostKeyError,
@@ -40,28 +42,6 @@ def key_file(tmp_path, monkeypatch):
 @pytest.fixture
 def db(tmp_path):
     return tmp_path / "o.db"
-
-
-def learn(store, body, source=TRUSTED, approve=True):
-    r = gates.learn(store, SKILL, "preference", {"body": body}, section="replies", provenance=source)
-    assert r.delta is not None, r.message
-    if approve and r.delta.status != "active":
-        store.approve(r.delta.id)
-    return r.delta.id
-
-
-def shell(db, *statements, args=()):
-    c = sqlite3.connect(db)
-    for sql in statements:
-        c.execute(sql, args) if args else c.execute(sql)
-    c.commit()
-    c.close()
-
-
-def applied(db, **kw):
-    with Store.open(db, **kw) as s:
-        eff = resolve(SKILL, s, embedder=False)
-        return eff.text, {d.id for d in eff.applied}, list(s.integrity_notes)
 
 
 def files(path):
