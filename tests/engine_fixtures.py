@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections import defaultdict, deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -198,14 +199,22 @@ def _handler(script: Scripted):
     return H
 
 
+@contextmanager
+def served(state, handler):
+    """`state` served on a free loopback port (its `port` set) by `handler` until the block ends."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    state.port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture
 def scripted():
     script = Scripted()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-    server.daemon_threads = True
-    script.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield script
-    server.shutdown()
-    server.server_close()
+    with served(script, _handler(script)):
+        yield script

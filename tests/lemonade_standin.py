@@ -30,10 +30,11 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from engine_fixtures import served
 
 VERSION = "11.7.2"
 AUTO_CTX = 4096  # what automatic sizing (ctx_size -1) resolves to on this pretend machine
@@ -281,11 +282,5 @@ def _handler(st: StandIn):
 @pytest.fixture
 def lemonade():
     st = StandIn()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(st))
-    server.daemon_threads = True
-    st.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield st
-    server.shutdown()
-    server.server_close()
+    with served(st, _handler(st)):
+        yield st
