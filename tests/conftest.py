@@ -32,6 +32,16 @@ def seal_key(tmp_path_factory):
 
 
 @pytest.fixture
+def own_key(tmp_path, monkeypatch):
+    """A key of this test's own (so its own registry beside it): the env variable wins over the config folder."""
+    from overlay_kit import seal
+
+    path = tmp_path / "config" / "seal.key"
+    monkeypatch.setenv(seal.KEY_ENV, str(path))
+    return path
+
+
+@pytest.fixture
 def store(tmp_path):
     with Store.open(tmp_path / "o.db") as s:
         yield s

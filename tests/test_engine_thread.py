@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_fixtures import _need_engine
+from engine_fixtures import _need_engine, alive, gone_within
 
 STAND_IN = """
 import os, sys
@@ -59,14 +59,6 @@ time.sleep(300)
 STAND_IN_SETUP = f"Engine._command = lambda self, model: [sys.executable, '-c', {STAND_IN!r}, str(self.port)]"
 
 
-def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _run_parent(code: str, tmp_path) -> tuple[int, str, str]:
     """Run the parent, read its line, SIGKILL it: (server pid, alive, status) as printed."""
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
@@ -81,21 +73,11 @@ def _run_parent(code: str, tmp_path) -> tuple[int, str, str]:
     return int(line[0]), line[1], line[2]
 
 
-def _gone_within(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.1)
-    os.kill(pid, signal.SIGKILL)  # do not leave it behind
-    return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_server_started_from_a_thread_outlives_the_thread_and_ends_with_the_process(tmp_path):
     pid, alive, status = _run_parent(PARENT.format(setup=STAND_IN_SETUP, wait=1.5), tmp_path)
     assert (alive, status) == ("True", "200")  # it was killed with the thread before
-    assert _gone_within(pid, 10.0)
+    assert gone_within(pid, 10.0)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
@@ -103,7 +85,7 @@ def test_the_llama_cpp_engine_started_from_a_thread_still_answers_and_ends_with_
     _need_engine()
     pid, alive, status = _run_parent(PARENT.format(setup="", wait=1.5), tmp_path)
     assert (alive, status) == ("True", "200")
-    assert _gone_within(pid, 10.0)
+    assert gone_within(pid, 10.0)
 
 
 def test_the_spawner_forks_from_one_long_lived_thread_and_hands_errors_back():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from engine_fixtures import ABORTS_AT_START, SEGFAULTS_ON_POST, engine, small_engine, stand_in  # noqa: F401
+from engine_fixtures import ABORTS_AT_START, SEGFAULTS_ON_POST, alive, engine, gone_within, small_engine, stand_in  # noqa: F401
 
 from overlay_kit.bundled import llama_tokenizer
 from overlay_kit.llm import (
@@ -204,20 +204,6 @@ def test_a_server_that_dies_mid_request_is_reported_as_a_crash(monkeypatch):
         assert isinstance(info.value.__cause__, CutOff if stream else ServerUnavailable)  # what it saw, chained
 
 
-def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie (an orphan whose reaper has not collected it yet)."""
-    if Path("/proc/self").exists():
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-        except OSError:
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def _orphaned(parent_code: str, tmp_path) -> int:
     """Run `parent_code` (it prints the pid of the process it started), SIGKILL it; the started process's pid."""
     parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True,
@@ -231,20 +217,10 @@ def _orphaned(parent_code: str, tmp_path) -> int:
     return child
 
 
-def _gone_within(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.1)
-    os.kill(pid, signal.SIGKILL)  # do not leave it behind
-    return False
-
-
 def test_the_server_dies_with_its_parent(tmp_path):
     server = _orphaned("import time\nfrom overlay_kit.llm.engine import Engine\n"
                        "print(Engine(n_ctx=256).start()._proc.pid, flush=True)\ntime.sleep(300)", tmp_path)
-    assert _gone_within(server, 10.0)
+    assert gone_within(server, 10.0)
 
 
 def test_the_portable_watcher_alone_ends_an_orphan(tmp_path):
@@ -253,4 +229,4 @@ def test_the_portable_watcher_alone_ends_an_orphan(tmp_path):
              "_die_with_parent(os.getppid(), prctl=False)\nprint('ready', flush=True)\ntime.sleep(300)")
     parent = (f"import subprocess, sys, time\nc = subprocess.Popen([sys.executable, '-c', {child!r}], "
               f"stdout=subprocess.PIPE, text=True)\nc.stdout.readline()\nprint(c.pid, flush=True)\ntime.sleep(300)")
-    assert _gone_within(_orphaned(parent, tmp_path), 10.0)
+    assert gone_within(_orphaned(parent, tmp_path), 10.0)

@@ -29,11 +29,8 @@ SKILL = make_skill()
 
 
 @pytest.fixture(autouse=True)
-def key_file(tmp_path, monkeypatch):
-    """Each test its own key (the env variable wins over the config folder)."""
-    path = tmp_path / "config" / "seal.key"
-    monkeypatch.setenv(seal.KEY_ENV, str(path))
-    return path
+def key_file(own_key):
+    return own_key
 
 
 @pytest.fixture
