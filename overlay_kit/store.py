@@ -1484,15 +1484,22 @@ class Store:
                                 "who != 'gates' ORDER BY seq DESC LIMIT 1", (delta_id,)).fetchone()
         return None if row is None else row[0]
 
-    def _deltas(self, rows: Iterable[tuple]) -> list[Delta]:
-        """The rows that may be used, as deltas (the others noted: `_refusal`), in the order read."""
-        sealer = self._read_sealer() if self._sealed else None
+    def _usable(self, rows: Iterable[tuple], refusal, sealer) -> list[tuple]:
+        """The rows `refusal(row, sealer)` lets through, in the order read; each other one noted with its reason
+        (`integrity_notes`). Every read and every write's pre-check of delta and fact rows goes through it."""
         out = []
         for row in rows:
-            why = self._refusal(row, sealer)
-            if why is not None:
+            why = refusal(row, sealer)
+            if why is None:
+                out.append(row)
+            else:
                 self._note(why)
-                continue
+        return out
+
+    def _deltas(self, rows: Iterable[tuple]) -> list[Delta]:
+        """The rows that may be used, as deltas (the others noted: `_refusal`), in the order read."""
+        out = []
+        for row in self._usable(rows, self._refusal, self._read_sealer() if self._sealed else None):
             try:
                 out.append(_row_to_delta(row))
             except (ValueError, KeyError, TypeError) as exc:
@@ -1534,12 +1541,8 @@ class Store:
         sealer, ok = self._write_sealer(), []
         for at in range(0, len(ids), 500):
             part = ids[at:at + 500]
-            for row in self._rows(f"WHERE id IN ({', '.join('?' * len(part))})", part):
-                why = self._refusal(row, sealer)
-                if why is None:
-                    ok.append(row[0])
-                else:
-                    self._note(why)
+            rows = self._rows(f"WHERE id IN ({', '.join('?' * len(part))})", part)
+            ok += [row[0] for row in self._usable(rows, self._refusal, sealer)]
         return ok
 
     def _reseal(self, ids: Iterable[str]) -> None:
@@ -1759,13 +1762,8 @@ class Store:
         row that may not be used is left out with a note (`integrity_notes`)."""
         rows = self._rows("WHERE base_name = ? ORDER BY created_at, id" if skill else "ORDER BY created_at, id",
                           (skill,) if skill else ())
-        sealer = self._read_sealer() if self._sealed else None
         out = []
-        for row in rows:
-            why = self._refusal(row, sealer)
-            if why is not None:
-                self._note(why)
-                continue
+        for row in self._usable(rows, self._refusal, self._read_sealer() if self._sealed else None):
             rec = dict(zip(SEALED_COLUMNS, row[:len(SEALED_COLUMNS)]))
             try:
                 for column in ("anchor", "payload", "provenance", "findings"):
@@ -2558,14 +2556,7 @@ class Store:
             return list(ids)
         sealer = self._write_sealer()
         rows = self.conn.execute(f"{self._FACT_READ} WHERE id IN ({', '.join('?' * len(ids))})", list(ids))
-        ok = []
-        for row in rows:
-            why = self._fact_refusal(row, sealer)
-            if why is None:
-                ok.append(row[0])
-            else:
-                self._note(why)
-        return ok
+        return [row[0] for row in self._usable(rows, self._fact_refusal, sealer)]
 
     def _reseal_facts(self, ids: Sequence[int]) -> None:
         """Inside a write's transaction: seal each fact row as it now stands (rows checked before the write)."""
@@ -2588,14 +2579,7 @@ class Store:
                                                           args)]
         if not rows:
             return rows
-        sealer, out = self._fact_sealer(), []
-        for row in rows:
-            why = self._fact_refusal(row, sealer)
-            if why is None:
-                out.append(row)
-            else:
-                self._note(why)
-        return out
+        return self._usable(rows, self._fact_refusal, self._fact_sealer())
 
     def get_fact(self, namespace: str, key: str, default: Any = None, scope: str = "user") -> Any:
         """A current fact's value; `default` when there is none, or when its row's seal does not verify (noted)."""
