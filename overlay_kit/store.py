@@ -1381,10 +1381,7 @@ class Store:
                 f"this database reached {recorded}: this file is an older copy of it (restored from a backup or "
                 "snapshot, or its last commits were lost with a torn WAL), so the reverts, forgets and approvals "
                 "written after that copy would be silently undone")
-        if not self.accept_rollback:
-            raise RollbackError(f"{said}. Nothing was changed. To use this copy as current on purpose: "
-                                "Store.open(..., accept_rollback=True) (CLI: --accept-rollback)")
-        self._note(f"{said}; accepted on purpose (accept_rollback): used as current from now on", error=False)
+        self._older_copy(said, "used as current from now on")
         if not self.readonly:
             with self.transaction():
                 self._counter_floor = recorded
@@ -1415,10 +1412,14 @@ class Store:
                 f"this key sealed (identity {at}, seal counter {counter} recorded beside the key) lived: an older "
                 "copy of it (a backup from before the upgrade put back?), so the reverts, forgets and approvals "
                 "written after it would be silently undone")
+        self._older_copy(said)
+
+    def _older_copy(self, said: str, then: str = "") -> None:
+        """An older copy of this database was found (`said`): `RollbackError`, unless `accept_rollback` (noted)."""
         if not self.accept_rollback:
             raise RollbackError(f"{said}. Nothing was changed. To use this copy as current on purpose: "
                                 "Store.open(..., accept_rollback=True) (CLI: --accept-rollback)")
-        self._note(f"{said}; accepted on purpose (accept_rollback)", error=False)
+        self._note(f"{said}; accepted on purpose (accept_rollback)" + (f": {then}" if then else ""), error=False)
 
     def _unsealed_file(self) -> str | None:
         """Why a file from before the row seals may not be sealed as found: it presents itself as a database this
