@@ -91,6 +91,24 @@ def _emit_json(data) -> None:
     sys.stdout.write("\n")
 
 
+def _emit_json_stream(head: dict, key: str, items, tail: Callable[[], dict]) -> None:
+    """`_emit_json(head | {key: list(items)} | tail())` byte for byte, each item written as it comes: the list
+    is never held, and its first items reach the reader before the last are read. `tail` is called after."""
+    def nested(value, pad: str) -> str:  # a value's JSON, its lines after the first indented by `pad`
+        return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + pad)
+
+    opening = json.dumps(head | {key: []}, indent=2, ensure_ascii=False)
+    sys.stdout.write(opening[:-len("[]\n}")] + "[")
+    sep = "\n    "
+    for item in items:
+        sys.stdout.write(sep + nested(item, "    "))
+        sep = ",\n    "
+    sys.stdout.write("]" if sep == "\n    " else "\n  ]")
+    for name, value in tail().items():
+        sys.stdout.write(f",\n  {json.dumps(name, ensure_ascii=False)}: {nested(value, '  ')}")
+    sys.stdout.write("\n}\n")
+
+
 def error_record(exc: Exception, db=None) -> dict:
     """An error as `--json` reports it: `{"type", "message", "where"}`; `where` is FILE[:LINE] [field] when the
     error carries it (a `SkillError`, an `InputError`, an `OSError` naming a file), the database `db` for a
@@ -465,8 +483,25 @@ def register_deltas(sub) -> None:
     p.add_argument("--superseded", action="store_true", help="include superseded deltas")
     p.add_argument("--diff", action="store_true", help="also show a unified diff of the effective skill vs "
                                                        "the authored one (needs SKILL)")
+    page = p.add_argument_group("paging", "deltas are listed in the order they were written (the table's own key, "
+                                          "rowid) and printed as they are read")
+    page.add_argument("--limit", type=_page_size, metavar="N", help="at most N deltas; when more follow, the "
+                                                                    "listing ends with the --after ID to go on")
+    page.add_argument("--after", metavar="ID", help="only deltas written after delta ID (the last of the previous "
+                                                    "page); an ID not in the database is an error")
     _add_db(p)
     p.set_defaults(handler=cmd_deltas, which="active")
+
+
+def _page_size(text: str) -> int:
+    """`--limit N`: a whole number ≥ 1, else a usage error naming the option."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"a whole number ≥ 1, not {text!r}")
+    return n
 
 
 def _skill_name(ref: str | None) -> str | None:
@@ -482,29 +517,45 @@ def _skill_name(ref: str | None) -> str | None:
 def cmd_deltas(args: argparse.Namespace) -> int:
     if getattr(args, "diff", False) and not args.skill:
         raise ValueError("--diff needs SKILL (a skill directory, SKILL.md or discovered name)")
-    name = _skill_name(args.skill)
-    diff = None
-    with _open_read(args) as store:
-        rows = store.search(name, status=DELTA_FILTERS[args.which], include_superseded=args.superseded)
-        path = store.path
-        if getattr(args, "diff", False):
-            diff = effective_diff(find_skill(args.skill), store)
-    if args.json:
-        _emit_json({"db": path, "skill": name, "filter": args.which, "deltas": [d.to_dict() for d in rows]}
-                   | ({"diff": diff} if diff is not None else {}))
-        return 0
-    if not rows:
-        print(f"no {args.which} deltas" + (f" for {name}" if name else ""))
-    for d in rows:
-        flag = f"  [{len(d.findings)} finding(s)]" if d.findings else ""
-        print(f"{d.id}  {d.status:<11} {d.skill}#{d.anchor.section}  t{d.tier} {d.kind:<10} "
-              f"{d.provenance.source}  {d.success_count}/{d.attempt_count}{flag}")
-        print(f"    {visible(d.text, keep_newlines=False)}")
-        for f in d.findings:
-            print(f"    finding: {f}")
+    name, limit, after = _skill_name(args.skill), getattr(args, "limit", None), getattr(args, "after", None)
+    with _open_read(args) as store:  # a bad --after raises here, before anything is written
+        rows = store.iter_deltas(name, status=DELTA_FILTERS[args.which], include_superseded=args.superseded,
+                                 after=after, limit=None if limit is None else limit + 1)
+        diff = effective_diff(find_skill(args.skill), store) if getattr(args, "diff", False) else None
+        cut: list = []  # the page's last delta, when more follow it
+        shown = _page(rows, limit, cut)
+        if args.json:
+            _emit_json_stream({"db": store.path, "skill": name, "filter": args.which}, "deltas",
+                              (d.to_dict() for d in shown),
+                              lambda: ({"diff": diff} if diff is not None else {})
+                              | ({"next": cut[0].id if cut else None} if limit is not None else {}))
+            return 0
+        last = None
+        for last in shown:
+            flag = f"  [{len(last.findings)} finding(s)]" if last.findings else ""
+            print(f"{last.id}  {last.status:<11} {last.skill}#{last.anchor.section}  t{last.tier} "
+                  f"{last.kind:<10} {last.provenance.source}  {last.success_count}/{last.attempt_count}{flag}")
+            print(f"    {visible(last.text, keep_newlines=False)}")
+            for f in last.findings:
+                print(f"    finding: {f}")
+    if last is None:
+        print(f"no {args.which} deltas" + (f" for {name}" if name else "") + (f" after {after}" if after else ""))
+    elif cut:
+        print(f"(more follow: --after {cut[0].id})")
     if diff is not None:
         sys.stdout.write(diff or f"(the effective {name} is byte-identical to the authored one)\n")
     return 0
+
+
+def _page(rows, limit: int | None, cut: list):
+    """`rows` up to `limit` (`rows` holds one more when another page follows: then its last is put in `cut`)."""
+    last = None
+    for n, row in enumerate(rows):
+        if n == limit:
+            cut.append(last)
+            return
+        last = row
+        yield row
 
 
 def effective_diff(skill, store) -> str:
@@ -547,6 +598,36 @@ def register_revert(sub) -> None:
 
 def register_reset(sub) -> None:
     _register_state(sub, "reset", "archive every delta of a skill: the pure authored base again", "SKILL")
+
+
+def register_confirm(sub) -> None:
+    p = sub.add_parser("confirm", help="still valid: clear the stale flag of a skill's lessons whose section changed "
+                                       "since they were learned (every one, or the ids named)")
+    p.add_argument("skill", metavar="SKILL", help="skill directory, SKILL.md, or discovered skill name: its current "
+                                                  "body is what the lessons are confirmed against")
+    p.add_argument("ids", nargs="*", metavar="ID", help="only these stale deltas (default: every stale one); one "
+                                                        "transaction, one undo")
+    _add_db(p)
+    p.set_defaults(handler=cmd_confirm)
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    """`confirm SKILL [ID ...]`: `rebase.confirm_stale` against SKILL's current body; an id that is not stale
+    refuses the batch (exit 1, nothing confirmed)."""
+    from . import rebase
+
+    skill = find_skill(args.skill)
+    with _open_store(args, create=False) as store:
+        undo = rebase.confirm_stale(store, skill, args.ids or None)
+        confirmed = [store.get(i) for i in undo.ids]
+    if args.json:
+        _emit_json({"op": "confirm", "skill": skill.name,
+                    "deltas": [{"id": d.id, "status": d.status, "section": d.anchor.section} for d in confirmed]})
+        return 0
+    for d in confirmed:
+        print(f"confirm: {d.id} still valid on {d.skill}#{d.anchor.section} (no longer stale)")
+    print(f"confirm: {len(confirmed)} stale delta(s) of {skill.name} confirmed")
+    return 0
 
 
 def _hold_budget(store, skills) -> None:
@@ -1241,6 +1322,7 @@ REGISTRARS: list[Callable] = [register_validate, register_anchors, register_lear
                               register_import]
 REGISTRARS.append(register_live)
 REGISTRARS.append(register_mine)
+REGISTRARS.append(register_confirm)
 REGISTRARS.append(register_model)
 
 

@@ -52,6 +52,10 @@ class Defaults:
     scope: str = "agent"
     # base updates, decay, tools
     rebase_policy: str = "section"
+    # How resolve shows a stale lesson (its section changed since it was learned; `rebase.confirm_stale` clears
+    # the flag): "keep" applies it as is, "mark" applies it behind a may-be-outdated marker, "withhold" leaves it
+    # out with a note. To be set by the compliance study (notebook 17, datasets/rules/17_compliance.yaml).
+    stale_policy: str = "keep"
     # A lesson learned without a section anchors where `anchoring.propose` puts it only when its confidence (the
     # score margin over the runner-up, 1.0 for a lone candidate) reaches this; below, the section is asked. The
     # smallest margin at which proposals were right >= 95 % of the time on the development split of real

@@ -438,6 +438,9 @@ class Delta:
     attempt_count: int = 0
     superseded_by: str | None = None
     findings: tuple[str, ...] = ()  # injection-scan findings (quarantined deltas)
+    # The canonical payload the store checked this delta's row against (`Store` reads: `vouched`); never copied
+    # by `evolve`. While `payload` equals it, `check_shape` is not run again (`shape_checked`).
+    _checked: Mapping[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def tier(self) -> int:
@@ -481,6 +484,17 @@ class Delta:
 
     def evolve(self, **changes) -> "Delta":
         return replace(self, **changes)
+
+    def vouched(self, checked: Mapping[str, Any]) -> "Delta":
+        """This delta, marked as read from a row whose payload passed `check_shape` as `checked` (a copy no
+        caller holds: a payload changed after the read no longer equals it). The store's reads only."""
+        object.__setattr__(self, "_checked", checked)
+        return self
+
+    @property
+    def shape_checked(self) -> bool:
+        """Whether `check_shape(kind, payload)` is known to return `payload` unchanged, without running it."""
+        return self._checked is not None and self.payload == self._checked
 
     def _repr_html_(self) -> str:  # rich display in Jupyter (overlay_kit.display builds plain HTML)
         return delta_html(self)

@@ -144,13 +144,15 @@ class OverlayMagics(Magics):
 
     @line_magic
     def deltas(self, line: str = ""):
-        """%deltas [SKILL] [--pending|--orphaned|--archived|--all] [--superseded] [--diff] [--db DB]"""
+        """%deltas [SKILL] [--pending|--orphaned|--archived|--all] [--superseded] [--diff] [--limit N] [--after ID]
+        [--db DB]"""
         from .cli import DELTA_FILTERS, effective_diff
 
         args = _parse("deltas", line)
         store = self._store(args.db)
         name = self._skill_name(args.skill)
-        rows = store.search(name, status=DELTA_FILTERS[args.which], include_superseded=args.superseded)
+        rows = list(store.iter_deltas(name, status=DELTA_FILTERS[args.which], include_superseded=args.superseded,
+                                      after=args.after, limit=args.limit))
         if args.json:
             return {"db": store.path, "skill": name, "filter": args.which, "deltas": [d.to_dict() for d in rows]}
         bodies = tuple((n, s.body) for n, s in self.skills.items())

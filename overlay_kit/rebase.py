@@ -34,7 +34,8 @@ against the new base): a capability-bearing base orphans every delta, a tool-hin
 no longer declares is orphaned.
 
 `apply(store, new_skill, policy, old=previous_skill)` runs all of this against the store atomically;
-`reanchor` (per-delta approve, e.g. of a proposal), `reapprove` (bulk) and `discard` are the review actions.
+`reanchor` (per-delta approve, e.g. of a proposal), `reapprove` (bulk) and `discard` are the review actions;
+`confirm_stale` is a stale lesson's "still valid" (its anchor re-digested to the current section, the flag cleared).
 """
 
 from __future__ import annotations
@@ -50,11 +51,12 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
-from .anchor import BODY, PREAMBLE, Anchor, Section, digest, parse, slugify
+from .anchor import BODY, PREAMBLE, Anchor, Section, digest, locate, parse, slugify
 from .common import cosines
 from .defaults import SHIPPED
 from .display import rebase_html, rebase_text
 from .grammar import Delta
+from .store import StoreError, Undo
 
 __all__ = [
     "POLICIES",
@@ -62,6 +64,7 @@ __all__ = [
     "DeltaOutcome",
     "EmbeddingPolicy",
     "FuzzyPolicy",
+    "NotStaleError",
     "OrphanAllPolicy",
     "Plan",
     "Policy",
@@ -70,6 +73,7 @@ __all__ = [
     "SectionPolicy",
     "Update",
     "apply",
+    "confirm_stale",
     "discard",
     "get_policy",
     "narrowing",
@@ -80,6 +84,7 @@ __all__ = [
     "rebase_deltas",
     "section_key",
     "similarity",
+    "stale",
 ]
 
 State = Literal["clean", "stale", "orphaned"]
@@ -712,7 +717,7 @@ def apply(store, new_skill, policy: str | Policy = SHIPPED.rebase_policy, *, old
       trusted (see `rebase_deltas`). A base now served from a different root orphans everything.
     * orphaned → status `orphaned` (kept, never deleted) with the reason and any proposal in the audit log;
       clean/stale keep their status; a re-keyed anchor is rewritten (stale keeps its old digest, so it stays
-      flagged until a person looks). Proposals are never applied here.
+      flagged until a person looks: `confirm_stale`). Proposals are never applied here.
     """
     p = get_policy(policy)
     undo = []
@@ -758,8 +763,6 @@ def _restore(store, delta: Delta, who: str, reason: str) -> None:
 def reanchor(store, delta_id: str, new_skill, section: str, *, who: str = "user") -> Delta:
     """Per-delta approve: attach an orphan to `section` of the current base (a proposal, or any section the
     person picks) at that section's current text, then restore the status it had before it was orphaned."""
-    from .store import StoreError
-
     with store.transaction():
         d = store.get(delta_id)
         if d.status != "orphaned":
@@ -784,8 +787,6 @@ def reapprove(store, new_skill, ids: Iterable[str] | None = None, *, who: str = 
     Anchors are not moved (moving one is `reanchor`, one delta at a time): the resolver then applies each
     where its anchor still resolves — clean under its section, stale in the Learned adjustments block with a
     note — and keeps one whose section is gone out, with a note. A narrowed delta stays orphaned."""
-    from .store import StoreError
-
     done = []
     with store.transaction():
         wanted = store.search(new_skill.name, status="orphaned") if ids is None else [store.get(i) for i in ids]
@@ -797,6 +798,55 @@ def reapprove(store, new_skill, ids: Iterable[str] | None = None, *, who: str = 
             _restore(store, d, who, f"bulk re-approved by {who}")
             done.append(d.id)
     return tuple(done)
+
+
+class NotStaleError(StoreError):
+    """A delta named for `confirm_stale` that is not stale against the skill's current body (names it and why)."""
+
+
+def _not_stale(d: Delta, skill, sections: Sequence[Section]) -> str | None:
+    """Why `d` is not flagged stale against `skill`'s current body, or None when it is: a live delta of this
+    skill and root whose section is still there with changed text (`anchor.locate`)."""
+    if d.skill != skill.name:
+        return f"belongs to {d.skill}, not {skill.name}"
+    if d.status not in _UNSETTLED:
+        return f"is {d.status}"
+    if not skill.from_root(d.base_root):
+        return f"was written against the {d.base_root!r} root, not {skill.root_key!r}"
+    state = locate(d.anchor, sections).state
+    return None if state == "stale" else f"is {state} on the current body of {skill.name}"
+
+
+def stale(skill, deltas: Iterable[Delta]) -> tuple[Delta, ...]:
+    """The deltas among `deltas` flagged stale against `skill`'s current body (what `confirm_stale` clears)."""
+    sections = parse(skill.body)
+    return tuple(d for d in deltas if _not_stale(d, skill, sections) is None)
+
+
+def confirm_stale(store, skill, ids: Iterable[str] | None = None, *, who: str = "user") -> Undo:
+    """The "still valid" confirmation: a person confirms stale lessons against `skill`'s current body, and each
+    one's anchor is re-digested to its section's current text and `skill.version` (`Store.set_anchor`, audited),
+    so it is clean again. `ids` None: every live stale delta of the skill (one action for all of an update's
+    flags); else only those, each of which must be stale (`NotStaleError` naming it, nothing written). One
+    transaction; the handle (`Store.combine`) undoes all of it, and the flags return."""
+    sections = parse(skill.body)
+    with store.transaction():
+        if ids is None:
+            wanted = stale(skill, store.search(skill.name, status=_UNSETTLED, include_superseded=True))
+        else:
+            wanted = [store.get(i) for i in dict.fromkeys(ids)]
+            for d in wanted:
+                why = _not_stale(d, skill, sections)
+                if why:
+                    raise NotStaleError(f"delta {d.id} {why}: it is not stale, so there is nothing to confirm "
+                                        "(nothing was confirmed)")
+        handles = []
+        for d in wanted:
+            now = locate(d.anchor, sections).section
+            handles.append(store.set_anchor(
+                d.id, Anchor(d.anchor.section, now.digest, skill.version), who=who,
+                reason=f"confirmed still valid by {who}: section {d.anchor.section!r} changed since it was learned"))
+        return store.combine("confirm_stale", *handles)
 
 
 def discard(store, delta_id: str, *, who: str = "user"):

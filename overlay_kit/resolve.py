@@ -15,6 +15,9 @@ How they apply — the authored text is never rewritten:
   bytes. A delta whose anchor is clean renders as a list under its section (after the section's own
   text); everything else (stale anchors) goes in one final `## Learned adjustments` block. A later
   parameter with the same key overrides an earlier one.
+* a stale delta (its section changed since it was written) renders per `stale_policy` (`SHIPPED.stale_policy`):
+  `keep` as is, `mark` behind `STALE_MARK` (counted by the budget like any learned text), `withhold` not at all
+  (a `withheld` note). `rebase.confirm_stale` clears the flag.
 * the resident total (authored + learned) is held under the ceiling by whole deltas: retrieved deltas
   are admitted best-first while they fit, and if the resident set itself is over (the store's budget
   was not enforced) the budget plan is applied in memory. Nothing is ever cut mid-step.
@@ -41,6 +44,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from . import anchor as anchor_mod
 from . import budget as budget_mod
+from .defaults import SHIPPED
 from .display import effective_html, effective_text, unified_diff
 from .grammar import (
     BLOCK_HEADING,
@@ -63,6 +67,8 @@ if TYPE_CHECKING:
 __all__ = [
     "NOTE_KINDS",
     "NO_LEARNED_ENV",
+    "STALE_MARK",
+    "STALE_POLICIES",
     "EffectiveSkill",
     "Note",
     "Session",
@@ -78,7 +84,8 @@ NO_LEARNED_ENV = "OVERLAY_KIT_NO_LEARNED"
 NOTE_KINDS = (
     "applied",  # rendered (detail: where) or fed to the tool loader
     "retrieved",  # a retrieval-only tier-3 delta the goal retrieved (detail: cosine)
-    "stale",  # applied, but its section changed since it was written
+    "stale",  # its section changed since it was written: applied (marked, per the stale policy) or withheld
+    "withheld",  # not applied: stale, and the stale policy withholds stale lessons
     "orphaned",  # not applied: its section (or base root) is gone
     "superseded",  # not applied: another delta replaces it (lineage)
     "excluded",  # not applied: not active, another scope or another skill (a list given to `compose`)
@@ -100,6 +107,8 @@ KIND_RANK = {"tool-hint": 0, "parameter": 0, "exception": 1, "preference": 2, "e
 BLOCK_SLUG = "learned-adjustments"
 LIST_END = "<!-- -->\n"  # ends a learned list so an indented authored heading after it stays a heading
 _TRUE = {"1", "true", "yes", "on"}
+STALE_POLICIES = ("keep", "mark", "withhold")  # how a stale delta renders (`SHIPPED.stale_policy`)
+STALE_MARK = "(possibly outdated — its section changed since it was learned) "  # before a marked stale lesson
 
 
 class Note(NamedTuple):
@@ -233,6 +242,7 @@ class _Pick:
     state: str  # clean | stale
     section: anchor_mod.Section
     key: tuple  # render_key(delta)
+    mark: str = ""  # STALE_MARK when the stale policy marks it
 
 
 _KEY = attrgetter("key")
@@ -241,7 +251,8 @@ _KEY = attrgetter("key")
 def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozenset[str], notes: list[Note],
                 shaped: bool = False) -> list[_Pick]:
     """Filter to deltas that may apply, with a note for every one that may not. `shaped`: every payload is
-    already in `check_shape`'s canonical form (a store's deltas are: it leaves out a row whose payload is not)."""
+    already in `check_shape`'s canonical form (a store's deltas are: it leaves out a row whose payload is not);
+    so is each delta the store read and vouched for whose payload is unchanged (`Delta.shape_checked`)."""
     picks, located = [], {}
     for d in deltas:
         if d.superseded_by is not None:
@@ -255,7 +266,7 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
         if d.kind not in TIERS:
             notes.append(Note("unknown_kind", d.id, f"kind {d.kind!r} is not in the grammar; skipped"))
             continue
-        if not shaped:
+        if not shaped and not d.shape_checked:
             try:
                 payload = check_shape(d.kind, d.payload)
             except GrammarError as exc:
@@ -280,6 +291,24 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
         picks.append(_Pick(d, loc.state, loc.section, render_key(d)))
     picks.sort(key=_KEY)
     return picks
+
+
+def _check_stale_policy(policy: str) -> None:
+    if policy not in STALE_POLICIES:
+        raise ValueError(f"stale_policy must be one of {', '.join(STALE_POLICIES)}, not {policy!r}")
+
+
+def _stale_policy(picks: list[_Pick], policy: str, notes: list[Note]) -> list[_Pick]:
+    """Stale picks as the policy renders them: kept, marked (`STALE_MARK`), or withheld with a note."""
+    if policy == "keep":
+        return picks
+    if policy == "mark":
+        return [replace(p, mark=STALE_MARK) if p.state == "stale" else p for p in picks]
+    for p in picks:
+        if p.state == "stale":
+            notes.append(Note("withheld", p.delta.id, "withheld as stale (stale_policy 'withhold'): confirm it "
+                                                      "still valid to apply it again"))
+    return [p for p in picks if p.state != "stale"]
 
 
 def _overrides(picks: list[_Pick], notes: list[Note]) -> list[_Pick]:
@@ -385,7 +414,7 @@ def _gap(text: str) -> str:
 
 def _context(p: _Pick) -> str:
     name = p.section.heading or p.section.slug
-    return f"- ({name}) "
+    return f"- ({name}) {p.mark}"
 
 
 def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | None:
@@ -452,26 +481,29 @@ def _top_blocks(text: str) -> tuple[tuple[int, int], ...]:
 def compose(skill: Skill, deltas: Sequence[Delta], *, goal: str | None = None, scope: str | Iterable[str] = "user",
             retrieval_only: Iterable[str] = (), index: TriggerIndex | None = None, embedder=None,
             tau: float | Gate | None = None, ceiling: int = budget_mod.DEFAULT_CEILING,
-            notes: Sequence[Note] = ()) -> EffectiveSkill:
-    """The pure core over a list of deltas (no store). Never raises."""
+            notes: Sequence[Note] = (), stale_policy: str = SHIPPED.stale_policy) -> EffectiveSkill:
+    """The pure core over a list of deltas (no store). Never raises on deltas (an unknown `stale_policy` is a
+    ValueError)."""
+    _check_stale_policy(stale_policy)
     return _composed(skill, deltas, goal, scope, retrieval_only, index, embedder, tau, ceiling, list(notes),
-                     shaped=False)
+                     shaped=False, stale_policy=stale_policy)
 
 
-def _composed(skill, deltas, goal, scope, retrieval_only, index, embedder, tau, ceiling, notes, shaped
-              ) -> EffectiveSkill:
+def _composed(skill, deltas, goal, scope, retrieval_only, index, embedder, tau, ceiling, notes, shaped,
+              stale_policy) -> EffectiveSkill:
     """`compose`; `shaped`: the deltas' payloads are canonical already (`_admissible`)."""
     try:
         return _compose(skill, deltas, goal, _scopes(scope), frozenset(retrieval_only), index, embedder, tau,
-                        ceiling, notes, shaped)
+                        ceiling, notes, shaped, stale_policy)
     except Exception as exc:  # the render path never raises: authored base + a typed note
         return _base(skill, notes + [Note("error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
 
 
-def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, ceiling, notes, shaped
-             ) -> EffectiveSkill:
+def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, ceiling, notes, shaped,
+             stale_policy) -> EffectiveSkill:
     sections = _sections(skill.body)
-    picks = _overrides(_admissible(skill, sections, deltas, scopes, notes, shaped), notes)
+    picks = _admissible(skill, sections, deltas, scopes, notes, shaped)
+    picks = _overrides(_stale_policy(picks, stale_policy, notes), notes)
     hints = [p for p in picks if p.delta.tier == 1]
     resident = [p for p in picks if p.delta.tier in (2, 3) and p.delta.id not in retrieval_only]
     pool = [p for p in picks if p.delta.tier == 3 and p.delta.id in retrieval_only]
@@ -585,15 +617,17 @@ def _index_for(embedder, deltas: Sequence[Delta]) -> tuple[TriggerIndex | None, 
 
 def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | Iterable[str] | None = None,
             learned: bool = True, embedder=None, tau: float | Gate | None = None,
-            ceiling: int = budget_mod.DEFAULT_CEILING) -> EffectiveSkill:
-    """Resolve `skill` against `store`. Never raises; see the module docstring for the rules.
+            ceiling: int = budget_mod.DEFAULT_CEILING, stale_policy: str = SHIPPED.stale_policy) -> EffectiveSkill:
+    """Resolve `skill` against `store`. Never raises (but on an unknown `stale_policy`: ValueError); see the
+    module docstring for the rules.
 
     `embedder`: None loads the bundled default only if a goal needs retrieval; a name/path loads that
     sentence-transformers model; an object with `id` and `encode` is used as is; False disables retrieval.
     `tau`: None uses the embedder's calibrated gate; a float (absolute τ) or a `retrieval.Gate` overrides it.
     `scope`: the scopes read; None: the store's `read_scopes()` ("user", and its agent's own scope if it was
-    opened for one).
+    opened for one). `stale_policy`: keep | mark | withhold (the module docstring).
     """
+    _check_stale_policy(stale_policy)
     if not learned or learned_disabled():  # before any store read
         why = "--no-learned-skills" if not learned else f"{NO_LEARNED_ENV} is set"
         return _base(skill, [Note("learned_off", None, f"{why}: authored base only, the store was not read")],
@@ -628,7 +662,7 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
         # rows the store left out (a seal that does not verify, a damaged row): said, never applied
         said = notes + [Note("left_out", None, text) for text in getattr(store, "integrity_notes", ())]
         eff = _composed(skill, deltas, goal, scopes, demoted, index, embedder, tau, ceiling, said,
-                        shaped=isinstance(store, Store))  # its reads are shape-checked
+                        shaped=isinstance(store, Store), stale_policy=stale_policy)  # its reads are shape-checked
         if not unread or eff.notes_of("suppressed_by_budget") or any(n.kind == "error" for n in eff.notes):
             return _unread_noted(eff, unread)
         # the budget kept every row read (some could not apply, or their counts were unknown): read on
@@ -703,7 +737,9 @@ class Session:
 
     def __init__(self, store=None, *, goal: str | None = None, scope: str | Iterable[str] | None = None,
                  learned: bool = True, embedder=None, tau: float | Gate | None = None,
-                 ceiling: int = budget_mod.DEFAULT_CEILING, touch: bool = True, loader: ToolLoader | None = None):
+                 ceiling: int = budget_mod.DEFAULT_CEILING, touch: bool = True, loader: ToolLoader | None = None,
+                 stale_policy: str = SHIPPED.stale_policy):
+        _check_stale_policy(stale_policy)
         self.store = store
         self.goal = goal
         self.scope = scope
@@ -713,6 +749,7 @@ class Session:
         self.ceiling = ceiling
         self.touch = touch
         self.loader = loader
+        self.stale_policy = stale_policy
         self._cache: dict[tuple, EffectiveSkill] = {}
 
     @property
@@ -724,7 +761,7 @@ class Session:
         if key not in self._cache:
             left = max(1, self.ceiling - self.used_tokens)
             eff = resolve(skill, self.store, goal=self.goal, scope=self.scope, learned=self.learned,
-                          embedder=self.embedder, tau=self.tau, ceiling=left)
+                          embedder=self.embedder, tau=self.tau, ceiling=left, stale_policy=self.stale_policy)
             ids = [n.delta_id for n in eff.notes_of("retrieved")]
             if self.touch and ids and self.store is not None:
                 try:

@@ -10,6 +10,9 @@ Public API (other modules code against exactly this; grow it, don't rename it)::
         store.search(skill=None, scope=None, status=None, *, include_superseded=False, limit=None)
                                                      # -> list[Delta] in Delta.sort_key order; `limit` keeps
                                                      #    the NEWEST rows, and there is no default limit
+        store.iter_deltas(skill=None, scope=None, status=None, *, include_superseded=False, after=None,
+                          limit=None) -> Iterator[Delta]   # search's rows in the order written (rowid),
+                                                     #    read a page at a time; `after` ID: keyset paging
         store.approve(id, who="user") -> Undo        # staged|quarantined|orphaned -> active (consent gate)
         store.approve_many(ids, who="user") -> Undo  # the same for many ids: one transaction, one handle
         store.revert(id, who="user") -> Undo         # -> archived (never deleted)
@@ -700,30 +703,29 @@ _APPROVABLE = ("staged", "quarantined", "orphaned")
 _LIVE = ("staged", "active", "quarantined", "orphaned")
 
 
-# (kind, payload JSON) pairs already shape-checked and canonical: a row is validated once per process, not at
-# every read (a row that fails the check is never added, so it keeps failing every read). The value is the
-# payload itself when its values are all scalars (handed out as a copy, no JSON parse), else None (re-parsed).
-_CANONICAL: dict[tuple[str, str], dict | None] = {}
+# (kind, payload JSON) -> (the payload `check_shape` makes of it, whether its values are all scalars): a row's
+# payload is checked once per process, not at every read (a payload that fails the check is never added, so it
+# keeps failing every read). Readers get copies; the kept one vouches for the deltas read (`Delta.vouched`), so
+# composing them does not check them again.
+_CANONICAL: dict[tuple[str, str], tuple[dict, bool]] = {}
 _CANONICAL_MAX = 100_000
 
 
-def _canonical(kind: str, text: str, payload: dict) -> None:
-    if len(_CANONICAL) >= _CANONICAL_MAX:
-        _CANONICAL.clear()
-    flat = all(v is None or isinstance(v, (str, int, float, bool)) for v in payload.values())
-    _CANONICAL[(kind, text)] = dict(payload) if flat else None
+def _checked(kind: str, text: str) -> tuple[dict, bool]:
+    known = _CANONICAL.get((kind, text))
+    if known is None:
+        shaped = check_shape(kind, json.loads(text))
+        known = shaped, all(v is None or isinstance(v, (str, int, float, bool)) for v in shaped.values())
+        if len(_CANONICAL) >= _CANONICAL_MAX:
+            _CANONICAL.clear()
+        _CANONICAL[(kind, text)] = known
+    return known
 
 
 def _payload(kind: str, text: str) -> dict:
-    key = (kind, text)
-    if key in _CANONICAL:
-        known = _CANONICAL[key]
-        return dict(known) if known is not None else json.loads(text)
-    data = json.loads(text)
-    shaped = check_shape(kind, data)
-    if shaped == data:
-        _canonical(kind, text, data)
-    return shaped
+    """A row's payload as `check_shape` makes it: the caller's own copy of the kept one (`_checked`)."""
+    shaped, flat = _checked(kind, text)
+    return dict(shaped) if flat else {k: list(v) if isinstance(v, list) else v for k, v in shaped.items()}
 
 
 @lru_cache(maxsize=4096)
@@ -754,14 +756,14 @@ def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
     (id_, name, root, version, scope, kind, _tier, anchor, payload, prov, status, succ, att, sup, created,
      approved, findings, _resident, _approved_by, used, _seal) = row
     section, digest = _anchor_of(anchor)
-    return Delta(  # its payload is in check_shape's canonical form (`_payload`): resolution relies on it
+    return Delta(  # its payload is in check_shape's canonical form (`_payload`), and vouched for as such
         skill=name, kind=kind, payload=_payload(kind, payload),
         anchor=Anchor(section, digest, version), provenance=_provenance(prov), scope=scope,
         base_root=root, status=status, id=id_, created_at=parse_time(created),
         approved_at=parse_time(approved), last_used_at=parse_time(used), success_count=succ,
         attempt_count=att, superseded_by=sup,
         findings=tuple(json.loads(findings)) if findings and findings != "[]" else (),
-    )
+    ).vouched(_checked(kind, payload)[0])
 
 
 def _connect(target: str, *, readonly: bool) -> sqlite3.Connection:
@@ -1868,8 +1870,57 @@ class Store:
         There is no default limit. With `limit`, the newest `limit` rows are kept (never the oldest), then
         sorted. A row whose seal does not verify, an active untrusted row without a recorded approval, and a
         row whose payload no longer parses are left out, each with a note (`integrity_notes`, and a logged
-        error), never guessed at.
+        error), never guessed at. To page through a listing instead: `iter_deltas`.
         """
+        where, args = self._where(skill, scope, status, kind, section, lessons, include_superseded)
+        if ids is not None:  # one parameter however many ids, looked up by id: every other term a filter (`+`)
+            where = ["id IN (SELECT value FROM json_each(?))", *(f"+{w}" for w in where)]
+            args = [json.dumps(list(ids)), *args]
+        tail = ("WHERE " + " AND ".join(where)) if where else ""
+        if limit is not None:
+            tail += " ORDER BY created_at DESC, id DESC LIMIT ?"
+            args.append(int(limit))
+        return sorted(self._deltas(self._rows(tail, args)), key=lambda d: d.sort_key)
+
+    def iter_deltas(self, skill: str | None = None, scope: str | Iterable[str] | None = None,
+                    status: str | Iterable[str] | None = None, *, kind: str | None = None,
+                    section: str | None = None, include_superseded: bool = False, after: str | None = None,
+                    limit: int | None = None) -> Iterator[Delta]:
+        """`search`'s deltas (the same filters, rows left out the same way) in the order their rows were
+        written: the table's own key (rowid), walked a range at a time, so no sort and no whole list in memory
+        (`overlay-kit deltas` streams it). `after`: only rows written after that delta's, keyset paging
+        (`StoreError` naming it when there is no delta with that id); `limit`: at most that many deltas.
+        Bad arguments raise here, before the first row is read."""
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise StoreError(f"limit: a whole number ≥ 0, not {limit!r}")
+        where, args = self._where(skill, scope, status, kind, section, None, include_superseded)
+        start = 0
+        if after is not None:
+            found = self.conn.execute("SELECT rowid FROM skill_deltas WHERE id = ?", (str(after),)).fetchone()
+            if found is None:
+                raise StoreError(f"after: no delta with id {after!r} in {self.path}")
+            start = found[0]
+        # every filter term `+`: a rowid range, never an index by skill read whole and sorted for each page
+        keys = (f"SELECT rowid FROM skill_deltas WHERE {' AND '.join([*(f'+{w}' for w in where), 'rowid > ?'])} "
+                "ORDER BY rowid LIMIT ?")
+        return self._walk(keys, args, start, limit)
+
+    _PAGE = 500  # rows `iter_deltas` reads at a time
+
+    def _walk(self, keys: str, args: list, start: int, limit: int | None) -> Iterator[Delta]:
+        while limit is None or limit > 0:
+            page = [k for (k,) in self.conn.execute(keys, [*args, start, min(self._PAGE, limit or self._PAGE)])]
+            if not page:
+                return
+            start = page[-1]
+            got = self._deltas(self._rows("WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid",
+                                          (json.dumps(page),)))
+            if limit is not None:
+                limit -= len(got)
+            yield from got
+
+    def _where(self, skill, scope, status, kind, section, lessons, include_superseded) -> tuple[list[str], list]:
+        """The SQL terms (joined by AND) and their arguments of `search`'s filters."""
         where, args = [], []
         if skill is not None:
             where.append("base_name = ?")
@@ -1899,14 +1950,7 @@ class Store:
             args += lessons
         if not include_superseded:
             where.append("superseded_by IS NULL")
-        if ids is not None:  # one parameter however many ids, looked up by id: every other term a filter (`+`)
-            where = ["id IN (SELECT value FROM json_each(?))", *(f"+{w}" for w in where)]
-            args = [json.dumps(list(ids)), *args]
-        tail = ("WHERE " + " AND ".join(where)) if where else ""
-        if limit is not None:
-            tail += " ORDER BY created_at DESC, id DESC LIMIT ?"
-            args.append(int(limit))
-        return sorted(self._deltas(self._rows(tail, args)), key=lambda d: d.sort_key)
+        return where, args
 
     def budget_order(self, skill: str, scope: str | Iterable[str]) -> list[tuple[str, int, int, int]]:
         """(id, tier, superseded 0/1, resident 0/1) of a skill's active rows in these scopes: tiers 1-2 first,

@@ -102,7 +102,7 @@ def test_every_verb_that_touches_the_overlay_takes_db():
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     with_db = {name for name, p in sub.choices.items() if any("--db" in a.option_strings for a in p._actions)}
-    assert set(sub.choices) - with_db == {"validate", "calibrate-tau", "live", "mine"}  # they read only the files named (live: in-memory stores of its own; mine: git repositories)
+    assert set(sub.choices) - with_db == {"validate", "calibrate-tau", "live", "mine", "model"}  # they read only the files named (live: in-memory stores of its own; mine: git repositories; model: the model cache)
 
 
 def test_resolve_ends_the_body_with_a_newline_before_its_notes(tmp_path, capsys):

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from overlay_kit import budget, evidence, gates, rebase, retrieval, store, tools
+from overlay_kit import budget, evidence, gates, rebase, resolve, retrieval, store, tools
 from overlay_kit.cli import build_parser
 from overlay_kit.defaults import SHIPPED, Defaults
 from overlay_kit.studies import cost, deploy, kpis, tuning
@@ -53,6 +53,9 @@ PRODUCT = [
     (lambda: _default(store.Store.open, "auto_approve"), "auto_approve"),
     (lambda: _default(rebase.apply, "policy"), "rebase_policy"),
     (lambda: _default(rebase.plan, "policy"), "rebase_policy"),
+    (lambda: _default(resolve.resolve, "stale_policy"), "stale_policy"),
+    (lambda: _default(resolve.compose, "stale_policy"), "stale_policy"),
+    (lambda: _default(resolve.Session, "stale_policy"), "stale_policy"),
     (lambda: tools.DEFAULT_MAX_TOOLS, "max_tools"),
     (lambda: retrieval.DEFAULT, "embedder"),
 ]

@@ -3,7 +3,9 @@
 Pending (staged and quarantined) deltas each show their card (provenance, evidence, anchor state, the
 injection scan's findings for quarantined ones) and the unified diff of the effective skill *with* the
 delta against *without* it. Active deltas can be reverted (archived); orphans (their section changed in a
-base update) can be re-approved in bulk per skill or discarded one by one. Every action goes through the
+base update) can be re-approved in bulk per skill or discarded one by one; stale ones (their section's text changed
+since they were learned) are confirmed still valid in one click per skill (`rebase.confirm_stale`, which clears the
+flag). Every action goes through the
 store's public API — `store.approve` is the consent gate, the only way out of quarantine — and the undo
 handle it returns is listed with an Undo button (`store.undo`).
 
@@ -39,7 +41,8 @@ STYLES = MappingProxyType({"Approve": "success", "Discard": "warning", "Revert":
 
 class ReviewPanel(Panel):
     """A cell's value displays it (`panel.widget` is the UI). `approve(id)`, `discard(id)`, `revert(id)`,
-    `reapprove(skill)` and `undo(i)` are what its buttons call; `button(id, "Approve")` finds a row's button (tests click it)."""
+    `reapprove(skill)`, `confirm(skill)` and `undo(i)` are what its buttons call; `button(id, "Approve")` finds a
+    row's button (tests click it; `button(skill, "Still valid")` a skill's)."""
 
     def __init__(self, store: Store, skills: Sequence, *, scope: str | Iterable[str] = "user",
                  show_active: bool = True):
@@ -84,6 +87,12 @@ class ReviewPanel(Panel):
 
     def active(self) -> list[Delta]:
         return self._search("active")
+
+    def stale(self, skill: str) -> list[Delta]:
+        """The lessons of `skill` this panel shows (pending, and active when shown) that are flagged stale against
+        its current body (`rebase.stale`)."""
+        shown = PENDING + ("active",) if self.show_active else PENDING
+        return list(rebase.stale(self.skills[skill], self.store.search(skill, scope=self.scope, status=shown)))
 
     def effects(self, delta: Delta) -> tuple[EffectiveSkill, EffectiveSkill]:
         """The effective skill without `delta` (today's active set) and with it (as if it were active)."""
@@ -224,6 +233,16 @@ class ReviewPanel(Panel):
                         lambda ids: f"{len(ids)} back to their earlier status: {', '.join(ids) or 'none'} "
                                     "(per delta: Revert archives it again)")
 
+    def confirm(self, skill: str, ids: Sequence[str] | None = None) -> Undo | None:
+        """The "Still valid" button: confirm the stale lessons of `skill` (`ids`, else every one this panel shows)
+        against its current body (`rebase.confirm_stale`: one transaction, one undo; a lesson no longer stale
+        refuses it, and the panel says so)."""
+        ids = [d.id for d in self.stale(skill)] if ids is None else list(ids)
+        return self._do(f"confirm stale lessons of {skill} still valid",
+                        lambda: rebase.confirm_stale(self.store, self.skills[skill], ids),
+                        lambda undo: f"{len(undo.ids)} no longer stale: {', '.join(undo.ids) or 'none'} "
+                                     "(Undo flags them again)")
+
     def undo(self, index: int = -1) -> None:
         """Reverse a recorded action with its undo handle (refused if the rows moved on since)."""
         index %= len(self.history)
@@ -305,6 +324,18 @@ class ReviewPanel(Panel):
                 rows.append(b)
             for d in orphans:
                 rows.append(self._row(d, [("Discard", "archive it (never deleted)", self.discard)]))
+        stale = {name: [d.id for d in self.stale(name)] for name in self.skills}
+        if any(stale.values()):
+            rows.append(widgets.HTML(f"<b>Stale</b> ({sum(map(len, stale.values()))}): their section's text changed "
+                                     "since they were learned; confirm them still valid to clear the flag"))
+            for name, ids in stale.items():
+                if ids:
+                    b = widgets.Button(description=f"Still valid: confirm {len(ids)} stale lesson(s) of {name}",
+                                       button_style="info", tooltip="rebase.confirm_stale: re-anchor them on the "
+                                       "section's current text", layout=widgets.Layout(width="auto"))
+                    b.on_click(lambda _b, n=name, i=tuple(ids): self.confirm(n, i))
+                    self._buttons[(name, "Still valid")] = b
+                    rows.append(b)
         if self.show_active:
             active = self.active()
             rows.append(widgets.HTML(f"<b>Active</b> ({len(active)})"))
