@@ -5,6 +5,11 @@
 Stages: `load_skill` (read + frontmatter + validation), `parse` (markdown-it sections of the body),
 `anchors` (parse + every section's digest: what `overlay-kit anchors` computes), and `cli --json`
 (the whole `overlay-kit anchors PATH --json` command, in-process, output discarded).
+
+Then what the hand-written heading scanner (`overlay_kit.headings`) buys over markdown-it-py: `parse`
+uncached (the line scan, or the mixed scan with markdown-it islands) against `parse_markdown_it`
+(markdown-it alone, the oracle), same sections, on both skills and on a fuzz-mutated runbook
+(benchmarks/fuzz_structure.py's authored lines) that takes the mixed scan.
 """
 
 from __future__ import annotations
@@ -12,9 +17,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import random
 import statistics
 from pathlib import Path
 
+import fuzz_structure  # noqa: E402  (benchmarks/fuzz_structure.py)
+
+from overlay_kit import anchor, headings
 from overlay_kit.anchor import parse
 from overlay_kit.cli import main as cli_main
 from overlay_kit.skill import load_skill
@@ -57,6 +66,32 @@ def main() -> None:
             print(f"{name:<18} {headed:>6} {size:>6}  {stage:<12} {statistics.median(runs) * 1e3:>8.3f}ms"
                   f" {q[0] * 1e3:>8.3f}ms {q[-1] * 1e3:>8.3f}ms")
     print(f"(median of {args.repeat} runs after one warm-up; p10/p90 show the spread on a shared machine)")
+    scanner_vs_markdown_it(args.repeat)
+
+
+def _mixed_case() -> str:
+    """The runbook with authored lines CommonMark reads in surprising ways: the first seed whose body the
+    line scan gives up on (so `parse` takes the mixed scan)."""
+    body = load_skill(SKILLS / "failover-runbook").body
+    for seed in range(100):
+        mutated = fuzz_structure.mutate(random.Random(seed), body)
+        if headings.scan(mutated) is None:
+            return mutated
+    raise AssertionError("no mutated runbook takes the mixed scan")
+
+
+def scanner_vs_markdown_it(repeat: int) -> None:
+    cases = [(name, load_skill(SKILLS / name).body) for name in CASES]
+    cases.append(("runbook, mutated", _mixed_case()))
+    uncached = anchor._parse_cached.__wrapped__  # `parse` without its cache: bound check + heading scan + sections
+    print(f"\n{'body':<18} {'path':<10} {'scanner':>10} {'markdown-it':>12} {'ratio':>7}")
+    for name, body in cases:
+        assert uncached(body) == anchor.parse_markdown_it(body)
+        path = "line scan" if headings.scan(body) is not None else "mixed"
+        fast = statistics.median(timed(lambda: uncached(body), repeat))
+        slow = statistics.median(timed(lambda: anchor.parse_markdown_it(body), repeat))
+        print(f"{name:<18} {path:<10} {fast * 1e3:>8.3f}ms {slow * 1e3:>10.3f}ms {slow / fast:>6.1f}x")
+    print("(sections only, no digests; median of each, same process; ratio: markdown-it time / scanner time)")
 
 
 if __name__ == "__main__":

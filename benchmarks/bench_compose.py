@@ -31,6 +31,7 @@ import workload  # noqa: E402
 
 from overlay_kit import anchor, budget, gates  # noqa: E402
 from overlay_kit import resolve as resolve_mod  # noqa: E402
+from overlay_kit.defaults import SHIPPED  # noqa: E402
 from overlay_kit.resolve import compose, resolve  # noqa: E402
 from overlay_kit.skill import load_skill  # noqa: E402
 from overlay_kit.store import Store  # noqa: E402
@@ -143,7 +144,7 @@ def main() -> None:
                 points_default.append((n, dflt))
                 rows.append((f"compose {n:>6,} active deltas, nothing binds (ceiling 1e9)", ours, "ms"))
                 rows.append((f"  budget.plan calls when nothing binds", planned, "n"))
-                rows.append((f"compose {n:>6,} active deltas, shipped ceiling {budget.DEFAULT_CEILING}", dflt, "ms"))
+                rows.append((f"compose {n:>6,} active deltas, shipped ceiling {SHIPPED.ceiling}", dflt, "ms"))
             rows.append(("compose slope (log-log, 90 -> 10k), nothing binds", slope(points), ""))
             rows.append(("compose slope (log-log, 1k -> 10k), nothing binds", slope(points[1:]), ""))
             rows.append(("compose slope (log-log, 1k -> 10k), shipped ceiling", slope(points_default[1:]), ""))
@@ -152,7 +153,7 @@ def main() -> None:
             rows.append(("budget.plan alone over 10k resident deltas, ceiling 1e9 (fits)",
                          timed(lambda: budget.plan(100, resident, BIG_CEILING, proposer=None), runs), "ms"))
             rows.append(("budget.plan alone over 10k resident deltas, shipped ceiling (binds)",
-                         timed(lambda: budget.plan(100, resident, budget.DEFAULT_CEILING, proposer=None), runs),
+                         timed(lambda: budget.plan(100, resident, SHIPPED.ceiling, proposer=None), runs),
                          "ms"))
             if args.profile:
                 print(profile(lambda: compose(small, deltas)))

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from overlay_kit import anchor, budget, gates  # noqa: E402
+from overlay_kit.defaults import SHIPPED  # noqa: E402
 from overlay_kit.resolve import Session, resolve  # noqa: E402
 from overlay_kit.retrieval import TriggerIndex, load_embedder  # noqa: E402
 from overlay_kit.skill import load_skill  # noqa: E402
@@ -82,7 +83,7 @@ def bench_session_5000(emb) -> dict:
     rng = random.Random(2)
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "b.db", auto_approve=True) as store:
         learn(store, skill, rng, 5000)
-        plan = budget.enforce(store, [skill], budget.DEFAULT_CEILING)
+        plan = budget.enforce(store, [skill], SHIPPED.ceiling)
         # a goal phrased like one demoted lesson's trigger, plus a word of its own
         pooled_id = sorted(store.retrieval_only(skill.name))[0]
         goal = store.get(pooled_id).trigger + " " + rng.choice(WORDS)

@@ -41,8 +41,6 @@ from .grammar import (  # the learned-line format
 )
 
 __all__ = [
-    "DEFAULT_CEILING",
-    "RETRIEVAL_RESERVE",
     "Budget",
     "BudgetPlan",
     "MergeProposal",
@@ -60,9 +58,6 @@ __all__ = [
     "value_key",
 ]
 
-DEFAULT_CEILING = SHIPPED.ceiling  # the shipped values and why: overlay_kit.defaults
-RETRIEVAL_RESERVE = SHIPPED.retrieval_reserve  # kept free by `Budget` (at most an eighth of the ceiling)
-CONSOLIDATE_SCORE = SHIPPED.consolidate_score
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 log = lazy_logger(__name__)
 
@@ -132,7 +127,7 @@ class MergeProposal:
 
 
 def propose_consolidations(deltas: Sequence, costs: dict[str, int] | None = None,
-                           threshold: float = CONSOLIDATE_SCORE) -> list[MergeProposal]:
+                           threshold: float = SHIPPED.consolidate_score) -> list[MergeProposal]:
     """Groups of ≥ 2 tier-3 deltas on the same skill and section whose lessons are near-identical."""
     from rapidfuzz import fuzz  # imported on use: resolving never needs it
 
@@ -221,7 +216,7 @@ def overhead_tokens(deltas: Iterable) -> int:
     return block + label * len(sections)
 
 
-def plan(authored_tokens: int, deltas: Sequence, ceiling: int = DEFAULT_CEILING, *,
+def plan(authored_tokens: int, deltas: Sequence, ceiling: int = SHIPPED.ceiling, *,
          retrieval_only: Collection[str] = (), reserve: int = 0,
          proposer: Callable[..., list[MergeProposal]] | None = propose_consolidations) -> BudgetPlan:
     """Decide demotions/archivals so authored + resident learned tokens ≤ ceiling − reserve (the reserve
@@ -266,7 +261,7 @@ class Budget:
     approval, a revert, a reset, an undo — re-enforces it; `set_skill()` is the base-change entry point.
     """
 
-    def __init__(self, store, skills: Sequence, ceiling: int = DEFAULT_CEILING, *,
+    def __init__(self, store, skills: Sequence, ceiling: int = SHIPPED.ceiling, *,
                  scope: str | Iterable[str] | None = None, reserve: int | None = None,
                  proposer: Callable[..., list[MergeProposal]] | None = propose_consolidations):
         if ceiling <= 0:
@@ -274,7 +269,7 @@ class Budget:
         self.store = store
         self.skills = {s.name: s for s in skills}
         self.ceiling = ceiling
-        self.reserve = min(RETRIEVAL_RESERVE, ceiling // 8) if reserve is None else reserve
+        self.reserve = min(SHIPPED.retrieval_reserve, ceiling // 8) if reserve is None else reserve
         self.scope = store.read_scopes(scope) if hasattr(store, "read_scopes") else scope or "user"
         self.proposer = proposer
         self.last: BudgetPlan | None = None
@@ -329,10 +324,7 @@ class Budget:
         return self.enforce()
 
 
-def enforce(store, skills: Sequence, ceiling: int = DEFAULT_CEILING, *,
+def enforce(store, skills: Sequence, ceiling: int = SHIPPED.ceiling, *,
             scope: str | Iterable[str] | None = None, reserve: int | None = None) -> BudgetPlan:
     """One-shot: hold `ceiling` over `skills` (authored bodies) + their resident learned deltas in `store`."""
     return Budget(store, skills, ceiling, scope=scope, reserve=reserve).enforce()
-
-
-Proposal = MergeProposal  # the old name (four classes were called Proposal); removed in the next release

@@ -955,7 +955,6 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     """Never creates a database: a missing one is the no-store floor."""
     from pathlib import Path
 
-    from . import budget
     from .resolve import resolve
     from .store import default_db_path
 
@@ -963,7 +962,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     db = Path(args.db).expanduser() if args.db else default_db_path()
     kw = dict(goal=args.goal, scope=args.scope, learned=args.learned, embedder=args.embedder,
               tau=args.tau,
-              ceiling=budget.DEFAULT_CEILING if args.ceiling is None else args.ceiling)
+              ceiling=SHIPPED.ceiling if args.ceiling is None else args.ceiling)
     if args.learned and db.exists():
         try:
             args.db = str(db)

@@ -995,6 +995,3 @@ def promote(store: "Store", delta_id: str, min_samples: int = SHIPPED.min_sample
                             reason=f"promoted on evidence: {k}/{n} ({'wilson ' if wilson else ''}{score:.3f} "
                                    f">= {threshold})")
     return Promotion(delta_id, True, "promoted on evidence", n, rate, score, undo)
-
-
-Proposal = Submission  # the old name (four classes were called Proposal); removed in the next release

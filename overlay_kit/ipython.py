@@ -170,7 +170,6 @@ class OverlayMagics(Magics):
     @line_magic
     def resolve(self, line: str = ""):
         """%resolve SKILL [--goal TEXT] [--no-learned-skills] [--scope S] [--ceiling N] [--tau T] [--embedder E]"""
-        from . import budget
         from .resolve import resolve
 
         args = _parse("resolve", line)
@@ -179,7 +178,7 @@ class OverlayMagics(Magics):
                                                           or default_db_path().exists()) else None
         eff = resolve(skill, store, goal=args.goal, scope=args.scope or "user", learned=args.learned,
                       embedder=args.embedder, tau=args.tau,
-                      ceiling=budget.DEFAULT_CEILING if args.ceiling is None else args.ceiling)
+                      ceiling=SHIPPED.ceiling if args.ceiling is None else args.ceiling)
         return {"db": store.path if store else None, **eff.to_dict()} if args.json else eff
 
     @cell_magic

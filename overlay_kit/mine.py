@@ -81,7 +81,11 @@ versions (to the fate, inclusive) whose authored text changed / was edited again
 section changed and whether the rule went — the stale flag's confusion matrix. (For the flag itself: the product
 flags a lesson stale once its section's digest differs from the one it was written against, which is
 `section_changed_before_fate` or `..._at_fate`; `fate_decision` is the policy's decision for the section at the
-fate update, the rule's own line included.)
+fate update, the rule's own line included.) `section_touched_before_fate` / `..._at_fate` are the same flag
+narrowed as the product narrows it (`defaults.stale_touch`): raised only by a change that touches the rule
+(`touch_flags`: the section orphaned by the policy or gone, or `touch.touches` of the rule's text, its authored
+text before and after); each change is judged against the version before, as a lesson re-keyed clean would be.
+`RuleEvent.steps` keeps those texts for a local cache (API only).
 
 Records (`MineResult.to_records()`) carry ids, hashes, counts, classes and fates only — no instruction text;
 the texts are on the API objects (`MinedVersion.text`, `.body`, `RuleEvent.text`) for a local cache.
@@ -113,6 +117,7 @@ from .anchor import AnchorError, Section, parse
 from .common import InputError
 from .rebase import Update, get_policy, plan_update, section_key, similarity
 from .skill import MAX_SKILL_BYTES, SkillFormatError, split_frontmatter
+from .touch import touches
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -139,6 +144,7 @@ __all__ = [
     "read_versions",
     "rule_hash",
     "rule_units",
+    "touch_flags",
     "write_records",
 ]
 
@@ -306,7 +312,12 @@ class RuleEvent:
     first_section_change: int | None = None  # first later version whose other lines differ from the event's
     section_changes: int = 0  # later versions (to the fate, inclusive) whose other lines differ from the previous
     section_edits: int = 0  # of those, the ones that are no pure addition (an other line removed or altered)
+    section_touched_before_fate: bool = False  # a change before the fate that touched the rule (`_touched`)
+    section_touched_at_fate: bool = False
     file_deleted: bool = False
+    # each later version whose other lines changed, to the fate inclusive: (authored text before, after — None
+    # when the section is gone —, the policy orphaned the section) — texts, API only
+    steps: tuple[tuple[str, str | None, bool], ...] = field(default=(), repr=False, compare=False)
 
     def to_record(self) -> dict:
         return {k: getattr(self, k) for k in (
@@ -314,7 +325,7 @@ class RuleEvent:
             "kind", "hash", "fate", "fate_version", "fate_commit", "fate_similarity", "fate_section", "fate_file",
             "fate_decision", "versions_survived", "section_changed_before_fate", "section_edited_before_fate",
             "section_changed_at_fate", "section_edited_at_fate", "first_section_change", "section_changes",
-            "section_edits", "file_deleted")}
+            "section_edits", "section_touched_before_fate", "section_touched_at_fate", "file_deleted")}
 
 
 @dataclass(frozen=True)
@@ -887,6 +898,19 @@ def _pure_addition(before: Sequence[str], after: Sequence[str]) -> bool:
     return all(tag in ("equal", "insert") for tag, *_ in ops)
 
 
+def touch_flags(text: str, steps: Sequence[tuple[str, str | None, bool]], at_fate: bool,
+                **params) -> tuple[bool, bool]:
+    """(before the fate, at the fate): whether a section change flags the rule once the flag is narrowed to what
+    the rule refers to (`touch.touches`, `params` passed through). A section the policy orphans, or that is
+    gone, flags it as before; a stale one only when the edit touches the rule — else the product re-keys the
+    lesson clean, so the next change is judged against this text, as `steps` are. `at_fate`: the last step is the
+    fate's own."""
+    flags = [orphaned or new is None or bool(touches(text, old, new, **params)) for old, new, orphaned in steps]
+    if at_fate:
+        return any(flags[:-1]), flags[-1]
+    return any(flags), False
+
+
 def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[_Analysis],
             file_deleted: bool) -> RuleEvent:
     """The event with its fate filled in, following it from its version to the file's last."""
@@ -897,6 +921,7 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
     first_change = None
     n_changes = n_edits = 0
     changed_before = edited_before = False
+    steps: list[tuple[str, str | None, bool]] = []
     survived = 0
     for w in range(ev.version + 1, len(versions)):
         a = analyses[w - 1]
@@ -926,6 +951,7 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
                 edited_before = edited_before or edited_now
                 if first_change is None:
                     first_change = w
+                steps.append(("\n".join(prev_others), "\n".join(others), decision == "orphaned"))
             slug, prev_others = target, others
             continue
         # the fate happens at w
@@ -959,16 +985,21 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
             n_edits += edited_now
             if first_change is None:
                 first_change = w
+            steps.append(("\n".join(prev_others), "\n".join(others) if here is not None else None,
+                          decision == "orphaned"))
         return replace(ev, fate=fate, fate_version=w, fate_commit=new_v.commit, fate_similarity=sim,
                         fate_section=where, fate_decision=decision, versions_survived=survived,
                         section_changed_before_fate=changed_before, section_edited_before_fate=edited_before,
                         section_changed_at_fate=changed_now, section_edited_at_fate=edited_now,
                         first_section_change=first_change, section_changes=n_changes, section_edits=n_edits,
-                        file_deleted=file_deleted)
+                        **dict(zip(("section_touched_before_fate", "section_touched_at_fate"),
+                                   touch_flags(ev.text, steps, changed_now))),
+                        file_deleted=file_deleted, steps=tuple(steps))
     return replace(ev, fate="kept", fate_section=slug, versions_survived=survived,
                     section_changed_before_fate=changed_before, section_edited_before_fate=edited_before,
                     first_section_change=first_change, section_changes=n_changes, section_edits=n_edits,
-                    file_deleted=file_deleted)
+                    section_touched_before_fate=touch_flags(ev.text, steps, False)[0],
+                    file_deleted=file_deleted, steps=tuple(steps))
 
 
 # ------------------------------------------------------------------------------------------ driver

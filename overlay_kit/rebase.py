@@ -28,6 +28,11 @@ Section identity, designed so that a policy never attaches a delta to a differen
    with a proposal under `fuzzy` / `embedding`.
 4. Everything else is `orphaned`.
 
+A `stale` section flags only the lessons its edit touches (`SHIPPED.stale_touch`, `touch.touches`: the section
+rewritten, or a word of the lesson in a changed line); a lesson it did not touch, current before the update, is
+re-keyed clean with the audit note "section changed, but not what this lesson refers to". `stale_touch=False`
+flags every lesson on a changed section. The plan's per-section decisions are the same either way.
+
 Frontmatter-only updates (body byte-identical) change nothing for body anchors. A permission narrowing in the
 new base always wins, whatever the body policy said (`narrowing` re-runs the write-path permission gates
 against the new base): a capability-bearing base orphans every delta, a tool-hint naming a tool the new base
@@ -57,6 +62,7 @@ from .defaults import SHIPPED
 from .display import rebase_html, rebase_text
 from .grammar import Delta
 from .store import StoreError, Undo
+from .touch import touches
 
 __all__ = [
     "POLICIES",
@@ -599,8 +605,8 @@ def narrowing(delta: Delta, new_skill) -> str | None:
     A permission narrowing in the new base always wins over any body policy."""
     from . import gates
 
-    p = gates.Proposal(new_skill, delta.kind, dict(delta.payload), delta.anchor.section, delta.provenance,
-                       delta.scope, (), False, True, False, gates.GateSettings())
+    p = gates.Submission(new_skill, delta.kind, dict(delta.payload), delta.anchor.section, delta.provenance,
+                         delta.scope, (), False, True, False, gates.GateSettings())
     for rule in gates.RULES:
         if rule.name in PERMISSION_GATES:
             verdict = rule.check(p)
@@ -627,12 +633,29 @@ class DeltaOutcome:
                 "anchor": self.anchor.to_dict(), "decision": self.decision.to_dict(), "narrowed": self.narrowed}
 
 
+def _untouched(d: Delta, decision: Decision, old: Sequence[Section], new: Sequence[Section]) -> Decision:
+    """A `stale` decision narrowed to what the lesson refers to (`touch.touches`): `clean` when the lesson was
+    current against the old section (its digest) and the edit did not touch it; else the decision as it was,
+    with what the edit touched."""
+    here = next(s for s in old if s.slug == d.anchor.section)
+    if here.digest != d.anchor.digest:  # flagged since before this update: stays flagged
+        return decision
+    there = next(s for s in new if s.slug == decision.target)
+    t = touches(d.text, here.text, there.text)
+    if t:
+        return replace(decision, reason=f"{decision.reason}; {t.reason}")
+    return replace(decision, state="clean",
+                   reason=f"section changed, but not what this lesson refers to ({decision.reason})")
+
+
 def rebase_deltas(deltas: Iterable[Delta], old_body: str, new_skill, policy: str | Policy = SHIPPED.rebase_policy,
-                  *, old_skill=None) -> tuple[DeltaOutcome, ...]:
+                  *, old_skill=None, stale_touch: bool = SHIPPED.stale_touch) -> tuple[DeltaOutcome, ...]:
     """Each delta's fate when the base body goes from `old_body` to `new_skill.body`.
 
     Without the old body (`old_body=None`) only exact text can be trusted: a delta whose anchored text is
     found once in the new body stays clean, every other delta is orphaned (no proposal is possible).
+    `stale_touch`: a stale delta the edit did not touch (`touch.touches`) is re-keyed clean (`_untouched`);
+    False flags every delta on a changed section.
     """
     new_sections = parse(new_skill.body)
     if old_body is None:
@@ -645,6 +668,8 @@ def rebase_deltas(deltas: Iterable[Delta], old_body: str, new_skill, policy: str
     for d in deltas:
         if the_plan is not None:
             decision = the_plan.for_anchor(d.anchor, old)
+            if stale_touch and decision.state == "stale":
+                decision = _untouched(d, decision, old, new_sections)
         else:
             hit = next((s for s in new_sections if s.digest == d.anchor.digest), None)
             decision = (Decision(d.anchor.section, "clean", hit.slug, reason="same text (old body unknown)")
@@ -706,8 +731,8 @@ def _reason(policy: str, o: DeltaOutcome) -> str:
     return text
 
 
-def apply(store, new_skill, policy: str | Policy = SHIPPED.rebase_policy, *, old=None, who: str = REBASE_WHO
-          ) -> RebaseResult:
+def apply(store, new_skill, policy: str | Policy = SHIPPED.rebase_policy, *, old=None, who: str = REBASE_WHO,
+          stale_touch: bool = SHIPPED.stale_touch) -> RebaseResult:
     """Register `new_skill` with the store and, if the base changed, move its live deltas — atomically.
 
     * body unchanged (first sighting, frontmatter-only update): no body anchor moves; only a permission
@@ -718,6 +743,8 @@ def apply(store, new_skill, policy: str | Policy = SHIPPED.rebase_policy, *, old
     * orphaned → status `orphaned` (kept, never deleted) with the reason and any proposal in the audit log;
       clean/stale keep their status; a re-keyed anchor is rewritten (stale keeps its old digest, so it stays
       flagged until a person looks: `confirm_stale`). Proposals are never applied here.
+    * `stale_touch` (shipped on): a delta on a changed section whose edit did not touch what it refers to is
+      re-keyed clean, audited "section changed, but not what this lesson refers to" (`touch.touches`).
     """
     p = get_policy(policy)
     undo = []
@@ -730,7 +757,7 @@ def apply(store, new_skill, policy: str | Policy = SHIPPED.rebase_policy, *, old
             if change.old_root != change.root:
                 p = OrphanAllPolicy()  # never re-attach to a same-named skill from another root
             old_body = old.body if old is not None and old.body_digest == change.old_digest else None
-            outcomes = rebase_deltas(live, old_body, new_skill, p)
+            outcomes = rebase_deltas(live, old_body, new_skill, p, stale_touch=stale_touch)
         else:
             outcomes = tuple(DeltaOutcome(d, Decision(d.anchor.section, "clean", d.anchor.section,
                                                       reason="body unchanged"), d.anchor, narrowing(d, new_skill))

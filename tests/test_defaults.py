@@ -1,11 +1,14 @@
 """One set of shipped defaults: the product reads `overlay_kit.defaults.SHIPPED`, and every study and the
 deployment simulator start from it (a study that varies a default names it)."""
 
+import ast
 import inspect
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
+import overlay_kit
 from overlay_kit import budget, evidence, gates, rebase, resolve, retrieval, store, tools
 from overlay_kit.cli import build_parser
 from overlay_kit.defaults import SHIPPED, Defaults
@@ -34,9 +37,9 @@ def _scope_policy(write) -> str:
 
 # (where the product reads it, the SHIPPED field): each fails if the product ships something else
 PRODUCT = [
-    (lambda: budget.DEFAULT_CEILING, "ceiling"),
-    (lambda: budget.RETRIEVAL_RESERVE, "retrieval_reserve"),
-    (lambda: budget.CONSOLIDATE_SCORE, "consolidate_score"),
+    (lambda: budget.Budget(None, [], 10**6).reserve, "retrieval_reserve"),  # (capped at an eighth of the ceiling)
+    (lambda: _default(budget.propose_consolidations, "threshold"), "consolidate_score"),
+    (lambda: _default(budget.Budget, "ceiling"), "ceiling"),
     (lambda: _default(budget.plan, "ceiling"), "ceiling"),
     (lambda: _default(budget.enforce, "ceiling"), "ceiling"),
     (lambda: _default(gates.promote, "min_samples"), "min_samples"),
@@ -56,14 +59,34 @@ PRODUCT = [
     (lambda: _default(resolve.resolve, "stale_policy"), "stale_policy"),
     (lambda: _default(resolve.compose, "stale_policy"), "stale_policy"),
     (lambda: _default(resolve.Session, "stale_policy"), "stale_policy"),
-    (lambda: tools.DEFAULT_MAX_TOOLS, "max_tools"),
-    (lambda: retrieval.DEFAULT, "embedder"),
+    (lambda: _default(tools.ToolLoader, "max_tools"), "max_tools"),
+    (lambda: _default(resolve.resolve, "ceiling"), "ceiling"),
 ]
 
 
 @pytest.mark.parametrize("read, field", PRODUCT, ids=[f"{f}-{i}" for i, (_, f) in enumerate(PRODUCT)])
 def test_the_product_ships_the_shipped_defaults(read, field):
     assert read() == getattr(SHIPPED, field)
+
+
+def test_load_embedder_loads_the_shipped_embedder(monkeypatch):
+    loaded = []
+    monkeypatch.setattr(retrieval, "_load", lambda name: loaded.append(name) or name)
+    retrieval.load_embedder()
+    assert loaded == [retrieval._NAMES.get(SHIPPED.embedder, SHIPPED.embedder)]
+
+
+def test_one_name_per_shipped_default():
+    """The product reads `SHIPPED.<field>`; no module keeps a copy of a shipped field under another name
+    (`budget.DEFAULT_CEILING` was one)."""
+    root = Path(overlay_kit.__file__).resolve().parent
+    copies = []
+    for path in [*root.rglob("*.py"), *(root.parent / "widgets").rglob("*.py")]:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "SHIPPED":
+                copies.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert copies == []
 
 
 def test_decay_and_the_cli_read_them_too():

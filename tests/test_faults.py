@@ -19,6 +19,7 @@ from overlay_kit import store as store_mod
 from overlay_kit.cli import main
 from overlay_kit.skill import Root, SkillFormatError, discover, parse_skill
 from overlay_kit.store import Store, StoreError
+from overlay_kit.store import core as store_core  # where Store.open connects (`_connect`)
 
 SKILL = make_skill()
 
@@ -73,13 +74,13 @@ def test_full_disk_gives_the_cli_one_line(capsys, skill_dir, tmp_path, monkeypat
 
 def read_only_media(monkeypatch):
     """SQLite underneath opens every file with mode=ro, as on read-only media (root ignores chmod)."""
-    real = store_mod._connect
+    real = store_core._connect
 
     def connect(target, *, readonly):
         uri = os.path.abspath(target)
         return sqlite3.connect(f"file:{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
 
-    monkeypatch.setattr(store_mod, "_connect", connect)
+    monkeypatch.setattr(store_core, "_connect", connect)
     return real
 
 
@@ -261,7 +262,7 @@ def test_sqlite_full_at_open_is_disk_full_too(tmp_path, monkeypatch):
     """Where no tmpfs can be mounted: SQLite's SQLITE_FULL from the first read of the file, as a full disk gives."""
     db = tmp_path / "o.db"
     Store.open(db).close()
-    real = store_mod._connect
+    real = store_core._connect
 
     class Full:
         def __init__(self, conn):
@@ -275,7 +276,7 @@ def test_sqlite_full_at_open_is_disk_full_too(tmp_path, monkeypatch):
         def __getattr__(self, name):
             return getattr(self.conn, name)
 
-    monkeypatch.setattr(store_mod, "_connect", lambda target, *, readonly: Full(real(target, readonly=readonly)))
+    monkeypatch.setattr(store_core, "_connect", lambda target, *, readonly: Full(real(target, readonly=readonly)))
     with pytest.raises(store_mod.DiskFullError, match="disk full"):
         Store.open(db)
 

@@ -157,7 +157,7 @@ def test_rich_displays_escape_lesson_text_and_have_plain_text_fallbacks(ip, stor
     assert "<code>escalation</code>" in skill._repr_html_() and "fc4de6ebe37012da" in skill._repr_html_()
 
     store.register_base(skill)
-    new = replace(skill, body=skill.body.replace("72 hours", "48 hours"))
+    new = replace(skill, body=skill.body.replace("without a reply", "without an answer"))  # touches "Reply ..."
     result = rebase.apply(store, new, "section", old=skill)
     assert pretty(result).startswith("RebaseResult triage-inbox (section): 1 stale")
     assert ">stale<" in result._repr_html_() and d.id in result._repr_html_()

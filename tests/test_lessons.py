@@ -426,11 +426,6 @@ def test_the_finding_is_the_rule_applied_to_the_table(source, corpus):
     assert "Not in the verdict: the live-model arm was not run" in st.finding()
 
 
-def test_extracted_value_keeps_its_old_name_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="ExtractedValue"):
-        assert L.Proposal is L.ExtractedValue
-
-
 def test_wiring_panel_gates_button_is_the_gate_allowed_wiring(source, corpus):
     from overlay_widgets.wiring import WiringPanel
 

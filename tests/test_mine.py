@@ -464,7 +464,8 @@ def test_records_are_text_free_and_json(result):
                       "at_end", "kind", "hash", "fate", "fate_version", "fate_commit", "fate_similarity",
                       "fate_section", "fate_file", "fate_decision", "versions_survived", "section_changed_before_fate",
                       "section_edited_before_fate", "section_changed_at_fate", "section_edited_at_fate",
-                      "first_section_change", "section_changes", "section_edits", "file_deleted"}
+                      "first_section_change", "section_changes", "section_edits", "section_touched_before_fate",
+                      "section_touched_at_fate", "file_deleted"}
     v = records["versions"][-1]  # the last of .cursor/rules/py.mdc
     assert set(v) == {"file", "version", "commit", "date", "path", "blob", "lines", "body_lines", "bytes", "sections",
                       "frontmatter_digest", "body_digest", "rule_units", "duplicate_units", "near_duplicate_units"}

@@ -207,8 +207,9 @@ def test_stale_keeps_its_old_digest_so_it_stays_flagged_and_rekey_moves_the_slug
     old = make_skill(body=BASE)
     new_body = BASE.replace("## Notes\n\nNever forward", "## Notes\n\nAlways cc the lead.\n\n## Notes\n\nNever forward")
     new = make_skill(body=new_body.replace("Then label the newsletters.", "Then label receipts."))
+    triage = _delta(old, "triage", payload={"body": "Label newsletters by sender."})  # the edited line's subject
     out = {o.delta.anchor.section: o for o in rebase.rebase_deltas(
-        [_delta(old, "triage"), _delta(old, "notes-1")], old.body, new)}
+        [triage, _delta(old, "notes-1")], old.body, new)}
     assert out["triage"].anchor == anchor.Anchor("triage", old_digest("triage", old), old.version)
     assert anchor.locate(out["triage"].anchor, new.body).state == "stale"
     moved = out["notes-1"].anchor
@@ -238,7 +239,8 @@ def learn(store, skill, section, source=TRUSTED, kind="preference", payload=None
 def setup_store(store):
     old = make_skill(body=BASE)
     store.register_base(old)
-    ids = {s: learn(store, old, s).id for s in ("triage", "notes", "replies")}
+    ids = {s: learn(store, old, s).id for s in ("notes", "replies")}
+    ids["triage"] = learn(store, old, "triage", payload={"body": "Label newsletters by sender."}).id
     store.approve(ids["triage"])
     ids["untrusted"] = learn(store, old, "notes-1", source=UNTRUSTED).id
     return old, ids
@@ -288,7 +290,7 @@ def test_apply_orphan_all_then_bulk_reapprove_restores_each_status(store):
     assert store.get(ids["untrusted"]).status == "quarantined"  # bulk never releases quarantine
     eff = resolve.resolve(new, store)
     assert [d.id for d in eff.applied] == [ids["triage"]]  # its section is unchanged: applies under it
-    assert "Lesson for triage." in eff.text.split("## Notes")[0]
+    assert "Label newsletters by sender." in eff.text.split("## Notes")[0]
 
 
 def test_rekeyed_anchor_resolves_under_the_right_section(store):

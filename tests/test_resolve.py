@@ -23,6 +23,7 @@ from resolve_fixtures import (  # noqa: F401
 )
 
 from overlay_kit import anchor, budget, gates
+from overlay_kit.defaults import SHIPPED
 from overlay_kit.resolve import (
     NO_LEARNED_ENV,
     EffectiveSkill,
@@ -414,7 +415,7 @@ def test_session_shares_one_ceiling_across_skills_and_stamps_retrieved_lessons(e
     assert store.get(ids["pooled"]).last_used_at is not None
     other = make_skill()
     second = session.resolve(other)
-    assert second.ceiling == budget.DEFAULT_CEILING - eff.tokens
+    assert second.ceiling == SHIPPED.ceiling - eff.tokens
 
 
 def test_reported_tokens_are_exact_for_every_kind_of_base_and_placement():

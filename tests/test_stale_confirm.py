@@ -24,7 +24,7 @@ OLD = make_skill()
 EDITED = MAIL_BODY.replace("Label urgent mail first.", "Label urgent mail first, then the rest.")
 NEW = make_skill(body=EDITED, version="1.1")
 CFO, VIP, DRAFT, SHORT = ("Flag the CFO's mail as urgent.", "Treat VIP senders as urgent.",
-                          "Keep drafts under five lines.", "Prefer short subject lines.")
+                          "Keep drafts under five lines.", "Label urgent mail with short subjects.")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
-from overlay_kit import gates, seal, store as store_module
+from overlay_kit import gates, seal
 from overlay_kit.anchor import Anchor
 from overlay_kit.grammar import RESEARCH_KINDS, Provenance
 from overlay_kit.store import (
@@ -18,6 +18,8 @@ from overlay_kit.store import (
     StoreError,
     default_db_path,
 )
+from overlay_kit.store import core as store_core
+from overlay_kit.store import schema as store_schema
 
 
 @pytest.fixture
@@ -379,7 +381,7 @@ def test_in_list_checks_are_restated_as_comparisons():
     for every row inserted), whatever the spacing and case its CREATE text was written with."""
     sql = ("CREATE TABLE t (k TEXT CHECK (k IN ('a','b')), s TEXT check( s in ( 'it''s' , 'x' ) ), "
            "w INTEGER CHECK (w IN (0, -1)), j TEXT CHECK (json_valid(j)), n INTEGER CHECK (n BETWEEN 1 AND 3))")
-    assert store_module._in_lists_as_comparisons(sql) == (
+    assert store_schema._in_lists_as_comparisons(sql) == (
         "CREATE TABLE t (k TEXT CHECK (k = 'a' OR k = 'b'), s TEXT CHECK (s = 'it''s' OR s = 'x'), "
         "w INTEGER CHECK (w = 0 OR w = -1), j TEXT CHECK (json_valid(j)), n INTEGER CHECK (n BETWEEN 1 AND 3))")
 
@@ -788,11 +790,11 @@ def test_a_stored_payload_reads_as_parsing_and_checking_it_would(kind, text):
     except GrammarError as exc:
         for _ in range(2):
             with pytest.raises(GrammarError, match=str(exc)[:20]):
-                store_module._payload(kind, text)
-        assert (kind, text) not in store_module._CANONICAL
+                store_core._payload(kind, text)
+        assert (kind, text) not in store_core._CANONICAL
         return
     for _ in range(3):
-        got = store_module._payload(kind, text)
+        got = store_core._payload(kind, text)
         assert got == want
         got["body"] = "changed by the caller"
-    assert store_module._payload(kind, text) == want
+    assert store_core._payload(kind, text) == want

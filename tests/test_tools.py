@@ -8,16 +8,17 @@ import pytest
 from resolve_fixtures import FakeEmbedder, learn_active, make_skill, triage_inbox
 
 from overlay_kit import prompt
+from overlay_kit.defaults import SHIPPED
 from overlay_kit.resolve import resolve
 from overlay_kit.store import Store
-from overlay_kit.tools import DEFAULT_MAX_TOOLS, SEMANTIC_THRESHOLD, ToolLoader
+from overlay_kit.tools import SEMANTIC_THRESHOLD, ToolLoader
 
 REGISTRY = {f"tool_{i:02d}": f"does thing {i}" for i in range(30)}
 CORE = ("tool_00", "tool_01")
 
 
 def test_defaults_match_the_design():
-    assert DEFAULT_MAX_TOOLS == 14 and SEMANTIC_THRESHOLD == 0.20
+    assert SHIPPED.max_tools == 14 and SEMANTIC_THRESHOLD == 0.20
 
 
 def test_core_always_first_then_skill_then_semantic():

@@ -9,7 +9,7 @@ from overlay_support import TRUSTED, make_skill, sql_shell
 
 from overlay_kit import gates, grammar
 from overlay_kit import resolve as resolve_mod
-from overlay_kit import store as store_module
+from overlay_kit.store import core as store_module  # where Store reads a row's payload (`_checked`)
 from overlay_kit.resolve import compose, resolve
 from overlay_kit.store import Store
 

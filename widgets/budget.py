@@ -16,7 +16,7 @@ import ipywidgets as widgets
 import pandas as pd
 import vl_convert
 
-from overlay_kit import budget
+from overlay_kit.defaults import SHIPPED
 from overlay_kit.display import badge, esc, table
 from overlay_kit.llm import LLMError
 from overlay_kit.studies import tuning
@@ -66,7 +66,7 @@ class BudgetTuner(Panel):
     `tuner.ttft()` the estimate."""
 
     def __init__(self, skills: Sequence, store=None, deltas: Iterable | None = None, *,
-                 ceiling: int = budget.DEFAULT_CEILING, prefill_tps: float = DEFAULT_PREFILL_TPS,
+                 ceiling: int = SHIPPED.ceiling, prefill_tps: float = DEFAULT_PREFILL_TPS,
                  scope: str | Iterable[str] = "user", client=None, model: str | None = None,
                  max_ceiling: int = 32768, step: int = 256):
         if store is None and deltas is None:

@@ -48,7 +48,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..budget import DEFAULT_CEILING
+from ..defaults import SHIPPED
 from ..grammar import BLOCK_HEADING, BLOCK_INTRO
 from ..llm.client import Cassette, LemonadeClient, Skipped
 from ..prompt import Prompt, compose, count_tokens, reprefill_tokens
@@ -81,7 +81,7 @@ class StudyInputs:
     reply_tokens: int = 8
     seed: int = 0
     heading: str = f"{BLOCK_HEADING}\n\n{BLOCK_INTRO}"  # opens the learned block (the budget's, at record time)
-    budget_ceiling: int = DEFAULT_CEILING          # the resident ceiling the regression is read at
+    budget_ceiling: int = SHIPPED.ceiling           # the resident ceiling the regression is read at
 
     @classmethod
     def from_datasets(cls, *, full: bool = False, seed: int = 0, real: bool = False,

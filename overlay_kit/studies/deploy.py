@@ -356,7 +356,7 @@ class _World:
         self.store.on_change(self._changed)
         self.store.register_base(self.skill)  # so rebase.apply sees each update as a change of this base
         self.authored = budget_mod.count_tokens(self.skill.body)
-        self.ceiling = budget_mod.DEFAULT_CEILING if s.headroom is None else self.authored + s.headroom
+        self.ceiling = SHIPPED.ceiling if s.headroom is None else self.authored + s.headroom
         self.budget = budget_mod.Budget(self.store, [self.skill], self.ceiling,
                                         proposer=evidence.consolidation_proposer(self.embedder)).install()
         self.settings = gates.GateSettings(auto_approve=s.auto_approve)

@@ -7,6 +7,8 @@ an edit class, rule events with their fates) and judges them under `datasets/rul
 - the stale premise — is a hand-kept rule whose section's authored text changed later reworded or deleted more
   often than one whose section did not? (the overlay's stale flag as a predictor: precision, recall, risk
   difference);
+- the touch flag (`touch_premise`): the stale flag raised only by changes that touch the rule
+  (`overlay_kit.touch`), beside the section flag, with the paired precision gain and recall loss;
 - anchor survival on real edits, pooled and per edit class (1 − orphaned / old sections);
 - the append premise (the share of body-changing pairs that only add);
 - growth (lines, rule units, duplicates per file);
@@ -28,6 +30,7 @@ import gzip
 import hashlib
 import json
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +44,7 @@ from . import rulefile, sim
 from .rulefile import RuleFile
 
 __all__ = ["DERIVED", "MANIFEST", "RESERVED", "HistoriesStudy", "anchoring_set", "build", "load", "run", "stale_by_class",
-           "synthetic", "text_free"]
+           "synthetic", "text_free", "touch_premise"]
 
 DERIVED = ("histories", "derived.json.gz")
 MANIFEST = ("histories", "manifest.csv")
@@ -175,9 +178,10 @@ def _needed(ci: Interval, margin: float) -> int:
     return int(np.ceil(ci.n * (half / margin) ** 2)) if margin > 0 and np.isfinite(half) else 0
 
 
-def stale_premise(events: pd.DataFrame, rule: RuleFile, *, edits_only: bool = False) -> dict:
-    """The stale flag's confusion on rule events: precision, recall, risk difference (see the rule)."""
-    col = "section_edited" if edits_only else "section_changed"
+def stale_premise(events: pd.DataFrame, rule: RuleFile, *, edits_only: bool = False, flag: str | None = None) -> dict:
+    """The stale flag's confusion on rule events: precision, recall, risk difference (see the rule). `flag` names
+    another flag of the events (`"section_touched"`: only changes that touch the rule, `overlay_kit.touch`)."""
+    col = flag or ("section_edited" if edits_only else "section_changed")
     ev = events[events["fate"] != "moved"]
     ev = ev[~((ev["fate"] == "kept") & (ev["versions_survived"] < rule.param("min_followup")))]
     wrong = ev["fate"].isin(WRONG)
@@ -192,6 +196,35 @@ def stale_premise(events: pd.DataFrame, rule: RuleFile, *, edits_only: bool = Fa
             "precision": _ratio(per, "wrong_flagged", "flagged", rule),
             "recall": _ratio(per, "wrong_flagged", "wrong", rule),
             "rd": _difference(per, rule)}
+
+
+def touch_premise(events: pd.DataFrame, rule: RuleFile, repos: Iterable[str] | None = None) -> dict:
+    """The stale flag narrowed to changes that touch the rule (`section_touched_*`, `overlay_kit.touch`) beside
+    the section flag, on the events `stale_premise` judges (of `repos` only, when given): each flag's
+    `stale_premise`, and the paired differences over the same repositories — `precision_gain` (touch − section)
+    and `recall_loss` (section − touch)."""
+    if repos is not None:
+        events = events[events["repo"].isin(set(repos))]
+    section, touched = stale_premise(events, rule), stale_premise(events, rule, flag="section_touched")
+    ev = events[events["fate"] != "moved"]
+    ev = ev[~((ev["fate"] == "kept") & (ev["versions_survived"] < rule.param("min_followup")))]
+    wrong = ev["fate"].isin(WRONG)
+    f_s = ev["section_changed_before_fate"] | ev["section_changed_at_fate"]
+    f_t = ev["section_touched_before_fate"] | ev["section_touched_at_fate"]
+    per = _sums(ev, {"ws": wrong & f_s, "fs": f_s, "wt": wrong & f_t, "ft": f_t, "w": wrong})
+    kw = {"n_resamples": rule.param("n_boot"), "seed": rule.param("seed"), "confidence": rule.param("confidence")}
+    cols = [per[k].to_numpy() for k in ("ws", "fs", "wt", "ft", "w")]
+
+    def gain(ws, fs, wt, ft, w, axis=-1):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return wt.sum(axis=axis) / ft.sum(axis=axis) - ws.sum(axis=axis) / fs.sum(axis=axis)
+
+    def loss(ws, fs, wt, ft, w, axis=-1):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (ws.sum(axis=axis) - wt.sum(axis=axis)) / w.sum(axis=axis)
+
+    return {"section": section, "touch": touched, "precision_gain": bootstrap_ci(*cols, statistic=gain, **kw),
+            "recall_loss": bootstrap_ci(*cols, statistic=loss, **kw)}
 
 
 def stale_by_class(events: pd.DataFrame, pairs: pd.DataFrame, rule: RuleFile) -> dict[str, Interval]:

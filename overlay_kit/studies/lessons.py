@@ -1390,13 +1390,3 @@ def run(corpus: Sequence[Lesson] | None = None, source: Source | None = None, *,
 def study(lessons: Sequence[Lesson], source: Source, *, n_boot: int = 1000, seed: int = 0) -> CollapseStudy:
     """The study without the live arm (the name before `run`)."""
     return run(lessons, source, n_boot=n_boot, seed=seed)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Proposal":  # there are four classes called Proposal in the project; this one was renamed
-        import warnings
-
-        warnings.warn("overlay_kit.studies.lessons.Proposal is now ExtractedValue; the old name goes in the "
-                      "next release", DeprecationWarning, stacklevel=2)
-        return ExtractedValue
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

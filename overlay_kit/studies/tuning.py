@@ -102,7 +102,7 @@ class View:
                 "resident_tokens": self.resident_tokens, **counts, "over": self.plan.over}
 
 
-def view(skills: Sequence, deltas: Iterable[Delta], ceiling: int = budget.DEFAULT_CEILING, *,
+def view(skills: Sequence, deltas: Iterable[Delta], ceiling: int = SHIPPED.ceiling, *,
          reserve: int | None = None, consolidate: bool = False) -> View:
     """The plan at `ceiling` over the skills' authored bodies and their deltas (any status; only active tier 2/3
     count), and what each skill renders under it. `consolidate` also computes merge proposals (slower)."""
