@@ -54,8 +54,10 @@ class Defaults:
     rebase_policy: str = "section"
     # How resolve shows a stale lesson (its section changed since it was learned; `rebase.confirm_stale` clears
     # the flag): "keep" applies it as is, "mark" applies it behind a may-be-outdated marker, "withhold" leaves it
-    # out with a note. To be set by the compliance study (notebook 17, datasets/rules/17_compliance.yaml).
-    stale_policy: str = "keep"
+    # out with a note. Set by notebook 17's rule (datasets/rules/17_compliance.yaml): with a real model in the loop
+    # the marker did not change what the model did (keep and mark tie at the rule's share of true flags; withhold
+    # errs more), and the tie goes to the marker, which also tells whoever reads the prompt.
+    stale_policy: str = "mark"
     # On a base update, a lesson whose section changed is flagged stale only when the edit touches what it refers
     # to (`touch.touches`: the section rewritten, or a word of the lesson in a changed line); an untouched one is
     # re-keyed clean, audited "section changed, but not what this lesson refers to". False: every lesson on a

@@ -8,6 +8,7 @@ import pytest
 from resolve_fixtures import SKILLS, learn_active, no_network, triage_inbox  # noqa: F401
 
 from overlay_kit import anchor
+from overlay_kit.resolve import STALE_MARK
 from overlay_kit.cli import main
 from overlay_kit.store import Store
 
@@ -36,7 +37,7 @@ def test_resolve_shows_anchored_lines_under_sections_and_the_learned_block(db, c
     out, err = capsys.readouterr()
     sections = {s.slug: s.text for s in anchor.parse(out)}
     assert "- Escalate anything from the CFO within the hour." in sections["escalation"]
-    assert out.rstrip().endswith("- (Cleaning up) Archive newsletters unread.")
+    assert out.rstrip().endswith(f"- (Cleaning up) {STALE_MARK}Archive newsletters unread.")  # shipped: marked
     assert "learned-adjustments" in sections
     assert "stale" in err and "skill_tools: summarize_thread," in err
 

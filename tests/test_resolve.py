@@ -26,6 +26,7 @@ from overlay_kit import anchor, budget, gates
 from overlay_kit.defaults import SHIPPED
 from overlay_kit.resolve import (
     NO_LEARNED_ENV,
+    STALE_MARK,
     EffectiveSkill,
     Session,
     compose,
@@ -320,7 +321,7 @@ def test_offstate_anchor_digest_changed_applies_but_flags_stale():
     eff = compose(updated, [d])
     assert eff.notes_of("stale")[0].delta_id == d.id
     block = eff.text[eff.text.index("## Learned adjustments"):]
-    assert "- (Replies) REPLY LESSON" in block  # in the final block, not under the changed section
+    assert f"- (Replies) {STALE_MARK}REPLY LESSON" in block  # in the final block, not under the changed section
     assert eff.text.startswith(updated.body)
 
 
@@ -456,7 +457,7 @@ def test_fragment_holds_the_applied_lines_alone_for_tail_placement():
         anchor=anchor.Anchor("replies", "0" * 16, "1.0"))
     eff = compose(skill, [clean, stale])
     assert eff.fragment.startswith("## Learned adjustments\n")
-    assert "- (Triage) CLEAN LESSON\n" in eff.fragment and "- (Replies) STALE LESSON\n" in eff.fragment
+    assert "- (Triage) CLEAN LESSON\n" in eff.fragment and f"- (Replies) {STALE_MARK}STALE LESSON\n" in eff.fragment
     p = prompt.compose(stable=eff.base, learned=eff.fragment, volatile="TOOLS", policy="tail")
     assert p.prefix == eff.base and eff.fragment in p.tail
     assert compose(skill, []).fragment == ""

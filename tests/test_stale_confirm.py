@@ -100,7 +100,7 @@ def test_undo_brings_the_flags_back(store, flagged):
 
 def test_each_stale_policy_renders_as_specified(store, flagged):
     keep, mark, withhold = (resolve(NEW, store, embedder=False, stale_policy=p) for p in ("keep", "mark", "withhold"))
-    assert resolve(NEW, store, embedder=False).text == keep.text and SHIPPED.stale_policy == "keep"
+    assert resolve(NEW, store, embedder=False).text == mark.text and SHIPPED.stale_policy == "mark"
     assert f"- (Triage) {CFO}" in keep.text and STALE_MARK not in keep.text
     for lesson in (CFO, VIP):  # mark: the marker right before each stale lesson, the clean one unmarked
         assert f"- (Triage) {STALE_MARK}{lesson}" in mark.text
