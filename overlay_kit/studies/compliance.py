@@ -295,7 +295,7 @@ def _interval(values: np.ndarray, rule) -> Interval:
 
 
 def judge(frame: pd.DataFrame, rule=None) -> Verdicts:
-    """The rule's verdicts over one model's replies (every arm present)."""
+    """The rule's verdicts over one model's replies; a comparison whose arms did not run is left out."""
     rule = rule or rulefile.load(RULE)
     per = _per_lesson(frame)
     rates = []
@@ -306,7 +306,9 @@ def judge(frame: pd.DataFrame, rule=None) -> Verdicts:
                       "prompt_tokens": float(part.prompt_tokens.mean()), "truncated": int(part.truncated.sum())})
     comparisons = []
 
-    def paired(a: str, b: str, above: str, below: str) -> dict:
+    def paired(a: str, b: str, above: str, below: str) -> dict | None:
+        if a not in per or b not in per:  # a run of some arms only (the second model): no such comparison
+            return None
         d = (per[a] - per[b]).to_numpy()
         ci, mde = _interval(d, rule), _mde(d)
         verdict = above if ci.low > 0 else below if ci.high < 0 else f"no difference detected at MDE {mde:.2f}"
@@ -321,6 +323,8 @@ def judge(frame: pd.DataFrame, rule=None) -> Verdicts:
     margin, k_safe, k_harm, safe_so_far = rule.param("drop_margin"), 0, None, True
     for k in rule.param("ks"):
         row = paired("section", f"k{k}", f"falls with {k} irrelevant lessons", f"rises with {k} irrelevant lessons")
+        if row is None:
+            break
         safe_so_far = safe_so_far and row["high"] <= margin
         k_safe = k if safe_so_far else k_safe
         if k_harm is None and row["low"] > margin:
