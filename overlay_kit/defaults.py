@@ -58,13 +58,15 @@ class Defaults:
     # the marker did not change what the model did (keep and mark tie at the rule's share of true flags; withhold
     # errs more), and the tie goes to the marker, which also tells whoever reads the prompt.
     stale_policy: str = "mark"
-    # On a base update, a lesson whose section changed is flagged stale only when the edit touches what it refers
-    # to (`touch.touches`: the section rewritten, or a word of the lesson in a changed line); an untouched one is
-    # re-keyed clean, audited "section changed, but not what this lesson refers to". False: every lesson on a
-    # changed section is flagged (the `section` policy's flag as such). Set on real histories
-    # (benchmarks/touch_accuracy.py, datasets/histories/touch_results.json): on the held-out repositories the
-    # flag's precision rose from 0.71 to 0.80 with recall 0.93 (from 0.95), above the 0.85 the rule required.
-    stale_touch: bool = True
+    # True: on a base update, a lesson whose section changed is flagged stale only when the edit touches what it
+    # refers to (`touch.touches`: the section rewritten, or a word of the lesson in a changed line); an untouched
+    # one is re-keyed clean, audited "section changed, but not what this lesson refers to". False (shipped): every
+    # lesson on a changed section is flagged. On held-out real histories (benchmarks/touch_accuracy.py,
+    # datasets/histories/touch_results.json) touching raised the flag's precision from 0.71 to 0.80 at recall 0.93
+    # (from 0.95); but the simulator's lessons share no words with its edits, and there it re-anchored 0.077 of
+    # lessons on a changed base silently (07) and left 0.086 of the overlay's outcomes silently wrong (10), so it
+    # is not adopted until the simulator's lessons are grounded in what an edit touches.
+    stale_touch: bool = False
     # A lesson learned without a section anchors where `anchoring.propose` puts it only when its confidence (the
     # score margin over the runner-up, 1.0 for a lone candidate) reaches this; below, the section is asked. The
     # smallest margin at which proposals were right >= 95 % of the time on the development split of real

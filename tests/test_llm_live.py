@@ -65,18 +65,20 @@ def test_every_arm_runs_end_to_end_against_the_real_model(tmp_path):
         cost_inputs=live.cost_inputs((0, 80), 2, stable_chars=400)))
     text = result.finding()
     # every arm recorded its replies, labelled with the model, its quantization and the machine
-    for arm, n in (("tier2", 3), ("memory", 1), ("summaries", 1), ("cost", 8)):
+    n_compliance = 2 * len(live.compliance.ARMS)  # one lesson, its two goals, every arm
+    for arm, n in (("tier2", 3), ("memory", 1), ("summaries", 1), ("compliance", n_compliance), ("cost", 8)):
         recs = [json.loads(line) for line in (out / f"{arm}.jsonl").read_text().splitlines()]
         assert len(recs) == n, arm
         assert all(r["model"] == "SmolLM2-135M-Instruct.Q4_1" and "Q4_1" in r["engine"] for r in recs), arm
         assert all("cores" in r["engine"] for r in recs), arm  # the machine
     meta = json.loads((out / "cost.inputs.json").read_text())["meta"]
     assert meta["kind"] == "real-weight" and meta["quantization"] == "Q4_1" and meta["machine"]
-    assert sorted(result.table().arm.unique()) == ["memory", "summaries", "tier2"]
-    assert result.table().n.tolist() == [1] * len(result.table())
+    assert sorted(result.table().arm.unique()) == ["compliance", "memory", "summaries", "tier2"]
+    table = result.table()
+    assert table[table.arm != "compliance"].n.tolist() == [1] * 5 and set(table[table.arm == "compliance"].n) == {2}
     report = (out / "report.md").read_text()
     for arm in live.ARMS:
         assert f"**{arm}**" in report and f"## {arm}" in report
     # with one unit per arm nothing is powered: the report says so instead of giving a verdict
-    assert all(result.status(a) == "underpowered" for a in ("tier2", "memory", "summaries"))
-    assert text.count("UNDERPOWERED — no verdict") == 3 and "MDE" in text
+    assert all(result.status(a) == "underpowered" for a in ("tier2", "memory", "summaries", "compliance"))
+    assert text.count("UNDERPOWERED — no verdict") == 4 and "MDE" in text

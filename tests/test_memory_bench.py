@@ -60,7 +60,7 @@ def test_the_study_has_a_row_per_architecture_and_a_finding_from_its_rule(study)
     assert {"needed_in", "needed_in_low", "irrelevant_in", "learned_tokens", "silently_wrong", "lost",
             "prompts_per_update", "residue", "growth"} <= set(t.columns)
     assert study.finding().startswith(study.rule.stamp())
-    assert "Compliance arm: not run: no model answers" in study.finding()
+    assert "Compliance arm: estimated: needed-in-context x the follow rate" in study.finding()
     c = study.comparisons()
     assert set(c.architecture) == {"keyword_files", "mem0_flat"} and set(c.metric) == set(
         study.rule.param("judged"))
@@ -93,4 +93,15 @@ def test_bad_input_is_refused_naming_the_field():
         mb.run(architectures=["nope"], progress=False)
     with pytest.raises(ValueError, match="seeds"):
         mb.run(seeds=[], progress=False)
-    assert mb.compliance_status(False).startswith("not run")
+
+
+def test_the_compliance_arm_is_notebook_17s_follow_rate_per_rendering(monkeypatch):
+    follow, label = mb.compliance_status()
+    assert set(follow) == {"section", "tail"} and label.startswith("estimated") and "replayed" in label
+    s = mb.run(users=2, sessions=40, architectures=["overlay", "mem0_flat"], progress=False)
+    t = s.table().set_index("architecture")
+    for arch, rendering in (("overlay", "section"), ("mem0_flat", "tail")):
+        assert t.followed[arch] == pytest.approx(t.needed_in[arch] * follow[rendering].estimate, nan_ok=True)
+    assert t.followed_low.overlay <= t.followed.overlay <= t.followed_high.overlay and t.followed.overlay > 0
+    monkeypatch.setattr(mb.compliance, "replies", lambda model: (_ for _ in ()).throw(mb.Skipped("no recording")))
+    assert mb.compliance_status() == ({}, "not run: skipped: no recording")

@@ -61,7 +61,7 @@ def test_terms_fold_case_plurals_and_stop_words_and_split_identifiers():
 
 
 def test_the_product_ships_the_setting_and_every_entry_point_reads_it():
-    assert SHIPPED.stale_touch is True
+    assert SHIPPED.stale_touch is False  # not adopted: see overlay_kit/defaults.py
     for fn in (rebase.apply, rebase.rebase_deltas):
         assert inspect.signature(fn).parameters["stale_touch"].default == SHIPPED.stale_touch
 
@@ -84,7 +84,7 @@ def test_rebase_rekeys_an_untouched_stale_lesson_clean_and_keeps_a_touched_one_f
                      version="1.1")
     hit, miss = _delta(old, "tests", TOUCHED), _delta(old, "tests", "Prefer small, focused test modules.")
     rel = _delta(old, "release", RELEASE)
-    out = {o.delta.payload["body"]: o for o in rebase.rebase_deltas([hit, miss, rel], old.body, new)}
+    out = {o.delta.payload["body"]: o for o in rebase.rebase_deltas([hit, miss, rel], old.body, new, stale_touch=True)}
     assert out[TOUCHED].state == "stale" and out[TOUCHED].anchor == hit.anchor  # old digest: stays flagged
     assert "changed lines mention pytest" in out[TOUCHED].decision.reason
     assert anchor.locate(out[TOUCHED].anchor, new.body).state == "stale"
@@ -127,7 +127,7 @@ def test_apply_rekeys_untouched_lessons_with_an_audit_note_and_keeps_touched_one
         r = gates.learn(store, old, "preference", {"body": body}, section="tests", provenance=TRUSTED)
         ids[body] = r.delta.id
     new = make_skill(body=OLD.replace("`pytest -x`", "`nox -s tests`"), version="1.1")
-    result = rebase.apply(store, new, old=old)
+    result = rebase.apply(store, new, old=old, stale_touch=True)
     states = {o.delta.id: o.state for o in result.outcomes}
     assert states[ids[TOUCHED]] == "stale" and [o.delta.id for o in result.review] == [ids[TOUCHED]]
     quiet = store.get(ids["Prefer small, focused test modules."])

@@ -39,7 +39,7 @@ from ..resources import dataset_path
 from ..skill import Skill, load_skill
 from . import rulefile
 
-__all__ = ["ARMS", "Check", "CheckError", "CheckedLesson", "Verdicts", "World", "judge", "load_world", "record",
+__all__ = ["ARMS", "Check", "CheckError", "CheckedLesson", "Verdicts", "World", "ask", "judge", "load_world", "record",
            "recording_path", "replies"]
 
 RULE = "17_compliance"
@@ -197,6 +197,15 @@ def _units(world: World, arms: Sequence[str]) -> Iterator[tuple[str, CheckedLess
                 yield arm, lesson, g, goal
 
 
+def ask(client: LemonadeClient, model: str, arms: Sequence[str] = ARMS, *, world: World | None = None,
+        max_tokens: int | None = None, progress=None) -> pd.DataFrame:
+    """One reply per (arm, lesson, goal) from `client` (live, recording or replaying), judged by each lesson's
+    check: one row per reply. `max_tokens`: the reply budget (default: the rule's)."""
+    rule = rulefile.load(RULE)
+    world = world or load_world(distractors=rule.param("distractors"), seed=rule.param("distractor_seed"))
+    return _ask(client, model, world, arms, max_tokens or rule.param("max_tokens"), progress)
+
+
 def _ask(client: LemonadeClient, model: str, world: World, arms: Sequence[str], max_tokens: int,
          progress=None) -> pd.DataFrame:
     rows = []
@@ -212,28 +221,36 @@ def _ask(client: LemonadeClient, model: str, world: World, arms: Sequence[str], 
     return pd.DataFrame(rows)
 
 
-def record(model: str, arms: Sequence[str] = ARMS, *, world: World | None = None, out: Path | None = None,
-           progress=None) -> pd.DataFrame:
-    """Run `arms` live on the installed asset `model` and record every reply (and a provenance file beside)."""
+def record(model: str, arms: Sequence[str] = ARMS, *, base_url: str | None = None, world: World | None = None,
+           out: Path | None = None, progress=None) -> pd.DataFrame:
+    """Ask `model` live and record every reply of `arms` (and a provenance file beside): the installed asset of
+    that name served here by the llama.cpp engine, or, with `base_url`, that model on a running Lemonade (or other
+    OpenAI-compatible) server — the NPU path."""
+    from contextlib import nullcontext
+
     from ..llm import weights
     from ..llm.engine import Engine, machine_id
 
     rule = rulefile.load(RULE)
-    path = weights.installed(model)
-    if path is None:
+    path = None if base_url else weights.installed(model)
+    if base_url is None and path is None:
         raise Skipped(f"the model asset {model} is not installed (make model MODEL_ASSET={model})")
     world = world or load_world(distractors=rule.param("distractors"), seed=rule.param("distractor_seed"))
     out = out or recording_path(model)
     started, t0 = datetime.now(timezone.utc), time.monotonic()
-    with Engine(path, n_ctx=rule.param("n_ctx"), alias=model) as engine:  # the alias, not a file path, names the model in the keys
-        cassette = Cassette(out, record=True, engine=f"{engine.id}; {machine_id()}")
-        client = LemonadeClient(engine.base_url, cassette=cassette, mode="record", transport=engine.transport())
-        frame = _ask(client, engine.alias, world, arms, rule.param("max_tokens"), progress)
+    # the engine's alias is the asset's name, so that no file path names the model in the recorded keys
+    with (nullcontext() if base_url else Engine(path, n_ctx=rule.param("n_ctx"), alias=model)) as engine:
+        url = base_url or engine.base_url
+        served = f"server at {base_url}" if base_url else engine.id
+        cassette = Cassette(out, record=True, engine=f"{served}; {machine_id()}")
+        client = LemonadeClient(url, cassette=cassette, mode="record",
+                                transport=engine.transport() if engine else None)
+        frame = ask(client, model, arms, world=world, progress=progress)
         cassette.save()
-        provenance = {"model": model, "asset_sha256": weights.ASSETS[model].sha256, "engine": cassette.engine,
-                      "arms": list(arms), "rule_sha256": rule.sha256, "commit": _commit(), "started": started
-                      .isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0),
-                      "replies": len(frame), "max_tokens": rule.param("max_tokens"), "temperature": 0.0, "seed": 0}
+    provenance = {"model": model, "asset_sha256": weights.ASSETS[model].sha256 if model in weights.ASSETS else None,
+                  "engine": cassette.engine, "arms": list(arms), "rule_sha256": rule.sha256, "commit": _commit(),
+                  "started": started.isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0),
+                  "replies": len(frame), "max_tokens": rule.param("max_tokens"), "temperature": 0.0, "seed": 0}
     out.with_suffix(".provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
     return frame
 
@@ -249,13 +266,11 @@ def _commit() -> str:
 def replies(model: str, arms: Sequence[str] = ARMS, *, world: World | None = None,
             path: Path | None = None) -> tuple[pd.DataFrame, dict]:
     """The recorded replies of `model`, replayed and re-judged by `Check` (no network), and their provenance."""
-    rule = rulefile.load(RULE)
     path = path or recording_path(model)
     if not path.is_file():
         raise Skipped(f"no recording at {path} (record it: python -m overlay_kit.studies.compliance {model})")
-    world = world or load_world(distractors=rule.param("distractors"), seed=rule.param("distractor_seed"))
     client = LemonadeClient("http://127.0.0.1:9/v1", cassette=Cassette(path), mode="replay")
-    frame = _ask(client, model, world, arms, rule.param("max_tokens"))
+    frame = ask(client, model, arms, world=world)
     return frame, json.loads(path.with_suffix(".provenance.json").read_text())
 
 

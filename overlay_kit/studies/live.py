@@ -13,6 +13,8 @@ unchanged, with a client that records every reply to a cassette in the output fo
   none (unit: a conversation);
 * **summaries** — knowledge summaries through `KnowledgeBase(store, summarizer=LLMSummarizer(client, model))`:
   the job must write a summary of at most two sentences that names the document's subject (unit: a document);
+* **compliance** — notebook 17's study, `compliance.ask(client, model)`: whether the model follows a lesson a
+  program can check, per rendering arm, judged by its rule (unit: a goal here; the notebook's unit, the lesson);
 * **cost** — `cost.run_study` on the given model: cold/warm TTFT vs resident learned tokens and its minimal
   detectable effect (unit: a request).
 
@@ -31,7 +33,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -42,12 +44,12 @@ from ..llm.client import Cassette, LemonadeClient, LLMError, Skipped
 from ..store import Store
 from ..surfaces.knowledge import KnowledgeBase, LLMSummarizer
 from ..surfaces.memory import ExtractionError, LLMExtractor, MemorySettings, Message
-from . import cost, probe
+from . import compliance, cost, probe
 
 __all__ = ["ARMS", "EXTRACTION_CASES", "SUMMARY_DOCS", "ArmPower", "LiveResult", "Workload", "cost_inputs",
-           "detectable_difference", "needed_per_arm", "run"]
+           "detectable_difference", "needed_per_arm", "recorded", "replay", "run"]
 
-ARMS = ("tier2", "memory", "summaries", "cost")
+ARMS = ("tier2", "memory", "summaries", "compliance", "cost")
 FLOOR = 0.2        # best upper bound below this: the model does not do the task
 TARGET_DIFF = 0.2  # the difference the power statements are about
 
@@ -139,6 +141,25 @@ class Workload:
         return items if self.limit is None else items[: self.limit]
 
 
+def recorded(model: str) -> Path:
+    """Where a model's recorded live run is kept (``overlay-kit live --model … --out`` this folder)."""
+    from ..resources import dataset_path
+
+    return dataset_path("recorded", "live", model)
+
+
+def replay(arm: str, model: str) -> tuple[LemonadeClient, str]:
+    """A client replaying `model`'s recorded replies of `arm` (no network), and its label: replayed, from which
+    model and engine, recorded when. `Skipped` when none were recorded."""
+    path = recorded(model) / f"{arm}.jsonl"
+    if not path.is_file():
+        raise Skipped(f"no recorded {arm} arm of {model} at {path} (record it: overlay-kit live --model PATH "
+                      f"--arms {arm} --out {recorded(model)})")
+    first = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    return (LemonadeClient("http://127.0.0.1:9/v1", cassette=Cassette(path), mode="replay"),
+            f"replayed: {arm} replies of {model} recorded {first['recorded_at']} ({first['engine']})")
+
+
 def _client(base_url: str, out: Path, arm: str, engine_id: str, meter=None, transport=None) -> LemonadeClient:
     return LemonadeClient(base_url, cassette=Cassette(out / f"{arm}.jsonl", record=True, engine=engine_id),
                           mode="record", meter=meter, transport=transport)
@@ -199,6 +220,16 @@ def _summaries(client: LemonadeClient, model: str, w: Workload) -> tuple[list[Ar
     df = pd.DataFrame(rows)
     return [ArmPower("summaries", "LLMSummarizer", len(df), int(df.passed.sum()), "document")], df, \
         f"{len(df)} documents"
+
+
+def _compliance(client: LemonadeClient, model: str, w: Workload) -> tuple[list[ArmPower], pd.DataFrame, str]:
+    world = compliance.load_world()
+    world = replace(world, lessons=tuple(w.take(world.lessons)))
+    df = compliance.ask(client, model, world=world, max_tokens=w.max_tokens)
+    powers = [ArmPower("compliance", arm, len(g), int(g.follows.sum()), "goal")
+              for arm, g in df.groupby("arm", sort=False)]
+    verdicts = compliance.judge(df)
+    return powers, df, verdicts.answer if len(world.lessons) > 1 else f"{len(df)} replies"
 
 
 def cost_inputs(sizes: Sequence[int] = (0, 130, 460), repeats: int = 3, stable_chars: int | None = None
@@ -319,7 +350,8 @@ def run(*, model_path: str | Path | None = None, base_url: str | None = None, mo
             else:
                 with _client(url, out, arm, source, meter, engine and engine.transport()) as client:
                     try:
-                        p, df, note = {"tier2": _tier2, "memory": _memory, "summaries": _summaries}[arm](
+                        p, df, note = {"tier2": _tier2, "memory": _memory, "summaries": _summaries,
+                                       "compliance": _compliance}[arm](
                             client, model, workload)
                     except LLMError as exc:
                         p, df, note = [], pd.DataFrame(), f"failed: {type(exc).__name__}: {exc}"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -33,10 +33,10 @@ import pandas as pd
 from .. import anchor as anchor_mod
 from ..budget import count_many
 from ..defaults import SHIPPED
-from ..llm.client import LemonadeClient
+from ..llm.client import Skipped
 from ..metrics import Interval, binomial_upper, bootstrap_ci, ratio_ci
 from ..skill import Skill, parse_skill
-from . import architectures, rulefile, sim, world
+from . import architectures, compliance, rulefile, sim, world
 from .architectures import ARCHITECTURES, Config
 from .sweep import sweep
 
@@ -191,19 +191,27 @@ def cell(seed: int, architecture: str, users: int, sessions: int, update_every: 
     return out
 
 
-def compliance_status(live: bool = False) -> str:
-    """The compliance arm (does the model follow what is in context): "not run" and why. With `live`, a short
-    health check of the model server decides the reason; this benchmark has no live arm wired yet."""
-    if not live:
-        return "not run: no model answers (no model was asked: live=False)"
-    client = LemonadeClient()
+# How each architecture puts a lesson in front of the model, as notebook 17's arms render it: the overlay and
+# in-place rewriting under the lesson's section, every other a list of learned lines after the skill
+RENDERING = {"overlay": "section", "hermes_inplace": "section"}
+
+
+def compliance_status() -> tuple[dict[str, Interval], str]:
+    """The compliance arm (does the model follow a needed lesson in context): notebook 17's follow rate per
+    rendering (section, tail) on its recorded real model, replayed and judged by its own code, with a label saying
+    so; no rates and the reason when nothing was recorded."""
+    rule = rulefile.load(compliance.RULE)
     try:
-        health = client.health(read_timeout_s=3.0)
-    finally:
-        client.close()
-    if not health.up:
-        return f"not run: no model answers at {client.base_url}"
-    return "not run: a model answers, but this benchmark's compliance arm is not wired to it yet"
+        frame, provenance = compliance.replies(rule.param("model"))
+    except Skipped as exc:
+        return {}, f"not run: {exc}"
+    rates = compliance.judge(frame, rule).rates.set_index("arm")
+    follow = {arm: Interval(rates.follow[arm], rates.low[arm], rates.high[arm]) for arm in ("section", "tail")}
+    return follow, (f"estimated: needed-in-context x the follow rate notebook 17 measured for the architecture's "
+                    f"rendering (section {follow['section'].fmt()}, a list after the skill {follow['tail'].fmt()}), "
+                    f"replayed from its recording of {provenance['model']} made {provenance['started'][:10]}; it "
+                    f"assumes following does not depend on the rest of the context, which 17 found up to 20 "
+                    f"irrelevant lessons")
 
 
 # ------------------------------------------------------------------------------------------------ study
@@ -234,6 +242,7 @@ class MemoryBench:
     erasure: pd.DataFrame
     growth: pd.DataFrame
     compliance: str
+    follow: Mapping[str, Interval] = field(default_factory=dict)  # rendering -> follow rate (compliance_status)
 
     # -- per-architecture figures
 
@@ -273,6 +282,10 @@ class MemoryBench:
             k, n = int(e.remains.sum()) if len(e) else 0, len(e)
             row |= {"erased": n, "residue": k, "residue_high": binomial_upper(k, n).high if n else np.nan}
             row |= self._growth(arch)
+            f = self.follow.get(RENDERING.get(arch, "tail"))
+            if f is not None:  # needed, in context and followed: both intervals' ends multiplied (conservative)
+                row |= {"followed": row["needed_in"] * f.estimate, "followed_low": row["needed_in_low"] * f.low,
+                        "followed_high": row["needed_in_high"] * f.high}
             row["varied"] = ("ceiling: shipped → authored + %d" % self.params["budget"]
                              if arch == "overlay" and self.params["budget"] else "")
             rows.append(row)
@@ -401,7 +414,7 @@ def verdict(ci: Interval, margin: float) -> str:
 def run(*, full: bool = False, seeds: Sequence[int] | None = None, users: int | None = None,
         sessions: int | None = None, architectures: Sequence[str] | None = None, budget: int | None = None,
         reteach: bool | None = None, rule: rulefile.RuleFile | str | Path | None = None, n_jobs: int = 1,
-        backend: str = "loky", progress: bool = True, live: bool = False) -> MemoryBench:
+        backend: str = "loky", progress: bool = True) -> MemoryBench:
     """The benchmark under its rule file: the smoke grid by default, `full=True` the FULL grid; any argument
     given overrides the rule's (and the table names the variation). `budget`: 0 or None runs the overlay at the
     shipped ceiling. One sweep cell per (seed, architecture), on `overlay_kit.studies.sweep` (`n_jobs`,
@@ -430,8 +443,9 @@ def run(*, full: bool = False, seeds: Sequence[int] | None = None, users: int | 
     params = {"full": full, "seeds": tuple(seeds), "users": users, "sessions": sessions, "architectures": archs,
               "budget": budget, "reteach": reteach, "update_every": common["update_every"],
               "ceiling": SHIPPED.ceiling}
+    follow, status = compliance_status()
     return MemoryBench(rule, params, frames["sessions"], frames["updates"], frames["erasure"], frames["growth"],
-                       compliance_status(live))
+                       status, follow)
 
 
 
