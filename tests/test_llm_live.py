@@ -10,6 +10,7 @@ import pytest
 from engine_fixtures import real_model_path
 
 from overlay_kit.cli import main
+from overlay_kit.llm.client import Skipped
 from overlay_kit.studies import live, probe
 
 
@@ -82,3 +83,16 @@ def test_every_arm_runs_end_to_end_against_the_real_model(tmp_path):
     # with one unit per arm nothing is powered: the report says so instead of giving a verdict
     assert all(result.status(a) == "underpowered" for a in ("tier2", "memory", "summaries", "compliance"))
     assert text.count("UNDERPOWERED — no verdict") == 4 and "MDE" in text
+
+
+def test_the_recorded_live_run_replays_scored_by_the_same_code_and_labelled():
+    model = "qwen2.5-coder-0.5b-instruct"
+    for arm, n in (("tier2", 333), ("memory", 12), ("summaries", 6)):
+        powers, table, note = live.replay_arm(arm, model)
+        assert note.startswith(f"replayed: {arm} replies of {model} recorded 2026-12-07") and "Q4_K_M" in note
+        assert sum(p.n for p in powers) == n == len(table)
+    assert {p.sub: p.passed for p in live.replay_arm("tier2", model)[0]}["tier0"] == 33  # as report.md says
+    with pytest.raises(Skipped, match="no recorded tier2 arm of nope"):
+        live.replay("tier2", "nope")
+    with pytest.raises(ValueError, match="arm must be one of"):
+        live.replay_arm("cost", model)

@@ -47,7 +47,7 @@ from ..surfaces.memory import ExtractionError, LLMExtractor, MemorySettings, Mes
 from . import compliance, cost, probe
 
 __all__ = ["ARMS", "EXTRACTION_CASES", "SUMMARY_DOCS", "ArmPower", "LiveResult", "Workload", "cost_inputs",
-           "detectable_difference", "needed_per_arm", "recorded", "replay", "run"]
+           "detectable_difference", "needed_per_arm", "recorded", "replay", "replay_arm", "run"]
 
 ARMS = ("tier2", "memory", "summaries", "compliance", "cost")
 FLOOR = 0.2        # best upper bound below this: the model does not do the task
@@ -160,6 +160,17 @@ def replay(arm: str, model: str) -> tuple[LemonadeClient, str]:
             f"replayed: {arm} replies of {model} recorded {first['recorded_at']} ({first['engine']})")
 
 
+def replay_arm(arm: str, model: str, workload: Workload | None = None) -> tuple[list[ArmPower], pd.DataFrame, str]:
+    """One arm of `model`'s recorded live run, replayed and scored by the same code: its power rows, its table and
+    a note that opens with the recording's label."""
+    if arm not in _ARMS:
+        raise ValueError(f"arm must be one of {', '.join(_ARMS)} (cost replays through cost.run), not {arm!r}")
+    client, label = replay(arm, model)
+    with client:
+        powers, table, note = _ARMS[arm](client, model, workload or Workload())
+    return powers, table, f"{label}. {note}"
+
+
 def _client(base_url: str, out: Path, arm: str, engine_id: str, meter=None, transport=None) -> LemonadeClient:
     return LemonadeClient(base_url, cassette=Cassette(out / f"{arm}.jsonl", record=True, engine=engine_id),
                           mode="record", meter=meter, transport=transport)
@@ -230,6 +241,9 @@ def _compliance(client: LemonadeClient, model: str, w: Workload) -> tuple[list[A
               for arm, g in df.groupby("arm", sort=False)]
     verdicts = compliance.judge(df)
     return powers, df, verdicts.answer if len(world.lessons) > 1 else f"{len(df)} replies"
+
+
+_ARMS = {"tier2": _tier2, "memory": _memory, "summaries": _summaries, "compliance": _compliance}
 
 
 def cost_inputs(sizes: Sequence[int] = (0, 130, 460), repeats: int = 3, stable_chars: int | None = None
@@ -350,8 +364,7 @@ def run(*, model_path: str | Path | None = None, base_url: str | None = None, mo
             else:
                 with _client(url, out, arm, source, meter, engine and engine.transport()) as client:
                     try:
-                        p, df, note = {"tier2": _tier2, "memory": _memory, "summaries": _summaries,
-                                       "compliance": _compliance}[arm](
+                        p, df, note = _ARMS[arm](
                             client, model, workload)
                     except LLMError as exc:
                         p, df, note = [], pd.DataFrame(), f"failed: {type(exc).__name__}: {exc}"
