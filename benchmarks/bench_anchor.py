@@ -75,7 +75,7 @@ def _mixed_case() -> str:
     body = load_skill(SKILLS / "failover-runbook").body
     for seed in range(100):
         mutated = fuzz_structure.mutate(random.Random(seed), body)
-        if headings.scan(mutated) is None:
+        if headings.scan_lines(mutated) is None:
             return mutated
     raise AssertionError("no mutated runbook takes the mixed scan")
 
@@ -87,7 +87,7 @@ def scanner_vs_markdown_it(repeat: int) -> None:
     print(f"\n{'body':<18} {'path':<10} {'scanner':>10} {'markdown-it':>12} {'ratio':>7}")
     for name, body in cases:
         assert uncached(body) == anchor.parse_markdown_it(body)
-        path = "line scan" if headings.scan(body) is not None else "mixed"
+        path = "line scan" if headings.scan_lines(body) is not None else "mixed"
         fast = statistics.median(timed(lambda: uncached(body), repeat))
         slow = statistics.median(timed(lambda: anchor.parse_markdown_it(body), repeat))
         print(f"{name:<18} {path:<10} {fast * 1e3:>8.3f}ms {slow * 1e3:>10.3f}ms {slow / fast:>6.1f}x")

@@ -2,7 +2,7 @@
 
 Headings are as markdown-it-py finds them (CommonMark: ATX and setext headings, fenced code with `#`
 lines, headings indented 1-3 spaces); only document-level headings start sections. Finding them is
-`overlay_kit.headings`' job: a fence-aware line scan for the common case (`headings.scan`), the mixed
+`overlay_kit.headings`' job: a fence-aware line scan for the common case (`headings.scan_lines`), the mixed
 scan with markdown-it on small islands for bodies holding constructs that could hide or fake a heading
 (`headings.scan_mixed`), and markdown-it alone (`headings.markdown_it_headings`). `parse_markdown_it`
 (markdown-it alone) is the oracle `parse` is tested against; both give identical sections, and parse
@@ -279,7 +279,7 @@ def parse_markdown_it(body: str) -> tuple[Section, ...]:
 def _parse_cached(body: str) -> tuple[Section, ...]:
     _bound_sections(body)
     with gc_paused(len(body) >= _GC_PAUSE_CHARS):
-        heads = headings.scan(body)
+        heads = headings.scan_lines(body)
         return _parse(body, headings.scan_mixed(body) if heads is None else heads)
 
 

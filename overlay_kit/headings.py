@@ -8,7 +8,7 @@ Three ways in, all returning the same `Heads`:
 
 * `markdown_it_headings(body)`: markdown-it alone, the reference. It is the oracle both scanners are tested
   against (tests/test_headings.py, tests/test_anchor_fast.py, tests/test_anchor_bound.py).
-* `scan(body)`: the common case, a fence-aware regex scan for ATX headings at indent 0; None where the body
+* `scan_lines(body)`: the common case, a fence-aware regex scan for ATX headings at indent 0; None where the body
   holds anything whose meaning depends on container or paragraph state.
 * `scan_mixed(body)`: every other body. One pass over the lines that may matter (`_EVENT`) decides setext
   headings, headings indented 1-3 spaces and HTML blocks wherever the context is certainly document level;
@@ -35,7 +35,7 @@ __all__ = [
     "Heads",
     "block_parser",
     "markdown_it_headings",
-    "scan",
+    "scan_lines",
     "scan_mixed",
     "split_lines",
 ]
@@ -171,7 +171,7 @@ def _closed(tokens, n: int) -> bool:
 # (A lookahead on a line's first character lets the engine reject most lines with one test.)
 _ATX = re.compile(r"\n#(#{0,5})([ \t][^\n]*)?(?=\n)")  # an ATX heading at indent 0 (level: 1 + the group)
 _FENCE = re.compile(r"\n(?=[ `~])( {0,3})(`{3,}|~{3,})([^\n]*)")  # a fence line, indent 0-3
-# Lines `scan` cannot decide: an indented heading, an HTML block start, a setext underline candidate
+# Lines `scan_lines` cannot decide: an indented heading, an HTML block start, a setext underline candidate
 # (harmless only under a blank line), and a container prefix reaching column 18 (`_ten_deep`). Tabs need no
 # case of their own: a tab in the indentation puts a line at column 4 or more, code or container content.
 _SUSPECT = re.compile(r"\n(?=[ <=\-\t>*+.)0-9])(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n))"
@@ -248,7 +248,7 @@ def _indent(text: str) -> int:
 
 # ------------------------------------------------------------------------------------------ the line scan
 
-def scan(body: str) -> Heads | None:
+def scan_lines(body: str) -> Heads | None:
     """`markdown_it_headings` by a fence-aware line scan, or None where only a parse can tell.
 
     Exact for ATX headings at indent 0 and fences at indent 0 (CommonMark: a heading or fence line at
@@ -318,7 +318,7 @@ def scan(body: str) -> Heads | None:
 # ------------------------------------------------------------------------------------------ the mixed scan
 
 def scan_mixed(body: str, refs: bool = False, budget: list[int] | None = None, wanted: str | None = None) -> Heads:
-    """`markdown_it_headings` where `scan` gave up: the scan's decisions between the lines it cannot decide,
+    """`markdown_it_headings` where `scan_lines` gave up: the scan's decisions between the lines it cannot decide,
     and markdown-it on an island around each such line.
 
     An island starts where CommonMark block state is known to be reset in a region the scan decided (a

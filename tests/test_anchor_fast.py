@@ -54,7 +54,7 @@ def assert_same(body: str) -> bool:
     assert fast == oracle, body
     assert [s.digest for s in fast] == [s.digest for s in oracle], body
     assert render(fast) == body
-    return headings.scan(body) is not None
+    return headings.scan_lines(body) is not None
 
 
 def generated(rng: random.Random, pool: list[str]) -> str:
@@ -108,13 +108,13 @@ def test_every_example_skill_and_fixture_matches_the_oracle(path):
 def test_the_example_skills_take_the_line_scan():
     """The fast path is the common case: most example bodies never reach markdown-it."""
     bodies = [parse_skill(p.read_text(), p)[0].body for p in SKILL_FILES if "datasets" in p.parts]
-    assert sum(headings.scan(b) is not None for b in bodies) >= len(bodies) - 2
+    assert sum(headings.scan_lines(b) is not None for b in bodies) >= len(bodies) - 2
 
 
 def test_constructs_that_need_container_state_fall_back():
     for body in ["Para\n---\n", "- a\n  # b\n", "  ```\n# x\n", "<div>\n# x\n", "[r]: /u\n# [r]\n",
                  "Para\n===\n"]:
-        assert headings.scan(body) is None, body
+        assert headings.scan_lines(body) is None, body
         assert_same(body)
 
 
