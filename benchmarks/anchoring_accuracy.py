@@ -31,16 +31,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from mined_cache import SPLIT, mined, split
+
 ROOT = Path(__file__).resolve().parents[1]
-SPLIT = ROOT / "datasets/histories/anchoring_split.csv"
-MANIFEST = ROOT / "datasets/histories/manifest.csv"
 RESULTS = ROOT / "datasets/histories/anchoring_results.json"
 CACHE = Path.home() / ".cache/overlay_kit/anchoring_events.pkl"  # texts: local only, never committed
-
-
-def split() -> dict[str, str]:
-    with open(SPLIT, newline="", encoding="utf-8") as fh:
-        return {r["repository"]: r["split"] for r in csv.DictReader(fh)}
 
 
 def extract_repo(repo: str, commit: str, mirrors: Path) -> list[dict]:
@@ -65,18 +60,7 @@ def extract_repo(repo: str, commit: str, mirrors: Path) -> list[dict]:
 
 
 def extract(mirrors: Path) -> list[dict]:
-    if CACHE.exists():
-        return pickle.loads(CACHE.read_bytes())
-    with open(MANIFEST, newline="", encoding="utf-8") as fh:
-        manifest = list(csv.DictReader(fh))
-    rows = []
-    for r in manifest:
-        got = extract_repo(r["repository"], r["commit"], mirrors)
-        print(f"{r['repository']}: {len(got)} events", file=sys.stderr, flush=True)
-        rows.extend(got)
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    CACHE.write_bytes(pickle.dumps(rows))
-    return rows
+    return mined(CACHE, lambda repo, commit: extract_repo(repo, commit, mirrors))
 
 
 if __name__ == "__main__" and "--extract-only" in sys.argv:

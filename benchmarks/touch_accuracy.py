@@ -30,19 +30,17 @@ default run reports the shipped parameters on both halves, `--write` stores the 
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import hashlib
 import itertools
 import json
-import pickle
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
+from mined_cache import SPLIT, mined, split
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -50,8 +48,6 @@ sys.path.insert(0, str(ROOT))
 from overlay_kit import mine, touch  # noqa: E402
 from overlay_kit.studies import histories, rulefile  # noqa: E402
 
-SPLIT = ROOT / "datasets/histories/anchoring_split.csv"
-MANIFEST = ROOT / "datasets/histories/manifest.csv"
 RESULTS = ROOT / "datasets/histories/touch_results.json"
 CACHE = Path.home() / ".cache/overlay_kit/touch_events.pkl"  # texts: local only, never committed
 GRID = {"rewrite_similarity": (0.0, 0.5), "min_shared": (1, 2), "added_shared": (None, 4, 3, 2)}
@@ -61,28 +57,13 @@ FIELDS = ("id", "file", "fate", "versions_survived", "section_changed_before_fat
           "text", "steps")
 
 
-def split() -> dict[str, str]:
-    with open(SPLIT, newline="", encoding="utf-8") as fh:
-        return {r["repository"]: r["split"] for r in csv.DictReader(fh)}
-
-
 def extract(mirrors: Path) -> list[dict]:
     """One row per rule event (texts included), every manifest repository mined at its commit; cached."""
-    if CACHE.exists():
-        return pickle.loads(CACHE.read_bytes())
-    with open(MANIFEST, newline="", encoding="utf-8") as fh:
-        manifest = list(csv.DictReader(fh))
-    rows = []
-    for r in manifest:
-        t0 = time.perf_counter()
-        result = mine.mine_repository(mirrors / r["repository"].replace("/", "+", 1) / "repo", rev=r["commit"],
-                                      label=r["repository"])
-        rows += [{"repo": r["repository"], **{k: getattr(e, k) for k in FIELDS}} for e in result.events]
-        print(f"{r['repository']}: {len(result.events)} events, {time.perf_counter() - t0:.0f} s", file=sys.stderr,
-              flush=True)
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    CACHE.write_bytes(pickle.dumps(rows))
-    return rows
+    def per_repo(repo: str, commit: str) -> list[dict]:
+        result = mine.mine_repository(mirrors / repo.replace("/", "+", 1) / "repo", rev=commit, label=repo)
+        return [{"repo": repo, **{k: getattr(e, k) for k in FIELDS}} for e in result.events]
+
+    return mined(CACHE, per_repo)
 
 
 def frame(rows: list[dict], **params) -> pd.DataFrame:
