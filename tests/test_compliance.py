@@ -124,3 +124,13 @@ def test_recorded_replies_replay_and_are_labelled():
 def test_a_missing_recording_is_named(tmp_path):
     with pytest.raises(Skipped, match="no recording at"):
         compliance.replies("qwen2.5-coder-0.5b-instruct", path=tmp_path / "none.jsonl")
+
+
+def test_a_run_of_some_arms_is_judged_on_the_comparisons_it_has():
+    n, arms = 40, ("none", "section", "tail", "stale-keep", "stale-mark")
+    rates = {"none": [0.0] * n, "section": [1.0] * n, "tail": [0.5] * n, "stale-keep": [1.0] * n,
+             "stale-mark": [1.0] * n}
+    v = compliance.judge(_frame(rates))
+    assert list(v.rates.arm) == list(arms)
+    assert list(v.comparisons.comparison) == ["section - none", "section - tail", "stale-keep - stale-mark"]
+    assert v.k_harm is None and v.stale_policy == "mark"
