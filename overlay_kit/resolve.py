@@ -485,25 +485,38 @@ def compose(skill: Skill, deltas: Sequence[Delta], *, goal: str | None = None, s
     """The pure core over a list of deltas (no store). Never raises on deltas (an unknown `stale_policy` is a
     ValueError)."""
     _check_stale_policy(stale_policy)
-    return _composed(skill, deltas, goal, scope, retrieval_only, index, embedder, tau, ceiling, list(notes),
-                     shaped=False, stale_policy=stale_policy)
+    request = _Request(goal, scope, retrieval_only, index, embedder, tau, ceiling, False, stale_policy)
+    return _composed(skill, deltas, request, list(notes))
 
 
-def _composed(skill, deltas, goal, scope, retrieval_only, index, embedder, tau, ceiling, notes, shaped,
-              stale_policy) -> EffectiveSkill:
-    """`compose`; `shaped`: the deltas' payloads are canonical already (`_admissible`)."""
+@dataclass(frozen=True)
+class _Request:
+    """What one composition is asked for, besides the skill, its deltas and the notes so far."""
+
+    goal: str | None
+    scopes: str | Iterable[str]
+    retrieval_only: Iterable[str]  # ids of retrieval-only (demoted) tier-3 deltas
+    index: TriggerIndex | None
+    embedder: object
+    tau: float | Gate | None
+    ceiling: int
+    shaped: bool  # the deltas' payloads are canonical already (read from a store: `_admissible` skips the check)
+    stale_policy: str
+
+
+def _composed(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: list[Note]) -> EffectiveSkill:
     try:
-        return _compose(skill, deltas, goal, _scopes(scope), frozenset(retrieval_only), index, embedder, tau,
-                        ceiling, notes, shaped, stale_policy)
+        return _compose(skill, deltas, request, notes)
     except Exception as exc:  # the render path never raises: authored base + a typed note
-        return _base(skill, notes + [Note("error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
+        return _base(skill, notes + [Note("error", None, f"{type(exc).__name__}: {exc}")], True, request.ceiling)
 
 
-def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, ceiling, notes, shaped,
-             stale_policy) -> EffectiveSkill:
+def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: list[Note]) -> EffectiveSkill:
+    goal, index, ceiling = request.goal, request.index, request.ceiling
+    retrieval_only = frozenset(request.retrieval_only)
     sections = _sections(skill.body)
-    picks = _admissible(skill, sections, deltas, scopes, notes, shaped)
-    picks = _overrides(_stale_policy(picks, stale_policy, notes), notes)
+    picks = _admissible(skill, sections, deltas, _scopes(request.scopes), notes, request.shaped)
+    picks = _overrides(_stale_policy(picks, request.stale_policy, notes), notes)
     hints = [p for p in picks if p.delta.tier == 1]
     resident = [p for p in picks if p.delta.tier in (2, 3) and p.delta.id not in retrieval_only]
     pool = [p for p in picks if p.delta.tier == 3 and p.delta.id in retrieval_only]
@@ -532,13 +545,13 @@ def _compose(skill, deltas, goal, scopes, retrieval_only, index, embedder, tau, 
     retrieved: list[tuple[_Pick, float]] = []
     if goal and pool:
         if index is None:
-            index, why = _index_for(embedder, [p.delta for p in pool])
+            index, why = _index_for(request.embedder, [p.delta for p in pool])
             if why:
                 notes.append(Note("retrieval_dark", None, why))
         if index is not None and index.dark:
             notes.append(Note("retrieval_dark", None, index.reason))
         elif index is not None:
-            gate, why = _gate(tau, index.embedder_id)
+            gate, why = _gate(request.tau, index.embedder_id)
             if why:
                 notes.append(Note("retrieval_dark", None, why))
             else:
@@ -661,8 +674,9 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
     while True:
         # rows the store left out (a seal that does not verify, a damaged row): said, never applied
         said = notes + [Note("left_out", None, text) for text in getattr(store, "integrity_notes", ())]
-        eff = _composed(skill, deltas, goal, scopes, demoted, index, embedder, tau, ceiling, said,
-                        shaped=isinstance(store, Store), stale_policy=stale_policy)  # its reads are shape-checked
+        request = _Request(goal, scopes, demoted, index, embedder, tau, ceiling,
+                           isinstance(store, Store), stale_policy)  # a store's reads are shape-checked
+        eff = _composed(skill, deltas, request, said)
         if not unread or eff.notes_of("suppressed_by_budget") or any(n.kind == "error" for n in eff.notes):
             return _unread_noted(eff, unread)
         # the budget kept every row read (some could not apply, or their counts were unknown): read on
