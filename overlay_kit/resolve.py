@@ -35,12 +35,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timezone
 from functools import lru_cache
 from operator import attrgetter
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from . import anchor as anchor_mod
 from . import budget as budget_mod
@@ -71,6 +71,7 @@ __all__ = [
     "STALE_POLICIES",
     "EffectiveSkill",
     "Note",
+    "OverlayStore",
     "Session",
     "compose",
     "known_lines",
@@ -192,11 +193,30 @@ def _sections(body: str) -> tuple[anchor_mod.Section, ...]:
 _AUTHORED: dict[str, int] = {}  # authored body → Llama tokens (from the store's base registry when there is one)
 
 
-def _authored_tokens(body: str, store=None) -> int:
+class OverlayStore(Protocol):
+    """What `resolve` reads of a store (`overlay_kit.store.Store` is one)."""
+
+    integrity_notes: Sequence[str]  # rows left out (a seal that does not verify, a damaged row), said in notes
+
+    def read_scopes(self, scope: str | Iterable[str] | None = None) -> str | tuple[str, ...]: ...
+
+    def budget_order(self, skill: str, scope: str | Iterable[str]) -> list[tuple[str, int, int, int]]: ...
+
+    def search(self, skill: str | None = None, scope=None, status=None, **filters) -> list[Delta]: ...
+
+    def retrieval_only(self, skill: str | None = None) -> frozenset[str]: ...
+
+    def kept_line_tokens(self, ids: Sequence[str]) -> dict[str, int]: ...
+
+    def line_tokens(self, lines: Mapping[str, str]) -> dict[str, int]: ...
+
+    def authored_tokens(self, body: str) -> int: ...
+
+
+def _authored_tokens(body: str, store: OverlayStore | None = None) -> int:
     """Llama tokens of an authored body: the store's kept count when there is a store (it keeps the count for
     the next process), else this process's."""
-    counted = getattr(store, "authored_tokens", None)
-    n = counted(body) if counted is not None else _AUTHORED.get(body)
+    n = store.authored_tokens(body) if store is not None else _AUTHORED.get(body)
     if n is None or body not in _AUTHORED:
         n = budget_mod.count_tokens(body) if n is None else n
         if len(_AUTHORED) >= 64:
@@ -209,18 +229,15 @@ def _authored_tokens(body: str, store=None) -> int:
 SCAFFOLD_LINES = ("\n", SECTION_LABEL + "\n", LIST_END, BLOCK_HEADING + "\n", BLOCK_INTRO + "\n")
 
 
-def known_lines(store, deltas: Sequence[Delta]) -> None:
+def known_lines(store: OverlayStore, deltas: Sequence[Delta]) -> None:
     """Load the following-token counts the store keeps for these deltas' learned lines and the scaffold lines
     into the budget's cache (`Store.line_tokens` counts and keeps the ones it lacks), so that rendering and
     budgeting known deltas never run the tokenizer."""
-    counted = getattr(store, "line_tokens", None)
-    if counted is None:
-        return
     lines = {d.id: item_text(d) for d in deltas if d.tier in (2, 3)}
     if not lines:
         return  # nothing will render: no scaffold either
     lines |= {"scaffold:" + hashlib.sha256(line.encode("utf-8")).hexdigest()[:16]: line for line in SCAFFOLD_LINES}
-    budget_mod.remember_following((lines[k], n) for k, n in counted(lines).items())
+    budget_mod.remember_following((lines[k], n) for k, n in store.line_tokens(lines).items())
 
 
 def _scopes(scope: str | Iterable[str]) -> frozenset[str]:
@@ -628,7 +645,7 @@ def _index_for(embedder, deltas: Sequence[Delta]) -> tuple[TriggerIndex | None, 
 # ------------------------------------------------------------------------------------------ resolving
 
 
-def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | Iterable[str] | None = None,
+def resolve(skill: Skill, store: OverlayStore | None = None, *, goal: str | None = None, scope: str | Iterable[str] | None = None,
             learned: bool = True, embedder=None, tau: float | Gate | None = None,
             ceiling: int = SHIPPED.ceiling, stale_policy: str = SHIPPED.stale_policy) -> EffectiveSkill:
     """Resolve `skill` against `store`. Never raises (but on an unknown `stale_policy`: ValueError); see the
@@ -649,14 +666,9 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
         return _base(skill, [Note("no_store", None, "no overlay store: authored base only")], False, ceiling)
     notes: list[Note] = []
     try:
-        scopes = _scopes(store.read_scopes(scope) if hasattr(store, "read_scopes") else scope or "user")
+        scopes = _scopes(store.read_scopes(scope))
         authored = _authored_tokens(skill.body, store)  # a known base's count comes from the store
-        if hasattr(store, "budget_order"):
-            deltas, unread, demoted = _read(store, skill, sorted(scopes), ceiling - authored)
-        else:  # a store without the budget's order: every active row
-            deltas = store.search(skill=skill.name, scope=sorted(scopes), status="active", include_superseded=True)
-            unread = []
-            demoted = store.retrieval_only(skill.name) if hasattr(store, "retrieval_only") else frozenset()
+        deltas, unread, demoted = _read(store, skill, sorted(scopes), ceiling - authored)
         known_lines(store, deltas)  # and so do the counts of its learned lines
         for d in store.search(skill=skill.name, scope=sorted(scopes), status="orphaned"):
             notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
@@ -673,7 +685,7 @@ def resolve(skill: Skill, store=None, *, goal: str | None = None, scope: str | I
             index = TriggerIndex.dark_index(str(exc))
     while True:
         # rows the store left out (a seal that does not verify, a damaged row): said, never applied
-        said = notes + [Note("left_out", None, text) for text in getattr(store, "integrity_notes", ())]
+        said = notes + [Note("left_out", None, text) for text in store.integrity_notes]
         request = _Request(goal, scopes, demoted, index, embedder, tau, ceiling,
                            isinstance(store, Store), stale_policy)  # a store's reads are shape-checked
         eff = _composed(skill, deltas, request, said)

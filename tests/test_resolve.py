@@ -176,8 +176,8 @@ def test_resolution_never_raises():
     eff = compose(skill, [broken])
     assert eff.text == skill.body and eff.notes_of("error")
 
-    class ExplodingStore:
-        def search(self, **kw):
+    class ExplodingStore:  # an `OverlayStore` whose first read fails
+        def read_scopes(self, scope=None):
             raise OSError("database is locked")
 
     eff = resolve(skill, ExplodingStore())
