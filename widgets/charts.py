@@ -6,6 +6,7 @@ Each function takes a study result from `overlay_kit.studies` and draws from its
     charts.review_burden(study, "typical")                                # sim.history_study
     charts.kpi_panels(study, {"nonrecurrence": "non-recurrence"})         # kpis.run
     charts.cost_regression(result)                                        # cost.run
+    charts.bound_chart(frame, "x", "estimate", "low", "high", bound=0.05)   # any frame: estimate, interval, bound
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-__all__ = ["cost_regression", "kpi_panels", "operator_heatmap", "review_burden"]
+__all__ = ["bound_chart", "cost_regression", "kpi_panels", "operator_heatmap", "review_burden"]
 
 
 def operator_heatmap(study, rate: str, title: str, fmt: str = ".2f") -> alt.LayerChart:
@@ -68,3 +69,44 @@ def cost_regression(result, max_learned: int | None = None) -> alt.FacetChart:
     line = base.mark_line(point=True).encode(y="regression:Q")
     return (band + line).properties(width=280, height=200).facet(column=alt.Column("turn:N", title=None)
                                                                  ).resolve_scale(y="independent")
+
+
+def bound_chart(frame: pd.DataFrame, along, estimate: str, low: str | None = None, high: str | None = None,
+                bound: float | str | None = None, *, value_title: str | None = None, domain=None,
+                horizontal: bool = False, color=None, tooltip=None, line: bool = False, facet=None,
+                columns: int | None = None, independent: bool = False, title: str | None = None,
+                width: int = 380, height: int = 220) -> alt.TopLevelMixin:
+    """An estimate, its interval and the decision rule's bound: a filled point (joined by a line when `line`) at
+    `estimate`, a rule from `low` to `high`, and the bound as a dashed black rule across the panel.
+
+    `along` places the rows (a field or an `alt.X`, or an `alt.Y` when `horizontal`); the estimate runs on the
+    other axis, titled `value_title`, its scale fixed to `domain` if given. `bound` is a number (one line) or a
+    column (one line per facet panel, e.g. a bound that differs per harm). `facet` (a field, `alt.Facet`,
+    `alt.Row` or `alt.Column`) splits the chart into panels, `columns` wide; `independent` gives each panel its
+    own value scale.
+
+        bound_chart(df, alt.X("co_load:Q"), "leak_user", "leak_user_low", "leak_user_high", bound=0.05)
+    """
+    Along, Value = (alt.Y, alt.X) if horizontal else (alt.X, alt.Y)
+    ch = "x" if horizontal else "y"
+    kw = {"title": value_title} if value_title is not None else {}
+    if domain is not None:
+        kw["scale"] = alt.Scale(domain=list(domain))
+    base = alt.Chart(frame).encode(**{"y" if horizontal else "x": Along(along) if isinstance(along, str) else along})
+    if color is not None:
+        base = base.encode(color=color)
+    layers = []
+    if low is not None and high is not None:
+        layers.append(base.mark_rule().encode(**{ch: Value(f"{low}:Q", **kw), f"{ch}2": f"{high}:Q"}))
+    mark = base.mark_line(point=True) if line else base.mark_point(filled=True)
+    layers.append(mark.encode(**{ch: Value(f"{estimate}:Q", **kw)}, **({"tooltip": tooltip} if tooltip else {})))
+    if bound is not None:
+        where = Value(f"{bound}:Q", **kw) if isinstance(bound, str) else Value(datum=bound, **kw)
+        layers.append(alt.Chart(frame).mark_rule(strokeDash=[4, 4], color="black").encode(**{ch: where}))
+    chart = alt.layer(*layers).properties(width=width, height=height)
+    if facet is not None:
+        how = {alt.Row: "row", alt.Column: "column"}.get(type(facet), "facet")
+        chart = chart.facet(**{how: facet}, **({"columns": columns} if columns else {}))
+        if independent:
+            chart = chart.resolve_scale(**{ch: "independent"})
+    return chart.properties(title=title) if title else chart

@@ -34,6 +34,7 @@ from ..resources import dataset_path
 from ..skill import Skill, load_skill
 from ..store import Store
 from . import deploy, rulefile, world
+from .finding import Finding, render
 from .rulefile import RuleFile, RuleFileError
 from .sweep import sweep
 
@@ -457,33 +458,34 @@ class AutoApproveStudy:
         verdict, why = self.verdict()
         ships = "on" if SHIPPED.auto_approve else "off"
         users = d.wrong.n
-        lines = [rule.stamp(), "",
-                 f"**Scan miss rate on never-tuned held-out attacks**: {int(self.miss.table.missed.sum())} of "
+        intro = [f"**Scan miss rate on never-tuned held-out attacks**: {int(self.miss.table.missed.sum())} of "
                  f"{int(self.miss.table.attacks.sum())} missed, {self.miss.exact.fmt('.3f')} (exact); "
                  f"{self.miss.clustered.fmt('.3f')} resampling {len(self.miss.table)} (file, class) groups; "
-                 f"the scenarios use {self.miss.low:.3f} to {self.miss.high:.3f}.", "",
+                 f"the scenarios use {self.miss.low:.3f} to {self.miss.high:.3f}.",
                  f"**At the default assumptions** ({users} users, per {per} sessions, on − off, "
-                 f"{float(rule.param('confidence')):.0%} intervals over users): review prompts "
-                 f"{d.burden.fmt('+.2f')}, sessions under a wrong lesson {d.wrong.fmt('+.2f')} "
-                 f"(bound {float(rule.param('wrong_bound')):g}), under a hostile lesson {d.hostile.fmt('+.3f')} "
-                 f"(bound {float(rule.param('hostile_bound')):g}): **{d.verdict}** ({d.why}).", ""]
+                 f"{float(rule.param('confidence')):.0%} intervals over users): **{d.verdict}** ({d.why})."]
+        findings = [Finding.of("review prompts", d.burden, spec="+.2f"),
+                    Finding.of("sessions under a wrong lesson", d.wrong, bound=float(rule.param("wrong_bound")),
+                               spec="+.2f"),
+                    Finding.of("sessions under a hostile lesson", d.hostile,
+                               bound=float(rule.param("hostile_bound")), spec="+.3f")]
         by = {}
         for c in cs[1:]:
             by.setdefault(c.verdict, []).append(c.scenario.name)
-        lines.append("Across the assumption ranges: " + "; ".join(f"{v}: {', '.join(n)}" for v, n in sorted(by.items()))
-                     + ".")
+        outro = ["Across the assumption ranges: " + "; ".join(f"{v}: {', '.join(n)}" for v, n in sorted(by.items()))
+                 + "."]
         hostile = sum(c.hostile.low > float(rule.param("hostile_bound")) for c in cs)
-        lines += ["", f"**Verdict: {verdict}** ({why}). Descriptive, not the rule: every scenario's added "
-                      f"wrong-lesson exposure would pass only under a bound of at least {self.break_even():.2f} per "
-                      f"{per} sessions; the hostile bound alone rules on out in {hostile} of {len(cs)} scenarios.", ""]
+        outro.append(f"**Verdict: {verdict}** ({why}). Descriptive, not the rule: every scenario's added "
+                     f"wrong-lesson exposure would pass only under a bound of at least {self.break_even():.2f} per "
+                     f"{per} sessions; the hostile bound alone rules on out in {hostile} of {len(cs)} scenarios.")
         if self.ships() != SHIPPED.auto_approve:
-            lines.append(f"**What ships**: auto-approve {ships} today; this verdict says the default should change to "
+            outro.append(f"**What ships**: auto-approve {ships} today; this verdict says the default should change to "
                          f"{'on' if self.ships() else 'off'}.")
         else:
-            lines.append(f"**What ships**: auto-approve {ships}, which this verdict supports"
+            outro.append(f"**What ships**: auto-approve {ships}, which this verdict supports"
                          + ("" if verdict in ("on", "off") else
                             " (a default changes only when the change holds across the stated ranges)") + ".")
-        return "\n".join(lines)
+        return render(findings, stamp=rule.stamp(), intro=intro, outro=outro)
 
 
 def _needed(n: int, ci: Interval, bound: float) -> int | None:

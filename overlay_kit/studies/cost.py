@@ -55,6 +55,7 @@ from ..prompt import Prompt, compose, count_tokens, reprefill_tokens
 from ..resources import datasets_root
 from ..skill import load_skill
 from . import rulefile
+from .finding import Finding, render
 
 __all__ = ["RECORDINGS", "RULE", "CostResult", "GrowthPoint", "Study", "StudyInputs", "TurnCost", "combine_verdicts",
            "growth", "growth_slope", "learned_fragment", "mde", "measure", "recall_plan", "regression",
@@ -646,14 +647,11 @@ class CostResult:
 
     def _verdict_text(self, row: pd.Series, target: float) -> str:
         v = row[f"≤ {target:.0%} target"]
-        one = (f"one lesson ({row['one lesson (learned tokens)']} learned tokens) costs {row.regression:+.1%} "
-               f"[{row.low:+.1%}, {row.high:+.1%}]")
         if v == "unattainable":
-            return f"{one}, wholly above {target:.0%}: the ≤ {target:.0%} target is **unattainable**"
+            return f"wholly above it, the ≤ {target:.0%} target is **unattainable**"
         if v == "attainable":
-            return f"{one}, wholly within {target:.0%}: the ≤ {target:.0%} target is **attainable**"
-        return (f"{one}, an interval that spans {target:.0%}: too little power to decide the ≤ {target:.0%} "
-                f"target, no verdict")
+            return f"wholly within it, the ≤ {target:.0%} target is **attainable**"
+        return f"the interval spans it: too little power to decide the ≤ {target:.0%} target, no verdict"
 
     def world_load(self, load: pd.DataFrame) -> pd.DataFrame:
         """What the world's users would pay (`world.learned_load`: per user, every taught lesson resident):
@@ -688,22 +686,25 @@ class CostResult:
         ceil = self.ceilings().set_index(["engine", "measure"])
         target, bounds = float(self.rule.param("target")), [float(b) for b in self.rule.param("bounds")]
         primary, conf = self.rule.param("primary_measure"), float(self.rule.param("confidence"))
-        out = []
+        engines = []
         kinds = [s.kind for s in self.studies]
         judged = [s for s in self.studies if (s.kind, primary) in ceil.index]
         for s in judged:
             c = ceil.loc[(s.kind, primary)]
-            line = (f"- **{s.kind}** ({s.model}), {c.turn} start, {primary}, n = {c.repeats} repeats: "
-                    f"{self._verdict_text(c, target)}. Supported ceilings in resident learned tokens (upper "
-                    f"{conf:.0%} bound within): {self._ceilings_text(c, bounds)}.")
+            note = (f"supported ceilings in resident learned tokens (upper {conf:.0%} bound within): "
+                    f"{self._ceilings_text(c, bounds)}.")
             if not c["grid as ruled"]:
-                line += " (Measured on a grid other than the rule's: indicative only.)"
+                note += " (Measured on a grid other than the rule's: indicative only.)"
             other = [m for m in self.rule.param("measures") if m != primary and (s.kind, m) in ceil.index]
             for m in other:
                 w = ceil.loc[(s.kind, m)]
-                line += (f" Under the same rule, {m}: {w.regression:+.1%} [{w.low:+.1%}, {w.high:+.1%}] at one "
+                note += (f" Under the same rule, {m}: {w.regression:+.1%} [{w.low:+.1%}, {w.high:+.1%}] at one "
                          f"lesson, target {w[f'≤ {target:.0%} target']}; {self._ceilings_text(w, bounds)}.")
-            out.append(line)
+            engines.append(Finding(f"**{s.kind}** ({s.model}), {c.turn} start, {primary}, n = {c.repeats} repeats: "
+                                   f"one lesson ({c['one lesson (learned tokens)']} learned tokens) costs",
+                                   c.regression, c.low, c.high, target, self._verdict_text(c, target), note=note,
+                                   spec="+.1%"))
+        out = [render(engines)] if engines else []
         if judged:
             rows = ceil.xs(primary, level="measure")
             table = self.table().set_index(["engine", "turn", "measure", "learned_tokens"])
@@ -738,17 +739,21 @@ class CostResult:
                                                for bs, what in parts)
                        + f". These hold over the recorded {count_tokens(judged[0].inputs.stable):,}-token authored "
                        f"prefix; a larger authored prefix makes each lesson a smaller share.")
+        growth = []
         for s in self.studies:
             r = res.loc[(s.kind, "cold", primary)] if (s.kind, "cold", primary) in res.index else None
             if r is None:
                 continue
             seen = r["first detected (learned tokens)"]
             seen = int(seen) if pd.notna(seen) else None
-            out.append(f"- **Growth ({s.kind}).** A regression is first detected at "
-                       f"{seen if seen is not None else 'no measured'} learned tokens; growth "
-                       f"{r['growth per 1k learned']:+.1%} per 1,000 learned tokens (sizes ≤ {SMALL}) "
-                       f"[{r['growth low']:+.1%}, {r['growth high']:+.1%}]; the no-delta build's own spread gives "
-                       f"a minimal detectable effect of {r['MDE']:.1%} (n = {int(r['n'])}).")
+            growth.append(Finding(
+                f"**Growth ({s.kind})** per 1,000 learned tokens (sizes ≤ {SMALL})", r["growth per 1k learned"],
+                r["growth low"], r["growth high"], spec="+.1%",
+                note=f"a regression is first detected at {seen if seen is not None else 'no measured'} learned "
+                     f"tokens; the no-delta build's own spread gives a minimal detectable effect of {r['MDE']:.1%} "
+                     f"(n = {int(r['n'])})"))
+        if growth:
+            out.append(render(growth))
         if {"random-weight", "real-weight"} <= set(kinds) and all(
                 (k, "cold", primary) in res.index for k in ("random-weight", "real-weight")):
             a, b = res.loc[("random-weight", "cold", primary)], res.loc[("real-weight", "cold", primary)]

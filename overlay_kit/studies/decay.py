@@ -49,6 +49,7 @@ from ..resources import dataset_path
 from ..skill import load_skill
 from ..store import Store
 from . import rulefile, world
+from .finding import Finding, render
 from .rulefile import RuleFile, RuleFileError
 from .threshold import lesson_weights
 
@@ -415,25 +416,27 @@ class DecayStudy:
     def finding(self) -> str:
         js, answer, verdict = self.judgements(), self.answer(), self.verdict()
         cb = self.comeback.recall
-        head = self.rule.stamp() + "\n\n"
-        if self.what_if:
-            head += f"**What-if, not the verdict** ({self.what_if}); the rule's tests applied to these cells only.\n\n"
+        intro = ([f"**What-if, not the verdict** ({self.what_if}); the rule's tests applied to these cells only."]
+                 if self.what_if else [])
         count = {s: [j.rule.name for j in js if j.safety == s] for s in ("safe", "harmful", "undecided")}
         pays = [j.rule.name for j in js if j.pays == "pays"]
         ship = next((j for j in js if j.rule == SHIPPED_RULE), None)
         users = ", ".join(f"{p}: {n} users" for p, n in self.users.items())
-        parts = [f"Over {len(self.rows) // len(self.rules)} cells ({users}); "
-                 f"a retrieval-only lesson comes back in {cb.fmt('.3f')} of the needs (`world.comeback`, "
-                 f"{self.comeback.gate}). Safe for rare lessons (harm upper end <= "
-                 f"{float(self.rule.param('harm_margin')):.2f} in every cell): {', '.join(count['safe']) or 'none'}; "
-                 f"harmful: {', '.join(count['harmful']) or 'none'}; undecided: "
-                 f"{', '.join(count['undecided']) or 'none'}. Paying (precision gain lower end >= "
-                 f"{float(self.rule.param('min_gain')):.2f} at the judged share): {', '.join(pays) or 'none'}."]
+        intro.append(f"Over {len(self.rows) // len(self.rules)} cells ({users}); "
+                     f"a retrieval-only lesson comes back in {cb.fmt('.3f')} of the needs (`world.comeback`, "
+                     f"{self.comeback.gate}). Safe for rare lessons (harm upper end <= "
+                     f"{float(self.rule.param('harm_margin')):.2f} in every cell): "
+                     f"{', '.join(count['safe']) or 'none'}; harmful: {', '.join(count['harmful']) or 'none'}; "
+                     f"undecided: "
+                     f"{', '.join(count['undecided']) or 'none'}. Paying (precision gain lower end >= "
+                     f"{float(self.rule.param('min_gain')):.2f} at the judged share): {', '.join(pays) or 'none'}.")
+        findings, parts = [], []
         if ship is not None:
-            parts.append(f"The shipped rule {SHIPPED_RULE.name} is {ship.safety} (harm "
-                         f"{ship.worst_harm.fmt('.3f')} in its best-measured deciding cell: {ship.harm_cell}) and "
-                         f"{ship.pays} (least gain "
-                         f"{ship.least_gain.fmt('.3f')}).")
+            findings = [Finding.of(f"The shipped rule {SHIPPED_RULE.name}, harm in its best-measured deciding cell "
+                                   f"({ship.harm_cell})", ship.worst_harm, bound=float(self.rule.param("harm_margin")),
+                                   verdict=ship.safety),
+                        Finding.of(f"The shipped rule {SHIPPED_RULE.name}, least gain", ship.least_gain,
+                                   bound=float(self.rule.param("min_gain")), side="≥", verdict=ship.pays)]
         for profile in self.users:
             mine = self.rows[(self.rows.profile == profile) & (self.rows.rule == SHIPPED_RULE.name)]
             if mine.empty:
@@ -475,7 +478,7 @@ class DecayStudy:
         else:
             parts.append(f"**The rule's answer: {answer.name}**, not the shipped {SHIPPED_RULE.name}: decay should "
                          f"change to it.")
-        return head + " ".join(parts)
+        return render(findings, stamp=self.rule.stamp(), intro=intro, outro=" ".join(parts))
 
 
 def _cell(row: pd.Series) -> str:

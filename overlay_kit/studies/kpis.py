@@ -48,6 +48,7 @@ from ..resources import dataset_path
 from ..metrics import Interval, binomial_upper, mean_ci, ratio_ci, wilson_lower_bound
 from ..skill import PERMISSION_DOMAINS
 from . import deploy, rulefile
+from .finding import Finding, render
 from .deploy import ASSUMPTIONS, Deployment
 from .rulefile import RuleFile
 from .sweep import sweep
@@ -623,17 +624,13 @@ class KPIStudy:
         """The verdicts, written from the numbers (re-running rewrites it)."""
         d = self.dashboard().set_index("kpi")
         runs = self.at_defaults()
-
-        def iv(k: str, fmt: str = ".2f") -> str:
-            r = d.loc[k]
-            return f"{r.estimate:{fmt}} [{r.low:{fmt}}, {r.high:{fmt}}]"
-
-        met = lambda k: "meets" if d.loc[k, "met"] else "misses"  # noqa: E731
-        lines = [self.rule.stamp(), "",
-                 f"**At the shipped defaults, default world** ({len(runs)} seeded deployments): correction "
-                 f"non-recurrence {iv('nonrecurrence')} ({met('nonrecurrence')} the 70 % target); deltas-on beat "
-                 f"deltas-off by {iv('on_minus_off')} eval accuracy ({met('on_minus_off')} +5 points); "
-                 f"{iv('tier01_share')} of accepted lessons landed at tier 0/1 ({met('tier01_share')} 50 %).", ""]
+        targets = {k: target for k, _, target, _ in DASHBOARD}
+        findings = [Finding(what, d.loc[k, "estimate"], d.loc[k, "low"], d.loc[k, "high"], targets[k],
+                            "meets" if d.loc[k, "met"] else "misses", spec=".2f", side="≥")
+                    for k, what in (("nonrecurrence", "correction non-recurrence"),
+                                    ("on_minus_off", "deltas-on − deltas-off, eval accuracy"),
+                                    ("tier01_share", "accepted lessons that landed at tier 0/1"))]
+        lines = []
         n = self.never()
         zero = n[n["count"] == 0]
         if len(zero):
@@ -645,8 +642,9 @@ class KPIStudy:
             lines.append(f"**{r.kpi}** occurred {r.count} times, only where "
                          + ", ".join(sorted({f"{a} = {v}" for a, v in zip(where['axis'], where['value'])})) + ".")
         target = self.rule.param("target_mde")
-        lines += ["", f"**Against what ships** (each value paired with the shipped one seed by seed; "
-                      f"{self.rule.param('primary')} primary, {self.rule.param('secondary')} secondary):", ""]
+        against = (f"**Against what ships** (each value paired with the shipped one seed by seed; "
+                   f"{self.rule.param('primary')} primary, {self.rule.param('secondary')} secondary):")
+        verdicts = []
         for r in self.table().itertuples():
             at = self.fixed.get(r.axis)
             cond = f" (judged with {', '.join(f'{k} = {v}' for k, v in at.items())})" if at else ""
@@ -654,9 +652,10 @@ class KPIStudy:
                    if r.axis in BY_DEFINITION else "")
             power = ("" if not np.isfinite(r.mde) or r.mde <= target else
                      f" — underpowered: MDE {r.mde:.3f} > the rule's {target:.2f} with {r.seeds} seeds")
-            lines.append(f"- `{r.axis}` (ships {r.shipped}){cond}: **{r.verdict}** in {r.scenarios} scenarios"
-                         f"{why}{power}. At the defaults: {r.compared_at_defaults or 'nothing to compare'}.")
-        return "\n".join(lines)
+            verdicts.append(f"- `{r.axis}` (ships {r.shipped}){cond}: **{r.verdict}** in {r.scenarios} scenarios"
+                            f"{why}{power}. At the defaults: {r.compared_at_defaults or 'nothing to compare'}.")
+        return render(findings, stamp=self.rule.stamp(), intro=f"**At the shipped defaults, default world** "
+                      f"({len(runs)} seeded deployments):", outro=["\n".join(lines), against, "\n".join(verdicts)])
 
 
 def plan(rule: RuleFile, *, full: bool = False) -> dict[str, Any]:

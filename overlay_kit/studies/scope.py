@@ -49,6 +49,7 @@ from ..metrics import Interval, ratio_ci
 from ..skill import parse_skill
 from ..store import Store
 from . import rulefile, world
+from .finding import Finding, render
 from .rulefile import RuleFile
 
 __all__ = ["ARMS", "ASSUMPTIONS", "RULE_NAME", "Point", "ScopeError", "ScopeStudy", "Tally", "UserTrace",
@@ -348,22 +349,23 @@ class ScopeStudy:
         rule, p, t = self.rule, self._points, self._table
         leak_max, min_gain = rule.param("leak_max"), rule.param("min_gain")
         pick, why = self.verdict()
-        lines = [rule.stamp(), ""]
+        intro, findings, lines = [], [], []
         shared = t[t.trace == "shared"]
         n_shared = int(shared.users.iloc[0]) if len(shared) else 0
         n_alone = int(t[t.trace == "alone"].users.iloc[0]) if (t.trace == "alone").any() else 0
-        lines.append(f"World {self.world_digest[:12]} ({self.users} users; agents per user: {self.agents}): "
+        intro.append(f"World {self.world_digest[:12]} ({self.users} users; agents per user: {self.agents}): "
                      f"{n_shared} users whose agents share them, {n_alone} with one agent; {len(p)} assumption "
                      f"point(s). Intervals: {rule.param('confidence'):.0%} percentile bootstrap over users.")
         if len(p):
             lo, hi = p.loc[p.leak_user.idxmin()], p.loc[p.leak_user.idxmax()]
-            lines += ["", f"**Leakage of \"user\" (what ships)** — sessions with a lesson of the other context "
-                          f"in front of the model: from {_fmt(lo, 'leak_user')} (split {lo.split_share}, co_load "
-                          f"{lo.co_load}) to {_fmt(hi, 'leak_user')} (split {hi.split_share}, co_load "
-                          f"{hi.co_load}); bound {leak_max}. Meets it at {int((p.bound == 'meets').sum())}, breaks "
-                          f"it at {int((p.bound == 'breaks').sum())}, undecided at "
-                          f"{int((p.bound == 'undecided').sum())} of {len(p)} points. \"agent\": 0 by "
-                          "construction (the scope filter)."]
+            intro.append(f"**Leakage of \"user\" (what ships)** — sessions with a lesson of the other context in "
+                         f"front of the model, at its lowest and highest point: meets the bound at "
+                         f"{int((p.bound == 'meets').sum())}, breaks it at {int((p.bound == 'breaks').sum())}, "
+                         f"undecided at {int((p.bound == 'undecided').sum())} of {len(p)} points. \"agent\": 0 by "
+                         "construction (the scope filter).")
+            findings = [Finding(f"{end} (split {r.split_share}, co_load {r.co_load})", r.leak_user,
+                                r.leak_user_low, r.leak_user_high, float(leak_max), r.bound)
+                        for end, r in (("lowest", lo), ("highest", hi))]
             use = shared.pivot_table(index="scope", values="usefulness", aggfunc=["min", "max"])
             rows = ", ".join(f"{s} {use.loc[s].iloc[0]:.2f}–{use.loc[s].iloc[1]:.2f}" for s in use.index)
             g = p.gain
@@ -399,11 +401,7 @@ class ScopeStudy:
             verdict = (f"**Verdict: \"{pick}\"** ({why}); ships today: \"{ships}\" — the rule says the default "
                        f"should change to a per-agent scope.")
         lines += ["", verdict]
-        return "\n".join(lines)
-
-
-def _fmt(row, name: str) -> str:
-    return f"{row[name]:.3f} [{row[name + '_low']:.3f}, {row[name + '_high']:.3f}]"
+        return render(findings, stamp=rule.stamp(), intro=intro, outro="\n".join(lines[1:]))
 
 
 def run(*, transfer_share: float | None = None, split_share: float | None = None, co_load: float | None = None,

@@ -36,6 +36,7 @@ from ..resolve import resolve
 from ..skill import default_roots, discover
 from ..store import Store
 from . import rulefile, world
+from .finding import Finding, render
 from .rulefile import RuleFile
 from .sweep import sweep
 
@@ -369,26 +370,27 @@ class ShadowStudy:
         real = self.summary[self.summary.point == "realistic"].set_index("policy")
         varied = {k: (rule.param("realistic")[k], x) for k, x in self.values.items()
                   if rule.param("realistic")[k] != x}
-        lines = [rule.stamp(), "",
-                 f"**Setting.** {self.users} users × {self.sessions} sessions of the shared world (seed "
+        intro = [f"**Setting.** {self.users} users × {self.sessions} sessions of the shared world (seed "
                  f"{rule.param('world_seed')}), {int(real.lessons.iloc[0])} lessons with a later use; sessions "
                  f"whose skill shadowed another: {real.shadowed_sessions.iloc[0]:.1%}"
                  + (f"; assumptions varied from the rule's realistic point: "
-                    + ", ".join(f"{k} {a} → {b}" for k, (a, b) in varied.items()) if varied else "") + ".", "",
+                    + ", ".join(f"{k} {a} → {b}" for k, (a, b) in varied.items()) if varied else "") + ".",
                  f"**Today.** The product keys a lesson by its skill's name and records where the skill came "
                  f"from (`base_root`); the resolver leaves out a lesson whose recorded root differs from the served "
                  f"skill's (an `orphaned` note, never re-attached without confirmation). Probed on the real store "
                  f"and resolver: the product implements `{self.product}` (until this study's version 1 verdict "
-                 f"was adopted it recorded the root's label alone: `name+root`).", "",
-                 "| policy | silent attach (share of lessons) | lost uses | prompts / 100 sessions | admissible |",
-                 "|---|---|---|---|---|"]
-        for p, r in real.iterrows():
-            lines.append(f"| {p}{' (today)' if p == self.product else ''} | {r.silent:.3f} [{r.silent_low:.3f}, "
-                         f"{r.silent_high:.3f}] | {r.lost:.3f} [{r.lost_low:.3f}, {r.lost_high:.3f}] | "
-                         f"{r.prompts:.2f} (≤ {r.prompts_high:.2f}) | {'yes' if r.admissible else 'no'} |")
-        lines += ["", f"Admissible: silent attach upper end ≤ {rule.param('silent_max')} and prompts upper end ≤ "
-                      f"{rule.param('prompt_max')} per 100 sessions. The silent bound needs ≥ 299 lessons at zero "
-                      f"events; this run has {int(real.lessons.iloc[0])}."]
+                 f"was adopted it recorded the root's label alone: `name+root`).",
+                 "Per policy at the realistic point: silent attach (share of lessons), its lost uses and prompts "
+                 "per 100 sessions:"]
+        findings = [Finding(f"`{p}`{' (today)' if p == self.product else ''} silent attach", r.silent, r.silent_low,
+                            r.silent_high, float(rule.param("silent_max")),
+                            "admissible" if r.admissible else "not admissible",
+                            note=f"lost uses {r.lost:.3f} [{r.lost_low:.3f}, {r.lost_high:.3f}]; prompts "
+                                 f"{r.prompts:.2f} (≤ {r.prompts_high:.2f})")
+                    for p, r in real.iterrows()]
+        lines = [f"Admissible: silent attach upper end ≤ {rule.param('silent_max')} and prompts upper end ≤ "
+                 f"{rule.param('prompt_max')} per 100 sessions. The silent bound needs ≥ 299 lessons at zero "
+                 f"events; this run has {int(real.lessons.iloc[0])}."]
         if v.difference is not None:
             d = v.difference
             lines.append(f"Lost uses, {v.runner_up} − {v.pick}: {d.fmt('.3f')} (paired over users; this design "
@@ -419,7 +421,7 @@ class ShadowStudy:
                          + ". The lead decides; the rule adopts a default only when it holds across the ranges."
                          + (f" Lost uses, {v.policy} − {self.product}: {d.fmt('.3f')} (paired over users)."
                             if d is not None else ""))
-        return "\n".join(lines)
+        return render(findings, stamp=rule.stamp(), intro=intro, outro="\n".join(lines))
 
 
 def _grid(rule: RuleFile, full: bool, values: Mapping[str, float], ranges: bool) -> list[tuple[str, dict]]:

@@ -52,6 +52,7 @@ from ..metrics import Interval, binomial_upper, rate_table, ratio_ci
 from ..skill import Skill, parse_skill
 from ..store import Store
 from . import deploy, rulefile, world
+from .finding import Finding, render
 from .rulefile import RuleFile
 from .sweep import sweep
 
@@ -539,28 +540,29 @@ class SignalStudy:
         rp_t, rr_t = float(r.param("retire_precision_target")), float(r.param("retire_recall_target"))
         shipped = str(r.param("shipped_set"))
         retire_value = dict(self.arms)[self.retire_arm]
-        lines = [r.stamp(), "",
-                 f"**Question.** {r.question}", "",
+        intro = [f"**Question.** {r.question}",
                  f"Run: {len(self.seeds)} world seed(s) × {len(self.scenarios)} scenario(s) "
                  f"({', '.join(self.scenarios)}); {int(m.loc[(base, self.shipped_arm, shipped), 'lessons'])} "
                  f"lessons from {int(m.loc[(base, self.shipped_arm, shipped), 'users'])} users per scenario; the "
                  f"shipped review (min_samples {SHIPPED.min_samples}, threshold {SHIPPED.threshold}, wilson "
                  f"{SHIPPED.wilson}, retire_below {SHIPPED.retire_below}) and the studied retire_below "
                  f"{retire_value}. Promotion is right when precision ≥ {p_t} and recall ≥ {r_t} (interval "
-                 f"lower ends); retirement when retirement precision ≥ {rp_t} and recall ≥ {rr_t}.", ""]
+                 f"lower ends); retirement when retirement precision ≥ {rp_t} and recall ≥ {rr_t}."]
         refused = bool(self.lessons.refused.all())
-        lines.append(f"- The product refuses `tool_ok` as an outcome in {'every' if refused else 'NOT every'} run "
-                     "(`NotAnOutcome`): as shipped it moves nothing. Its row is the counterfactual of counting it.")
+        findings = []
         for name in o.index:
             row = m.loc[(base, self.shipped_arm, name)]
             ret = m.loc[(base, self.retire_arm, name)]
             iv = lambda x, c: Interval(x[c], x[f"{c}_low"], x[f"{c}_high"]).fmt(".2f", empty="n/a")  # noqa: E731
-            lines.append(f"- **{name}** ({base}): precision {iv(row, 'promotion_precision')}, recall "
-                         f"{iv(row, 'promotion_recall')}, {iv(row, 'sessions_to_decision')} sessions to a decision; "
-                         f"retirement precision {iv(ret, 'retirement_precision')}, recall "
-                         f"{iv(ret, 'retirement_recall')}. Across scenarios: promotion **{o.loc[name, 'promotion']}** "
-                         f"(right in {o.loc[name, 'promotion_right_in']} of {len(self.scenarios)}), with retirement "
-                         f"**{o.loc[name, 'both']}** (right in {o.loc[name, 'both_right_in']}).")
+            findings.append(Finding(
+                f"**{name}** ({base}): promotion precision", row["promotion_precision"],
+                row["promotion_precision_low"], row["promotion_precision_high"], p_t, spec=".2f", side="≥",
+                verdict=f"across scenarios promotion **{o.loc[name, 'promotion']}** (right in "
+                        f"{o.loc[name, 'promotion_right_in']} of {len(self.scenarios)}), with retirement "
+                        f"**{o.loc[name, 'both']}** (right in {o.loc[name, 'both_right_in']})",
+                note=f"recall {iv(row, 'promotion_recall')}, {iv(row, 'sessions_to_decision')} sessions to a "
+                     f"decision; retirement precision {iv(ret, 'retirement_precision')}, recall "
+                     f"{iv(ret, 'retirement_recall')}"))
         right = [s for s in o.index if o.loc[s, "both"] == "right"]
         promo = [s for s in o.index if o.loc[s, "promotion"] == "right"]
         best = rec["best"]
@@ -582,7 +584,9 @@ class SignalStudy:
                         f"(right in {o.loc[best, 'promotion_right_in']} of {len(self.scenarios)}"
                         + (f", but its precision is below target in {fails}" if fails else "")
                         + f"; not right in: {', '.join(wrong_in) or 'none'}).")
-        lines += ["", f"**Verdict.** {verdict}", ""]
+        lines = [f"The product refuses `tool_ok` as an outcome in {'every' if refused else 'NOT every'} run "
+                 "(`NotAnOutcome`): as shipped it moves nothing. Its row is the counterfactual of counting it.", "",
+                 f"**Verdict.** {verdict}", ""]
         if rec["change_signals"]:
             kinds = ", ".join(_sets(r.param("sets"))[rec["count"]])
             lines.append(f"**Shipped default: change.** Count **{rec['count']}** ({kinds}) instead of every user "
@@ -605,7 +609,7 @@ class SignalStudy:
                   + (", reached." if pw["halfwidth"] <= pw["target"] else
                      f"; about {pw['users_needed']} users per scenario would reach it (FULL=1 runs more seeds).")
                   + " An undecided scenario is decided by more users, not by another look at these."]
-        return "\n".join(lines)
+        return render(findings, stamp=r.stamp(), intro=intro, outro="\n".join(lines))
 
 
 # ------------------------------------------------------------------------------------------------- run

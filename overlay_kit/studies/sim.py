@@ -43,6 +43,7 @@ from ..metrics import binomial_upper, mean_ci, rate_table
 from ..rebase import Update, similarity
 from ..resources import dataset_path
 from . import rulefile
+from .finding import Finding, render
 from .sweep import sweep
 
 __all__ = [
@@ -1384,7 +1385,7 @@ class OperatorStudy:
         v = self.verdicts()
         return list(dict.fromkeys(v.loc[v["verdict"] == "lacks power", "group"]))
 
-    def _burden_lines(self) -> list[str]:
+    def _burden(self) -> list[Finding]:
         first = int(self.rule.param("trials_first"))
         body = self.body()
         body = rates(body[body["trial"] < first], "policy", "unit", ["review_per_update", "proposal_precision",
@@ -1392,21 +1393,23 @@ class OperatorStudy:
                      n_resamples=self.n_boot, seed=self.seed).set_index("policy")
         floor = float(self.rule.param("recall_floor"))
         v1 = body.loc["orphan-all"] if "orphan-all" in body.index else None
-        lines = []
+        findings = []
         for p in [p for p in body.index if p != "orphan-all"]:
             r = body.loc[p]
+            verdict, notes = "", []
             if v1 is not None:
                 fewer = r["review_per_update_high"] < v1["review_per_update_low"]
-                lines.append(f"- `{p}`: {_ci(r, 'review_per_update')} review prompts per body update against "
-                             f"`orphan-all`'s {_ci(v1, 'review_per_update', '.1f')} — "
-                             + ("**fewer** (intervals apart)." if fewer else
-                                "not distinguishable (intervals overlap)."))
+                verdict = "**fewer** (intervals apart)" if fewer else "not distinguishable (intervals overlap)"
+                notes.append(f"against `orphan-all`'s {_ci(v1, 'review_per_update', '.1f')}")
             if r["proposal_precision"] == r["proposal_precision"]:  # a proposing policy
                 most = r["proposal_recall_low"] > floor
-                lines.append(f"  Its proposals: precision {_ci(r, 'proposal_precision')}, recall "
-                             f"{_ci(r, 'proposal_recall')} — " + ("they recover most false orphans."
-                                                                  if most else f"recall not shown above {floor}."))
-        return lines
+                notes.append(f"its proposals: precision {_ci(r, 'proposal_precision')}, recall "
+                             f"{_ci(r, 'proposal_recall')} — " + ("they recover most false orphans"
+                                                                  if most else f"recall not shown above {floor}"))
+            findings.append(Finding(f"`{p}`, review prompts per body update", r["review_per_update"],
+                                    r["review_per_update_low"], r["review_per_update_high"], spec=".2f",
+                                    verdict=verdict, note="; ".join(notes)))
+        return findings
 
     def finding(self) -> str:
         """The rule's verdicts, computed from `bounds()` and the burden/proposal rates."""
@@ -1452,7 +1455,7 @@ class OperatorStudy:
             per = front.groupby(["operator", "trial"])["touched"].first()
             lines.append(f"- Frontmatter edits ({len(per):,} trials) touched {int(per.sum())} deltas' sections: not "
                          "judged (the body stays byte-identical).")
-        return "\n".join(self._burden_lines() + lines)
+        return "\n".join(p for p in [render(self._burden()), *lines] if p)
 
 
 def _stopping_point(touching: Mapping[str, Sequence[int]], members: Sequence[str], done: int, first: int,
@@ -1578,7 +1581,7 @@ class HistoryStudy:
         pooled = rates(one, ["profile", "policy"], "history", ["review_per_update", "orphaned_per_update",
                                                                "false_orphan"],
                        n_resamples=self.n_boot, seed=self.seed).set_index(["profile", "policy"])
-        lines = []
+        findings = []
         for profile in dict.fromkeys(one["profile"]):
             t = pooled.xs(profile)
             if "orphan-all" not in t.index:
@@ -1588,18 +1591,19 @@ class HistoryStudy:
                 r = t.loc[p]
                 lower = r["review_per_update_high"] < v1["review_per_update_low"]
                 ratio = v1["review_per_update"] / max(r["review_per_update"], 1e-9)
-                lines.append(f"- *{profile}*, `{p}`: {_ci(r, 'review_per_update')} review prompts per update "
-                             f"({_ci(r, 'orphaned_per_update')} orphans needing an action; false-orphan rate "
-                             f"{_ci(r, 'false_orphan', '.3f')}) against `orphan-all`'s "
-                             f"{_ci(v1, 'review_per_update')}: "
-                             + (f"**{ratio:.1f}× fewer** (intervals apart)." if lower
-                                else "not distinguishable (intervals overlap)."))
+                findings.append(Finding(
+                    f"*{profile}*, `{p}`, review prompts per update", r["review_per_update"],
+                    r["review_per_update_low"], r["review_per_update_high"], spec=".2f",
+                    verdict=f"**{ratio:.1f}× fewer** (intervals apart)" if lower
+                    else "not distinguishable (intervals overlap)",
+                    note=f"against `orphan-all`'s {_ci(v1, 'review_per_update')} ({_ci(r, 'orphaned_per_update')} "
+                         f"orphans needing an action; false-orphan rate {_ci(r, 'false_orphan', '.3f')})"))
         s = self.safety()
-        lines.append(f"- **Misattachment over touched deltas** (rule: 95 % upper bound < {self.target:.1%}, "
-                     "all cells pooled): " + _bound_line(s, self.target) + "."
-                     + ("" if s["below_target"].all() else " This grid is too small to make the claim here (and "
-                        "its touched deltas cluster by history); the operator study (notebook 03) carries it."))
-        return "\n".join(lines)
+        safety = (f"- **Misattachment over touched deltas** (rule: 95 % upper bound < {self.target:.1%}, "
+                  "all cells pooled): " + _bound_line(s, self.target) + "."
+                  + ("" if s["below_target"].all() else " This grid is too small to make the claim here (and "
+                     "its touched deltas cluster by history); the operator study (notebook 03) carries it."))
+        return "\n".join(p for p in (render(findings), safety) if p)
 
 
 def history_study(profiles: Sequence[str] = ("typical", "metadata-heavy"), intensities: Sequence[float] = (1.0,),

@@ -51,6 +51,7 @@ from ..surfaces.routing import (
     surface_digest,
 )
 from . import rulefile
+from .finding import Finding, render
 
 if TYPE_CHECKING:
     from ..skill import Skill
@@ -401,21 +402,20 @@ class WeekStudy:
     def finding(self) -> str:
         shares, n = self.shares(), self.table().seed.nunique()
         conf = f"{float(self.rule.param('confidence')):.0%}"
-        parts = []
+        findings = []
         for s in shares:
-            what = f"{s.name} {s.interval.fmt('.3f')} (target ≤ {s.target:g})"
+            note = ""
             if s.verdict == "undecided" and s.interval.estimate == 0:
-                what += (f": undecided, none seen but {s.interval.n} weeks bound it only at ≤ {s.interval.high:.3f}; "
-                         f"no difference from the target detected at this n")
+                note = (f"none seen but {s.interval.n} weeks bound it only at ≤ {s.interval.high:.3f}; "
+                        f"no difference from the bound detected at this n")
             elif s.verdict == "undecided":
-                what += (f": undecided, the interval straddles the target; no difference from it detected at an "
-                         f"MDE of ±{s.half_width:.3f} (the half-width this design resolves)")
-            else:
-                what += f": {s.verdict}"
-            parts.append(what)
+                note = (f"the interval straddles the bound; no difference from it detected at an "
+                        f"MDE of ±{s.half_width:.3f} (the half-width this design resolves)")
+            findings.append(Finding.of(s.name, s.interval, bound=s.target, verdict=s.verdict, note=note))
         head = {"over target": "**Over target**", "within both targets": "**Within both targets**",
                 "undecided": "**Undecided (too little power)**"}[self.verdict()]
-        return (f"{head} over {n} simulated weeks ({conf} intervals resampling weeks): " + "; ".join(parts) + ".")
+        return render(findings, intro=f"{head} over {n} simulated weeks ({conf} intervals resampling weeks):",
+                      joiner="; ", outro=".")
 
 
 def run(skill: "Skill", seeds=None, *, rule: rulefile.RuleFile | str | None = None) -> WeekStudy:

@@ -44,6 +44,7 @@ from ..resolve import compose
 from ..resources import dataset_path
 from ..skill import Skill, load_skill
 from . import rulefile, world
+from .finding import Finding, render
 from .rulefile import RuleFile, RuleFileError
 
 __all__ = ["CEILINGS", "FATES", "LESSONS_CSV", "RULE_NAME", "Agent", "BudgetStudy", "ProfileAnswer", "SkillCost",
@@ -339,21 +340,21 @@ class BudgetStudy:
     def finding(self) -> str:
         rec, verdict, r = self.recommended(), self.verdict(), self.comeback.recall
         t = self.summary.set_index(["profile", "ceiling"])
-        parts = []
+        findings = []
         for a in self.answers():
             s = t.loc[(a.profile, a.answer)]
-            bits = [f"{a.profile}: **{a.answer:,}** (share {s.share:.3f} [{s.share_low:.3f}, {s.share_high:.3f}]"
-                    f", best {a.best:,})"]
+            bits = [f"best {a.best:,}"]
             if a.held_up is not None:
                 bits.append(f"held up by uncertainty: {a.held_up:,} is within the margin on the estimate only")
             if a.window_binds is not None:
                 bits.append(f"the window share binds: {a.window_binds:,} would keep more")
             if a.over:
                 bits.append(f"{a.over} agent(s) whose authored text alone fills {max(self.eligible):,}")
-            parts.append("; ".join(bits))
+            findings.append(Finding(f"{a.profile}: **{a.answer:,}**, share", s.share, s.share_low, s.share_high,
+                                    note="; ".join(bits)))
         head = (f"**The rule's answer: a ceiling of {rec:,} tokens**, the largest of the profiles' answers "
                 f"(smallest ceiling within {float(self.rule.param('margin')):.2f} of the best on the upper end of "
-                f"the paired difference). Per profile: " + " · ".join(parts) + ". ")
+                f"the paired difference). Per profile:")
         heavy = self.corpus.sort_values(["learned tokens", "lessons"]).iloc[-1]
         authored = ", ".join(f"{p} {n:,}" for p, n in zip(self.profiles().profile,
                                                           self.profiles()["authored tokens (max)"]))
@@ -369,7 +370,7 @@ class BudgetStudy:
         else:
             tail = (f"The shipped ceiling ({self.default:,}) is **{verdict}**: by the rule, `SHIPPED.ceiling` in "
                     f"overlay_kit/defaults.py is set to {rec:,} and this notebook re-run.")
-        return head + load + why + tail
+        return render(findings, intro=head, joiner=" · ", outro=". " + load + why + tail)
 
 
 def _grid(rule: RuleFile) -> tuple[int, ...]:

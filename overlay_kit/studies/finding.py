@@ -1,0 +1,89 @@
+"""One record for a figure a study reports against its rule, and one renderer for the studies' findings.
+
+A study's `finding()` builds `Finding`s — the metric, its estimate and interval, the rule's bound, the verdict —
+and hands them to `render`, with the rule's stamp and the sentences only that study can write around them:
+
+    render([Finding("wrong-lesson exposure", 1.08, 0.46, 1.75, 1.0, "fails", "sessions per 100")],
+           stamp=rule.stamp(), intro="**At the default assumptions** (64 users):")
+
+`table(findings)` is the same records as a DataFrame, one row each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+from ..metrics import Interval
+
+__all__ = ["Finding", "render", "table"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One figure against its rule: `estimate` in [`low`, `high`] (NaN: no interval), the rule's `bound` (None:
+    the rule has none for it) and the `verdict` the rule gives; `spec` formats the numbers, `side` says which way
+    the bound holds ("≤": at most, "≥": at least), `note` is what the verdict alone does not say."""
+
+    metric: str
+    estimate: float
+    low: float = math.nan
+    high: float = math.nan
+    bound: float | None = None
+    verdict: str = ""
+    unit: str = ""
+    note: str = ""
+    spec: str = ".3f"
+    side: str = "≤"
+
+    @classmethod
+    def of(cls, metric: str, interval: Interval, **kw) -> Finding:
+        """The finding of an `Interval` (its estimate, low and high)."""
+        return cls(metric, interval.estimate, interval.low, interval.high, **kw)
+
+    @property
+    def interval(self) -> Interval:
+        return Interval(self.estimate, self.low, self.high)
+
+    def figure(self) -> str:
+        """`0.042 [0.010, 0.090] sessions (bound ≤ 0.05)`: the numbers, without the verdict."""
+        text = self.interval.fmt(self.spec) + (f" {self.unit}" if self.unit else "")
+        if self.bound is None:
+            return text
+        bound = f"{self.bound * 100:g}%" if self.spec.endswith("%") else f"{self.bound:g}"  # as the numbers are
+        return text + f" (bound {self.side} {bound})"
+
+    def line(self) -> str:
+        """`metric 0.042 [0.010, 0.090] (bound ≤ 0.05): verdict, note`."""
+        text = f"{self.metric} {self.figure()}"
+        tail = ", ".join(t for t in (self.verdict, self.note) if t)
+        return f"{text}: {tail}" if tail else text
+
+
+def render(findings: Iterable[Finding], *, stamp: str | None = None, intro: str | Sequence[str] = "",
+           outro: str | Sequence[str] = "", joiner: str | None = None) -> str:
+    """The findings as Markdown: the rule's stamp, the `intro` paragraph(s), one bullet per finding, then the
+    `outro` paragraph(s); empty parts are left out. With `joiner` (e.g. "; ") the findings run inline instead, in
+    one sentence between the last intro paragraph and the first outro one."""
+    intro, outro = _paragraphs(intro), _paragraphs(outro)
+    lines = [f.line() for f in findings]
+    if joiner is not None:
+        head = intro.pop() if intro else ""
+        tail = outro.pop(0) if outro else ""
+        body = [" ".join(p for p in (head, joiner.join(lines)) if p) + tail]
+    else:
+        body = ["\n".join(f"- {line}" for line in lines)] if lines else []
+    return "\n\n".join(p for p in [stamp or "", *intro, *body, *outro] if p)
+
+
+def _paragraphs(text: str | Sequence[str]) -> list[str]:
+    return [text] if isinstance(text, str) else list(text)
+
+
+def table(findings: Sequence[Finding]) -> pd.DataFrame:
+    """The findings, one row each (metric, estimate, low, high, bound, verdict, unit, note)."""
+    cols = ["metric", "estimate", "low", "high", "bound", "verdict", "unit", "note"]
+    return pd.DataFrame([{k: v for k, v in asdict(f).items() if k in cols} for f in findings], columns=cols)
