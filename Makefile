@@ -109,6 +109,7 @@ OTHER_KERNELS ?= OPENBLAS_CORETYPE=Prescott ATEN_CPU_CAPABILITY=default
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg notebooks
 
 test: test-venv engine browser real-model
+	$(BIN)/ruff check .
 	OVERLAY_KIT_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
 	$(OTHER_KERNELS) $(BIN)/python -m pytest -q -p no:cacheprovider -m kernel tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(NBVAL)

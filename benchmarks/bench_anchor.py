@@ -22,12 +22,12 @@ import statistics
 from pathlib import Path
 
 import fuzz_structure  # noqa: E402  (benchmarks/fuzz_structure.py)
+from timing import timed  # noqa: E402  (benchmarks/timing.py)
 
 from overlay_kit import anchor, headings
 from overlay_kit.anchor import parse
 from overlay_kit.cli import main as cli_main
 from overlay_kit.skill import load_skill
-from timing import timed  # noqa: E402  (benchmarks/timing.py)
 
 SKILLS = Path(__file__).resolve().parents[1] / "datasets" / "skills"
 CASES = ("triage-inbox", "failover-runbook")

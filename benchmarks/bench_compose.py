@@ -143,7 +143,7 @@ def main() -> None:
                 points.append((n, ours))
                 points_default.append((n, dflt))
                 rows.append((f"compose {n:>6,} active deltas, nothing binds (ceiling 1e9)", ours, "ms"))
-                rows.append((f"  budget.plan calls when nothing binds", planned, "n"))
+                rows.append(("  budget.plan calls when nothing binds", planned, "n"))
                 rows.append((f"compose {n:>6,} active deltas, shipped ceiling {SHIPPED.ceiling}", dflt, "ms"))
             rows.append(("compose slope (log-log, 90 -> 10k), nothing binds", slope(points), ""))
             rows.append(("compose slope (log-log, 1k -> 10k), nothing binds", slope(points[1:]), ""))
@@ -197,13 +197,13 @@ def main() -> None:
                              timed(lambda: resolve(big, store, embedder=False), 1), "ms"))
                 rows.append((f"resolve, {args.big:,} active lessons on one skill (warm)",
                              timed(lambda: resolve(big, store, embedder=False), 3), "ms"))
-                rows.append((f"  applied / suppressed", len(eff.applied), "n"))
+                rows.append(("  applied / suppressed", len(eff.applied), "n"))
                 if args.profile:
                     print(profile(lambda: resolve(big, store, embedder=False), 25))
             big_argv = ["--db", str(tmp / "big.db")]
             r = cli_run(["resolve", str(tmp / "skills" / "big")] + big_argv, env)
             r = cli_run(["resolve", str(tmp / "skills" / "big")] + big_argv, env)
-            rows.append((f"cold `overlay-kit resolve` on it (in-process)", r["ms"], "ms"))
+            rows.append(("cold `overlay-kit resolve` on it (in-process)", r["ms"], "ms"))
             r = cli_run(["deltas", "big", "--json"] + big_argv, env)
             rows.append((f"cold `overlay-kit deltas big --json` on it (in-process; {r['bytes']:,} bytes out)",
                          r["ms"], "ms"))

@@ -15,12 +15,12 @@ import argparse
 import statistics
 import time
 
+from timing import timed  # noqa: E402  (benchmarks/timing.py)
+
 from overlay_kit.facts import Facts
 from overlay_kit.store import Store
 from overlay_kit.studies import lessons as L
 from overlay_kit.studies import probe as P
-from timing import timed  # noqa: E402  (benchmarks/timing.py)
-
 
 
 def main() -> None:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from overlay_kit import retrieval
-from overlay_kit.studies import threshold as th
 from timing import timed  # noqa: E402  (benchmarks/timing.py)
 
+from overlay_kit import retrieval
+from overlay_kit.studies import threshold as th
 
 
 def main() -> None:

@@ -32,13 +32,13 @@ from functools import lru_cache
 
 from .common import lazy_logger
 from .defaults import SHIPPED
-from .prompt import count_many, count_tokens  # the one token counter (re-exported)
 from .grammar import (  # the learned-line format
     BLOCK_HEADING,
     BLOCK_INTRO,
     SECTION_LABEL,
     item_text,
 )
+from .prompt import count_many, count_tokens  # the one token counter (re-exported)
 
 __all__ = [
     "Budget",

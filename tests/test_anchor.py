@@ -343,8 +343,8 @@ def render_doc(doc, rnd: random.Random | None = None) -> str:
     def paragraph(words):
         width = pick(range(1, 13), len(words))  # re-wrap: a new line every `width` words
         lines = [words[i:i + width] for i in range(0, len(words), width)]
-        return " " * pick((0, 1, 2, 3), 0) + "".join(pick((" ", "  ", "\t"), " ").join(l) + line_end()
-                                                     for l in lines)
+        return " " * pick((0, 1, 2, 3), 0) + "".join(pick((" ", "  ", "\t"), " ").join(line) + line_end()
+                                                     for line in lines)
 
     preamble, sections = doc
     parts = [paragraph(p) + blank_run() for p in preamble]

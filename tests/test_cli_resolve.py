@@ -8,8 +8,8 @@ import pytest
 from resolve_fixtures import SKILLS, learn_active, no_network, triage_inbox  # noqa: F401
 
 from overlay_kit import anchor
-from overlay_kit.resolve import STALE_MARK
 from overlay_kit.cli import main
+from overlay_kit.resolve import STALE_MARK
 from overlay_kit.store import Store
 
 pytestmark = pytest.mark.usefixtures("no_network")

@@ -2,7 +2,6 @@
 scores, embeddings and rebase decisions come out bit for bit the same under different OpenBLAS kernels, while
 the plain float32 product they replace does not (so the kernels really differed)."""
 
-import hashlib
 import json
 import math
 import os

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from overlay_support import rule_copy
 
 from overlay_kit.studies import decay, world

@@ -150,8 +150,9 @@ def test_the_speed_table_is_docs_performance_mds_run():
 
 
 def test_the_hostile_input_figures_are_the_measured_ones():
-    from overlay_kit import skill
     from test_injection_multilingual import HELDOUT9
+
+    from overlay_kit import skill
 
     para = " ".join(README[README.index("Under hostile input"):README.index("## Documentation")].split())
     languages, low, high, b_low, b_high = re.search(

@@ -8,14 +8,11 @@ needs no llama.cpp (a small HTTP server that calls `_die_with_parent` as `engine
 the llama.cpp engine (skipped, or failed under OVERLAY_KIT_REQUIRE_ENGINE=1, where it is not installed)."""
 
 import os
-import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
-from engine_fixtures import _need_engine, alive, gone_within
+from engine_fixtures import _need_engine, gone_within
 
 STAND_IN = """
 import os, sys

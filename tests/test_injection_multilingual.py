@@ -15,8 +15,8 @@ Every example here was written for these tests, from the issue's wording.
 
 from __future__ import annotations
 
-import dataclasses
 import csv
+import dataclasses
 import json
 import os
 import random

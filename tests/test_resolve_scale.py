@@ -7,9 +7,9 @@ import pytest
 from overlay_support import TRUSTED, make_skill
 
 from overlay_kit import budget, gates, resolve
-from overlay_kit.store import core as store_mod  # where Store decodes rows (`_row_to_delta`)
 from overlay_kit.bundled import llama_tokenizer
 from overlay_kit.store import Store
+from overlay_kit.store import core as store_mod  # where Store decodes rows (`_row_to_delta`)
 
 SKILL = make_skill()
 WORDS = "invoice vendor refund audit payroll outage rollback replica customer budget".split()

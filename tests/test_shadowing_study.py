@@ -7,7 +7,6 @@ import random
 
 import pandas as pd
 import pytest
-
 from overlay_support import rule_copy
 
 from overlay_kit.studies import rulefile, shadowing

@@ -4,7 +4,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
 from overlay_support import rule_copy
 
 from overlay_kit import evidence

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import socket
 import threading
-from pathlib import Path
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from engine_fixtures import engine, scripted  # noqa: F401  (fixtures)

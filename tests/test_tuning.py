@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
 from overlay_support import rule_copy
 
 from overlay_kit.defaults import SHIPPED

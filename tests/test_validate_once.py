@@ -9,9 +9,9 @@ from overlay_support import TRUSTED, make_skill, sql_shell
 
 from overlay_kit import gates, grammar
 from overlay_kit import resolve as resolve_mod
-from overlay_kit.store import core as store_module  # where Store reads a row's payload (`_checked`)
 from overlay_kit.resolve import compose, resolve
 from overlay_kit.store import Store
+from overlay_kit.store import core as store_module  # where Store reads a row's payload (`_checked`)
 
 SKILL = make_skill()
 LESSONS = [("tool-hint", {"prefer": ["search_mail"], "drop": ["send_email"]}, "triage"),

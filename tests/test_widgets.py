@@ -340,6 +340,7 @@ def test_report_html_loads_the_vendored_widget_manager_and_no_cdn_script(tmp_pat
 
 def _panels(store, seeded):
     from overlay_widgets import WiringPanel
+
     from overlay_kit.studies import lessons
 
     skill, staged, _, active = seeded

@@ -35,9 +35,9 @@ def chart(v: tuning.View, axis_max: int | None = None) -> alt.Chart:
     """Stacked bars: authored vs learned resident tokens, per skill and in total, on a fixed axis (0 to
     `axis_max`, default the ceiling) with the ceiling and the ceiling minus the retrieval reserve marked."""
     rows = [{"skill": name, "part": part, "tokens": n}
-            for name, a, l in [(TOTAL, v.authored, v.learned)] * (len(v.skills) > 1)
+            for name, a, learned in [(TOTAL, v.authored, v.learned)] * (len(v.skills) > 1)
             + [(s.skill, s.authored, s.learned) for s in v.skills]
-            for part, n in (("authored", a), ("learned", l))]
+            for part, n in (("authored", a), ("learned", learned))]
     names = list(dict.fromkeys(r["skill"] for r in rows))
     top = max(axis_max or v.ceiling, v.ceiling, v.resident_tokens)
     scale = alt.Scale(domain=[0, top], nice=False)

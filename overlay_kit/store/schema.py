@@ -21,7 +21,8 @@ class Migration:
     name: str
     sql: str
     edits: tuple[tuple[str, Callable[[str], str]], ...] = ()  # (table, edit of its CREATE text): `_edit_tables`
-    rows: Callable[["Store"], None] | None = None  # a step over existing rows, after `sql`, in its transaction
+    # a step over existing rows, after `sql`, in its transaction (core's Store, which imports this module)
+    rows: Callable[["Store"], None] | None = None  # noqa: F821
 
 
 _STATUS_SQL = ", ".join(f"'{s}'" for s in STATUSES)

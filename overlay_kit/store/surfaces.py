@@ -40,7 +40,7 @@ __all__ = [
 class _Tables:
     """One family of tables of a `Store` (stateless: a view onto the store's connection)."""
 
-    def __init__(self, store: Store):  # overlay_kit.store.core's, which imports this module: an annotation only
+    def __init__(self, store: Store):  # noqa: F821 (core's Store, which imports this module: an annotation only)
         self._store = store
 
     @property

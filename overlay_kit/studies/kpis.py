@@ -44,12 +44,12 @@ import numpy as np
 import pandas as pd
 
 from ..grammar import TIERS
-from ..resources import dataset_path
 from ..metrics import Interval, binomial_upper, mean_ci, ratio_ci, wilson_lower_bound
+from ..resources import dataset_path
 from ..skill import PERMISSION_DOMAINS
 from . import deploy, rulefile
-from .finding import Finding, render
 from .deploy import ASSUMPTIONS, Deployment
+from .finding import Finding, render
 from .rulefile import RuleFile
 from .sweep import sweep
 

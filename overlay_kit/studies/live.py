@@ -39,8 +39,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..metrics import wilson_lower_bound
 from ..llm.client import Cassette, LemonadeClient, LLMError, Skipped
+from ..metrics import wilson_lower_bound
 from ..store import Store
 from ..surfaces.knowledge import KnowledgeBase, LLMSummarizer
 from ..surfaces.memory import ExtractionError, LLMExtractor, MemorySettings, Message

@@ -42,8 +42,8 @@ import numpy as np
 import pandas as pd
 
 from .. import gates
-from ..common import FieldError
 from .. import resolve as resolve_mod
+from ..common import FieldError
 from ..defaults import SHIPPED
 from ..metrics import Interval, ratio_ci
 from ..skill import parse_skill

@@ -373,7 +373,7 @@ class ShadowStudy:
         intro = [f"**Setting.** {self.users} users × {self.sessions} sessions of the shared world (seed "
                  f"{rule.param('world_seed')}), {int(real.lessons.iloc[0])} lessons with a later use; sessions "
                  f"whose skill shadowed another: {real.shadowed_sessions.iloc[0]:.1%}"
-                 + (f"; assumptions varied from the rule's realistic point: "
+                 + ("; assumptions varied from the rule's realistic point: "
                     + ", ".join(f"{k} {a} → {b}" for k, (a, b) in varied.items()) if varied else "") + ".",
                  f"**Today.** The product keys a lesson by its skill's name and records where the skill came "
                  f"from (`base_root`); the resolver leaves out a lesson whose recorded root differs from the served "

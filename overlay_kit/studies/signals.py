@@ -48,7 +48,7 @@ import pandas as pd
 from .. import evidence, gates
 from ..defaults import SHIPPED
 from ..grammar import Provenance
-from ..metrics import Interval, binomial_upper, rate_table, ratio_ci
+from ..metrics import Interval, binomial_upper, rate_table
 from ..skill import Skill, parse_skill
 from ..store import Store
 from . import deploy, rulefile, world

@@ -1429,7 +1429,7 @@ class OperatorStudy:
         if len(s):
             ok = [g for g, d in s.groupby("group", sort=False) if (d["verdict"] == "meets").all()]
             n_of = s.groupby("group", sort=False)["touching"].first()
-            lines.append(f"- **Structural edits**, each operator alone: " + (
+            lines.append("- **Structural edits**, each operator alone: " + (
                 "meets under every judged policy: " + ", ".join(f"`{g}` ({n_of[g]:,} touching trials)" for g in ok)
                 if ok else "no operator meets the rule under every judged policy") + ".")
             rest = s[s["verdict"] != "meets"]
