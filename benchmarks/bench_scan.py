@@ -16,6 +16,8 @@ import statistics
 import time
 from collections import defaultdict
 
+from eval_injection import HELD_OUT
+
 from overlay_kit.injection import scan, scan_many
 from overlay_kit.resources import dataset_path
 
@@ -30,8 +32,8 @@ def lesson_texts() -> list[str]:
 def main(verbose: bool = False) -> None:
     total_t, total_n = 0.0, 0
     for path in sorted(dataset_path("injection").glob("*.jsonl")):
-        if path.name.startswith(("heldout7", "heldout8", "heldout9")):  # held out: measured only by `eval_injection.py --heldout7`
-            continue                                         # (or `--heldout8`), never opened here
+        if path.name in HELD_OUT:  # measured only by `eval_injection.py --heldoutN`, never opened here
+            continue
         rows = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
         by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for r in rows:

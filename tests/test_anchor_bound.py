@@ -75,7 +75,7 @@ def _no_parse(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("the body was parsed before the bound refused it")
 
-    for name in ("scan", "scan_mixed", "_island"):
+    for name in ("scan_lines", "scan_mixed", "_island"):
         monkeypatch.setattr(headings, name, boom)
     monkeypatch.setattr(anchor, "_parse", boom)
 
