@@ -59,7 +59,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from overlay_kit.studies import threshold as th
 
-    names = args.names or list(th.Rule().shippable)
+    names = args.names or list(th.TauRule().shippable)
     sizes = th.install_sizes()
     print(f"{'embedder':<10} {'load s':>7} {'RSS MiB':>8} {'peak MiB':>9} {'batch s':>8} {'ms/goal':>8} "
           f"{'one goal ms':>12} {'wheel MB':>9}   (medians of {args.repeat} fresh processes)")

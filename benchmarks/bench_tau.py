@@ -30,7 +30,7 @@ def main() -> None:
     pairs, emb = th.load_corpus(), retrieval.load_embedder()
     scorer = th.EmbedderScorer(emb)
     scored = th.score(pairs, scorer)
-    rule = th.Rule(n_boot=args.n_boot)
+    rule = th.TauRule(n_boot=args.n_boot)
     lessons = pairs.drop_duplicates("trigger")
     index = retrieval.TriggerIndex(emb, [f"{i:04d}" for i in range(len(lessons))], emb.encode(list(lessons["trigger"])))
     gate, _ = retrieval.gate_for(emb.id)

@@ -217,7 +217,7 @@ def test_confusion_counts_a_fixed_case():
 
 def test_evaluate_on_a_small_fixed_case(source):
     def lesson(i, text, capture, tier, **gold):
-        return L.Lesson(f"x{i}", "t", "dev", "email", "triage-inbox", "classifying", capture, text, tier,
+        return L.LabelledLesson(f"x{i}", "t", "dev", "email", "triage-inbox", "classifying", capture, text, tier,
                         L.TIER_KINDS[tier], gold.pop("shape", "none"), **gold)
 
     fixed = [

@@ -268,7 +268,7 @@ def test_select_is_max_recall_among_eligible_then_the_stated_tie_break():
 
 
 def test_the_budget_is_judged_on_benign_goals_at_the_upper_bound():
-    rule = th.Rule()
+    rule = th.TauRule()
     b, s = rule.budget, rule.stress_budget
     draws = lambda point, spread: np.r_[point, np.linspace(point - spread, point + spread, 20)]  # noqa: E731
     # four gates: the same benign point estimate (0.75 b) with a narrow and a wide interval, one over, one free
@@ -305,12 +305,12 @@ def test_grid_has_every_family_and_a_gate_that_admits_nothing():
 
 
 def test_the_rule_is_read_from_its_file_and_a_varied_number_says_so():
-    rule = th.Rule()
+    rule = th.TauRule()
     file = rulefile.load(th.RULE)
     assert rule.file.sha256 == file.sha256 and rule.budget == float(file.param("budget"))
     assert rule.stress_budget == float(file.param("stress_budget")) and rule.varied() == {}
     assert rule.stamp() == file.stamp()
-    varied = th.Rule(n_boot=50)
+    varied = th.TauRule(n_boot=50)
     assert varied.varied() == {"n_boot": (file.param("n_boot"), 50)} and "n_boot" in varied.stamp()
     labels = [c.label for c in th.candidates(rule)]
     assert labels[0] == rule.shipped_embedder and len(labels) == len(set(labels))
@@ -319,7 +319,7 @@ def test_the_rule_is_read_from_its_file_and_a_varied_number_says_so():
     assert hybrids and all(c.parts[0] == th.TFIDF and abs(sum(c.weights) - 1) < 1e-12 for c in hybrids)
 
 
-def _rule_copy(tmp_path: Path, **params) -> th.Rule:
+def _rule_copy(tmp_path: Path, **params) -> th.TauRule:
     """The rule file with some params changed, as a file of its own (the loader wants the study's name)."""
     doc = yaml.safe_load((rulefile.rules_dir() / f"{th.RULE}.yaml").read_text(encoding="utf-8"))
     doc["params"].update(params)
@@ -327,7 +327,7 @@ def _rule_copy(tmp_path: Path, **params) -> th.Rule:
     folder.mkdir()
     path = folder / f"{th.RULE}.yaml"
     path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
-    return th.Rule.load(path)
+    return th.TauRule.load(path)
 
 
 def test_an_unknown_candidate_kind_is_refused_naming_the_file(tmp_path):
@@ -527,8 +527,8 @@ def test_cli_calibrate_tau_json_dry_run(capsys, tmp_path, monkeypatch):
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["embedder"] == "tfidf" and out["reachable"] and out["written"] is None
     assert set(out["families"]) == set(FAMILIES)
-    assert out["rule"]["budget_benign_tokens_per_session"] == th.Rule().budget
-    assert out["rule"]["sha256"] == th.Rule().file.sha256[:12]
+    assert out["rule"]["budget_benign_tokens_per_session"] == th.TauRule().budget
+    assert out["rule"]["sha256"] == th.TauRule().file.sha256[:12]
     assert set(out["test"]) >= {"recall", "precision", "false_tokens", "injected", "benign_tokens", "stress_tokens"}
     assert not (tmp_path / "gates").exists()
 
@@ -569,7 +569,7 @@ def test_the_verdict_is_computed_from_the_rule_file(tmp_path, corpus, default_sc
     stay = th.run(corpus, rule=_rule_copy(tmp_path, shipped_embedder="wordllama", goal_recall=1.01, **common))
     v = stay.verdict()
     best = max(("wordllama", "tfidf"), key=lambda x: stay.result(x).pick.calibration.recall.estimate)
-    assert stay.complete and v.winner == best == v.shippable and stay.rule.file.sha256 != th.Rule().file.sha256
+    assert stay.complete and v.winner == best == v.shippable and stay.rule.file.sha256 != th.TauRule().file.sha256
     if best == "wordllama":
         assert not v.switch and "itself" in v.reasons[0] and v.default == "wordllama"
     assert v.goal == "not met"                                    # no recall interval reaches above 1.01

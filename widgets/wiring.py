@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 import ipywidgets as widgets
 import pandas as pd
 
-from overlay_kit.studies.lessons import Lesson, Registry, needs_tier2
+from overlay_kit.studies.lessons import LabelledLesson, Registry, needs_tier2
 
 from .panel import Panel, run_note
 
@@ -22,7 +22,7 @@ class WiringPanel(Panel):
     shows the panel re-runs byte-identically under nbval.
     """
 
-    def __init__(self, lessons: Sequence[Lesson], registry: Registry, forbidden: Iterable[str] = ()):
+    def __init__(self, lessons: Sequence[LabelledLesson], registry: Registry, forbidden: Iterable[str] = ()):
         """`forbidden`: tool ids the gates refuse learning to steer (`lessons.write_path_tools`); they are
         labelled, and the `gates` button switches every tool on except them."""
         self.lessons = tuple(lessons)

@@ -38,7 +38,7 @@ from ..grammar import Provenance
 from ..skill import Skill
 from ..store import Store
 
-__all__ = ["ARCHITECTURES", "Config", "Context", "Memory", "Placement", "Update", "make"]
+__all__ = ["ARCHITECTURES", "Config", "Context", "MemoryArchitecture", "Placement", "Update", "make"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def _top(scores: np.ndarray, k: int) -> list[int]:
     return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:k]
 
 
-class Memory:
+class MemoryArchitecture:
     """One memory of one user's agent. Subclasses keep the state; this class tracks what was taught."""
 
     name: ClassVar[str] = ""
@@ -166,7 +166,7 @@ class Memory:
 # -------------------------------------------------------------------------------------------------- 1
 
 
-class Overlay(Memory):
+class Overlay(MemoryArchitecture):
     """This overlay, the real product path with the shipped defaults (`overlay_kit.defaults.SHIPPED`): a SQLite
     `Store` in `workdir`, lessons through `gates.learn` (user-instruction provenance: staged, one consent prompt
     each, approved at once by the oracle user), the `budget.Budget` ceiling demoting tier-3 lessons to
@@ -248,7 +248,7 @@ class Overlay(Memory):
 # -------------------------------------------------------------------------------------------------- 2
 
 
-class FullContext(Memory):
+class FullContext(MemoryArchitecture):
     """Every lesson always resident, appended beside the skill in the order taught (the no-memory-management
     baseline: a long system prompt). No stand-in; it cannot show the cost of a context that outgrows the window
     (nothing here is cut)."""
@@ -286,7 +286,7 @@ def _keywords(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP}
 
 
-class KeywordFiles(Memory):
+class KeywordFiles(MemoryArchitecture):
     """Letta's filesystem baseline: each lesson is a file; per goal the agent greps the files for the goal's
     words and opens the best `keyword_top_k` files with at least `keyword_min_hits` distinct matching words.
     Stand-in: the agent's choice of grep patterns is replaced by every content word of the goal (stop words and
@@ -322,7 +322,7 @@ class KeywordFiles(Memory):
 # -------------------------------------------------------------------------------------------------- 4
 
 
-class AcePlaybook(Memory):
+class AcePlaybook(MemoryArchitecture):
     """ACE (Agentic Context Engineering): an itemised playbook of bullets, each with helpful/harmful counters,
     grown by a curator's delta updates and refined by de-duplication; the whole playbook is the generator's
     context; no authored base underneath (a base update does not touch it). Stand-ins: the reflector's tagging
@@ -367,7 +367,7 @@ class AcePlaybook(Memory):
 # -------------------------------------------------------------------------------------------------- 5
 
 
-class RewriteCheatsheet(Memory):
+class RewriteCheatsheet(MemoryArchitecture):
     """A rewrite-style cheatsheet (Dynamic Cheatsheet; ACE's monolithic-rewrite baseline): one text the model
     rewrites whole at every memory update, to a size. Stand-in for the LLM rewrite: near-duplicate lines merge
     (rapidfuzz `dedup_score`, the newest kept), then the newest whole lines that fit `cheatsheet_tokens` are
@@ -417,7 +417,7 @@ class RewriteCheatsheet(Memory):
 # -------------------------------------------------------------------------------------------------- 6
 
 
-class Mem0Flat(Memory):
+class Mem0Flat(MemoryArchitecture):
     """Mem0: a flat list of memories; each new fact is compared with the `mem0_search_k` most similar memories
     and the LLM picks ADD, UPDATE, DELETE or NOOP; a query retrieves the top `mem0_top_k` by vector similarity
     (no threshold). Every ADD/UPDATE/DELETE appends a row to a history table holding the old and new text (Mem0's
@@ -476,7 +476,7 @@ class Mem0Flat(Memory):
 # -------------------------------------------------------------------------------------------------- 7
 
 
-class LettaBlocks(Memory):
+class LettaBlocks(MemoryArchitecture):
     """Letta (MemGPT): a resident core-memory block with a character limit, plus archival memory searched by
     vector similarity. Stand-ins: the agent's memory edits are a FIFO — a new lesson is appended to the block
     and the oldest lines move to archival while the block is over `letta_block_chars`; every session the agent
@@ -512,7 +512,7 @@ class LettaBlocks(Memory):
 # -------------------------------------------------------------------------------------------------- 8
 
 
-class HermesInPlace(Memory):
+class HermesInPlace(MemoryArchitecture):
     """In-place skill rewriting (Hermes Agent's skill patching): the agent patches SKILL.md itself, so a lesson
     becomes a line of the skill's text at the end of its section; there is no overlay. On a base update the
     patched copy is 3-way merged with the new authored version (a plain replace would drop every lesson at every
@@ -597,11 +597,11 @@ class HermesInPlace(Memory):
         return "\n".join([self.body, *self.conflicts]).encode("utf-8")
 
 
-ARCHITECTURES: Mapping[str, type[Memory]] = {c.name: c for c in (
+ARCHITECTURES: Mapping[str, type[MemoryArchitecture]] = {c.name: c for c in (
     Overlay, FullContext, KeywordFiles, AcePlaybook, RewriteCheatsheet, Mem0Flat, LettaBlocks, HermesInPlace)}
 
 
-def make(name: str, skill: Skill, config: Config, workdir: str | Path) -> Memory:
+def make(name: str, skill: Skill, config: Config, workdir: str | Path) -> MemoryArchitecture:
     """A fresh memory of architecture `name` for one user's agent (`workdir`: where it may persist files)."""
     if name not in ARCHITECTURES:
         raise ValueError(f"architecture: {name!r}; architectures are {', '.join(ARCHITECTURES)}")

@@ -71,7 +71,7 @@ __all__ = [
     "Evaluation",
     "ExtractedValue",
     "KeySpec",
-    "Lesson",
+    "LabelledLesson",
     "Namespace",
     "Registry",
     "Route",
@@ -418,7 +418,7 @@ def _load_source(path: Path, _stamp: int) -> Source:
 
 
 @dataclass(frozen=True)
-class Lesson:
+class LabelledLesson:
     """One user correction and its gold representation."""
 
     id: str
@@ -477,9 +477,9 @@ def _typed(text: str) -> Any:
         return text
 
 
-def build_corpus(source: Source) -> list[Lesson]:
+def build_corpus(source: Source) -> list[LabelledLesson]:
     """Expand the templates: `n` lessons each (default: one per phrasing), seeded per template and draw."""
-    out: list[Lesson] = []
+    out: list[LabelledLesson] = []
     seen: set[str] = set()
     for i, t in enumerate(source.templates):
         where = f"lessons[{i}] ({t.get('id')})"
@@ -528,7 +528,7 @@ def build_corpus(source: Source) -> list[Lesson]:
 
 
 def _lesson(source: Source, t: Mapping, tier: int, lid: str, text: str, prose: str, gold: Mapping,
-            where: str) -> Lesson:
+            where: str) -> LabelledLesson:
     domain = t["domain"]
     skill = source.domains[domain].skill
     base = dict(id=lid, template=t["id"], split=t["split"], domain=domain, skill=skill, capture=t["capture"],
@@ -545,7 +545,7 @@ def _lesson(source: Source, t: Mapping, tier: int, lid: str, text: str, prose: s
                        f"tier {tier}, but the shipped readers of {ns.name} are {list(readers) or 'none'} "
                        "(tier 0 iff a shipped tool reads it)")
         value = _typed(gold["value"]) if isinstance(gold.get("value"), str) else gold.get("value")
-        return Lesson(**base, section=ns.section, shape=spec.shape, namespace=ns.name, key=key, value=value,
+        return LabelledLesson(**base, section=ns.section, shape=spec.shape, namespace=ns.name, key=key, value=value,
                       scope=str(gold.get("scope") or "user"), consumers=source.registry.could_read(ns.name, domain))
     section = t.get("section")
     slugs = {s.slug for s in parse(source.skill(domain).body)}
@@ -557,10 +557,10 @@ def _lesson(source: Source, t: Mapping, tier: int, lid: str, text: str, prose: s
         unknown = [n for n in prefer + drop if n not in source.registry.names(domain)]
         if unknown or not (prefer or drop):
             raise _err(source.path, f"{where}.gold", f"a tool hint names registry tools (unknown: {unknown})")
-    return Lesson(**base, section=section, shape="none", prefer=prefer, drop=drop)
+    return LabelledLesson(**base, section=section, shape="none", prefer=prefer, drop=drop)
 
 
-def write_corpus(lessons: Sequence[Lesson], path: str | Path = DEFAULT_CORPUS) -> Path:
+def write_corpus(lessons: Sequence[LabelledLesson], path: str | Path = DEFAULT_CORPUS) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="") as fh:
@@ -571,8 +571,8 @@ def write_corpus(lessons: Sequence[Lesson], path: str | Path = DEFAULT_CORPUS) -
     return path
 
 
-def load_corpus(path: str | Path = DEFAULT_CORPUS) -> tuple[Lesson, ...]:
-    """Read lessons.csv back into `Lesson`s; a bad row raises `CorpusError` naming file and line."""
+def load_corpus(path: str | Path = DEFAULT_CORPUS) -> tuple[LabelledLesson, ...]:
+    """Read lessons.csv back into `LabelledLesson`s; a bad row raises `CorpusError` naming file and line."""
     path = Path(path)
     out = []
     with path.open(encoding="utf-8", newline="") as fh:
@@ -585,7 +585,7 @@ def load_corpus(path: str | Path = DEFAULT_CORPUS) -> tuple[Lesson, ...]:
                 tier = int(row["gold_tier"])
                 if tier not in TIER_KINDS or row["gold_kind"] != TIER_KINDS[tier] or row["shape"] not in SHAPES:
                     raise ValueError(f"tier/kind/shape {tier}/{row['gold_kind']}/{row['shape']} inconsistent")
-                out.append(Lesson(
+                out.append(LabelledLesson(
                     row["lesson_id"], row["template"], row["split"], row["domain"], row["skill"], row["section"],
                     row["capture"], row["text"], tier, row["gold_kind"], row["shape"], row["namespace"], row["key"],
                     json.loads(row["value"]) if row["value"] else None, row["scope"] or "user",
@@ -976,7 +976,7 @@ class Evaluation:
         return self.rows.groupby(by).apply(one)
 
 
-def evaluate(lessons: Sequence[Lesson], source: Source, registry: Registry | None = None, *,
+def evaluate(lessons: Sequence[LabelledLesson], source: Source, registry: Registry | None = None, *,
              policy: str = "research", extractor: Callable = extract) -> Evaluation:
     """Route every lesson at the given wiring (default: shipped) and score it against its gold labels."""
     registry = registry or source.registry
@@ -1006,12 +1006,12 @@ def evaluate(lessons: Sequence[Lesson], source: Source, registry: Registry | Non
 # ---------------------------------------------------------------------------------- collapse curve
 
 
-def needs_tier2(lessons: Iterable[Lesson], registry: Registry) -> list[Lesson]:
+def needs_tier2(lessons: Iterable[LabelledLesson], registry: Registry) -> list[LabelledLesson]:
     """Value-shaped lessons whose namespace no wired tool reads: what only a tier-2 line (or prose) carries."""
     return [x for x in lessons if x.value_shaped and not registry.readers(x.namespace, x.domain)]
 
 
-def collapse_curve(lessons: Sequence[Lesson], registry: Registry, *, start: Registry | None = None) -> pd.DataFrame:
+def collapse_curve(lessons: Sequence[LabelledLesson], registry: Registry, *, start: Registry | None = None) -> pd.DataFrame:
     """Wire tools one at a time, greedily (most tier-2 lessons absorbed first, ties by id), from `start`
     (default: the registry as given) until every wireable tool is on. One row per step."""
     lessons = list(lessons)
@@ -1040,7 +1040,7 @@ def collapse_curve(lessons: Sequence[Lesson], registry: Registry, *, start: Regi
     return pd.DataFrame(rows)
 
 
-def residual(lessons: Sequence[Lesson], source: Source) -> pd.DataFrame:
+def residual(lessons: Sequence[LabelledLesson], source: Source) -> pd.DataFrame:
     """With every wireable tool wired: what still needs tier 2, per namespace/key, and why no tool reads it."""
     left = needs_tier2(lessons, source.registry.all_wired())
     rows = [{"domain": x.domain, "namespace": x.namespace, "key": x.key, "shape": x.shape,
@@ -1055,11 +1055,11 @@ def residual(lessons: Sequence[Lesson], source: Source) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------- token costs
 
 
-def _delta(x: Lesson, kind: str, payload: Mapping) -> Delta:
+def _delta(x: LabelledLesson, kind: str, payload: Mapping) -> Delta:
     return Delta(skill=x.skill, kind=kind, payload=dict(payload), anchor=Anchor(x.section, "", None))
 
 
-def _tier2_payload(x: Lesson, source: Source) -> dict:
+def _tier2_payload(x: LabelledLesson, source: Source) -> dict:
     """Member facts (`priority_senders/alice@… = true`) become `{key: namespace, value: member}`."""
     spec = source.namespace(x.domain, x.namespace).spec(x.key)
     if spec is not None and spec.members:
@@ -1072,7 +1072,7 @@ def _tier2_payload(x: Lesson, source: Source) -> dict:
     return payload
 
 
-def renderings(x: Lesson, source: Source) -> dict[str, str]:
+def renderings(x: LabelledLesson, source: Source) -> dict[str, str]:
     """The text each representation puts in the prompt: tier 0 nothing, tier 1 nothing (schemas move),
     tier 2 the parameter line, tier 3 the prose line — exactly as `resolve` renders deltas."""
     out = {"tier0": "", "tier1": ""}
@@ -1091,7 +1091,7 @@ def _schema(source: Source, domain: str, tool: str) -> str:
     return json.dumps({"type": "function", "function": {"name": tool}})
 
 
-def representation_costs(lessons: Sequence[Lesson], source: Source) -> pd.DataFrame:
+def representation_costs(lessons: Sequence[LabelledLesson], source: Source) -> pd.DataFrame:
     """Resident tokens per lesson and representation (bundled Llama-2 tokenizer, no BOS/EOS).
 
     tier0: 0 — a fact never enters the prompt (its cost is one wired tool, counted as `tools_to_wire`);
@@ -1165,7 +1165,7 @@ def tool_table(source: Source) -> pd.DataFrame:
                           "write path": t.id in forbidden, "why wireable": t.why} for t in source.registry.wireable])
 
 
-def inert_check(lessons: Sequence[Lesson], source: Source) -> pd.DataFrame:
+def inert_check(lessons: Sequence[LabelledLesson], source: Source) -> pd.DataFrame:
     """The gap seen through the tier-0 seam: store every value-shaped lesson as a fact and ask `facts.report`
     which no tool declares it reads, per wiring. Inert facts should equal the distinct values needing tier 2."""
     value, rows = [x for x in lessons if x.value_shaped], []
@@ -1255,7 +1255,7 @@ def _by_namespace(rows: pd.DataFrame, num: str, den: str, n: int, seed: int) -> 
 
 @dataclass(frozen=True)
 class CollapseStudy:
-    lessons: tuple[Lesson, ...]
+    lessons: tuple[LabelledLesson, ...]
     evaluation: Evaluation
     curve: pd.DataFrame
     residual: pd.DataFrame
@@ -1354,7 +1354,7 @@ class CollapseStudy:
         return "\n\n".join(lines)
 
 
-def run(corpus: Sequence[Lesson] | None = None, source: Source | None = None, *, live: Any = None,
+def run(corpus: Sequence[LabelledLesson] | None = None, source: Source | None = None, *, live: Any = None,
         n_boot: int = 1000, seed: int = 0, rule: DecisionRule = RULE) -> CollapseStudy:
     """The tier-2 collapse study: routing accuracy, the collapse curve, coverage under the three wirings
     (namespaces resampled), the token saving of a typed line, and — if `live` (a `probe.ProbeRun`) is given —
@@ -1387,6 +1387,6 @@ def run(corpus: Sequence[Lesson] | None = None, source: Source | None = None, *,
                          MappingProxyType(intervals), coverage, forbidden, rule, live)
 
 
-def study(lessons: Sequence[Lesson], source: Source, *, n_boot: int = 1000, seed: int = 0) -> CollapseStudy:
+def study(lessons: Sequence[LabelledLesson], source: Source, *, n_boot: int = 1000, seed: int = 0) -> CollapseStudy:
     """The study without the live arm (the name before `run`)."""
     return run(lessons, source, n_boot=n_boot, seed=seed)

@@ -107,7 +107,7 @@ def fragments(text: str, chars: int, stride: int) -> list[bytes]:
     return [text[i:i + chars].encode("utf-8") for i in sorted(set(starts))]
 
 
-def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[world.Session], config: Config,
+def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[world.WorldSession], config: Config,
             workdir: Path, reteach: bool, forget: bool, frag: tuple[int, int]) -> dict[str, list[dict]]:
     by_id = {x.id: x for x in world.lessons()}
     domain_lessons = [x for x in world.lessons() if x.domain == domain]

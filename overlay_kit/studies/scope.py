@@ -138,7 +138,7 @@ class UserTrace:
 def traces(w: world.World) -> tuple[UserTrace, ...]:
     """Every user of `w` with their seeded draws (from the world's seed and the user, not the assumptions)."""
     p_need = dict(w.params)["p_need"]
-    by_user: dict[str, list[world.Session]] = {}
+    by_user: dict[str, list[world.WorldSession]] = {}
     for s in w.sessions:
         by_user.setdefault(s.user, []).append(s)
     out = []

