@@ -122,7 +122,6 @@ from .errors import (
 from .files import default_db_path, read_gaia_deltas
 from .schema import MIGRATIONS, Migration
 from .surfaces import (
-    Decision,
     Deliverable,
     Document,
     EvidenceLedger,
@@ -130,6 +129,7 @@ from .surfaces import (
     Heading,
     KnowledgeTables,
     Memory,
+    MemoryDecision,
     MemoryRun,
     MemoryTables,
     PackageTables,
@@ -144,7 +144,7 @@ __all__ = [
     "MIGRATIONS",
     "AuditEntry",
     "BaseChange",
-    "Decision",
+    "MemoryDecision",
     "Deliverable",
     "DiskFullError",
     "Document",

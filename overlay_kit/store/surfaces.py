@@ -18,7 +18,7 @@ from typing import Any
 from ..common import dumps, iso, parse_time, utc_now
 
 __all__ = [
-    "Decision",
+    "MemoryDecision",
     "Deliverable",
     "Document",
     "EvidenceLedger",
@@ -164,7 +164,7 @@ class Memory:
 
 
 @dataclass(frozen=True)
-class Decision:
+class MemoryDecision:
     """What reconciliation did with one candidate: added, updated, noop, manual_kept, low_salience, invalid."""
 
     action: str
@@ -183,7 +183,7 @@ class MemoryRun:
     turn: str
     outcome: str
     cues: tuple[str, ...]
-    decisions: tuple[Decision, ...]
+    decisions: tuple[MemoryDecision, ...]
     error: str | None
     at: datetime
 
@@ -200,8 +200,8 @@ def _memory(row: tuple) -> Memory:
     return Memory(i, u, t, c, s, sal, parse_time(cr), parse_time(up))
 
 
-def _decision(d: Mapping[str, Any]) -> Decision:
-    return Decision(d["action"], d["type"], d["content"], d.get("memory_id"), d.get("similarity"))
+def _decision(d: Mapping[str, Any]) -> MemoryDecision:
+    return MemoryDecision(d["action"], d["type"], d["content"], d.get("memory_id"), d.get("similarity"))
 
 
 class MemoryTables(_Tables):
@@ -250,7 +250,7 @@ class MemoryTables(_Tables):
         with self._store.transaction():
             return self._conn.execute("DELETE FROM user_memories WHERE id = ?", (memory_id,)).rowcount > 0
 
-    def add_run(self, user: str, turn: str, outcome: str, cues: Sequence[str], decisions: Sequence[Decision],
+    def add_run(self, user: str, turn: str, outcome: str, cues: Sequence[str], decisions: Sequence[MemoryDecision],
                 error: str | None, at: datetime) -> int:
         """Record one after-turn pass and the decisions it took; returns the run's id."""
         with self._store.transaction():

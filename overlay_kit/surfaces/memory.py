@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..common import bigram_similarity, utc_now
-from ..store import Decision, Memory, MemoryRun
+from ..store import Memory, MemoryDecision, MemoryRun
 from .routing import (
     MEMORY_KINDS,
     BackgroundService,
@@ -47,10 +47,10 @@ from .routing import (
 if TYPE_CHECKING:
     from ..store import Store
 
-# Memory, Decision and MemoryRun are the store's row values (overlay_kit.store); re-exported here.
+# Memory, MemoryDecision and MemoryRun are the store's row values (overlay_kit.store); re-exported here.
 __all__ = [
     "CUES", "MEMORY_TOOLS", "MEMORY_TYPES",
-    "Candidate", "Decision", "ExtractionError", "LLMExtractor", "Memory", "MemoryRun", "MemorySettings",
+    "Candidate", "MemoryDecision", "ExtractionError", "LLMExtractor", "Memory", "MemoryRun", "MemorySettings",
     "MemoryWriter", "Message", "RuleExtractor", "UserMemoryError",
     "cue_gate", "last_pairs", "memories", "memory_delete", "memory_runs", "memory_save",
     "memory_update", "pick_extractor", "reconcile",
@@ -247,17 +247,17 @@ def memories(store: "Store", user: str, type: str | None = None) -> list[Memory]
 
 
 def reconcile(store: "Store", user: str, candidates: Iterable[Candidate],
-              settings: MemorySettings = MemorySettings()) -> list[Decision]:
+              settings: MemorySettings = MemorySettings()) -> list[MemoryDecision]:
     """Write the candidates that survive salience and similarity; one transaction; return every decision."""
     decisions = []
     with store.transaction():
         for c in candidates:
             if c.type not in MEMORY_TYPES or not c.content.strip() or len(c.content) > MEMORY_LIMIT:
-                decisions.append(Decision("invalid", c.type, c.content[:MEMORY_LIMIT]))
+                decisions.append(MemoryDecision("invalid", c.type, c.content[:MEMORY_LIMIT]))
                 continue
             content = " ".join(c.content.split())
             if c.salience < settings.min_salience:
-                decisions.append(Decision("low_salience", c.type, content))
+                decisions.append(MemoryDecision("low_salience", c.type, content))
                 continue
             best, score = None, 0.0
             for m in memories(store, user, c.type):
@@ -266,15 +266,15 @@ def reconcile(store: "Store", user: str, candidates: Iterable[Candidate],
                     best, score = m, s
             now = utc_now()
             if best is not None and score >= settings.equivalent:
-                decisions.append(Decision("noop", c.type, content, best.id, round(score, 3)))
+                decisions.append(MemoryDecision("noop", c.type, content, best.id, round(score, 3)))
             elif best is not None and score >= settings.related and best.source == "manual":
-                decisions.append(Decision("manual_kept", c.type, content, best.id, round(score, 3)))
+                decisions.append(MemoryDecision("manual_kept", c.type, content, best.id, round(score, 3)))
             elif best is not None and score >= settings.related:
                 store.memories.revise(best.id, content, salience=c.salience, at=now)
-                decisions.append(Decision("updated", c.type, content, best.id, round(score, 3)))
+                decisions.append(MemoryDecision("updated", c.type, content, best.id, round(score, 3)))
             else:
                 new_id = store.memories.add(user, c.type, content, source="auto", salience=c.salience, at=now)
-                decisions.append(Decision("added", c.type, content, new_id,
+                decisions.append(MemoryDecision("added", c.type, content, new_id,
                                           round(score, 3) if best else None))
     return decisions
 
@@ -358,7 +358,7 @@ class MemoryWriter(BackgroundService):
             return self._record(user, turn, "extracted", cues,
                                 reconcile(self.store, user, candidates, self.settings))
 
-    def _record(self, user: str, turn: str, outcome: str, cues: tuple[str, ...], decisions: list[Decision],
+    def _record(self, user: str, turn: str, outcome: str, cues: tuple[str, ...], decisions: list[MemoryDecision],
                 error: str | None = None) -> MemoryRun:
         now = utc_now()
         run_id = self.store.memories.add_run(user, turn, outcome, cues, decisions, error, now)
