@@ -20,7 +20,7 @@ def store(tmp_path):
 
 
 def test_the_surfaces_reexport_the_stores_values():
-    for mod, names in ((memory, ("Memory", "MemoryRun", "Decision")), (knowledge, ("Document", "Heading")),
+    for mod, names in ((memory, ("Memory", "MemoryRun", "MemoryDecision")), (knowledge, ("Document", "Heading")),
                        (routing, ("PromptVersion", "Feedback", "TraceStep", "Deliverable"))):
         for name in names:
             assert getattr(mod, name) is getattr(store_mod, name)
