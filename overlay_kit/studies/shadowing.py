@@ -407,16 +407,16 @@ class ShadowStudy:
         if v.kind == "undecided":
             why = ("no policy is admissible at the realistic point" if v.pick is None
                    else f"the pick `{v.pick}` and every other admissible policy fail somewhere in the stated ranges")
-            lines.append(f"\n**ShadowVerdict: undecided** — {why}. What would decide it: a keying that sees authorship "
+            lines.append(f"\n**Verdict: undecided** — {why}. What would decide it: a keying that sees authorship "
                          "(a lineage or signature check) for the silent side, or measured collision rates that "
                          "narrow the ranges.")
         elif v.kind == "keep":
-            lines.append(f"\n**ShadowVerdict: keep `{v.policy}`**, what the product does today.")
+            lines.append(f"\n**Verdict: keep `{v.policy}`**, what the product does today.")
         else:
             today = self.per_user[self.per_user.point == "realistic"]
             d = _lost_difference(today, self.product, v.policy, self.rule) if self.product in set(today.policy) \
                 else None
-            lines.append(f"\n**ShadowVerdict: change** the product's keying from `{self.product}` to `{v.policy}`"
+            lines.append(f"\n**Verdict: change** the product's keying from `{self.product}` to `{v.policy}`"
                          + (f" (the realistic pick `{v.pick}` fails in the ranges)" if v.pick != v.policy else "")
                          + ". The lead decides; the rule adopts a default only when it holds across the ranges."
                          + (f" Lost uses, {v.policy} − {self.product}: {d.fmt('.3f')} (paired over users)."

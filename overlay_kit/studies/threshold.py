@@ -623,7 +623,7 @@ class TauRule:
         return out
 
     def stamp(self) -> str:
-        base = self.file.stamp() if self.file else "TauRule given in code (no rule file)"
+        base = self.file.stamp() if self.file else "Rule given in code (no rule file)"
         changes = "; ".join(f"{k} {a} → {b}" for k, (a, b) in self.varied().items())
         return base + (f" — varied here: {changes}" if changes else "")
 
@@ -1233,7 +1233,7 @@ class TauStudy:
     def finding(self) -> str:
         """Markdown written from the numbers by the rule (no figure in it is typed by hand)."""
         rule = self.rule
-        head = f"**TauRule** ({rule.file.path.name if rule.file else 'in code'}): {rule.describe()}."
+        head = f"**Rule** ({rule.file.path.name if rule.file else 'in code'}): {rule.describe()}."
         if not self.complete:
             return "\n\n".join([head, *(self._line(n) for n in self.results),
                                 "No verdict on the default: not every candidate of the rule was run."])
