@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_fixtures import run
 
 from overlay_kit import anchoring
 from overlay_kit.anchor import BODY, parse
 from overlay_kit.anchoring import Proposal, learn_anchored, propose
-from overlay_kit.cli import main
 from overlay_kit.defaults import SHIPPED
 from overlay_kit.skill import load_skill
 from overlay_kit.store import Store
@@ -108,12 +108,6 @@ def test_confident_proposals_learn_through_learn(mail_skill, tmp_path):
                                           provenance="user_instruction", threshold=0.0)
         assert proposal.confident and result.outcome == "staged"
         assert result.delta.anchor.section == proposal.section == "replying"
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_without_a_section_asks_with_the_proposal(mail_skill, tmp_path, capsys):

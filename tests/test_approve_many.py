@@ -6,10 +6,10 @@ import io
 import json
 
 import pytest
+from cli_fixtures import run
 from overlay_support import TRUSTED, UNTRUSTED, make_skill
 
 from overlay_kit import gates
-from overlay_kit.cli import main
 from overlay_kit.skill import find_skill
 from overlay_kit.store import Store, StoreError
 
@@ -61,12 +61,6 @@ def test_approve_of_one_id_is_the_batch_form(store, monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------------- CLI
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

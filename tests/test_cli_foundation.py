@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_fixtures import run
 
 from overlay_kit.anchor import parse, split_lines
 from overlay_kit.cli import main
@@ -22,12 +23,6 @@ EXAMPLE_DIRS = sorted(str(p) for p in EXAMPLES.iterdir() if (p / "SKILL.md").is_
 BAD_DIRS = sorted(str(p) for p in BAD.iterdir())
 SCRIPT = Path(sys.executable).with_name("overlay-kit")  # .venv/bin/overlay-kit
 ROW_KEYS = ["slug", "heading", "level", "digest", "start_line", "end_line"]
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # -------------------------------------------------------------------------------------------- validate

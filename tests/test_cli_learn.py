@@ -3,20 +3,14 @@
 import json
 
 import pytest
+from cli_fixtures import run
 
-from overlay_kit.cli import main
 from overlay_kit.store import Store
 
 
 @pytest.fixture
 def db(tmp_path):
     return str(tmp_path / "o.db")
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def run_json(capsys, *argv):

@@ -9,6 +9,7 @@ import json
 import sys
 
 import pytest
+from cli_fixtures import run
 from overlay_support import UNTRUSTED, learn_one, make_skill, sql_shell
 
 from overlay_kit.cli import effective_diff, main
@@ -95,12 +96,6 @@ def test_bad_paging_arguments_raise_before_any_row_is_read(db):
 
 
 # -------------------------------------------------------------------------------------------- the command
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def unpaged(db, which, skill=None, **extra) -> str:

@@ -5,10 +5,10 @@ nothing: `gates.learn` / `check` / `learn_many`, `learn --scope`, a `learn --fro
 import json
 
 import pytest
+from cli_fixtures import run
 from overlay_support import TRUSTED, make_skill
 
 from overlay_kit import gates
-from overlay_kit.cli import main
 from overlay_kit.common import FieldError
 from overlay_kit.grammar import SCOPE_FORMS, ScopeError, check_scope
 from overlay_kit.resolve import resolve
@@ -81,12 +81,6 @@ def test_a_valid_scope_is_applied_where_it_is_read(tmp_path):
         assert "Mine only." in resolve(SKILL, s, embedder=False).text
         assert "Work only." not in resolve(SKILL, s, embedder=False).text
         assert "Work only." in resolve(SKILL, s, scope=["user", "user:work"], embedder=False).text
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("scope", ["USER", "admin", "user ", "*", "agent:"])

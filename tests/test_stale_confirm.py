@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_fixtures import run
 from overlay_support import MAIL_BODY, make_skill
 from overlay_widgets import ReviewPanel
 from resolve_fixtures import learn_active
 
 from overlay_kit import budget, gates, rebase
 from overlay_kit.anchor import parse
-from overlay_kit.cli import main
 from overlay_kit.defaults import SHIPPED
 from overlay_kit.resolve import STALE_MARK, Session, compose, resolve
 from overlay_kit.skill import find_skill
@@ -125,12 +125,6 @@ def test_the_policy_reaches_compose_and_sessions_and_a_bad_one_is_named(store, f
 
 
 # ---------------------------------------------------------------------------------------------------- CLI
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_confirm_end_to_end(capsys, tmp_path, skill_dir):
