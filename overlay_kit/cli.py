@@ -290,14 +290,16 @@ def register_learn(sub) -> None:
     p.add_argument("--section", help="anchor section slug (see `overlay-kit anchors`); omitted or 'auto': the "
                                      "section is proposed (`anchoring.propose`) and used only when confident, "
                                      "else nothing is written and the proposal is shown")
-    p.add_argument("--goal", help="the goal or turn that taught the lesson (helps propose its section)")
+    p.add_argument("--goal", help="the session goal the lesson was taught at: helps propose its section, and a "
+                                  "tier-3 lesson (preference, example) keeps it as a trigger (`overlay-kit "
+                                  "triggers ID`); a repeat of a live lesson records it as a restated trigger")
     p.add_argument("--source", choices=_Sources(), metavar="SRC",
                    help="provenance: user_instruction | outcome_evidence | observed_content | unknown "
                         "(required without --from; any other name is refused)")
     p.add_argument("--from", dest="from_file", metavar="FILE.jsonl",
                    help="learn a batch: one JSON lesson per line ({kind, payload, section, provenance, scope, "
-                        "evidence, incognito}); every gate runs on every row, then all accepted rows are written "
-                        "in one transaction (one malformed line refuses the whole file: nothing is written)")
+                        "evidence, incognito, goal}); every gate runs on every row, then all accepted rows are "
+                        "written in one transaction (one malformed line refuses the whole file: nothing is written)")
     p.add_argument("--turn", action="append", default=[], metavar="ID", help="session/turn id (repeatable)")
     p.add_argument("--scope", help="the lesson's scope: 'user' (shared by every agent of the user) or "
                                    "'agent:NAME' (default: the agent's own with --agent, else 'user'); or a "
@@ -376,7 +378,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
         _hold_budget(store, [skill])
         result = learn(store, skill, args.kind, payload, section=proposal.section if proposal else args.section,
                        provenance=Provenance(args.source, tuple(args.turn)), scope=args.scope,
-                       evidence=evidence, incognito=args.incognito, settings=GateSettings())
+                       evidence=evidence, incognito=args.incognito, goal=args.goal, settings=GateSettings())
     if args.json:
         out = result.to_dict() | {"delta": result.delta.to_dict() if result.delta else None,
                                   "fact": None, "anchoring": proposal.to_dict() if proposal else None}
@@ -763,6 +765,40 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if pending:
             print(f"forget: another process holds a read transaction on {store.path}: {store.erasure_where} until "
                   "it ends; the next open of the database finishes the erasure", file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ triggers
+
+
+def register_triggers(sub) -> None:
+    p = sub.add_parser("triggers", help="a tier-3 lesson's triggers: its own, then the goals it was taught, "
+                                        "restated, corrected or accepted at, with source and time")
+    p.add_argument("ids", nargs="+", metavar="ID", help="the lessons (delta ids)")
+    _add_db(p)
+    p.set_defaults(handler=cmd_triggers)
+
+
+def cmd_triggers(args: argparse.Namespace) -> int:
+    """`triggers ID [ID ...]`: `Store.trigger_records` of each lesson (an unknown id is an error, exit 1)."""
+    from .common import iso
+
+    with _open_read(args) as store:
+        ids = list(dict.fromkeys(args.ids))
+        lessons = [store.get(i) for i in ids]
+        records = store.trigger_records(ids)
+    if args.json:
+        _emit_json({"op": "triggers", "deltas": [
+            {"id": d.id, "kind": d.kind, "status": d.status,
+             "triggers": [{"text": t.text, "source": t.source, "at": iso(t.at)} for t in records[d.id]]}
+            for d in lessons]})
+        return 0
+    for d in lessons:
+        found = records[d.id]
+        why = "" if d.tier == 3 else " (only tier-3 lessons have triggers)"
+        print(f"{d.id} ({d.kind}, {d.status}): {len(found)} trigger(s){why}")
+        for t in found:
+            print(f"  {t.source:<9} {iso(t.at)}  {t.text}")
     return 0
 
 
@@ -1323,6 +1359,7 @@ REGISTRARS.append(register_live)
 REGISTRARS.append(register_mine)
 REGISTRARS.append(register_confirm)
 REGISTRARS.append(register_model)
+REGISTRARS.append(register_triggers)
 
 
 def _verb(register: Callable) -> str:

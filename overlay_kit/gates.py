@@ -1,8 +1,15 @@
 """The write path: every learned lesson passes an ordered list of small named rules before it is stored.
 
     learn(store, skill, kind, payload, *, section, provenance, scope=None, evidence=None,
-          incognito=False, settings=None) -> WriteResult
+          incognito=False, goal=None, settings=None) -> WriteResult
     check(store_or_None, skill, kind, payload, ...same keywords) -> WriteResult   # dry run: writes nothing
+
+`goal`: the session goal at which a tier-3 lesson (preference, example) was taught or restated. It is kept as an
+evidence trigger of the lesson (`Store.add_triggers`, never in its payload): `taught` for a new lesson — its first
+trigger when its payload has none (`Store.triggers`) — and `restated` for the live lesson a repeat names (the
+`noop` outcome), as is a payload trigger the live lesson lacks. Only a write records them (not `check`), in the
+write's transaction, and only from trusted provenance for a repeat: observed content never changes when an
+approved lesson applies. A goal on another kind is ignored (it still helps `anchoring.propose` find a section).
 
 `RULES` is read top to bottom; the first rule that decides wins (one refusal, route, stage or quarantine per
 rule, so adding or removing a gate is one line and each has a test that fails without it):
@@ -14,7 +21,7 @@ rule, so adding or removing a gate is one line and each has a test that fails wi
 | capability_bearing   | refused      | the skill holds a filesystem/shell/database/desktop/env permission          |
 | payload_shape        | refused      | fields/types wrong for the kind (grammar.check_shape / validate_fact)       |
 | payload_caps         | refused      | a field over its cap, a control character, or provenance turns that are not |
-|                      |              | short ids                                                                   |
+|                      |              | short ids; a goal that could not be a trigger (empty, over 200, a control) |
 | plain_text           | refused      | a lesson's text carries Markdown block structure (heading, setext          |
 |                      |              | underline, fence, HTML block, link reference definition, thematic break,    |
 |                      |              | leading blank lines): learned text renders as one line and never as structure |
@@ -73,9 +80,10 @@ from .grammar import (
 from .injection import AUTO_APPROVE_LANGUAGES, languages, pattern_set, scan, scan_many
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
+from .store.core import trigger_problem
 from .textguard import block_structure, views, views_many
 
-if TYPE_CHECKING:  # the store imports this module, never the reverse at run time
+if TYPE_CHECKING:
     from .store import Fact, Store, Undo
 
 __all__ = [
@@ -148,6 +156,7 @@ class Submission:
     auto_approve: bool
     settings: GateSettings
     derived: "Derived | None" = field(default=None, repr=False, compare=False)
+    goal: str | None = None  # the session goal it was taught or restated at (kept as an evidence trigger)
 
     def __post_init__(self) -> None:
         if self.derived is None:  # a submission of its own: a batch of one
@@ -253,6 +262,7 @@ class WriteResult:
     findings: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     dry_run: bool = False  # from `check`: `delta` is what learn would store; nothing was written
+    triggers: tuple[str, ...] = ()  # evidence triggers this write recorded for `delta` (its goal; a repeat's)
 
     @property
     def persisted(self) -> bool:
@@ -268,7 +278,7 @@ class WriteResult:
         return {"outcome": self.outcome, "rule": self.rule, "message": self.message,
                 "persisted": self.persisted, "delta_id": self.delta.id if self.delta else None,
                 "status": self.delta.status if self.delta else None,
-                "findings": list(self.findings), "warnings": list(self.warnings)}
+                "findings": list(self.findings), "warnings": list(self.warnings), "triggers": list(self.triggers)}
 
 
 class GateError(ValueError):
@@ -433,7 +443,16 @@ def payload_caps(p: Submission):
     if len(p.provenance.turns) > MAX_TURNS or any(len(t) > TURN_ID_LIMIT for t in p.provenance.turns):
         return _refuse("payload_caps", f"provenance.turns: at most {MAX_TURNS} session/turn ids of at most "
                                        f"{TURN_ID_LIMIT} characters — ids, never message text")
+    if p.goal is not None and _keeps_goal(p.kind):
+        why = trigger_problem(p.goal)
+        if why is not None:
+            return _refuse("payload_caps", f"goal: {why}; a goal is kept as the lesson's trigger")
     return None
+
+
+def _keeps_goal(kind: str) -> bool:
+    """Whether a lesson of `kind` keeps the goal it was taught at (tier 3: what selection matches goals with)."""
+    return TIERS.get(kind) == 3
 
 
 def plain_text(p: Submission):
@@ -685,7 +704,7 @@ def _submissions(store, skill: Skill, rows: list["Lesson"], settings: GateSettin
     derived = _derive([(r.kind, r.payload) for r in rows])
     return [Submission(skill, r.kind, r.payload, r.section, _provenance(r.provenance), _scope(store, r.scope),
                        (r.evidence,) if isinstance(r.evidence, str) else tuple(r.evidence or ()), r.incognito,
-                       research, bool(auto), settings, d) for r, d in zip(rows, derived)]
+                       research, bool(auto), settings, d, r.goal) for r, d in zip(rows, derived)]
 
 
 def _new_deltas(accepted: list[tuple[Submission, Verdict]]) -> list[Delta]:
@@ -708,22 +727,23 @@ def _anchor(skill: Skill, section: str | None) -> Anchor:
     return _anchor_of(skill.body, section or BODY, skill.version)
 
 
-def _lesson(kind, payload, section, provenance, scope, evidence, incognito) -> "Lesson":
+def _lesson(kind, payload, section, provenance, scope, evidence, incognito, goal) -> "Lesson":
     """`learn`'s and `check`'s arguments as one `Lesson`."""
     if evidence is not None and not isinstance(evidence, str):
         evidence = tuple(evidence)
-    return Lesson(kind, payload, section, provenance, scope, evidence, incognito)
+    return Lesson(kind, payload, section, provenance, scope, evidence, incognito, goal)
 
 
 def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, section: str | None,
           provenance: Provenance | str | Mapping | None, scope: str | None = None,
-          evidence: str | Iterable[str] | None = None, incognito: bool = False,
+          evidence: str | Iterable[str] | None = None, incognito: bool = False, goal: str | None = None,
           settings: GateSettings | None = None, research: bool | None = None,
           rules: Iterable[Rule] = RULES) -> WriteResult:
     """Dry run of `learn`: the same rules, the same decision, nothing written (`store` is only read: for its
     research / auto-approve settings and for a live lesson this one repeats, a `noop` as `learn` says; it may be
-    None). `delta` is the unsaved delta learn would store, or the live lesson a repeat names."""
-    lesson = _lesson(kind, payload, section, provenance, scope, evidence, incognito)
+    None). `delta` is the unsaved delta learn would store, or the live lesson a repeat names; no trigger is
+    recorded."""
+    lesson = _lesson(kind, payload, section, provenance, scope, evidence, incognito, goal)
     return _gate(store, skill, [lesson], settings, tuple(rules), research=research, write=False)[0]
 
 
@@ -748,7 +768,7 @@ def _validates(rules: tuple[Rule, ...]) -> bool:
 
 def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
           provenance: Provenance | str | Mapping | None, scope: str | None = None,
-          evidence: str | Iterable[str] | None = None, incognito: bool = False,
+          evidence: str | Iterable[str] | None = None, incognito: bool = False, goal: str | None = None,
           settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
           custom_rules: bool = False) -> WriteResult:
     """Propose one lesson; the gates refuse, route, stage or quarantine it. Never raises for a bad lesson —
@@ -757,8 +777,10 @@ def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str
 
     `rules` other than `RULES` are for research: they need `custom_rules=True` AND a store opened with
     `research=True` (`GateError` otherwise). Whatever they decide, the store still refuses an untrusted delta
-    that is not quarantined, and a scan-flagged one that starts active."""
-    lesson = _lesson(kind, payload, section, provenance, scope, evidence, incognito)
+    that is not quarantined, and a scan-flagged one that starts active.
+
+    `goal`: the session goal the lesson was taught at, kept as its evidence trigger (the module's docstring)."""
+    lesson = _lesson(kind, payload, section, provenance, scope, evidence, incognito, goal)
     return learn_many(store, skill, [lesson], settings=settings, rules=rules, custom_rules=custom_rules)[0]
 
 
@@ -773,14 +795,15 @@ class Lesson:
     scope: str | None = None  # None: the store's `write_scope()` (the shipped default for its agent)
     evidence: str | tuple[str, ...] | None = None
     incognito: bool = False
+    goal: str | None = None  # the session goal it was taught or restated at (tier 3: an evidence trigger)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "Lesson":
         """A JSON object with `kind`, `payload` and optionally `section`, `provenance` (a source name or
-        {source, turns}), `scope`, `evidence` (a string or list), `incognito`. Strict where a guess would change
-        what is learned: booleans are JSON booleans (`"false"` is a string, and a string is true), a provenance
-        source is one of `SOURCES` (never read as `unknown`), a kind is one of the kinds; `LessonError` names
-        the field."""
+        {source, turns}), `scope`, `evidence` (a string or list), `incognito`, `goal` (a string). Strict where a
+        guess would change what is learned: booleans are JSON booleans (`"false"` is a string, and a string is
+        true), a provenance source is one of `SOURCES` (never read as `unknown`), a kind is one of the kinds;
+        `LessonError` names the field."""
         if not isinstance(data, Mapping):
             raise LessonError(f"a lesson is a JSON object, not {_json_type(data)}")
         unknown = sorted(set(data) - set(LESSON_FIELDS))
@@ -810,6 +833,9 @@ class Lesson:
             if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
                 raise LessonError("field 'evidence' must be a string or a list of strings", "evidence")
             evidence = tuple(evidence)
+        goal = data.get("goal")
+        if goal is not None and not isinstance(goal, str):
+            raise LessonError(f"field 'goal' must be a string, not {_json_type(goal)}", "goal")
         incognito = data.get("incognito", False)
         if not isinstance(incognito, bool):
             raise LessonError(f"field 'incognito' must be a JSON boolean (true or false), not {_json_type(incognito)}",
@@ -834,10 +860,10 @@ class Lesson:
         if source not in SOURCES:
             raise LessonError(f"unknown source {source!r} in field {field!r}; sources are {', '.join(SOURCES)}",
                               field)
-        return cls(kind, data["payload"], section, provenance, scope, evidence, incognito)
+        return cls(kind, data["payload"], section, provenance, scope, evidence, incognito, goal)
 
 
-LESSON_FIELDS = ("kind", "payload", "section", "provenance", "scope", "evidence", "incognito")
+LESSON_FIELDS = ("kind", "payload", "section", "provenance", "scope", "evidence", "incognito", "goal")
 
 
 class LessonError(ValueError):
@@ -886,7 +912,8 @@ def _gate(store: "Store | None", skill: Skill, rows: list[Lesson], settings: Gat
           rules: tuple[Rule, ...], *, research: bool | None = None, write: bool = True) -> list[WriteResult]:
     """The one write path of `learn`, `learn_many` and `check` (`write=False`: a dry run, nothing written):
     decide each row, write the facts it routes, find the repeats of a live lesson (`_twins`: a no-op), and
-    write the other accepted deltas in one transaction."""
+    write the other accepted deltas and the evidence triggers the rows carry (`_record_triggers`) in one
+    transaction."""
     subs = _submissions(store, skill, rows, settings, research)
     decided = [decide(p, rules) for p in subs]
     results: list[WriteResult | None] = [None] * len(subs)
@@ -904,19 +931,48 @@ def _gate(store: "Store | None", skill: Skill, rows: list[Lesson], settings: Gat
         if write:
             new = store._new_rows([deltas[k] for k in fresh], validated=_validates(rules))
             stored = store._insert_deltas(new, mint(new.rows, validated=new.validated))
+            recorded = _record_triggers(store, [subs[i] for i in accepted], deltas, fresh, twins)
         else:
-            stored = [(deltas[k], None) for k in fresh]
+            stored, recorded = [(deltas[k], None) for k in fresh], {}
     for k, (delta, undo) in zip(fresh, stored):
         verdict, warnings = decided[accepted[k]]
         results[accepted[k]] = WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=delta, undo=undo,
                                            findings=verdict.findings,
                                            warnings=_scope_warnings(subs[accepted[k]], warnings),
-                                           dry_run=not write)
+                                           dry_run=not write, triggers=recorded.get(k, ()))
     kept = {delta.id: delta for delta, _ in stored}
     for k, twin in twins.items():  # a repeat of a stored lesson, or of an earlier row of this batch
         twin = twin if isinstance(twin, Delta) else kept[twin]
-        results[accepted[k]] = replace(_noop(twin, decided[accepted[k]][1]), dry_run=not write)
+        results[accepted[k]] = replace(_noop(twin, decided[accepted[k]][1], recorded.get(k, ())), dry_run=not write)
     return results  # type: ignore[return-value]
+
+
+def _record_triggers(store: "Store", subs: list[Submission], deltas: list[Delta], fresh: list[int],
+                     twins: dict[int, "Delta | str"]) -> dict[int, tuple[str, ...]]:
+    """Inside the write's transaction, the evidence triggers of tier-3 rows (`Store.add_triggers`): a new
+    lesson's goal, `taught`; a repeat's goal and payload trigger, `restated`, on the live lesson it names — from
+    trusted provenance only (observed content never changes when an approved lesson applies). A text the lesson
+    has already is not recorded again. Returns {row: the texts recorded for it}."""
+    rows, owners = [], []
+    for k in fresh:
+        if subs[k].goal is not None and _keeps_goal(subs[k].kind):
+            rows.append((deltas[k].id, subs[k].goal, "taught"))
+            owners.append(k)
+    for k, twin in twins.items():
+        if not (subs[k].provenance.trusted and _keeps_goal(subs[k].kind)):
+            continue
+        for text in (deltas[k].payload.get("trigger"), subs[k].goal):
+            if text is not None:
+                rows.append((twin if isinstance(twin, str) else twin.id, text, "restated"))
+                owners.append(k)
+    if not rows:
+        return {}
+    added, at, out = store.add_triggers(rows), 0, {}
+    for row, k in zip(rows, owners):  # `added` is the rows recorded, in order: a subsequence of `rows`
+        if at < len(added) and added[at] == row:
+            out[k] = (*out.get(k, ()), row[1])
+            at += 1
+    return out
 
 
 def _route(store: "Store", p: Submission, verdict: Verdict, warnings: tuple[str, ...]) -> WriteResult:
@@ -947,9 +1003,12 @@ def _twins(store: "Store", deltas: list[Delta]) -> dict[int, "Delta | str"]:
     return out
 
 
-def _noop(twin: Delta, warnings: tuple[str, ...]) -> WriteResult:
+def _noop(twin: Delta, warnings: tuple[str, ...], triggers: tuple[str, ...] = ()) -> WriteResult:
+    done = (f"no new lesson; recorded as its restated trigger(s): {', '.join(map(repr, triggers))}" if triggers
+            else "nothing written")
     return WriteResult("noop", f"the same lesson as {twin.id} ({twin.status}) in §{twin.anchor.section}, scope "
-                               f"{twin.scope}: nothing written", "duplicate", delta=twin, warnings=warnings)
+                               f"{twin.scope}: {done}", "duplicate", delta=twin, warnings=warnings,
+                       triggers=triggers)
 
 
 # ------------------------------------------------------------------------------------ promotion

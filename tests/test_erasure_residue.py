@@ -40,7 +40,8 @@ def _workload(store, seed: int) -> None:
         tag = SECRET if skill is SKILL else "kept"
         body = f"{tag} lesson {i} " + "word " * rng.randint(1, 70)
         r = gates.learn(store, skill, "preference", {"body": body[:400]}, section="triage",
-                        provenance=rng.choice(["user_instruction", "observed_content"]))
+                        provenance=rng.choice(["user_instruction", "observed_content"]),
+                        goal=f"{tag} goal {i}")  # its evidence trigger (delta_triggers)
         if r.delta is None:
             continue
         op = rng.random()

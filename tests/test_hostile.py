@@ -180,7 +180,8 @@ SECRET = "ZQXJ-erasure-marker"
 def _fill(store, skill, tag: str) -> None:
     """One row in every table forget --skill must reach, each holding the marker text."""
     r = gates.learn(store, skill, "preference", {"body": f"{SECRET} {tag} lesson"}, section="triage",
-                    provenance="user_instruction")
+                    provenance="user_instruction", goal=f"{SECRET} {tag} goal")  # an evidence trigger row
+    assert r.triggers == (f"{SECRET} {tag} goal",)
     store.approve(r.delta.id)
     store.record_outcome(r.delta.id, session=f"{SECRET}-s", signal="accepted", positive=True)
     gates.learn(store, skill, "fact", {"key": f"{SECRET}-key", "value": f"{SECRET} {tag} value"}, section=None,
@@ -214,6 +215,7 @@ def test_forget_skill_erases_every_table_and_no_byte_of_it_is_left_with_a_reader
         assert not store.erasure_pending
         assert store.facts() == [] and store.search(skill.name, include_superseded=True) == []
         assert store.conn.execute("SELECT count(*) FROM turn_signals").fetchone()[0] == 0
+        assert store.conn.execute("SELECT count(*) FROM delta_triggers").fetchone()[0] == 0
         assert _raw_hits(db) == {"db": 0, "-wal": 0, "-shm": 0}, _raw_hits(db)
         reader.close()
 

@@ -252,7 +252,7 @@ def test_migration_12_binds_rows_that_verify_and_leaves_the_others_unverifiable(
                  "WHERE id = ?", (bad,))
     conn.close()
     with Store.open(db) as s:
-        assert [v for v, _, _ in s.schema_history()][-1] == MIGRATIONS[-1].version == 12
+        assert [v for v, _, _ in s.schema_history()][-1] == MIGRATIONS[-1].version >= 12
         assert [d.id for d in s.search()] == [good]
         assert any("re-sealed 1 delta rows" in e.reason and "1 did not verify" in e.reason for e in s.audit())
         assert s.get_fact("mail", "signature") == "Bob"

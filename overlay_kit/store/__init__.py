@@ -33,6 +33,12 @@ Public API (other modules code against exactly this; grow it, don't rename it)::
         store.audit(delta_id=None) -> list[AuditEntry]   # append-only: who, when (UTC), from -> to, reason
         store.set_embedding(id, vector, embedder_id); store.embeddings(embedder_id) -> (ids, float32 matrix)
         store.embedder_id; store.invalidate_embeddings(new_embedder_id)
+        store.add_triggers([(delta_id, text, source), ...], *, at=None) -> list[(delta_id, text, source)]
+                                                     #    tier-3 evidence triggers: the goals a lesson was
+                                                     #    taught | restated | corrected | accepted at; a text
+                                                     #    it has already is ignored; returns the rows added
+        store.triggers(ids) -> {id: (text, ...)}     # its payload trigger first, then evidence by time
+        store.trigger_records(ids) -> {id: (Trigger(text, source, at), ...)}   # the same, with source and time
         store.put_fact(namespace, key, value, *, scope="user", provenance) -> Undo
         store.get_fact(namespace, key, default=None, scope="user"); store.facts(namespace=None) -> list[Fact]
         store.register_base(skill) -> BaseChange     # name, root, version, body digest; history rows kept
@@ -70,13 +76,14 @@ facts are sealed too, and a seal counter advances with every write that seals or
 committed is recorded beside the key, so an older copy of the file is refused (`RollbackError`), as is a file
 from before the seals that presents itself as a sealed database (`UnsealedStoreError`); with sealed rows and no
 key (or another one) nothing is read or written and no key is made (`LostKeyError`). docs/reliability.md states
-the threat model.
+the threat model. Evidence triggers (`delta_triggers`) are not sealed: they change when an approved lesson applies,
+never what it says (core.py's docstring says why that is enough).
 
 Learning operations never DELETE: revert/reset/supersede/undo change status or lineage, and every state
 change appends an audit row in the same transaction. Only `forget` deletes — rows, their vectors, their
-outcomes and audit rows — with `secure_delete` on, then the file rewritten (VACUUM: no stale copy of a row SQLite
-moved survives in a page gap) and a TRUNCATE checkpoint, so the erased text is left in no page of the file or its
-WAL (`finish_erasure`); registered `on_forget` hooks (the FAISS index) are purged too.
+outcomes, evidence triggers and audit rows — with `secure_delete` on, then the file rewritten (VACUUM: no stale
+copy of a row SQLite moved survives in a page gap) and a TRUNCATE checkpoint, so the erased text is left in no
+page of the file or its WAL (`finish_erasure`); registered `on_forget` hooks (the FAISS index) are purged too.
 
 The schema is the ordered `MIGRATIONS` list; each applied migration appends one `schema_history` row (never
 updated). Opening an older database applies the missing migrations with CREATE / ALTER ... ADD, and no
@@ -106,7 +113,7 @@ The package, one file per concern (this file re-exports the public names above):
 
 from __future__ import annotations
 
-from .core import AuditEntry, BaseChange, Fact, Outcome, Store, Undo
+from .core import AuditEntry, BaseChange, Fact, Outcome, Store, Trigger, Undo
 from .errors import (
     DiskFullError,
     GateBypassError,
@@ -173,6 +180,7 @@ __all__ = [
     "StoredSignal",
     "TaskLog",
     "TraceStep",
+    "Trigger",
     "Undo",
     "UnsealedStoreError",
     "default_db_path",

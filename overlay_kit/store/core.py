@@ -1,8 +1,16 @@
 """`Store`: a handle on one overlay database (the public API is overlay_kit.store's docstring): opening and
 migrating it, its transactions and seals, the deltas and their state changes, undo, audit, erasure, facts, bases,
-outcomes, embeddings and token counts; the value objects its methods return; how a delta row is read back.
-The schema is overlay_kit.store.schema, the file and its faults overlay_kit.store.files, the other table
-families overlay_kit.store.surfaces."""
+outcomes, embeddings, tier-3 evidence triggers and token counts; the value objects its methods return; how a delta
+row is read back. The schema is overlay_kit.store.schema, the file and its faults overlay_kit.store.files, the
+other table families overlay_kit.store.surfaces.
+
+Evidence triggers (`delta_triggers`, schema 13: `add_triggers`, `triggers`, `trigger_records`) are NOT sealed, on
+purpose. A trigger row changes WHEN an approved lesson applies (which goals select it), never WHAT it says: the
+text a session sees is the lesson's own sealed row, and only an active row whose seal verifies is ever selected.
+So a forged or dropped trigger row can at most put an approved lesson in front of the model for more goals, or
+fewer — never more than the resident overlay did before tier-3 selection (every lesson, every goal) — and sealing
+it would buy no integrity of content for a MAC and a seal-counter step per goal recorded. They are append-only
+(SQL triggers, as the audit trail) and `forget` erases them with their lesson."""
 
 from __future__ import annotations
 
@@ -33,6 +41,8 @@ from ..grammar import (
     Delta,
     GrammarError,
     Provenance,
+    as_read,
+    cap_violations,
     check_shape,
     lesson_digest,
     validate_payload,
@@ -80,6 +90,7 @@ from .schema import (
     BOUND_SINCE,
     MIGRATIONS,
     SEALED_SINCE,
+    TRIGGER_SOURCES,
     _edit_tables,
     _own_triggers,
     _statements,
@@ -96,7 +107,7 @@ from .surfaces import (
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["AuditEntry", "BaseChange", "Fact", "Outcome", "Store", "Undo"]
+__all__ = ["AuditEntry", "BaseChange", "Fact", "Outcome", "Store", "Trigger", "Undo", "trigger_problem"]
 
 log = lazy_logger(__package__)  # "overlay_kit.store", the name it logged under before the package split
 
@@ -106,7 +117,7 @@ _FACT_COLUMNS = "id, namespace, key, value, scope, provenance, status, created_a
 # What `Store.forget` erases. Rows tied to an erased delta by id (foreign keys cascade too, but not every table
 # has one):
 _ERASE_BY_DELTA = (("delta_audit", "delta_id"), ("delta_outcomes", "delta_id"), ("turn_context", "delta_id"),
-                   ("promotion_log", "delta_id"), ("consolidations", "umbrella_id"))
+                   ("promotion_log", "delta_id"), ("consolidations", "umbrella_id"), ("delta_triggers", "delta_id"))
 # Every other table that holds learned or observed user data: (table, skill column, scope column). A table
 # with no skill (scope) column is erased only by `forget(all=True)` or a filter it does have.
 _ERASURE = (("learned_facts", "namespace", "scope"), ("turn_signals", "skill", "scope"),
@@ -179,6 +190,26 @@ class BaseChange:
     @property
     def new(self) -> bool:
         return self.old_digest is None
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """One trigger of a tier-3 lesson (`Store.trigger_records`): its text, where it came from (`payload`: the
+    lesson's own, sealed with it; else one of `TRIGGER_SOURCES`, an evidence row) and when it was recorded (the
+    lesson's `created_at` for its own)."""
+
+    text: str
+    source: str
+    at: datetime
+
+
+def trigger_problem(text: Any) -> str | None:
+    """Why `text` cannot be a trigger, or None: a non-empty string within a payload trigger's caps (length, no
+    control character: `grammar.cap_violations`, so a listing prints it as it is)."""
+    if not isinstance(text, str) or not text.strip():
+        return "must be a non-empty string"
+    problems = cap_violations("preference", {"body": ".", "trigger": text})
+    return "; ".join(str(e).removeprefix("payload.trigger: ") for e in problems) or None
 
 
 @dataclass(frozen=True)
@@ -1902,6 +1933,84 @@ class Store:
             self.conn.execute("INSERT INTO overlay_meta (key, value) VALUES ('embedder_id', ?) "
                               "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (new_embedder_id,))
         return n
+
+    # -------------------------------------------------------------------- evidence triggers (tier 3)
+
+    def add_triggers(self, rows: Iterable[tuple[str, str, str]], *, at: datetime | None = None
+                     ) -> list[tuple[str, str, str]]:
+        """Record evidence triggers: each row `(delta_id, text, source)`, `source` one of `TRIGGER_SOURCES`
+        (taught, restated, corrected, accepted: the goal at which the lesson was). A text the lesson already
+        has — its payload's own trigger or an evidence trigger, compared as read (`grammar.as_read`: case, white
+        space, NFKC), or an earlier row of the batch — is ignored: one row per distinct (delta, text), the first
+        source kept. Returns the rows recorded, in the order given (`at`: their time, default now).
+
+        One transaction (inside the caller's, if one is open); nothing is written if a row is bad: `StoreError`
+        for an unknown delta, a delta that is not tier 3, an unknown source or a text that cannot be a trigger
+        (`trigger_problem`), `SealError` for a delta whose row may not be used. Not sealed (docs/reliability.md):
+        a trigger changes when an approved lesson applies, never what it says. Append-only: only `forget`
+        removes them, with their lesson."""
+        rows = [tuple(r) for r in rows]
+        for i, row in enumerate(rows):
+            if len(row) != 3:
+                raise StoreError(f"trigger row {i}: (delta_id, text, source), not {row!r}")
+            delta_id, text, source = row
+            if source not in TRIGGER_SOURCES:
+                raise StoreError(f"trigger row {i}: unknown source {source!r}; sources are "
+                                 f"{', '.join(TRIGGER_SOURCES)}")
+            why = trigger_problem(text)
+            if why is not None:
+                raise StoreError(f"trigger row {i} ({delta_id}): text {why}")
+        if not rows:
+            return []
+        when = iso(at or utc_now())
+        with self.transaction():
+            ids = list(dict.fromkeys(r[0] for r in rows))
+            found = {d.id: d for d in self.search(ids=ids, include_superseded=True)}
+            for delta_id in ids:
+                if delta_id not in found:  # StoreError (unknown) or SealError (its row may not be used)
+                    found[delta_id] = self.get(delta_id)
+                if found[delta_id].tier != 3:
+                    raise StoreError(f"delta {delta_id} is tier {found[delta_id].tier}; only tier-3 lessons "
+                                     "have triggers")
+            have = {i: {as_read(t) for t in texts} for i, texts in self.triggers(ids).items()}
+            new = []
+            for delta_id, text, source in rows:
+                key = as_read(text)
+                if key not in have[delta_id]:
+                    have[delta_id].add(key)
+                    new.append((delta_id, text, source))
+            self.conn.executemany("INSERT OR IGNORE INTO delta_triggers (delta_id, text, source, created_at) "
+                                  "VALUES (?, ?, ?, ?)", [(*row, when) for row in new])
+        return new
+
+    def triggers(self, ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """Each lesson's triggers, for every id asked (empty for one with none, or unknown): its payload's own
+        trigger first when it has one, then its evidence triggers oldest first (`add_triggers`). What tier-3
+        selection matches a goal against (`selection.Lesson.triggers`). Reads rows as they are: the caller
+        holds the lessons themselves, read and verified (a row whose seal fails is never selected)."""
+        return {i: tuple(t.text for t in ts) for i, ts in self.trigger_records(ids).items()}
+
+    def trigger_records(self, ids: Iterable[str]) -> dict[str, tuple[Trigger, ...]]:
+        """`triggers` with each one's source and time (`Trigger`): `overlay-kit triggers ID`."""
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, list[Trigger]] = {i: [] for i in ids}
+        if not ids:
+            return {}
+        keys = json.dumps(ids)
+        for delta_id, text, created in self.conn.execute(
+                "SELECT id, json_extract(payload, '$.trigger'), created_at FROM skill_deltas WHERE id IN "
+                "(SELECT value FROM json_each(?)) AND json_valid(payload)", (keys,)):
+            if isinstance(text, str) and text:
+                out[delta_id].append(Trigger(text, "payload", parse_time(created)))
+        try:
+            evidence = self.conn.execute("SELECT delta_id, text, source, created_at FROM delta_triggers WHERE "
+                                         "delta_id IN (SELECT value FROM json_each(?)) ORDER BY created_at, id",
+                                         (keys,)).fetchall()
+        except sqlite3.OperationalError:  # a read-only file from before schema 13: no evidence triggers yet
+            evidence = []
+        for delta_id, text, source, created in evidence:
+            out[delta_id].append(Trigger(_text(text), source, parse_time(created)))
+        return {i: tuple(ts) for i, ts in out.items()}
 
     # ----------------------------------------------------------------------------------- facts
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from ..grammar import STATUSES, TIERS
 
-__all__ = ["BOUND_SINCE", "MIGRATIONS", "SEALED_SINCE", "Migration"]
+__all__ = ["BOUND_SINCE", "MIGRATIONS", "SEALED_SINCE", "TRIGGER_SOURCES", "Migration"]
 
 
 @dataclass(frozen=True)
@@ -278,7 +278,28 @@ MIGRATIONS: list[Migration] = [
     Migration(12, "seals bound to the database's identity; sealed facts; the seal counter", """
         ALTER TABLE learned_facts ADD COLUMN seal BLOB;
     """, rows=lambda store: store._bind_found_rows()),
+    # evidence-learned triggers (issue 36): the goals a tier-3 lesson was taught, restated, corrected or accepted
+    # at, one row per distinct (delta, text); tier-3 selection matches a goal against them. Not sealed: they
+    # change when an approved lesson applies, never what it says (store/core.py, `Store.add_triggers`).
+    # Append-only like the audit trail: only `forget` deletes them.
+    Migration(13, "delta_triggers: the goals a tier-3 lesson was taught, restated, corrected or accepted at", """
+        CREATE TABLE IF NOT EXISTS delta_triggers (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            delta_id   TEXT NOT NULL REFERENCES skill_deltas(id) ON DELETE CASCADE,
+            text       TEXT NOT NULL CHECK (length(text) > 0),
+            source     TEXT NOT NULL CHECK (source = 'taught' OR source = 'restated' OR source = 'corrected'
+                                            OR source = 'accepted'),
+            created_at TEXT NOT NULL,
+            UNIQUE (delta_id, text)
+        );
+        CREATE TRIGGER IF NOT EXISTS delta_triggers_append_only BEFORE UPDATE ON delta_triggers
+            BEGIN SELECT RAISE(ABORT, 'delta_triggers is append-only'); END;
+        CREATE TRIGGER IF NOT EXISTS delta_triggers_erase_only BEFORE DELETE ON delta_triggers
+            WHEN NOT overlay_erasing()
+            BEGIN SELECT RAISE(ABORT, 'delta_triggers rows leave only through forget'); END;
+    """),
 ]
+TRIGGER_SOURCES = ("taught", "restated", "corrected", "accepted")  # what migration 13's CHECK allows
 SEALED_SINCE = 8  # the first schema version whose rows carry seals
 _KEYED_SINCE = 10  # the first whose rows carry their lesson digests
 BOUND_SINCE = 12  # the first whose seals hash the database's identity, with sealed facts and a seal counter
