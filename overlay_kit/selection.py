@@ -1,0 +1,196 @@
+"""Tier-3 selection: which learned lessons a session's goal puts in front of the model.
+
+The design's procedural lessons (`preference`, `example`) are retrievable, not resident: a lesson enters the
+prompt when the goal needs it and stays out otherwise. `select(goals, lessons, embedder, rule)` scores every
+lesson for every goal and admits, per goal, what the `Rule` lets through:
+
+- **dense**: the goal's best cosine (the embedder's, `common.cosines`: the same on every CPU) to any of the
+  lesson's triggers or to its text. A lesson's triggers are its evidence: the goal it was taught at, and every
+  goal at which it was restated, corrected or accepted since (`Store.add_triggers`, `learn(goal=)`), so recall grows with use;
+- **lexical**: the tf-idf cosine (stemmed words, English stop words out, idf over the lessons in play) of the goal
+  to the lesson's triggers and text — what matches a name, a tool or a number the embedder has no sense of;
+- **section**: the goal's cosine to the text of the section the lesson is anchored to ("section activation").
+
+A lesson's score is the rule's weighted sum of the three; a goal admits the lessons that reach `floor`, lie within
+`margin` of its best score, at most `k` of them, best first (ties by id). `SHIPPED.selection` is the rule the
+selection study (notebook 18, datasets/rules/18_selection.yaml) chose; a study varies it by passing another.
+
+    from overlay_kit.selection import Lesson, Rule, select
+    lessons = [Lesson("l1", ("decline the recruiter",), "Keep declines to two sentences.", "Drafting replies ...")]
+    select(["say no to the headhunter"], lessons, embedder)   # [[("l1", 0.71)]]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from .common import cosines
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Lesson", "Rule", "Scores", "score", "select", "shipped_rule"]
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A tier-3 lesson as selection sees it."""
+
+    id: str
+    triggers: tuple[str, ...]  # the goals it was taught, restated, corrected or accepted at (first: its trigger)
+    text: str  # what it says (a preference's body; an example's input and output)
+    section: str = ""  # the text of the section it is anchored to ("" when it floats)
+
+
+@dataclass(frozen=True)
+class Rule:
+    dense: float = 1.0  # weight of the goal's best cosine to the lesson's triggers and text
+    lexical: float = 0.0  # weight of the tf-idf cosine of the goal to the lesson's triggers and text
+    section: float = 0.0  # weight of the goal's cosine to the lesson's section
+    floor: float = 0.5  # the score a lesson must reach
+    margin: float = 1.0  # ... and how far below the goal's best score it may lie
+    k: int = 20  # at most this many lessons a goal (the compliance study's k_safe)
+
+    def __post_init__(self):
+        if self.k < 1 or self.margin < 0 or min(self.dense, self.lexical, self.section) < 0:
+            raise ValueError(f"bad selection rule: {self}")
+
+    def combine(self, s: "Scores") -> "np.ndarray":
+        out = self.dense * s.dense
+        if self.lexical:
+            out = out + self.lexical * s.lexical
+        if self.section:
+            out = out + self.section * s.section
+        return out
+
+    def admit_sorted(self, values: "np.ndarray") -> "np.ndarray":
+        """Admission mask for score rows sorted best first (goals × lessons): the one place the rule lives."""
+        import numpy as np
+
+        keep = (values >= self.floor) & (values >= values[:, :1] - self.margin)
+        keep[:, self.k:] = False
+        return keep
+
+    def admit(self, s: "Scores") -> list[list[tuple[int, float]]]:
+        """Per goal, the admitted lessons' columns with their scores, best first (ties: lower column first)."""
+        import numpy as np
+
+        total = self.combine(s)
+        order = np.argsort(-total, axis=1, kind="stable")
+        values = np.take_along_axis(total, order, axis=1)
+        keep = self.admit_sorted(values)
+        return [[(int(j), float(v)) for j, v, ok in zip(o, row, k) if ok] for o, row, k in zip(order, values, keep)]
+
+
+def shipped_rule() -> Rule:
+    """The rule the product selects with (`SHIPPED.select_*`): the best `select_k`, no floor, no margin."""
+    from .defaults import SHIPPED
+
+    return Rule(dense=1.0, lexical=SHIPPED.select_lexical, section=SHIPPED.select_section, floor=float("-inf"),
+                margin=float("inf"), k=SHIPPED.select_k)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The three components for goals × lessons (float64)."""
+
+    dense: np.ndarray
+    lexical: np.ndarray
+    section: np.ndarray
+
+
+def score(goals: Sequence[str], lessons: Sequence[Lesson], embedder, rule: Rule | None = None, *,
+          vectors: dict[str, "np.ndarray"] | None = None) -> Scores:
+    """Every component for every goal and lesson (a component the rule weighs 0 is left 0: not computed).
+    `vectors`: text → its vector, for texts embedded already (a store's trigger vectors; a study's cache)."""
+    import numpy as np
+
+    rule = rule or Rule()
+    shape = (len(goals), len(lessons))
+    if not goals or not lessons:
+        return Scores(np.zeros(shape), np.zeros(shape), np.zeros(shape))
+    known = {} if vectors is None else vectors
+    q = _encode(embedder, goals, known, query=True)
+    dense = np.zeros(shape)
+    if rule.dense:
+        texts = [t for lesson in lessons for t in (*lesson.triggers, lesson.text)]
+        owner = np.repeat(np.arange(len(lessons)), [len(lesson.triggers) + 1 for lesson in lessons])
+        sims = cosines(q, _encode(embedder, texts, known))
+        dense = np.full(shape, -1.0)
+        np.maximum.at(dense.T, owner, sims.T)
+    lexical = _tfidf(goals, [" ".join((*lesson.triggers, lesson.text)) for lesson in lessons]) \
+        if rule.lexical else np.zeros(shape)
+    section = np.zeros(shape)
+    if rule.section:
+        anchored = [j for j, lesson in enumerate(lessons) if lesson.section]
+        if anchored:
+            section[:, anchored] = cosines(q, _encode(embedder, [lessons[j].section for j in anchored], known))
+    return Scores(dense, lexical, section)
+
+
+def select(goals: Sequence[str], lessons: Sequence[Lesson], embedder, rule: Rule | None = None, *,
+           vectors: dict[str, "np.ndarray"] | None = None) -> list[list[tuple[str, float]]]:
+    """Per goal, `(lesson id, score)` of the lessons the rule admits, best first."""
+    rule = rule or Rule()
+    admitted = rule.admit(score(goals, lessons, embedder, rule, vectors=vectors))
+    return [[(lessons[j].id, s) for j, s in row] for row in admitted]
+
+
+def _encode(embedder, texts: Sequence[str], known: dict, *, query: bool = False) -> "np.ndarray":
+    """Vectors of `texts`, embedding only those `known` lacks (goals as queries: e5 asks for it)."""
+    import numpy as np
+
+    if query:
+        return np.asarray(getattr(embedder, "encode_query", embedder.encode)(list(texts)), dtype=np.float64)
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    if missing:
+        known.update(zip(missing, np.asarray(embedder.encode(missing), dtype=np.float64)))
+    return np.stack([known[t] for t in texts])
+
+
+def _tfidf(goals: Sequence[str], docs: Sequence[str]) -> "np.ndarray":
+    import numpy as np
+
+    fitted = _fitted(tuple(docs))
+    if fitted is None:  # no word in any lesson
+        return np.zeros((len(goals), len(docs)))
+    vectorizer, d = fitted
+    return (vectorizer.transform(goals) @ d.T).toarray()
+
+
+@lru_cache(maxsize=16)
+def _fitted(docs: tuple[str, ...]):
+    """The tf-idf model of one set of lessons and their vectors (kept: a session's goals score the same set)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vectorizer = TfidfVectorizer(analyzer=_words, sublinear_tf=True)
+    try:
+        return vectorizer, vectorizer.fit_transform(docs)
+    except ValueError:
+        return None
+
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def _words(text: str) -> list[str]:
+    """Stemmed content words: lower-case alphanumeric runs of 2+ characters outside the English stop words."""
+    return [w for w in map(_stem, _TOKEN.findall(text.lower())) if w]
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str | None:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return None if len(word) < 2 or word in ENGLISH_STOP_WORDS else _stemmer().stemWord(word)
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer  # PyStemmer: the Snowball English stemmer
+
+    return Stemmer.Stemmer("english")

@@ -1,0 +1,463 @@
+"""The tier-3 selection study (notebook 18, datasets/rules/18_selection.yaml): which selection puts the lesson a
+goal needs in front of the model, and keeps the rest out, at 20 to 300 lessons per agent?
+
+    corpus = load("dev")                           # datasets/selection/dev (FORMAT.md), checked line by line
+    arms = candidates(rule, corpus)                # resident, mem0, letta, lexical, dense-E, hybrid-E, ...
+    tuned = tune(arm, corpus, rule)                # the arm's Rule, chosen on the tune split
+    rows = trial(corpus, arm, tuned, split="eval", mode="cold", size=300, seed=0)   # one row per goal
+
+Every retrieval arm runs the product's own `overlay_kit.selection` (the same scores and admission); the stand-ins
+(resident, Mem0's search, Letta's core block) are written here from their authors' defaults. Embeddings are
+computed once per embedder and text (`Texts`), so a sweep over rules re-scores nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import retrieval
+from .. import selection as sel
+from ..common import cosines
+from ..metrics import Interval, bootstrap_ci, ratio_ci
+from ..prompt import count_many
+from ..resources import dataset_path
+from .threshold import shares_word
+
+__all__ = ["Arm", "Corpus", "CorpusError", "CorpusGoal", "CorpusLesson", "Texts", "arms", "choose", "load",
+           "split_of", "summarize", "trial", "tune"]
+
+LESSON_FIELDS = ("id", "agent", "section", "kind", "body", "taught", "restated", "goals")
+GOAL_FIELDS = ("goal", "agent", "needs")
+
+
+class CorpusError(ValueError):
+    """A corpus file that cannot be read: names the file, the line and the field."""
+
+    def __init__(self, path: str | Path, line: int, field: str, message: str):
+        self.path, self.line, self.field = str(path), line, field
+        super().__init__(f"{path}:{line}: {field}: {message}")
+
+
+@dataclass(frozen=True)
+class CorpusLesson:
+    id: str
+    agent: str
+    section: str
+    kind: str
+    body: str
+    taught: str
+    restated: str
+    goals: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CorpusGoal:
+    goal: str
+    agent: str
+    needs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    lessons: tuple[CorpusLesson, ...]
+    goals: tuple[CorpusGoal, ...]
+    sections: dict[str, dict[str, str]]  # agent → section slug → the section's text (heading and body)
+
+    def agents(self) -> list[str]:
+        return sorted({lesson.agent for lesson in self.lessons})
+
+
+def load(name: str = "dev", root: str | Path | None = None) -> Corpus:
+    """The corpus `datasets/selection/<name>` (or `root`), every line checked. The held-out corpus is read only
+    when named."""
+    from ..anchor import parse
+    from ..skill import load_skill
+
+    base = Path(root) if root is not None else dataset_path("selection", name)
+    if not base.is_dir():
+        raise CorpusError(base, 0, "folder", "no such corpus")
+    lessons, goals, sections = [], [], {}
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+        skill_file = folder / "SKILL.md"
+        if (folder / "skill.txt").is_file():
+            skill_file = dataset_path("skills", (folder / "skill.txt").read_text(encoding="utf-8").strip(), "SKILL.md")
+        slugs = {s.slug: s.text for s in parse(load_skill(skill_file).body) if s.level == 2}
+        sections[folder.name] = slugs
+        for path in sorted(folder.glob("*.jsonl")):
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if line.strip():
+                    _read_line(path, n, line, folder.name, slugs, lessons, goals)
+    ids = [lesson.id for lesson in lessons]
+    if len(set(ids)) != len(ids):
+        raise CorpusError(base, 0, "id", f"repeated: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
+    known = set(ids)
+    for g in goals:
+        if not set(g.needs) <= known:
+            raise CorpusError(base, 0, "needs", f"{g.goal!r} names unknown lessons {sorted(set(g.needs) - known)}")
+    return Corpus(name, tuple(lessons), tuple(goals), sections)
+
+
+def _read_line(path: Path, n: int, line: str, agent: str, slugs: dict, lessons: list, goals: list) -> None:
+    try:
+        r = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(path, n, "line", f"not JSON: {exc}") from exc
+    fields = LESSON_FIELDS if isinstance(r, dict) and "id" in r else GOAL_FIELDS
+    if not isinstance(r, dict) or set(r) != set(fields):
+        raise CorpusError(path, n, "fields", f"expected {fields}")
+    if r["agent"] != agent:
+        raise CorpusError(path, n, "agent", f"{r['agent']!r} in the folder of {agent!r}")
+    if fields is GOAL_FIELDS:
+        if not isinstance(r["needs"], list) or not all(isinstance(x, str) for x in r["needs"]):
+            raise CorpusError(path, n, "needs", "must be a list of lesson ids")
+        goals.append(CorpusGoal(_text(path, n, r, "goal"), agent, tuple(r["needs"])))
+        return
+    if r["section"] not in slugs:
+        raise CorpusError(path, n, "section", f"{r['section']!r} is not a ## section of the skill: {sorted(slugs)}")
+    if r["kind"] not in ("preference", "example"):
+        raise CorpusError(path, n, "kind", "must be preference or example")
+    if not isinstance(r["goals"], list) or len(r["goals"]) != 4:
+        raise CorpusError(path, n, "goals", "must be a list of four goals")
+    lessons.append(CorpusLesson(_text(path, n, r, "id"), agent, r["section"], r["kind"], _text(path, n, r, "body"),
+                                _text(path, n, r, "taught"), _text(path, n, r, "restated"),
+                                tuple(_text(path, n, {"goals": g}, "goals") for g in r["goals"])))
+
+
+def _text(path, n, r, key) -> str:
+    if not isinstance(r[key], str) or not r[key].strip():
+        raise CorpusError(path, n, key, "must be non-empty text")
+    return r[key].strip()
+
+
+def split_of(key: str) -> str:
+    """tune or eval, from the key's hash (a lesson's id; a no-need goal's text): the same on every machine."""
+    return "tune" if hashlib.sha256(key.encode("utf-8")).digest()[0] % 2 == 0 else "eval"
+
+
+# ------------------------------------------------------------------------------------------ embeddings
+
+
+class Texts:
+    """Every text's vector under one embedder, computed once (goals as queries, lessons and sections as
+    passages: e5 embeds them differently)."""
+
+    def __init__(self, embedder):
+        self.embedder = embedder
+        self.passages: dict[str, np.ndarray] = {}
+        self.queries: dict[str, np.ndarray] = {}
+
+    def query(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.queries]
+        if missing:
+            encode = getattr(self.embedder, "encode_query", self.embedder.encode)
+            self.queries.update(zip(missing, np.asarray(encode(missing), dtype=np.float64)))
+        return np.stack([self.queries[t] for t in texts])
+
+    def passage(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.passages]
+        if missing:
+            self.passages.update(zip(missing, np.asarray(self.embedder.encode(missing), dtype=np.float64)))
+        return np.stack([self.passages[t] for t in texts])
+
+
+class _Cached:
+    """An embedder whose goals come from a `Texts` cache: `selection.score` runs unchanged on cached vectors."""
+
+    def __init__(self, texts: Texts):
+        self.texts = texts
+
+    def encode(self, items):
+        return self.texts.passage(items)
+
+    def encode_query(self, items):
+        return self.texts.query(items)
+
+
+@lru_cache(maxsize=None)
+def texts_for(embedder_name: str) -> Texts:
+    return Texts(retrieval.load_embedder(embedder_name))
+
+
+# ------------------------------------------------------------------------------------------ arms
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One candidate: a product selection (`rule` tuned over `grid`) or a stand-in (`kind`)."""
+
+    name: str
+    kind: str  # "selection", "resident", "mem0", "letta"
+    embedder: str | None = None
+    triggers: bool = True  # the lesson's evidence triggers count (False: its text alone)
+    weights: tuple[str, ...] = ("dense",)  # the components the rule may weigh
+    params: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+def arms(rule, installed: Sequence[str]) -> list[Arm]:
+    """The rule's candidates, for the embedders installed here."""
+    p = rule.params
+    out = [Arm("resident", "resident"), Arm("lexical", "selection", "wordllama", weights=("lexical",))]
+    for e in installed:  # the stand-ins search with the same embedder as the selections they are compared to
+        out += [Arm(f"mem0-{e}", "mem0", e, False, params={"k": p["mem0_top_k"], "threshold": p["mem0_threshold"]}),
+                Arm(f"letta-{e}", "letta", e, False,
+                    params={"chars": p["letta_block_chars"], "k": p["letta_archival_k"]}),
+                Arm(f"text-only-{e}", "selection", e, triggers=False),
+                Arm(f"dense-{e}", "selection", e),
+                Arm(f"hybrid-{e}", "selection", e, weights=("dense", "lexical")),
+                Arm(f"hybrid-section-{e}", "selection", e, weights=("dense", "lexical", "section"))]
+    return out
+
+
+# ------------------------------------------------------------------------------------------ trials
+
+
+@dataclass(frozen=True)
+class _Goal:
+    text: str
+    needs: tuple[str, ...]
+    kind: str  # need, multi, none
+    owner: str  # the lesson whose family it belongs to ("" for a multi-need or no-need goal)
+    no_shared: bool  # a needing goal that shares no word with its lesson's taught goal
+
+
+def _goals(corpus: Corpus, agent: str, split: str) -> list[_Goal]:
+    out = []
+    for lesson in corpus.lessons:
+        if lesson.agent == agent and split_of(lesson.id) == split:
+            out += [_Goal(g, (lesson.id,), "need", lesson.id, not shares_word(g, lesson.taught))
+                    for g in lesson.goals]
+    for g in corpus.goals:
+        if g.agent != agent:
+            continue
+        splits = {split_of(i) for i in g.needs} or {split_of(g.goal)}
+        if splits == {split}:
+            out.append(_Goal(g.goal, g.needs, "multi" if g.needs else "none", "", False))
+    return out
+
+
+def _pool(corpus: Corpus, agent: str, size: int | None, seed: int) -> list[CorpusLesson]:
+    """The agent's memory: all its lessons, or a seeded sample of `size`, in teach order (the sample's)."""
+    lessons = sorted((lesson for lesson in corpus.lessons if lesson.agent == agent), key=lambda x: x.id)
+    rng = random.Random(f"{agent}:{size}:{seed}")
+    rng.shuffle(lessons)
+    return lessons if size is None else lessons[:size]
+
+
+def trial(corpus: Corpus, arm: Arm, rule: sel.Rule | None, *, split: str, mode: str, size: int | None = None,
+          seed: int = 0) -> pd.DataFrame:
+    """One row per goal of the split: what the arm put in context for it. `mode`: cold (triggers: taught) or
+    warm (taught, restated). `size`: each agent's memory sampled to that many lessons (None: all)."""
+    rows = []
+    for agent in corpus.agents():
+        pool = _pool(corpus, agent, size, seed)
+        if size is not None and len(pool) < size:
+            continue
+        held = {lesson.id for lesson in pool}
+        goals = [g for g in _goals(corpus, agent, split) if set(g.needs) <= held]
+        if not goals:
+            continue
+        admitted = _admit(arm, rule, pool, [g.text for g in goals], mode, corpus.sections[agent])
+        tokens = dict(zip([x.id for x in pool], count_many([x.body for x in pool])))
+        for g, chosen in zip(goals, admitted):
+            ids = [pool[j].id for j in chosen]
+            rows.append({"agent": agent, "size": len(pool), "seed": seed, "goal": g.text, "kind": g.kind,
+                         "owner": g.owner, "no_shared": g.no_shared, "needs": g.needs,
+                         "needed": len(g.needs), "found": len(set(g.needs) & set(ids)),
+                         "admitted": len(ids), "irrelevant": len(set(ids) - set(g.needs)),
+                         "tokens": sum(tokens[i] for i in ids)})
+    return pd.DataFrame(rows)
+
+
+def _admit(arm: Arm, rule, pool, goals, mode, sections) -> list[list[int]]:
+    if arm.kind == "resident":
+        return [list(range(len(pool)))] * len(goals)
+    texts = texts_for(arm.embedder)
+    if arm.kind in ("mem0", "letta"):
+        sims = cosines(texts.query(goals), texts.passage([x.body for x in pool]))
+        order = np.lexsort((np.tile(np.arange(len(pool)), (len(goals), 1)), -sims), axis=1)
+        if arm.kind == "mem0":
+            return [[j for j in row[:arm.params["k"]] if sims[i, j] >= arm.params["threshold"]]
+                    for i, row in enumerate(order)]
+        block, used = [], 0  # the core block: the most recently taught lessons that fit
+        for j in range(len(pool) - 1, -1, -1):
+            if used + len(pool[j].body) + 1 > arm.params["chars"]:
+                break
+            block.append(j)
+            used += len(pool[j].body) + 1
+        archival = [[j for j in row if j not in block][:arm.params["k"]] for row in order]
+        return [sorted(block + extra) for extra in archival]
+    return [[j for j, _ in row] for row in rule.admit(_scores(arm, rule, pool, goals, mode, sections, texts))]
+
+
+def _scores(arm, rule, pool, goals, mode, sections, texts) -> sel.Scores:
+    lessons = [sel.Lesson(x.id, ((x.taught,) if mode == "cold" else (x.taught, x.restated)) if arm.triggers else (),
+                          x.body, sections.get(x.section, "")) for x in pool]
+    return sel.score(goals, lessons, _Cached(texts), rule)
+
+
+# ------------------------------------------------------------------------------------------ tuning
+
+
+def rules(arm: Arm, grid: dict, floors: Sequence[float]) -> Iterator[sel.Rule]:
+    """The grid's rules for an arm, in the grid's order."""
+    lexical = grid["lexical"] if "lexical" in arm.weights else [0.0]
+    section = grid["section"] if "section" in arm.weights else [0.0]
+    dense = 1.0 if "dense" in arm.weights else 0.0
+    for lx, sc, floor, margin, k in product(lexical, section, floors, grid["margin"], grid["k"]):
+        yield sel.Rule(dense=dense, lexical=1.0 if dense == 0 else lx, section=sc, floor=floor, margin=margin, k=k)
+
+
+def tune(corpus: Corpus, arm: Arm, rule) -> pd.DataFrame:
+    """The arm's grid measured on the tune split, cold, at the largest size: one row per rule (the rule file's
+    procedure; `choose` picks from it)."""
+    grid, size = rule.params["grid"], max(rule.params["sizes"])
+    table = []
+    for weights in dict.fromkeys((r.dense, r.lexical, r.section) for r in rules(arm, grid, [0.0])):
+        base = sel.Rule(*weights, floor=-10.0, margin=10.0, k=max(grid["k"]))
+        agents = []
+        for need, cost, scores in _scored(corpus, arm, base, "tune", size):
+            total = base.combine(scores)
+            order = np.argsort(-total, axis=1, kind="stable")
+            agents.append(tuple(np.take_along_axis(m, order, axis=1) for m in (need, cost, total)))
+        every = np.concatenate([v.ravel() for _, _, v in agents])
+        floors = sorted({round(float(q), 6) for q in np.quantile(every, grid["floor_quantiles"])})
+        for r in rules(arm, grid, floors):
+            if (r.dense, r.lexical, r.section) == weights:
+                table.append({"rule": r, **_measure(r, agents)})
+    return pd.DataFrame(table)
+
+
+def choose(table: pd.DataFrame, *, irrelevant_bound: float | None = None, k_max: int | None = None,
+           tokens_max: float | None = None) -> sel.Rule | None:
+    """The rule of `table` with the highest needed-in-context within the bounds (ties: fewer tokens, then the
+    grid's order); None when no rule is within them."""
+    ok = table
+    if irrelevant_bound is not None:
+        ok = ok[ok.irrelevant_share <= irrelevant_bound]
+    if k_max is not None:
+        ok = ok[[r.k <= k_max for r in ok["rule"]]]
+    if tokens_max is not None:
+        ok = ok[ok.tokens <= tokens_max]
+    if ok.empty:
+        return None
+    return ok.sort_values(["needed_in_context", "tokens"], ascending=[False, True], kind="stable").iloc[0]["rule"]
+
+
+def _scored(corpus, arm, base, split, size) -> list:
+    out = []
+    for agent in corpus.agents():
+        pool = _pool(corpus, agent, size, 0)
+        if size is not None and len(pool) < size:
+            continue
+        goals = [g for g in _goals(corpus, agent, split) if set(g.needs) <= {x.id for x in pool}]
+        need = np.array([[x.id in g.needs for x in pool] for g in goals], dtype=bool).reshape(len(goals), len(pool))
+        tokens = np.array(count_many([x.body for x in pool]), dtype=float)
+        out.append((need, np.broadcast_to(tokens, need.shape),
+                    _scores(arm, base, pool, [g.text for g in goals], "cold", corpus.sections[agent],
+                            texts_for(arm.embedder))))
+    return out
+
+
+def _measure(r: sel.Rule, agents) -> dict:
+    """needed-in-context, irrelevant share and tokens per goal of a rule over sorted (need, cost, score) rows."""
+    found = needed = admitted = irrelevant = tokens = goals = 0
+    for need, cost, values in agents:
+        mask = r.admit_sorted(values)
+        found += int((mask & need).sum())
+        needed += int(need.sum())
+        admitted += int(mask.sum())
+        irrelevant += int((mask & ~need).sum())
+        tokens += float(cost[mask].sum())
+        goals += len(need)
+    return {"needed_in_context": found / max(needed, 1), "irrelevant_share": irrelevant / max(admitted, 1),
+            "tokens": tokens / max(goals, 1)}
+
+
+# ------------------------------------------------------------------------------------------ figures
+
+
+def summarize(rows: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> dict[str, Interval]:
+    """The rule's metrics with their intervals (needed-in-context over lessons, the rest over goals)."""
+    need = rows[rows.kind == "need"]
+    per_lesson = need.groupby("owner")[["found", "needed"]].sum()
+    quiet = need[need.no_shared].groupby("owner")[["found", "needed"]].sum()
+
+    def ratio(frame, num, den):
+        return ratio_ci(frame[num], frame[den], n_resamples=n_boot, seed=seed)
+
+    return {"needed_in_context": ratio(per_lesson, "found", "needed"),
+            "no_shared_word": ratio(quiet, "found", "needed"),
+            "irrelevant_share": ratio(rows, "irrelevant", "admitted"),
+            "tokens_per_goal": bootstrap_ci(rows["tokens"].to_numpy(float), statistic=lambda a, axis=-1: a.mean(axis),
+                                            n_resamples=n_boot, seed=seed)}
+
+
+# ------------------------------------------------------------------------------------------ the study
+
+
+@dataclass
+class Study:
+    """Everything notebook 18 shows: each arm's tuned rule and figures, the pick, and the comparisons."""
+
+    rule: object
+    arms: list[Arm]
+    tuned: dict[str, sel.Rule | None]  # arm name → its rule (None: no rule within the bounds)
+    fallback: bool  # no arm met the irrelevant bound: rules chosen under k_safe and the token reserve
+    figures: pd.DataFrame  # arm × mode: the eval figures at the largest size
+    latency: dict[str, float]  # arm name → median ms per goal at 300 lessons (benchmarks/bench_selection.py)
+    pick: str | None
+
+
+def latency_ms(arm: Arm, record: dict) -> float | None:
+    """The arm's measured median selection time per goal (None: not measured)."""
+    if arm.kind != "selection":
+        return 0.0 if arm.kind == "resident" else None
+    config = "hybrid-section" if "section" in arm.weights else "hybrid" if "lexical" in arm.weights else "dense"
+    for row in record["results"]:
+        if row["embedder"] == arm.embedder and config in row:
+            return row[config]["median_ms"]
+    return None
+
+
+def run(rule, installed: Sequence[str], corpus: Corpus | None = None) -> Study:
+    """The rule file's procedure on the dev corpus."""
+    corpus = corpus or load("dev")
+    p, size = rule.params, max(rule.params["sizes"])
+    candidates = arms(rule, installed)
+    tables = {a.name: tune(corpus, a, rule) for a in candidates if a.kind == "selection"}
+    tuned = {n: choose(t, irrelevant_bound=p["irrelevant_bound"]) for n, t in tables.items()}
+    fallback = all(r is None for r in tuned.values())
+    if fallback:
+        tuned = {n: choose(t, k_max=p["k_safe"], tokens_max=p["token_reserve"]) for n, t in tables.items()}
+    record = json.loads(dataset_path("selection", "latency.json").read_text(encoding="utf-8"))
+    rows, latency = [], {}
+    for a in candidates:
+        latency[a.name] = latency_ms(a, record)
+        if a.kind == "selection" and tuned[a.name] is None:
+            continue
+        for mode in ("cold", "warm"):
+            figures = summarize(trial(corpus, a, tuned.get(a.name), split="eval", mode=mode, size=size),
+                                n_boot=p["n_boot"], seed=p["seed"])
+            rows.append({"arm": a.name, "mode": mode, **{k: v.estimate for k, v in figures.items()},
+                         **{f"{k}_ci": (round(v.low, 3), round(v.high, 3)) for k, v in figures.items()}})
+    figures = pd.DataFrame(rows)
+    cold = figures[figures["mode"] == "cold"].set_index("arm")
+    fast = [a.name for a in candidates if a.kind == "selection" and tuned[a.name] is not None
+            and latency[a.name] is not None and latency[a.name] <= p["latency_ms"]]
+    pick = None
+    if fast:
+        best = max(cold.loc[fast, "needed_in_context"])
+        near = cold.loc[[n for n in fast if cold.loc[n, "needed_in_context"] >= best - p["tie_margin"]]]
+        pick = min(near.index, key=lambda n: (round(near.loc[n, "tokens_per_goal"], 6), latency[n]))
+    return Study(rule, candidates, tuned, fallback, figures, latency, pick)

@@ -1,0 +1,101 @@
+"""Tier-3 selection (`overlay_kit.selection`) and its place in resolve: with a goal, an agent holding more than
+`SHIPPED.resident_max` resident tier-3 lessons gets the `select_k` the goal scores best; without a goal, or with
+few lessons, every lesson stays."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from resolve_fixtures import learn_active, no_network, triage_inbox  # noqa: F401
+
+from overlay_kit import defaults
+from overlay_kit import selection as sel
+from overlay_kit.defaults import SHIPPED
+from overlay_kit.resolve import resolve
+from overlay_kit.retrieval import load_embedder
+from overlay_kit.store import Store
+
+pytestmark = pytest.mark.usefixtures("no_network")
+TOPICS = ["invoice", "recruiter", "landlord", "dentist", "newsletter", "conference", "visa", "payroll", "garden",
+          "printer", "insurance", "parking", "vaccine", "mortgage", "wedding", "laptop", "podcast", "marathon",
+          "passport", "piano", "bakery", "museum", "tennis", "solar", "kayak"]
+
+
+@pytest.fixture(scope="module")
+def emb():
+    return load_embedder()
+
+
+def _store(skill, n):
+    store = Store.open(":memory:")
+    ids = {t: learn_active(store, skill, "preference",
+                           {"body": f"For anything about the {t}, reply within a day and cc Sam ({t.upper()}).",
+                            "trigger": f"an email about the {t}"}, "drafting-replies").id
+           for t in TOPICS[:n]}
+    return store, ids
+
+
+def test_a_goal_selects_the_best_k_when_more_lessons_than_stay_resident(emb, monkeypatch):
+    monkeypatch.setattr(defaults, "SHIPPED", replace(SHIPPED, select_k=3))  # a small k: selection is visible
+    skill = triage_inbox()
+    store, ids = _store(skill, SHIPPED.resident_max + 5)
+    eff = resolve(skill, store, goal="answer the email about the dentist", embedder=emb)
+    applied = {d.id for d in eff.applied if d.tier == 3}
+    assert ids["dentist"] in applied and "(DENTIST)" in eff.text
+    assert len(applied) == 3 and len(eff.notes_of("not_selected")) == len(ids) - 3
+    everything = resolve(skill, store, embedder=emb)  # no goal: nothing to select by, every lesson stays
+    assert {d.id for d in everything.applied if d.tier == 3} == set(ids.values())
+
+
+def test_up_to_resident_max_lessons_all_stay_with_a_goal(emb):
+    skill = triage_inbox()
+    store, ids = _store(skill, SHIPPED.resident_max)
+    eff = resolve(skill, store, goal="answer the email about the dentist", embedder=emb)
+    assert {d.id for d in eff.applied if d.tier == 3} == set(ids.values()) and not eff.notes_of("not_selected")
+
+
+def test_no_embedder_keeps_every_lesson_and_says_so():
+    skill = triage_inbox()
+    store, ids = _store(skill, SHIPPED.resident_max + 1)
+    eff = resolve(skill, store, goal="answer the email about the dentist", embedder=False)
+    assert {d.id for d in eff.applied if d.tier == 3} == set(ids.values())
+    assert any("selection off" in n.detail for n in eff.notes_of("retrieval_dark"))
+
+
+def test_the_rule_admits_the_top_k_within_floor_and_margin_best_first():
+    scores = sel.Scores(np.array([[0.2, 0.9, 0.5, 0.85], [0.1, 0.1, 0.1, 0.1]]), np.zeros((2, 4)), np.zeros((2, 4)))
+    assert sel.Rule(floor=0.4, margin=1.0, k=2).admit(scores) == [[(1, 0.9), (3, 0.85)], []]
+    assert sel.Rule(floor=0.0, margin=0.1, k=5).admit(scores)[0] == [(1, 0.9), (3, 0.85)]
+    assert sel.Rule(floor=0.0, margin=1.0, k=5).admit(scores)[1] == [(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1)]  # ties
+    with pytest.raises(ValueError):
+        sel.Rule(k=0)
+
+
+def test_evidence_triggers_bring_a_lesson_back_for_the_goal_it_was_restated_at(emb):
+    lessons = [sel.Lesson("a", ("an email about the invoice",), "Pay within 30 days."),
+               sel.Lesson("b", ("an email about the recruiter",), "Decline politely.")]
+    goal = "the headhunter again"
+    rule = sel.Rule(floor=-1.0, k=1)
+    restated = [lessons[0], sel.Lesson("b", (*lessons[1].triggers, goal), lessons[1].text)]
+    assert sel.select([goal], restated, emb, rule)[0][0][0] == "b"
+    assert sel.select([goal], restated, emb, rule)[0][0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_lexical_scores_match_a_name_the_embedder_has_no_sense_of(emb):
+    lessons = [sel.Lesson("a", (), "Anything from Zorblatt goes to the legal folder."),
+               sel.Lesson("b", (), "Anything from the school goes to the family folder.")]
+    s = sel.score(["mail from zorblatt"], lessons, emb, sel.Rule(lexical=1.0))
+    assert s.lexical[0, 0] > 0 and s.lexical[0, 1] == 0
+
+
+def test_resolve_selects_by_the_evidence_triggers_the_store_keeps(emb, monkeypatch):
+    monkeypatch.setattr(defaults, "SHIPPED", replace(SHIPPED, select_k=1))
+    skill = triage_inbox()
+    store, ids = _store(skill, SHIPPED.resident_max + 5)
+    goal = "the recital on Saturday, reply to Mrs Ode"
+    before = {d.id for d in resolve(skill, store, goal=goal, embedder=emb).applied if d.tier == 3}
+    store.add_triggers([(ids["piano"], goal, "restated")])
+    after = {d.id for d in resolve(skill, store, goal=goal, embedder=emb).applied if d.tier == 3}
+    assert before != {ids["piano"]} and after == {ids["piano"]}
