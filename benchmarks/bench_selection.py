@@ -7,6 +7,10 @@ embedding, the cosines, the tf-idf transform and the admission. Per configuratio
 rule weighs) the median and 90th percentile over 200 goals of the corpus.
 
     .venv/bin/python benchmarks/bench_selection.py [--write]   # --write: datasets/selection/latency.json
+    .venv/bin/python benchmarks/bench_selection.py --cold      # a whole `overlay-kit resolve --goal`, new process
+
+`--cold` writes the mailbox agent's 300 lessons into a store through the gates (approved, each taught at its goal)
+and times `overlay-kit resolve triage-inbox --goal ...` in a new process, with and without the goal.
 """
 
 from __future__ import annotations
@@ -58,12 +62,48 @@ def one(embedder_name: str) -> dict:
     return out
 
 
+def cold(runs: int = 7) -> dict:
+    import statistics
+    import tempfile
+
+    from overlay_kit import gates
+    from overlay_kit.resources import dataset_path
+    from overlay_kit.skill import load_skill
+    from overlay_kit.store import Store
+    from overlay_kit.studies import selection as study
+
+    corpus = study.load("dev")
+    skill_dir = dataset_path("skills", "triage-inbox")
+    skill = load_skill(skill_dir / "SKILL.md")
+    pool = [x for x in corpus.lessons if x.agent == "mailbox"][:SIZE]
+    db = Path(tempfile.mkdtemp()) / "overlay.db"
+    with Store.open(db) as store:
+        rows = [gates.Lesson("preference", {"body": x.body, "trigger": x.taught}, x.section, "user_instruction",
+                             goal=x.taught) for x in pool]
+        results = gates.learn_many(store, skill, rows)
+        store.approve_many([r.delta.id for r in results if r.delta is not None and r.delta.status != "active"])
+    out = {"lessons": len(pool)}
+    for label, extra in (("with_goal", ["--goal", pool[0].goals[0]]), ("without_goal", [])):
+        walls = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run([str(Path(sys.executable).parent / "overlay-kit"), "resolve", str(skill_dir), "--db",
+                            str(db), *extra], check=True, capture_output=True)
+            walls.append(time.perf_counter() - t)
+        out[label] = {"median_s": round(statistics.median(walls), 3), "min_s": round(min(walls), 3)}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help=f"store the figures in {RESULTS.relative_to(ROOT)}")
     ap.add_argument("--embedders", default="wordllama,minilm,e5-small,mpnet")
     ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--cold", action="store_true", help="time a whole `overlay-kit resolve --goal` in a new process")
     args = ap.parse_args()
+    if args.cold:
+        print(json.dumps(cold()))
+        return
     if args.one:
         import torch
 

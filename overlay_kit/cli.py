@@ -972,7 +972,7 @@ def cmd_model(args: argparse.Namespace) -> int:
 def register_resolve(sub) -> None:
     p = sub.add_parser("resolve", help="print the effective skill: authored body + applicable learned deltas")
     p.add_argument("skill", metavar="SKILL", help="skill directory, SKILL.md, or discovered skill name")
-    p.add_argument("--goal", metavar="TEXT", help="session goal: retrieves retrieval-only tier-3 lessons (τ gate)")
+    p.add_argument("--goal", metavar="TEXT", help="session goal: selects the tier-3 lessons it needs (beyond 20 resident) and retrieves retrieval-only ones (τ gate)")
     p.add_argument("--no-learned-skills", dest="learned", action="store_false",
                    help="authored base only; the store is not read")
     p.add_argument("--scope", action="append", metavar="SCOPE",

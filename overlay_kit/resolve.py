@@ -85,7 +85,7 @@ NO_LEARNED_ENV = "OVERLAY_KIT_NO_LEARNED"
 NOTE_KINDS = (
     "applied",  # rendered (detail: where) or fed to the tool loader
     "retrieved",  # a retrieval-only tier-3 delta the goal retrieved (detail: cosine)
-    "not_selected",  # not applied this session: one of more tier-3 lessons than stay resident, not selected by the goal
+    "not_selected",  # tier-3 lessons the goal did not select (more than stay resident; detail: how many)
     "stale",  # its section changed since it was written: applied (marked, per the stale policy) or withheld
     "withheld",  # not applied: stale, and the stale policy withholds stale lessons
     "orphaned",  # not applied: its section (or base root) is gone
@@ -640,10 +640,8 @@ def _selected(goal: str, resident: list[_Pick], request: _Request, notes: list[N
                                 str(p.delta.text), p.section.text) for p in tier3]
     rule = selection.shipped_rule()
     chosen = dict(selection.select([goal], lessons, embedder, rule)[0])
-    for p in tier3:
-        if p.delta.id not in chosen:
-            notes.append(Note("not_selected", p.delta.id, f"{len(tier3)} tier-3 lessons > {SHIPPED.resident_max} "
-                                                          f"resident; the goal selects the best {rule.k}"))
+    notes.append(Note("not_selected", None, f"{len(tier3) - len(chosen)} of {len(tier3)} tier-3 lessons (more than "
+                                            f"{SHIPPED.resident_max} stay resident): the goal selects the best {rule.k}"))
     return [p for p in resident if p.delta.tier != 3 or p.delta.id in chosen]
 
 

@@ -7,7 +7,7 @@ lesson for every goal and admits, per goal, what the `Rule` lets through:
 - **dense**: the goal's best cosine (the embedder's, `common.cosines`: the same on every CPU) to any of the
   lesson's triggers or to its text. A lesson's triggers are its evidence: the goal it was taught at, and every
   goal at which it was restated, corrected or accepted since (`Store.add_triggers`, `learn(goal=)`), so recall grows with use;
-- **lexical**: the tf-idf cosine (stemmed words, English stop words out, idf over the lessons in play) of the goal
+- **lexical**: the tf-idf cosine (Snowball-stemmed words, `touch.STOPWORDS` out, idf over the lessons in play) of the goal
   to the lesson's triggers and text — what matches a name, a tool or a number the embedder has no sense of;
 - **section**: the goal's cosine to the text of the section the lesson is anchored to ("section activation").
 
@@ -22,13 +22,16 @@ selection study (notebook 18, datasets/rules/18_selection.yaml) chose; a study v
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .common import cosines
+from .touch import STOPWORDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -153,40 +156,47 @@ def _encode(embedder, texts: Sequence[str], known: dict, *, query: bool = False)
 
 
 def _tfidf(goals: Sequence[str], docs: Sequence[str]) -> "np.ndarray":
-    import numpy as np
-
-    fitted = _fitted(tuple(docs))
-    if fitted is None:  # no word in any lesson
-        return np.zeros((len(goals), len(docs)))
-    vectorizer, d = fitted
-    return (vectorizer.transform(goals) @ d.T).toarray()
+    """Cosines of the goals' tf-idf vectors to the lessons' (sublinear tf, smoothed idf over `docs`: scikit-learn's
+    `TfidfVectorizer(sublinear_tf=True)`, which `tests/test_selection.py` holds it to; written here because
+    importing scikit-learn costs a new process more than the whole resolve may)."""
+    vocab, idf, matrix = _fitted(tuple(docs))
+    return cosines(_weighted([_words(g) for g in goals], vocab, idf), matrix)
 
 
 @lru_cache(maxsize=16)
 def _fitted(docs: tuple[str, ...]):
-    """The tf-idf model of one set of lessons and their vectors (kept: a session's goals score the same set)."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    """The vocabulary, idf and tf-idf rows of one set of lessons (kept: a session's goals score the same set)."""
+    words = [_words(d) for d in docs]
+    vocab = {w: i for i, w in enumerate(sorted({w for ws in words for w in ws}))}
+    df = [0] * len(vocab)
+    for ws in words:
+        for w in set(ws):
+            df[vocab[w]] += 1
+    idf = [math.log((1 + len(docs)) / (1 + n)) + 1 for n in df]
+    return vocab, idf, _weighted(words, vocab, idf)
 
-    vectorizer = TfidfVectorizer(analyzer=_words, sublinear_tf=True)
-    try:
-        return vectorizer, vectorizer.fit_transform(docs)
-    except ValueError:
-        return None
+
+def _weighted(texts: Sequence[list[str]], vocab: dict[str, int], idf: list[float]) -> "np.ndarray":
+    import numpy as np
+
+    out = np.zeros((len(texts), max(len(vocab), 1)))
+    for row, ws in enumerate(texts):
+        for w, tf in Counter(w for w in ws if w in vocab).items():
+            out[row, vocab[w]] = (1 + math.log(tf)) * idf[vocab[w]]
+    return out
 
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
 def _words(text: str) -> list[str]:
-    """Stemmed content words: lower-case alphanumeric runs of 2+ characters outside the English stop words."""
+    """Stemmed content words: lower-case alphanumeric runs of 2+ characters outside the stop words."""
     return [w for w in map(_stem, _TOKEN.findall(text.lower())) if w]
 
 
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str | None:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return None if len(word) < 2 or word in ENGLISH_STOP_WORDS else _stemmer().stemWord(word)
+    return None if len(word) < 2 or word in STOPWORDS else _stemmer().stemWord(word)
 
 
 @lru_cache(maxsize=1)

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "overlay_kit"
 
 # The pipeline, top to bottom: a module may import only modules listed before it.
 CORE_ORDER = ["common", "defaults", "resources", "bundled", "metrics", "patternset", "headings", "anchor", "textguard", "display", "skill", "grammar",
-              "seal", "tools", "prompt", "budget", "store", "injection", "gates", "facts", "retrieval", "selection", "anchoring", "resolve", "touch", "rebase", "evidence",
+              "seal", "tools", "prompt", "budget", "store", "injection", "gates", "facts", "retrieval", "touch", "selection", "anchoring", "resolve", "rebase", "evidence",
               "portable", "mine"]
 SHELLS = {"cli", "ipython", "__main__"}  # thin shells over everything: the CLI and the `%load_ext` magics
 SUBPACKAGES = {"llm", "surfaces", "studies", "datasets"}  # above the core; the core never imports them

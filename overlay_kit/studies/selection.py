@@ -461,3 +461,22 @@ def run(rule, installed: Sequence[str], corpus: Corpus | None = None) -> Study:
         near = cold.loc[[n for n in fast if cold.loc[n, "needed_in_context"] >= best - p["tie_margin"]]]
         pick = min(near.index, key=lambda n: (round(near.loc[n, "tokens_per_goal"], 6), latency[n]))
     return Study(rule, candidates, tuned, fallback, figures, latency, pick)
+
+
+def paired(a: pd.DataFrame, b: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> tuple[Interval, float]:
+    """a − b in needed-in-context, paired by lesson (their needing goals' trials), and the MDE at 80 % power,
+    two-sided 0.05: 2.8 × sd(per-lesson differences) / √n."""
+    rate = [x[x.kind == "need"].groupby("owner")["found"].sum() / x[x.kind == "need"].groupby("owner")["needed"].sum()
+            for x in (a, b)]
+    diff = (rate[0] - rate[1]).dropna().to_numpy(float)
+    ci = bootstrap_ci(diff, statistic=lambda d, axis=-1: d.mean(axis), n_resamples=n_boot, seed=seed)
+    return ci, float(2.8 * diff.std(ddof=1) / np.sqrt(len(diff)))
+
+
+def verdict(ci: Interval, mde: float, tokens_a: float, tokens_b: float) -> str:
+    """The rule's words for the pick against a stand-in."""
+    if ci.low > 0:
+        return "higher" if tokens_a <= tokens_b else "more needed lessons, at more tokens per goal (not 'higher' by the rule)"
+    if ci.high < 0:
+        return "lower"
+    return f"no difference detected at MDE {mde:.2f}"
