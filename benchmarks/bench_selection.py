@@ -43,14 +43,14 @@ def one(embedder_name: str) -> dict:
     corpus = study.load("dev")
     agent = max(corpus.agents(), key=lambda a: sum(x.agent == a for x in corpus.lessons))
     pool = [x for x in corpus.lessons if x.agent == agent][:SIZE]
-    lessons = [sel.Lesson(x.id, (x.taught, x.restated), x.body, corpus.sections[agent][x.section]) for x in pool]
+    lessons = [sel.Candidate(x.id, (x.taught, x.restated), x.body, corpus.sections[agent][x.section]) for x in pool]
     goals = [g for x in pool for g in x.goals][:GOALS]
     start = time.perf_counter()
     embedder = retrieval.load_embedder(embedder_name)
     load_s = time.perf_counter() - start
     out = {"embedder": embedder_name, "lessons": len(lessons), "goals": len(goals), "load_s": round(load_s, 3)}
     for name, (lexical, section) in CONFIGS.items():
-        rule = sel.Rule(lexical=lexical, section=section, floor=-1e9, k=20)
+        rule = sel.SelectionRule(lexical=lexical, section=section, floor=-1e9, k=20)
         vectors: dict = {}
         sel.select(goals[:1], lessons, embedder, rule, vectors=vectors)  # the lessons' vectors, once
         times = []

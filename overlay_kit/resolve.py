@@ -636,7 +636,7 @@ def _selected(goal: str, resident: list[_Pick], request: _Request, notes: list[N
         notes.append(Note("retrieval_dark", None, f"tier-3 selection off, every lesson stays: {exc}"))
         return resident
     tier3 = [p for p in resident if p.delta.tier == 3]
-    lessons = [selection.Lesson(p.delta.id, request.triggers.get(p.delta.id) or tuple(filter(None, [p.delta.trigger])),
+    lessons = [selection.Candidate(p.delta.id, request.triggers.get(p.delta.id) or tuple(filter(None, [p.delta.trigger])),
                                 str(p.delta.text), p.section.text) for p in tier3]
     rule = selection.shipped_rule()
     chosen = dict(selection.select([goal], lessons, embedder, rule)[0])

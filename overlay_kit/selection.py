@@ -2,7 +2,7 @@
 
 The design's procedural lessons (`preference`, `example`) are retrievable, not resident: a lesson enters the
 prompt when the goal needs it and stays out otherwise. `select(goals, lessons, embedder, rule)` scores every
-lesson for every goal and admits, per goal, what the `Rule` lets through:
+lesson for every goal and admits, per goal, what the `SelectionRule` lets through:
 
 - **dense**: the goal's best cosine (the embedder's, `common.cosines`: the same on every CPU) to any of the
   lesson's triggers or to its text. A lesson's triggers are its evidence: the goal it was taught at, and every
@@ -15,8 +15,8 @@ A lesson's score is the rule's weighted sum of the three; a goal admits the less
 `margin` of its best score, at most `k` of them, best first (ties by id). `SHIPPED.selection` is the rule the
 selection study (notebook 18, datasets/rules/18_selection.yaml) chose; a study varies it by passing another.
 
-    from overlay_kit.selection import Lesson, Rule, select
-    lessons = [Lesson("l1", ("decline the recruiter",), "Keep declines to two sentences.", "Drafting replies ...")]
+    from overlay_kit.selection import Candidate, SelectionRule, select
+    lessons = [Candidate("l1", ("decline the recruiter",), "Keep declines to two sentences.", "Drafting replies ...")]
     select(["say no to the headhunter"], lessons, embedder)   # [[("l1", 0.71)]]
 """
 
@@ -36,11 +36,11 @@ from .touch import STOPWORDS
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Lesson", "Rule", "Scores", "score", "select", "shipped_rule"]
+__all__ = ["Candidate", "SelectionRule", "Scores", "score", "select", "shipped_rule"]
 
 
 @dataclass(frozen=True)
-class Lesson:
+class Candidate:
     """A tier-3 lesson as selection sees it."""
 
     id: str
@@ -50,7 +50,7 @@ class Lesson:
 
 
 @dataclass(frozen=True)
-class Rule:
+class SelectionRule:
     dense: float = 1.0  # weight of the goal's best cosine to the lesson's triggers and text
     lexical: float = 0.0  # weight of the tf-idf cosine of the goal to the lesson's triggers and text
     section: float = 0.0  # weight of the goal's cosine to the lesson's section
@@ -72,7 +72,6 @@ class Rule:
 
     def admit_sorted(self, values: "np.ndarray") -> "np.ndarray":
         """Admission mask for score rows sorted best first (goals × lessons): the one place the rule lives."""
-        import numpy as np
 
         keep = (values >= self.floor) & (values >= values[:, :1] - self.margin)
         keep[:, self.k:] = False
@@ -89,11 +88,11 @@ class Rule:
         return [[(int(j), float(v)) for j, v, ok in zip(o, row, k) if ok] for o, row, k in zip(order, values, keep)]
 
 
-def shipped_rule() -> Rule:
+def shipped_rule() -> SelectionRule:
     """The rule the product selects with (`SHIPPED.select_*`): the best `select_k`, no floor, no margin."""
     from .defaults import SHIPPED
 
-    return Rule(dense=1.0, lexical=SHIPPED.select_lexical, section=SHIPPED.select_section, floor=float("-inf"),
+    return SelectionRule(dense=1.0, lexical=SHIPPED.select_lexical, section=SHIPPED.select_section, floor=float("-inf"),
                 margin=float("inf"), k=SHIPPED.select_k)
 
 
@@ -106,13 +105,13 @@ class Scores:
     section: np.ndarray
 
 
-def score(goals: Sequence[str], lessons: Sequence[Lesson], embedder, rule: Rule | None = None, *,
+def score(goals: Sequence[str], lessons: Sequence[Candidate], embedder, rule: SelectionRule | None = None, *,
           vectors: dict[str, "np.ndarray"] | None = None) -> Scores:
     """Every component for every goal and lesson (a component the rule weighs 0 is left 0: not computed).
     `vectors`: text → its vector, for texts embedded already (a store's trigger vectors; a study's cache)."""
     import numpy as np
 
-    rule = rule or Rule()
+    rule = rule or SelectionRule()
     shape = (len(goals), len(lessons))
     if not goals or not lessons:
         return Scores(np.zeros(shape), np.zeros(shape), np.zeros(shape))
@@ -135,10 +134,10 @@ def score(goals: Sequence[str], lessons: Sequence[Lesson], embedder, rule: Rule 
     return Scores(dense, lexical, section)
 
 
-def select(goals: Sequence[str], lessons: Sequence[Lesson], embedder, rule: Rule | None = None, *,
+def select(goals: Sequence[str], lessons: Sequence[Candidate], embedder, rule: SelectionRule | None = None, *,
            vectors: dict[str, "np.ndarray"] | None = None) -> list[list[tuple[str, float]]]:
     """Per goal, `(lesson id, score)` of the lessons the rule admits, best first."""
-    rule = rule or Rule()
+    rule = rule or SelectionRule()
     admitted = rule.admit(score(goals, lessons, embedder, rule, vectors=vectors))
     return [[(lessons[j].id, s) for j, s in row] for row in admitted]
 

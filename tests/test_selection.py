@@ -66,27 +66,27 @@ def test_no_embedder_keeps_every_lesson_and_says_so():
 
 def test_the_rule_admits_the_top_k_within_floor_and_margin_best_first():
     scores = sel.Scores(np.array([[0.2, 0.9, 0.5, 0.85], [0.1, 0.1, 0.1, 0.1]]), np.zeros((2, 4)), np.zeros((2, 4)))
-    assert sel.Rule(floor=0.4, margin=1.0, k=2).admit(scores) == [[(1, 0.9), (3, 0.85)], []]
-    assert sel.Rule(floor=0.0, margin=0.1, k=5).admit(scores)[0] == [(1, 0.9), (3, 0.85)]
-    assert sel.Rule(floor=0.0, margin=1.0, k=5).admit(scores)[1] == [(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1)]  # ties
+    assert sel.SelectionRule(floor=0.4, margin=1.0, k=2).admit(scores) == [[(1, 0.9), (3, 0.85)], []]
+    assert sel.SelectionRule(floor=0.0, margin=0.1, k=5).admit(scores)[0] == [(1, 0.9), (3, 0.85)]
+    assert sel.SelectionRule(floor=0.0, margin=1.0, k=5).admit(scores)[1] == [(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1)]  # ties
     with pytest.raises(ValueError):
-        sel.Rule(k=0)
+        sel.SelectionRule(k=0)
 
 
 def test_evidence_triggers_bring_a_lesson_back_for_the_goal_it_was_restated_at(emb):
-    lessons = [sel.Lesson("a", ("an email about the invoice",), "Pay within 30 days."),
-               sel.Lesson("b", ("an email about the recruiter",), "Decline politely.")]
+    lessons = [sel.Candidate("a", ("an email about the invoice",), "Pay within 30 days."),
+               sel.Candidate("b", ("an email about the recruiter",), "Decline politely.")]
     goal = "the headhunter again"
-    rule = sel.Rule(floor=-1.0, k=1)
-    restated = [lessons[0], sel.Lesson("b", (*lessons[1].triggers, goal), lessons[1].text)]
+    rule = sel.SelectionRule(floor=-1.0, k=1)
+    restated = [lessons[0], sel.Candidate("b", (*lessons[1].triggers, goal), lessons[1].text)]
     assert sel.select([goal], restated, emb, rule)[0][0][0] == "b"
     assert sel.select([goal], restated, emb, rule)[0][0][1] == pytest.approx(1.0, abs=1e-5)
 
 
 def test_lexical_scores_match_a_name_the_embedder_has_no_sense_of(emb):
-    lessons = [sel.Lesson("a", (), "Anything from Zorblatt goes to the legal folder."),
-               sel.Lesson("b", (), "Anything from the school goes to the family folder.")]
-    s = sel.score(["mail from zorblatt"], lessons, emb, sel.Rule(lexical=1.0))
+    lessons = [sel.Candidate("a", (), "Anything from Zorblatt goes to the legal folder."),
+               sel.Candidate("b", (), "Anything from the school goes to the family folder.")]
+    s = sel.score(["mail from zorblatt"], lessons, emb, sel.SelectionRule(lexical=1.0))
     assert s.lexical[0, 0] > 0 and s.lexical[0, 1] == 0
 
 

@@ -33,14 +33,14 @@ from ..prompt import count_many
 from ..resources import dataset_path
 from .threshold import shares_word
 
-__all__ = ["Arm", "Corpus", "CorpusError", "CorpusGoal", "CorpusLesson", "Texts", "arms", "choose", "load",
+__all__ = ["Arm", "SelectionCorpus", "SelectionCorpusError", "CorpusGoal", "CorpusLesson", "Texts", "arms", "choose", "load",
            "split_of", "summarize", "trial", "tune"]
 
 LESSON_FIELDS = ("id", "agent", "section", "kind", "body", "taught", "restated", "goals")
 GOAL_FIELDS = ("goal", "agent", "needs")
 
 
-class CorpusError(ValueError):
+class SelectionCorpusError(ValueError):
     """A corpus file that cannot be read: names the file, the line and the field."""
 
     def __init__(self, path: str | Path, line: int, field: str, message: str):
@@ -68,7 +68,7 @@ class CorpusGoal:
 
 
 @dataclass(frozen=True)
-class Corpus:
+class SelectionCorpus:
     name: str
     lessons: tuple[CorpusLesson, ...]
     goals: tuple[CorpusGoal, ...]
@@ -78,7 +78,7 @@ class Corpus:
         return sorted({lesson.agent for lesson in self.lessons})
 
 
-def load(name: str = "dev", root: str | Path | None = None) -> Corpus:
+def load(name: str = "dev", root: str | Path | None = None) -> SelectionCorpus:
     """The corpus `datasets/selection/<name>` (or `root`), every line checked. The held-out corpus is read only
     when named."""
     from ..anchor import parse
@@ -86,7 +86,7 @@ def load(name: str = "dev", root: str | Path | None = None) -> Corpus:
 
     base = Path(root) if root is not None else dataset_path("selection", name)
     if not base.is_dir():
-        raise CorpusError(base, 0, "folder", "no such corpus")
+        raise SelectionCorpusError(base, 0, "folder", "no such corpus")
     lessons, goals, sections = [], [], {}
     for folder in sorted(p for p in base.iterdir() if p.is_dir()):
         skill_file = folder / "SKILL.md"
@@ -100,35 +100,35 @@ def load(name: str = "dev", root: str | Path | None = None) -> Corpus:
                     _read_line(path, n, line, folder.name, slugs, lessons, goals)
     ids = [lesson.id for lesson in lessons]
     if len(set(ids)) != len(ids):
-        raise CorpusError(base, 0, "id", f"repeated: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
+        raise SelectionCorpusError(base, 0, "id", f"repeated: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
     known = set(ids)
     for g in goals:
         if not set(g.needs) <= known:
-            raise CorpusError(base, 0, "needs", f"{g.goal!r} names unknown lessons {sorted(set(g.needs) - known)}")
-    return Corpus(name, tuple(lessons), tuple(goals), sections)
+            raise SelectionCorpusError(base, 0, "needs", f"{g.goal!r} names unknown lessons {sorted(set(g.needs) - known)}")
+    return SelectionCorpus(name, tuple(lessons), tuple(goals), sections)
 
 
 def _read_line(path: Path, n: int, line: str, agent: str, slugs: dict, lessons: list, goals: list) -> None:
     try:
         r = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise CorpusError(path, n, "line", f"not JSON: {exc}") from exc
+        raise SelectionCorpusError(path, n, "line", f"not JSON: {exc}") from exc
     fields = LESSON_FIELDS if isinstance(r, dict) and "id" in r else GOAL_FIELDS
     if not isinstance(r, dict) or set(r) != set(fields):
-        raise CorpusError(path, n, "fields", f"expected {fields}")
+        raise SelectionCorpusError(path, n, "fields", f"expected {fields}")
     if r["agent"] != agent:
-        raise CorpusError(path, n, "agent", f"{r['agent']!r} in the folder of {agent!r}")
+        raise SelectionCorpusError(path, n, "agent", f"{r['agent']!r} in the folder of {agent!r}")
     if fields is GOAL_FIELDS:
         if not isinstance(r["needs"], list) or not all(isinstance(x, str) for x in r["needs"]):
-            raise CorpusError(path, n, "needs", "must be a list of lesson ids")
+            raise SelectionCorpusError(path, n, "needs", "must be a list of lesson ids")
         goals.append(CorpusGoal(_text(path, n, r, "goal"), agent, tuple(r["needs"])))
         return
     if r["section"] not in slugs:
-        raise CorpusError(path, n, "section", f"{r['section']!r} is not a ## section of the skill: {sorted(slugs)}")
+        raise SelectionCorpusError(path, n, "section", f"{r['section']!r} is not a ## section of the skill: {sorted(slugs)}")
     if r["kind"] not in ("preference", "example"):
-        raise CorpusError(path, n, "kind", "must be preference or example")
+        raise SelectionCorpusError(path, n, "kind", "must be preference or example")
     if not isinstance(r["goals"], list) or len(r["goals"]) != 4:
-        raise CorpusError(path, n, "goals", "must be a list of four goals")
+        raise SelectionCorpusError(path, n, "goals", "must be a list of four goals")
     lessons.append(CorpusLesson(_text(path, n, r, "id"), agent, r["section"], r["kind"], _text(path, n, r, "body"),
                                 _text(path, n, r, "taught"), _text(path, n, r, "restated"),
                                 tuple(_text(path, n, {"goals": g}, "goals") for g in r["goals"])))
@@ -136,7 +136,7 @@ def _read_line(path: Path, n: int, line: str, agent: str, slugs: dict, lessons: 
 
 def _text(path, n, r, key) -> str:
     if not isinstance(r[key], str) or not r[key].strip():
-        raise CorpusError(path, n, key, "must be non-empty text")
+        raise SelectionCorpusError(path, n, key, "must be non-empty text")
     return r[key].strip()
 
 
@@ -231,7 +231,7 @@ class _Goal:
     no_shared: bool  # a needing goal that shares no word with its lesson's taught goal
 
 
-def _goals(corpus: Corpus, agent: str, split: str) -> list[_Goal]:
+def _goals(corpus: SelectionCorpus, agent: str, split: str) -> list[_Goal]:
     out = []
     for lesson in corpus.lessons:
         if lesson.agent == agent and split_of(lesson.id) == split:
@@ -246,7 +246,7 @@ def _goals(corpus: Corpus, agent: str, split: str) -> list[_Goal]:
     return out
 
 
-def _pool(corpus: Corpus, agent: str, size: int | None, seed: int) -> list[CorpusLesson]:
+def _pool(corpus: SelectionCorpus, agent: str, size: int | None, seed: int) -> list[CorpusLesson]:
     """The agent's memory: all its lessons, or a seeded sample of `size`, in teach order (the sample's)."""
     lessons = sorted((lesson for lesson in corpus.lessons if lesson.agent == agent), key=lambda x: x.id)
     rng = random.Random(f"{agent}:{size}:{seed}")
@@ -254,7 +254,7 @@ def _pool(corpus: Corpus, agent: str, size: int | None, seed: int) -> list[Corpu
     return lessons if size is None else lessons[:size]
 
 
-def trial(corpus: Corpus, arm: Arm, rule: sel.Rule | None, *, split: str, mode: str, size: int | None = None,
+def trial(corpus: SelectionCorpus, arm: Arm, rule: sel.SelectionRule | None, *, split: str, mode: str, size: int | None = None,
           seed: int = 0) -> pd.DataFrame:
     """One row per goal of the split: what the arm put in context for it. `mode`: cold (triggers: taught) or
     warm (taught, restated). `size`: each agent's memory sampled to that many lessons (None: all)."""
@@ -301,7 +301,7 @@ def _admit(arm: Arm, rule, pool, goals, mode, sections) -> list[list[int]]:
 
 
 def _scores(arm, rule, pool, goals, mode, sections, texts) -> sel.Scores:
-    lessons = [sel.Lesson(x.id, ((x.taught,) if mode == "cold" else (x.taught, x.restated)) if arm.triggers else (),
+    lessons = [sel.Candidate(x.id, ((x.taught,) if mode == "cold" else (x.taught, x.restated)) if arm.triggers else (),
                           x.body, sections.get(x.section, "")) for x in pool]
     return sel.score(goals, lessons, _Cached(texts), rule)
 
@@ -309,22 +309,22 @@ def _scores(arm, rule, pool, goals, mode, sections, texts) -> sel.Scores:
 # ------------------------------------------------------------------------------------------ tuning
 
 
-def rules(arm: Arm, grid: dict, floors: Sequence[float]) -> Iterator[sel.Rule]:
+def rules(arm: Arm, grid: dict, floors: Sequence[float]) -> Iterator[sel.SelectionRule]:
     """The grid's rules for an arm, in the grid's order."""
     lexical = grid["lexical"] if "lexical" in arm.weights else [0.0]
     section = grid["section"] if "section" in arm.weights else [0.0]
     dense = 1.0 if "dense" in arm.weights else 0.0
     for lx, sc, floor, margin, k in product(lexical, section, floors, grid["margin"], grid["k"]):
-        yield sel.Rule(dense=dense, lexical=1.0 if dense == 0 else lx, section=sc, floor=floor, margin=margin, k=k)
+        yield sel.SelectionRule(dense=dense, lexical=1.0 if dense == 0 else lx, section=sc, floor=floor, margin=margin, k=k)
 
 
-def tune(corpus: Corpus, arm: Arm, rule) -> pd.DataFrame:
+def tune(corpus: SelectionCorpus, arm: Arm, rule) -> pd.DataFrame:
     """The arm's grid measured on the tune split, cold, at the largest size: one row per rule (the rule file's
     procedure; `choose` picks from it)."""
     grid, size = rule.params["grid"], max(rule.params["sizes"])
     table = []
     for weights in dict.fromkeys((r.dense, r.lexical, r.section) for r in rules(arm, grid, [0.0])):
-        base = sel.Rule(*weights, floor=-10.0, margin=10.0, k=max(grid["k"]))
+        base = sel.SelectionRule(*weights, floor=-10.0, margin=10.0, k=max(grid["k"]))
         agents = []
         for need, cost, scores in _scored(corpus, arm, base, "tune", size):
             total = base.combine(scores)
@@ -339,7 +339,7 @@ def tune(corpus: Corpus, arm: Arm, rule) -> pd.DataFrame:
 
 
 def choose(table: pd.DataFrame, *, irrelevant_bound: float | None = None, k_max: int | None = None,
-           tokens_max: float | None = None) -> sel.Rule | None:
+           tokens_max: float | None = None) -> sel.SelectionRule | None:
     """The rule of `table` with the highest needed-in-context within the bounds (ties: fewer tokens, then the
     grid's order); None when no rule is within them."""
     ok = table
@@ -369,7 +369,7 @@ def _scored(corpus, arm, base, split, size) -> list:
     return out
 
 
-def _measure(r: sel.Rule, agents) -> dict:
+def _measure(r: sel.SelectionRule, agents) -> dict:
     """needed-in-context, irrelevant share and tokens per goal of a rule over sorted (need, cost, score) rows."""
     found = needed = admitted = irrelevant = tokens = goals = 0
     for need, cost, values in agents:
@@ -407,12 +407,12 @@ def summarize(rows: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> dict[
 
 
 @dataclass
-class Study:
+class SelectionStudy:
     """Everything notebook 18 shows: each arm's tuned rule and figures, the pick, and the comparisons."""
 
     rule: object
     arms: list[Arm]
-    tuned: dict[str, sel.Rule | None]  # arm name → its rule (None: no rule within the bounds)
+    tuned: dict[str, sel.SelectionRule | None]  # arm name → its rule (None: no rule within the bounds)
     fallback: bool  # no arm met the irrelevant bound: rules chosen under k_safe and the token reserve
     figures: pd.DataFrame  # arm × mode: the eval figures at the largest size
     latency: dict[str, float]  # arm name → median ms per goal at 300 lessons (benchmarks/bench_selection.py)
@@ -430,7 +430,7 @@ def latency_ms(arm: Arm, record: dict) -> float | None:
     return None
 
 
-def run(rule, installed: Sequence[str], corpus: Corpus | None = None) -> Study:
+def run(rule, installed: Sequence[str], corpus: SelectionCorpus | None = None) -> SelectionStudy:
     """The rule file's procedure on the dev corpus."""
     corpus = corpus or load("dev")
     p, size = rule.params, max(rule.params["sizes"])
@@ -460,7 +460,7 @@ def run(rule, installed: Sequence[str], corpus: Corpus | None = None) -> Study:
         best = max(cold.loc[fast, "needed_in_context"])
         near = cold.loc[[n for n in fast if cold.loc[n, "needed_in_context"] >= best - p["tie_margin"]]]
         pick = min(near.index, key=lambda n: (round(near.loc[n, "tokens_per_goal"], 6), latency[n]))
-    return Study(rule, candidates, tuned, fallback, figures, latency, pick)
+    return SelectionStudy(rule, candidates, tuned, fallback, figures, latency, pick)
 
 
 def paired(a: pd.DataFrame, b: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> tuple[Interval, float]:
