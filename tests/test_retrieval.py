@@ -50,14 +50,6 @@ def test_an_unknown_model_is_unavailable_without_touching_the_network():
     assert exc.value.name == "no-such-org/no-such-model-xyz"
 
 
-def test_any_sentence_transformers_path_works(emb, tmp_path):
-    emb.model.save(str(tmp_path / "st"))
-    other = load_embedder(str(tmp_path / "st"))
-    assert other.id.startswith("sentence-transformers:") and other.id != emb.id
-    a, b = emb.encode(["clean up my inbox"]), other.encode(["clean up my inbox"])
-    assert np.allclose(a, b, atol=1e-5)
-
-
 def _tier3(skill, n, rng):
     words = ["invoice", "vendor", "manager", "newsletter", "deadline", "meeting", "refund", "travel", "contract"]
     return [delta(skill, "preference", {"body": f"Lesson {i}", "trigger": " ".join(rng.sample(words, 3))},
@@ -247,10 +239,3 @@ def test_a_relevant_lesson_demoted_by_the_budget_comes_back_for_a_paraphrased_go
             assert not missed.notes_of("retrieval_dark")
         dark = resolve(skill, store, goal=goal["goal"], embedder=emb, tau=0.82)  # the old default
         assert not dark.notes_of("retrieved")
-
-
-def test_the_numpy_static_embedder_shares_the_bundled_calibration(emb):
-    static = retrieval.static_embedder()
-    v = static.encode(["clean up my inbox", "write a haiku"])
-    assert np.allclose(v, emb.encode(["clean up my inbox", "write a haiku"]), atol=1e-4)  # the same vectors …
-    assert retrieval.gate_for(static.id)[0] == retrieval.gate_for(emb.id)[0]          # … so the same gate

