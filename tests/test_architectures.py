@@ -44,8 +44,34 @@ def test_config_and_make_refuse_bad_input_naming_the_field(tmp_path):
         Config(mem0_update_cosine=1.5)
     with pytest.raises(ValueError, match="architecture: 'nope'"):
         arch.make("nope", V1, Config(), tmp_path)
+    with pytest.raises(ValueError, match="mem0_threshold"):
+        Config(mem0_threshold=1.0)
     assert list(arch.ARCHITECTURES) == ["overlay", "full_context", "keyword_files", "ace_playbook",
-                                        "rewrite_cheatsheet", "mem0_flat", "letta_blocks", "hermes_inplace"]
+                                        "rewrite_cheatsheet", "mem0_flat", "letta_blocks", "hermes_inplace",
+                                        "overlay_touch"]
+
+
+def test_the_stand_ins_default_to_their_authors_settings():
+    c = Config()
+    assert (c.mem0_top_k, c.mem0_threshold, c.letta_block_chars) == (10, 0.3, 5000)
+
+
+def test_mem0_search_returns_nothing_under_its_threshold(tmp_path):
+    m = mem("mem0_flat", tmp_path)
+    teach(m, "a", A, "inbox")
+    assert A[0] in m.context("archive newsletters unread unless on the keep list").text
+    m.config = Config(mem0_threshold=0.99)
+    assert m.context("archive newsletters unread unless on the keep list").text == ""
+
+
+def test_peers_that_do_not_import_are_skipped_with_a_reason(monkeypatch):
+    from overlay_kit.studies import memory_bench as mb
+
+    monkeypatch.setattr(mb.peers_mod, "available", lambda name: "No module named 'mem0'" if name == "mem0ai" else None)
+    ran, why = mb.available("all")
+    assert "mem0ai" not in ran and why == {"mem0ai": "No module named 'mem0'"}
+    assert set(ran) | set(why) == set(mb.peers_mod.PEERS)
+    assert mb.available(["nope"]) == ((), {"nope": "not among the peers' adapters"})
 
 
 def test_full_context_keeps_every_lesson_resident_and_forgets_them(tmp_path):
@@ -139,6 +165,36 @@ def test_overlay_runs_the_product_path(tmp_path):
     assert B[0] in m.context("x").text
     m.forget()
     assert m.residue() and not any(f in m.residue() for f in fragments(A[0] + B[0], 24, 8))
+    m.close()
+
+
+def test_the_overlay_proposes_the_section_and_asks_when_not_confident(tmp_path):
+    m = mem("overlay", tmp_path)
+    asked = []
+    m.ask = lambda proposal: asked.append(proposal) or "replies"
+    prompts = m.teach("b", B[0], trigger=B[1], goal="Decline this recruiter politely")  # no section given
+    assert len(asked) == 1 and prompts == 2  # the section question (shipped threshold) and the consent
+    assert "replies" in {s for s, _ in asked[0].alternatives}
+    (d,) = m._live()
+    assert d.anchor.section == "replies"  # where the user said
+    m.close()
+
+
+def test_a_stale_lesson_is_shown_marked_then_confirmed_or_discarded(tmp_path):
+    from overlay_kit.resolve import STALE_MARK
+    from overlay_kit.studies.memory_bench import shown
+
+    m = mem("overlay", tmp_path)
+    teach(m, "a", A, "inbox"), teach(m, "b", B, "replies")
+    edited = skill(INBOX.replace("by sender", "by date") + REPLIES.replace("a day", "two days"))
+    up = m.update(edited, V1)
+    assert up.prompts == 2 and up.placements["a"].flagged and up.placements["b"].flagged
+    ctx = m.context("x").text
+    assert shown(ctx, A[0]) == "marked" and STALE_MARK.strip() in ctx
+    m.review({"a": "inbox", "b": "replies"}, wrong=frozenset({"b"}))  # a confirmed still right, b discarded
+    ctx = m.context("x").text
+    assert shown(ctx, A[0]) == "shown" and shown(ctx, B[0]) == "out"
+    assert m.update(edited, edited).prompts == 0  # a confirmed flag ends
     m.close()
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from overlay_kit.metrics import Interval
 from overlay_kit.studies import memory_bench as mb
 from overlay_kit.studies import rulefile
-from overlay_kit.studies.architectures import Placement
-from overlay_kit.studies.sim import Fate
 
 SMALL = {"users": 2, "sessions": 42, "architectures": ["overlay", "keyword_files", "mem0_flat"], "progress": False}
 
@@ -18,15 +17,20 @@ def study():
     return mb.run(**SMALL)
 
 
-def test_classify_names_each_outcome():
-    same, edited, gone = Fate("inbox", False), Fate("inbox", True), Fate(None, True)
-    assert mb.classify(None, same, "inbox") == "lost"
-    assert mb.classify(Placement("inbox", True), edited, "inbox") == "stale"
-    assert mb.classify(Placement("inbox"), same, "inbox") == "right"
-    assert mb.classify(Placement("replies"), same, "inbox") == "silently_wrong"  # on the wrong section
-    assert mb.classify(Placement("inbox"), edited, "inbox") == "silently_wrong"  # changed, unflagged
-    assert mb.classify(Placement(None), same, "inbox") == "right"  # floating, still valid
-    assert mb.classify(Placement(None), gone, "other") == "silently_wrong"
+def test_classify_is_flag_blind_and_reads_what_reaches_the_model():
+    assert mb.classify(False, False, "out") == "lost"
+    assert mb.classify(False, True, "out") == "dropped"
+    assert mb.classify(True, False, "shown") == mb.classify(True, False, "marked") == "right"
+    assert mb.classify(True, True, "shown") == "wrong_in_context"  # flagged or not: it is in front of the model
+    assert mb.classify(True, True, "marked") == mb.classify(True, True, "out") == "wrong_kept_out"
+
+
+def test_shown_tells_a_marked_lesson_from_an_unmarked_one():
+    body = "Reply within a day."
+    assert mb.shown(f"- (preference) {body}", body) == "shown"
+    assert mb.shown(f"- (preference) {mb.STALE_MARK}{body}", body) == "marked"
+    assert mb.shown(f"- (preference) {mb.STALE_MARK}Again: {body}\n- {body}", body) == "shown"
+    assert mb.shown("nothing here", body) == "out"
 
 
 def test_fragments_cover_the_whole_text():
@@ -44,7 +48,31 @@ def test_trace_follows_the_truth_of_each_update():
         for v in range(len(path) - 1):
             fate = t.truth[domain][v].get(path[v])
             if fate is not None and fate.target:
-                assert path[v + 1] == fate.target
+                assert path[v + 1] in fate.homes
+
+
+def test_each_lesson_refers_to_a_line_of_its_section_and_is_wrong_only_when_an_edit_reaches_it():
+    t = mb.trace(1, 4, 200, 20)
+    by_id = {x.id: x for x in mb.world.lessons()}
+    for lesson, refs in t.referents.items():
+        domain = by_id[lesson].domain
+        assert refs[0] == mb.referent(by_id[lesson])
+        for v, ref in enumerate(refs):
+            if ref is not None:  # the line is in the section the trace says holds it
+                sec = {x.slug: x for x in mb.anchor_mod.parse(t.skills[domain][v].body)}[t.homes[lesson][v]]
+                assert mb._norm(ref) in {mb._norm(line) for line in sec.text.splitlines()}
+        for u in t.invalid[lesson]:
+            assert refs[u] is not None and refs[u + 1] != refs[u]  # made wrong: its line was edited or went
+        for u in range(len(refs) - 1):
+            if refs[u] is not None and refs[u + 1] == refs[u]:
+                assert u not in t.invalid[lesson]  # an untouched line keeps its lesson right
+    assert t.wrong(lesson, len(refs) - 1, 0) == bool(t.invalid[lesson])
+    assert not t.wrong(lesson, 0, 0)
+
+
+def test_the_simulated_user_picks_the_section_only_among_those_shown():
+    assert mb._pick(["a", "b", "c"], "b", "a") == "b"
+    assert mb._pick(["a", "c"], "b", "a") == "a"  # not shown: the proposal stands
 
 
 def test_verdict_comes_out_every_way():
@@ -57,8 +85,11 @@ def test_verdict_comes_out_every_way():
 def test_the_study_has_a_row_per_architecture_and_a_finding_from_its_rule(study):
     t = study.table()
     assert list(t.architecture) == SMALL["architectures"]
-    assert {"needed_in", "needed_in_low", "irrelevant_in", "learned_tokens", "silently_wrong", "lost",
-            "prompts_per_update", "residue", "growth"} <= set(t.columns)
+    assert {"needed_in", "needed_in_low", "irrelevant_in", "learned_tokens", "wrong_in_context", "lost",
+            "prompts_per_update", "prompts_per_update_low", "false_alarms", "flag_recall", "residue",
+            "growth"} <= set(t.columns)
+    assert set(study.anchoring_accuracy().measure) == {"top1", "top3", "confident"}
+    assert set(study.goals().goal) == set(study.rule.param("goals"))
     assert study.finding().startswith(study.rule.stamp())
     assert "Compliance arm: estimated: needed-in-context x the follow rate" in study.finding()
     c = study.comparisons()
@@ -74,7 +105,7 @@ def test_a_modified_rule_changes_the_verdict(study, tmp_path):
     path = tmp_path / f"{mb.RULE_NAME}.yaml"
     path.write_text(text, encoding="utf-8")
     other = mb.MemoryBench(rulefile.load(path), study.params, study.sessions, study.updates, study.erasure,
-                           study.growth, study.compliance)
+                           study.growth, study.compliance, anchoring=study.anchoring)
     before = study.comparisons().set_index(["architecture", "metric"]).verdict
     after = other.comparisons().set_index(["architecture", "metric"]).verdict
     changed = before[before != after]
@@ -105,3 +136,32 @@ def test_the_compliance_arm_is_notebook_17s_follow_rate_per_rendering(monkeypatc
     assert t.followed_low.overlay <= t.followed.overlay <= t.followed_high.overlay and t.followed.overlay > 0
     monkeypatch.setattr(mb.compliance, "replies", lambda model: (_ for _ in ()).throw(mb.Skipped("no recording")))
     assert mb.compliance_status() == ({}, "not run: skipped: no recording")
+
+
+def test_a_recording_replays_to_the_same_figures_and_refuses_another_rule(study, tmp_path):
+    mb.record(study, wall_s=1.0, n_jobs=1, folder=tmp_path, name="rec")
+    again, meta = mb.recorded(folder=tmp_path, name="rec")
+    assert meta["rule_sha256"] == study.rule.sha256 and meta["commit"] and "machine" in meta
+    pd.testing.assert_frame_equal(again.table(), study.table())
+    pd.testing.assert_frame_equal(again.comparisons(), study.comparisons())
+    assert "FULL run recorded" in mb.recording_note(meta)
+    text = study.rule.path.read_text(encoding="utf-8").replace("resamples: 2000", "resamples: 1999")
+    (tmp_path / f"{mb.RULE_NAME}.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="recorded under rule sha256"):
+        mb.recorded(rulefile.load(tmp_path / f"{mb.RULE_NAME}.yaml"), folder=tmp_path, name="rec")
+    assert mb.recorded(folder=tmp_path, name="none") is None
+
+
+def test_a_referent_line_is_followed_through_an_update():
+    from overlay_kit.skill import parse_skill
+    from overlay_kit.studies.sim import Fate
+
+    head = "---\nname: demo\ndescription: A demo skill for tests.\n---\n"
+    new = parse_skill(head + "## Inbox\n\n- Sort mail.\n- Triaging newsletters in the inbox today.\n", None)[0]
+    ref = "- Triaging newsletters in the inbox."
+    assert mb._follow("- Sort mail.", Fate("inbox", True), new) == ("- Sort mail.", "inbox", False)  # untouched
+    assert mb._follow(ref, Fate("inbox", True), new) == ("- Triaging newsletters in the inbox today.", "inbox", True)
+    assert mb._follow(ref, Fate("inbox", False), new)[2] is False  # edited, meaning kept (a typo fixed)
+    assert mb._follow("- Escalate anything from the CFO within the hour.", Fate("inbox", True), new) == (
+        None, "inbox", True)  # its line went
+    assert mb._follow(ref, Fate(None, True), new) == (None, None, True)  # its section went

@@ -2,16 +2,20 @@
 (`overlay_kit.studies.memory_bench`, notebook 10).
 
     arm = make("mem0_flat", skill, Config(...), workdir)   # one memory: one user's agent
-    arm.teach("lesson-id", "text the user taught", section="its-home", trigger="...")  # -> review prompts
+    arm.ask = user_pick        # how the simulated user answers "which section?" (proposal -> slug)
+    arm.teach("lesson-id", "text the user taught", goal="...", trigger="...")  # -> review prompts
     arm.context(goal)          # Context(text, learned): what is in front of the model for this goal
     arm.update(new_skill, old_skill)   # a base update: Update(prompts, placements)
-    arm.review({lesson: home})         # the oracle user answers the prompts the update raised
+    arm.review({lesson: home}, wrong)  # the simulated user answers the prompts the update raised
     arm.forget(); arm.residue()        # erase everything; the bytes the memory still persists
 
-`overlay` runs the product itself (a SQLite store, the gates, the budget, the calibrated retrieval gate,
-rebase, forget) with the shipped defaults; the other seven are small deterministic stand-ins written from each
-system's public description. Each class's docstring says what it follows, what its stand-in replaces (an LLM
-step, as a rule) and what the stand-in therefore cannot show.
+No arm is told where a lesson belongs: every arm gets the lesson's text, the goal that taught it and the skill.
+`overlay` runs the product itself (a SQLite store, the gates, `anchoring.propose` with its shipped confidence
+threshold, the budget, the calibrated retrieval gate, rebase, `rebase.confirm_stale`, forget) with the shipped
+defaults; the other seven are small deterministic stand-ins written from each system's public description, at
+their authors' defaults where the authors state one. Each class's docstring says what it follows, what its
+stand-in replaces (an LLM step, as a rule) and what the stand-in therefore cannot show. Adapters of the real
+libraries (`overlay_kit.studies.peers.PEERS`, the same interface) join the benchmark through `memory_bench.make`.
 
 A `Placement` says where a held lesson sits after an update: `section` (None for an architecture with no
 anchor: the lesson floats beside the skill) and `flagged` (someone was asked to look at it).
@@ -30,8 +34,8 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from .. import anchor as anchor_mod
+from .. import anchoring, evidence, gates, rebase, resolve, retrieval
 from .. import budget as budget_mod
-from .. import evidence, gates, rebase, resolve, retrieval
 from ..common import cosines
 from ..defaults import SHIPPED
 from ..grammar import Provenance
@@ -50,12 +54,13 @@ class Config:
 
     budget: int | None = None
     cheatsheet_tokens: int = 256
-    letta_block_chars: int = 1024
+    letta_block_chars: int = 5000  # Letta's CORE_MEMORY_BLOCK_CHAR_LIMIT (MemGPT's was 2,000)
     keyword_top_k: int = 3
     keyword_min_hits: int = 2
-    mem0_top_k: int = 3
+    mem0_top_k: int = 10  # Mem0's `search(limit=10)` default
     mem0_search_k: int = 5
     mem0_update_cosine: float = 0.8
+    mem0_threshold: float = 0.3  # the score a memory needs to be returned by search
     letta_archival_k: int = 1
     dedup_score: float = SHIPPED.consolidate_score
 
@@ -67,6 +72,8 @@ class Config:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: {value!r} must be a positive integer")
+        if not 0 <= self.mem0_threshold < 1:
+            raise ValueError(f"mem0_threshold: {self.mem0_threshold!r} is not a cosine in [0, 1)")
         if not 0 < self.mem0_update_cosine <= 1:
             raise ValueError(f"mem0_update_cosine: {self.mem0_update_cosine!r} is not a cosine in (0, 1]")
         if not 0 < self.dedup_score <= 100:
@@ -122,16 +129,31 @@ class MemoryArchitecture:
         self.skill, self.config, self.workdir = skill, config, Path(workdir)
         self.taught: dict[str, str] = {}  # lesson id -> the text first taught (what placements look for)
         self.trigger = ""
+        self.goal: str | None = None
+        # how the simulated user answers an arm that asks which section a lesson belongs in (a Proposal ->
+        # a slug); None: nobody answers and the proposal stands
+        self.ask = None
 
-    def teach(self, lesson: str, text: str, *, section: str, trigger: str = "") -> int:
-        """Keep `text` (a lesson, or a restatement of one), taught where the goal `trigger` describes, about the
-        skill's section `section`; returns the review prompts it raised."""
+    def teach(self, lesson: str, text: str, *, section: str | None = None, trigger: str = "",
+              goal: str | None = None) -> int:
+        """Keep `text` (a lesson, or a restatement of one), taught by the goal `goal` in the situation `trigger`
+        describes; returns the review prompts it raised. `section` None (the benchmark's way): no one says where
+        the lesson belongs, an anchored arm proposes it itself; a slug is for callers that know."""
         self.taught.setdefault(lesson, text)
-        self.trigger = trigger or text
+        self.trigger, self.goal = trigger or text, goal
         return self._learn(lesson, text, section)
 
-    def _learn(self, lesson: str, text: str, section: str) -> int:
+    def _learn(self, lesson: str, text: str, section: str | None) -> int:
         raise NotImplementedError
+
+    def _place(self, text: str) -> tuple[str, int]:
+        """Where an anchored arm puts `text` with nobody telling it: `anchoring.propose` over the skill's
+        sections from the text and the teaching goal; a proposal under the shipped confidence is asked of the
+        simulated user (`ask`), one review prompt. (section, prompts)."""
+        proposal = anchoring.propose(self.skill.body, text, goal=self.goal)
+        if proposal.confident or self.ask is None:
+            return proposal.section, 0
+        return self.ask(proposal), 1
 
     def context(self, goal: str) -> Context:
         raise NotImplementedError
@@ -149,8 +171,10 @@ class MemoryArchitecture:
         held = self.held()
         return Update(0, {k: Placement(None) for k, body in self.taught.items() if body in held})
 
-    def review(self, homes: Mapping[str, str]) -> None:
-        """The oracle user answers the update's prompts (`homes`: lesson -> its true section now)."""
+    def review(self, homes: Mapping[str, str], wrong: frozenset[str] = frozenset()) -> None:
+        """The simulated user answers the prompts the last update raised, knowing their own lessons: `homes`
+        (lesson -> the section it belongs in now) and `wrong` (the lessons the update made wrong). Nothing is
+        asked of an arm that raises no prompt."""
 
     def forget(self) -> None:
         raise NotImplementedError
@@ -168,12 +192,17 @@ class MemoryArchitecture:
 
 class Overlay(MemoryArchitecture):
     """This overlay, the real product path with the shipped defaults (`overlay_kit.defaults.SHIPPED`): a SQLite
-    `Store` in `workdir`, lessons through `gates.learn` (user-instruction provenance: staged, one consent prompt
-    each, approved at once by the oracle user), the `budget.Budget` ceiling demoting tier-3 lessons to
-    retrieval-only, `resolve.resolve` with the embedder's calibrated gate, `rebase.apply` with the shipped
-    policy on every base update (its review list = the prompts; orphans re-anchored by the oracle user on their
-    true home), and `Store.forget` for erasure (residue: the raw bytes of the database file and its WAL).
-    Nothing is a stand-in; what it cannot show is whether a model follows a line once it is in context."""
+    `Store` in `workdir`; the section of a new lesson proposed by `anchoring.learn_anchored` from its text and the
+    teaching goal (a proposal under `SHIPPED.anchor_confidence` is asked: the simulated user picks the lesson's
+    section when it is among the alternatives shown, else keeps the proposal; one prompt), lessons through
+    `gates.learn` (user-instruction provenance: staged, one consent prompt each, approved by the user), the
+    `budget.Budget` ceiling demoting tier-3 lessons to retrieval-only, `resolve.resolve` with the embedder's
+    calibrated gate and the shipped `stale_policy` (a stale lesson is rendered behind `resolve.STALE_MARK`),
+    `rebase.apply` with the shipped policy on every base update (its review list = the prompts), answered by the
+    user: a stale lesson still right is confirmed (`rebase.confirm_stale`), a wrong one discarded
+    (`rebase.discard`), an orphan put on its section (`rebase.reanchor`) or discarded; `Store.forget` for
+    erasure (residue: the raw bytes of the database file and its WAL). Nothing is a stand-in; what it cannot
+    show is whether a model follows a line once it is in context. `stale_touch` varies the shipped flag rule."""
 
     name = "overlay"
 
@@ -190,20 +219,30 @@ class Overlay(MemoryArchitecture):
         self.settings = gates.GateSettings(auto_approve=SHIPPED.auto_approve)
         self.lesson_of: dict[str, str] = {}  # delta id -> lesson id
         self.pending: dict[str, str] = {}  # orphaned delta id -> lesson id, until reviewed
+        self.flagged: dict[str, str] = {}  # stale delta id -> lesson id, until reviewed
         self.n = 0
+
+    stale_touch: ClassVar[bool] = SHIPPED.stale_touch
 
     def _learn(self, lesson, text, section):
         self.n += 1
-        r = gates.learn(self.store, self.skill, "preference", {"body": text, "trigger": self.trigger},
-                        section=section, provenance=Provenance("user_instruction", (str(self.n),)),
-                        settings=self.settings)
+        payload = {"body": text, "trigger": self.trigger}
+        kw = {"provenance": Provenance("user_instruction", (str(self.n),)), "settings": self.settings}
+        asked = 0
+        if section is None:
+            proposal, r = anchoring.learn_anchored(self.store, self.skill, "preference", payload, goal=self.goal,
+                                                   **kw)
+            if r is None:  # not confident: asked (the user picks), then learned where the user said
+                section, asked = (self.ask(proposal) if self.ask else proposal.section), 1
+        if section is not None:
+            r = gates.learn(self.store, self.skill, "preference", payload, section=section, **kw)
         if r.delta is None:
-            return 0
+            return asked
         self.lesson_of[r.delta.id] = lesson
-        if r.delta.status == "staged":  # the consent prompt, answered yes by the oracle user
+        if r.delta.status == "staged":  # the consent prompt, answered yes by the user
             self.store.approve(r.delta.id)
-            return 1
-        return 0
+            return asked + 1
+        return asked
 
     def context(self, goal):
         eff = resolve.resolve(self.skill, self.store, goal=goal, embedder=self.embedder, tau=None,
@@ -217,7 +256,7 @@ class Overlay(MemoryArchitecture):
         return "\n".join(d.payload.get("body", "") for d in self._live())
 
     def update(self, new, old):
-        result = rebase.apply(self.store, new, SHIPPED.rebase_policy, old=old)
+        result = rebase.apply(self.store, new, SHIPPED.rebase_policy, old=old, stale_touch=self.stale_touch)
         self.budget.set_skill(new)
         self.skill = new
         placements: dict[str, Placement] = {}
@@ -227,13 +266,26 @@ class Overlay(MemoryArchitecture):
                 continue
             if o.state == "orphaned":
                 self.pending[o.delta.id] = lesson
-            placements[lesson] = Placement(None if o.state == "orphaned" else o.anchor.section, o.state != "clean")
+            elif o.state == "stale":
+                self.flagged[o.delta.id] = lesson
+            flagged = o.state != "clean" or placements.get(lesson, Placement(None)).flagged
+            placements[lesson] = Placement(None if o.state == "orphaned" else o.anchor.section, flagged)
         return Update(len(result.review), placements)
 
-    def review(self, homes):
+    def review(self, homes, wrong=frozenset()):
         for did, lesson in sorted(self.pending.items()):
-            rebase.reanchor(self.store, did, self.skill, homes[lesson])
+            if lesson in wrong:
+                rebase.discard(self.store, did)
+            else:
+                rebase.reanchor(self.store, did, self.skill, homes[lesson])
+        keep = [did for did, lesson in sorted(self.flagged.items()) if lesson not in wrong]
+        for did, lesson in sorted(self.flagged.items()):
+            if lesson in wrong:
+                rebase.discard(self.store, did)
+        if keep:  # one action for every flag the user found still right
+            rebase.confirm_stale(self.store, self.skill, keep)
         self.pending.clear()
+        self.flagged.clear()
 
     def forget(self):
         self.store.forget(skill=self.skill.name)
@@ -420,7 +472,7 @@ class RewriteCheatsheet(MemoryArchitecture):
 class Mem0Flat(MemoryArchitecture):
     """Mem0: a flat list of memories; each new fact is compared with the `mem0_search_k` most similar memories
     and the LLM picks ADD, UPDATE, DELETE or NOOP; a query retrieves the top `mem0_top_k` by vector similarity
-    (no threshold). Every ADD/UPDATE/DELETE appends a row to a history table holding the old and new text (Mem0's
+    whose score reaches `mem0_threshold` (the authors' defaults: 10 and 0.3). Every ADD/UPDATE/DELETE appends a row to a history table holding the old and new text (Mem0's
     `db.add_history`, also on DELETE). Stand-in for the LLM decision: NOOP when a retrieved memory's rapidfuzz
     token-set score reaches `dedup_score`, UPDATE (the newer text replaces the memory) when its cosine reaches
     `mem0_update_cosine`, else ADD; DELETE only by `forget`. Vectors: the bundled static embedder. It cannot
@@ -457,7 +509,9 @@ class Mem0Flat(MemoryArchitecture):
 
     def context(self, goal):
         texts = [m["text"] for m in self.memories]
-        text = "\n".join(f"- {texts[i]}" for i in _top(_cosines(goal, texts), self.config.mem0_top_k))
+        scores = _cosines(goal, texts)
+        text = "\n".join(f"- {texts[i]}" for i in _top(scores, self.config.mem0_top_k)
+                         if scores[i] >= self.config.mem0_threshold)
         return Context(text, text)
 
     def held(self):
@@ -477,8 +531,8 @@ class Mem0Flat(MemoryArchitecture):
 
 
 class LettaBlocks(MemoryArchitecture):
-    """Letta (MemGPT): a resident core-memory block with a character limit, plus archival memory searched by
-    vector similarity. Stand-ins: the agent's memory edits are a FIFO — a new lesson is appended to the block
+    """Letta (MemGPT): a resident core-memory block with a character limit (`letta_block_chars`: Letta's
+    default block limit, 5,000 characters), plus archival memory searched by vector similarity. Stand-ins: the agent's memory edits are a FIFO — a new lesson is appended to the block
     and the oldest lines move to archival while the block is over `letta_block_chars`; every session the agent
     searches archival with the goal and reads the top `letta_archival_k` passages. It cannot show an agent
     choosing what to evict or rewriting the block, nor deciding not to search."""
@@ -514,7 +568,8 @@ class LettaBlocks(MemoryArchitecture):
 
 class HermesInPlace(MemoryArchitecture):
     """In-place skill rewriting (Hermes Agent's skill patching): the agent patches SKILL.md itself, so a lesson
-    becomes a line of the skill's text at the end of its section; there is no overlay. On a base update the
+    becomes a line of the skill's text at the end of the section the agent picks (stand-in: `anchoring.propose`'s
+    top proposal from the lesson and the goal, never asked); there is no overlay. On a base update the
     patched copy is 3-way merged with the new authored version (a plain replace would drop every lesson at every
     update): each lesson line goes back after the authored line it followed, when that line is found exactly once
     in the new version; otherwise it is a merge conflict, a review prompt, held out of the text until the oracle
@@ -544,6 +599,8 @@ class HermesInPlace(MemoryArchitecture):
     def _learn(self, lesson, text, section):
         line = f"- {text}"
         if line not in self.patches:
+            if section is None:
+                section = anchoring.propose(self.body, text, goal=self.goal).section
             self.body = self._insert(self.body, section, line)
             self.patches[line] = lesson
         return 0
@@ -581,10 +638,11 @@ class HermesInPlace(MemoryArchitecture):
         out |= {lesson: Placement(None, True) for lesson in self.conflicts.values()}
         return Update(len(self.conflicts), out)
 
-    def review(self, homes):
+    def review(self, homes, wrong=frozenset()):
         for line, lesson in sorted(self.conflicts.items()):
-            self.body = self._insert(self.body, homes[lesson], line)
-            self.patches[line] = lesson
+            if lesson not in wrong:  # a conflict on a lesson the update made wrong: dropped
+                self.body = self._insert(self.body, homes[lesson], line)
+                self.patches[line] = lesson
         self.conflicts.clear()
 
     def forget(self):
@@ -597,8 +655,17 @@ class HermesInPlace(MemoryArchitecture):
         return "\n".join([self.body, *self.conflicts]).encode("utf-8")
 
 
+class OverlayTouch(Overlay):
+    """The overlay with one shipped default varied: `stale_touch` on (a lesson on a changed section is flagged
+    only when the edit touches what it refers to, `touch.touches`). Everything else as `overlay`."""
+
+    name = "overlay_touch"
+    stale_touch = True
+
+
 ARCHITECTURES: Mapping[str, type[MemoryArchitecture]] = {c.name: c for c in (
-    Overlay, FullContext, KeywordFiles, AcePlaybook, RewriteCheatsheet, Mem0Flat, LettaBlocks, HermesInPlace)}
+    Overlay, FullContext, KeywordFiles, AcePlaybook, RewriteCheatsheet, Mem0Flat, LettaBlocks, HermesInPlace,
+    OverlayTouch)}
 
 
 def make(name: str, skill: Skill, config: Config, workdir: str | Path) -> MemoryArchitecture:

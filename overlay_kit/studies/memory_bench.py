@@ -1,20 +1,24 @@
-"""The memory-architecture benchmark (notebook 10): one replayable trace through eight ways of keeping lessons.
+"""The memory-architecture benchmark (notebook 10): one replayable trace through every way of keeping lessons.
 
     study = memory_bench.run()                # the smoke run of the rule file (FULL: run(full=True))
     study.table()                             # one row per architecture: every metric with its interval
-    study.comparisons()                       # the overlay against each architecture, per judged metric
+    study.comparisons(); study.goals()        # the overlay against each architecture; issue #37's goals
     study.finding()                           # Markdown, from the numbers, starting with the rule's stamp
+    record(run(full=True, n_jobs=2), wall_s=..., n_jobs=2)   # the FULL grid, with its provenance
+    full, meta = recorded()                   # that recording, judged by the same code
 
 The trace is the shared world (`world.build`): users, their agents, sessions with goals, the lesson a goal needs
 and when it is taught, and `base_version`. Each agent domain's skill and its base updates come from a seeded
-synthetic history with ground truth (`sim.generate_history`); each lesson of the domain is anchored on a seeded
-section of version 0 and its true home is followed through the truth (a deleted section's lesson is re-homed
-on a seeded surviving section, as `deploy` does for needs). Every (user, agent) pair is one memory of each
-architecture (`architectures.make`), replayed session by session: base updates first (each lesson's outcome
-classified against the truth, then the oracle user answers the prompts), then the context for the goal, then
-what the session teaches. At the end each user forgets their first agent and the residue is scanned.
+synthetic history with ground truth (`sim.generate_history`), into whose first version each lesson's referent —
+the authored line it refers to — is written on a seeded section before any update is drawn; the line is followed
+through every update, and a lesson turns wrong when an update edits or removes its line (`Trace.wrong`). Every
+(user, agent) pair is one memory of each architecture (`make`: a stand-in or a real library's adapter), replayed
+session by session: base updates first (after each, the context for the next goal is read, each taught lesson's
+outcome classified flag-blind from that text, and the simulated user answers the prompts), then the context for
+the goal, then what the session teaches — with no section given: an anchored arm proposes one itself. At the end
+each user forgets their first agent and the residue is scanned.
 
-The rule (datasets/rules/10_memory_architectures.yaml) fixes the metrics, units, margins and verdicts.
+The rule (datasets/rules/10_memory_architectures.yaml) fixes the metrics, units, margins, goals and verdicts.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import random
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -31,21 +36,30 @@ import numpy as np
 import pandas as pd
 
 from .. import anchor as anchor_mod
+from .. import anchoring
 from ..budget import count_many
 from ..defaults import SHIPPED
 from ..llm.client import Skipped
 from ..metrics import Interval, binomial_upper, bootstrap_ci, ratio_ci
+from ..resolve import STALE_MARK
+from ..resources import dataset_path
 from ..skill import Skill, parse_skill
 from . import architectures, compliance, rulefile, sim, world
 from .architectures import ARCHITECTURES, Config
+
+try:  # the real libraries' adapters (each library imported only when its arm is made)
+    from . import peers as peers_mod
+except ImportError:  # pragma: no cover - a checkout without the adapters module
+    peers_mod = None
 from .sweep import sweep
 
-__all__ = ["GROUPS", "OUTCOMES", "RESTATE", "RULE_NAME", "MemoryBench", "Trace", "cell", "classify",
-           "compliance_status", "explore", "fragments", "run", "trace", "verdict"]
+__all__ = ["GROUPS", "OUTCOMES", "RESTATE", "RULE_NAME", "MemoryBench", "Trace", "available", "cell", "classify",
+           "compliance_status", "explore", "fragments", "make", "record", "recorded", "recording_note", "referent",
+           "run", "shown", "trace", "verdict"]
 
 RULE_NAME = "10_memory_architectures"
 RESTATE = "Again: "  # how a user restates a lesson the agent did not have in front of it
-OUTCOMES = ("right", "stale", "silently_wrong", "lost")
+OUTCOMES = ("right", "wrong_in_context", "wrong_kept_out", "lost", "dropped")
 CHECK_EVERY = 10  # growth is measured every this many sessions of a user
 
 
@@ -54,21 +68,83 @@ class Trace:
     world: world.World
     skills: Mapping[str, tuple[Skill, ...]]  # domain -> its skill, version by version
     truth: Mapping[str, tuple[Mapping[str, sim.Fate], ...]]  # domain -> truth of update v -> v+1
-    homes: Mapping[str, tuple[str, ...]]  # lesson -> its true home section at each version
+    homes: Mapping[str, tuple[str, ...]]  # lesson -> its home section at each version
+    referents: Mapping[str, tuple[str | None, ...]]  # lesson -> the authored line it refers to, per version
+    invalid: Mapping[str, frozenset[int]]  # lesson -> the updates (v: version v -> v+1) that made it wrong
+
+    def wrong(self, lesson: str, version: int, taught_at: int) -> bool:
+        """Whether `lesson`, last taught (or restated) by its user at version `taught_at`, is wrong at `version`:
+        an update since then edited or removed the authored line it refers to."""
+        return any(taught_at <= u < version for u in self.invalid[lesson])
 
 
 def _sections(skill: Skill) -> list[str]:
     return [x.slug for x in anchor_mod.parse(skill.body) if x.text.strip() and x.level > 0]
 
 
+def referent(lesson: world.WorldLesson) -> str:
+    """The authored line of the skill a lesson refers to: the situation it is about, as a list item (a lesson
+    refines what the skill already says about that situation)."""
+    return f"- {lesson.trigger.strip()}"
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _with_referents(text: str, lines: Mapping[str, str], seed_key: str) -> tuple[str, dict[str, str]]:
+    """`text` (a SKILL.md) with each lesson's referent line appended to a seeded headed section; the sections."""
+    front, body = sim._split(text)
+    rng = random.Random(seed_key)
+    slugs = [x.slug for x in anchor_mod.parse(body) if x.text.strip() and x.level > 0]
+    homes = {lesson: rng.choice(slugs) for lesson in lines}
+    for lesson, line in lines.items():
+        sec = next(x for x in anchor_mod.parse(body) if x.slug == homes[lesson])
+        rows = body.split("\n")
+        at = sec.end_line
+        while at > sec.start_line and not rows[at - 1].strip():
+            at -= 1
+        body = "\n".join(rows[:at] + ["", line] + rows[at:])
+    return front + body, homes
+
+
+def _follow(ref: str, fate: sim.Fate | None, new: Skill) -> tuple[str | None, str | None, bool]:
+    """A referent line through one update: (the line now or None when it went, its section now or None, whether
+    the update made the lesson wrong). Unchanged when the line is still there verbatim (whitespace aside); edited
+    when the section's meaning changed and the line's closest match there is another text (difflib ratio >= 0.5),
+    then that text is the referent; removed otherwise."""
+    if fate is None or fate.target is None:
+        return None, None, True
+    sections = {x.slug: x for x in anchor_mod.parse(new.body)}
+    candidates = [(slug, _norm(line)) for slug in fate.homes if slug in sections
+                  for line in sections[slug].text.splitlines() if line.strip()]
+    for slug, line in candidates:
+        if line == _norm(ref):
+            return ref, slug, False
+    best = max(candidates, key=lambda c: SequenceMatcher(None, c[1], _norm(ref)).ratio(), default=None)
+    if best is not None and SequenceMatcher(None, best[1], _norm(ref)).ratio() >= 0.5:
+        return best[1], best[0], bool(fate.changed)
+    return None, fate.target, True
+
+
 @lru_cache(maxsize=8)
 def trace(seed: int, users: int, sessions: int, update_every: int, profile: str = "typical") -> Trace:
-    """The world of `seed` and, per agent domain, its skill's history and each lesson's true home."""
+    """The world of `seed` and, per agent domain, its skill's history (each lesson's referent line written into
+    a seeded section of the first version, then edited by the history like any other line), each lesson's home
+    section and the updates that made it wrong."""
     w = world.build(seed, users=users, sessions=sessions, update_every=update_every)
     n_versions = max(s.base_version for s in w.sessions) + 1
-    skills, truth, homes = {}, {}, {}
+    skills, truth, homes, refs, invalid = {}, {}, {}, {}, {}
     for k, domain in enumerate(sorted({s.agent for s in w.sessions})):
-        h = sim.generate_history(profile, n_versions=n_versions, n_deltas=0, seed=seed * 1000 + k)
+        mine = [x for x in world.lessons() if x.domain == domain]
+        first: dict[str, str] = {}
+
+        def start(text, mine=mine, first=first, domain=domain):
+            out, placed = _with_referents(text, {x.id: referent(x) for x in mine}, f"memory-bench:{seed}:{domain}")
+            first.update(placed)
+            return out
+
+        h = sim.generate_history(profile, n_versions=n_versions, n_deltas=0, seed=seed * 1000 + k, start=start)
         versions = []
         for v in h.versions:
             skill, problems = parse_skill(v.text, None)
@@ -76,27 +152,44 @@ def trace(seed: int, users: int, sessions: int, update_every: int, profile: str 
                 raise ValueError(f"the generated skill of {domain!r} does not validate: {problems}")
             versions.append(skill)
         skills[domain], truth[domain] = tuple(versions), tuple(e.truth for e in h.truth)
-        rng = random.Random(f"memory-bench:{seed}:{domain}")
-        for lesson in (x for x in world.lessons() if x.domain == domain):
-            path = [rng.choice(_sections(versions[0]))]
+        rng = random.Random(f"memory-bench:{seed}:{domain}:rehome")
+        for lesson in mine:
+            path, ref, bad = [first[lesson.id]], [referent(lesson)], set()
             for v in range(n_versions - 1):
                 fate = truth[domain][v].get(path[-1])
-                path.append(fate.target if fate and fate.target else rng.choice(_sections(versions[v + 1])))
-            homes[lesson.id] = tuple(path)
-    return Trace(w, skills, truth, homes)
+                if ref[-1] is None:  # nothing left to refer to: it follows its section, and is never made wrong
+                    line, home, made_wrong = None, fate.target if fate and fate.target else None, False
+                else:
+                    line, home, made_wrong = _follow(ref[-1], fate, versions[v + 1])
+                if made_wrong:
+                    bad.add(v)
+                path.append(home or rng.choice(_sections(versions[v + 1])))
+                ref.append(line)
+            homes[lesson.id], refs[lesson.id], invalid[lesson.id] = tuple(path), tuple(ref), frozenset(bad)
+    return Trace(w, skills, truth, homes, refs, invalid)
 
 
-def classify(placement: architectures.Placement | None, fate: sim.Fate | None, home: str) -> str:
-    """A held lesson's outcome after one base update against the truth (see the rule file):
-    lost (not held), stale (flagged for review), right (where it belongs, meaning unchanged), silently_wrong."""
-    if placement is None:
-        return "lost"
-    if placement.flagged:
-        return "stale"
-    unchanged = fate is not None and fate.target is not None and not fate.changed
-    if placement.section is None:
-        return "right" if unchanged else "silently_wrong"
-    return "right" if unchanged and placement.section == home else "silently_wrong"
+def shown(text: str, body: str) -> str:
+    """How `body` reaches the model in the context `text`: "shown" (somewhere without the stale marker before it
+    on its line), "marked" (only behind `resolve.STALE_MARK`), or "out"."""
+    mark, at, seen = STALE_MARK.strip(), text.find(body), "out"
+    while at >= 0:
+        line = text[text.rfind("\n", 0, at) + 1:at]
+        if mark not in line:
+            return "shown"
+        seen, at = "marked", text.find(body, at + 1)
+    return seen
+
+
+def classify(held: bool, wrong: bool, where: str) -> str:
+    """A taught lesson's outcome after one base update, from what the arm puts in front of the model (flag-blind,
+    see the rule file): wrong_in_context (wrong, and shown unmarked), wrong_kept_out (wrong, held but withheld or
+    marked), right (right, held), lost (right, no longer held), dropped (wrong, no longer held)."""
+    if not held:
+        return "dropped" if wrong else "lost"
+    if wrong:
+        return "wrong_in_context" if where == "shown" else "wrong_kept_out"
+    return "right"
 
 
 def fragments(text: str, chars: int, stride: int) -> list[bytes]:
@@ -107,28 +200,60 @@ def fragments(text: str, chars: int, stride: int) -> list[bytes]:
     return [text[i:i + chars].encode("utf-8") for i in sorted(set(starts))]
 
 
+def available(names: Sequence[str] | str | None = None) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The real libraries' arms (`overlay_kit.studies.peers.PEERS`) that can run here, and the reason for each
+    one that cannot. `names` None or "all": every peer."""
+    if peers_mod is None:
+        return (), {"peers": "no adapters module (overlay_kit.studies.peers)"}
+    names = list(peers_mod.PEERS) if names is None or names == "all" else list(names)
+    why = {n: (peers_mod.available(n) if n in peers_mod.PEERS else "not among the peers' adapters") for n in names}
+    return tuple(n for n in names if why[n] is None), {n: r for n, r in why.items() if r is not None}
+
+
+def make(name: str, skill: Skill, config: Config, workdir: Path) -> architectures.MemoryArchitecture:
+    """A fresh memory of `name`: a stand-in (`architectures.make`) or a real library's adapter (`available`)."""
+    if name in ARCHITECTURES or peers_mod is None or name not in peers_mod.PEERS:
+        return architectures.make(name, skill, config, workdir)
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    return peers_mod.PEERS[name](skill, config, Path(workdir))
+
+
+def _pick(alternatives: Sequence[str], home: str, proposed: str) -> str:
+    """The simulated user's answer to "which section?": the lesson's section when it is among those shown,
+    else the proposal stands."""
+    return home if home in alternatives else proposed
+
+
 def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[world.WorldSession], config: Config,
             workdir: Path, reteach: bool, forget: bool, frag: tuple[int, int]) -> dict[str, list[dict]]:
     by_id = {x.id: x for x in world.lessons()}
     domain_lessons = [x for x in world.lessons() if x.domain == domain]
     skills, seed = t.skills[domain], t.world.seed
-    mem = architectures.make(arch, skills[0], config, workdir)
-    rows: dict[str, list[dict]] = {"sessions": [], "updates": [], "erasure": [], "growth": []}
+    mem = make(arch, skills[0], config, workdir)
+    rows: dict[str, list[dict]] = {k: [] for k in ("sessions", "updates", "erasure", "growth", "anchoring")}
     key = {"architecture": arch, "seed": seed, "user": f"{seed}:{user}", "history": f"{seed}:{domain}"}
-    version, taught = 0, []
+    version, taught, taught_at = 0, [], {}
+    now = {"version": 0}
+    mem.ask = lambda p: _pick([x for x, _ in p.alternatives], t.homes[asking[0]][now["version"]], p.section)
+    asking = [""]
     try:
         for s in sessions:
-            while version < s.base_version:
+            while version < s.base_version:  # each update, then the context the next session's goal gets
                 up = mem.update(skills[version + 1], skills[version])
+                version = now["version"] = version + 1
+                ctx, held = mem.context(s.goal).text, mem.held()
+                wrong = frozenset(x for x in taught if t.wrong(x, version, taught_at[x]))
                 for lesson in taught:
-                    fate = t.truth[domain][version].get(t.homes[lesson][version])
-                    rows["updates"].append({**key, "version": version + 1, "lesson": lesson, "prompts": 0,
-                                            "outcome": classify(up.placements.get(lesson), fate,
-                                                                t.homes[lesson][version + 1])})
-                rows["updates"].append({**key, "version": version + 1, "lesson": None, "prompts": up.prompts,
+                    body, place = by_id[lesson].body, up.placements.get(lesson)
+                    where = shown(ctx, body)
+                    rows["updates"].append({
+                        **key, "version": version, "lesson": lesson, "prompts": 0, "held": body in held,
+                        "wrong": lesson in wrong, "where": where, "flagged": bool(place and place.flagged),
+                        "misplaced": bool(place and place.section and place.section != t.homes[lesson][version]),
+                        "outcome": classify(body in held, lesson in wrong, where)})
+                rows["updates"].append({**key, "version": version, "lesson": None, "prompts": up.prompts,
                                         "outcome": None})
-                version += 1
-                mem.review({lesson: t.homes[lesson][version] for lesson in taught})
+                mem.review({x: t.homes[x][version] for x in taught}, wrong)
             ctx = mem.context(s.goal)
             present = {x.id for x in domain_lessons if x.body in ctx.text}
             others = [x for x in taught if x != s.needs]
@@ -142,10 +267,16 @@ def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[worl
             mem.after(ctx, lesson.body if lesson else None)
             if lesson is not None and (s.taught or (reteach and s.needs not in present)):
                 text = lesson.body if s.taught else RESTATE + lesson.body
-                rows["sessions"][-1]["prompts"] = mem.teach(lesson.id, text, section=t.homes[lesson.id][version],
-                                                            trigger=lesson.trigger)
+                asking[0] = lesson.id
+                rows["sessions"][-1]["prompts"] = mem.teach(lesson.id, text, trigger=lesson.trigger, goal=s.goal)
+                taught_at[lesson.id] = version
                 if s.taught:
                     taught.append(lesson.id)
+                if arch == "overlay":  # the product's proposal, scored once per teaching (every arm sees the same)
+                    p = anchoring.propose(skills[version].body, text, goal=s.goal)
+                    alts, home = [x for x, _ in p.alternatives], t.homes[lesson.id][version]
+                    rows["anchoring"].append({**key, "lesson": lesson.id, "version": version, "top1": p.section == home,
+                                              "top3": home in alts, "confident": p.confident})
             if (s.index + 1) % CHECK_EVERY == 0 or s is sessions[-1]:
                 held = mem.held()
                 rows["growth"].append({**key, "index": s.index, "held": held, "taught": len(taught),
@@ -174,7 +305,7 @@ def cell(seed: int, architecture: str, users: int, sessions: int, update_every: 
     """One architecture over the whole trace of one seed: its session, update, erasure and growth rows."""
     t = trace(seed, users, sessions, update_every, profile)
     frame = t.world.frame()
-    rows: dict[str, list[dict]] = {"sessions": [], "updates": [], "erasure": [], "growth": []}
+    rows: dict[str, list[dict]] = {k: [] for k in ("sessions", "updates", "erasure", "growth", "anchoring")}
     with tempfile.TemporaryDirectory(prefix="memory-bench-") as tmp:
         for user, mine in frame.groupby("user", sort=True):
             first = mine.agent.iloc[0]
@@ -218,7 +349,9 @@ def compliance_status() -> tuple[dict[str, Interval], str]:
 
 SESSION_METRICS = {"needed_in": ("needed_in", "needed"), "irrelevant_in": ("irrelevant_in", "could_irrelevant"),
                    "learned_tokens": ("learned_tokens", "one")}
-UPDATE_METRICS = ("silently_wrong", "lost")
+# update metrics: numerator and denominator columns of the update frame (`MemoryBench._frames`)
+UPDATE_METRICS = {"wrong_in_context": ("wrong_in_context", "n"), "lost": ("lost", "n"),
+                  "prompts_per_update": ("prompts", "n")}
 
 
 def _clusters(df: pd.DataFrame, unit: str, num: str, den: str, index: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -233,6 +366,10 @@ def _diff(sign: float):
     return stat
 
 
+NAN = Interval(np.nan, np.nan, np.nan)
+UPDATE_FLAGS = ("held", "wrong", "flagged", "misplaced")  # columns of a lesson's update row
+
+
 @dataclass(frozen=True)
 class MemoryBench:
     rule: rulefile.RuleFile
@@ -243,41 +380,57 @@ class MemoryBench:
     growth: pd.DataFrame
     compliance: str
     follow: Mapping[str, Interval] = field(default_factory=dict)  # rendering -> follow rate (compliance_status)
+    anchoring: pd.DataFrame = field(default_factory=pd.DataFrame)  # the product's proposal at each teaching
+    skipped: Mapping[str, str] = field(default_factory=dict)  # architecture -> why it did not run
 
     # -- per-architecture figures
 
     def _frames(self):
         s = self.sessions.assign(one=1)
-        u = self.updates[self.updates.outcome.notna()]
-        u = u.assign(**{o: (u.outcome == o).astype(int) for o in OUTCOMES}, n=1)
-        return s, u
+        u = self.updates.reindex(columns=[*self.updates.columns.drop(list(UPDATE_FLAGS), errors="ignore"),
+                                          *UPDATE_FLAGS])
+        u = u[u.outcome.notna()]
+        u = u.assign(**{o: (u.outcome == o).astype(int) for o in OUTCOMES}, n=1,
+                     flag=u.flagged.astype(bool).astype(int),
+                     false_alarm=(u.flagged.astype(bool) & ~u.wrong.astype(bool)).astype(int),
+                     caught=(u.flagged.astype(bool) & u.wrong.astype(bool)).astype(int),
+                     wrong_held=(u.wrong.astype(bool) & u.held.astype(bool)).astype(int),
+                     misplace=u.misplaced.astype(bool).astype(int))
+        p = self.updates[self.updates.outcome.isna()].assign(n=1)
+        return s, u, p
 
     def _ci(self, df: pd.DataFrame, unit: str, num: str, den: str) -> Interval:
+        if df.empty:
+            return NAN
         g = df.groupby(unit)[[num, den]].sum()
         g = g[g[den] > 0]  # a cluster with nothing to count carries no information (and would resample to NaN)
+        if g.empty:
+            return NAN
         return ratio_ci(g[num], g[den], n_resamples=self.rule.param("resamples"),
                         confidence=self.rule.param("confidence"), seed=self.rule.param("bootstrap_seed"))
 
     def table(self) -> pd.DataFrame:
-        """One row per architecture: each metric with its 95 % interval (`_low`, `_high`), review prompts, erasure,
-        growth, and the shipped default the row varies (the overlay's ceiling when a budget is set)."""
-        s, u = self._frames()
+        """One row per architecture: each metric with its 95 % interval (`_low`, `_high`): the session metrics,
+        every update outcome (flag-blind), review prompts per base update, the flags (share of outcomes flagged,
+        the share of flags that were false alarms, the share of wrong lessons flagged), teach prompts per lesson
+        taught, erasure, growth, and the shipped default the row varies."""
+        s, u, p = self._frames()
         units = self.rule.param("units")
         rows = []
         for arch in self.params["architectures"]:
             row: dict[str, Any] = {"architecture": arch}
-            sa, ua = s[s.architecture == arch], u[u.architecture == arch]
+            sa, ua, pa = s[s.architecture == arch], u[u.architecture == arch], p[p.architecture == arch]
             for name, (num, den) in SESSION_METRICS.items():
                 ci = self._ci(sa.assign(**{num: sa[num].astype(float)}), units["sessions"], num, den)
                 row |= {name: ci.estimate, f"{name}_low": ci.low, f"{name}_high": ci.high}
-            for o in OUTCOMES:
-                ci = self._ci(ua, units["updates"], o, "n") if len(ua) else Interval(np.nan, np.nan, np.nan)
-                row |= {o: ci.estimate, f"{o}_low": ci.low, f"{o}_high": ci.high}
-            prompts = self.updates[(self.updates.architecture == arch) & self.updates.lesson.isna()]
+            for name, df, num, den in [*((o, ua, o, "n") for o in OUTCOMES),
+                                       ("prompts_per_update", pa, "prompts", "n"), ("flagged", ua, "flag", "n"),
+                                       ("false_alarms", ua, "false_alarm", "flag"),
+                                       ("flag_recall", ua, "caught", "wrong_held"), ("misplaced", ua, "misplace", "n")]:
+                ci = self._ci(df, units["updates"], num, den)
+                row |= {name: ci.estimate, f"{name}_low": ci.low, f"{name}_high": ci.high}
             n_taught = int(sa.taught.sum())
-            row["prompts_per_update"] = prompts.prompts.mean() if len(prompts) else np.nan
-            row["prompts_per_lesson"] = ((prompts.prompts.sum() + sa.prompts.sum()) / n_taught if n_taught
-                                         else np.nan)
+            row["teach_prompts_per_lesson"] = sa.prompts.sum() / n_taught if n_taught else np.nan
             e = self.erasure[self.erasure.architecture == arch] if len(self.erasure) else self.erasure
             k, n = int(e.remains.sum()) if len(e) else 0, len(e)
             row |= {"erased": n, "residue": k, "residue_high": binomial_upper(k, n).high if n else np.nan}
@@ -287,8 +440,23 @@ class MemoryBench:
                 row |= {"followed": row["needed_in"] * f.estimate, "followed_low": row["needed_in_low"] * f.low,
                         "followed_high": row["needed_in_high"] * f.high}
             row["varied"] = ("ceiling: shipped → authored + %d" % self.params["budget"]
-                             if arch == "overlay" and self.params["budget"] else "")
+                             if arch.startswith("overlay") and self.params["budget"] else
+                             "stale_touch: False → True" if arch == "overlay_touch" else "")
             rows.append(row)
+        return pd.DataFrame(rows)
+
+    def anchoring_accuracy(self) -> pd.DataFrame:
+        """The product's own section proposal (`anchoring.propose`) at every teaching of the trace, against the
+        section the lesson refers to: top-1, top-3 and the share it was confident enough not to ask, with
+        intervals resampling histories."""
+        a = self.anchoring
+        if a.empty:
+            return pd.DataFrame(columns=["measure", "estimate", "low", "high", "n"])
+        a = a.assign(n=1, top1=a.top1.astype(int), top3=a.top3.astype(int), confident=a.confident.astype(int))
+        rows = []
+        for m in ("top1", "top3", "confident"):
+            ci = self._ci(a, self.rule.param("units")["updates"], m, "n")
+            rows.append({"measure": m, "estimate": ci.estimate, "low": ci.low, "high": ci.high, "n": len(a)})
         return pd.DataFrame(rows)
 
     def _growth(self, arch: str) -> dict[str, Any]:
@@ -316,7 +484,7 @@ class MemoryBench:
         cols = ["architecture", "metric", "difference", "low", "high", "half_width", "clusters", "verdict"]
         if base not in self.params["architectures"]:
             return pd.DataFrame(columns=cols)
-        s, u = self._frames()
+        s, u, p = self._frames()
         s = s.assign(needed_in=s.needed_in.astype(float), irrelevant_in=s.irrelevant_in.astype(float))
         units, margins = self.rule.param("units"), self.rule.param("margins")
         rows = []
@@ -324,7 +492,7 @@ class MemoryBench:
             if metric in SESSION_METRICS:
                 df, unit, (num, den) = s, units["sessions"], SESSION_METRICS[metric]
             else:
-                df, unit, num, den = u, units["updates"], metric, "n"
+                df, unit, (num, den) = (p if metric == "prompts_per_update" else u), units["updates"], UPDATE_METRICS[metric]
             index = sorted(set(df[unit]))
             sign = 1.0 if direction == "higher" else -1.0
             na, da = _clusters(df[df.architecture == base], unit, num, den, index)
@@ -335,34 +503,63 @@ class MemoryBench:
                     rows.append({"architecture": arch, "metric": metric, "clusters": len(index),
                                  "verdict": "undecided (no data)"})
                     continue
-                ci = bootstrap_ci(na[keep], da[keep], nb[keep], db[keep], statistic=_diff(sign), n_resamples=self.rule.param("resamples"),
+                ci = bootstrap_ci(na[keep], da[keep], nb[keep], db[keep], statistic=_diff(sign),
+                                  n_resamples=self.rule.param("resamples"),
                                   confidence=self.rule.param("confidence"), seed=self.rule.param("bootstrap_seed"))
                 rows.append({"architecture": arch, "metric": metric, "difference": ci.estimate, "low": ci.low,
                              "high": ci.high, "half_width": (ci.high - ci.low) / 2, "clusters": int(keep.sum()),
                              "verdict": verdict(ci, margins[metric])})
         return pd.DataFrame(rows, columns=cols)
 
+    def goals(self) -> pd.DataFrame:
+        """The issue's goals for the overlay (the rule's `goals`), each met or missed by the interval's far end."""
+        t = self.table().set_index("architecture")
+        base = self.rule.param("baseline")
+        rows = []
+        if base not in t.index:
+            return pd.DataFrame(columns=["goal", "bound", "estimate", "low", "high", "met"])
+        o = t.loc[base]
+        for name, bound in self.rule.param("goals").items():
+            if name == "anchoring_top1" or name == "anchoring_top3":
+                acc = self.anchoring_accuracy().set_index("measure")
+                m = name.split("_")[1]
+                est, lo, hi = (acc.loc[m, ["estimate", "low", "high"]] if m in acc.index else (np.nan,) * 3)
+                met = bool(lo >= bound)
+            else:
+                est, lo, hi = o[name], o[f"{name}_low"], o[f"{name}_high"]
+                met = bool(hi <= bound)
+            rows.append({"goal": name, "bound": bound, "estimate": est, "low": lo, "high": hi, "met": met})
+        return pd.DataFrame(rows)
+
     def finding(self) -> str:
         t, c = self.table().set_index("architecture"), self.comparisons()
         p = self.params
         lines = [self.rule.stamp(), "",
-                 f"**{'FULL grid' if p['full'] else 'Smoke run (not the verdict run: FULL=1 is)'}**: seeds "
-                 f"{list(p['seeds'])}, {p['users']} users x {p['sessions']} sessions, a base update every "
+                 f"**{'FULL grid' if p['full'] else 'Smoke run (not the verdict run: the recorded FULL grid is)'}**: "
+                 f"seeds {list(p['seeds'])}, {p['users']} users x {p['sessions']} sessions, a base update every "
                  f"{p['update_every']} sessions ({len(self.sessions) // max(1, len(p['architectures']))} sessions per "
                  f"architecture); overlay "
                  + ("at the shipped ceiling." if not p["budget"] else f"at ceiling authored + {p['budget']}."), ""]
+        if self.skipped:
+            lines += ["Not run: " + "; ".join(f"{k} ({v})" for k, v in self.skipped.items()) + ".", ""]
         if "overlay" in t.index:
             o = t.loc["overlay"]
             lines.append(f"The overlay had the needed lesson in context in {_pct(o, 'needed_in')} of needing "
                          f"sessions and an irrelevant one in {_pct(o, 'irrelevant_in')}, at "
-                         f"{o.learned_tokens:.0f} learned tokens a session; after base updates "
-                         f"{_pct(o, 'silently_wrong')} of lesson outcomes were silently wrong and "
-                         f"{_pct(o, 'lost')} lost, at {o.prompts_per_update:.2f} review prompts per update "
-                         f"({o.prompts_per_lesson:.2f} per lesson taught, the consent prompt included).")
-        best = t.needed_in.idxmax() if t.needed_in.notna().any() else None
-        if best is not None:
-            lines.append(f"Highest needed-in-context: {best} ({_pct(t.loc[best], 'needed_in')}); fewest irrelevant: "
-                         f"{t.irrelevant_in.idxmin()} ({_pct(t.loc[t.irrelevant_in.idxmin()], 'irrelevant_in')}).")
+                         f"{o.learned_tokens:.0f} learned tokens a session. After base updates, scored on the text "
+                         f"each arm puts in front of the model: a wrong lesson shown unmarked in "
+                         f"{_pct(o, 'wrong_in_context')} of lesson outcomes, a right one lost in {_pct(o, 'lost')}; "
+                         f"{_pct(o, 'false_alarms')} of its stale flags were false alarms, at "
+                         f"{_num(o, 'prompts_per_update')} review prompts per base update "
+                         f"({o.teach_prompts_per_lesson:.2f} per lesson taught: consent and, when the proposal is "
+                         f"not confident, its section).")
+        acc = self.anchoring_accuracy()
+        if len(acc):
+            a = acc.set_index("measure")
+            lines.append(f"The product's section proposal named the lesson's section first in "
+                         f"{_pct(a.loc['top1'], 'estimate', True)} of {int(a.loc['top1', 'n'])} teachings and among "
+                         f"its three in {_pct(a.loc['top3'], 'estimate', True)}; it was confident enough not to ask "
+                         f"in {_pct(a.loc['confident'], 'estimate', True)}.")
         lines.append("")
         if len(c):
             lines.append("Verdicts of the rule (the overlay against each architecture; positive = overlay better):")
@@ -380,6 +577,12 @@ class MemoryBench:
                               f"about {need} clusters (users or histories) would resolve the widest at its margin."]
         else:
             lines.append("No comparison: the baseline (overlay) was not among the architectures run.")
+        g = self.goals()
+        if len(g):
+            lines += ["", "The issue's goals for the overlay (met when the interval's far end is within the bound): "
+                      + "; ".join(f"{r.goal} ≤ {r.bound:g}" .replace("≤", "≥" if r.goal.startswith("anchoring") else "≤")
+                                  + f": {r.estimate:.3f} [{r.low:.3f}, {r.high:.3f}] "
+                                  + ("met" if r.met else "missed") for r in g.itertuples()) + "."]
         erased = t[t.erased > 0]
         if len(erased):
             bad = [f"{a} ({int(r.residue)} of {int(r.erased)})" for a, r in erased.iterrows() if r.residue]
@@ -394,10 +597,17 @@ class MemoryBench:
         return "\n".join(lines)
 
 
-def _pct(row, name: str) -> str:
+def _num(row, name: str) -> str:
     if not np.isfinite(row[name]):
         return "n/a"
-    return f"{row[name]:.0%} [{row[name + '_low']:.0%}, {row[name + '_high']:.0%}]"
+    return f"{row[name]:.2f} [{row[name + '_low']:.2f}, {row[name + '_high']:.2f}]"
+
+
+def _pct(row, name: str, bare: bool = False) -> str:
+    lo, hi = ("low", "high") if bare else (name + "_low", name + "_high")
+    if not np.isfinite(row[name]):
+        return "n/a"
+    return f"{row[name]:.1%} [{row[lo]:.1%}, {row[hi]:.1%}]"
 
 
 def verdict(ci: Interval, margin: float) -> str:
@@ -417,19 +627,24 @@ def run(*, full: bool = False, seeds: Sequence[int] | None = None, users: int | 
         backend: str = "loky", progress: bool = True) -> MemoryBench:
     """The benchmark under its rule file: the smoke grid by default, `full=True` the FULL grid; any argument
     given overrides the rule's (and the table names the variation). `budget`: 0 or None runs the overlay at the
-    shipped ceiling. One sweep cell per (seed, architecture), on `overlay_kit.studies.sweep` (`n_jobs`,
-    `backend`, "dask" included)."""
+    shipped ceiling. The rule's `peers` (adapters of the real libraries) run where they import, and are named
+    with the reason where they do not (`MemoryBench.skipped`). One sweep cell per (seed, architecture), on
+    `overlay_kit.studies.sweep` (`n_jobs`, `backend`, "dask" included)."""
     rule = rule if isinstance(rule, rulefile.RuleFile) else rulefile.load(rule or RULE_NAME)
     grid = dict(rule.param("full" if full else "smoke"))
     seeds = list(grid["seeds"] if seeds is None else seeds)
     users = int(grid["users"] if users is None else users)
     sessions = int(grid["sessions"] if sessions is None else sessions)
-    archs = tuple(rule.param("architectures") if architectures is None else architectures)
-    unknown = [a for a in archs if a not in ARCHITECTURES]
-    if unknown or not archs:
+    wanted = tuple(rule.param("architectures") if architectures is None else architectures)
+    unknown = [a for a in wanted if a not in ARCHITECTURES]
+    if unknown or not wanted:
         raise ValueError(f"architectures: {unknown or 'none'}; architectures are {', '.join(ARCHITECTURES)}")
     if not seeds:
         raise ValueError("seeds: at least one seed")
+    archs, skipped = wanted, {}
+    if architectures is None and rule.params.get("peers"):
+        found, skipped = available(rule.param("peers"))
+        archs = wanted + tuple(a for a in found if a not in wanted)
     budget = budget or None
     config = Config.from_rule(rule, budget)
     reteach = rule.param("reteach") if reteach is None else bool(reteach)
@@ -445,20 +660,103 @@ def run(*, full: bool = False, seeds: Sequence[int] | None = None, users: int | 
               "ceiling": SHIPPED.ceiling}
     follow, status = compliance_status()
     return MemoryBench(rule, params, frames["sessions"], frames["updates"], frames["erasure"], frames["growth"],
-                       status, follow)
+                       status, follow, frames["anchoring"], skipped)
 
 
+# ------------------------------------------------------------------------------------------ the recording
+
+FRAMES = ("sessions", "updates", "erasure", "growth", "anchoring")
+RECORDED = dataset_path("recorded")
+RECORDING = "10_memory_full"
+_BOOLS = {"sessions": ("taught", "needed", "needed_in", "could_irrelevant", "irrelevant_in"),
+          "updates": ("held", "wrong", "flagged", "misplaced"), "erasure": ("remains",),
+          "anchoring": ("top1", "top3", "confident")}
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    return f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+
+
+def record(study: MemoryBench, *, wall_s: float, n_jobs: int, folder: Path = RECORDED, name: str = RECORDING) -> Path:
+    """Write a FULL run: one gzipped CSV per frame (`<name>.<frame>.csv.gz`) and its provenance
+    (`<name>.json`: commit, rule file and sha256, machine, date, what ran, what was skipped, wall time)."""
+    import datetime
+    import json
+    import subprocess
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in FRAMES:
+        getattr(study, k).to_csv(folder / f"{name}.{k}.csv.gz", index=False)
+    root = Path(__file__).resolve().parents[2]
+    git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, cwd=root).stdout  # noqa: E731
+    commit = git("rev-parse", "HEAD").strip()
+    # the files the study runs that differ from the commit (a recording made before its code is committed)
+    dirty = [x for x in git("status", "--porcelain", "--", "overlay_kit", str(study.rule.path)).splitlines() if x]
+    meta = {"rule": study.rule.path.name, "rule_version": study.rule.version, "rule_sha256": study.rule.sha256,
+            "commit": commit, "uncommitted": sorted(x[3:] for x in dirty), "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": _machine(), "n_jobs": n_jobs, "wall_s": round(wall_s),
+            "params": {k: list(v) if isinstance(v, tuple) else v for k, v in study.params.items()},
+            "skipped": dict(study.skipped), "rows": {k: len(getattr(study, k)) for k in FRAMES}}
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def recorded(rule: rulefile.RuleFile | None = None, *, folder: Path = RECORDED,
+             name: str = RECORDING) -> tuple[MemoryBench, dict[str, Any]] | None:
+    """The recorded FULL run as a `MemoryBench` judged by `rule` (default: the rule file) with the same code as
+    a live run, and its provenance; None when nothing is recorded. A recording made under another version of the
+    rule file is refused: its verdict would not be the rule's."""
+    import json
+
+    path = folder / f"{name}.json"
+    if not path.exists():
+        return None
+    rule = rule or rulefile.load(RULE_NAME)
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    if meta["rule_sha256"] != rule.sha256:
+        raise ValueError(f"{path}: recorded under rule sha256 {meta['rule_sha256'][:12]}, not the rule file's "
+                         f"{rule.sha256[:12]}")
+    frames = {}
+    for k in FRAMES:
+        df = pd.read_csv(folder / f"{name}.{k}.csv.gz", dtype={"user": str, "history": str, "lesson": str,
+                                                                "outcome": str, "needs": str})
+        for col in _BOOLS.get(k, ()):
+            if col in df:
+                df[col] = df[col].map({True: True, False: False, "True": True, "False": False})
+        frames[k] = df
+    params = {k: tuple(v) if isinstance(v, list) else v for k, v in meta["params"].items()}
+    follow, status = compliance_status()
+    return MemoryBench(rule, params, *(frames[k] for k in FRAMES[:4]), status, follow, frames["anchoring"],
+                       meta.get("skipped", {})), meta
+
+
+def recording_note(meta: Mapping[str, Any]) -> str:
+    """One line saying what a recording (`recorded`'s provenance) holds and where it came from."""
+    p = meta["params"]
+    dirty = (f" with uncommitted changes to {len(meta['uncommitted'])} files (listed in the provenance)"
+             if meta.get("uncommitted") else "")
+    return (f"FULL run recorded {meta['recorded'][:16]} UTC at commit {meta['commit'][:7]}{dirty} under rule "
+            f"{meta['rule']} v{meta['rule_version']} (sha256 {meta['rule_sha256'][:12]}): seeds {p['seeds']}, "
+            f"{p['users']} users x {p['sessions']} sessions, {len(p['architectures'])} architectures, "
+            f"{meta['rows']['updates']:,} update rows, on {meta['machine']} ({meta['n_jobs']} jobs, "
+            f"{meta['wall_s'] / 60:.0f} min)" + (f"; not run: {', '.join(meta['skipped'])}" if meta["skipped"] else "")
+            + ".")
 
 
 GROUPS: Mapping[str, tuple[str, ...]] = {
-    "all eight": tuple(ARCHITECTURES),
+    "all stand-ins": tuple(ARCHITECTURES),
     "overlay vs retrieval (keyword, mem0, letta)": ("overlay", "keyword_files", "mem0_flat", "letta_blocks"),
     "overlay vs always resident (full, ACE, hermes)": ("overlay", "full_context", "ace_playbook", "hermes_inplace"),
     "overlay vs rewrite (cheatsheet)": ("overlay", "rewrite_cheatsheet"),
+    "overlay: stale_touch off vs on": ("overlay", "overlay_touch"),
 }
 
 
-def explore(architectures: str = "all eight", budget: int = 0, sessions: int = 40, users: int = 2,
+def explore(architectures: str = "all stand-ins", budget: int = 0, sessions: int = 40, users: int = 2,
             seed: int = 0) -> MemoryBench:
     """The notebook's explorer: a named group of architectures (`GROUPS`), the overlay's budget (0: shipped
     ceiling), trace length and users, one seed; no progress bar (the explorer shows its own status)."""

@@ -1010,12 +1010,15 @@ def _update(text: str, profile: Profile, rng: random.Random) -> Edit:
 
 
 def generate_history(profile: Profile | str = "typical", n_versions: int = 20, n_deltas: int = 10,
-                     seed: int = 0) -> History:
+                     seed: int = 0, start: Callable[[str], str] | None = None) -> History:
     """A seeded synthetic history: `n_versions` texts, the truth of each update, and deltas written at
-    random versions on random sections."""
+    random versions on random sections. `start` rewrites the first version before any update is drawn (the
+    memory benchmark adds the authored lines its lessons refer to); the random draws are the same either way."""
     profile = PROFILES[profile] if isinstance(profile, str) else profile
     rng = random.Random(f"history:{profile.name}:{seed}")
     text = make_skill(rng, f"skill-{seed}")
+    if start is not None:
+        text = start(text)
     versions, truths = [text], []
     for _ in range(n_versions - 1):
         edit = _update(versions[-1], profile, rng)
