@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import json
 import os
 import platform
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "datasets/selection/latency.json"
 CONFIGS = {"dense": (0.0, 0.0), "hybrid": (0.5, 0.0), "hybrid-section": (0.5, 0.25)}  # (lexical, section) weights
+POOLS = ("max", "centroid")
 SIZE, GOALS = 300, 200
 
 
@@ -49,8 +51,9 @@ def one(embedder_name: str) -> dict:
     embedder = retrieval.load_embedder(embedder_name)
     load_s = time.perf_counter() - start
     out = {"embedder": embedder_name, "lessons": len(lessons), "goals": len(goals), "load_s": round(load_s, 3)}
-    for name, (lexical, section) in CONFIGS.items():
-        rule = sel.SelectionRule(lexical=lexical, section=section, floor=-1e9, k=20)
+    for (name, (lexical, section)), pool in itertools.product(CONFIGS.items(), POOLS):
+        rule = sel.SelectionRule(lexical=lexical, section=section, floor=-1e9, k=20, pool=pool)
+        name = name if pool == "max" else f"{name}-{pool}"
         vectors: dict = {}
         sel.select(goals[:1], lessons, embedder, rule, vectors=vectors)  # the lessons' vectors, once
         times = []
@@ -111,6 +114,7 @@ def main() -> None:
         print(json.dumps(one(args.one)))
         return
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    load = os.getloadavg()
     rows = []
     for name in args.embedders.split(","):
         proc = subprocess.run([sys.executable, __file__, "--one", name], capture_output=True, text=True, env=env)
@@ -122,7 +126,8 @@ def main() -> None:
     if args.write:
         record = {"measured": dt.date.today().isoformat(), "machine": f"{platform.machine()} {platform.system()} "
                   f"python {platform.python_version()}, {os.cpu_count()} cpus, one thread", "size": SIZE,
-                  "results": rows}
+                  "load_average_before": [round(x, 2) for x in load],
+                  "load_average_after": [round(x, 2) for x in os.getloadavg()], "results": rows}
         RESULTS.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {RESULTS}")
 

@@ -4,16 +4,18 @@ The design's procedural lessons (`preference`, `example`) are retrievable, not r
 prompt when the goal needs it and stays out otherwise. `select(goals, lessons, embedder, rule)` scores every
 lesson for every goal and admits, per goal, what the `SelectionRule` lets through:
 
-- **dense**: the goal's best cosine (the embedder's, `common.cosines`: the same on every CPU) to any of the
-  lesson's triggers or to its text. A lesson's triggers are its evidence: the goal it was taught at, and every
-  goal at which it was restated, corrected or accepted since (`Store.add_triggers`, `learn(goal=)`), so recall grows with use;
-- **lexical**: the tf-idf cosine (Snowball-stemmed words, `touch.STOPWORDS` out, idf over the lessons in play) of the goal
-  to the lesson's triggers and text — what matches a name, a tool or a number the embedder has no sense of;
+- **dense**: the goal's cosine (the embedder's, `common.cosines`: the same on every CPU) to the lesson's triggers
+  and its text, pooled: the best of them (`pool="max"`) or their centroid (`pool="centroid"`). A lesson's
+  triggers are its evidence: the goal it was taught at, and every goal at which it was restated, corrected or
+  accepted since (`learn(goal=)`, `Store.add_triggers`), so what brings it back follows its user's own words;
+- **lexical**: the tf-idf cosine (Snowball-stemmed words, `touch.STOPWORDS` out, idf over the lessons in play) of
+  the goal to the lesson's triggers and text — what matches a name, a tool or a number the embedder has no sense of;
 - **section**: the goal's cosine to the text of the section the lesson is anchored to ("section activation").
 
 A lesson's score is the rule's weighted sum of the three; a goal admits the lessons that reach `floor`, lie within
-`margin` of its best score, at most `k` of them, best first (ties by id). `SHIPPED.selection` is the rule the
-selection study (notebook 18, datasets/rules/18_selection.yaml) chose; a study varies it by passing another.
+`margin` of its best score, at most `k` of them, best first (ties by id). `shipped_rule()` is the rule resolve uses
+(the `SHIPPED.select_*` settings, chosen by the selection study: notebook 18, datasets/rules/18_selection.yaml); a
+study varies it by passing another.
 
     from overlay_kit.selection import Candidate, SelectionRule, select
     lessons = [Candidate("l1", ("decline the recruiter",), "Keep declines to two sentences.", "Drafting replies ...")]
@@ -51,15 +53,19 @@ class Candidate:
 
 @dataclass(frozen=True)
 class SelectionRule:
-    dense: float = 1.0  # weight of the goal's best cosine to the lesson's triggers and text
+    dense: float = 1.0  # weight of the goal's cosine to the lesson's triggers and text, pooled by `pool`
     lexical: float = 0.0  # weight of the tf-idf cosine of the goal to the lesson's triggers and text
     section: float = 0.0  # weight of the goal's cosine to the lesson's section
     floor: float = 0.5  # the score a lesson must reach
     margin: float = 1.0  # ... and how far below the goal's best score it may lie
     k: int = 20  # at most this many lessons a goal (the compliance study's k_safe)
+    # "max": the best cosine to any trigger or the text; "centroid": the cosine to the mean of their unit vectors
+    # (a prototype: more evidence sharpens a lesson instead of giving it more chances to match by accident)
+    pool: str = "max"
 
     def __post_init__(self):
-        if self.k < 1 or self.margin < 0 or min(self.dense, self.lexical, self.section) < 0:
+        if self.k < 1 or self.margin < 0 or min(self.dense, self.lexical, self.section) < 0 or \
+                self.pool not in ("max", "centroid"):
             raise ValueError(f"bad selection rule: {self}")
 
     def combine(self, s: "Scores") -> "np.ndarray":
@@ -121,9 +127,16 @@ def score(goals: Sequence[str], lessons: Sequence[Candidate], embedder, rule: Se
     if rule.dense:
         texts = [t for lesson in lessons for t in (*lesson.triggers, lesson.text)]
         owner = np.repeat(np.arange(len(lessons)), [len(lesson.triggers) + 1 for lesson in lessons])
-        sims = cosines(q, _encode(embedder, texts, known))
-        dense = np.full(shape, -1.0)
-        np.maximum.at(dense.T, owner, sims.T)
+        vectors = _encode(embedder, texts, known)
+        if rule.pool == "centroid":
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            units = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+            centroids = np.zeros((len(lessons), vectors.shape[1]))
+            np.add.at(centroids, owner, units)
+            dense = cosines(q, centroids)  # the mean's direction: the sum's (cosines scales each row)
+        else:
+            dense = np.full(shape, -1.0)
+            np.maximum.at(dense.T, owner, cosines(q, vectors).T)
     lexical = _tfidf(goals, [" ".join((*lesson.triggers, lesson.text)) for lesson in lessons]) \
         if rule.lexical else np.zeros(shape)
     section = np.zeros(shape)

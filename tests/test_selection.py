@@ -113,3 +113,15 @@ def test_tfidf_is_scikit_learns_sublinear_tfidf_cosine():
     vectorizer = TfidfVectorizer(analyzer=sel._words, sublinear_tf=True).fit(docs)
     expected = (vectorizer.transform(goals) @ vectorizer.transform(docs).T).toarray()
     assert np.allclose(sel._tfidf(goals, docs), expected, atol=1e-6)
+
+
+def test_centroid_pooling_scores_the_mean_direction_of_a_lessons_evidence(emb):
+    lesson = sel.Candidate("a", ("email from the landlord", "the radiator is broken again"), "Cc Sam on repairs.")
+    goal = ["the heating in the flat stopped working"]
+    got = sel.score(goal, [lesson], emb, sel.SelectionRule(pool="centroid")).dense[0, 0]
+    units = [v / np.linalg.norm(v) for v in emb.encode([*lesson.triggers, lesson.text])]
+    expected = np.dot(emb.encode(goal)[0], np.mean(units, axis=0)) / (
+        np.linalg.norm(emb.encode(goal)[0]) * np.linalg.norm(np.mean(units, axis=0)))
+    assert got == pytest.approx(expected, abs=1e-5)
+    with pytest.raises(ValueError):
+        sel.SelectionRule(pool="mean")

@@ -4,7 +4,7 @@ goal needs in front of the model, and keeps the rest out, at 20 to 300 lessons p
     corpus = load("dev")                           # datasets/selection/dev (FORMAT.md), checked line by line
     arms = candidates(rule, corpus)                # resident, mem0, letta, lexical, dense-E, hybrid-E, ...
     tuned = tune(arm, corpus, rule)                # the arm's Rule, chosen on the tune split
-    rows = trial(corpus, arm, tuned, split="eval", mode="cold", size=300, seed=0)   # one row per goal
+    rows = trial(corpus, arm, tuned, split="eval", uses=0, size=300, seed=0)   # one row per goal (cold)
 
 Every retrieval arm runs the product's own `overlay_kit.selection` (the same scores and admission); the stand-ins
 (resident, Mem0's search, Letta's core block) are written here from their authors' defaults. Embeddings are
@@ -33,8 +33,8 @@ from ..prompt import count_many
 from ..resources import dataset_path
 from .threshold import shares_word
 
-__all__ = ["Arm", "SelectionCorpus", "SelectionCorpusError", "CorpusGoal", "CorpusLesson", "Texts", "arms", "choose", "load",
-           "split_of", "summarize", "trial", "tune"]
+__all__ = ["Arm", "CorpusGoal", "CorpusLesson", "SelectionCorpus", "SelectionCorpusError", "SelectionStudy", "Texts",
+           "arms", "choose", "load", "paired", "run", "split_of", "summarize", "trial", "tune", "use_curve", "verdict"]
 
 LESSON_FIELDS = ("id", "agent", "section", "kind", "body", "taught", "restated", "goals")
 GOAL_FIELDS = ("goal", "agent", "needs")
@@ -200,6 +200,7 @@ class Arm:
     kind: str  # "selection", "resident", "mem0", "letta"
     embedder: str | None = None
     triggers: bool = True  # the lesson's evidence triggers count (False: its text alone)
+    pool: str = "max"  # how the dense score pools a lesson's triggers and text (`SelectionRule.pool`)
     weights: tuple[str, ...] = ("dense",)  # the components the rule may weigh
     params: dict = field(default_factory=dict, hash=False, compare=False)
 
@@ -208,14 +209,19 @@ def arms(rule, installed: Sequence[str]) -> list[Arm]:
     """The rule's candidates, for the embedders installed here."""
     p = rule.params
     out = [Arm("resident", "resident"), Arm("lexical", "selection", "wordllama", weights=("lexical",))]
+    hybrid = ("dense", "lexical")
     for e in installed:  # the stand-ins search with the same embedder as the selections they are compared to
         out += [Arm(f"mem0-{e}", "mem0", e, False, params={"k": p["mem0_top_k"], "threshold": p["mem0_threshold"]}),
                 Arm(f"letta-{e}", "letta", e, False,
                     params={"chars": p["letta_block_chars"], "k": p["letta_archival_k"]}),
                 Arm(f"text-only-{e}", "selection", e, triggers=False),
                 Arm(f"dense-{e}", "selection", e),
-                Arm(f"hybrid-{e}", "selection", e, weights=("dense", "lexical")),
-                Arm(f"hybrid-section-{e}", "selection", e, weights=("dense", "lexical", "section"))]
+                Arm(f"hybrid-{e}", "selection", e, weights=hybrid),
+                Arm(f"hybrid-section-{e}", "selection", e, weights=(*hybrid, "section"))]
+        if p.get("pools"):  # rule v3: the centroid pooling beside each max-pooled arm with triggers
+            out += [Arm(f"dense-centroid-{e}", "selection", e, pool="centroid"),
+                    Arm(f"hybrid-centroid-{e}", "selection", e, weights=hybrid, pool="centroid"),
+                    Arm(f"hybrid-section-centroid-{e}", "selection", e, weights=(*hybrid, "section"), pool="centroid")]
     return out
 
 
@@ -227,6 +233,7 @@ class _Goal:
     text: str
     needs: tuple[str, ...]
     kind: str  # need, multi, none
+    index: int  # which of its lesson's four goals (-1 for a multi-need or no-need goal)
     owner: str  # the lesson whose family it belongs to ("" for a multi-need or no-need goal)
     no_shared: bool  # a needing goal that shares no word with its lesson's taught goal
 
@@ -235,14 +242,14 @@ def _goals(corpus: SelectionCorpus, agent: str, split: str) -> list[_Goal]:
     out = []
     for lesson in corpus.lessons:
         if lesson.agent == agent and split_of(lesson.id) == split:
-            out += [_Goal(g, (lesson.id,), "need", lesson.id, not shares_word(g, lesson.taught))
-                    for g in lesson.goals]
+            out += [_Goal(g, (lesson.id,), "need", k, lesson.id, not shares_word(g, lesson.taught))
+                    for k, g in enumerate(lesson.goals)]
     for g in corpus.goals:
         if g.agent != agent:
             continue
         splits = {split_of(i) for i in g.needs} or {split_of(g.goal)}
         if splits == {split}:
-            out.append(_Goal(g.goal, g.needs, "multi" if g.needs else "none", "", False))
+            out.append(_Goal(g.goal, g.needs, "multi" if g.needs else "none", -1, "", False))
     return out
 
 
@@ -254,10 +261,12 @@ def _pool(corpus: SelectionCorpus, agent: str, size: int | None, seed: int) -> l
     return lessons if size is None else lessons[:size]
 
 
-def trial(corpus: SelectionCorpus, arm: Arm, rule: sel.SelectionRule | None, *, split: str, mode: str, size: int | None = None,
-          seed: int = 0) -> pd.DataFrame:
-    """One row per goal of the split: what the arm put in context for it. `mode`: cold (triggers: taught) or
-    warm (taught, restated). `size`: each agent's memory sampled to that many lessons (None: all)."""
+def trial(corpus: SelectionCorpus, arm: Arm, rule: sel.SelectionRule | None, *, split: str, uses: int = 0,
+          size: int | None = None, seed: int = 0, rotation: int | None = None) -> pd.DataFrame:
+    """One row per goal of the split: what the arm put in context for it. `uses`: how many needs of each lesson
+    since it was taught became its triggers (0, cold: taught; 1: taught and restated; 2 and 3 add its other goals
+    — with `rotation` r, only goal r of each family is asked, and the evidence is drawn from the rest). `size`:
+    each agent's memory sampled to that many lessons (None: all)."""
     rows = []
     for agent in corpus.agents():
         pool = _pool(corpus, agent, size, seed)
@@ -267,7 +276,10 @@ def trial(corpus: SelectionCorpus, arm: Arm, rule: sel.SelectionRule | None, *, 
         goals = [g for g in _goals(corpus, agent, split) if set(g.needs) <= held]
         if not goals:
             continue
-        admitted = _admit(arm, rule, pool, [g.text for g in goals], mode, corpus.sections[agent])
+        if rotation is not None:  # one goal of each family; the others are evidence
+            goals = [g for g in goals if g.kind != "need" or g.index == rotation]
+        triggers = [_evidence(x, uses, rotation or 0) for x in pool]
+        admitted = _admit(arm, rule, pool, [g.text for g in goals], triggers, corpus.sections[agent])
         tokens = dict(zip([x.id for x in pool], count_many([x.body for x in pool])))
         for g, chosen in zip(goals, admitted):
             ids = [pool[j].id for j in chosen]
@@ -279,7 +291,14 @@ def trial(corpus: SelectionCorpus, arm: Arm, rule: sel.SelectionRule | None, *, 
     return pd.DataFrame(rows)
 
 
-def _admit(arm: Arm, rule, pool, goals, mode, sections) -> list[list[int]]:
+def _evidence(x: CorpusLesson, uses: int, rotation: int) -> tuple[str, ...]:
+    """A lesson's triggers after `uses` needs since it was taught: its taught goal, then the goal it was restated
+    at, then its other goals in turn (starting after goal `rotation`, the one being asked)."""
+    later = (x.restated, *(x.goals[(rotation + k) % 4] for k in (1, 2, 3)))
+    return (x.taught, *later[:uses])
+
+
+def _admit(arm: Arm, rule, pool, goals, triggers, sections) -> list[list[int]]:
     if arm.kind == "resident":
         return [list(range(len(pool)))] * len(goals)
     texts = texts_for(arm.embedder)
@@ -297,12 +316,12 @@ def _admit(arm: Arm, rule, pool, goals, mode, sections) -> list[list[int]]:
             used += len(pool[j].body) + 1
         archival = [[j for j in row if j not in block][:arm.params["k"]] for row in order]
         return [sorted(block + extra) for extra in archival]
-    return [[j for j, _ in row] for row in rule.admit(_scores(arm, rule, pool, goals, mode, sections, texts))]
+    return [[j for j, _ in row] for row in rule.admit(_scores(arm, rule, pool, goals, triggers, sections, texts))]
 
 
-def _scores(arm, rule, pool, goals, mode, sections, texts) -> sel.Scores:
-    lessons = [sel.Candidate(x.id, ((x.taught,) if mode == "cold" else (x.taught, x.restated)) if arm.triggers else (),
-                          x.body, sections.get(x.section, "")) for x in pool]
+def _scores(arm, rule, pool, goals, triggers, sections, texts) -> sel.Scores:
+    lessons = [sel.Candidate(x.id, t if arm.triggers else (), x.body, sections.get(x.section, ""))
+               for x, t in zip(pool, triggers)]
     return sel.score(goals, lessons, _Cached(texts), rule)
 
 
@@ -315,7 +334,8 @@ def rules(arm: Arm, grid: dict, floors: Sequence[float]) -> Iterator[sel.Selecti
     section = grid["section"] if "section" in arm.weights else [0.0]
     dense = 1.0 if "dense" in arm.weights else 0.0
     for lx, sc, floor, margin, k in product(lexical, section, floors, grid["margin"], grid["k"]):
-        yield sel.SelectionRule(dense=dense, lexical=1.0 if dense == 0 else lx, section=sc, floor=floor, margin=margin, k=k)
+        yield sel.SelectionRule(dense=dense, lexical=1.0 if dense == 0 else lx, section=sc, floor=floor, margin=margin,
+                                k=k, pool=arm.pool)
 
 
 def tune(corpus: SelectionCorpus, arm: Arm, rule) -> pd.DataFrame:
@@ -324,7 +344,7 @@ def tune(corpus: SelectionCorpus, arm: Arm, rule) -> pd.DataFrame:
     grid, size = rule.params["grid"], max(rule.params["sizes"])
     table = []
     for weights in dict.fromkeys((r.dense, r.lexical, r.section) for r in rules(arm, grid, [0.0])):
-        base = sel.SelectionRule(*weights, floor=-10.0, margin=10.0, k=max(grid["k"]))
+        base = sel.SelectionRule(*weights, floor=-10.0, margin=10.0, k=max(grid["k"]), pool=arm.pool)
         agents = []
         for need, cost, scores in _scored(corpus, arm, base, "tune", size):
             total = base.combine(scores)
@@ -364,7 +384,7 @@ def _scored(corpus, arm, base, split, size) -> list:
         need = np.array([[x.id in g.needs for x in pool] for g in goals], dtype=bool).reshape(len(goals), len(pool))
         tokens = np.array(count_many([x.body for x in pool]), dtype=float)
         out.append((need, np.broadcast_to(tokens, need.shape),
-                    _scores(arm, base, pool, [g.text for g in goals], "cold", corpus.sections[agent],
+                    _scores(arm, base, pool, [g.text for g in goals], [(x.taught,) for x in pool], corpus.sections[agent],
                             texts_for(arm.embedder))))
     return out
 
@@ -424,6 +444,7 @@ def latency_ms(arm: Arm, record: dict) -> float | None:
     if arm.kind != "selection":
         return 0.0 if arm.kind == "resident" else None
     config = "hybrid-section" if "section" in arm.weights else "hybrid" if "lexical" in arm.weights else "dense"
+    config += "" if arm.pool == "max" else f"-{arm.pool}"
     for row in record["results"]:
         if row["embedder"] == arm.embedder and config in row:
             return row[config]["median_ms"]
@@ -446,8 +467,8 @@ def run(rule, installed: Sequence[str], corpus: SelectionCorpus | None = None) -
         latency[a.name] = latency_ms(a, record)
         if a.kind == "selection" and tuned[a.name] is None:
             continue
-        for mode in ("cold", "warm"):
-            figures = summarize(trial(corpus, a, tuned.get(a.name), split="eval", mode=mode, size=size),
+        for uses, mode in enumerate(("cold", "warm")):
+            figures = summarize(trial(corpus, a, tuned.get(a.name), split="eval", uses=uses, size=size),
                                 n_boot=p["n_boot"], seed=p["seed"])
             rows.append({"arm": a.name, "mode": mode, **{k: v.estimate for k, v in figures.items()},
                          **{f"{k}_ci": (round(v.low, 3), round(v.high, 3)) for k, v in figures.items()}})
@@ -480,3 +501,16 @@ def verdict(ci: Interval, mde: float, tokens_a: float, tokens_b: float) -> str:
     if ci.high < 0:
         return "lower"
     return f"no difference detected at MDE {mde:.2f}"
+
+
+def use_curve(corpus: SelectionCorpus, arm: Arm, rule: sel.SelectionRule | None, *, split: str,
+              size: int | None = None, uses: Sequence[int] = (0, 1, 2, 3), n_boot: int = 2000, seed: int = 0
+              ) -> pd.DataFrame:
+    """Needed-in-context as evidence accumulates: each goal of a family asked in turn, its lesson's triggers the
+    taught goal plus `uses` of the others (restated first). One row per number of uses."""
+    rows = []
+    for u in uses:
+        trials = pd.concat([trial(corpus, arm, rule, split=split, uses=u, size=size, rotation=r) for r in range(4)])
+        f = summarize(trials, n_boot=n_boot, seed=seed)["needed_in_context"]
+        rows.append({"uses": u, "needed_in_context": f.estimate, "low": f.low, "high": f.high})
+    return pd.DataFrame(rows)
