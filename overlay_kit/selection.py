@@ -131,9 +131,8 @@ def score(goals: Sequence[str], lessons: Sequence[Candidate], embedder, rule: Se
         if rule.pool == "centroid":
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             units = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-            centroids = np.zeros((len(lessons), vectors.shape[1]))
-            np.add.at(centroids, owner, units)
-            dense = cosines(q, centroids)  # the mean's direction: the sum's (cosines scales each row)
+            starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])  # each lesson's rows are contiguous
+            dense = cosines(q, np.add.reduceat(units, starts, axis=0))  # the mean's direction: the sum's
         else:
             dense = np.full(shape, -1.0)
             np.maximum.at(dense.T, owner, cosines(q, vectors).T)
