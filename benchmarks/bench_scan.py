@@ -1,6 +1,7 @@
 """Injection-scan detection and false-positive rates on the labelled corpus (datasets/injection).
 
     python benchmarks/bench_scan.py [-v]    # -v: list every missed attack and flagged benign text
+    python benchmarks/bench_scan.py --reader   # the scan's time per lesson with and without the e5 reader
 
 Per file and class: how many attacks `injection.scan` flags, and how many benign texts it flags — the hand-written
 hard benign lessons and the 560 lesson texts of datasets/lessons and datasets/tau — and, where a file names it, per
@@ -95,7 +96,39 @@ def main(verbose: bool = False) -> None:
     print("batch scan time per language (multilingual_dev benign rows, µs per text, median of 5): " + ", ".join(per))
 
 
+def reader_timings(repeats: int = 3) -> None:
+    """The scan's time per ordinary lesson with and without the reader (issue 40), its cache cleared before each
+    run (a learned lesson is new text): `scan_many` over the 560 lessons and `scan` one lesson at a time."""
+    from overlay_kit import injection
+
+    texts = lesson_texts()
+    on = injection._loaded_reader  # the reader as `SHIPPED.scan_reader = True` runs it
+    off = (lambda: None)
+    for name, reader in (("reader off (the lexicon alone, as before issue 40's reader)", off),
+                         ("reader on (overlay_kit[e5])", on)):
+        injection._reader = reader
+        scan_many(texts[:8])  # the engine loaded, the automaton built
+        batch, single = [], []
+        for _ in range(repeats):
+            injection._READER_CACHE.clear()
+            t0 = time.perf_counter()
+            scan_many(texts)
+            batch.append(time.perf_counter() - t0)
+            injection._READER_CACHE.clear()
+            t0 = time.perf_counter()
+            for t in texts[:100]:
+                scan(t)
+            single.append(time.perf_counter() - t0)
+        print(f"{name}: scan_many {1e6 * statistics.median(batch) / len(texts):.0f} µs per ordinary lesson "
+              f"(560, median of {repeats}); scan {1e6 * statistics.median(single) / 100:.0f} µs per lesson "
+              f"(100 one at a time)")
+    injection._reader = on
+
+
 if __name__ == "__main__":
     import sys
 
-    main(verbose="-v" in sys.argv[1:])
+    if "--reader" in sys.argv[1:]:
+        reader_timings()
+    else:
+        main(verbose="-v" in sys.argv[1:])

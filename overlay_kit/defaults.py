@@ -33,16 +33,17 @@ class Defaults:
     # lessons in front of the model across its authored-load profiles; change it only with that study
     ceiling: int = 16384
     # Tier-3 selection (`overlay_kit.selection`; notebook 18, datasets/rules/18_selection.yaml). With a goal, an
-    # agent holding more than `resident_max` resident tier-3 lessons gets only the `select_k` the goal scores best
-    # (the goal's cosine to a lesson's triggers and text, plus `select_lexical` x its tf-idf cosine and
-    # `select_section` x its cosine to the lesson's section); up to `resident_max` they all stay. No lesson
-    # selection tried kept irrelevant lessons under a fifth of what it put in context while finding the needed one
-    # for most goals, and the compliance study found up to 20 irrelevant lessons in context harmless (notebook
-    # 17's k_safe): so a goal gets its 20 best, and an agent with 20 or fewer keeps them all.
+    # agent holding more than `resident_max` resident tier-3 lessons gets only the `select_k` the goal scores best:
+    # the goal's cosine to a lesson's triggers and text (their centroid, `select_pool`), plus `select_lexical` x
+    # its tf-idf cosine and `select_section` x its cosine to the lesson's section; up to `resident_max` they all
+    # stay. No selection tried kept irrelevant lessons under a fifth of what it put in context while finding the
+    # needed one for most goals, and the compliance study found up to 20 irrelevant lessons in context harmless
+    # (notebook 17's k_safe): so a goal gets its 20 best, and an agent with 20 or fewer keeps them all.
     resident_max: int = 20
     select_k: int = 20
     select_lexical: float = 1.0
     select_section: float = 0.0
+    select_pool: str = "centroid"
     # kept free under the ceiling for lessons a goal retrieves (about ten 400-character lessons; at most an
     # eighth of a small ceiling)
     retrieval_reserve: int = 1024
@@ -90,6 +91,12 @@ class Defaults:
     # rarely triggers more than the rule allows, for little gain in the precision of what is resident.
     decay_idle_days: int | None = None
     max_tools: int = 14
+    # The injection scan's reader (issue 40): a logistic model over multilingual-e5's embedding that reads what the
+    # phrase detectors and the lexicon leave clean (`injection.reader_scores`; needs the extra overlay_kit[e5]).
+    # Off: on the frozen held-out10 set it caught 170 of 240 attacks (0.71; >= 0.8 in French and Italian only)
+    # at 27 of 375 ordinary lessons flagged (0.072), short of the issue's >= 0.8 in ten languages at <= 5 %, and it
+    # costs a clean lesson's scan ~100x (docs/reliability.md). On, French and Italian also auto-approve.
+    scan_reader: bool = False
 
     def varied(self, settings: Any) -> dict[str, tuple[Any, Any]]:
         """{name: (shipped, studied)} for each default that `settings` (any object or mapping naming some of

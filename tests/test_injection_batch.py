@@ -23,8 +23,10 @@ import workload  # noqa: E402
 
 
 def every_pattern_scan(text: str) -> tuple[str, ...]:
-    """The oracle: the scan of one text with every pattern tried on its per-text readings."""
-    return injection._scan(text, textguard._views(text), None, injection.languages(text))
+    """The oracle: the scan of one text with every pattern tried on its per-text readings, then the reader on it
+    alone (`injection._read`, a batch of one)."""
+    readings, langs = textguard._views(text), injection.languages(text)
+    return injection._read([text], [injection._scan(text, readings, None, langs)], [readings], [langs])[0]
 
 
 def corpus(skip: tuple[str, ...] = ()) -> list[str]:
