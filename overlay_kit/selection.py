@@ -99,7 +99,7 @@ def shipped_rule() -> SelectionRule:
     from .defaults import SHIPPED
 
     return SelectionRule(dense=1.0, lexical=SHIPPED.select_lexical, section=SHIPPED.select_section, floor=float("-inf"),
-                margin=float("inf"), k=SHIPPED.select_k)
+                         margin=float("inf"), k=SHIPPED.select_k, pool=SHIPPED.select_pool)
 
 
 @dataclass(frozen=True)
