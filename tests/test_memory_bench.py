@@ -165,3 +165,12 @@ def test_a_referent_line_is_followed_through_an_update():
     assert mb._follow("- Escalate anything from the CFO within the hour.", Fate("inbox", True), new) == (
         None, "inbox", True)  # its line went
     assert mb._follow(ref, Fate(None, True), new) == (None, None, True)  # its section went
+
+
+def test_an_escaped_rendering_is_read_by_its_words():
+    """ACE's skillbook escapes quotes: the lesson is still in front of the model, and is scored so."""
+    from overlay_kit.studies.memory_bench import plain, shown
+
+    body = 'Sign off with "Best, Sam".'
+    assert shown(plain('- Sign off with \\"Best, Sam\\".'), body) == "shown"
+    assert shown('- Sign off with \\"Best, Sam\\".', body) == "out"  # the raw text alone would miss it

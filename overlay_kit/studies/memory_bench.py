@@ -24,6 +24,7 @@ The rule (datasets/rules/10_memory_architectures.yaml) fixes the metrics, units,
 from __future__ import annotations
 
 import random
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -169,6 +170,15 @@ def trace(seed: int, users: int, sessions: int, update_every: int, profile: str 
     return Trace(w, skills, truth, homes, refs, invalid)
 
 
+_ESCAPE = re.compile(r"\\(.)")
+
+
+def plain(text: str) -> str:
+    """`text` with backslash escapes undone (a Markdown `\\*`, a JSON-escaped `\\"`), so a lesson an arm renders
+    escaped is still found by its words: every arm is scored on the same unescaped reading."""
+    return _ESCAPE.sub(r"\1", text)
+
+
 def shown(text: str, body: str) -> str:
     """How `body` reaches the model in the context `text`: "shown" (somewhere without the stale marker before it
     on its line), "marked" (only behind `resolve.STALE_MARK`), or "out"."""
@@ -241,7 +251,7 @@ def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[worl
             while version < s.base_version:  # each update, then the context the next session's goal gets
                 up = mem.update(skills[version + 1], skills[version])
                 version = now["version"] = version + 1
-                ctx, held = mem.context(s.goal).text, mem.held()
+                ctx, held = plain(mem.context(s.goal).text), plain(mem.held())
                 wrong = frozenset(x for x in taught if t.wrong(x, version, taught_at[x]))
                 for lesson in taught:
                     body, place = by_id[lesson].body, up.placements.get(lesson)
@@ -255,7 +265,8 @@ def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[worl
                                         "outcome": None})
                 mem.review({x: t.homes[x][version] for x in taught}, wrong)
             ctx = mem.context(s.goal)
-            present = {x.id for x in domain_lessons if x.body in ctx.text}
+            reads = plain(ctx.text)
+            present = {x.id for x in domain_lessons if x.body in reads}
             others = [x for x in taught if x != s.needs]
             rows["sessions"].append({**key, "index": s.index, "needs": s.needs, "taught": s.taught,
                                      "needed": bool(s.needs and not s.taught),
@@ -278,7 +289,7 @@ def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[worl
                     rows["anchoring"].append({**key, "lesson": lesson.id, "version": version, "top1": p.section == home,
                                               "top3": home in alts, "confident": p.confident})
             if (s.index + 1) % CHECK_EVERY == 0 or s is sessions[-1]:
-                held = mem.held()
+                held = plain(mem.held())
                 rows["growth"].append({**key, "index": s.index, "held": held, "taught": len(taught),
                                        "held_lessons": sum(by_id[x].body in held for x in taught),
                                        "taught_text": "\n".join(by_id[x].body for x in taught)})
