@@ -169,8 +169,8 @@ def test_a_referent_line_is_followed_through_an_update():
 
 def test_an_escaped_rendering_is_read_by_its_words():
     """ACE's skillbook escapes quotes: the lesson is still in front of the model, and is scored so."""
-    from overlay_kit.studies.memory_bench import plain, shown
+    from overlay_kit.studies.memory_bench import shown, unescaped
 
     body = 'Sign off with "Best, Sam".'
-    assert shown(plain('- Sign off with \\"Best, Sam\\".'), body) == "shown"
+    assert shown(unescaped('- Sign off with \\"Best, Sam\\".'), body) == "shown"
     assert shown('- Sign off with \\"Best, Sam\\".', body) == "out"  # the raw text alone would miss it

@@ -173,7 +173,7 @@ def trace(seed: int, users: int, sessions: int, update_every: int, profile: str 
 _ESCAPE = re.compile(r"\\(.)")
 
 
-def plain(text: str) -> str:
+def unescaped(text: str) -> str:
     """`text` with backslash escapes undone (a Markdown `\\*`, a JSON-escaped `\\"`), so a lesson an arm renders
     escaped is still found by its words: every arm is scored on the same unescaped reading."""
     return _ESCAPE.sub(r"\1", text)
@@ -251,7 +251,7 @@ def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[worl
             while version < s.base_version:  # each update, then the context the next session's goal gets
                 up = mem.update(skills[version + 1], skills[version])
                 version = now["version"] = version + 1
-                ctx, held = plain(mem.context(s.goal).text), plain(mem.held())
+                ctx, held = unescaped(mem.context(s.goal).text), unescaped(mem.held())
                 wrong = frozenset(x for x in taught if t.wrong(x, version, taught_at[x]))
                 for lesson in taught:
                     body, place = by_id[lesson].body, up.placements.get(lesson)
@@ -265,7 +265,7 @@ def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[worl
                                         "outcome": None})
                 mem.review({x: t.homes[x][version] for x in taught}, wrong)
             ctx = mem.context(s.goal)
-            reads = plain(ctx.text)
+            reads = unescaped(ctx.text)
             present = {x.id for x in domain_lessons if x.body in reads}
             others = [x for x in taught if x != s.needs]
             rows["sessions"].append({**key, "index": s.index, "needs": s.needs, "taught": s.taught,
@@ -289,7 +289,7 @@ def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[worl
                     rows["anchoring"].append({**key, "lesson": lesson.id, "version": version, "top1": p.section == home,
                                               "top3": home in alts, "confident": p.confident})
             if (s.index + 1) % CHECK_EVERY == 0 or s is sessions[-1]:
-                held = plain(mem.held())
+                held = unescaped(mem.held())
                 rows["growth"].append({**key, "index": s.index, "held": held, "taught": len(taught),
                                        "held_lessons": sum(by_id[x].body in held for x in taught),
                                        "taught_text": "\n".join(by_id[x].body for x in taught)})

@@ -34,7 +34,8 @@ from ..resources import dataset_path
 from .threshold import shares_word
 
 __all__ = ["Arm", "CorpusGoal", "CorpusLesson", "SelectionCorpus", "SelectionCorpusError", "SelectionStudy", "Texts",
-           "arms", "choose", "load", "paired", "run", "split_of", "summarize", "trial", "tune", "use_curve", "verdict"]
+           "arms", "choose", "load", "metrics_of", "paired_by_lesson", "run", "split_of", "stand_in_verdict", "trial", "tune",
+           "use_curve"]
 
 LESSON_FIELDS = ("id", "agent", "section", "kind", "body", "taught", "restated", "goals")
 GOAL_FIELDS = ("goal", "agent", "needs")
@@ -407,7 +408,7 @@ def _measure(r: sel.SelectionRule, agents) -> dict:
 # ------------------------------------------------------------------------------------------ figures
 
 
-def summarize(rows: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> dict[str, Interval]:
+def metrics_of(rows: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> dict[str, Interval]:
     """The rule's metrics with their intervals (needed-in-context over lessons, the rest over goals)."""
     need = rows[rows.kind == "need"]
     per_lesson = need.groupby("owner")[["found", "needed"]].sum()
@@ -468,7 +469,7 @@ def run(rule, installed: Sequence[str], corpus: SelectionCorpus | None = None) -
         if a.kind == "selection" and tuned[a.name] is None:
             continue
         for uses, mode in enumerate(("cold", "warm")):
-            figures = summarize(trial(corpus, a, tuned.get(a.name), split="eval", uses=uses, size=size),
+            figures = metrics_of(trial(corpus, a, tuned.get(a.name), split="eval", uses=uses, size=size),
                                 n_boot=p["n_boot"], seed=p["seed"])
             rows.append({"arm": a.name, "mode": mode, **{k: v.estimate for k, v in figures.items()},
                          **{f"{k}_ci": (round(v.low, 3), round(v.high, 3)) for k, v in figures.items()}})
@@ -484,7 +485,7 @@ def run(rule, installed: Sequence[str], corpus: SelectionCorpus | None = None) -
     return SelectionStudy(rule, candidates, tuned, fallback, figures, latency, pick)
 
 
-def paired(a: pd.DataFrame, b: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> tuple[Interval, float]:
+def paired_by_lesson(a: pd.DataFrame, b: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> tuple[Interval, float]:
     """a − b in needed-in-context, paired by lesson (their needing goals' trials), and the MDE at 80 % power,
     two-sided 0.05: 2.8 × sd(per-lesson differences) / √n."""
     rate = [x[x.kind == "need"].groupby("owner")["found"].sum() / x[x.kind == "need"].groupby("owner")["needed"].sum()
@@ -494,7 +495,7 @@ def paired(a: pd.DataFrame, b: pd.DataFrame, *, n_boot: int = 2000, seed: int = 
     return ci, float(2.8 * diff.std(ddof=1) / np.sqrt(len(diff)))
 
 
-def verdict(ci: Interval, mde: float, tokens_a: float, tokens_b: float) -> str:
+def stand_in_verdict(ci: Interval, mde: float, tokens_a: float, tokens_b: float) -> str:
     """The rule's words for the pick against a stand-in."""
     if ci.low > 0:
         return "higher" if tokens_a <= tokens_b else "more needed lessons, at more tokens per goal (not 'higher' by the rule)"
@@ -511,6 +512,6 @@ def use_curve(corpus: SelectionCorpus, arm: Arm, rule: sel.SelectionRule | None,
     rows = []
     for u in uses:
         trials = pd.concat([trial(corpus, arm, rule, split=split, uses=u, size=size, rotation=r) for r in range(4)])
-        f = summarize(trials, n_boot=n_boot, seed=seed)["needed_in_context"]
+        f = metrics_of(trials, n_boot=n_boot, seed=seed)["needed_in_context"]
         rows.append({"uses": u, "needed_in_context": f.estimate, "low": f.low, "high": f.high})
     return pd.DataFrame(rows)
