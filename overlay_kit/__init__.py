@@ -22,9 +22,12 @@ _PUBLIC = {"learn": "gates", "learn_many": "gates", "Store": "store", "load_skil
 
 def __getattr__(name: str):
     if name == "__version__":
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-        return version("overlay_kit")
+        try:
+            return version("overlay_kit")
+        except PackageNotFoundError:  # not installed (a bare checkout on sys.path): no version to state
+            raise AttributeError("overlay_kit.__version__: the package is not installed") from None
     if name in _PUBLIC:
         return getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
     raise AttributeError(f"module 'overlay_kit' has no attribute {name!r}")
