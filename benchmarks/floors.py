@@ -8,12 +8,22 @@ What each floor does — and leaves out — is what makes "ours ÷ floor" readab
   store's own DDL (`copy_ddl` reads `sqlite_master` of a fresh `Store` file, so the floor cannot drift), in one
   transaction: INSERT + COMMIT for one lesson, `executemany` + COMMIT for a batch. No gate rules, no dedup.
 * search: one indexed SELECT of a skill's active rows, each row's MAC checked with the same keyed hash as ours
-  (keyed BLAKE2b-256), `json.loads` of its JSON columns, one plain object per row.
+  (keyed BLAKE2b-256), `json.loads` of its JSON columns, one plain object per row — with the caches ours has:
+  a seal already checked against exactly these values is not hashed again (ours: `RowSealer._verified`), and
+  each JSON text is decoded once per process (ours: `store._CANONICAL` for payloads, each reader getting its
+  own copy; the anchor and provenance by `lru_cache`).
+* resolve at scale (`budgeted`): the skill's active rows read in the budget's order (the ORDER BY of our
+  `Store.budget_order`) with each lesson's kept line count (ours keeps them in `overlay_meta`; the floor in a
+  table of its own, `floor_line_tokens`, filled by the harness with the same tokenizer), stopping at the first
+  lesson that does not fit the room the authored body leaves under the ceiling; only those rows are read
+  whole (MAC checked, decoded: `search`), then composed.
 * compose: the authored sections in order, each followed by its deltas' lines ("- body"), sorted by (tier, kind,
   created_at, id), joined — no budget, no notes, no structure check.
 * anchors: a fence-aware ATX line split with unique slugs and a sha256 digest of each section's
   whitespace-normalized text (no setext headings, no container blocks: less than the CommonMark contract).
-* the CLI: a process that reads SKILL.md, searches, composes and prints (`python floors.py resolve SKILL DB KEY`).
+* the CLI: a process that reads SKILL.md, searches, composes and prints (`python -m floors resolve SKILL DB KEY`,
+  run as a module so that it loads from bytecode like ours: the harness gives both the same warm
+  `PYTHONPYCACHEPREFIX`).
 """
 
 from __future__ import annotations
@@ -79,6 +89,8 @@ class Floor:
         self.sealed = [c for c in self.columns if c not in ("seal", "lesson_key")]
         self.insert = (f"INSERT INTO skill_deltas ({', '.join(self.columns)}) "
                        f"VALUES ({', '.join('?' * len(self.columns))})")
+        self.select = f"SELECT {', '.join(self.sealed)}, seal FROM skill_deltas WHERE "
+        self.verified: dict[bytes, tuple] = {}  # seal -> the values it was checked against (as ours)
 
     def sync(self, level: str) -> None:
         self.conn.execute(f"PRAGMA synchronous = {level}")
@@ -127,19 +139,76 @@ class Floor:
         self.conn.executemany(self._AUDIT, audit)
         self.conn.execute("COMMIT")
 
-    def search(self, skill: str) -> list[SimpleNamespace]:
-        """A skill's active rows: indexed SELECT, each row's MAC checked, JSON decoded, one plain object per row."""
+    def search(self, skill: str, ids: list[str] | None = None) -> list[SimpleNamespace]:
+        """A skill's active rows (or those of `ids`): indexed SELECT, each row's MAC checked unless this very
+        row was checked before, JSON decoded once per text, one plain object per row."""
         at = {c: i for i, c in enumerate(self.sealed)}
-        out = []
-        for row in self.conn.execute(f"SELECT {', '.join(self.sealed)}, seal FROM skill_deltas WHERE base_name = ? AND "
-                                     "status = 'active' AND superseded_by IS NULL", (skill,)):
-            if self._seal(row[:-1]) != row[-1]:
-                continue
-            out.append(SimpleNamespace(id=row[at["id"]], kind=row[at["kind"]], tier=row[at["tier"]],
-                                       anchor=json.loads(row[at["anchor"]]), payload=json.loads(row[at["payload"]]),
-                                       provenance=json.loads(row[at["provenance"]]), status=row[at["status"]],
-                                       created_at=row[at["created_at"]]))
+        i_id, i_kind, i_tier, i_anchor, i_payload, i_prov, i_status, i_created = (
+            at[c] for c in ("id", "kind", "tier", "anchor", "payload", "provenance", "status", "created_at"))
+        if ids is None:
+            parts = [self.conn.execute(self.select + "base_name = ? AND status = 'active' AND superseded_by IS NULL",
+                                       (skill,))]
+        else:
+            parts = (self.conn.execute(self.select + f"id IN ({', '.join('?' * len(ids[k:k + 500]))})",
+                                       ids[k:k + 500]) for k in range(0, len(ids), 500))
+        verified, out = self.verified, []
+        for cursor in parts:
+            for row in cursor:
+                values, seal = row[:-1], row[-1]
+                if verified.get(seal) != values:
+                    if self._seal(values) != seal:
+                        continue
+                    if len(verified) >= 100_000:
+                        verified.clear()
+                    verified[seal] = values
+                out.append(SimpleNamespace(id=row[i_id], kind=row[i_kind], tier=row[i_tier],
+                                           anchor=_decoded(row[i_anchor]), payload=dict(_decoded(row[i_payload])),
+                                           provenance=_decoded(row[i_prov]), status=row[i_status],
+                                           created_at=row[i_created]))
         return out
+
+    _ORDER = ("ORDER BY d.tier = 3, (d.success_count + 1.0) / (d.attempt_count + 2) DESC, "
+              "coalesce(d.last_used_at, d.approved_at, d.created_at) DESC, d.created_at DESC, d.id DESC")
+
+    def keep_line_tokens(self, counts: dict[str, int]) -> None:
+        """Keep each delta's line count (the harness counts them with our tokenizer, untimed)."""
+        self.conn.execute("CREATE TABLE IF NOT EXISTS floor_line_tokens (id TEXT PRIMARY KEY, n INTEGER NOT NULL) "
+                          "WITHOUT ROWID")
+        self.conn.execute("BEGIN")
+        self.conn.executemany("INSERT OR REPLACE INTO floor_line_tokens VALUES (?, ?)", counts.items())
+        self.conn.execute("COMMIT")
+
+    def budgeted(self, skill: str, room: int) -> list[SimpleNamespace]:
+        """The active rows that fit `room` tokens, read in the budget's order and no further: ids in that order,
+        500 at a time with their kept counts, until the first lesson that does not fit; then those rows whole
+        (`search`)."""
+        ids, spent = [], 0
+        order = self.conn.execute("SELECT id FROM skill_deltas d WHERE d.base_name = ? AND d.status = 'active' "
+                                  "AND d.superseded_by IS NULL " + self._ORDER, (skill,))
+        while chunk := [did for (did,) in order.fetchmany(500)]:
+            kept = dict(self.conn.execute(f"SELECT id, n FROM floor_line_tokens WHERE id IN "
+                                          f"({', '.join('?' * len(chunk))})", chunk))
+            for did in chunk:
+                n = kept.get(did, 0)
+                if spent + n > room:
+                    return self.search(skill, ids)
+                spent += n
+                ids.append(did)
+        return self.search(skill, ids)
+
+
+_DECODED: dict[str, object] = {}
+
+
+def _decoded(text: str):
+    """`json.loads(text)`, once per text per process (at most 100,000 kept, as ours)."""
+    known = _DECODED.get(text)
+    if known is None:
+        known = json.loads(text)
+        if len(_DECODED) >= 100_000:
+            _DECODED.clear()
+        _DECODED[text] = known
+    return known
 
 
 # ----------------------------------------------------------------------------- anchors and compose
@@ -213,7 +282,8 @@ def _skill(skill_dir: str) -> tuple[str, str]:
 
 
 def main(argv: list[str]) -> None:
-    """`resolve SKILL_DIR DB KEY_FILE`: print the composed skill (the CLI floor). `cold SKILL_DIR DB KEY_FILE`:
+    """`resolve SKILL_DIR DB KEY_FILE`: print the composed skill (the CLI floor; run it as `python -m floors`,
+    from bytecode). `cold SKILL_DIR DB KEY_FILE`:
     print {"s": seconds of the first search + compose in this process} (the cold-compose floor)."""
     what, skill_dir, db, key_file = argv
     name, body = _skill(skill_dir)
