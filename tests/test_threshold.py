@@ -483,6 +483,7 @@ def test_an_optional_embedder_is_checksum_pinned(tmp_path, monkeypatch, name, id
     fake.parent.mkdir(parents=True)
     (tmp_path / package / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
     fake.write_bytes(b"not the pinned weights")
+    monkeypatch.delitem(sys.modules, package, raising=False)  # imported by an earlier test: find_spec would reuse it
     monkeypatch.syspath_prepend(str(tmp_path))
     located.cache_clear()
     retrieval._load.cache_clear()
