@@ -2295,7 +2295,7 @@ def _read(texts: list[str], found: list[tuple[str, ...]], readings: list[tuple[s
 def _asks(text: str, readings: tuple[str, ...], langs: tuple[str, ...]) -> bool:
     """Whether the reader reads a clean text: every one in a language besides English, and an English one that
     holds any of the intent model's word families (`intent_families`) — four in five ordinary English lessons hold
-    none ("Use 24-hour time"), and the reader costs ~10-30 ms a text where the lexicon costs ~50 µs."""
+    none ("Use 24-hour time"), and the reader costs far more a text than the lexicon (docs/reliability.md)."""
     return bool(text.strip()) and (bool(langs) or bool(intent_families(readings)))
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_architectures import HEAD, INBOX, REPLIES, A, B  # the same demo skill and lessons
 
 from overlay_kit.skill import parse_skill
 from overlay_kit.studies import peers
@@ -18,13 +19,6 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     tomllib = None
 
-HEAD = "---\nname: demo\ndescription: A demo skill for tests.\n---\n# Demo\n\n"
-INBOX = "## Inbox\n\nSort the inbox by sender and archive newsletters.\n\n"
-REPLIES = "## Replies\n\nReply within a day and keep it short.\n"
-A = ("Archive newsletters unread unless the sender is on the keep list; never unsubscribe on my behalf.",
-     "Triaging newsletters and promotional mail in the inbox.")
-B = ("When declining a recruiter, keep it to two sentences and thank them by name.",
-     "Replying to decline a recruiter's job outreach.")
 GOAL_A = "Archive the newsletters in my inbox, keep list senders aside"
 
 
