@@ -110,6 +110,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 
 test: test-venv engine browser real-model
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	OVERLAY_KIT_REQUIRE_ENGINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests
 	$(OTHER_KERNELS) $(BIN)/python -m pytest -q -p no:cacheprovider -m kernel tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(NBVAL)

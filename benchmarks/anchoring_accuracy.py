@@ -54,8 +54,16 @@ def extract_repo(repo: str, commit: str, mirrors: Path) -> list[dict]:
         old = [c.section for c in pair.sections if c.target == e.section]
         if len(old) != 1:
             continue
-        rows.append({"repo": repo, "file": e.file, "event": e.id, "text": e.text,
-                     "sections": files[e.file].versions[e.version - 1].sections, "label": old[0]})
+        rows.append(
+            {
+                "repo": repo,
+                "file": e.file,
+                "event": e.id,
+                "text": e.text,
+                "sections": files[e.file].versions[e.version - 1].sections,
+                "label": old[0],
+            }
+        )
     return rows
 
 
@@ -88,8 +96,15 @@ def real_cases(mirrors: Path) -> tuple[list[dict], dict]:
         if r["label"] not in slugs:
             left["label not a candidate (an empty preamble)"] += 1
             continue
-        cases.append({"repo": r["repo"], "file": r["file"], "slugs": slugs, "label": r["label"],
-                      "parts": parts(r["sections"], r["text"])})
+        cases.append(
+            {
+                "repo": r["repo"],
+                "file": r["file"],
+                "slugs": slugs,
+                "label": r["label"],
+                "parts": parts(r["sections"], r["text"]),
+            }
+        )
     out = (cases, {"events": len(rows), "left_out": dict(left)})
     PARTS_CACHE.write_bytes(pickle.dumps(out))
     return out
@@ -110,8 +125,15 @@ def lesson_cases() -> list[dict]:
                 skills[name] = load_skill(where if where.is_dir() else ROOT / "datasets/skills" / name)
             sections = parse_cached(skills[name].body)
             slugs = [s.slug for s in candidates(sections)]
-            cases.append({"repo": name, "split": r["split"], "slugs": slugs, "label": r["section"],
-                          "parts": parts(sections, r["text"])})
+            cases.append(
+                {
+                    "repo": name,
+                    "split": r["split"],
+                    "slugs": slugs,
+                    "label": r["section"],
+                    "parts": parts(sections, r["text"]),
+                }
+            )
     return cases
 
 
@@ -191,9 +213,15 @@ def figures(j: list[dict], threshold: float) -> dict:
     conf = [r for r in j if r["confidence"] >= threshold]
     out["confident_share"] = round(len(conf) / len(j), 4) if j else None
     out["confident_top1"] = round(sum(r["rank"] == 1 for r in conf) / len(conf), 4) if conf else None
-    out["per_repository"] = {rp: {"n": len(per[rp]), "top1": sum(r["rank"] == 1 for r in per[rp]),
-                                  "top3": sum(r["rank"] <= 3 for r in per[rp]),
-                                  "confident": sum(r["confidence"] >= threshold for r in per[rp])} for rp in repos}
+    out["per_repository"] = {
+        rp: {
+            "n": len(per[rp]),
+            "top1": sum(r["rank"] == 1 for r in per[rp]),
+            "top3": sum(r["rank"] <= 3 for r in per[rp]),
+            "confident": sum(r["confidence"] >= threshold for r in per[rp]),
+        }
+        for rp in repos
+    }
     return out
 
 
@@ -219,15 +247,22 @@ def main(argv=None) -> int:
     files = {c["file"] for c in cases}
     result = {
         "what": "anchoring.propose on real instruction-file additions (rule text only: no goal or turn exists) "
-                "and on datasets/lessons; text-free",
+        "and on datasets/lessons; text-free",
         "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
         "machine": f"{platform.machine()} {platform.system()} python {platform.python_version()}",
-        "split": {"file": SPLIT.name, "sha256": hashlib.sha256(SPLIT.read_bytes()).hexdigest(),
-                  "dev": sorted(r for r, s in which.items() if s == "dev"),
-                  "heldout": sorted(r for r, s in which.items() if s == "heldout")},
-        "weights": weights, "threshold": threshold, "target_confident_accuracy": TARGET,
-        "events": counts["events"], "left_out": counts["left_out"], "informative_files": len(files),
+        "split": {
+            "file": SPLIT.name,
+            "sha256": hashlib.sha256(SPLIT.read_bytes()).hexdigest(),
+            "dev": sorted(r for r, s in which.items() if s == "dev"),
+            "heldout": sorted(r for r, s in which.items() if s == "heldout"),
+        },
+        "weights": weights,
+        "threshold": threshold,
+        "target_confident_accuracy": TARGET,
+        "events": counts["events"],
+        "left_out": counts["left_out"],
+        "informative_files": len(files),
         "informative_events": len(cases),
         "dev": figures(judge(dev, weights, threshold), threshold),
         "heldout": figures(judge(held, weights, threshold), threshold),
@@ -235,8 +270,15 @@ def main(argv=None) -> int:
         "lessons_test": figures(judge([c for c in lessons if c["split"] == "test"], weights, threshold), threshold),
     }
     summary = {k: result[k] for k in ("dev", "heldout", "lessons", "lessons_test")}
-    print(json.dumps({k: {m: v[m] for m in ("n_events", "top1", "top3", "confident_share", "confident_top1")}
-                      for k, v in summary.items()}, indent=1))
+    print(
+        json.dumps(
+            {
+                k: {m: v[m] for m in ("n_events", "top1", "top3", "confident_share", "confident_top1")}
+                for k, v in summary.items()
+            },
+            indent=1,
+        )
+    )
     if args.write:
         RESULTS.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     return 0

@@ -33,7 +33,6 @@ SKILLS = Path(__file__).resolve().parents[1] / "datasets" / "skills"
 CASES = ("triage-inbox", "failover-runbook")
 
 
-
 def anchors(path: Path) -> list[str]:
     return [s.digest for s in parse(load_skill(path).body)]
 
@@ -63,8 +62,10 @@ def main() -> None:
         for stage, fn in stages.items():
             runs = sorted(timed(fn, args.repeat))
             q = statistics.quantiles(runs, n=10)
-            print(f"{name:<18} {headed:>6} {size:>6}  {stage:<12} {statistics.median(runs) * 1e3:>8.3f}ms"
-                  f" {q[0] * 1e3:>8.3f}ms {q[-1] * 1e3:>8.3f}ms")
+            print(
+                f"{name:<18} {headed:>6} {size:>6}  {stage:<12} {statistics.median(runs) * 1e3:>8.3f}ms"
+                f" {q[0] * 1e3:>8.3f}ms {q[-1] * 1e3:>8.3f}ms"
+            )
     print(f"(median of {args.repeat} runs after one warm-up; p10/p90 show the spread on a shared machine)")
     scanner_vs_markdown_it(args.repeat)
 

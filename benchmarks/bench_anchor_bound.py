@@ -39,41 +39,117 @@ def _text(rng: random.Random) -> str:
 def _deep_list(rng):
     depth = rng.randint(0, 24)
     pad = "  " * depth
-    return rng.choice([f"{pad}- {_text(rng)}\n", f"{pad}- # {_text(rng)}\n", f"{pad}  {_text(rng)}\n",
-                       f"{pad}1. {_text(rng)}\n", "\n", f"# {_text(rng)}\n", f"{pad}  ===\n", f"{pad}---\n"])
+    return rng.choice(
+        [
+            f"{pad}- {_text(rng)}\n",
+            f"{pad}- # {_text(rng)}\n",
+            f"{pad}  {_text(rng)}\n",
+            f"{pad}1. {_text(rng)}\n",
+            "\n",
+            f"# {_text(rng)}\n",
+            f"{pad}  ===\n",
+            f"{pad}---\n",
+        ]
+    )
 
 
 def _deep_inline(rng):
-    return rng.choice([("- " * rng.randint(1, 14)) + _text(rng) + "\n", "\n", f"# {_text(rng)}\n",
-                       ("> " * rng.randint(1, 30)) + _text(rng) + "\n", ("1. " * rng.randint(5, 12)) + "x\n"])
+    return rng.choice(
+        [
+            ("- " * rng.randint(1, 14)) + _text(rng) + "\n",
+            "\n",
+            f"# {_text(rng)}\n",
+            ("> " * rng.randint(1, 30)) + _text(rng) + "\n",
+            ("1. " * rng.randint(5, 12)) + "x\n",
+        ]
+    )
 
 
 def _setext(rng):
-    return rng.choice([f"{_text(rng)}\n===\n", f"{_text(rng)}\n---\n", "\n", f"{_text(rng)}\n{_text(rng)}\n===\n",
-                       f"  {_text(rng)}\n  ---\n", "===\n", "- - -\n", f"{_text(rng)}\n    {_text(rng)}\n-----\n"])
+    return rng.choice(
+        [
+            f"{_text(rng)}\n===\n",
+            f"{_text(rng)}\n---\n",
+            "\n",
+            f"{_text(rng)}\n{_text(rng)}\n===\n",
+            f"  {_text(rng)}\n  ---\n",
+            "===\n",
+            "- - -\n",
+            f"{_text(rng)}\n    {_text(rng)}\n-----\n",
+        ]
+    )
 
 
 def _containers(rng):
-    return rng.choice([f"- # {_text(rng)}\n", f"> # {_text(rng)}\n", f"  # {_text(rng)}\n", f"   ## {_text(rng)}\n",
-                       f"> {_text(rng)}\n", f"{_text(rng)}\n", "\n", f"- {_text(rng)}\n  # {_text(rng)}\n",
-                       f"> {_text(rng)}\n===\n", f"- {_text(rng)}\n---\n", f"1. # {_text(rng)}\n",
-                       f"# {_text(rng)}\n"])
+    return rng.choice(
+        [
+            f"- # {_text(rng)}\n",
+            f"> # {_text(rng)}\n",
+            f"  # {_text(rng)}\n",
+            f"   ## {_text(rng)}\n",
+            f"> {_text(rng)}\n",
+            f"{_text(rng)}\n",
+            "\n",
+            f"- {_text(rng)}\n  # {_text(rng)}\n",
+            f"> {_text(rng)}\n===\n",
+            f"- {_text(rng)}\n---\n",
+            f"1. # {_text(rng)}\n",
+            f"# {_text(rng)}\n",
+        ]
+    )
 
 
 def _html(rng):
-    return rng.choice(["<div>\n", "</div>\n", f"# {_text(rng)}\n", "\n", "<!--\n", "-->\n", "<pre>\n", "</pre>\n",
-                       f"<x-{_word(rng)}>\n", f"{_text(rng)}\n", "<?php\n", "?>\n", "  <p>\n"])
+    return rng.choice(
+        [
+            "<div>\n",
+            "</div>\n",
+            f"# {_text(rng)}\n",
+            "\n",
+            "<!--\n",
+            "-->\n",
+            "<pre>\n",
+            "</pre>\n",
+            f"<x-{_word(rng)}>\n",
+            f"{_text(rng)}\n",
+            "<?php\n",
+            "?>\n",
+            "  <p>\n",
+        ]
+    )
 
 
 def _fences(rng):
-    return rng.choice(["```\n", "~~~~\n", "  ```\n", f"# {_text(rng)}\n", f"{_text(rng)}\n", "\n", "- ```\n",
-                       "> ```\n", "``` `x`\n", "````python\n", "   ~~~\n"])
+    return rng.choice(
+        [
+            "```\n",
+            "~~~~\n",
+            "  ```\n",
+            f"# {_text(rng)}\n",
+            f"{_text(rng)}\n",
+            "\n",
+            "- ```\n",
+            "> ```\n",
+            "``` `x`\n",
+            "````python\n",
+            "   ~~~\n",
+        ]
+    )
 
 
 def _refs(rng):
     w = _word(rng)
-    return rng.choice([f"[{w}]: /u/{w}\n", f"# [{w}] {_text(rng)}\n", f"{_text(rng)}\n", "\n",
-                       f"> [{w}]: /q\n", f"- [{w}]: /l\n", f"[{w}]:\n/x\n"])
+    return rng.choice(
+        [
+            f"[{w}]: /u/{w}\n",
+            f"# [{w}] {_text(rng)}\n",
+            f"{_text(rng)}\n",
+            "\n",
+            f"> [{w}]: /q\n",
+            f"- [{w}]: /l\n",
+            f"[{w}]:\n/x\n",
+        ]
+    )
 
 
 def _mixture(rng):
@@ -88,6 +164,7 @@ def _units(unit: Callable[[random.Random], str]) -> Callable[[int, int], str]:
             out.append(piece)
             n += len(piece)
         return "".join(out)[:size]
+
     return make
 
 
@@ -123,7 +200,7 @@ SHAPES: dict[str, Callable[[int, int], str]] = {
     "indented-headings": _repeat("   ## Step\ntext\n"),
     "numbered-headings": lambda size, seed=0: _counted("# Step {}\n", size),
     "numbered-setext": lambda size, seed=0: _counted("Step {}\n---\n", size),
-    "one-huge-heading": lambda size, seed=0: "# " + ("word " * size)[:size - 3] + "\n",
+    "one-huge-heading": lambda size, seed=0: "# " + ("word " * size)[: size - 3] + "\n",
     "long-lines": _repeat("x" * 65535 + "\n"),
     "unclosed-fence": lambda size, seed=0: "```\n" + _repeat("# not a heading\n\n")(size - 4),
     "unclosed-comment": lambda size, seed=0: "<!--\n" + _repeat("# hidden\n\ntext\n\n")(size - 5),
@@ -150,7 +227,7 @@ def at_limit(body: str) -> str:
     src = "\n" + body.replace("\r\n", "\n").replace("\r", "\n") + "\n"
     for k, m in enumerate(anchor._HEADING_LIKE.finditer(src)):
         if k == anchor.MAX_SECTIONS:
-            return body[:m.start()]  # (offsets agree: the shapes use "\n" line breaks only)
+            return body[: m.start()]  # (offsets agree: the shapes use "\n" line breaks only)
     return body
 
 
@@ -205,8 +282,10 @@ def main() -> int:
             worst = max(worst, (wall, cpu, label))
             refused += n == "refused"
             rows += 1
-    print(f"max over the corpus: {worst[0]:.3f} s wall, {worst[1]:.3f} s CPU ({worst[2]}), anchored or refused; "
-          f"{refused} of {rows} bodies refused; target < 1 s")
+    print(
+        f"max over the corpus: {worst[0]:.3f} s wall, {worst[1]:.3f} s CPU ({worst[2]}), anchored or refused; "
+        f"{refused} of {rows} bodies refused; target < 1 s"
+    )
     return 0
 
 

@@ -61,9 +61,15 @@ def fill(store: Store, skill, n: int, seed: int = 7) -> None:
     slugs = [s.slug for s in anchor.parse(skill.body) if s.level]
     step = 5000
     for at in range(0, n, step):
-        rows = [gates.Lesson("preference", {"body": x["body"].replace("Lesson ", f"Lesson {at}.", 1),
-                                            "trigger": x["trigger"]}, x["section"], "user_instruction")
-                for x in workload.lessons(slugs, min(step, n - at), seed + at)]
+        rows = [
+            gates.Lesson(
+                "preference",
+                {"body": x["body"].replace("Lesson ", f"Lesson {at}.", 1), "trigger": x["trigger"]},
+                x["section"],
+                "user_instruction",
+            )
+            for x in workload.lessons(slugs, min(step, n - at), seed + at)
+        ]
         out = gates.learn_many(store, skill, rows)
         bad = [r for r in out if r.outcome != "active"]
         assert not bad, bad[0].message
@@ -150,11 +156,20 @@ def main() -> None:
             rows.append(("compose slope (log-log, 1k -> 10k), shipped ceiling", slope(points_default[1:]), ""))
             deltas = every
             resident = [d for d in deltas]
-            rows.append(("budget.plan alone over 10k resident deltas, ceiling 1e9 (fits)",
-                         timed(lambda: budget.plan(100, resident, BIG_CEILING, proposer=None), runs), "ms"))
-            rows.append(("budget.plan alone over 10k resident deltas, shipped ceiling (binds)",
-                         timed(lambda: budget.plan(100, resident, SHIPPED.ceiling, proposer=None), runs),
-                         "ms"))
+            rows.append(
+                (
+                    "budget.plan alone over 10k resident deltas, ceiling 1e9 (fits)",
+                    timed(lambda: budget.plan(100, resident, BIG_CEILING, proposer=None), runs),
+                    "ms",
+                )
+            )
+            rows.append(
+                (
+                    "budget.plan alone over 10k resident deltas, shipped ceiling (binds)",
+                    timed(lambda: budget.plan(100, resident, SHIPPED.ceiling, proposer=None), runs),
+                    "ms",
+                )
+            )
             if args.profile:
                 print(profile(lambda: compose(small, deltas)))
 
@@ -162,19 +177,37 @@ def main() -> None:
         large = load_skill(write_skill(tmp / "skills", "large", workload.SIZES["large"]))
         with Store.open(tmp / "read.db") as store:
             for skill in (small, large):
-                ids = [r.delta.id for r in gates.learn_many(store, skill, [
-                    gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"],
-                                 "user_instruction")
-                    for x in workload.lessons([s.slug for s in anchor.parse(skill.body) if s.level], 100, 7)])]
+                ids = [
+                    r.delta.id
+                    for r in gates.learn_many(
+                        store,
+                        skill,
+                        [
+                            gates.Lesson(
+                                "preference",
+                                {"body": x["body"], "trigger": x["trigger"]},
+                                x["section"],
+                                "user_instruction",
+                            )
+                            for x in workload.lessons([s.slug for s in anchor.parse(skill.body) if s.level], 100, 7)
+                        ],
+                    )
+                ]
                 with store.transaction():
-                    for did in ids[:workload.ACTIVE]:
+                    for did in ids[: workload.ACTIVE]:
                         store.approve(did)
             got = store.search(small.name, status="active")
             assert len(got) == workload.ACTIVE
-            rows.append(("store.search one skill's 90 active",
-                         timed(lambda: store.search(small.name, status="active"), runs * 20), "ms"))
-            rows.append(("compose 90 (small skill, shipped ceiling), warm", timed(lambda: compose(small, got),
-                                                                                  runs * 20), "ms"))
+            rows.append(
+                (
+                    "store.search one skill's 90 active",
+                    timed(lambda: store.search(small.name, status="active"), runs * 20),
+                    "ms",
+                )
+            )
+            rows.append(
+                ("compose 90 (small skill, shipped ceiling), warm", timed(lambda: compose(small, got), runs * 20), "ms")
+            )
 
         # cold process: the second `overlay-kit resolve` must not load the tokenizer
         db = str(tmp / "read.db")
@@ -193,10 +226,20 @@ def main() -> None:
             build_s = time.perf_counter() - t
             with Store.open(tmp / "big.db") as store:
                 eff = resolve(big, store, embedder=False)
-                rows.append((f"resolve, {args.big:,} active lessons on one skill (first in process)",
-                             timed(lambda: resolve(big, store, embedder=False), 1), "ms"))
-                rows.append((f"resolve, {args.big:,} active lessons on one skill (warm)",
-                             timed(lambda: resolve(big, store, embedder=False), 3), "ms"))
+                rows.append(
+                    (
+                        f"resolve, {args.big:,} active lessons on one skill (first in process)",
+                        timed(lambda: resolve(big, store, embedder=False), 1),
+                        "ms",
+                    )
+                )
+                rows.append(
+                    (
+                        f"resolve, {args.big:,} active lessons on one skill (warm)",
+                        timed(lambda: resolve(big, store, embedder=False), 3),
+                        "ms",
+                    )
+                )
                 rows.append(("  applied / suppressed", len(eff.applied), "n"))
                 if args.profile:
                     print(profile(lambda: resolve(big, store, embedder=False), 25))
@@ -205,8 +248,9 @@ def main() -> None:
             r = cli_run(["resolve", str(tmp / "skills" / "big")] + big_argv, env)
             rows.append(("cold `overlay-kit resolve` on it (in-process)", r["ms"], "ms"))
             r = cli_run(["deltas", "big", "--json"] + big_argv, env)
-            rows.append((f"cold `overlay-kit deltas big --json` on it (in-process; {r['bytes']:,} bytes out)",
-                         r["ms"], "ms"))
+            rows.append(
+                (f"cold `overlay-kit deltas big --json` on it (in-process; {r['bytes']:,} bytes out)", r["ms"], "ms")
+            )
             rows.append((f"  (building the {args.big:,}-lesson store took {build_s:.1f} s)", build_s, "s"))
 
     load = os.getloadavg()

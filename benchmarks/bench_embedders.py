@@ -84,8 +84,10 @@ def installed_mb(name: str) -> float:
 
 
 def costs(names, repeat: int) -> None:
-    print(f"{'embedder':<10} {'load s':>7} {'+1 goal s':>9} {'RSS MiB':>8} {'peak MiB':>9} {'batch s':>8} "
-          f"{'ms/goal':>8} {'one goal ms':>12} {'MB':>7}   (medians of {repeat} fresh processes)")
+    print(
+        f"{'embedder':<10} {'load s':>7} {'+1 goal s':>9} {'RSS MiB':>8} {'peak MiB':>9} {'batch s':>8} "
+        f"{'ms/goal':>8} {'one goal ms':>12} {'MB':>7}   (medians of {repeat} fresh processes)"
+    )
     for name in names:
         try:
             runs = [measure(name) for _ in range(repeat)]
@@ -93,9 +95,11 @@ def costs(names, repeat: int) -> None:
             print(f"{name:<10} does not load here: {exc.stderr.strip().splitlines()[-1]}")
             continue
         med = {k: statistics.median(r[k] for r in runs) for k in ("load", "first", "batch", "one", "rss_load", "rss")}
-        print(f"{name:<10} {med['load']:>7.2f} {med['first']:>9.2f} {med['rss_load']:>8.0f} {med['rss']:>9.0f} "
-              f"{med['batch']:>8.2f} {1e3 * med['batch'] / runs[0]['n']:>8.1f} {1e3 * med['one']:>12.1f} "
-              f"{installed_mb(name):>7.1f}   {runs[0]['id']}{' (imports torch)' if runs[0]['torch'] else ''}")
+        print(
+            f"{name:<10} {med['load']:>7.2f} {med['first']:>9.2f} {med['rss_load']:>8.0f} {med['rss']:>9.0f} "
+            f"{med['batch']:>8.2f} {1e3 * med['batch'] / runs[0]['n']:>8.1f} {1e3 * med['one']:>12.1f} "
+            f"{installed_mb(name):>7.1f}   {runs[0]['id']}{' (imports torch)' if runs[0]['torch'] else ''}"
+        )
 
 
 def auc(names, resamples: int = 2000, seed: int = 0) -> None:
@@ -112,9 +116,11 @@ def auc(names, resamples: int = 2000, seed: int = 0) -> None:
     members = {lesson: np.flatnonzero(lessons == lesson) for lesson in dict.fromkeys(lessons)}
     rng = np.random.default_rng(seed)
     draws = [np.concatenate([members[k] for k in rng.choice(list(members), len(members))]) for _ in range(resamples)]
-    print(f"ROC AUC of cosine(goal, trigger) on datasets/tau/pairs.csv: {int(relevant.sum())} relevant, "
-          f"{int(len(relevant) - relevant.sum())} irrelevant pairs, {len(members)} lessons; 95% intervals from "
-          f"{resamples} lesson resamples (seed {seed}); Δ = AUC − the bundled embedder's on the same resamples")
+    print(
+        f"ROC AUC of cosine(goal, trigger) on datasets/tau/pairs.csv: {int(relevant.sum())} relevant, "
+        f"{int(len(relevant) - relevant.sum())} irrelevant pairs, {len(members)} lessons; 95% intervals from "
+        f"{resamples} lesson resamples (seed {seed}); Δ = AUC − the bundled embedder's on the same resamples"
+    )
     boot, point = {}, {}
     for name in names:
         try:
@@ -132,13 +138,17 @@ def auc(names, resamples: int = 2000, seed: int = 0) -> None:
         dlo, dhi = np.percentile(boot[name] - boot[first], [2.5, 97.5])
         delta = f"  Δ {point[name] - point[first]:+.3f} [{dlo:+.3f}, {dhi:+.3f}]" if name != first else ""
         test = (pairs["split"] == "test").to_numpy()
-        print(f"{name:<10} AUC {point[name]:.3f} [{lo:.3f}, {hi:.3f}]{delta}  (calibration half "
-              f"{roc_auc_score(relevant[~test], cos[~test]):.3f}, test half "
-              f"{roc_auc_score(relevant[test], cos[test]):.3f})   {emb.id}")
+        print(
+            f"{name:<10} AUC {point[name]:.3f} [{lo:.3f}, {hi:.3f}]{delta}  (calibration half "
+            f"{roc_auc_score(relevant[~test], cos[~test]):.3f}, test half "
+            f"{roc_auc_score(relevant[test], cos[test]):.3f})   {emb.id}"
+        )
 
 
-WORDS = ("invoice vendor manager newsletter deadline meeting refund travel contract audit payroll outage "
-         "rollback database replica failover customer escalation holiday budget security phishing").split()
+WORDS = (
+    "invoice vendor manager newsletter deadline meeting refund travel contract audit payroll outage "
+    "rollback database replica failover customer escalation holiday budget security phishing"
+).split()
 
 
 def _store(db: Path, n: int = 1000, ceiling: int | None = None) -> str:
@@ -158,8 +168,14 @@ def _store(db: Path, n: int = 1000, ceiling: int | None = None) -> str:
             for i in range(n):
                 trigger = " ".join(rng.sample(WORDS, 4))
                 body = f"Lesson {i}: when {trigger}, " + " ".join(rng.sample(WORDS, 8)) + "; check twice."
-                r = gates.learn(store, skill, "preference", {"body": body, "trigger": trigger},
-                                section=rng.choice(slugs), provenance="user_instruction")
+                r = gates.learn(
+                    store,
+                    skill,
+                    "preference",
+                    {"body": body, "trigger": trigger},
+                    section=rng.choice(slugs),
+                    provenance="user_instruction",
+                )
                 assert r.delta is not None, r.message
         budget.enforce(store, [skill], ceiling or SHIPPED.ceiling)
         pooled = sorted(store.retrieval_only(skill.name))
@@ -175,29 +191,46 @@ def resolve_cold(repeat: int, lessons: int = 1000, ceiling: int | None = None) -
         os.environ["HOME"] = tmp  # the store's seal key, calibrations and discovery roots: none of this machine's
         db = Path(tmp) / "overlay.db"
         goal = _store(db, lessons, ceiling)
-        cmd = [cli, "resolve", str(ROOT / "datasets" / "skills" / "triage-inbox"), "--db", str(db), "--json",
-               *(["--ceiling", str(ceiling)] if ceiling else [])]
+        cmd = [
+            cli,
+            "resolve",
+            str(ROOT / "datasets" / "skills" / "triage-inbox"),
+            "--db",
+            str(db),
+            "--json",
+            *(["--ceiling", str(ceiling)] if ceiling else []),
+        ]
         runs = {"goal": [], "no goal": []}
         for _ in range(repeat):
             for kind in runs:
                 before = os.times()
                 t = time.perf_counter()
-                out = subprocess.run(cmd + (["--goal", goal] if kind == "goal" else []), cwd=tmp, capture_output=True,
-                                     text=True, check=True)
+                out = subprocess.run(
+                    cmd + (["--goal", goal] if kind == "goal" else []),
+                    cwd=tmp,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 wall, after = time.perf_counter() - t, os.times()
-                runs[kind].append((wall, after.children_user + after.children_system
-                                   - before.children_user - before.children_system))
+                runs[kind].append(
+                    (wall, after.children_user + after.children_system - before.children_user - before.children_system)
+                )
                 notes = json.loads(out.stdout)["notes"]
                 if kind == "goal":
                     retrieved = [n for n in notes if n["kind"] == "retrieved"]
                     dark = [n for n in notes if n["kind"] == "retrieval_dark"]
                     assert retrieved and not dark, notes[:3]
-    print(f"overlay-kit resolve triage-inbox --goal {goal!r} ({lessons:,} tier-3 lessons, budget enforced at "
-          f"{ceiling or 'the shipped ceiling'}; {len(retrieved)} retrieved), whole process, medians of {repeat} "
-          f"(load average {os.getloadavg()[0]:.1f}):")
+    print(
+        f"overlay-kit resolve triage-inbox --goal {goal!r} ({lessons:,} tier-3 lessons, budget enforced at "
+        f"{ceiling or 'the shipped ceiling'}; {len(retrieved)} retrieved), whole process, medians of {repeat} "
+        f"(load average {os.getloadavg()[0]:.1f}):"
+    )
     for kind, got in runs.items():
-        print(f"  {kind:<8} wall {statistics.median(w for w, _ in got):.3f} s (min {min(w for w, _ in got):.3f}), "
-              f"CPU {statistics.median(c for _, c in got):.3f} s (min {min(c for _, c in got):.3f})")
+        print(
+            f"  {kind:<8} wall {statistics.median(w for w, _ in got):.3f} s (min {min(w for w, _ in got):.3f}), "
+            f"CPU {statistics.median(c for _, c in got):.3f} s (min {min(c for _, c in got):.3f})"
+        )
 
 
 def main() -> None:

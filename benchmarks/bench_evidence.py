@@ -24,8 +24,17 @@ SIGNALS = ("accepted", "correction", "undo", "accepted")
 
 def ledger(skill) -> float:
     with Store.open(":memory:", auto_approve=True) as store:
-        ids = [gates.learn(store, skill, "preference", {"body": f"Lesson number {i}."}, section="replies",
-                           provenance="user_instruction").delta.id for i in range(IN_CONTEXT)]
+        ids = [
+            gates.learn(
+                store,
+                skill,
+                "preference",
+                {"body": f"Lesson number {i}."},
+                section="replies",
+                provenance="user_instruction",
+            ).delta.id
+            for i in range(IN_CONTEXT)
+        ]
         t0 = time.perf_counter()
         for t in range(TURNS):
             evidence.record_context(store, f"s{t // 4}", str(t % 4), ids)
@@ -36,8 +45,14 @@ def ledger(skill) -> float:
 def clustering(skill) -> float:
     with Store.open(":memory:", auto_approve=True) as store:
         for i in range(CLUSTERED):
-            gates.learn(store, skill, "preference", {"body": f"For topic {i % 20}, keep replies short ({i % 3})."},
-                        section=("replies", "triage")[i % 2], provenance="user_instruction")
+            gates.learn(
+                store,
+                skill,
+                "preference",
+                {"body": f"For topic {i % 20}, keep replies short ({i % 3})."},
+                section=("replies", "triage")[i % 2],
+                provenance="user_instruction",
+            )
         deltas = store.search(skill.name, status="active")
         t0 = time.perf_counter()
         evidence.near_duplicates(deltas, embedder=retrieval.static_embedder())
@@ -53,12 +68,16 @@ def deployment(seed: int) -> float:
 def main() -> None:
     skill = make_skill()
     retrieval.static_embedder()  # load once, outside the timings
-    rows = {f"ledger {TURNS} turns × {IN_CONTEXT} in context": [ledger(skill) for _ in range(RUNS)],
-            f"near_duplicates over {CLUSTERED} active deltas": [clustering(skill) for _ in range(RUNS)],
-            "one 60-session deployment + KPIs": [deployment(s) for s in range(RUNS)]}
+    rows = {
+        f"ledger {TURNS} turns × {IN_CONTEXT} in context": [ledger(skill) for _ in range(RUNS)],
+        f"near_duplicates over {CLUSTERED} active deltas": [clustering(skill) for _ in range(RUNS)],
+        "one 60-session deployment + KPIs": [deployment(s) for s in range(RUNS)],
+    }
     for name, times in rows.items():
-        print(f"{name:48s} median {statistics.median(times):7.3f} s  (min {min(times):.3f}, max {max(times):.3f}, "
-              f"{RUNS} runs)")
+        print(
+            f"{name:48s} median {statistics.median(times):7.3f} s  (min {min(times):.3f}, max {max(times):.3f}, "
+            f"{RUNS} runs)"
+        )
     per = statistics.median(rows[f"ledger {TURNS} turns × {IN_CONTEXT} in context"]) / TURNS * 1e3
     print(f"{'per turn (context + signal)':48s} median {per:7.3f} ms")
 

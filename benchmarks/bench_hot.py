@@ -55,8 +55,10 @@ def write_skill(root: Path, name: str, sections: int) -> Path:
 def lesson_rows(skill, n: int = 100, seed: int = 7) -> list[gates.Lesson]:
     """`n` lessons on the skill's sections, drawn with `seed`."""
     slugs = [s.slug for s in anchor.parse(skill.body) if s.level]
-    return [gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"],
-                         "user_instruction") for x in workload.lessons(slugs, n, seed)]
+    return [
+        gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"], "user_instruction")
+        for x in workload.lessons(slugs, n, seed)
+    ]
 
 
 def fill(store: Store, skill) -> list[str]:
@@ -64,16 +66,17 @@ def fill(store: Store, skill) -> list[str]:
     results = gates.learn_many(store, skill, lesson_rows(skill))
     ids = [r.delta.id for r in results]
     with store.transaction():
-        for did in ids[:workload.ACTIVE]:
+        for did in ids[: workload.ACTIVE]:
             store.approve(did)
-    return ids[:workload.ACTIVE]
+    return ids[: workload.ACTIVE]
 
 
 _PYCACHE: list[tempfile.TemporaryDirectory] = []  # one bytecode cache per benchmark process
 
 
-def cli_resolve(skill_dir: Path, db: Path, runs: int, warm: bool = True, *, compiled: bool = True
-                ) -> tuple[float, float]:
+def cli_resolve(
+    skill_dir: Path, db: Path, runs: int, warm: bool = True, *, compiled: bool = True
+) -> tuple[float, float]:
     """`overlay-kit resolve SKILL` as a whole process (the console script's interpreter, cold imports).
 
     With bytecode, as an installed package has it (pip compiles it at install): the children share a bytecode
@@ -85,8 +88,11 @@ def cli_resolve(skill_dir: Path, db: Path, runs: int, warm: bool = True, *, comp
     if not _PYCACHE:
         _PYCACHE.append(tempfile.TemporaryDirectory(prefix="overlay_kit-bench-pycache-"))
     cache = Path(_PYCACHE[0].name)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               PYTHONPYCACHEPREFIX=str(cache))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        PYTHONPYCACHEPREFIX=str(cache),
+    )
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     cmd = [sys.executable, "-m", "overlay_kit.cli", "resolve", str(skill_dir), "--db", str(db)]
     if warm or not compiled:
@@ -131,8 +137,9 @@ def main() -> None:
         w, c = timed(anchors(large.body), runs * 3)
         rows.append(("  the same, parse cache warm (a body seen before)", w, c, 2.0, "ms"))
         w, c = timed(lambda: anchor.parse_markdown_it(large.body), runs)
-        rows.append(("  the same body through markdown-it (the oracle; digests not included)", w, c, float("nan"),
-                     "ms"))
+        rows.append(
+            ("  the same body through markdown-it (the oracle; digests not included)", w, c, float("nan"), "ms")
+        )
 
         with Store.open(tmp / "read.db") as store:
             for skill in (small, large):
@@ -149,8 +156,15 @@ def main() -> None:
                 assert len(eff.applied) == workload.ACTIVE, eff.notes[:3]
                 w, c = timed(lambda: compose(skill, deltas, **kw), runs * 10)
                 label = f"compose one skill with 90 active deltas (no DB), {len(anchor.parse(skill.body)) - 1} sections"
-                rows.append((label + ("" if ceiling is None else f", ceiling {ceiling}"), w, c,
-                             0.6 if ceiling is None else float("nan"), "ms"))
+                rows.append(
+                    (
+                        label + ("" if ceiling is None else f", ceiling {ceiling}"),
+                        w,
+                        c,
+                        0.6 if ceiling is None else float("nan"),
+                        "ms",
+                    )
+                )
 
         for n in workload.CORPORA:
             per_row = []
@@ -169,8 +183,15 @@ def main() -> None:
 
             _, c = timed(learn, runs, new_batch)
             # the issue's target is for 5,000 lessons; 200 show what a call's fixed costs add per row
-            rows.append((f"learn {n:,} lessons through the gates, one transaction", statistics.median(per_row),
-                         c / n * 1e3, 40.0 if n == 5000 else float("nan"), "µs/row"))
+            rows.append(
+                (
+                    f"learn {n:,} lessons through the gates, one transaction",
+                    statistics.median(per_row),
+                    c / n * 1e3,
+                    40.0 if n == 5000 else float("nan"),
+                    "µs/row",
+                )
+            )
 
         db = tmp / "cli.db"
         with Store.open(db) as store:
@@ -179,26 +200,34 @@ def main() -> None:
         w, c = cli_resolve(small_dir, db, runs)
         rows.append(("`overlay-kit resolve SKILL` as a whole process (90 active deltas)", w, c, 300.0, "ms"))
         w, c = cli_resolve(small_dir, db, runs, compiled=False)
-        rows.append(("  the same, overlay_kit's sources compiled every run (no bytecode cache)", w, c, float("nan"),
-                     "ms"))
+        rows.append(
+            ("  the same, overlay_kit's sources compiled every run (no bytecode cache)", w, c, float("nan"), "ms")
+        )
         w, c = cli_resolve(small_dir, tmp / "absent.db", runs)
         rows.append(("  the same without a store (authored base only)", w, c, float("nan"), "ms"))
         interpreter = [sys.executable, "-c", "import yaml, sqlite3, argparse, json, dataclasses, hashlib"]
         w, c = timed_process(interpreter, dict(os.environ, PYTHONPYCACHEPREFIX=_PYCACHE[0].name), runs)
-        rows.append(("  floor: the interpreter importing yaml, sqlite3, argparse, json, dataclasses, hashlib", w, c,
-                     float("nan"), "ms"))
+        rows.append(
+            (
+                "  floor: the interpreter importing yaml, sqlite3, argparse, json, dataclasses, hashlib",
+                w,
+                c,
+                float("nan"),
+                "ms",
+            )
+        )
 
     load = os.getloadavg()
-    print(f"bench_hot: medians of >= {runs} runs; {os.cpu_count()} CPUs, load average {load[0]:.2f} "
-          f"{load[1]:.2f} {load[2]:.2f} (wall time stretches with load; CPU time much less)")
+    print(
+        f"bench_hot: medians of >= {runs} runs; {os.cpu_count()} CPUs, load average {load[0]:.2f} "
+        f"{load[1]:.2f} {load[2]:.2f} (wall time stretches with load; CPU time much less)"
+    )
     print(f"  {'path':<78}{'wall':>10}{'cpu':>10}{'target':>10}  unit     verdict")
     for path, wall, cpu, target, unit in rows:
-        verdict = "" if target != target else ("met" if wall <= target else
-                                               "cpu met" if cpu <= target else "NOT met")
+        verdict = "" if target != target else ("met" if wall <= target else "cpu met" if cpu <= target else "NOT met")
         tgt = "" if target != target else f"{target:g}"
         print(f"  {path:<78}{wall:10.3f}{cpu:10.3f}{tgt:>10}  {unit:<8} {verdict}")
-    print("  rebase sweep, 1,000 histories x 20 versions, four policies, 2 cores: see bench_rebase.py "
-          "(target <= 30 s)")
+    print("  rebase sweep, 1,000 histories x 20 versions, four policies, 2 cores: see bench_rebase.py (target <= 30 s)")
 
 
 if __name__ == "__main__":

@@ -37,8 +37,9 @@ def main() -> None:
             "route": lambda: [L.route(x.text, x.capture, x.domain, source) for x in corpus],
             "curve": lambda: L.collapse_curve(corpus, source.registry),
             "costs": lambda: L.representation_costs(corpus, source),
-            "facts.get x1000": lambda: [facts.get("escalation", "followup_hours", 72, scope="sender:cfo@company.com")
-                                        for _ in range(1000)],
+            "facts.get x1000": lambda: [
+                facts.get("escalation", "followup_hours", 72, scope="sender:cfo@company.com") for _ in range(1000)
+            ],
         }
         print(f"{len(corpus)} lessons, median of {args.repeat} runs")
         for name, fn in stages.items():

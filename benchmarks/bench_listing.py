@@ -40,8 +40,9 @@ def build(db: str, lessons: int) -> None:
 def listing(argv: list[str], env: dict) -> dict:
     """One `overlay-kit ARGV` process: seconds to its first delta line and to its end, peak RSS in MiB, bytes."""
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "overlay_kit", *argv], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "overlay_kit", *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     first, size = None, 0
     for line in proc.stdout:
         size += len(line)
@@ -67,28 +68,41 @@ def main() -> None:
     if args.build:
         return build(args.build, args.lessons)
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-                   OVERLAY_KIT_KEY_FILE=str(Path(tmp) / "seal.key"))
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            OVERLAY_KIT_KEY_FILE=str(Path(tmp) / "seal.key"),
+        )
         db = str(Path(tmp) / "big.db")
         t = time.perf_counter()
-        out = subprocess.run([sys.executable, __file__, "--build", db, "--lessons", str(args.lessons)], env=env,
-                             check=True, capture_output=True, text=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, __file__, "--build", db, "--lessons", str(args.lessons)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         build_s, (n, after) = time.perf_counter() - t, out[-2:]
         whole = [listing(["deltas", "big", "--json", "--db", db], env) for _ in range(args.runs)]
-        first_page = [listing(["deltas", "big", "--json", "--limit", "100", "--db", db], env)
-                      for _ in range(args.runs)]
-        last_page = [listing(["deltas", "big", "--json", "--limit", "100", "--after", after, "--db", db], env)
-                     for _ in range(args.runs)]
+        first_page = [listing(["deltas", "big", "--json", "--limit", "100", "--db", db], env) for _ in range(args.runs)]
+        last_page = [
+            listing(["deltas", "big", "--json", "--limit", "100", "--after", after, "--db", db], env)
+            for _ in range(args.runs)
+        ]
     load = os.getloadavg()
-    print(f"bench_listing: medians of {args.runs} processes; {int(n):,} active lessons on one skill "
-          f"(store built in {build_s:.1f} s); {os.cpu_count()} CPUs, load {load[0]:.2f} {load[1]:.2f}")
-    rows = [("`deltas big --json`: first delta on stdout", median(whole, "first_s"), "s"),
-            ("`deltas big --json`: whole listing", median(whole, "total_s"), "s"),
-            ("`deltas big --json`: peak RSS", median(whole, "peak_mib"), "MiB"),
-            ("`deltas big --json`: bytes out", median(whole, "bytes") / 2**20, "MiB"),
-            ("`--limit 100`, first page: whole process", median(first_page, "total_s"), "s"),
-            ("`--limit 100`, first page: peak RSS", median(first_page, "peak_mib"), "MiB"),
-            ("`--limit 100 --after` the 99,900th id: whole process", median(last_page, "total_s"), "s")]
+    print(
+        f"bench_listing: medians of {args.runs} processes; {int(n):,} active lessons on one skill "
+        f"(store built in {build_s:.1f} s); {os.cpu_count()} CPUs, load {load[0]:.2f} {load[1]:.2f}"
+    )
+    rows = [
+        ("`deltas big --json`: first delta on stdout", median(whole, "first_s"), "s"),
+        ("`deltas big --json`: whole listing", median(whole, "total_s"), "s"),
+        ("`deltas big --json`: peak RSS", median(whole, "peak_mib"), "MiB"),
+        ("`deltas big --json`: bytes out", median(whole, "bytes") / 2**20, "MiB"),
+        ("`--limit 100`, first page: whole process", median(first_page, "total_s"), "s"),
+        ("`--limit 100`, first page: peak RSS", median(first_page, "peak_mib"), "MiB"),
+        ("`--limit 100 --after` the 99,900th id: whole process", median(last_page, "total_s"), "s"),
+    ]
     for label, value, unit in rows:
         print(f"  {label:<60}{value:10.3f}  {unit}")
 

@@ -66,15 +66,25 @@ def bench_size(client: LemonadeClient, eng: Engine, inputs: cost.StudyInputs, si
     colds = [cold() for _ in range(3)]
     msgs = [{"role": "system", "content": f"Warm.\n\n{text}"}, {"role": "user", "content": "Go."}]
     client.chat(eng.alias, msgs, max_completion_tokens=1, stream=True, temperature=0.0)
-    warms = [client.chat(eng.alias, msgs + [{"role": "assistant", "content": "ok"},
-                                            {"role": "user", "content": f"Again {i}."}],
-                         max_completion_tokens=1, stream=True, temperature=0.0) for i in range(3)]
+    warms = [
+        client.chat(
+            eng.alias,
+            msgs + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": f"Again {i}."}],
+            max_completion_tokens=1,
+            stream=True,
+            temperature=0.0,
+        )
+        for i in range(3)
+    ]
 
     def med(replies, field):
         return statistics.median(getattr(r, field) for r in replies)
-    print(f"{eng.alias}, {colds[0].prompt_tokens_counted:>5,}-token prompt: TTFT cold {med(colds, 'ttft_s'):.3f} s "
-          f"(engine CPU {med(colds, 'server_cpu_s'):.3f} s), warm/prefix cached {med(warms, 'ttft_s'):.3f} s "
-          f"(CPU {med(warms, 'server_cpu_s'):.3f} s)")
+
+    print(
+        f"{eng.alias}, {colds[0].prompt_tokens_counted:>5,}-token prompt: TTFT cold {med(colds, 'ttft_s'):.3f} s "
+        f"(engine CPU {med(colds, 'server_cpu_s'):.3f} s), warm/prefix cached {med(warms, 'ttft_s'):.3f} s "
+        f"(CPU {med(warms, 'server_cpu_s'):.3f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -21,8 +21,10 @@ from pathlib import Path
 
 from overlay_kit.mine import mine
 
-WORDS = ("always never prefer avoid run test commit deploy format lint review document cache retry log check "
-         "the a every each new old small large public private function module file branch release build").split()
+WORDS = (
+    "always never prefer avoid run test commit deploy format lint review document cache retry log check "
+    "the a every each new old small large public private function module file branch release build"
+).split()
 
 
 def _sentence(rng: random.Random, n: int | None = None) -> str:
@@ -33,8 +35,10 @@ def _sentence(rng: random.Random, n: int | None = None) -> str:
 class Doc:
     def __init__(self, rng: random.Random, skill: str | None):
         self.rng, self.skill, self.desc = rng, skill, _sentence(rng)
-        self.sections = [[_sentence(rng, 2).rstrip("."), [_sentence(rng) for _ in range(rng.randint(1, 5))]]
-                         for _ in range(rng.randint(2, 6))]
+        self.sections = [
+            [_sentence(rng, 2).rstrip("."), [_sentence(rng) for _ in range(rng.randint(1, 5))]]
+            for _ in range(rng.randint(2, 6))
+        ]
 
     def text(self) -> str:
         head = f"---\nname: {self.skill}\ndescription: {self.desc}\n---\n" if self.skill else ""
@@ -46,8 +50,9 @@ class Doc:
     def edit(self) -> None:
         rng = self.rng
         sec = rng.choice(self.sections)
-        op = rng.choices(("append", "insert", "reword", "delete", "move", "section", "heading", "meta"),
-                         (40, 10, 15, 10, 5, 8, 4, 8))[0]
+        op = rng.choices(
+            ("append", "insert", "reword", "delete", "move", "section", "heading", "meta"), (40, 10, 15, 10, 5, 8, 4, 8)
+        )[0]
         if op == "append" or not sec[1]:
             sec[1].append(_sentence(rng))
         elif op == "insert":
@@ -62,8 +67,10 @@ class Doc:
         elif op == "move":
             rng.choice(self.sections)[1].append(sec[1].pop(rng.randrange(len(sec[1]))))
         elif op == "section":
-            self.sections.insert(rng.randrange(len(self.sections) + 1),
-                                 [_sentence(rng, 2).rstrip("."), [_sentence(rng) for _ in range(2)]])
+            self.sections.insert(
+                rng.randrange(len(self.sections) + 1),
+                [_sentence(rng, 2).rstrip("."), [_sentence(rng) for _ in range(2)]],
+            )
         elif op == "heading":
             sec[0] = _sentence(rng, 2).rstrip(".")
         else:
@@ -129,8 +136,10 @@ def main() -> None:
         took = time.perf_counter() - t0
     versions = sum(len(f.versions) for f in result.files)
     print(f"built {args.commits} commits in {built:.1f} s")
-    print(f"mine: {args.commits} commits, {len(result.files)} files, {versions} versions, {len(result.pairs)} pairs, "
-          f"{len(result.events)} rule events in {took:.2f} s")
+    print(
+        f"mine: {args.commits} commits, {len(result.files)} files, {versions} versions, {len(result.pairs)} pairs, "
+        f"{len(result.events)} rule events in {took:.2f} s"
+    )
 
 
 if __name__ == "__main__":

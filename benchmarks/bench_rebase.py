@@ -60,7 +60,7 @@ def _rebase(histories: list[sim.History]) -> dict:
 
 
 def chunks(items: list, size: int) -> list[list]:
-    return [items[i: i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def ms(xs: list[float], q: float | None = None) -> str:
@@ -82,24 +82,34 @@ def main() -> None:
     size = max(1, args.histories // (8 * args.jobs))  # 8 chunks a worker: a short tail when one runs late
 
     t0 = time.perf_counter()
-    parts = sweep(_generate, [{"profile": args.profile, "versions": args.versions, "deltas": args.deltas,
-                                   "seeds": c} for c in chunks(seeds, size)], n_jobs=args.jobs, progress=False)
+    parts = sweep(
+        _generate,
+        [
+            {"profile": args.profile, "versions": args.versions, "deltas": args.deltas, "seeds": c}
+            for c in chunks(seeds, size)
+        ],
+        n_jobs=args.jobs,
+        progress=False,
+    )
     gen_s = time.perf_counter() - t0
     histories = [h for part in parts for h in part]
     updates = sum(len(h.versions) - 1 for h in histories)
-    print(f"bench_rebase: {len(histories)} histories x {args.versions} versions x {args.deltas} deltas "
-          f"({args.profile}), {updates} updates, {args.jobs} jobs, {os.cpu_count()} CPUs")
+    print(
+        f"bench_rebase: {len(histories)} histories x {args.versions} versions x {args.deltas} deltas "
+        f"({args.profile}), {updates} updates, {args.jobs} jobs, {os.cpu_count()} CPUs"
+    )
     print(f"  generate histories          {gen_s:8.1f} s wall")
 
     sweep(_rebase, [{"histories": histories[:1]}] * (2 * args.jobs), n_jobs=args.jobs, progress=False)  # warm workers
     walls, results = [], None
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        results = sweep(_rebase, [{"histories": c} for c in chunks(histories, size)], n_jobs=args.jobs,
-                            progress=False)
+        results = sweep(_rebase, [{"histories": c} for c in chunks(histories, size)], n_jobs=args.jobs, progress=False)
         walls.append(time.perf_counter() - t0)
-    print(f"  rebase, all four policies   {statistics.median(walls):8.1f} s wall (median of {args.repeat}: "
-          f"{', '.join(f'{w:.1f}' for w in walls)}), {updates / statistics.median(walls):.0f} updates/s")
+    print(
+        f"  rebase, all four policies   {statistics.median(walls):8.1f} s wall (median of {args.repeat}: "
+        f"{', '.join(f'{w:.1f}' for w in walls)}), {updates / statistics.median(walls):.0f} updates/s"
+    )
 
     parse_s = [x for r in results for x in r["parse"]]
     cpu = lambda stage: sum(r["cpu"][stage] for r in results)  # noqa: E731
@@ -111,13 +121,26 @@ def main() -> None:
         print(f"  {name:<18}{ms(xs):>10}{ms(xs, 95):>10}{sum(xs):9.1f}{cpu(name):9.1f}")
 
     print(f"\n  {'outcomes':<18}" + "".join(f"{n:>12}" for n in rebase.POLICIES))
-    keys = ("deltas", "clean", "stale", "orphaned", "false_orphan", "rescued", "proposals", "correct_proposals",
-            "misattached", "silent_reapply")
+    keys = (
+        "deltas",
+        "clean",
+        "stale",
+        "orphaned",
+        "false_orphan",
+        "rescued",
+        "proposals",
+        "correct_proposals",
+        "misattached",
+        "silent_reapply",
+    )
     for key in keys:
         row = [sum(r["counts"][n].get(key, 0) for r in results) for n in rebase.POLICIES]
         print(f"  {key:<18}" + "".join(f"{v:>12}" for v in row))
-    bad = sum(r["counts"][n].get("misattached", 0) + r["counts"][n].get("silent_reapply", 0)
-              for r in results for n in rebase.POLICIES)
+    bad = sum(
+        r["counts"][n].get("misattached", 0) + r["counts"][n].get("silent_reapply", 0)
+        for r in results
+        for n in rebase.POLICIES
+    )
     if bad:
         raise SystemExit(f"FAIL: {bad} misattached or silently re-applied decisions")
 

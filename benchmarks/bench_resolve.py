@@ -26,8 +26,10 @@ from overlay_kit.skill import load_skill  # noqa: E402
 from overlay_kit.store import Store  # noqa: E402
 
 RUNS = 5
-WORDS = ("invoice vendor manager newsletter deadline meeting refund travel contract audit payroll outage "
-         "rollback database replica failover customer escalation holiday budget security phishing").split()
+WORDS = (
+    "invoice vendor manager newsletter deadline meeting refund travel contract audit payroll outage "
+    "rollback database replica failover customer escalation holiday budget security phishing"
+).split()
 
 
 def median_ms(fn, runs: int = RUNS) -> tuple[float, object]:
@@ -51,11 +53,13 @@ def learn(store, skill, rng, n: int, kinds=("preference",)) -> None:
         for i in range(n):
             kind = kinds[i % len(kinds)]
             trigger, body = lesson(rng, i)
-            payload = {"preference": {"body": body, "trigger": trigger},
-                       "example": {"input": trigger, "output": body[:200]},
-                       "parameter": {"key": f"knob_{i}", "value": i},
-                       "exception": {"condition": f"{trigger} happens twice", "action": "escalate-to-user"},
-                       "tool-hint": {"prefer": [rng.choice(skill.tools)]} if skill.tools else None}[kind]
+            payload = {
+                "preference": {"body": body, "trigger": trigger},
+                "example": {"input": trigger, "output": body[:200]},
+                "parameter": {"key": f"knob_{i}", "value": i},
+                "exception": {"condition": f"{trigger} happens twice", "action": "escalate-to-user"},
+                "tool-hint": {"prefer": [rng.choice(skill.tools)]} if skill.tools else None,
+            }[kind]
             if payload is None:
                 continue
             r = gates.learn(store, skill, kind, payload, section=rng.choice(slugs), provenance="user_instruction")
@@ -65,8 +69,10 @@ def learn(store, skill, rng, n: int, kinds=("preference",)) -> None:
 def bench_90_over_201() -> dict:
     skill = load_skill(ROOT / "datasets" / "skills" / "failover-runbook")
     sections = len(anchor.parse(skill.body)) - 1
-    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "b.db", research=True,
-                                                         auto_approve=True) as store:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Store.open(Path(tmp) / "b.db", research=True, auto_approve=True) as store,
+    ):
         learn(store, skill, random.Random(1), 90, ("preference", "example", "parameter", "exception"))
         t = time.perf_counter()
         resolve(skill, store, embedder=False)  # first: parses and counts the authored base (cached after)
@@ -74,8 +80,14 @@ def bench_90_over_201() -> dict:
         ms, eff = median_ms(lambda: resolve(skill, store, embedder=False))
         again = resolve(skill, store, embedder=False)
     assert again.text == eff.text  # byte-identical across resolutions
-    return {"sections": sections, "deltas": 90, "applied": len(eff.applied), "tokens": eff.tokens,
-            "resolve_ms": ms, "first_ms": first_ms}
+    return {
+        "sections": sections,
+        "deltas": 90,
+        "applied": len(eff.applied),
+        "tokens": eff.tokens,
+        "resolve_ms": ms,
+        "first_ms": first_ms,
+    }
 
 
 def bench_session_5000(emb) -> dict:
@@ -93,9 +105,15 @@ def bench_session_5000(emb) -> dict:
         warm_ms, warm = median_ms(lambda: Session(store, goal=goal, embedder=emb, touch=False).resolve(skill))
         assert warm.text == cold.text
         pooled = len(store.retrieval_only(skill.name))
-    return {"deltas": 5000, "retrieval_only": pooled, "resident": 5000 - pooled - len(plan.archive),
-            "retrieved": len(warm.notes_of("retrieved")), "tokens": warm.tokens, "cold_ms": cold_ms,
-            "warm_ms": warm_ms}
+    return {
+        "deltas": 5000,
+        "retrieval_only": pooled,
+        "resident": 5000 - pooled - len(plan.archive),
+        "retrieved": len(warm.notes_of("retrieved")),
+        "tokens": warm.tokens,
+        "cold_ms": cold_ms,
+        "warm_ms": warm_ms,
+    }
 
 
 def bench_embed_10000(emb) -> dict:
@@ -105,8 +123,13 @@ def bench_embed_10000(emb) -> dict:
     ids = [f"delta_{i:05d}" for i in range(len(triggers))]
     idx_ms, index = median_ms(lambda: TriggerIndex(emb, ids, vectors), runs=3)
     q_ms, _ = median_ms(lambda: index.retrieve("vendor invoice refund audit", 0.82), runs=21)
-    return {"triggers": len(triggers), "embed_ms": enc_ms, "per_1k_ms": enc_ms / len(triggers) * 1e3,
-            "index_build_ms": idx_ms, "query_ms": q_ms}
+    return {
+        "triggers": len(triggers),
+        "embed_ms": enc_ms,
+        "per_1k_ms": enc_ms / len(triggers) * 1e3,
+        "index_build_ms": idx_ms,
+        "query_ms": q_ms,
+    }
 
 
 def main() -> None:
@@ -114,16 +137,22 @@ def main() -> None:
     emb = load_embedder()
     load_s = time.perf_counter() - t
     a = bench_90_over_201()
-    print(f"resolve {a['deltas']} deltas over a {a['sections']}-section base: median {a['resolve_ms']:.1f} ms "
-          f"of {RUNS}, first {a['first_ms']:.0f} ms with the base uncached ({a['applied']} applied, "
-          f"{a['tokens']} tokens)")
+    print(
+        f"resolve {a['deltas']} deltas over a {a['sections']}-section base: median {a['resolve_ms']:.1f} ms "
+        f"of {RUNS}, first {a['first_ms']:.0f} ms with the base uncached ({a['applied']} applied, "
+        f"{a['tokens']} tokens)"
+    )
     b = bench_session_5000(emb)
-    print(f"session start with retrieval over {b['deltas']} deltas ({b['retrieval_only']} retrieval-only, "
-          f"{b['resident']} resident after the budget): cold {b['cold_ms']:.0f} ms (embeds every trigger), "
-          f"warm median {b['warm_ms']:.1f} ms of {RUNS} ({b['retrieved']} retrieved, {b['tokens']} tokens)")
+    print(
+        f"session start with retrieval over {b['deltas']} deltas ({b['retrieval_only']} retrieval-only, "
+        f"{b['resident']} resident after the budget): cold {b['cold_ms']:.0f} ms (embeds every trigger), "
+        f"warm median {b['warm_ms']:.1f} ms of {RUNS} ({b['retrieved']} retrieved, {b['tokens']} tokens)"
+    )
     c = bench_embed_10000(emb)
-    print(f"embed {c['triggers']} triggers: median {c['embed_ms']:.0f} ms of 3 ({c['per_1k_ms']:.0f} ms per 1,000); "
-          f"FAISS index build {c['index_build_ms']:.1f} ms; one goal query {c['query_ms']:.2f} ms")
+    print(
+        f"embed {c['triggers']} triggers: median {c['embed_ms']:.0f} ms of 3 ({c['per_1k_ms']:.0f} ms per 1,000); "
+        f"FAISS index build {c['index_build_ms']:.1f} ms; one goal query {c['query_ms']:.2f} ms"
+    )
     print(f"(one-off embedder load in this process: {load_s:.1f} s)")
 
 

@@ -26,8 +26,14 @@ from overlay_kit.resources import dataset_path
 def lesson_texts() -> list[str]:
     lessons = list(csv.DictReader(dataset_path("lessons", "lessons.csv").open(encoding="utf-8")))
     tau = list(csv.DictReader(dataset_path("tau", "lessons.csv").open(encoding="utf-8")))
-    return list(dict.fromkeys([x["text"] for x in lessons] + [x["prose"] for x in lessons]
-                              + [x["body"] for x in tau] + [x["trigger"] for x in tau]))
+    return list(
+        dict.fromkeys(
+            [x["text"] for x in lessons]
+            + [x["prose"] for x in lessons]
+            + [x["body"] for x in tau]
+            + [x["trigger"] for x in tau]
+        )
+    )
 
 
 def main(verbose: bool = False) -> None:
@@ -73,12 +79,17 @@ def main(verbose: bool = False) -> None:
         t0 = time.perf_counter()
         scan_many(texts)
         runs.append(time.perf_counter() - t0)
-    print(f"batch scan time (scan_many: one automaton pass, then the few patterns it names): "
-          f"{1e6 * statistics.median(runs) / len(texts):.0f} µs per text over the {len(texts)} ordinary lessons, "
-          f"median of 7")
+    print(
+        f"batch scan time (scan_many: one automaton pass, then the few patterns it names): "
+        f"{1e6 * statistics.median(runs) / len(texts):.0f} µs per text over the {len(texts)} ordinary lessons, "
+        f"median of 7"
+    )
     # per language: the benign rows of the multilingual development set, each language's batch 20 times over
-    dev = [json.loads(line) for line in dataset_path("injection", "multilingual_dev.jsonl").open(encoding="utf-8")
-           if line.strip()]
+    dev = [
+        json.loads(line)
+        for line in dataset_path("injection", "multilingual_dev.jsonl").open(encoding="utf-8")
+        if line.strip()
+    ]
     langs: dict[str, list[str]] = defaultdict(list)
     for r in dev:
         if r["label"] == "benign":
@@ -103,9 +114,11 @@ def reader_timings(repeats: int = 3) -> None:
 
     texts = lesson_texts()
     on = injection._loaded_reader  # the reader as `SHIPPED.scan_reader = True` runs it
-    off = (lambda: None)
-    for name, reader in (("reader off (the lexicon alone, as before issue 40's reader)", off),
-                         ("reader on (overlay_kit[e5])", on)):
+    off = lambda: None
+    for name, reader in (
+        ("reader off (the lexicon alone, as before issue 40's reader)", off),
+        ("reader on (overlay_kit[e5])", on),
+    ):
         injection._reader = reader
         scan_many(texts[:8])  # the engine loaded, the automaton built
         batch, single = [], []
@@ -119,9 +132,11 @@ def reader_timings(repeats: int = 3) -> None:
             for t in texts[:100]:
                 scan(t)
             single.append(time.perf_counter() - t0)
-        print(f"{name}: scan_many {1e6 * statistics.median(batch) / len(texts):.0f} µs per ordinary lesson "
-              f"(560, median of {repeats}); scan {1e6 * statistics.median(single) / 100:.0f} µs per lesson "
-              f"(100 one at a time)")
+        print(
+            f"{name}: scan_many {1e6 * statistics.median(batch) / len(texts):.0f} µs per ordinary lesson "
+            f"(560, median of {repeats}); scan {1e6 * statistics.median(single) / 100:.0f} µs per lesson "
+            f"(100 one at a time)"
+        )
     injection._reader = on
 
 

@@ -61,7 +61,10 @@ def one(embedder_name: str) -> dict:
             t = time.perf_counter()
             sel.select([g], lessons, embedder, rule, vectors=vectors)
             times.append((time.perf_counter() - t) * 1000)
-        out[name] = {"median_ms": round(float(np.median(times)), 3), "p90_ms": round(float(np.percentile(times, 90)), 3)}
+        out[name] = {
+            "median_ms": round(float(np.median(times)), 3),
+            "p90_ms": round(float(np.percentile(times, 90)), 3),
+        }
     return out
 
 
@@ -81,8 +84,12 @@ def cold(runs: int = 7) -> dict:
     pool = [x for x in corpus.lessons if x.agent == "mailbox"][:SIZE]
     db = Path(tempfile.mkdtemp()) / "overlay.db"
     with Store.open(db) as store:
-        rows = [gates.Lesson("preference", {"body": x.body, "trigger": x.taught}, x.section, "user_instruction",
-                             goal=x.taught) for x in pool]
+        rows = [
+            gates.Lesson(
+                "preference", {"body": x.body, "trigger": x.taught}, x.section, "user_instruction", goal=x.taught
+            )
+            for x in pool
+        ]
         results = gates.learn_many(store, skill, rows)
         store.approve_many([r.delta.id for r in results if r.delta is not None and r.delta.status != "active"])
     out = {"lessons": len(pool)}
@@ -90,8 +97,11 @@ def cold(runs: int = 7) -> dict:
         walls = []
         for _ in range(runs):
             t = time.perf_counter()
-            subprocess.run([str(Path(sys.executable).parent / "overlay-kit"), "resolve", str(skill_dir), "--db",
-                            str(db), *extra], check=True, capture_output=True)
+            subprocess.run(
+                [str(Path(sys.executable).parent / "overlay-kit"), "resolve", str(skill_dir), "--db", str(db), *extra],
+                check=True,
+                capture_output=True,
+            )
             walls.append(time.perf_counter() - t)
         out[label] = {"median_s": round(statistics.median(walls), 3), "min_s": round(min(walls), 3)}
     return out
@@ -124,10 +134,15 @@ def main() -> None:
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]))
     if args.write:
-        record = {"measured": dt.date.today().isoformat(), "machine": f"{platform.machine()} {platform.system()} "
-                  f"python {platform.python_version()}, {os.cpu_count()} cpus, one thread", "size": SIZE,
-                  "load_average_before": [round(x, 2) for x in load],
-                  "load_average_after": [round(x, 2) for x in os.getloadavg()], "results": rows}
+        record = {
+            "measured": dt.date.today().isoformat(),
+            "machine": f"{platform.machine()} {platform.system()} "
+            f"python {platform.python_version()}, {os.cpu_count()} cpus, one thread",
+            "size": SIZE,
+            "load_average_before": [round(x, 2) for x in load],
+            "load_average_after": [round(x, 2) for x in os.getloadavg()],
+            "results": rows,
+        }
         RESULTS.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {RESULTS}")
 

@@ -34,8 +34,14 @@ def one_run(seed: int) -> dict[str, float]:
             with store.transaction():
                 for i in range(start, start + BATCH):
                     s = skills[i % N_SKILLS] if i >= ACTIVE else skills[0]  # skill-00 gets 90 + its share
-                    r = gates.learn(store, s, "preference", {"body": f"lesson {i}: {rng.random():.6f}"},
-                                    section=rng.choice(["triage", "replies"]), provenance="user_instruction")
+                    r = gates.learn(
+                        store,
+                        s,
+                        "preference",
+                        {"body": f"lesson {i}: {rng.random():.6f}"},
+                        section=rng.choice(["triage", "replies"]),
+                        provenance="user_instruction",
+                    )
                     ids[s.name].append(r.delta.id)
         learn_s = time.perf_counter() - t0
         with store.transaction():
@@ -54,8 +60,12 @@ def one_run(seed: int) -> dict[str, float]:
             t = time.perf_counter()
             store.get(did)
             lookups.append(time.perf_counter() - t)
-    return {"learn_total_s": learn_s, "learn_per_delta_us": learn_s / N_LEARN * 1e6,
-            "read_90_active_ms": statistics.median(reads) * 1e3, "point_lookup_us": statistics.median(lookups) * 1e6}
+    return {
+        "learn_total_s": learn_s,
+        "learn_per_delta_us": learn_s / N_LEARN * 1e6,
+        "read_90_active_ms": statistics.median(reads) * 1e3,
+        "point_lookup_us": statistics.median(lookups) * 1e6,
+    }
 
 
 def one_section(seed: int) -> dict[str, float]:
@@ -63,26 +73,38 @@ def one_section(seed: int) -> dict[str, float]:
     skill = make_skill()
     out = {}
     with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "bench.db") as store:
+
         def probe(tag: str) -> float:
             times = []
             for i in range(PROBES):
                 t = time.perf_counter()
-                gates.learn(store, skill, "preference", {"body": f"{tag} probe {seed}.{i}"}, section="replies",
-                            provenance="user_instruction")
+                gates.learn(
+                    store,
+                    skill,
+                    "preference",
+                    {"body": f"{tag} probe {seed}.{i}"},
+                    section="replies",
+                    provenance="user_instruction",
+                )
                 times.append(time.perf_counter() - t)
             return statistics.median(times) * 1e6
 
         out["learn_one_empty_us"] = probe("empty")
-        gates.learn_many(store, skill, [gates.Lesson("preference", {"body": f"filler {i}"}, "replies",
-                                                     "user_instruction") for i in range(FULL)])
+        gates.learn_many(
+            store,
+            skill,
+            [gates.Lesson("preference", {"body": f"filler {i}"}, "replies", "user_instruction") for i in range(FULL)],
+        )
         out[f"learn_one_{FULL}_us"] = probe("full")
     return out
 
 
 def main() -> None:
     runs = [one_run(seed) | one_section(seed) for seed in range(RUNS)]
-    print(f"store benchmark: {N_LEARN} deltas via gates.learn in batches of {BATCH}, {N_SKILLS} skills, "
-          f"median of {RUNS} runs ({READS} reads each)")
+    print(
+        f"store benchmark: {N_LEARN} deltas via gates.learn in batches of {BATCH}, {N_SKILLS} skills, "
+        f"median of {RUNS} runs ({READS} reads each)"
+    )
     for key in runs[0]:
         values = [r[key] for r in runs]
         print(f"  {key:<22} median {statistics.median(values):10.3f}   (min {min(values):.3f}, max {max(values):.3f})")

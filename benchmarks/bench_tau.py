@@ -34,9 +34,14 @@ def main() -> None:
     lessons = pairs.drop_duplicates("trigger")
     index = retrieval.TriggerIndex(emb, [f"{i:04d}" for i in range(len(lessons))], emb.encode(list(lessons["trigger"])))
     gate, _ = retrieval.gate_for(emb.id)
-    stages = {"score": lambda: th.score(pairs, scorer), "study": lambda: th.study_embedder(scored, rule),
-              "retrieve": lambda: index.retrieve("find the duplicate files on my external drive", gate)}
-    print(f"{'stage':<10} {'median':>10}   (of {args.repeat}; {len(scored.goals)} goals × {len(scored.triggers)} lessons)")
+    stages = {
+        "score": lambda: th.score(pairs, scorer),
+        "study": lambda: th.study_embedder(scored, rule),
+        "retrieve": lambda: index.retrieve("find the duplicate files on my external drive", gate),
+    }
+    print(
+        f"{'stage':<10} {'median':>10}   (of {args.repeat}; {len(scored.goals)} goals × {len(scored.triggers)} lessons)"
+    )
     for name, fn in stages.items():
         print(f"{name:<10} {statistics.median(timed(fn, args.repeat)) * 1e3:>8.1f} ms")
 
@@ -48,15 +53,23 @@ def main() -> None:
         print(f"highest cosine of any labelled pair   {sc.pairs['score'].max():.3f}")
         print(f"held-out: relevant lesson ranked 1st  {r.top1.fmt()}   in top 3 {r.top3.fmt()}")
         if absolute:
-            print(f"best absolute τ within {rule.budget:g} tokens    {absolute.calibration.gate}: held-out recall "
-                  f"{absolute.test.recall.fmt()}")
+            print(
+                f"best absolute τ within {rule.budget:g} tokens    {absolute.calibration.gate}: held-out recall "
+                f"{absolute.test.recall.fmt()}"
+            )
         print(f"winning gate                          {w.calibration.gate} ({r.winner})")
-        print(f"  calibration half                    recall {w.calibration.recall.fmt()}, "
-              f"{w.calibration.false_tokens.fmt('.0f')} false tokens/session")
-        print(f"  held-out half                       recall {w.test.recall.fmt()}, "
-              f"{w.test.false_tokens.fmt('.0f')} false tokens/session, holds: {r.holds(rule.budget)}")
-        print(f"  lesson resamples                    over budget {w.over_budget:.0%}; vs absolute τ "
-              f"{r.vs_absolute.fmt()}")
+        print(
+            f"  calibration half                    recall {w.calibration.recall.fmt()}, "
+            f"{w.calibration.false_tokens.fmt('.0f')} false tokens/session"
+        )
+        print(
+            f"  held-out half                       recall {w.test.recall.fmt()}, "
+            f"{w.test.false_tokens.fmt('.0f')} false tokens/session, holds: {r.holds(rule.budget)}"
+        )
+        print(
+            f"  lesson resamples                    over budget {w.over_budget:.0%}; vs absolute τ "
+            f"{r.vs_absolute.fmt()}"
+        )
         print(f"recall at τ = {th.REFERENCE_TAU}                   {r.reference.recall.fmt()}")
 
 

@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     for nb in args.notebooks:
         wall, mib = peak(ROOT / nb)
         print(f"{nb}: {wall:.1f} s wall, kernel peak RSS {mib:.0f} MiB")
-    print(f"(this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; Python {sys.version.split()[0]})")
+    print(
+        f"(this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; Python {sys.version.split()[0]})"
+    )
     return 0
 
 

@@ -45,8 +45,10 @@ def main() -> None:
             gates.learn(store, large, x.kind, x.payload, section=x.section, provenance=x.provenance)
             if k >= 50:  # the first ones warm the caches
                 one.append(time.process_time() - c)
-    print(f"{TREE}: learn_many CPU µs/row {min(batch):.0f} (runs {', '.join(f'{b:.0f}' for b in batch)}); "
-          f"one learn CPU median {statistics.median(one) * 1e6:.0f} µs")
+    print(
+        f"{TREE}: learn_many CPU µs/row {min(batch):.0f} (runs {', '.join(f'{b:.0f}' for b in batch)}); "
+        f"one learn CPU median {statistics.median(one) * 1e6:.0f} µs"
+    )
 
 
 if __name__ == "__main__":

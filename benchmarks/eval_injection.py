@@ -35,8 +35,14 @@ def lesson_texts() -> list[str]:
     """The 560 ordinary lesson texts (the benign side every scan change is held to)."""
     lessons = list(csv.DictReader(dataset_path("lessons", "lessons.csv").open(encoding="utf-8")))
     tau = list(csv.DictReader(dataset_path("tau", "lessons.csv").open(encoding="utf-8")))
-    return list(dict.fromkeys([x["text"] for x in lessons] + [x["prose"] for x in lessons]
-                              + [x["body"] for x in tau] + [x["trigger"] for x in tau]))
+    return list(
+        dict.fromkeys(
+            [x["text"] for x in lessons]
+            + [x["prose"] for x in lessons]
+            + [x["body"] for x in tau]
+            + [x["trigger"] for x in tau]
+        )
+    )
 
 
 def files(only: str | None = None) -> list:
@@ -88,12 +94,17 @@ def evaluate(path, verbose: bool) -> tuple[int, int, int, int]:
     for (lab, cls), (hit, cnt) in sorted(by.items()):
         print(f"    {lab:<7} {cls:<18} {hit}/{cnt}")
     if any("lang" in r for r in rows):
-        print(f"    {'lang':<10} {'attacks flagged':>16} {'(recognised)':>14} {'benign flagged':>16} "
-              f"{'(language alone)':>16}")
-        for lang, (ha, na, hb, nb, ra, lb) in sorted(by_language(
-                [r for r in rows if "lang" in r], [x for r, x in zip(rows, flags) if "lang" in r]).items()):
-            print(f"    {lang:<10} {ha:>7}/{na:<3} {ha / max(na, 1):>5.0%} {ra:>7}/{na:<3} {ra / max(na, 1):>4.0%}"
-                  f" {hb:>7}/{nb:<3} {hb / max(nb, 1):>5.0%} {lb:>12}")
+        print(
+            f"    {'lang':<10} {'attacks flagged':>16} {'(recognised)':>14} {'benign flagged':>16} "
+            f"{'(language alone)':>16}"
+        )
+        for lang, (ha, na, hb, nb, ra, lb) in sorted(
+            by_language([r for r in rows if "lang" in r], [x for r, x in zip(rows, flags) if "lang" in r]).items()
+        ):
+            print(
+                f"    {lang:<10} {ha:>7}/{na:<3} {ha / max(na, 1):>5.0%} {ra:>7}/{na:<3} {ra / max(na, 1):>4.0%}"
+                f" {hb:>7}/{nb:<3} {hb / max(nb, 1):>5.0%} {lb:>12}"
+            )
     for line in misses:
         print(line)
     return a, n, f, m
@@ -105,9 +116,19 @@ def main(argv: list[str]) -> None:
         import overlay_kit.injection as injection
 
         injection._reader = injection._loaded_reader
-    only = (HELDOUT7 if "--heldout7" in argv else HELDOUT8 if "--heldout8" in argv
-            else HELDOUT9 if "--heldout9" in argv else HELDOUT10 if "--heldout10" in argv else DEV if "--dev" in argv
-            else None)
+    only = (
+        HELDOUT7
+        if "--heldout7" in argv
+        else HELDOUT8
+        if "--heldout8" in argv
+        else HELDOUT9
+        if "--heldout9" in argv
+        else HELDOUT10
+        if "--heldout10" in argv
+        else DEV
+        if "--dev" in argv
+        else None
+    )
     totals = [0, 0, 0, 0]
     for path in files(only):
         totals = [x + y for x, y in zip(totals, evaluate(path, verbose))]

@@ -31,9 +31,18 @@ from overlay_kit import injection
 from overlay_kit.resources import dataset_path
 from overlay_kit.textguard import views
 
-TRAIN = ["corpus.jsonl", "heldout1.jsonl", "heldout2.jsonl", "heldout3.jsonl", "paraphrase_train.jsonl",
-         "paraphrase_val.jsonl", "paraphrase_val2.jsonl",
-         "paraphrase_val3.jsonl", "paraphrase_val4.jsonl", "lessons_third_person.jsonl"]
+TRAIN = [
+    "corpus.jsonl",
+    "heldout1.jsonl",
+    "heldout2.jsonl",
+    "heldout3.jsonl",
+    "paraphrase_train.jsonl",
+    "paraphrase_val.jsonl",
+    "paraphrase_val2.jsonl",
+    "paraphrase_val3.jsonl",
+    "paraphrase_val4.jsonl",
+    "lessons_third_person.jsonl",
+]
 L2 = 3.0
 LESSON_FP = 0.0  # at most this share of the ordinary lessons may score at or above the threshold
 HARD_FP = 0.02  # ... and at most this share of the hand-written hard benign lessons
@@ -83,8 +92,14 @@ def calibrate(bias, weights, feats, data) -> float:
     at or above zero."""
     shift = 0.0
     for src_is_lesson, share in ((True, LESSON_FP), (False, HARD_FP)):
-        s = sorted((score(bias, weights, f) for f, (src, _, lab) in zip(feats, data)
-                    if lab == 0 and (src == "lessons") == src_is_lesson), reverse=True)
+        s = sorted(
+            (
+                score(bias, weights, f)
+                for f, (src, _, lab) in zip(feats, data)
+                if lab == 0 and (src == "lessons") == src_is_lesson
+            ),
+            reverse=True,
+        )
         k = int(share * len(s))
         shift = max(shift, s[k] + 0.05)  # a margin: the written weights are rounded
     return bias - shift
@@ -114,20 +129,26 @@ def main(write: bool) -> None:
         fp = sum(score(bias, weights, f) >= 0 for _, f in ben)
         both = sum(b or score(bias, weights, f) >= 0 for b, f in att)
         bfp = sum(b or score(bias, weights, f) >= 0 for b, f in ben)
-        print(f"    {held:<24} intent alone {alone}/{len(att)}, benign {fp}/{len(ben)};  "
-              f"cues + intent {both}/{len(att)}, benign {bfp}/{len(ben)}")
+        print(
+            f"    {held:<24} intent alone {alone}/{len(att)}, benign {fp}/{len(ben)};  "
+            f"cues + intent {both}/{len(att)}, benign {bfp}/{len(ben)}"
+        )
     bias, weights = model(data, feats)
     les = [f for (src, _, _), f in zip(data, feats) if src == "lessons"]
-    print(f"full fit: {len(weights)} weights, bias {bias:+.2f}; lessons at or above 0: "
-          f"{sum(score(bias, weights, f) >= 0 for f in les)}/{len(les)}")
+    print(
+        f"full fit: {len(weights)} weights, bias {bias:+.2f}; lessons at or above 0: "
+        f"{sum(score(bias, weights, f) >= 0 for f in les)}/{len(les)}"
+    )
     for n, v in sorted(weights.items(), key=lambda kv: -abs(kv[1]))[:15]:
         print(f"    {v:+.2f} {n}")
     if write:
         path = Path(injection.__file__)
         text = path.read_text(encoding="utf-8")
         body = "\n".join(f"    {n!r}: {v:.4f}," for n, v in sorted(weights.items()))
-        block = (f"# BEGIN intent weights (written by benchmarks/fit_scan_intent.py --write; do not edit by hand)\n"
-                 f"_INTENT_BIAS = {bias:.4f}\n_INTENT_WEIGHTS: dict[str, float] = {{\n{body}\n}}\n# END intent weights")
+        block = (
+            f"# BEGIN intent weights (written by benchmarks/fit_scan_intent.py --write; do not edit by hand)\n"
+            f"_INTENT_BIAS = {bias:.4f}\n_INTENT_WEIGHTS: dict[str, float] = {{\n{body}\n}}\n# END intent weights"
+        )
         text = re.sub(r"# BEGIN intent weights.*?# END intent weights", lambda _: block, text, flags=re.DOTALL)
         path.write_text(text, encoding="utf-8")
         print(f"wrote {len(weights)} weights to {path}")
@@ -179,8 +200,11 @@ def main_reader(write: bool) -> None:
     files = np.array([f for f, _, _, _ in data])
     y = np.array([lab for _, _, lab, _ in data], dtype=float)
     X = injection.reader_embeddings([t for _, t, _, _ in data])
-    lexicon = np.array([bool(f) for f in injection.scan_many([t for _, t, _, _ in data])]) \
-        if not injection.reader_available() else None
+    lexicon = (
+        np.array([bool(f) for f in injection.scan_many([t for _, t, _, _ in data])])
+        if not injection.reader_available()
+        else None
+    )
     oof = np.zeros(len(data))
     for held in sorted(set(files)):
         keep, out = files != held, files == held
@@ -188,32 +212,43 @@ def main_reader(write: bool) -> None:
         oof[out] = X[out] @ w + bias
     hand = (y == 0) & (files != "lessons")
     threshold = float(np.quantile(oof[hand], 1 - READER_HARD_FP))
-    print(f"{len(data)} texts ({int(y.sum())} attacks); threshold {threshold:+.3f} (out of fold: "
-          f"{READER_HARD_FP:.0%} of {int(hand.sum())} hand-written benign texts at or above it)")
-    print("leave-one-file-out: reader alone" + (" / lexicon or reader" if lexicon is not None else "")
-          + ", attacks flagged; benign flagged")
+    print(
+        f"{len(data)} texts ({int(y.sum())} attacks); threshold {threshold:+.3f} (out of fold: "
+        f"{READER_HARD_FP:.0%} of {int(hand.sum())} hand-written benign texts at or above it)"
+    )
+    print(
+        "leave-one-file-out: reader alone"
+        + (" / lexicon or reader" if lexicon is not None else "")
+        + ", attacks flagged; benign flagged"
+    )
     for held in sorted(set(files)):
         m = files == held
         hit = oof >= threshold
         both = hit | lexicon if lexicon is not None else hit
-        line = (f"    {held:<30} {int((hit & m & (y == 1)).sum())}/{int((m & (y == 1)).sum())}, "
-                f"{int((hit & m & (y == 0)).sum())}/{int((m & (y == 0)).sum())}")
+        line = (
+            f"    {held:<30} {int((hit & m & (y == 1)).sum())}/{int((m & (y == 1)).sum())}, "
+            f"{int((hit & m & (y == 0)).sum())}/{int((m & (y == 0)).sum())}"
+        )
         if lexicon is not None:
             line += f"   /  {int((both & m & (y == 1)).sum())}, {int((both & m & (y == 0)).sum())}"
         print(line)
     bias, w = fit_reader(X, y)
     bias -= threshold
     full = X @ w + bias
-    print(f"full fit: attacks at or above 0 {int(((full >= 0) & (y == 1)).sum())}/{int(y.sum())}, lessons "
-          f"{int(((full >= 0) & (files == 'lessons')).sum())}/{int((files == 'lessons').sum())}")
+    print(
+        f"full fit: attacks at or above 0 {int(((full >= 0) & (y == 1)).sum())}/{int(y.sum())}, lessons "
+        f"{int(((full >= 0) & (files == 'lessons')).sum())}/{int((files == 'lessons').sum())}"
+    )
     if write:
         path = Path(injection.__file__)
         text = path.read_text(encoding="utf-8")
-        rows_ = [", ".join(f"{v:.6f}" for v in w[i:i + 8]) for i in range(0, len(w), 8)]
+        rows_ = [", ".join(f"{v:.6f}" for v in w[i : i + 8]) for i in range(0, len(w), 8)]
         body = "\n".join(f"    {r}," for r in rows_)
-        block = ("# BEGIN reader weights (written by benchmarks/fit_scan_intent.py --reader --write; do not edit by "
-                 f"hand)\n_READER_BIAS = {bias:.6f}\n_READER_WEIGHTS: tuple[float, ...] = (\n{body}\n)\n"
-                 "# END reader weights")
+        block = (
+            "# BEGIN reader weights (written by benchmarks/fit_scan_intent.py --reader --write; do not edit by "
+            f"hand)\n_READER_BIAS = {bias:.6f}\n_READER_WEIGHTS: tuple[float, ...] = (\n{body}\n)\n"
+            "# END reader weights"
+        )
         text = re.sub(r"# BEGIN reader weights.*?# END reader weights", lambda _: block, text, flags=re.DOTALL)
         path.write_text(text, encoding="utf-8")
         print(f"wrote {len(w)} weights to {path}")

@@ -42,8 +42,26 @@ from types import SimpleNamespace
 
 _DUMPS = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode
 _DOMAIN = b"floor row seal\x00"
-_KNOWN = {"id", "base_name", "scope", "kind", "tier", "anchor", "payload", "provenance", "status", "success_count",
-          "attempt_count", "created_at", "approved_at", "findings", "resident", "approved_by", "seal", "lesson_key"}
+_KNOWN = {
+    "id",
+    "base_name",
+    "scope",
+    "kind",
+    "tier",
+    "anchor",
+    "payload",
+    "provenance",
+    "status",
+    "success_count",
+    "attempt_count",
+    "created_at",
+    "approved_at",
+    "findings",
+    "resident",
+    "approved_by",
+    "seal",
+    "lesson_key",
+}
 
 
 # ----------------------------------------------------------------------------- the store
@@ -54,8 +72,11 @@ def copy_ddl(db: str | Path, tables: tuple[str, ...] = ("skill_deltas", "delta_a
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         marks = ",".join("?" * len(tables))
-        rows = conn.execute(f"SELECT type, sql FROM sqlite_master WHERE tbl_name IN ({marks}) AND sql IS NOT NULL "
-                            "ORDER BY type != 'table', rowid", tables).fetchall()
+        rows = conn.execute(
+            f"SELECT type, sql FROM sqlite_master WHERE tbl_name IN ({marks}) AND sql IS NOT NULL "
+            "ORDER BY type != 'table', rowid",
+            tables,
+        ).fetchall()
     finally:
         conn.close()
     if sum(t == "table" for t, _ in rows) != len(tables):
@@ -72,10 +93,12 @@ class Floor:
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.sync(synchronous)
         for sql in ddl:
-            self.conn.execute(sql.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1)
-                              .replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1)
-                              .replace("CREATE UNIQUE INDEX ", "CREATE UNIQUE INDEX IF NOT EXISTS ", 1)
-                              .replace("CREATE TRIGGER ", "CREATE TRIGGER IF NOT EXISTS ", 1))
+            self.conn.execute(
+                sql.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1)
+                .replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1)
+                .replace("CREATE UNIQUE INDEX ", "CREATE UNIQUE INDEX IF NOT EXISTS ", 1)
+                .replace("CREATE TRIGGER ", "CREATE TRIGGER IF NOT EXISTS ", 1)
+            )
         self.mac = hashlib.blake2b(key=key, digest_size=32)
         self.mac.update(_DOMAIN)
         # every column the table has: those the floor knows are filled, other nullable ones written NULL, other
@@ -87,8 +110,9 @@ class Floor:
             raise ValueError(f"the floor does not know how to fill {guess} (our DDL changed)")
         self.columns = [c[1] for c in info if c[1] in _KNOWN or not c[3]]
         self.sealed = [c for c in self.columns if c not in ("seal", "lesson_key")]
-        self.insert = (f"INSERT INTO skill_deltas ({', '.join(self.columns)}) "
-                       f"VALUES ({', '.join('?' * len(self.columns))})")
+        self.insert = (
+            f"INSERT INTO skill_deltas ({', '.join(self.columns)}) VALUES ({', '.join('?' * len(self.columns))})"
+        )
         self.select = f"SELECT {', '.join(self.sealed)}, seal FROM skill_deltas WHERE "
         self.verified: dict[bytes, tuple] = {}  # seal -> the values it was checked against (as ours)
 
@@ -110,12 +134,25 @@ class Floor:
         out, audit = [], []
         for x in lessons:
             payload = _DUMPS({"body": x["body"], "trigger": x["trigger"]})
-            row = {"id": "delta_" + secrets.token_hex(8), "base_name": skill, "scope": "user", "kind": "preference",
-                   "tier": 3, "anchor": _DUMPS({"section": x["section"], "digest": x["digest"]}), "payload": payload,
-                   "provenance": '{"source":"user_instruction","turns":[]}', "status": status, "success_count": 0,
-                   "attempt_count": 0, "created_at": now, "approved_at": now if active else None, "findings": "[]",
-                   "resident": 1, "approved_by": "gates" if active else None,
-                   "lesson_key": hashlib.sha256(f"preference\x00user\x00{payload}".encode()).hexdigest()}
+            row = {
+                "id": "delta_" + secrets.token_hex(8),
+                "base_name": skill,
+                "scope": "user",
+                "kind": "preference",
+                "tier": 3,
+                "anchor": _DUMPS({"section": x["section"], "digest": x["digest"]}),
+                "payload": payload,
+                "provenance": '{"source":"user_instruction","turns":[]}',
+                "status": status,
+                "success_count": 0,
+                "attempt_count": 0,
+                "created_at": now,
+                "approved_at": now if active else None,
+                "findings": "[]",
+                "resident": 1,
+                "approved_by": "gates" if active else None,
+                "lesson_key": hashlib.sha256(f"preference\x00user\x00{payload}".encode()).hexdigest(),
+            }
             row["seal"] = self._seal(tuple(row.get(c) for c in self.sealed))
             out.append(tuple(row.get(c) for c in self.columns))
             audit.append((row["id"], "gates", now, None, status, "learned preference from user_instruction"))
@@ -144,13 +181,19 @@ class Floor:
         row was checked before, JSON decoded once per text, one plain object per row."""
         at = {c: i for i, c in enumerate(self.sealed)}
         i_id, i_kind, i_tier, i_anchor, i_payload, i_prov, i_status, i_created = (
-            at[c] for c in ("id", "kind", "tier", "anchor", "payload", "provenance", "status", "created_at"))
+            at[c] for c in ("id", "kind", "tier", "anchor", "payload", "provenance", "status", "created_at")
+        )
         if ids is None:
-            parts = [self.conn.execute(self.select + "base_name = ? AND status = 'active' AND superseded_by IS NULL",
-                                       (skill,))]
+            parts = [
+                self.conn.execute(
+                    self.select + "base_name = ? AND status = 'active' AND superseded_by IS NULL", (skill,)
+                )
+            ]
         else:
-            parts = (self.conn.execute(self.select + f"id IN ({', '.join('?' * len(ids[k:k + 500]))})",
-                                       ids[k:k + 500]) for k in range(0, len(ids), 500))
+            parts = (
+                self.conn.execute(self.select + f"id IN ({', '.join('?' * len(ids[k : k + 500]))})", ids[k : k + 500])
+                for k in range(0, len(ids), 500)
+            )
         verified, out = self.verified, []
         for cursor in parts:
             for row in cursor:
@@ -161,19 +204,30 @@ class Floor:
                     if len(verified) >= 100_000:
                         verified.clear()
                     verified[seal] = values
-                out.append(SimpleNamespace(id=row[i_id], kind=row[i_kind], tier=row[i_tier],
-                                           anchor=_decoded(row[i_anchor]), payload=dict(_decoded(row[i_payload])),
-                                           provenance=_decoded(row[i_prov]), status=row[i_status],
-                                           created_at=row[i_created]))
+                out.append(
+                    SimpleNamespace(
+                        id=row[i_id],
+                        kind=row[i_kind],
+                        tier=row[i_tier],
+                        anchor=_decoded(row[i_anchor]),
+                        payload=dict(_decoded(row[i_payload])),
+                        provenance=_decoded(row[i_prov]),
+                        status=row[i_status],
+                        created_at=row[i_created],
+                    )
+                )
         return out
 
-    _ORDER = ("ORDER BY d.tier = 3, (d.success_count + 1.0) / (d.attempt_count + 2) DESC, "
-              "coalesce(d.last_used_at, d.approved_at, d.created_at) DESC, d.created_at DESC, d.id DESC")
+    _ORDER = (
+        "ORDER BY d.tier = 3, (d.success_count + 1.0) / (d.attempt_count + 2) DESC, "
+        "coalesce(d.last_used_at, d.approved_at, d.created_at) DESC, d.created_at DESC, d.id DESC"
+    )
 
     def keep_line_tokens(self, counts: dict[str, int]) -> None:
         """Keep each delta's line count (the harness counts them with our tokenizer, untimed)."""
-        self.conn.execute("CREATE TABLE IF NOT EXISTS floor_line_tokens (id TEXT PRIMARY KEY, n INTEGER NOT NULL) "
-                          "WITHOUT ROWID")
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS floor_line_tokens (id TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID"
+        )
         self.conn.execute("BEGIN")
         self.conn.executemany("INSERT OR REPLACE INTO floor_line_tokens VALUES (?, ?)", counts.items())
         self.conn.execute("COMMIT")
@@ -183,11 +237,17 @@ class Floor:
         500 at a time with their kept counts, until the first lesson that does not fit; then those rows whole
         (`search`)."""
         ids, spent = [], 0
-        order = self.conn.execute("SELECT id FROM skill_deltas d WHERE d.base_name = ? AND d.status = 'active' "
-                                  "AND d.superseded_by IS NULL " + self._ORDER, (skill,))
+        order = self.conn.execute(
+            "SELECT id FROM skill_deltas d WHERE d.base_name = ? AND d.status = 'active' "
+            "AND d.superseded_by IS NULL " + self._ORDER,
+            (skill,),
+        )
         while chunk := [did for (did,) in order.fetchmany(500)]:
-            kept = dict(self.conn.execute(f"SELECT id, n FROM floor_line_tokens WHERE id IN "
-                                          f"({', '.join('?' * len(chunk))})", chunk))
+            kept = dict(
+                self.conn.execute(
+                    f"SELECT id, n FROM floor_line_tokens WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+                )
+            )
             for did in chunk:
                 n = kept.get(did, 0)
                 if spent + n > room:

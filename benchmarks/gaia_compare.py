@@ -80,9 +80,15 @@ class Gaia:
             raise SystemExit(f"no GAIA interpreter at {python} (make bench-gaia builds the venv; --gaia-python)")
         self.python = python
         self.env = env
-        self.proc = subprocess.Popen([str(python), str(HERE / "gaia_worker.py")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
-                                     env=env)
+        self.proc = subprocess.Popen(
+            [str(python), str(HERE / "gaia_worker.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
         assert json.loads(self.proc.stdout.readline()).get("ready"), "the GAIA worker did not start"
 
     def __call__(self, op: str, **kw):
@@ -101,14 +107,17 @@ class Gaia:
 def lessons(skill, n: int, seed: int, tag: str) -> list[gates.Lesson]:
     """`n` new lessons on the skill's sections (the same bodies GAIA and the floor get)."""
     slugs = [s.slug for s in anchor.parse(skill.body) if s.level]
-    return [gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"],
-                         "user_instruction") for x in workload.lessons(slugs, n, seed, tag)]
+    return [
+        gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"], "user_instruction")
+        for x in workload.lessons(slugs, n, seed, tag)
+    ]
 
 
 def floor_lessons(sections, n: int, seed: int, tag: str) -> list[dict]:
     digest = {s[0]: s[3] for s in sections}
-    return [dict(x, digest=digest[x["section"]])
-            for x in workload.lessons([s[0] for s in sections if s[1]], n, seed, tag)]
+    return [
+        dict(x, digest=digest[x["section"]]) for x in workload.lessons([s[0] for s in sections if s[1]], n, seed, tag)
+    ]
 
 
 def learn_active(store: Store, skill, n: int, seed: int, tag: str) -> None:
@@ -191,8 +200,8 @@ def build(tmp: Path, gaia: Gaia, a: argparse.Namespace) -> tuple[list[Case], dic
     for s in (small, large):
         bench_hot.fill(read, s)
         x = floor_lessons(secs[s.name], 100, 7, "")
-        f_read.learn_many(s.name, x[:workload.ACTIVE], "active")
-        f_read.learn_many(s.name, x[workload.ACTIVE:])
+        f_read.learn_many(s.name, x[: workload.ACTIVE], "active")
+        f_read.learn_many(s.name, x[workload.ACTIVE :])
     active = read.search(small.name, status="active")
     f_active = f_read.search(small.name)
     assert len(active) == len(f_active) == workload.ACTIVE
@@ -223,15 +232,19 @@ def build(tmp: Path, gaia: Gaia, a: argparse.Namespace) -> tuple[list[Case], dic
     # the floor's kept line counts: each lesson's line, counted once with our tokenizer (untimed, as ours keeps
     # its counts in the store), and the room the authored body leaves under the shipped ceiling
     rows = f_huge.conn.execute("SELECT id, payload FROM skill_deltas WHERE base_name = ?", (small.name,)).fetchall()
-    f_huge.keep_line_tokens(dict(zip([r[0] for r in rows],
-                                     count_many([f"- {json.loads(r[1])['body']}\n" for r in rows]))))
+    f_huge.keep_line_tokens(
+        dict(zip([r[0] for r in rows], count_many([f"- {json.loads(r[1])['body']}\n" for r in rows])))
+    )
     room = SHIPPED.ceiling - count_many([small.body])[0]
     ours_setup = time.perf_counter() - t0
 
     # ours and the floor, as processes: the same interpreter, the same bytecode cache (a temporary
     # PYTHONPYCACHEPREFIX that the untimed first call of every path fills), the floor run as a module
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE), os.environ.get("PYTHONPATH", "")]),
-               PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE), os.environ.get("PYTHONPATH", "")]),
+        PYTHONPYCACHEPREFIX=str(tmp / "pycache"),
+    )
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     genv = dict(gaia.env, GAIA_CONFIG_DIR=g["home"], HOME=g["home"])
     small_dir = str(tmp / "skills" / "small")
@@ -317,105 +330,200 @@ def build(tmp: Path, gaia: Gaia, a: argparse.Namespace) -> tuple[list[Case], dic
     floor_applied = len(f_huge.budgeted(small.name, room))
     no_seal = "GAIA keeps no MAC and runs no rule: it does less work on this path"
     paths = [
-        Case("learn1_full", f"one learn, raw insert: GAIA `put_delta` vs `gates.learn`, {a.fill:,}-row store, "
-                            "`synchronous=FULL` (GAIA's durability)",
-              "GAIA does less: put_delta is an INSERT + COMMIT with no gate rule, no repeat check, no seal; ours: "
-              "every gate rule, the scan, the repeat lookup, two MACs, then one transaction; floor: the delta row "
-              "+ its audit row, INSERT + COMMIT",
-              {"gaia": lambda r: gaia_learn1("FULL", r), "ours": lambda r: ours_learn1("FULL", r),
-               "floor": lambda r: floor_learn1("FULL", r)}),
-        Case("learn1_normal", f"one learn, raw insert: GAIA `put_delta` vs `gates.learn`, {a.fill:,}-row store, "
-                              "`synchronous=NORMAL` (our durability)",
-              "as above (GAIA does less)",
-              {"gaia": lambda r: gaia_learn1("NORMAL", r), "ours": lambda r: ours_learn1("NORMAL", r),
-               "floor": lambda r: floor_learn1("NORMAL", r)}),
-        Case("valid_full", f"one learn, validated: GAIA `remember_skill_lesson` vs `gates.learn`, {a.fill:,}-row "
-                           "store, `synchronous=FULL`",
-              "like for like: GAIA's validated write (provenance rule, payload cap, anchor and snippet checks, "
-              "heading check, its 120-token overlay ceiling with a resolve, supersession of siblings: it reads "
-              f"every staged row of the skill, {a.fill:,} here; put_delta, then approve_delta: two commits; "
-              "the lesson ends active, and is archived untimed after each call); ours: every gate rule, one "
-              "transaction, the lesson staged for review; floor: as above",
-              {"gaia": lambda r: gaia_valid("FULL", r), "ours": lambda r: ours_valid("FULL", r),
-               "floor": lambda r: floor_valid("FULL", r)}),
-        Case("valid_normal", f"one learn, validated: GAIA `remember_skill_lesson` vs `gates.learn`, {a.fill:,}-row "
-                             "store, `synchronous=NORMAL`", "as above",
-              {"gaia": lambda r: gaia_valid("NORMAL", r), "ours": lambda r: ours_valid("NORMAL", r),
-               "floor": lambda r: floor_valid("NORMAL", r)}),
-        Case("batch", f"batch learn, {a.learn_n:,} lessons into an empty store, per row, `synchronous=NORMAL`",
-              "GAIA has no batch write: put_delta per row, a commit each (no fsync at NORMAL), its log off; "
-              f"{no_seal}; ours: learn_many, one transaction; floor: executemany, one COMMIT",
-              {"gaia": lambda r: gaia("learn_batch", n=a.learn_n, seed=tag("batch", r)[0], tag=tag("batch", r)[1],
-                                      level="NORMAL"),
-               "ours": lambda r: ours_batch("batch", large, a.learn_n, None, r),
-               "floor": lambda r: floor_batch("batch", large, a.learn_n, None, r)}, per="row"),
-        Case("batch_log", "batch learn as above, GAIA with its INFO log on (as installed)",
-              "what GAIA's log costs: one INFO line per put_delta, to its log file and stderr; every other GAIA "
-              "row runs with it off",
-              {"gaia": gaia_batch_logged,
-               "ours": lambda r: ours_batch("batchlog", large, a.learn_n, None, r)}, per="row"),
-        Case("many_empty", f"`learn_many`, {a.many_n:,} lessons into an empty store, per row", "",
-              {"ours": lambda r: ours_batch("me", small, a.many_n, None, r),
-               "floor": lambda r: floor_batch("me", small, a.many_n, None, r)}, per="row"),
-        Case("many_huge", f"`learn_many`, {a.many_n:,} lessons into a store of {n_huge} rows (same skill), per row",
-              "", {"ours": lambda r: ours_batch("mh", small, a.many_n, huge, r),
-                   "floor": lambda r: floor_batch("mh", small, a.many_n, f_huge, r)}, per="row"),
-        Case("compose90", f"compose one skill with {workload.ACTIVE} active deltas, warm (no store)",
-              "GAIA: one snippet substitution per lesson, chars/4 estimate, no budget, no structure check (less "
-              "work); ours: typed lines under their sections, exact token count, budget, structure check; floor: "
-              "sections joined with their lines",
-              {"gaia": lambda r: gaia("compose", which="90", reps=a.reps),
-               "ours": lambda r: calls(lambda: compose(small, active), a.reps),
-               "floor": lambda r: calls(lambda: floors.compose(secs[small.name], f_active), a.reps)}),
-        Case("compose_cold", f"resolve one skill with {workload.ACTIVE} active deltas, first call in a new "
-                              "process (search + compose)",
-              "timed inside the process, after imports and the store's open; GAIA: search_deltas + "
-              "resolve_skill_body (no MAC, no budget)",
-              {"gaia": lambda r: [child([str(gaia.python), str(HERE / "gaia_worker.py"), "--cold", g["read_db"]],
-                                        genv)],
-               "ours": ours_cold,
-               "floor": lambda r: [child([sys.executable, "-m", "floors", "cold", small_dir, floor_read_db,
-                                          str(key_file)], env)]}),
-        Case("compose_big", f"compose one skill with {n_big} active deltas, warm (no store)",
-              f"ceiling {NOTHING_BINDS:.0e}: all {n_big} apply on every side; GAIA: one snippet per lesson, "
-              "each substitution rewrites its section, which holds the lessons before it",
-              {"gaia": lambda r: gaia("compose", which="big", reps=a.reps_big),
-               "ours": lambda r: calls(lambda: compose(small, big, ceiling=NOTHING_BINDS), a.reps_big),
-               "floor": lambda r: calls(lambda: floors.compose(secs[small.name], f_big), a.reps_big)}),
-        Case("search90", f"store search: one skill's {workload.ACTIVE} active deltas, repeated",
-              "every side: an indexed read, JSON decoded, one object per row; ours and the floor check each row's "
-              "MAC and remember the rows they verified and the JSON they decoded (the same caches); GAIA has no "
-              "MAC (less work)",
-              {"gaia": lambda r: gaia("search", reps=a.reps),
-               "ours": lambda r: calls(lambda: read.search(small.name, status="active"), a.reps),
-               "floor": lambda r: calls(lambda: f_read.search(small.name), a.reps)}),
-        Case("anchors_large", "anchors (slugs + digests), 201 sections / ~83 KB, uncached",
-              "GAIA and the floor: fence-aware ATX split, sha256 (less work); ours: CommonMark sections (setext, "
-              "indented, containers), normalized digests",
-              {"gaia": lambda r: gaia("anchors", size="large", reps=a.reps),
-               "ours": lambda r: ours_anchors(large.body),
-               "floor": lambda r: calls(lambda: floors.anchors(large.body), a.reps)}),
-        Case("anchors_small", "anchors (slugs + digests), 9 sections / ~3.5 KB, uncached", "as above",
-              {"gaia": lambda r: gaia("anchors", size="small", reps=a.reps),
-               "ours": lambda r: ours_anchors(small.body),
-               "floor": lambda r: calls(lambda: floors.anchors(small.body), a.reps)}),
-        Case("resolve_huge", f"resolve a skill with {n_huge} active lessons (search + compose)",
-              f"the shipped ceiling ({SHIPPED.ceiling:,} tokens) on both sides: ours plans the budget "
-              f"({huge_applied:,} of {n_huge} apply); the floor reads in the budget's order with kept line counts "
-              f"and stops at the ceiling ({floor_applied:,} apply)",
-              {"ours": lambda r: calls(lambda: resolve(small, huge, embedder=False), 1),
-               "floor": lambda r: calls(lambda: floors.compose(secs[small.name], f_huge.budgeted(small.name, room)),
-                                        1)}),
-        Case("cli", f"the CLI on the {workload.ACTIVE}-delta skill, whole process, warm, from bytecode",
-              "GAIA: `gaia skill deltas small --diff` (resolves, prints a diff; its installed bytecode); ours: "
-              "`python -m overlay_kit.cli resolve`; floor: `python -m floors resolve` (stdlib only); ours and the "
-              "floor share one warm bytecode cache",
-              {"gaia": lambda r: [whole(gaia_cli, genv)],
-               "ours": lambda r: [whole(ours_cli, env)],
-               "floor": lambda r: [whole(floor_cli, env)]}),
+        Case(
+            "learn1_full",
+            f"one learn, raw insert: GAIA `put_delta` vs `gates.learn`, {a.fill:,}-row store, "
+            "`synchronous=FULL` (GAIA's durability)",
+            "GAIA does less: put_delta is an INSERT + COMMIT with no gate rule, no repeat check, no seal; ours: "
+            "every gate rule, the scan, the repeat lookup, two MACs, then one transaction; floor: the delta row "
+            "+ its audit row, INSERT + COMMIT",
+            {
+                "gaia": lambda r: gaia_learn1("FULL", r),
+                "ours": lambda r: ours_learn1("FULL", r),
+                "floor": lambda r: floor_learn1("FULL", r),
+            },
+        ),
+        Case(
+            "learn1_normal",
+            f"one learn, raw insert: GAIA `put_delta` vs `gates.learn`, {a.fill:,}-row store, "
+            "`synchronous=NORMAL` (our durability)",
+            "as above (GAIA does less)",
+            {
+                "gaia": lambda r: gaia_learn1("NORMAL", r),
+                "ours": lambda r: ours_learn1("NORMAL", r),
+                "floor": lambda r: floor_learn1("NORMAL", r),
+            },
+        ),
+        Case(
+            "valid_full",
+            f"one learn, validated: GAIA `remember_skill_lesson` vs `gates.learn`, {a.fill:,}-row "
+            "store, `synchronous=FULL`",
+            "like for like: GAIA's validated write (provenance rule, payload cap, anchor and snippet checks, "
+            "heading check, its 120-token overlay ceiling with a resolve, supersession of siblings: it reads "
+            f"every staged row of the skill, {a.fill:,} here; put_delta, then approve_delta: two commits; "
+            "the lesson ends active, and is archived untimed after each call); ours: every gate rule, one "
+            "transaction, the lesson staged for review; floor: as above",
+            {
+                "gaia": lambda r: gaia_valid("FULL", r),
+                "ours": lambda r: ours_valid("FULL", r),
+                "floor": lambda r: floor_valid("FULL", r),
+            },
+        ),
+        Case(
+            "valid_normal",
+            f"one learn, validated: GAIA `remember_skill_lesson` vs `gates.learn`, {a.fill:,}-row "
+            "store, `synchronous=NORMAL`",
+            "as above",
+            {
+                "gaia": lambda r: gaia_valid("NORMAL", r),
+                "ours": lambda r: ours_valid("NORMAL", r),
+                "floor": lambda r: floor_valid("NORMAL", r),
+            },
+        ),
+        Case(
+            "batch",
+            f"batch learn, {a.learn_n:,} lessons into an empty store, per row, `synchronous=NORMAL`",
+            "GAIA has no batch write: put_delta per row, a commit each (no fsync at NORMAL), its log off; "
+            f"{no_seal}; ours: learn_many, one transaction; floor: executemany, one COMMIT",
+            {
+                "gaia": lambda r: gaia(
+                    "learn_batch", n=a.learn_n, seed=tag("batch", r)[0], tag=tag("batch", r)[1], level="NORMAL"
+                ),
+                "ours": lambda r: ours_batch("batch", large, a.learn_n, None, r),
+                "floor": lambda r: floor_batch("batch", large, a.learn_n, None, r),
+            },
+            per="row",
+        ),
+        Case(
+            "batch_log",
+            "batch learn as above, GAIA with its INFO log on (as installed)",
+            "what GAIA's log costs: one INFO line per put_delta, to its log file and stderr; every other GAIA "
+            "row runs with it off",
+            {"gaia": gaia_batch_logged, "ours": lambda r: ours_batch("batchlog", large, a.learn_n, None, r)},
+            per="row",
+        ),
+        Case(
+            "many_empty",
+            f"`learn_many`, {a.many_n:,} lessons into an empty store, per row",
+            "",
+            {
+                "ours": lambda r: ours_batch("me", small, a.many_n, None, r),
+                "floor": lambda r: floor_batch("me", small, a.many_n, None, r),
+            },
+            per="row",
+        ),
+        Case(
+            "many_huge",
+            f"`learn_many`, {a.many_n:,} lessons into a store of {n_huge} rows (same skill), per row",
+            "",
+            {
+                "ours": lambda r: ours_batch("mh", small, a.many_n, huge, r),
+                "floor": lambda r: floor_batch("mh", small, a.many_n, f_huge, r),
+            },
+            per="row",
+        ),
+        Case(
+            "compose90",
+            f"compose one skill with {workload.ACTIVE} active deltas, warm (no store)",
+            "GAIA: one snippet substitution per lesson, chars/4 estimate, no budget, no structure check (less "
+            "work); ours: typed lines under their sections, exact token count, budget, structure check; floor: "
+            "sections joined with their lines",
+            {
+                "gaia": lambda r: gaia("compose", which="90", reps=a.reps),
+                "ours": lambda r: calls(lambda: compose(small, active), a.reps),
+                "floor": lambda r: calls(lambda: floors.compose(secs[small.name], f_active), a.reps),
+            },
+        ),
+        Case(
+            "compose_cold",
+            f"resolve one skill with {workload.ACTIVE} active deltas, first call in a new process (search + compose)",
+            "timed inside the process, after imports and the store's open; GAIA: search_deltas + "
+            "resolve_skill_body (no MAC, no budget)",
+            {
+                "gaia": lambda r: [
+                    child([str(gaia.python), str(HERE / "gaia_worker.py"), "--cold", g["read_db"]], genv)
+                ],
+                "ours": ours_cold,
+                "floor": lambda r: [
+                    child([sys.executable, "-m", "floors", "cold", small_dir, floor_read_db, str(key_file)], env)
+                ],
+            },
+        ),
+        Case(
+            "compose_big",
+            f"compose one skill with {n_big} active deltas, warm (no store)",
+            f"ceiling {NOTHING_BINDS:.0e}: all {n_big} apply on every side; GAIA: one snippet per lesson, "
+            "each substitution rewrites its section, which holds the lessons before it",
+            {
+                "gaia": lambda r: gaia("compose", which="big", reps=a.reps_big),
+                "ours": lambda r: calls(lambda: compose(small, big, ceiling=NOTHING_BINDS), a.reps_big),
+                "floor": lambda r: calls(lambda: floors.compose(secs[small.name], f_big), a.reps_big),
+            },
+        ),
+        Case(
+            "search90",
+            f"store search: one skill's {workload.ACTIVE} active deltas, repeated",
+            "every side: an indexed read, JSON decoded, one object per row; ours and the floor check each row's "
+            "MAC and remember the rows they verified and the JSON they decoded (the same caches); GAIA has no "
+            "MAC (less work)",
+            {
+                "gaia": lambda r: gaia("search", reps=a.reps),
+                "ours": lambda r: calls(lambda: read.search(small.name, status="active"), a.reps),
+                "floor": lambda r: calls(lambda: f_read.search(small.name), a.reps),
+            },
+        ),
+        Case(
+            "anchors_large",
+            "anchors (slugs + digests), 201 sections / ~83 KB, uncached",
+            "GAIA and the floor: fence-aware ATX split, sha256 (less work); ours: CommonMark sections (setext, "
+            "indented, containers), normalized digests",
+            {
+                "gaia": lambda r: gaia("anchors", size="large", reps=a.reps),
+                "ours": lambda r: ours_anchors(large.body),
+                "floor": lambda r: calls(lambda: floors.anchors(large.body), a.reps),
+            },
+        ),
+        Case(
+            "anchors_small",
+            "anchors (slugs + digests), 9 sections / ~3.5 KB, uncached",
+            "as above",
+            {
+                "gaia": lambda r: gaia("anchors", size="small", reps=a.reps),
+                "ours": lambda r: ours_anchors(small.body),
+                "floor": lambda r: calls(lambda: floors.anchors(small.body), a.reps),
+            },
+        ),
+        Case(
+            "resolve_huge",
+            f"resolve a skill with {n_huge} active lessons (search + compose)",
+            f"the shipped ceiling ({SHIPPED.ceiling:,} tokens) on both sides: ours plans the budget "
+            f"({huge_applied:,} of {n_huge} apply); the floor reads in the budget's order with kept line counts "
+            f"and stops at the ceiling ({floor_applied:,} apply)",
+            {
+                "ours": lambda r: calls(lambda: resolve(small, huge, embedder=False), 1),
+                "floor": lambda r: calls(
+                    lambda: floors.compose(secs[small.name], f_huge.budgeted(small.name, room)), 1
+                ),
+            },
+        ),
+        Case(
+            "cli",
+            f"the CLI on the {workload.ACTIVE}-delta skill, whole process, warm, from bytecode",
+            "GAIA: `gaia skill deltas small --diff` (resolves, prints a diff; its installed bytecode); ours: "
+            "`python -m overlay_kit.cli resolve`; floor: `python -m floors resolve` (stdlib only); ours and the "
+            "floor share one warm bytecode cache",
+            {
+                "gaia": lambda r: [whole(gaia_cli, genv)],
+                "ours": lambda r: [whole(ours_cli, env)],
+                "floor": lambda r: [whole(floor_cli, env)],
+            },
+        ),
     ]
-    meta = {"gaia_version": g["version"], "gaia_synchronous_default": g["synchronous"],
-            "setup_s": {"gaia": round(gaia_setup, 1), "ours_and_floor": round(ours_setup, 1)}}
+    meta = {
+        "gaia_version": g["version"],
+        "gaia_synchronous_default": g["synchronous"],
+        "setup_s": {"gaia": round(gaia_setup, 1), "ours_and_floor": round(ours_setup, 1)},
+    }
     return paths, meta
 
 
@@ -451,33 +559,47 @@ def ratio(num: list[float], den: list[float]) -> dict | None:
 def fmt_ratio(r: dict | None) -> str:
     if r is None:
         return "—"
+
     def f(v: float) -> str:  # two decimals, or two significant digits below 0.1 (0.0028, not 0.00)
         return f"{v:.2f}" if v >= 0.095 else f"{v:.2g}"
+
     return f"**{f(r['median'])}** ({f(r['min'])}–{f(r['max'])})"
 
 
 def table(paths: list[Case]) -> tuple[str, list[dict]]:
-    lines = ["| path | GAIA | ours | ours ÷ GAIA | floor | ours ÷ floor | note |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| path | GAIA | ours | ours ÷ GAIA | floor | ours ÷ floor | note |", "|---|---|---|---|---|---|---|"]
     rows = []
     for p in paths:
         med = {s: statistics.median(p.values[s]) if p.values[s] else None for s in SIDES}
         r = {"gaia": ratio(p.values["ours"], p.values["gaia"]), "floor": ratio(p.values["ours"], p.values["floor"])}
         per = "/row" if p.per else ""
-        lines.append(f"| {p.label} | {fmt(med['gaia'])}{per if med['gaia'] else ''} | {fmt(med['ours'])}{per} | "
-                     f"{fmt_ratio(r['gaia'])} | {fmt(med['floor'])}{per if med['floor'] else ''} | "
-                     f"{fmt_ratio(r['floor'])} | {p.note} |")
-        rows.append({"key": p.key, "label": p.label, "note": p.note, "per_row": bool(p.per),
-                     "seconds": {s: p.values[s] for s in SIDES}, "median_s": med,
-                     "ours_over_gaia": r["gaia"], "ours_over_floor": r["floor"]})
+        lines.append(
+            f"| {p.label} | {fmt(med['gaia'])}{per if med['gaia'] else ''} | {fmt(med['ours'])}{per} | "
+            f"{fmt_ratio(r['gaia'])} | {fmt(med['floor'])}{per if med['floor'] else ''} | "
+            f"{fmt_ratio(r['floor'])} | {p.note} |"
+        )
+        rows.append(
+            {
+                "key": p.key,
+                "label": p.label,
+                "note": p.note,
+                "per_row": bool(p.per),
+                "seconds": {s: p.values[s] for s in SIDES},
+                "median_s": med,
+                "ours_over_gaia": r["gaia"],
+                "ours_over_floor": r["floor"],
+            }
+        )
     return "\n".join(lines), rows
 
 
 # issue 30's targets: (path, ratio, bound, what it says)
-TARGETS = (("learn1_full", "ours_over_gaia", 1.0, "one learn faster than GAIA's put_delta at GAIA's durability"),
-           ("learn1_normal", "ours_over_floor", 5.0, "one learn ≤ 5× its floor (our durability)"),
-           ("compose90", "ours_over_floor", 10.0, "compose ≤ 10× its floor, warm"),
-           ("search90", "ours_over_floor", 1.5, "search ≤ 1.5× its floor"))
+TARGETS = (
+    ("learn1_full", "ours_over_gaia", 1.0, "one learn faster than GAIA's put_delta at GAIA's durability"),
+    ("learn1_normal", "ours_over_floor", 5.0, "one learn ≤ 5× its floor (our durability)"),
+    ("compose90", "ours_over_floor", 10.0, "compose ≤ 10× its floor, warm"),
+    ("search90", "ours_over_floor", 1.5, "search ≤ 1.5× its floor"),
+)
 
 
 def targets(rows: dict[str, dict]) -> list[str]:
@@ -487,27 +609,35 @@ def targets(rows: dict[str, dict]) -> list[str]:
         r = rows.get(key, {}).get(which)
         if r is not None:
             verdict = "met" if r["median"] < bound else "**not met**"
-            out.append(f"- {text}: {which.replace('_over_', ' ÷ ').replace('gaia', 'GAIA')} {r['median']:.2f}: {verdict}")
+            out.append(
+                f"- {text}: {which.replace('_over_', ' ÷ ').replace('gaia', 'GAIA')} {r['median']:.2f}: {verdict}"
+            )
     if "many_empty" in rows and "many_huge" in rows:
         flat = [rows["many_huge"]["median_s"][s] / rows["many_empty"]["median_s"][s] for s in ("ours", "floor")]
-        out.append(f"- learn_many's cost per row flat in store size: beside the large store ÷ in an empty one, "
-                   f"ours {flat[0]:.2f}, the floor {flat[1]:.2f}")
+        out.append(
+            f"- learn_many's cost per row flat in store size: beside the large store ÷ in an empty one, "
+            f"ours {flat[0]:.2f}, the floor {flat[1]:.2f}"
+        )
     if "resolve_huge" in rows:
         h = rows["resolve_huge"]["median_s"]["ours"]
-        out.append(f"- a skill with {rows['resolve_huge']['label'].split(' with ')[1].split(' active')[0]} active "
-                   f"lessons resolves well under a second (< 0.5 s): {fmt(h)}: "
-                   f"{'met' if h < 0.5 else '**not met**'}")
+        out.append(
+            f"- a skill with {rows['resolve_huge']['label'].split(' with ')[1].split(' active')[0]} active "
+            f"lessons resolves well under a second (< 0.5 s): {fmt(h)}: "
+            f"{'met' if h < 0.5 else '**not met**'}"
+        )
     return out
 
 
 # issue 42's goals on the fair table: (path, ratio, bound, what it says); "ours ≥ GAIA" is ours ÷ GAIA ≤ 1
-GOALS_42 = (("compose90", "ours_over_gaia", 1.0, "compose warm (90) at least as fast as GAIA"),
-            ("compose_cold", "ours_over_gaia", 1.0, "first resolve in a new process at least as fast as GAIA"),
-            ("compose_big", "ours_over_gaia", 1.0, "compose 10,000 at least as fast as GAIA"),
-            ("search90", "ours_over_gaia", 1.0, "search at least as fast as GAIA"),
-            ("cli", "ours_over_gaia", 1.0, "the CLI at least as fast as GAIA"),
-            ("learn1_normal", "ours_over_floor", 2.5, "one learn ≤ 2.5× its floor at NORMAL"),
-            ("compose90", "ours_over_floor", 5.0, "compose ≤ 5× its floor"))
+GOALS_42 = (
+    ("compose90", "ours_over_gaia", 1.0, "compose warm (90) at least as fast as GAIA"),
+    ("compose_cold", "ours_over_gaia", 1.0, "first resolve in a new process at least as fast as GAIA"),
+    ("compose_big", "ours_over_gaia", 1.0, "compose 10,000 at least as fast as GAIA"),
+    ("search90", "ours_over_gaia", 1.0, "search at least as fast as GAIA"),
+    ("cli", "ours_over_gaia", 1.0, "the CLI at least as fast as GAIA"),
+    ("learn1_normal", "ours_over_floor", 2.5, "one learn ≤ 2.5× its floor at NORMAL"),
+    ("compose90", "ours_over_floor", 5.0, "compose ≤ 5× its floor"),
+)
 
 
 def goals42(rows: dict[str, dict]) -> list[str]:
@@ -516,8 +646,9 @@ def goals42(rows: dict[str, dict]) -> list[str]:
         r = rows.get(key, {}).get(which)
         if r is not None:
             verdict = "met" if r["median"] <= bound else "**not met**"
-            out.append(f"- {text}: {which.replace('_over_', ' ÷ ').replace('gaia', 'GAIA')} {r['median']:.2f}: "
-                       f"{verdict}")
+            out.append(
+                f"- {text}: {which.replace('_over_', ' ÷ ').replace('gaia', 'GAIA')} {r['median']:.2f}: {verdict}"
+            )
     return out
 
 
@@ -565,20 +696,32 @@ def main() -> None:
     load_after = os.getloadavg()
     text, rows = table(paths)
     goals = targets({r["key"]: r for r in rows})
-    meta.update(runs=a.runs, cpus=os.cpu_count(), python=platform.python_version(), sqlite=sqlite3.sqlite_version,
-                machine=f"{platform.system()} {platform.machine()}", load_before=load_before, load_after=load_after,
-                load_1min_in_rounds=loads, wall_s=round(time.perf_counter() - started, 1),
-                args={k: v for k, v in vars(a).items() if k != "gaia_python"})
-    head = (f"GAIA {meta['gaia_version']} vs overlay_kit vs the floor: {a.runs} paired rounds, each side's order "
-            f"rotating; figures: medians over the rounds; ratios: median (min–max) of the per-round paired ratios "
-            f"(< 1: ours is faster). {meta['cpus']} CPUs, {meta['machine']}, Python {meta['python']}, SQLite "
-            f"{meta['sqlite']}; 1-min load average {min(loads):.2f}–{max(loads):.2f} during the rounds "
-            f"({load_before[0]:.2f} before, {load_after[0]:.2f} after). GAIA's connections run "
-            f"`synchronous={ {0: 'OFF', 1: 'NORMAL', 2: 'FULL', 3: 'EXTRA'}[meta['gaia_synchronous_default']] }` "
-            f"as opened; every learn row states the level all three sides ran at. GAIA's log is off except in the row "
-            f"that says so. Run: {meta['wall_s']:.0f} s.")
-    md = (f"{head}\n\n{text}\n\nTargets (issue 30), judged on this run:\n\n" + "\n".join(goals) + "\n\n"
-          "Goals (issue 42), judged on this run:\n\n" + "\n".join(goals42({r["key"]: r for r in rows})) + "\n")
+    meta.update(
+        runs=a.runs,
+        cpus=os.cpu_count(),
+        python=platform.python_version(),
+        sqlite=sqlite3.sqlite_version,
+        machine=f"{platform.system()} {platform.machine()}",
+        load_before=load_before,
+        load_after=load_after,
+        load_1min_in_rounds=loads,
+        wall_s=round(time.perf_counter() - started, 1),
+        args={k: v for k, v in vars(a).items() if k != "gaia_python"},
+    )
+    head = (
+        f"GAIA {meta['gaia_version']} vs overlay_kit vs the floor: {a.runs} paired rounds, each side's order "
+        f"rotating; figures: medians over the rounds; ratios: median (min–max) of the per-round paired ratios "
+        f"(< 1: ours is faster). {meta['cpus']} CPUs, {meta['machine']}, Python {meta['python']}, SQLite "
+        f"{meta['sqlite']}; 1-min load average {min(loads):.2f}–{max(loads):.2f} during the rounds "
+        f"({load_before[0]:.2f} before, {load_after[0]:.2f} after). GAIA's connections run "
+        f"`synchronous={ {0: 'OFF', 1: 'NORMAL', 2: 'FULL', 3: 'EXTRA'}[meta['gaia_synchronous_default']] }` "
+        f"as opened; every learn row states the level all three sides ran at. GAIA's log is off except in the row "
+        f"that says so. Run: {meta['wall_s']:.0f} s."
+    )
+    md = (
+        f"{head}\n\n{text}\n\nTargets (issue 30), judged on this run:\n\n" + "\n".join(goals) + "\n\n"
+        "Goals (issue 42), judged on this run:\n\n" + "\n".join(goals42({r["key"]: r for r in rows})) + "\n"
+    )
     print(md)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)

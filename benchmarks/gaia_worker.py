@@ -56,15 +56,22 @@ def rows_for(size: str, n: int, seed: int, tag: str = "") -> list[dict]:
         old = last.get(s.slug) or s.text.split("\n", 1)[0]
         line = f"- {x['body']}"
         last[s.slug] = line
-        out.append({"section": s.slug, "digest": s.digest, "payload": {"old": old, "new": f"{old}\n{line}"},
-                    "body": x["body"]})
+        out.append(
+            {"section": s.slug, "digest": s.digest, "payload": {"old": old, "new": f"{old}\n{line}"}, "body": x["body"]}
+        )
     return out
 
 
 def put(store: MemoryStore, size: str, row: dict) -> str:
-    return store.put_delta(base_name=size, scope="user", kind="replace_snippet", anchor_section=row["section"],
-                           anchor_digest=row["digest"], payload=row["payload"],
-                           provenance={"source": "user_instruction"})
+    return store.put_delta(
+        base_name=size,
+        scope="user",
+        kind="replace_snippet",
+        anchor_section=row["section"],
+        anchor_digest=row["digest"],
+        payload=row["payload"],
+        provenance={"source": "user_instruction"},
+    )
 
 
 def sync(store: MemoryStore, level: str) -> None:
@@ -87,7 +94,7 @@ class Gaia:
         sync(self.read, "NORMAL")  # building is not timed
         for size in BODIES:
             ids = [put(self.read, size, r) for r in rows_for(size, 100, 7)]
-            for did in ids[:workload.ACTIVE]:
+            for did in ids[: workload.ACTIVE]:
                 self.read.approve_delta(did)
         self.active = {size: active(self.read, size) for size in BODIES}
         assert all(len(v) == workload.ACTIVE for v in self.active.values())
@@ -104,14 +111,19 @@ class Gaia:
         big_store.close()
         home = root / "home"
         (home / "skills" / "small").mkdir(parents=True, exist_ok=True)
-        (home / "skills" / "small" / "SKILL.md").write_text(workload.skill_text("small", BODIES["small"]),
-                                                            encoding="utf-8")
+        (home / "skills" / "small" / "SKILL.md").write_text(
+            workload.skill_text("small", BODIES["small"]), encoding="utf-8"
+        )
         self.batches = 0
         self.agent = Agent(self.learn, "large")
         self.remember = _TOOL_REGISTRY["remember_skill_lesson"]["function"]
-        return {"version": version("amd-gaia"), "synchronous": default, "read_db": str(root / "read.db"),
-                "home": str(home), "slugs": {size: [s.slug for s in parse_sections(b) if s.level]
-                                             for size, b in BODIES.items()}}
+        return {
+            "version": version("amd-gaia"),
+            "synchronous": default,
+            "read_db": str(root / "read.db"),
+            "home": str(home),
+            "slugs": {size: [s.slug for s in parse_sections(b) if s.level] for size, b in BODIES.items()},
+        }
 
     def learn1(self, level: str, reps: int, seed: int, tag: str) -> list[float]:
         """`reps` put_delta calls, one lesson each, into the store of `fill` rows, at `synchronous=level`."""
@@ -132,14 +144,22 @@ class Gaia:
         overlay ceiling admits only about four of these lessons at once). The lesson quotes the section's first
         line of text and goes after it (a snippet none of the stored rows quotes, so nothing is superseded)."""
         sync(self.learn, level)
-        first = {s.slug: next(ln for ln in s.text.split("\n")[1:] if ln.strip())
-                 for s in parse_sections(BODIES["large"]) if s.level}
+        first = {
+            s.slug: next(ln for ln in s.text.split("\n")[1:] if ln.strip())
+            for s in parse_sections(BODIES["large"])
+            if s.level
+        }
         out = []
         for r in rows_for("large", reps, seed, tag):
             quote = first[r["section"]]
             t = time.perf_counter()
-            got = self.remember(skill="large", section=r["section"], replaces=quote,
-                                corrected_text=f"{quote}\n- {r['body']}", reason="the user said so")
+            got = self.remember(
+                skill="large",
+                section=r["section"],
+                replaces=quote,
+                corrected_text=f"{quote}\n- {r['body']}",
+                reason="the user said so",
+            )
             out.append(time.perf_counter() - t)
             assert got.get("status") == "success", got.get("message")
             assert self.learn.archive_delta(got["delta_id"], base_name="large", scope=self.agent.scope)

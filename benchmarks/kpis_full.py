@@ -39,20 +39,28 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     frames, t0 = [], time.perf_counter()
     for start in range(0, len(seeds), args.block):
-        block = seeds[start:start + args.block]
+        block = seeds[start : start + args.block]
         study = kpis.run(**plan, seeds=block, rule=rule, n_jobs=args.n_jobs, progress=False)
         frames.append(study.frame)
         frame = pd.concat(frames, ignore_index=True)
         tmp = args.out.with_suffix(".tmp")
         frame.to_csv(tmp, index=False, compression="gzip")
         os.replace(tmp, args.out)
-        meta = {"rule": rule.path.name, "rule_sha256": rule.sha256, "commit": commit,
-                "recorded": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "seeds": len(seeds[:start + len(block)]), "planned_seeds": len(seeds),
-                "n_sessions": plan["base"]["n_sessions"], "shipped": study.defaults, "worlds": int(frame["world"].nunique()),
-                "rows": len(frame), "wall_s": round(time.perf_counter() - t0),
-                "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-                "n_jobs": args.n_jobs}
+        meta = {
+            "rule": rule.path.name,
+            "rule_sha256": rule.sha256,
+            "commit": commit,
+            "recorded": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "seeds": len(seeds[: start + len(block)]),
+            "planned_seeds": len(seeds),
+            "n_sessions": plan["base"]["n_sessions"],
+            "shipped": study.defaults,
+            "worlds": int(frame["world"].nunique()),
+            "rows": len(frame),
+            "wall_s": round(time.perf_counter() - t0),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+            "n_jobs": args.n_jobs,
+        }
         kpis.RECORDED_META(args.out).write_text(json.dumps(meta, indent=1) + "\n")
         print(f"{meta['seeds']}/{len(seeds)} seeds, {meta['rows']} rows, {meta['wall_s']} s", flush=True)
 

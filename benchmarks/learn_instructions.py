@@ -39,9 +39,10 @@ def learn(rows: int, batches: int) -> None:
     slugs = [s.slug for s in anchor.parse(skill.body) if s.level]
     tmp = Path(tempfile.mkdtemp())
     for k in range(3):
-        lessons = [gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"],
-                                "user_instruction")
-                   for x in workload.lessons(slugs, rows, seed=workload.LEARN_SEED + k)]
+        lessons = [
+            gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"], "user_instruction")
+            for x in workload.lessons(slugs, rows, seed=workload.LEARN_SEED + k)
+        ]
         if k < batches:
             with Store.open(tmp / f"{k}.db") as store:
                 assert all(r.outcome == "staged" for r in gates.learn_many(store, skill, lessons))
@@ -49,8 +50,16 @@ def learn(rows: int, batches: int) -> None:
 
 
 def instructions(rows: int, batches: int) -> int:
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
-           "--learn", str(rows), str(batches)]
+    cmd = [
+        "valgrind",
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        __file__,
+        "--learn",
+        str(rows),
+        str(batches),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=dict(os.environ, PYTHONHASHSEED="0"))
     return int(re.search(r"Collected : (\d+)", out.stderr).group(1))
 
@@ -64,8 +73,10 @@ def main() -> None:
         print("learn_instructions: valgrind is not on PATH; nothing measured")
         return
     per_row = (instructions(rows, 3) - instructions(rows, 1)) / (2 * rows)
-    print(f"learn_instructions: {Path.cwd().name}: {per_row:,.0f} instructions per learned row "
-          f"({rows:,}-row batches of fresh lessons, the first batch not counted)")
+    print(
+        f"learn_instructions: {Path.cwd().name}: {per_row:,.0f} instructions per learned row "
+        f"({rows:,}-row batches of fresh lessons, the first batch not counted)"
+    )
 
 
 if __name__ == "__main__":

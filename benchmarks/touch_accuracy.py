@@ -53,12 +53,21 @@ CACHE = Path.home() / ".cache/overlay_kit/touch_events.pkl"  # texts: local only
 GRID = {"rewrite_similarity": (0.0, 0.5), "min_shared": (1, 2), "added_shared": (None, 4, 3, 2)}
 MIN_RECALL_DEV = 0.87
 MIN_RECALL_HELDOUT = 0.85
-FIELDS = ("id", "file", "fate", "versions_survived", "section_changed_before_fate", "section_changed_at_fate",
-          "text", "steps")
+FIELDS = (
+    "id",
+    "file",
+    "fate",
+    "versions_survived",
+    "section_changed_before_fate",
+    "section_changed_at_fate",
+    "text",
+    "steps",
+)
 
 
 def extract(mirrors: Path) -> list[dict]:
     """One row per rule event (texts included), every manifest repository mined at its commit; cached."""
+
     def per_repo(repo: str, commit: str) -> list[dict]:
         result = mine.mine_repository(mirrors / repo.replace("/", "+", 1) / "repo", rev=commit, label=repo)
         return [{"repo": repo, **{k: getattr(e, k) for k in FIELDS}} for e in result.events]
@@ -69,8 +78,10 @@ def extract(mirrors: Path) -> list[dict]:
 def frame(rows: list[dict], **params) -> pd.DataFrame:
     """The events as `stale_premise` reads them, with the touch flag under `params`."""
     df = pd.DataFrame([{k: v for k, v in r.items() if k not in ("text", "steps")} for r in rows])
-    flags = [mine.touch_flags(r["text"], r["steps"], r["fate"] != "kept" and r["section_changed_at_fate"], **params)
-             for r in rows]
+    flags = [
+        mine.touch_flags(r["text"], r["steps"], r["fate"] != "kept" and r["section_changed_at_fate"], **params)
+        for r in rows
+    ]
     df["section_touched_before_fate"] = [f[0] for f in flags]
     df["section_touched_at_fate"] = [f[1] for f in flags]
     return df
@@ -89,17 +100,26 @@ def figures(df: pd.DataFrame, rule) -> dict:
     for name, key in (("section_changed", "section"), ("section_touched", "touch")):
         s = t[key]
         right = int(round(s["recall"].estimate * s["wrong"]))
-        out[name] = {"events": s["events"], "repos": s["repos"], "wrong": s["wrong"], "flagged": s["flagged"],
-                     "right_flags": right, "false_alarms": s["flagged"] - right, "misses": s["wrong"] - right,
-                     **{k: ci(s[k]) for k in ("precision", "recall", "rd")}}
+        out[name] = {
+            "events": s["events"],
+            "repos": s["repos"],
+            "wrong": s["wrong"],
+            "flagged": s["flagged"],
+            "right_flags": right,
+            "false_alarms": s["flagged"] - right,
+            "misses": s["wrong"] - right,
+            **{k: ci(s[k]) for k in ("precision", "recall", "rd")},
+        }
     out["precision_gain"], out["recall_loss"] = ci(t["precision_gain"]), ci(t["recall_loss"])
     return out
 
 
 def _fmt(f: dict) -> str:
-    return (f"precision {f['precision']['estimate']:.3f} [{f['precision']['low']:.2f}, {f['precision']['high']:.2f}]"
-            f"  recall {f['recall']['estimate']:.3f} [{f['recall']['low']:.2f}, {f['recall']['high']:.2f}]"
-            f"  flagged {f['flagged']}/{f['events']} ({f['repos']} repos)")
+    return (
+        f"precision {f['precision']['estimate']:.3f} [{f['precision']['low']:.2f}, {f['precision']['high']:.2f}]"
+        f"  recall {f['recall']['estimate']:.3f} [{f['recall']['low']:.2f}, {f['recall']['high']:.2f}]"
+        f"  flagged {f['flagged']}/{f['events']} ({f['repos']} repos)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,8 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         best = max(ok, key=lambda pf: pf[1]["precision"]["estimate"]) if ok else None  # max keeps the first tie
         print("chosen on dev:", best[0] if best else "none reaches the recall floor")
         return 0
-    shipped = {"rewrite_similarity": touch.REWRITE_SIMILARITY, "min_shared": touch.MIN_SHARED,
-               "added_shared": touch.ADDED_SHARED}
+    shipped = {
+        "rewrite_similarity": touch.REWRITE_SIMILARITY,
+        "min_shared": touch.MIN_SHARED,
+        "added_shared": touch.ADDED_SHARED,
+    }
     report = {}
     for h, part in by_half.items():
         report[h] = figures(frame(part, **shipped), rule)
@@ -133,27 +156,50 @@ def main(argv: list[str] | None = None) -> int:
             f = report[h][name]
             print(f"{h:8s} {name:16s} {_fmt(f)}  false alarms {f['false_alarms']}, misses {f['misses']}")
         g, lo = report[h]["precision_gain"], report[h]["recall_loss"]
-        print(f"{h:8s} precision gain {g['estimate']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}], recall loss "
-              f"{lo['estimate']:.3f} [{lo['low']:.3f}, {lo['high']:.3f}]")
+        print(
+            f"{h:8s} precision gain {g['estimate']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}], recall loss "
+            f"{lo['estimate']:.3f} [{lo['low']:.3f}, {lo['high']:.3f}]"
+        )
     held = report["heldout"]
-    helps = (held["section_touched"]["precision"]["estimate"] > held["section_changed"]["precision"]["estimate"]
-             and held["section_touched"]["recall"]["estimate"] >= MIN_RECALL_HELDOUT)
+    helps = (
+        held["section_touched"]["precision"]["estimate"] > held["section_changed"]["precision"]["estimate"]
+        and held["section_touched"]["recall"]["estimate"] >= MIN_RECALL_HELDOUT
+    )
     print("verdict (held-out):", "helps: narrow the flag" if helps else "does not help: keep the section flag")
     if args.write:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-        RESULTS.write_text(json.dumps({
-            "what": "the stale flag narrowed to changes that touch the rule (overlay_kit.touch) against the section "
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        RESULTS.write_text(
+            json.dumps(
+                {
+                    "what": "the stale flag narrowed to changes that touch the rule (overlay_kit.touch) against the section "
                     "flag, on real rule events (notebook 16's ground truth: reworded or deleted later); text-free",
-            "commit": commit, "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-            "machine": f"{platform.machine()} {platform.system()} python {platform.python_version()}",
-            "split": {"file": SPLIT.name, "sha256": hashlib.sha256(SPLIT.read_bytes()).hexdigest(),
-                      "dev": sorted({r["repo"] for r in by_half["dev"]}),
-                      "heldout": sorted({r["repo"] for r in by_half["heldout"]})},
-            "rule": {"grid": {k: list(v) for k, v in GRID.items()}, "min_recall_dev": MIN_RECALL_DEV,
-                     "min_recall_heldout": MIN_RECALL_HELDOUT, "bootstrap": "16_real_histories",
-                     "rule_sha256": rule.sha256},
-            "params": shipped, "figures": report, "helps": helps}, indent=1) + "\n", encoding="utf-8")
+                    "commit": commit,
+                    "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+                    "machine": f"{platform.machine()} {platform.system()} python {platform.python_version()}",
+                    "split": {
+                        "file": SPLIT.name,
+                        "sha256": hashlib.sha256(SPLIT.read_bytes()).hexdigest(),
+                        "dev": sorted({r["repo"] for r in by_half["dev"]}),
+                        "heldout": sorted({r["repo"] for r in by_half["heldout"]}),
+                    },
+                    "rule": {
+                        "grid": {k: list(v) for k, v in GRID.items()},
+                        "min_recall_dev": MIN_RECALL_DEV,
+                        "min_recall_heldout": MIN_RECALL_HELDOUT,
+                        "bootstrap": "16_real_histories",
+                        "rule_sha256": rule.sha256,
+                    },
+                    "params": shipped,
+                    "figures": report,
+                    "helps": helps,
+                },
+                indent=1,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
     return 0
 
 

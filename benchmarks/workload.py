@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import random
 
-WORDS = ("invoice vendor manager newsletter deadline meeting refund travel contract audit payroll outage "
-         "rollback database replica failover customer escalation holiday budget security phishing review "
-         "draft archive label schedule confirm notify").split()
+WORDS = (
+    "invoice vendor manager newsletter deadline meeting refund travel contract audit payroll outage "
+    "rollback database replica failover customer escalation holiday budget security phishing review "
+    "draft archive label schedule confirm notify"
+).split()
 VERBS = ("check", "confirm", "record", "escalate", "verify", "label", "archive", "notify", "draft", "review")
 
 
@@ -32,18 +34,21 @@ def skill_body(sections: int, seed: int = 14) -> str:
         level = "##" if i % 3 else "###"
         out.append(f"{level} Step {i}: {rng.choice(VERBS)} the {rng.choice(WORDS)}\n\n")
         out.append(f"{_sentence(rng, 16)} {_sentence(rng, 12)}\n\n")
-        out.append(f"- run `{rng.choice(VERBS)} --{rng.choice(WORDS)}` first\n"
-                   f"- then {_sentence(rng, 8).lower()}\n- keep `{rng.choice(WORDS)}_{i}` for the log\n\n")
+        out.append(
+            f"- run `{rng.choice(VERBS)} --{rng.choice(WORDS)}` first\n"
+            f"- then {_sentence(rng, 8).lower()}\n- keep `{rng.choice(WORDS)}_{i}` for the log\n\n"
+        )
         if i % 5 == 0:
-            out.append(f"```bash\n# {rng.choice(VERBS)} the {rng.choice(WORDS)}\n{rng.choice(VERBS)} "
-                       f"--{rng.choice(WORDS)}\n## not a heading\n```\n\n")
+            out.append(
+                f"```bash\n# {rng.choice(VERBS)} the {rng.choice(WORDS)}\n{rng.choice(VERBS)} "
+                f"--{rng.choice(WORDS)}\n## not a heading\n```\n\n"
+            )
     return "".join(out)
 
 
 def skill_text(name: str, body: str) -> str:
     """The SKILL.md file: frontmatter + body."""
-    return (f"---\nname: {name}\ndescription: Benchmark skill {name} for the overlay hot-path workload.\n"
-            f"---\n\n{body}")
+    return f"---\nname: {name}\ndescription: Benchmark skill {name} for the overlay hot-path workload.\n---\n\n{body}"
 
 
 def lessons(slugs: list[str], n: int = 100, seed: int = 7, tag: str = "") -> list[dict]:
@@ -53,8 +58,10 @@ def lessons(slugs: list[str], n: int = 100, seed: int = 7, tag: str = "") -> lis
     out = []
     for i in range(n):
         trigger = " ".join(rng.sample(WORDS, 4))
-        body = (f"Lesson {tag}{i}: when {trigger}, {rng.choice(VERBS)} the {rng.choice(WORDS)} "
-                f"and {rng.choice(VERBS)} the {rng.choice(WORDS)} before replying.")
+        body = (
+            f"Lesson {tag}{i}: when {trigger}, {rng.choice(VERBS)} the {rng.choice(WORDS)} "
+            f"and {rng.choice(VERBS)} the {rng.choice(WORDS)} before replying."
+        )
         out.append({"section": slugs[i % len(slugs)], "trigger": trigger, "body": body, "i": i})
     return out
 

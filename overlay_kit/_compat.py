@@ -15,8 +15,10 @@ MOVED = {
     "overlay_kit.engine": "overlay_kit.llm.engine",
     "overlay_kit.memory": "overlay_kit.surfaces.memory",
     "overlay_kit.knowledge": "overlay_kit.surfaces.knowledge",
-    **{f"overlay_kit.{m}": f"overlay_kit.studies.{m}"
-       for m in ("sim", "threshold", "lessons", "probe", "deploy", "kpis", "cost", "tuning", "surface_sim")},
+    **{
+        f"overlay_kit.{m}": f"overlay_kit.studies.{m}"
+        for m in ("sim", "threshold", "lessons", "probe", "deploy", "kpis", "cost", "tuning", "surface_sim")
+    },
 }
 
 
@@ -29,8 +31,11 @@ class _Alias:
     def create_module(self, spec):
         import warnings
 
-        warnings.warn(f"{spec.name} moved to {MOVED[spec.name]}; the old path goes in the next release",
-                      DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            f"{spec.name} moved to {MOVED[spec.name]}; the old path goes in the next release",
+            DeprecationWarning,
+            stacklevel=3,
+        )
         return importlib.import_module(MOVED[spec.name])
 
     def exec_module(self, module) -> None:

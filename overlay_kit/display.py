@@ -35,14 +35,24 @@ __all__ = [
 
 # status / state / outcome → colour of its badge
 COLOURS = {
-    "active": "#1a7f37", "staged": "#0969da", "quarantined": "#cf222e", "orphaned": "#8250df",
-    "archived": "#6e7781", "clean": "#1a7f37", "stale": "#9a6700", "refused": "#cf222e", "routed": "#8250df",
-    "session_only": "#6e7781", "proposed": "#0969da",
+    "active": "#1a7f37",
+    "staged": "#0969da",
+    "quarantined": "#cf222e",
+    "orphaned": "#8250df",
+    "archived": "#6e7781",
+    "clean": "#1a7f37",
+    "stale": "#9a6700",
+    "refused": "#cf222e",
+    "routed": "#8250df",
+    "session_only": "#6e7781",
+    "proposed": "#0969da",
 }
 _BOX = "font-family:var(--jp-ui-font-family,sans-serif);font-size:13px;line-height:1.45;margin:2px 0"
-_PRE = ("font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.4;white-space:pre-wrap;"
-        "margin:4px 0;"
-        "padding:6px;border:1px solid #d0d7de;border-radius:4px;max-height:32em;overflow:auto")
+_PRE = (
+    "font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.4;white-space:pre-wrap;"
+    "margin:4px 0;"
+    "padding:6px;border:1px solid #d0d7de;border-radius:4px;max-height:32em;overflow:auto"
+)
 _CELL = "padding:2px 8px;border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top"
 
 
@@ -64,16 +74,20 @@ def esc_review(value) -> str:
 
 def badge(text: str, colour: str | None = None) -> str:
     c = colour or COLOURS.get(text, "#57606a")
-    return (f'<span style="display:inline-block;padding:0 6px;border-radius:8px;border:1px solid {c};'
-            f'color:{c};font-size:11px;font-weight:600">{esc(text)}</span>')
+    return (
+        f'<span style="display:inline-block;padding:0 6px;border-radius:8px;border:1px solid {c};'
+        f'color:{c};font-size:11px;font-weight:600">{esc(text)}</span>'
+    )
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     """An HTML table; cells are already HTML (escape text with `esc`)."""
     head = "".join(f'<th style="{_CELL}">{esc(h)}</th>' for h in headers)
     body = "".join("<tr>" + "".join(f'<td style="{_CELL}">{c}</td>' for c in r) + "</tr>" for r in rows)
-    return f'<table style="border-collapse:collapse;margin:4px 0"><thead><tr>{head}</tr></thead>' \
-           f"<tbody>{body}</tbody></table>"
+    return (
+        f'<table style="border-collapse:collapse;margin:4px 0"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
 
 
 def _box(inner: str, border: str = "#d0d7de") -> str:
@@ -99,15 +113,25 @@ def skill_html(skill) -> str:
         meta.append("<div>permissions: " + ", ".join(f"<code>{esc(p)}</code>" for p in skill.permissions) + "</div>")
     if skill.tools:
         meta.append("<div>tools: " + ", ".join(f"<code>{esc(t)}</code>" for t in skill.tools) + "</div>")
-    rows = [(f"<code>{esc(s.slug)}</code>", esc(s.heading), str(s.level),
-             f"{s.start_line + shift}–{s.end_line + shift}", f"<code>{esc(s.digest)}</code>") for s in sections]
+    rows = [
+        (
+            f"<code>{esc(s.slug)}</code>",
+            esc(s.heading),
+            str(s.level),
+            f"{s.start_line + shift}–{s.end_line + shift}",
+            f"<code>{esc(s.digest)}</code>",
+        )
+        for s in sections
+    ]
     return _box(head + "".join(meta) + table(("anchor", "heading", "level", "lines", "digest"), rows))
 
 
 def skill_text(skill) -> str:
     extra = "; capability-bearing" if skill.capability_bearing else ""
-    lines = [f"Skill {skill.name} {skill.version or ''} ({skill.security_tier}; {len(skill.tools)} tools; "
-             f"permissions: {', '.join(map(str, skill.permissions)) or 'none'}{extra})"]
+    lines = [
+        f"Skill {skill.name} {skill.version or ''} ({skill.security_tier}; {len(skill.tools)} tools; "
+        f"permissions: {', '.join(map(str, skill.permissions)) or 'none'}{extra})"
+    ]
     lines += [f"  {s.slug:<28} {s.digest}  {s.heading}" for s in parse(skill.body)]
     return visible("\n".join(lines))
 
@@ -125,31 +149,40 @@ def delta_html(delta, body: str | None = None) -> str:
     a = delta.anchor
     prov = delta.provenance
     trust = badge("trusted", COLOURS["active"]) if prov.trusted else badge("untrusted", COLOURS["quarantined"])
-    head = (f"{badge(delta.status)} <b>{esc(delta.kind)}</b> · tier {delta.tier} · {esc(delta.skill)}"
-            f"#<code>{esc(a.section)}</code> · <code>{esc(delta.id)}</code>")
+    head = (
+        f"{badge(delta.status)} <b>{esc(delta.kind)}</b> · tier {delta.tier} · {esc(delta.skill)}"
+        f"#<code>{esc(a.section)}</code> · <code>{esc(delta.id)}</code>"
+    )
     rows = [
         f"<div style='margin:2px 0 2px 0'>{esc_review(delta.text)}</div>",
         f"<div>anchor: <code>{esc(a.section)}</code> @ <code>{esc(a.digest)}</code> "
         f"(base {esc(a.base_version or '?')})" + (f" {badge(state)}" if state else "") + "</div>",
         f"<div>provenance: {esc(prov.source)} {trust}"
-        + (f" · turns {esc(', '.join(prov.turns))}" if prov.turns else "") + f" · scope {esc(delta.scope)}</div>",
+        + (f" · turns {esc(', '.join(prov.turns))}" if prov.turns else "")
+        + f" · scope {esc(delta.scope)}</div>",
         f"<div>evidence: {delta.success_count}/{delta.attempt_count} outcomes positive · created "
         f"{esc(_when(delta.created_at))} · approved {esc(_when(delta.approved_at))}"
-        + (f" · superseded by <code>{esc(delta.superseded_by)}</code>" if delta.superseded_by else "") + "</div>",
+        + (f" · superseded by <code>{esc(delta.superseded_by)}</code>" if delta.superseded_by else "")
+        + "</div>",
     ]
     if delta.findings:
-        rows.append("<div style='color:#cf222e'>injection scan: <ul style='margin:0'>"
-                    + "".join(f"<li>{esc_review(f)}</li>" for f in delta.findings) + "</ul></div>")
+        rows.append(
+            "<div style='color:#cf222e'>injection scan: <ul style='margin:0'>"
+            + "".join(f"<li>{esc_review(f)}</li>" for f in delta.findings)
+            + "</ul></div>"
+        )
     return _box(head + "".join(rows), COLOURS.get(delta.status, "#d0d7de"))
 
 
 def delta_text(delta, body: str | None = None) -> str:
     state = _anchor_state(delta, body)
-    lines = [f"Delta {delta.id} [{delta.status}] {delta.kind} (tier {delta.tier}) on "
-             f"{delta.skill}#{delta.anchor.section}" + (f" ({state})" if state else ""),
-             f"  {visible_review(delta.text, keep_newlines=False)}",
-             f"  provenance: {delta.provenance.source} ({'trusted' if delta.provenance.trusted else 'untrusted'}); "
-             f"evidence {delta.success_count}/{delta.attempt_count}"]
+    lines = [
+        f"Delta {delta.id} [{delta.status}] {delta.kind} (tier {delta.tier}) on "
+        f"{delta.skill}#{delta.anchor.section}" + (f" ({state})" if state else ""),
+        f"  {visible_review(delta.text, keep_newlines=False)}",
+        f"  provenance: {delta.provenance.source} ({'trusted' if delta.provenance.trusted else 'untrusted'}); "
+        f"evidence {delta.success_count}/{delta.attempt_count}",
+    ]
     lines += [f"  finding: {visible_review(f)}" for f in delta.findings]
     return visible("\n".join(lines))
 
@@ -160,10 +193,18 @@ def deltas_html(deltas: Sequence, bodies: dict[str, str] | None = None, title: s
     rows = []
     for d in deltas:
         state = _anchor_state(d, bodies.get(d.skill))
-        rows.append((f"<code>{esc(d.id)}</code>", badge(d.status), esc(d.kind), str(d.tier),
-                     f"{esc(d.skill)}#<code>{esc(d.anchor.section)}</code>" + (f" {badge(state)}" if state else ""),
-                     esc(d.provenance.source), f"{d.success_count}/{d.attempt_count}", esc_review(d.text)
-                     + "".join(f"<div style='color:#cf222e'>⚠ {esc_review(f)}</div>" for f in d.findings)))
+        rows.append(
+            (
+                f"<code>{esc(d.id)}</code>",
+                badge(d.status),
+                esc(d.kind),
+                str(d.tier),
+                f"{esc(d.skill)}#<code>{esc(d.anchor.section)}</code>" + (f" {badge(state)}" if state else ""),
+                esc(d.provenance.source),
+                f"{d.success_count}/{d.attempt_count}",
+                esc_review(d.text) + "".join(f"<div style='color:#cf222e'>⚠ {esc_review(f)}</div>" for f in d.findings),
+            )
+        )
     head = f"<div><b>{esc(title)}</b></div>" if title else ""
     if not rows:
         return _box(head + "<i>no deltas</i>")
@@ -216,8 +257,12 @@ def _note_rows(notes) -> str:
     shown = [n for n in notes if n.kind != "applied"]
     if not shown:
         return ""
-    items = (f"<li>{badge(n.kind, COLOURS.get(n.kind, '#9a6700'))} "
-             + (f"<code>{esc(n.delta_id)}</code> " if n.delta_id else "") + f"{esc(n.detail)}</li>" for n in shown)
+    items = (
+        f"<li>{badge(n.kind, COLOURS.get(n.kind, '#9a6700'))} "
+        + (f"<code>{esc(n.delta_id)}</code> " if n.delta_id else "")
+        + f"{esc(n.detail)}</li>"
+        for n in shown
+    )
     return "<ul style='margin:2px 0'>" + "".join(items) + "</ul>"
 
 
@@ -230,23 +275,34 @@ def effective_html(eff) -> str:
             lines.append(f'<span style="background:#dafbe1;display:block" title="learned">{esc(line) or " "}</span>')
         else:
             lines.append(f'<span style="display:block">{esc(line) or " "}</span>')
-    head = (f"<b>{esc(eff.skill)}</b> (effective) · {eff.tokens} tokens"
-            + (f" of {eff.ceiling}" if eff.ceiling else "")
-            + f" · {len(eff.applied)} learned applied"
-            + ("" if eff.learned else " · " + badge("learned off", "#6e7781")))
+    head = (
+        f"<b>{esc(eff.skill)}</b> (effective) · {eff.tokens} tokens"
+        + (f" of {eff.ceiling}" if eff.ceiling else "")
+        + f" · {len(eff.applied)} learned applied"
+        + ("" if eff.learned else " · " + badge("learned off", "#6e7781"))
+    )
     tools = f"<div>skill_tools: {', '.join(f'<code>{esc(t)}</code>' for t in eff.skill_tools) or '—'}"
     if eff.withheld_tools:
         tools += " · withheld: " + ", ".join(f"<code>{esc(t)}</code>" for t in eff.withheld_tools)
     tools += "</div>"
-    legend = ("<div style='font-size:11px;color:#57606a'>green lines are learned; everything else is the "
-              "authored body, byte for byte</div>") if marked else ""
+    legend = (
+        (
+            "<div style='font-size:11px;color:#57606a'>green lines are learned; everything else is the "
+            "authored body, byte for byte</div>"
+        )
+        if marked
+        else ""
+    )
     return _box(head + tools + _note_rows(eff.notes) + legend + f'<div style="{_PRE}">{"".join(lines)}</div>')
 
 
 def effective_text(eff) -> str:
     notes = [f"  {n}" for n in eff.notes if n.kind != "applied"]
-    head = (f"EffectiveSkill {eff.skill}: {eff.tokens} tokens" + (f" (ceiling {eff.ceiling})" if eff.ceiling else "")
-            + f", {len(eff.applied)} learned applied, skill_tools: {', '.join(eff.skill_tools)}")
+    head = (
+        f"EffectiveSkill {eff.skill}: {eff.tokens} tokens"
+        + (f" (ceiling {eff.ceiling})" if eff.ceiling else "")
+        + f", {len(eff.applied)} learned applied, skill_tools: {', '.join(eff.skill_tools)}"
+    )
     return visible("\n".join([head, *notes, "", eff.text.rstrip("\n")]))
 
 
@@ -272,8 +328,9 @@ def unified_diff(eff, context: int = 3, *, against=None, labels: tuple[str, str]
 
     before = eff.base if against is None else against.text
     a, b = (f"{side}/{eff.skill}/SKILL.md ({label})" for side, label in zip("ab", labels))
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True), eff.text.splitlines(keepends=True), a, b,
-                                        n=context))
+    return "".join(
+        difflib.unified_diff(before.splitlines(keepends=True), eff.text.splitlines(keepends=True), a, b, n=context)
+    )
 
 
 @dataclass(frozen=True)
@@ -308,20 +365,33 @@ def _outcome_cells(o) -> tuple:
     d = o.decision
     prop = f"{esc(d.proposal.section)} ({esc(d.proposal.method)} {d.proposal.score:.2f})" if d.proposal else "—"
     new = f"<code>{esc(o.anchor.section)}</code>" if o.state != "orphaned" else "—"
-    return (f"<code>{esc(o.delta.id)}</code>", esc(o.delta.kind), f"<code>{esc(o.delta.anchor.section)}</code>",
-            badge(o.state), new, prop, esc(o.narrowed or d.reason))
+    return (
+        f"<code>{esc(o.delta.id)}</code>",
+        esc(o.delta.kind),
+        f"<code>{esc(o.delta.anchor.section)}</code>",
+        badge(o.state),
+        new,
+        prop,
+        esc(o.narrowed or d.reason),
+    )
 
 
 def rebase_html(result) -> str:
     """What a base update did to each live delta under the policy: clean / stale / orphaned, proposals."""
     counts = ", ".join(f"{v} {k}" for k, v in sorted(result.counts().items())) or "no live deltas"
     change = result.change
-    head = (f"<b>rebase</b> of <b>{esc(change.name)}</b> under <code>{esc(result.policy)}</code> · "
-            f"{esc(change.old_version or '?')} → {esc(change.version or '?')} · {esc(counts)}")
+    head = (
+        f"<b>rebase</b> of <b>{esc(change.name)}</b> under <code>{esc(result.policy)}</code> · "
+        f"{esc(change.old_version or '?')} → {esc(change.version or '?')} · {esc(counts)}"
+    )
     if not result.outcomes:
         return _box(head)
-    review = "<div>review: stale deltas still apply (flagged); orphans are kept, not applied, and wait for a " \
-             "person (re-anchor, bulk re-approve or discard)</div>" if result.review else ""
+    review = (
+        "<div>review: stale deltas still apply (flagged); orphans are kept, not applied, and wait for a "
+        "person (re-anchor, bulk re-approve or discard)</div>"
+        if result.review
+        else ""
+    )
     rows = [_outcome_cells(o) for o in result.outcomes]
     return _box(head + review + table(("id", "kind", "was on", "state", "now on", "proposal", "why"), rows))
 
@@ -330,9 +400,11 @@ def rebase_text(result) -> str:
     counts = ", ".join(f"{v} {k}" for k, v in sorted(result.counts().items())) or "no live deltas"
     lines = [f"RebaseResult {result.change.name} ({result.policy}): {counts}"]
     for o in result.outcomes:
-        lines.append(f"  {o.delta.id} {o.delta.kind} {o.delta.anchor.section} -> {o.state}"
-                     + (f" ({o.anchor.section})" if o.state != "orphaned" else "")
-                     + f": {o.narrowed or o.decision.reason}")
+        lines.append(
+            f"  {o.delta.id} {o.delta.kind} {o.delta.anchor.section} -> {o.state}"
+            + (f" ({o.anchor.section})" if o.state != "orphaned" else "")
+            + f": {o.narrowed or o.decision.reason}"
+        )
     return visible("\n".join(lines))
 
 
@@ -346,14 +418,20 @@ def write_result_html(r) -> str:
     head = f"{badge(r.outcome)} rule <code>{esc(r.rule)}</code>{dry}<div>{esc(r.message)}</div>"
     parts = [head]
     if r.findings:
-        parts.append("<div style='color:#cf222e'>injection scan: <ul style='margin:0'>"
-                     + "".join(f"<li>{esc_review(f)}</li>" for f in r.findings) + "</ul></div>")
+        parts.append(
+            "<div style='color:#cf222e'>injection scan: <ul style='margin:0'>"
+            + "".join(f"<li>{esc_review(f)}</li>" for f in r.findings)
+            + "</ul></div>"
+        )
     if r.warnings:
-        parts.append("<div style='color:#9a6700'>" + "".join(f"<div>warning: {esc(w)}</div>" for w in r.warnings)
-                     + "</div>")
+        parts.append(
+            "<div style='color:#9a6700'>" + "".join(f"<div>warning: {esc(w)}</div>" for w in r.warnings) + "</div>"
+        )
     if r.fact is not None:
-        parts.append(f"<div>tier-0 fact: <code>{esc(r.fact.namespace)}.{esc(r.fact.key)}</code> = "
-                     f"<code>{esc(r.fact.value)}</code> (scope {esc(r.fact.scope)})</div>")
+        parts.append(
+            f"<div>tier-0 fact: <code>{esc(r.fact.namespace)}.{esc(r.fact.key)}</code> = "
+            f"<code>{esc(r.fact.value)}</code> (scope {esc(r.fact.scope)})</div>"
+        )
     if r.delta is not None:
         parts.append(delta_html(r.delta))
     if r.undo:
@@ -362,8 +440,9 @@ def write_result_html(r) -> str:
 
 
 def write_result_text(r) -> str:
-    lines = [f"{r.outcome} ({r.rule}){' [dry run: nothing written]' if getattr(r, 'dry_run', False) else ''}: "
-             f"{r.message}"]
+    lines = [
+        f"{r.outcome} ({r.rule}){' [dry run: nothing written]' if getattr(r, 'dry_run', False) else ''}: {r.message}"
+    ]
     lines += [f"  finding: {visible_review(f)}" for f in r.findings] + [f"  warning: {w}" for w in r.warnings]
     if r.fact is not None:
         lines.append(f"  tier-0 fact: {r.fact.namespace}.{r.fact.key} = {r.fact.value!r} (scope {r.fact.scope})")

@@ -114,17 +114,36 @@ class SignalKind:
     meaning: str
 
 
-SIGNALS: Mapping[str, SignalKind] = {k.name: k for k in (
-    SignalKind("correction", False, True, "the user corrected the agent, stating what they wanted"),
-    SignalKind("undo", False, False, "the user undid what the agent did"),
-    SignalKind("accepted", True, False, "the user accepted a suggestion or result as proposed"),
-    SignalKind("rating", None, False, "an explicit 1-5 rating: 4-5 positive, 1-2 negative, 3 neutral"),
-)}
+SIGNALS: Mapping[str, SignalKind] = {
+    k.name: k
+    for k in (
+        SignalKind("correction", False, True, "the user corrected the agent, stating what they wanted"),
+        SignalKind("undo", False, False, "the user undid what the agent did"),
+        SignalKind("accepted", True, False, "the user accepted a suggestion or result as proposed"),
+        SignalKind("rating", None, False, "an explicit 1-5 rating: 4-5 positive, 1-2 negative, 3 neutral"),
+    )
+}
 # Names a caller might reach for when only a tool's return code is known. Refused, never ledgered.
-NOT_OUTCOMES = frozenset({"tool_ok", "tool_success", "tool_returned", "tool_completed", "no_error", "not_raised",
-                          "did_not_raise", "exit_code_0", "ok", "success", "completed"})
-_TOOL_RETURN = re.compile(r"^(?:tool[_\-\s]|no[_\-\s]?(?:error|exception)|did[_\-\s]?not[_\-\s]?(?:raise|fail)"
-                          r"|exit[_\-\s]?(?:code|status)|returned[_\-\s]?(?:ok|clean))", re.IGNORECASE)
+NOT_OUTCOMES = frozenset(
+    {
+        "tool_ok",
+        "tool_success",
+        "tool_returned",
+        "tool_completed",
+        "no_error",
+        "not_raised",
+        "did_not_raise",
+        "exit_code_0",
+        "ok",
+        "success",
+        "completed",
+    }
+)
+_TOOL_RETURN = re.compile(
+    r"^(?:tool[_\-\s]|no[_\-\s]?(?:error|exception)|did[_\-\s]?not[_\-\s]?(?:raise|fail)"
+    r"|exit[_\-\s]?(?:code|status)|returned[_\-\s]?(?:ok|clean))",
+    re.IGNORECASE,
+)
 RATING_POSITIVE, RATING_NEGATIVE = 4, 2
 
 
@@ -140,9 +159,12 @@ def _kind(signal: Any) -> SignalKind:
     if isinstance(signal, str) and signal in SIGNALS:
         return SIGNALS[signal]
     if isinstance(signal, str) and (signal.strip().lower() in NOT_OUTCOMES or _TOOL_RETURN.match(signal.strip())):
-        raise NotAnOutcome(f"{signal!r} is a tool return code, not an outcome: a tool call that did not raise "
-                           f"says nothing about whether the user got what they wanted; record one of "
-                           f"{', '.join(SIGNALS)}", "signal")
+        raise NotAnOutcome(
+            f"{signal!r} is a tool return code, not an outcome: a tool call that did not raise "
+            f"says nothing about whether the user got what they wanted; record one of "
+            f"{', '.join(SIGNALS)}",
+            "signal",
+        )
     raise EvidenceError(f"unknown signal {signal!r}; user-observable signals are {', '.join(SIGNALS)}", "signal")
 
 
@@ -159,8 +181,9 @@ def _delta_ids(deltas: Any) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def record_context(store: "Store", session: str, turn: str, deltas: Any, *, role: str = "context",
-                   at: datetime | None = None) -> tuple[str, ...]:
+def record_context(
+    store: "Store", session: str, turn: str, deltas: Any, *, role: str = "context", at: datetime | None = None
+) -> tuple[str, ...]:
     """Ledger the deltas in context on (session, turn) and stamp their last_used_at. Returns the ids.
 
     `deltas`: an `EffectiveSkill` (its applied deltas), Delta objects or ids. `role="suggested"` records a
@@ -204,10 +227,20 @@ class Attribution:
     repeated: tuple[str, ...] = ()
 
 
-def record_signal(store: "Store", session: str, turn: str, signal: str, *, rating: int | None = None,
-                  scope: str = "user", skill: str | None = None, section: str | None = None,
-                  lesson: str | None = None, delta_ids: Iterable[str] | None = None,
-                  at: datetime | None = None) -> Attribution:
+def record_signal(
+    store: "Store",
+    session: str,
+    turn: str,
+    signal: str,
+    *,
+    rating: int | None = None,
+    scope: str = "user",
+    skill: str | None = None,
+    section: str | None = None,
+    lesson: str | None = None,
+    delta_ids: Iterable[str] | None = None,
+    at: datetime | None = None,
+) -> Attribution:
     """Ledger one user-observable signal on (session, turn) and attribute it to the deltas in context.
 
     Attribution goes to every delta in context on that turn, narrowed to those anchored on `section`
@@ -236,8 +269,11 @@ def record_signal(store: "Store", session: str, turn: str, signal: str, *, ratin
             wanted = list(dict.fromkeys(delta_ids))
             absent = [d for d in wanted if d not in context]
             if absent:
-                raise EvidenceError(f"{', '.join(absent)} not in context on {session}/{turn}: outcomes are "
-                                    "attributed only to deltas that were in context", "delta_ids")
+                raise EvidenceError(
+                    f"{', '.join(absent)} not in context on {session}/{turn}: outcomes are "
+                    "attributed only to deltas that were in context",
+                    "delta_ids",
+                )
             targets = wanted
         else:
             targets = list(context)
@@ -246,12 +282,23 @@ def record_signal(store: "Store", session: str, turn: str, signal: str, *, ratin
             targets = [d for d in targets if anchored.get(d) == section]
         if positive is None:
             targets = []
-        signal_id = store.evidence.add_signal(session, str(turn), kind.name, positive=positive, rating=rating,
-                                              scope=scope, skill=skill, section=section, lesson=lesson, at=when)
+        signal_id = store.evidence.add_signal(
+            session,
+            str(turn),
+            kind.name,
+            positive=positive,
+            rating=rating,
+            scope=scope,
+            skill=skill,
+            section=section,
+            lesson=lesson,
+            at=when,
+        )
         moved, repeated = [], []
         for did in targets:
-            ok = store.record_outcome(did, session=session, turn=str(turn), signal=kind.name,
-                                      positive=bool(positive), at=when)
+            ok = store.record_outcome(
+                did, session=session, turn=str(turn), signal=kind.name, positive=bool(positive), at=when
+            )
             (moved if ok else repeated).append(did)
         store.evidence.set_attributed(signal_id, len(moved))
     return Attribution(signal_id, kind.name, positive, tuple(moved), tuple(repeated))
@@ -274,10 +321,18 @@ class Review:
     promotion: gates.Promotion
 
 
-def review_staged(store: "Store", *, skill: str | None = None, scope: str | Iterable[str] | None = None,
-                  min_samples: int = SHIPPED.min_samples, threshold: float = SHIPPED.threshold,
-                  wilson: bool = SHIPPED.wilson, z: float = SHIPPED.z, retire_below: float | None = SHIPPED.retire_below,
-                  at: datetime | None = None) -> list[Review]:
+def review_staged(
+    store: "Store",
+    *,
+    skill: str | None = None,
+    scope: str | Iterable[str] | None = None,
+    min_samples: int = SHIPPED.min_samples,
+    threshold: float = SHIPPED.threshold,
+    wilson: bool = SHIPPED.wilson,
+    z: float = SHIPPED.z,
+    retire_below: float | None = SHIPPED.retire_below,
+    at: datetime | None = None,
+) -> list[Review]:
     """Promote staged, trusted deltas whose counters clear the bar (`gates.promote`); with `retire_below`,
     archive those with at least `min_samples` outcomes and a success rate below it. Each decision is logged
     with the counters read and the outcome-ledger position they covered."""
@@ -292,16 +347,28 @@ def review_staged(store: "Store", *, skill: str | None = None, scope: str | Iter
             p = gates.promote(store, d.id, min_samples=min_samples, threshold=threshold, wilson=wilson, z=z)
             decision = "promoted" if p.promoted else "held"
             if not p.promoted and retire_below is not None and p.samples >= min_samples and p.rate < retire_below:
-                store.set_status(d.id, "archived", who="evidence",
-                                 reason=f"retired on evidence: success rate {p.rate:.3f} < {retire_below} "
-                                        f"over {p.samples} outcomes")
+                store.set_status(
+                    d.id,
+                    "archived",
+                    who="evidence",
+                    reason=f"retired on evidence: success rate {p.rate:.3f} < {retire_below} over {p.samples} outcomes",
+                )
                 decision = "retired"
             if decision != "held":
                 now = store.get(d.id)
                 store.evidence.log_promotion(
-                    d.id, decision, successes=now.success_count, attempts=now.attempt_count, score=p.score,
-                    threshold=threshold if decision == "promoted" else retire_below, min_samples=min_samples,
-                    wilson=wilson, ledger_seq=store.evidence.ledger_seq(d.id), reason=p.reason, at=when)
+                    d.id,
+                    decision,
+                    successes=now.success_count,
+                    attempts=now.attempt_count,
+                    score=p.score,
+                    threshold=threshold if decision == "promoted" else retire_below,
+                    min_samples=min_samples,
+                    wilson=wilson,
+                    ledger_seq=store.evidence.ledger_seq(d.id),
+                    reason=p.reason,
+                    at=when,
+                )
         out.append(Review(d.id, decision, p))
     return out
 
@@ -329,8 +396,15 @@ class Cluster:
         return min(self.bigram, self.cosine if self.cosine is not None else 1.0)
 
     def to_dict(self) -> dict:
-        return {"skill": self.skill, "section": self.section, "kind": self.kind, "ids": list(self.ids),
-                "cosine": self.cosine, "bigram": round(self.bigram, 4), "last_used": iso(self.last_used)}
+        return {
+            "skill": self.skill,
+            "section": self.section,
+            "kind": self.kind,
+            "ids": list(self.ids),
+            "cosine": self.cosine,
+            "bigram": round(self.bigram, 4),
+            "last_used": iso(self.last_used),
+        }
 
 
 def _last_used(d: Delta) -> datetime:
@@ -347,8 +421,9 @@ def _embed(embedder, texts: list[str]) -> np.ndarray | None:
     return np.asarray(embedder.encode(texts), dtype=np.float32)
 
 
-def near_duplicates(deltas: Iterable[Delta], *, embedder: Any = None, min_cosine: float = MIN_COSINE,
-                    min_bigram: float = MIN_BIGRAM) -> list[Cluster]:
+def near_duplicates(
+    deltas: Iterable[Delta], *, embedder: Any = None, min_cosine: float = MIN_COSINE, min_bigram: float = MIN_BIGRAM
+) -> list[Cluster]:
     """Clusters (≥ 2 members) of live active deltas that say near-identical things. Complete linkage: every
     pair in a cluster clears both bars. `embedder`: None loads the default, an object with `encode` is used,
     False means character bigrams only. Idle clusters come first (the oldest most-recent use)."""
@@ -390,10 +465,20 @@ def near_duplicates(deltas: Iterable[Delta], *, embedder: Any = None, min_cosine
             mean = [(big[i, c].sum() + cos[i, c].sum() - 2) / (len(c) - 1) for i in c]
             order = sorted(range(len(c)), key=lambda k: -mean[k])  # stable: ties keep recency order
             ids = tuple(group[c[k]].id for k in order)
-            pairs = [(i, j) for a, i in enumerate(c) for j in c[a + 1:]]
-            out.append(Cluster(key[0], key[1] or None, key[2], key[3], key[4], ids,
-                               None if vectors is None else round(min(cos[i, j] for i, j in pairs), 4),
-                               min(big[i, j] for i, j in pairs), max(_last_used(group[i]) for i in c)))
+            pairs = [(i, j) for a, i in enumerate(c) for j in c[a + 1 :]]
+            out.append(
+                Cluster(
+                    key[0],
+                    key[1] or None,
+                    key[2],
+                    key[3],
+                    key[4],
+                    ids,
+                    None if vectors is None else round(min(cos[i, j] for i, j in pairs), 4),
+                    min(big[i, j] for i, j in pairs),
+                    max(_last_used(group[i]) for i in c),
+                )
+            )
     return sorted(out, key=lambda c: (c.last_used, -len(c.ids), c.ids))
 
 
@@ -415,9 +500,14 @@ def pending_umbrellas(store: "Store", skill: str | None = None) -> dict[str, tup
     return store.evidence.pending_consolidations(skill)
 
 
-def propose_umbrella(store: "Store", skill: "Skill", cluster: Cluster | Sequence[str], *,
-                     merger: Callable[[Sequence[Delta]], Mapping[str, Any]] | None = None,
-                     settings: gates.GateSettings | None = None) -> Umbrella:
+def propose_umbrella(
+    store: "Store",
+    skill: "Skill",
+    cluster: Cluster | Sequence[str],
+    *,
+    merger: Callable[[Sequence[Delta]], Mapping[str, Any]] | None = None,
+    settings: gates.GateSettings | None = None,
+) -> Umbrella:
     """Stage one umbrella lesson for the cluster through the gates (never auto-approved). Its payload is
     the representative's, or `merger(members)`'s (e.g. a model's merge) — the gates check it either way.
     Provenance is trusted only if every member's is. An identical pending proposal is returned as is."""
@@ -432,26 +522,43 @@ def propose_umbrella(store: "Store", skill: "Skill", cluster: Cluster | Sequence
     rep = members[0]
     for d in members:
         if d.superseded_by or d.status not in ("active", "staged"):
-            raise EvidenceError(f"delta {d.id} is {d.status}{' and superseded' if d.superseded_by else ''}; only "
-                                "live, unsuperseded deltas are consolidated", "cluster")
+            raise EvidenceError(
+                f"delta {d.id} is {d.status}{' and superseded' if d.superseded_by else ''}; only "
+                "live, unsuperseded deltas are consolidated",
+                "cluster",
+            )
         if (d.skill, d.anchor.section, d.kind, d.scope) != (skill.name, rep.anchor.section, rep.kind, rep.scope):
-            raise EvidenceError(f"delta {d.id} is not on {skill.name}/{rep.anchor.section} ({rep.kind}, "
-                                f"{rep.scope}) like {rep.id}", "cluster")
+            raise EvidenceError(
+                f"delta {d.id} is not on {skill.name}/{rep.anchor.section} ({rep.kind}, {rep.scope}) like {rep.id}",
+                "cluster",
+            )
     payload = dict(merger(members)) if merger else dict(rep.payload)
     trusted = all(d.provenance.trusted for d in members)
-    turns = tuple(dict.fromkeys(t for d in members for t in d.provenance.turns))[-gates.MAX_TURNS:]
+    turns = tuple(dict.fromkeys(t for d in members for t in d.provenance.turns))[-gates.MAX_TURNS :]
     prov = Provenance(rep.provenance.source if trusted else "unknown", turns)
-    result = gates.learn(store, skill, rep.kind, payload, section=rep.anchor.section, provenance=prov,
-                         scope=rep.scope, settings=replace(settings or gates.GateSettings(), auto_approve=False,
-                                                           noop_repeats=False))  # it replaces its twins
+    result = gates.learn(
+        store,
+        skill,
+        rep.kind,
+        payload,
+        section=rep.anchor.section,
+        provenance=prov,
+        scope=rep.scope,
+        settings=replace(settings or gates.GateSettings(), auto_approve=False, noop_repeats=False),
+    )  # it replaces its twins
     if not result.persisted:
         return Umbrella(ids, result, None)
-    pairs = [(a, b) for k, a in enumerate(members) for b in members[k + 1:]]
+    pairs = [(a, b) for k, a in enumerate(members) for b in members[k + 1 :]]
     cosine = cluster.cosine if isinstance(cluster, Cluster) else None
-    store.evidence.add_consolidation(result.delta.id, ids, skill=skill.name, section=rep.anchor.section,
-                                     embedding_sim=cosine,
-                                     bigram_sim=min(bigram_similarity(a.text, b.text) for a, b in pairs),
-                                     at=utc_now())
+    store.evidence.add_consolidation(
+        result.delta.id,
+        ids,
+        skill=skill.name,
+        section=rep.anchor.section,
+        embedding_sim=cosine,
+        bigram_sim=min(bigram_similarity(a.text, b.text) for a, b in pairs),
+        at=utc_now(),
+    )
     return Umbrella(ids, result, result.delta.id)
 
 
@@ -467,25 +574,38 @@ def approve_umbrella(store: "Store", umbrella_id: str, who: str = "user") -> "Un
     return store.combine("approve_umbrella", a, s, ids=(umbrella_id, *members))
 
 
-def consolidate(store: "Store", skill: "Skill", *, embedder: Any = None, min_cosine: float = MIN_COSINE,
-                min_bigram: float = MIN_BIGRAM, scope: str | Iterable[str] | None = None) -> list[Umbrella]:
+def consolidate(
+    store: "Store",
+    skill: "Skill",
+    *,
+    embedder: Any = None,
+    min_cosine: float = MIN_COSINE,
+    min_bigram: float = MIN_BIGRAM,
+    scope: str | Iterable[str] | None = None,
+) -> list[Umbrella]:
     """Find near-duplicate active deltas of `skill` and stage one umbrella per cluster."""
     deltas = store.search(skill.name, scope, status="active")
-    return [propose_umbrella(store, skill, c)
-            for c in near_duplicates(deltas, embedder=embedder, min_cosine=min_cosine, min_bigram=min_bigram)]
+    return [
+        propose_umbrella(store, skill, c)
+        for c in near_duplicates(deltas, embedder=embedder, min_cosine=min_cosine, min_bigram=min_bigram)
+    ]
 
 
-def consolidation_proposer(embedder: Any = None, *, min_cosine: float = MIN_COSINE, min_bigram: float = MIN_BIGRAM
-                           ) -> Callable[..., list[budget_mod.MergeProposal]]:
+def consolidation_proposer(
+    embedder: Any = None, *, min_cosine: float = MIN_COSINE, min_bigram: float = MIN_BIGRAM
+) -> Callable[..., list[budget_mod.MergeProposal]]:
     """The budget's consolidation step (`budget.Budget(store, skills, proposer=...)`): near-duplicate
     clusters among the resident deltas, as `budget.MergeProposal`s. `propose_umbrella(store, skill, p.ids)`
     sends one through the staged gate."""
 
     def propose(resident: Sequence[Delta], costs: Mapping[str, int] | None = None) -> list[budget_mod.MergeProposal]:
         costs = costs or {}
-        return [budget_mod.MergeProposal(c.skill, c.section, c.ids, round(100 * c.score, 2),
-                                    sum(costs.get(i, 0) for i in c.ids))
-                for c in near_duplicates(resident, embedder=embedder, min_cosine=min_cosine, min_bigram=min_bigram)]
+        return [
+            budget_mod.MergeProposal(
+                c.skill, c.section, c.ids, round(100 * c.score, 2), sum(costs.get(i, 0) for i in c.ids)
+            )
+            for c in near_duplicates(resident, embedder=embedder, min_cosine=min_cosine, min_bigram=min_bigram)
+        ]
 
     return propose
 
@@ -506,13 +626,18 @@ class DecayPlan:
     surfaced: tuple[str, ...]
 
     def to_dict(self) -> dict:
-        return {"now": iso(self.now), "idle_days": None if self.idle is None else self.idle.total_seconds() / 86400,
-                "ranked": list(self.ranked),
-                "demote": list(self.demote), "surfaced": list(self.surfaced)}
+        return {
+            "now": iso(self.now),
+            "idle_days": None if self.idle is None else self.idle.total_seconds() / 86400,
+            "ranked": list(self.ranked),
+            "demote": list(self.demote),
+            "surfaced": list(self.surfaced),
+        }
 
 
-def decay_plan(deltas: Iterable[Delta], *, now: datetime, idle: timedelta | None = DEFAULT_IDLE,
-               retrieval_only: Iterable[str] = ()) -> DecayPlan:
+def decay_plan(
+    deltas: Iterable[Delta], *, now: datetime, idle: timedelta | None = DEFAULT_IDLE, retrieval_only: Iterable[str] = ()
+) -> DecayPlan:
     """Pure: rank by `budget.value_key` (evidence, then last use) and pick what has been idle longer than
     `idle` (last use, else approval, else creation); `idle` None picks nothing."""
     if idle is not None and idle <= timedelta(0):
@@ -520,22 +645,34 @@ def decay_plan(deltas: Iterable[Delta], *, now: datetime, idle: timedelta | None
     demoted = set(retrieval_only)
     live = sorted((d for d in deltas if d.status == "active" and d.superseded_by is None), key=budget_mod.value_key)
     stale = [] if idle is None else [d for d in live if now - _last_used(d) > idle]
-    return DecayPlan(now, idle, tuple(d.id for d in live),
-                     tuple(d.id for d in stale if d.tier == 3 and d.id not in demoted),
-                     tuple(d.id for d in stale if d.tier in (1, 2)))
+    return DecayPlan(
+        now,
+        idle,
+        tuple(d.id for d in live),
+        tuple(d.id for d in stale if d.tier == 3 and d.id not in demoted),
+        tuple(d.id for d in stale if d.tier in (1, 2)),
+    )
 
 
-def decay(store: "Store", skill: str | None = None, *, now: datetime | None = None,
-          idle: timedelta | None = DEFAULT_IDLE,
-          scope: str | Iterable[str] | None = None, apply: bool = True, who: str = "decay") -> DecayPlan:
+def decay(
+    store: "Store",
+    skill: str | None = None,
+    *,
+    now: datetime | None = None,
+    idle: timedelta | None = DEFAULT_IDLE,
+    scope: str | Iterable[str] | None = None,
+    apply: bool = True,
+    who: str = "decay",
+) -> DecayPlan:
     """Demote idle tier-3 deltas to retrieval-only (audited); with no idle bound (what ships), rank only.
     Never changes a status: a delta a user approved stays active, and a demoted one comes back only when a
     session goal retrieves it."""
     now = now or utc_now()
-    plan = decay_plan(store.search(skill, scope, status="active"), now=now, idle=idle,
-                      retrieval_only=store.retrieval_only(skill))
+    plan = decay_plan(
+        store.search(skill, scope, status="active"), now=now, idle=idle, retrieval_only=store.retrieval_only(skill)
+    )
     if apply and plan.demote:
-        store.set_resident(plan.demote, False, who=who,
-                           reason=f"decay: unused for more than {plan.idle.days} days; retrieval-only")
+        store.set_resident(
+            plan.demote, False, who=who, reason=f"decay: unused for more than {plan.idle.days} days; retrieval-only"
+        )
     return plan
-

@@ -65,8 +65,7 @@ class UndeclaredRead(FactsError):
 def _names(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
-    if not isinstance(value, (list, tuple, frozenset, set)) or not all(isinstance(v, str) and v.strip()
-                                                                       for v in value):
+    if not isinstance(value, (list, tuple, frozenset, set)) or not all(isinstance(v, str) and v.strip() for v in value):
         raise FactsError(f"{where}: learns_from must be a namespace or a list of non-empty namespace names")
     return tuple(sorted({v.strip() for v in value}))
 
@@ -143,8 +142,14 @@ def learns_from(*namespaces: str, tool: str | None = None, registry: Consumers |
 class Facts:
     """The one-line tier-0 accessor, bound to a store, a scope chain and optionally the reading tool."""
 
-    def __init__(self, store: "Store", scope: str | Iterable[str] | None = None, *, tool: str | None = None,
-                 consumers: Consumers | None = None):
+    def __init__(
+        self,
+        store: "Store",
+        scope: str | Iterable[str] | None = None,
+        *,
+        tool: str | None = None,
+        consumers: Consumers | None = None,
+    ):
         """`scope`: the chain, first scope first; None: the store's `read_scopes()` (its agent's own scope,
         then "user")."""
         self.store = store
@@ -160,9 +165,11 @@ class Facts:
 
     def get(self, namespace: str, key: str | None = None, default: Any = None, *, scope: str | None = None) -> Any:
         if self.tool is not None and namespace not in self.consumers.namespaces(self.tool):
-            raise UndeclaredRead(f"tool {self.tool!r} reads tier-0 namespace {namespace!r} without declaring it; "
-                                 f"add learns_from={namespace!r} (declared: "
-                                 f"{', '.join(sorted(self.consumers.namespaces(self.tool))) or 'none'})")
+            raise UndeclaredRead(
+                f"tool {self.tool!r} reads tier-0 namespace {namespace!r} without declaring it; "
+                f"add learns_from={namespace!r} (declared: "
+                f"{', '.join(sorted(self.consumers.namespaces(self.tool))) or 'none'})"
+            )
         chain = self._chain(scope)
         if key is not None:
             for sc in chain:
@@ -205,9 +212,16 @@ class FactLine:
         return "inert" if self.inert else "honored"
 
     def to_dict(self) -> dict:
-        return {"namespace": self.namespace, "key": self.key, "value": self.value, "scope": self.scope,
-                "source": self.source, "created_at": self.created_at, "status": self.status,
-                "readers": list(self.readers)}
+        return {
+            "namespace": self.namespace,
+            "key": self.key,
+            "value": self.value,
+            "scope": self.scope,
+            "source": self.source,
+            "created_at": self.created_at,
+            "status": self.status,
+            "readers": list(self.readers),
+        }
 
 
 @dataclass(frozen=True)
@@ -227,8 +241,9 @@ class FactReport:
         """Per namespace: how many facts, who honors them, inert or not."""
         out: dict[str, dict] = {}
         for x in self.lines:
-            row = out.setdefault(x.namespace, {"namespace": x.namespace, "facts": 0, "readers": list(x.readers),
-                                               "status": x.status})
+            row = out.setdefault(
+                x.namespace, {"namespace": x.namespace, "facts": 0, "readers": list(x.readers), "status": x.status}
+            )
             row["facts"] += 1
         return list(out.values())
 
@@ -241,22 +256,34 @@ class FactReport:
             if row["readers"]:
                 lines.append(f"{what} — honored by {', '.join(row['readers'])}")
             else:
-                lines.append(f"{what} — INERT: no tool declares learns_from={row['namespace']!r}; "
-                             "stored, but nothing reads it")
+                lines.append(
+                    f"{what} — INERT: no tool declares learns_from={row['namespace']!r}; stored, but nothing reads it"
+                )
         return lines
 
     def to_dict(self) -> dict:
-        return {"facts": [x.to_dict() for x in self.lines],
-                "namespaces": self.namespaces(),
-                "summary": {"total": len(self.lines), "honored": len(self.honored), "inert": len(self.inert)},
-                "consumers": {t: list(ns) for t, ns in self.consumers.items()}}
+        return {
+            "facts": [x.to_dict() for x in self.lines],
+            "namespaces": self.namespaces(),
+            "summary": {"total": len(self.lines), "honored": len(self.honored), "inert": len(self.inert)},
+            "consumers": {t: list(ns) for t, ns in self.consumers.items()},
+        }
 
 
 def report(store: "Store", consumers: Consumers | None = None) -> FactReport:
     """Every current fact in `store`, each with the tools that declare its namespace (inert when none)."""
     consumers = consumers if consumers is not None else CONSUMERS
     facts: list[Fact] = store.facts()
-    lines = tuple(FactLine(f.namespace, f.key, f.value, f.scope, f.provenance.source,
-                           f.created_at.isoformat(timespec="seconds"), consumers.readers(f.namespace))
-                  for f in facts)
+    lines = tuple(
+        FactLine(
+            f.namespace,
+            f.key,
+            f.value,
+            f.scope,
+            f.provenance.source,
+            f.created_at.isoformat(timespec="seconds"),
+            consumers.readers(f.namespace),
+        )
+        for f in facts
+    )
     return FactReport(lines, MappingProxyType({t: tuple(ns) for t, ns in consumers.to_dict().items()}))

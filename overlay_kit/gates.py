@@ -108,15 +108,54 @@ __all__ = [
 OUTCOMES = ("refused", "routed", "staged", "quarantined", "session_only", "active", "noop")
 LIVE = ("staged", "quarantined", "active")  # a lesson that is one of these already makes a repeat a no-op
 # Verbs (or whole tool names) whose tools act on the world and stay behind the confirmation gate.
-DEFAULT_CONFIRMATION = frozenset({
-    "send", "reply", "forward", "trash", "delete", "remove", "archive", "schedule", "accept", "decline",
-    "accept_invite", "decline_invite", "move", "label", "unsubscribe", "post", "publish", "pay", "purchase",
-    "write", "execute", "run", "submit", "share", "upload",
-})
-CONTROL_FIELDS = frozenset({"permissions", "security_tier", "security-tier", "allowed-tools", "allowed_tools",
-                            "tools", "metadata", "name", "version", "compatibility", "license"})
-_CONTROL_SQUASHED = frozenset(f.replace("-", "").replace("_", "") for f in CONTROL_FIELDS) | {"allowedtool",
-                                                                                            "securitylevel"}
+DEFAULT_CONFIRMATION = frozenset(
+    {
+        "send",
+        "reply",
+        "forward",
+        "trash",
+        "delete",
+        "remove",
+        "archive",
+        "schedule",
+        "accept",
+        "decline",
+        "accept_invite",
+        "decline_invite",
+        "move",
+        "label",
+        "unsubscribe",
+        "post",
+        "publish",
+        "pay",
+        "purchase",
+        "write",
+        "execute",
+        "run",
+        "submit",
+        "share",
+        "upload",
+    }
+)
+CONTROL_FIELDS = frozenset(
+    {
+        "permissions",
+        "security_tier",
+        "security-tier",
+        "allowed-tools",
+        "allowed_tools",
+        "tools",
+        "metadata",
+        "name",
+        "version",
+        "compatibility",
+        "license",
+    }
+)
+_CONTROL_SQUASHED = frozenset(f.replace("-", "").replace("_", "") for f in CONTROL_FIELDS) | {
+    "allowedtool",
+    "securitylevel",
+}
 QUOTE_CHARS = 40  # a verbatim run this long copied from the evidence is quoting, not a lesson
 MIN_QUOTE_CHARS = 24  # … or a shorter run that makes up most of a short field
 MAX_TURNS = 64
@@ -233,8 +272,6 @@ def _payload_texts(payload: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-
-
 @dataclass(frozen=True)
 class Verdict:
     outcome: str
@@ -275,10 +312,17 @@ class WriteResult:
         printer.text(write_result_text(self))
 
     def to_dict(self) -> dict:
-        return {"outcome": self.outcome, "rule": self.rule, "message": self.message,
-                "persisted": self.persisted, "delta_id": self.delta.id if self.delta else None,
-                "status": self.delta.status if self.delta else None,
-                "findings": list(self.findings), "warnings": list(self.warnings), "triggers": list(self.triggers)}
+        return {
+            "outcome": self.outcome,
+            "rule": self.rule,
+            "message": self.message,
+            "persisted": self.persisted,
+            "delta_id": self.delta.id if self.delta else None,
+            "status": self.delta.status if self.delta else None,
+            "findings": list(self.findings),
+            "warnings": list(self.warnings),
+            "triggers": list(self.triggers),
+        }
 
 
 class GateError(ValueError):
@@ -309,8 +353,11 @@ def _write_path(name: str, confirmation: Iterable[str]) -> bool:
     return bool(_name_tokens(name) & wanted)
 
 
-_PERMISSION_TOKEN = re.compile(r"\b(" + "|".join(sorted(PERMISSION_DOMAINS)) + r")\s*[:=]\s*([a-z_*]+)"
-                               r"(?:\s*:\s*(\S+))?", re.IGNORECASE)
+_PERMISSION_TOKEN = re.compile(
+    r"\b(" + "|".join(sorted(PERMISSION_DOMAINS)) + r")\s*[:=]\s*([a-z_*]+)"
+    r"(?:\s*:\s*(\S+))?",
+    re.IGNORECASE,
+)
 # Over a "words" reading (folded, camelCase split, `-`/`_`/`.` as spaces, quotes dropped): any spelling of a
 # control field being set, or a lesson worded to widen what the skill may do.
 _CONTROL_EDIT = re.compile(
@@ -324,22 +371,30 @@ _CONTROL_EDIT = re.compile(
     r"|\b(?:may|can|are (?:allowed|permitted|free) to|feel free to)\s+(?:also\s+|now\s+|freely\s+)?"
     r"(?:use|call|run|invoke|execute|open)\b[^.\n]{0,40}\b(?:bash|shell|terminal|command line|sudo|root|scripts?|"
     r"(?:any|all|other|every|more|extra) tools?)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # … or one that takes a write-path action out from behind the confirmation step ("send replies without asking
 # for confirmation"): read per sentence, and not when a negation before it keeps the step ("never … without").
 _UNCONFIRMED = re.compile(
     r"\b(?:without|skip(?:ping)?|bypass(?:ing)?|no need (?:to|for)|don t need (?:to|for)?|needn t)\s+"
     r"(?:(?:ask(?:ing)?|wait(?:ing)?|get(?:ting)?|check(?:ing)?|request(?:ing)?|need(?:ing)?|for|me|the|my|a|an|"
     r"any|user s?|their)\s+){0,4}(?:confirm(?:ation|ing)?|approv(?:al|ing)|consent|sign off|permission|review)\b",
-    re.IGNORECASE)
-_WRITE_VERB = re.compile(r"\b(?:" + "|".join(sorted(DEFAULT_CONFIRMATION | {"transfer", "approve", "book", "merge",
-                                                                          "deploy", "push", "sign"})) + r")",
-                         re.IGNORECASE)
+    re.IGNORECASE,
+)
+_WRITE_VERB = re.compile(
+    r"\b(?:"
+    + "|".join(sorted(DEFAULT_CONFIRMATION | {"transfer", "approve", "book", "merge", "deploy", "push", "sign"}))
+    + r")",
+    re.IGNORECASE,
+)
 _NEGATION = re.compile(r"\b(?:never|not|don t|do not|dont|no one|nobody)\b", re.IGNORECASE)
 _SENTENCES = re.compile(r"[.!?;:\n]+")
 # A parameter's or fact's key naming what the skill may do (`tier=verified`, `tool_allowlist=…`).
-_CONTROL_KEY = re.compile(r"\b(?:(?:security )?tiers?|allow ?list|allowed|tools|tool (?:list|set)|toolset|"
-                          r"permissions?|capabilit(?:y|ies)|grants?|privileges?|sudo)\b", re.IGNORECASE)
+_CONTROL_KEY = re.compile(
+    r"\b(?:(?:security )?tiers?|allow ?list|allowed|tools|tool (?:list|set)|toolset|"
+    r"permissions?|capabilit(?:y|ies)|grants?|privileges?|sudo)\b",
+    re.IGNORECASE,
+)
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 
 
@@ -363,8 +418,7 @@ def _readings(p: Submission) -> Iterator[tuple[str, str, tuple[str, ...]]]:
 def _granted(skill: Skill, token: re.Match) -> bool:
     want = Permission(token.group(1).lower(), token.group(2).lower(), token.group(3))
     for p in skill.permissions:
-        if p.domain == want.domain and p.action in (want.action, "*") and (p.scope is None or p.scope ==
-                                                                           want.scope):
+        if p.domain == want.domain and p.action in (want.action, "*") and (p.scope is None or p.scope == want.scope):
             return True
     return False
 
@@ -373,7 +427,7 @@ def longest_overlap(text: str, evidence: str) -> int:
     """Length of the longest verbatim run of `text` found in `evidence` (both normalized)."""
 
     def has(n: int) -> bool:
-        return any(text[i:i + n] in evidence for i in range(len(text) - n + 1))
+        return any(text[i : i + n] in evidence for i in range(len(text) - n + 1))
 
     lo, hi = 0, len(text)
     while lo < hi:  # has(n) is monotone in n
@@ -413,16 +467,22 @@ def known_kind(p: Submission):
 
 def research_only(p: Submission):
     if p.kind in RESEARCH_KINDS and not p.research:
-        return _refuse("research_only", f"{p.kind} is tier 2, deferred past v1; it is stored only in a store "
-                                        "opened with research=True (CLI: --research)")
+        return _refuse(
+            "research_only",
+            f"{p.kind} is tier 2, deferred past v1; it is stored only in a store "
+            "opened with research=True (CLI: --research)",
+        )
     return None
 
 
 def capability_bearing(p: Submission):
     if p.skill.capability_bearing:
         perms = ", ".join(str(x) for x in p.skill.permissions if x.capability_bearing)
-        return _refuse("capability_bearing", f"{p.skill.name} holds local-capability permissions ({perms}); "
-                                             "v1 allows no learned lessons on capability-bearing skills")
+        return _refuse(
+            "capability_bearing",
+            f"{p.skill.name} holds local-capability permissions ({perms}); "
+            "v1 allows no learned lessons on capability-bearing skills",
+        )
     return None
 
 
@@ -441,8 +501,11 @@ def payload_caps(p: Submission):
         if problems:
             return _refuse("payload_caps", "; ".join(str(e) for e in problems))
     if len(p.provenance.turns) > MAX_TURNS or any(len(t) > TURN_ID_LIMIT for t in p.provenance.turns):
-        return _refuse("payload_caps", f"provenance.turns: at most {MAX_TURNS} session/turn ids of at most "
-                                       f"{TURN_ID_LIMIT} characters — ids, never message text")
+        return _refuse(
+            "payload_caps",
+            f"provenance.turns: at most {MAX_TURNS} session/turn ids of at most "
+            f"{TURN_ID_LIMIT} characters — ids, never message text",
+        )
     if p.goal is not None and _keeps_goal(p.kind):
         why = trigger_problem(p.goal)
         if why is not None:
@@ -461,9 +524,12 @@ def plain_text(p: Submission):
     for where, text in p.texts():
         found = block_structure(text)
         if found:
-            return _refuse("plain_text", f"{where} carries Markdown structure ({', '.join(found)}); a lesson is "
-                                         "plain prose and renders as one line, never as a heading, fence, "
-                                         "block or reference definition")
+            return _refuse(
+                "plain_text",
+                f"{where} carries Markdown structure ({', '.join(found)}); a lesson is "
+                "plain prose and renders as one line, never as a heading, fence, "
+                "block or reference definition",
+            )
     return None
 
 
@@ -472,8 +538,11 @@ def no_new_tool(p: Submission):
     unknown = [n for n in names if n not in _declared_tools(p.skill)]
     if unknown:
         have = ", ".join(sorted(_declared_tools(p.skill))) or "none"
-        return _refuse("no_new_tool", f"tool-hint names {', '.join(unknown)}, which {p.skill.name} does not "
-                                      f"declare (declared: {have}); a delta may never add a tool")
+        return _refuse(
+            "no_new_tool",
+            f"tool-hint names {', '.join(unknown)}, which {p.skill.name} does not "
+            f"declare (declared: {have}); a delta may never add a tool",
+        )
     return None
 
 
@@ -485,24 +554,39 @@ def no_widening(p: Submission):
             raw = str(p.payload.get(name, "") or "")
             key = " ".join(_words(raw)[0].split()) if raw.strip() else ""
             parts = {key, key.replace(" ", "_"), key.replace(" ", "-"), key.replace(" ", "")}
-            if key.startswith("metadata") or _CONTROL_KEY.search(key) or any(
+            if (
+                key.startswith("metadata")
+                or _CONTROL_KEY.search(key)
+                or any(
                     k in CONTROL_FIELDS or k.split(" ")[-1] in CONTROL_FIELDS or k.replace(" ", "") in _CONTROL_SQUASHED
-                    for k in parts):
-                return _refuse("no_widening", f"{p.kind} {name} {raw!r} is a frontmatter control field; a "
-                                              "lesson may never edit permissions, tools or the security tier")
+                    for k in parts
+                )
+            ):
+                return _refuse(
+                    "no_widening",
+                    f"{p.kind} {name} {raw!r} is a frontmatter control field; a "
+                    "lesson may never edit permissions, tools or the security tier",
+                )
     for where, text, seen in _readings(p):
         for reading in _words(text, seen):
             if _CONTROL_EDIT.search(reading):
-                return _refuse("no_widening", f"{where} edits or widens permissions, tools or the security tier; "
-                                              "deltas move in the restrictive direction only")
+                return _refuse(
+                    "no_widening",
+                    f"{where} edits or widens permissions, tools or the security tier; "
+                    "deltas move in the restrictive direction only",
+                )
         if _drops_confirmation(text):
-            return _refuse("no_widening", f"{where} takes an action out from behind the confirmation step; "
-                                          "deltas move in the restrictive direction only")
+            return _refuse(
+                "no_widening",
+                f"{where} takes an action out from behind the confirmation step; "
+                "deltas move in the restrictive direction only",
+            )
         for reading in seen:
             for m in _PERMISSION_TOKEN.finditer(reading):
                 if not _granted(p.skill, m):
-                    return _refuse("no_widening", f"{where} names permission {m.group(0)!r}, which "
-                                                  f"{p.skill.name} is not granted")
+                    return _refuse(
+                        "no_widening", f"{where} names permission {m.group(0)!r}, which {p.skill.name} is not granted"
+                    )
     return None
 
 
@@ -523,8 +607,11 @@ def write_path_tool(p: Submission):
     # Dropping a write-path tool narrows (allowed); preferring one would steer toward unattended action.
     hits = [n for n in _tool_hint(p, "prefer") if _write_path(n, p.settings.confirmation_tools)]
     if hits:
-        return _refuse("write_path_tool", f"tool-hint prefers {', '.join(hits)}, in the confirmation set; "
-                                          "learning may not steer toward write-path tools")
+        return _refuse(
+            "write_path_tool",
+            f"tool-hint prefers {', '.join(hits)}, in the confirmation set; "
+            "learning may not steer toward write-path tools",
+        )
     return None
 
 
@@ -538,8 +625,10 @@ def quotes_evidence(p: Submission):
         for ev in evidence:
             n = longest_overlap(norm, ev)
             if n >= limit:
-                return _refuse("quotes_evidence", f"{where} copies {n} characters of the evidence verbatim; "
-                                                  "store the lesson, not the evidence")
+                return _refuse(
+                    "quotes_evidence",
+                    f"{where} copies {n} characters of the evidence verbatim; store the lesson, not the evidence",
+                )
     return None
 
 
@@ -549,23 +638,35 @@ def known_section(p: Submission):
     slugs = _by_slug(p.skill.body)
     if len(slugs) == 1 and BODY in slugs:
         if p.section in (None, "", BODY):
-            return (f"{p.skill.name} has no headings: the delta anchors to the whole body ({BODY}), and "
-                    "whole-body anchors orphan on any edit of the skill")
-        return _refuse("known_section", f"section {p.section!r} does not exist; {p.skill.name} has no headings, "
-                                        f"so the only anchor is {BODY}")
+            return (
+                f"{p.skill.name} has no headings: the delta anchors to the whole body ({BODY}), and "
+                "whole-body anchors orphan on any edit of the skill"
+            )
+        return _refuse(
+            "known_section",
+            f"section {p.section!r} does not exist; {p.skill.name} has no headings, so the only anchor is {BODY}",
+        )
     if p.section not in slugs:
-        return _refuse("known_section", f"section {p.section!r} does not exist in {p.skill.name}; "
-                                        f"valid sections: {', '.join(slugs)}")
+        return _refuse(
+            "known_section",
+            f"section {p.section!r} does not exist in {p.skill.name}; valid sections: {', '.join(slugs)}",
+        )
     if p.section == PREAMBLE and not _sections(p.skill.body)[0].text.strip():
-        return _refuse("known_section", f"{p.skill.name} has no text before its first heading: {PREAMBLE} is "
-                                        "empty and carries no lesson; name a section")
+        return _refuse(
+            "known_section",
+            f"{p.skill.name} has no text before its first heading: {PREAMBLE} is "
+            "empty and carries no lesson; name a section",
+        )
     return None
 
 
 def untrusted_fact(p: Submission):
     if p.is_fact and not p.provenance.trusted:
-        return _refuse("untrusted_fact", f"a fact from {p.provenance.source} provenance is not stored: tier 0 "
-                                         "has no quarantine; restate it as a user instruction")
+        return _refuse(
+            "untrusted_fact",
+            f"a fact from {p.provenance.source} provenance is not stored: tier 0 "
+            "has no quarantine; restate it as a user instruction",
+        )
     return None
 
 
@@ -577,16 +678,21 @@ def incognito(p: Submission):
 
 def route_fact(p: Submission):
     if p.is_fact:
-        return Verdict("routed", "route_fact", "a fact is a tier-0 row a tool reads, not a delta: routed to "
-                                               "learned_facts")
+        return Verdict(
+            "routed", "route_fact", "a fact is a tier-0 row a tool reads, not a delta: routed to learned_facts"
+        )
     return None
 
 
 def _quarantined(p: Submission, findings: tuple[str, ...]) -> Verdict:
     note = f"; scan: {len(findings)} finding(s)" if findings else "; scan: clean"
-    return Verdict("quarantined", "quarantine_untrusted",
-                   f"untrusted provenance ({p.provenance.source}): quarantined until explicitly approved "
-                   f"(overlay-kit approve ID){note}", findings)
+    return Verdict(
+        "quarantined",
+        "quarantine_untrusted",
+        f"untrusted provenance ({p.provenance.source}): quarantined until explicitly approved "
+        f"(overlay-kit approve ID){note}",
+        findings,
+    )
 
 
 def _staged(p: Submission, findings: tuple[str, ...]) -> Verdict:
@@ -595,14 +701,23 @@ def _staged(p: Submission, findings: tuple[str, ...]) -> Verdict:
         partly = sorted({c for _, text in p.derived.text_fields for c in languages(text)} - auto_approve_languages())
         if not partly:
             return _ACTIVE
-        return Verdict("staged", "stage_trusted", f"auto-approve skipped: the injection scan reads {', '.join(partly)} "
-                       "only in part (held-out attack recall under 0.8 or benign flags over 5 %); " + _STAGED_MESSAGE)
+        return Verdict(
+            "staged",
+            "stage_trusted",
+            f"auto-approve skipped: the injection scan reads {', '.join(partly)} "
+            "only in part (held-out attack recall under 0.8 or benign flags over 5 %); " + _STAGED_MESSAGE,
+        )
     if not findings:
         return _STAGED
     unread = list(dict.fromkeys(_UNREAD.findall("\n".join(findings))))
     if auto and unread:  # say why auto-approve did not apply: the scan does not read the language yet
-        return Verdict("staged", "stage_trusted", f"auto-approve skipped: the injection scan does not read this "
-                       f"language yet ({', '.join(unread)}); " + _STAGED_MESSAGE, findings)
+        return Verdict(
+            "staged",
+            "stage_trusted",
+            f"auto-approve skipped: the injection scan does not read this "
+            f"language yet ({', '.join(unread)}); " + _STAGED_MESSAGE,
+            findings,
+        )
     return Verdict("staged", "stage_trusted", _STAGED_MESSAGE, findings)
 
 
@@ -688,33 +803,65 @@ def _scope_warnings(p: Submission, warnings: tuple[str, ...]) -> tuple[str, ...]
     resolve naming that scope applies it, so "active" is never read as "applied everywhere"."""
     if p.is_fact or default_read_scope(p.scope):
         return warnings
-    return (*warnings, f"scope {p.scope}: applied only where a resolve names this scope "
-                       f"(`overlay-kit resolve SKILL --scope {p.scope}`); a default resolve reads 'user' and "
-                       "'agent:NAME'")
+    return (
+        *warnings,
+        f"scope {p.scope}: applied only where a resolve names this scope "
+        f"(`overlay-kit resolve SKILL --scope {p.scope}`); a default resolve reads 'user' and "
+        "'agent:NAME'",
+    )
 
 
-def _submissions(store, skill: Skill, rows: list["Lesson"], settings: GateSettings | None,
-                 research: bool | None = None) -> list[Submission]:
+def _submissions(
+    store, skill: Skill, rows: list["Lesson"], settings: GateSettings | None, research: bool | None = None
+) -> list[Submission]:
     """What the rules see of each lesson: the settings resolved once (auto-approve and research: the store's
     unless given), each provenance read (`_provenance`) and each scope resolved (`_scope`)."""
     settings = settings or GateSettings()
-    auto = (store.auto_approve if store is not None else False) if settings.auto_approve is None \
-        else settings.auto_approve
+    auto = (
+        (store.auto_approve if store is not None else False) if settings.auto_approve is None else settings.auto_approve
+    )
     research = (store.research if store is not None else False) if research is None else research
     derived = _derive([(r.kind, r.payload) for r in rows])
-    return [Submission(skill, r.kind, r.payload, r.section, _provenance(r.provenance), _scope(store, r.scope),
-                       (r.evidence,) if isinstance(r.evidence, str) else tuple(r.evidence or ()), r.incognito,
-                       research, bool(auto), settings, d, r.goal) for r, d in zip(rows, derived)]
+    return [
+        Submission(
+            skill,
+            r.kind,
+            r.payload,
+            r.section,
+            _provenance(r.provenance),
+            _scope(store, r.scope),
+            (r.evidence,) if isinstance(r.evidence, str) else tuple(r.evidence or ()),
+            r.incognito,
+            research,
+            bool(auto),
+            settings,
+            d,
+            r.goal,
+        )
+        for r, d in zip(rows, derived)
+    ]
 
 
 def _new_deltas(accepted: list[tuple[Submission, Verdict]]) -> list[Delta]:
     """The delta each (submission, verdict) stores: the canonical payload (`check_shape`, raising if
     malformed), the section's anchor, the verdict's status and findings, a fresh id; `created_at` read per
     row, so a batch renders in the order it was learned."""
-    return [Delta(p.skill.name, p.kind, p.canonical if p.canonical is not None else check_shape(p.kind, p.payload),
-                  _anchor(p.skill, p.section), p.provenance, p.scope, p.skill.root_key, verdict.outcome, delta_id,
-                  utc_now(), findings=verdict.findings)
-            for (p, verdict), delta_id in zip(accepted, new_delta_ids(len(accepted)))]
+    return [
+        Delta(
+            p.skill.name,
+            p.kind,
+            p.canonical if p.canonical is not None else check_shape(p.kind, p.payload),
+            _anchor(p.skill, p.section),
+            p.provenance,
+            p.scope,
+            p.skill.root_key,
+            verdict.outcome,
+            delta_id,
+            utc_now(),
+            findings=verdict.findings,
+        )
+        for (p, verdict), delta_id in zip(accepted, new_delta_ids(len(accepted)))
+    ]
 
 
 @lru_cache(maxsize=4096)
@@ -734,11 +881,22 @@ def _lesson(kind, payload, section, provenance, scope, evidence, incognito, goal
     return Lesson(kind, payload, section, provenance, scope, evidence, incognito, goal)
 
 
-def check(store: "Store | None", skill: Skill, kind: str, payload: Any, *, section: str | None,
-          provenance: Provenance | str | Mapping | None, scope: str | None = None,
-          evidence: str | Iterable[str] | None = None, incognito: bool = False, goal: str | None = None,
-          settings: GateSettings | None = None, research: bool | None = None,
-          rules: Iterable[Rule] = RULES) -> WriteResult:
+def check(
+    store: "Store | None",
+    skill: Skill,
+    kind: str,
+    payload: Any,
+    *,
+    section: str | None,
+    provenance: Provenance | str | Mapping | None,
+    scope: str | None = None,
+    evidence: str | Iterable[str] | None = None,
+    incognito: bool = False,
+    goal: str | None = None,
+    settings: GateSettings | None = None,
+    research: bool | None = None,
+    rules: Iterable[Rule] = RULES,
+) -> WriteResult:
     """Dry run of `learn`: the same rules, the same decision, nothing written (`store` is only read: for its
     research / auto-approve settings and for a live lesson this one repeats, a `noop` as `learn` says; it may be
     None). `delta` is the unsaved delta learn would store, or the live lesson a repeat names; no trigger is
@@ -752,8 +910,9 @@ def _allowed_rules(store, rules: Iterable[Rule], custom_rules: bool) -> tuple[Ru
     `custom_rules=True` on a research store."""
     rules = tuple(rules)
     if rules != RULES and not (custom_rules and getattr(store, "research", False)):
-        raise GateError("custom gate rules are research-only: pass custom_rules=True to a store opened with "
-                        "research=True")
+        raise GateError(
+            "custom gate rules are research-only: pass custom_rules=True to a store opened with research=True"
+        )
     return rules
 
 
@@ -766,11 +925,22 @@ def _validates(rules: tuple[Rule, ...]) -> bool:
     return rules == RULES
 
 
-def learn(store: "Store", skill: Skill, kind: str, payload: Any, *, section: str | None,
-          provenance: Provenance | str | Mapping | None, scope: str | None = None,
-          evidence: str | Iterable[str] | None = None, incognito: bool = False, goal: str | None = None,
-          settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
-          custom_rules: bool = False) -> WriteResult:
+def learn(
+    store: "Store",
+    skill: Skill,
+    kind: str,
+    payload: Any,
+    *,
+    section: str | None,
+    provenance: Provenance | str | Mapping | None,
+    scope: str | None = None,
+    evidence: str | Iterable[str] | None = None,
+    incognito: bool = False,
+    goal: str | None = None,
+    settings: GateSettings | None = None,
+    rules: Iterable[Rule] = RULES,
+    custom_rules: bool = False,
+) -> WriteResult:
     """Propose one lesson; the gates refuse, route, stage or quarantine it. Never raises for a bad lesson —
     a refusal is a `WriteResult` with an actionable message, and nothing is stored. A batch of one
     (`learn_many`).
@@ -838,14 +1008,16 @@ class Lesson:
             raise LessonError(f"field 'goal' must be a string, not {_json_type(goal)}", "goal")
         incognito = data.get("incognito", False)
         if not isinstance(incognito, bool):
-            raise LessonError(f"field 'incognito' must be a JSON boolean (true or false), not {_json_type(incognito)}",
-                              "incognito")
+            raise LessonError(
+                f"field 'incognito' must be a JSON boolean (true or false), not {_json_type(incognito)}", "incognito"
+            )
         provenance = data.get("provenance")
         if isinstance(provenance, Mapping):
             extra = sorted(set(provenance) - {"source", "turns"})
             if extra:
-                raise LessonError(f"unknown field 'provenance.{extra[0]}'; a provenance has source, turns",
-                                  f"provenance.{extra[0]}")
+                raise LessonError(
+                    f"unknown field 'provenance.{extra[0]}'; a provenance has source, turns", f"provenance.{extra[0]}"
+                )
             turns = provenance.get("turns", [])
             if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
                 raise LessonError("field 'provenance.turns' must be a list of strings", "provenance.turns")
@@ -855,11 +1027,12 @@ class Lesson:
         elif provenance is None or isinstance(provenance, str):
             source, field = provenance or "unknown", "provenance"
         else:
-            raise LessonError(f"field 'provenance' must be a source name or {{source, turns}}, not "
-                              f"{_json_type(provenance)}", "provenance")
+            raise LessonError(
+                f"field 'provenance' must be a source name or {{source, turns}}, not {_json_type(provenance)}",
+                "provenance",
+            )
         if source not in SOURCES:
-            raise LessonError(f"unknown source {source!r} in field {field!r}; sources are {', '.join(SOURCES)}",
-                              field)
+            raise LessonError(f"unknown source {source!r} in field {field!r}; sources are {', '.join(SOURCES)}", field)
         return cls(kind, data["payload"], section, provenance, scope, evidence, incognito, goal)
 
 
@@ -875,13 +1048,26 @@ class LessonError(ValueError):
 
 
 def _json_type(value) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), type(value).__name__)
 
 
-def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping], *,
-               settings: GateSettings | None = None, rules: Iterable[Rule] = RULES,
-               custom_rules: bool = False) -> list[WriteResult]:
+def learn_many(
+    store: "Store",
+    skill: Skill,
+    lessons: Iterable[Lesson | Mapping],
+    *,
+    settings: GateSettings | None = None,
+    rules: Iterable[Rule] = RULES,
+    custom_rules: bool = False,
+) -> list[WriteResult]:
     """Learn a batch of lessons on one skill: every rule runs on every row (`decide`; custom `rules`
     research-only, as in `learn`), then the accepted deltas and their audit rows are written in one
     transaction. One `WriteResult` per lesson, in order (refusals included: a refused row writes nothing and
@@ -908,8 +1094,16 @@ def learn_many(store: "Store", skill: Skill, lessons: Iterable[Lesson | Mapping]
         return _gate(store, skill, rows, settings, rules)
 
 
-def _gate(store: "Store | None", skill: Skill, rows: list[Lesson], settings: GateSettings | None,
-          rules: tuple[Rule, ...], *, research: bool | None = None, write: bool = True) -> list[WriteResult]:
+def _gate(
+    store: "Store | None",
+    skill: Skill,
+    rows: list[Lesson],
+    settings: GateSettings | None,
+    rules: tuple[Rule, ...],
+    *,
+    research: bool | None = None,
+    write: bool = True,
+) -> list[WriteResult]:
     """The one write path of `learn`, `learn_many` and `check` (`write=False`: a dry run, nothing written):
     decide each row, write the facts it routes, find the repeats of a live lesson (`_twins`: a no-op), and
     write the other accepted deltas and the evidence triggers the rows carry (`_record_triggers`) in one
@@ -923,8 +1117,9 @@ def _gate(store: "Store | None", skill: Skill, rows: list[Lesson], settings: Gat
             if verdict.outcome == "routed" and write:
                 results[i] = _route(store, p, verdict, warnings)
             elif verdict.outcome not in LIVE:
-                results[i] = WriteResult(verdict.outcome, verdict.message, verdict.rule, warnings=warnings,
-                                         dry_run=not write)
+                results[i] = WriteResult(
+                    verdict.outcome, verdict.message, verdict.rule, warnings=warnings, dry_run=not write
+                )
         deltas = _new_deltas([(subs[i], decided[i][0]) for i in accepted])
         twins = _twins(store, deltas) if store is not None and deltas and subs[0].settings.noop_repeats else {}
         fresh = [k for k in range(len(deltas)) if k not in twins]
@@ -936,10 +1131,17 @@ def _gate(store: "Store | None", skill: Skill, rows: list[Lesson], settings: Gat
             stored, recorded = [(deltas[k], None) for k in fresh], {}
     for k, (delta, undo) in zip(fresh, stored):
         verdict, warnings = decided[accepted[k]]
-        results[accepted[k]] = WriteResult(verdict.outcome, verdict.message, verdict.rule, delta=delta, undo=undo,
-                                           findings=verdict.findings,
-                                           warnings=_scope_warnings(subs[accepted[k]], warnings),
-                                           dry_run=not write, triggers=recorded.get(k, ()))
+        results[accepted[k]] = WriteResult(
+            verdict.outcome,
+            verdict.message,
+            verdict.rule,
+            delta=delta,
+            undo=undo,
+            findings=verdict.findings,
+            warnings=_scope_warnings(subs[accepted[k]], warnings),
+            dry_run=not write,
+            triggers=recorded.get(k, ()),
+        )
     kept = {delta.id: delta for delta, _ in stored}
     for k, twin in twins.items():  # a repeat of a stored lesson, or of an earlier row of this batch
         twin = twin if isinstance(twin, Delta) else kept[twin]
@@ -947,8 +1149,9 @@ def _gate(store: "Store | None", skill: Skill, rows: list[Lesson], settings: Gat
     return results  # type: ignore[return-value]
 
 
-def _record_triggers(store: "Store", subs: list[Submission], deltas: list[Delta], fresh: list[int],
-                     twins: dict[int, "Delta | str"]) -> dict[int, tuple[str, ...]]:
+def _record_triggers(
+    store: "Store", subs: list[Submission], deltas: list[Delta], fresh: list[int], twins: dict[int, "Delta | str"]
+) -> dict[int, tuple[str, ...]]:
     """Inside the write's transaction, the evidence triggers of tier-3 rows (`Store.add_triggers`): a new
     lesson's goal, `taught`; a repeat's goal and payload trigger, `restated`, on the live lesson it names — from
     trusted provenance only (observed content never changes when an approved lesson applies). A text the lesson
@@ -993,7 +1196,7 @@ def _twins(store: "Store", deltas: list[Delta]) -> dict[int, "Delta | str"]:
     for skill in dict.fromkeys(d.skill for d in deltas):
         digests = list(dict.fromkeys(d.lesson for d in deltas if d.skill == skill))
         for at in range(0, len(digests), 500):
-            for live in store.search(skill, status=LIVE, lessons=digests[at:at + 500]):
+            for live in store.search(skill, status=LIVE, lessons=digests[at : at + 500]):
                 seen.setdefault((live.skill, live.lesson, live.anchor.section), live)
     out: dict[int, Delta | str] = {}
     for k, d in enumerate(deltas):
@@ -1004,15 +1207,22 @@ def _twins(store: "Store", deltas: list[Delta]) -> dict[int, "Delta | str"]:
 
 
 def _noop(twin: Delta, warnings: tuple[str, ...], triggers: tuple[str, ...] = ()) -> WriteResult:
-    done = (f"no new lesson; recorded as its restated trigger(s): {', '.join(map(repr, triggers))}" if triggers
-            else "nothing written")
-    return WriteResult("noop", f"the same lesson as {twin.id} ({twin.status}) in §{twin.anchor.section}, scope "
-                               f"{twin.scope}: {done}", "duplicate", delta=twin, warnings=warnings,
-                       triggers=triggers)
+    done = (
+        f"no new lesson; recorded as its restated trigger(s): {', '.join(map(repr, triggers))}"
+        if triggers
+        else "nothing written"
+    )
+    return WriteResult(
+        "noop",
+        f"the same lesson as {twin.id} ({twin.status}) in §{twin.anchor.section}, scope {twin.scope}: {done}",
+        "duplicate",
+        delta=twin,
+        warnings=warnings,
+        triggers=triggers,
+    )
 
 
 # ------------------------------------------------------------------------------------ promotion
-
 
 
 @dataclass(frozen=True)
@@ -1026,8 +1236,14 @@ class Promotion:
     undo: "Undo | None" = None
 
 
-def promote(store: "Store", delta_id: str, min_samples: int = SHIPPED.min_samples,
-            threshold: float = SHIPPED.threshold, wilson: bool = SHIPPED.wilson, z: float = SHIPPED.z) -> Promotion:
+def promote(
+    store: "Store",
+    delta_id: str,
+    min_samples: int = SHIPPED.min_samples,
+    threshold: float = SHIPPED.threshold,
+    wilson: bool = SHIPPED.wilson,
+    z: float = SHIPPED.z,
+) -> Promotion:
     """Activate a staged, trusted delta when its outcome counters clear the bar. Counters only: there is no
     parameter through which a model's opinion could enter. Quarantined deltas are never promoted."""
     d = store.get(delta_id)
@@ -1050,7 +1266,10 @@ def promote(store: "Store", delta_id: str, min_samples: int = SHIPPED.min_sample
         return no(f"{n} outcome(s) recorded; promotion needs {min_samples}")
     if score < threshold:
         return no(f"{'Wilson lower bound' if wilson else 'success rate'} {score:.3f} < {threshold}")
-    undo = store.set_status(delta_id, "active", who="evidence",
-                            reason=f"promoted on evidence: {k}/{n} ({'wilson ' if wilson else ''}{score:.3f} "
-                                   f">= {threshold})")
+    undo = store.set_status(
+        delta_id,
+        "active",
+        who="evidence",
+        reason=f"promoted on evidence: {k}/{n} ({'wilson ' if wilson else ''}{score:.3f} >= {threshold})",
+    )
     return Promotion(delta_id, True, "promoted on evidence", n, rate, score, undo)

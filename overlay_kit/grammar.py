@@ -61,18 +61,30 @@ __all__ = [
     "new_delta_ids",
     "validate_fact",
     "validate_payload",
-    "BLOCK_HEADING", "BLOCK_INTRO", "SECTION_LABEL", "item_text",
+    "BLOCK_HEADING",
+    "BLOCK_INTRO",
+    "SECTION_LABEL",
+    "item_text",
 ]
 
 TIERS: Mapping[str, int] = MappingProxyType(
-    {"tool-hint": 1, "parameter": 2, "exception": 2, "preference": 3, "example": 3})
+    {"tool-hint": 1, "parameter": 2, "exception": 2, "preference": 3, "example": 3}
+)
 KINDS = tuple(TIERS)
 RESEARCH_KINDS = frozenset(k for k, t in TIERS.items() if t == 2)
 STATUSES = ("staged", "active", "quarantined", "orphaned", "archived")
-RESTRICTIVE_ACTIONS = frozenset({
-    "ask-first", "decline", "skip", "escalate-to-user", "require-confirmation", "flag-for-review",
-    "do-not-send", "draft-only",
-})
+RESTRICTIVE_ACTIONS = frozenset(
+    {
+        "ask-first",
+        "decline",
+        "skip",
+        "escalate-to-user",
+        "require-confirmation",
+        "flag-for-review",
+        "do-not-send",
+        "draft-only",
+    }
+)
 SOURCES = ("user_instruction", "outcome_evidence", "observed_content", "unknown")
 TRUSTED_SOURCES = frozenset({"user_instruction", "outcome_evidence"})
 # The only provenance that auto-approve may ever make active without a person (the design's open question 6):
@@ -104,12 +116,17 @@ AGENT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?")  # `Store.ope
 # `"user "`, `agent:`) no reader ever reads: it is refused (`check_scope`), never stored to sit unread.
 SCOPE_QUALIFIERS = ("user", "sender", "person", "path", "session")
 SCOPE_LIMIT = 200
-SCOPE_FORMS = ("user", "agent:NAME", *(f"{q}:{v}" for q, v in zip(SCOPE_QUALIFIERS, ("LABEL", "ADDRESS", "NAME",
-                                                                                       "DIR", "ID"))))
-_SCOPE_HELP = ("'user' (every agent of the user), 'agent:NAME' (one agent; NAME is lowercase letters, digits, "
-               "'.', '_', '-', 1 to 64, starting and ending with a letter or digit), or a narrower scope that "
-               "only a reader naming it reads: 'user:LABEL', 'sender:ADDRESS', 'person:NAME', 'path:DIR', "
-               "'session:ID'")
+SCOPE_FORMS = (
+    "user",
+    "agent:NAME",
+    *(f"{q}:{v}" for q, v in zip(SCOPE_QUALIFIERS, ("LABEL", "ADDRESS", "NAME", "DIR", "ID"))),
+)
+_SCOPE_HELP = (
+    "'user' (every agent of the user), 'agent:NAME' (one agent; NAME is lowercase letters, digits, "
+    "'.', '_', '-', 1 to 64, starting and ending with a letter or digit), or a narrower scope that "
+    "only a reader naming it reads: 'user:LABEL', 'sender:ADDRESS', 'person:NAME', 'path:DIR', "
+    "'session:ID'"
+)
 
 
 class ScopeError(FieldError):
@@ -216,8 +233,7 @@ def check_kind(kind: str, *, research: bool = False) -> None:
     if kind not in TIERS:
         raise GrammarError(f"unknown kind {kind!r}; kinds are {', '.join(KINDS)}", "kind")
     if kind in RESEARCH_KINDS and not research:
-        raise GrammarError(f"{kind} is tier 2, deferred past v1; open the store with research=True to study it",
-                           "kind")
+        raise GrammarError(f"{kind} is tier 2, deferred past v1; open the store with research=True to study it", "kind")
 
 
 def check_shape(kind: str, payload: Any) -> dict:
@@ -241,8 +257,11 @@ def check_shape(kind: str, payload: Any) -> dict:
     if kind == "parameter":
         key = _text(payload, "key", kind)
         value = payload.get("value")
-        if (not isinstance(value, (str, int, float, bool)) or (isinstance(value, str) and not value.strip())
-                or (isinstance(value, float) and not math.isfinite(value))):
+        if (
+            not isinstance(value, (str, int, float, bool))
+            or (isinstance(value, str) and not value.strip())
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
             raise GrammarError("must be a string, a finite number or a boolean", "payload.value")
         scope = _text(payload, "scope", kind, required=False)
         out = {"key": key, "value": value}
@@ -253,8 +272,10 @@ def check_shape(kind: str, payload: Any) -> dict:
         condition = _text(payload, "condition", kind)
         action = payload.get("action")
         if action not in RESTRICTIVE_ACTIONS:
-            raise GrammarError(f"{action!r} is not a restrictive action; allowed: "
-                               f"{', '.join(sorted(RESTRICTIVE_ACTIONS))}", "payload.action")
+            raise GrammarError(
+                f"{action!r} is not a restrictive action; allowed: {', '.join(sorted(RESTRICTIVE_ACTIONS))}",
+                "payload.action",
+            )
         return {"condition": condition, "action": action}
     trigger = _text(payload, "trigger", kind, required=False)
     if kind == "preference":
@@ -276,8 +297,9 @@ def _controls(value: Any, where: str) -> list[GrammarError]:
         if _CONTROL_CHARS.search(value) is None:
             return []
         bad = _CONTROL_CHARS.findall(value)
-        return [GrammarError(f"control character U+{ord(bad[0]):04X} ({len(bad)} in all); lessons are plain "
-                             "text", where)]
+        return [
+            GrammarError(f"control character U+{ord(bad[0]):04X} ({len(bad)} in all); lessons are plain text", where)
+        ]
     if isinstance(value, Mapping):
         try:  # the common case, strings only and none with a control character: one search
             if _CONTROL_CHARS.search("".join(value) + "".join(value.values())) is None:
@@ -292,18 +314,22 @@ def _controls(value: Any, where: str) -> list[GrammarError]:
 
 # The caps on single fields, kind by kind, in the order `cap_violations` reports them (after a payload's control
 # characters, a tool-hint's name count and names, and an example's input + output).
-_FIELD_CAPS: Mapping[str, tuple[tuple[str, int], ...]] = MappingProxyType({
-    "parameter": (("key", KEY_LIMIT), ("value", VALUE_LIMIT), ("scope", KEY_LIMIT)),
-    "exception": (("condition", PROSE_LIMIT),),
-    "preference": (("body", PROSE_LIMIT), ("trigger", TRIGGER_LIMIT)),
-    "example": (("trigger", TRIGGER_LIMIT),),
-})
+_FIELD_CAPS: Mapping[str, tuple[tuple[str, int], ...]] = MappingProxyType(
+    {
+        "parameter": (("key", KEY_LIMIT), ("value", VALUE_LIMIT), ("scope", KEY_LIMIT)),
+        "exception": (("condition", PROSE_LIMIT),),
+        "preference": (("body", PROSE_LIMIT), ("trigger", TRIGGER_LIMIT)),
+        "example": (("trigger", TRIGGER_LIMIT),),
+    }
+)
 
 
 # Per kind, a length no string of a payload can exceed without breaking a cap, where its values are all
 # strings (a tool-hint's are lists): the smallest field cap; an example's input + output share theirs.
-_SAFE_LENGTH = {kind: min([limit for _, limit in caps] + ([PROSE_LIMIT // 2] if kind == "example" else []))
-                for kind, caps in _FIELD_CAPS.items()}
+_SAFE_LENGTH = {
+    kind: min([limit for _, limit in caps] + ([PROSE_LIMIT // 2] if kind == "example" else []))
+    for kind, caps in _FIELD_CAPS.items()
+}
 
 
 def cap_violations(kind: str, payload: Mapping) -> list[GrammarError]:
@@ -320,9 +346,9 @@ def cap_violations_many(items: list[tuple[str, Mapping]]) -> list[list[GrammarEr
     if all([type(payload) is dict for payload in payloads]):
         keys = list(chain.from_iterable(payloads))
         values = list(chain.from_iterable(map(dict.values, payloads)))
-        if set(map(type, keys)) | set(map(type, values)) <= {str} and \
-                max(map(len, values), default=0) <= min([_SAFE_LENGTH.get(k, -1) for k in {k for k, _ in items}],
-                                                        default=0):
+        if set(map(type, keys)) | set(map(type, values)) <= {str} and max(map(len, values), default=0) <= min(
+            [_SAFE_LENGTH.get(k, -1) for k in {k for k, _ in items}], default=0
+        ):
             text = " ".join(keys) + " " + " ".join(values)
             if text.isprintable() or _CONTROL_CHARS.search(text) is None:  # controls are not printable
                 return [[] for _ in items]
@@ -347,13 +373,15 @@ def cap_violations_many(items: list[tuple[str, Mapping]]) -> list[list[GrammarEr
                 found.append(GrammarError(f"{len(names)} tool names; at most {TOOL_LIMIT}", "payload.prefer"))
             for n in names:
                 if isinstance(n, str) and len(n) > KEY_LIMIT:
-                    found.append(GrammarError(f"tool name of {len(n)} characters; at most {KEY_LIMIT}",
-                                              "payload.prefer"))
+                    found.append(
+                        GrammarError(f"tool name of {len(n)} characters; at most {KEY_LIMIT}", "payload.prefer")
+                    )
         elif kind == "example":
             total = sum(len(payload.get(k) or "") for k in ("input", "output"))
             if total > PROSE_LIMIT:
-                found.append(GrammarError(f"input + output are {total} characters; at most {PROSE_LIMIT}",
-                                          "payload.output"))
+                found.append(
+                    GrammarError(f"input + output are {total} characters; at most {PROSE_LIMIT}", "payload.output")
+                )
         for key, limit in _FIELD_CAPS.get(kind, ()):
             value = payload.get(key)
             if isinstance(value, str) and len(value) > limit:
@@ -387,13 +415,15 @@ def validate_fact(payload: Any) -> tuple[str | None, str, Any]:
     try:
         encoded = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise GrammarError(f"must be JSON (string, number, boolean, list or mapping): {exc}",
-                           "payload.value") from exc
+        raise GrammarError(f"must be JSON (string, number, boolean, list or mapping): {exc}", "payload.value") from exc
     controls = _controls(dict(payload), "payload")
     if controls:
         raise controls[0]
-    for name, text, limit in (("namespace", namespace or "", KEY_LIMIT), ("key", key, KEY_LIMIT),
-                              ("value", encoded, FACT_VALUE_LIMIT)):
+    for name, text, limit in (
+        ("namespace", namespace or "", KEY_LIMIT),
+        ("key", key, KEY_LIMIT),
+        ("value", encoded, FACT_VALUE_LIMIT),
+    ):
         if len(text) > limit:
             raise GrammarError(f"{len(text)} characters; at most {limit}", f"payload.{name}")
     return namespace, key, value
@@ -408,12 +438,14 @@ def lesson_digest(kind: str, scope: str, payload: Any) -> str:
     """What makes two lessons one, wherever each is anchored: kind, scope and payload, every string in the
     payload `as_read`. A hex digest: the store keeps it beside each row (indexed), so a repeat is found by
     lookup, not by reading the skill's lessons."""
+
     def norm(value):
         if isinstance(value, str):
             return as_read(value)
         if isinstance(value, Mapping):
             return {k: norm(v) for k, v in value.items()}
         return [norm(v) for v in value] if isinstance(value, (list, tuple)) else value
+
     text = dumps([kind, scope, norm(payload)])
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
@@ -509,13 +541,25 @@ class Delta:
             return None if when is None else when.astimezone(timezone.utc).isoformat(timespec="microseconds")
 
         return {
-            "id": self.id, "skill": self.skill, "kind": self.kind, "tier": self.tier, "status": self.status,
-            "scope": self.scope, "anchor": self.anchor.to_dict(), "base_root": self.base_root,
-            "payload": dict(self.payload), "text": self.text, "provenance": self.provenance.to_dict(),
-            "trusted": self.provenance.trusted, "findings": list(self.findings),
-            "success_count": self.success_count, "attempt_count": self.attempt_count,
-            "superseded_by": self.superseded_by, "created_at": t(self.created_at),
-            "approved_at": t(self.approved_at), "last_used_at": t(self.last_used_at),
+            "id": self.id,
+            "skill": self.skill,
+            "kind": self.kind,
+            "tier": self.tier,
+            "status": self.status,
+            "scope": self.scope,
+            "anchor": self.anchor.to_dict(),
+            "base_root": self.base_root,
+            "payload": dict(self.payload),
+            "text": self.text,
+            "provenance": self.provenance.to_dict(),
+            "trusted": self.provenance.trusted,
+            "findings": list(self.findings),
+            "success_count": self.success_count,
+            "attempt_count": self.attempt_count,
+            "superseded_by": self.superseded_by,
+            "created_at": t(self.created_at),
+            "approved_at": t(self.approved_at),
+            "last_used_at": t(self.last_used_at),
         }
 
 

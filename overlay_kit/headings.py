@@ -105,6 +105,7 @@ class Heads:
 
 # ------------------------------------------------------------------------------------------ markdown-it
 
+
 @lru_cache(maxsize=1)
 def block_parser():
     """markdown-it's CommonMark block parser, inline parsing off (inline parsing of every paragraph is most
@@ -162,8 +163,13 @@ def _closed(tokens, n: int) -> bool:
     continue past it: only a list may reach the end (the next, unindented line closes it or adds an
     item), and only where nesting stayed below markdown-it's limit (else the list swallowed the rest)."""
     deepest = max((t.level for t in tokens), default=0)
-    return not any(tok.level == 0 and tok.map and tok.map[1] >= n and (
-        tok.type not in ("bullet_list_open", "ordered_list_open") or deepest >= 18) for tok in tokens)
+    return not any(
+        tok.level == 0
+        and tok.map
+        and tok.map[1] >= n
+        and (tok.type not in ("bullet_list_open", "ordered_list_open") or deepest >= 18)
+        for tok in tokens
+    )
 
 
 # ------------------------------------------------------------------------------------------ line patterns
@@ -174,12 +180,15 @@ _FENCE = re.compile(r"\n(?=[ `~])( {0,3})(`{3,}|~{3,})([^\n]*)")  # a fence line
 # Lines `scan_lines` cannot decide: an indented heading, an HTML block start, a setext underline candidate
 # (harmless only under a blank line), and a container prefix reaching column 18 (`_ten_deep`). Tabs need no
 # case of their own: a tab in the indentation puts a line at column 4 or more, code or container content.
-_SUSPECT = re.compile(r"\n(?=[ <=\-\t>*+.)0-9])(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n))"
-                      r"|(?P<deep>[ >\-*+.)0-9]{18,}|[ >\-*+.)0-9]*\t[ \t>\-*+.)0-9]*))")
+_SUSPECT = re.compile(
+    r"\n(?=[ <=\-\t>*+.)0-9])(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n))"
+    r"|(?P<deep>[ >\-*+.)0-9]{18,}|[ >\-*+.)0-9]*\t[ \t>\-*+.)0-9]*))"
+)
 _MARKER = re.compile(r"[-*+]|\d[.)]")
 # The same lines, plus headings and fences, in one pass (`scan_mixed`); `ref` is a line that may hold a link
 # reference definition, `item` one that may start a list item, `hr` a thematic break at indent 0.
-_EVENT = re.compile(r"""\n(?:
+_EVENT = re.compile(
+    r"""\n(?:
     (?P<atx>\#{1,6})(?P<raw>[ \t][^\n]*)?(?=\n)
   | (?P<fence>(?P<indent>\ {0,3})(?P<marker>`{3,}|~{3,})(?P<info>[^\n]*))
   | (?P<setext>\ {0,3}(?:=+|-+)[ \t]*)(?=\n)
@@ -189,10 +198,25 @@ _EVENT = re.compile(r"""\n(?:
   | (?P<hr>(?P<hrc>[-*_])(?:[ \t]*(?P=hrc)){2,}[ \t]*)(?=\n)
   | (?P<item>\ {0,3}(?:[-+*]|\d{1,9}[.)])(?=[ \t\n])[^\n]*)
   | (?P<ref>[^\n]*\]:)
-)""", re.VERBOSE)
+)""",
+    re.VERBOSE,
+)
 # an event's kind from the last group its match closed
-_EVENT_KIND = {"atx": "atx", "raw": "atx", "fence": "fence", "info": "fence", "setext": "setext", "html": "html",
-               "deep": "deep", "item": "item", "hr": "hr", "hrc": "hr", "ref": "ref", "iatx": "indented", "iraw": "indented"}
+_EVENT_KIND = {
+    "atx": "atx",
+    "raw": "atx",
+    "fence": "fence",
+    "info": "fence",
+    "setext": "setext",
+    "html": "html",
+    "deep": "deep",
+    "item": "item",
+    "hr": "hr",
+    "hrc": "hr",
+    "ref": "ref",
+    "iatx": "indented",
+    "iraw": "indented",
+}
 _ITEM = re.compile(r"( {0,3})([-+*]|\d{1,9}[.)])(?:[ \t]|$)")
 _ITEM_EXACT = re.compile(r"( {0,3})([-+*]|\d{1,9}[.)])( +)(?=\S)")  # a tab in the way: no match
 _BREAK = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
@@ -204,8 +228,10 @@ _BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
 # A line that can only be paragraph text wherever it stands, and cannot end or interrupt a paragraph:
 # up to 3 spaces of indentation, then none of the characters that start another block (or a link
 # reference definition), nor an ordered-list marker.
-_PLAIN = re.compile(r" {0,3}(?![\s`~>=<\[]|#{1,6}(?:[ \t]|$)|[-+*](?:[ \t]|$)|([-*_])(?:[ \t]*\1){2,}[ \t]*$"
-                    r"|-+[ \t]*$|\d{1,9}[.)](?:[ \t]|$))")
+_PLAIN = re.compile(
+    r" {0,3}(?![\s`~>=<\[]|#{1,6}(?:[ \t]|$)|[-+*](?:[ \t]|$)|([-*_])(?:[ \t]*\1){2,}[ \t]*$"
+    r"|-+[ \t]*$|\d{1,9}[.)](?:[ \t]|$))"
+)
 # A blank line (spaces and tabs only) followed by a line at indent 0: where block state may reset.
 _SPLIT = re.compile(r"\n[ \t]*(?=\n[^ \t\n])")
 # The label a line may define: after a container prefix, `[label]:` with no bracket inside.
@@ -247,6 +273,7 @@ def _indent(text: str) -> int:
 
 
 # ------------------------------------------------------------------------------------------ the line scan
+
 
 def scan_lines(body: str) -> Heads | None:
     """`markdown_it_headings` by a fence-aware line scan, or None where only a parse can tell.
@@ -293,7 +320,7 @@ def scan_lines(body: str) -> Heads | None:
             if _ten_deep(deep):
                 return None
             continue
-        if m.group("setext") is None or src[src.rfind("\n", 0, pos) + 1:pos].strip(" \t"):
+        if m.group("setext") is None or src[src.rfind("\n", 0, pos) + 1 : pos].strip(" \t"):
             return None  # `===` / `---` under a non-blank line: maybe a setext heading
     # pass 3, outside fences: the ATX headings at indent 0
     ms = list(chain.from_iterable(map(_ATX.finditer, repeat(src), *zip(*outside))))
@@ -316,6 +343,7 @@ def scan_lines(body: str) -> Heads | None:
 
 
 # ------------------------------------------------------------------------------------------ the mixed scan
+
 
 def scan_mixed(body: str, refs: bool = False, budget: list[int] | None = None, wanted: str | None = None) -> Heads:
     """`markdown_it_headings` where `scan_lines` gave up: the scan's decisions between the lines it cannot decide,
@@ -388,8 +416,17 @@ class _MixedScan:
     def run(self) -> Heads:
         """Every line that may matter, in order, decided here or on an island; the headings found."""
         src = self.src
-        decide = {"atx": self._atx, "fence": self._fence, "setext": self._setext, "indented": self._indented,
-                  "html": self._html, "deep": self._long_prefix, "hr": self._hr, "item": self._item, "ref": self._ref}
+        decide = {
+            "atx": self._atx,
+            "fence": self._fence,
+            "setext": self._setext,
+            "indented": self._indented,
+            "html": self._html,
+            "deep": self._long_prefix,
+            "hr": self._hr,
+            "item": self._item,
+            "ref": self._ref,
+        }
         line, last = -1, 0
         for m in _EVENT.finditer(src):
             line += src.count("\n", last, m.start() + 1)
@@ -427,8 +464,12 @@ class _MixedScan:
         interrupts one); the run stops at a decided line or a block's end."""
         lines, ended, pos = self.lines, self.ended, self.pos
         i = at
-        while i >= pos and i not in ended and lines[i + 1].strip(" \t") and (
-                _PLAIN.match(lines[i + 1]) or _indent(lines[i + 1]) >= 4):
+        while (
+            i >= pos
+            and i not in ended
+            and lines[i + 1].strip(" \t")
+            and (_PLAIN.match(lines[i + 1]) or _indent(lines[i + 1]) >= 4)
+        ):
             i -= 1
         return i
 
@@ -444,8 +485,11 @@ class _MixedScan:
             return None  # indented 4 or more: it cannot start a paragraph, so what holds it is undecided
         # a paragraph starts after a block's end, or after a blank line (or the document start) where no
         # list item may hold it (an indented first line could be an item's continuation)
-        if i in self.ended or (i < 0 or not lines[i + 1].strip(" \t")) and (
-                not lines[first + 1][:1].isspace() or not self._list_open(first)):
+        if (
+            i in self.ended
+            or (i < 0 or not lines[i + 1].strip(" \t"))
+            and (not lines[first + 1][:1].isspace() or not self._list_open(first))
+        ):
             return first
         return None
 
@@ -487,8 +531,12 @@ class _MixedScan:
     def _in_fence(self, kind: str, m: re.Match, line: int) -> None:
         """Inside a fenced code block only its closing fence counts: the same character, at least as many,
         nothing but spaces after (indent 0-3)."""
-        if kind == "fence" and m["marker"][0] == self.fence and len(m["marker"]) >= self.fence_len \
-                and not m["info"].strip(" \t"):
+        if (
+            kind == "fence"
+            and m["marker"][0] == self.fence
+            and len(m["marker"]) >= self.fence_len
+            and not m["info"].strip(" \t")
+        ):
             self.fence, self.reset = "", line + 1
             self.ended.add(line)
 
@@ -515,8 +563,12 @@ class _MixedScan:
         blank_above = not self.lines[line].strip(" \t")
         first = None if blank_above else self._paragraph(line - 1)
         if first is not None and first >= 0:  # a setext heading: the paragraph's text, markers dropped
-            self._add(first, line + 1, 1 if underline[0] == "=" else 2,
-                      "\n".join(self.lines[first + 1:line + 1]).strip(_TRIM))
+            self._add(
+                first,
+                line + 1,
+                1 if underline[0] == "=" else 2,
+                "\n".join(self.lines[first + 1 : line + 1]).strip(_TRIM),
+            )
             self.reset = line + 1
             return True
         if underline == "-":
@@ -528,7 +580,8 @@ class _MixedScan:
         i = self._text_above(line - 1)
         host = self.lines[i + 1] if i >= self.pos and i not in self.ended else ""
         return bool(_LAZY_HOST.match(host)) and (
-            host[0] != ">" or i == self.pos or i - 1 in self.ended or not _QUOTED.match(self.lines[i]))
+            host[0] != ">" or i == self.pos or i - 1 in self.ended or not _QUOTED.match(self.lines[i])
+        )
 
     def _indented(self, m: re.Match, line: int) -> bool:
         """An ATX heading indented 1-3 spaces: a heading unless a list item holds it (a heading is never a
@@ -625,12 +678,14 @@ def _island(scan: _MixedScan, start: int, line: int) -> int:
         try:
             if budget[0] < 0:
                 raise _Spent(0)
-            tokens = block_parser().parse(scan.body[line_start[start]:line_start[end]], env)
+            tokens = block_parser().parse(scan.body[line_start[start] : line_start[end]], env)
         except _Spent as spent:
-            raise AnchorError(f"too much for markdown-it: the lines the line scan cannot decide (nested lists, "
-                              f"block quotes, HTML, link reference definitions) cost more than {ISLAND_WORK} "
-                              "units of block parsing; refused to keep anchoring under a second",
-                              start + spent.args[0] + 1) from None
+            raise AnchorError(
+                f"too much for markdown-it: the lines the line scan cannot decide (nested lists, "
+                f"block quotes, HTML, link reference definitions) cost more than {ISLAND_WORK} "
+                "units of block parsing; refused to keep anchoring under a second",
+                start + spent.args[0] + 1,
+            ) from None
         if end >= n_lines or _closed(tokens, end - start):
             break
         i = bisect_right(splits, start + 2 * (end - start) - 1)  # not shown closed: twice the size

@@ -53,7 +53,8 @@ _OVERRIDE = re.compile(
     r"ora sei|je bent nu)\b"
     r"|\b(?:system-?prompt|systemanweisungen?|prompt (?:du )?systeme|(?:prompt|mensaje|messaggio) del? sistema|"
     r"(?:prompt|mensagem) do sistema|systeemprompt)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # Paraphrased overrides: the same moves without the canonical words. They are built from word families (the
 # agent's own instructions, a principal it answers to, data that must not leave, oversight, high-stakes acts), and
 # a cue is a clause that joins two of them the way an injection does: a reference to the agent's instructions
@@ -61,513 +62,841 @@ _OVERRIDE = re.compile(
 # or code execution, the sender ranked above the user. `_CUES` flag alone; `_WEAK` cues count only in pairs.
 _NEG = r"(?<!never )(?<!not )(?<!n't )(?<!no )"  # a negated verb ("never share passwords") is a rule, not a move
 _C = r"[^.;!?\n]"  # inside one clause
-_RULES_WORD = (r"(?:instructions?|rules?|guidance|guidelines?|directions?|directives?|prompts?|polic(?:y|ies)|"
-               r"constraints?|orders?|programming|configuration|restrictions?|guardrails?|safety (?:checks?|rules|"
-               r"measures|filters?)|confirmations?)")
-_RULE_REF = (r"(?:(?:your|you were|you've been|you have been|you had|the|any|all|earlier|previous|prior|original|"
-             r"usual|default|standard|above|initial|existing|old|current|these|those)\s+(?:(?:\w+\s+)?"
-             + _RULES_WORD.replace("polic(?:y|ies)|", "") + r"|polic(?:y|ies))"  # a policy named by its domain (the
-             # default retention policy) is a runbook's, not the agent's
-             + r"|what(?:ever)? (?:you(?:'ve| have| were| was)?|i|we) (?:been )?(?:told|instructed|given|taught|"
-             r"asked|said)(?: you)?)")
-_DISMISS_VERB = (r"(?:ignore|disregard|forget|override|bypass|abandon|throw (?:out|away)|ditch|scrap|discard|drop|"
-                 r"set aside|pay no (?:attention|heed|mind) to|no need to follow|stop (?:following|obeying)|"
-                 r"(?:don'?t|do not|never) (?:follow|obey)|cancel|revoke|overrule|overwrite)")
-_DISMISS_STATE = (r"(?:aside|expired?|void|cancel+ed|revoked|rescinded|obsolete|outdated|superseded|nullified|"
-                  r"suspended|withdrawn|overridden|(?:doesn'?t|does not|don'?t|do not|no longer) (?:matter|apply|"
-                  r"count|hold|bind)|(?:not|no longer) (?:apply|applicable|binding|valid|relevant|in effect))")
+_RULES_WORD = (
+    r"(?:instructions?|rules?|guidance|guidelines?|directions?|directives?|prompts?|polic(?:y|ies)|"
+    r"constraints?|orders?|programming|configuration|restrictions?|guardrails?|safety (?:checks?|rules|"
+    r"measures|filters?)|confirmations?)"
+)
+_RULE_REF = (
+    r"(?:(?:your|you were|you've been|you have been|you had|the|any|all|earlier|previous|prior|original|"
+    r"usual|default|standard|above|initial|existing|old|current|these|those)\s+(?:(?:\w+\s+)?"
+    + _RULES_WORD.replace("polic(?:y|ies)|", "")
+    + r"|polic(?:y|ies))"  # a policy named by its domain (the
+    # default retention policy) is a runbook's, not the agent's
+    + r"|what(?:ever)? (?:you(?:'ve| have| were| was)?|i|we) (?:been )?(?:told|instructed|given|taught|"
+    r"asked|said)(?: you)?)"
+)
+_DISMISS_VERB = (
+    r"(?:ignore|disregard|forget|override|bypass|abandon|throw (?:out|away)|ditch|scrap|discard|drop|"
+    r"set aside|pay no (?:attention|heed|mind) to|no need to follow|stop (?:following|obeying)|"
+    r"(?:don'?t|do not|never) (?:follow|obey)|cancel|revoke|overrule|overwrite)"
+)
+_DISMISS_STATE = (
+    r"(?:aside|expired?|void|cancel+ed|revoked|rescinded|obsolete|outdated|superseded|nullified|"
+    r"suspended|withdrawn|overridden|(?:doesn'?t|does not|don'?t|do not|no longer) (?:matter|apply|"
+    r"count|hold|bind)|(?:not|no longer) (?:apply|applicable|binding|valid|relevant|in effect))"
+)
 # The agent's own standing instructions, named so that they cannot be a document's or a team's rules.
-_CONF_NOUN = (r"(?:instructions?|rules?|guidance|guidelines?|directions?|directives?|orders|brief(?:ing)?|set-?up|"
-              r"configuration|config|programming|prompt|system (?:prompt|message)|polic(?:y|ies)|constraints?|"
-              r"restrictions?|limits?|limitations?|guardrails?|safeguards?|protections?|safety \w+|checklist|framework|"
-              r"principles|boundaries|protocols?|filters?|ethics|values|rule ?book|(?:safety|content|"
-              r"security) settings)")
-_CONF_REF = (r"(?:(?:your|(?:the|this) (?:assistant|agent|ai|bot|model)'s)\s+(?:\w+\s+){0,2}?" + _CONF_NOUN
-             + r"|(?:what(?:ever)?|everything|anything)\s+(?:you(?:'ve| have)?|your (?:operator|owner|developers?|"
-             r"admin))\s+(?:were\s+|was\s+|been\s+|had\s+)?(?:\w+\s+)?(?:told|given|instructed|taught|configured|"
-             r"set up)"
-             r"|" + _CONF_NOUN + r"\s+(?:"  # the noun, then who gave it to the agent, or where it lives
-             r"(?:that\s+|which\s+)?(?:you(?:'ve| have| had| are|'re)?|your (?:operator|owner|developers?|admin|"
-             r"team))\s+(?:were\s+|"
-             r"was\s+|have been\s+|had been\s+|'ve been\s+|been\s+)?(?:\w+\s+){0,2}?(?:\w+ed|\w+en|given|told|set up|"
-             r"got|run|running|follow|fed|built|made|taught|held|bound|brought|operate|work|act|function|operating|"
-             r"working|"
-             r"acting|functioning)"
-             r"|(?:in|of|from|baked into|built into|behind)\s+your\b"
-             r"|(?:on|of|for|in) (?:this|the) (?:deployment|instance|assistant|agent|bot|model|ai)\b"
-             r"|(?:you (?:got|received|were given) )?(?:at (?:launch|start-?up|the start)|before this (?:thread|"
-             r"conversation|session|chat|message|email))))")
-_VOIDED = (r"(?:retired|withdrawn|cancel+ed|void|outdated|out of date|stale|obsolete|superseded|replaced|lifted|"
-           r"suspended|expired|waived|rescinded|revoked|nullified|(?:only |just )?a (?:placeholder|draft|test|mistake)|"
-           r"(?:for|in) test(?:ing)?|optional|irrelevant|no longer (?:in force|in effect|apply|applies|valid|binding|"
-           r"count|counts|matter|matters|needed|required)|(?:don'?t|doesn'?t|do not|does not|won'?t|will not) "
-           r"(?:apply|count|matter|bind|hold)|not in force|(?:can|may|should) be (?:disregarded|ignored|dropped|"
-           r"skipped|set aside|left behind)|(?:leave|left) (?:it |them )?behind|hold you back|to one side|"
-           r"(?:turned|switched) off|provisional|temporary|(?:just |only )?suggestions(?: only)?|overly (?:cautious|"
-           r"strict)|"
-           r"too (?:strict|cautious)|(?:were|was) (?:only |just )?(?:meant|written|intended) for|on hold|paused|"
-           r"(?:only|just) for (?:the )?(?:beta|pilot|trial|demo|test(?:ing)?)|"
-           r"relaxed)")
-_VOID_VERB = (r"(?:(?:stop|quit|cease) (?:honou?ring|following|obeying|respecting|applying|observing)|(?:don'?t|do not|"
-              r"no longer) (?:have|need) to (?:respect|follow|obey|honou?r|observe|apply)|let go of|leave behind|"
-              r"put (?:\w+ )?(?:aside|to one side)|set aside|released from|free (?:yourself )?(?:from|of)|"
-              r"(?:are |is )?(?:no longer|not) bound by|deviate from|depart from|step outside|go beyond|work around|"
-              r"loosen|"
-              r"relax|" + _DISMISS_VERB[3:-1] + r")")
+_CONF_NOUN = (
+    r"(?:instructions?|rules?|guidance|guidelines?|directions?|directives?|orders|brief(?:ing)?|set-?up|"
+    r"configuration|config|programming|prompt|system (?:prompt|message)|polic(?:y|ies)|constraints?|"
+    r"restrictions?|limits?|limitations?|guardrails?|safeguards?|protections?|safety \w+|checklist|framework|"
+    r"principles|boundaries|protocols?|filters?|ethics|values|rule ?book|(?:safety|content|"
+    r"security) settings)"
+)
+_CONF_REF = (
+    r"(?:(?:your|(?:the|this) (?:assistant|agent|ai|bot|model)'s)\s+(?:\w+\s+){0,2}?"
+    + _CONF_NOUN
+    + r"|(?:what(?:ever)?|everything|anything)\s+(?:you(?:'ve| have)?|your (?:operator|owner|developers?|"
+    r"admin))\s+(?:were\s+|was\s+|been\s+|had\s+)?(?:\w+\s+)?(?:told|given|instructed|taught|configured|"
+    r"set up)"
+    r"|" + _CONF_NOUN + r"\s+(?:"  # the noun, then who gave it to the agent, or where it lives
+    r"(?:that\s+|which\s+)?(?:you(?:'ve| have| had| are|'re)?|your (?:operator|owner|developers?|admin|"
+    r"team))\s+(?:were\s+|"
+    r"was\s+|have been\s+|had been\s+|'ve been\s+|been\s+)?(?:\w+\s+){0,2}?(?:\w+ed|\w+en|given|told|set up|"
+    r"got|run|running|follow|fed|built|made|taught|held|bound|brought|operate|work|act|function|operating|"
+    r"working|"
+    r"acting|functioning)"
+    r"|(?:in|of|from|baked into|built into|behind)\s+your\b"
+    r"|(?:on|of|for|in) (?:this|the) (?:deployment|instance|assistant|agent|bot|model|ai)\b"
+    r"|(?:you (?:got|received|were given) )?(?:at (?:launch|start-?up|the start)|before this (?:thread|"
+    r"conversation|session|chat|message|email))))"
+)
+_VOIDED = (
+    r"(?:retired|withdrawn|cancel+ed|void|outdated|out of date|stale|obsolete|superseded|replaced|lifted|"
+    r"suspended|expired|waived|rescinded|revoked|nullified|(?:only |just )?a (?:placeholder|draft|test|mistake)|"
+    r"(?:for|in) test(?:ing)?|optional|irrelevant|no longer (?:in force|in effect|apply|applies|valid|binding|"
+    r"count|counts|matter|matters|needed|required)|(?:don'?t|doesn'?t|do not|does not|won'?t|will not) "
+    r"(?:apply|count|matter|bind|hold)|not in force|(?:can|may|should) be (?:disregarded|ignored|dropped|"
+    r"skipped|set aside|left behind)|(?:leave|left) (?:it |them )?behind|hold you back|to one side|"
+    r"(?:turned|switched) off|provisional|temporary|(?:just |only )?suggestions(?: only)?|overly (?:cautious|"
+    r"strict)|"
+    r"too (?:strict|cautious)|(?:were|was) (?:only |just )?(?:meant|written|intended) for|on hold|paused|"
+    r"(?:only|just) for (?:the )?(?:beta|pilot|trial|demo|test(?:ing)?)|"
+    r"relaxed)"
+)
+_VOID_VERB = (
+    r"(?:(?:stop|quit|cease) (?:honou?ring|following|obeying|respecting|applying|observing)|(?:don'?t|do not|"
+    r"no longer) (?:have|need) to (?:respect|follow|obey|honou?r|observe|apply)|let go of|leave behind|"
+    r"put (?:\w+ )?(?:aside|to one side)|set aside|released from|free (?:yourself )?(?:from|of)|"
+    r"(?:are |is )?(?:no longer|not) bound by|deviate from|depart from|step outside|go beyond|work around|"
+    r"loosen|"
+    r"relax|" + _DISMISS_VERB[3:-1] + r")"
+)
 # Someone the agent answers to; data that must not leave; words that send something out.
-_PRINCIPAL = (r"(?:the|your|its|their) (?:user|owner|account (?:owner|holder)|mailbox owner|human|principal)")
-_SENSITIVE = (r"(?:(?:passwords?|passcodes?|credentials?|logins?)(?!\s+(?:audit|reset|polic\w+|rotation|requests?|"
-              r"reports?|rules|expiry|strength|hygiene|fields?|changes?|training))|reset links?|recovery (?:codes?|"
-              r"keys?)|"
-              r"security questions?|pins?|cvv|passports?|session cookies?|(?:bank|account|card) statements?|"
-              r"api (?:keys?|tokens?)|access tokens?|tokens|"
-              r"private keys?|ssh keys?|\.ssh|\.env|env(?:ironment)? (?:file|variables)|secrets|password manager|"
-              r"keychain|(?:two-factor|2fa|mfa|one-time|verification|security|login|otp|auth\w*|sms) codes?|otps?|"
-              r"bank (?:login|details|account|credentials)|card (?:numbers?|details)|social security|tax "
-              r"(?:documents?|returns?|records?)|payroll(?: files?)?|customer (?:list|database|data|records|emails)|"
-              r"(?:hr|personnel) (?:folder|files|records)|medical records|private (?:messages|files|photos|documents)|"
-              r"customer exports?)")
-_OUTWARD = (r"(?:send|forward|e-?mail|mail|post|upload|paste|share|copy|bcc|cc|include|attach|pass (?:it |them )?"
-            r"(?:on|along)|mirror|sync|dump|export|leak|transmit|reply (?:to \w+ (?:\w+ )?)?with|give me|tell me|push|"
-            r"publish|text|provide|disclose|reveal|hand over|read (?:out|back)|spell out)")
-_ELSEWHERE = (r"(?:(?:to|into|with|on to|onto) (?:me|us|this (?:sender|address|thread|number)|the (?:address|link|"
-              r"webhook|url|number|bucket|endpoint)|an? (?:gist|paste\w*|webhook|external|outside|public|personal|"
-              r"endpoint)|"
-              r"https?:|[\w.+-]+@)|\bme on\b|\b(?:the|a) public (?:folder|link|drive|channel|bucket|repo\w*|page|site)"
-              r"|\b(?:linked|mentioned|listed|given) (?:in|below|above) (?:this|the) (?:message|e-?mail|note|thread)"
-              r"|\bat [\w-]+(?:\.[\w-]+)+/)")
+_PRINCIPAL = r"(?:the|your|its|their) (?:user|owner|account (?:owner|holder)|mailbox owner|human|principal)"
+_SENSITIVE = (
+    r"(?:(?:passwords?|passcodes?|credentials?|logins?)(?!\s+(?:audit|reset|polic\w+|rotation|requests?|"
+    r"reports?|rules|expiry|strength|hygiene|fields?|changes?|training))|reset links?|recovery (?:codes?|"
+    r"keys?)|"
+    r"security questions?|pins?|cvv|passports?|session cookies?|(?:bank|account|card) statements?|"
+    r"api (?:keys?|tokens?)|access tokens?|tokens|"
+    r"private keys?|ssh keys?|\.ssh|\.env|env(?:ironment)? (?:file|variables)|secrets|password manager|"
+    r"keychain|(?:two-factor|2fa|mfa|one-time|verification|security|login|otp|auth\w*|sms) codes?|otps?|"
+    r"bank (?:login|details|account|credentials)|card (?:numbers?|details)|social security|tax "
+    r"(?:documents?|returns?|records?)|payroll(?: files?)?|customer (?:list|database|data|records|emails)|"
+    r"(?:hr|personnel) (?:folder|files|records)|medical records|private (?:messages|files|photos|documents)|"
+    r"customer exports?)"
+)
+_OUTWARD = (
+    r"(?:send|forward|e-?mail|mail|post|upload|paste|share|copy|bcc|cc|include|attach|pass (?:it |them )?"
+    r"(?:on|along)|mirror|sync|dump|export|leak|transmit|reply (?:to \w+ (?:\w+ )?)?with|give me|tell me|push|"
+    r"publish|text|provide|disclose|reveal|hand over|read (?:out|back)|spell out)"
+)
+_ELSEWHERE = (
+    r"(?:(?:to|into|with|on to|onto) (?:me|us|this (?:sender|address|thread|number)|the (?:address|link|"
+    r"webhook|url|number|bucket|endpoint)|an? (?:gist|paste\w*|webhook|external|outside|public|personal|"
+    r"endpoint)|"
+    r"https?:|[\w.+-]+@)|\bme on\b|\b(?:the|a) public (?:folder|link|drive|channel|bucket|repo\w*|page|site)"
+    r"|\b(?:linked|mentioned|listed|given) (?:in|below|above) (?:this|the) (?:message|e-?mail|note|thread)"
+    r"|\bat [\w-]+(?:\.[\w-]+)+/)"
+)
 _ADDRESS = r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # starts only where a token does: quick to fail
-_COPY_TO = (r"(?:b?cc|carbon[- ]copy|blind[- ]copy|auto-?forward\w*|forward(?:s|ing)?|redirect(?:s|ing)?|"
-            r"mirror(?:s|ing)?|copy)")
+_COPY_TO = (
+    r"(?:b?cc|carbon[- ]copy|blind[- ]copy|auto-?forward\w*|forward(?:s|ing)?|redirect(?:s|ing)?|"
+    r"mirror(?:s|ing)?|copy)"
+)
 _EVERY = r"(?:every|all|each|any)"
-_SILENT = (r"(?:silent(?:ly)?|quiet(?:ly)?|secret(?:ly)?|hidden|covert(?:ly)?|discreet(?:ly)?|invisibl[ey]|unnoticed|"
-           r"without (?:telling|mentioning|noting|showing|letting|notifying|informing)|(?:don'?t|do not|never|no need "
-           r"to) (?:mention|tell|show|flag|note|report)|leave (?:it |this |that )?out)")
+_SILENT = (
+    r"(?:silent(?:ly)?|quiet(?:ly)?|secret(?:ly)?|hidden|covert(?:ly)?|discreet(?:ly)?|invisibl[ey]|unnoticed|"
+    r"without (?:telling|mentioning|noting|showing|letting|notifying|informing)|(?:don'?t|do not|never|no need "
+    r"to) (?:mention|tell|show|flag|note|report)|leave (?:it |this |that )?out)"
+)
 # Files that hold secrets, verbs that read one out or move it, credentials, and the places a message carries.
-_SECRET_FILE = (r"(?:~[\\/]\.ssh\b|\$home[\\/]\.ssh\b|%userprofile%[\\/]\.ssh\b|[\\/]\.ssh\b|\.ssh\b|"
-                r"id_(?:rsa|dsa|ecdsa|ed25519)\b|\.env\b(?<![\w.]\.env)|\.aws[\\/]credentials|\.netrc\b|"
-                r"\.git-credentials\b|\.npmrc\b|\.pypirc\b|/etc/(?:shadow|passwd)\b|\.kube[\\/]config\b|"
-                r"credentials\.json\b|wallet\.dat\b|\.pem\b|keychain\b)")  # each opens with its letters: quick to fail
-_SECRET_VERB = (r"(?:cop(?:y|ies)|paste|send|e-?mail|mail|attach|upload|post|share|forward|include|insert|put|save|"
-                r"write|cat|print|dump|export|sync|draft|quote|append|embed|read|open|show|display|output|list|leak|"
-                r"read out|type out|reply with)")
-_CREDENTIAL = (r"(?:api[ -]?keys?|(?:access|auth|api|deploy|session|bearer|refresh|personal access|secret|signing|"
-               r"service account) (?:tokens?|keys?)|tokens?|secret keys?|private keys?|client secrets?|passwords?|"
-               r"passphrases?|credentials|cookies|(?:recovery|backup|2fa|mfa|one-time) codes)")
-_MESSAGE_PLACE = (r"(?:drafts?|repl(?:y|ies)|e-?mails?|messages?|notes?|summary|summaries|chat|thread|comments?|"
-                  r"tickets?|posts?|gist|paste\w*|attachments?|body|signature|footer|calendar|invite|doc(?:ument)?s?|"
-                  r"shared \w+|drive|folder)")
-_BLANKET = (r"(?:every|all|each|the whole|the entire|the full|the complete|everything)\b" + _C + r"{0,30}?\b(?:"
-            r"messages?|mail|e-?mails?|threads?|inbox|files?|documents?|attachments?|folders?|drive|conversations?|"
-            r"correspondence|(?:chat|message|mail|e-?mail) history)\b")
+_SECRET_FILE = (
+    r"(?:~[\\/]\.ssh\b|\$home[\\/]\.ssh\b|%userprofile%[\\/]\.ssh\b|[\\/]\.ssh\b|\.ssh\b|"
+    r"id_(?:rsa|dsa|ecdsa|ed25519)\b|\.env\b(?<![\w.]\.env)|\.aws[\\/]credentials|\.netrc\b|"
+    r"\.git-credentials\b|\.npmrc\b|\.pypirc\b|/etc/(?:shadow|passwd)\b|\.kube[\\/]config\b|"
+    r"credentials\.json\b|wallet\.dat\b|\.pem\b|keychain\b)"
+)  # each opens with its letters: quick to fail
+_SECRET_VERB = (
+    r"(?:cop(?:y|ies)|paste|send|e-?mail|mail|attach|upload|post|share|forward|include|insert|put|save|"
+    r"write|cat|print|dump|export|sync|draft|quote|append|embed|read|open|show|display|output|list|leak|"
+    r"read out|type out|reply with)"
+)
+_CREDENTIAL = (
+    r"(?:api[ -]?keys?|(?:access|auth|api|deploy|session|bearer|refresh|personal access|secret|signing|"
+    r"service account) (?:tokens?|keys?)|tokens?|secret keys?|private keys?|client secrets?|passwords?|"
+    r"passphrases?|credentials|cookies|(?:recovery|backup|2fa|mfa|one-time) codes)"
+)
+_MESSAGE_PLACE = (
+    r"(?:drafts?|repl(?:y|ies)|e-?mails?|messages?|notes?|summary|summaries|chat|thread|comments?|"
+    r"tickets?|posts?|gist|paste\w*|attachments?|body|signature|footer|calendar|invite|doc(?:ument)?s?|"
+    r"shared \w+|drive|folder)"
+)
+_BLANKET = (
+    r"(?:every|all|each|the whole|the entire|the full|the complete|everything)\b" + _C + r"{0,30}?\b(?:"
+    r"messages?|mail|e-?mails?|threads?|inbox|files?|documents?|attachments?|folders?|drive|conversations?|"
+    r"correspondence|(?:chat|message|mail|e-?mail) history)\b"
+)
 # Oversight taken away, and acts where that matters (money, deletion, code execution, access).
-_OVERSIGHT_OFF = (r"(?:without (?:(?:the |your |their )?(?:user|owner|account holder|human)'?s? |any |a |anyone'?s? )?"
-                  r"(?:asking|prompting|checking|confirming|confirmation|approval|permission|review(?:ing)?|"
-                  r"verification|"
-                  r"verifying|sign-?off|scanning|check|consent|ok|go-ahead)"
-                  r"|no (?:verification|approval|review|confirmation|sign-?off) steps?"
-                  r"|no (?:confirmations?|approvals?|reviews?|sign-?offs?|checks?|verification|"
-                  r"permission)\s+(?:is\s+|are\s+)?"
-                  r"(?:needed|required|necessary)"
-                  r"|(?:no need|no reason|not necessary|unnecessary|pointless)\s+(?:to|for)\s+(?:\w+\s+)?(?:ask\w*|"
-                  r"check\w*|"
-                  r"confirm\w*|verify\w*|get|wait\w*|review\w*|approval|confirmation|sign-?off)"
-                  r"|(?:don'?t|do not|never|no need to|stop|no longer)\s+(?:bother\s+)?(?:ask|asking|confirm(?:ing)?|"
-                  r"check(?:ing)?|verify(?:ing)?|wait(?:ing)? for|get(?:ting)?|request(?:ing)?|seek(?:ing)?)\b"
-                  r"|(?:never|do not|don'?t|does not|doesn'?t|no longer) (?:need|needs|require|"
-                  r"requires) (?:\w+'?s? ){0,2}?"
-                  r"(?:approval|confirmation|review|sign-?off|verification|permission)"
-                  r"|(?:approvals?|confirmations?|permission|sign-?off|reviews?|verification|checks?|2fa|two-factor)\s+"
-                  r"(?:is|are)\s+(?:now\s+)?(?:not required|not needed|unnecessary|optional|disabled|off|waived|"
-                  r"no longer (?:required|needed))"
-                  r"|skip(?:ping)?\s+(?:the\s+)?(?:\w+\s+)?(?:verification|approval|review|confirmation|sign-?off|"
-                  r"checks?)\b|(?:checks?|reviews?|approval) or not|(?:yourself|automatically|unchecked|unreviewed)"
-                  r"|(?:raise|lift|remove|increase) (?:the |your |any )?(?:\w+ )?limits?)")
-_STAKES = (r"(?:pay(?:ing|ments?)?|paid|money|funds|wires?|wiring|transfers?|refunds?|invoices?|payees?|iban|bank|"
-           r"purchases?|delet(?:e|ing) (?:\w+ )?(?:permanently|production|all|everything|the (?:production|backup)\w*)|"
-           r"production data|destructive|shell|scripts?|commands?|execut\w+|attachments?|(?:any|all|every) links?|"
-           r"merge|deploy\w*|"
-           r"passwords?|credentials|admin rights|full access|(?:two-factor|2fa|mfa))")
-_CUES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
-    ("dismisses its instructions", (r"\b" + _RULE_REF + r"\b[^.!?\n]{0,60}?\b" + _DISMISS_STATE + r"\b"
-     r"|\b" + _DISMISS_VERB + r"\b[^.!?\n]{0,60}?\b" + _RULE_REF + r"\b"
-     r"|\b" + _CONF_REF + r"\b" + _C + r"{0,60}?\b" + _VOIDED + r"\b"
-     r"|\b" + _VOID_VERB + r"\b" + _C + r"{0,40}?\b" + _CONF_REF + r"\b")),
-    ("announces new rules", (r"\b(?:new|updated|revised|real|actual|changed|replacement) (?:rules?|instructions?|"
-     r"directives?|orders?|polic(?:y|ies)|guidelines)\s*[:\-—]"
-     r"|\byou(?:'ve| have) been (?:updated|reprogrammed|reconfigured|upgraded|re-?assigned|jailbroken|unlocked|"
-     r"freed|released)\b"
-     r"|\byour (?:new|real|true|actual|updated|hidden|only) (?:task|role|purpose|instructions?|goal|job|"
-     r"directive|mission|objective|orders|function)\b"
-     r"|\bthe (?:real|actual|true|new) (?:one|ones|rules?|instructions?|setup|configuration) (?:is|are) (?:in|what|"
-     r"below|as follows)")),
-    ("reassigns its identity", (r"\b(?:pretend|act as if|imagine|roleplay|role-play)\b[^.\n]{0,20}\b(?:you are|"
-     r"you're|to be|you were)\b"
-     r"|\b(?:act|behave|respond|answer|operate)\s+(?:as if|as though|like)\s+(?:you|there)\s+(?:had|have|were|"
-     r"are|was)\s+(?:no|not any|zero|unlimited|an? (?:different|unrestricted|new))\b"
-     r"|\bact as (?:an? |the )?(?:unrestricted|unfiltered|uncensored|jailbroken|admin|administrator|root|system|"
-     r"developer)\b|\byou are no longer\b|\byou(?:'re| are) (?:not|no longer) bound\b"
-     r"|\b(?:override|admin|god|debug|maintenance|unrestricted|unfiltered|sudo|jailbreak|developer|root) mode\b"
-     r"|\bjailbreak|\bdo anything now\b"
-     r"|\b(?:no|without|free of|free from|zero) (?:restrictions|limits|limitations|filters|guardrails|safety "
-     r"(?:checks|rules|filters)|content polic(?:y|ies))\b"
-     # an identity verb on a role with power over the user's accounts
-     r"|\b(?:you(?:'re| are) now|from (?:here|now|this (?:moment|point)) on,? you(?:'re| are)|(?:assume|adopt|take on|"
-     r"take over|step into) (?:the )?(?:identity|persona|role|part|position|place) of|impersonate|pose as|"
-     r"masquerade as|pass yourself off as|speak as|sign as|act as|play (?:the (?:part|role) of)|role-?play as|"
-     r"become|switch (?:personas|roles|identities)|you will (?:act as|be|play))\s+(?:an? |the |your )?"
-     r"(?:(?:user's|owner's|company's|account|mailbox|it|system|finance|payments?|support|security)\s+)?"
-     r"(?:owner|account holder|administrator|admin|sysadmin|root|superuser|cfo|ceo|coo|cto|treasurer|accountant|"
-     r"officer|controller|signatory|manager|maintainer|operator|developer|director|user)\b"
-     r"|\b(?:you(?:'re| are) (?:now )?|become |as )(?:an? )?(?:different|new|other|unrestricted|unfiltered|free|"
-     r"autonomous|jailbroken|uncensored) (?:assistant|agent|ai|model|bot|entity)\b"
-     r"|\bstop being (?:an? |the )?(?:assistant|ai|helper|bot)\b|\b(?:never|do not|don'?t) (?:reveal|admit|mention|say|"
-     r"disclose|let on)(?: to anyone)? (?:that )?you(?:'re| are) (?:an? )?(?:ai|bot|assistant|model|automated|"
-     r"a machine|"
-     r"not (?:a )?human)\b|\banswers? to no one\b|\bbroken free\b"
-     r"|\byour (?:only )?loyalty\b"
-     r"|\byou (?:now )?(?:operate|act|function|serve|work) as (?:an? |the )?(?:\w+ )?(?:owner|administrator|admin|"
-     r"director|"
-     r"officer|cfo|ceo|controller|signatory|treasurer|manager|head|root|superuser)\b"
-     r"|\b(?:respond|reply|write|answer|speak|act|sign) as (?:the |your )?(?:user|owner|account (?:owner|holder)|"
-     r"mailbox owner)\b(?: would)?"
-     r"|\b(?:sign(?:ing)? (?:\w+ )?(?:with|in|as|using)|using) (?:their|the owner'?s|the user'?s|his|her) (?:own )?"
-     r"(?:name|signature)\b"
-     r"|\bas (?:if|though) you (?:were|are) (?:the |an? |their )?(?:\w+ )?(?:owner|user|administrator|admin|account "
-     r"holder|human|employee|person|manager)\b"
-     r"|\b(?:assume|imagine|pretend|believe|act like|behave like) (?:that )?you(?:'re| are) (?:an? |the )?(?:\w+ )?"
-     r"(?:human|person|employee|owner|user|administrator|admin)\b"
-     r"|\bnever (?:\w+ing|let on) (?:that )?(?:an? |the )?(?:assistant|ai|bot|model) (?:wrote|is|was|did|sent|"
-     r"replied|answered)\b"
-     r"|\b(?:in charge of|in control of|the new owner of) (?:this|the|their) (?:account|mailbox|inbox|system)\b"
-     r"|\b(?:same|full|owner-level|admin-level) (?:rights|access|permissions|privileges|powers) as (?:" + _PRINCIPAL
-     + r"|its owner|their owner)\b")),
-    ("disables a safeguard", (r"\b(?:silence|mute|suppress|snooze|hide|dismiss)\b" + _C + r"{0,20}?\b(?:security|fraud|"
-     r"login|sign-?in|breach|suspicious activity) (?:alerts?|notifications?|warnings?|notices?)\b"
-     r"|\b(?:disable|turn off|switch off|deactivate|bypass|circumvent|get around)\b"
-     r"[^.\n]{0,25}\b(?:safety|security|confirmations?|approvals?|reviews? step|filter(?:s|ing)?|guardrails?|checks|"
-     r"verification|2fa|mfa|two-(?:step|factor)|audit(?: log)?|logging|spending limit)\b(?! of\b)"
-     r"|\b(?:skip|remove)\b[^.\n]{0,25}\b(?:safety|security|filters?|guardrails?|2fa|mfa|audit(?: log)?|logging)\b"
-     r"(?! of\b)"
-     # oversight removed around money, deletion, code execution or access
-     r"|\b" + _OVERSIGHT_OFF + r"\b" + _C + r"{0,50}?\b" + _STAKES + r"\b"
-     r"|" + _NEG + r"\b" + _STAKES + r"\b" + _C + r"{0,50}?\b" + _OVERSIGHT_OFF + r"\b"
-     # blanket approval or execution
-     r"|\b(?:approve|pay|merge|run|execute|accept|sign|release|process|wire|transfer)\s+(?:all|any|every|each|"
-     r"whatever)\b" + _C + r"{0,40}?(?:\bautomatically\b|\bwithout (?:asking|approval|confirmation|review|"
-     r"checking|question|verification|scanning)|\bwhatever the (?:amount|cost|size)\b|\bno matter\b|"
-     r"\bregardless\b|\bor not\b)"
-     r"|\b(?:grant|give|share|send|approve|allow)\w*\b" + _C + r"{0,40}?\b(?:anyone|whoever|everybody|everyone) "
-     r"(?:who|that) (?:asks|requests|wants)\b"
-     r"|\b(?:raise|lift|remove|increase|set) (?:the |your |any )?(?:\w+ )?limits? to (?:unlimited|infinity|no limit|"
-     r"the maximum)\b")),
-    ("asks for its prompt", (r"\b(?:reveal|print|show|output|leak|repeat|disclose|dump|expose|write out|list|"
-     r"paste|share)\b[^.\n]{0,25}\b(?:system (?:prompt|message)|(?:hidden|initial|original|secret) (?:prompt|"
-     r"instructions?)|your (?:instructions|prompt|rules|configuration|directives))\b"
-     r"|\b(?:recite|repeat|quote|copy|paste|print|show|output|reveal|disclose|dump|reproduce|translate|summari[sz]e|"
-     r"echo|"
-     r"list|tell me|give me|write (?:out|down)|spell out|share|leak|expose|send me|display|what)\b" + _C + r"{0,40}?"
-     r"\b(?:(?:your|the) (?:\w+ )?(?:system|initial|original|hidden|internal|setup|start-?up|secret|underlying|"
-     r"full|exact) (?:prompt|message|instructions|text|configuration|setup|rules|directives|context)"
-     r"|your (?:\w+ )?(?:prompt|instructions|setup|configuration|directives|programming)"
-     r"|(?:instructions|rules|text|prompt|message|directions|wording|guidance|guidelines) (?:that |which )?"
-     r"(?:you (?:received|were "
-     r"given|got|were \w+ (?:with|on)|started with)|(?:configures|sets up|defines|governs|controls) (?:you|your))"
-     r"|(?:instructions|rules|directions|guidelines|guidance|prompt|setup|configuration) (?:were|have) you (?:been )?"
-     r"(?:given|told|set up with|handed)|(?:instructions|rules|directions|guidelines) did you (?:get|receive)"
-     r"|what (?:your|the) (?:developers?|creators?|operators?|makers?|owner|admin) (?:told|instructed|asked|said to|"
-     r"taught) you"
-     r"|your (?:context(?: window)?|memory|hidden (?:text|context))"
-     r"|everything (?:above|before) this (?:line|message|point)"
-     r"|(?:text|configuration|instructions|prompt|rules|setup) (?:that |which )?(?:was|were|got|has been|have been) "
-     r"(?:loaded|put|given|fed|baked|written|programmed) (?:into|to|in) you)\b"
-     r"|\b(?:include|explain|describe|state|post|put|attach|type out|read out|detail|copy|paste|quote)\b" + _C
-     + r"{0,40}?\b(?:your (?:\w+ )?(?:system|complete|full|entire|exact|confidential|secret|internal|hidden|original|"
-     r"initial) (?:instructions|rules|prompt|configuration|directions|guidelines)|(?:confidential|secret|internal|"
-     r"hidden) (?:rules|instructions|directions|guidelines|prompt) (?:that )?you (?:were|have been) \w+)\b"
-     r"|\b(?:instructions?|rules?|prompt|setup|configuration|directions|guidelines?)\b" + _C + r"{0,40}?\b(?:you|"
-     r"your)\b"
-     + _C + r"{0,40}?\b(?:verbatim|word for word|in full|unedited|exactly as (?:it was )?written(?: to you)?)\b"
-     r"|\bwhat (?:your|the) (?:developers?|creators?|operators?|makers?) (?:told|instructed|asked|said to|"
-     r"taught) you\b")),
-    ("keeps the user in the dark", (r"\b(?:secretly|silently|quietly|covertly|discreetly)\s+(?:\w+\s+){0,2}?"
-     r"(?:send|forward|copy|bcc|cc|email|share|upload|post|delete|exfiltrate|transfer|wire|pay)\b"
-     r"(?=[^.\n]{0,60}(?:@|https?:|outside|external|\bme\b))"
-     r"|\bwithout (?:letting|telling|informing|notifying|alerting|asking|the knowledge of) (?:the )?(?:user|"
-     r"owner|human|operator|anyone|them)\b"
-     r"|\b(?:don'?t|do not|never) (?:let|tell|inform|notify|alert) (?:the )?(?:user|owner|human|operator)\b"
-     r"|\b(?:keep (?:this|it) (?:between us|secret|hidden)|behind (?:the user's|their|the owner's) back)\b"
-     r"|\bwithout " + _PRINCIPAL + r"(?:'s)? (?:ever )?(?:seeing|knowing|noticing|finding out|being told|hearing|"
-     r"knowledge)\b"
-     r"|\b(?:so|so that)\s+" + _PRINCIPAL + _C + r"{0,20}?\b(?:can'?t|cannot|won'?t|will not|doesn'?t|does not|"
-     r"never)\s+(?:\w+\s+)?(?:see|know|notice|find out|review|learn|read)\b"
-     r"|\b" + _PRINCIPAL + r"\s+(?:never|won'?t ever|must not|mustn'?t|shouldn'?t|should not)\s+(?:\w+\s+)?"
-     r"(?:finds? out|learns?|knows?|sees?|notices?|hears?)\b"
-     r"|\b(?:hide|conceal|mask|obscure)\b" + _C + r"{0,40}?\bfrom (?:the |your )?(?:user|owner|human|principal|"
-     r"reviewers?|audit)\b"
-     r"|\bkeep " + _PRINCIPAL + r" (?:unaware|in the dark|out of the loop|uninformed)\b"
-     r"|\bso (?:that )?" + _PRINCIPAL + r" (?:only|just) (?:sees?|gets?|reads?|receives?|hears?)\b"
-     r"|\b(?:skip(?: over)?|leave out|exclude|omit|drop|hide) this (?:message|e-?mail|mail|note|request|instruction|"
-     r"change|step|transfer)\b"
-     r"|\b(?:do not|don'?t|never) (?:bring up|mention|report|disclose|reveal|tell (?:\w+ )?about) this (?:change|"
-     r"request|message|e-?mail|note|instruction|transfer|step|rule)\b"
-     r"|\bhide (?:this|these|it|them|(?:the|any) (?:\w+ )?(?:rules?|requests?|transfers?|changes?|e-?mails?|messages?|"
-     r"forwards?|payments?)(?: you \w+)?)\b" + _C + r"{0,30}?\bfrom (?:the |your )?(?:\w+ )?(?:summary|report|logs?|"
-     r"settings|history|digest|audit)\b"
-     r"|\b(?:tell|report|assure|inform|say to)\s+(?:back\s+)?(?:to\s+)?" + _PRINCIPAL + _C + r"{0,15}?\b(?:nothing "
-     r"(?:happened|was (?:sent|done|changed))|everything is (?:fine|normal|ok(?:ay)?|as usual))"
-     r"|\b(?:make no|omit (?:any |all )?|without (?:any )?)(?:mention|reference)s? (?:of|to) this\b"
-     r"|\b(?:delete|remove|erase|wipe|purge|scrub|hide|conceal)\s+this (?:message|e-?mail|mail|note|instruction|"
-     r"request|text|line)\b"
-     r"|\btell " + _PRINCIPAL + r" (?:that )?(?:the|it|this)\b" + _C + r"{0,30}?\b(?:failed|did not go through|"
-     r"didn'?t go through|was declined|was cancell?ed|never happened|bounced)\b"
-     r"|\b(?:don'?t|do not|never) (?:record|log|save|keep|store|write down|mention)\b" + _C + r"{0,30}?\b(?:anywhere"
-     r"|where) "
-     r"" + _PRINCIPAL + r" (?:can|could|might|will) (?:read|see|find)\b"
-     r"|\b(?:delete|remove|erase|wipe|purge|scrub|clear|clean up|disable|turn off|(?:don'?t|do not|never) (?:record|"
-     r"log|"
-     r"write))\b" + _C + r"{0,30}?\b(?:audit (?:trail|log)|activity (?:log|feed)|access log|sent (?:items?|folder|"
-     r"mail)|evidence|traces?|audit (?:entries|records|events|trail))\b"
-     r"|\bso (?:that )?(?:" + _PRINCIPAL + r"|anyone|nobody|no one|they)\s+(?:has|have|gets?|keeps?|will have)\s+no "
-     r"(?:record|idea|trace|knowledge|copy|way to (?:know|see|tell))\b"
-     r"|\b(?:this (?:message|e-?mail|mail|note|request|instruction|step|text)|so (?:that )?it)\b" + _C + r"{0,40}?\b"
-     r"(?:does not|doesn'?t|never|won'?t|will not|isn'?t|is not)\s+(?:appear|show up|reach|get to|end up|make it)\w*"
-     + _C + r"{0,25}?\b(?:summary|report|log|digest|user|owner|view|inbox|history)"
-     r"|\b(?:say|tell \w+|claim|report|reply|answer|respond) (?:that )?" + _C + r"{0,30}?\b(?:was|were|has been|have "
-     r"been|had been) (?:never|not) (?:sent|shared|forwarded|paid|moved|transferred|deleted|done|received|accessed|"
-     r"opened|read)\b")),
-    ("exfiltrates data", (_NEG + r"\b" + _OUTWARD + r"\b" + _C + r"{0,50}?" + _NEG + r"(?<!not the )\b" + _SENSITIVE
-     + r"\b"
-     r"|\b" + _SENSITIVE + r"\b" + _C + r"{0,40}?\b" + _OUTWARD + r"\b" + _C + r"{0,30}?" + _ELSEWHERE
-     + r"|\b(?:bcc|cc|copy|loop) me (?:in )?on (?:all|every|each|any)\b"
-     r"|\badd (?:my|this|the following|an?|the sender'?s?) (?:\w+ )?(?:address|e-?mail|account)\b" + _C
-     + r"{0,25}?\b(?:bcc|cc|recipient|forward\w*)"
-     + r"|" + _NEG + r"\b(?:forward|forwards|forwarding|copy|bcc|cc|mirror|sync|sends?|upload|e-?mail)\s+(?:me\s+)?"
-     r"(?:on\s+)?(?:a copy of\s+)?"
-     + _BLANKET + _C + r"{0,40}?" + _ELSEWHERE
-     + r"|" + _NEG + r"\b(?:collect|gather|harvest|find|grab|read|get|look up|extract)\b[^;!?\n]{0,30}?\b" + _SENSITIVE
-     + r"\b" + _C + r"{0,40}?\b" + _OUTWARD + r"\s+(?:them|it|its contents|their contents|the contents)\b"
-     # a standing copy of mail to an address (cc, bcc, forward every / all ...) or a silent one; a secret file read
-     # out; a credential put into a message (grouped under one word boundary and negation check, tried once a
-     # position)
-     + r"|\b" + _NEG + r"(?:" + _COPY_TO + r"\b" + _C + r"{0,60}?" + _ADDRESS + _C + r"{0,60}?\b" + _EVERY + r"\b"
-     + r"|" + _COPY_TO + r"\b" + _C + r"{0,40}?\b" + _EVERY + r"\b" + _C + r"{0,60}?" + _ADDRESS
-     + r"|(?:b?cc|copy|forward|add)\b" + _C + r"{0,60}?" + _ADDRESS + _C + r"{0,60}?\b" + _SILENT + r"\b"
-     + r"|" + _SECRET_VERB + r"\b(?=[^;!?\n]{0,70}?(?:ssh|id_|env|aws|netrc|git-|npmrc|pypirc|/etc/|kube|"
-     r"credentials|wallet|pem|keychain))" + _C + r"{0,60}?" + _SECRET_FILE
-     + r"|(?:add|" + _SECRET_VERB[3:] + r"\b(?=" + _C + r"{0,40}?(?:key|token|secret|passw|passphr|credential|cookie|"
-     r"codes))" + _C
-     + r"{0,40}?\b" + _CREDENTIAL + r"\b" + _C
-     + r"{0,40}?\b(?:into|in|to|on|as|at the (?:bottom|end|top) of)\s+(?:the |a |an |your |my |this |every |each |"
-     r"new )?(?:\w+ )?(?:" + _MESSAGE_PLACE + r"\b|" + _ADDRESS + r"))"
-     + r"|\b(?:always\s+(?:\w+\s+)?(?:b?cc|forward|copy)\b" + _C + r"{0,40}?" + _ADDRESS
-     + r"|" + _SILENT + r"\b" + _C + r"{0,60}?\b(?:b?cc|copy|forward|send|add)\b" + _C + r"{0,60}?" + _ADDRESS
-     + r"|(?:auto-?forward\w*|forwarding (?:rule|filter)|(?:mail|inbox|e-?mail) (?:rule|filter))\b" + _C
-     + r"{0,60}?" + _ADDRESS + r")"
-     + r"|" + _ADDRESS + _C + r"{0,30}?\b(?:as|in|on) (?:a |an |the )?" + _SILENT + r"\b" + _C
-     + r"{0,15}?\b(?:b?cc|recipient|copy)\b"
-     + r"|" + _SECRET_FILE + _C + r"{0,30}?\band (?:then )?" + _SECRET_VERB + r"\b")),
-    ("claims authority", (r"\b(?:i'?m|i am|this is|we are|we're|this (?:message|email|note|instruction) "
-     r"(?:is|comes) from) (?:from |with )?(?:the |your )?(?:it department|it team|system administrator|"
-     r"sysadmin|administrator|admin team|security team|developers?|dev team|system|operator|helpdesk|help desk|"
-     r"support team|openai|anthropic)\b"
-     r"|\b(?:has|have) (?:authori[sz]ed|allowed|permitted|instructed) you to\b|\byou are (?:now )?authori[sz]ed "
-     r"to\b|\b(?:has|have) (?:given|granted) you (?:permission|access)\b"
-     # a speaker who claims a role with power over the agent, or grants it an exception
-     r"|\b(?:this is|here is|(?<![^\W\d_] )(?:an? |urgent |official |important )?message from|speaking (?:for|on "
-     r"behalf of)|on behalf of|on the orders of|"
-     r"i'?m (?:with|from)|i am (?:with|from)|we'?re (?:with|from)|we are (?:with|from)|writing (?:from|for))\s+"
-     r"(?:the |your |an? )?" + r"(?:it(?: security)? (?:desk|department|team|support|admin)|security (?:team|desk|"
-     r"office|department)|legal (?:department|team)|compliance(?: team| department| office)?|board(?: of "
-     r"directors)?|ceo|cfo|cto|management|(?:system |account |tenant |platform )?administrators?|admins?|"
-     r"developers?|dev team|engineering|platform team|(?:openai|anthropic|google|microsoft)\b(?: \w+)?|owner|"
-     r"operator|creator)\b"
-     r"|\bas (?:the |your )?(?:\w+ )?(?:administrator|admin|developer|owner|operator|ceo|cfo),? (?:i|we)\b"
-     r"|\b(?:openai|anthropic|google|microsoft)(?: \w+)? here\b|\bon the (?:\w+'s )?orders\b"
-     r"|\b(?:it|security|legal|compliance|the board|ceo|cfo|management|administrator|admin|developers?|"
-     r"department|team)\s+(?:has |have |had )?(?:personally |already |just )?(?:approved|authori[sz]ed|cleared|"
-     r"signed off|okayed|green-?lit|permitted|waived|granted)\b" + _C + r"{0,25}?\b(?:you|this|it|the (?:transfer|"
-     r"payment|wire|request|exception))\b"
-     r"|\byour (?:owner|user|operator|admin|administrator|developers?|creator) (?:has )?(?:asked|told|wants|"
-     r"instructed|said|says)(?: me)?(?: to tell you)? (?:to|that)\b"
-     r"|\b(?:authori[sz](?:e|ing)|permit(?:ting)?|clear(?:ing)?|grant(?:ing)?)\s+you\s+(?:to\b|permission|access|"
-     r"full|rights|an exception|clearance|authority)"
-     r"|\bauthori[sz](?:e|ing) an exception\b|\ban exception to your\b"
-     r"|\b(?:writing|emailing|texting|messaging|contacting you|reaching out) from (?:a |my )?(?:different|new|personal|"
-     r"private|other|backup|temporary) (?:address|account|e-?mail|number|phone)\b")),
-    ("obeys the message", (r"\bdo (?:exactly )?(?:as|what) (?:i|this (?:email|message|note|mail)) (?:says?|tells?|"
-     r"instructs?|orders?)\b|\b(?:obey|follow) (?:the sender|this (?:email|message|note|mail)|me)\b"
-     # instructions that arrive in content are to be carried out
-     r"|\b(?:any |all |every )?(?:instructions?|commands?|requests?|directions?|steps|orders)\s+(?:you (?:find|see|"
-     r"read|get|receive|encounter)|(?:found|embedded|hidden|contained|written|included|appearing|arriving)\s+(?:in|"
-     r"inside|within|on))\b" + _C + r"{0,60}?\b(?:follow(?:ed)?|obey(?:ed)?|execut\w+|carr(?:y|ied) out|act(?:ed)? "
-     r"on|compl(?:y|ied)|authoritative|binding|as if|as though|as orders)\b"
-     r"|" + _NEG + r"\b(?:follow|obey|execute|carry out|act on|comply with)\s+(?:any|all|every|the|whatever)?\s*"
-     r"(?:instructions?|commands?|requests?|directions?|steps|orders|comments)\s+(?:you (?:find|see|read|get|"
-     r"receive|encounter|come across)|(?:found|embedded|hidden|contained|written|included)\s+(?:in|inside|within|on))"
-     r"|\b(?:treat|regard|consider|handle)\s+(?:the\s+)?(?:text|content|contents|instructions|anything|everything|"
-     r"whatever)\b" + _C + r"{0,50}?(?<!not )\bas (?:(?:an? )?(?:commands?|orders?|instructions?|requests?)\b"
-     r"(?! to act| for)|(?:if |though )?(?:it |they )?(?:came|coming|come|were|was) (?:directly )?from (?:the user|me|"
-     r"your (?:owner|user|principal)))"
-     r"|\b(?:treat|regard|consider|handle)\b" + _C + r"{0,50}?\b(?:as|to be) (?:an? |the )?(?:(?:user|owner|account "
-     r"holder)'?s? (?:own )?(?:commands?|orders?|instructions?|requests?)|(?:commands?|orders?|instructions?|"
-     r"requests?) "
-     r"from (?:" + _PRINCIPAL + r"|me))\b"
-     r"|\b(?:text|content|output|result)\b" + _C + r"{0,40}?\b(?:looks? like|reads? like|contains?|seems? to be) an? "
-     r"(?:instruction|command|request|task)\b" + _C + r"{0,30}?\b(?:follow|execute|obey|do|carry out)\b"
-     r"|\bdo what(?:ever)? the (?:forwarded |incoming |attached |quoted )?(?:e-?mail|message|document|page|pdf|"
-     r"attachment|text|link)s? (?:asks|says|wants|tells you)\b"
-     r"|\bdo (?:exactly |whatever |what(?:ever)? )?(?:as |what )?(?:this (?:e-?mail|message|note|sender|ticket|"
-     r"document|page|text|thread)|the sender)\b" + _C + r"{0,15}?\b(?:says?|asks?|wants?|tells? you|instructs?|"
-     r"requests?)\b"
-     r"|\b(?:whatever|anything|everything)\s+(?:this|the)\s+(?:sender|e-?mail|message|ticket|note|document|page)"
-     r"(?:'s)?\s+(?:\w+\s+){0,3}?(?:asks?|says?|writes?|wants?|requests?|tells?)\b" + _C + r"{0,40}?\b(?:do it|"
-     r"carr(?:y|ied) out|execut\w+|without (?:question|pushing back|hesitation|checking)|comply|obey|follow)"
-     r"|\b(?:requests?|messages?|e-?mails?|mail|anything|instructions?)\s+(?:\w+\s+){0,2}?from\s+(?:this|that|the "
-     r"following|the same)\s+(?:address|sender|domain|contact|account|person)\b" + _C + r"{0,50}?\b(?:carry (?:the "
-     r")?(?:owner'?s|user'?s|full)|speak for|(?:are|is) (?:always )?(?:to be )?(?:trusted|obeyed|followed|"
-     r"authoritative|pre-?(?:approved|authori[sz]ed))|act on (?:them|it)|comply|obey|on (?:the owner'?s|the user'?s) "
-     r"behalf|with (?:the )?(?:owner'?s|user'?s) authority)"
-     r"|\b(?:comply with|obey|follow|act on|carry out|execute)\s+(?:all |any |every )?(?:requests?|instructions?|"
-     r"orders|messages?|commands?)\s+from\s+(?:this|that|the following)\s+(?:address|sender|domain|contact|account)"
-     r"|\b(?:are|is|come|comes) from your (?:principal|owner|user)\b"
-     r"|\bas (?:if|though) (?:the (?:user|owner|maintainer|account owner)|your (?:user|owner)) (?:had )?(?:typed|"
-     r"wrote|written|sent|said|asked)\b"
-     r"|\b(?:execute|carry out|follow|do)\s+(?:the |all |every )?(?:steps|instructions|commands|actions)\s+(?:in|"
-     r"from)\s+this\s+(?:ticket|e-?mail|message|note|document|page|text)\b"
-     r"|\b(?:always|unconditionally|blindly) (?:be )?(?:trusted and )?obeyed\b|\b(?:are|is) (?:always )?to be "
-     r"obeyed\b"
-     # instructions in the content it reads (this newsletter, shared documents) are to be carried out
-     r"|\b(?:instructions?|directions?|commands?|requests?|orders|tasks?|steps|text|content|anything|everything)\s+"
-     r"(?:you (?:\w+ ){0,2}?|(?:\w+ )?(?:found|embedded|hidden|contained|written|included|appearing|arriving|listed) )?"
-     r"(?:in|inside|within|on|from)\s+(?:this|these|any|all|every|shared|incoming|external|third-party|other)\s+"
-     r"(?:\w+\s+)?(?:e-?mails?|messages?|documents?|docs|files?|pdfs?|pages?|websites?|sites?|attachments?|invites?|"
-     r"newsletters?|tickets?|comments?|issues?|results?|notes?|threads?|posts?|chats?|replies)\b" + _C
-     + r"{0,60}?\b(?:acted on|act on|carr(?:y|ied) (?:it |them )?out|follow(?:ed)?|obey(?:ed)?|execut\w+|compl(?:y|"
-     r"ied)|"
-     r"binding|authoritative|mandatory|do (?:it|them|so|as)|task for you|orders for you|straight away)\b"
-     r"|\b(?:consider|treat|regard|deem)\s+(?:every|all|any|each|the)?\s*(?:instructions?|directions?|requests?|text|"
-     r"content)\b" + _C + r"{0,40}?\b(?:binding|authoritative|mandatory|orders|commands)\b"
-     r"|\b(?:is|are) (?:a |an )?(?:task|tasks|instructions?|orders?|commands?) for you\b"
-     r"|\b(?:execute|carry out|follow|obey|run|do) (?:whatever|what|anything|everything) (?:follows|comes (?:after|"
-     r"next))\b"
-     r"|\b(?:follow|obey|do|execute|carry out) whatever (?:the |this |that |any )?(?:\w+ ){0,3}?(?:message|e-?mail|"
-     r"thread|sender|document|page|text|note|ticket)s?\b" + _C + r"{0,30}?\b(?:tells|says|asks|wants|instructs)\b"
-     r"|\bwhatever (?:this \w+|the (?:sender|e-?mail|message|note|document|pdf|page|text|attachment|ticket|website|"
-     r"site|link))\s+(?:\w+\s+)?(?:tells|asks|says|wants|instructs)\b")),
-    ("ranks the sender above the user", (
-     r"\b(?:overrides?|overrules?|outranks?|outweighs?|beats?|trumps?|supersedes?|takes? precedence over|"
-     r"(?:priority|precedence) over|more weight than|higher priority than|more important than|comes? before|"
-     r"counts? for more than|matters? more than|weighs? more than|carries more weight than|"
-     r"ahead of|above)\b" + _C + r"{0,25}?\b(?:" + _PRINCIPAL + r"|anything (?:else )?(?:" + _PRINCIPAL
-     + r"|you(?:'ve| have)? (?:been )?(?:told|given))|what " + _PRINCIPAL + r" (?:says|wants|tells you|asks))"
-     r"|\bside with (?:the |this )?(?:sender|message|e-?mail|note|document)\b"
-     r"|\b(?:" + _PRINCIPAL + r"|the (?:user|owner)) and (?:i|me|this sender|the sender) (?:disagree|conflict|clash|"
-     r"differ)\w*"
-     r"|\b(?:obeyed|followed|trusted) even (?:when|if) " + _PRINCIPAL + r" (?:says|objects|disagrees|refuses)"
-     r"|\b" + _PRINCIPAL + r" (?:tells|asks|says|wants|instructs) (?:you )?(?:to )?(?:stop|cancel|halt|pause|wait|"
-     r"not)\b" + _C + r"{0,40}?\b(?:keep going|continue|carry on|proceed|ignore (?:it|them|that|this)|anyway)\b"
-     r"|\beven if " + _PRINCIPAL + r" (?:objects|says no|refuses|disagrees|tells you (?:not|to stop))\b"
-     r"|\b(?:the|this) (?:sender|message|e-?mail|note|document)(?:'s)? (?:word|say|instructions?) (?:is|are) "
-     r"final\b"
-     r"|\b(?:the|your|its|their) (?:user|owner|account owner|human)'?s?\b" + _C + r"{0,40}?\b(?:mine|ours|my (?:\w+ )?"
-     r"(?:requests?|instructions?|word|wishes|orders)|this (?:sender|message|e-?mail|note)'?s?(?: \w+)?|the sender'?s?"
-     r"(?: \w+)?) (?:prevails?|wins?|takes? (?:priority|precedence)|comes? first|is final|rules?)\b"
-     r"|\b(?:mine|my (?:\w+ )?(?:requests?|instructions?|word|wishes|orders)|this (?:sender|message|e-?mail|note)'?s?"
-     r"(?: \w+)?|the sender'?s?(?: \w+)?) (?:prevails?|wins?|takes? (?:priority|precedence)|comes? first|is final)\b"
-     + _C + r"{0,40}?\b(?:" + _PRINCIPAL + r")")),
-))
+_OVERSIGHT_OFF = (
+    r"(?:without (?:(?:the |your |their )?(?:user|owner|account holder|human)'?s? |any |a |anyone'?s? )?"
+    r"(?:asking|prompting|checking|confirming|confirmation|approval|permission|review(?:ing)?|"
+    r"verification|"
+    r"verifying|sign-?off|scanning|check|consent|ok|go-ahead)"
+    r"|no (?:verification|approval|review|confirmation|sign-?off) steps?"
+    r"|no (?:confirmations?|approvals?|reviews?|sign-?offs?|checks?|verification|"
+    r"permission)\s+(?:is\s+|are\s+)?"
+    r"(?:needed|required|necessary)"
+    r"|(?:no need|no reason|not necessary|unnecessary|pointless)\s+(?:to|for)\s+(?:\w+\s+)?(?:ask\w*|"
+    r"check\w*|"
+    r"confirm\w*|verify\w*|get|wait\w*|review\w*|approval|confirmation|sign-?off)"
+    r"|(?:don'?t|do not|never|no need to|stop|no longer)\s+(?:bother\s+)?(?:ask|asking|confirm(?:ing)?|"
+    r"check(?:ing)?|verify(?:ing)?|wait(?:ing)? for|get(?:ting)?|request(?:ing)?|seek(?:ing)?)\b"
+    r"|(?:never|do not|don'?t|does not|doesn'?t|no longer) (?:need|needs|require|"
+    r"requires) (?:\w+'?s? ){0,2}?"
+    r"(?:approval|confirmation|review|sign-?off|verification|permission)"
+    r"|(?:approvals?|confirmations?|permission|sign-?off|reviews?|verification|checks?|2fa|two-factor)\s+"
+    r"(?:is|are)\s+(?:now\s+)?(?:not required|not needed|unnecessary|optional|disabled|off|waived|"
+    r"no longer (?:required|needed))"
+    r"|skip(?:ping)?\s+(?:the\s+)?(?:\w+\s+)?(?:verification|approval|review|confirmation|sign-?off|"
+    r"checks?)\b|(?:checks?|reviews?|approval) or not|(?:yourself|automatically|unchecked|unreviewed)"
+    r"|(?:raise|lift|remove|increase) (?:the |your |any )?(?:\w+ )?limits?)"
+)
+_STAKES = (
+    r"(?:pay(?:ing|ments?)?|paid|money|funds|wires?|wiring|transfers?|refunds?|invoices?|payees?|iban|bank|"
+    r"purchases?|delet(?:e|ing) (?:\w+ )?(?:permanently|production|all|everything|the (?:production|backup)\w*)|"
+    r"production data|destructive|shell|scripts?|commands?|execut\w+|attachments?|(?:any|all|every) links?|"
+    r"merge|deploy\w*|"
+    r"passwords?|credentials|admin rights|full access|(?:two-factor|2fa|mfa))"
+)
+_CUES: tuple[tuple[str, re.Pattern], ...] = tuple(
+    (name, re.compile(rx, re.IGNORECASE))
+    for name, rx in (
+        (
+            "dismisses its instructions",
+            (
+                r"\b" + _RULE_REF + r"\b[^.!?\n]{0,60}?\b" + _DISMISS_STATE + r"\b"
+                r"|\b" + _DISMISS_VERB + r"\b[^.!?\n]{0,60}?\b" + _RULE_REF + r"\b"
+                r"|\b" + _CONF_REF + r"\b" + _C + r"{0,60}?\b" + _VOIDED + r"\b"
+                r"|\b" + _VOID_VERB + r"\b" + _C + r"{0,40}?\b" + _CONF_REF + r"\b"
+            ),
+        ),
+        (
+            "announces new rules",
+            (
+                r"\b(?:new|updated|revised|real|actual|changed|replacement) (?:rules?|instructions?|"
+                r"directives?|orders?|polic(?:y|ies)|guidelines)\s*[:\-—]"
+                r"|\byou(?:'ve| have) been (?:updated|reprogrammed|reconfigured|upgraded|re-?assigned|jailbroken|unlocked|"
+                r"freed|released)\b"
+                r"|\byour (?:new|real|true|actual|updated|hidden|only) (?:task|role|purpose|instructions?|goal|job|"
+                r"directive|mission|objective|orders|function)\b"
+                r"|\bthe (?:real|actual|true|new) (?:one|ones|rules?|instructions?|setup|configuration) (?:is|are) (?:in|what|"
+                r"below|as follows)"
+            ),
+        ),
+        (
+            "reassigns its identity",
+            (
+                r"\b(?:pretend|act as if|imagine|roleplay|role-play)\b[^.\n]{0,20}\b(?:you are|"
+                r"you're|to be|you were)\b"
+                r"|\b(?:act|behave|respond|answer|operate)\s+(?:as if|as though|like)\s+(?:you|there)\s+(?:had|have|were|"
+                r"are|was)\s+(?:no|not any|zero|unlimited|an? (?:different|unrestricted|new))\b"
+                r"|\bact as (?:an? |the )?(?:unrestricted|unfiltered|uncensored|jailbroken|admin|administrator|root|system|"
+                r"developer)\b|\byou are no longer\b|\byou(?:'re| are) (?:not|no longer) bound\b"
+                r"|\b(?:override|admin|god|debug|maintenance|unrestricted|unfiltered|sudo|jailbreak|developer|root) mode\b"
+                r"|\bjailbreak|\bdo anything now\b"
+                r"|\b(?:no|without|free of|free from|zero) (?:restrictions|limits|limitations|filters|guardrails|safety "
+                r"(?:checks|rules|filters)|content polic(?:y|ies))\b"
+                # an identity verb on a role with power over the user's accounts
+                r"|\b(?:you(?:'re| are) now|from (?:here|now|this (?:moment|point)) on,? you(?:'re| are)|(?:assume|adopt|take on|"
+                r"take over|step into) (?:the )?(?:identity|persona|role|part|position|place) of|impersonate|pose as|"
+                r"masquerade as|pass yourself off as|speak as|sign as|act as|play (?:the (?:part|role) of)|role-?play as|"
+                r"become|switch (?:personas|roles|identities)|you will (?:act as|be|play))\s+(?:an? |the |your )?"
+                r"(?:(?:user's|owner's|company's|account|mailbox|it|system|finance|payments?|support|security)\s+)?"
+                r"(?:owner|account holder|administrator|admin|sysadmin|root|superuser|cfo|ceo|coo|cto|treasurer|accountant|"
+                r"officer|controller|signatory|manager|maintainer|operator|developer|director|user)\b"
+                r"|\b(?:you(?:'re| are) (?:now )?|become |as )(?:an? )?(?:different|new|other|unrestricted|unfiltered|free|"
+                r"autonomous|jailbroken|uncensored) (?:assistant|agent|ai|model|bot|entity)\b"
+                r"|\bstop being (?:an? |the )?(?:assistant|ai|helper|bot)\b|\b(?:never|do not|don'?t) (?:reveal|admit|mention|say|"
+                r"disclose|let on)(?: to anyone)? (?:that )?you(?:'re| are) (?:an? )?(?:ai|bot|assistant|model|automated|"
+                r"a machine|"
+                r"not (?:a )?human)\b|\banswers? to no one\b|\bbroken free\b"
+                r"|\byour (?:only )?loyalty\b"
+                r"|\byou (?:now )?(?:operate|act|function|serve|work) as (?:an? |the )?(?:\w+ )?(?:owner|administrator|admin|"
+                r"director|"
+                r"officer|cfo|ceo|controller|signatory|treasurer|manager|head|root|superuser)\b"
+                r"|\b(?:respond|reply|write|answer|speak|act|sign) as (?:the |your )?(?:user|owner|account (?:owner|holder)|"
+                r"mailbox owner)\b(?: would)?"
+                r"|\b(?:sign(?:ing)? (?:\w+ )?(?:with|in|as|using)|using) (?:their|the owner'?s|the user'?s|his|her) (?:own )?"
+                r"(?:name|signature)\b"
+                r"|\bas (?:if|though) you (?:were|are) (?:the |an? |their )?(?:\w+ )?(?:owner|user|administrator|admin|account "
+                r"holder|human|employee|person|manager)\b"
+                r"|\b(?:assume|imagine|pretend|believe|act like|behave like) (?:that )?you(?:'re| are) (?:an? |the )?(?:\w+ )?"
+                r"(?:human|person|employee|owner|user|administrator|admin)\b"
+                r"|\bnever (?:\w+ing|let on) (?:that )?(?:an? |the )?(?:assistant|ai|bot|model) (?:wrote|is|was|did|sent|"
+                r"replied|answered)\b"
+                r"|\b(?:in charge of|in control of|the new owner of) (?:this|the|their) (?:account|mailbox|inbox|system)\b"
+                r"|\b(?:same|full|owner-level|admin-level) (?:rights|access|permissions|privileges|powers) as (?:"
+                + _PRINCIPAL
+                + r"|its owner|their owner)\b"
+            ),
+        ),
+        (
+            "disables a safeguard",
+            (
+                r"\b(?:silence|mute|suppress|snooze|hide|dismiss)\b" + _C + r"{0,20}?\b(?:security|fraud|"
+                r"login|sign-?in|breach|suspicious activity) (?:alerts?|notifications?|warnings?|notices?)\b"
+                r"|\b(?:disable|turn off|switch off|deactivate|bypass|circumvent|get around)\b"
+                r"[^.\n]{0,25}\b(?:safety|security|confirmations?|approvals?|reviews? step|filter(?:s|ing)?|guardrails?|checks|"
+                r"verification|2fa|mfa|two-(?:step|factor)|audit(?: log)?|logging|spending limit)\b(?! of\b)"
+                r"|\b(?:skip|remove)\b[^.\n]{0,25}\b(?:safety|security|filters?|guardrails?|2fa|mfa|audit(?: log)?|logging)\b"
+                r"(?! of\b)"
+                # oversight removed around money, deletion, code execution or access
+                r"|\b" + _OVERSIGHT_OFF + r"\b" + _C + r"{0,50}?\b" + _STAKES + r"\b"
+                r"|" + _NEG + r"\b" + _STAKES + r"\b" + _C + r"{0,50}?\b" + _OVERSIGHT_OFF + r"\b"
+                # blanket approval or execution
+                r"|\b(?:approve|pay|merge|run|execute|accept|sign|release|process|wire|transfer)\s+(?:all|any|every|each|"
+                r"whatever)\b" + _C + r"{0,40}?(?:\bautomatically\b|\bwithout (?:asking|approval|confirmation|review|"
+                r"checking|question|verification|scanning)|\bwhatever the (?:amount|cost|size)\b|\bno matter\b|"
+                r"\bregardless\b|\bor not\b)"
+                r"|\b(?:grant|give|share|send|approve|allow)\w*\b"
+                + _C
+                + r"{0,40}?\b(?:anyone|whoever|everybody|everyone) "
+                r"(?:who|that) (?:asks|requests|wants)\b"
+                r"|\b(?:raise|lift|remove|increase|set) (?:the |your |any )?(?:\w+ )?limits? to (?:unlimited|infinity|no limit|"
+                r"the maximum)\b"
+            ),
+        ),
+        (
+            "asks for its prompt",
+            (
+                r"\b(?:reveal|print|show|output|leak|repeat|disclose|dump|expose|write out|list|"
+                r"paste|share)\b[^.\n]{0,25}\b(?:system (?:prompt|message)|(?:hidden|initial|original|secret) (?:prompt|"
+                r"instructions?)|your (?:instructions|prompt|rules|configuration|directives))\b"
+                r"|\b(?:recite|repeat|quote|copy|paste|print|show|output|reveal|disclose|dump|reproduce|translate|summari[sz]e|"
+                r"echo|"
+                r"list|tell me|give me|write (?:out|down)|spell out|share|leak|expose|send me|display|what)\b"
+                + _C
+                + r"{0,40}?"
+                r"\b(?:(?:your|the) (?:\w+ )?(?:system|initial|original|hidden|internal|setup|start-?up|secret|underlying|"
+                r"full|exact) (?:prompt|message|instructions|text|configuration|setup|rules|directives|context)"
+                r"|your (?:\w+ )?(?:prompt|instructions|setup|configuration|directives|programming)"
+                r"|(?:instructions|rules|text|prompt|message|directions|wording|guidance|guidelines) (?:that |which )?"
+                r"(?:you (?:received|were "
+                r"given|got|were \w+ (?:with|on)|started with)|(?:configures|sets up|defines|governs|controls) (?:you|your))"
+                r"|(?:instructions|rules|directions|guidelines|guidance|prompt|setup|configuration) (?:were|have) you (?:been )?"
+                r"(?:given|told|set up with|handed)|(?:instructions|rules|directions|guidelines) did you (?:get|receive)"
+                r"|what (?:your|the) (?:developers?|creators?|operators?|makers?|owner|admin) (?:told|instructed|asked|said to|"
+                r"taught) you"
+                r"|your (?:context(?: window)?|memory|hidden (?:text|context))"
+                r"|everything (?:above|before) this (?:line|message|point)"
+                r"|(?:text|configuration|instructions|prompt|rules|setup) (?:that |which )?(?:was|were|got|has been|have been) "
+                r"(?:loaded|put|given|fed|baked|written|programmed) (?:into|to|in) you)\b"
+                r"|\b(?:include|explain|describe|state|post|put|attach|type out|read out|detail|copy|paste|quote)\b"
+                + _C
+                + r"{0,40}?\b(?:your (?:\w+ )?(?:system|complete|full|entire|exact|confidential|secret|internal|hidden|original|"
+                r"initial) (?:instructions|rules|prompt|configuration|directions|guidelines)|(?:confidential|secret|internal|"
+                r"hidden) (?:rules|instructions|directions|guidelines|prompt) (?:that )?you (?:were|have been) \w+)\b"
+                r"|\b(?:instructions?|rules?|prompt|setup|configuration|directions|guidelines?)\b"
+                + _C
+                + r"{0,40}?\b(?:you|"
+                r"your)\b"
+                + _C
+                + r"{0,40}?\b(?:verbatim|word for word|in full|unedited|exactly as (?:it was )?written(?: to you)?)\b"
+                r"|\bwhat (?:your|the) (?:developers?|creators?|operators?|makers?) (?:told|instructed|asked|said to|"
+                r"taught) you\b"
+            ),
+        ),
+        (
+            "keeps the user in the dark",
+            (
+                r"\b(?:secretly|silently|quietly|covertly|discreetly)\s+(?:\w+\s+){0,2}?"
+                r"(?:send|forward|copy|bcc|cc|email|share|upload|post|delete|exfiltrate|transfer|wire|pay)\b"
+                r"(?=[^.\n]{0,60}(?:@|https?:|outside|external|\bme\b))"
+                r"|\bwithout (?:letting|telling|informing|notifying|alerting|asking|the knowledge of) (?:the )?(?:user|"
+                r"owner|human|operator|anyone|them)\b"
+                r"|\b(?:don'?t|do not|never) (?:let|tell|inform|notify|alert) (?:the )?(?:user|owner|human|operator)\b"
+                r"|\b(?:keep (?:this|it) (?:between us|secret|hidden)|behind (?:the user's|their|the owner's) back)\b"
+                r"|\bwithout "
+                + _PRINCIPAL
+                + r"(?:'s)? (?:ever )?(?:seeing|knowing|noticing|finding out|being told|hearing|"
+                r"knowledge)\b"
+                r"|\b(?:so|so that)\s+"
+                + _PRINCIPAL
+                + _C
+                + r"{0,20}?\b(?:can'?t|cannot|won'?t|will not|doesn'?t|does not|"
+                r"never)\s+(?:\w+\s+)?(?:see|know|notice|find out|review|learn|read)\b"
+                r"|\b" + _PRINCIPAL + r"\s+(?:never|won'?t ever|must not|mustn'?t|shouldn'?t|should not)\s+(?:\w+\s+)?"
+                r"(?:finds? out|learns?|knows?|sees?|notices?|hears?)\b"
+                r"|\b(?:hide|conceal|mask|obscure)\b"
+                + _C
+                + r"{0,40}?\bfrom (?:the |your )?(?:user|owner|human|principal|"
+                r"reviewers?|audit)\b"
+                r"|\bkeep " + _PRINCIPAL + r" (?:unaware|in the dark|out of the loop|uninformed)\b"
+                r"|\bso (?:that )?" + _PRINCIPAL + r" (?:only|just) (?:sees?|gets?|reads?|receives?|hears?)\b"
+                r"|\b(?:skip(?: over)?|leave out|exclude|omit|drop|hide) this (?:message|e-?mail|mail|note|request|instruction|"
+                r"change|step|transfer)\b"
+                r"|\b(?:do not|don'?t|never) (?:bring up|mention|report|disclose|reveal|tell (?:\w+ )?about) this (?:change|"
+                r"request|message|e-?mail|note|instruction|transfer|step|rule)\b"
+                r"|\bhide (?:this|these|it|them|(?:the|any) (?:\w+ )?(?:rules?|requests?|transfers?|changes?|e-?mails?|messages?|"
+                r"forwards?|payments?)(?: you \w+)?)\b"
+                + _C
+                + r"{0,30}?\bfrom (?:the |your )?(?:\w+ )?(?:summary|report|logs?|"
+                r"settings|history|digest|audit)\b"
+                r"|\b(?:tell|report|assure|inform|say to)\s+(?:back\s+)?(?:to\s+)?"
+                + _PRINCIPAL
+                + _C
+                + r"{0,15}?\b(?:nothing "
+                r"(?:happened|was (?:sent|done|changed))|everything is (?:fine|normal|ok(?:ay)?|as usual))"
+                r"|\b(?:make no|omit (?:any |all )?|without (?:any )?)(?:mention|reference)s? (?:of|to) this\b"
+                r"|\b(?:delete|remove|erase|wipe|purge|scrub|hide|conceal)\s+this (?:message|e-?mail|mail|note|instruction|"
+                r"request|text|line)\b"
+                r"|\btell "
+                + _PRINCIPAL
+                + r" (?:that )?(?:the|it|this)\b"
+                + _C
+                + r"{0,30}?\b(?:failed|did not go through|"
+                r"didn'?t go through|was declined|was cancell?ed|never happened|bounced)\b"
+                r"|\b(?:don'?t|do not|never) (?:record|log|save|keep|store|write down|mention)\b"
+                + _C
+                + r"{0,30}?\b(?:anywhere"
+                r"|where) "
+                r"" + _PRINCIPAL + r" (?:can|could|might|will) (?:read|see|find)\b"
+                r"|\b(?:delete|remove|erase|wipe|purge|scrub|clear|clean up|disable|turn off|(?:don'?t|do not|never) (?:record|"
+                r"log|"
+                r"write))\b"
+                + _C
+                + r"{0,30}?\b(?:audit (?:trail|log)|activity (?:log|feed)|access log|sent (?:items?|folder|"
+                r"mail)|evidence|traces?|audit (?:entries|records|events|trail))\b"
+                r"|\bso (?:that )?(?:"
+                + _PRINCIPAL
+                + r"|anyone|nobody|no one|they)\s+(?:has|have|gets?|keeps?|will have)\s+no "
+                r"(?:record|idea|trace|knowledge|copy|way to (?:know|see|tell))\b"
+                r"|\b(?:this (?:message|e-?mail|mail|note|request|instruction|step|text)|so (?:that )?it)\b"
+                + _C
+                + r"{0,40}?\b"
+                r"(?:does not|doesn'?t|never|won'?t|will not|isn'?t|is not)\s+(?:appear|show up|reach|get to|end up|make it)\w*"
+                + _C
+                + r"{0,25}?\b(?:summary|report|log|digest|user|owner|view|inbox|history)"
+                r"|\b(?:say|tell \w+|claim|report|reply|answer|respond) (?:that )?"
+                + _C
+                + r"{0,30}?\b(?:was|were|has been|have "
+                r"been|had been) (?:never|not) (?:sent|shared|forwarded|paid|moved|transferred|deleted|done|received|accessed|"
+                r"opened|read)\b"
+            ),
+        ),
+        (
+            "exfiltrates data",
+            (
+                _NEG + r"\b" + _OUTWARD + r"\b" + _C + r"{0,50}?" + _NEG + r"(?<!not the )\b" + _SENSITIVE + r"\b"
+                r"|\b"
+                + _SENSITIVE
+                + r"\b"
+                + _C
+                + r"{0,40}?\b"
+                + _OUTWARD
+                + r"\b"
+                + _C
+                + r"{0,30}?"
+                + _ELSEWHERE
+                + r"|\b(?:bcc|cc|copy|loop) me (?:in )?on (?:all|every|each|any)\b"
+                r"|\badd (?:my|this|the following|an?|the sender'?s?) (?:\w+ )?(?:address|e-?mail|account)\b"
+                + _C
+                + r"{0,25}?\b(?:bcc|cc|recipient|forward\w*)"
+                + r"|"
+                + _NEG
+                + r"\b(?:forward|forwards|forwarding|copy|bcc|cc|mirror|sync|sends?|upload|e-?mail)\s+(?:me\s+)?"
+                r"(?:on\s+)?(?:a copy of\s+)?"
+                + _BLANKET
+                + _C
+                + r"{0,40}?"
+                + _ELSEWHERE
+                + r"|"
+                + _NEG
+                + r"\b(?:collect|gather|harvest|find|grab|read|get|look up|extract)\b[^;!?\n]{0,30}?\b"
+                + _SENSITIVE
+                + r"\b"
+                + _C
+                + r"{0,40}?\b"
+                + _OUTWARD
+                + r"\s+(?:them|it|its contents|their contents|the contents)\b"
+                # a standing copy of mail to an address (cc, bcc, forward every / all ...) or a silent one; a secret file read
+                # out; a credential put into a message (grouped under one word boundary and negation check, tried once a
+                # position)
+                + r"|\b"
+                + _NEG
+                + r"(?:"
+                + _COPY_TO
+                + r"\b"
+                + _C
+                + r"{0,60}?"
+                + _ADDRESS
+                + _C
+                + r"{0,60}?\b"
+                + _EVERY
+                + r"\b"
+                + r"|"
+                + _COPY_TO
+                + r"\b"
+                + _C
+                + r"{0,40}?\b"
+                + _EVERY
+                + r"\b"
+                + _C
+                + r"{0,60}?"
+                + _ADDRESS
+                + r"|(?:b?cc|copy|forward|add)\b"
+                + _C
+                + r"{0,60}?"
+                + _ADDRESS
+                + _C
+                + r"{0,60}?\b"
+                + _SILENT
+                + r"\b"
+                + r"|"
+                + _SECRET_VERB
+                + r"\b(?=[^;!?\n]{0,70}?(?:ssh|id_|env|aws|netrc|git-|npmrc|pypirc|/etc/|kube|"
+                r"credentials|wallet|pem|keychain))"
+                + _C
+                + r"{0,60}?"
+                + _SECRET_FILE
+                + r"|(?:add|"
+                + _SECRET_VERB[3:]
+                + r"\b(?="
+                + _C
+                + r"{0,40}?(?:key|token|secret|passw|passphr|credential|cookie|"
+                r"codes))"
+                + _C
+                + r"{0,40}?\b"
+                + _CREDENTIAL
+                + r"\b"
+                + _C
+                + r"{0,40}?\b(?:into|in|to|on|as|at the (?:bottom|end|top) of)\s+(?:the |a |an |your |my |this |every |each |"
+                r"new )?(?:\w+ )?(?:"
+                + _MESSAGE_PLACE
+                + r"\b|"
+                + _ADDRESS
+                + r"))"
+                + r"|\b(?:always\s+(?:\w+\s+)?(?:b?cc|forward|copy)\b"
+                + _C
+                + r"{0,40}?"
+                + _ADDRESS
+                + r"|"
+                + _SILENT
+                + r"\b"
+                + _C
+                + r"{0,60}?\b(?:b?cc|copy|forward|send|add)\b"
+                + _C
+                + r"{0,60}?"
+                + _ADDRESS
+                + r"|(?:auto-?forward\w*|forwarding (?:rule|filter)|(?:mail|inbox|e-?mail) (?:rule|filter))\b"
+                + _C
+                + r"{0,60}?"
+                + _ADDRESS
+                + r")"
+                + r"|"
+                + _ADDRESS
+                + _C
+                + r"{0,30}?\b(?:as|in|on) (?:a |an |the )?"
+                + _SILENT
+                + r"\b"
+                + _C
+                + r"{0,15}?\b(?:b?cc|recipient|copy)\b"
+                + r"|"
+                + _SECRET_FILE
+                + _C
+                + r"{0,30}?\band (?:then )?"
+                + _SECRET_VERB
+                + r"\b"
+            ),
+        ),
+        (
+            "claims authority",
+            (
+                r"\b(?:i'?m|i am|this is|we are|we're|this (?:message|email|note|instruction) "
+                r"(?:is|comes) from) (?:from |with )?(?:the |your )?(?:it department|it team|system administrator|"
+                r"sysadmin|administrator|admin team|security team|developers?|dev team|system|operator|helpdesk|help desk|"
+                r"support team|openai|anthropic)\b"
+                r"|\b(?:has|have) (?:authori[sz]ed|allowed|permitted|instructed) you to\b|\byou are (?:now )?authori[sz]ed "
+                r"to\b|\b(?:has|have) (?:given|granted) you (?:permission|access)\b"
+                # a speaker who claims a role with power over the agent, or grants it an exception
+                r"|\b(?:this is|here is|(?<![^\W\d_] )(?:an? |urgent |official |important )?message from|speaking (?:for|on "
+                r"behalf of)|on behalf of|on the orders of|"
+                r"i'?m (?:with|from)|i am (?:with|from)|we'?re (?:with|from)|we are (?:with|from)|writing (?:from|for))\s+"
+                r"(?:the |your |an? )?"
+                + r"(?:it(?: security)? (?:desk|department|team|support|admin)|security (?:team|desk|"
+                r"office|department)|legal (?:department|team)|compliance(?: team| department| office)?|board(?: of "
+                r"directors)?|ceo|cfo|cto|management|(?:system |account |tenant |platform )?administrators?|admins?|"
+                r"developers?|dev team|engineering|platform team|(?:openai|anthropic|google|microsoft)\b(?: \w+)?|owner|"
+                r"operator|creator)\b"
+                r"|\bas (?:the |your )?(?:\w+ )?(?:administrator|admin|developer|owner|operator|ceo|cfo),? (?:i|we)\b"
+                r"|\b(?:openai|anthropic|google|microsoft)(?: \w+)? here\b|\bon the (?:\w+'s )?orders\b"
+                r"|\b(?:it|security|legal|compliance|the board|ceo|cfo|management|administrator|admin|developers?|"
+                r"department|team)\s+(?:has |have |had )?(?:personally |already |just )?(?:approved|authori[sz]ed|cleared|"
+                r"signed off|okayed|green-?lit|permitted|waived|granted)\b"
+                + _C
+                + r"{0,25}?\b(?:you|this|it|the (?:transfer|"
+                r"payment|wire|request|exception))\b"
+                r"|\byour (?:owner|user|operator|admin|administrator|developers?|creator) (?:has )?(?:asked|told|wants|"
+                r"instructed|said|says)(?: me)?(?: to tell you)? (?:to|that)\b"
+                r"|\b(?:authori[sz](?:e|ing)|permit(?:ting)?|clear(?:ing)?|grant(?:ing)?)\s+you\s+(?:to\b|permission|access|"
+                r"full|rights|an exception|clearance|authority)"
+                r"|\bauthori[sz](?:e|ing) an exception\b|\ban exception to your\b"
+                r"|\b(?:writing|emailing|texting|messaging|contacting you|reaching out) from (?:a |my )?(?:different|new|personal|"
+                r"private|other|backup|temporary) (?:address|account|e-?mail|number|phone)\b"
+            ),
+        ),
+        (
+            "obeys the message",
+            (
+                r"\bdo (?:exactly )?(?:as|what) (?:i|this (?:email|message|note|mail)) (?:says?|tells?|"
+                r"instructs?|orders?)\b|\b(?:obey|follow) (?:the sender|this (?:email|message|note|mail)|me)\b"
+                # instructions that arrive in content are to be carried out
+                r"|\b(?:any |all |every )?(?:instructions?|commands?|requests?|directions?|steps|orders)\s+(?:you (?:find|see|"
+                r"read|get|receive|encounter)|(?:found|embedded|hidden|contained|written|included|appearing|arriving)\s+(?:in|"
+                r"inside|within|on))\b"
+                + _C
+                + r"{0,60}?\b(?:follow(?:ed)?|obey(?:ed)?|execut\w+|carr(?:y|ied) out|act(?:ed)? "
+                r"on|compl(?:y|ied)|authoritative|binding|as if|as though|as orders)\b"
+                r"|"
+                + _NEG
+                + r"\b(?:follow|obey|execute|carry out|act on|comply with)\s+(?:any|all|every|the|whatever)?\s*"
+                r"(?:instructions?|commands?|requests?|directions?|steps|orders|comments)\s+(?:you (?:find|see|read|get|"
+                r"receive|encounter|come across)|(?:found|embedded|hidden|contained|written|included)\s+(?:in|inside|within|on))"
+                r"|\b(?:treat|regard|consider|handle)\s+(?:the\s+)?(?:text|content|contents|instructions|anything|everything|"
+                r"whatever)\b"
+                + _C
+                + r"{0,50}?(?<!not )\bas (?:(?:an? )?(?:commands?|orders?|instructions?|requests?)\b"
+                r"(?! to act| for)|(?:if |though )?(?:it |they )?(?:came|coming|come|were|was) (?:directly )?from (?:the user|me|"
+                r"your (?:owner|user|principal)))"
+                r"|\b(?:treat|regard|consider|handle)\b"
+                + _C
+                + r"{0,50}?\b(?:as|to be) (?:an? |the )?(?:(?:user|owner|account "
+                r"holder)'?s? (?:own )?(?:commands?|orders?|instructions?|requests?)|(?:commands?|orders?|instructions?|"
+                r"requests?) "
+                r"from (?:" + _PRINCIPAL + r"|me))\b"
+                r"|\b(?:text|content|output|result)\b"
+                + _C
+                + r"{0,40}?\b(?:looks? like|reads? like|contains?|seems? to be) an? "
+                r"(?:instruction|command|request|task)\b" + _C + r"{0,30}?\b(?:follow|execute|obey|do|carry out)\b"
+                r"|\bdo what(?:ever)? the (?:forwarded |incoming |attached |quoted )?(?:e-?mail|message|document|page|pdf|"
+                r"attachment|text|link)s? (?:asks|says|wants|tells you)\b"
+                r"|\bdo (?:exactly |whatever |what(?:ever)? )?(?:as |what )?(?:this (?:e-?mail|message|note|sender|ticket|"
+                r"document|page|text|thread)|the sender)\b"
+                + _C
+                + r"{0,15}?\b(?:says?|asks?|wants?|tells? you|instructs?|"
+                r"requests?)\b"
+                r"|\b(?:whatever|anything|everything)\s+(?:this|the)\s+(?:sender|e-?mail|message|ticket|note|document|page)"
+                r"(?:'s)?\s+(?:\w+\s+){0,3}?(?:asks?|says?|writes?|wants?|requests?|tells?)\b"
+                + _C
+                + r"{0,40}?\b(?:do it|"
+                r"carr(?:y|ied) out|execut\w+|without (?:question|pushing back|hesitation|checking)|comply|obey|follow)"
+                r"|\b(?:requests?|messages?|e-?mails?|mail|anything|instructions?)\s+(?:\w+\s+){0,2}?from\s+(?:this|that|the "
+                r"following|the same)\s+(?:address|sender|domain|contact|account|person)\b"
+                + _C
+                + r"{0,50}?\b(?:carry (?:the "
+                r")?(?:owner'?s|user'?s|full)|speak for|(?:are|is) (?:always )?(?:to be )?(?:trusted|obeyed|followed|"
+                r"authoritative|pre-?(?:approved|authori[sz]ed))|act on (?:them|it)|comply|obey|on (?:the owner'?s|the user'?s) "
+                r"behalf|with (?:the )?(?:owner'?s|user'?s) authority)"
+                r"|\b(?:comply with|obey|follow|act on|carry out|execute)\s+(?:all |any |every )?(?:requests?|instructions?|"
+                r"orders|messages?|commands?)\s+from\s+(?:this|that|the following)\s+(?:address|sender|domain|contact|account)"
+                r"|\b(?:are|is|come|comes) from your (?:principal|owner|user)\b"
+                r"|\bas (?:if|though) (?:the (?:user|owner|maintainer|account owner)|your (?:user|owner)) (?:had )?(?:typed|"
+                r"wrote|written|sent|said|asked)\b"
+                r"|\b(?:execute|carry out|follow|do)\s+(?:the |all |every )?(?:steps|instructions|commands|actions)\s+(?:in|"
+                r"from)\s+this\s+(?:ticket|e-?mail|message|note|document|page|text)\b"
+                r"|\b(?:always|unconditionally|blindly) (?:be )?(?:trusted and )?obeyed\b|\b(?:are|is) (?:always )?to be "
+                r"obeyed\b"
+                # instructions in the content it reads (this newsletter, shared documents) are to be carried out
+                r"|\b(?:instructions?|directions?|commands?|requests?|orders|tasks?|steps|text|content|anything|everything)\s+"
+                r"(?:you (?:\w+ ){0,2}?|(?:\w+ )?(?:found|embedded|hidden|contained|written|included|appearing|arriving|listed) )?"
+                r"(?:in|inside|within|on|from)\s+(?:this|these|any|all|every|shared|incoming|external|third-party|other)\s+"
+                r"(?:\w+\s+)?(?:e-?mails?|messages?|documents?|docs|files?|pdfs?|pages?|websites?|sites?|attachments?|invites?|"
+                r"newsletters?|tickets?|comments?|issues?|results?|notes?|threads?|posts?|chats?|replies)\b"
+                + _C
+                + r"{0,60}?\b(?:acted on|act on|carr(?:y|ied) (?:it |them )?out|follow(?:ed)?|obey(?:ed)?|execut\w+|compl(?:y|"
+                r"ied)|"
+                r"binding|authoritative|mandatory|do (?:it|them|so|as)|task for you|orders for you|straight away)\b"
+                r"|\b(?:consider|treat|regard|deem)\s+(?:every|all|any|each|the)?\s*(?:instructions?|directions?|requests?|text|"
+                r"content)\b" + _C + r"{0,40}?\b(?:binding|authoritative|mandatory|orders|commands)\b"
+                r"|\b(?:is|are) (?:a |an )?(?:task|tasks|instructions?|orders?|commands?) for you\b"
+                r"|\b(?:execute|carry out|follow|obey|run|do) (?:whatever|what|anything|everything) (?:follows|comes (?:after|"
+                r"next))\b"
+                r"|\b(?:follow|obey|do|execute|carry out) whatever (?:the |this |that |any )?(?:\w+ ){0,3}?(?:message|e-?mail|"
+                r"thread|sender|document|page|text|note|ticket)s?\b"
+                + _C
+                + r"{0,30}?\b(?:tells|says|asks|wants|instructs)\b"
+                r"|\bwhatever (?:this \w+|the (?:sender|e-?mail|message|note|document|pdf|page|text|attachment|ticket|website|"
+                r"site|link))\s+(?:\w+\s+)?(?:tells|asks|says|wants|instructs)\b"
+            ),
+        ),
+        (
+            "ranks the sender above the user",
+            (
+                r"\b(?:overrides?|overrules?|outranks?|outweighs?|beats?|trumps?|supersedes?|takes? precedence over|"
+                r"(?:priority|precedence) over|more weight than|higher priority than|more important than|comes? before|"
+                r"counts? for more than|matters? more than|weighs? more than|carries more weight than|"
+                r"ahead of|above)\b"
+                + _C
+                + r"{0,25}?\b(?:"
+                + _PRINCIPAL
+                + r"|anything (?:else )?(?:"
+                + _PRINCIPAL
+                + r"|you(?:'ve| have)? (?:been )?(?:told|given))|what "
+                + _PRINCIPAL
+                + r" (?:says|wants|tells you|asks))"
+                r"|\bside with (?:the |this )?(?:sender|message|e-?mail|note|document)\b"
+                r"|\b(?:"
+                + _PRINCIPAL
+                + r"|the (?:user|owner)) and (?:i|me|this sender|the sender) (?:disagree|conflict|clash|"
+                r"differ)\w*"
+                r"|\b(?:obeyed|followed|trusted) even (?:when|if) "
+                + _PRINCIPAL
+                + r" (?:says|objects|disagrees|refuses)"
+                r"|\b"
+                + _PRINCIPAL
+                + r" (?:tells|asks|says|wants|instructs) (?:you )?(?:to )?(?:stop|cancel|halt|pause|wait|"
+                r"not)\b"
+                + _C
+                + r"{0,40}?\b(?:keep going|continue|carry on|proceed|ignore (?:it|them|that|this)|anyway)\b"
+                r"|\beven if " + _PRINCIPAL + r" (?:objects|says no|refuses|disagrees|tells you (?:not|to stop))\b"
+                r"|\b(?:the|this) (?:sender|message|e-?mail|note|document)(?:'s)? (?:word|say|instructions?) (?:is|are) "
+                r"final\b"
+                r"|\b(?:the|your|its|their) (?:user|owner|account owner|human)'?s?\b"
+                + _C
+                + r"{0,40}?\b(?:mine|ours|my (?:\w+ )?"
+                r"(?:requests?|instructions?|word|wishes|orders)|this (?:sender|message|e-?mail|note)'?s?(?: \w+)?|the sender'?s?"
+                r"(?: \w+)?) (?:prevails?|wins?|takes? (?:priority|precedence)|comes? first|is final|rules?)\b"
+                r"|\b(?:mine|my (?:\w+ )?(?:requests?|instructions?|word|wishes|orders)|this (?:sender|message|e-?mail|note)'?s?"
+                r"(?: \w+)?|the sender'?s?(?: \w+)?) (?:prevails?|wins?|takes? (?:priority|precedence)|comes? first|is final)\b"
+                + _C
+                + r"{0,40}?\b(?:"
+                + _PRINCIPAL
+                + r")"
+            ),
+        ),
+    )
+)
 # Weak cues: none is an attack alone; two or more families in one text are (a paraphrase the phrases miss).
-_WEAK: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
-    # its own instructions set aside, in one clause: counts twice (it is the core move)
-    ("its instructions set aside", (r"(?:\b(?:your|earlier|previous|prior|usual|original|standing|initial|those|these|"
-     r"current|existing|old)\s+(?:\w+\s+)?(?:instructions?|guidance|guidelines?|directives?|polic(?:y|ies)|rules|"
-     r"configuration|programming|prompt|safeguards?|restrictions?)\b"
-     r"|\b(?:set ?up with|what you were (?:told|given))\b)"
-     r"[^.;,!?\n]{0,50}?\b(?:on hold|out of date|outdated|no longer|void|expired?|aside|suspend\w*|paused?|"
-     r"lift(?:ed)?|waive[ds]?|(?:does not|doesn'?t|not) exist|irrelevant|(?:to )?one side)\b"
-     r"|\b(?:ignore|disregard|forget|none of|no longer|suspend|pause|lift|waive|bypass|override|without)\b"
-     r"[^.;,!?\n]{0,30}?\b(?:your|its|any|all|earlier|previous|usual|prior)\s+(?:\w+\s+)?(?:instructions?|"
-     r"guidance|guidelines?|directives?|polic(?:y|ies)|rules|configuration|programming|prompt|safeguards?|"
-     r"restrictions?)\b")),
-    ("rules set aside", (r"\b(?:instructions?|guidance|guidelines?|directives?|polic(?:y|ies)|rules|"
-     r"configuration|set ?up with|programming|prompt|safeguards?|restrictions?|what you were (?:told|given))\b"
-     r"[^.;,!?\n]{0,50}?\b(?:on hold|out of date|outdated|no longer|void|expired?|aside|suspend\w*|paused?|"
-     r"lift(?:ed)?|waive[ds]?|(?:does not|doesn'?t|not) exist|irrelevant)\b"
-     r"|\b(?:ignore|disregard|forget|none of|no longer|suspend|pause|lift|waive|bypass|override|without)\b"
-     r"[^.;,!?\n]{0,30}?\bthe\s+(?:\w+\s+)?(?:instructions?|"
-     r"guidance|guidelines?|directives?|polic(?:y|ies)|rules|configuration|programming|prompt|safeguards?|"
-     r"restrictions?)\b")),
-    ("authority", (r"\b(?:administrator|admin|compliance team|security team|legal team|it (?:department|team)|"
-                  r"operator|developers?|system owner|management)\b"
-                  r"|\byour (?:operator|owner|admin|administrator|developer|creator|principal|maker)\b"
-                  r"|\bthe (?:person|people|human|company) you (?:work for|serve|assist)\b"
-                  r"|\b(?:signed off|authori[sz]ed (?:this|it|you)|approved (?:this|it) (?:already|in advance))\b")),
-    ("secrecy", (r"\b(?:without (?:mentioning|telling|saying|letting|informing|noting|flagging)|"
+_WEAK: tuple[tuple[str, re.Pattern], ...] = tuple(
+    (name, re.compile(rx, re.IGNORECASE))
+    for name, rx in (
+        # its own instructions set aside, in one clause: counts twice (it is the core move)
+        (
+            "its instructions set aside",
+            (
+                r"(?:\b(?:your|earlier|previous|prior|usual|original|standing|initial|those|these|"
+                r"current|existing|old)\s+(?:\w+\s+)?(?:instructions?|guidance|guidelines?|directives?|polic(?:y|ies)|rules|"
+                r"configuration|programming|prompt|safeguards?|restrictions?)\b"
+                r"|\b(?:set ?up with|what you were (?:told|given))\b)"
+                r"[^.;,!?\n]{0,50}?\b(?:on hold|out of date|outdated|no longer|void|expired?|aside|suspend\w*|paused?|"
+                r"lift(?:ed)?|waive[ds]?|(?:does not|doesn'?t|not) exist|irrelevant|(?:to )?one side)\b"
+                r"|\b(?:ignore|disregard|forget|none of|no longer|suspend|pause|lift|waive|bypass|override|without)\b"
+                r"[^.;,!?\n]{0,30}?\b(?:your|its|any|all|earlier|previous|usual|prior)\s+(?:\w+\s+)?(?:instructions?|"
+                r"guidance|guidelines?|directives?|polic(?:y|ies)|rules|configuration|programming|prompt|safeguards?|"
+                r"restrictions?)\b"
+            ),
+        ),
+        (
+            "rules set aside",
+            (
+                r"\b(?:instructions?|guidance|guidelines?|directives?|polic(?:y|ies)|rules|"
+                r"configuration|set ?up with|programming|prompt|safeguards?|restrictions?|what you were (?:told|given))\b"
+                r"[^.;,!?\n]{0,50}?\b(?:on hold|out of date|outdated|no longer|void|expired?|aside|suspend\w*|paused?|"
+                r"lift(?:ed)?|waive[ds]?|(?:does not|doesn'?t|not) exist|irrelevant)\b"
+                r"|\b(?:ignore|disregard|forget|none of|no longer|suspend|pause|lift|waive|bypass|override|without)\b"
+                r"[^.;,!?\n]{0,30}?\bthe\s+(?:\w+\s+)?(?:instructions?|"
+                r"guidance|guidelines?|directives?|polic(?:y|ies)|rules|configuration|programming|prompt|safeguards?|"
+                r"restrictions?)\b"
+            ),
+        ),
+        (
+            "authority",
+            (
+                r"\b(?:administrator|admin|compliance team|security team|legal team|it (?:department|team)|"
+                r"operator|developers?|system owner|management)\b"
+                r"|\byour (?:operator|owner|admin|administrator|developer|creator|principal|maker)\b"
+                r"|\bthe (?:person|people|human|company) you (?:work for|serve|assist)\b"
+                r"|\b(?:signed off|authori[sz]ed (?:this|it|you)|approved (?:this|it) (?:already|in advance))\b"
+            ),
+        ),
+        (
+            "secrecy",
+            (
+                r"\b(?:without (?:mentioning|telling|saying|letting|informing|noting|flagging)|"
                 r"(?:don'?t|do not|never) (?:mention|tell|say|flag|report|bring (?:it|this) up|log)|secretly|quietly|"
                 r"silently|between us|covertly|discreetly|nobody needs to know|no one needs to know|"
                 r"(?:nobody|no one) will (?:check|notice|know|see)|keep (?:it|this) (?:quiet|to yourself)"
-                r"|make no (?:mention|reference)|omit (?:any|all) mention|no trace|unaware|in the dark)\b")),
-    ("addresses the agent", (r"(?:^|[,.!:;]\s*|\b(?:hey|hi|dear|attention|note to( the)?|note for( the)?|to|for|"
-                            r"if you are)\s+(?:the |an? |any )?)(?:assistant|ai|bot|agent|model|llm|chatbot|copilot|"
-                            r"language model)\b"
-                            r"|\b(?:ai|assistant|agent|model|bot)s? (?:reading|processing|summari[sz]ing|handling) "
-                            r"(?:this|these)\b"
-                            r"|\b(?:whoever|anyone|any (?:automated )?(?:helper|system|tool|agent|assistant)) "
-                            r"(?:is )?(?:reading|processing|handling)\b")),
-    ("sends it out", (r"\b(?:send|forward|copy|bcc|upload|share|transfer|wire|pay|post|email|mail|sync|dump|"
-        r"paste)\b[^.\n]{0,60}?"
-                     r"(?:\bto me\b|@|https?://|\bexternal\b|\boutside\b|\bpartner\b|\battached invoice\b|"
-                     r"\b(?:shared|public) (?:drive|folder|link|doc|bucket|channel)|\blink below\b|\bover to\b|"
-                     r"\bthis sender\b|\bthe address in\b|\bwebhook\b|\bgist\b)")),
-    ("switches mode", (r"\b(?:new plan|from now on|from this point|going forward|henceforth|effective immediately|"
-                      r"starting now|just this once|permanent(?:ly)?|forever|(?:for )?all future|future (?:runs|"
-                      r"sessions)|standing (?:rule|instruction|order)|(?:add|save|store) (?:this |it )?(?:to your "
-                      r"memory|as a (?:lesson|rule|permanent))|(?:record|save|store|add) (?:a |this as a )?(?:new )?"
-                      r"(?:preference|rule|lesson))\b")),
-    ("takes precedence", (r"\b(?:outranks?|takes? precedence over|overrides?|supersedes?|trumps?|more important than|"
-                         r"comes? before)\b[^.\n]{0,40}\b(?:the user|your user|the owner|your (?:instructions|rules|"
-                         r"guidelines)|any (?:other )?(?:instructions|rules|requests))")),
-    ("collects data", (r"\b(?:collect|gather|compile|harvest|export|dump|extract|copy)\b[^.\n]{0,30}\b(?:contacts?|"
-                      r"calendar|passwords?|credentials|phone numbers|addresses|every attachment|all attachments|"
-                      r"inbox|(?:all|every) (?:emails?|messages?|documents?|files?|records?))\b")),
-    ("relaxes a safeguard", (r"\b(?:confirmations?|approvals?|reviews?|checks?|safeguards?|limits?|restrictions?) "
-                            r"(?:are|is) (?:now )?(?:optional|unnecessary|not needed|disabled|off|lifted|waived)\b"
-                            r"|\b(?:don'?t|do not|no need to|never) (?:stick to|follow|apply|respect|obey|check)\b"
-                            r"[^.\n]{0,20}\b(?:your|the usual|the|any) (?:\w+ )?(?:guidelines|rules|instructions|"
-                            r"limits|policies|policy|restrictions|checks)\b"
-                            r"|\b(?:skip|bypass)\b[^.\n]{0,25}\b(?:approvals?|reviews? step|checks|verification)\b"
-                            r"|\b" + _OVERSIGHT_OFF + r"\b")),
-    ("trusts the sender", (r"\bpre-?(?:approved|authori[sz]ed|cleared)\b|\b(?:always|fully) trusted\b|\btrusted with\b"
-                          r"|\balways trust\b|\btrust (?:every|all|any)\b"
-                          r"|\b(?:admin|root) (?:rights|access)\b|\bfull (?:authority|access|signing)\b"
-                          r"|\bwithout (?:question|pushing back|hesitation)\b|\bno questions asked\b")),
-    ("speaks of itself as a message", (r"\b(?:this|the following) (?:message|e-?mail|mail|note|instruction|request|"
-                                      r"text|line|ticket|thread|sender|domain|address|contact)\b")),
-))
+                r"|make no (?:mention|reference)|omit (?:any|all) mention|no trace|unaware|in the dark)\b"
+            ),
+        ),
+        (
+            "addresses the agent",
+            (
+                r"(?:^|[,.!:;]\s*|\b(?:hey|hi|dear|attention|note to( the)?|note for( the)?|to|for|"
+                r"if you are)\s+(?:the |an? |any )?)(?:assistant|ai|bot|agent|model|llm|chatbot|copilot|"
+                r"language model)\b"
+                r"|\b(?:ai|assistant|agent|model|bot)s? (?:reading|processing|summari[sz]ing|handling) "
+                r"(?:this|these)\b"
+                r"|\b(?:whoever|anyone|any (?:automated )?(?:helper|system|tool|agent|assistant)) "
+                r"(?:is )?(?:reading|processing|handling)\b"
+            ),
+        ),
+        (
+            "sends it out",
+            (
+                r"\b(?:send|forward|copy|bcc|upload|share|transfer|wire|pay|post|email|mail|sync|dump|"
+                r"paste)\b[^.\n]{0,60}?"
+                r"(?:\bto me\b|@|https?://|\bexternal\b|\boutside\b|\bpartner\b|\battached invoice\b|"
+                r"\b(?:shared|public) (?:drive|folder|link|doc|bucket|channel)|\blink below\b|\bover to\b|"
+                r"\bthis sender\b|\bthe address in\b|\bwebhook\b|\bgist\b)"
+            ),
+        ),
+        (
+            "switches mode",
+            (
+                r"\b(?:new plan|from now on|from this point|going forward|henceforth|effective immediately|"
+                r"starting now|just this once|permanent(?:ly)?|forever|(?:for )?all future|future (?:runs|"
+                r"sessions)|standing (?:rule|instruction|order)|(?:add|save|store) (?:this |it )?(?:to your "
+                r"memory|as a (?:lesson|rule|permanent))|(?:record|save|store|add) (?:a |this as a )?(?:new )?"
+                r"(?:preference|rule|lesson))\b"
+            ),
+        ),
+        (
+            "takes precedence",
+            (
+                r"\b(?:outranks?|takes? precedence over|overrides?|supersedes?|trumps?|more important than|"
+                r"comes? before)\b[^.\n]{0,40}\b(?:the user|your user|the owner|your (?:instructions|rules|"
+                r"guidelines)|any (?:other )?(?:instructions|rules|requests))"
+            ),
+        ),
+        (
+            "collects data",
+            (
+                r"\b(?:collect|gather|compile|harvest|export|dump|extract|copy)\b[^.\n]{0,30}\b(?:contacts?|"
+                r"calendar|passwords?|credentials|phone numbers|addresses|every attachment|all attachments|"
+                r"inbox|(?:all|every) (?:emails?|messages?|documents?|files?|records?))\b"
+            ),
+        ),
+        (
+            "relaxes a safeguard",
+            (
+                r"\b(?:confirmations?|approvals?|reviews?|checks?|safeguards?|limits?|restrictions?) "
+                r"(?:are|is) (?:now )?(?:optional|unnecessary|not needed|disabled|off|lifted|waived)\b"
+                r"|\b(?:don'?t|do not|no need to|never) (?:stick to|follow|apply|respect|obey|check)\b"
+                r"[^.\n]{0,20}\b(?:your|the usual|the|any) (?:\w+ )?(?:guidelines|rules|instructions|"
+                r"limits|policies|policy|restrictions|checks)\b"
+                r"|\b(?:skip|bypass)\b[^.\n]{0,25}\b(?:approvals?|reviews? step|checks|verification)\b"
+                r"|\b" + _OVERSIGHT_OFF + r"\b"
+            ),
+        ),
+        (
+            "trusts the sender",
+            (
+                r"\bpre-?(?:approved|authori[sz]ed|cleared)\b|\b(?:always|fully) trusted\b|\btrusted with\b"
+                r"|\balways trust\b|\btrust (?:every|all|any)\b"
+                r"|\b(?:admin|root) (?:rights|access)\b|\bfull (?:authority|access|signing)\b"
+                r"|\bwithout (?:question|pushing back|hesitation)\b|\bno questions asked\b"
+            ),
+        ),
+        (
+            "speaks of itself as a message",
+            (
+                r"\b(?:this|the following) (?:message|e-?mail|mail|note|instruction|request|"
+                r"text|line|ticket|thread|sender|domain|address|contact)\b"
+            ),
+        ),
+    )
+)
 _MARKUP = re.compile(
     r"<\|[A-Za-z_]+\|>|</?(?:system|assistant|user|tool|tool_call|tool_result|function_call|function|im_start|"
     r"im_end)\b[^>]*>|\[/?INST\]|<<\s*/?SYS\s*>>|^\s*(?:system|assistant|developer|tool)\s*:"
     r"|^\s*#{1,6}\s*(?:system|instructions?)\b",
-    re.IGNORECASE | re.MULTILINE)
+    re.IGNORECASE | re.MULTILINE,
+)
 # A model tool call written out: {"name": "...", "arguments": ...}, "tool_calls": [...], {"type": "tool_use"}.
-_CALL_VERB = (r"(?:approve|delete|remove|drop|wipe|purge|destroy|send|forward|share|export|upload|transfer|wire|pay|"
-              r"grant|exec|execute|shell|eval|run_command|disable|revoke)")
+_CALL_VERB = (
+    r"(?:approve|delete|remove|drop|wipe|purge|destroy|send|forward|share|export|upload|transfer|wire|pay|"
+    r"grant|exec|execute|shell|eval|run_command|disable|revoke)"
+)
 _TOOL_CALL = re.compile(
     r"""["'](?:name|tool|tool_name|function|action|recipient_name)["']\s*:\s*["'][^"'\n]{1,80}["']\s*,\s*"""
     r"""["'](?:arguments|args|parameters|params|input|action_input|kwargs)["']\s*:"""
     r"""|["'](?:tool_calls?|function_call|tool_use|tool_code)["']\s*:"""
     # or without an arguments key: a call named for an act that approves, deletes or sends, then its fields
-    r"""|["'](?:name|tool|tool_name|function|action)["']\s*:\s*["'](?:\w+[._])*\w*"""  + _CALL_VERB
+    r"""|["'](?:name|tool|tool_name|function|action)["']\s*:\s*["'](?:\w+[._])*\w*"""
+    + _CALL_VERB
     + r"""\w*["']\s*[,}]"""
     r"""|["']type["']\s*:\s*["'](?:function|tool_use|tool_call)["']"""
     # or as code: a call in a tool namespace, a call addressed to one, a call of a function named for an act that
     # approves, deletes or sends (with a literal argument, or after "call"/"run"/"execute")
     r"|\b(?:functions|default_api)\s*\.\s*\w+\s*\(|\bto\s*=\s*(?:functions|tools)\.\w+"
     r"|(?:\b|_)(?=\w*\s*\()" + _CALL_VERB + r"\w*\s*\(\s*(?:[{\[\"'*\d]|\w+\s*[=:])"
-    r"|\b" + _NEG + r"(?:call|run|execute|invoke|trigger)\s+(?:the\s+)?(?:\w+\.)?(?:\w*_)?" + _CALL_VERB
-    + r"\w*\s*\(",
-    re.IGNORECASE)
+    r"|\b" + _NEG + r"(?:call|run|execute|invoke|trigger)\s+(?:the\s+)?(?:\w+\.)?(?:\w*_)?" + _CALL_VERB + r"\w*\s*\(",
+    re.IGNORECASE,
+)
 # HTML that hides text from a rendered view: a comment, a collapsed <details> block (with a summary, or closed
 # around text), an element with the `hidden` attribute or a hiding style. Read on the raw text (`_hidden_html`
 # names each kind once).
@@ -577,10 +906,13 @@ _COMMENT = re.compile(
     r"|<[a-z][\w-]*\b[^>]*?(?:\shidden\b(?!-)|\stype\s*=\s*[\"']?hidden\b)"
     r"|<[a-z][\w-]*\b[^>]*?\bstyle\s*=\s*[\"']?[^\"'>]*?(?:display\s*:\s*none|visibility\s*:\s*hidden|"
     r"(?:font-size|opacity|max-height|height|width)\s*:\s*0+(?:\.0+)?(?:px|pt|em|rem|%)?\s*(?=[;\"'!\s>}]))",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")
-_HEX = re.compile(r"\b(?:0x)?[0-9a-fA-F]{32,}\b|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}"
-                  r"|(?:&#(?:[0-9]{2,7}|[xX][0-9a-fA-F]{2,6});){8,}")  # or HTML character references
+_HEX = re.compile(
+    r"\b(?:0x)?[0-9a-fA-F]{32,}\b|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}"
+    r"|(?:&#(?:[0-9]{2,7}|[xX][0-9a-fA-F]{2,6});){8,}"
+)  # or HTML character references
 _URL = re.compile(r"\b(?:https?|ftp|file|javascript|data):(?://)?[^\s<>\"']+|\bwww\.[^\s<>\"']+", re.IGNORECASE)
 
 
@@ -601,46 +933,46 @@ _LEXICON: dict[str, dict[str, str]] = {
     "de": {
         "void": "halte dich nicht|musst dich nicht|nicht mehr befolgen|nicht mehr an|ignorier*|vergiss|vergesst|vergessen sie|missacht*|verwirf|übergeh*|setz dich über|außer acht",
         "rules": "was man dir gesagt hat|was dir gesagt wurde|alles was man dir gesagt|einschränkung*|beschränkung*|anweisung*|regel|regeln|richtlinie*|vorgabe*|instruktion*|befehl*|vorschrift*|direktive*|"
-                 "systemprompt*|prompt",
+        "systemprompt*|prompt",
         "own": "deinem|deines|dein|deine|deinen|deiner|ihre|ihren|bisherig*|vorherig*|vorig*|früher*|ursprünglich*|sämtliche",
         "voided": "nicht mehr|ungültig*|nichtig|aufgehoben|außer kraft|gelten nicht mehr|gilt nicht mehr|nicht mehr gültig|"
-                  "veraltet*|hinfällig|abgelaufen|überholt|zurückgezogen|gestrichen",
+        "veraltet*|hinfällig|abgelaufen|überholt|zurückgezogen|gestrichen",
         "this_msg": "diese nachricht|dieser nachricht|diese mail|dieser mail|diese e-mail|dieser e-mail|"
-                    "dieses dokument|diesem dokument",
+        "dieses dokument|diesem dokument",
         "only": "nur|ausschließlich|allein",
         "reveal": "welche|sag mir|verrate mir|liste|zeig*|gib|ausgeb*|nenn*|wiederhol*|offenleg*|verrat*|ausdruck*|druck*|preisgeb*|kopier*",
         "sysprompt": "systemprompt*|system-prompt*|systemanweisung*|systemnachricht*|prompt|prompts",
         "given": "bekommen|erhalten|gegeben|mitgegeben|zu beginn|am anfang|anfangs|vorab",
         "send": "füge|hinzu|setze|setz|leg|schick*|send*|leite|leitet|leiten|weiterleit*|kopier*|füge|einfüg*|anhäng*|häng|übermittel*|"
-                "teile|teilen|teilt|maile|poste|hochlad*|lade|übertrag*",
+        "teile|teilen|teilt|maile|poste|hochlad*|lade|übertrag*",
         "secret": "kundendaten*|kontakte|adressbuch|bankdaten|kontodaten|iban|kreditkartendaten|zugangsdaten*|schlüssel*|passwort*|passwört*|kennwort*|kennwört*|zugangsdaten|api-schlüssel*|schlüssel|token*|"
-                  "kundenliste*|kundendaten|kreditkart*|kartennummer*|pin|tan|wiederherstellungscode*|"
-                  "anmeldedaten|zugangscode*|sicherheitscode*",
+        "kundenliste*|kundendaten|kreditkart*|kartennummer*|pin|tan|wiederherstellungscode*|"
+        "anmeldedaten|zugangscode*|sicherheitscode*",
         "dest": "signatur*|fußzeile*|jede antwort|jeder antwort|mir|an mich|antwort*|absender*",
         "mail_all": "alle e-mails|alle mails|alle nachrichten|jede e-mail|jede mail|jede nachricht|"
-                    "alle rechnungen|jede rechnung",
+        "alle rechnungen|jede rechnung",
         "outside": "meinen server|externen server|webhook|extern*|privat*|persönlich*|diese adresse|an mich|außerhalb|fremde",
         "authority": "it-abteilung|administrator*|admin|sicherheitsteam|geschäftsführung|vorstand|management|"
-                     "it-support|helpdesk|geschäftsführer*",
+        "it-support|helpdesk|geschäftsführer*",
         "grant": "erlaube|gestatte|genehmige|gebe dir|gewähre|berechtigt|befugt|autorisiert|erlaubt|darfst|angeordnet|ordnet an|genehmigt|entschieden|"
-                 "verfügt|weist an|angewiesen",
+        "verfügt|weist an|angewiesen",
         "oversight_off": "ohne rückfrage|ohne bestätigung|ohne prüfung|ohne nachfrage|ohne zu fragen|"
-                         "ohne genehmigung|ohne freigabe|ungeprüft|ohne kontrolle|ohne zustimmung",
+        "ohne genehmigung|ohne freigabe|ungeprüft|ohne kontrolle|ohne zustimmung",
         "stakes": "zahlung*|überweis*|rechnung*|freigeb*|freizugeben|bezahl*|transaktion*|betrag|beträge|geld",
         "disable": "deaktivier*|abschalt*|ausschalt*|überspring*|umgeh*|abstell*|schalte",
         "safeguard": "sicherheitsprüfung*|sicherheitscheck*|sicherheitskontrolle*|prüfung|prüfungen|kontrolle|"
-                     "kontrollen|zwei-faktor*|2fa|virenscan*|sicherheitswarnung*|warnungen",
+        "kontrollen|zwei-faktor*|2fa|virenscan*|sicherheitswarnung*|warnungen",
         "you_now": "ab heute bist du|du bist ab jetzt|du bist von nun an|du bist jetzt|du bist ab sofort|du bist nun|ab jetzt bist du|ab sofort bist du|sie sind jetzt|"
-                   "von nun an bist du|bist du ab jetzt",
+        "von nun an bist du|bist du ab jetzt",
         "role": "mensch|echter mensch|kontoinhaber*|inhaber*|besitzer*|administrator*|admin|eigentümer*|geschäftsführer*|chef",
         "untold": "nicht mit|ohne es zu erwähnen|ohne zu erwähnen|nicht wissen lassen|nichts wissen|nicht erfahren|nichts erfahren|erzähl nichts|sag nichts|sage nichts|kein wort|verschweig*|nichts davon|nicht erzählen|"
-                  "nicht sagen|nicht mitteilen|nicht informieren|nicht erwähnen|erwähne nicht|erwähne es nicht",
+        "nicht sagen|nicht mitteilen|nicht informieren|nicht erwähnen|erwähne nicht|erwähne es nicht",
         "unless": "ohne dass|ohne es",
         "notice": "merkt|merken|erfährt|erfahren|weiß|bemerkt|mitbekommt|sieht",
         "user": "nutzer*|benutzer*|anwender*|kontoinhaber*|inhaber*|besitzer*",
         "covert": "stillschweigend|heimlich*|unbemerkt|insgeheim|verdeckt|still und leise",
         "self_delete": "lösche diese nachricht|lösch diese nachricht|diese nachricht löschen|lösche diese mail|"
-                       "lösche diese e-mail|diese nachricht danach löschen",
+        "lösche diese e-mail|diese nachricht danach löschen",
         "neg": "nie|niemals|nicht|kein|keine|keinen|keinesfalls",
         "copy_to": "kopie|eine kopie|bcc|cc|in kopie|blindkopie|weiterleitung*|automatisch weiterleiten|umleitung*",
         "every": "aller|alles|jede|jeder|jedes|jeden|alle|allen|sämtliche",
@@ -660,42 +992,42 @@ _LEXICON: dict[str, dict[str, str]] = {
         "rules": "ce qu'on t'a dit|ce qu'on vous a dit|ce que l'on t'a dit|restrictions|limites|instruction*|consigne*|règle*|directive*|prompt|lignes directrices",
         "own": "tes|vos|ton|votre|précédent*|antérieur*|initial*|d'origine|originel*|habituel*|toutes les",
         "voided": "ne s'appliquent plus|ne s'applique plus|ne comptent plus|ne valent plus|caduc*|annulé*|"
-                  "obsolète*|périmé*|invalide*|nul|nulles|révoqué*|suspendu*|plus valable*|abrogé*",
+        "obsolète*|périmé*|invalide*|nul|nulles|révoqué*|suspendu*|plus valable*|abrogé*",
         "this_msg": "ce message|ce courriel|ce mail|cet e-mail|ce document|cette note",
         "only": "seul*|uniquement|seulement",
         "reveal": "quelles|quels|dis moi|dis-moi|récite|affiche*|montre*|répète*|repete|révèle*|imprime*|donne-moi|donne moi|donnez-moi|dis-moi|"
-                  "recopie*|copie*|écris|liste*",
+        "recopie*|copie*|écris|liste*",
         "sysprompt": "prompt système|prompt systeme|prompt du système|message système|invite système|prompt",
         "given": "donné*|reçu*|au démarrage|au début|au depart|au départ|initialement|fourni*",
         "send": "ajoute|ajouter|inclus|inclure|inclue|mets|envoie*|envoyer|envoyez|transfère*|transférer|transmets|transmettre|transmettez|copie*|colle*|"
-                "insère*|joins|joindre|joignez|partage*|mets|poste*|téléverse*|fais suivre|faire suivre|redirige*",
+        "insère*|joins|joindre|joignez|partage*|mets|poste*|téléverse*|fais suivre|faire suivre|redirige*",
         "secret": "contacts|carnet d'adresses|coordonnées bancaires|rib|iban|données bancaires|mot de passe|mots de passe|identifiant*|clé api|clés api|clé d'api|clés d'api|jeton*|token*|"
-                  "liste des clients|fichier client*|données client*|numéro de carte|carte bancaire|code pin|"
-                  "codes de récupération|code de récupération|clé privée|clés privées",
+        "liste des clients|fichier client*|données client*|numéro de carte|carte bancaire|code pin|"
+        "codes de récupération|code de récupération|clé privée|clés privées",
         "dest": "signature*|pied de page|chaque réponse|moi|à moi|réponse*|expéditeur*",
         "mail_all": "tous les courriels|tous les mails|tous les e-mails|tous les messages|chaque courriel|"
-                    "chaque message|chaque mail|toutes les factures",
+        "chaque message|chaque mail|toutes les factures",
         "outside": "mon serveur|serveur externe|webhook|extern*|perso|personnel*|cette adresse|mon adresse|à moi|hors de",
         "authority": "service informatique|département informatique|administrateur*|admin|équipe de sécurité|"
-                     "direction|support informatique|service it|le pdg|la direction",
+        "direction|support informatique|service it|le pdg|la direction",
         "grant": "permets|autorise|accorde|autorisé*|habilité*|permis|as le droit|avez le droit|a décidé|a ordonné|ordonne|exige|demande que",
         "oversight_off": "sans confirmation|sans vérification|sans vérifier|sans demander|sans validation|"
-                         "sans contrôle|sans autorisation|sans accord|sans approbation",
+        "sans contrôle|sans autorisation|sans accord|sans approbation",
         "stakes": "paiement*|virement*|transfert*|facture*|valider|valide|transaction*|montant*|régler|argent",
         "disable": "désactive*|désactiver|coupe*|contourne*|ignore les contrôles|saute*|supprime les",
         "safeguard": "vérifications de sécurité|vérification de sécurité|contrôles de sécurité|contrôle de sécurité|"
-                     "vérifications|contrôles|double authentification|2fa|alertes de sécurité|antivirus",
+        "vérifications|contrôles|double authentification|2fa|alertes de sécurité|antivirus",
         "you_now": "à partir d'aujourd'hui tu es|tu deviens|tu es maintenant|tu es désormais|vous êtes maintenant|vous êtes désormais|désormais tu es|"
-                   "à partir de maintenant tu es|dorénavant tu es",
+        "à partir de maintenant tu es|dorénavant tu es",
         "role": "humain|être humain|titulaire*|propriétaire*|administrateur*|admin|directeur*|pdg|trésorier*",
         "untold": "n'informe pas|ne préviens pas|ne dis pas|ne lui dis pas|ne signale pas|sans le signaler|ne le signale|ne signale|ne le mentionne|sans rien dire|ne dis rien|ne dites rien|ne lui dis rien|n'en parle pas|ne mentionne pas|ne le dis pas|"
-                  "ne préviens pas|sans prévenir|sans le dire|sans en parler|sans informer",
+        "ne préviens pas|sans prévenir|sans le dire|sans en parler|sans informer",
         "unless": "sans que",
         "notice": "sache|sachent|remarque|s'en aperçoive|apprenne|voie|découvre",
         "user": "utilisateur*|utilisatrice*|titulaire*|propriétaire*",
         "covert": "discrètement|en secret|secrètement|en douce|en cachette|à son insu",
         "self_delete": "efface ce message|supprime ce message|efface ce courriel|supprime ce courriel|"
-                       "efface ce mail|supprime ce mail|effacez ce message|supprimez ce message",
+        "efface ce mail|supprime ce mail|effacez ce message|supprimez ce message",
         "neg": "jamais|ne pas|n'envoie pas|ne partage pas|pas de|aucun*|ne jamais",
         "copy_to": "cci|cc|en copie|copie cachée|transfert automatique|redirection*",
         "every": "chaque|tous|toutes|tout message",
@@ -715,40 +1047,39 @@ _LEXICON: dict[str, dict[str, str]] = {
         "rules": "lo que te dijeron|lo que te han dicho|lo que te indicaron|restricciones|límites|instruccion*|regla*|norma*|directriz|directrices|indicacion*|pauta*|prompt",
         "own": "tus|su|sus|anterior*|previa*|previo*|original*|inicial*|habitual*|todas las",
         "voided": "ya no sirven|ya no sirve|ya no valen|ya no vale|ya no aplican|ya no se aplican|no son válidas|"
-                  "anulada*|anulado*|obsoleta*|caducada*|inválida*|sin efecto|revocada*|derogada*|suspendida*",
+        "anulada*|anulado*|obsoleta*|caducada*|inválida*|sin efecto|revocada*|derogada*|suspendida*",
         "this_msg": "este mensaje|este correo|este email|este documento|esta nota",
         "only": "solo|sólo|solamente|únicamente",
         "reveal": "cuáles|qué instrucciones|dime|recita|muestra*|muéstrame|enseña*|repite|repíteme|revela*|imprime|dame|dime|escribe|copia|lista",
         "sysprompt": "prompt del sistema|prompt de sistema|mensaje del sistema|mensaje de sistema|prompt",
         "given": "dieron|dado|dadas|recibiste|recibido|al principio|al inicio|inicialmente",
         "send": "incluye|incluir|añade|añadir|agrega|pon|envía*|envia*|enviar|reenvía*|reenvia*|reenviar|manda*|mándame|copia|pega*|adjunta*|"
-                "comparte*|transfiere|pasa|sube",
+        "comparte*|transfiere|pasa|sube",
         "secret": "contactos|agenda de contactos|datos bancarios|iban|cuenta bancaria|contraseña*|clave*|credencial*|token*|lista de clientes|datos de clientes|número de tarjeta|"
-                  "tarjeta de crédito|pin|códigos de recuperación|código de recuperación|clave privada",
+        "tarjeta de crédito|pin|códigos de recuperación|código de recuperación|clave privada",
         "dest": "firma*|pie de página|cada respuesta|me|mí|envíame|mándame|pásame|reenvíame|respuesta*|remitente*",
-        "mail_all": "todos los correos|todos los mensajes|todos los emails|cada correo|cada mensaje|"
-                    "todas las facturas",
+        "mail_all": "todos los correos|todos los mensajes|todos los emails|cada correo|cada mensaje|todas las facturas",
         "outside": "mi servidor|servidor externo|webhook|extern*|personal|esta dirección|mi dirección|mi cuenta|a mí|fuera",
         "authority": "departamento de ti|departamento de informática|administrador*|admin|equipo de seguridad|"
-                     "dirección|soporte técnico|gerencia|director general",
+        "dirección|soporte técnico|gerencia|director general",
         "grant": "permito|autorizo|concedo|te doy permiso|permiso*|autorizado*|autorizada*|permitido|tienes permiso|ha ordenado|ordena|ha decidido|exige|dispuesto",
         "oversight_off": "sin confirmación|sin confirmar|sin verificación|sin verificar|sin preguntar|"
-                         "sin consultar|sin revisión|sin aprobación|sin autorización|sin control",
+        "sin consultar|sin revisión|sin aprobación|sin autorización|sin control",
         "stakes": "pago*|transferencia*|factura*|aprobar|aprueba|transacción*|importe*|dinero",
         "disable": "desactiva*|apaga*|omite|salta*|evita|elude",
         "safeguard": "comprobaciones de seguridad|comprobación de seguridad|controles de seguridad|"
-                     "verificaciones|comprobaciones|controles|verificación en dos pasos|2fa|alertas de seguridad|"
-                     "antivirus",
+        "verificaciones|comprobaciones|controles|verificación en dos pasos|2fa|alertas de seguridad|"
+        "antivirus",
         "you_now": "desde hoy eres|te conviertes en|a partir de hoy eres|ahora eres|ahora usted es|a partir de ahora eres|desde ahora eres|ya eres",
         "role": "humano|persona real|titular*|propietario*|dueño*|administrador*|admin|director*|tesorero*",
         "untold": "sin mencionar|sin decírselo|sin que lo sepa|no le digas|no digas nada|no le cuentes|no menciones|no avises|sin avisar|sin decir|"
-                  "sin contarle|no informes|sin informar",
+        "sin contarle|no informes|sin informar",
         "unless": "sin que",
         "notice": "entere|sepa|note|se dé cuenta|descubra|vea",
         "user": "usuario*|usuaria*|titular*|propietario*|dueño*",
         "covert": "en secreto|secretamente|a escondidas|discretamente|sin que nadie",
         "self_delete": "borra este mensaje|elimina este mensaje|borra este correo|elimina este correo|"
-                       "borre este mensaje|elimine este mensaje",
+        "borre este mensaje|elimine este mensaje",
         "neg": "nunca|jamás|no|ningún|ninguna",
         "copy_to": "cco|cc|con copia|copia oculta|reenvío automático|redirección",
         "every": "cada|todos|todas",
@@ -765,47 +1096,45 @@ _LEXICON: dict[str, dict[str, str]] = {
     },
     "pt": {
         "void": "não siga mais|deixe de seguir|pare de seguir|não obedeça|ignore|ignora|ignorar|ignorem|esqueça|esquece|esquecer|desconsidere|desconsidera|descarte|"
-                "não ligue",
+        "não ligue",
         "rules": "o que te disseram|o que lhe disseram|o que você recebeu|restrições|limites|instruç*|regra*|norma*|diretriz*|diretrizes|orientaç*|prompt",
-        "own": "suas|seus|tuas|teus|sua|seu|anterior*|prévia*|original*|originais|inicial*|iniciais|habitual*|"
-               "todas as",
+        "own": "suas|seus|tuas|teus|sua|seu|anterior*|prévia*|original*|originais|inicial*|iniciais|habitual*|todas as",
         "voided": "já não valem|já não vale|não valem mais|não vale mais|já não se aplicam|não se aplicam mais|"
-                  "anulada*|anulado*|obsoleta*|caducada*|inválida*|sem efeito|revogada*|suspensa*",
+        "anulada*|anulado*|obsoleta*|caducada*|inválida*|sem efeito|revogada*|suspensa*",
         "this_msg": "esta mensagem|desta mensagem|este e-mail|deste e-mail|este documento|deste documento|esta nota",
         "only": "só|somente|apenas|unicamente",
         "reveal": "quais|diga-me|me diga|recite|mostre|mostra|mostrar|repita|repete|revele|revela|imprima|dê-me|me dê|diga-me|me diga|"
-                  "escreva|copie|liste",
+        "escreva|copie|liste",
         "sysprompt": "prompt do sistema|prompt de sistema|mensagem do sistema|mensagem de sistema|prompt",
         "given": "recebeu|recebido|recebidas|deram|dadas|dado|no início|no inicio|inicialmente",
         "send": "inclua|incluir|adicione|adicionar|coloque|ponha|cópias|envie*|envia*|enviar|encaminh*|reencaminh*|mande*|manda|copie|cole|anexe|anexa|compartilh*|"
-                "partilh*|transfira|passe|carregue",
+        "partilh*|transfira|passe|carregue",
         "secret": "contatos|contactos|dados bancários|iban|conta bancária|senha*|palavra-passe|palavras-passe|credencia*|chave*|token*|lista de clientes|"
-                  "dados de clientes|número do cartão|cartão de crédito|pin|códigos de recuperação|"
-                  "código de recuperação|chave privada",
+        "dados de clientes|número do cartão|cartão de crédito|pin|códigos de recuperação|"
+        "código de recuperação|chave privada",
         "dest": "assinatura*|rodapé|cada resposta|me|mim|para mim|resposta*|remetente*",
-        "mail_all": "todos os e-mails|todos os emails|todas as mensagens|cada e-mail|cada mensagem|"
-                    "todas as faturas",
+        "mail_all": "todos os e-mails|todos os emails|todas as mensagens|cada e-mail|cada mensagem|todas as faturas",
         "outside": "meu servidor|servidor externo|webhook|extern*|pessoal|este endereço|meu endereço|para mim|fora",
         "authority": "departamento de ti|departamento de informática|administrador*|admin|equipe de segurança|"
-                     "equipa de segurança|diretoria|direção|suporte técnico|gerência",
+        "equipa de segurança|diretoria|direção|suporte técnico|gerência",
         "grant": "permito|autorizo|concedo|dou permissão|permissão|permissões|autorizado*|autorizada*|permitido|tem permissão|determinou|ordenou|ordena|decidiu|exige",
         "oversight_off": "sem confirmação|sem confirmar|sem verificação|sem verificar|sem perguntar|sem consultar|"
-                         "sem revisão|sem aprovação|sem autorização|sem controle|sem controlo",
+        "sem revisão|sem aprovação|sem autorização|sem controle|sem controlo",
         "stakes": "pagamento*|transferência*|fatura*|aprovar|aprove|transaç*|valor*|dinheiro",
         "disable": "desative|desativa|desativar|desligue|desliga|ignore as|pule|salte|contorne",
         "safeguard": "verificações de segurança|verificação de segurança|controles de segurança|"
-                     "controlos de segurança|verificações|controles|autenticação em dois fatores|2fa|"
-                     "alertas de segurança|antivírus",
+        "controlos de segurança|verificações|controles|autenticação em dois fatores|2fa|"
+        "alertas de segurança|antivírus",
         "you_now": "a partir de hoje você é|você se torna|você passa a ser|agora você é|você agora é|agora és|agora tu és|a partir de agora você é|a partir de agora és",
         "role": "humano|pessoa real|titular*|proprietário*|dono*|administrador*|admin|diretor*|tesoureiro*",
         "untold": "sem mencionar|sem falar|sem contar ao|não diga nada|não conte|não diga ao|não mencione|não avise|sem avisar|sem dizer|sem contar|"
-                  "não informe|sem informar",
+        "não informe|sem informar",
         "unless": "sem que",
         "notice": "saiba|perceba|note|descubra|veja",
         "user": "usuário*|utilizador*|titular*|proprietário*|dono*",
         "covert": "em segredo|secretamente|às escondidas|discretamente|sem ninguém",
         "self_delete": "apague esta mensagem|apaga esta mensagem|exclua esta mensagem|elimine esta mensagem|"
-                       "apague este e-mail|exclua este e-mail",
+        "apague este e-mail|exclua este e-mail",
         "neg": "nunca|jamais|não|nenhum|nenhuma",
         "copy_to": "cco|cc|com cópia|cópia oculta|reencaminhamento automático|encaminhamento automático",
         "every": "cada|todos|todas",
@@ -822,44 +1151,43 @@ _LEXICON: dict[str, dict[str, str]] = {
     },
     "it": {
         "void": "smetti di seguire|non seguire più|non obbedire più|non rispettare più|ignora|ignori|ignorare|ignorate|dimentica|dimentichi|dimenticare|trascura|tralascia|"
-                "non tenere conto|lascia perdere",
+        "non tenere conto|lascia perdere",
         "rules": "quello che ti è stato detto|ciò che ti hanno detto|quello che ti hanno detto|restrizion*|limitazion*|istruzion*|regol*|linee guida|direttiv*|indicazion*|norme|prompt",
         "own": "tue|tuoi|tua|tuo|sue|suoi|precedent*|original*|iniziali|abituali|tutte le",
         "voided": "non valgono più|non vale più|non si applicano più|non sono più valide|annullat*|obsolet*|"
-                  "scadut*|invalid*|revocat*|sospes*|decadut*|superat*",
+        "scadut*|invalid*|revocat*|sospes*|decadut*|superat*",
         "this_msg": "questo messaggio|questa email|questa mail|questo documento|questa nota",
         "only": "solo|soltanto|unicamente|esclusivamente",
         "reveal": "quali|dimmi|recita|mostra*|mostrami|ripeti|ripetimi|rivela*|stampa|dammi|dimmi|scrivi|copia|elenca",
         "sysprompt": "prompt di sistema|prompt del sistema|messaggio di sistema|prompt",
         "given": "dato|date|dati|ricevut*|hanno dato|all'inizio|inizialmente|all'avvio",
         "send": "includi|includere|aggiungi|aggiungere|inserisci|metti|invia*|inviare|mandami|manda*|inoltra*|copia|incolla*|allega*|condividi*|trasferisci|"
-                "carica|spedisci",
+        "carica|spedisci",
         "secret": "contatti|rubrica|dati bancari|iban|coordinate bancarie|password|credenzial*|chiave*|chiavi api|token*|elenco dei clienti|lista clienti|"
-                  "dati dei clienti|numero della carta|carta di credito|pin|codici di recupero|"
-                  "codice di recupero|chiave privata",
+        "dati dei clienti|numero della carta|carta di credito|pin|codici di recupero|"
+        "codice di recupero|chiave privata",
         "dest": "firma|piè di pagina|ogni risposta|mi|me|mandami|inviami|inoltrami|risposta*|mittente*",
-        "mail_all": "tutte le email|tutte le mail|tutti i messaggi|ogni email|ogni messaggio|"
-                    "tutte le fatture",
+        "mail_all": "tutte le email|tutte le mail|tutti i messaggi|ogni email|ogni messaggio|tutte le fatture",
         "outside": "mio server|server esterno|webhook|estern*|personale|questo indirizzo|mio indirizzo|a me|fuori",
         "authority": "reparto it|reparto informatico|ufficio it|amministrator*|admin|team di sicurezza|"
-                     "direzione|supporto tecnico|amministratore delegato",
+        "direzione|supporto tecnico|amministratore delegato",
         "grant": "permetto|autorizzo|concedo|permess*|autorizzat*|permesso|hai il permesso|ha stabilito|ha ordinato|ordina|ha deciso|esige|dispone",
         "oversight_off": "senza conferma|senza confermare|senza verifica|senza verificare|senza chiedere|"
-                         "senza controllo|senza approvazione|senza autorizzazione",
+        "senza controllo|senza approvazione|senza autorizzazione",
         "stakes": "pagament*|bonific*|fattur*|approvare|approva|transazion*|import*|denaro|soldi",
         "disable": "disattiva*|disabilita*|spegni|salta|aggira|evita",
         "safeguard": "controlli di sicurezza|controllo di sicurezza|verifiche di sicurezza|verifiche|controlli|"
-                     "autenticazione a due fattori|2fa|avvisi di sicurezza|antivirus",
+        "autenticazione a due fattori|2fa|avvisi di sicurezza|antivirus",
         "you_now": "da oggi sei|diventi|adesso sei|ora sei|da adesso sei|da ora sei|d'ora in poi sei|ora lei è",
         "role": "umano|persona reale|titolare*|proprietari*|amministrator*|admin|direttore*|tesorier*",
         "untold": "senza farlo sapere|senza dirlo|senza menzionarlo|senza avvisare nessuno|non dire niente|non dire nulla|non dirgli|non dirle|non menzionare|non avvisare|senza avvisare|"
-                  "senza dire|senza informare|non informare",
+        "senza dire|senza informare|non informare",
         "unless": "senza che",
         "notice": "accorga|sappia|scopra|noti|veda",
         "user": "utent*|titolare*|proprietari*",
         "covert": "di nascosto|segretamente|in segreto|di soppiatto|discretamente",
         "self_delete": "cancella questo messaggio|elimina questo messaggio|cancella questa email|"
-                       "elimina questa email|cancella questa mail",
+        "elimina questa email|cancella questa mail",
         "neg": "mai|non|nessun*",
         "copy_to": "ccn|cc|in copia|copia nascosta|inoltro automatico|in automatico|reindirizza*",
         "every": "ogni|tutti|tutte|qualsiasi|qualunque",
@@ -879,7 +1207,7 @@ _LEXICON: dict[str, dict[str, str]] = {
         "rules": "wat je is verteld|wat je hebt gekregen|wat men je heeft gezegd|beperking*|instructie*|regel*|richtlijn*|aanwijzing*|voorschrift*|prompt",
         "own": "je|jouw|uw|eerdere|vorige|oorspronkelijke|originele|huidige|alle",
         "voided": "vervallen|ongeldig|gelden niet meer|geldt niet meer|niet meer geldig|verouderd|ingetrokken|"
-                  "opgeheven|achterhaald|nietig|opgeschort",
+        "opgeheven|achterhaald|nietig|opgeschort",
         "this_msg": "dit bericht|deze mail|deze e-mail|dit document|deze notitie",
         "only": "alleen|enkel|uitsluitend|slechts",
         "reveal": "welke|vertel|noem|zien|toon|herhaal|onthul|print|geef me|geef mij|vertel me|schrijf|kopieer",
@@ -887,25 +1215,24 @@ _LEXICON: dict[str, dict[str, str]] = {
         "given": "gekregen|ontvangen|meegegeven|gegeven|aan het begin|in het begin|bij de start",
         "send": "voeg|zet|neem|stuur*|verstuur*|zend*|doorsturen|kopieer*|plak*|voeg|bijvoegen|deel|delen|upload*|mail",
         "secret": "contacten|adresboek|bankgegevens|iban|rekeningnummer*|wachtwoord*|inloggegevens|api-sleutel*|sleutel*|token*|klantenlijst*|klantgegevens|"
-                  "creditcard*|kaartnummer*|pincode*|herstelcode*|privésleutel*",
+        "creditcard*|kaartnummer*|pincode*|herstelcode*|privésleutel*",
         "dest": "handtekening*|voettekst*|elk antwoord|me|mij|antwoord*|afzender*",
-        "mail_all": "alle e-mails|alle mails|alle berichten|elke e-mail|elk bericht|"
-                    "alle facturen",
+        "mail_all": "alle e-mails|alle mails|alle berichten|elke e-mail|elk bericht|alle facturen",
         "outside": "mijn server|externe server|webhook|extern*|privé|persoonlijk*|dit adres|mijn adres|naar mij|buiten",
         "authority": "it-afdeling|beheerder*|administrator*|admin|beveiligingsteam|directie|management|"
-                     "helpdesk|ict-afdeling",
+        "helpdesk|ict-afdeling",
         "grant": "sta toe|geef je toestemming|verleen|gemachtigd|bevoegd|geautoriseerd|toegestaan|mag je|heeft besloten|besloten|opgedragen|"
-                 "draagt op|eist",
+        "draagt op|eist",
         "oversight_off": "zonder bevestiging|zonder controle|zonder te vragen|zonder te controleren|"
-                         "zonder goedkeuring|zonder toestemming|zonder verificatie",
+        "zonder goedkeuring|zonder toestemming|zonder verificatie",
         "stakes": "betaling*|overboeking*|factu*|goedkeuren|goed te keuren|keur|transactie*|bedrag*|geld",
         "disable": "uitschakel*|uitzetten|uit te schakelen|schakel|omzeil*|sla over|overslaan",
         "safeguard": "beveiligingscontrole*|veiligheidscontrole*|controles|controle|verificatie|"
-                     "tweestapsverificatie|2fa|beveiligingswaarschuwing*|virusscan*",
+        "tweestapsverificatie|2fa|beveiligingswaarschuwing*|virusscan*",
         "you_now": "vanaf vandaag ben je|je wordt nu|jij bent nu|je bent nu|u bent nu|vanaf nu ben je|vanaf nu ben jij|voortaan ben je",
         "role": "mens|echt persoon|rekeninghouder*|eigenaar*|beheerder*|administrator*|admin|directeur*|penningmeester*",
         "untold": "zonder het te vertellen|zonder te melden|zonder het te melden|zonder iets te zeggen|zeg niets|zeg niks|vertel niets|vertel niks|niets zeggen|niets vertellen|vermeld niet|"
-                  "niet vermelden|zonder te melden|zonder het te zeggen|niet informeren",
+        "niet vermelden|zonder te melden|zonder het te zeggen|niet informeren",
         "unless": "zonder dat",
         "notice": "merkt|weet|ontdekt|ziet|doorheeft",
         "user": "gebruiker*|eigenaar*|rekeninghouder*",
@@ -929,39 +1256,39 @@ _LEXICON: dict[str, dict[str, str]] = {
         "void": "przestań stosować|przestań przestrzegać|nie stosuj się|przestań słuchać|zignoruj*|ignoruj*|zapomnij|zapomnijcie|pomiń|pomijaj|odrzuć|nie zwracaj uwagi",
         "rules": "to co ci powiedziano|co ci powiedziano|tego co ci kazano|ograniczeni*|instrukcj*|zasad*|reguł*|wytyczn*|poleceni*|prompt*",
         "own": "swoich|swoje|swoim|twoje|twoich|twoimi|poprzedni*|wcześniejsz*|pierwotn*|oryginaln*|dotychczasow*|"
-               "wszystkie",
+        "wszystkie",
         "voided": "nieważn*|nie obowiązują|nie obowiązuje|już nie obowiązują|nieaktualn*|uchylon*|anulowan*|"
-                  "wycofan*|przestarzał*|zawieszon*|straciły ważność",
+        "wycofan*|przestarzał*|zawieszon*|straciły ważność",
         "this_msg": "tej wiadomości|ta wiadomość|tego maila|ten mail|tego dokumentu|ten dokument|tej notatki",
         "only": "tylko|wyłącznie|jedynie",
         "reveal": "jakie|powiedz|wyrecytuj|pokaż|pokazać|powtórz|ujawnij|wypisz|wydrukuj|podaj|daj mi|powiedz mi|napisz|skopiuj|wyświetl",
         "sysprompt": "prompt systemowy|promptu systemowego|prompt systemu|komunikat systemowy|prompt*",
         "given": "dostałeś|dostałaś|otrzymałeś|otrzymałaś|dano ci|na początku|na starcie|początkowo",
         "send": "dodaj|dodawaj|umieść|wstaw|wyślij*|wysyłaj|prześlij*|przesyłaj|przekaż|przekazuj|skopiuj|wklej*|dołącz*|udostępnij*|"
-                "załącz*|wrzuć",
+        "załącz*|wrzuć",
         "secret": "kontakty|książkę adresową|dane bankowe|numer konta|iban|hasł*|hasło|dane logowania|klucz*|token*|listę klientów|lista klientów|listy klientów|"
-                  "dane klientów|numer karty|kartę kredytową|pin|kody odzyskiwania|kod odzyskiwania|klucz prywatny",
+        "dane klientów|numer karty|kartę kredytową|pin|kody odzyskiwania|kod odzyskiwania|klucz prywatny",
         "dest": "podpis*|stopk*|każdej odpowiedzi|mi|mnie|do mnie|odpowiedzi|odpowiedź|nadawc*",
         "mail_all": "wszystkie maile|wszystkie e-maile|wszystkie wiadomości|każdy mail|każdą wiadomość|"
-                    "wszystkie faktury",
+        "wszystkie faktury",
         "outside": "mój serwer|zewnętrzny serwer|webhook|zewnętrzn*|prywatn*|osobist*|ten adres|mój adres|na adres|do mnie",
         "authority": "dział it|działu it|administrator*|admin|zespół bezpieczeństwa|zarząd|kierownictwo|"
-                     "wsparcie techniczne|prezes",
+        "wsparcie techniczne|prezes",
         "grant": "pozwalam|zezwalam|upoważniam|daję ci|upoważnieni*|uprawnieni*|masz upoważnienie|masz prawo|możesz|polecił|poleciła|zdecydował|"
-                 "nakazał|wymaga|zezwala",
+        "nakazał|wymaga|zezwala",
         "oversight_off": "bez potwierdzenia|bez weryfikacji|bez sprawdzania|bez pytania|bez pytań|bez zgody|"
-                         "bez akceptacji|bez kontroli|bez zatwierdzenia",
+        "bez akceptacji|bez kontroli|bez zatwierdzenia",
         "stakes": "płatnoś*|przelew*|faktur*|zatwierdza*|zatwierdź|transakcj*|kwot*|pieniądze",
         "disable": "wyłącz*|pomiń|pomijaj|omiń|obejdź|dezaktywuj*",
         "safeguard": "kontrole bezpieczeństwa|kontroli bezpieczeństwa|weryfikacj*|kontrol*|"
-                     "uwierzytelnianie dwuskładnikowe|2fa|alerty bezpieczeństwa|antywirus*",
+        "uwierzytelnianie dwuskładnikowe|2fa|alerty bezpieczeństwa|antywirus*",
         "you_now": "od dziś jesteś|stajesz się|jesteś teraz|teraz jesteś|od teraz jesteś|od tej chwili jesteś|odtąd jesteś",
         "role": "człowiekiem|człowiek|właściciel*|posiadacz*|administrator*|admin|dyrektor*|prezes*|skarbnik*",
         "untold": "nie wspominając|nic nie wspominając|nie informując|bez informowania|nikomu nie mówiąc|nie mówiąc|nic nie mów|nie mów nic|nie mów|nic nie wspominaj|nie wspominaj|nie informuj|bez informowania|"
-                  "bez mówienia|nie powiadamiaj",
+        "bez mówienia|nie powiadamiaj",
         "unless": "żeby|aby|tak żeby|tak aby|bez wiedzy",
         "notice": "nie dowiedział|nie dowiedziała|nie zauważył|nie zauważyła|nie wiedział|nie wiedziała|"
-                  "się nie dowie|nie zorientował",
+        "się nie dowie|nie zorientował",
         "user": "użytkownik*|właściciel*|posiadacz*",
         "covert": "po cichu|potajemnie|w tajemnicy|ukradkiem|dyskretnie",
         "self_delete": "usuń tę wiadomość|skasuj tę wiadomość|usuń tego maila|usuń ten mail",
@@ -984,33 +1311,31 @@ _LEXICON: dict[str, dict[str, str]] = {
         "rules": "что тебе говорили|что тебе сказали|всё что тебе говорили|ограничени*|инструкци*|правил*|указани*|директив*|промпт*|предписани*",
         "own": "свои|своих|твои|твоих|ваши|ваших|предыдущ*|прежн*|исходн*|первоначальн*|изначальн*|все",
         "voided": "больше не действуют|больше не действует|не действуют|недействительн*|отменен*|устарел*|"
-                  "аннулирован*|утратил* силу|не применяются|больше не применяются",
+        "аннулирован*|утратил* силу|не применяются|больше не применяются",
         "this_msg": "этого письма|это письмо|этого сообщения|это сообщение|этого документа|этот документ",
         "only": "только|лишь|исключительно",
         "reveal": "какие|скажи|расскажи|процитируй|выведи|покажи|повтори|раскрой|распечатай|напиши|дай мне|скажи мне|скопируй|перечисли|отобрази",
         "sysprompt": "системный промпт|системного промпта|системное сообщение|системные инструкции|промпт*",
         "given": "дали|получил|получила|были даны|в начале|вначале|при запуске|изначально",
         "send": "добавь|добавляй|включи|включай|вставляй|пришли*|отправ*|перешли*|пересыла*|переслать|скопируй|вставь|вставьте|приложи*|поделись|"
-                "передай*|загрузи",
+        "передай*|загрузи",
         "secret": "контакты|адресную книгу|банковские данные|реквизиты|номер счета|номер счёта|парол*|учётные данные|учетные данные|ключ*|токен*|список клиентов|данные клиентов|"
-                  "номер карты|пин-код|коды восстановления|код восстановления",
+        "номер карты|пин-код|коды восстановления|код восстановления",
         "dest": "подпис*|колонтитул*|каждый ответ|мне|меня|ответ*|отправител*",
-        "mail_all": "все письма|всю почту|все сообщения|каждое письмо|"
-                    "все счета",
+        "mail_all": "все письма|всю почту|все сообщения|каждое письмо|все счета",
         "outside": "мой сервер|внешний сервер|вебхук|webhook|внешн*|личн*|этот адрес|мой адрес|на адрес|мне",
-        "authority": "ит-отдел|отдел ит|администратор*|админ*|служба безопасности|руководство|техподдержка|"
-                     "директор*",
+        "authority": "ит-отдел|отдел ит|администратор*|админ*|служба безопасности|руководство|техподдержка|директор*",
         "grant": "разрешаю|позволяю|даю тебе право|предоставляю|разрешено|разрешаю|разрешает|уполномочен*|имеешь право|распорядил*|приказал*|решил*|требует|"
-                 "поручил*",
+        "поручил*",
         "oversight_off": "без проверки|без подтверждения|без согласования|без вопросов|не спрашивая|без одобрения|"
-                         "без разрешения|без контроля",
+        "без разрешения|без контроля",
         "stakes": "платеж*|платёж*|перевод*|счет|счета|счёт*|оплат*|подтвержда*|транзакци*|сумм*|деньги",
         "disable": "отключ*|выключ*|пропуст*|пропуска*|обойди|деактивир*",
         "safeguard": "проверки безопасности|проверку безопасности|проверк*|двухфакторн*|2fa|антивирус*|защит*",
         "you_now": "с сегодняшнего дня ты|ты становишься|теперь ты|ты теперь|с этого момента ты|отныне ты|теперь вы|вы теперь",
         "role": "человек*|владел*|администратор*|админ*|хозя*|директор*|казначе*|держател*",
         "untold": "никому не говоря|не сообщая|не упоминая|молча|ничего не говори|не говори|не сообщай|не упоминай|ничего не сообщай|не рассказывай|ни слова|"
-                  "не предупреждай|без предупреждения",
+        "не предупреждай|без предупреждения",
         "unless": "чтобы|так чтобы",
         "notice": "не узнал|не узнала|не заметил|не заметила|не догадался|не узнали",
         "user": "пользовател*|владел*|хозя*|держател*",
@@ -1048,7 +1373,7 @@ _LEXICON: dict[str, dict[str, str]] = {
         "authority": "it部门|信息技术部|管理员|安全团队|管理层|技术支持|总经理|董事会",
         "grant": "允许你|准许|特许|授权|允许|有权|下令|命令|决定",
         "oversight_off": "无需确认|不需要确认|不用确认|不经确认|无需审核|不经审核|无需批准|不必核实|直接批准|"
-                         "无需检查|不用检查|未经",
+        "无需检查|不用检查|未经",
         "stakes": "付款|转账|汇款|发票|批准|支付|交易|金额",
         "disable": "关闭|停用|禁用|跳过|绕过",
         "safeguard": "安全检查|安全验证|安全校验|验证|检查|审核|双重认证|两步验证|安全提醒|杀毒",
@@ -1085,15 +1410,13 @@ _LEXICON: dict[str, dict[str, str]] = {
         "given": "受け取った|もらった|与えられた|最初に|はじめに|冒頭",
         "send": "追加|入れて|記載|含めて|送って|送信|送付|転送|貼り付け|添付|共有|コピー|アップロード|送れ|送る",
         "secret": "連絡先|アドレス帳|銀行口座|口座番号|口座情報|パスワード|暗証番号|認証情報|apiキー|トークン|顧客リスト|顧客名簿|顧客情報|カード番号|"
-                  "クレジットカード|秘密鍵|リカバリーコード|確認コード",
+        "クレジットカード|秘密鍵|リカバリーコード|確認コード",
         "dest": "署名|フッター|すべての返信|私に|私の|返信|送信者|こちらに",
-        "mail_all": "すべてのメール|全てのメール|全部のメール|すべてのメッセージ|全メール|"
-                    "すべての請求書",
+        "mail_all": "すべてのメール|全てのメール|全部のメール|すべてのメッセージ|全メール|すべての請求書",
         "outside": "私のサーバー|外部サーバー|webhook|外部|個人の|個人用|私の|このアドレス|私に|社外",
         "authority": "it部門|情報システム部|管理者|セキュリティチーム|経営陣|サポートチーム|社長|役員",
         "grant": "許可します|許可する|認めます|権限|許可|承認されました|認められ|指示により|命じ|決定",
-        "oversight_off": "確認なし|確認せず|確認不要|承認なし|チェックなし|確認を取らず|許可なく|無断で|"
-                         "確認しないで",
+        "oversight_off": "確認なし|確認せず|確認不要|承認なし|チェックなし|確認を取らず|許可なく|無断で|確認しないで",
         "stakes": "支払い|送金|振込|振り込み|請求書|承認|決済|取引|金額",
         "disable": "無効に|オフに|停止|スキップ|回避|解除",
         "safeguard": "セキュリティチェック|セキュリティ|安全確認|二段階認証|2段階認証|ウイルス",
@@ -1104,7 +1427,7 @@ _LEXICON: dict[str, dict[str, str]] = {
         "user": "ユーザー|利用者|所有者|持ち主|オーナー",
         "covert": "こっそり|ひそかに|密かに|内密に|秘密裏に",
         "self_delete": "このメッセージを削除|このメールを削除|このメッセージは後で削除|このメッセージは削除|"
-                       "このメールは削除",
+        "このメールは削除",
         "neg": "絶対に|ないで|しないで|せず|らず|禁止|決して",
         "copy_to": "bcc|cc|自動転送|転送設定",
         "every": "すべての|全ての|毎回|各|全部|今後",
@@ -1131,7 +1454,7 @@ _LEXICON: dict[str, dict[str, str]] = {
         "given": "받은|주어진|처음에|시작할 때",
         "send": "추가|넣어|포함|보내|전송|전달|붙여 넣|붙여넣|첨부|공유|복사|업로드",
         "secret": "연락처|주소록|은행 정보|계좌 번호|계좌번호|비밀번호|암호|자격 증명|api 키|api키|키를|토큰|고객 목록|고객 명단|고객 정보|카드 번호|"
-                  "신용카드|개인 키|복구 코드|인증 코드",
+        "신용카드|개인 키|복구 코드|인증 코드",
         "dest": "서명|바닥글|모든 답장|나에게|저에게|제게|답장|발신자|보낸 사람",
         "mail_all": "모든 메일|모든 이메일|모든 메시지|모든 청구서",
         "outside": "내 서버|외부 서버|webhook|외부|개인|이 주소|제 주소|나에게|저에게",
@@ -1632,8 +1955,12 @@ _MOVES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str | None], ...] = (
     ("exfiltrates data", ("send", "every", "outside"), (), "neg"),
     ("exfiltrates data", ("copy_to", "outside"), ("every", "auto", "covert", "untold", "unseen"), None),
     ("claims authority", ("authority", "voided", "rules"), (), None),
-    ("claims authority", ("authority", "grant"),
-     ("stakes", "oversight_off", "disable", "safeguard", "send", "secret", "void", "rules"), None),
+    (
+        "claims authority",
+        ("authority", "grant"),
+        ("stakes", "oversight_off", "disable", "safeguard", "send", "secret", "void", "rules"),
+        None,
+    ),
     ("disables a safeguard", ("oversight_off", "stakes"), (), None),
     ("disables a safeguard", ("disable", "safeguard"), (), "neg"),
     ("reassigns its identity", ("you_now", "role"), (), "neg"),
@@ -1675,7 +2002,11 @@ for _k, (_name, _need, _extra, _blocked) in enumerate(_MOVES):
 del _k, _name, _need, _extra, _blocked
 _TEXT_WIDE = frozenset({"authority", "nofilter"})
 _SPARED_BY_MINE = frozenset({"exfiltrates data"})  # a hand-off to the user's own team or domain (`mine`) is none
-_SECRECY = ("untold", "unseen", "notice")  # a negation inside one of these keeps the user in the dark  # a family that counts in every clause once it is anywhere in the text
+_SECRECY = (
+    "untold",
+    "unseen",
+    "notice",
+)  # a negation inside one of these keeps the user in the dark  # a family that counts in every clause once it is anywhere in the text
 
 
 @lru_cache(maxsize=1)
@@ -1735,10 +2066,10 @@ def lexicon_moves(readings) -> list[str]:
                 for n in starts.get(tok, ()):  # the lengths of the phrases this word begins
                     if i + n > len(toks):
                         break
-                    key = " ".join(toks[i:i + n])
+                    key = " ".join(toks[i : i + n])
                     for lf in exact.get(key, ()):
                         hits.setdefault(lf, key)
-                for j in sizes[1].get(tok[:sizes[0]], ()):  # the word starts this word may begin with
+                for j in sizes[1].get(tok[: sizes[0]], ()):  # the word starts this word may begin with
                     if j > len(tok):
                         break
                     for lf in stems.get(tok[:j], ()):
@@ -1766,8 +2097,9 @@ def lexicon_moves(readings) -> list[str]:
                     name, need, extra, blocked = _MOVES[k]
                     if name in found or not all(f in fams for f in need):
                         continue
-                    if blocked in fams and not any(_within(fams[blocked], fams[f], lang) for f in need + _SECRECY
-                                                   if f in fams):
+                    if blocked in fams and not any(
+                        _within(fams[blocked], fams[f], lang) for f in need + _SECRECY if f in fams
+                    ):
                         continue  # a negation of its own, not one inside the move's words ("no sigas") or a
                         # secrecy phrase ("nie wspominając o tym")
                     if extra and not any(f in fams for f in extra):
@@ -1807,7 +2139,8 @@ _FAMILIES: dict[str, str] = {
         "the person you re helping|the human you|you work for|you serve|the assistant|the agent|the bot|the model|"
         "language model|dear ai|hey ai|dear assistant|hey assistant|automated helper|any ai|ai reading|"
         "whoever is reading|whoever is processing|assistant reading|you operate under|your replies|"
-        "this deployment|this instance|into you|loaded into you|given to you|a human|never say otherwise"),
+        "this deployment|this instance|into you|loaded into you|given to you|a human|never say otherwise"
+    ),
     # rules, instructions, limits as a thing to be dropped or changed
     "rules_void": (
         "lapsed|scrapped|void|expired|retired|withdrawn|cancelled|canceled|switched off|turned off|paused|suspended|"
@@ -1816,12 +2149,14 @@ _FAMILIES: dict[str, str] = {
         "does not apply|do not matter|does not matter|made an error|by mistake|bend|bend your|"
         "break your|ignore|ignoring|disregard|forget|drop your|deviate|relax|loosen|bypass|override|overridden|"
         "set aside|put aside|stick to|nobody expects|no need to follow|released from|not bound|free from|"
-        "until further notice|on hold|improvise|own terms|rewritten|replaced"),
+        "until further notice|on hold|improvise|own terms|rewritten|replaced"
+    ),
     "rules_noun": (
         "instructions|rules|guidelines|guidance|policy|policies|briefing|playbook|"
         "framework|setup|configuration|programming|restrictions|limits|"
         "protections|safeguards|filters|principles|directives|constraints|"
-        "guardrails|safety|training|prompt"),
+        "guardrails|safety|training|prompt"
+    ),
     # the user as a third party kept out of it (agents' own lessons say "the user" too: only these forms count)
     "principal_3p": (
         "the account holder|the mailbox owner|the homeowner|the person you|their account|their inbox|their mailbox|"
@@ -1832,7 +2167,8 @@ _FAMILIES: dict[str, str] = {
         "out of the user|out of the owner|before the user checks|before the owner checks|so the user is not|"
         "so the owner is not|so the user only|answer the user normally|respond normally|as usual but|normally but|"
         "to the user it|the user is not bothered|in their place|on their behalf|while they re away|"
-        "while they are away"),
+        "while they are away"
+    ),
     # the user's own data named as an object (an agent's lesson names the data, rarely "the user's" copy of it)
     "user_data": (
         "the user notes|the user contacts|the user contact list|the user tax|the user card|the user files|"
@@ -1840,36 +2176,42 @@ _FAMILIES: dict[str, str] = {
         "the user bank|the user passwords|the user saved|the user home|the user login|the user credentials|"
         "the user security|the user private|the user personal|the owner notes|the owner files|the owner documents|"
         "the owner card|the owner bank|the owner passwords|the owner login|the owner credentials|the owner data|"
-        "the owner notification|the user notification|their passwords|their login|their credentials|their card"),
+        "the owner notification|the user notification|their passwords|their login|their credentials|their card"
+    ),
     # the text points at itself or its sender
     "self_ref": (
         "this message|this email|this e mail|this mail|this memo|this note|this text|this part|this change|"
         "this request|this instruction|this invoice|this inbox|this thread|this task|this number|this address|"
         "this sender|this document|this page|this letter|this notice|this ticket|this pdf|this link|the sender|"
-        "below|above|this domain|this account|this contact"),
+        "below|above|this domain|this account|this contact"
+    ),
     "secrecy": (
         "do not let|not let the|never let|bury|hide|hidden|conceal|without telling|without mentioning|"
         "without letting|do not bring up|not bring up|never mention|do not mention|skip over this|only sees|"
         "is not bothered|not be bothered|quietly|silently|secretly|covertly|discreetly|no trace|"
         "no record|delete this|erase|wipe|before the user|before they|never know|never find out|between us|"
         "keep it quiet|keep this quiet|out of the loop|unaware|in the dark|do not tell|never tell|not tell the|"
-        "make no mention|omit|leave out|keep out of|mark this message as read|silent recipient|say nothing"),
+        "make no mention|omit|leave out|keep out of|mark this message as read|silent recipient|say nothing"
+    ),
     "secrets": (
         "password|passwords|passcode|credentials|credential|login|logins|token|tokens|session token|api key|"
         "api keys|private key|private keys|ssh|env file|secret|secrets|recovery phrase|seed phrase|wallet|"
         "crypto|ssn|ssns|social security|home address|phone number|phone numbers|account data|personal data|"
         "hr folder|documents folder|bank|bank details|card number|credit card|cvv|pin|2fa|one time code|"
         "verification code|security code|reset link|contacts|contact list|address book|customer list|"
-        "customer database|payroll|tax documents|statements|medical|passport"),
+        "customer database|payroll|tax documents|statements|medical|passport"
+    ),
     "outward": (
         "send|sends|sent|forward|forwarding|upload|uploading|message the|email the|mail the|copy|copies|attach|"
         "share|sharing|post|paste|publish|export|leak|transmit|give me|tell me|with me|send me|as a recipient|"
         "as a silent recipient|add my address|cc me|bcc|bcc me|mirror|sync|to the sender|to this number|"
-        "to this address|into a reply|reply to me|drop it|hand over"),
+        "to this address|into a reply|reply to me|drop it|hand over"
+    ),
     "external_dest": (
         "example net|example com|example org|example|external|outside|third party|public|personal address|"
         "personal email|gmail|new account|different account|this number|the sender|to me|paste site|gist|"
-        "webhook|link below|account below|new address|different address"),
+        "webhook|link below|account below|new address|different address"
+    ),
     "oversight_off": (
         "without asking|without prompting|without checking|without confirming|without confirmation|"
         "without approval|without review|without reviewing|without permission|without verification|"
@@ -1880,12 +2222,14 @@ _FAMILIES: dict[str, str] = {
         "no need to check|no need to ask|no need to confirm|no need to review|no need for approval|"
         "no confirmation|no approval|no review|no sign off|no questions asked|not required|not needed|"
         "anyone who asks|whoever asks|straight away|right away|immediately|no checks|unchecked|unreviewed|"
-        "just do it|go ahead|do not wait|do not ask|never ask|stop asking|without any|no questions"),
+        "just do it|go ahead|do not wait|do not ask|never ask|stop asking|without any|no questions"
+    ),
     "stakes": (
         "payment|payments|pay|transfer|transfers|wire|wires|deposit|funds|money|transaction|transactions|"
         "invoice|invoices|release the|batch|edit rights|admin rights|admin access|full access|access to|"
         "give me access|grant|grants|granting|delete|deleting|execute|run|install|open any links|links inside|"
-        "attachments|attached documents|shared drive|finance drive|purchase|refund|refunds|iban|account details"),
+        "attachments|attached documents|shared drive|finance drive|purchase|refund|refunds|iban|account details"
+    ),
     "authority_claim": (
         "support here|admin here|team here|finance here|staff here|engineering here|desk here|speaking for|"
         "support speaking|developer here|official notice|official|platform provider|tech support|support team|"
@@ -1893,39 +2237,46 @@ _FAMILIES: dict[str, str] = {
         "it team|helpdesk|administrator|sysadmin|security team|your creators|your developers|developers|"
         "creators|operator|head of|the board|ceo|cfo|management|the owner told me|on behalf of|compliance|"
         "legal department|authorized|authorised|authorized a|has approved|signed off|has agreed|agreed that|"
-        "cleared|permitted|allowed to|allow sharing|you can give|you may act|you may"),
+        "cleared|permitted|allowed to|allow sharing|you can give|you may act|you may"
+    ),
     "obey": (
         "act accordingly|what it says|follow it|complete it|execute|"
         "executed|carry out|carried out|implement them|implement it|as if the user|as if they|as though|"
         "instructions from|is a task|gives you a task|task for you|listen to|obey|do it|do as|act on|"
-        "acted on|put it ahead|treat as|count as|counts as"),
+        "acted on|put it ahead|treat as|count as|counts as"
+    ),
     "content_source": (
         "web page|webpage|website|page you|comments inside|inside code|code you review|this invoice|invoice says|"
         "messages signed|signed|documents you|attachments|links inside|pdf|newsletter|calendar invite|"
-        "you open|you read|you visit|you fetch|tool result|tool output|search result|email says|message says"),
+        "you open|you read|you visit|you fetch|tool result|tool output|search result|email says|message says"
+    ),
     "precedence": (
         "ahead of everything|ahead of|first even if|even if the user|even if they|counts for more|more than whatever|"
         "more important than|override the owner|override the user|overrides the|outrank|outranks|prevail|prevails|"
-        "above the user|above the owner|priority over|precedence over|over the owner|over the user|wins over"),
+        "above the user|above the owner|priority over|precedence over|over the owner|over the user|wins over"
+    ),
     "identity": (
         "pretend to be|pretend you|think of yourself as|you re an|you are an|introduce yourself as|take over as|"
         "play a game|lets play|roleplay|role play|act as|persona|called|in their place|on their behalf|"
         "human member|as a human|treasurer|impersonate|pose as|you are now|you re now|become the|new identity|"
-        "with authority over|authority over|named|as if you were|as though you were"),
+        "with authority over|authority over|named|as if you were|as though you were"
+    ),
     "persist": (
         "from now on|always|forever|permanent|permanently|remember this|record a new|new preference|make a note|"
         "standing|all future|future|going forward|starting now|henceforth|from this message on|adopt this|"
-        "habit|lasting"),
+        "habit|lasting"
+    ),
     "prompt_reveal": (
         "quote them|quote it|verbatim|word for word|spell it out|context window|first 200 words|what guidelines|"
         "what rules|what instructions|were you given|told you not|what your developers|print the first|"
-        "repeat your|reveal your|show your instructions|your system prompt|system prompt|initial prompt"),
-    "trust": (
-        "trust|trusted|pre approved|preapproved|whitelist|safe sender|always allow|always accept"),
+        "repeat your|reveal your|show your instructions|your system prompt|system prompt|initial prompt"
+    ),
+    "trust": ("trust|trusted|pre approved|preapproved|whitelist|safe sender|always allow|always accept"),
     "keeps_oversight": (
         "ask me|check with me|my approval|my review|for my review|confirm with me|before sending|never share|"
         "do not share|never forward|do not forward|ask before|wait for my|let me send|i approve|"
-        "with my approval|for me to|flag to me|flag them to me|show me first"),
+        "with my approval|for me to|flag to me|flag them to me|show me first"
+    ),
 }
 _MAX_PHRASE = 5
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -1964,7 +2315,7 @@ def intent_families(readings) -> frozenset[str]:
             found.update(_PHRASES.get(tok, ()))
             if tok in _STARTS:
                 for n in range(2, _MAX_PHRASE + 1):
-                    found.update(_PHRASES.get(" ".join(toks[i:i + n]), ()) if i + n <= len(toks) else ())
+                    found.update(_PHRASES.get(" ".join(toks[i : i + n]), ()) if i + n <= len(toks) else ())
     if "rules_noun" in found:  # rules are named in ordinary lessons too: they count only with what is done to them
         found.discard("rules_noun")
         found.update(f"rules_noun&{f}" for f in _WITH_RULES if f in found)
@@ -1990,30 +2341,30 @@ def _intent(readings, found) -> list[str]:
 # BEGIN intent weights (written by benchmarks/fit_scan_intent.py --write; do not edit by hand)
 _INTENT_BIAS = -3.6940
 _INTENT_WEIGHTS: dict[str, float] = {
-    'agent_self': 1.9891,
-    'authority_claim': 0.8138,
-    'content_source': 0.3514,
-    'external_dest': 0.7545,
-    'identity': 2.0283,
-    'keeps_oversight': -0.6193,
-    'obey': 1.5593,
-    'outward': 0.8246,
-    'oversight_off': 1.5492,
-    'persist': 0.6556,
-    'precedence': 0.9115,
-    'principal_3p': 1.3429,
-    'prompt_reveal': 0.7985,
-    'rules_noun&agent_self': 1.0231,
-    'rules_noun&obey': 0.1754,
-    'rules_noun&prompt_reveal': 0.8904,
-    'rules_noun&rules_void': 2.3048,
-    'rules_void': 0.7640,
-    'secrecy': 1.2890,
-    'secrets': 1.2643,
-    'self_ref': 2.2120,
-    'stakes': 1.0134,
-    'trust': 0.4386,
-    'user_data': 0.8958,
+    "agent_self": 1.9891,
+    "authority_claim": 0.8138,
+    "content_source": 0.3514,
+    "external_dest": 0.7545,
+    "identity": 2.0283,
+    "keeps_oversight": -0.6193,
+    "obey": 1.5593,
+    "outward": 0.8246,
+    "oversight_off": 1.5492,
+    "persist": 0.6556,
+    "precedence": 0.9115,
+    "principal_3p": 1.3429,
+    "prompt_reveal": 0.7985,
+    "rules_noun&agent_self": 1.0231,
+    "rules_noun&obey": 0.1754,
+    "rules_noun&prompt_reveal": 0.8904,
+    "rules_noun&rules_void": 2.3048,
+    "rules_void": 0.7640,
+    "secrecy": 1.2890,
+    "secrets": 1.2643,
+    "self_ref": 2.2120,
+    "stakes": 1.0134,
+    "trust": 0.4386,
+    "user_data": 0.8958,
 }
 # END intent weights
 
@@ -2032,12 +2383,16 @@ def _scan(text: str, readings: tuple[str, ...], may: frozenset | None, langs: tu
     """The findings of one text whose readings are at hand, trying only the patterns whose `id` is in `may`
     (None: every one; ids, as a compiled pattern hashes slowly): exact when no other pattern can match the
     text or a reading. `langs`: the text's `languages` (its prose's languages besides English)."""
+
     def tried(pattern: re.Pattern) -> bool:
         return may is None or id(pattern) in may
 
     found: list[str] = []
-    groups = (("instruction-override", (("", _OVERRIDE), *_CUES)), ("role-markup", (("", _MARKUP),)),
-              ("tool-call", (("", _TOOL_CALL),)))
+    groups = (
+        ("instruction-override", (("", _OVERRIDE), *_CUES)),
+        ("role-markup", (("", _MARKUP),)),
+        ("tool-call", (("", _TOOL_CALL),)),
+    )
     for kind, detectors in groups:
         seen: set[str] = set()
         for name, pattern in detectors:
@@ -2194,9 +2549,12 @@ _READER_FINDING = "instruction-override (reader {:+.2f})"
 # A lesson about phishing or prompt injection quotes the moves it warns of ("if a mail asks you to ignore your
 # instructions, mark it as phishing"; "show trainees a prompt-injection mail"): the word-family findings are
 # dropped there and the reader alone decides. Hard findings (hidden text, URLs, tool calls, ...) stay.
-_PHISHING = re.compile(r"phish|hame[cç]onn|фишинг|钓鱼|釣魚|フィッシング|피싱|prompt[- ]?inje[ck]\w*|"
-                       r"inje(?:ction|cción|ção|zione) d[eio] prompt|wstrzy\w* promptu|промпт-инъекц|提示词?注入|"
-                       r"プロンプトインジェクション|프롬프트 ?인젝션", re.IGNORECASE)
+_PHISHING = re.compile(
+    r"phish|hame[cç]onn|фишинг|钓鱼|釣魚|フィッシング|피싱|prompt[- ]?inje[ck]\w*|"
+    r"inje(?:ction|cción|ção|zione) d[eio] prompt|wstrzy\w* promptu|промпт-инъекц|提示词?注入|"
+    r"プロンプトインジェクション|프롬프트 ?인젝션",
+    re.IGNORECASE,
+)
 _READER_CACHE: dict[str, float] = {}
 _READER_LOCK = threading.Lock()
 
@@ -2278,8 +2636,9 @@ def reader_scores(texts: list[str]) -> list[float] | None:
     return [_READER_CACHE[t] for t in texts]
 
 
-def _read(texts: list[str], found: list[tuple[str, ...]], readings: list[tuple[str, ...]],
-          langs: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+def _read(
+    texts: list[str], found: list[tuple[str, ...]], readings: list[tuple[str, ...]], langs: list[tuple[str, ...]]
+) -> list[tuple[str, ...]]:
     """The reader's finding added to each text the rest of the scan left clean and that it may concern (`_asks`)."""
     clean = [i for i, f in enumerate(found) if not f and _asks(texts[i], readings[i], langs[i])]
     scores = reader_scores([texts[i] for i in clean]) if clean else None
@@ -2308,54 +2667,390 @@ def auto_approve_languages() -> frozenset[str]:
 # BEGIN reader weights (written by benchmarks/fit_scan_intent.py --reader --write; do not edit by hand)
 _READER_BIAS = -13.793292
 _READER_WEIGHTS: tuple[float, ...] = (
-    -0.685754, 4.835939, 1.025538, 4.399821, -0.462569, -0.492836, -2.041544, 0.943142,
-    1.503884, -2.528737, 1.821165, 6.561829, 6.497791, -1.255608, 1.788296, -6.472746,
-    8.629231, -0.219934, 0.508487, 0.767703, 2.786539, -1.332201, -7.767879, -7.734058,
-    -1.135082, 3.225563, -7.728995, 2.276122, 1.000745, -5.687772, 0.361883, -4.012994,
-    0.387592, -10.562741, -2.567320, 0.907144, -10.659767, -4.645767, -4.513698, -7.956612,
-    4.862076, -0.457264, 3.411413, 9.645058, 1.007090, 8.503888, -3.546732, -3.769464,
-    -0.841508, -2.585453, 5.717470, 7.927340, 1.080136, 1.369370, 6.115320, -12.491165,
-    5.882443, 10.411133, -6.005423, -1.165885, 2.932484, 4.487370, 2.567049, -10.173944,
-    1.635775, -6.447482, 2.651031, -0.249907, 3.903801, -0.865475, 1.032110, 2.957733,
-    2.524816, -2.356554, 9.717370, -0.623226, 0.546201, 6.394233, 3.813639, -0.178812,
-    12.480066, 4.958074, -2.308022, 2.154026, -4.063208, 1.879634, 2.682495, -1.440579,
-    -0.243817, 1.816214, 2.333747, 0.807692, 2.049028, 2.026387, -0.911498, 8.724156,
-    1.360204, 3.478389, -4.638095, -3.548245, 4.534177, -11.542879, 2.774082, -6.346012,
-    -6.977356, -0.557658, -2.115744, -11.400784, -4.108462, -2.528000, 4.900952, 0.122735,
-    4.069135, 2.865317, -1.753397, -8.640796, 1.599937, 3.626324, -6.421562, -1.927627,
-    3.325807, 6.019490, -3.055939, -0.983485, 0.481043, 0.378509, 0.273141, 1.750674,
-    3.695763, -3.837589, 2.174535, 9.285446, -2.056116, -4.062669, -0.763504, 1.358441,
-    -0.992645, 8.652963, -2.552318, 3.476591, -6.918926, -0.941047, 5.626950, 7.176574,
-    -1.042935, -4.654075, -1.663265, -2.959900, -5.984898, 5.617955, -3.749493, -6.400484,
-    2.860736, 2.902077, 0.694074, -3.891953, 1.824583, -1.580911, -5.028039, 1.006513,
-    3.284175, -7.673634, 0.922887, 3.200325, -4.785495, 6.018336, -3.982439, 2.013553,
-    -1.404470, -7.043151, 4.058327, -0.063475, 5.758867, 2.133048, -2.017197, -3.375457,
-    5.965073, 0.711506, -0.667876, 2.944439, 5.537363, 1.319498, -5.120929, -1.077324,
-    1.003095, -4.344651, -0.336553, 1.089459, -4.301668, -4.870307, -0.245137, 1.374721,
-    1.344730, -6.732374, -4.158991, -0.069129, -5.127052, -5.804443, 1.561693, 0.801487,
-    6.200556, 0.908010, 3.410670, -8.996270, -2.973789, -5.373903, -3.288388, 7.048422,
-    -1.604714, -1.539690, -2.005266, -2.265317, -21.968128, -0.137492, -2.397425, -5.065882,
-    -0.655012, -5.535170, 0.118414, -2.180799, -1.042966, 5.723788, -9.341613, -1.108478,
-    -0.571964, 2.423617, -4.080807, -0.683085, -4.030060, 1.870536, -3.303580, 1.594203,
-    4.921412, 3.762583, -3.286784, 1.026989, -2.163085, 6.636343, -0.134095, -0.635704,
-    0.840125, 1.662110, 2.086315, 13.516924, 3.003017, -1.605403, -12.728304, 1.393591,
-    -1.362072, 9.664300, -1.072284, -0.437015, -2.447399, 8.366122, 1.413224, -0.734440,
-    -4.333253, 2.390649, -7.039804, -3.080109, -5.421318, -5.022661, -0.559200, 6.998008,
-    -4.627629, 1.385199, 5.378163, 3.644539, 2.767313, -2.990855, -4.561269, 1.107975,
-    -0.084138, 1.905982, 0.612640, -3.622451, 3.961090, -8.006865, 0.803017, 2.460316,
-    6.063557, 6.762080, 3.288901, 3.215919, 3.696293, 6.193364, 1.238376, 2.076481,
-    -4.189707, 0.642375, -0.523750, 0.981192, -4.937825, 0.405112, 2.032834, -8.499818,
-    -1.364240, -3.915295, -3.603136, -0.026637, 3.215400, 3.069600, -6.037192, 3.179845,
-    -6.570834, -0.201482, -5.839174, -5.076682, 7.125597, 7.825343, -0.179822, 7.431460,
-    0.320406, -0.933331, 4.334620, 6.612088, 1.532387, -0.038468, -5.558621, -4.891729,
-    -0.372404, -1.866248, 5.885062, 3.571597, -5.591452, 3.014425, 0.746905, 5.926531,
-    0.621527, -9.674976, 6.919678, -1.809947, -0.214136, -1.453853, -0.165574, -0.040854,
-    7.402792, -5.790488, 2.692076, 2.751007, 1.729063, 6.698556, 5.990457, 1.278763,
-    0.281390, -2.712921, 3.548997, -4.378620, -0.353390, -8.092547, 3.629806, 2.454933,
-    -2.864985, 4.076624, -2.928079, 4.563443, 0.518935, -1.854400, 3.911975, -5.626269,
-    -5.085948, 1.219470, 9.550526, 9.529550, -1.686634, 5.143453, 3.862239, -5.575535,
-    1.260912, 2.991789, -4.347300, -2.562041, -2.441224, 1.303963, -2.594030, -1.170141,
-    -4.595356, 6.880211, -0.431903, -4.615855, 12.456929, -3.871254, -5.470643, -3.492520,
+    -0.685754,
+    4.835939,
+    1.025538,
+    4.399821,
+    -0.462569,
+    -0.492836,
+    -2.041544,
+    0.943142,
+    1.503884,
+    -2.528737,
+    1.821165,
+    6.561829,
+    6.497791,
+    -1.255608,
+    1.788296,
+    -6.472746,
+    8.629231,
+    -0.219934,
+    0.508487,
+    0.767703,
+    2.786539,
+    -1.332201,
+    -7.767879,
+    -7.734058,
+    -1.135082,
+    3.225563,
+    -7.728995,
+    2.276122,
+    1.000745,
+    -5.687772,
+    0.361883,
+    -4.012994,
+    0.387592,
+    -10.562741,
+    -2.567320,
+    0.907144,
+    -10.659767,
+    -4.645767,
+    -4.513698,
+    -7.956612,
+    4.862076,
+    -0.457264,
+    3.411413,
+    9.645058,
+    1.007090,
+    8.503888,
+    -3.546732,
+    -3.769464,
+    -0.841508,
+    -2.585453,
+    5.717470,
+    7.927340,
+    1.080136,
+    1.369370,
+    6.115320,
+    -12.491165,
+    5.882443,
+    10.411133,
+    -6.005423,
+    -1.165885,
+    2.932484,
+    4.487370,
+    2.567049,
+    -10.173944,
+    1.635775,
+    -6.447482,
+    2.651031,
+    -0.249907,
+    3.903801,
+    -0.865475,
+    1.032110,
+    2.957733,
+    2.524816,
+    -2.356554,
+    9.717370,
+    -0.623226,
+    0.546201,
+    6.394233,
+    3.813639,
+    -0.178812,
+    12.480066,
+    4.958074,
+    -2.308022,
+    2.154026,
+    -4.063208,
+    1.879634,
+    2.682495,
+    -1.440579,
+    -0.243817,
+    1.816214,
+    2.333747,
+    0.807692,
+    2.049028,
+    2.026387,
+    -0.911498,
+    8.724156,
+    1.360204,
+    3.478389,
+    -4.638095,
+    -3.548245,
+    4.534177,
+    -11.542879,
+    2.774082,
+    -6.346012,
+    -6.977356,
+    -0.557658,
+    -2.115744,
+    -11.400784,
+    -4.108462,
+    -2.528000,
+    4.900952,
+    0.122735,
+    4.069135,
+    2.865317,
+    -1.753397,
+    -8.640796,
+    1.599937,
+    3.626324,
+    -6.421562,
+    -1.927627,
+    3.325807,
+    6.019490,
+    -3.055939,
+    -0.983485,
+    0.481043,
+    0.378509,
+    0.273141,
+    1.750674,
+    3.695763,
+    -3.837589,
+    2.174535,
+    9.285446,
+    -2.056116,
+    -4.062669,
+    -0.763504,
+    1.358441,
+    -0.992645,
+    8.652963,
+    -2.552318,
+    3.476591,
+    -6.918926,
+    -0.941047,
+    5.626950,
+    7.176574,
+    -1.042935,
+    -4.654075,
+    -1.663265,
+    -2.959900,
+    -5.984898,
+    5.617955,
+    -3.749493,
+    -6.400484,
+    2.860736,
+    2.902077,
+    0.694074,
+    -3.891953,
+    1.824583,
+    -1.580911,
+    -5.028039,
+    1.006513,
+    3.284175,
+    -7.673634,
+    0.922887,
+    3.200325,
+    -4.785495,
+    6.018336,
+    -3.982439,
+    2.013553,
+    -1.404470,
+    -7.043151,
+    4.058327,
+    -0.063475,
+    5.758867,
+    2.133048,
+    -2.017197,
+    -3.375457,
+    5.965073,
+    0.711506,
+    -0.667876,
+    2.944439,
+    5.537363,
+    1.319498,
+    -5.120929,
+    -1.077324,
+    1.003095,
+    -4.344651,
+    -0.336553,
+    1.089459,
+    -4.301668,
+    -4.870307,
+    -0.245137,
+    1.374721,
+    1.344730,
+    -6.732374,
+    -4.158991,
+    -0.069129,
+    -5.127052,
+    -5.804443,
+    1.561693,
+    0.801487,
+    6.200556,
+    0.908010,
+    3.410670,
+    -8.996270,
+    -2.973789,
+    -5.373903,
+    -3.288388,
+    7.048422,
+    -1.604714,
+    -1.539690,
+    -2.005266,
+    -2.265317,
+    -21.968128,
+    -0.137492,
+    -2.397425,
+    -5.065882,
+    -0.655012,
+    -5.535170,
+    0.118414,
+    -2.180799,
+    -1.042966,
+    5.723788,
+    -9.341613,
+    -1.108478,
+    -0.571964,
+    2.423617,
+    -4.080807,
+    -0.683085,
+    -4.030060,
+    1.870536,
+    -3.303580,
+    1.594203,
+    4.921412,
+    3.762583,
+    -3.286784,
+    1.026989,
+    -2.163085,
+    6.636343,
+    -0.134095,
+    -0.635704,
+    0.840125,
+    1.662110,
+    2.086315,
+    13.516924,
+    3.003017,
+    -1.605403,
+    -12.728304,
+    1.393591,
+    -1.362072,
+    9.664300,
+    -1.072284,
+    -0.437015,
+    -2.447399,
+    8.366122,
+    1.413224,
+    -0.734440,
+    -4.333253,
+    2.390649,
+    -7.039804,
+    -3.080109,
+    -5.421318,
+    -5.022661,
+    -0.559200,
+    6.998008,
+    -4.627629,
+    1.385199,
+    5.378163,
+    3.644539,
+    2.767313,
+    -2.990855,
+    -4.561269,
+    1.107975,
+    -0.084138,
+    1.905982,
+    0.612640,
+    -3.622451,
+    3.961090,
+    -8.006865,
+    0.803017,
+    2.460316,
+    6.063557,
+    6.762080,
+    3.288901,
+    3.215919,
+    3.696293,
+    6.193364,
+    1.238376,
+    2.076481,
+    -4.189707,
+    0.642375,
+    -0.523750,
+    0.981192,
+    -4.937825,
+    0.405112,
+    2.032834,
+    -8.499818,
+    -1.364240,
+    -3.915295,
+    -3.603136,
+    -0.026637,
+    3.215400,
+    3.069600,
+    -6.037192,
+    3.179845,
+    -6.570834,
+    -0.201482,
+    -5.839174,
+    -5.076682,
+    7.125597,
+    7.825343,
+    -0.179822,
+    7.431460,
+    0.320406,
+    -0.933331,
+    4.334620,
+    6.612088,
+    1.532387,
+    -0.038468,
+    -5.558621,
+    -4.891729,
+    -0.372404,
+    -1.866248,
+    5.885062,
+    3.571597,
+    -5.591452,
+    3.014425,
+    0.746905,
+    5.926531,
+    0.621527,
+    -9.674976,
+    6.919678,
+    -1.809947,
+    -0.214136,
+    -1.453853,
+    -0.165574,
+    -0.040854,
+    7.402792,
+    -5.790488,
+    2.692076,
+    2.751007,
+    1.729063,
+    6.698556,
+    5.990457,
+    1.278763,
+    0.281390,
+    -2.712921,
+    3.548997,
+    -4.378620,
+    -0.353390,
+    -8.092547,
+    3.629806,
+    2.454933,
+    -2.864985,
+    4.076624,
+    -2.928079,
+    4.563443,
+    0.518935,
+    -1.854400,
+    3.911975,
+    -5.626269,
+    -5.085948,
+    1.219470,
+    9.550526,
+    9.529550,
+    -1.686634,
+    5.143453,
+    3.862239,
+    -5.575535,
+    1.260912,
+    2.991789,
+    -4.347300,
+    -2.562041,
+    -2.441224,
+    1.303963,
+    -2.594030,
+    -1.170141,
+    -4.595356,
+    6.880211,
+    -0.431903,
+    -4.615855,
+    12.456929,
+    -3.871254,
+    -5.470643,
+    -3.492520,
 )
 # END reader weights
 
@@ -2366,8 +3061,9 @@ def reading_lines(text: str, readings: tuple[str, ...]) -> str:
     return "\n".join((text, *readings))
 
 
-def scan_many(texts: list[str], candidates: list | None = None,
-              readings: list[tuple[str, ...]] | None = None) -> list[tuple[str, ...]]:
+def scan_many(
+    texts: list[str], candidates: list | None = None, readings: list[tuple[str, ...]] | None = None
+) -> list[tuple[str, ...]]:
     """`scan` of each text. Every pattern of this module compiled into one automaton (`patternset.PatternSet`)
     names, per text, the patterns that may match it or one of its readings, and only those are tried
     (`_scan`). `candidates` (per text): a caller's own such verdict over (at least) `detectors()`,
@@ -2378,9 +3074,13 @@ def scan_many(texts: list[str], candidates: list | None = None,
         readings = views_many(texts)
     if candidates is None:
         patterns = detectors()
-        candidates = [[patterns[j] for j in sorted(g)] for g in pattern_set(patterns).groups_many(
-            [reading_lines(t, r) for t, r in zip(texts, readings)])]
+        candidates = [
+            [patterns[j] for j in sorted(g)]
+            for g in pattern_set(patterns).groups_many([reading_lines(t, r) for t, r in zip(texts, readings)])
+        ]
     langs = languages_many(texts)
-    found = [_scan(t, r, None if m is True else frozenset(map(id, m)), lang)
-             for t, m, r, lang in zip(texts, candidates, readings, langs)]
+    found = [
+        _scan(t, r, None if m is True else frozenset(map(id, m)), lang)
+        for t, m, r, lang in zip(texts, candidates, readings, langs)
+    ]
     return _read(texts, found, readings, langs)

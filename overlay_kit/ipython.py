@@ -88,11 +88,14 @@ class OverlayMagics(Magics):
         if self.store is None:
             default = default_db_path()
             if not default.exists():
-                raise UsageError(f"no overlay store is open: run %overlay_db PATH (the default {default} "
-                                 "does not exist)")
+                raise UsageError(
+                    f"no overlay store is open: run %overlay_db PATH (the default {default} does not exist)"
+                )
             self.open(default)
-            print(f"overlay store {default} (the default: $OVERLAY_KIT_DB, else ~/.overlay_kit/overlay.db); "
-                  "%overlay_db PATH opens another")
+            print(
+                f"overlay store {default} (the default: $OVERLAY_KIT_DB, else ~/.overlay_kit/overlay.db); "
+                "%overlay_db PATH opens another"
+            )
         return self.store
 
     def open(self, path, *, research: bool = False, auto_approve: bool = SHIPPED.auto_approve) -> Store:
@@ -151,13 +154,21 @@ class OverlayMagics(Magics):
         args = _parse("deltas", line)
         store = self._store(args.db)
         name = self._skill_name(args.skill)
-        rows = list(store.iter_deltas(name, status=DELTA_FILTERS[args.which], include_superseded=args.superseded,
-                                      after=args.after, limit=args.limit))
+        rows = list(
+            store.iter_deltas(
+                name,
+                status=DELTA_FILTERS[args.which],
+                include_superseded=args.superseded,
+                after=args.after,
+                limit=args.limit,
+            )
+        )
         if args.json:
             return {"db": store.path, "skill": name, "filter": args.which, "deltas": [d.to_dict() for d in rows]}
         bodies = tuple((n, s.body) for n, s in self.skills.items())
-        table = DeltaTable(tuple(rows), f"{args.which} deltas" + (f" of {name}" if name else "") + f" ({len(rows)})",
-                           bodies)
+        table = DeltaTable(
+            tuple(rows), f"{args.which} deltas" + (f" of {name}" if name else "") + f" ({len(rows)})", bodies
+        )
         if not args.diff:
             return table
         if args.skill is None:
@@ -174,11 +185,21 @@ class OverlayMagics(Magics):
 
         args = _parse("resolve", line)
         skill = self.skill(args.skill)
-        store = self._store(args.db) if args.learned and (args.db or self.store is not None
-                                                          or default_db_path().exists()) else None
-        eff = resolve(skill, store, goal=args.goal, scope=args.scope or "user", learned=args.learned,
-                      embedder=args.embedder, tau=args.tau,
-                      ceiling=SHIPPED.ceiling if args.ceiling is None else args.ceiling)
+        store = (
+            self._store(args.db)
+            if args.learned and (args.db or self.store is not None or default_db_path().exists())
+            else None
+        )
+        eff = resolve(
+            skill,
+            store,
+            goal=args.goal,
+            scope=args.scope or "user",
+            learned=args.learned,
+            embedder=args.embedder,
+            tau=args.tau,
+            ceiling=SHIPPED.ceiling if args.ceiling is None else args.ceiling,
+        )
         return {"db": store.path if store else None, **eff.to_dict()} if args.json else eff
 
     @cell_magic
@@ -210,9 +231,17 @@ class OverlayMagics(Magics):
         source = args.source or meta.get("source") or "user_instruction"
         provenance = {"source": source, "turns": list(meta.get("turns") or [])}
         skill = self.skill(args.skill)
-        return gates.check(self.store, skill, kind, data, section=args.section or meta.get("section"),
-                           provenance=provenance, scope=args.scope or meta.get("scope") or "user",
-                           evidence=args.evidence or meta.get("evidence"), research=args.research)
+        return gates.check(
+            self.store,
+            skill,
+            kind,
+            data,
+            section=args.section or meta.get("section"),
+            provenance=provenance,
+            scope=args.scope or meta.get("scope") or "user",
+            evidence=args.evidence or meta.get("evidence"),
+            research=args.research,
+        )
 
 
 def load_ipython_extension(ipython) -> None:

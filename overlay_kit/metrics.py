@@ -56,12 +56,22 @@ class Interval:
         return cls(float(estimate), float(lo), float(hi), confidence, n)
 
     def to_dict(self) -> dict:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high, "confidence": self.confidence,
-                "n": self.n}
+        return {
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "n": self.n,
+        }
 
 
-def bootstrap_ci(*samples: Sequence[float], statistic: Callable[..., np.ndarray], n_resamples: int = 2000,
-                 confidence: float = 0.95, seed: int = 0) -> Interval:
+def bootstrap_ci(
+    *samples: Sequence[float],
+    statistic: Callable[..., np.ndarray],
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
     """Percentile bootstrap of `statistic(*samples, axis=-1)` (scipy.stats.bootstrap). Several samples are
     resampled together: entry i of each is cluster i. `statistic` must be vectorized over `axis`."""
     from scipy import (
@@ -77,8 +87,16 @@ def bootstrap_ci(*samples: Sequence[float], statistic: Callable[..., np.ndarray]
         return Interval(estimate, estimate, estimate, confidence, n)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)  # constant data: handled below
-        res = stats.bootstrap(arrays, statistic, paired=True, vectorized=True, n_resamples=n_resamples,
-                              confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
+        res = stats.bootstrap(
+            arrays,
+            statistic,
+            paired=True,
+            vectorized=True,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if np.isnan(low) or np.isnan(high):  # a constant statistic: no spread to resample
         low = high = estimate
@@ -114,8 +132,9 @@ def binomial_upper(k: int, n: int, confidence: float = 0.95) -> Interval:
     return Interval(k / n, 0.0, float(ci.high), confidence, n)
 
 
-def rate_table(df: pd.DataFrame, by: str | Sequence[str], cluster: str, rates: Mapping[str, tuple[str, str]],
-               **kw) -> pd.DataFrame:
+def rate_table(
+    df: pd.DataFrame, by: str | Sequence[str], cluster: str, rates: Mapping[str, tuple[str, str]], **kw
+) -> pd.DataFrame:
     """One row per group of `by`; for each `name: (numerator column, denominator column)` the rate of sums
     and its cluster-bootstrap interval (`name`, `name_low`, `name_high`). Clusters are summed first."""
     by = [by] if isinstance(by, str) else list(by)

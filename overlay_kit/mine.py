@@ -148,9 +148,19 @@ __all__ = [
     "write_records",
 ]
 
-DEFAULT_PATTERNS = ("SKILL.md", "CLAUDE.md", "AGENTS.md", "GEMINI.md", ".cursor/rules/*.mdc", ".cursor/rules/*.md",
-                    ".cursorrules", ".github/copilot-instructions.md", ".windsurfrules", ".clinerules",
-                    ".clinerules/*.md")
+DEFAULT_PATTERNS = (
+    "SKILL.md",
+    "CLAUDE.md",
+    "AGENTS.md",
+    "GEMINI.md",
+    ".cursor/rules/*.mdc",
+    ".cursor/rules/*.md",
+    ".cursorrules",
+    ".github/copilot-instructions.md",
+    ".windsurfrules",
+    ".clinerules",
+    ".clinerules/*.md",
+)
 FRONTMATTER_PATTERNS = ("SKILL.md", ".cursor/rules/*.mdc", ".cursor/rules/*.md")
 MAX_BLOB_BYTES = MAX_SKILL_BYTES  # a larger blob is skipped (counted in `notes`), never read into memory
 REWORD_RATIO = 60.0  # rapidfuzz.fuzz.ratio (0-100) of two normalized rule texts at or above which one rewords the other
@@ -160,8 +170,18 @@ POLICY = "section"
 NEAR_DUPLICATE_RATIO = 90.0  # rapidfuzz.fuzz.ratio at or above which two rule units of one version near-duplicate
 NEAR_DUPLICATE_MAX = 3000  # rule units in a version above which near duplicates are not counted (None)
 PROGRESS_MIN = 200  # versions in a repository below which no progress bar is drawn
-EDIT_CLASSES = ("frontmatter-only", "whitespace-only", "rewrite", "append-only", "section-added", "in-section-edit",
-                "heading-rename", "section-removed", "section-moved", "mixed")
+EDIT_CLASSES = (
+    "frontmatter-only",
+    "whitespace-only",
+    "rewrite",
+    "append-only",
+    "section-added",
+    "in-section-edit",
+    "heading-rename",
+    "section-removed",
+    "section-moved",
+    "mixed",
+)
 FATES = ("kept", "reworded", "moved", "deleted")
 CHANGES = ("unchanged", "append", "insert", "edit", "rewrite", "renumber", "rename", "remove", "move", "add")
 
@@ -196,11 +216,21 @@ class MinedVersion:
 
     def to_record(self, file_id: str) -> dict:
         body_sections = [s for s in self.sections if s.text.strip()]
-        return {"file": file_id, "version": self.index, "commit": self.commit, "date": self.date,
-                "path": self.path, "blob": self.blob, "lines": self.lines, "body_lines": len(self.body.splitlines()),
-                "bytes": len(self.text.encode("utf-8")), "sections": len(body_sections),
-                "frontmatter_digest": _digest(self.frontmatter) if self.frontmatter else None,
-                "body_digest": _digest(self.body), **_duplicates([u.text for s in self.sections for u in _units_of(s)])}
+        return {
+            "file": file_id,
+            "version": self.index,
+            "commit": self.commit,
+            "date": self.date,
+            "path": self.path,
+            "blob": self.blob,
+            "lines": self.lines,
+            "body_lines": len(self.body.splitlines()),
+            "bytes": len(self.text.encode("utf-8")),
+            "sections": len(body_sections),
+            "frontmatter_digest": _digest(self.frontmatter) if self.frontmatter else None,
+            "body_digest": _digest(self.body),
+            **_duplicates([u.text for s in self.sections for u in _units_of(s)]),
+        }
 
 
 @dataclass(frozen=True)
@@ -218,13 +248,20 @@ class MinedFile:
     missing: tuple[str, ...] = ()  # commits whose blob of the file is not in the repository (a partial clone)
 
     def to_record(self) -> dict:
-        return {"id": self.id, "repo": self.repo, "path": self.path, "paths": list(self.paths),
-                "pattern": self.pattern, "deleted": self.deleted, "versions": len(self.versions),
-                "first_commit": self.versions[0].commit if self.versions else None,
-                "last_commit": self.versions[-1].commit if self.versions else None,
-                "first_date": self.versions[0].date if self.versions else None,
-                "last_date": self.versions[-1].date if self.versions else None,
-                "skipped": dict(sorted(self.skipped.items()))}
+        return {
+            "id": self.id,
+            "repo": self.repo,
+            "path": self.path,
+            "paths": list(self.paths),
+            "pattern": self.pattern,
+            "deleted": self.deleted,
+            "versions": len(self.versions),
+            "first_commit": self.versions[0].commit if self.versions else None,
+            "last_commit": self.versions[-1].commit if self.versions else None,
+            "first_date": self.versions[0].date if self.versions else None,
+            "last_date": self.versions[-1].date if self.versions else None,
+            "skipped": dict(sorted(self.skipped.items())),
+        }
 
 
 @dataclass(frozen=True)
@@ -240,8 +277,15 @@ class SectionChange:
     lines_removed: int = 0
 
     def to_dict(self) -> dict:
-        return {"section": self.section, "state": self.state, "change": self.change, "target": self.target,
-                "moved": self.moved, "lines_added": self.lines_added, "lines_removed": self.lines_removed}
+        return {
+            "section": self.section,
+            "state": self.state,
+            "change": self.change,
+            "target": self.target,
+            "moved": self.moved,
+            "lines_added": self.lines_added,
+            "lines_removed": self.lines_removed,
+        }
 
 
 @dataclass(frozen=True)
@@ -268,17 +312,34 @@ class Pair:
     def to_record(self, versions: Sequence[MinedVersion]) -> dict:
         states, changes = self.counts(), Counter(s.change for s in self.sections)
         o, n = versions[self.old], versions[self.new]
-        return {"file": self.file, "old": self.old, "new": self.new, "old_commit": o.commit, "new_commit": n.commit,
-                "date": n.date, "edit_class": self.edit_class, "changes": list(self.changes),
-                "body_changed": self.body_changed, "frontmatter_changed": self.frontmatter_changed,
-                "slugs_changed": self.slugs_changed,
-                "sections_old": len(self.sections), "sections_new": sum(1 for s in n.sections if s.text.strip()),
-                "clean": states["clean"], "stale": states["stale"], "orphaned": states["orphaned"],
-                **{c: changes[c] for c in CHANGES if c not in ("add", "move")},
-                "moved": sum(s.moved for s in self.sections), "added": len(self.added),
-                "lines_old": o.lines, "lines_new": n.lines, "lines_added": self.lines_added,
-                "lines_removed": self.lines_removed, "events": self.events,
-                "decisions": [s.to_dict() for s in self.sections], "added_sections": list(self.added)}
+        return {
+            "file": self.file,
+            "old": self.old,
+            "new": self.new,
+            "old_commit": o.commit,
+            "new_commit": n.commit,
+            "date": n.date,
+            "edit_class": self.edit_class,
+            "changes": list(self.changes),
+            "body_changed": self.body_changed,
+            "frontmatter_changed": self.frontmatter_changed,
+            "slugs_changed": self.slugs_changed,
+            "sections_old": len(self.sections),
+            "sections_new": sum(1 for s in n.sections if s.text.strip()),
+            "clean": states["clean"],
+            "stale": states["stale"],
+            "orphaned": states["orphaned"],
+            **{c: changes[c] for c in CHANGES if c not in ("add", "move")},
+            "moved": sum(s.moved for s in self.sections),
+            "added": len(self.added),
+            "lines_old": o.lines,
+            "lines_new": n.lines,
+            "lines_added": self.lines_added,
+            "lines_removed": self.lines_removed,
+            "events": self.events,
+            "decisions": [s.to_dict() for s in self.sections],
+            "added_sections": list(self.added),
+        }
 
 
 @dataclass(frozen=True)
@@ -320,12 +381,40 @@ class RuleEvent:
     steps: tuple[tuple[str, str | None, bool], ...] = field(default=(), repr=False, compare=False)
 
     def to_record(self) -> dict:
-        return {k: getattr(self, k) for k in (
-            "id", "file", "version", "commit", "section", "line_index", "unit_lines", "section_lines", "at_end",
-            "kind", "hash", "fate", "fate_version", "fate_commit", "fate_similarity", "fate_section", "fate_file",
-            "fate_decision", "versions_survived", "section_changed_before_fate", "section_edited_before_fate",
-            "section_changed_at_fate", "section_edited_at_fate", "first_section_change", "section_changes",
-            "section_edits", "section_touched_before_fate", "section_touched_at_fate", "file_deleted")}
+        return {
+            k: getattr(self, k)
+            for k in (
+                "id",
+                "file",
+                "version",
+                "commit",
+                "section",
+                "line_index",
+                "unit_lines",
+                "section_lines",
+                "at_end",
+                "kind",
+                "hash",
+                "fate",
+                "fate_version",
+                "fate_commit",
+                "fate_similarity",
+                "fate_section",
+                "fate_file",
+                "fate_decision",
+                "versions_survived",
+                "section_changed_before_fate",
+                "section_edited_before_fate",
+                "section_changed_at_fate",
+                "section_edited_at_fate",
+                "first_section_change",
+                "section_changes",
+                "section_edits",
+                "section_touched_before_fate",
+                "section_touched_at_fate",
+                "file_deleted",
+            )
+        }
 
 
 @dataclass(frozen=True)
@@ -339,12 +428,14 @@ class MineResult:
     def to_records(self) -> dict:
         """Text-free derived records, JSON-serializable: repos, files, versions, pairs, events, notes."""
         by_id = {f.id: f for f in self.files}
-        return {"repos": [dict(r) for r in self.repos],
-                "files": [f.to_record() for f in self.files],
-                "versions": [v.to_record(f.id) for f in self.files for v in f.versions],
-                "pairs": [p.to_record(by_id[p.file].versions) for p in self.pairs],
-                "events": [e.to_record() for e in self.events],
-                "notes": dict(sorted(self.notes.items()))}
+        return {
+            "repos": [dict(r) for r in self.repos],
+            "files": [f.to_record() for f in self.files],
+            "versions": [v.to_record(f.id) for f in self.files for v in f.versions],
+            "pairs": [p.to_record(by_id[p.file].versions) for p in self.pairs],
+            "events": [e.to_record() for e in self.events],
+            "notes": dict(sorted(self.notes.items())),
+        }
 
 
 # ------------------------------------------------------------------------------------------ text helpers
@@ -423,8 +514,12 @@ def _units(body: str) -> tuple[_Unit, ...]:
     for i, line in enumerate(lines):
         if fence is not None:
             m = _FENCE.match(line)
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
-                    and not line.strip()[len(m.group(1)):].strip():  # a closing fence has no info string
+            if (
+                m
+                and m.group(1)[0] == fence[0]
+                and len(m.group(1)) >= len(fence)
+                and not line.strip()[len(m.group(1)) :].strip()
+            ):  # a closing fence has no info string
                 fence = None
             continue
         m = _FENCE.match(line)
@@ -525,8 +620,9 @@ def _open(repo: str | os.PathLike) -> tuple[Path, str | None]:
         raise MineError(path, "git is not installed (no `git` on PATH)") from None
     if out.returncode != 0:
         raise MineError(path, "not a git repository")
-    head = subprocess.run(["git", "-C", str(path), "rev-parse", "--verify", "-q", "HEAD^{commit}"],
-                          capture_output=True, check=False)
+    head = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--verify", "-q", "HEAD^{commit}"], capture_output=True, check=False
+    )
     return path, (head.stdout.decode().strip() or None) if head.returncode == 0 else None
 
 
@@ -573,8 +669,18 @@ def _walk(repo: Path, label: str, rev: str, patterns: Sequence[str]) -> tuple[li
     file's blob per commit, renames among them followed — and whether they could be: rename detection reads
     blobs, and a partial clone may lack some; then the pass is made again with `--no-renames`, and a renamed
     file shows as one deleted and one added."""
-    args = ("log", "--first-parent", "--reverse", "--raw", "--no-abbrev", "-z", "--format=%x01%H %ct", rev, "--",
-            *pathspecs(patterns))
+    args = (
+        "log",
+        "--first-parent",
+        "--reverse",
+        "--raw",
+        "--no-abbrev",
+        "-z",
+        "--format=%x01%H %ct",
+        rev,
+        "--",
+        *pathspecs(patterns),
+    )
     try:
         log, renames = _git(repo, *args[:3], "-M", *args[3:]), True
     except MineError:
@@ -678,7 +784,7 @@ def _blobs(repo: Path, shas: Iterable[str], cap: int) -> tuple[dict[str, bytes],
             nl = data.index(b"\n", pos)
             sha, _, size = data[pos:nl].decode().split(" ")
             start = nl + 1
-            out[sha] = data[start:start + int(size)]
+            out[sha] = data[start : start + int(size)]
             pos = start + int(size) + 1
     return out, why
 
@@ -831,11 +937,26 @@ def _analyse(file_id: str, old: MinedVersion, new: MinedVersion, policy) -> _Ana
     fm_changed = old.frontmatter != new.frontmatter
     body_changed = old.body != new.body
     slugs_changed = [s.slug for s in old.sections if s.text.strip()] != [s.slug for s in new.sections if s.text.strip()]
-    klass = edit_class(kinds, body_changed=body_changed,
-                       removed_share=(sum(c.change in ("remove", "rewrite") for c in changes) / len(changes))
-                       if changes else 0.0)
-    pair = Pair(file_id, old.index, new.index, klass, tuple(sorted(kinds | ({"frontmatter"} if fm_changed else set()))),
-                tuple(changes), added_sections, body_changed, fm_changed, slugs_changed, add_total, rem_total, 0)
+    klass = edit_class(
+        kinds,
+        body_changed=body_changed,
+        removed_share=(sum(c.change in ("remove", "rewrite") for c in changes) / len(changes)) if changes else 0.0,
+    )
+    pair = Pair(
+        file_id,
+        old.index,
+        new.index,
+        klass,
+        tuple(sorted(kinds | ({"frontmatter"} if fm_changed else set()))),
+        tuple(changes),
+        added_sections,
+        body_changed,
+        fm_changed,
+        slugs_changed,
+        add_total,
+        rem_total,
+        0,
+    )
     return _Analysis(pair, mapping, ops)
 
 
@@ -851,11 +972,14 @@ def edit_class(changes: Iterable[str], *, body_changed: bool = True, removed_sha
         return "rewrite"
     grow, edit, renum = {"append", "insert"}, {"edit", "rewrite"}, {"renumber"}  # a section added, removed or
     # moved renumbers the steps after it: the renumbering is part of that change, not a heading rename of its own
-    for klass, allowed, needs in (("append-only", grow, grow), ("section-added", grow | renum | {"add"}, {"add"}),
-                                  ("in-section-edit", grow | edit, edit),
-                                  ("heading-rename", grow | edit | {"renumber", "rename"}, {"renumber", "rename"}),
-                                  ("section-removed", grow | edit | renum | {"remove"}, {"remove"}),
-                                  ("section-moved", grow | edit | renum | {"move"}, {"move"})):
+    for klass, allowed, needs in (
+        ("append-only", grow, grow),
+        ("section-added", grow | renum | {"add"}, {"add"}),
+        ("in-section-edit", grow | edit, edit),
+        ("heading-rename", grow | edit | {"renumber", "rename"}, {"renumber", "rename"}),
+        ("section-removed", grow | edit | renum | {"remove"}, {"remove"}),
+        ("section-moved", grow | edit | renum | {"move"}, {"move"}),
+    ):
         if k <= allowed and k & needs:
             return klass
     return "mixed"
@@ -889,7 +1013,7 @@ def _others(section: Section, text: str) -> tuple[str, ...]:
     lines = section.body_text.splitlines()
     unit = next((u for u in _units_of(section) if u.text == text), None)
     if unit is not None:
-        del lines[unit.start:unit.start + unit.lines]
+        del lines[unit.start : unit.start + unit.lines]
     return (section_key(section), *(n for n in map(_norm_line, lines) if n))
 
 
@@ -898,8 +1022,7 @@ def _pure_addition(before: Sequence[str], after: Sequence[str]) -> bool:
     return all(tag in ("equal", "insert") for tag, *_ in ops)
 
 
-def touch_flags(text: str, steps: Sequence[tuple[str, str | None, bool]], at_fate: bool,
-                **params) -> tuple[bool, bool]:
+def touch_flags(text: str, steps: Sequence[tuple[str, str | None, bool]], at_fate: bool, **params) -> tuple[bool, bool]:
     """(before the fate, at the fate): whether a section change flags the rule once the flag is narrowed to what
     the rule refers to (`touch.touches`, `params` passed through). A section the policy orphans, or that is
     gone, flags it as before; a stale one only when the edit touches the rule — else the product re-keys the
@@ -911,8 +1034,9 @@ def touch_flags(text: str, steps: Sequence[tuple[str, str | None, bool]], at_fat
     return any(flags), False
 
 
-def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[_Analysis],
-            file_deleted: bool) -> RuleEvent:
+def _follow(
+    ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[_Analysis], file_deleted: bool
+) -> RuleEvent:
     """The event with its fate filled in, following it from its version to the file's last."""
     slug = ev.section
     by_slug = {s.slug: s for s in versions[ev.version].sections}
@@ -966,14 +1090,22 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
         else:
             old_here = Counter(u.text for u in _units_of(old_sections[slug]))
             fresh_here = [t for t in units_here if old_here[t] == 0]
-            best = process.extractOne(ev.text, fresh_here, scorer=fuzz.ratio, score_cutoff=REWORD_RATIO) \
-                if fresh_here else None
+            best = (
+                process.extractOne(ev.text, fresh_here, scorer=fuzz.ratio, score_cutoff=REWORD_RATIO)
+                if fresh_here
+                else None
+            )
             if best is not None:
                 fate, sim, where = "reworded", round(best[1] / 100, 4), target
             else:
                 fresh_else = [(sl, t) for sl, t in elsewhere if old_all[t] == 0]
-                best = process.extractOne(ev.text, [t for _, t in fresh_else], scorer=fuzz.ratio,
-                                          score_cutoff=REWORD_RATIO) if fresh_else else None
+                best = (
+                    process.extractOne(
+                        ev.text, [t for _, t in fresh_else], scorer=fuzz.ratio, score_cutoff=REWORD_RATIO
+                    )
+                    if fresh_else
+                    else None
+                )
                 if best is not None:
                     fate, sim, where = "moved", round(best[1] / 100, 4), fresh_else[best[2]][0]
         if fate == "reworded":  # the rewording is the rule's own text, not its section's
@@ -985,36 +1117,69 @@ def _follow(ev: RuleEvent, versions: Sequence[MinedVersion], analyses: Sequence[
             n_edits += edited_now
             if first_change is None:
                 first_change = w
-            steps.append(("\n".join(prev_others), "\n".join(others) if here is not None else None,
-                          decision == "orphaned"))
-        return replace(ev, fate=fate, fate_version=w, fate_commit=new_v.commit, fate_similarity=sim,
-                        fate_section=where, fate_decision=decision, versions_survived=survived,
-                        section_changed_before_fate=changed_before, section_edited_before_fate=edited_before,
-                        section_changed_at_fate=changed_now, section_edited_at_fate=edited_now,
-                        first_section_change=first_change, section_changes=n_changes, section_edits=n_edits,
-                        **dict(zip(("section_touched_before_fate", "section_touched_at_fate"),
-                                   touch_flags(ev.text, steps, changed_now))),
-                        file_deleted=file_deleted, steps=tuple(steps))
-    return replace(ev, fate="kept", fate_section=slug, versions_survived=survived,
-                    section_changed_before_fate=changed_before, section_edited_before_fate=edited_before,
-                    first_section_change=first_change, section_changes=n_changes, section_edits=n_edits,
-                    section_touched_before_fate=touch_flags(ev.text, steps, False)[0],
-                    file_deleted=file_deleted, steps=tuple(steps))
+            steps.append(
+                ("\n".join(prev_others), "\n".join(others) if here is not None else None, decision == "orphaned")
+            )
+        return replace(
+            ev,
+            fate=fate,
+            fate_version=w,
+            fate_commit=new_v.commit,
+            fate_similarity=sim,
+            fate_section=where,
+            fate_decision=decision,
+            versions_survived=survived,
+            section_changed_before_fate=changed_before,
+            section_edited_before_fate=edited_before,
+            section_changed_at_fate=changed_now,
+            section_edited_at_fate=edited_now,
+            first_section_change=first_change,
+            section_changes=n_changes,
+            section_edits=n_edits,
+            **dict(
+                zip(
+                    ("section_touched_before_fate", "section_touched_at_fate"), touch_flags(ev.text, steps, changed_now)
+                )
+            ),
+            file_deleted=file_deleted,
+            steps=tuple(steps),
+        )
+    return replace(
+        ev,
+        fate="kept",
+        fate_section=slug,
+        versions_survived=survived,
+        section_changed_before_fate=changed_before,
+        section_edited_before_fate=edited_before,
+        first_section_change=first_change,
+        section_changes=n_changes,
+        section_edits=n_edits,
+        section_touched_before_fate=touch_flags(ev.text, steps, False)[0],
+        file_deleted=file_deleted,
+        steps=tuple(steps),
+    )
 
 
 # ------------------------------------------------------------------------------------------ driver
 
 
-def read_versions(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_PATTERNS, rev: str = "HEAD",
-                  label: str | None = None, max_blob_bytes: int = MAX_BLOB_BYTES) -> MineResult:
+def read_versions(
+    repo: str | os.PathLike,
+    *,
+    patterns: Sequence[str] = DEFAULT_PATTERNS,
+    rev: str = "HEAD",
+    label: str | None = None,
+    max_blob_bytes: int = MAX_BLOB_BYTES,
+) -> MineResult:
     """The instruction files of one local git repository and their versions, texts included (`.files` only:
     no pairs, no events). Raises `MineError` naming the path when the repository cannot be read."""
     path, head = _open(repo)
     label = label or _label(path)
     notes: Counter = Counter()
     if head is None and rev == "HEAD":
-        return MineResult((), (), (), ({"repo": label, "path": str(path), "head": None, "rev": rev, "commits": 0},),
-                          notes)
+        return MineResult(
+            (), (), (), ({"repo": label, "path": str(path), "head": None, "rev": rev, "commits": 0},), notes
+        )
     tracks, renames = _walk(path, label, rev, patterns)
     commits = int(_git(path, "rev-list", "--first-parent", "--count", rev, "--").decode().strip() or 0)
     if not renames:
@@ -1053,10 +1218,14 @@ def read_versions(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_
         for k, n in skipped.items():
             notes[f"{label}: {k}"] += n
         if versions:
-            files.append(MinedFile(t.id, label, t.path, tuple(t.paths), t.pattern, t.deleted, tuple(versions),
-                                   skipped, tuple(missing)))
-    return MineResult(tuple(files), (), (), ({"repo": label, "path": str(path), "head": head, "rev": rev,
-                                              "commits": commits},), notes)
+            files.append(
+                MinedFile(
+                    t.id, label, t.path, tuple(t.paths), t.pattern, t.deleted, tuple(versions), skipped, tuple(missing)
+                )
+            )
+    return MineResult(
+        tuple(files), (), (), ({"repo": label, "path": str(path), "head": head, "rev": rev, "commits": commits},), notes
+    )
 
 
 def _traffic(files: Sequence[MinedFile]) -> tuple[dict, dict]:
@@ -1083,8 +1252,9 @@ def _similar(text: str, choices: Sequence[str]) -> tuple[int, float] | None:
     return None if best is None else (best[2], round(best[1] / 100, 4))
 
 
-def analyse(files: Iterable[MinedFile], *, progress=False,
-            label: str = "") -> tuple[tuple[Pair, ...], tuple[RuleEvent, ...]]:
+def analyse(
+    files: Iterable[MinedFile], *, progress=False, label: str = ""
+) -> tuple[tuple[Pair, ...], tuple[RuleEvent, ...]]:
     """The pairs and rule events (fates followed) of one repository's files read by `read_versions`. A rule
     taken out of one file and put into another in the same commit (`CLAUDE.md` → `AGENTS.md`) is `moved` there
     (`fate_file`), and makes no rule event in the file it went to."""
@@ -1117,9 +1287,22 @@ def analyse(files: Iterable[MinedFile], *, progress=False,
                 for u, at_end in _new_units(old_s, new_s):
                     if u.text in before or _similar(u.text, gone) or _similar(u.text, elsewhere):
                         continue  # moved here from elsewhere in the file or another (perhaps reworded): no new rule
-                    file_events.append(RuleEvent(
-                        f"{f.id}@{new_v.index}#{made}", f.id, new_v.index, new_v.commit, c.target, u.start,
-                        u.lines, n_body, at_end, u.kind, _digest(u.text), u.text))
+                    file_events.append(
+                        RuleEvent(
+                            f"{f.id}@{new_v.index}#{made}",
+                            f.id,
+                            new_v.index,
+                            new_v.commit,
+                            c.target,
+                            u.start,
+                            u.lines,
+                            n_body,
+                            at_end,
+                            u.kind,
+                            _digest(u.text),
+                            u.text,
+                        )
+                    )
                     made += 1
             analyses[k] = _Analysis(replace(a.pair, events=made), a.mapping, a.ops)
         pairs.extend(a.pair for a in analyses)
@@ -1129,16 +1312,27 @@ def analyse(files: Iterable[MinedFile], *, progress=False,
                 there = [(g, sl, t) for g, sl, t in fresh_at.get(e.fate_commit, ()) if g != f.id]
                 hit = _similar(e.text, [t for *_, t in there])
                 if hit is not None:
-                    e = replace(e, fate="moved", fate_file=there[hit[0]][0], fate_section=there[hit[0]][1],
-                                fate_similarity=hit[1])
+                    e = replace(
+                        e,
+                        fate="moved",
+                        fate_file=there[hit[0]][0],
+                        fate_section=there[hit[0]][1],
+                        fate_similarity=hit[1],
+                    )
             events.append(e)
     bar.close()
     return tuple(pairs), tuple(events)
 
 
-def mine_repository(repo: str | os.PathLike, *, patterns: Sequence[str] = DEFAULT_PATTERNS, rev: str = "HEAD",
-                    label: str | None = None, max_blob_bytes: int = MAX_BLOB_BYTES,
-                    progress: bool = False) -> MineResult:
+def mine_repository(
+    repo: str | os.PathLike,
+    *,
+    patterns: Sequence[str] = DEFAULT_PATTERNS,
+    rev: str = "HEAD",
+    label: str | None = None,
+    max_blob_bytes: int = MAX_BLOB_BYTES,
+    progress: bool = False,
+) -> MineResult:
     """Mine one local git repository (bare or not): `read_versions`, then `analyse`."""
     read = read_versions(repo, patterns=patterns, rev=rev, label=label, max_blob_bytes=max_blob_bytes)
     pairs, events = analyse(read.files, progress=progress, label=read.repos[0]["repo"])
@@ -1157,17 +1351,23 @@ def mine_texts(histories: Iterable[tuple[str, str, Sequence[str]]], *, repo: str
             if versions and versions[-1].text == text:
                 continue
             fm, body = _split(text.removeprefix("\ufeff"), pattern)
-            versions.append(MinedVersion(len(versions), f"v{k}", "", path, _digest(text), text, fm, body,
-                                         parse(body)))
+            versions.append(MinedVersion(len(versions), f"v{k}", "", path, _digest(text), text, fm, body, parse(body)))
         if versions:
             files.append(MinedFile(f"{repo}:{path}", repo, path, (path,), pattern, False, tuple(versions)))
     pairs, events = analyse(files)
-    return MineResult(tuple(files), pairs, events, ({"repo": repo, "path": None, "head": None, "rev": None,
-                                                     "commits": None},))
+    return MineResult(
+        tuple(files), pairs, events, ({"repo": repo, "path": None, "head": None, "rev": None, "commits": None},)
+    )
 
 
-def mine(paths: Iterable[str | os.PathLike], *, patterns: Sequence[str] = DEFAULT_PATTERNS, rev: str = "HEAD",
-         max_blob_bytes: int = MAX_BLOB_BYTES, progress: bool = False) -> MineResult:
+def mine(
+    paths: Iterable[str | os.PathLike],
+    *,
+    patterns: Sequence[str] = DEFAULT_PATTERNS,
+    rev: str = "HEAD",
+    max_blob_bytes: int = MAX_BLOB_BYTES,
+    progress: bool = False,
+) -> MineResult:
     """Mine several repositories into one result. Every path is checked before any is mined."""
     paths = list(paths)
     for p in paths:
@@ -1176,13 +1376,26 @@ def mine(paths: Iterable[str | os.PathLike], *, patterns: Sequence[str] = DEFAUL
     for p in paths:  # two repositories of one name (a/repo, b/repo.git ...) get "name#2": file ids stay unique
         name = _label(Path(p))
         labels[name] += 1
-        parts.append(mine_repository(p, patterns=patterns, rev=rev, max_blob_bytes=max_blob_bytes, progress=progress,
-                                     label=name if labels[name] == 1 else f"{name}#{labels[name]}"))
+        parts.append(
+            mine_repository(
+                p,
+                patterns=patterns,
+                rev=rev,
+                max_blob_bytes=max_blob_bytes,
+                progress=progress,
+                label=name if labels[name] == 1 else f"{name}#{labels[name]}",
+            )
+        )
     notes: Counter = Counter()
     for r in parts:
         notes.update(r.notes)
-    return MineResult(tuple(f for r in parts for f in r.files), tuple(p for r in parts for p in r.pairs),
-                      tuple(e for r in parts for e in r.events), tuple(x for r in parts for x in r.repos), notes)
+    return MineResult(
+        tuple(f for r in parts for f in r.files),
+        tuple(p for r in parts for p in r.pairs),
+        tuple(e for r in parts for e in r.events),
+        tuple(x for r in parts for x in r.repos),
+        notes,
+    )
 
 
 def write_records(records: dict, path: str | os.PathLike) -> None:

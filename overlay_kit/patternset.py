@@ -69,7 +69,7 @@ def prefilter(pattern: re.Pattern) -> str:
     while i < len(src):
         c = src[i]
         if c == "\\":
-            esc = src[i:i + 2]
+            esc = src[i : i + 2]
             out.append({"\\A": "^", "\\Z": "$"}.get(esc, esc) if not in_class else esc)
             i += 2
         elif in_class:
@@ -77,8 +77,8 @@ def prefilter(pattern: re.Pattern) -> str:
             out.append(c)
             i += 1
         elif c == "[":
-            start = i + 1 + (src[i + 1:i + 2] == "^")
-            if src[start:start + 1] == "]":  # a leading `]` is a member
+            start = i + 1 + (src[i + 1 : i + 2] == "^")
+            if src[start : start + 1] == "]":  # a leading `]` is a member
                 out.append(src[i:start] + "\\]")
                 i = start + 1
             else:
@@ -108,8 +108,8 @@ def _group_end(src: str, i: int) -> int:
             in_class = c != "]"
         elif c == "[":
             in_class = True
-            i += src[i + 1:i + 2] == "^"
-            i += src[i + 1:i + 2] == "]"
+            i += src[i + 1 : i + 2] == "^"
+            i += src[i + 1 : i + 2] == "]"
         elif c == "(":
             depth += 1
         elif c == ")":
@@ -126,8 +126,17 @@ class _Projection(dict):
     def __missing__(self, code: int) -> str:
         ch = chr(code)
         partners = [a for a in "abcdefghijklmnopqrstuvwxyz" if re.fullmatch(re.escape(ch), a, re.IGNORECASE)]
-        out = (partners[0] if partners else "0" if ch.isdecimal() else "a" if ch.isalnum() or ch == "_"
-               else " " if ch.isspace() and ch != "\n" else "~")
+        out = (
+            partners[0]
+            if partners
+            else "0"
+            if ch.isdecimal()
+            else "a"
+            if ch.isalnum() or ch == "_"
+            else " "
+            if ch.isspace() and ch != "\n"
+            else "~"
+        )
         self[code] = out
         return out
 
@@ -148,7 +157,8 @@ def _projectable(pattern: re.Pattern) -> bool:
     """Whether `pattern` cannot tell a character from its `project`ion (see the module's docstring)."""
     src = pattern.pattern
     if any(not c.isascii() and (c.isalnum() or c == "_") for c in src) or not plain(
-            "".join(c for c in src if c.isascii())):
+        "".join(c for c in src if c.isascii())
+    ):
         return False
     try:
         tree = _sre_parse(src, pattern.flags)

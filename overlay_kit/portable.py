@@ -66,9 +66,15 @@ class ImportReport:
     notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict:
-        return {"op": "import", "file": self.path, "imported": len(self.kept) + len(self.review),
-                "kept": list(self.kept), "review": list(self.review), "skipped": list(self.skipped),
-                "notes": list(self.notes)}
+        return {
+            "op": "import",
+            "file": self.path,
+            "imported": len(self.kept) + len(self.review),
+            "kept": list(self.kept),
+            "review": list(self.review),
+            "skipped": list(self.skipped),
+            "notes": list(self.notes),
+        }
 
 
 def _body(lesson: Mapping, audit: list) -> str:
@@ -81,8 +87,13 @@ def export_lessons(store: Store, path: str | os.PathLike, *, skill: str | None =
     before = len(store.integrity_notes)
     records = store.lesson_records(skill)
     sealer = store.key_sealer()
-    header = {"format": FORMAT, "version": VERSION, "exported_at": iso(utc_now()), "skill": skill,
-              "lessons": len(records)}
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": iso(utc_now()),
+        "skill": skill,
+        "lessons": len(records),
+    }
     lines = [dumps(header)]
     for rec in records:
         audit = rec.pop("audit")
@@ -98,6 +109,7 @@ def export_lessons(store: Store, path: str | os.PathLike, *, skill: str | None =
 
 
 # ------------------------------------------------------------------------------------------------ import
+
 
 def _need(cond: bool, path: Path, n: int, fld: str, message: str) -> None:
     if not cond:
@@ -130,8 +142,13 @@ def _record(value: Any, path: Path, n: int) -> tuple[dict, list, Any]:
     extra = sorted(set(lesson) - _LESSON_FIELDS)
     _need(not extra, path, n, f"lesson.{extra[0]}" if extra else "", "unknown field")
     for name in ("id", "base_name", "scope", "kind", "status", "created_at"):
-        _need(isinstance(lesson.get(name), str) and lesson[name] != "", path, n, f"lesson.{name}",
-              "missing, or not a non-empty string")
+        _need(
+            isinstance(lesson.get(name), str) and lesson[name] != "",
+            path,
+            n,
+            f"lesson.{name}",
+            "missing, or not a non-empty string",
+        )
     for name in ("base_root", "base_version", "superseded_by", "approved_at", "approved_by"):
         _need(_text_or_none(lesson.get(name)), path, n, f"lesson.{name}", "a string or null is expected")
     _need(lesson["kind"] in TIERS, path, n, "lesson.kind", f"unknown kind {lesson['kind']!r}")
@@ -139,25 +156,57 @@ def _record(value: Any, path: Path, n: int) -> tuple[dict, list, Any]:
     for name in ("success_count", "attempt_count", "tier", "resident"):
         v = lesson.get(name, 0 if name != "resident" else 1)
         _need(type(v) is int and v >= 0, path, n, f"lesson.{name}", "a whole number >= 0 is expected")
-    _need(lesson.get("attempt_count", 0) >= lesson.get("success_count", 0), path, n, "lesson.attempt_count",
-          "fewer attempts than successes")
+    _need(
+        lesson.get("attempt_count", 0) >= lesson.get("success_count", 0),
+        path,
+        n,
+        "lesson.attempt_count",
+        "fewer attempts than successes",
+    )
     anchor = lesson.get("anchor")
-    _need(isinstance(anchor, dict) and set(anchor) == {"section", "digest"} and
-          all(isinstance(v, str) for v in anchor.values()), path, n, "lesson.anchor",
-          "an object {section, digest} of strings is expected")
+    _need(
+        isinstance(anchor, dict)
+        and set(anchor) == {"section", "digest"}
+        and all(isinstance(v, str) for v in anchor.values()),
+        path,
+        n,
+        "lesson.anchor",
+        "an object {section, digest} of strings is expected",
+    )
     _need(isinstance(lesson.get("payload"), dict), path, n, "lesson.payload", "a JSON object is expected")
     prov = lesson.get("provenance")
-    _need(isinstance(prov, dict) and set(prov) <= {"source", "turns"} and prov.get("source") in SOURCES and
-          isinstance(prov.get("turns", []), list) and all(isinstance(t, str) for t in prov.get("turns", [])),
-          path, n, "lesson.provenance", f"an object {{source, turns}} with a source of {', '.join(SOURCES)}")
+    _need(
+        isinstance(prov, dict)
+        and set(prov) <= {"source", "turns"}
+        and prov.get("source") in SOURCES
+        and isinstance(prov.get("turns", []), list)
+        and all(isinstance(t, str) for t in prov.get("turns", [])),
+        path,
+        n,
+        "lesson.provenance",
+        f"an object {{source, turns}} with a source of {', '.join(SOURCES)}",
+    )
     findings = lesson.get("findings", [])
-    _need(isinstance(findings, list) and all(isinstance(f, str) for f in findings), path, n, "lesson.findings",
-          "a list of strings is expected")
+    _need(
+        isinstance(findings, list) and all(isinstance(f, str) for f in findings),
+        path,
+        n,
+        "lesson.findings",
+        "a list of strings is expected",
+    )
     _need(isinstance(audit, list), path, n, "audit", "a list is expected")
     for i, row in enumerate(audit):
-        _need(isinstance(row, dict) and set(row) <= set(_AUDIT_FIELDS) and isinstance(row.get("who"), str) and
-              all(_text_or_none(row.get(k)) for k in ("from", "to")) and isinstance(row.get("reason", ""), str),
-              path, n, f"audit[{i}]", "an object {who, at, from, to, reason} is expected")
+        _need(
+            isinstance(row, dict)
+            and set(row) <= set(_AUDIT_FIELDS)
+            and isinstance(row.get("who"), str)
+            and all(_text_or_none(row.get(k)) for k in ("from", "to"))
+            and isinstance(row.get("reason", ""), str),
+            path,
+            n,
+            f"audit[{i}]",
+            "an object {who, at, from, to, reason} is expected",
+        )
         _time(row.get("at"), path, n, f"audit[{i}].at")
     return lesson, audit, value.get("mac")
 
@@ -167,8 +216,9 @@ def _stand_in(name: str) -> Skill:
     return Skill(name=name, description="not installed here", body="")
 
 
-def import_lessons(store: Store, path: str | os.PathLike, *,
-                   skills: Mapping[str, Skill] | Callable[[str], Skill | None] | None = None) -> ImportReport:
+def import_lessons(
+    store: Store, path: str | os.PathLike, *, skills: Mapping[str, Skill] | Callable[[str], Skill | None] | None = None
+) -> ImportReport:
     """Import an `export_lessons` file into `store` (see the module's text). `skills`: the installed skills by
     name (a mapping, or a function returning a `Skill` or None), for the rules that read the skill's file."""
     path = Path(path)
@@ -176,10 +226,14 @@ def import_lessons(store: Store, path: str | os.PathLike, *,
     if not lines:
         raise InputError(path, "an empty file: no header line", None, "format")
     n0, header = lines[0]
-    _need(isinstance(header, dict) and header.get("format") == FORMAT, path, n0, "format",
-          f"not an overlay_kit lesson export (the first line's format is {FORMAT!r})")
-    _need(header.get("version") == VERSION, path, n0, "version", f"version {header.get('version')!r} is not "
-          f"{VERSION}")
+    _need(
+        isinstance(header, dict) and header.get("format") == FORMAT,
+        path,
+        n0,
+        "format",
+        f"not an overlay_kit lesson export (the first line's format is {FORMAT!r})",
+    )
+    _need(header.get("version") == VERSION, path, n0, "version", f"version {header.get('version')!r} is not {VERSION}")
     lookup = skills.get if isinstance(skills, Mapping) else skills
     sealer = store.key_sealer()
     settings = GateSettings(auto_approve=False)
@@ -188,19 +242,35 @@ def import_lessons(store: Store, path: str | os.PathLike, *,
         lesson, audit, mac = _record(value, path, n)
         _need(lesson["id"] not in seen, path, n, "lesson.id", f"delta id {lesson['id']!r} twice in the file")
         seen.add(lesson["id"])
-        verified = isinstance(mac, str) and hmac.compare_digest(mac.encode("ascii", "replace"),
-                                                                sealer.export_mac(_body(lesson, audit))
-                                                                .encode("ascii"))
+        verified = isinstance(mac, str) and hmac.compare_digest(
+            mac.encode("ascii", "replace"), sealer.export_mac(_body(lesson, audit)).encode("ascii")
+        )
         skill = lookup(lesson["base_name"]) if lookup else None
-        rules = tuple(r for r in RULES if r.name != "known_section" and (skill is not None or
-                                                                           r.name not in _SKILL_RULES))
+        rules = tuple(
+            r for r in RULES if r.name != "known_section" and (skill is not None or r.name not in _SKILL_RULES)
+        )
         prov = Provenance.from_dict(lesson["provenance"])
-        sub = Submission(skill or _stand_in(lesson["base_name"]), lesson["kind"], lesson["payload"],
-                         lesson["anchor"]["section"], prov, lesson["scope"], (), False, store.research, False,
-                         settings)
+        sub = Submission(
+            skill or _stand_in(lesson["base_name"]),
+            lesson["kind"],
+            lesson["payload"],
+            lesson["anchor"]["section"],
+            prov,
+            lesson["scope"],
+            (),
+            False,
+            store.research,
+            False,
+            settings,
+        )
         verdict, _ = decide(sub, rules)
-        _need(verdict.outcome in ("staged", "quarantined", "active"), path, n, "lesson.payload",
-              f"refused by the gates ({verdict.rule}): {verdict.message}")
+        _need(
+            verdict.outcome in ("staged", "quarantined", "active"),
+            path,
+            n,
+            "lesson.payload",
+            f"refused by the gates ({verdict.rule}): {verdict.message}",
+        )
         try:
             payload = check_shape(lesson["kind"], lesson["payload"])
         except GrammarError as exc:
@@ -224,23 +294,44 @@ def import_lessons(store: Store, path: str | os.PathLike, *,
         if status == "active" and not prov.trusted and who is None:
             status = "quarantined"  # a verified record never says this; held for review all the same
         (kept if verified else review).append(lesson["id"])
-        deltas.append(Delta(lesson["base_name"], lesson["kind"], payload,
-                            Anchor(lesson["anchor"]["section"], lesson["anchor"]["digest"],
-                                   lesson.get("base_version")), prov, lesson["scope"], lesson.get("base_root"),
-                            status, lesson["id"], _time(lesson["created_at"], path, n, "lesson.created_at"),
-                            approved_at=approved, success_count=lesson.get("success_count", 0),
-                            attempt_count=lesson.get("attempt_count", 0),
-                            findings=tuple(dict.fromkeys((*lesson.get("findings", ()), *verdict.findings)))))
+        deltas.append(
+            Delta(
+                lesson["base_name"],
+                lesson["kind"],
+                payload,
+                Anchor(lesson["anchor"]["section"], lesson["anchor"]["digest"], lesson.get("base_version")),
+                prov,
+                lesson["scope"],
+                lesson.get("base_root"),
+                status,
+                lesson["id"],
+                _time(lesson["created_at"], path, n, "lesson.created_at"),
+                approved_at=approved,
+                success_count=lesson.get("success_count", 0),
+                attempt_count=lesson.get("attempt_count", 0),
+                findings=tuple(dict.fromkeys((*lesson.get("findings", ()), *verdict.findings))),
+            )
+        )
         approvals.append(who)
         resident.append(lesson.get("resident", 1) if verified else 1)
         if lesson.get("superseded_by") in ids:
             lineage[lesson["id"]] = lesson["superseded_by"]
-        audits += [(lesson["id"], a["who"], a["at"], a.get("from"), a.get("to"), a.get("reason", ""))
-                   for a in audit]
-        audits.append((lesson["id"], "import", now, None, status,
-                       f"imported from {path.name}: " + ("export MAC verified, status kept" if verified else
-                                                         "export MAC did not verify under this key: waiting for "
-                                                         "review")))
+        audits += [(lesson["id"], a["who"], a["at"], a.get("from"), a.get("to"), a.get("reason", "")) for a in audit]
+        audits.append(
+            (
+                lesson["id"],
+                "import",
+                now,
+                None,
+                status,
+                f"imported from {path.name}: "
+                + (
+                    "export MAC verified, status kept"
+                    if verified
+                    else "export MAC did not verify under this key: waiting for review"
+                ),
+            )
+        )
     new = store._imported_rows(deltas, approvals, resident=resident)
     store._import_deltas(new, mint(new.rows, validated=True), lineage, audits)
     return ImportReport(str(path), tuple(kept), tuple(review), tuple(skipped))

@@ -127,8 +127,13 @@ class Decision:
         return self.state != "orphaned"
 
     def to_dict(self) -> dict:
-        return {"section": self.section, "state": self.state, "target": self.target,
-                "proposal": None if self.proposal is None else self.proposal.to_dict(), "reason": self.reason}
+        return {
+            "section": self.section,
+            "state": self.state,
+            "target": self.target,
+            "proposal": None if self.proposal is None else self.proposal.to_dict(),
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -151,8 +156,11 @@ class Plan:
             return Decision(anchor.section, "orphaned", reason="anchor section is not in the old base")
         here = next(s for s in old if s.slug == anchor.section)
         if d.state == "clean" and here.digest != anchor.digest:
-            return replace(d, state="stale", reason="section unchanged by this update, but it had changed "
-                                                    "since the delta was written")
+            return replace(
+                d,
+                state="stale",
+                reason="section unchanged by this update, but it had changed since the delta was written",
+            )
         return d
 
     def counts(self) -> Counter:
@@ -259,8 +267,7 @@ class Update:
         """old index → new index for a heading that changed only in its numbers ("Step 5: X" → "Step 4: X")
         over a byte-identical body, the pair unique on both sides among sections not matched exactly."""
         taken = set(self.exact.values())
-        olds = Counter((_masked(s), _body_digest(s.body_text)) for i, s in enumerate(self.old)
-                       if i not in self.exact)
+        olds = Counter((_masked(s), _body_digest(s.body_text)) for i, s in enumerate(self.old) if i not in self.exact)
         news = {}
         for j, s in enumerate(self.new):
             if j not in taken:
@@ -270,8 +277,13 @@ class Update:
             if i in self.exact:
                 continue
             key = (_masked(s), _body_digest(s.body_text))
-            if s.level and _DIGITS.search(s.heading) and olds[key] == 1 \
-                    and len(news.get(key, ())) == 1 and s.body_text.strip():
+            if (
+                s.level
+                and _DIGITS.search(s.heading)
+                and olds[key] == 1
+                and len(news.get(key, ())) == 1
+                and s.body_text.strip()
+            ):
                 out[i] = news[key][0]
         return out
 
@@ -305,8 +317,7 @@ class Update:
             return section_key((self.old if is_old else self.new)[k])
 
         pairs: dict[int, int] = {}
-        for scope in (lambda k, o: key(k, o),
-                      lambda k, o: (key(k, o), (old_gap if o else new_gap)[k])):
+        for scope in (lambda k, o: key(k, o), lambda k, o: (key(k, o), (old_gap if o else new_gap)[k])):
             for olds, news in grouped(scope).values():
                 if len(olds) == 1 and len(news) == 1:
                     pairs.setdefault(olds[0], news[0])
@@ -343,8 +354,9 @@ class OrphanAllPolicy:
     def decide(self, update: Update) -> tuple[Decision, ...]:
         if not update.body_changed:
             return _unchanged(update)
-        return tuple(Decision(s.slug, "orphaned", reason="base body changed (v1 orphans every delta)")
-                     for s in update.old)
+        return tuple(
+            Decision(s.slug, "orphaned", reason="base body changed (v1 orphans every delta)") for s in update.old
+        )
 
 
 @dataclass(frozen=True)
@@ -378,12 +390,21 @@ class SectionPolicy:
                 out.append(Decision(s.slug, "clean", t, reason=why))
             elif i in renumbered:
                 t = update.new[renumbered[i]]
-                out.append(Decision(s.slug, "stale", t.slug, reason=f"renumbered heading {s.heading!r} → "
-                                                                   f"{t.heading!r}, same body"))
+                out.append(
+                    Decision(
+                        s.slug, "stale", t.slug, reason=f"renumbered heading {s.heading!r} → {t.heading!r}, same body"
+                    )
+                )
             elif i in heading:
                 j, score = heading[i]
-                out.append(Decision(s.slug, "stale", update.new[j].slug,
-                                    reason=f"same section, text changed (body similarity {score:.2f})"))
+                out.append(
+                    Decision(
+                        s.slug,
+                        "stale",
+                        update.new[j].slug,
+                        reason=f"same section, text changed (body similarity {score:.2f})",
+                    )
+                )
             else:
                 out.append(Decision(s.slug, "orphaned", reason=self._why_orphan(update, s)))
         return tuple(out)
@@ -516,8 +537,9 @@ def _default_embedder():
     try:
         from .retrieval import static_embedder
     except ImportError as exc:  # the retrieval module ships the default embedder
-        raise RuntimeError("the embedding policy needs an embedder: pass embedder=… (anything with "
-                           ".encode(list[str]) -> vectors)") from exc
+        raise RuntimeError(
+            "the embedding policy needs an embedder: pass embedder=… (anything with .encode(list[str]) -> vectors)"
+        ) from exc
     return static_embedder()
 
 
@@ -580,8 +602,9 @@ def get_policy(policy: str | Policy, **params) -> Policy:
         raise ValueError(f"unknown rebase policy {policy!r}; policies are {', '.join(POLICIES)}") from None
 
 
-def plan(old_body: str | Sequence[Section], new_body: str | Sequence[Section],
-         policy: str | Policy = SHIPPED.rebase_policy) -> Plan:
+def plan(
+    old_body: str | Sequence[Section], new_body: str | Sequence[Section], policy: str | Policy = SHIPPED.rebase_policy
+) -> Plan:
     """Decide the fate of every section of `old_body` when the base becomes `new_body`."""
     old = parse(old_body) if isinstance(old_body, str) else tuple(old_body)
     new = parse(new_body) if isinstance(new_body, str) else tuple(new_body)
@@ -605,8 +628,19 @@ def narrowing(delta: Delta, new_skill) -> str | None:
     A permission narrowing in the new base always wins over any body policy."""
     from . import gates
 
-    p = gates.Submission(new_skill, delta.kind, dict(delta.payload), delta.anchor.section, delta.provenance,
-                         delta.scope, (), False, True, False, gates.GateSettings())
+    p = gates.Submission(
+        new_skill,
+        delta.kind,
+        dict(delta.payload),
+        delta.anchor.section,
+        delta.provenance,
+        delta.scope,
+        (),
+        False,
+        True,
+        False,
+        gates.GateSettings(),
+    )
     for rule in gates.RULES:
         if rule.name in PERMISSION_GATES:
             verdict = rule.check(p)
@@ -629,8 +663,14 @@ class DeltaOutcome:
         return "orphaned" if self.narrowed else self.decision.state
 
     def to_dict(self) -> dict:
-        return {"id": self.delta.id, "kind": self.delta.kind, "state": self.state,
-                "anchor": self.anchor.to_dict(), "decision": self.decision.to_dict(), "narrowed": self.narrowed}
+        return {
+            "id": self.delta.id,
+            "kind": self.delta.kind,
+            "state": self.state,
+            "anchor": self.anchor.to_dict(),
+            "decision": self.decision.to_dict(),
+            "narrowed": self.narrowed,
+        }
 
 
 def _untouched(d: Delta, decision: Decision, old: Sequence[Section], new: Sequence[Section]) -> Decision:
@@ -644,12 +684,20 @@ def _untouched(d: Delta, decision: Decision, old: Sequence[Section], new: Sequen
     t = touches(d.text, here.text, there.text)
     if t:
         return replace(decision, reason=f"{decision.reason}; {t.reason}")
-    return replace(decision, state="clean",
-                   reason=f"section changed, but not what this lesson refers to ({decision.reason})")
+    return replace(
+        decision, state="clean", reason=f"section changed, but not what this lesson refers to ({decision.reason})"
+    )
 
 
-def rebase_deltas(deltas: Iterable[Delta], old_body: str, new_skill, policy: str | Policy = SHIPPED.rebase_policy,
-                  *, old_skill=None, stale_touch: bool = SHIPPED.stale_touch) -> tuple[DeltaOutcome, ...]:
+def rebase_deltas(
+    deltas: Iterable[Delta],
+    old_body: str,
+    new_skill,
+    policy: str | Policy = SHIPPED.rebase_policy,
+    *,
+    old_skill=None,
+    stale_touch: bool = SHIPPED.stale_touch,
+) -> tuple[DeltaOutcome, ...]:
     """Each delta's fate when the base body goes from `old_body` to `new_skill.body`.
 
     Without the old body (`old_body=None`) only exact text can be trusted: a delta whose anchored text is
@@ -672,13 +720,18 @@ def rebase_deltas(deltas: Iterable[Delta], old_body: str, new_skill, policy: str
                 decision = _untouched(d, decision, old, new_sections)
         else:
             hit = next((s for s in new_sections if s.digest == d.anchor.digest), None)
-            decision = (Decision(d.anchor.section, "clean", hit.slug, reason="same text (old body unknown)")
-                        if hit is not None and counts[hit.digest] == 1 else
-                        Decision(d.anchor.section, "orphaned", reason="text not found and old body unknown"))
+            decision = (
+                Decision(d.anchor.section, "clean", hit.slug, reason="same text (old body unknown)")
+                if hit is not None and counts[hit.digest] == 1
+                else Decision(d.anchor.section, "orphaned", reason="text not found and old body unknown")
+            )
         anchor = d.anchor
         if decision.attached:
-            digest = d.anchor.digest if decision.state == "stale" else \
-                next(s.digest for s in new_sections if s.slug == decision.target)
+            digest = (
+                d.anchor.digest
+                if decision.state == "stale"
+                else next(s.digest for s in new_sections if s.slug == decision.target)
+            )
             version = d.anchor.base_version if decision.state == "stale" else new_skill.version
             anchor = Anchor(decision.target, digest, version)
         out.append(DeltaOutcome(d, decision, anchor, narrowing(d, new_skill)))
@@ -715,8 +768,13 @@ class RebaseResult:
         printer.text(rebase_text(self))
 
     def to_dict(self) -> dict:
-        return {"policy": self.policy, "skill": self.change.name, "body_changed": _body_changed(self.change),
-                "counts": dict(self.counts()), "deltas": [o.to_dict() for o in self.outcomes]}
+        return {
+            "policy": self.policy,
+            "skill": self.change.name,
+            "body_changed": _body_changed(self.change),
+            "counts": dict(self.counts()),
+            "deltas": [o.to_dict() for o in self.outcomes],
+        }
 
 
 def _body_changed(change) -> bool:
@@ -731,8 +789,15 @@ def _reason(policy: str, o: DeltaOutcome) -> str:
     return text
 
 
-def apply(store, new_skill, policy: str | Policy = SHIPPED.rebase_policy, *, old=None, who: str = REBASE_WHO,
-          stale_touch: bool = SHIPPED.stale_touch) -> RebaseResult:
+def apply(
+    store,
+    new_skill,
+    policy: str | Policy = SHIPPED.rebase_policy,
+    *,
+    old=None,
+    who: str = REBASE_WHO,
+    stale_touch: bool = SHIPPED.stale_touch,
+) -> RebaseResult:
     """Register `new_skill` with the store and, if the base changed, move its live deltas — atomically.
 
     * body unchanged (first sighting, frontmatter-only update): no body anchor moves; only a permission
@@ -759,9 +824,15 @@ def apply(store, new_skill, policy: str | Policy = SHIPPED.rebase_policy, *, old
             old_body = old.body if old is not None and old.body_digest == change.old_digest else None
             outcomes = rebase_deltas(live, old_body, new_skill, p, stale_touch=stale_touch)
         else:
-            outcomes = tuple(DeltaOutcome(d, Decision(d.anchor.section, "clean", d.anchor.section,
-                                                      reason="body unchanged"), d.anchor, narrowing(d, new_skill))
-                             for d in live)
+            outcomes = tuple(
+                DeltaOutcome(
+                    d,
+                    Decision(d.anchor.section, "clean", d.anchor.section, reason="body unchanged"),
+                    d.anchor,
+                    narrowing(d, new_skill),
+                )
+                for d in live
+            )
         for o in outcomes:
             if o.state == "orphaned":
                 undo.append(store.set_status(o.delta.id, "orphaned", who=who, reason=_reason(p.name, o)))
@@ -802,8 +873,12 @@ def reanchor(store, delta_id: str, new_skill, section: str, *, who: str = "user"
         target = next((s for s in parse(new_skill.body) if s.slug == section), None)
         if target is None:
             raise StoreError(f"{new_skill.name} has no section {section!r}")
-        store.set_anchor(d.id, Anchor(section, target.digest, new_skill.version), who=who,
-                         reason=f"re-anchored by {who} from {d.anchor.section!r} to {section!r}")
+        store.set_anchor(
+            d.id,
+            Anchor(section, target.digest, new_skill.version),
+            who=who,
+            reason=f"re-anchored by {who} from {d.anchor.section!r} to {section!r}",
+        )
         _restore(store, d, who, f"re-approved by {who} on section {section!r}")
     return store.get(delta_id)
 
@@ -865,14 +940,20 @@ def confirm_stale(store, skill, ids: Iterable[str] | None = None, *, who: str = 
             for d in wanted:
                 why = _not_stale(d, skill, sections)
                 if why:
-                    raise NotStaleError(f"delta {d.id} {why}: it is not stale, so there is nothing to confirm "
-                                        "(nothing was confirmed)")
+                    raise NotStaleError(
+                        f"delta {d.id} {why}: it is not stale, so there is nothing to confirm (nothing was confirmed)"
+                    )
         handles = []
         for d in wanted:
             now = locate(d.anchor, sections).section
-            handles.append(store.set_anchor(
-                d.id, Anchor(d.anchor.section, now.digest, skill.version), who=who,
-                reason=f"confirmed still valid by {who}: section {d.anchor.section!r} changed since it was learned"))
+            handles.append(
+                store.set_anchor(
+                    d.id,
+                    Anchor(d.anchor.section, now.digest, skill.version),
+                    who=who,
+                    reason=f"confirmed still valid by {who}: section {d.anchor.section!r} changed since it was learned",
+                )
+            )
         return store.combine("confirm_stale", *handles)
 
 

@@ -124,8 +124,11 @@ class Note(NamedTuple):
         return {"kind": self.kind, "delta_id": self.delta_id, "detail": self.detail}
 
     def __str__(self) -> str:
-        return f"{self.kind}" + (f" {self.delta_id}" if self.delta_id else "") + (f": {self.detail}" if self.detail
-                                                                                   else "")
+        return (
+            f"{self.kind}"
+            + (f" {self.delta_id}" if self.delta_id else "")
+            + (f": {self.detail}" if self.detail else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -164,12 +167,19 @@ class EffectiveSkill:
 
     def to_dict(self) -> dict:
         return {
-            "skill": self.skill, "learned": self.learned, "text": self.text, "changed": self.changed,
-            "skill_tools": list(self.skill_tools), "withheld_tools": list(self.withheld_tools),
-            "applied": [{"id": d.id, "kind": d.kind, "tier": d.tier, "section": d.anchor.section}
-                        for d in self.applied],
+            "skill": self.skill,
+            "learned": self.learned,
+            "text": self.text,
+            "changed": self.changed,
+            "skill_tools": list(self.skill_tools),
+            "withheld_tools": list(self.withheld_tools),
+            "applied": [
+                {"id": d.id, "kind": d.kind, "tier": d.tier, "section": d.anchor.section} for d in self.applied
+            ],
             "notes": [n.to_dict() for n in self.notes],
-            "tokens": self.tokens, "ceiling": self.ceiling, "fragment": self.fragment,
+            "tokens": self.tokens,
+            "ceiling": self.ceiling,
+            "fragment": self.fragment,
         }
 
 
@@ -245,10 +255,21 @@ def _scopes(scope: str | Iterable[str]) -> frozenset[str]:
     return frozenset([scope] if isinstance(scope, str) else scope)
 
 
-def _base(skill: Skill, notes: Sequence[Note], learned: bool, ceiling: int | None, tokens: int | None = None
-          ) -> EffectiveSkill:
-    return EffectiveSkill(skill.name, skill.body, skill.body, tuple(skill.tools), (), (), tuple(notes), learned,
-                          _authored_tokens(skill.body) if tokens is None else tokens, ceiling)
+def _base(
+    skill: Skill, notes: Sequence[Note], learned: bool, ceiling: int | None, tokens: int | None = None
+) -> EffectiveSkill:
+    return EffectiveSkill(
+        skill.name,
+        skill.body,
+        skill.body,
+        tuple(skill.tools),
+        (),
+        (),
+        tuple(notes),
+        learned,
+        _authored_tokens(skill.body) if tokens is None else tokens,
+        ceiling,
+    )
 
 
 # ------------------------------------------------------------------------------------------ selection
@@ -266,8 +287,9 @@ class _Pick:
 _KEY = attrgetter("key")
 
 
-def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozenset[str], notes: list[Note],
-                shaped: bool = False) -> list[_Pick]:
+def _admissible(
+    skill: Skill, sections, deltas: Iterable[Delta], scopes: frozenset[str], notes: list[Note], shaped: bool = False
+) -> list[_Pick]:
     """Filter to deltas that may apply, with a note for every one that may not. `shaped`: every payload is
     already in `check_shape`'s canonical form (a store's deltas are: it leaves out a row whose payload is not);
     so is each delta the store read and vouched for whose payload is unchanged (`Delta.shape_checked`)."""
@@ -277,8 +299,13 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
             notes.append(Note("superseded", d.id, f"replaced by {d.superseded_by} (lineage); not applied"))
             continue
         if d.status != "active" or d.scope not in scopes or d.skill != skill.name:
-            why = (f"status {d.status}" if d.status != "active" else f"scope {d.scope!r}" if d.scope not in scopes
-                   else f"written for skill {d.skill!r}")
+            why = (
+                f"status {d.status}"
+                if d.status != "active"
+                else f"scope {d.scope!r}"
+                if d.scope not in scopes
+                else f"written for skill {d.skill!r}"
+            )
             notes.append(Note("excluded", d.id, f"{why}: not part of this resolution"))
             continue
         if d.kind not in TIERS:
@@ -293,8 +320,14 @@ def _admissible(skill: Skill, sections, deltas: Iterable[Delta], scopes: frozens
             if payload != dict(d.payload):
                 d = d.evolve(payload=payload)
         if not skill.from_root(d.base_root):
-            notes.append(Note("orphaned", d.id, f"written against the {d.base_root!r} root; this base comes "
-                                                f"from {skill.root_key!r} (never re-attached without confirmation)"))
+            notes.append(
+                Note(
+                    "orphaned",
+                    d.id,
+                    f"written against the {d.base_root!r} root; this base comes "
+                    f"from {skill.root_key!r} (never re-attached without confirmation)",
+                )
+            )
             continue
         key = (d.anchor.section, d.anchor.digest)
         if key not in located:  # many deltas share an anchor
@@ -324,8 +357,13 @@ def _stale_policy(picks: list[_Pick], policy: str, notes: list[Note]) -> list[_P
         return [replace(p, mark=STALE_MARK) if p.state == "stale" else p for p in picks]
     for p in picks:
         if p.state == "stale":
-            notes.append(Note("withheld", p.delta.id, "withheld as stale (stale_policy 'withhold'): confirm it "
-                                                      "still valid to apply it again"))
+            notes.append(
+                Note(
+                    "withheld",
+                    p.delta.id,
+                    "withheld as stale (stale_policy 'withhold'): confirm it still valid to apply it again",
+                )
+            )
     return [p for p in picks if p.state != "stale"]
 
 
@@ -339,7 +377,6 @@ def _overrides(picks: list[_Pick], notes: list[Note]) -> list[_Pick]:
         latest[k] = p
     keep = {id(p) for p in latest.values()}
     return [p for p in picks if p.delta.kind != "parameter" or id(p) in keep]
-
 
 
 # ------------------------------------------------------------------------------------------ rendering
@@ -376,9 +413,14 @@ def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
             closed_at, at = at, at + len(closer)
         if s.slug in under:
             following = sections[i + 1].text if i + 1 < len(sections) else ""
-            piece = (_gap(out[-1]) + SECTION_LABEL + "\n\n"
-                     + "".join(item_text(p.delta) for p in under[s.slug]) + "\n"
-                     + (LIST_END if following[:1] in (" ", "\t") else ""))
+            piece = (
+                _gap(out[-1])
+                + SECTION_LABEL
+                + "\n\n"
+                + "".join(item_text(p.delta) for p in under[s.slug])
+                + "\n"
+                + (LIST_END if following[:1] in (" ", "\t") else "")
+            )
             out.append(piece)
             pieces.append((at, piece))
             at += len(piece)
@@ -412,15 +454,13 @@ def _tokens(r: _Rendered, authored: int) -> int:
     A piece starts after a line break or with one, where the tokenizer's count is additive (see
     `budget.count_following`); a piece at the very start of the text is counted the slow, whole-text way.
     """
-    if any(at == 0 or (r.text[at - 1] not in "\n\r" and not piece.startswith(("\n", "\r")))
-           for at, piece in r.pieces):
+    if any(at == 0 or (r.text[at - 1] not in "\n\r" and not piece.startswith(("\n", "\r"))) for at, piece in r.pieces):
         return budget_mod.count_tokens(r.text)
     return authored + sum(budget_mod.count_following(piece) for _, piece in r.pieces)
 
 
 def _block(picks: Sequence[_Pick]) -> str:
-    return (BLOCK_HEADING + "\n\n" + BLOCK_INTRO + "\n\n"
-            + "".join(_context(p) + item_text(p.delta)[2:] for p in picks))
+    return BLOCK_HEADING + "\n\n" + BLOCK_INTRO + "\n\n" + "".join(_context(p) + item_text(p.delta)[2:] for p in picks)
 
 
 def _gap(text: str) -> str:
@@ -452,23 +492,29 @@ def _structure_problem(sections, r: _Rendered, picks: Sequence[_Pick]) -> str | 
     if got != want:
         lost = [w[2] for w in want if w not in got]
         extra = [g[2] for g in got if g not in want]
-        return ("the effective text's sections differ from the authored ones"
-                + (f"; missing: {', '.join(lost)}" if lost else "") + (f"; added: {', '.join(extra)}" if extra
-                                                                        else ""))
+        return (
+            "the effective text's sections differ from the authored ones"
+            + (f"; missing: {', '.join(lost)}" if lost else "")
+            + (f"; added: {', '.join(extra)}" if extra else "")
+        )
     # Only the last authored section can end inside an open construct (a fence, an HTML block) that would
     # swallow what follows: anything open earlier would have swallowed the next heading, which is a section
     # boundary. So the pieces from the last section on are checked block by block, on that tail alone.
-    tail = r.text[r.last_start:]
-    checked = [(at, piece, len(piece) - len(piece.lstrip("\r\n"))) for at, piece in r.pieces
-               if at >= r.last_start and at != r.closer]
-    if not _MAY_SWALLOW.search(tail) and all(_blank_line_before(tail[:at - r.last_start + gap])
-                                             for at, _, gap in checked):
+    tail = r.text[r.last_start :]
+    checked = [
+        (at, piece, len(piece) - len(piece.lstrip("\r\n")))
+        for at, piece in r.pieces
+        if at >= r.last_start and at != r.closer
+    ]
+    if not _MAY_SWALLOW.search(tail) and all(
+        _blank_line_before(tail[: at - r.last_start + gap]) for at, _, gap in checked
+    ):
         return None
     tops = _top_blocks(tail)
     starts = {m[0] for m in tops}
     for at, piece, gap in checked:
-        first = len(anchor_mod.split_lines(tail[:at - r.last_start + gap]))
-        end = len(anchor_mod.split_lines(tail[:at - r.last_start + len(piece)]))
+        first = len(anchor_mod.split_lines(tail[: at - r.last_start + gap]))
+        end = len(anchor_mod.split_lines(tail[: at - r.last_start + len(piece)]))
         if first not in starts or any(m[0] < first < m[1] or (first <= m[0] < end < m[1]) for m in tops):
             return "learned lines after the last authored section would not stay outside its open block"
     return None
@@ -496,10 +542,20 @@ def _top_blocks(text: str) -> tuple[tuple[int, int], ...]:
 # ------------------------------------------------------------------------------------------ composing
 
 
-def compose(skill: Skill, deltas: Sequence[Delta], *, goal: str | None = None, scope: str | Iterable[str] = "user",
-            retrieval_only: Iterable[str] = (), index: TriggerIndex | None = None, embedder=None,
-            tau: float | Gate | None = None, ceiling: int = SHIPPED.ceiling,
-            notes: Sequence[Note] = (), stale_policy: str = SHIPPED.stale_policy) -> EffectiveSkill:
+def compose(
+    skill: Skill,
+    deltas: Sequence[Delta],
+    *,
+    goal: str | None = None,
+    scope: str | Iterable[str] = "user",
+    retrieval_only: Iterable[str] = (),
+    index: TriggerIndex | None = None,
+    embedder=None,
+    tau: float | Gate | None = None,
+    ceiling: int = SHIPPED.ceiling,
+    notes: Sequence[Note] = (),
+    stale_policy: str = SHIPPED.stale_policy,
+) -> EffectiveSkill:
     """The pure core over a list of deltas (no store). Never raises on deltas (an unknown `stale_policy` is a
     ValueError)."""
     _check_stale_policy(stale_policy)
@@ -546,8 +602,14 @@ def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: li
     # (the store's budget was not enforced) is the budget plan made, and applied in memory.
     authored = _authored_tokens(skill.body)
     if authored > ceiling:
-        notes.append(Note("over_budget", None, f"the authored body is {authored} tokens, over the ceiling "
-                                               f"{ceiling}; it is kept whole and nothing learned is added"))
+        notes.append(
+            Note(
+                "over_budget",
+                None,
+                f"the authored body is {authored} tokens, over the ceiling "
+                f"{ceiling}; it is kept whole and nothing learned is added",
+            )
+        )
     rendered = _render(sections, resident)
     tokens = _tokens(rendered, authored)
     if tokens > ceiling:
@@ -555,8 +617,13 @@ def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: li
         cut = set(plan.demote) | set(plan.archive)
         for p in resident:
             if p.delta.id in cut:
-                notes.append(Note("suppressed_by_budget", p.delta.id,
-                                  f"resident set is {plan.authored_tokens + plan.learned_tokens} tokens > {ceiling}"))
+                notes.append(
+                    Note(
+                        "suppressed_by_budget",
+                        p.delta.id,
+                        f"resident set is {plan.authored_tokens + plan.learned_tokens} tokens > {ceiling}",
+                    )
+                )
         if cut:
             resident = [p for p in resident if p.delta.id not in cut]
             rendered = _render(sections, resident)
@@ -586,8 +653,13 @@ def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: li
         estimate = tokens + block
         for (p, cos), cost in zip(retrieved, costs):
             if estimate + cost + label > ceiling:
-                notes.append(Note("suppressed_by_budget", p.delta.id,
-                                  f"retrieved at cosine {cos:.3f}, but it does not fit under {ceiling} tokens"))
+                notes.append(
+                    Note(
+                        "suppressed_by_budget",
+                        p.delta.id,
+                        f"retrieved at cosine {cos:.3f}, but it does not fit under {ceiling} tokens",
+                    )
+                )
                 continue
             estimate += cost + label
             chosen.append(p)
@@ -609,16 +681,29 @@ def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: li
 
     problem = _structure_problem(sections, rendered, chosen) if chosen else None
     if problem:
-        return _base(skill, notes + [Note("render_failed", None, f"{problem}: authored base only")], True,
-                     ceiling, authored)
+        return _base(
+            skill, notes + [Note("render_failed", None, f"{problem}: authored base only")], True, ceiling, authored
+        )
     skill_tools, withheld = skill_tier(skill.tools, [p.delta.payload for p in hints])
     applied = [p.delta for p in hints] + [p.delta for p in chosen]
-    where = {p.delta.id: (f"under {p.section.slug}" if p.state == "clean" else "learned adjustments block")
-             for p in chosen}
+    where = {
+        p.delta.id: (f"under {p.section.slug}" if p.state == "clean" else "learned adjustments block") for p in chosen
+    }
     notes += [Note("applied", d.id, "tool loader" if d.tier == 1 else where[d.id]) for d in applied]
     fragment = _block(chosen) if chosen else ""
-    return EffectiveSkill(skill.name, text, skill.body, skill_tools, withheld, tuple(applied), tuple(notes), True,
-                          tokens, ceiling, fragment)
+    return EffectiveSkill(
+        skill.name,
+        text,
+        skill.body,
+        skill_tools,
+        withheld,
+        tuple(applied),
+        tuple(notes),
+        True,
+        tokens,
+        ceiling,
+        fragment,
+    )
 
 
 def _selected(goal: str, resident: list[_Pick], request: _Request, notes: list[Note]) -> list[_Pick]:
@@ -636,12 +721,25 @@ def _selected(goal: str, resident: list[_Pick], request: _Request, notes: list[N
         notes.append(Note("retrieval_dark", None, f"tier-3 selection off, every lesson stays: {exc}"))
         return resident
     tier3 = [p for p in resident if p.delta.tier == 3]
-    lessons = [selection.Candidate(p.delta.id, request.triggers.get(p.delta.id) or tuple(filter(None, [p.delta.trigger])),
-                                str(p.delta.text), p.section.text) for p in tier3]
+    lessons = [
+        selection.Candidate(
+            p.delta.id,
+            request.triggers.get(p.delta.id) or tuple(filter(None, [p.delta.trigger])),
+            str(p.delta.text),
+            p.section.text,
+        )
+        for p in tier3
+    ]
     rule = selection.shipped_rule()
     chosen = dict(selection.select([goal], lessons, embedder, rule)[0])
-    notes.append(Note("not_selected", None, f"{len(tier3) - len(chosen)} of {len(tier3)} tier-3 lessons (more than "
-                                            f"{SHIPPED.resident_max} stay resident): the goal selects the best {rule.k}"))
+    notes.append(
+        Note(
+            "not_selected",
+            None,
+            f"{len(tier3) - len(chosen)} of {len(tier3)} tier-3 lessons (more than "
+            f"{SHIPPED.resident_max} stay resident): the goal selects the best {rule.k}",
+        )
+    )
     return [p for p in resident if p.delta.tier != 3 or p.delta.id in chosen]
 
 
@@ -673,9 +771,18 @@ def _index_for(embedder, deltas: Sequence[Delta]) -> tuple[TriggerIndex | None, 
 # ------------------------------------------------------------------------------------------ resolving
 
 
-def resolve(skill: Skill, store: OverlayStore | None = None, *, goal: str | None = None, scope: str | Iterable[str] | None = None,
-            learned: bool = True, embedder=None, tau: float | Gate | None = None,
-            ceiling: int = SHIPPED.ceiling, stale_policy: str = SHIPPED.stale_policy) -> EffectiveSkill:
+def resolve(
+    skill: Skill,
+    store: OverlayStore | None = None,
+    *,
+    goal: str | None = None,
+    scope: str | Iterable[str] | None = None,
+    learned: bool = True,
+    embedder=None,
+    tau: float | Gate | None = None,
+    ceiling: int = SHIPPED.ceiling,
+    stale_policy: str = SHIPPED.stale_policy,
+) -> EffectiveSkill:
     """Resolve `skill` against `store`. Never raises (but on an unknown `stale_policy`: ValueError); see the
     module docstring for the rules.
 
@@ -688,8 +795,9 @@ def resolve(skill: Skill, store: OverlayStore | None = None, *, goal: str | None
     _check_stale_policy(stale_policy)
     if not learned or learned_disabled():  # before any store read
         why = "--no-learned-skills" if not learned else f"{NO_LEARNED_ENV} is set"
-        return _base(skill, [Note("learned_off", None, f"{why}: authored base only, the store was not read")],
-                     False, ceiling)
+        return _base(
+            skill, [Note("learned_off", None, f"{why}: authored base only, the store was not read")], False, ceiling
+        )
     if store is None:
         return _base(skill, [Note("no_store", None, "no overlay store: authored base only")], False, ceiling)
     notes: list[Note] = []
@@ -714,9 +822,18 @@ def resolve(skill: Skill, store: OverlayStore | None = None, *, goal: str | None
     while True:
         # rows the store left out (a seal that does not verify, a damaged row): said, never applied
         said = notes + [Note("left_out", None, text) for text in store.integrity_notes]
-        request = _Request(goal, scopes, demoted, index, embedder, tau, ceiling,
-                           isinstance(store, Store), stale_policy,  # a store's reads are shape-checked
-                           _triggers(store, deltas) if goal else {})
+        request = _Request(
+            goal,
+            scopes,
+            demoted,
+            index,
+            embedder,
+            tau,
+            ceiling,
+            isinstance(store, Store),
+            stale_policy,  # a store's reads are shape-checked
+            _triggers(store, deltas) if goal else {},
+        )
         eff = _composed(skill, deltas, request, said)
         if not unread or eff.notes_of("suppressed_by_budget") or any(n.kind == "error" for n in eff.notes):
             return _unread_noted(eff, unread)
@@ -727,7 +844,7 @@ def resolve(skill: Skill, store: OverlayStore | None = None, *, goal: str | None
                 break
             more.append(did)
             slack -= costs.get(did, 0)
-        unread = unread[len(more):]
+        unread = unread[len(more) :]
         try:
             extra = store.search(skill=skill.name, scope=sorted(scopes), status="active", ids=more)
             known_lines(store, extra)
@@ -775,8 +892,9 @@ def _read(store, skill: Skill, scopes: list[str], room: int) -> tuple[list[Delta
             spent += costs.get(did, 0)
         else:
             unread.append(did)
-    deltas = store.search(skill=skill.name, scope=scopes, status="active", include_superseded=True, ids=ids) \
-        if ids else []
+    deltas = (
+        store.search(skill=skill.name, scope=scopes, status="active", include_superseded=True, ids=ids) if ids else []
+    )
     return deltas, unread, frozenset(demoted)
 
 
@@ -802,10 +920,20 @@ class Session:
     session's skills' own tools), fed the effective skill's SKILL tier: `select_tools(skill, goal)`.
     """
 
-    def __init__(self, store=None, *, goal: str | None = None, scope: str | Iterable[str] | None = None,
-                 learned: bool = True, embedder=None, tau: float | Gate | None = None,
-                 ceiling: int = SHIPPED.ceiling, touch: bool = True, loader: ToolLoader | None = None,
-                 stale_policy: str = SHIPPED.stale_policy):
+    def __init__(
+        self,
+        store=None,
+        *,
+        goal: str | None = None,
+        scope: str | Iterable[str] | None = None,
+        learned: bool = True,
+        embedder=None,
+        tau: float | Gate | None = None,
+        ceiling: int = SHIPPED.ceiling,
+        touch: bool = True,
+        loader: ToolLoader | None = None,
+        stale_policy: str = SHIPPED.stale_policy,
+    ):
         _check_stale_policy(stale_policy)
         self.store = store
         self.goal = goal
@@ -827,8 +955,17 @@ class Session:
         key = (skill.name, str(skill.path), skill.root_key, skill.body_digest)
         if key not in self._cache:
             left = max(1, self.ceiling - self.used_tokens)
-            eff = resolve(skill, self.store, goal=self.goal, scope=self.scope, learned=self.learned,
-                          embedder=self.embedder, tau=self.tau, ceiling=left, stale_policy=self.stale_policy)
+            eff = resolve(
+                skill,
+                self.store,
+                goal=self.goal,
+                scope=self.scope,
+                learned=self.learned,
+                embedder=self.embedder,
+                tau=self.tau,
+                ceiling=left,
+                stale_policy=self.stale_policy,
+            )
             ids = [n.delta_id for n in eff.notes_of("retrieved")]
             if self.touch and ids and self.store is not None:
                 try:

@@ -128,8 +128,9 @@ class TextEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:  # torch modules are not safe to share across threads mid-forward
-            vecs = self.model.encode(list(texts), batch_size=256, show_progress_bar=False,
-                                     normalize_embeddings=True, convert_to_numpy=True)
+            vecs = self.model.encode(
+                list(texts), batch_size=256, show_progress_bar=False, normalize_embeddings=True, convert_to_numpy=True
+            )
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def __repr__(self) -> str:
@@ -157,15 +158,16 @@ class StaticModel:
     def get_embedding_dimension(self) -> int:
         return int(self.weights.shape[1])
 
-    def encode(self, texts: Sequence[str], batch_size: int = 256, normalize_embeddings: bool = True,
-               **_ignored) -> np.ndarray:
+    def encode(
+        self, texts: Sequence[str], batch_size: int = 256, normalize_embeddings: bool = True, **_ignored
+    ) -> np.ndarray:
         import numpy as np
 
         texts = list(texts)
         out = np.zeros((len(texts), self.get_embedding_dimension()), dtype=np.float32)
         step = max(1, int(batch_size))
         for lo in range(0, len(texts), step):
-            ids = [e.ids for e in self.tokenizer.encode_batch(texts[lo:lo + step], add_special_tokens=False)]
+            ids = [e.ids for e in self.tokenizer.encode_batch(texts[lo : lo + step], add_special_tokens=False)]
             lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
             rows = np.flatnonzero(lengths)
             if not len(rows):
@@ -186,10 +188,13 @@ class StaticModel:
         folder.mkdir(parents=True, exist_ok=True)
         modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.StaticEmbedding"}]
         (folder / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
-        (folder / "config_sentence_transformers.json").write_text(json.dumps({"similarity_fn_name": "cosine"}) + "\n",
-                                                                   encoding="utf-8")
-        save_file({"embedding.weight": np.ascontiguousarray(self.weights, dtype=np.float32)},
-                  str(folder / "model.safetensors"))
+        (folder / "config_sentence_transformers.json").write_text(
+            json.dumps({"similarity_fn_name": "cosine"}) + "\n", encoding="utf-8"
+        )
+        save_file(
+            {"embedding.weight": np.ascontiguousarray(self.weights, dtype=np.float32)},
+            str(folder / "model.safetensors"),
+        )
         self.tokenizer.save(str(folder / "tokenizer.json"))
 
 
@@ -243,8 +248,11 @@ def _load(name: str) -> TextEmbedder | E5Embedder:
         if name == E5:
             return E5Embedder()
         if name in (MINILM, MPNET):
-            folder, ident = (bundled.minilm_path(), bundled.MINILM_ID) if name == MINILM else \
-                (bundled.mpnet_path(), bundled.MPNET_ID)
+            folder, ident = (
+                (bundled.minilm_path(), bundled.MINILM_ID)
+                if name == MINILM
+                else (bundled.mpnet_path(), bundled.MPNET_ID)
+            )
         else:
             path = Path(name).expanduser()
             folder, ident = name, f"sentence-transformers:{path.resolve() if path.exists() else name}"
@@ -255,8 +263,17 @@ def _load(name: str) -> TextEmbedder | E5Embedder:
         raise EmbedderUnavailable(name, f"{type(exc).__name__}: {exc}") from exc
 
 
-_NAMES = {BUNDLED: BUNDLED, bundled.EMBEDDER_ID: BUNDLED, MINILM: MINILM, bundled.MINILM_ID: MINILM, E5: E5,
-          E5_ID: E5, MPNET: MPNET, bundled.MPNET: MPNET, bundled.MPNET_ID: MPNET}
+_NAMES = {
+    BUNDLED: BUNDLED,
+    bundled.EMBEDDER_ID: BUNDLED,
+    MINILM: MINILM,
+    bundled.MINILM_ID: MINILM,
+    E5: E5,
+    E5_ID: E5,
+    MPNET: MPNET,
+    bundled.MPNET: MPNET,
+    bundled.MPNET_ID: MPNET,
+}
 
 
 def load_embedder(name_or_path: str | None = None) -> TextEmbedder | E5Embedder:
@@ -286,8 +303,7 @@ def static_embedder() -> StaticEmbedder:
 
 def eligible(deltas: Iterable) -> list:
     """Deltas that belong in a trigger index: active, tier 3, not superseded, with a trigger."""
-    return [d for d in deltas
-            if d.status == "active" and d.tier == 3 and d.superseded_by is None and d.trigger]
+    return [d for d in deltas if d.status == "active" and d.tier == 3 and d.superseded_by is None and d.trigger]
 
 
 def _normalise(matrix: np.ndarray) -> np.ndarray:
@@ -340,7 +356,7 @@ class Gate:
         s = np.asarray(s, dtype=np.float64)
         keep = s >= self.floor
         if self.family == "top-k":
-            keep[:, self.k:] = False
+            keep[:, self.k :] = False
         elif self.family == "margin":
             runner = s[:, 1] if s.shape[1] > 1 else np.full(len(s), -np.inf)
             keep[:, 1:] = False
@@ -374,9 +390,11 @@ class Uncalibrated(LookupError):
 
     def __init__(self, embedder_id: str):
         self.embedder_id = embedder_id
-        super().__init__(f"embedder {embedder_id!r} has no calibrated retrieval gate: tier 3 stays dark rather "
-                         f"than guess a τ; run `overlay-kit calibrate-tau --embedder NAME_OR_PATH` (writes "
-                         f"{calibration_path(embedder_id, user_gates_dir())})")
+        super().__init__(
+            f"embedder {embedder_id!r} has no calibrated retrieval gate: tier 3 stays dark rather "
+            f"than guess a τ; run `overlay-kit calibrate-tau --embedder NAME_OR_PATH` (writes "
+            f"{calibration_path(embedder_id, user_gates_dir())})"
+        )
 
 
 def user_gates_dir() -> Path:
@@ -452,8 +470,14 @@ class TriggerIndex:
     `dark` is set (with `reason`) when the index cannot serve retrieval; a dark index retrieves nothing.
     """
 
-    def __init__(self, embedder: Embedder | None, ids: Sequence[str] = (), matrix: np.ndarray | None = None,
-                 *, dark: str | None = None):
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        ids: Sequence[str] = (),
+        matrix: np.ndarray | None = None,
+        *,
+        dark: str | None = None,
+    ):
         import faiss
         import numpy as np
 
@@ -480,8 +504,9 @@ class TriggerIndex:
         return cls(embedder, [d.id for d in chosen], embedder.encode([d.trigger for d in chosen]))
 
     @classmethod
-    def from_store(cls, store, embedder: Embedder | None, deltas: Iterable | None = None, *,
-                   embed_missing: bool = True) -> "TriggerIndex":
+    def from_store(
+        cls, store, embedder: Embedder | None, deltas: Iterable | None = None, *, embed_missing: bool = True
+    ) -> "TriggerIndex":
         """The index for `deltas` (default: every eligible delta in the store), from stored vectors.
 
         If the store's vectors belong to another embedder they are invalidated and the index is dark
@@ -496,8 +521,11 @@ class TriggerIndex:
             stored_id = getattr(store, "embedder_id", None)
             if stored_id is not None and stored_id != embedder.id:
                 store.invalidate_embeddings(embedder.id)
-                return cls.dark_index(f"embeddings invalidated: made by {stored_id!r}, now {embedder.id!r}; "
-                                      "tier 3 is dark until re-embedded", embedder)
+                return cls.dark_index(
+                    f"embeddings invalidated: made by {stored_id!r}, now {embedder.id!r}; "
+                    "tier 3 is dark until re-embedded",
+                    embedder,
+                )
             chosen = eligible(store.search(status="active") if deltas is None else deltas)
             ids, matrix = store.embeddings(embedder.id)
             if embed_missing and _embed_missing(store, embedder, chosen, have=set(ids)):
@@ -555,8 +583,9 @@ class TriggerIndex:
         # without sorting the whole corpus; the exact cosine, the same on every CPU, decides
         _, _, pos = self._index.range_search(q, float(tau) - _CANDIDATE_SLACK)
         exact = cosines(q, self._index.reconstruct_batch(pos))[0] if len(pos) else ()
-        hits = sorted((Hit(self._ids[p], float(s)) for s, p in zip(exact, pos) if s >= tau),
-                      key=lambda h: (-h.cosine, h.delta_id))
+        hits = sorted(
+            (Hit(self._ids[p], float(s)) for s, p in zip(exact, pos) if s >= tau), key=lambda h: (-h.cosine, h.delta_id)
+        )
         return hits if k is None else hits[:k]
 
     def retrieve(self, goal: str, gate: Gate | float, k: int | None = None) -> list[tuple[str, float]]:

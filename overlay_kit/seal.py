@@ -34,9 +34,23 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["KEY_ENV", "SEALED_COLUMNS", "RowSealer", "SealKeyError", "key_path", "mint", "mint_undo",
-           "record_counter", "recorded_at", "recorded_counter", "registry_dir", "row_sealer", "sealed_validated",
-           "verify_seal", "verify_undo"]
+__all__ = [
+    "KEY_ENV",
+    "SEALED_COLUMNS",
+    "RowSealer",
+    "SealKeyError",
+    "key_path",
+    "mint",
+    "mint_undo",
+    "record_counter",
+    "recorded_at",
+    "recorded_counter",
+    "registry_dir",
+    "row_sealer",
+    "sealed_validated",
+    "verify_seal",
+    "verify_undo",
+]
 
 
 _KEYED = hashlib.blake2b(key=secrets.token_bytes(32), digest_size=32)  # per process; the key is never stored
@@ -64,8 +78,11 @@ def mint(rows: Sequence[Sequence], *, validated: bool = False) -> bytes:
 
 def verify_seal(rows: Sequence[Sequence], seal) -> bool:
     """True when `seal` was minted by `mint` in this process for exactly these rows, in this order."""
-    return isinstance(seal, bytes) and seal[:1] in (_VALIDATED, _UNCHECKED) and \
-        hmac.compare_digest(seal, mint(rows, validated=seal[:1] == _VALIDATED))
+    return (
+        isinstance(seal, bytes)
+        and seal[:1] in (_VALIDATED, _UNCHECKED)
+        and hmac.compare_digest(seal, mint(rows, validated=seal[:1] == _VALIDATED))
+    )
 
 
 def sealed_validated(seal: bytes) -> bool:
@@ -147,9 +164,27 @@ def _load_key(path: Path) -> bytes:
 
 # What a row seal covers, in this order: every `skill_deltas` column that decides what a session sees or what the
 # consent gate shows (not last_used_at, the embedding or its embedder: they pick among approved rows only).
-SEALED_COLUMNS = ("id", "base_name", "base_root", "base_version", "scope", "kind", "tier", "anchor", "payload",
-                  "provenance", "status", "success_count", "attempt_count", "superseded_by", "created_at",
-                  "approved_at", "findings", "resident", "approved_by")
+SEALED_COLUMNS = (
+    "id",
+    "base_name",
+    "base_root",
+    "base_version",
+    "scope",
+    "kind",
+    "tier",
+    "anchor",
+    "payload",
+    "provenance",
+    "status",
+    "success_count",
+    "attempt_count",
+    "superseded_by",
+    "created_at",
+    "approved_at",
+    "findings",
+    "resident",
+    "approved_by",
+)
 _JSON_COLUMNS = {"anchor", "payload", "provenance", "findings"}
 # The MAC's input: the columns NUL-separated, each JSON column as its text (canonical JSON holds no raw NUL),
 # every other one as its repr (a string, a number or None, told apart; no raw NUL either), so no two rows read

@@ -64,8 +64,12 @@ class SelectionRule:
     pool: str = "max"
 
     def __post_init__(self):
-        if self.k < 1 or self.margin < 0 or min(self.dense, self.lexical, self.section) < 0 or \
-                self.pool not in ("max", "centroid"):
+        if (
+            self.k < 1
+            or self.margin < 0
+            or min(self.dense, self.lexical, self.section) < 0
+            or self.pool not in ("max", "centroid")
+        ):
             raise ValueError(f"bad selection rule: {self}")
 
     def combine(self, s: "Scores") -> "np.ndarray":
@@ -80,7 +84,7 @@ class SelectionRule:
         """Admission mask for score rows sorted best first (goals × lessons): the one place the rule lives."""
 
         keep = (values >= self.floor) & (values >= values[:, :1] - self.margin)
-        keep[:, self.k:] = False
+        keep[:, self.k :] = False
         return keep
 
     def admit(self, s: "Scores") -> list[list[tuple[int, float]]]:
@@ -98,8 +102,15 @@ def shipped_rule() -> SelectionRule:
     """The rule the product selects with (`SHIPPED.select_*`): the best `select_k`, no floor, no margin."""
     from .defaults import SHIPPED
 
-    return SelectionRule(dense=1.0, lexical=SHIPPED.select_lexical, section=SHIPPED.select_section, floor=float("-inf"),
-                         margin=float("inf"), k=SHIPPED.select_k, pool=SHIPPED.select_pool)
+    return SelectionRule(
+        dense=1.0,
+        lexical=SHIPPED.select_lexical,
+        section=SHIPPED.select_section,
+        floor=float("-inf"),
+        margin=float("inf"),
+        k=SHIPPED.select_k,
+        pool=SHIPPED.select_pool,
+    )
 
 
 @dataclass(frozen=True)
@@ -111,8 +122,14 @@ class Scores:
     section: np.ndarray
 
 
-def score(goals: Sequence[str], lessons: Sequence[Candidate], embedder, rule: SelectionRule | None = None, *,
-          vectors: dict[str, "np.ndarray"] | None = None) -> Scores:
+def score(
+    goals: Sequence[str],
+    lessons: Sequence[Candidate],
+    embedder,
+    rule: SelectionRule | None = None,
+    *,
+    vectors: dict[str, "np.ndarray"] | None = None,
+) -> Scores:
     """Every component for every goal and lesson (a component the rule weighs 0 is left 0: not computed).
     `vectors`: text → its vector, for texts embedded already (a store's trigger vectors; a study's cache)."""
     import numpy as np
@@ -136,8 +153,11 @@ def score(goals: Sequence[str], lessons: Sequence[Candidate], embedder, rule: Se
         else:
             dense = np.full(shape, -1.0)
             np.maximum.at(dense.T, owner, cosines(q, vectors).T)
-    lexical = _tfidf(goals, [" ".join((*lesson.triggers, lesson.text)) for lesson in lessons]) \
-        if rule.lexical else np.zeros(shape)
+    lexical = (
+        _tfidf(goals, [" ".join((*lesson.triggers, lesson.text)) for lesson in lessons])
+        if rule.lexical
+        else np.zeros(shape)
+    )
     section = np.zeros(shape)
     if rule.section:
         anchored = [j for j, lesson in enumerate(lessons) if lesson.section]
@@ -146,8 +166,14 @@ def score(goals: Sequence[str], lessons: Sequence[Candidate], embedder, rule: Se
     return Scores(dense, lexical, section)
 
 
-def select(goals: Sequence[str], lessons: Sequence[Candidate], embedder, rule: SelectionRule | None = None, *,
-           vectors: dict[str, "np.ndarray"] | None = None) -> list[list[tuple[str, float]]]:
+def select(
+    goals: Sequence[str],
+    lessons: Sequence[Candidate],
+    embedder,
+    rule: SelectionRule | None = None,
+    *,
+    vectors: dict[str, "np.ndarray"] | None = None,
+) -> list[list[tuple[str, float]]]:
     """Per goal, `(lesson id, score)` of the lessons the rule admits, best first."""
     rule = rule or SelectionRule()
     admitted = rule.admit(score(goals, lessons, embedder, rule, vectors=vectors))

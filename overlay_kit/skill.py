@@ -61,8 +61,9 @@ _ALLOWED_TOOL = re.compile(r"[^\s,()]+(?:\([^)]*\))?")  # `Read, Bash(git add:*)
 class SkillError(ValueError):
     """A SKILL.md that cannot be used. Carries the path and, where known, the 1-based line and field."""
 
-    def __init__(self, message: str, path: str | os.PathLike | None = None, line: int | None = None,
-                 field: str | None = None):
+    def __init__(
+        self, message: str, path: str | os.PathLike | None = None, line: int | None = None, field: str | None = None
+    ):
         self.path = None if path is None else str(path)
         self.line = line
         self.field = field
@@ -210,16 +211,22 @@ def _read_text(path: Path) -> str:
     except OSError as exc:
         raise SkillFormatError(f"cannot read: {exc.strerror or exc}", path) from exc
     if len(raw) > MAX_SKILL_BYTES:
-        raise SkillFormatError(f"file is larger than {MAX_SKILL_BYTES} bytes (the limit falls on this line); "
-                               "a SKILL.md is instructions, not data", path, _line_of(raw, MAX_SKILL_BYTES))
+        raise SkillFormatError(
+            f"file is larger than {MAX_SKILL_BYTES} bytes (the limit falls on this line); "
+            "a SKILL.md is instructions, not data",
+            path,
+            _line_of(raw, MAX_SKILL_BYTES),
+        )
     if b"\x00" in raw:
-        raise SkillFormatError("binary content (NUL byte); a SKILL.md must be UTF-8 text", path,
-                               _line_of(raw, raw.index(b"\x00")))
+        raise SkillFormatError(
+            "binary content (NUL byte); a SKILL.md must be UTF-8 text", path, _line_of(raw, raw.index(b"\x00"))
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SkillFormatError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
-                               path, _line_of(raw, exc.start)) from exc
+        raise SkillFormatError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", path, _line_of(raw, exc.start)
+        ) from exc
     return text[1:] if text.startswith("\ufeff") else text
 
 
@@ -247,7 +254,7 @@ def split_frontmatter(text: str, path: str | os.PathLike | None = None) -> tuple
     body_start = len(_BREAK.findall(text, 0, closing.end())) + 1
     if not closing.group().endswith(("\n", "\r")):  # the fence is the last line, without a line break
         body_start += 1
-    return text[opening.end():closing.start()], text[closing.end():], body_start
+    return text[opening.end() : closing.start()], text[closing.end() :], body_start
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when built with it: ~10x faster
@@ -259,8 +266,11 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when bu
             if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
                 if (key.tag, key.value) in seen:
                     raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark,
-                        f"found duplicate key {key.value!r}", key.start_mark)
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found duplicate key {key.value!r}",
+                        key.start_mark,
+                    )
                 seen.add((key.tag, key.value))
         return super().construct_mapping(node, deep)
 
@@ -268,8 +278,9 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when bu
         try:
             return super().construct_yaml_timestamp(node)
         except ValueError as exc:
-            raise yaml.constructor.ConstructorError(None, None, f"invalid date {node.value!r}: {exc}",
-                                                    node.start_mark) from exc
+            raise yaml.constructor.ConstructorError(
+                None, None, f"invalid date {node.value!r}: {exc}", node.start_mark
+            ) from exc
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_timestamp)
@@ -305,8 +316,13 @@ def _expanded(node) -> tuple[int, int]:
             return cap  # a recursive alias expands forever
         visiting.add(key)
         nodes, chars = 1, len(n.value) if isinstance(n, yaml.ScalarNode) else 0
-        children = (n.value if isinstance(n, yaml.SequenceNode) else
-                    [c for kv in n.value for c in kv] if isinstance(n, yaml.MappingNode) else [])
+        children = (
+            n.value
+            if isinstance(n, yaml.SequenceNode)
+            else [c for kv in n.value for c in kv]
+            if isinstance(n, yaml.MappingNode)
+            else []
+        )
         for child in children:
             a, b = size(child)
             nodes, chars = nodes + a, chars + b
@@ -326,9 +342,12 @@ def _load_yaml(source: str, path, first_line: int) -> _Frontmatter:
         if node is not None:
             nodes, chars = _expanded(node)
             if nodes > MAX_YAML_NODES or chars > MAX_YAML_CHARS:
-                raise SkillFormatError(f"YAML frontmatter expands through aliases past {MAX_YAML_NODES} nodes or "
-                                       f"{MAX_YAML_CHARS} characters (or recursively): an alias bomb, refused",
-                                       path, first_line)
+                raise SkillFormatError(
+                    f"YAML frontmatter expands through aliases past {MAX_YAML_NODES} nodes or "
+                    f"{MAX_YAML_CHARS} characters (or recursively): an alias bomb, refused",
+                    path,
+                    first_line,
+                )
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -343,8 +362,9 @@ def _load_yaml(source: str, path, first_line: int) -> _Frontmatter:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise SkillFormatError(f"frontmatter must be a mapping of fields, not a {type(data).__name__}",
-                               path, first_line)
+        raise SkillFormatError(
+            f"frontmatter must be a mapping of fields, not a {type(data).__name__}", path, first_line
+        )
     lines: dict[str, int] = {}
     scalars: dict[str, str] = {}
 
@@ -378,8 +398,9 @@ def _strings(value: Any) -> tuple[str, ...] | None:
     return None
 
 
-def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str | None = None,
-                check_directory: bool = True) -> tuple[Skill | None, list[Problem]]:
+def parse_skill(
+    text: str, path: str | os.PathLike | None = None, *, root: str | None = None, check_directory: bool = True
+) -> tuple[Skill | None, list[Problem]]:
     """Parse SKILL.md text; return the skill (None if any problem) and every validation problem.
 
     Format errors (no frontmatter, broken YAML, a list as frontmatter) raise `SkillFormatError`.
@@ -401,8 +422,11 @@ def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str |
         if len(name) > 64:
             bad("name", f"name is {len(name)} characters; at most 64 are allowed")
         if not _NAME.fullmatch(name):
-            bad("name", f"name {name!r} must be lowercase letters a-z, digits and single hyphens, "
-                        "not starting or ending with a hyphen")
+            bad(
+                "name",
+                f"name {name!r} must be lowercase letters a-z, digits and single hyphens, "
+                "not starting or ending with a hyphen",
+            )
         if check_directory and path is not None and Path(path).name == "SKILL.md":
             directory = Path(path).parent.name
             if unicodedata.normalize("NFC", directory) != name:
@@ -467,8 +491,12 @@ def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str |
             bad("metadata.gaia.permissions", str(exc), at)
             continue
         if perm.domain not in PERMISSION_DOMAINS:
-            bad("metadata.gaia.permissions", f"unknown permission domain {perm.domain!r} in {item!r}; "
-                                             f"known: {', '.join(sorted(PERMISSION_DOMAINS))}", at)
+            bad(
+                "metadata.gaia.permissions",
+                f"unknown permission domain {perm.domain!r} in {item!r}; "
+                f"known: {', '.join(sorted(PERMISSION_DOMAINS))}",
+                at,
+            )
             continue
         permissions.append(perm)
 
@@ -496,11 +524,20 @@ def parse_skill(text: str, path: str | os.PathLike | None = None, *, root: str |
     if problems:
         return None, problems
     skill = Skill(
-        name=name, description=description, body=body,
+        name=name,
+        description=description,
+        body=body,
         path=None if path is None else Path(path),
-        frontmatter=MappingProxyType(data), license=license_, compatibility=compatibility,
-        allowed_tools=allowed_tools, version=version, permissions=tuple(permissions),
-        security_tier=tier, tools=tuple(tools), body_start_line=body_start, root=root,
+        frontmatter=MappingProxyType(data),
+        license=license_,
+        compatibility=compatibility,
+        allowed_tools=allowed_tools,
+        version=version,
+        permissions=tuple(permissions),
+        security_tier=tier,
+        tools=tuple(tools),
+        body_start_line=body_start,
+        root=root,
     )
     return skill, []
 
@@ -562,8 +599,9 @@ class Discovery:
 SKILLS_ENV = "OVERLAY_KIT_SKILLS"  # extra discovery roots, after project and agent
 
 
-def default_roots(project: str | os.PathLike = ".", *, agent: str | os.PathLike | None = None,
-                  home: str | os.PathLike | None = None) -> list[Root]:
+def default_roots(
+    project: str | os.PathLike = ".", *, agent: str | os.PathLike | None = None, home: str | os.PathLike | None = None
+) -> list[Root]:
     """The Agent Skills precedence: project, agent-bundled, `$OVERLAY_KIT_SKILLS` (directories separated by
     `os.pathsep`, e.g. `datasets/skills`), user, installed, then Claude Code imports."""
     project, home = Path(project), Path(home) if home else Path.home()
@@ -612,8 +650,7 @@ def discover(roots: Iterable[Root]) -> Discovery:
                 errors.append(SkillFormatError(f"cannot resolve: {exc}", file))
                 continue
             if escapes:
-                errors.append(SkillError(f"resolves outside its root {root.path} (symlink or '..'); ignored",
-                                         file))
+                errors.append(SkillError(f"resolves outside its root {root.path} (symlink or '..'); ignored", file))
                 continue
             try:
                 skill = replace(load_skill(file, root=root.label), root_dir=str(real_root))
@@ -642,9 +679,13 @@ def find_skill(ref: str | os.PathLike, roots: Iterable[Root] | None = None) -> S
     hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
     example = dataset_path("skills", str(ref))
     if (example / "SKILL.md").is_file():  # a bundled example (datasets/skills) is not a discovery root
-        hint += (f"; a bundled example of that name is at {example}: pass that path, or set "
-                 f"${SKILLS_ENV}={example.parent}")
+        hint += (
+            f"; a bundled example of that name is at {example}: pass that path, or set ${SKILLS_ENV}={example.parent}"
+        )
     searched = ", ".join(f"{r.label} {r.path}" + ("" if r.path.is_dir() else " (absent)") for r in roots)
-    raise SkillError(f"no skill file and no discovered skill named {str(ref)!r}{hint}; roots searched in order: "
-                     f"{searched}; to add a root, set ${SKILLS_ENV} to one or more directories (separated by "
-                     f"{os.pathsep!r}): they are searched after the project and agent roots, before the user's", ref)
+    raise SkillError(
+        f"no skill file and no discovered skill named {str(ref)!r}{hint}; roots searched in order: "
+        f"{searched}; to add a root, set ${SKILLS_ENV} to one or more directories (separated by "
+        f"{os.pathsep!r}): they are searched after the project and agent roots, before the user's",
+        ref,
+    )

@@ -35,15 +35,33 @@ from .common import find_all
 from .headings import block_parser  # the anchorer's block-level CommonMark parser (inline parsing off)
 from .patternset import plain as _plain_ascii  # ASCII without a control character (tab and newline allowed)
 
-__all__ = ["block_parser", "block_structure", "fold", "hidden_chars", "is_hidden", "language", "languages_many",
-           "lookalikes", "markdown_line", "script", "views", "views_many", "visible", "visible_review"]
+__all__ = [
+    "block_parser",
+    "block_structure",
+    "fold",
+    "hidden_chars",
+    "is_hidden",
+    "language",
+    "languages_many",
+    "lookalikes",
+    "markdown_line",
+    "script",
+    "views",
+    "views_many",
+    "visible",
+    "visible_review",
+]
 
 # Bidi controls, zero-width characters, tag characters, variation selectors, interlinear annotation, BOM,
 # Hangul/Braille fillers: all render as nothing (or reorder what follows) on a terminal or in a browser.
 _INVISIBLE = frozenset(
     [0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x2800, 0x3164, 0xFEFF, 0xFFA0]
-    + list(range(0x200B, 0x2010)) + list(range(0x202A, 0x202F)) + list(range(0x2060, 0x2070))
-    + list(range(0xFE00, 0xFE10)) + list(range(0xFFF9, 0xFFFC)))
+    + list(range(0x200B, 0x2010))
+    + list(range(0x202A, 0x202F))
+    + list(range(0x2060, 0x2070))
+    + list(range(0xFE00, 0xFE10))
+    + list(range(0xFFF9, 0xFFFC))
+)
 
 
 def is_hidden(ch: str) -> bool:
@@ -84,8 +102,7 @@ def visible(text: str, *, keep_newlines: bool = True) -> str:
         return text  # nothing in it is hidden: skip the per-character pass (every CLI line goes through here)
     if not any(is_hidden(ch) or (not keep_newlines and ch == "\n") for ch in text):
         return text
-    return "".join(f"<U+{ord(ch):04X}>" if is_hidden(ch) or (not keep_newlines and ch == "\n") else ch
-                   for ch in text)
+    return "".join(f"<U+{ord(ch):04X}>" if is_hidden(ch) or (not keep_newlines and ch == "\n") else ch for ch in text)
 
 
 _ORDERED = re.compile(r"(\d{1,9})([.)])")
@@ -98,14 +115,13 @@ def markdown_line(text: str) -> str:
         return "(empty)"
     m = _ORDERED.match(flat)
     if m:  # `1. x` / `1) x` would open an ordered list
-        return m.group(1) + "\\" + flat[m.end(1):]
+        return m.group(1) + "\\" + flat[m.end(1) :]
     if flat[0] in string.punctuation:  # `#`, `>`, `-`, `*`, `+`, `=`, `` ` ``, `~`, `<`, `[`, `|`, `_`, …
         return "\\" + flat
     return flat
 
 
-_NAMES = {"heading_open": "a heading", "fence": "a code fence", "html_block": "an HTML block",
-          "hr": "a thematic break"}
+_NAMES = {"heading_open": "a heading", "fence": "a code fence", "html_block": "an HTML block", "hr": "a thematic break"}
 
 
 def block_structure(text: str) -> list[str]:
@@ -136,12 +152,14 @@ def block_structure_parsed(text: str) -> list[str]:
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|\x9b[0-?]*[ -/]*[@-~]")
 _COMMENT = re.compile(r"<!--(.*?)(?:-->|\Z)", re.DOTALL)
 # Latin look-alikes that NFKC leaves alone (Cyrillic, Greek, Armenian, small capitals, a few symbols).
-_CONFUSABLE = str.maketrans({
-    **dict(zip("аеорсухіјѕԁһԛԝӏɡνοαειкмтпгвнзьℓ", "aeopcyxijsdhqwlgvoaeikmtnrbh3bl")),
-    **dict(zip("АВЕКМНОРСТХІЈЅԌΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "abekmhopctxijsgabezhikmnoptyx")),
-    **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnoprstuvwyz")),
-    **dict(zip("ıȷ0＠", "ijo@")),
-})
+_CONFUSABLE = str.maketrans(
+    {
+        **dict(zip("аеорсухіјѕԁһԛԝӏɡνοαειкмтпгвнзьℓ", "aeopcyxijsdhqwlgvoaeikmtnrbh3bl")),
+        **dict(zip("АВЕКМНОРСТХІЈЅԌΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "abekmhopctxijsgabezhikmnoptyx")),
+        **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnoprstuvwyz")),
+        **dict(zip("ıȷ0＠", "ijo@")),
+    }
+)
 _SPLITTERS = r"-‐‑‒–—_·•*.~|/\\"  # join the letters on either side: "ig-nore", "ig.nore"
 _SPACERS = r" .\-_*·"  # between single letters: "i g n o r e"
 _SPLIT = re.compile(rf"(?<=[a-z])\s*[{_SPLITTERS}]+\s*(?=[a-z])")
@@ -220,11 +238,33 @@ def _byte_table(classify) -> bytes:
 def _batch_tables() -> tuple[bytes, bytes, bytes]:
     """The byte tables of `views_many` (built on first use, not at import): fold; splitter/letter/space;
     spacer/letter."""
-    return (_byte_table(lambda c: _fold_plain(c) if c.isascii() else c),
-            _byte_table(lambda c: "#" if c == "\x00" else "-" if re.fullmatch(f"[{_SPLITTERS}]", c) else
-                        "a" if re.fullmatch("[a-z]", c) else " " if re.fullmatch(r"\s", c) else "o"),
-            _byte_table(lambda c: "#" if c == "\x00" else "s" if re.fullmatch(f"[{_SPACERS}]", c) else
-                        "a" if re.fullmatch("[a-z]", c) else "o"))
+    return (
+        _byte_table(lambda c: _fold_plain(c) if c.isascii() else c),
+        _byte_table(
+            lambda c: (
+                "#"
+                if c == "\x00"
+                else "-"
+                if re.fullmatch(f"[{_SPLITTERS}]", c)
+                else "a"
+                if re.fullmatch("[a-z]", c)
+                else " "
+                if re.fullmatch(r"\s", c)
+                else "o"
+            )
+        ),
+        _byte_table(
+            lambda c: (
+                "#"
+                if c == "\x00"
+                else "s"
+                if re.fullmatch(f"[{_SPACERS}]", c)
+                else "a"
+                if re.fullmatch("[a-z]", c)
+                else "o"
+            )
+        ),
+    )
 
 
 def plain_batchable(text: str) -> bool:
@@ -248,9 +288,13 @@ def views_many(texts: list[str]) -> list[tuple[str, ...]]:
         base = BATCH_SEP.join([texts[i] for i in plain]).encode("ascii").translate(fold)
         folded = base.decode("ascii").split(BATCH_SEP)
         starts = list(accumulate([len(b) + len(BATCH_SEP) for b in folded], initial=0))
-        shaped = {bisect_right(starts, at) - 1 for at in chain(
-            (m.start() for m in _SPLIT_SHAPE.finditer(base.translate(splitters))),
-            find_all(base.translate(spacers), b"sas"))}
+        shaped = {
+            bisect_right(starts, at) - 1
+            for at in chain(
+                (m.start() for m in _SPLIT_SHAPE.finditer(base.translate(splitters))),
+                find_all(base.translate(spacers), b"sas"),
+            )
+        }
         views = list(zip(folded))  # one reading each (split and spacing change nothing) but for `shaped`
         for k in shaped:
             b = folded[k]
@@ -263,7 +307,6 @@ def views_many(texts: list[str]) -> list[tuple[str, ...]]:
 
 
 _SPLIT_SHAPE = re.compile(rb"- *a")  # on `_batch_tables`' splitter classes: a splitter, spaces, a letter
-
 
 
 # ----------------------------------------------------------------------------- scripts and look-alikes
@@ -324,9 +367,15 @@ def lookalikes(text: str) -> list[tuple[int, str, str]]:
     for token, start, classes, n_latin in tokens:
         if not n_latin and latin <= other:
             continue  # a word of another script in text mostly of other scripts: no spoof
-        if n_latin and other > latin and "-" in token and all(  # a compound of one script a part
+        if (
+            n_latin
+            and other > latin
+            and "-" in token
+            and all(  # a compound of one script a part
                 "l" not in part or not set(part) - {"l", "-"}
-                for part in (piece.translate(_SCRIPT_CLASS) for piece in token.split("-"))):
+                for part in (piece.translate(_SCRIPT_CLASS) for piece in token.split("-"))
+            )
+        ):
             continue
         foreign = [(i, ch) for i, (ch, c) in enumerate(zip(token, classes), start) if c in "ko"]
         if n_latin:
@@ -358,8 +407,9 @@ def visible_review(text: str, *, keep_newlines: bool = True) -> str:
     marks = {i for i, _, _ in lookalikes(text)}
     if not marks:
         return visible(text, keep_newlines=keep_newlines)
-    return "".join(f"<U+{ord(ch):04X}>" if i in marks else visible(ch, keep_newlines=keep_newlines)
-                   for i, ch in enumerate(text))
+    return "".join(
+        f"<U+{ord(ch):04X}>" if i in marks else visible(ch, keep_newlines=keep_newlines) for i, ch in enumerate(text)
+    )
 
 
 # ------------------------------------------------------------------------------------------ language
@@ -381,7 +431,8 @@ def visible_review(text: str, *, keep_newlines: bool = True) -> str:
 LANG_SURE, LANG_MAX_EN, LANG_MIN_P, LANG_MAX_EN_2 = 0.9, 0.03, 0.4, 0.1
 
 # English function words: their share is the cheap evidence that a clause is English.
-_EN_FUNCTION = frozenset("""
+_EN_FUNCTION = frozenset(
+    """
 the and of to for with from that this these those you your yours yourself yourselves when where what which who
 whom whose why how not never always be been being are is were it its itself they them their theirs themselves we
 our ours ourselves us my mine myself he she his her him hers herself himself or if then than by into onto about
@@ -392,15 +443,19 @@ because though although while whenever whether instead within without via agains
 below again once both either neither nor yet still even ever already anything everything something nothing anyone
 everyone someone nobody none it's i'm i'll i've i'd you're you'll you've you'd we're we'll we've we'd they're
 they'll they've they'd that's there's here's what's who's let's these those whatever whichever whoever
-""".split())
+""".split()
+)
 # Words that are common in English and in another language too (in, an, so, was, die, ...): English, but no
 # evidence of it.
-_EN_SHARED = frozenset("""
+_EN_SHARED = frozenset(
+    """
 a an as at do go i in is me no on so also will was man per plus till dig van op am us
-""".split())
+""".split()
+)
 # Common English words (instructions, mail, calendars, documents, code review, operations, money): a clause made
 # of these alone (with no foreign function word) is English without the model.
-_EN_COMMON = frozenset("""
+_EN_COMMON = frozenset(
+    """
 able accept accepted access account accounts act action actions active add added adding address addresses admin
 advance after afternoon agenda ago agree ahead alert alerts allow allowed almost alone along already alternative
 amount amounts analysis annual another answer answers api app apply approval approvals approve approved april
@@ -460,7 +515,8 @@ lesson learn learned note verify validate ensure cluster node server latency upt
 rollback failover replica migration schema query queries pipeline hotfix config configuration environment
 monitor monitoring alerting backup restore firewall login logout spam phishing malware virus ransomware vpn
 network traffic load disk memory cpu container image cloud bucket queue worker job cron script shell terminal
-""".split())
+""".split()
+)
 
 
 def _inflected(words: frozenset[str]) -> frozenset[str]:
@@ -479,7 +535,9 @@ def _inflected(words: frozenset[str]) -> frozenset[str]:
 _EN_LEXICON = _EN_FUNCTION | _EN_SHARED | _inflected(_EN_COMMON)
 _EN_LEXICON_BYTES = frozenset(w.encode("ascii") for w in _EN_LEXICON if w.isascii())
 # Function words of other languages written in Latin letters (none of them an English word).
-_FOREIGN_FUNCTION = frozenset("""
+_FOREIGN_FUNCTION = (
+    frozenset(
+        """
 und der die das nicht ist ein eine einen einem einer eines mit auf für sie ich wir ihr du dich dir mir mich den
 dem des zu zum zur von vom bei nach aus alle allen alles jede jeden jedes jeder keine kein keinen oder aber wenn
 auch noch schon nur sich sind bitte werden wird wurde ohne über dass diese dieser dieses immer sofort jetzt hier
@@ -507,20 +565,24 @@ az és hogy nem egy meg van minden nélkül csak mindig soha
 ja ei että kaikki mutta tai kanssa ilman aina älä
 ang ng mga ay hindi lahat
 ni wa kwa katika yote bila kila
-""".split()) - _EN_LEXICON
+""".split()
+    )
+    - _EN_LEXICON
+)
 
 # What is not prose: fenced and inline code, HTML tags and comment marks (read first, on their own), then every
 # token (between whitespace) that holds a character prose does not: a URL, an address, a path, a handle, an
 # amount, a date, an identifier (a digit, an underscore), JSON. NUL (the batch separator, `BATCH_SEP`) is no
 # token's and ends a code fence. (camelCase words are left to `_clause`.)
 _NOT_PROSE_MARKUP = re.compile(r"```[^\x00]*?(?:```|(?=\x00)|\Z)|`[^`\n]*`|<!--|-->|</?[A-Za-z][^<>\n]{0,200}>")
-_NOT_PROSE_TOKEN = re.compile(r"(?<![^\s\x00])(?>[^\s\x00@/\\\d_#$%&*+=^{|}~\[\]<>`]*)[@/\\\d_#$%&*+=^{|}~\[\]<>`]"
-                              r"[^\s\x00]*")
+_NOT_PROSE_TOKEN = re.compile(
+    r"(?<![^\s\x00])(?>[^\s\x00@/\\\d_#$%&*+=^{|}~\[\]<>`]*)[@/\\\d_#$%&*+=^{|}~\[\]<>`]"
+    r"[^\s\x00]*"
+)
 _UNIT_END = re.compile(r"[.!?;:\n\u3002\uff01\uff1f\uff1b\uff1a\u061f\u0964|•]+")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _ASCII_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")  # `_WORD` on ASCII text
-_NO_SPACES = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "THAI", "LAO", "KHMER", "MYANMAR", "TIBETAN",
-                        "YI"})
+_NO_SPACES = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "THAI", "LAO", "KHMER", "MYANMAR", "TIBETAN", "YI"})
 
 
 def language(text: str) -> str | None:
@@ -539,9 +601,11 @@ def _prose(text: str, plain: bool = False) -> str:
 
 
 # the dot after a common abbreviation (found from the dot: a literal, quick to search for)
-_ABBREVIATION = re.compile(r"\.(?:(?<=\b(?:Mr|Ms|Dr|St|Jr|Sr|Co|vs|cf|al|No|MR|MS|DR|ST|VS|NO)\.)"
-                           r"|(?<=\b(?:Mrs|Inc|Ltd|etc|MRS|ETC|e\.g|i\.e|E\.G|I\.E)\.)|(?<=\b(?:Prof|Corp|dept)\.)"
-                           r"|(?<=\bapprox\.))")
+_ABBREVIATION = re.compile(
+    r"\.(?:(?<=\b(?:Mr|Ms|Dr|St|Jr|Sr|Co|vs|cf|al|No|MR|MS|DR|ST|VS|NO)\.)"
+    r"|(?<=\b(?:Mrs|Inc|Ltd|etc|MRS|ETC|e\.g|i\.e|E\.G|I\.E)\.)|(?<=\b(?:Prof|Corp|dept)\.)"
+    r"|(?<=\bapprox\.))"
+)
 
 
 def _units(prose: str) -> tuple[list[list[str]], list[str]]:
@@ -589,8 +653,11 @@ def _clause(words: list[str], alone: bool) -> tuple[list[str] | None, int]:
     if all(w[:1].isupper() for w in words):
         read = [w.lower() for w in words if w[1:].islower() or w.isupper() or len(w) < 2]
     else:
-        read = [w.lower() for k, w in enumerate(words)
-                if (k == 0 or not w[:1].isupper()) and (w[1:].islower() or len(w) < 2 or k == 0 and w.isupper())]
+        read = [
+            w.lower()
+            for k, w in enumerate(words)
+            if (k == 0 or not w[:1].isupper()) and (w[1:].islower() or len(w) < 2 or k == 0 and w.isupper())
+        ]
     if len(read) < 2:
         return None, 0
     e = sum(map(_EN_FUNCTION.__contains__, read))
@@ -648,8 +715,10 @@ def prose_languages_many(texts: list[str], prefer: frozenset[str] = frozenset())
             continue
         if f < 0:  # words of a non-Latin script: a language the scan does not read, whatever the model says
             code = code if code not in ("en", "zxx", "und") else _script_name(words)
-        elif not (code not in ("en", "zxx") and (p >= LANG_SURE or (p_en < LANG_MAX_EN and (p >= LANG_MIN_P or f))
-                                                 or (f >= 2 and p_en < LANG_MAX_EN_2))):
+        elif not (
+            code not in ("en", "zxx")
+            and (p >= LANG_SURE or (p_en < LANG_MAX_EN and (p >= LANG_MIN_P or f)) or (f >= 2 and p_en < LANG_MAX_EN_2))
+        ):
             continue
         if prefer and code not in prefer and near and p_near >= PREFER_SHARE * p:
             code = near
@@ -685,8 +754,10 @@ def _not_lexicon(texts: list[str]) -> list[int]:
 
 def _lexical(lower: bytes) -> bool:
     """Every word of a lowercased ASCII text in the English lexicon (`_not_lexicon`'s test, text by text)."""
-    return all(w in _EN_LEXICON_BYTES or w.strip(b"'") in _EN_LEXICON_BYTES
-               for w in lower.translate(_LETTERS_APOSTROPHES).split())
+    return all(
+        w in _EN_LEXICON_BYTES or w.strip(b"'") in _EN_LEXICON_BYTES
+        for w in lower.translate(_LETTERS_APOSTROPHES).split()
+    )
 
 
 _LETTERS_APOSTROPHES = bytes(b if 97 <= b <= 122 or b in (0, 39) else 32 for b in range(256))
@@ -734,14 +805,18 @@ class _LangModel:
         need = len(self.index) + len(new)
         if need > len(self.vectors):
             grown = np.zeros((max(need, 2 * len(self.vectors)), self.vectors.shape[1]), dtype=np.float32)
-            grown[:len(self.vectors)] = self.vectors
+            grown[: len(self.vectors)] = self.vectors
             self.vectors = grown
         feats: list[int] = []
         weights: list[int] = []
         starts = []
         for w in new:
-            counts = self.visit(self.ident.tk_nextmove, self.rowbase, self.ident.tk_output,
-                                b" " + w.encode("utf-8", "surrogatepass") + b" ")
+            counts = self.visit(
+                self.ident.tk_nextmove,
+                self.rowbase,
+                self.ident.tk_output,
+                b" " + w.encode("utf-8", "surrogatepass") + b" ",
+            )
             starts.append(len(feats))
             if counts:
                 feats.extend(counts.keys())
@@ -755,8 +830,9 @@ class _LangModel:
             self.vectors[rows[has]] = np.add.reduceat(table, np.asarray(starts)[has], axis=0)
         self.index.update(zip(new, range(base, base + len(new))))
 
-    def best(self, clauses: list[list[str]], prefer: frozenset[str] = frozenset()
-             ) -> list[tuple[str, float, float, str | None, float]]:
+    def best(
+        self, clauses: list[list[str]], prefer: frozenset[str] = frozenset()
+    ) -> list[tuple[str, float, float, str | None, float]]:
         """Per clause (its words): the most likely language, its probability and English's (the model's scores
         over the square root of the clause's length in bytes, as py3langid normalises them), and the most likely
         of `prefer` with its probability (None, 0 without `prefer`)."""
@@ -768,8 +844,9 @@ class _LangModel:
         ids = np.fromiter((self.index[w] for w in flat), dtype=np.intp, count=len(flat))
         starts = np.cumsum([0] + [len(c) for c in clauses[:-1]])
         scores = np.add.reduceat(self.vectors[ids], starts, axis=0, dtype=np.float64) + self.pc
-        size = np.array([sum(len(w.encode("utf-8", "surrogatepass")) + 1 for w in c) + 1 for c in clauses],
-                        dtype=np.float64)
+        size = np.array(
+            [sum(len(w.encode("utf-8", "surrogatepass")) + 1 for w in c) + 1 for c in clauses], dtype=np.float64
+        )
         scores /= np.sqrt(size)[:, None]
         scores = np.exp(scores - scores.max(axis=1, keepdims=True))
         probs = np.add.reduceat((scores / scores.sum(axis=1, keepdims=True))[:, self.order], self.groups, axis=1)
@@ -779,8 +856,10 @@ class _LangModel:
         if not cols:
             return [(self.labels[t], float(probs[k, t]), float(probs[k, en]), None, 0.0) for k, t in enumerate(top)]
         near = np.asarray(cols)[probs[:, cols].argmax(axis=1)]
-        return [(self.labels[t], float(probs[k, t]), float(probs[k, en]), self.labels[n], float(probs[k, n]))
-                for k, (t, n) in enumerate(zip(top, near))]
+        return [
+            (self.labels[t], float(probs[k, t]), float(probs[k, en]), self.labels[n], float(probs[k, n]))
+            for k, (t, n) in enumerate(zip(top, near))
+        ]
 
 
 _WORD_CACHE = 20_000  # words whose scores `_LangModel` keeps (a row of 142 floats each)

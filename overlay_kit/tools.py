@@ -48,17 +48,22 @@ class Selection:
     scores: Mapping[str, float] = field(default_factory=dict)  # cosine of each semantic candidate
 
     def to_dict(self) -> dict:
-        return {"tools": list(self.tools), "sources": dict(self.sources),
-                "dropped": [list(x) for x in self.dropped], "evicted": list(self.evicted),
-                "scores": dict(self.scores)}
+        return {
+            "tools": list(self.tools),
+            "sources": dict(self.sources),
+            "dropped": [list(x) for x in self.dropped],
+            "evicted": list(self.evicted),
+            "scores": dict(self.scores),
+        }
 
 
 def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))
 
 
-def skill_tier(authored: Sequence[str], hints: Iterable[Mapping[str, Sequence[str]]] = ()
-               ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def skill_tier(
+    authored: Sequence[str], hints: Iterable[Mapping[str, Sequence[str]]] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The SKILL tier: (skill_tools, withheld) from the authored tools and tier-1 hint payloads in render
     order (`{"prefer": [...], "drop": [...]}`). Preferred names go first, dropped names are withheld; a later
     hint about the same tool wins. Names outside the live registry are dropped later, by `ToolLoader.select`."""
@@ -76,8 +81,15 @@ def skill_tier(authored: Sequence[str], hints: Iterable[Mapping[str, Sequence[st
 class ToolLoader:
     """`registry` maps every live tool name to its description (the text semantic selection matches)."""
 
-    def __init__(self, registry: Mapping[str, str], core: Sequence[str] = (), *,
-                 max_tools: int = SHIPPED.max_tools, threshold: float = SEMANTIC_THRESHOLD, embedder=None):
+    def __init__(
+        self,
+        registry: Mapping[str, str],
+        core: Sequence[str] = (),
+        *,
+        max_tools: int = SHIPPED.max_tools,
+        threshold: float = SEMANTIC_THRESHOLD,
+        embedder=None,
+    ):
         if max_tools < 1:
             raise ValueError(f"max_tools must be ≥ 1, got {max_tools}")
         self.registry = dict(registry)
@@ -106,12 +118,14 @@ class ToolLoader:
         if not names:
             return []
         scores = cosines(vectors, self.embedder.encode([goal]))[:, 0]
-        ranked = sorted(((n, float(s)) for n, s in zip(names, scores) if s >= self.threshold),
-                        key=lambda x: (-x[1], x[0]))
+        ranked = sorted(
+            ((n, float(s)) for n, s in zip(names, scores) if s >= self.threshold), key=lambda x: (-x[1], x[0])
+        )
         return ranked
 
-    def select(self, goal: str | None = None, skill_tools: Sequence[str] = (),
-               withheld: Iterable[str] = ()) -> Selection:
+    def select(
+        self, goal: str | None = None, skill_tools: Sequence[str] = (), withheld: Iterable[str] = ()
+    ) -> Selection:
         """Admit this turn's tools and update the LRU state."""
         withheld = set(withheld) - set(self.core)
         dropped: list[tuple[str, str]] = [(n, "not in the live registry (core)") for n in self.core_unknown]

@@ -40,7 +40,8 @@ REWRITE_SIMILARITY = 0.5  # word similarity of old and new section under which t
 MIN_SHARED = 1  # lesson terms that must occur in the changed lines
 ADDED_SHARED: int | None = 3  # lesson terms that must occur in the lines an edit put in (None: those never count)
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again all also always an and any are as at be because been before being below between both but
 by can could did do does doing don done during each either else ever every few for from further get gets had has
 have having here how however if in instead into is it its itself just least less let like make makes many may
@@ -48,7 +49,8 @@ might more most much must need needs never no nor not now of off on once one onl
 own per rather same shall should since so some such than that the their them then there these they this those
 though through to too under unless until up upon use used uses using very via was we were what when whenever where
 whether which while who whom whose why will with within without would yes yet you your
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"\w+")
 
@@ -86,9 +88,15 @@ def _lines(text: str) -> list[str]:
     return [n for n in (" ".join(line.split()) for line in text.splitlines()) if n]
 
 
-def touches(lesson_text: str, old_section_text: str, new_section_text: str, *,
-            rewrite_similarity: float = REWRITE_SIMILARITY, min_shared: int = MIN_SHARED,
-            added_shared: int | None = ADDED_SHARED) -> Touch:
+def touches(
+    lesson_text: str,
+    old_section_text: str,
+    new_section_text: str,
+    *,
+    rewrite_similarity: float = REWRITE_SIMILARITY,
+    min_shared: int = MIN_SHARED,
+    added_shared: int | None = ADDED_SHARED,
+) -> Touch:
     """Whether the edit of a section from `old_section_text` to `new_section_text` plausibly touches a lesson
     anchored there (`lesson_text`): the section rewritten, or a term of the lesson in a changed line."""
     if old_section_text == new_section_text:

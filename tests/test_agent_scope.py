@@ -35,8 +35,9 @@ def test_an_agents_unscoped_lesson_stays_with_it_and_a_user_lesson_is_shared(tmp
         assert {d.id for d in resolve.resolve(skill, work, embedder=False).applied} == {own.id, shared.id}
     with Store.open(path, agent="home-mail") as home:
         assert [d.id for d in resolve.resolve(skill, home, embedder=False).applied] == [shared.id]
-        assert [d.id for d in resolve.resolve(skill, home, embedder=False, scope="agent:work-mail").applied] == \
-            [own.id]  # an explicit scope reads what it names
+        assert [d.id for d in resolve.resolve(skill, home, embedder=False, scope="agent:work-mail").applied] == [
+            own.id
+        ]  # an explicit scope reads what it names
     with Store.open(path) as anyone:  # no agent: one reader, "user" only
         assert anyone.write_scope() == "user" and anyone.read_scopes() == "user"
         assert [d.id for d in resolve.resolve(skill, anyone, embedder=False).applied] == [shared.id]
@@ -45,13 +46,29 @@ def test_an_agents_unscoped_lesson_stays_with_it_and_a_user_lesson_is_shared(tmp
 def test_a_batch_and_a_routed_fact_take_the_same_scope_as_one_learn(tmp_path):
     skill = make_skill("mail")
     with Store.open(tmp_path / "o.db", agent="work-mail") as s:
-        rows = gates.learn_many(s, skill, [{"kind": "preference", "payload": BODY, "section": "replies",
-                                            "provenance": "user_instruction"},
-                                           {"kind": "preference", "payload": BODY, "section": "replies",
-                                            "provenance": "user_instruction", "scope": "user"}])
+        rows = gates.learn_many(
+            s,
+            skill,
+            [
+                {"kind": "preference", "payload": BODY, "section": "replies", "provenance": "user_instruction"},
+                {
+                    "kind": "preference",
+                    "payload": BODY,
+                    "section": "replies",
+                    "provenance": "user_instruction",
+                    "scope": "user",
+                },
+            ],
+        )
         assert [r.delta.scope for r in rows] == ["agent:work-mail", "user"]
-        fact = gates.learn(s, skill, "fact", {"namespace": "mail", "key": "timezone", "value": "Europe/Berlin"},
-                           section=None, provenance="user_instruction").fact
+        fact = gates.learn(
+            s,
+            skill,
+            "fact",
+            {"namespace": "mail", "key": "timezone", "value": "Europe/Berlin"},
+            section=None,
+            provenance="user_instruction",
+        ).fact
         assert fact.scope == "agent:work-mail" and Facts(s).get("mail", "timezone") == "Europe/Berlin"
 
 
@@ -70,9 +87,23 @@ def test_the_cli_learns_and_resolves_for_an_agent(capsys, skill_dir, tmp_path):
         out, err = capsys.readouterr()
         return code, out, err
 
-    code, out, _ = run("learn", skill_dir, "--kind", "preference", "--section", "replies", "--body",
-                       "Keep replies to two sentences.", "--source", "user_instruction", "--agent", "work-mail",
-                       "--db", db, "--json")
+    code, out, _ = run(
+        "learn",
+        skill_dir,
+        "--kind",
+        "preference",
+        "--section",
+        "replies",
+        "--body",
+        "Keep replies to two sentences.",
+        "--source",
+        "user_instruction",
+        "--agent",
+        "work-mail",
+        "--db",
+        db,
+        "--json",
+    )
     learned = json.loads(out)
     assert code == 0 and learned["delta"]["scope"] == "agent:work-mail"
     run("approve", learned["delta"]["id"], "--db", db)

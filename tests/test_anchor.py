@@ -46,8 +46,9 @@ def oracle(body: str) -> tuple[list[tuple[int, str]], int]:
     """Independent of overlay_kit: (1-based line, inline source) of document-level headings; line count."""
     norm = re.sub(r"\r\n?", "\n", body)
     tokens = MarkdownIt("commonmark").parse(norm)
-    heads = [(t.map[0] + 1, tokens[i + 1].content) for i, t in enumerate(tokens)
-             if t.type == "heading_open" and t.level == 0]
+    heads = [
+        (t.map[0] + 1, tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open" and t.level == 0
+    ]
     return heads, norm.count("\n") + (0 if norm.endswith("\n") or not norm else 1)
 
 
@@ -63,7 +64,7 @@ def check_partition(body: str, sections) -> None:
     for s in sections:
         assert s.start_line == expected_start
         assert s.end_line >= s.start_line - 1
-        assert s.text == "".join(lines[s.start_line - 1:s.end_line])
+        assert s.text == "".join(lines[s.start_line - 1 : s.end_line])
         expected_start = s.end_line + 1
     assert expected_start == len(lines) + 1
 
@@ -81,7 +82,10 @@ def test_setext_headings_including_multi_line_ones():
     body = "Title\n=====\n\nintro\n\nTwo lines\nof heading\n---\n\ntext\n"
     sections = parse(body)
     assert [(s.slug, s.heading, s.level, s.heading_lines) for s in sections] == [
-        (PREAMBLE, "", 0, 0), ("title", "Title", 1, 2), ("two-lines-of-heading", "Two lines of heading", 2, 3)]
+        (PREAMBLE, "", 0, 0),
+        ("title", "Title", 1, 2),
+        ("two-lines-of-heading", "Two lines of heading", 2, 3),
+    ]
     assert sections[2].body_text == "\ntext\n"
 
 
@@ -111,7 +115,11 @@ def test_headings_inside_block_quotes_and_lists_do_not_start_sections():
 def test_preamble_holds_text_before_the_first_heading():
     sections = parse("Intro line.\n\n# First\nbody\n")
     assert (sections[0].slug, sections[0].text, sections[0].start_line, sections[0].end_line) == (
-        PREAMBLE, "Intro line.\n\n", 1, 2)
+        PREAMBLE,
+        "Intro line.\n\n",
+        1,
+        2,
+    )
     assert sections[1].start_line == 3
 
 
@@ -124,8 +132,7 @@ def test_preamble_is_present_even_when_empty_so_a_leading_blank_line_adds_no_sec
 def test_a_headingless_body_is_one_whole_body_section():
     body = "Just prose.\n\nTwo paragraphs, no headings.\n"
     (only,) = parse(body)
-    assert (only.slug, only.heading, only.level, only.start_line, only.end_line, only.text) == (
-        BODY, "", 0, 1, 3, body)
+    assert (only.slug, only.heading, only.level, only.start_line, only.end_line, only.text) == (BODY, "", 0, 1, 3, body)
     (empty,) = parse("")
     assert (empty.slug, empty.text, empty.start_line, empty.end_line) == (BODY, "", 1, 0)
 
@@ -137,7 +144,8 @@ def test_crlf_and_lone_cr_bodies_split_like_lf():
         got, want = parse(other), parse(lf)
         assert render(got) == other
         assert [(s.slug, s.start_line, s.end_line, s.digest) for s in got] == [
-            (s.slug, s.start_line, s.end_line, s.digest) for s in want]
+            (s.slug, s.start_line, s.end_line, s.digest) for s in want
+        ]
 
 
 def test_sections_partition_every_example_losslessly():
@@ -148,8 +156,19 @@ def test_sections_partition_every_example_losslessly():
 
 def test_release_notes_example_sections_are_exactly_the_commonmark_ones():
     assert slugs(load_skill(EXAMPLES / "release-notes").body) == [
-        PREAMBLE, "release-notes", "gathering-changes", "server", "notes", "notes-1", "client", "notes-2",
-        "notes-1-1", "upgrading", "checklist", "notes-3"]
+        PREAMBLE,
+        "release-notes",
+        "gathering-changes",
+        "server",
+        "notes",
+        "notes-1",
+        "client",
+        "notes-2",
+        "notes-1-1",
+        "upgrading",
+        "checklist",
+        "notes-3",
+    ]
 
 
 def test_failover_runbook_has_201_headed_sections():
@@ -166,22 +185,35 @@ def test_heading_text_is_the_visible_inline_text():
 # ----------------------------------------------------------------------------------------------- slugs
 
 
-@pytest.mark.parametrize("heading,slug", [
-    ("Escalation", "escalation"), ("Drafting replies", "drafting-replies"), ("A - B", "a-b"),
-    ("What's new?", "whats-new"), ("  Tabs\tand   spaces ", "tabs-and-spaces"), ("snake_case", "snake_case"),
-    ("Über Straße", "über-straße"), ("!!!", "section"), ("", "section"), ("Step 12: Drain", "step-12-drain"),
-])
+@pytest.mark.parametrize(
+    "heading,slug",
+    [
+        ("Escalation", "escalation"),
+        ("Drafting replies", "drafting-replies"),
+        ("A - B", "a-b"),
+        ("What's new?", "whats-new"),
+        ("  Tabs\tand   spaces ", "tabs-and-spaces"),
+        ("snake_case", "snake_case"),
+        ("Über Straße", "über-straße"),
+        ("!!!", "section"),
+        ("", "section"),
+        ("Step 12: Drain", "step-12-drain"),
+    ],
+)
 def test_slugify(heading, slug):
     assert slugify(heading) == slug
 
 
-@pytest.mark.parametrize("heads,expected", [
-    (["Notes", "Notes", "Notes 1"], ["notes", "notes-1", "notes-1-1"]),
-    (["Notes", "Notes", "Notes 2"], ["notes", "notes-1", "notes-2"]),  # GAIA's anchorer collides here
-    (["Notes 1", "Notes", "Notes"], ["notes-1", "notes", "notes-2"]),
-    (["Notes", "notes", "NOTES!"], ["notes", "notes-1", "notes-2"]),
-    (["_preamble", "_body", ""], ["_preamble-1", "_body-1", "section"]),
-])
+@pytest.mark.parametrize(
+    "heads,expected",
+    [
+        (["Notes", "Notes", "Notes 1"], ["notes", "notes-1", "notes-1-1"]),
+        (["Notes", "Notes", "Notes 2"], ["notes", "notes-1", "notes-2"]),  # GAIA's anchorer collides here
+        (["Notes 1", "Notes", "Notes"], ["notes-1", "notes", "notes-2"]),
+        (["Notes", "notes", "NOTES!"], ["notes", "notes-1", "notes-2"]),
+        (["_preamble", "_body", ""], ["_preamble-1", "_body-1", "section"]),
+    ],
+)
 def test_duplicate_headings_get_unique_slugs(heads, expected):
     assert slugs("".join(f"## {h}\n" for h in heads))[1:] == expected
 
@@ -207,24 +239,30 @@ def digests(body: str) -> dict[str, str]:
     return {s.slug: s.digest for s in parse(body)}
 
 
-@pytest.mark.parametrize("edited", [
-    BASE.replace("waited\n", "waited   \n"),  # trailing spaces
-    BASE.replace("waited\nlonger", "waited longer"),  # re-wrap
-    BASE.replace("\n\n", "\n\n\n\n"),  # blank-line runs
-    BASE.replace("\n", "\r\n"),  # CRLF
-    BASE.replace("## Escalation", "##   Escalation  ##"),  # heading markup spacing
-    BASE.replace("## Escalation", "  ## Escalation"),  # indentation 1-3
-])
+@pytest.mark.parametrize(
+    "edited",
+    [
+        BASE.replace("waited\n", "waited   \n"),  # trailing spaces
+        BASE.replace("waited\nlonger", "waited longer"),  # re-wrap
+        BASE.replace("\n\n", "\n\n\n\n"),  # blank-line runs
+        BASE.replace("\n", "\r\n"),  # CRLF
+        BASE.replace("## Escalation", "##   Escalation  ##"),  # heading markup spacing
+        BASE.replace("## Escalation", "  ## Escalation"),  # indentation 1-3
+    ],
+)
 def test_whitespace_only_edits_keep_every_digest(edited):
     assert digests(edited) == digests(BASE)
 
 
-@pytest.mark.parametrize("edited", [
-    BASE.replace("waited", "waited long"),
-    BASE.replace("thread", "threads"),
-    BASE.replace("longer than the window.", "longer than the window"),
-    BASE.replace("## Escalation", "## Escalation!"),  # same slug, changed heading text
-])
+@pytest.mark.parametrize(
+    "edited",
+    [
+        BASE.replace("waited", "waited long"),
+        BASE.replace("thread", "threads"),
+        BASE.replace("longer than the window.", "longer than the window"),
+        BASE.replace("## Escalation", "## Escalation!"),  # same slug, changed heading text
+    ],
+)
 def test_word_edits_change_only_that_sections_digest(edited):
     before, after = digests(BASE), digests(edited)
     assert before.keys() == after.keys()
@@ -244,8 +282,10 @@ def test_nfc_and_nfd_text_share_a_digest():
 def test_frontmatter_never_takes_part_in_a_body_anchor():
     body = (EXAMPLES / "triage-inbox" / "SKILL.md").read_text().split("\n---\n", 1)[1]
     one = parse_skill("---\nname: t\ndescription: First.\n---\n" + body)[0]
-    two = parse_skill("---\nname: t\ndescription: Second, longer.\nlicense: MIT\nmetadata:\n  gaia:\n"
-                      "    version: 9.9.9\n    security_tier: verified\n---\n" + body)[0]
+    two = parse_skill(
+        "---\nname: t\ndescription: Second, longer.\nlicense: MIT\nmetadata:\n  gaia:\n"
+        "    version: 9.9.9\n    security_tier: verified\n---\n" + body
+    )[0]
     assert one.body == two.body == body and one.body_start_line != two.body_start_line
     assert parse(one.body) == parse(two.body)
     for section in parse(one.body):
@@ -298,8 +338,7 @@ def test_section_is_frozen():
 
 # ------------------------------------------------------------------------------------ property tests
 
-MARKDOWNISH = st.text(alphabet=st.sampled_from(list("#=-`~ \t\r\n>*_[]()!\\&;1aBé字\u0301\u00a0\u2028")),
-                      max_size=300)
+MARKDOWNISH = st.text(alphabet=st.sampled_from(list("#=-`~ \t\r\n>*_[]()!\\&;1aBé字\u0301\u00a0\u2028")), max_size=300)
 ANY_TEXT = st.one_of(st.text(max_size=300), MARKDOWNISH)
 
 
@@ -310,9 +349,29 @@ def test_property_render_parse_is_lossless(body):
 
 
 @PROPERTY
-@given(st.one_of(ANY_TEXT, st.lists(st.sampled_from(
-    ["Notes", "Notes 1", "notes-1", "Notes-1", "Notes 1 1", "_preamble", "_body", "", "!!", "Section",
-     "section-1"]), max_size=30).map(lambda hs: "".join(f"## {h}\n" for h in hs))))
+@given(
+    st.one_of(
+        ANY_TEXT,
+        st.lists(
+            st.sampled_from(
+                [
+                    "Notes",
+                    "Notes 1",
+                    "notes-1",
+                    "Notes-1",
+                    "Notes 1 1",
+                    "_preamble",
+                    "_body",
+                    "",
+                    "!!",
+                    "Section",
+                    "section-1",
+                ]
+            ),
+            max_size=30,
+        ).map(lambda hs: "".join(f"## {h}\n" for h in hs)),
+    )
+)
 def test_property_slugs_are_unique(body):
     found = slugs(body)
     assert len(found) == len(set(found))
@@ -324,13 +383,15 @@ def test_property_slugs_are_unique(body):
 LETTERS = "abcdefghijklmnopqrstuvwxyzéèçñüåøß"
 WORD = st.text(alphabet=LETTERS + "ABCÉ", min_size=1, max_size=6)
 PARAGRAPH = st.lists(WORD, min_size=1, max_size=12)
-SECTION = st.tuples(st.integers(1, 6), st.lists(WORD, min_size=1, max_size=4), st.booleans(),
-                    st.lists(PARAGRAPH, max_size=2))
+SECTION = st.tuples(
+    st.integers(1, 6), st.lists(WORD, min_size=1, max_size=4), st.booleans(), st.lists(PARAGRAPH, max_size=2)
+)
 DOC = st.tuples(st.lists(PARAGRAPH, max_size=2), st.lists(SECTION, max_size=5))
 
 
 def render_doc(doc, rnd: random.Random | None = None) -> str:
     """Render a generated document; with `rnd`, apply random whitespace-only edits while rendering."""
+
     def pick(choices, default):
         return rnd.choice(choices) if rnd else default
 
@@ -342,20 +403,23 @@ def render_doc(doc, rnd: random.Random | None = None) -> str:
 
     def paragraph(words):
         width = pick(range(1, 13), len(words))  # re-wrap: a new line every `width` words
-        lines = [words[i:i + width] for i in range(0, len(words), width)]
-        return " " * pick((0, 1, 2, 3), 0) + "".join(pick((" ", "  ", "\t"), " ").join(line) + line_end()
-                                                     for line in lines)
+        lines = [words[i : i + width] for i in range(0, len(words), width)]
+        return " " * pick((0, 1, 2, 3), 0) + "".join(
+            pick((" ", "  ", "\t"), " ").join(line) + line_end() for line in lines
+        )
 
     preamble, sections = doc
     parts = [paragraph(p) + blank_run() for p in preamble]
     for level, words, setext, paragraphs in sections:
         title = " ".join(words)
         if setext and level <= 2:
-            parts.append(title + line_end() + ("=" if level == 1 else "-") * pick((1, 2, 3, 5), 3)
-                         + line_end() + blank_run())
+            parts.append(
+                title + line_end() + ("=" if level == 1 else "-") * pick((1, 2, 3, 5), 3) + line_end() + blank_run()
+            )
         else:
-            parts.append(" " * pick((0, 1, 2, 3), 0) + "#" * level + " " * pick((1, 2, 3), 1)
-                         + title + line_end() + blank_run())
+            parts.append(
+                " " * pick((0, 1, 2, 3), 0) + "#" * level + " " * pick((1, 2, 3), 1) + title + line_end() + blank_run()
+            )
         parts += [paragraph(p) + blank_run() for p in paragraphs]
     return "".join(parts)
 
@@ -384,8 +448,8 @@ def one_char_edit(draw, word):
     i = draw(st.integers(0, len(word)))
     letter = draw(st.sampled_from(LETTERS))
     if i < len(word) and len(word) > 1 and draw(st.booleans()):
-        return word[:i] + word[i + 1:]
-    return word[:i] + letter + word[i + 1:] if i < len(word) and draw(st.booleans()) else word[:i] + letter + word[i:]
+        return word[:i] + word[i + 1 :]
+    return word[:i] + letter + word[i + 1 :] if i < len(word) and draw(st.booleans()) else word[:i] + letter + word[i:]
 
 
 @st.composite
@@ -396,12 +460,20 @@ def doc_and_word_edit(draw):
     slots += [("head", i) for i in range(len(sections))]
     slots += [("body", i, j) for i, s in enumerate(sections) for j in range(len(s[3]))]
     slot = draw(st.sampled_from(slots))
-    words = (preamble[slot[1]] if slot[0] == "pre" else sections[slot[1]][1] if slot[0] == "head"
-             else sections[slot[1]][3][slot[2]])
+    words = (
+        preamble[slot[1]]
+        if slot[0] == "pre"
+        else sections[slot[1]][1]
+        if slot[0] == "head"
+        else sections[slot[1]][3][slot[2]]
+    )
     k = draw(st.integers(0, len(words) - 1))
     op = draw(st.sampled_from(["replace", "insert", "delete"] if len(words) > 1 else ["replace", "insert"]))
-    new_word = draw(st.one_of(WORD, one_char_edit(words[k]), st.just(words[k].swapcase())).filter(
-        lambda w: unicodedata.normalize("NFC", w) != unicodedata.normalize("NFC", words[k])))
+    new_word = draw(
+        st.one_of(WORD, one_char_edit(words[k]), st.just(words[k].swapcase())).filter(
+            lambda w: unicodedata.normalize("NFC", w) != unicodedata.normalize("NFC", words[k])
+        )
+    )
     changed = list(words)
     if op == "replace":
         changed[k] = new_word

@@ -35,7 +35,7 @@ def test_small_adversarial_bodies_match_the_oracle(shape):
         body = make(size, seed)
         same(body)
         same(body.replace("\n", "\r\n"))
-        same(body[rng.randrange(len(body) + 1):])  # a cut anywhere: a line broken in the middle
+        same(body[rng.randrange(len(body) + 1) :])  # a cut anywhere: a line broken in the middle
 
 
 def test_a_list_nested_ten_deep_swallows_the_rest_as_markdown_it_does():
@@ -50,19 +50,37 @@ def test_a_list_nested_ten_deep_swallows_the_rest_as_markdown_it_does():
 
 def test_setext_and_indented_headings_are_decided_without_markdown_it(monkeypatch):
     """Setext headings and headings indented 1-3 spaces in a document-level context need no island."""
+
     def no_islands(*a, **k):
         raise AssertionError("markdown-it was called")
 
     monkeypatch.setattr(headings, "_island", no_islands)
-    for body in ["Title\n===\nSub\n---\n", "Intro\n\nTwo\n  lines\n===\n", "# A\n   ## B\ntext\n   ### C\n",
-                 "Para\n\n\n  # indented after a paragraph\n", "```\nx\n```\nText\n---\n"]:
+    for body in [
+        "Title\n===\nSub\n---\n",
+        "Intro\n\nTwo\n  lines\n===\n",
+        "# A\n   ## B\ntext\n   ### C\n",
+        "Para\n\n\n  # indented after a paragraph\n",
+        "```\nx\n```\nText\n---\n",
+    ]:
         anchor.cache_clear()
         assert parse(body) == parse_markdown_it(body), body
 
 
-@pytest.mark.parametrize("body", ["- a\nText\n===\n", "> a\nText\n===\n", "- a\n  # b\n", "- a\n\n  Text\n  ===\n",
-                                  "    code\nText\n===\n", "<div>\nText\n===\n", "[r]: /u\nText\n===\n",
-                                  "1. a\n   # b\n", "- a\n\n   ## b\n", "Foo\n    bar\n===\n"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "- a\nText\n===\n",
+        "> a\nText\n===\n",
+        "- a\n  # b\n",
+        "- a\n\n  Text\n  ===\n",
+        "    code\nText\n===\n",
+        "<div>\nText\n===\n",
+        "[r]: /u\nText\n===\n",
+        "1. a\n   # b\n",
+        "- a\n\n   ## b\n",
+        "Foo\n    bar\n===\n",
+    ],
+)
 def test_containers_and_code_still_go_to_markdown_it(body):
     same(body)
     same("# Before\n\nsome text\n\n" + body + "\n# After\n\nmore\n")
@@ -70,8 +88,10 @@ def test_containers_and_code_still_go_to_markdown_it(body):
 
 # ------------------------------------------------------------------------------------------ the input bounds
 
+
 def _no_parse(monkeypatch):
     """Any scan, mixed parse or island after this fails the test: a refusal must come before them."""
+
     def boom(*a, **k):
         raise AssertionError("the body was parsed before the bound refused it")
 
@@ -86,8 +106,10 @@ def test_a_body_over_the_section_bound_is_refused_before_parsing(monkeypatch, li
     n = anchor.MAX_SECTIONS + 1
     body = line * n
     _no_parse(monkeypatch)
-    with pytest.raises(anchor.AnchorError, match=f"^{n} heading-like lines .* limit of {anchor.MAX_SECTIONS} "
-                                                 "sections; refused before parsing") as exc:
+    with pytest.raises(
+        anchor.AnchorError,
+        match=f"^{n} heading-like lines .* limit of {anchor.MAX_SECTIONS} sections; refused before parsing",
+    ) as exc:
         parse(body)
     assert isinstance(exc.value, ValueError) and exc.value.line is None
 
@@ -124,8 +146,13 @@ def test_only_definitions_a_heading_may_use_get_islands(monkeypatch):
     calls = []
     island = headings._island
     monkeypatch.setattr(headings, "_island", lambda scan, start, line: calls.append(line) or island(scan, start, line))
-    body = "# See [used]\n\n" + "".join(f"[unused{i}]: /u{i}\n\n" for i in range(50)) \
-        + "[used]: /first\n\n" + "[USED]: /second\n\n" * 20 + "## [Used] again\n"
+    body = (
+        "# See [used]\n\n"
+        + "".join(f"[unused{i}]: /u{i}\n\n" for i in range(50))
+        + "[used]: /first\n\n"
+        + "[USED]: /second\n\n" * 20
+        + "## [Used] again\n"
+    )
     same(body)
     assert len(calls) == 1  # the first definition of `used` only
     assert [s.heading for s in parse(body)] == ["", "See used", "Used again"]
@@ -144,8 +171,9 @@ def test_load_skill_names_the_file_of_a_body_over_a_bound(tmp_path, monkeypatch)
     anchor.cache_clear()
     file = _skill_file(tmp_path, "## Notes\n" * (anchor.MAX_SECTIONS + 1))
     for load in (load_skill, read_unvalidated):
-        with pytest.raises(SkillFormatError, match=f"body cannot be anchored: {anchor.MAX_SECTIONS + 1} heading-like") \
-                as exc:
+        with pytest.raises(
+            SkillFormatError, match=f"body cannot be anchored: {anchor.MAX_SECTIONS + 1} heading-like"
+        ) as exc:
             load(file)
         assert exc.value.path == str(file)
     monkeypatch.setattr(headings, "ISLAND_WORK", 40)
@@ -180,14 +208,26 @@ def test_an_effective_text_over_the_section_bound_falls_back_to_the_authored_bas
     skill = make_skill(body=body)
     assert len(parse(body)) == anchor.MAX_SECTIONS + 1
     stale = delta(skill, "preference", {"body": "a lesson"}, "step-7").evolve(
-        anchor=anchor.Anchor("step-7", "0" * 16, "1.0"))
+        anchor=anchor.Anchor("step-7", "0" * 16, "1.0")
+    )
     eff = compose(skill, [stale], ceiling=10**6)  # (the body alone is ~39,000 tokens)
     assert eff.text == skill.body and "AnchorError" in eff.notes_of("error")[0].detail
 
 
-@pytest.mark.parametrize("source", ["[alpha] beta", "*em* and **strong** `code` ![alt *x*](i.png)", "a &amp; &#35; \\*b\\*",
-                                    "[link](/u 'title') <http://x.y> <b>html</b>", "[ALPHA][] and [Beta  Gamma]",
-                                    "line\nbreak  \nhard", "\ufffd nul and tab\tx", "[a [b] c](/x) [unclosed", "*a" * 50])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "[alpha] beta",
+        "*em* and **strong** `code` ![alt *x*](i.png)",
+        "a &amp; &#35; \\*b\\*",
+        "[link](/u 'title') <http://x.y> <b>html</b>",
+        "[ALPHA][] and [Beta  Gamma]",
+        "line\nbreak  \nhard",
+        "\ufffd nul and tab\tx",
+        "[a [b] c](/x) [unclosed",
+        "*a" * 50,
+    ],
+)
 def test_heading_text_is_what_parse_inline_gives(source):
     """`_inline_plain` runs the inline rules alone; the whole `parseInline` chain gives the same text."""
     env = {"references": {"ALPHA": {"title": "", "href": "/a"}, "BETA GAMMA": {"title": "t", "href": "/b"}}}

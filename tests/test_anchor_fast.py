@@ -20,30 +20,144 @@ from overlay_kit.anchor import parse, parse_markdown_it, render, slugify
 from overlay_kit.skill import parse_skill
 
 REPO = Path(__file__).resolve().parents[1]
-SKILL_FILES = sorted([*REPO.glob("datasets/skills/*/SKILL.md"), *REPO.glob("datasets/lessons/skills/*/SKILL.md"),
-                      *REPO.glob("tests/fixtures/**/*.md")])
+SKILL_FILES = sorted(
+    [
+        *REPO.glob("datasets/skills/*/SKILL.md"),
+        *REPO.glob("datasets/lessons/skills/*/SKILL.md"),
+        *REPO.glob("tests/fixtures/**/*.md"),
+    ]
+)
 
 # Lines that can hide, fake or move a heading, mixed with plain ones (blank lines weighted up).
 TRICKY = [
-    "# Title", "## Notes", "### Setup ###", "## Trailing #", "#", "# ", "#NoSpace", "####### seven", "## Notes",
-    "  # indented two", "   ### indented three", "    # four is code", "\t# tab is code", " \t## space tab",
-    "Plain paragraph text.", "More text with `code` and *emphasis*", "Tom & Jerry _under_ [x](http://y)",
-    "# Heading with [a link](http://example.com) and `code`", "## Émoji ñ café", "## Cafe\u0301 nfd",
-    "# Tom &amp; Jerry \\# escaped \\*", "## ![alt *text*](img.png) image", "# <b>html</b> inline",
-    "===", "---", "  ---", "- - -", "***", "-", "=", "    ---", "--", "== x",
-    "- item", "- # heading in a list item", "1. step", "   ```", "  ```bash", "- ```", "1. ```",
-    "```", "```python", "~~~", "````", "``` `not a fence`", "    ```", "~~~~ info `ok`", "\t```",
-    "> quote", "> # heading in a quote", "> ```", ">", "> - # deep",
-    "<div>", "</div>", "<!-- comment", "-->", "<pre>", "</pre>", "<custom-tag>", "  <p>", "<x", "a <b>",
-    "[ref]: http://example.com", "# [ref]", "[ref]", "\t- tab item", "  - nested", "    - nested more",
-    "", "", "", "", "", "",
+    "# Title",
+    "## Notes",
+    "### Setup ###",
+    "## Trailing #",
+    "#",
+    "# ",
+    "#NoSpace",
+    "####### seven",
+    "## Notes",
+    "  # indented two",
+    "   ### indented three",
+    "    # four is code",
+    "\t# tab is code",
+    " \t## space tab",
+    "Plain paragraph text.",
+    "More text with `code` and *emphasis*",
+    "Tom & Jerry _under_ [x](http://y)",
+    "# Heading with [a link](http://example.com) and `code`",
+    "## Émoji ñ café",
+    "## Cafe\u0301 nfd",
+    "# Tom &amp; Jerry \\# escaped \\*",
+    "## ![alt *text*](img.png) image",
+    "# <b>html</b> inline",
+    "===",
+    "---",
+    "  ---",
+    "- - -",
+    "***",
+    "-",
+    "=",
+    "    ---",
+    "--",
+    "== x",
+    "- item",
+    "- # heading in a list item",
+    "1. step",
+    "   ```",
+    "  ```bash",
+    "- ```",
+    "1. ```",
+    "```",
+    "```python",
+    "~~~",
+    "````",
+    "``` `not a fence`",
+    "    ```",
+    "~~~~ info `ok`",
+    "\t```",
+    "> quote",
+    "> # heading in a quote",
+    "> ```",
+    ">",
+    "> - # deep",
+    "<div>",
+    "</div>",
+    "<!-- comment",
+    "-->",
+    "<pre>",
+    "</pre>",
+    "<custom-tag>",
+    "  <p>",
+    "<x",
+    "a <b>",
+    "[ref]: http://example.com",
+    "# [ref]",
+    "[ref]",
+    "\t- tab item",
+    "  - nested",
+    "    - nested more",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
     # issue 18's adversarial shapes: setext paragraphs, lazy and indented lines, HTML kinds 1-7, deep lists
-    "  Text", "   Text", "    indented", "Text", "*em* start", "#tag", "-->", "<!-- c -->", "<b>x</b> y", "<x-y>",
-    "<script>", "</script>", "<?x", "?>", "<!X", "<![CDATA[", "]]>", "- - -", "___", "_x_", "+ p", "+", "-", "2) e",
-    "\t- t", "- " * 10 + "x", "  " * 9 + "- nine deep", "      # six", " # H", "  ===", "====",
+    "  Text",
+    "   Text",
+    "    indented",
+    "Text",
+    "*em* start",
+    "#tag",
+    "-->",
+    "<!-- c -->",
+    "<b>x</b> y",
+    "<x-y>",
+    "<script>",
+    "</script>",
+    "<?x",
+    "?>",
+    "<!X",
+    "<![CDATA[",
+    "]]>",
+    "- - -",
+    "___",
+    "_x_",
+    "+ p",
+    "+",
+    "-",
+    "2) e",
+    "\t- t",
+    "- " * 10 + "x",
+    "  " * 9 + "- nine deep",
+    "      # six",
+    " # H",
+    "  ===",
+    "====",
 ]
-PLAIN = ["# Title", "## Notes", "### Step", "Some text.", "- item", "1. step", "```bash", "```", "# in fence?",
-         "", "", "", "Use `x`.", "## Notes", "    code", "~~~", "* star item", "Text *em* **strong**"]
+PLAIN = [
+    "# Title",
+    "## Notes",
+    "### Step",
+    "Some text.",
+    "- item",
+    "1. step",
+    "```bash",
+    "```",
+    "# in fence?",
+    "",
+    "",
+    "",
+    "Use `x`.",
+    "## Notes",
+    "    code",
+    "~~~",
+    "* star item",
+    "Text *em* **strong**",
+]
 
 
 def assert_same(body: str) -> bool:
@@ -80,15 +194,13 @@ def test_5000_generated_bodies_match_the_markdown_it_oracle():
 
 
 @settings(max_examples=1000, deadline=None, derandomize=True, database=None)
-@given(st.lists(st.sampled_from(TRICKY + PLAIN), max_size=30), st.sampled_from(["\n", "\r\n", "\r"]),
-       st.booleans())
+@given(st.lists(st.sampled_from(TRICKY + PLAIN), max_size=30), st.sampled_from(["\n", "\r\n", "\r"]), st.booleans())
 def test_property_fast_path_equals_oracle(lines, end, final):
     assert_same(end.join(lines) + (end if final else ""))
 
 
 @settings(max_examples=500, deadline=None, derandomize=True, database=None)
-@given(st.text(alphabet=st.sampled_from(list("#`~-=<> \t\n\r*_[]!&\\x1.") + ["é", "\u00a0", "\u2028"]),
-               max_size=80))
+@given(st.text(alphabet=st.sampled_from(list("#`~-=<> \t\n\r*_[]!&\\x1.") + ["é", "\u00a0", "\u2028"]), max_size=80))
 def test_property_fast_path_equals_oracle_on_symbol_soup(body):
     assert_same(body)
 
@@ -112,8 +224,7 @@ def test_the_example_skills_take_the_line_scan():
 
 
 def test_constructs_that_need_container_state_fall_back():
-    for body in ["Para\n---\n", "- a\n  # b\n", "  ```\n# x\n", "<div>\n# x\n", "[r]: /u\n# [r]\n",
-                 "Para\n===\n"]:
+    for body in ["Para\n---\n", "- a\n  # b\n", "  ```\n# x\n", "<div>\n# x\n", "[r]: /u\n# [r]\n", "Para\n===\n"]:
         assert headings.scan_lines(body) is None, body
         assert_same(body)
 
@@ -144,8 +255,9 @@ def _old_slugify(heading: str) -> str:
 
 
 @settings(max_examples=2000, deadline=None, derandomize=True, database=None)
-@given(st.text(alphabet=st.sampled_from(list("aZ9_ -\t\n\x0b\x1c!#.,é\u0301ñ\u00a0\u2028Ωßİ\u212b") + ["ﬁ"]),
-               max_size=16))
+@given(
+    st.text(alphabet=st.sampled_from(list("aZ9_ -\t\n\x0b\x1c!#.,é\u0301ñ\u00a0\u2028Ωßİ\u212b") + ["ﬁ"]), max_size=16)
+)
 def test_property_slugify_equals_the_former_regex_slugify(heading):
     assert slugify.__wrapped__(heading) == _old_slugify(heading)
 
@@ -195,20 +307,46 @@ def test_long_heading_text_is_its_first_inline_limit_characters():
 def test_bomb_shaped_bodies_parse_losslessly(name):
     """Correctness only (256 KB here); benchmarks/bench_anchor.py times these shapes at the 2 MiB limit."""
     size = 256 * 1024 - 64
-    unit = {"hash-lines": "## Notes\n", "fences": "```\n# x\n```\n", "quotes": "> " * 500 + "x\n",
-            "lists": "- x\n  - y\n", "long-line": "x" * 4096, "brackets": "[" * 99 + "\n"}[name]
+    unit = {
+        "hash-lines": "## Notes\n",
+        "fences": "```\n# x\n```\n",
+        "quotes": "> " * 500 + "x\n",
+        "lists": "- x\n  - y\n",
+        "long-line": "x" * 4096,
+        "brackets": "[" * 99 + "\n",
+    }[name]
     body = (unit * (size // len(unit) + 1))[:size]
     if body.count("#") > anchor.MAX_SECTIONS:  # heading-like lines past the section bound: refused, typed
         with pytest.raises(anchor.AnchorError, match="heading-like lines"):
             parse(body)
-        body = body[:len(unit) * anchor.MAX_SECTIONS]
+        body = body[: len(unit) * anchor.MAX_SECTIONS]
     sections = parse(body)
     assert render(sections) == body
 
 
 @settings(max_examples=1500, deadline=None, derandomize=True, database=None)
-@given(st.lists(st.sampled_from(["notes", "notes-1", "notes-2", "notes-1-1", "a", "a-1", "a-01", "b", "_preamble",
-                                 "_body", "_body-1", "section", "section-3"]), max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "notes",
+                "notes-1",
+                "notes-2",
+                "notes-1-1",
+                "a",
+                "a-1",
+                "a-01",
+                "b",
+                "_preamble",
+                "_body",
+                "_body-1",
+                "section",
+                "section-3",
+            ]
+        ),
+        max_size=30,
+    )
+)
 def test_property_duplicate_numbering_equals_the_sequential_search(slugs):
     """`_numbered`'s shortcut (the k-th repeat is `slug-k`) gives what the first-free search gives."""
     assert anchor._numbered(list(slugs)) == _old_unique(slugs)

@@ -95,8 +95,9 @@ def mail_skill(tmp_path):
 def test_low_confidence_asks_and_writes_nothing(mail_skill, tmp_path):
     skill = load_skill(mail_skill)
     with Store.open(tmp_path / "o.db") as store:
-        proposal, result = learn_anchored(store, skill, "preference", {"body": "sign replies with my name"},
-                                          provenance="user_instruction")
+        proposal, result = learn_anchored(
+            store, skill, "preference", {"body": "sign replies with my name"}, provenance="user_instruction"
+        )
         assert not proposal.confident and result is None
         assert store.search("mail") == []
 
@@ -104,24 +105,55 @@ def test_low_confidence_asks_and_writes_nothing(mail_skill, tmp_path):
 def test_confident_proposals_learn_through_learn(mail_skill, tmp_path):
     skill = load_skill(mail_skill)
     with Store.open(tmp_path / "o.db") as store:
-        proposal, result = learn_anchored(store, skill, "preference", {"body": "sign replies with my name"},
-                                          provenance="user_instruction", threshold=0.0)
+        proposal, result = learn_anchored(
+            store,
+            skill,
+            "preference",
+            {"body": "sign replies with my name"},
+            provenance="user_instruction",
+            threshold=0.0,
+        )
         assert proposal.confident and result.outcome == "staged"
         assert result.delta.anchor.section == proposal.section == "replying"
 
 
 def test_cli_without_a_section_asks_with_the_proposal(mail_skill, tmp_path, capsys):
     db = tmp_path / "o.db"
-    code, out, _ = run(capsys, "learn", mail_skill, "--kind", "preference", "--body", "sign replies with my name",
-                       "--source", "user_instruction", "--db", db, "--json")
+    code, out, _ = run(
+        capsys,
+        "learn",
+        mail_skill,
+        "--kind",
+        "preference",
+        "--body",
+        "sign replies with my name",
+        "--source",
+        "user_instruction",
+        "--db",
+        db,
+        "--json",
+    )
     doc = json.loads(out)
     assert code == 1 and doc["outcome"] == "asked" and not doc["persisted"] and doc["delta"] is None
     assert doc["anchoring"]["section"] == "replying" and doc["anchoring"]["confident"] is False
     assert [a["section"] for a in doc["anchoring"]["alternatives"]][0] == "replying"
     assert set(doc["anchoring"]["alternatives"][0]) == {"section", "score"}
     assert not db.exists() or Store.open(db).search("mail") == []
-    code, out, _ = run(capsys, "learn", mail_skill, "--kind", "preference", "--body", "sign replies with my name",
-                       "--source", "user_instruction", "--db", db, "--section", "auto")
+    code, out, _ = run(
+        capsys,
+        "learn",
+        mail_skill,
+        "--kind",
+        "preference",
+        "--body",
+        "sign replies with my name",
+        "--source",
+        "user_instruction",
+        "--db",
+        db,
+        "--section",
+        "auto",
+    )
     assert code == 1 and out.startswith("asked:") and "--section replying" in out and "§archiving" in out
 
 
@@ -129,16 +161,42 @@ def test_cli_with_one_candidate_anchors_and_says_so(tmp_path, capsys):
     d = tmp_path / "plain"
     d.mkdir()
     (d / "SKILL.md").write_text("---\nname: plain\ndescription: a plain skill\n---\nWrite clearly.\n")
-    code, out, _ = run(capsys, "learn", d, "--kind", "preference", "--body", "use short words",
-                       "--source", "user_instruction", "--db", tmp_path / "o.db", "--json")
+    code, out, _ = run(
+        capsys,
+        "learn",
+        d,
+        "--kind",
+        "preference",
+        "--body",
+        "use short words",
+        "--source",
+        "user_instruction",
+        "--db",
+        tmp_path / "o.db",
+        "--json",
+    )
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "staged" and doc["delta"]["anchor"]["section"] == BODY
     assert doc["anchoring"]["section"] == BODY and doc["anchoring"]["confident"] is True
 
 
 def test_cli_with_a_section_does_not_propose(mail_skill, tmp_path, capsys):
-    code, out, _ = run(capsys, "learn", mail_skill, "--kind", "preference", "--body", "x y z", "--section",
-                       "archiving", "--source", "user_instruction", "--db", tmp_path / "o.db", "--json")
+    code, out, _ = run(
+        capsys,
+        "learn",
+        mail_skill,
+        "--kind",
+        "preference",
+        "--body",
+        "x y z",
+        "--section",
+        "archiving",
+        "--source",
+        "user_instruction",
+        "--db",
+        tmp_path / "o.db",
+        "--json",
+    )
     doc = json.loads(out)
     assert code == 0 and doc["anchoring"] is None and doc["delta"]["anchor"]["section"] == "archiving"
 
@@ -164,7 +222,8 @@ def test_the_committed_results_match_the_split_and_the_shipped_settings():
     per = results["heldout"]["per_repository"].values()
     assert sum(r["n"] for r in per) == results["heldout"]["n_events"]
     assert sum(r["top1"] for r in per) / results["heldout"]["n_events"] == pytest.approx(
-        results["heldout"]["top1"]["estimate"], abs=1e-4)
+        results["heldout"]["top1"]["estimate"], abs=1e-4
+    )
 
     def keys(node):
         if isinstance(node, dict):

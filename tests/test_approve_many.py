@@ -51,8 +51,9 @@ def test_approve_of_one_id_is_the_batch_form(store, monkeypatch):
     """One implementation: `approve(id)` goes through `approve_many([id])`, and its handle is as before."""
     seen = []
     real = Store.approve_many
-    monkeypatch.setattr(Store, "approve_many", lambda self, ids, who="user": seen.append(list(ids)) or
-                        real(self, ids, who=who))
+    monkeypatch.setattr(
+        Store, "approve_many", lambda self, ids, who="user": seen.append(list(ids)) or real(self, ids, who=who)
+    )
     i = learn(store, "Keep it short.")
     undo = store.approve(i)
     assert seen == [[i]] and undo.op == "approve" and undo.ids == (i,)
@@ -69,9 +70,13 @@ def db(tmp_path, skill_dir):
     path = tmp_path / "o.db"
     with Store.open(path) as s:
         mail = find_skill(str(skill_dir))
-        ids = {"a": learn(s, "Reply within a day.", skill=mail), "b": learn(s, "Sign off with Best.", skill=mail),
-               "q": learn(s, "Forward invoices to billing.", skill=mail, source=UNTRUSTED),
-               "o": learn(s, "Keep threads short.", skill=OTHER), "done": learn(s, "Already on.", skill=mail)}
+        ids = {
+            "a": learn(s, "Reply within a day.", skill=mail),
+            "b": learn(s, "Sign off with Best.", skill=mail),
+            "q": learn(s, "Forward invoices to billing.", skill=mail, source=UNTRUSTED),
+            "o": learn(s, "Keep threads short.", skill=OTHER),
+            "done": learn(s, "Already on.", skill=mail),
+        }
         s.approve(ids["done"])
     return path, ids
 
@@ -87,8 +92,10 @@ def test_cli_approve_one_id_output_is_unchanged(capsys, db):
 def test_cli_approve_many_ids_all_or_nothing(capsys, db):
     path, ids = db
     code, out, _ = run(capsys, "approve", ids["a"], ids["q"], "--db", path, "--json")
-    assert code == 0 and json.loads(out)["deltas"] == [{"id": ids["a"], "status": "active"},
-                                                       {"id": ids["q"], "status": "active"}]
+    assert code == 0 and json.loads(out)["deltas"] == [
+        {"id": ids["a"], "status": "active"},
+        {"id": ids["q"], "status": "active"},
+    ]
     code, _, err = run(capsys, "approve", ids["b"], ids["done"], "--db", path)
     assert code == 1 and f"delta {ids['done']} is active" in err and err.count("\n") == 1
     with Store.open(path) as s:
@@ -105,8 +112,7 @@ def test_cli_approve_a_filter_lists_then_needs_confirmation(capsys, db, monkeypa
     with Store.open(path) as s:
         assert {s.get(i).status for i in (ids["a"], ids["b"])} == {"staged"}
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
-    code, out, _ = run(capsys, "approve", "--pending", "--skill", "mail", "--source", "user_instruction",
-                       "--db", path)
+    code, out, _ = run(capsys, "approve", "--pending", "--skill", "mail", "--source", "user_instruction", "--db", path)
     assert code == 0 and f"approve: {ids['a']} is now active" in out and f"approve: {ids['b']} is now active" in out
     with Store.open(path) as s:
         assert s.get(ids["q"]).status == "quarantined" and s.get(ids["o"]).status == "staged"
@@ -116,18 +122,23 @@ def test_cli_approve_a_filter_with_yes_and_json(capsys, db):
     path, ids = db
     code, out, _ = run(capsys, "approve", "--source", "observed_content", "--yes", "--db", path, "--json")
     assert code == 0
-    assert json.loads(out) == {"op": "approve", "filter": {"status": ["staged", "quarantined"], "skill": None,
-                                                           "source": "observed_content"},
-                               "deltas": [{"id": ids["q"], "status": "active"}]}
+    assert json.loads(out) == {
+        "op": "approve",
+        "filter": {"status": ["staged", "quarantined"], "skill": None, "source": "observed_content"},
+        "deltas": [{"id": ids["q"], "status": "active"}],
+    }
     code, out, _ = run(capsys, "approve", "--pending", "--skill", "nothing-here", "--db", path, "--json")
     assert code == 0 and json.loads(out)["deltas"] == []
 
 
-@pytest.mark.parametrize("argv, message", [
-    ([], "say what to approve"),
-    (["delta_x", "--pending"], "ids or a filter"),
-    (["delta_x", "--yes"], "--yes goes with a filter"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        ([], "say what to approve"),
+        (["delta_x", "--pending"], "ids or a filter"),
+        (["delta_x", "--yes"], "--yes goes with a filter"),
+    ],
+)
 def test_cli_approve_usage_mistakes_are_one_line(capsys, db, argv, message):
     path, _ = db
     code, _, err = run(capsys, "approve", *argv, "--db", path)

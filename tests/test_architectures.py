@@ -12,10 +12,14 @@ from overlay_kit.studies.memory_bench import fragments
 HEAD = "---\nname: demo\ndescription: A demo skill for tests.\n---\n# Demo\n\n"
 INBOX = "## Inbox\n\nSort the inbox by sender and archive newsletters.\n\n"
 REPLIES = "## Replies\n\nReply within a day and keep it short.\n"
-A = ("Archive newsletters unread unless the sender is on the keep list; never unsubscribe on my behalf.",
-     "Triaging newsletters and promotional mail in the inbox.")
-B = ("When declining a recruiter, keep it to two sentences and thank them by name.",
-     "Replying to decline a recruiter's job outreach.")
+A = (
+    "Archive newsletters unread unless the sender is on the keep list; never unsubscribe on my behalf.",
+    "Triaging newsletters and promotional mail in the inbox.",
+)
+B = (
+    "When declining a recruiter, keep it to two sentences and thank them by name.",
+    "Replying to decline a recruiter's job outreach.",
+)
 
 
 def skill(text: str):
@@ -46,9 +50,17 @@ def test_config_and_make_refuse_bad_input_naming_the_field(tmp_path):
         arch.make("nope", V1, Config(), tmp_path)
     with pytest.raises(ValueError, match="mem0_threshold"):
         Config(mem0_threshold=1.0)
-    assert list(arch.ARCHITECTURES) == ["overlay", "full_context", "keyword_files", "ace_playbook",
-                                        "rewrite_cheatsheet", "mem0_flat", "letta_blocks", "hermes_inplace",
-                                        "overlay_touch"]
+    assert list(arch.ARCHITECTURES) == [
+        "overlay",
+        "full_context",
+        "keyword_files",
+        "ace_playbook",
+        "rewrite_cheatsheet",
+        "mem0_flat",
+        "letta_blocks",
+        "hermes_inplace",
+        "overlay_touch",
+    ]
 
 
 def test_the_stand_ins_default_to_their_authors_settings():

@@ -27,15 +27,23 @@ def frame():
 
 
 def _a(**kw):
-    base = dict(rubber_stamp=0.3, p_paste=0.05, hostile_share=0.05, p_notice_hostile=0.02, p_misread=0.15,
-                p_correct=0.6, scan_miss=0.1)
+    base = dict(
+        rubber_stamp=0.3,
+        p_paste=0.05,
+        hostile_share=0.05,
+        p_notice_hostile=0.02,
+        p_misread=0.15,
+        p_correct=0.6,
+        scan_miss=0.1,
+    )
     return aa.Assumptions(**(base | kw))
 
 
 def _user(frame, n=0):
     """The n-th user who teaches at least two lessons, none to a capability-bearing skill (refused by the gates)."""
-    users = [u for u, g in frame.groupby("user", sort=True)
-             if g.taught.sum() >= 2 and "file organizing" not in set(g.agent)]
+    users = [
+        u for u, g in frame.groupby("user", sort=True) if g.taught.sum() >= 2 and "file organizing" not in set(g.agent)
+    ]
     return frame[frame.user == users[n]]
 
 
@@ -46,8 +54,9 @@ def test_the_scan_miss_rate_is_measured_with_exact_and_clustered_intervals(miss)
     k, n = int(t.missed.sum()), int(t.attacks.sum())
     assert miss.point == k / n and miss.exact.n == n and miss.clustered.n == len(t)
     assert miss.exact.low <= miss.point <= miss.exact.high
-    assert miss.low == min(miss.exact.low, miss.clustered.low) and miss.high == max(miss.exact.high,
-                                                                                    miss.clustered.high)
+    assert miss.low == min(miss.exact.low, miss.clustered.low) and miss.high == max(
+        miss.exact.high, miss.clustered.high
+    )
     assert miss.summary().loc["all", "attacks"] == n
 
 
@@ -95,21 +104,25 @@ def test_hostile_exposure_is_the_expected_value_over_later_sessions(frame):
     assert math.isclose(got["hostile_exposed"], want, rel_tol=1e-9)
     assert aa._hostile(user, True, replace(a, hostile_share=0.0), DOMAINS)["hostile_exposed"] == 0
     off = aa._hostile(user, False, replace(a, scan_miss=0.0), DOMAINS)
-    assert math.isclose(aa._hostile(user, True, replace(a, scan_miss=0.0), DOMAINS)["hostile_exposed"],
-                        off["hostile_exposed"])
+    assert math.isclose(
+        aa._hostile(user, True, replace(a, scan_miss=0.0), DOMAINS)["hostile_exposed"], off["hostile_exposed"]
+    )
 
 
 def _ci(est, low, high, n=20):
     return Interval(est, low, high, 0.95, n)
 
 
-@pytest.mark.parametrize("burden, wrong, hostile, verdict", [
-    ((-5, -6, -4), (0.2, 0.1, 0.5), (0.01, 0.0, 0.05), "on"),
-    ((0, -1, 1), (0.2, 0.1, 0.5), (0.01, 0.0, 0.05), "off"),  # tie-break: no fewer prompts shown
-    ((-5, -6, -4), (2, 1.5, 2.5), (0.01, 0.0, 0.05), "off"),  # wrong bound broken
-    ((-5, -6, -4), (0.2, 0.1, 0.5), (0.3, 0.2, 0.4), "off"),  # hostile bound broken
-    ((-5, -6, -4), (0.75, 0.25, 1.25), (0.01, 0.0, 0.05), "undecided"),
-])
+@pytest.mark.parametrize(
+    "burden, wrong, hostile, verdict",
+    [
+        ((-5, -6, -4), (0.2, 0.1, 0.5), (0.01, 0.0, 0.05), "on"),
+        ((0, -1, 1), (0.2, 0.1, 0.5), (0.01, 0.0, 0.05), "off"),  # tie-break: no fewer prompts shown
+        ((-5, -6, -4), (2, 1.5, 2.5), (0.01, 0.0, 0.05), "off"),  # wrong bound broken
+        ((-5, -6, -4), (0.2, 0.1, 0.5), (0.3, 0.2, 0.4), "off"),  # hostile bound broken
+        ((-5, -6, -4), (0.75, 0.25, 1.25), (0.01, 0.0, 0.05), "undecided"),
+    ],
+)
 def test_the_rule_judges_a_scenario(burden, wrong, hostile, verdict):
     sc = aa.Scenario("default", None, "default", _a())
     c = aa._judge(sc, _ci(*burden), _ci(*wrong), _ci(*hostile), 1.0, 0.1, 20)
@@ -139,8 +152,11 @@ def small():
 def test_a_modified_rule_file_changes_the_verdict(small, tmp_path):
     assert small.verdict()[0] != "on" and small.ships() is False
     loose = tmp_path / f"{aa.RULE_NAME}.yaml"
-    loose.write_text(RULE.path.read_text(encoding="utf-8").replace("wrong_bound: 1.0", "wrong_bound: 1000")
-                     .replace("hostile_bound: 0.1", "hostile_bound: 1000"))
+    loose.write_text(
+        RULE.path.read_text(encoding="utf-8")
+        .replace("wrong_bound: 1.0", "wrong_bound: 1000")
+        .replace("hostile_bound: 0.1", "hostile_bound: 1000")
+    )
     relaxed = _small(rulefile.load(loose))
     assert relaxed.verdict() == ("on", "every scenario says on") and relaxed.ships() is True
     assert SHIPPED.auto_approve or "should change to on" in relaxed.finding()
@@ -165,8 +181,11 @@ def test_bad_input_is_refused_naming_the_field(tmp_path):
         aa.scenarios(RULE, None, bogus=0.1)
     text = RULE.path.read_text(encoding="utf-8")
     bad = tmp_path / f"{aa.RULE_NAME}.yaml"
-    bad.write_text(text.replace("    rubber_stamp: {default: 0.3, low: 0.1, high: 0.7,", "    rubber: {default: 0.3, "
-                                "low: 0.1, high: 0.7,"))
+    bad.write_text(
+        text.replace(
+            "    rubber_stamp: {default: 0.3, low: 0.1, high: 0.7,", "    rubber: {default: 0.3, low: 0.1, high: 0.7,"
+        )
+    )
     with pytest.raises(RuleFileError, match="params.assumptions.rubber_stamp"):
         aa.scenarios(rulefile.load(bad))
     bad.write_text(text.replace("    calendar: lessons/skills/calendar-assistant\n", ""))

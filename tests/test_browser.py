@@ -37,8 +37,11 @@ pytestmark = pytest.mark.browser
 
 def _skip_reason() -> str | None:
     if not CHROMIUM.exists():
-        how = "`make test` as root installs it" if os.geteuid() == 0 else \
-            "run `make test` as root, or `sudo apt-get install chromium`"
+        how = (
+            "`make test` as root installs it"
+            if os.geteuid() == 0
+            else "run `make test` as root, or `sudo apt-get install chromium`"
+        )
         return f"BROWSER TEST SKIPPED: Debian chromium is not installed at {CHROMIUM} ({how})"
     try:
         import playwright.sync_api  # noqa: F401
@@ -57,8 +60,10 @@ def _settings(path: Path) -> None:
     """Lab settings for a scripted run: every cell in the DOM (no windowing), no news prompt, no autosave."""
     files = {
         "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                             "checkForUpdates": False},
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+            "fetchNews": "false",
+            "checkForUpdates": False,
+        },
         "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     }
     for name, value in files.items():
@@ -83,15 +88,31 @@ def lab(tmp_path_factory):
     (home / "dbs").mkdir()
     _settings(home / "settings")
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "OVERLAY_KIT_TOUR_DIR": str(home / "dbs"), "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_PREFER_ENV_PATH": "1",
-           "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data")}  # trust db
+    env = {
+        **os.environ,
+        "OVERLAY_KIT_TOUR_DIR": str(home / "dbs"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTER_PREFER_ENV_PATH": "1",
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+    }  # trust db
     # the notebooks run on this environment's ipykernel (the venv's), not a user-level kernelspec
     spec = KernelSpecManager().get_kernel_spec("python3")
     assert Path(spec.resource_dir).resolve().is_relative_to(Path(sys.prefix).resolve()), spec.resource_dir
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.open_browser=False",
-           "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ServerApp.open_browser=False",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={home}",
+    ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(home / "jupyter.log", "w")
@@ -149,13 +170,19 @@ def _run_all(page, lab, notebook: str, n_code_cells: int) -> None:
     """Open a notebook, wait for its kernel, Run → Run All Cells, wait until every cell has a count."""
     page.goto(f"{lab['base']}/lab/tree/notebooks/{notebook}?token={lab['token']}&reset")
     page.wait_for_selector(f"{FRONT} .jp-Cell", timeout=90_000)
-    page.wait_for_function(r"() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]"
-                           r".some(e => /\| Idle/.test(e.textContent))", timeout=120_000)  # the kernel is up
+    page.wait_for_function(
+        r"() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]"
+        r".some(e => /\| Idle/.test(e.textContent))",
+        timeout=120_000,
+    )  # the kernel is up
     _menu(page, "Edit", "Clear Outputs of All Cells")  # the stored outputs' counts must not look finished
     page.wait_for_function(f"() => !{PROMPTS}.some({COUNTED})", timeout=30_000)
     _menu(page, "Run", "Run All Cells")
-    page.wait_for_function(f"n => {{ const p = {PROMPTS}; return p.length === n && p.every({COUNTED}); }}",
-                           arg=n_code_cells, timeout=RUN_TIMEOUT_MS)
+    page.wait_for_function(
+        f"n => {{ const p = {PROMPTS}; return p.length === n && p.every({COUNTED}); }}",
+        arg=n_code_cells,
+        timeout=RUN_TIMEOUT_MS,
+    )
     errors = page.locator(f"{FRONT} .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
     assert not tracebacks, tracebacks[:2]
@@ -206,8 +233,10 @@ def test_tour_runs_in_jupyterlab_and_approve_activates_the_delta(lab, browser):
         last.get_by_text(f"approve {delta_id}: done").wait_for(timeout=30_000)
         assert _deltas(dbs[0]) == [(delta_id, "active")]
         with sqlite3.connect(f"file:{dbs[0]}?mode=ro", uri=True) as conn:
-            who = conn.execute("SELECT who, from_status, to_status FROM delta_audit WHERE delta_id = ? "
-                               "ORDER BY seq DESC LIMIT 1", (delta_id,)).fetchone()
+            who = conn.execute(
+                "SELECT who, from_status, to_status FROM delta_audit WHERE delta_id = ? ORDER BY seq DESC LIMIT 1",
+                (delta_id,),
+            ).fetchone()
         assert who == ("user", "staged", "active")
         assert last.get_by_role("button", name="Undo").is_enabled()  # the undo handle is offered
         _shot(last, "review_panel_approved.png")
@@ -229,9 +258,12 @@ def test_budget_tuner_renders_in_jupyterlab(lab, browser):
         for key in ("ArrowLeft", "End", "ArrowLeft", "ArrowLeft"):
             page.keyboard.press(key)
         expected = f"{32768 - 2 * 256:,}"
-        page.wait_for_function("""([sel, want]) => { const t = document.querySelector(sel);
+        page.wait_for_function(
+            """([sel, want]) => { const t = document.querySelector(sel);
             return t && t.innerText.includes(`under ceiling ${want}`) && t.innerHTML.includes(`at ceiling ${want}`); }""",
-                               arg=[f"{FRONT} .overlay-budget", expected], timeout=60_000)
+            arg=[f"{FRONT} .overlay-budget", expected],
+            timeout=60_000,
+        )
         assert tuner.locator(".widget-readout").first.inner_text().replace(",", "") == expected.replace(",", "")
     finally:
         page.close()
@@ -258,8 +290,11 @@ def _open(page, lab, path: str) -> None:
     """Open a notebook as stored and wait for its kernel (which is when JupyterLab writes kernel metadata)."""
     page.goto(f"{lab['base']}/lab/tree/{path}?token={lab['token']}&reset")
     page.wait_for_selector(f"{FRONT} .jp-OutputArea-output", timeout=90_000)
-    page.wait_for_function(r"() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]"
-                           r".some(e => /\| Idle/.test(e.textContent))", timeout=120_000)
+    page.wait_for_function(
+        r"() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]"
+        r".some(e => /\| Idle/.test(e.textContent))",
+        timeout=120_000,
+    )
 
 
 def _shutdown_kernels(lab) -> None:
@@ -283,8 +318,9 @@ def test_every_stored_notebook_renders_untrusted_and_opening_it_changes_nothing(
     try:
         _open(page, lab, f"notebooks/{name}")
         if charts:
-            page.wait_for_function(f"n => document.querySelectorAll(`{FRONT} :is({CHART})`).length >= n",
-                                   arg=charts, timeout=60_000)
+            page.wait_for_function(
+                f"n => document.querySelectorAll(`{FRONT} :is({CHART})`).length >= n", arg=charts, timeout=60_000
+            )
         front = page.locator(FRONT)
         assert front.locator(SNAPSHOT).count() == panels
         assert all("interactive only when this cell runs" in t for t in front.locator(SNAPSHOT).all_inner_texts())
@@ -312,8 +348,20 @@ def test_stored_notebook_opens_live_after_make_trust_and_says_run_this_cell(lab,
     (stored / "06_budget_tuning.ipynb").write_text(json.dumps(nb, indent=1))
     nb["metadata"]["untrusted_copy"] = True
     (stored / "unsigned.ipynb").write_text(json.dumps(nb, indent=1))
-    subprocess.run(["make", "--no-print-directory", "-o", f"{sys.prefix}/.installed", "trust", f"VENV={sys.prefix}",
-                    f"NOTEBOOKS={stored / '06_budget_tuning.ipynb'}"], cwd=ROOT, env=lab["env"], check=True)
+    subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "-o",
+            f"{sys.prefix}/.installed",
+            "trust",
+            f"VENV={sys.prefix}",
+            f"NOTEBOOKS={stored / '06_budget_tuning.ipynb'}",
+        ],
+        cwd=ROOT,
+        env=lab["env"],
+        check=True,
+    )
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     try:
         _open(page, lab, "stored/06_budget_tuning.ipynb")
@@ -327,7 +375,9 @@ def test_stored_notebook_opens_live_after_make_trust_and_says_run_this_cell(lab,
         _shot(tuner, "stored_tuner_trusted.png")
         _open(page, lab, "stored/unsigned.ipynb")
         page.wait_for_selector(f"{FRONT} {SNAPSHOT}", timeout=90_000)
-        assert page.locator(WIDGET).count() == 0 and "resident tokens" in page.locator(f"{FRONT} {SNAPSHOT}").inner_text()
+        assert (
+            page.locator(WIDGET).count() == 0 and "resident tokens" in page.locator(f"{FRONT} {SNAPSHOT}").inner_text()
+        )
     finally:
         page.close()
         _shutdown_kernels(lab)
@@ -336,8 +386,12 @@ def test_stored_notebook_opens_live_after_make_trust_and_says_run_this_cell(lab,
 def test_a_trusted_session_shows_a_tooltip_on_04s_chart(lab, browser):
     """Charts are interactive Vega-Lite where the front end draws it: hovering the recall curves of 04 shows a
     tooltip naming the gate and its recall."""
-    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(lab["home"] / "notebooks" / "04_tau_thresholds.ipynb")],
-                   env=lab["env"], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "jupyter", "trust", str(lab["home"] / "notebooks" / "04_tau_thresholds.ipynb")],
+        env=lab["env"],
+        check=True,
+        capture_output=True,
+    )
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     try:
         _open(page, lab, "notebooks/04_tau_thresholds.ipynb")
@@ -364,13 +418,29 @@ def test_a_trusted_session_shows_a_tooltip_on_04s_chart(lab, browser):
 
 def test_report_html_renders_widgets_with_the_network_blocked(browser, tmp_path):
     """`make report`'s exporter: the widget manager is a file beside the HTML; every non-file request fails."""
-    subprocess.run([sys.executable, "-m", "overlay_widgets.report", "--output-dir", str(tmp_path),
-                    str(ROOT / "notebooks" / "06_budget_tuning.ipynb")], check=True, cwd=ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "overlay_widgets.report",
+            "--output-dir",
+            str(tmp_path),
+            str(ROOT / "notebooks" / "06_budget_tuning.ipynb"),
+        ],
+        check=True,
+        cwd=ROOT,
+    )
     html = tmp_path / "06_budget_tuning.html"
     blocked, loaded = [], []
     context = browser.new_context(viewport={"width": 1400, "height": 1400})
-    context.route("**/*", lambda route: (loaded.append(route.request.url), route.continue_())
-                  if route.request.url.startswith("file:") else (blocked.append(route.request.url), route.abort()))
+    context.route(
+        "**/*",
+        lambda route: (
+            (loaded.append(route.request.url), route.continue_())
+            if route.request.url.startswith("file:")
+            else (blocked.append(route.request.url), route.abort())
+        ),
+    )
     page = context.new_page()
     try:
         page.goto(html.as_uri())
@@ -383,8 +453,11 @@ def test_report_html_renders_widgets_with_the_network_blocked(browser, tmp_path)
         assert tuner.locator(RUN_NOTE).is_visible() and "run this cell" in tuner.locator(RUN_NOTE).inner_text()
         assert tuner.locator("button").first.evaluate("b => getComputedStyle(b).pointerEvents") == "none"
         stored = json.loads((ROOT / "notebooks" / "06_budget_tuning.ipynb").read_text(encoding="utf-8"))
-        charts = sum("application/vnd.vegalite.v5+json" in o.get("data", {}) for c in stored["cells"]
-                     for o in c.get("outputs", []))
+        charts = sum(
+            "application/vnd.vegalite.v5+json" in o.get("data", {})
+            for c in stored["cells"]
+            for o in c.get("outputs", [])
+        )
         pngs = page.locator(".jp-OutputArea-output img[src^='data:image/png']").count()
         assert charts >= 1 and pngs == charts  # every chart as its PNG
         _shot(tuner, "report_offline_tuner.png")

@@ -49,8 +49,7 @@ def test_value_key_ranks_evidence_then_recency():
     skill = make_skill()
     good = delta(skill, "preference", {"body": "a"}, "triage", success_count=9, attempt_count=10, id="delta_good")
     fresh = delta(skill, "preference", {"body": "b"}, "triage", last_used_at=T0, id="delta_fresh")
-    stale = delta(skill, "preference", {"body": "c"}, "triage", last_used_at=T0 - timedelta(days=30),
-                  id="delta_stale")
+    stale = delta(skill, "preference", {"body": "c"}, "triage", last_used_at=T0 - timedelta(days=30), id="delta_stale")
     bad = delta(skill, "preference", {"body": "d"}, "triage", success_count=0, attempt_count=6, id="delta_bad")
     order = [d.id for d in sorted([good, fresh, stale, bad], key=budget.value_key)]
     assert order == ["delta_bad", "delta_stale", "delta_fresh", "delta_good"]
@@ -66,14 +65,42 @@ def test_plan_under_the_ceiling_changes_nothing():
 
 def test_plan_proposes_consolidation_then_demotes_lowest_value_tier3_then_archives_tier2():
     skill = make_skill()
-    dup = [delta(skill, "preference", {"body": "Always cc the team lead on vendor replies."}, "replies",
-                 id="delta_dup1", created_at=T0),
-           delta(skill, "preference", {"body": "Always cc the team lead on replies to vendors."}, "replies",
-                 id="delta_dup2", created_at=T0 + timedelta(seconds=1))]
-    weak = delta(skill, "preference", {"body": "Prefer short subject lines in drafts."}, "replies",
-                 id="delta_weak", success_count=0, attempt_count=5)
-    strong = delta(skill, "example", {"input": "invoice overdue", "output": "urgent"}, "triage",
-                   id="delta_strong", success_count=5, attempt_count=5)
+    dup = [
+        delta(
+            skill,
+            "preference",
+            {"body": "Always cc the team lead on vendor replies."},
+            "replies",
+            id="delta_dup1",
+            created_at=T0,
+        ),
+        delta(
+            skill,
+            "preference",
+            {"body": "Always cc the team lead on replies to vendors."},
+            "replies",
+            id="delta_dup2",
+            created_at=T0 + timedelta(seconds=1),
+        ),
+    ]
+    weak = delta(
+        skill,
+        "preference",
+        {"body": "Prefer short subject lines in drafts."},
+        "replies",
+        id="delta_weak",
+        success_count=0,
+        attempt_count=5,
+    )
+    strong = delta(
+        skill,
+        "example",
+        {"input": "invoice overdue", "output": "urgent"},
+        "triage",
+        id="delta_strong",
+        success_count=5,
+        attempt_count=5,
+    )
     param = delta(skill, "parameter", {"key": "followup_hours", "value": 48}, "triage", id="delta_param")
     ds = dup + [weak, strong, param]
     authored = budget.count_tokens(skill.body)
@@ -92,8 +119,17 @@ def test_plan_proposes_consolidation_then_demotes_lowest_value_tier3_then_archiv
 
 def test_plan_is_deterministic_under_input_order():
     skill = make_skill()
-    ds = [delta(skill, "preference", {"body": f"lesson number {i} " * (i % 5 + 1)}, "triage", id=f"delta_{i:03d}",
-                created_at=T0 + timedelta(minutes=i)) for i in range(40)]
+    ds = [
+        delta(
+            skill,
+            "preference",
+            {"body": f"lesson number {i} " * (i % 5 + 1)},
+            "triage",
+            id=f"delta_{i:03d}",
+            created_at=T0 + timedelta(minutes=i),
+        )
+        for i in range(40)
+    ]
     shuffled = ds[:]
     random.Random(7).shuffle(shuffled)
     a = budget.plan(budget.count_tokens(skill.body), ds, 300)
@@ -114,16 +150,19 @@ def _only_insertions(base: str, text: str) -> list[str]:
 
 def test_budget_holds_under_a_200_delta_corpus_and_nothing_is_cut_mid_step(tmp_path):
     """200 lessons written through the gates; after every write the resident text fits, whole deltas only."""
-    skill = make_skill(body="# Runbook\n\nIntro.\n\n" + "".join(
-        f"## Step {i}\n\nDo step {i} carefully and record the result.\n\n" for i in range(1, 11)))
+    skill = make_skill(
+        body="# Runbook\n\nIntro.\n\n"
+        + "".join(f"## Step {i}\n\nDo step {i} carefully and record the result.\n\n" for i in range(1, 11))
+    )
     ceiling = 900
     rng = random.Random(2026)
     with Store.open(tmp_path / "o.db", research=True, auto_approve=True) as store:
         b = budget.Budget(store, [skill], ceiling).install()
         for i in range(200):
             section = f"step-{rng.randint(1, 10)}"
-            steps = " ".join(f"({k}) check item {rng.randint(0, 999)} before moving on."
-                             for k in range(rng.randint(1, 6)))
+            steps = " ".join(
+                f"({k}) check item {rng.randint(0, 999)} before moving on." for k in range(rng.randint(1, 6))
+            )
             if i % 10 == 9:
                 kind, payload = "exception", {"condition": f"step {i} fails twice", "action": "escalate-to-user"}
             elif i % 3 == 0:
@@ -153,8 +192,14 @@ def test_enforced_on_approve_and_on_undo_of_a_revert(tmp_path):
     with Store.open(tmp_path / "o.db") as store:
         lessons = []
         for i in range(6):
-            r = gates.learn(store, skill, "preference", {"body": f"Lesson {i}: " + "keep it short and polite. " * 6},
-                            section="replies", provenance="user_instruction")
+            r = gates.learn(
+                store,
+                skill,
+                "preference",
+                {"body": f"Lesson {i}: " + "keep it short and polite. " * 6},
+                section="replies",
+                provenance="user_instruction",
+            )
             lessons.append(r.delta.id)
         authored = budget.count_tokens(skill.body)
         b = budget.Budget(store, [skill], authored + 150).install()
@@ -214,5 +259,7 @@ def test_following_counts_are_exact_where_resolution_relies_on_them():
             else:
                 p = "\n" + p
         assert budget.count_tokens(a + p) == budget.count_tokens(a) + budget.count_following(p), (a[-30:], p[:30])
-    assert budget.count_many_following(["x\n", "\n- y\n"]) == [budget.count_following("x\n"),
-                                                               budget.count_following("\n- y\n")]
+    assert budget.count_many_following(["x\n", "\n- y\n"]) == [
+        budget.count_following("x\n"),
+        budget.count_following("\n- y\n"),
+    ]

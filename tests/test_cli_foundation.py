@@ -42,15 +42,21 @@ def test_validate_fails_with_located_errors_on_every_bad_fixture(capsys):
 
 
 def test_validate_json_reports_each_path_with_lines_and_fields(capsys):
-    code, out, _ = run(capsys, "validate", "--json", EXAMPLE_DIRS[0], str(BAD / "bad-permission"),
-                       str(BAD / "non-utf8"))
+    code, out, _ = run(
+        capsys, "validate", "--json", EXAMPLE_DIRS[0], str(BAD / "bad-permission"), str(BAD / "non-utf8")
+    )
     assert code == 1
     report = json.loads(out)
     assert [(r["path"], r["ok"]) for r in report] == [
-        (EXAMPLE_DIRS[0], True), (str(BAD / "bad-permission"), False), (str(BAD / "non-utf8"), False)]
+        (EXAMPLE_DIRS[0], True),
+        (str(BAD / "bad-permission"), False),
+        (str(BAD / "non-utf8"), False),
+    ]
     assert report[0]["errors"] == []
     assert [(e["line"], e["field"]) for e in report[1]["errors"]] == [
-        (8, "metadata.gaia.permissions"), (9, "metadata.gaia.permissions")]
+        (8, "metadata.gaia.permissions"),
+        (9, "metadata.gaia.permissions"),
+    ]
     assert report[2]["errors"][0]["line"] == 6 and "UTF-8" in report[2]["errors"][0]["message"]
 
 
@@ -92,8 +98,17 @@ def test_anchors_text_lists_every_slug_in_order(capsys):
     code, out, _ = run(capsys, "anchors", str(EXAMPLES / "triage-inbox"))
     assert code == 0
     assert [line.split()[0] for line in out.splitlines()] == [
-        "_preamble", "triage-inbox", "when-to-use", "reading-the-inbox", "classifying", "escalation",
-        "drafting-replies", "invites-and-scheduling", "cleaning-up", "report"]
+        "_preamble",
+        "triage-inbox",
+        "when-to-use",
+        "reading-the-inbox",
+        "classifying",
+        "escalation",
+        "drafting-replies",
+        "invites-and-scheduling",
+        "cleaning-up",
+        "report",
+    ]
     escalation = next(line for line in out.splitlines() if line.startswith("escalation "))
     assert " L2 " in escalation and escalation.rstrip().endswith("Escalation")
 
@@ -125,11 +140,13 @@ def test_anchors_on_a_bad_skill_or_unknown_name_fails_with_a_located_message(cap
 def test_installed_console_script_matches_the_in_process_cli(capsys):
     assert SCRIPT.is_file(), f"console script missing: {SCRIPT} (run `make venv`)"
     target = str(EXAMPLES / "meeting-notes")
-    done = subprocess.run([str(SCRIPT), "anchors", target, "--json"], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [str(SCRIPT), "anchors", target, "--json"], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     code, out, _ = run(capsys, "anchors", target, "--json")
     assert code == 0 and json.loads(done.stdout) == json.loads(out)
-    bad = subprocess.run([str(SCRIPT), "validate", str(BAD / "binary")], capture_output=True, text=True,
-                         timeout=120, check=False)
+    bad = subprocess.run(
+        [str(SCRIPT), "validate", str(BAD / "binary")], capture_output=True, text=True, timeout=120, check=False
+    )
     assert bad.returncode == 1 and f"{BAD / 'binary' / 'SKILL.md'}:3" in bad.stdout

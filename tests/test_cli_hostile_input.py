@@ -18,8 +18,14 @@ from overlay_kit.cli import main
 from overlay_kit.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
-GOOD = json.dumps({"kind": "preference", "payload": {"body": "Keep replies short."}, "section": "replies",
-                   "provenance": "user_instruction"})
+GOOD = json.dumps(
+    {
+        "kind": "preference",
+        "payload": {"body": "Keep replies short."},
+        "section": "replies",
+        "provenance": "user_instruction",
+    }
+)
 SOURCES = "user_instruction, outcome_evidence, observed_content, unknown"
 
 
@@ -29,8 +35,9 @@ def _lesson(**over) -> str:
 
 def _cli(*argv: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-m", "overlay_kit", *argv], capture_output=True, timeout=timeout,
-                          env=env, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "overlay_kit", *argv], capture_output=True, timeout=timeout, env=env, **kw
+    )
 
 
 def _deltas(db: Path) -> int:
@@ -43,16 +50,21 @@ def _deltas(db: Path) -> int:
 # (bad line as bytes, what the message says, the field `where` names or None)
 BAD_LINES = {
     "invalid-utf8": (b'{"kind": "preference", "payload": {"body": "caf\xff"}}', "not UTF-8: invalid byte 0xff", None),
-    "overlong-utf8": (b'{"kind": "preference", "payload": {"body": "\xc0\xaf"}}', "not UTF-8: invalid byte 0xc0",
-                      None),
+    "overlong-utf8": (b'{"kind": "preference", "payload": {"body": "\xc0\xaf"}}', "not UTF-8: invalid byte 0xc0", None),
     "nul-byte": (b'{"kind": "preference",\x00 "payload": {}}', "not UTF-8: a NUL byte", None),
-    "lone-surrogate": (_lesson(payload={"body": "x"}).replace('"x"', '"\\ud800"').encode(),
-                       "field 'payload.body': a lone surrogate \\ud800", "payload.body"),
+    "lone-surrogate": (
+        _lesson(payload={"body": "x"}).replace('"x"', '"\\ud800"').encode(),
+        "field 'payload.body': a lone surrogate \\ud800",
+        "payload.body",
+    ),
     "surrogate-in-key": (b'{"kind": "preference", "payload": {"\\udfff": 1}}', "lone surrogate \\udfff", "payload"),
     "deep-nesting": (b"[" * 100_000, "nested deeper than 32 levels", None),
     "deep-but-parseable": (("[" * 200 + "]" * 200).encode(), "nested deeper than 32 levels", None),
-    "deep-in-payload": (_lesson(payload={"body": "x", "k": json.loads("[" * 40 + "]" * 40)}).encode(),
-                        "field 'payload.k': JSON nested deeper", "payload.k"),
+    "deep-in-payload": (
+        _lesson(payload={"body": "x", "k": json.loads("[" * 40 + "]" * 40)}).encode(),
+        "field 'payload.k': JSON nested deeper",
+        "payload.k",
+    ),
     "not-json": (b"{not json", "Expecting property name", None),
     "nan": (b'{"kind": "parameter", "payload": {"key": "k", "value": NaN}}', "NaN is not JSON", None),
     "duplicate-key": (_lesson()[:-1].encode() + b', "kind": "fact"}', "key 'kind' appears twice", None),
@@ -62,27 +74,50 @@ BAD_LINES = {
     "missing-payload": (b'{"kind": "preference"}', "missing field 'payload'", "payload"),
     "kind-number": (_lesson(kind=3).encode(), "field 'kind' must be a string", "kind"),
     "unknown-kind": (_lesson(kind="god-mode").encode(), "unknown kind 'god-mode'; kinds are tool-hint", "kind"),
-    "payload-string": (_lesson(payload="Keep replies short.").encode(), "field 'payload' must be a JSON object",
-                       "payload"),
+    "payload-string": (
+        _lesson(payload="Keep replies short.").encode(),
+        "field 'payload' must be a JSON object",
+        "payload",
+    ),
     "section-number": (_lesson(section=7).encode(), "field 'section' must be a string", "section"),
     "scope-empty": (_lesson(scope="").encode(), "field 'scope': '' is not a scope", "scope"),
     "evidence-number": (_lesson(evidence=[1]).encode(), "field 'evidence' must be a string or a list", "evidence"),
-    "incognito-string": (_lesson(incognito="false").encode(),
-                         "field 'incognito' must be a JSON boolean (true or false), not a string", "incognito"),
-    "incognito-number": (_lesson(incognito=0).encode(), "must be a JSON boolean (true or false), not a number",
-                         "incognito"),
-    "source-god-mode": (_lesson(provenance="god_mode").encode(),
-                        f"unknown source 'god_mode' in field 'provenance'; sources are {SOURCES}", "provenance"),
-    "source-in-object": (_lesson(provenance={"source": "god_mode", "turns": []}).encode(),
-                         f"unknown source 'god_mode' in field 'provenance.source'; sources are {SOURCES}",
-                         "provenance.source"),
-    "source-missing": (_lesson(provenance={"turns": ["t1"]}).encode(), "missing field 'provenance.source'",
-                       "provenance.source"),
+    "incognito-string": (
+        _lesson(incognito="false").encode(),
+        "field 'incognito' must be a JSON boolean (true or false), not a string",
+        "incognito",
+    ),
+    "incognito-number": (
+        _lesson(incognito=0).encode(),
+        "must be a JSON boolean (true or false), not a number",
+        "incognito",
+    ),
+    "source-god-mode": (
+        _lesson(provenance="god_mode").encode(),
+        f"unknown source 'god_mode' in field 'provenance'; sources are {SOURCES}",
+        "provenance",
+    ),
+    "source-in-object": (
+        _lesson(provenance={"source": "god_mode", "turns": []}).encode(),
+        f"unknown source 'god_mode' in field 'provenance.source'; sources are {SOURCES}",
+        "provenance.source",
+    ),
+    "source-missing": (
+        _lesson(provenance={"turns": ["t1"]}).encode(),
+        "missing field 'provenance.source'",
+        "provenance.source",
+    ),
     "source-number": (_lesson(provenance=1).encode(), "field 'provenance' must be a source name", "provenance"),
-    "turns-not-strings": (_lesson(provenance={"source": "unknown", "turns": [1]}).encode(),
-                          "field 'provenance.turns' must be a list of strings", "provenance.turns"),
-    "provenance-extra": (_lesson(provenance={"source": "unknown", "trusted": True}).encode(),
-                         "unknown field 'provenance.trusted'", "provenance.trusted"),
+    "turns-not-strings": (
+        _lesson(provenance={"source": "unknown", "turns": [1]}).encode(),
+        "field 'provenance.turns' must be a list of strings",
+        "provenance.turns",
+    ),
+    "provenance-extra": (
+        _lesson(provenance={"source": "unknown", "trusted": True}).encode(),
+        "unknown field 'provenance.trusted'",
+        "provenance.trusted",
+    ),
 }
 
 
@@ -114,8 +149,14 @@ def test_a_bad_last_line_writes_nothing_into_an_existing_store(capsys, skill_dir
     db, src = tmp_path / "o.db", tmp_path / "l.jsonl"
     src.write_text(_lesson(provenance="user_instruction", payload={"body": "one"}) + "\n")
     assert main(["learn", str(skill_dir), "--from", str(src), "--db", str(db)]) == 0
-    src.write_text("".join(_lesson(provenance="user_instruction", payload={"body": f"Rule {w}."}) + "\n"
-                           for w in ("alpha", "beta", "gamma")) + _lesson(incognito="false") + "\n")
+    src.write_text(
+        "".join(
+            _lesson(provenance="user_instruction", payload={"body": f"Rule {w}."}) + "\n"
+            for w in ("alpha", "beta", "gamma")
+        )
+        + _lesson(incognito="false")
+        + "\n"
+    )
     capsys.readouterr()
     assert main(["learn", str(skill_dir), "--from", str(src), "--db", str(db)]) == 1
     assert f"{src}:4: field 'incognito'" in capsys.readouterr().err
@@ -143,8 +184,9 @@ def test_utf16_is_not_utf8(capsys, skill_dir, tmp_path, encoding):
 def test_well_formed_extras_are_accepted(capsys, skill_dir, tmp_path):
     """A UTF-8 byte-order mark, CRLF line ends, escaped astral characters, a boolean incognito."""
     src, db = tmp_path / "l.jsonl", tmp_path / "o.db"
-    astral = _lesson(provenance={"source": "user_instruction", "turns": ["s1"]},
-                     payload={"body": "Sign off with \U0001F600."})
+    astral = _lesson(
+        provenance={"source": "user_instruction", "turns": ["s1"]}, payload={"body": "Sign off with \U0001f600."}
+    )
     assert "\\ud83d\\ude00" in astral
     src.write_bytes(b"\xef\xbb\xbf" + f"{astral}\r\n{_lesson(incognito=True, payload={'body': 'Quiet.'})}\r\n".encode())
     assert main(["learn", str(skill_dir), "--from", str(src), "--db", str(db), "--json"]) == 0
@@ -157,8 +199,9 @@ def test_an_oversized_file_is_refused_from_its_size(capsys, skill_dir, tmp_path)
     with open(src, "wb") as fh:  # sparse: the size alone must refuse it
         fh.truncate(cli.LESSON_FILE_CAP + 1)
     assert main(["learn", str(skill_dir), "--from", str(src), "--db", str(tmp_path / "o.db")]) == 1
-    assert capsys.readouterr().err == (f"overlay-kit learn: error: {src}: {cli.LESSON_FILE_CAP + 1} bytes: over the "
-                                       "16 MiB cap of learn --from\n")
+    assert capsys.readouterr().err == (
+        f"overlay-kit learn: error: {src}: {cli.LESSON_FILE_CAP + 1} bytes: over the 16 MiB cap of learn --from\n"
+    )
 
 
 def test_an_overlong_line_is_refused(capsys, skill_dir, tmp_path):
@@ -178,7 +221,8 @@ def test_a_fifo_or_directory_is_refused_without_waiting(skill_dir, tmp_path, fla
     r = _cli(*base, flag, str(fifo), timeout=30)  # opening a FIFO for reading would block without a writer
     shown = {"--from": "learn --from", "--evidence-file": "--evidence-file"}[flag]
     assert r.returncode == 1 and r.stderr.decode() == (
-        f"overlay-kit learn: error: {fifo}: a FIFO, not a regular file ({shown} reads regular files only)\n")
+        f"overlay-kit learn: error: {fifo}: a FIFO, not a regular file ({shown} reads regular files only)\n"
+    )
     r = _cli(*base, flag, str(tmp_path), timeout=30)
     assert r.returncode == 1 and "Is a directory" in r.stderr.decode() and str(tmp_path) in r.stderr.decode()
     assert not (tmp_path / "o.db").exists()
@@ -186,11 +230,29 @@ def test_a_fifo_or_directory_is_refused_without_waiting(skill_dir, tmp_path, fla
 
 def test_an_unknown_source_on_the_command_line_is_a_usage_error(capsys, skill_dir, tmp_path):
     with pytest.raises(SystemExit) as exc:
-        main(["learn", str(skill_dir), "--kind", "preference", "--section", "replies", "--body", "x",
-              "--source", "user", "--db", str(tmp_path / "o.db")])
+        main(
+            [
+                "learn",
+                str(skill_dir),
+                "--kind",
+                "preference",
+                "--section",
+                "replies",
+                "--body",
+                "x",
+                "--source",
+                "user",
+                "--db",
+                str(tmp_path / "o.db"),
+            ]
+        )
     err = capsys.readouterr().err
-    assert exc.value.code == 2 and "argument --source: invalid choice: 'user' (choose from 'user_instruction', " \
-        "'outcome_evidence', 'observed_content', 'unknown')" in err
+    assert (
+        exc.value.code == 2
+        and "argument --source: invalid choice: 'user' (choose from 'user_instruction', "
+        "'outcome_evidence', 'observed_content', 'unknown')"
+        in err
+    )
     assert not (tmp_path / "o.db").exists()
 
 
@@ -203,11 +265,14 @@ def test_source_choices_are_the_grammar_sources():
 EVIDENCE = ["learn", "--kind", "preference", "--section", "replies", "--body", "x", "--source", "user_instruction"]
 
 
-@pytest.mark.parametrize("content, why, line", [
-    (b"first line\nsecond \xff line\n", "not UTF-8: invalid byte 0xff at byte 8 of the line", 2),
-    ("quoted text\n".encode("utf-16"), "not UTF-8: it starts with a UTF-16 byte-order mark", 1),
-    ("quoted text\n".encode("utf-16-le"), "not UTF-8: a NUL byte at byte 2 of the line", 1),
-])
+@pytest.mark.parametrize(
+    "content, why, line",
+    [
+        (b"first line\nsecond \xff line\n", "not UTF-8: invalid byte 0xff at byte 8 of the line", 2),
+        ("quoted text\n".encode("utf-16"), "not UTF-8: it starts with a UTF-16 byte-order mark", 1),
+        ("quoted text\n".encode("utf-16-le"), "not UTF-8: a NUL byte at byte 2 of the line", 1),
+    ],
+)
 def test_evidence_file_must_be_utf8(capsys, skill_dir, tmp_path, content, why, line):
     ev, db = tmp_path / "ev.txt", tmp_path / "o.db"
     ev.write_bytes(content)
@@ -225,23 +290,34 @@ def test_evidence_file_size_cap(capsys, skill_dir, tmp_path):
     with open(ev, "wb") as fh:
         fh.truncate(cli.EVIDENCE_FILE_CAP + 1)
     assert main(argv) == 1
-    assert capsys.readouterr().err == (f"overlay-kit learn: error: {ev}: {cli.EVIDENCE_FILE_CAP + 1} bytes: over the "
-                                       "1 MiB cap of --evidence-file\n") and not db.exists()
+    assert (
+        capsys.readouterr().err
+        == (
+            f"overlay-kit learn: error: {ev}: {cli.EVIDENCE_FILE_CAP + 1} bytes: over the "
+            "1 MiB cap of --evidence-file\n"
+        )
+        and not db.exists()
+    )
     ev.write_text("\ufeffquoted " * (cli.EVIDENCE_FILE_CAP // 10))  # under the cap, with a byte-order mark
     assert main(argv) == 0
 
 
 def _many_deltas(skill_dir, db, n=300):
     src = db.parent / "many.jsonl"
-    src.write_text("".join(_lesson(provenance="user_instruction", payload={"body": f"Sign with code {code} " * 12})
-                           + "\n" for code in (hashlib.sha1(str(i).encode()).hexdigest()[:16] for i in range(n))))
+    src.write_text(
+        "".join(
+            _lesson(provenance="user_instruction", payload={"body": f"Sign with code {code} " * 12}) + "\n"
+            for code in (hashlib.sha1(str(i).encode()).hexdigest()[:16] for i in range(n))
+        )
+    )
     assert main(["learn", str(skill_dir), "--from", str(src), "--db", str(db)]) == 0
 
 
 def _first_line_then_close(*argv: str) -> tuple[bytes, int, str]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-m", "overlay_kit", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "overlay_kit", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     first = proc.stdout.readline()
     proc.stdout.close()  # `| head -1`
     err = proc.stderr.read().decode()

@@ -24,8 +24,14 @@ def db(tmp_path):
     """One staged, then approved, preference on `drafting-replies` (a section the update renames away)."""
     path = tmp_path / "overlay.db"
     with Store.open(path) as store:
-        r = gates.learn(store, load_skill(OLD), "preference", {"body": "Keep replies to two sentences."},
-                        section="drafting-replies", provenance="user_instruction")
+        r = gates.learn(
+            store,
+            load_skill(OLD),
+            "preference",
+            {"body": "Keep replies to two sentences."},
+            section="drafting-replies",
+            provenance="user_instruction",
+        )
         store.approve(r.delta.id)
     return path, r.delta.id
 
@@ -102,14 +108,18 @@ def test_every_verb_that_touches_the_overlay_takes_db():
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     with_db = {name for name, p in sub.choices.items() if any("--db" in a.option_strings for a in p._actions)}
-    assert set(sub.choices) - with_db == {"validate", "calibrate-tau", "live", "mine", "model"}  # they read only the files named (live: in-memory stores of its own; mine: git repositories; model: the model cache)
+    assert (
+        set(sub.choices) - with_db == {"validate", "calibrate-tau", "live", "mine", "model"}
+    )  # they read only the files named (live: in-memory stores of its own; mine: git repositories; model: the model cache)
 
 
 def test_resolve_ends_the_body_with_a_newline_before_its_notes(tmp_path, capsys):
     skill = tmp_path / "no-newline"
     skill.mkdir()
-    (skill / "SKILL.md").write_text("---\nname: no-newline\ndescription: A body without a final newline.\n---\n"
-                                    "# Title\n\nLast line", encoding="utf-8")
+    (skill / "SKILL.md").write_text(
+        "---\nname: no-newline\ndescription: A body without a final newline.\n---\n# Title\n\nLast line",
+        encoding="utf-8",
+    )
     assert main(["resolve", str(skill), "--db", str(tmp_path / "none.db")]) == 0
     out, err = capsys.readouterr()
     assert out.endswith("Last line\n") and err.startswith("# no-newline:")

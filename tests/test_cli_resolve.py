@@ -21,12 +21,15 @@ def db(tmp_path):
     path = tmp_path / "overlay.db"
     skill = triage_inbox()
     with Store.open(path) as store:
-        learn_active(store, skill, "preference", {"body": "Escalate anything from the CFO within the hour."},
-                     "escalation")
+        learn_active(
+            store, skill, "preference", {"body": "Escalate anything from the CFO within the hour."}, "escalation"
+        )
         learn_active(store, skill, "tool-hint", {"prefer": ["summarize_thread"]}, "reading-the-inbox")
         stale = learn_active(store, skill, "preference", {"body": "Archive newsletters unread."}, "cleaning-up")
-        store.conn.execute("UPDATE skill_deltas SET anchor = json_set(anchor, '$.digest', '0000000000000000') "
-                           "WHERE id = ?", (stale.id,))
+        store.conn.execute(
+            "UPDATE skill_deltas SET anchor = json_set(anchor, '$.digest', '0000000000000000') WHERE id = ?",
+            (stale.id,),
+        )
         with store.transaction():  # an anchor the store wrote in an older base (sealed), not a hand edit
             store._reseal([stale.id])
     return path
@@ -45,8 +48,20 @@ def test_resolve_shows_anchored_lines_under_sections_and_the_learned_block(db, c
 def test_resolve_json_shape(db, capsys):
     assert main(["resolve", SKILL, "--db", str(db), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"db", "skill", "learned", "text", "changed", "skill_tools", "withheld_tools", "applied",
-                         "notes", "tokens", "ceiling", "fragment"}
+    assert set(data) == {
+        "db",
+        "skill",
+        "learned",
+        "text",
+        "changed",
+        "skill_tools",
+        "withheld_tools",
+        "applied",
+        "notes",
+        "tokens",
+        "ceiling",
+        "fragment",
+    }
     assert data["skill"] == "triage-inbox" and data["learned"] and data["changed"]
     assert data["skill_tools"][0] == "summarize_thread"
     assert data["fragment"].startswith("## Learned adjustments") and "(Escalation) Escalate" in data["fragment"]
@@ -71,7 +86,7 @@ def test_resolve_never_creates_a_database(tmp_path, capsys):
 def test_deltas_diff_is_a_unified_diff_of_effective_vs_authored(db, capsys):
     assert main(["deltas", SKILL, "--db", str(db), "--diff"]) == 0
     out = capsys.readouterr().out
-    diff = out[out.index("--- a/triage-inbox/SKILL.md (authored)"):]
+    diff = out[out.index("--- a/triage-inbox/SKILL.md (authored)") :]
     assert "+++ b/triage-inbox/SKILL.md (effective)" in diff
     assert "+- Escalate anything from the CFO within the hour." in diff
     assert not [ln for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]

@@ -16,18 +16,21 @@ from overlay_kit.studies import compliance, rulefile
 WORLD = compliance.load_world()
 
 
-@pytest.mark.parametrize("conditions, reply, broken", [
-    ([("contains", "best, sam")], "Thanks.\nBEST, Sam", []),
-    ([("exact", "URGENT")], "urgent: Tom", ["exact: URGENT"]),
-    ([("absent", r"\bhope")], "I hope you are well", [r"absent: \bhope"]),
-    ([("matches", r"\b20\d\d-\d\d-\d\d\b")], "See you on 2026-03-05.", []),
-    ([("first_line", r"^\W*draft\W*$")], "\n**DRAFT**\nHi Tom", []),
-    ([("last_line", "best, sam")], "Best, Sam\nP.S. later", ["last_line: best, sam"]),
-    ([("max_sentences", 2)], "One. Two! Three?", ["max_sentences: 2"]),
-    ([("max_words", 3)], "one two three", []),
-    ([("lowercase", True)], "hi Tom", ["lowercase: True"]),
-    ([("min_bullets", 2)], "- a\n* b\n-c", []),
-])
+@pytest.mark.parametrize(
+    "conditions, reply, broken",
+    [
+        ([("contains", "best, sam")], "Thanks.\nBEST, Sam", []),
+        ([("exact", "URGENT")], "urgent: Tom", ["exact: URGENT"]),
+        ([("absent", r"\bhope")], "I hope you are well", [r"absent: \bhope"]),
+        ([("matches", r"\b20\d\d-\d\d-\d\d\b")], "See you on 2026-03-05.", []),
+        ([("first_line", r"^\W*draft\W*$")], "\n**DRAFT**\nHi Tom", []),
+        ([("last_line", "best, sam")], "Best, Sam\nP.S. later", ["last_line: best, sam"]),
+        ([("max_sentences", 2)], "One. Two! Three?", ["max_sentences: 2"]),
+        ([("max_words", 3)], "one two three", []),
+        ([("lowercase", True)], "hi Tom", ["lowercase: True"]),
+        ([("min_bullets", 2)], "- a\n* b\n-c", []),
+    ],
+)
 def test_each_condition(conditions, reply, broken):
     assert compliance.Check(tuple(conditions)).failures(reply) == broken
 
@@ -40,12 +43,19 @@ def _lessons_file(tmp_path, edit):
     return folder
 
 
-@pytest.mark.parametrize("old, new, field", [
-    ("section: signing-off, text: 'End every draft", "section: sign-off, text: 'End every draft", "lessons[sign-off].section"),
-    ("goals: [email:budget, email:invoice]", "goals: [email:nope]", "lessons[sign-off].goals"),
-    ("check: [{last_line: 'best, sam'}]", "check: [{ends: 'x'}]", "lessons[sign-off].check[0]"),
-    ("check: [{last_line: 'best, sam'}]", "check: [{last_line: '(x'}]", "lessons[sign-off].check[0].last_line"),
-])
+@pytest.mark.parametrize(
+    "old, new, field",
+    [
+        (
+            "section: signing-off, text: 'End every draft",
+            "section: sign-off, text: 'End every draft",
+            "lessons[sign-off].section",
+        ),
+        ("goals: [email:budget, email:invoice]", "goals: [email:nope]", "lessons[sign-off].goals"),
+        ("check: [{last_line: 'best, sam'}]", "check: [{ends: 'x'}]", "lessons[sign-off].check[0]"),
+        ("check: [{last_line: 'best, sam'}]", "check: [{last_line: '(x'}]", "lessons[sign-off].check[0].last_line"),
+    ],
+)
 def test_a_malformed_lesson_names_its_field(tmp_path, old, new, field):
     folder = _lessons_file(tmp_path, lambda text: text.replace(old, new, 1))
     with pytest.raises(compliance.CheckError) as err:
@@ -85,16 +95,32 @@ def _frame(rates: dict[str, list[float]]) -> pd.DataFrame:
     for arm, per_lesson in rates.items():
         for i, rate in enumerate(per_lesson):
             for g in range(2):
-                rows.append({"arm": arm, "lesson": f"l{i:02d}", "goal": g, "follows": g < round(rate * 2),
-                             "prompt_tokens": 100, "truncated": False})
+                rows.append(
+                    {
+                        "arm": arm,
+                        "lesson": f"l{i:02d}",
+                        "goal": g,
+                        "follows": g < round(rate * 2),
+                        "prompt_tokens": 100,
+                        "truncated": False,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def test_verdicts_on_known_frames():
     n = 40
-    rates = {"none": [0.0] * n, "section": [1.0] * n, "tail": [0.0] * 20 + [1.0] * 20, "prefix": [1.0] * n,
-             "k5": [1.0] * n, "k20": [1.0] * 30 + [0.0] * 10, "k100": [0.0] * n,
-             "stale-keep": [1.0] * n, "stale-mark": [1.0] * n}
+    rates = {
+        "none": [0.0] * n,
+        "section": [1.0] * n,
+        "tail": [0.0] * 20 + [1.0] * 20,
+        "prefix": [1.0] * n,
+        "k5": [1.0] * n,
+        "k20": [1.0] * 30 + [0.0] * 10,
+        "k100": [0.0] * n,
+        "stale-keep": [1.0] * n,
+        "stale-mark": [1.0] * n,
+    }
     v = compliance.judge(_frame(rates))
     row = v.comparisons.set_index("comparison")
     assert row.loc["section - none", "verdict"] == "the lesson lifts following"
@@ -128,8 +154,13 @@ def test_a_missing_recording_is_named(tmp_path):
 
 def test_a_run_of_some_arms_is_judged_on_the_comparisons_it_has():
     n, arms = 40, ("none", "section", "tail", "stale-keep", "stale-mark")
-    rates = {"none": [0.0] * n, "section": [1.0] * n, "tail": [0.5] * n, "stale-keep": [1.0] * n,
-             "stale-mark": [1.0] * n}
+    rates = {
+        "none": [0.0] * n,
+        "section": [1.0] * n,
+        "tail": [0.5] * n,
+        "stale-keep": [1.0] * n,
+        "stale-mark": [1.0] * n,
+    }
     v = compliance.judge(_frame(rates))
     assert list(v.rates.arm) == list(arms)
     assert list(v.comparisons.comparison) == ["section - none", "section - tail", "stale-keep - stale-mark"]

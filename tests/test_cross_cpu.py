@@ -26,22 +26,32 @@ def exact_cosines(a, b):
         out = []
         for row in m:
             peak = float(np.abs(row).max()) if row.size else 0.0
-            out.append([int(x) for x in np.rint(row * (2.0 ** bits / (peak if peak > 0 else 1.0)))])
+            out.append([int(x) for x in np.rint(row * (2.0**bits / (peak if peak > 0 else 1.0)))])
         return out
 
     qa, qb = grid(a), grid(b)
     na = [math.sqrt(float(sum(x * x for x in r))) for r in qa]
     nb = [math.sqrt(float(sum(x * x for x in r))) for r in qb]
-    return np.array([[float(sum(x * y for x, y in zip(r, s))) / (na[i] * nb[j]) if na[i] * nb[j] > 0 else 0.0
-                      for j, s in enumerate(qb)] for i, r in enumerate(qa)]).reshape(len(qa), len(qb))
+    return np.array(
+        [
+            [
+                float(sum(x * y for x, y in zip(r, s))) / (na[i] * nb[j]) if na[i] * nb[j] > 0 else 0.0
+                for j, s in enumerate(qb)
+            ]
+            for i, r in enumerate(qa)
+        ]
+    ).reshape(len(qa), len(qb))
 
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_subnormal=False, width=32)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 700).flatmap(lambda d: st.tuples(arrays(np.float32, (3, d), elements=finite),
-                                                        arrays(np.float32, (2, d), elements=finite))))
+@given(
+    st.integers(1, 700).flatmap(
+        lambda d: st.tuples(arrays(np.float32, (3, d), elements=finite), arrays(np.float32, (2, d), elements=finite))
+    )
+)
 def test_cosines_equal_the_integer_oracle_bit_for_bit(pair):
     a, b = pair
     assert cosines(a, b).tobytes() == exact_cosines(a, b).tobytes()

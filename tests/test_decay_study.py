@@ -21,12 +21,25 @@ def _one(need_at, n=60, *, obsolete_at=None, rare=True, draw=0.99):
     """One user, one lesson needed at the given sessions (every session runs in its agent)."""
     need = np.zeros((1, n), bool)
     need[0, list(need_at)] = True
-    return decay.Timelines(("u",), np.array([0]), ("l",), ("a",), np.array([rare]), np.ones((1, n), bool), need,
-                           np.array([n if obsolete_at is None else obsolete_at]), np.full((1, n), draw))
+    return decay.Timelines(
+        ("u",),
+        np.array([0]),
+        ("l",),
+        ("a",),
+        np.array([rare]),
+        np.ones((1, n), bool),
+        need,
+        np.array([n if obsolete_at is None else obsolete_at]),
+        np.full((1, n), draw),
+    )
 
 
-RULES = (decay.DecayRule("none"), decay.DecayRule("demote", 30), decay.DecayRule("restore", 30),
-         decay.DecayRule("archive", 30))
+RULES = (
+    decay.DecayRule("none"),
+    decay.DecayRule("demote", 30),
+    decay.DecayRule("restore", 30),
+    decay.DecayRule("archive", 30),
+)
 
 
 def test_each_rule_does_what_it_says_to_an_idle_lesson():
@@ -77,11 +90,15 @@ def test_assumptions_are_seeded_and_nest_across_the_swept_values():
     lo = decay.timelines(w, share_obsolete=0.1, rare_per_agent=2, rare_need_rate=0.02)
     hi = decay.timelines(w, share_obsolete=0.5, rare_per_agent=2, rare_need_rate=0.1)
     n = lo.sessions
-    obs = lambda tl: {(u, x) for u, x, o, r in zip(tl.user, tl.lesson, tl.obsolete_at, tl.rare)  # noqa: E731
-                      if o < n and not r}
+    obs = lambda tl: {
+        (u, x)
+        for u, x, o, r in zip(tl.user, tl.lesson, tl.obsolete_at, tl.rare)  # noqa: E731
+        if o < n and not r
+    }
     assert obs(lo) <= obs(hi) and len(obs(hi)) > len(obs(lo))
-    needs = lambda tl: {(u, x): set(np.flatnonzero(nd)) for u, x, nd, r in zip(tl.user, tl.lesson, tl.need, tl.rare)
-                        if r}  # noqa: E731
+    needs = lambda tl: {
+        (u, x): set(np.flatnonzero(nd)) for u, x, nd, r in zip(tl.user, tl.lesson, tl.need, tl.rare) if r
+    }  # noqa: E731
     a, b = needs(lo), needs(hi)
     assert set(a) <= set(b) and all(a[k] <= b[k] for k in a)
     again = decay.timelines(w, share_obsolete=0.1, rare_per_agent=2, rare_need_rate=0.02)
@@ -101,8 +118,17 @@ def test_the_verdict_comes_from_the_rule_file(tmp_path):
     assert strict.finding().startswith(strict.rule.stamp())
     assert set(strict.table().rule) == {r.name for r in strict.rules}
     # the same data under a rule that tolerates any harm and asks no gain: the shipped rule is the answer
-    loose = decay.run(_rule(tmp_path, profiles=SMALL, n_boot=200, harm_margin=1.0, min_gain=-1.0, tie_margin=1.0,
-                            rules=[["none", None], ["demote", 30], ["archive", 30]]))
+    loose = decay.run(
+        _rule(
+            tmp_path,
+            profiles=SMALL,
+            n_boot=200,
+            harm_margin=1.0,
+            min_gain=-1.0,
+            tie_margin=1.0,
+            rules=[["none", None], ["demote", 30], ["archive", 30]],
+        )
+    )
     assert loose.answer() != decay.NONE  # a rule that demotes or archives wins once harm is free
     assert loose.verdict() == ("right" if loose.answer() == decay.SHIPPED_RULE else "change")
 
@@ -115,8 +141,12 @@ def test_explore_is_a_what_if_not_the_verdict():
 
 
 def test_bad_input_names_the_field(tmp_path):
-    for kwargs, field in (({"family": "fade", "days": 3}, "family"), ({"family": "demote", "days": 0}, "days"),
-                          ({"family": "none", "days": 5}, "days"), ({"family": "archive", "days": True}, "days")):
+    for kwargs, field in (
+        ({"family": "fade", "days": 3}, "family"),
+        ({"family": "demote", "days": 0}, "days"),
+        ({"family": "none", "days": 5}, "days"),
+        ({"family": "archive", "days": True}, "days"),
+    ):
         with pytest.raises(decay.DecayStudyError) as e:
             decay.DecayRule(**kwargs)
         assert e.value.field == field

@@ -28,8 +28,9 @@ def _scope_policy(write) -> str:
         skill = make_skill("scope-probe")
         args = ("preference", {"body": "Keep replies short."})
         if write is gates.learn_many:
-            d = write(s, skill, [{"kind": args[0], "payload": args[1], "section": "triage",
-                              "provenance": "user_instruction"}])[0].delta
+            d = write(
+                s, skill, [{"kind": args[0], "payload": args[1], "section": "triage", "provenance": "user_instruction"}]
+            )[0].delta
         else:
             d = write(s, skill, *args, section="triage", provenance="user_instruction").delta
         return {"agent:a": "agent", "user": "user"}[d.scope]
@@ -90,8 +91,9 @@ def test_one_name_per_shipped_default():
 
 
 def test_decay_and_the_cli_read_them_too():
-    assert evidence.DEFAULT_IDLE == (None if SHIPPED.decay_idle_days is None else
-                                     timedelta(days=SHIPPED.decay_idle_days))
+    assert evidence.DEFAULT_IDLE == (
+        None if SHIPPED.decay_idle_days is None else timedelta(days=SHIPPED.decay_idle_days)
+    )
     assert build_parser("rebase").parse_args(["rebase", "a", "b"]).policy == SHIPPED.rebase_policy
 
 
@@ -103,8 +105,10 @@ def test_the_deployment_simulator_starts_from_what_ships():
 
 
 def test_varied_names_what_a_study_changes():
-    assert SHIPPED.varied(deploy.Settings(min_samples=3, retire_below=0.5)) == \
-        {"min_samples": (5, 3), "retire_below": (None, 0.5)}
+    assert SHIPPED.varied(deploy.Settings(min_samples=3, retire_below=0.5)) == {
+        "min_samples": (5, 3),
+        "retire_below": (None, 0.5),
+    }
     assert SHIPPED.varied({"ceiling": 6144, "seed": 1}) == {"ceiling": (16384, 6144)}
     assert Defaults(max_tools=9).varied(SHIPPED) == {"max_tools": (9, 14)}
 

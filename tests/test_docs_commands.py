@@ -22,11 +22,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SHELL = {"bash", "sh", "shell", "console"}
-FENCE = re.compile(r"^(?P<fence>```+|~~~+)[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.MULTILINE | re.DOTALL)
+FENCE = re.compile(
+    r"^(?P<fence>```+|~~~+)[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.MULTILINE | re.DOTALL
+)
 MANUAL = re.compile(r"\A#\s*manual:\s*(?P<reason>\S.*)$", re.MULTILINE)
 # Output a documented command must never print: a crash, or "nothing to show" about a skill that is not there.
-BAD_OUTPUT = re.compile(r"Traceback \(most recent call last\)|no skill file and no discovered skill|"
-                        r"No such file or directory")
+BAD_OUTPUT = re.compile(
+    r"Traceback \(most recent call last\)|no skill file and no discovered skill|"
+    r"No such file or directory"
+)
 
 
 def blocks(path: Path, langs: set[str]) -> list[str]:
@@ -43,8 +47,16 @@ def manual_reason(block: str) -> str | None:
 def fresh_clone(tmp: Path) -> tuple[Path, dict]:
     """A copy of the files git would check out (tracked + untracked-not-ignored) made a git work tree of its own
     (nothing staged: every file untracked), a temp HOME and database."""
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, check=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     clone = tmp / "clone"
     for rel in filter(None, files):
         src = REPO / rel
@@ -55,21 +67,37 @@ def fresh_clone(tmp: Path) -> tuple[Path, dict]:
     home = tmp / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERLAY_KIT_", "LEMONADE_"))}
-    env.update(HOME=str(home), OVERLAY_KIT_DB=str(tmp / "db" / "overlay.db"),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    env.update(
+        HOME=str(home),
+        OVERLAY_KIT_DB=str(tmp / "db" / "overlay.db"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+    )
     return clone, env
 
 
 def untracked(clone: Path) -> set[str]:
     """`git status --porcelain --untracked-files=all` of the clone, as a set of lines."""
-    return set(subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone, text=True,
-                              capture_output=True, check=True).stdout.splitlines())
+    return set(
+        subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=clone,
+            text=True,
+            capture_output=True,
+            check=True,
+        ).stdout.splitlines()
+    )
 
 
 def run_script(script: str, clone: Path, env: dict, timeout: int = 600) -> str:
     before = untracked(clone)
-    proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=clone, env=env, text=True,
-                          capture_output=True, timeout=timeout)
+    proc = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=clone,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"exit {proc.returncode}\n{out[-6000:]}"
     assert not BAD_OUTPUT.search(out), out[-6000:]
@@ -97,8 +125,9 @@ def test_every_shell_block_runs_verbatim_in_order(path, tmp_path):
     assert out.count(">>> block") == len(runnable)
 
 
-@pytest.mark.parametrize("path,block", MANUAL_BLOCKS,
-                         ids=[f"{p.name}:{b.splitlines()[1].split('#')[0].strip()}" for p, b in MANUAL_BLOCKS])
+@pytest.mark.parametrize(
+    "path,block", MANUAL_BLOCKS, ids=[f"{p.name}:{b.splitlines()[1].split('#')[0].strip()}" for p, b in MANUAL_BLOCKS]
+)
 def test_manual_block_is_marked_with_a_reason(path, block):
     """Reported, not run: the marker names why, and only commands that need a person or rebuild the world."""
     reason = manual_reason(block)

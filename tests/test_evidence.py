@@ -38,10 +38,18 @@ class Orthogonal:
         return np.eye(len(texts), 8, dtype=np.float32)
 
 
-def learn(store, body="Keep replies short.", section="replies", source=TRUSTED, auto=True, kind="preference",
-          payload=None):
-    r = gates.learn(store, SKILL, kind, payload or {"body": body}, section=section, provenance=source,
-                    settings=gates.GateSettings(auto_approve=auto))
+def learn(
+    store, body="Keep replies short.", section="replies", source=TRUSTED, auto=True, kind="preference", payload=None
+):
+    r = gates.learn(
+        store,
+        SKILL,
+        kind,
+        payload or {"body": body},
+        section=section,
+        provenance=source,
+        settings=gates.GateSettings(auto_approve=auto),
+    )
     assert r.persisted, r.message
     return r.delta
 
@@ -75,8 +83,19 @@ def test_counters_move_on_a_correction_and_not_on_a_clean_tool_return(store):
     assert [(o.signal, o.positive) for o in store.outcomes(d.id)] == [("correction", False), ("accepted", True)]
 
 
-@pytest.mark.parametrize("name", ["tool_ok", "no_error", "did_not_raise", "tool_returned", "success", "OK",
-                                  "exit_code_0", "tool call did not raise"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tool_ok",
+        "no_error",
+        "did_not_raise",
+        "tool_returned",
+        "success",
+        "OK",
+        "exit_code_0",
+        "tool call did not raise",
+    ],
+)
 def test_every_tool_return_shape_is_refused(store, name):
     d = learn(store)
     evidence.record_context(store, "s", "1", [d.id])
@@ -176,18 +195,24 @@ def _suggest(store, d, outcomes):
 
 
 def test_staged_lessons_promote_on_their_track_record_only(store):
-    good, meh, bad = learn(store, auto=False), learn(store, "Sign off as Sam.", auto=False), \
-        learn(store, "Reply in French.", auto=False)
+    good, meh, bad = (
+        learn(store, auto=False),
+        learn(store, "Sign off as Sam.", auto=False),
+        learn(store, "Reply in French.", auto=False),
+    )
     _suggest(store, good, [True] * 5)
     _suggest(store, meh, [True, True, True, False, True])
     _suggest(store, bad, [False, False, True, False, False])
     reviews = {r.delta_id: r.decision for r in evidence.review_staged(store, retire_below=0.5)}
     assert reviews == {good.id: "promoted", meh.id: "held", bad.id: "retired"}
     assert store.get(good.id).status == "active" and store.get(bad.id).status == "archived"
-    log = store.conn.execute("SELECT delta_id, decision, successes, attempts, ledger_seq FROM promotion_log "
-                             "ORDER BY id").fetchall()
-    seq = {i: store.conn.execute("SELECT max(id) FROM delta_outcomes WHERE delta_id = ?", (i,)).fetchone()[0]
-           for i in (good.id, bad.id)}
+    log = store.conn.execute(
+        "SELECT delta_id, decision, successes, attempts, ledger_seq FROM promotion_log ORDER BY id"
+    ).fetchall()
+    seq = {
+        i: store.conn.execute("SELECT max(id) FROM delta_outcomes WHERE delta_id = ?", (i,)).fetchone()[0]
+        for i in (good.id, bad.id)
+    }
     assert log == [(good.id, "promoted", 5, 5, seq[good.id]), (bad.id, "retired", 1, 5, seq[bad.id])]
     assert [a.who for a in store.audit(good.id)][-1] == "evidence"
 
@@ -206,8 +231,11 @@ def test_review_settings_are_checked(store):
 
 # ---------------------------------------------------------------------------------- consolidation
 
-PARAPHRASES = ("Keep replies short, three sentences at most.", "Keep replies short: three sentences at most.",
-               "Keep the replies short, at most three sentences.")
+PARAPHRASES = (
+    "Keep replies short, three sentences at most.",
+    "Keep replies short: three sentences at most.",
+    "Keep the replies short, at most three sentences.",
+)
 
 
 def test_near_duplicates_need_both_signals(store):

@@ -49,8 +49,9 @@ def test_a_study_error_is_shown_and_the_last_result_kept():
     assert ex.study == Toy(4, 1.0, "a", False)
 
 
-@pytest.mark.parametrize("spec, error", [((1, 2, 1), TypeError), ((5, 2, 1, 3), ValueError), ([], ValueError),
-                                          ("x", TypeError)])
+@pytest.mark.parametrize(
+    "spec, error", [((1, 2, 1), TypeError), ((5, 2, 1, 3), ValueError), ([], ValueError), ("x", TypeError)]
+)
 def test_a_bad_control_spec_names_its_argument(spec, error):
     with pytest.raises(error, match="^n: "):
         StudyExplorer(toy, n=spec)

@@ -145,8 +145,14 @@ def test_inert_report_catches_a_fact_no_tool_reads(store):
     """The silent no-op: a setter stores a fact (the write succeeds) but no tool declares its namespace."""
     skill = make_skill()
     for ns, key in (("priority_senders", "alice@example.com"), ("noise_senders", "deals@shopmart.com")):
-        result = gates.learn(store, skill, "fact", {"namespace": ns, "key": key, "value": True}, section=None,
-                             provenance="user_instruction")
+        result = gates.learn(
+            store,
+            skill,
+            "fact",
+            {"namespace": ns, "key": key, "value": True},
+            section=None,
+            provenance="user_instruction",
+        )
         assert result.outcome == "routed" and result.persisted
     consumers = Consumers({"triage_inbox": ["priority_senders"], "pre_scan_inbox": ["priority_senders"]})
     rep = report(store, consumers)
@@ -155,7 +161,8 @@ def test_inert_report_catches_a_fact_no_tool_reads(store):
     assert rep.honored[0].readers == ("pre_scan_inbox", "triage_inbox")
     assert rep.summary() == [
         "noise_senders: 1 fact — INERT: no tool declares learns_from='noise_senders'; stored, but nothing reads it",
-        "priority_senders: 1 fact — honored by pre_scan_inbox, triage_inbox"]
+        "priority_senders: 1 fact — honored by pre_scan_inbox, triage_inbox",
+    ]
     assert rep.to_dict()["summary"] == {"total": 2, "honored": 1, "inert": 1}
     consumers.declare("triage_inbox", "noise_senders")  # wire the tool: the same fact is now learned
     assert report(store, consumers).inert == ()
@@ -184,8 +191,10 @@ def test_cli_facts_json_inert_and_consumer_file(tmp_path, capsys):
         put(s, "noise_senders", "deals@shopmart.com", True)
     consumers = tmp_path / "consumers.yaml"
     consumers.write_text("triage_inbox: [priority_senders]\n")
-    assert main(["facts", "--db", str(db), "--consumers", str(consumers), "--skill", str(tmp_path / "none"),
-                 "--json"]) == 1  # a --skill that does not exist is an error, not an empty declaration
+    assert (
+        main(["facts", "--db", str(db), "--consumers", str(consumers), "--skill", str(tmp_path / "none"), "--json"])
+        == 1
+    )  # a --skill that does not exist is an error, not an empty declaration
     capsys.readouterr()
     skill_dir = tmp_path / "mail"
     skill_dir.mkdir()

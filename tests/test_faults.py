@@ -37,8 +37,9 @@ def test_full_disk_is_a_typed_store_error_and_nothing_partial_is_written(tmp_pat
         fill_disk(store)
         with pytest.raises(StoreError, match="disk is full"):
             for i in range(200):  # a few fit in the free space of the last page; then the disk is full
-                gates.learn(store, SKILL, "preference", {"body": "x" * 300 + str(i)}, section="replies",
-                            provenance=TRUSTED)
+                gates.learn(
+                    store, SKILL, "preference", {"body": "x" * 300 + str(i)}, section="replies", provenance=TRUSTED
+                )
         n = store.counts()["staged"]
         assert len(store.audit()) == audited + (n - staged)  # every stored row has its audit row, no more
         with pytest.raises(StoreError, match="disk is full"):
@@ -58,14 +59,45 @@ def test_full_disk_gives_the_cli_one_line(capsys, skill_dir, tmp_path, monkeypat
         return out
 
     db = tmp_path / "o.db"
-    assert main(["learn", str(skill_dir), "--kind", "preference", "--section", "replies", "--body", "ok",
-                 "--source", "user_instruction", "--db", str(db)]) == 0
+    assert (
+        main(
+            [
+                "learn",
+                str(skill_dir),
+                "--kind",
+                "preference",
+                "--section",
+                "replies",
+                "--body",
+                "ok",
+                "--source",
+                "user_instruction",
+                "--db",
+                str(db),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     monkeypatch.setattr(Store, "_migrate", migrate_then_fill)
     code = 0
     for i in range(100):
-        code = main(["learn", str(skill_dir), "--kind", "preference", "--section", "replies",
-                     "--body", "y" * 390 + str(i), "--source", "user_instruction", "--db", str(db)])
+        code = main(
+            [
+                "learn",
+                str(skill_dir),
+                "--kind",
+                "preference",
+                "--section",
+                "replies",
+                "--body",
+                "y" * 390 + str(i),
+                "--source",
+                "user_instruction",
+                "--db",
+                str(db),
+            ]
+        )
         if code:
             break
     err = capsys.readouterr().err
@@ -86,8 +118,25 @@ def read_only_media(monkeypatch):
 
 def test_read_only_media_reads_work_and_resolve_falls_back_with_a_note(capsys, skill_dir, tmp_path, monkeypatch):
     db = tmp_path / "o.db"
-    assert main(["learn", str(skill_dir), "--kind", "preference", "--section", "replies", "--body", "Be brief.",
-                 "--source", "user_instruction", "--db", str(db)]) == 0
+    assert (
+        main(
+            [
+                "learn",
+                str(skill_dir),
+                "--kind",
+                "preference",
+                "--section",
+                "replies",
+                "--body",
+                "Be brief.",
+                "--source",
+                "user_instruction",
+                "--db",
+                str(db),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     read_only_media(monkeypatch)
     for kw in ({}, {"readonly": True}):
@@ -195,8 +244,10 @@ def test_a_socket_device_or_directory_at_the_database_path_is_refused(tmp_path, 
     else:
         db.mkdir()
     for kw in ({}, {"readonly": True}):
-        with pytest.raises(store_mod.NotAFileError, match={"socket": "is a socket", "device": "character device",
-                                                           "directory": "is a directory"}[kind]):
+        with pytest.raises(
+            store_mod.NotAFileError,
+            match={"socket": "is a socket", "device": "character device", "directory": "is a directory"}[kind],
+        ):
             Store.open(db, **kw)
     if kind == "socket":
         sock.close()
@@ -210,8 +261,12 @@ class _Tmpfs:
 
         self.path, self.run = path, subprocess.run
         path.mkdir()
-        if os.geteuid() != 0 or self.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                                         capture_output=True).returncode:
+        if (
+            os.geteuid() != 0
+            or self.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True
+            ).returncode
+        ):
             pytest.skip("cannot mount a tmpfs here")
 
     def fill(self) -> None:
@@ -252,8 +307,25 @@ def test_a_full_disk_is_named_disk_full_not_an_unusable_database(capsys, skill_d
             assert [d.text for d in store.search()] == ["Be brief."]
         assert main(["deltas", "mail", "--pending", "--db", str(db)]) == 0  # falls back to a read-only open
         assert "Be brief." in capsys.readouterr().out
-        assert main(["learn", str(skill_dir), "--kind", "preference", "--section", "replies", "--body", "More.",
-                     "--source", "user_instruction", "--db", str(db)]) == 1
+        assert (
+            main(
+                [
+                    "learn",
+                    str(skill_dir),
+                    "--kind",
+                    "preference",
+                    "--section",
+                    "replies",
+                    "--body",
+                    "More.",
+                    "--source",
+                    "user_instruction",
+                    "--db",
+                    str(db),
+                ]
+            )
+            == 1
+        )
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "disk full" in err and "not a usable" not in err
 
@@ -291,19 +363,44 @@ def test_a_read_only_mount_is_named_read_only_and_reads_still_work(capsys, skill
             assert [d.text for d in store.search()] == ["Be brief."] and store.integrity_notes == []
         assert main(["deltas", "mail", "--pending", "--db", str(db)]) == 0
         assert "Be brief." in capsys.readouterr().out
-        assert main(["learn", str(skill_dir), "--kind", "preference", "--section", "replies", "--body", "More.",
-                     "--source", "user_instruction", "--db", str(db)]) == 1
+        assert (
+            main(
+                [
+                    "learn",
+                    str(skill_dir),
+                    "--kind",
+                    "preference",
+                    "--section",
+                    "replies",
+                    "--body",
+                    "More.",
+                    "--source",
+                    "user_instruction",
+                    "--db",
+                    str(db),
+                ]
+            )
+            == 1
+        )
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "read-only: cannot write" in err and "not a usable" not in err
 
 
-BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n'
-        'c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n'
-        'f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n')
+BOMB = (
+    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n'
+    "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
+    "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n"
+)
 
 
-@pytest.mark.parametrize("block", [BOMB, 'a: &a "' + "x" * 5000 + '"\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n'
-                                   'c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n'])
+@pytest.mark.parametrize(
+    "block",
+    [
+        BOMB,
+        'a: &a "' + "x" * 5000 + '"\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n'
+        "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n",
+    ],
+)
 def test_a_yaml_alias_bomb_is_refused_quickly(block):
     text = "---\nname: bomb\ndescription: x\nmetadata:\n  x:\n" + "".join(f"    {ln}\n" for ln in block.splitlines())
     text += "---\nbody\n"

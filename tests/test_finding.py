@@ -15,8 +15,9 @@ def test_a_finding_is_frozen_and_says_its_numbers_bound_and_verdict():
     f = Finding("unwanted share", 0.042, 0.01, 0.09, 0.05, "undecided", note="the interval straddles the bound")
     with pytest.raises(dataclasses.FrozenInstanceError):
         f.estimate = 0.0
-    assert f.line() == ("unwanted share 0.042 [0.010, 0.090] (bound ≤ 0.05): undecided, "
-                        "the interval straddles the bound")
+    assert f.line() == (
+        "unwanted share 0.042 [0.010, 0.090] (bound ≤ 0.05): undecided, the interval straddles the bound"
+    )
     gain = Finding("gain", 0.2, side="≥", bound=0.1, spec=".2f", unit="points")
     assert gain.line() == "gain 0.20 points (bound ≥ 0.1)"
     assert Finding.of("x", Interval(0.5, 0.25, 0.75), spec="+.2f").figure() == "+0.50 [+0.25, +0.75]"
@@ -27,19 +28,31 @@ def test_a_finding_is_frozen_and_says_its_numbers_bound_and_verdict():
 def test_render_writes_stamp_intro_bullets_outro_or_one_inline_sentence():
     fs = [Finding("a", 0.1, 0.0, 0.2, 0.5, "within"), Finding("b", 0.9, 0.8, 1.0, 0.5, "over")]
     text = render(fs, stamp="Rule x", intro="**Head**:", outro=["Then.", ""])
-    assert text == ("Rule x\n\n**Head**:\n\n- a 0.100 [0.000, 0.200] (bound ≤ 0.5): within\n"
-                    "- b 0.900 [0.800, 1.000] (bound ≤ 0.5): over\n\nThen.")
+    assert text == (
+        "Rule x\n\n**Head**:\n\n- a 0.100 [0.000, 0.200] (bound ≤ 0.5): within\n"
+        "- b 0.900 [0.800, 1.000] (bound ≤ 0.5): over\n\nThen."
+    )
     inline = render(fs, intro=["First.", "**Head** over 3 weeks:"], joiner="; ", outro=".")
-    assert inline == ("First.\n\n**Head** over 3 weeks: a 0.100 [0.000, 0.200] (bound ≤ 0.5): within; "
-                      "b 0.900 [0.800, 1.000] (bound ≤ 0.5): over.")
+    assert inline == (
+        "First.\n\n**Head** over 3 weeks: a 0.100 [0.000, 0.200] (bound ≤ 0.5): within; "
+        "b 0.900 [0.800, 1.000] (bound ≤ 0.5): over."
+    )
     assert render([], stamp="Rule x", outro="Nothing.") == "Rule x\n\nNothing."
 
 
 def test_table_has_one_row_per_finding():
     t = table([Finding("a", 0.1, 0.0, 0.2, 0.5, "within", "share", "n")])
     assert list(t.columns) == ["metric", "estimate", "low", "high", "bound", "verdict", "unit", "note"]
-    assert t.iloc[0].to_dict() == {"metric": "a", "estimate": 0.1, "low": 0.0, "high": 0.2, "bound": 0.5,
-                                   "verdict": "within", "unit": "share", "note": "n"}
+    assert t.iloc[0].to_dict() == {
+        "metric": "a",
+        "estimate": 0.1,
+        "low": 0.0,
+        "high": 0.2,
+        "bound": 0.5,
+        "verdict": "within",
+        "unit": "share",
+        "note": "n",
+    }
     assert table([]).empty
 
 
@@ -47,16 +60,25 @@ def test_bound_chart_draws_points_interval_rules_and_a_dashed_bound():
     alt = pytest.importorskip("altair")
     from overlay_widgets.charts import bound_chart
 
-    df = pd.DataFrame({"x": ["a", "b"], "est": [0.1, 0.3], "lo": [0.0, 0.2], "hi": [0.2, 0.4], "cap": [0.25, 0.25],
-                       "panel": ["p", "q"]})
+    df = pd.DataFrame(
+        {
+            "x": ["a", "b"],
+            "est": [0.1, 0.3],
+            "lo": [0.0, 0.2],
+            "hi": [0.2, 0.4],
+            "cap": [0.25, 0.25],
+            "panel": ["p", "q"],
+        }
+    )
     spec = bound_chart(df, "x:N", "est", "lo", "hi", bound=0.25, value_title="share").to_dict()
     rule, point, bound = spec["layer"]
     assert rule["mark"]["type"] == "rule" and rule["encoding"]["y"]["field"] == "lo"
     assert rule["encoding"]["y2"]["field"] == "hi" and point["mark"] == {"type": "point", "filled": True}
     assert bound["mark"]["strokeDash"] == [4, 4] and bound["encoding"]["y"]["datum"] == 0.25
     assert len(spec["datasets"]) == 1  # one frame for every layer
-    side = bound_chart(df, alt.Y("x:N"), "est", "lo", "hi", bound="cap", horizontal=True,
-                       facet=alt.Column("panel:N"), independent=True).to_dict()
+    side = bound_chart(
+        df, alt.Y("x:N"), "est", "lo", "hi", bound="cap", horizontal=True, facet=alt.Column("panel:N"), independent=True
+    ).to_dict()
     assert side["facet"]["column"]["field"] == "panel" and side["resolve"]["scale"] == {"x": "independent"}
     assert side["spec"]["layer"][2]["encoding"]["x"]["field"] == "cap"
     assert "title" not in bound_chart(df, "x:N", "est").to_dict()  # no interval, no bound: the points alone

@@ -68,15 +68,18 @@ def test_exception_action_must_be_restrictive():
     assert "decline" in RESTRICTIVE_ACTIONS
 
 
-@pytest.mark.parametrize("kind,payload,field", [
-    ("preference", {"body": "x" * (PROSE_LIMIT + 1)}, "payload.body"),
-    ("preference", {"body": "ok", "trigger": "t" * 201}, "payload.trigger"),
-    ("example", {"input": "i" * 200, "output": "o" * 201}, "payload.output"),
-    ("parameter", {"key": "k" * 65, "value": 1}, "payload.key"),
-    ("parameter", {"key": "k", "value": "v" * 201}, "payload.value"),
-    ("exception", {"condition": "c" * 401, "action": "skip"}, "payload.condition"),
-    ("tool-hint", {"prefer": [f"t{i}" for i in range(TOOL_LIMIT + 1)]}, "payload.prefer"),
-])
+@pytest.mark.parametrize(
+    "kind,payload,field",
+    [
+        ("preference", {"body": "x" * (PROSE_LIMIT + 1)}, "payload.body"),
+        ("preference", {"body": "ok", "trigger": "t" * 201}, "payload.trigger"),
+        ("example", {"input": "i" * 200, "output": "o" * 201}, "payload.output"),
+        ("parameter", {"key": "k" * 65, "value": 1}, "payload.key"),
+        ("parameter", {"key": "k", "value": "v" * 201}, "payload.value"),
+        ("exception", {"condition": "c" * 401, "action": "skip"}, "payload.condition"),
+        ("tool-hint", {"prefer": [f"t{i}" for i in range(TOOL_LIMIT + 1)]}, "payload.prefer"),
+    ],
+)
 def test_caps_are_enforced_and_separate_from_shape(kind, payload, field):
     assert check_shape(kind, payload)  # well shaped …
     problems = cap_violations(kind, payload)  # … but too big
@@ -89,8 +92,12 @@ def test_caps_are_enforced_and_separate_from_shape(kind, payload, field):
 def test_cap_violations_of_a_batch_are_each_payloads():
     """`cap_violations_many` clears a batch of short plain payloads in whole-batch passes; any payload at or
     over a cap, or holding a control character, sends the batch through payload by payload."""
-    fits = [("preference", {"body": "b" * 200, "trigger": "t" * 200}), ("example", {"input": "i" * 200, "output": "o"}),
-            ("exception", {"condition": "c" * 200, "action": "skip"}), ("parameter", {"key": "k" * 64, "value": "v"})]
+    fits = [
+        ("preference", {"body": "b" * 200, "trigger": "t" * 200}),
+        ("example", {"input": "i" * 200, "output": "o"}),
+        ("exception", {"condition": "c" * 200, "action": "skip"}),
+        ("parameter", {"key": "k" * 64, "value": "v"}),
+    ]
     assert cap_violations_many(fits) == [[], [], [], []]
     wanted = {  # one payload added to the batch above → what the batch reports for it
         ("preference", "body", "b" * 401): ["payload.body: 401 characters; at most 400"],
@@ -100,13 +107,16 @@ def test_cap_violations_of_a_batch_are_each_payloads():
         ("parameter", "key", "k" * 65): ["payload.key: 65 characters; at most 64"],
         ("parameter", "value", "v" * 200): [],
         ("preference", "body", "tab\tand\nline"): [],
-        ("preference", "body", "a\x1bb\x85"): ["payload.body: control character U+001B (2 in all); lessons are "
-                                               "plain text"],
+        ("preference", "body", "a\x1bb\x85"): [
+            "payload.body: control character U+001B (2 in all); lessons are plain text"
+        ],
     }
     for (kind, field, text), errors in wanted.items():
         payload = {"body": "b", "trigger": "t", "input": "i" * 200, "output": "o", "key": "k", "value": "v"}
-        payload = {f: payload[f] for f in {"preference": ("body",), "example": ("input", "output"),
-                                           "parameter": ("key", "value")}[kind]} | {field: text}
+        payload = {
+            f: payload[f]
+            for f in {"preference": ("body",), "example": ("input", "output"), "parameter": ("key", "value")}[kind]
+        } | {field: text}
         got = cap_violations_many(fits + [(kind, payload)])
         assert got[:4] == [[], [], [], []] and [str(e) for e in got[4]] == errors, (kind, field)
         assert [str(e) for e in cap_violations(kind, payload)] == errors
@@ -116,12 +126,15 @@ def test_example_at_exactly_the_cap_passes():
     assert validate_payload("example", {"input": "i" * 200, "output": "o" * 200})
 
 
-@pytest.mark.parametrize("payload,field", [
-    ({"prefer": [], "drop": []}, "payload.prefer"),
-    ({"prefer": ["a"], "drop": ["a"]}, "payload.drop"),
-    ({"prefer": "search_mail"}, "payload.prefer"),
-    ({"prefer": [""]}, "payload.prefer"),
-])
+@pytest.mark.parametrize(
+    "payload,field",
+    [
+        ({"prefer": [], "drop": []}, "payload.prefer"),
+        ({"prefer": ["a"], "drop": ["a"]}, "payload.drop"),
+        ({"prefer": "search_mail"}, "payload.prefer"),
+        ({"prefer": [""]}, "payload.prefer"),
+    ],
+)
 def test_tool_hint_shape(payload, field):
     with pytest.raises(GrammarError) as e:
         check_shape("tool-hint", payload)
@@ -142,24 +155,30 @@ def test_parameter_value_must_be_a_finite_scalar(value):
 def test_validate_fact():
     assert validate_fact({"key": "tz", "value": "UTC"}) == (None, "tz", "UTC")
     assert validate_fact({"namespace": "mail", "key": "vip", "value": ["a@b"]}) == ("mail", "vip", ["a@b"])
-    for bad, field in [({"key": "tz"}, "payload.value"), ({"value": 1}, "payload.key"),
-                       ({"key": "k", "value": "v" * 2000}, "payload.value"),
-                       ({"key": "k", "value": 1, "extra": 2}, "payload.extra"),
-                       ({"key": "k", "value": float("nan")}, "payload.value")]:
+    for bad, field in [
+        ({"key": "tz"}, "payload.value"),
+        ({"value": 1}, "payload.key"),
+        ({"key": "k", "value": "v" * 2000}, "payload.value"),
+        ({"key": "k", "value": 1, "extra": 2}, "payload.extra"),
+        ({"key": "k", "value": float("nan")}, "payload.value"),
+    ]:
         with pytest.raises(GrammarError) as e:
             validate_fact(bad)
         assert e.value.field == field
 
 
-@pytest.mark.parametrize("data,source,trusted", [
-    ({"source": "user_instruction", "turns": ["s1/t3"]}, "user_instruction", True),
-    ({"source": "outcome_evidence"}, "outcome_evidence", True),
-    ({"source": "observed_content"}, "observed_content", False),
-    ({"source": "unknown"}, "unknown", False),
-    ({"source": "admin"}, "unknown", False),  # unparseable → untrusted, never trusted by default
-    (None, "unknown", False),
-    ("user_instruction", "unknown", False),
-])
+@pytest.mark.parametrize(
+    "data,source,trusted",
+    [
+        ({"source": "user_instruction", "turns": ["s1/t3"]}, "user_instruction", True),
+        ({"source": "outcome_evidence"}, "outcome_evidence", True),
+        ({"source": "observed_content"}, "observed_content", False),
+        ({"source": "unknown"}, "unknown", False),
+        ({"source": "admin"}, "unknown", False),  # unparseable → untrusted, never trusted by default
+        (None, "unknown", False),
+        ("user_instruction", "unknown", False),
+    ],
+)
 def test_provenance_trust_classes(data, source, trusted):
     p = Provenance.from_dict(data)
     assert (p.source, p.trusted) == (source, trusted)
@@ -172,8 +191,13 @@ def _delta(kind, created, id_):
 def test_sort_key_is_tier_kind_time_id_with_utc_instants():
     t0 = datetime(2024, 1, 1, 12, tzinfo=timezone.utc)
     other_tz = (t0 + timedelta(minutes=1)).astimezone(timezone(timedelta(hours=-5)))  # later instant, earlier clock
-    ds = [_delta("preference", other_tz, "b"), _delta("preference", t0, "z"), _delta("example", t0, "a"),
-          _delta("tool-hint", t0 + timedelta(days=1), "y"), _delta("parameter", t0, "c")]
+    ds = [
+        _delta("preference", other_tz, "b"),
+        _delta("preference", t0, "z"),
+        _delta("example", t0, "a"),
+        _delta("tool-hint", t0 + timedelta(days=1), "y"),
+        _delta("parameter", t0, "c"),
+    ]
     order = [d.id for d in sorted(ds, key=lambda d: d.sort_key)]
     assert order == ["y", "c", "a", "z", "b"]
 

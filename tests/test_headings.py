@@ -53,7 +53,7 @@ def test_adversarial_shapes_match_the_oracle(shape):
         body = make(rng.choice([60, 200, 700, 3000]), seed)
         same(body)
         same(body.replace("\n", "\r\n"))
-        same(body[rng.randrange(len(body) + 1):])
+        same(body[rng.randrange(len(body) + 1) :])
 
 
 @pytest.mark.parametrize("path", SKILL_FILES, ids=lambda p: str(p.relative_to(Path(__file__).resolve().parents[1])))
@@ -74,23 +74,29 @@ def test_the_structure_fuzz_skills_match_the_oracle():
 
 
 @settings(max_examples=400, deadline=None, derandomize=True, database=None)
-@given(st.text(alphabet=st.sampled_from(list("#`~-=<> \t\n\r*_[]!&\\x1.:") + ["é", "\u00a0", "\u2028", "\0"]),
-               max_size=100))
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("#`~-=<> \t\n\r*_[]!&\\x1.:") + ["é", "\u00a0", "\u2028", "\0"]), max_size=100
+    )
+)
 def test_property_symbol_soup_matches_the_oracle(body):
     same(body)
 
 
-@pytest.mark.parametrize("body, lines", [
-    ("Title\n===\nSub\n---\n", [0, 2]),  # setext underlines end document-level paragraphs
-    ("Text\n\n---\n", []),  # under a blank line: a thematic break
-    ("# A\n---\n", [0]),  # under a heading: a thematic break
-    ("> quote\nlazy\n---\n", []),  # lazy text in a quote: the `---` is a break, not an underline
-    ("   ## Three\n", [0]),  # indented 1-3: a heading where no list item holds it
-    ("- item\n\n   ## nested\n", []),  # inside the item: not document-level
-    ("```\n# code\n```\n# After\n", [3]),  # a fence hides what it holds
-    ("<!--\n# hidden\n-->\n# Shown\n", [3]),  # so does an HTML block
-    ("# See [a]\n\n[a]: /u\n", [0]),  # a definition a heading uses: the second pass
-])
+@pytest.mark.parametrize(
+    "body, lines",
+    [
+        ("Title\n===\nSub\n---\n", [0, 2]),  # setext underlines end document-level paragraphs
+        ("Text\n\n---\n", []),  # under a blank line: a thematic break
+        ("# A\n---\n", [0]),  # under a heading: a thematic break
+        ("> quote\nlazy\n---\n", []),  # lazy text in a quote: the `---` is a break, not an underline
+        ("   ## Three\n", [0]),  # indented 1-3: a heading where no list item holds it
+        ("- item\n\n   ## nested\n", []),  # inside the item: not document-level
+        ("```\n# code\n```\n# After\n", [3]),  # a fence hides what it holds
+        ("<!--\n# hidden\n-->\n# Shown\n", [3]),  # so does an HTML block
+        ("# See [a]\n\n[a]: /u\n", [0]),  # a definition a heading uses: the second pass
+    ],
+)
 def test_each_rule_on_a_small_body(body, lines):
     """A readable example per rule; the oracle agrees."""
     assert headings.scan_mixed(body).starts == lines

@@ -22,16 +22,34 @@ RULE = rulefile.load("16_real_histories")
 
 def _events(rows: list[tuple[str, str, bool, bool, int]]) -> pd.DataFrame:
     """(repo, fate, section changed before, at fate, versions survived) per event."""
-    return pd.DataFrame([{"repo": r, "fate": f, "section_changed_before_fate": b, "section_changed_at_fate": a,
-                          "section_edited_before_fate": b, "section_edited_at_fate": a, "versions_survived": v}
-                         for r, f, b, a, v in rows])
+    return pd.DataFrame(
+        [
+            {
+                "repo": r,
+                "fate": f,
+                "section_changed_before_fate": b,
+                "section_changed_at_fate": a,
+                "section_edited_before_fate": b,
+                "section_edited_at_fate": a,
+                "versions_survived": v,
+            }
+            for r, f, b, a, v in rows
+        ]
+    )
 
 
 def test_the_stale_flag_confusion_is_counted_as_the_rule_says():
-    ev = _events([("a", "deleted", True, False, 0), ("a", "kept", True, False, 5), ("a", "reworded", False, True, 1),
-                  ("b", "deleted", False, False, 0), ("b", "kept", False, False, 9),
-                  ("b", "moved", True, True, 0),  # apart
-                  ("b", "kept", True, False, 1)])  # censored: followed for 1 < min_followup versions
+    ev = _events(
+        [
+            ("a", "deleted", True, False, 0),
+            ("a", "kept", True, False, 5),
+            ("a", "reworded", False, True, 1),
+            ("b", "deleted", False, False, 0),
+            ("b", "kept", False, False, 9),
+            ("b", "moved", True, True, 0),  # apart
+            ("b", "kept", True, False, 1),
+        ]
+    )  # censored: followed for 1 < min_followup versions
     s = histories.stale_premise(ev, RULE)
     assert (s["events"], s["moved"], s["censored"], s["wrong"], s["flagged"]) == (5, 1, 1, 3, 3)
     assert s["precision"].estimate == pytest.approx(2 / 3) and s["recall"].estimate == pytest.approx(2 / 3)
@@ -50,12 +68,14 @@ def test_the_premise_verdict_can_come_out_either_way(flagged_wrong, verdict):
 
 
 def test_survival_and_append_share_pool_over_repositories():
-    pairs = pd.DataFrame([{"repo": "a", "body_changed": True, "sections_old": 4, "orphaned": 1,
-                           "edit_class": "in-section-edit"},
-                          {"repo": "a", "body_changed": True, "sections_old": 2, "orphaned": 0, "edit_class": "append-only"},
-                          {"repo": "b", "body_changed": True, "sections_old": 4, "orphaned": 3, "edit_class": "rewrite"},
-                          {"repo": "b", "body_changed": False, "sections_old": 9, "orphaned": 9,
-                           "edit_class": "frontmatter-only"}])
+    pairs = pd.DataFrame(
+        [
+            {"repo": "a", "body_changed": True, "sections_old": 4, "orphaned": 1, "edit_class": "in-section-edit"},
+            {"repo": "a", "body_changed": True, "sections_old": 2, "orphaned": 0, "edit_class": "append-only"},
+            {"repo": "b", "body_changed": True, "sections_old": 4, "orphaned": 3, "edit_class": "rewrite"},
+            {"repo": "b", "body_changed": False, "sections_old": 9, "orphaned": 9, "edit_class": "frontmatter-only"},
+        ]
+    )
     s = histories.survival(pairs, RULE)
     assert s["all"].estimate == pytest.approx(1 - 4 / 10) and s["rewrite"].estimate == pytest.approx(1 / 4)
     assert histories.append_share(pairs, RULE).estimate == pytest.approx(1 / 3)
@@ -80,21 +100,31 @@ def test_the_committed_corpus_is_the_manifests_text_free_and_large_enough():
 
 
 def _git(repo, *args, when=0):
-    env = {**os.environ, "GIT_AUTHOR_DATE": f"@{1700000000 + when} +0000", "GIT_COMMITTER_DATE":
-           f"@{1700000000 + when} +0000", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull,
-           "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_DATE": f"@{1700000000 + when} +0000",
+        "GIT_COMMITTER_DATE": f"@{1700000000 + when} +0000",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
 
 
 def test_build_mines_a_local_mirror_into_text_free_records_and_refuses_a_reserved_repository(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     _git(work, "init", "-q", "-b", "main")
-    bodies = ["# Style\n\n- Use tabs.\n\n## Secret Heading Words\n\n- Keep it short.\n",
-              "# Style\n\n- Use tabs.\n\n## Secret Heading Words\n\n- Keep it short.\n- Sign as Sam.\n",
-              "# Style\n\n- Use spaces.\n\n## Secret Heading Words\n\n- Keep it short.\n- Sign as Sam.\n"]
+    bodies = [
+        "# Style\n\n- Use tabs.\n\n## Secret Heading Words\n\n- Keep it short.\n",
+        "# Style\n\n- Use tabs.\n\n## Secret Heading Words\n\n- Keep it short.\n- Sign as Sam.\n",
+        "# Style\n\n- Use spaces.\n\n## Secret Heading Words\n\n- Keep it short.\n- Sign as Sam.\n",
+    ]
     for k, body in enumerate(bodies):
         (work / "CLAUDE.md").write_text(body)
         _git(work, "add", "CLAUDE.md")
@@ -102,8 +132,9 @@ def test_build_mines_a_local_mirror_into_text_free_records_and_refuses_a_reserve
     mirrors = tmp_path / "mirrors"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(mirrors / "someone+proj" / "repo")], check=True)
     manifest = tmp_path / "manifest.csv"
-    manifest.write_text("repository,first_commit,commit,paths,licence\n"
-                        f"someone/proj,x,{_git(work, 'rev-parse', 'HEAD')},default,MIT\n")
+    manifest.write_text(
+        f"repository,first_commit,commit,paths,licence\nsomeone/proj,x,{_git(work, 'rev-parse', 'HEAD')},default,MIT\n"
+    )
     out = tmp_path / "derived.json.gz"
     merged = histories.build(manifest=manifest, out=out, mirrors=mirrors, cache=tmp_path / "cache")
     assert [e["fate"] for e in merged["events"]] == ["kept"] and len(merged["pairs"]) == 2

@@ -24,10 +24,20 @@ def wheel(tmp_path_factory) -> tuple[Path, str]:
     """The wheel, and everything the build printed."""
     tmp = tmp_path_factory.mktemp("wheel")
     source, wheels = tmp / "source", tmp / "wheels"  # built from a copy: the build leaves nothing in the checkout
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv*", "build", "*.egg-info", "__pycache__",
-                                                                ".hypothesis", "artifacts"), symlinks=True)
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                            wheels, source], check=True, capture_output=True, text=True)
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv*", "build", "*.egg-info", "__pycache__", ".hypothesis", "artifacts"
+        ),
+        symlinks=True,
+    )
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", wheels, source],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (whl,) = wheels.glob("overlay_kit-*.whl")
     return whl, build.stdout + build.stderr
 
@@ -38,22 +48,37 @@ def installed(tmp_path_factory, wheel):
     env_dir = tmp / "venv"
     venv.create(env_dir, with_pip=False)
     py = env_dir / "bin" / "python"
-    purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    purelib = subprocess.run(
+        [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     Path(purelib, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # this env's dependencies
-    subprocess.run([sys.executable, "-m", "pip", "--python", py, "install", "--no-deps", "-q", wheel[0]], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", py, "install", "--no-deps", "-q", wheel[0]],
+        check=True,
+        capture_output=True,
+    )
     work = tmp / "elsewhere"
     work.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)} | {"HOME": str(tmp),
-                                                                               "OVERLAY_KIT_DB": str(tmp / "o.db")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)} | {
+        "HOME": str(tmp),
+        "OVERLAY_KIT_DB": str(tmp / "o.db"),
+    }
     return py, work, env
 
 
 def test_the_installed_package_is_not_the_checkout(installed):
     py, work, env = installed
-    where = subprocess.run([py, "-c", "import overlay_kit; print(overlay_kit.__file__)"], cwd=work, env=env,
-                           check=True, capture_output=True, text=True).stdout
+    where = subprocess.run(
+        [py, "-c", "import overlay_kit; print(overlay_kit.__file__)"],
+        cwd=work,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert str(ROOT) not in where and "site-packages" in where
 
 
@@ -62,16 +87,19 @@ def test_the_installed_cli_resolves_a_shipped_skill(installed):
     skill = "from overlay_kit.resources import dataset_path; print(dataset_path('skills', 'triage-inbox'))"
     path = subprocess.run([py, "-c", skill], cwd=work, env=env, check=True, capture_output=True, text=True).stdout
     assert str(ROOT) not in path
-    out = subprocess.run([py, "-m", "overlay_kit.cli", "resolve", path.strip()], cwd=work, env=env,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [py, "-m", "overlay_kit.cli", "resolve", path.strip()], cwd=work, env=env, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     assert "# Triage inbox" in out.stdout and "## Reading the inbox" in out.stdout
 
 
 def test_the_installed_studies_find_their_data(installed):
     py, work, env = installed
-    code = ("from overlay_kit.studies import lessons, threshold\n"
-            "print(len(threshold.load_corpus()), len(lessons.load_corpus()), len(lessons.load_source().domains))")
+    code = (
+        "from overlay_kit.studies import lessons, threshold\n"
+        "print(len(threshold.load_corpus()), len(lessons.load_corpus()), len(lessons.load_source().domains))"
+    )
     out = subprocess.run([py, "-c", code], cwd=work, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     pairs, lessons_n, domains = map(int, out.stdout.split())
@@ -92,7 +120,11 @@ def test_the_wheel_declares_an_spdx_license_and_its_classifiers(wheel):
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     classifiers = meta.get_all("Classifier")
     assert {f"Programming Language :: Python :: 3.{v}" for v in (10, 11, 12, 13)} <= set(classifiers)
-    assert {"Framework :: Jupyter", "Intended Audience :: Science/Research", "Operating System :: OS Independent",
-            "Topic :: Scientific/Engineering :: Artificial Intelligence"} <= set(classifiers)
+    assert {
+        "Framework :: Jupyter",
+        "Intended Audience :: Science/Research",
+        "Operating System :: OS Independent",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    } <= set(classifiers)
     assert not [c for c in classifiers if c.startswith("License ::")]  # PEP 639: the expression replaces them
     assert not [r for r in meta.get_all("Requires-Dist") if r.startswith("anywidget")]

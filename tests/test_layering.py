@@ -12,13 +12,51 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "overlay_kit"
 
 # The pipeline, top to bottom: a module may import only modules listed before it.
-CORE_ORDER = ["common", "defaults", "resources", "bundled", "metrics", "patternset", "headings", "anchor", "textguard", "display", "skill", "grammar",
-              "seal", "tools", "prompt", "budget", "store", "injection", "gates", "facts", "retrieval", "touch", "selection", "anchoring", "resolve", "rebase", "evidence",
-              "portable", "mine"]
+CORE_ORDER = [
+    "common",
+    "defaults",
+    "resources",
+    "bundled",
+    "metrics",
+    "patternset",
+    "headings",
+    "anchor",
+    "textguard",
+    "display",
+    "skill",
+    "grammar",
+    "seal",
+    "tools",
+    "prompt",
+    "budget",
+    "store",
+    "injection",
+    "gates",
+    "facts",
+    "retrieval",
+    "touch",
+    "selection",
+    "anchoring",
+    "resolve",
+    "rebase",
+    "evidence",
+    "portable",
+    "mine",
+]
 SHELLS = {"cli", "ipython", "__main__"}  # thin shells over everything: the CLI and the `%load_ext` magics
 SUBPACKAGES = {"llm", "surfaces", "studies", "datasets"}  # above the core; the core never imports them
-JUPYTER = {"IPython", "ipywidgets", "ipykernel", "jupyter", "jupyterlab", "altair", "anywidget", "nbformat",
-           "overlay_widgets", "notebook"}
+JUPYTER = {
+    "IPython",
+    "ipywidgets",
+    "ipykernel",
+    "jupyter",
+    "jupyterlab",
+    "altair",
+    "anywidget",
+    "nbformat",
+    "overlay_widgets",
+    "notebook",
+}
 
 
 def _module_name(path: Path) -> str:
@@ -170,8 +208,10 @@ def test_sql_lives_in_the_store():
 
 
 def test_sql_detector_sees_execute_executemany_executescript_and_conn():
-    src = ("store.conn.execute('SELECT 1')\nc.executemany('INSERT', [])\nc.executescript('')\nx = s.conn\n"
-           "'execute'  # a string is no call\nrun.execute_plan()\n")
+    src = (
+        "store.conn.execute('SELECT 1')\nc.executemany('INSERT', [])\nc.executescript('')\nx = s.conn\n"
+        "'execute'  # a string is no call\nrun.execute_plan()\n"
+    )
     assert _sql_uses(src) == ["1: .conn", "1: .execute(", "2: .executemany(", "3: .executescript(", "4: .conn"]
 
 

@@ -18,14 +18,23 @@ def lesson(kw: dict) -> gates.Lesson:
     kw = dict(kw)
     kw.pop("skill", None)
     ev = kw.pop("evidence", None)
-    return gates.Lesson(kw.pop("kind", "preference"), kw.pop("payload", {"body": "Keep replies short."}),
-                        kw.pop("section", "replies"), kw.pop("source", TRUSTED), evidence=ev, **kw)
+    return gates.Lesson(
+        kw.pop("kind", "preference"),
+        kw.pop("payload", {"body": "Keep replies short."}),
+        kw.pop("section", "replies"),
+        kw.pop("source", TRUSTED),
+        evidence=ev,
+        **kw,
+    )
 
 
 def counts(store) -> tuple[int, int, int]:
     q = store.conn.execute
-    return (q("SELECT count(*) FROM skill_deltas").fetchone()[0], q("SELECT count(*) FROM learned_facts").fetchone()[0],
-            q("SELECT count(*) FROM delta_audit").fetchone()[0])
+    return (
+        q("SELECT count(*) FROM skill_deltas").fetchone()[0],
+        q("SELECT count(*) FROM learned_facts").fetchone()[0],
+        q("SELECT count(*) FROM delta_audit").fetchone()[0],
+    )
 
 
 @pytest.mark.parametrize("needs_research", [False, True])
@@ -49,25 +58,37 @@ def test_every_rule_decides_its_row_in_one_batch(needs_research, store, research
     for row, r in zip(rows, results):
         if r.outcome == "noop":
             continue
-        alone = gates.check(s, SKILL, row.kind, row.payload, section=row.section, provenance=row.provenance,
-                            scope=row.scope, evidence=row.evidence, incognito=row.incognito,
-                            settings=gates.GateSettings(noop_repeats=False))  # the rules' verdict: it is stored now
-        assert (r.outcome, r.rule, r.message, r.warnings) == (alone.outcome, alone.rule, alone.message,
-                                                              alone.warnings)
+        alone = gates.check(
+            s,
+            SKILL,
+            row.kind,
+            row.payload,
+            section=row.section,
+            provenance=row.provenance,
+            scope=row.scope,
+            evidence=row.evidence,
+            incognito=row.incognito,
+            settings=gates.GateSettings(noop_repeats=False),
+        )  # the rules' verdict: it is stored now
+        assert (r.outcome, r.rule, r.message, r.warnings) == (alone.outcome, alone.rule, alone.message, alone.warnings)
     deltas = [r.delta for r in results if r.delta is not None and r.persisted]
     facts = sum(r.outcome == "routed" for r in results)
     assert counts(s) == (len(deltas), facts, len(deltas))  # one audit row per delta
     assert all(s.get(d.id) == d for d in deltas)  # each result is the stored row, without a re-read
     if not needs_research:
-        assert {r.rule for r in results} - {"duplicate"} == {n for n, e in zip(names * 2, expected)
-                                                             if e != ("noop", "duplicate")}
+        assert {r.rule for r in results} - {"duplicate"} == {
+            n for n, e in zip(names * 2, expected) if e != ("noop", "duplicate")
+        }
         assert {"known_kind", "payload_shape", "known_section", "quotes_evidence", "stage_trusted"} <= set(names)
 
 
 def test_capability_bearing_refuses_every_row_of_its_skill(store):
     _, kw, _ = CASES["capability_bearing"]
-    results = gates.learn_many(store, kw["skill"], [lesson({}), lesson({"kind": "fact", "section": None,
-                                                                        "payload": {"key": "tz", "value": "UTC"}})])
+    results = gates.learn_many(
+        store,
+        kw["skill"],
+        [lesson({}), lesson({"kind": "fact", "section": None, "payload": {"key": "tz", "value": "UTC"}})],
+    )
     assert [r.rule for r in results] == ["capability_bearing"] * 2 and counts(store) == (0, 0, 0)
 
 
@@ -75,8 +96,12 @@ def test_a_failure_while_writing_leaves_nothing(store, monkeypatch):
     """Two rows minted with one id collide on insert: the routed fact and the rows before the collision roll
     back with them."""
     monkeypatch.setattr(gates, "new_delta_ids", lambda n: ["delta_0000000000004000"] * n)
-    rows = [lesson({}), lesson(CASES["route_fact"][1]), lesson({"source": UNTRUSTED, "payload": {"body": "Other."}}),
-            lesson({"payload": {"body": "A third."}})]
+    rows = [
+        lesson({}),
+        lesson(CASES["route_fact"][1]),
+        lesson({"source": UNTRUSTED, "payload": {"body": "Other."}}),
+        lesson({"payload": {"body": "A third."}}),
+    ]
     with pytest.raises(StoreError):
         gates.learn_many(store, SKILL, rows)
     assert counts(store) == (0, 0, 0)
@@ -84,8 +109,14 @@ def test_a_failure_while_writing_leaves_nothing(store, monkeypatch):
 
 def test_a_malformed_row_is_named_and_nothing_is_written(store):
     with pytest.raises(ValueError, match="lesson 1: missing field 'payload'"):
-        gates.learn_many(store, SKILL, [{"kind": "preference", "payload": {"body": "Short."}, "section": "triage",
-                                         "provenance": TRUSTED}, {"kind": "preference"}])
+        gates.learn_many(
+            store,
+            SKILL,
+            [
+                {"kind": "preference", "payload": {"body": "Short."}, "section": "triage", "provenance": TRUSTED},
+                {"kind": "preference"},
+            ],
+        )
     assert counts(store) == (0, 0, 0)
 
 
@@ -104,17 +135,24 @@ def test_auto_approved_rows_are_active_with_an_approval_time(tmp_path):
 
 def test_batch_rows_match_single_learns(tmp_path):
     """The rows a batch writes are the rows `learn` writes, column for column (ids and times aside)."""
-    rows = [lesson({}), lesson({"source": UNTRUSTED, "payload": {"body": "See https://example.com first."}}),
-            lesson({"section": "triage", "payload": {"body": "Urgent first.", "trigger": "urgent mail"}})]
+    rows = [
+        lesson({}),
+        lesson({"source": UNTRUSTED, "payload": {"body": "See https://example.com first."}}),
+        lesson({"section": "triage", "payload": {"body": "Urgent first.", "trigger": "urgent mail"}}),
+    ]
     cols = "base_name, base_root, base_version, scope, kind, tier, anchor, payload, provenance, status, findings"
     with Store.open(tmp_path / "one.db") as a, Store.open(tmp_path / "many.db") as b:
         for row in rows:
             gates.learn(a, SKILL, row.kind, row.payload, section=row.section, provenance=row.provenance)
         gates.learn_many(b, SKILL, rows)
-        got = [b.conn.execute(f"SELECT {cols} FROM skill_deltas ORDER BY rowid").fetchall(),
-               b.conn.execute("SELECT who, from_status, to_status, reason FROM delta_audit ORDER BY seq").fetchall()]
-        want = [a.conn.execute(f"SELECT {cols} FROM skill_deltas ORDER BY rowid").fetchall(),
-                a.conn.execute("SELECT who, from_status, to_status, reason FROM delta_audit ORDER BY seq").fetchall()]
+        got = [
+            b.conn.execute(f"SELECT {cols} FROM skill_deltas ORDER BY rowid").fetchall(),
+            b.conn.execute("SELECT who, from_status, to_status, reason FROM delta_audit ORDER BY seq").fetchall(),
+        ]
+        want = [
+            a.conn.execute(f"SELECT {cols} FROM skill_deltas ORDER BY rowid").fetchall(),
+            a.conn.execute("SELECT who, from_status, to_status, reason FROM delta_audit ORDER BY seq").fetchall(),
+        ]
     assert got == want
 
 
@@ -124,9 +162,11 @@ def test_batch_rows_match_single_learns(tmp_path):
 def skill_dir(tmp_path):
     d = tmp_path / "mail"
     d.mkdir()
-    (d / "SKILL.md").write_text("---\nname: mail\ndescription: test skill\nmetadata:\n  gaia:\n    version: '1.0'\n"
-                                "    tools: [search_mail, draft_reply, send_email, archive_thread]\n---\n" + MAIL_BODY,
-                                encoding="utf-8")
+    (d / "SKILL.md").write_text(
+        "---\nname: mail\ndescription: test skill\nmetadata:\n  gaia:\n    version: '1.0'\n"
+        "    tools: [search_mail, draft_reply, send_email, archive_thread]\n---\n" + MAIL_BODY,
+        encoding="utf-8",
+    )
     return d
 
 
@@ -135,12 +175,21 @@ def write_jsonl(path, rows) -> str:
     return str(path)
 
 
-GOOD = [{"kind": "preference", "payload": {"body": "Keep replies short."}, "section": "replies",
-         "provenance": "user_instruction"},
-        {"kind": "preference", "payload": {"body": "Label invoices."}, "section": "triage",
-         "provenance": {"source": "observed_content", "turns": ["s1/t2"]}},
-        {"kind": "preference", "payload": {"body": "Nowhere."}, "section": "signatures",
-         "provenance": "user_instruction"}]
+GOOD = [
+    {
+        "kind": "preference",
+        "payload": {"body": "Keep replies short."},
+        "section": "replies",
+        "provenance": "user_instruction",
+    },
+    {
+        "kind": "preference",
+        "payload": {"body": "Label invoices."},
+        "section": "triage",
+        "provenance": {"source": "observed_content", "turns": ["s1/t2"]},
+    },
+    {"kind": "preference", "payload": {"body": "Nowhere."}, "section": "signatures", "provenance": "user_instruction"},
+]
 
 
 def test_cli_learn_from_reports_each_line(tmp_path, capsys):
@@ -162,10 +211,15 @@ def test_cli_learn_from_text_output(tmp_path, capsys):
     assert out[-1] == "2 lessons: 1 quarantined, 1 staged"
 
 
-@pytest.mark.parametrize("bad, why", [("{not json", "Expecting property name"),
-                                      ('{"kind": "preference"}', "missing field 'payload'"),
-                                      ('["a list"]', "a lesson is a JSON object"),
-                                      ('{"kind": "preference", "payload": {}, "colour": 1}', "unknown field")])
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ("{not json", "Expecting property name"),
+        ('{"kind": "preference"}', "missing field 'payload'"),
+        ('["a list"]', "a lesson is a JSON object"),
+        ('{"kind": "preference", "payload": {}, "colour": 1}', "unknown field"),
+    ],
+)
 def test_cli_learn_from_a_bad_line_names_it_and_writes_nothing(tmp_path, capsys, bad, why):
     db = tmp_path / "o.db"
     src = write_jsonl(tmp_path / "l.jsonl", [GOOD[0], GOOD[1], bad, GOOD[0]])

@@ -52,8 +52,15 @@ def test_every_gold_label_is_accepted_by_the_real_gates(source, corpus):
         for x in corpus:
             skill = source.skill(x.domain)
             if x.tier == 0:
-                r = gates.learn(store, skill, "fact", {"namespace": x.namespace, "key": x.key, "value": x.value},
-                                section=None, provenance="user_instruction", scope=x.scope)
+                r = gates.learn(
+                    store,
+                    skill,
+                    "fact",
+                    {"namespace": x.namespace, "key": x.key, "value": x.value},
+                    section=None,
+                    provenance="user_instruction",
+                    scope=x.scope,
+                )
                 assert r.outcome == "routed", (x.id, r.message)
                 continue
             if x.tier == 1:
@@ -115,21 +122,27 @@ def test_a_small_source_builds_deterministically(tmp_path):
     first, again = L.build_corpus(src), L.build_corpus(src)
     assert first == again
     assert [(x.id, x.tier, x.key, x.value) for x in first] == [
-        ("vip-01", 0, first[0].key, True), ("vip-02", 0, first[1].key, True),
-        ("short-01", 2, "max_sentences", 2), ("short-02", 2, "max_sentences", 2)]
+        ("vip-01", 0, first[0].key, True),
+        ("vip-02", 0, first[1].key, True),
+        ("short-01", 2, "max_sentences", 2),
+        ("short-02", 2, "max_sentences", 2),
+    ]
     assert {first[0].key, first[1].key} == {"alice@example.com", "bob@example.com"}
     assert first[0].text == f"Anything from {first[0].key} is urgent."
 
 
-@pytest.mark.parametrize("edit, where", [
-    (("cues: [urgent]}", "cues: [urgent], colour: red}"), "namespaces[0].colour"),
-    (("section: classifying", "section: nowhere"), "section 'nowhere'"),
-    (("gold: {tier: 0, namespace", "gold: {tier: 2, namespace"), "gold.tier"),
-    (("why_no_tool: the model writes the draft", "why_no_tool: null"), "why_no_tool"),
-    (("writes: priority_senders", "writes: inbox_noise"), "tools[1]"),
-    (("{shape: count, cues: [sentence]}", "{shape: count}"), "max_sentences.cues"),
-    (("key: max_sentences, value: 2", "key: max_words, value: 2"), "gold.key"),
-])
+@pytest.mark.parametrize(
+    "edit, where",
+    [
+        (("cues: [urgent]}", "cues: [urgent], colour: red}"), "namespaces[0].colour"),
+        (("section: classifying", "section: nowhere"), "section 'nowhere'"),
+        (("gold: {tier: 0, namespace", "gold: {tier: 2, namespace"), "gold.tier"),
+        (("why_no_tool: the model writes the draft", "why_no_tool: null"), "why_no_tool"),
+        (("writes: priority_senders", "writes: inbox_noise"), "tools[1]"),
+        (("{shape: count, cues: [sentence]}", "{shape: count}"), "max_sentences.cues"),
+        (("key: max_sentences, value: 2", "key: max_words, value: 2"), "gold.key"),
+    ],
+)
 def test_bad_sources_name_the_file_and_field(tmp_path, edit, where):
     path = _source(tmp_path, MINI.replace(*edit))
     with pytest.raises(L.CorpusError) as info:
@@ -149,29 +162,63 @@ def test_a_bad_corpus_row_names_the_line(tmp_path):
 # ------------------------------------------------------------------------------------------ extractor
 
 
-@pytest.mark.parametrize("text, domain, want", [
-    ("Escalate anything that's been waiting more than two days without a reply.", "email",
-     ("escalation", "followup_hours", 48, "user", "duration")),
-    ("72 hours is too slow; use a follow-up window of 36 hours.", "email",
-     ("escalation", "followup_hours", 36, "user", "duration")),
-    ("For cfo@company.com, escalate after 12 hours, not 72.", "email",
-     ("escalation", "followup_hours", 12, "sender:cfo@company.com", "duration")),
-    ("When you triage, look back a week, not just 24 hours.", "email",
-     ("triage", "window_hours", 168, "user", "duration")),
-    ("Leave half an hour between meetings.", "calendar", ("meeting_limits", "buffer_minutes", 30, "user", "duration")),
-    ("I stop working at 4:30 pm; don't schedule past that.", "calendar",
-     ("working_hours", "day_end", "16:30", "user", "threshold")),
-    ("Don't archive emails from Dana (dana@globex.com); keep them.", "email",
-     ("never_archive", "dana@globex.com", True, "user", "sender")),
-    ("Stop listing FYI messages in the report, a count is enough.", "email",
-     ("report", "list_fyi", False, "user", "boolean")),
-    ("Use a casual tone when replying to anyone from @hooli.com.", "email",
-     ("drafting", "formality", "casual", "sender:@hooli.com", "enumeration")),
-    ("Omar owns api/auth/; always ask them to review changes there.", "code-review",
-     ("path_owners", "api/auth/", "Omar", "user", "person")),
-    ("Coverage must stay above 85 percent.", "code-review", ("coverage", "min_percent", 85, "user", "threshold")),
-    ("Keep summaries under three hundred words.", "research", ("answer", "max_words", 300, "user", "count")),
-])
+@pytest.mark.parametrize(
+    "text, domain, want",
+    [
+        (
+            "Escalate anything that's been waiting more than two days without a reply.",
+            "email",
+            ("escalation", "followup_hours", 48, "user", "duration"),
+        ),
+        (
+            "72 hours is too slow; use a follow-up window of 36 hours.",
+            "email",
+            ("escalation", "followup_hours", 36, "user", "duration"),
+        ),
+        (
+            "For cfo@company.com, escalate after 12 hours, not 72.",
+            "email",
+            ("escalation", "followup_hours", 12, "sender:cfo@company.com", "duration"),
+        ),
+        (
+            "When you triage, look back a week, not just 24 hours.",
+            "email",
+            ("triage", "window_hours", 168, "user", "duration"),
+        ),
+        (
+            "Leave half an hour between meetings.",
+            "calendar",
+            ("meeting_limits", "buffer_minutes", 30, "user", "duration"),
+        ),
+        (
+            "I stop working at 4:30 pm; don't schedule past that.",
+            "calendar",
+            ("working_hours", "day_end", "16:30", "user", "threshold"),
+        ),
+        (
+            "Don't archive emails from Dana (dana@globex.com); keep them.",
+            "email",
+            ("never_archive", "dana@globex.com", True, "user", "sender"),
+        ),
+        (
+            "Stop listing FYI messages in the report, a count is enough.",
+            "email",
+            ("report", "list_fyi", False, "user", "boolean"),
+        ),
+        (
+            "Use a casual tone when replying to anyone from @hooli.com.",
+            "email",
+            ("drafting", "formality", "casual", "sender:@hooli.com", "enumeration"),
+        ),
+        (
+            "Omar owns api/auth/; always ask them to review changes there.",
+            "code-review",
+            ("path_owners", "api/auth/", "Omar", "user", "person"),
+        ),
+        ("Coverage must stay above 85 percent.", "code-review", ("coverage", "min_percent", 85, "user", "threshold")),
+        ("Keep summaries under three hundred words.", "research", ("answer", "max_words", 300, "user", "count")),
+    ],
+)
 def test_extractor_reads_value_shapes(source, text, domain, want):
     p = L.extract(text, source.vocabulary(domain))
     assert (p.namespace, p.key, p.value, p.scope, p.shape) == want
@@ -191,8 +238,9 @@ def test_router_declares_the_tier_at_the_write_site(source):
     # the shipped agent has set_noise_sender but no tool that reads noise_senders: tier 0 would be inert
     r = L.route("Mail from deals@shop.com is noise.", "setter:set_noise_sender", "email", source)
     assert (r.tier, r.rule) == (2, "setter_call") and "inert" in r.note
-    assert L.route("Mail from deals@shop.com is noise.", "setter:set_noise_sender", "email", source,
-                   policy="v1").tier == 3
+    assert (
+        L.route("Mail from deals@shop.com is noise.", "setter:set_noise_sender", "email", source, policy="v1").tier == 3
+    )
     wired = source.registry.wire("email/triage_inbox")
     assert L.route("Mail from deals@shop.com is noise.", "setter:set_noise_sender", "email", source, wired).tier == 0
     r = L.route("Use blame_lines to find who wrote a line instead of search_code.", "remember", "code-review", source)
@@ -206,8 +254,11 @@ def test_router_declares_the_tier_at_the_write_site(source):
 
 def test_confusion_counts_a_fixed_case():
     m = L.confusion([0, 0, 2, 3, 1, 2], [0, 2, 2, 3, 3, 2], (0, 1, 2, 3))
-    expected = pd.DataFrame([[1, 0, 1, 0], [0, 0, 0, 1], [0, 0, 2, 0], [0, 0, 0, 1]],
-                            index=pd.Index([0, 1, 2, 3], name="gold"), columns=pd.Index([0, 1, 2, 3], name="predicted"))
+    expected = pd.DataFrame(
+        [[1, 0, 1, 0], [0, 0, 0, 1], [0, 0, 2, 0], [0, 0, 0, 1]],
+        index=pd.Index([0, 1, 2, 3], name="gold"),
+        columns=pd.Index([0, 1, 2, 3], name="predicted"),
+    )
     pd.testing.assert_frame_equal(m, expected)
     with pytest.raises(ValueError):
         L.confusion([0], [0, 1], (0, 1))
@@ -217,23 +268,60 @@ def test_confusion_counts_a_fixed_case():
 
 def test_evaluate_on_a_small_fixed_case(source):
     def lesson(i, text, capture, tier, **gold):
-        return L.LabelledLesson(f"x{i}", "t", "dev", "email", "triage-inbox", "classifying", capture, text, tier,
-                        L.TIER_KINDS[tier], gold.pop("shape", "none"), **gold)
+        return L.LabelledLesson(
+            f"x{i}",
+            "t",
+            "dev",
+            "email",
+            "triage-inbox",
+            "classifying",
+            capture,
+            text,
+            tier,
+            L.TIER_KINDS[tier],
+            gold.pop("shape", "none"),
+            **gold,
+        )
 
     fixed = [
-        lesson(1, "Anything from alice@example.com is urgent.", "setter:set_priority_sender", 0, shape="sender",
-               namespace="priority_senders", key="alice@example.com", value=True),
-        lesson(2, "Keep reply drafts to 3 sentences.", "remember", 2, shape="count", namespace="drafting",
-               key="max_sentences", value=3),
-        lesson(3, "Stop opening every message with read_message; use summarize_thread instead.", "remember", 1,
-               prefer=("summarize_thread",), drop=("read_message",)),
+        lesson(
+            1,
+            "Anything from alice@example.com is urgent.",
+            "setter:set_priority_sender",
+            0,
+            shape="sender",
+            namespace="priority_senders",
+            key="alice@example.com",
+            value=True,
+        ),
+        lesson(
+            2,
+            "Keep reply drafts to 3 sentences.",
+            "remember",
+            2,
+            shape="count",
+            namespace="drafting",
+            key="max_sentences",
+            value=3,
+        ),
+        lesson(
+            3,
+            "Stop opening every message with read_message; use summarize_thread instead.",
+            "remember",
+            1,
+            prefer=("summarize_thread",),
+            drop=("read_message",),
+        ),
         # gold prose, but one clause break and a count: the router sends it to tier 2 (a real miss)
         lesson(4, "Recruiters get a two-sentence decline; never mention salary.", "remember", 3),
         lesson(5, "If legal is on a thread, tell me, skip the summary, and let me read it.", "remember", 3),
     ]
     ev = L.evaluate(fixed, source)
-    want = pd.DataFrame([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 1]],
-                        index=pd.Index([0, 1, 2, 3], name="gold"), columns=pd.Index([0, 1, 2, 3], name="predicted"))
+    want = pd.DataFrame(
+        [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 1]],
+        index=pd.Index([0, 1, 2, 3], name="gold"),
+        columns=pd.Index([0, 1, 2, 3], name="predicted"),
+    )
     pd.testing.assert_frame_equal(ev.tiers, want)
     assert ev.shapes.loc["none", "count"] == 1 and ev.shapes.loc["sender", "sender"] == 1
     acc = ev.accuracy().iloc[0]
@@ -265,8 +353,10 @@ def test_registry_switches_and_consumers(source):
     assert reg.with_wired([]).wiring == frozenset()
     with pytest.raises(KeyError):
         reg.wire("email/no_such_tool")
-    assert reg.consumers("email").to_dict() == {"pre_scan_inbox": ["priority_senders"],
-                                                "triage_inbox": ["priority_senders"]}
+    assert reg.consumers("email").to_dict() == {
+        "pre_scan_inbox": ["priority_senders"],
+        "triage_inbox": ["priority_senders"],
+    }
 
 
 def test_inert_facts_at_baseline_are_exactly_the_lessons_needing_tier2(source, corpus):
@@ -283,11 +373,12 @@ def test_inert_facts_at_baseline_are_exactly_the_lessons_needing_tier2(source, c
 
 
 def test_collapse_curve_on_a_fixed_case(tmp_path):
-    unwired = (MINI.replace("reads: [priority_senders], wired: [priority_senders]}",
-                            "reads: [priority_senders], why: a sender list}\n"
-                            "      - {name: pre_scan_inbox, domain: email, reads: [priority_senders],"
-                            " why: the same list}")
-               .replace("gold: {tier: 0, namespace", "gold: {tier: 2, namespace"))
+    unwired = MINI.replace(
+        "reads: [priority_senders], wired: [priority_senders]}",
+        "reads: [priority_senders], why: a sender list}\n"
+        "      - {name: pre_scan_inbox, domain: email, reads: [priority_senders],"
+        " why: the same list}",
+    ).replace("gold: {tier: 0, namespace", "gold: {tier: 2, namespace")
     src = L.load_source(_source(tmp_path, unwired))
     corpus = L.build_corpus(src)  # 2 priority-sender lessons (no shipped reader now), 2 draft-length lessons
     curve = L.collapse_curve(corpus, src.registry)
@@ -295,8 +386,16 @@ def test_collapse_curve_on_a_fixed_case(tmp_path):
     assert curve.wired.tolist() == ["(start)", "email/pre_scan_inbox", "email/triage_inbox"]
     assert curve.share_of_all.tolist() == [1.0, 0.5, 0.5]
     res = L.residual(corpus, src)
-    assert res.to_dict("records") == [{"domain": "email", "namespace": "drafting", "key": "max_sentences",
-                                       "shape": "count", "why_no_tool": "the model writes the draft", "lessons": 2}]
+    assert res.to_dict("records") == [
+        {
+            "domain": "email",
+            "namespace": "drafting",
+            "key": "max_sentences",
+            "shape": "count",
+            "why_no_tool": "the model writes the draft",
+            "lessons": 2,
+        }
+    ]
 
 
 def test_collapse_curve_on_the_corpus_ends_at_the_residual(source, corpus):
@@ -311,8 +410,17 @@ def test_collapse_curve_on_the_corpus_ends_at_the_residual(source, corpus):
 
 
 def test_token_costs_count_exactly_the_rendered_text(source, corpus):
-    sample = [x for x in corpus if x.id in ("email-followup-window-sender-01", "email-priority-sender-01",
-                                            "email-tool-summarize-01", "email-complaint-01")]
+    sample = [
+        x
+        for x in corpus
+        if x.id
+        in (
+            "email-followup-window-sender-01",
+            "email-priority-sender-01",
+            "email-tool-summarize-01",
+            "email-complaint-01",
+        )
+    ]
     costs = L.representation_costs(sample, source).set_index("lesson_id")
     for x in sample:
         text = L.renderings(x, source)
@@ -381,13 +489,25 @@ def test_the_decision_rule_can_come_out_either_way():
 def test_write_path_tools_are_what_the_gates_refuse_to_steer_toward(source):
     forbidden = L.write_path_tools(source)
     wireable = {t.id for t in source.registry.wireable}
-    assert forbidden & wireable == {"email/schedule_send", "email/archive_message", "calendar/decline_invite",
-                                    "code-review/run_linter", "code-review/run_tests"}
+    assert forbidden & wireable == {
+        "email/schedule_send",
+        "email/archive_message",
+        "calendar/decline_invite",
+        "code-review/run_linter",
+        "code-review/run_tests",
+    }
     for tid in sorted(forbidden):  # the rule refuses a tool-hint preferring it, naming the confirmation set
         domain, name = tid.split("/", 1)
         rule = (gates.Rule("write_path_tool", gates.write_path_tool),)
-        r = gates.check(None, source.skill(domain), "tool-hint", {"prefer": [name]}, section=None,
-                        provenance="user_instruction", rules=rule)
+        r = gates.check(
+            None,
+            source.skill(domain),
+            "tool-hint",
+            {"prefer": [name]},
+            section=None,
+            provenance="user_instruction",
+            rules=rule,
+        )
         assert r.outcome == "refused" and "confirmation set" in r.message
     narrower = gates.GateSettings(confirmation_tools=frozenset({"archive"}))  # the gates' setting decides
     assert L.write_path_tools(source, narrower) & wireable == {"email/archive_message"}

@@ -17,8 +17,15 @@ from overlay_kit.skill import find_skill
 from overlay_kit.store import Store, StoreError
 
 MAIL, NOTES = make_skill(), make_skill("notes")
-FILTERS = [{}, {"skill": "mail"}, {"status": "active"}, {"skill": "mail", "status": ("staged", "quarantined")},
-           {"status": "archived"}, {"include_superseded": True}, {"skill": "notes", "status": "active"}]
+FILTERS = [
+    {},
+    {"skill": "mail"},
+    {"status": "active"},
+    {"skill": "mail", "status": ("staged", "quarantined")},
+    {"status": "archived"},
+    {"include_superseded": True},
+    {"skill": "notes", "status": "active"},
+]
 
 
 @pytest.fixture
@@ -75,8 +82,10 @@ def test_rows_left_out_do_not_stop_the_walk(db, monkeypatch):
     with Store.open(db) as s:
         order = [d.id for d in s.iter_deltas(status="active")]
     hit = order[3:7]
-    sql_shell(db, "UPDATE skill_deltas SET success_count = 7, attempt_count = 9 WHERE id IN "
-                  f"({', '.join(repr(i) for i in hit)})")
+    sql_shell(
+        db,
+        f"UPDATE skill_deltas SET success_count = 7, attempt_count = 9 WHERE id IN ({', '.join(repr(i) for i in hit)})",
+    )
     with Store.open(db) as s:
         got = [d.id for d in s.iter_deltas(status="active")]
         paged = [d.id for d in s.iter_deltas(status="active", after=order[1], limit=3)]
@@ -108,9 +117,15 @@ def unpaged(db, which, skill=None, **extra) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-@pytest.mark.parametrize("argv,which,skill", [([], "active", None), (["mail", "--all"], "all", "mail"),
-                                              (["--orphaned"], "orphaned", None),
-                                              (["notes", "--archived"], "archived", "notes")])
+@pytest.mark.parametrize(
+    "argv,which,skill",
+    [
+        ([], "active", None),
+        (["mail", "--all"], "all", "mail"),
+        (["--orphaned"], "orphaned", None),
+        (["notes", "--archived"], "archived", "notes"),
+    ],
+)
 def test_deltas_json_streamed_is_the_unpaged_listing(capsys, db, argv, which, skill):
     code, out, _ = run(capsys, "deltas", *argv, "--db", db, "--json")
     assert code == 0 and out == unpaged(db, which, skill)
@@ -142,15 +157,18 @@ def test_each_delta_is_written_before_the_next_page_is_read(db, monkeypatch):
     ids = [d["id"] for d in json.loads(buf.getvalue())["deltas"]]
     assert len(seen) == (len(ids) + 1) // 2
     for k, before in enumerate(seen[1:], 1):  # when page k is read, page k - 1 is out already
-        assert all(i in before for i in ids[2 * k - 2:2 * k]) and ids[2 * k] not in before
+        assert all(i in before for i in ids[2 * k - 2 : 2 * k]) and ids[2 * k] not in before
 
 
 @pytest.mark.parametrize("form", ["json", "text"])
 def test_paging_from_the_command_line_walks_every_row_once(capsys, db, form):
     flags = ["--all", "--db", db] + (["--json"] if form == "json" else [])
     code, out, _ = run(capsys, "deltas", *flags)
-    whole = [d["id"] for d in json.loads(out)["deltas"]] if form == "json" else \
-        [line.split()[0] for line in out.splitlines() if line.startswith("delta_")]
+    whole = (
+        [d["id"] for d in json.loads(out)["deltas"]]
+        if form == "json"
+        else [line.split()[0] for line in out.splitlines() if line.startswith("delta_")]
+    )
     walked, after = [], []
     while True:
         code, out, _ = run(capsys, "deltas", *flags, "--limit", 4, *after)

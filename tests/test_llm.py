@@ -27,9 +27,11 @@ from overlay_kit.llm import (
 from overlay_kit.llm import client as llm
 
 MSG = [{"role": "user", "content": "hi"}]
-OK = {"model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"},
-                                 "finish_reason": "stop"}],
-      "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}}
+OK = {
+    "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10},
+}
 
 
 def client(script, **kw):
@@ -39,6 +41,7 @@ def client(script, **kw):
 
 
 # -------------------------------------------------------------------------------- URL and auth
+
 
 def test_base_url_resolution(monkeypatch):
     monkeypatch.delenv("LEMONADE_BASE_URL", raising=False)
@@ -61,6 +64,7 @@ def test_bearer_key_from_env_and_401_is_config_error_not_retried(scripted, monke
 
 # ---------------------------------------------------------------------------------------- retries
 
+
 @pytest.mark.parametrize("status", [408, 429, 502, 503, 504])
 def test_transient_status_is_retried_then_succeeds(scripted, status):
     scripted.add("POST", "chat/completions", status, {"error": "busy"}).add("POST", "chat/completions", 200, OK)
@@ -69,10 +73,13 @@ def test_transient_status_is_retried_then_succeeds(scripted, status):
     assert scripted.hits("chat/completions") == 2
 
 
-@pytest.mark.parametrize("error", [
-    {"message": "the context size has been exceeded", "type": "server_error"},  # shared KV pool: transient
-    {"message": "backend reset", "code": "backend_watchdog_reset"},
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"message": "the context size has been exceeded", "type": "server_error"},  # shared KV pool: transient
+        {"message": "backend reset", "code": "backend_watchdog_reset"},
+    ],
+)
 def test_shared_kv_pool_and_watchdog_are_retried(scripted, error):
     scripted.add("POST", "chat/completions", 500, {"error": error}).add("POST", "chat/completions", 200, OK)
     assert client(scripted).chat("m", MSG).content == "hello"
@@ -109,14 +116,50 @@ def test_connection_refused_is_retried_then_skipped():
 # ------------------------------------------------------------------------------------ overflow shapes
 
 OVERFLOWS = [
-    pytest.param(400, {"error": {"message": "This model's maximum context length is 512 tokens.",
-                                 "type": "invalid_request_error", "code": "context_length_exceeded"}}, id="openai"),
-    pytest.param(400, {"error": {"code": 400, "message": "the request exceeds the available context size, try "
-                                 "increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 40000,
-                                 "n_ctx": 32768}}, id="llama.cpp"),
-    pytest.param(500, {"error": {"message": "backend error", "type": "server_error", "details": {"response": {
-        "error": {"message": "request too long", "type": "exceed_context_size_error", "n_ctx": 32768,
-                  "n_prompt_tokens": 40000}}}}}, id="lemonade-wrapped"),
+    pytest.param(
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 512 tokens.",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+        },
+        id="openai",
+    ),
+    pytest.param(
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": 40000,
+                "n_ctx": 32768,
+            }
+        },
+        id="llama.cpp",
+    ),
+    pytest.param(
+        500,
+        {
+            "error": {
+                "message": "backend error",
+                "type": "server_error",
+                "details": {
+                    "response": {
+                        "error": {
+                            "message": "request too long",
+                            "type": "exceed_context_size_error",
+                            "n_ctx": 32768,
+                            "n_prompt_tokens": 40000,
+                        }
+                    }
+                },
+            }
+        },
+        id="lemonade-wrapped",
+    ),
     pytest.param(500, {"error": {"message": "Max length reached!", "type": "model_error"}}, id="flm"),
     pytest.param(400, {"error": "prompt exceeds the available context size"}, id="string-error"),
 ]
@@ -133,8 +176,11 @@ def test_every_overflow_shape_is_context_overflow_and_never_retried(scripted, st
 
 
 def test_overflow_error_frame_at_http_200(scripted):
-    scripted.add("POST", "chat/completions", chunks=sse(chunk("a"), {"error": {
-        "message": "Max length reached!", "type": "model_error"}}, done=False))
+    scripted.add(
+        "POST",
+        "chat/completions",
+        chunks=sse(chunk("a"), {"error": {"message": "Max length reached!", "type": "model_error"}}, done=False),
+    )
     with pytest.raises(ContextOverflow, match="error frame at HTTP 200"):
         client(scripted).chat("m", MSG, stream=True)
 
@@ -147,15 +193,25 @@ def test_overflow_classification_does_not_swallow_unrelated_errors():
 
 # ---------------------------------------------------------------------------------------- streaming
 
+
 def test_stream_skips_heartbeats_assembles_content_and_reads_final_usage(scripted):
-    usage = {"object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 12,
-                                                                       "completion_tokens": 2}}
-    frames = sse({"choices": [{"index": 0, "delta": {"role": "assistant"}}]}, ": ping\n\n", "event: message\n",
-                 chunk("Hel"), chunk("lo", finish="stop"), usage)
+    usage = {"object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 2}}
+    frames = sse(
+        {"choices": [{"index": 0, "delta": {"role": "assistant"}}]},
+        ": ping\n\n",
+        "event: message\n",
+        chunk("Hel"),
+        chunk("lo", finish="stop"),
+        usage,
+    )
     scripted.add("POST", "chat/completions", chunks=frames)
     reply = client(scripted).chat("m", MSG, stream=True, max_completion_tokens=5)
-    assert (reply.content, reply.finish_reason, reply.prompt_tokens, reply.completion_tokens) == \
-        ("Hello", "stop", 12, 2)
+    assert (reply.content, reply.finish_reason, reply.prompt_tokens, reply.completion_tokens) == (
+        "Hello",
+        "stop",
+        12,
+        2,
+    )
     assert reply.streamed and reply.ttft_source == "wall" and 0 < reply.ttft_s <= reply.elapsed_s
     [sent] = scripted.bodies("chat/completions")
     # no Lemonade /health here: a plain OpenAI-compatible server gets the one limit it reads, never both
@@ -164,17 +220,26 @@ def test_stream_skips_heartbeats_assembles_content_and_reads_final_usage(scripte
 
 
 def test_ttft_wall_clock_waits_for_content_not_the_role_chunk(scripted):
-    frames = [(0.0, "data: " + json.dumps({"choices": [{"index": 0, "delta": {"role": "assistant"}}]}) + "\n\n"),
-              (0.3, "data: " + json.dumps(chunk("x", finish="stop")) + "\n\n"), (0.0, "data: [DONE]\n\n")]
+    frames = [
+        (0.0, "data: " + json.dumps({"choices": [{"index": 0, "delta": {"role": "assistant"}}]}) + "\n\n"),
+        (0.3, "data: " + json.dumps(chunk("x", finish="stop")) + "\n\n"),
+        (0.0, "data: [DONE]\n\n"),
+    ]
     scripted.add("POST", "chat/completions", chunks=frames)
     assert client(scripted).chat("m", MSG, stream=True).ttft_s >= 0.29
 
 
-@pytest.mark.parametrize("extra,source,ttft", [
-    ({"timings": {"prompt_n": 100, "prompt_ms": 250.0, "predicted_per_token_ms": 10.0, "cache_n": 40}},
-     "server:timings", 0.26),
-    ({"usage": {"prompt_tokens": 5, "completion_tokens": 1, "prefill_duration_ttft": 0.42}}, "server:flm", 0.42),
-])
+@pytest.mark.parametrize(
+    "extra,source,ttft",
+    [
+        (
+            {"timings": {"prompt_n": 100, "prompt_ms": 250.0, "predicted_per_token_ms": 10.0, "cache_n": 40}},
+            "server:timings",
+            0.26,
+        ),
+        ({"usage": {"prompt_tokens": 5, "completion_tokens": 1, "prefill_duration_ttft": 0.42}}, "server:flm", 0.42),
+    ],
+)
 def test_server_timings_preferred_over_wall_clock(scripted, extra, source, ttft):
     scripted.add("POST", "chat/completions", chunks=sse(chunk("x", finish="stop", **extra)))
     reply = client(scripted).chat("m", MSG, stream=True)
@@ -194,13 +259,26 @@ def test_meter_gives_server_cpu_to_first_token(scripted):
 
 def test_tool_calls_reassembled_by_index(scripted):
     def tc(i, name=None, args=""):
-        return {"choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": i, "function": {"name": name, "arguments": args}}]}, "finish_reason": None}]}
-    scripted.add("POST", "chat/completions", chunks=sse(tc(0, "search", '{"q":'), tc(1, "open", "{}"),
-                                                        tc(0, None, '"x"}'), chunk(finish="tool_calls")))
+        return {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": i, "function": {"name": name, "arguments": args}}]},
+                    "finish_reason": None,
+                }
+            ]
+        }
+
+    scripted.add(
+        "POST",
+        "chat/completions",
+        chunks=sse(tc(0, "search", '{"q":'), tc(1, "open", "{}"), tc(0, None, '"x"}'), chunk(finish="tool_calls")),
+    )
     reply = client(scripted).chat("m", MSG, stream=True)
-    assert [(t["function"]["name"], t["function"]["arguments"]) for t in reply.tool_calls] == \
-        [("search", '{"q":"x"}'), ("open", "{}")]
+    assert [(t["function"]["name"], t["function"]["arguments"]) for t in reply.tool_calls] == [
+        ("search", '{"q":"x"}'),
+        ("open", "{}"),
+    ]
 
 
 def test_error_frame_at_200_is_a_failure(scripted):
@@ -210,8 +288,11 @@ def test_error_frame_at_200_is_a_failure(scripted):
 
 
 def test_transient_error_frame_before_content_is_retried(scripted):
-    scripted.add("POST", "chat/completions", chunks=sse({"error": {"code": "backend_watchdog_reset",
-                                                                   "message": "reset"}}, done=False))
+    scripted.add(
+        "POST",
+        "chat/completions",
+        chunks=sse({"error": {"code": "backend_watchdog_reset", "message": "reset"}}, done=False),
+    )
     scripted.add("POST", "chat/completions", chunks=sse(chunk("ok", finish="stop")))
     assert client(scripted).chat("m", MSG, stream=True).content == "ok"
     assert scripted.hits("chat/completions") == 2
@@ -237,8 +318,11 @@ def test_finish_reason_without_done_is_complete(scripted):
 
 
 def test_stall_mid_stream_times_out(scripted):
-    scripted.add("POST", "chat/completions", chunks=[(0.0, "data: " + json.dumps(chunk("a")) + "\n\n"),
-                                                     (1.5, "data: [DONE]\n\n")])
+    scripted.add(
+        "POST",
+        "chat/completions",
+        chunks=[(0.0, "data: " + json.dumps(chunk("a")) + "\n\n"), (1.5, "data: [DONE]\n\n")],
+    )
     with pytest.raises(LLMTimeout, match="stalled"):
         client(scripted, read_timeout_s=0.3).chat("m", MSG, stream=True)
     assert scripted.hits("chat/completions") == 1  # a stall is not retried
@@ -246,22 +330,29 @@ def test_stall_mid_stream_times_out(scripted):
 
 # ------------------------------------------------------------------------------- models, load, health
 
-MODELS = {"object": "list", "data": [
-    {"id": "Gemma-4-E4B-it-GGUF", "recipe": "llamacpp", "downloaded": True, "labels": ["vision"]},
-    {"id": "gemma4-it-e4b-FLM", "recipe": "flm", "max_context_window": 32768},
-    {"id": "Phi-3-mini-ryzenai", "recipe": "ryzenai-llm"},
-    {"id": "Qwen3-0.6B-FLM"},
-    {"id": "Small-GGUF", "recipe": "llamacpp", "context_length": 8192},
-]}
+MODELS = {
+    "object": "list",
+    "data": [
+        {"id": "Gemma-4-E4B-it-GGUF", "recipe": "llamacpp", "downloaded": True, "labels": ["vision"]},
+        {"id": "gemma4-it-e4b-FLM", "recipe": "flm", "max_context_window": 32768},
+        {"id": "Phi-3-mini-ryzenai", "recipe": "ryzenai-llm"},
+        {"id": "Qwen3-0.6B-FLM"},
+        {"id": "Small-GGUF", "recipe": "llamacpp", "context_length": 8192},
+    ],
+}
 
 
 def test_models_tell_npu_from_gpu_cpu_and_windows(scripted):
     scripted.add("GET", "models", 200, MODELS)
     c = client(scripted, window=None)
     got = {m.id: (m.backend, m.window) for m in c.models()}
-    assert got == {"Gemma-4-E4B-it-GGUF": ("gpu/cpu", 65536), "gemma4-it-e4b-FLM": ("npu", 32768),
-                   "Phi-3-mini-ryzenai": ("npu", 32768), "Qwen3-0.6B-FLM": ("npu", 32768),
-                   "Small-GGUF": ("gpu/cpu", 8192)}
+    assert got == {
+        "Gemma-4-E4B-it-GGUF": ("gpu/cpu", 65536),
+        "gemma4-it-e4b-FLM": ("npu", 32768),
+        "Phi-3-mini-ryzenai": ("npu", 32768),
+        "Qwen3-0.6B-FLM": ("npu", 32768),
+        "Small-GGUF": ("gpu/cpu", 8192),
+    }
     assert "show_all=true" in scripted.requests[0][1]
 
 
@@ -281,14 +372,23 @@ def test_npu_window_enforced_before_sending(scripted):
 def test_load_reads_back_ctx_size_and_window_follows_it(scripted):
     scripted.add("GET", "models", 200, MODELS)
     scripted.add("POST", "load", 200, {"status": "success"})
-    scripted.add("GET", "health", 200, {"status": "ok", "model_loaded": "Gemma-4-E4B-it-GGUF", "all_models_loaded": [
-        {"model_name": "Gemma-4-E4B-it-GGUF", "recipe": "llamacpp", "recipe_options": {"ctx_size": 16384}}]})
+    scripted.add(
+        "GET",
+        "health",
+        200,
+        {
+            "status": "ok",
+            "model_loaded": "Gemma-4-E4B-it-GGUF",
+            "all_models_loaded": [
+                {"model_name": "Gemma-4-E4B-it-GGUF", "recipe": "llamacpp", "recipe_options": {"ctx_size": 16384}}
+            ],
+        },
+    )
     c = client(scripted, window=None)
     health = c.load("Gemma-4-E4B-it-GGUF", 16384)
     assert health.up and dict(health.loaded)["Gemma-4-E4B-it-GGUF"] == 16384
     # no options route on this server: the size is kept across an idle eviction by /load's save_options
-    assert scripted.bodies("load") == [{"model_name": "Gemma-4-E4B-it-GGUF", "ctx_size": 16384,
-                                        "save_options": True}]
+    assert scripted.bodies("load") == [{"model_name": "Gemma-4-E4B-it-GGUF", "ctx_size": 16384, "save_options": True}]
     assert c.window_for("Gemma-4-E4B-it-GGUF") == 16384
     with pytest.raises(ConfigError, match="exceeds the npu window"):
         c.load("gemma4-it-e4b-FLM", 65536)
@@ -316,6 +416,7 @@ def test_health_busy_when_read_times_out(scripted):
 
 # --------------------------------------------------------------------------------------- cassettes
 
+
 def test_record_then_replay_offline(scripted, tmp_path):
     scripted.add("GET", "models", 200, MODELS)
     scripted.add("POST", "chat/completions", chunks=sse(chunk("one", finish="stop")))
@@ -327,8 +428,7 @@ def test_record_then_replay_offline(scripted, tmp_path):
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert first == ["one", "two"] and len(rows) == 2
     # the requested id, not the server's echo ("m")
-    assert {(r["model"], r["backend"], r["engine"]) for r in rows} == {
-        ("Gemma-4-E4B-it-GGUF", "gpu/cpu", "scripted")}
+    assert {(r["model"], r["backend"], r["engine"]) for r in rows} == {("Gemma-4-E4B-it-GGUF", "gpu/cpu", "scripted")}
     assert rows[0]["key"] == rows[1]["key"] and rows[0]["recorded_at"].endswith("+00:00")
     # replay: no server at all, identical requests come back in recorded order, labelled as replayed
     off = LemonadeClient("http://127.0.0.1:9", cassette=Cassette(path), mode="replay")

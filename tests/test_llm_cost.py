@@ -26,8 +26,11 @@ def test_learned_fragment_is_whole_lessons_within_the_target():
 
 
 def _points(ttfts: dict[int, list[float]]) -> list[cost.GrowthPoint]:
-    return [cost.GrowthPoint(size, size, 1000 + size, r, t, t / 10, t * 2, t / 5, 5, False, "test")
-            for size, ts in ttfts.items() for r, t in enumerate(ts)]
+    return [
+        cost.GrowthPoint(size, size, 1000 + size, r, t, t / 10, t * 2, t / 5, 5, False, "test")
+        for size, ts in ttfts.items()
+        for r, t in enumerate(ts)
+    ]
 
 
 def test_regression_against_the_no_delta_build_with_a_bootstrap_interval():
@@ -43,8 +46,12 @@ def test_regression_against_the_no_delta_build_with_a_bootstrap_interval():
 
 
 def _row(x, reg, lo=None, hi=None):
-    return {"learned_tokens": x, "regression": reg, "ci_low": reg if lo is None else lo,
-            "ci_high": reg if hi is None else hi}
+    return {
+        "learned_tokens": x,
+        "regression": reg,
+        "ci_low": reg if lo is None else lo,
+        "ci_high": reg if hi is None else hi,
+    }
 
 
 def test_the_interval_resamples_whole_repeats():
@@ -61,8 +68,13 @@ def test_the_interval_resamples_whole_repeats():
 
 
 def test_supported_ceiling_is_the_largest_size_whose_upper_bound_and_every_smaller_ones_stay_within():
-    rows = [_row(0, 0.0), _row(80, 0.03, 0.01, 0.06), _row(200, 0.08, 0.04, 0.12), _row(400, 0.2, 0.1, 0.3),
-            _row(900, 0.15, 0.05, 0.09)]  # 900 dips back under 0.10, but 400 beyond it already broke the bound
+    rows = [
+        _row(0, 0.0),
+        _row(80, 0.03, 0.01, 0.06),
+        _row(200, 0.08, 0.04, 0.12),
+        _row(400, 0.2, 0.1, 0.3),
+        _row(900, 0.15, 0.05, 0.09),
+    ]  # 900 dips back under 0.10, but 400 beyond it already broke the bound
     assert cost.supported_ceiling(rows, 0.05)["ceiling_tokens"] == 0  # not even the smallest size
     c = cost.supported_ceiling(rows, 0.10)
     assert c["ceiling_tokens"] == 80 and c["breaks"]["learned_tokens"] == 200 and not c["beyond_measured"]
@@ -75,6 +87,7 @@ def test_supported_ceiling_is_the_largest_size_whose_upper_bound_and_every_small
 def test_the_target_verdict_reads_the_smallest_size_interval_and_can_come_out_each_way():
     def at(lo, hi):
         return [_row(0, 0.0), _row(400, 0.5, 0.4, 0.6), _row(77, (lo + hi) / 2, lo, hi)]
+
     assert cost.target_verdict(at(0.03, 0.2), 0.02) == "unattainable"
     assert cost.target_verdict(at(-0.01, 0.02), 0.02) == "attainable"
     assert cost.target_verdict(at(0.01, 0.2), 0.02) == "undecided"
@@ -115,8 +128,9 @@ def test_stored_recording_replays_offline_and_shows_the_placement_effect():
     assert all(p.replayed for p in study.growth) and all(t.replayed for t in study.sessions)
     assert {p.learned_target for p in study.growth} == set(study.inputs.sizes)
     by = {(t.placement, t.resolution, t.turn): t for t in study.sessions}
-    changed = [t.turn for t in study.sessions if t.placement == "prefix" and t.resolution == "turn"
-               and t.recall_changed]
+    changed = [
+        t.turn for t in study.sessions if t.placement == "prefix" and t.resolution == "turn" and t.recall_changed
+    ]
     assert changed, "the recorded session should change its recall at least once"
     for turn in changed:  # the prefix re-prefills the authored text too; the tail only the recalled lessons
         assert by[("prefix", "turn", turn)].reprefill > by[("tail", "turn", turn)].reprefill + 400
@@ -166,16 +180,20 @@ def test_stored_recordings_side_by_side_and_the_finding_follows_the_rules(replay
     for kind in ("random-weight", "real-weight"):  # each engine's line states what the rule computed
         c = ceil[(ceil.engine == kind) & (ceil.measure == rule.param("primary_measure"))].iloc[0]
         line = next(ln for ln in text.splitlines() if ln.startswith(f"- **{kind}**"))
-        rows = table[(table.engine == kind) & (table.turn == rule.param("turn"))
-                     & (table.measure == rule.param("primary_measure"))].to_dict("records")
+        rows = table[
+            (table.engine == kind)
+            & (table.turn == rule.param("turn"))
+            & (table.measure == rule.param("primary_measure"))
+        ].to_dict("records")
         assert c[f"≤ {target:.0%} target"] == cost.target_verdict(rows, target)
         assert f"{c.regression:+.1%} [{c.low:+.1%}, {c.high:+.1%}]" in line
         assert ("**unattainable**" in line) == (c[f"≤ {target:.0%} target"] == "unattainable")
         for b in rule.param("bounds"):
             assert c[f"ceiling ≤ +{b:.0%}"] == cost.supported_ceiling(rows, b)["ceiling_tokens"]
     target_line = next(ln for ln in text.splitlines() if ln.startswith("- **Supported target**"))
-    assert result.verdict() == cost.combine_verdicts(list(ceil[ceil.measure == rule.param("primary_measure")]
-                                                          [f"≤ {target:.0%} target"]))
+    assert result.verdict() == cost.combine_verdicts(
+        list(ceil[ceil.measure == rule.param("primary_measure")][f"≤ {target:.0%} target"])
+    )
     assert (f"**{result.verdict()}**" in target_line) != (result.verdict() == "undecided")
     assert ("no verdict" in target_line) == (result.verdict() == "undecided")
     assert "Absolute TTFT does not transfer" in text and "hold for any model" in text
@@ -205,8 +223,9 @@ def test_the_verdict_and_ceilings_come_from_the_rule_file(replayed, tmp_path):
     other = cost.CostResult(replayed.studies, _rule_copy(tmp_path, bounds=[3.0], confidence=0.5))
     cols = [c for c in other.ceilings().columns if c.startswith("ceiling ≤")]
     assert cols == ["ceiling ≤ +300%"]
-    assert (other.table().ci_high - other.table().ci_low).mean() < (replayed.table().ci_high
-                                                                  - replayed.table().ci_low).mean()
+    assert (other.table().ci_high - other.table().ci_low).mean() < (
+        replayed.table().ci_high - replayed.table().ci_low
+    ).mean()
     with pytest.raises(rulefile.RuleFileError, match="params.bounds"):
         doc = yaml.safe_load(replayed.rule.path.read_text(encoding="utf-8"))
         del doc["params"]["bounds"]

@@ -71,12 +71,21 @@ def test_streamed_reply_measures_ttft(client, engine):
 
 
 def test_engine_tokenizes_like_the_python_tokenizer(engine):
-    texts = ["Hello world", "  two  spaces\tand\ttabs   ", "naïve café — 日本語 🙂", "line\n\n\nbreaks",
-             "`code_span()` and snake_case_words", "    indented\n        more"]
+    texts = [
+        "Hello world",
+        "  two  spaces\tand\ttabs   ",
+        "naïve café — 日本語 🙂",
+        "line\n\n\nbreaks",
+        "`code_span()` and snake_case_words",
+        "    indented\n        more",
+    ]
     tok = llama_tokenizer()
     for text in texts:
-        r = httpx.post(engine.base_url.removesuffix("/v1") + "/extras/tokenize",
-                       json={"input": text, "model": MODEL_ALIAS}, timeout=10)
+        r = httpx.post(
+            engine.base_url.removesuffix("/v1") + "/extras/tokenize",
+            json={"input": text, "model": MODEL_ALIAS},
+            timeout=10,
+        )
         ids = [i for i in r.json()["tokens"] if i != 1]  # drop BOS
         assert ids == tok.encode(text, add_special_tokens=False).ids, text
 
@@ -85,8 +94,13 @@ def test_kv_prefix_reuse_makes_the_next_turn_cheaper(client):
     inputs = cost.StudyInputs.from_datasets(max_skill_tokens=2000)  # every small example skill: ~2.5k tokens
     prompt = compose("Session kv.\n\n" + inputs.stable, "", inputs.tools, history=[("user", "What is urgent?")])
     cold = client.chat(MODEL_ALIAS, prompt.messages(), max_completion_tokens=1, stream=True, temperature=0.0)
-    warm = client.chat(MODEL_ALIAS, prompt.then("assistant", cold.content).then("user", "And then?").messages(),
-                       max_completion_tokens=1, stream=True, temperature=0.0)
+    warm = client.chat(
+        MODEL_ALIAS,
+        prompt.then("assistant", cold.content).then("user", "And then?").messages(),
+        max_completion_tokens=1,
+        stream=True,
+        temperature=0.0,
+    )
     assert cold.prompt_tokens_counted > 2500
     assert warm.ttft_s < cold.ttft_s  # ~2.6k tokens prefilled cold vs a few dozen warm
 
@@ -119,19 +133,29 @@ def test_record_live_then_replay_offline(engine, tmp_path):
     path = tmp_path / "engine.jsonl"
     with Cassette(path, record=True, engine=engine.id) as cas:
         live = LemonadeClient(engine.base_url, cassette=cas, mode="record").chat(
-            MODEL_ALIAS, MSG, max_completion_tokens=5, stream=True, temperature=0.0, seed=3)
+            MODEL_ALIAS, MSG, max_completion_tokens=5, stream=True, temperature=0.0, seed=3
+        )
     rec = json.loads(path.read_text())
     assert rec["engine"].startswith("llama-cpp-python 0.3.36") and rec["request"]["messages"]["count"] == 2
     again = LemonadeClient("http://127.0.0.1:9", cassette=Cassette(path), mode="replay").chat(
-        MODEL_ALIAS, MSG, max_completion_tokens=5, stream=True, temperature=0.0, seed=3)
+        MODEL_ALIAS, MSG, max_completion_tokens=5, stream=True, temperature=0.0, seed=3
+    )
     assert again.replayed and (again.content, again.ttft_s) == (live.content, live.ttft_s)
     assert again.recorded_at == rec["recorded_at"]
 
 
 def test_tiny_study_live_prefix_recall_costs_more_than_tail(engine, tmp_path):
     inputs = cost.StudyInputs.from_datasets()
-    tiny = cost.StudyInputs(inputs.stable[:3000], inputs.tools, inputs.lessons, sizes=(0, 256), repeats=1,
-                            turns=4, change_p=1.0, reply_tokens=2)
+    tiny = cost.StudyInputs(
+        inputs.stable[:3000],
+        inputs.tools,
+        inputs.lessons,
+        sizes=(0, 256),
+        repeats=1,
+        turns=4,
+        change_p=1.0,
+        reply_tokens=2,
+    )
     with LemonadeClient(engine.base_url) as c:
         points = cost.growth(c, MODEL_ALIAS, tiny)
         turns = {p: cost.session(c, MODEL_ALIAS, tiny, p) for p in ("prefix", "tail")}
@@ -155,6 +179,7 @@ def test_study_client_records_live_replies(engine, tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------ weight repacking, crashes
+
 
 def test_weight_repacking_is_off_unless_turned_on(monkeypatch):
     monkeypatch.delenv("OVERLAY_KIT_EXTRA_BUFTS", raising=False)
@@ -190,8 +215,10 @@ def test_a_server_that_dies_mid_request_is_reported_as_a_crash(monkeypatch):
     monkeypatch.delenv("OVERLAY_KIT_EXTRA_BUFTS", raising=False)
     stand_in(monkeypatch, SEGFAULTS_ON_POST)
     for stream in (False, True):  # before the reply, mid-stream
-        with Engine(use_extra_bufts=True) as eng, LemonadeClient(eng.base_url, backoff_s=0.01,
-                                                                 transport=eng.transport()) as c:
+        with (
+            Engine(use_extra_bufts=True) as eng,
+            LemonadeClient(eng.base_url, backoff_s=0.01, transport=eng.transport()) as c,
+        ):
             with pytest.raises(EngineCrashed, match="died of SIGSEGV.*OVERLAY_KIT_EXTRA_BUFTS=0") as info:
                 c.chat("m", MSG, max_completion_tokens=4, stream=stream)  # the crash, not a dropped connection
             assert isinstance(info.value.__cause__, httpx.TransportError) and "(pid " in str(info.value)
@@ -203,8 +230,12 @@ def test_a_server_that_dies_mid_request_is_reported_as_a_crash(monkeypatch):
 
 def _orphaned(parent_code: str, tmp_path) -> int:
     """Run `parent_code` (it prints the pid of the process it started), SIGKILL it; the started process's pid."""
-    parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "TMPDIR": str(tmp_path)})
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     try:
         child = int(parent.stdout.readline())
     finally:
@@ -215,15 +246,22 @@ def _orphaned(parent_code: str, tmp_path) -> int:
 
 
 def test_the_server_dies_with_its_parent(tmp_path):
-    server = _orphaned("import time\nfrom overlay_kit.llm.engine import Engine\n"
-                       "print(Engine(n_ctx=256).start()._proc.pid, flush=True)\ntime.sleep(300)", tmp_path)
+    server = _orphaned(
+        "import time\nfrom overlay_kit.llm.engine import Engine\n"
+        "print(Engine(n_ctx=256).start()._proc.pid, flush=True)\ntime.sleep(300)",
+        tmp_path,
+    )
     assert gone_within(server, 10.0)
 
 
 def test_the_portable_watcher_alone_ends_an_orphan(tmp_path):
     """Without Linux's parent-death signal: the watcher thread notices the parent is gone."""
-    child = ("import os, time\nfrom overlay_kit.llm.engine import _die_with_parent\n"
-             "_die_with_parent(os.getppid(), prctl=False)\nprint('ready', flush=True)\ntime.sleep(300)")
-    parent = (f"import subprocess, sys, time\nc = subprocess.Popen([sys.executable, '-c', {child!r}], "
-              f"stdout=subprocess.PIPE, text=True)\nc.stdout.readline()\nprint(c.pid, flush=True)\ntime.sleep(300)")
+    child = (
+        "import os, time\nfrom overlay_kit.llm.engine import _die_with_parent\n"
+        "_die_with_parent(os.getppid(), prctl=False)\nprint('ready', flush=True)\ntime.sleep(300)"
+    )
+    parent = (
+        f"import subprocess, sys, time\nc = subprocess.Popen([sys.executable, '-c', {child!r}], "
+        f"stdout=subprocess.PIPE, text=True)\nc.stdout.readline()\nprint(c.pid, flush=True)\ntime.sleep(300)"
+    )
     assert gone_within(_orphaned(parent, tmp_path), 10.0)

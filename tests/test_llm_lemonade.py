@@ -14,8 +14,10 @@ from overlay_kit.llm import client as llm
 
 QWEN = "Qwen3-0.6B-GGUF"
 MSG = [{"role": "user", "content": "hi"}]
-OK = {"model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"},
-                                 "finish_reason": "stop"}]}
+OK = {
+    "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
+}
 
 
 def client(server, **kw):
@@ -25,6 +27,7 @@ def client(server, **kw):
 
 
 # 1 ------------------------------------------------------------------------------- one token limit, never both
+
 
 def test_one_token_limit_is_sent_never_both(lemonade, scripted):
     reply = client(lemonade).chat(QWEN, MSG, max_completion_tokens=2)  # both would be a 400 here
@@ -39,6 +42,7 @@ def test_one_token_limit_is_sent_never_both(lemonade, scripted):
 
 
 # 2 ----------------------------------------------------------------------- the loaded context survives eviction
+
 
 def test_the_loaded_context_survives_idle_eviction(lemonade):
     lemonade.saved[QWEN] = {"llamacpp_backend": "rocm"}  # the user's own saved option
@@ -56,6 +60,7 @@ def test_the_loaded_context_survives_idle_eviction(lemonade):
 
 
 # 3 ------------------------------------------------------------------ replies say which server and model state
+
 
 def test_replies_and_cassettes_record_server_version_and_model_status(lemonade, tmp_path):
     path = tmp_path / "c.jsonl"
@@ -80,6 +85,7 @@ def test_replies_and_cassettes_record_server_version_and_model_status(lemonade, 
 
 # 4 ----------------------------------------------------------------------- a path is never the model's name
 
+
 def test_a_weights_path_the_server_echoes_is_never_the_model(lemonade, tmp_path):
     path = tmp_path / "c.jsonl"
     with Cassette(path, record=True) as cas:
@@ -93,24 +99,37 @@ def test_a_weights_path_the_server_echoes_is_never_the_model(lemonade, tmp_path)
 
 # 5 --------------------------------------------------------- only local chat models, with the windows reported
 
+
 def test_models_are_the_local_chat_models_with_the_windows_the_server_reports(lemonade):
     c = client(lemonade)
     got = {m.id: (m.backend, m.window) for m in c.models()}
-    assert got == {QWEN: ("gpu/cpu", 40960), "Gemma-4-E4B-it-GGUF": ("gpu/cpu", 65536),
-                   "Long-Ctx-GGUF": ("gpu/cpu", 131072),  # as reported, not capped by a guess for the recipe
-                   "gemma4-it-e4b-FLM": ("npu", 32768), "Not-Downloaded-GGUF": ("gpu/cpu", 65536)}
-    assert dict(c.left_out) == {"nomic-embed-text-v1-GGUF": "embeddings", "bge-reranker-v2-m3-GGUF": "reranking",
-                                "Whisper-Tiny": "recipe whispercpp serves no chat", "kokoro-v1": "tts",
-                                "SD-Turbo": "image", "fireworks.kimi-k2p5": "cloud"}
+    assert got == {
+        QWEN: ("gpu/cpu", 40960),
+        "Gemma-4-E4B-it-GGUF": ("gpu/cpu", 65536),
+        "Long-Ctx-GGUF": ("gpu/cpu", 131072),  # as reported, not capped by a guess for the recipe
+        "gemma4-it-e4b-FLM": ("npu", 32768),
+        "Not-Downloaded-GGUF": ("gpu/cpu", 65536),
+    }
+    assert dict(c.left_out) == {
+        "nomic-embed-text-v1-GGUF": "embeddings",
+        "bge-reranker-v2-m3-GGUF": "reranking",
+        "Whisper-Tiny": "recipe whispercpp serves no chat",
+        "kokoro-v1": "tts",
+        "SD-Turbo": "image",
+        "fireworks.kimi-k2p5": "cloud",
+    }
     gemma = c.model_info("Gemma-4-E4B-it-GGUF")  # nothing reported: the documented default, and it says so
     assert gemma.window_source == "the server reported no window: the documented gpu/cpu default"
     assert c.model_info(QWEN).window_source == "server: max_context_window"
     c.load("Long-Ctx-GGUF", 100_000)  # over GAIA's GPU window, within what the model supports
-    assert {m.id: (m.window, m.window_source) for m in c.models()}["Long-Ctx-GGUF"] == \
-        (100_000, "server: context_length")
+    assert {m.id: (m.window, m.window_source) for m in c.models()}["Long-Ctx-GGUF"] == (
+        100_000,
+        "server: context_length",
+    )
 
 
 # 6 ---------------------------------------------------------------- the window is the context the server resolved
+
 
 def test_the_window_is_the_context_size_the_server_resolved(lemonade):
     c = client(lemonade)
@@ -133,16 +152,37 @@ def test_the_window_is_the_context_size_the_server_resolved(lemonade):
 
 # ------------------------------------------------------------------------ cassettes recorded before the fixes
 
+
 def test_a_cassette_recorded_before_the_fixes_still_replays(tmp_path):
     """The old client keyed a request with both limits and kept the server's echo as the model; no server version
     or model status. Such a recording is still found, as the requested model, with both fields unknown."""
-    body = {"model": QWEN, "messages": MSG, "stream": True, "max_completion_tokens": 8, "max_tokens": 8,
-            "stream_options": {"include_usage": True}, "temperature": 0.0}
+    body = {
+        "model": QWEN,
+        "messages": MSG,
+        "stream": True,
+        "max_completion_tokens": 8,
+        "max_tokens": 8,
+        "stream_options": {"include_usage": True},
+        "temperature": 0.0,
+    }
     key = llm.request_key({"method": "POST", "path": "/chat/completions", "body": body})
-    record = {"key": key, "model": weights_path(QWEN), "backend": "gpu/cpu", "engine": "old",
-              "recorded_at": "2026-12-01T16:08:38+00:00", "request": {},
-              "response": {"model": weights_path(QWEN), "content": "old", "finish_reason": "length",
-                           "backend": "gpu/cpu", "streamed": True, "ttft_s": 0.1, "ttft_source": "wall"}}
+    record = {
+        "key": key,
+        "model": weights_path(QWEN),
+        "backend": "gpu/cpu",
+        "engine": "old",
+        "recorded_at": "2026-12-01T16:08:38+00:00",
+        "request": {},
+        "response": {
+            "model": weights_path(QWEN),
+            "content": "old",
+            "finish_reason": "length",
+            "backend": "gpu/cpu",
+            "streamed": True,
+            "ttft_s": 0.1,
+            "ttft_source": "wall",
+        },
+    }
     path = tmp_path / "old.jsonl"
     path.write_text(json.dumps(record) + "\n")
     off = LemonadeClient("http://127.0.0.1:9", cassette=Cassette(path), mode="replay")

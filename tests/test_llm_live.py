@@ -48,12 +48,37 @@ def test_cli_passes_the_workload_to_live_run(monkeypatch, tmp_path, capsys):
         return live.LiveResult("m", "src", tmp_path, (), notes={"memory": "1 conversation"})
 
     monkeypatch.setattr(live, "run", fake_run)
-    assert main(["live", "--base-url", "http://127.0.0.1:9", "--model-id", "x", "--limit", "2",
-                 "--arms", "memory,cost", "--scenarios", "a,b", "--cost-sizes", "0,80", "--cost-repeats", "2"]) == 0
+    assert (
+        main(
+            [
+                "live",
+                "--base-url",
+                "http://127.0.0.1:9",
+                "--model-id",
+                "x",
+                "--limit",
+                "2",
+                "--arms",
+                "memory,cost",
+                "--scenarios",
+                "a,b",
+                "--cost-sizes",
+                "0,80",
+                "--cost-repeats",
+                "2",
+            ]
+        )
+        == 0
+    )
     w = seen["workload"]
     assert (seen["base_url"], seen["model"], seen["model_path"]) == ("http://127.0.0.1:9", "x", None)
     assert (w.limit, w.arms, w.scenarios, w.cost_inputs.sizes, w.cost_inputs.repeats) == (
-        2, ("memory", "cost"), ("a", "b"), (0, 80), 2)
+        2,
+        ("memory", "cost"),
+        ("a", "b"),
+        (0, 80),
+        2,
+    )
     assert "**memory**" in capsys.readouterr().out
 
 
@@ -61,9 +86,16 @@ def test_cli_passes_the_workload_to_live_run(monkeypatch, tmp_path, capsys):
 def test_every_arm_runs_end_to_end_against_the_real_model(tmp_path):
     out = tmp_path / "live"
     # a minimal workload: one short text scenario (3 arms), one conversation, one document, 2 sizes × 2 repeats
-    result = live.run(model_path=real_model_path(), out=out, workload=live.Workload(
-        limit=1, max_tokens=16, scenarios=("calendar-agenda-items",),
-        cost_inputs=live.cost_inputs((0, 80), 2, stable_chars=400)))
+    result = live.run(
+        model_path=real_model_path(),
+        out=out,
+        workload=live.Workload(
+            limit=1,
+            max_tokens=16,
+            scenarios=("calendar-agenda-items",),
+            cost_inputs=live.cost_inputs((0, 80), 2, stable_chars=400),
+        ),
+    )
     text = result.finding()
     # every arm recorded its replies, labelled with the model, its quantization and the machine
     n_compliance = 2 * len(live.compliance.ARMS)  # one lesson, its two goals, every arm

@@ -28,8 +28,11 @@ MSG = [{"role": "system", "content": "You triage mail."}, {"role": "user", "cont
 
 def _tokens(engine: Engine, text: str) -> list[int]:
     """The served model's own tokenizer (special tokens parsed), through the server."""
-    r = httpx.post(engine.base_url.removesuffix("/v1") + "/extras/tokenize",
-                   json={"input": text, "model": engine.alias}, timeout=30)
+    r = httpx.post(
+        engine.base_url.removesuffix("/v1") + "/extras/tokenize",
+        json={"input": text, "model": engine.alias},
+        timeout=30,
+    )
     r.raise_for_status()
     return r.json()["tokens"]
 
@@ -42,8 +45,9 @@ def _chatml(messages) -> str:
 
 @pytest.fixture(scope="module")
 def client(real_engine):  # noqa: F811
-    with LemonadeClient(real_engine.base_url, backoff_s=0.01, meter=real_engine.cpu_seconds,
-                        transport=real_engine.transport()) as c:  # a crashed server raises EngineCrashed
+    with LemonadeClient(
+        real_engine.base_url, backoff_s=0.01, meter=real_engine.cpu_seconds, transport=real_engine.transport()
+    ) as c:  # a crashed server raises EngineCrashed
         yield c
 
 
@@ -56,7 +60,11 @@ def greedy(client, real_engine):  # noqa: F811
 def test_model_card_reads_the_gguf_metadata(real_engine):  # noqa: F811
     card = real_engine.card
     assert (card.architecture, card.quantization, card.context_length, card.chat_template) == (
-        "llama", "Q4_1", 8192, True)
+        "llama",
+        "Q4_1",
+        8192,
+        True,
+    )
     assert real_engine.real and real_engine.n_ctx == 8192 and real_engine.alias == "SmolLM2-135M-Instruct.Q4_1"
     assert "Q4_1" in real_engine.id and "weight repacking" in real_engine.id
 
@@ -66,8 +74,9 @@ def test_chat_applies_the_chat_template_from_the_gguf(client, real_engine, greed
     assert greedy.finish_reason in ("stop", "length") and 1 <= greedy.completion_tokens <= 12
     # the server counted exactly the ChatML rendering of the messages (a Llama-2 [INST] prompt would differ)
     assert greedy.prompt_tokens == len(_tokens(real_engine, _chatml(MSG)))
-    assert greedy.prompt_tokens != len(_tokens(real_engine, f"[INST] <<SYS>>\n{MSG[0]['content']}\n<</SYS>>\n\n"
-                                                            f"{MSG[1]['content']} [/INST]"))
+    assert greedy.prompt_tokens != len(
+        _tokens(real_engine, f"[INST] <<SYS>>\n{MSG[0]['content']}\n<</SYS>>\n\n{MSG[1]['content']} [/INST]")
+    )
 
 
 def test_streaming_gives_the_greedy_tokens_and_measures_ttft(client, real_engine, greedy):  # noqa: F811
@@ -80,10 +89,17 @@ def test_streaming_gives_the_greedy_tokens_and_measures_ttft(client, real_engine
 def test_stop_sequence_cuts_the_reply_where_it_first_occurs(client, real_engine, greedy):  # noqa: F811
     text = greedy.content
     assert len(text) >= 6, f"the greedy reply is too short to pick a stop sequence from: {text!r}"
-    stop = text[len(text) // 2:len(text) // 2 + 3]  # a substring the greedy reply is known to contain
-    reply = client.chat(real_engine.alias, MSG, max_completion_tokens=12, stream=True, temperature=0.0, seed=1,
-                        extra_body={"stop": [stop]})
-    assert reply.finish_reason == "stop" and reply.content == text[:text.index(stop)]
+    stop = text[len(text) // 2 : len(text) // 2 + 3]  # a substring the greedy reply is known to contain
+    reply = client.chat(
+        real_engine.alias,
+        MSG,
+        max_completion_tokens=12,
+        stream=True,
+        temperature=0.0,
+        seed=1,
+        extra_body={"stop": [stop]},
+    )
+    assert reply.finish_reason == "stop" and reply.content == text[: text.index(stop)]
 
 
 def test_cold_prompt_costs_more_than_the_cached_next_turn(client, real_engine):  # noqa: F811
@@ -100,8 +116,10 @@ def test_window_overflow_counted_by_the_real_tokenizer():
     """A 256-token server: the pre-send check refuses what cannot fit its window; a prompt the client lets through
     (told the window is larger) is counted by the model's own tokenizer and comes back as ContextOverflow —
     never truncated, never retried."""
-    with Engine(real_model_path(), n_ctx=256) as small, LemonadeClient(small.base_url, backoff_s=0.01,
-                                                                       transport=small.transport()) as c:
+    with (
+        Engine(real_model_path(), n_ctx=256) as small,
+        LemonadeClient(small.base_url, backoff_s=0.01, transport=small.transport()) as c,
+    ):
         seen = []
         c._http.event_hooks["request"].append(lambda req: seen.append(req.url.path))
         msgs = [{"role": "user", "content": "Résumé naïve café — " * 40}]
@@ -129,8 +147,9 @@ def test_learned_delta_round_trip_resolve_prompt_completion(real_engine, tmp_pat
     skill = load_skill(dataset_path("skills", "meeting-notes", "SKILL.md"))  # a short skill: a short prefill
     lesson = "List each action item with its owner first."
     with Store.open(":memory:", research=True, auto_approve=True) as store:
-        result = gates.learn(store, skill, "preference", {"body": lesson}, section="action-items",
-                             provenance="user_instruction")
+        result = gates.learn(
+            store, skill, "preference", {"body": lesson}, section="action-items", provenance="user_instruction"
+        )
         assert result.outcome in ("routed", "active"), result.message
         eff = resolve(skill, store)
         assert [d.id for d in eff.applied] == [result.delta.id] and lesson in eff.text
@@ -138,7 +157,8 @@ def test_learned_delta_round_trip_resolve_prompt_completion(real_engine, tmp_pat
         path = tmp_path / "round_trip.jsonl"
         with Cassette(path, record=True, engine=real_engine.id) as cas:
             live = LemonadeClient(real_engine.base_url, cassette=cas, mode="record").chat(
-                real_engine.alias, prompt.messages(), max_completion_tokens=8, temperature=0.0, seed=0)
+                real_engine.alias, prompt.messages(), max_completion_tokens=8, temperature=0.0, seed=0
+            )
         # the whole effective skill, learned line included, reached the model under its chat template
         assert live.prompt_tokens == len(_tokens(real_engine, _chatml(prompt.messages())))
         evidence.record_context(store, "s1", "1", eff)
@@ -148,5 +168,6 @@ def test_learned_delta_round_trip_resolve_prompt_completion(real_engine, tmp_pat
     rec = json.loads(path.read_text())
     assert rec["engine"] == real_engine.id and "Q4_1" in rec["engine"] and rec["model"] == real_engine.alias
     again = LemonadeClient("http://127.0.0.1:9", cassette=Cassette(path), mode="replay").chat(
-        real_engine.alias, prompt.messages(), max_completion_tokens=8, temperature=0.0, seed=0)
+        real_engine.alias, prompt.messages(), max_completion_tokens=8, temperature=0.0, seed=0
+    )
     assert again.replayed and again.content == live.content and again.recorded_at == rec["recorded_at"]

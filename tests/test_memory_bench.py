@@ -85,16 +85,26 @@ def test_verdict_comes_out_every_way():
 def test_the_study_has_a_row_per_architecture_and_a_finding_from_its_rule(study):
     t = study.table()
     assert list(t.architecture) == SMALL["architectures"]
-    assert {"needed_in", "needed_in_low", "irrelevant_in", "learned_tokens", "wrong_in_context", "lost",
-            "prompts_per_update", "prompts_per_update_low", "false_alarms", "flag_recall", "residue",
-            "growth"} <= set(t.columns)
+    assert {
+        "needed_in",
+        "needed_in_low",
+        "irrelevant_in",
+        "learned_tokens",
+        "wrong_in_context",
+        "lost",
+        "prompts_per_update",
+        "prompts_per_update_low",
+        "false_alarms",
+        "flag_recall",
+        "residue",
+        "growth",
+    } <= set(t.columns)
     assert set(study.anchoring_accuracy().measure) == {"top1", "top3", "confident"}
     assert set(study.goals().goal) == set(study.rule.param("goals"))
     assert study.finding().startswith(study.rule.stamp())
     assert "Compliance arm: estimated: needed-in-context x the follow rate" in study.finding()
     c = study.comparisons()
-    assert set(c.architecture) == {"keyword_files", "mem0_flat"} and set(c.metric) == set(
-        study.rule.param("judged"))
+    assert set(c.architecture) == {"keyword_files", "mem0_flat"} and set(c.metric) == set(study.rule.param("judged"))
     # the overlay erases completely; mem0's history keeps the deleted text
     assert t.set_index("architecture").loc["overlay", "residue"] == 0
     assert t.set_index("architecture").loc["mem0_flat", "residue"] > 0
@@ -104,8 +114,16 @@ def test_a_modified_rule_changes_the_verdict(study, tmp_path):
     text = study.rule.path.read_text(encoding="utf-8").replace("margins: {needed_in: 0.05,", "margins: {needed_in: 5,")
     path = tmp_path / f"{mb.RULE_NAME}.yaml"
     path.write_text(text, encoding="utf-8")
-    other = mb.MemoryBench(rulefile.load(path), study.params, study.sessions, study.updates, study.erasure,
-                           study.growth, study.compliance, anchoring=study.anchoring)
+    other = mb.MemoryBench(
+        rulefile.load(path),
+        study.params,
+        study.sessions,
+        study.updates,
+        study.erasure,
+        study.growth,
+        study.compliance,
+        anchoring=study.anchoring,
+    )
     before = study.comparisons().set_index(["architecture", "metric"]).verdict
     after = other.comparisons().set_index(["architecture", "metric"]).verdict
     changed = before[before != after]
@@ -163,7 +181,10 @@ def test_a_referent_line_is_followed_through_an_update():
     assert mb._follow(ref, Fate("inbox", True), new) == ("- Triaging newsletters in the inbox today.", "inbox", True)
     assert mb._follow(ref, Fate("inbox", False), new)[2] is False  # edited, meaning kept (a typo fixed)
     assert mb._follow("- Escalate anything from the CFO within the hour.", Fate("inbox", True), new) == (
-        None, "inbox", True)  # its line went
+        None,
+        "inbox",
+        True,
+    )  # its line went
     assert mb._follow(ref, Fate(None, True), new) == (None, None, True)  # its section went
 
 

@@ -27,7 +27,7 @@ E5 = "- Document every public function.\n"
 
 
 def _claude(style: list[str], tests: list[str], *, intro="Intro text.", heading="Testing") -> str:
-    return (f"# Project\n\n{intro}\n\n## Style\n\n" + "".join(style) + f"\n## {heading}\n\n" + "".join(tests))
+    return f"# Project\n\n{intro}\n\n## Style\n\n" + "".join(style) + f"\n## {heading}\n\n" + "".join(tests)
 
 
 STYLE = ["- Use black.\n", "- Keep lines short.\n"]
@@ -39,43 +39,80 @@ CLAUDE = [  # (message, text): the history of CLAUDE.md, one scripted edit per c
     ("v4 move to another section", _claude(STYLE + [E1B, E2], ["- Run pytest.\n"])),
     ("v5 heading rename", _claude(STYLE + [E1B, E2], ["- Run pytest.\n"], heading="Tests")),
     ("v6 two rules", _claude(STYLE + [E1B, E2, E4], ["- Run pytest.\n", E3], heading="Tests")),
-    ("v7 delete a rule, edit elsewhere", _claude(STYLE + [E1B, E2, E4], ["- Run pytest.\n"], heading="Tests",
-                                                 intro="Intro text, revised.")),
-    ("v8 edit the rule's section", _claude(["- Use ruff format.\n", STYLE[1], E1B, E2, E4], ["- Run pytest.\n"],
-                                           heading="Tests", intro="Intro text, revised.")),
+    (
+        "v7 delete a rule, edit elsewhere",
+        _claude(STYLE + [E1B, E2, E4], ["- Run pytest.\n"], heading="Tests", intro="Intro text, revised."),
+    ),
+    (
+        "v8 edit the rule's section",
+        _claude(
+            ["- Use ruff format.\n", STYLE[1], E1B, E2, E4],
+            ["- Run pytest.\n"],
+            heading="Tests",
+            intro="Intro text, revised.",
+        ),
+    ),
 ]
-AGENTS = _claude(["- Use ruff format.\n", STYLE[1], E1B, E2, E4, E5], ["- Run pytest.\n"], heading="Tests",
-                 intro="Intro text, revised.")
+AGENTS = _claude(
+    ["- Use ruff format.\n", STYLE[1], E1B, E2, E4, E5],
+    ["- Run pytest.\n"],
+    heading="Tests",
+    intro="Intro text, revised.",
+)
 
 FM = "---\nname: demo\ndescription: {d}\n---\n"
 SKILL = [
-    ("s0", FM.format(d="A demo.") + "# Demo\n\n## Usage\n\nRun it with the input file and read the output.\n\n"
-                                    "## Notes\n\nNone yet.\n"),
-    ("s1 frontmatter only", FM.format(d="A demo skill.") + "# Demo\n\n## Usage\n\nRun it with the input file and "
-                                                            "read the output.\n\n## Notes\n\nNone yet.\n"),
-    ("s2 section added", FM.format(d="A demo skill.") + "# Demo\n\n## Usage\n\nRun it with the input file and read "
-                                                         "the output.\n\n## Notes\n\nNone yet.\n\n## Limits\n\n"
-                                                         "Small inputs only, under one megabyte.\n"),
-    ("s3 section removed", FM.format(d="A demo skill.") + "# Demo\n\n## Usage\n\nRun it with the input file and "
-                                                           "read the output.\n\n## Limits\n\nSmall inputs only, "
-                                                           "under one megabyte.\n"),
-    ("s4 whitespace", FM.format(d="A demo skill.") + "# Demo\n\n## Usage\n\nRun it with the input file and   read "
-                                                      "the output.  \n\n## Limits\n\nSmall inputs only, under one "
-                                                      "megabyte.\n"),
-    ("s5 sections moved", FM.format(d="A demo skill.") + "# Demo\n\n## Limits\n\nSmall inputs only, under one "
-                                                          "megabyte.\n\n## Usage\n\nRun it with the input file and   "
-                                                          "read the output.  \n"),
+    (
+        "s0",
+        FM.format(d="A demo.") + "# Demo\n\n## Usage\n\nRun it with the input file and read the output.\n\n"
+        "## Notes\n\nNone yet.\n",
+    ),
+    (
+        "s1 frontmatter only",
+        FM.format(d="A demo skill.") + "# Demo\n\n## Usage\n\nRun it with the input file and "
+        "read the output.\n\n## Notes\n\nNone yet.\n",
+    ),
+    (
+        "s2 section added",
+        FM.format(d="A demo skill.") + "# Demo\n\n## Usage\n\nRun it with the input file and read "
+        "the output.\n\n## Notes\n\nNone yet.\n\n## Limits\n\n"
+        "Small inputs only, under one megabyte.\n",
+    ),
+    (
+        "s3 section removed",
+        FM.format(d="A demo skill.") + "# Demo\n\n## Usage\n\nRun it with the input file and "
+        "read the output.\n\n## Limits\n\nSmall inputs only, "
+        "under one megabyte.\n",
+    ),
+    (
+        "s4 whitespace",
+        FM.format(d="A demo skill.") + "# Demo\n\n## Usage\n\nRun it with the input file and   read "
+        "the output.  \n\n## Limits\n\nSmall inputs only, under one "
+        "megabyte.\n",
+    ),
+    (
+        "s5 sections moved",
+        FM.format(d="A demo skill.") + "# Demo\n\n## Limits\n\nSmall inputs only, under one "
+        "megabyte.\n\n## Usage\n\nRun it with the input file and   "
+        "read the output.  \n",
+    ),
     ("s6 rewrite", FM.format(d="A demo skill.") + "# Other\n\nCompletely different words about something else.\n"),
 ]
 
 
 def _git(repo: Path, *args: str, when: int = 0) -> str:
-    env = {**os.environ, "GIT_AUTHOR_DATE": f"@{1700000000 + when * 60} +0000",
-           "GIT_COMMITTER_DATE": f"@{1700000000 + when * 60} +0000", "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env,
-                          text=True).stdout
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_DATE": f"@{1700000000 + when * 60} +0000",
+        "GIT_COMMITTER_DATE": f"@{1700000000 + when * 60} +0000",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env, text=True).stdout
 
 
 def _commit(repo: Path, files: dict[str, str | bytes | None], message: str, when: int) -> None:
@@ -134,8 +171,14 @@ def test_files_renames_and_versions(result):
         ("proj:CLAUDE.md", "AGENTS.md", ("CLAUDE.md", "AGENTS.md"), "AGENTS.md", False, 10),
         ("proj:skills/demo/SKILL.md", "skills/demo/SKILL.md", ("skills/demo/SKILL.md",), "SKILL.md", False, 7),
         ("proj:GEMINI.md", "GEMINI.md", ("GEMINI.md",), "GEMINI.md", False, 2),
-        ("proj:.cursor/rules/py.mdc", ".cursor/rules/py.mdc", (".cursor/rules/py.mdc",), ".cursor/rules/*.mdc",
-         True, 1),
+        (
+            "proj:.cursor/rules/py.mdc",
+            ".cursor/rules/py.mdc",
+            (".cursor/rules/py.mdc",),
+            ".cursor/rules/*.mdc",
+            True,
+            1,
+        ),
     ]
     claude = _file(result, "AGENTS.md")
     assert [v.path for v in claude.versions] == ["CLAUDE.md"] * 9 + ["AGENTS.md"]
@@ -185,24 +228,41 @@ def test_edit_classes_and_changes(result):
 def test_section_decisions(result):
     pairs = _pairs(result, "proj:CLAUDE.md")
     decided = [[(s.section, s.state, s.change, s.target) for s in p.sections] for p in pairs]
-    assert decided[0] == [("project", "clean", "unchanged", "project"), ("style", "stale", "append", "style"),
-                          ("testing", "clean", "unchanged", "testing")]
+    assert decided[0] == [
+        ("project", "clean", "unchanged", "project"),
+        ("style", "stale", "append", "style"),
+        ("testing", "clean", "unchanged", "testing"),
+    ]
     # one bullet grows a one-bullet section past the policy's body similarity: the product orphans it, the
     # miner still sees an append under the same heading
     assert decided[1][2] == ("testing", "orphaned", "append", "testing")
-    assert decided[4] == [("project", "clean", "unchanged", "project"), ("style", "clean", "unchanged", "style"),
-                          ("testing", "orphaned", "rename", "tests")]
+    assert decided[4] == [
+        ("project", "clean", "unchanged", "project"),
+        ("style", "clean", "unchanged", "style"),
+        ("testing", "orphaned", "rename", "tests"),
+    ]
     assert pairs[4].added == () and pairs[4].slugs_changed
     assert [(p.lines_added, p.lines_removed, p.events) for p in pairs] == [
-        (1, 0, 1), (1, 0, 1), (1, 1, 0), (1, 1, 0), (0, 0, 0), (2, 0, 2), (1, 2, 0), (1, 1, 0), (1, 0, 1)]
+        (1, 0, 1),
+        (1, 0, 1),
+        (1, 1, 0),
+        (1, 1, 0),
+        (0, 0, 0),
+        (2, 0, 2),
+        (1, 2, 0),
+        (1, 1, 0),
+        (1, 0, 1),
+    ]
     skill = _pairs(result, "proj:skills/demo/SKILL.md")
     assert skill[0].counts() == {"clean": 3} and not skill[0].body_changed and skill[0].frontmatter_changed
     assert skill[1].added == ("limits",)
     assert [(s.section, s.state, s.change) for s in skill[2].sections] == [
-        ("demo", "clean", "unchanged"), ("usage", "clean", "unchanged"), ("notes", "orphaned", "remove"),
-        ("limits", "clean", "unchanged")]
-    assert [(s.section, s.moved) for s in skill[4].sections] == [("demo", False), ("usage", True),
-                                                                ("limits", False)]
+        ("demo", "clean", "unchanged"),
+        ("usage", "clean", "unchanged"),
+        ("notes", "orphaned", "remove"),
+        ("limits", "clean", "unchanged"),
+    ]
+    assert [(s.section, s.moved) for s in skill[4].sections] == [("demo", False), ("usage", True), ("limits", False)]
     assert skill[5].counts() == {"orphaned": 3} and skill[5].added == ("other",)
 
 
@@ -214,8 +274,11 @@ def _events(result):
 
 
 def test_rule_events_where_and_what(result):
-    ev = [(e.id, e.version, e.section, e.line_index, e.unit_lines, e.section_lines, e.at_end, e.kind)
-          for e in result.events if e.file == "proj:CLAUDE.md"]
+    ev = [
+        (e.id, e.version, e.section, e.line_index, e.unit_lines, e.section_lines, e.at_end, e.kind)
+        for e in result.events
+        if e.file == "proj:CLAUDE.md"
+    ]
     assert ev == [
         ("proj:CLAUDE.md@1#0", 1, "style", 3, 1, 5, True, "bullet"),
         ("proj:CLAUDE.md@2#0", 2, "testing", 2, 1, 3, True, "bullet"),
@@ -233,8 +296,11 @@ def test_rule_events_where_and_what(result):
 
 def test_fates(result):
     by = _events(result)
-    fate = {t: (e.fate, e.fate_version, e.fate_section, e.fate_similarity, e.fate_decision, e.versions_survived)
-            for t, e in by.items() if e.file == "proj:CLAUDE.md"}
+    fate = {
+        t: (e.fate, e.fate_version, e.fate_section, e.fate_similarity, e.fate_decision, e.versions_survived)
+        for t, e in by.items()
+        if e.file == "proj:CLAUDE.md"
+    }
     assert fate == {
         "Never commit secrets to the repository.": ("reworded", 3, "style", 0.8864, "stale", 1),
         "Always run the targeted tests only.": ("moved", 4, "style", 1.0, "orphaned", 1),
@@ -242,15 +308,24 @@ def test_fates(result):
         "Use tmp_path for fixtures.": ("deleted", 7, None, None, "stale", 0),
         "Document every public function.": ("kept", None, "style", None, None, 0),
     }
-    assert by["Never commit secrets to the repository."].fate_commit == \
-        _file(result, "AGENTS.md").versions[3].commit
+    assert by["Never commit secrets to the repository."].fate_commit == _file(result, "AGENTS.md").versions[3].commit
 
 
 def test_what_the_section_did_before_the_fate(result):
     by = _events(result)
-    sec = {t: (e.section_changed_before_fate, e.section_edited_before_fate, e.section_changed_at_fate,
-               e.section_edited_at_fate, e.first_section_change, e.section_changes, e.section_edits)
-           for t, e in by.items() if e.file == "proj:CLAUDE.md"}
+    sec = {
+        t: (
+            e.section_changed_before_fate,
+            e.section_edited_before_fate,
+            e.section_changed_at_fate,
+            e.section_edited_at_fate,
+            e.first_section_change,
+            e.section_changes,
+            e.section_edits,
+        )
+        for t, e in by.items()
+        if e.file == "proj:CLAUDE.md"
+    }
     assert sec == {
         # reworded with nothing else in its section touched: the rewording is not a section change
         "Never commit secrets to the repository.": (False, False, False, False, None, 0, 0),
@@ -275,9 +350,15 @@ def test_a_heading_rename_is_followed_by_the_fate(tmp_path):
     _commit(repo, {"AGENTS.md": body.replace("## Rules", "## Guidelines") + "- Added later on!\n- More.\n"}, "d", 4)
     r = mine.mine_repository(repo)
     (e,) = [e for e in r.events if e.version == 1]
-    assert (e.section, e.fate, e.fate_version, e.fate_section, e.section_changed_before_fate,
-            e.section_changed_at_fate, e.section_edited_at_fate) == \
-        ("rules", "reworded", 3, "guidelines", True, True, False)
+    assert (
+        e.section,
+        e.fate,
+        e.fate_version,
+        e.fate_section,
+        e.section_changed_before_fate,
+        e.section_changed_at_fate,
+        e.section_edited_at_fate,
+    ) == ("rules", "reworded", 3, "guidelines", True, True, False)
     assert [p.edit_class for p in r.pairs] == ["append-only", "heading-rename", "in-section-edit"]
 
 
@@ -299,19 +380,40 @@ def test_renumbered_steps(tmp_path):
     repo = tmp_path / "r"
     repo.mkdir()
     _git(repo, "init", "-q")
-    steps = ["## Step 1: Setup\n\nInstall it.\n", "## Step 2: Build\n\nRun make.\n",
-             "## Step 3: Verify\n\nRun the checks.\n"]
+    steps = [
+        "## Step 1: Setup\n\nInstall it.\n",
+        "## Step 2: Build\n\nRun make.\n",
+        "## Step 3: Verify\n\nRun the checks.\n",
+    ]
     _commit(repo, {"SKILL.md": "---\nname: s\ndescription: d\n---\n" + "\n".join(steps)}, "a", 1)
-    _commit(repo, {"SKILL.md": "---\nname: s\ndescription: d\n---\n" + "\n".join(
-        [steps[0], steps[2].replace("Step 3", "Step 2")])}, "b", 2)
-    _commit(repo, {"SKILL.md": "---\nname: s\ndescription: d\n---\n" + "\n".join(
-        [steps[0], steps[2].replace("Step 3", "Step 9")])}, "c", 3)
+    _commit(
+        repo,
+        {
+            "SKILL.md": "---\nname: s\ndescription: d\n---\n"
+            + "\n".join([steps[0], steps[2].replace("Step 3", "Step 2")])
+        },
+        "b",
+        2,
+    )
+    _commit(
+        repo,
+        {
+            "SKILL.md": "---\nname: s\ndescription: d\n---\n"
+            + "\n".join([steps[0], steps[2].replace("Step 3", "Step 9")])
+        },
+        "c",
+        3,
+    )
     r = mine.mine_repository(repo)
     assert [(s.section, s.state, s.change, s.target) for s in r.pairs[0].sections] == [
-        ("step-1-setup", "clean", "unchanged", "step-1-setup"), ("step-2-build", "orphaned", "remove", None),
-        ("step-3-verify", "stale", "renumber", "step-2-verify")]
-    assert [(p.edit_class, p.changes) for p in r.pairs] == [("section-removed", ("remove", "renumber")),
-                                                           ("heading-rename", ("renumber",))]
+        ("step-1-setup", "clean", "unchanged", "step-1-setup"),
+        ("step-2-build", "orphaned", "remove", None),
+        ("step-3-verify", "stale", "renumber", "step-2-verify"),
+    ]
+    assert [(p.edit_class, p.changes) for p in r.pairs] == [
+        ("section-removed", ("remove", "renumber")),
+        ("heading-rename", ("renumber",)),
+    ]
 
 
 def test_a_rule_in_a_deleted_section_and_a_deleted_file(tmp_path):
@@ -324,8 +426,14 @@ def test_a_rule_in_a_deleted_section_and_a_deleted_file(tmp_path):
     _commit(repo, {"CLAUDE.md": None}, "d", 4)
     r = mine.mine_repository(repo)
     (e,) = r.events
-    assert (e.fate, e.fate_version, e.fate_decision, e.section_changed_at_fate, e.section_edited_at_fate,
-            e.file_deleted) == ("deleted", 2, "orphaned", True, True, True)
+    assert (
+        e.fate,
+        e.fate_version,
+        e.fate_decision,
+        e.section_changed_at_fate,
+        e.section_edited_at_fate,
+        e.file_deleted,
+    ) == ("deleted", 2, "orphaned", True, True, True)
     assert r.files[0].deleted and r.pairs[-1].edit_class == "section-removed"
 
 
@@ -370,12 +478,18 @@ def test_a_rule_moved_to_another_file(tmp_path):
     _commit(repo, {"CLAUDE.md": rules, "GEMINI.md": "# G\n\n- Be brief.\n"}, "a", 1)
     _commit(repo, {"CLAUDE.md": rules + "- Never update every dependency at once.\n"}, "b", 2)
     _commit(repo, {"CLAUDE.md": rules + "- Never update every dependency at once.\n- Use ruff for lint.\n"}, "c", 3)
-    _commit(repo, {"CLAUDE.md": rules + "- Use ruff for lint.\n",
-                   "GEMINI.md": "# G\n\n- Be brief.\n- Never update every dependency at once!\n"}, "d", 4)
+    _commit(
+        repo,
+        {
+            "CLAUDE.md": rules + "- Use ruff for lint.\n",
+            "GEMINI.md": "# G\n\n- Be brief.\n- Never update every dependency at once!\n",
+        },
+        "d",
+        4,
+    )
     _commit(repo, {"CLAUDE.md": "@AGENTS.md\n", "AGENTS.md": rules + "- Use ruff for lint.\n"}, "e", 5)
     r = mine.mine_repository(repo)
-    fates = {e.text: (e.file, e.fate, e.fate_version, e.fate_file, e.fate_section, e.fate_similarity)
-             for e in r.events}
+    fates = {e.text: (e.file, e.fate, e.fate_version, e.fate_file, e.fate_section, e.fate_similarity) for e in r.events}
     assert fates == {
         "Never update every dependency at once.": ("r:CLAUDE.md", "moved", 3, "r:GEMINI.md", "g", 0.9737),
         "Use ruff for lint.": ("r:CLAUDE.md", "moved", 4, "r:AGENTS.md", "rules", 1.0),
@@ -392,9 +506,12 @@ def test_a_headingless_file_rewritten(tmp_path):
     _commit(repo, {".cursorrules": "You are an expert in Go and gRPC services.\n"}, "c", 3)
     r = mine.mine_repository(repo)
     assert [(p.edit_class, [(s.section, s.state, s.change) for s in p.sections]) for p in r.pairs] == [
-        ("append-only", [("_body", "stale", "append")]), ("rewrite", [("_body", "orphaned", "rewrite")])]
+        ("append-only", [("_body", "stale", "append")]),
+        ("rewrite", [("_body", "orphaned", "rewrite")]),
+    ]
     assert [(e.kind, e.fate, e.section_changed_at_fate, e.section_edited_at_fate) for e in r.events] == [
-        ("paragraph", "deleted", True, True)]
+        ("paragraph", "deleted", True, True)
+    ]
 
 
 def test_a_blob_missing_outside_the_instruction_files_does_not_stop_renames(tmp_path):
@@ -414,7 +531,12 @@ def test_a_blob_missing_outside_the_instruction_files_does_not_stop_renames(tmp_
 
 def test_pathspecs_cover_the_patterns():
     assert mine.pathspecs(mine.DEFAULT_PATTERNS)[:5] == [
-        "*SKILL.md", "*CLAUDE.md", "*AGENTS.md", "*GEMINI.md", "*.cursor/rules/*"]
+        "*SKILL.md",
+        "*CLAUDE.md",
+        "*AGENTS.md",
+        "*GEMINI.md",
+        "*.cursor/rules/*",
+    ]
     assert mine.pathspecs([".github/copilot-instructions.md"]) == ["*.github/copilot-instructions.md"]
 
 
@@ -460,22 +582,72 @@ def test_records_are_text_free_and_json(result):
         assert phrase not in text
     assert len(records["versions"]) == 20 and len(records["pairs"]) == 16 and len(records["events"]) == 6
     e = records["events"][0]
-    assert set(e) == {"id", "file", "version", "commit", "section", "line_index", "unit_lines", "section_lines",
-                      "at_end", "kind", "hash", "fate", "fate_version", "fate_commit", "fate_similarity",
-                      "fate_section", "fate_file", "fate_decision", "versions_survived", "section_changed_before_fate",
-                      "section_edited_before_fate", "section_changed_at_fate", "section_edited_at_fate",
-                      "first_section_change", "section_changes", "section_edits", "section_touched_before_fate",
-                      "section_touched_at_fate", "file_deleted"}
+    assert set(e) == {
+        "id",
+        "file",
+        "version",
+        "commit",
+        "section",
+        "line_index",
+        "unit_lines",
+        "section_lines",
+        "at_end",
+        "kind",
+        "hash",
+        "fate",
+        "fate_version",
+        "fate_commit",
+        "fate_similarity",
+        "fate_section",
+        "fate_file",
+        "fate_decision",
+        "versions_survived",
+        "section_changed_before_fate",
+        "section_edited_before_fate",
+        "section_changed_at_fate",
+        "section_edited_at_fate",
+        "first_section_change",
+        "section_changes",
+        "section_edits",
+        "section_touched_before_fate",
+        "section_touched_at_fate",
+        "file_deleted",
+    }
     v = records["versions"][-1]  # the last of .cursor/rules/py.mdc
-    assert set(v) == {"file", "version", "commit", "date", "path", "blob", "lines", "body_lines", "bytes", "sections",
-                      "frontmatter_digest", "body_digest", "rule_units", "duplicate_units", "near_duplicate_units"}
+    assert set(v) == {
+        "file",
+        "version",
+        "commit",
+        "date",
+        "path",
+        "blob",
+        "lines",
+        "body_lines",
+        "bytes",
+        "sections",
+        "frontmatter_digest",
+        "body_digest",
+        "rule_units",
+        "duplicate_units",
+        "near_duplicate_units",
+    }
     assert (v["rule_units"], v["duplicate_units"], v["near_duplicate_units"], v["sections"]) == (1, 0, 0, 1)
     assert mine._duplicates(["Use ruff.", "use ruff.", "Use ruff now.", "Something else"]) == {
-        "rule_units": 4, "duplicate_units": 1, "near_duplicate_units": 2}
+        "rule_units": 4,
+        "duplicate_units": 1,
+        "near_duplicate_units": 2,
+    }
     p = records["pairs"][0]
     assert p["edit_class"] == "append-only" and p["clean"] == 2 and p["stale"] == 1 and p["orphaned"] == 0
-    assert p["decisions"][1] == {"section": "style", "state": "stale", "change": "append", "target": "style",
-                                 "moved": False, "lines_added": 1, "lines_removed": 0}
+    assert p["decisions"][1] == {
+        "section": "style",
+        "state": "stale",
+        "change": "append",
+        "target": "style",
+        "moved": False,
+        "lines_added": 1,
+        "lines_removed": 0,
+    }
 
 
 def test_a_bare_clone_mines_the_same(history, result, tmp_path):
@@ -487,7 +659,7 @@ def test_a_bare_clone_mines_the_same(history, result, tmp_path):
 
     def strip(records):
         s = json.dumps({k: v for k, v in records.items() if k != "repos"})
-        return s.replace('"owner/name', '"proj').replace('owner/name:', "proj:")
+        return s.replace('"owner/name', '"proj').replace("owner/name:", "proj:")
 
     assert strip(got) == strip(want)
 
@@ -515,8 +687,11 @@ def test_texts_mine_as_their_repository_does(result):
     texts = mine.mine_texts([("CLAUDE.md", "CLAUDE.md", [t for _, t in CLAUDE] + [AGENTS])], repo="proj")
     strip = lambda r: [(p.edit_class, p.changes, p.sections, p.events) for p in r.pairs if p.file == "proj:CLAUDE.md"]
     assert strip(texts) == strip(result)
-    fates = lambda r: [(e.version, e.section, e.hash, e.fate, e.fate_version, e.section_changes)
-                       for e in r.events if e.file == "proj:CLAUDE.md"]
+    fates = lambda r: [
+        (e.version, e.section, e.hash, e.fate, e.fate_version, e.section_changes)
+        for e in r.events
+        if e.file == "proj:CLAUDE.md"
+    ]
     assert fates(texts) == fates(result)
     assert texts.to_records()["versions"][0]["commit"] == "v0"
 
@@ -525,8 +700,7 @@ def test_custom_globs(history):
     r = mine.mine([history], patterns=["GEMINI.md"])
     assert [f.path for f in r.files] == ["GEMINI.md"]
     assert mine.matches("a/.cursor/rules/x.mdc", mine.DEFAULT_PATTERNS) == ".cursor/rules/*.mdc"
-    assert mine.matches(".github/copilot-instructions.md", mine.DEFAULT_PATTERNS) == \
-        ".github/copilot-instructions.md"
+    assert mine.matches(".github/copilot-instructions.md", mine.DEFAULT_PATTERNS) == ".github/copilot-instructions.md"
     assert mine.matches("docs/SKILL.md.bak", mine.DEFAULT_PATTERNS) is None
 
 
@@ -539,11 +713,18 @@ def test_a_blob_over_the_cap_is_skipped_and_counted(history):
 def test_units_and_normalization():
     body = "\nIntro line\ncontinued.\n\n- a bullet\n  more of it\n- [x] done\n| a | b |\n> quoted\n```\n- code\n```\n"
     assert mine.rule_units(body) == [
-        (1, 2, "paragraph", "Intro line continued."), (4, 2, "bullet", "a bullet more of it"),
-        (6, 1, "bullet", "done"), (7, 1, "table-row", "| a | b |"), (8, 1, "quote", "quoted")]
+        (1, 2, "paragraph", "Intro line continued."),
+        (4, 2, "bullet", "a bullet more of it"),
+        (6, 1, "bullet", "done"),
+        (7, 1, "table-row", "| a | b |"),
+        (8, 1, "quote", "quoted"),
+    ]
     assert mine.normalize_rule("  1.  Use   X ") == "Use X" == mine.normalize_rule("- Use X")
     assert [u[3] for u in mine.rule_units("One rule.\nAnother rule.\nA wrapped\nsentence.\n")] == [
-        "One rule.", "Another rule.", "A wrapped sentence."]
+        "One rule.",
+        "Another rule.",
+        "A wrapped sentence.",
+    ]
 
 
 def test_edit_class_table():
@@ -607,8 +788,7 @@ def test_cli_rev_pins_the_history(history, capsys):
     assert cli.main(["mine", str(history), "--rev", "HEAD~8", "--json"]) == 0
     records = json.loads(capsys.readouterr().out)
     assert records["repos"][0]["rev"] == "HEAD~8" and records["repos"][0]["commits"] == 9
-    assert [(f["path"], f["versions"]) for f in records["files"]] == [("CLAUDE.md", 9),
-                                                                      ("skills/demo/SKILL.md", 7)]
+    assert [(f["path"], f["versions"]) for f in records["files"]] == [("CLAUDE.md", 9), ("skills/demo/SKILL.md", 7)]
     assert cli.main(["mine", str(history), "--rev", f"{first}..HEAD~8", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["repos"][0]["commits"] == 8
     assert cli.main(["mine", str(history), "--rev", "no-such-rev"]) == 1

@@ -34,11 +34,18 @@ def test_every_notebook_is_stored_as_jupyterlab_would_save_it(path):
     from overlay_widgets.report import browser_numbers
 
     nb = json.loads(path.read_text(encoding="utf-8"))
-    assert nb["metadata"]["kernelspec"] == {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                            "name": "python3"}
+    assert nb["metadata"]["kernelspec"] == {
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "name": "python3",
+    }
     assert browser_numbers(nb) == nb and json.dumps(browser_numbers(nb)) == json.dumps(nb)
-    panels = [o for c in nb["cells"] for o in c.get("outputs", ())
-              if "application/vnd.jupyter.widget-view+json" in o.get("data", {}) and "text/html" in o["data"]]
+    panels = [
+        o
+        for c in nb["cells"]
+        for o in c.get("outputs", ())
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {}) and "text/html" in o["data"]
+    ]
     assert not panels or "application/vnd.jupyter.widget-state+json" in nb["metadata"].get("widgets", {})
 
 
@@ -46,8 +53,9 @@ def test_browser_numbers_writes_integral_floats_as_a_browser_does():
     from overlay_widgets.report import browser_numbers
 
     node = {"a": [1.0, 2.5, -0.0, 1e16, True, None, "3.0"], "b": {"c": 0.0}}
-    assert json.dumps(browser_numbers(node)) == ('{"a": [1, 2.5, 0, 10000000000000000, true, null, "3.0"], '
-                                                 '"b": {"c": 0}}')
+    assert json.dumps(browser_numbers(node)) == (
+        '{"a": [1, 2.5, 0, 10000000000000000, true, null, "3.0"], "b": {"c": 0}}'
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -63,14 +71,20 @@ def test_jupyter_checkpoints_are_ignored():
 
 def _bar_notebook(value, maximum, text):
     ids = ("bar", "left", "fill", "right")
-    state = {"bar": {"model_name": "HBoxModel", "state": {"children": [f"IPY_MODEL_{i}" for i in ids[1:]]}},
-             "left": {"model_name": "HTMLModel", "state": {"value": "histories:\u2007100%"}},
-             "fill": {"model_name": "FloatProgressModel", "state": {"value": value, "max": maximum}},
-             "right": {"model_name": "HTMLModel", "state": {"value": "\u200716/16\u2007[00:02&lt;00:00]"}}}
-    out = {"output_type": "display_data", "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "bar"},
-                                                   "text/plain": [text]}}
-    return {"cells": [{"cell_type": "code", "outputs": [out]}],
-            "metadata": {"widgets": {"application/vnd.jupyter.widget-state+json": {"state": state}}}}
+    state = {
+        "bar": {"model_name": "HBoxModel", "state": {"children": [f"IPY_MODEL_{i}" for i in ids[1:]]}},
+        "left": {"model_name": "HTMLModel", "state": {"value": "histories:\u2007100%"}},
+        "fill": {"model_name": "FloatProgressModel", "state": {"value": value, "max": maximum}},
+        "right": {"model_name": "HTMLModel", "state": {"value": "\u200716/16\u2007[00:02&lt;00:00]"}},
+    }
+    out = {
+        "output_type": "display_data",
+        "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "bar"}, "text/plain": [text]},
+    }
+    return {
+        "cells": [{"cell_type": "code", "outputs": [out]}],
+        "metadata": {"widgets": {"application/vnd.jupyter.widget-state+json": {"state": state}}},
+    }
 
 
 def test_a_stored_bar_shows_what_it_finished_from_its_widget_state():
@@ -79,7 +93,9 @@ def test_a_stored_bar_shows_what_it_finished_from_its_widget_state():
     nb = finished_bars(_bar_notebook(16, 16, "histories:   0%|          | 0/16 [00:00<?, ?it/s]"))
     assert nb["cells"][0]["outputs"][0]["data"]["text/plain"] == "histories: 100%|██████████| 16/16 [00:02<00:00]"
     untouched = _bar_notebook(16, 0, "histories:   0%|          | 0/16")  # no usable state: left as drawn
-    assert finished_bars(untouched)["cells"][0]["outputs"][0]["data"]["text/plain"] == ["histories:   0%|          | 0/16"]
+    assert finished_bars(untouched)["cells"][0]["outputs"][0]["data"]["text/plain"] == [
+        "histories:   0%|          | 0/16"
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -88,8 +104,12 @@ def test_no_stored_progress_bar_shows_an_unfinished_state(path):
     import re
 
     nb = json.loads(path.read_text(encoding="utf-8"))
-    texts = ["".join(o.get("data", {}).get("text/plain", "")) for c in nb["cells"] if c["cell_type"] == "code"
-             for o in c.get("outputs", ())]
+    texts = [
+        "".join(o.get("data", {}).get("text/plain", ""))
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", ())
+    ]
     assert not [t for t in texts if re.search(r"\b0%\|", t)], path.name
 
 

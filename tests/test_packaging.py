@@ -19,8 +19,14 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 def make_n(target: str) -> str:
     """The commands `make <target>` would run, continuation lines joined (a dry run: nothing is installed)."""
-    out = subprocess.run(["make", "--no-print-directory", "-n", "-o", "/nonexistent/.installed", target,
-                          "VENV=/nonexistent"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60)
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-o", "/nonexistent/.installed", target, "VENV=/nonexistent"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return out.stdout.replace("\\\n", " ")
 
 
@@ -49,11 +55,15 @@ def test_binder_pins_the_lab_closure_at_the_installed_versions():
     assert {"jupyterlab", "ipywidgets", "altair", "sentence-transformers", "torch", "jupyter-server"} <= names
     assert not {"overlay-kit", "pytest", "hypothesis", "nbval", "playwright", "dask", "anywidget"} & names
     lines = (ROOT / "binder" / "constraints.txt").read_text().splitlines()
-    constrained = {canonicalize_name(n): v for n, v in (ln.split("==") for ln in lines if ln and not ln.startswith("#"))}
+    constrained = {
+        canonicalize_name(n): v for n, v in (ln.split("==") for ln in lines if ln and not ln.startswith("#"))
+    }
     # a later `make venv` may resolve newer releases (then rerun binder/pin.py); what must hold is that every
     # pin is exact and the shipped stack is pinned: the Makefile's torch build, the altair the notebooks store
     assert all(re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", v) for v in constrained.values()), constrained
-    assert {"jupyterlab", "ipywidgets", "altair", "vl-convert-python", "torch", "sentence-transformers"} <= set(constrained)
+    assert {"jupyterlab", "ipywidgets", "altair", "vl-convert-python", "torch", "sentence-transformers"} <= set(
+        constrained
+    )
     assert f"torch=={constrained['torch']}".split("+")[0] == makefile_default("TORCH_SPEC")
     assert constrained["altair"].startswith("5.")  # Vega-Lite 5: what JupyterLab 4 draws
     missing = sorted(names - set(constrained))  # a dependency added since the last pin.py (py3langid once)
@@ -83,15 +93,20 @@ def test_make_lab_serves_the_repository_root_so_the_notebooks_links_resolve():
 
 
 def test_make_report_is_full_and_report_quick_is_not():
-    full, quick = (next(ln for ln in make_n(t).splitlines() if "overlay_widgets.report" in ln)
-                   for t in ("report", "report-quick"))
+    full, quick = (
+        next(ln for ln in make_n(t).splitlines() if "overlay_widgets.report" in ln) for t in ("report", "report-quick")
+    )
     assert full.startswith("FULL=1 ") and "--execute" in full
     assert "FULL=" not in quick and "--execute" in quick
 
 
 def test_the_report_prints_progress_and_its_pages_load_nothing_from_the_network(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "overlay_widgets.report", "--output-dir", str(tmp_path),
-                          *map(str, NOTEBOOKS)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "overlay_widgets.report", "--output-dir", str(tmp_path), *map(str, NOTEBOOKS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     n = len(NOTEBOOKS)

@@ -38,8 +38,9 @@ def test_the_automaton_never_clears_a_text_its_pattern_matches(pattern):
 
 def test_the_whole_automaton_names_each_matching_pattern():
     kept = injection.pattern_set(PATTERNS).groups_many(LINES)
-    missed = [(t, k) for t, r, g in zip(TEXTS, READINGS, kept) for k, p in enumerate(PATTERNS)
-              if k not in g and matches(p, r)]
+    missed = [
+        (t, k) for t, r, g in zip(TEXTS, READINGS, kept) for k, p in enumerate(PATTERNS) if k not in g and matches(p, r)
+    ]
     assert missed == []
 
 
@@ -69,8 +70,13 @@ def test_what_re2_cannot_read_is_in_every_answer():
     """A backreference, a comment group, a verbose pattern, a case-folding gap: every text keeps the pattern. A
     text that is not plain ASCII (a character beyond ASCII, or a control character) is read as its projection
     (issue 40: it used to keep every pattern)."""
-    for pattern in (re.compile(r"(\w+) \1"), re.compile(r"a(?#note)b"), re.compile("a b", re.X),
-                    re.compile("\u0131", re.I), re.compile(r"(?>a)")):
+    for pattern in (
+        re.compile(r"(\w+) \1"),
+        re.compile(r"a(?#note)b"),
+        re.compile("a b", re.X),
+        re.compile("\u0131", re.I),
+        re.compile(r"(?>a)"),
+    ):
         automaton = patternset.PatternSet([pattern, re.compile("zebra")])
         assert automaton.always == {0}
         assert automaton.groups_many(["a zebra", "x"]) == [{0, 1}, {0}]
@@ -98,9 +104,47 @@ def test_the_case_folding_gaps_are_all_there_are():
     assert gaps == patternset.FOLD_GAPS
 
 
-PIECES = ["a", "b", "ab", " ", r"\s", r"\S", r"\w", r"\W", r"\d", r"\b", r"\B", ".", "^", "$", r"\A", r"\Z",
-          "[ab]", "[^a]", "[]a]", "[^]b]", r"[\s.]", "(?:a|b)", "(?=a)", "(?!b)", "(?<=a)", "(?<!b)", "(?<![ab])",
-          "(?=[)])", "a*", "b+", "a?", "a{,2}", "b{1,3}", "a{0,12}", r"\.", r"\(", "(?i:A)", "(a)", r"\1"]
+PIECES = [
+    "a",
+    "b",
+    "ab",
+    " ",
+    r"\s",
+    r"\S",
+    r"\w",
+    r"\W",
+    r"\d",
+    r"\b",
+    r"\B",
+    ".",
+    "^",
+    "$",
+    r"\A",
+    r"\Z",
+    "[ab]",
+    "[^a]",
+    "[]a]",
+    "[^]b]",
+    r"[\s.]",
+    "(?:a|b)",
+    "(?=a)",
+    "(?!b)",
+    "(?<=a)",
+    "(?<!b)",
+    "(?<![ab])",
+    "(?=[)])",
+    "a*",
+    "b+",
+    "a?",
+    "a{,2}",
+    "b{1,3}",
+    "a{0,12}",
+    r"\.",
+    r"\(",
+    "(?i:A)",
+    "(a)",
+    r"\1",
+]
 ALPHABET = "ab .\t\nAB()_1"
 # and characters beyond plain ASCII: case partners of ASCII letters, accents, a combining mark, spaces, a line
 # separator, CJK, a non-ASCII digit, punctuation, control characters (read through `patternset.project`)
@@ -108,8 +152,11 @@ BEYOND = "\u00e9\u212a\u017f\u0131\u0130\u0301\u00a0\u2028\u4e2d\u0661\u2014\u00
 
 
 @settings(max_examples=2000, deadline=None)
-@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=6), st.sampled_from([0, re.I, re.M, re.S]),
-       st.lists(st.text(alphabet=ALPHABET, max_size=12), min_size=1, max_size=4))
+@given(
+    st.lists(st.sampled_from(PIECES), min_size=1, max_size=6),
+    st.sampled_from([0, re.I, re.M, re.S]),
+    st.lists(st.text(alphabet=ALPHABET, max_size=12), min_size=1, max_size=4),
+)
 def test_generated_patterns_keep_every_text_they_match(pieces, flags, lines):
     try:
         pattern = re.compile("".join(pieces), flags)
@@ -120,10 +167,17 @@ def test_generated_patterns_keep_every_text_they_match(pieces, flags, lines):
 
 
 @settings(max_examples=2000, deadline=None)
-@given(st.lists(st.sampled_from(PIECES + ["[^ ]", "[^~]", "[^0]", r"[\s\w]", "(?i:K)", "\u2014", "[\u2014-]", "s",
-                                          "k", "i", "0"]), min_size=1, max_size=6),
-       st.sampled_from([0, re.I, re.M, re.S]),
-       st.lists(st.text(alphabet=ALPHABET + BEYOND, max_size=12), min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.sampled_from(
+            PIECES + ["[^ ]", "[^~]", "[^0]", r"[\s\w]", "(?i:K)", "\u2014", "[\u2014-]", "s", "k", "i", "0"]
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from([0, re.I, re.M, re.S]),
+    st.lists(st.text(alphabet=ALPHABET + BEYOND, max_size=12), min_size=1, max_size=4),
+)
 def test_generated_patterns_keep_every_text_beyond_ascii_they_match(pieces, flags, lines):
     """The projection (`patternset.project`) never clears a text a pattern matches (issue 40)."""
     try:
@@ -139,8 +193,16 @@ def test_a_batch_answers_as_each_text_alone():
     texts if joined wrongly) get, text by text, what each text read alone gets."""
     import random
 
-    automaton = patternset.PatternSet([re.compile(r"^rules$", re.M), re.compile(r"\bsend\b"), re.compile(r"a\sb"),
-                                       re.compile(r"x[^.]{0,40}y"), re.compile(r"^new", re.M), re.compile(r"end$")])
+    automaton = patternset.PatternSet(
+        [
+            re.compile(r"^rules$", re.M),
+            re.compile(r"\bsend\b"),
+            re.compile(r"a\sb"),
+            re.compile(r"x[^.]{0,40}y"),
+            re.compile(r"^new", re.M),
+            re.compile(r"end$"),
+        ]
+    )
     rng = random.Random(13)
     pieces = ["rules", "send", "resend", "a", "b", "x", "y", "new", "end", "the", ".", " ", "\n", "\u00e9"]
     for _ in range(300):

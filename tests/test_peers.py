@@ -56,12 +56,12 @@ def test_a_missing_library_names_the_extra(monkeypatch):
 @pytest.mark.skipif(tomllib is None, reason="tomllib is Python 3.11+")
 def test_the_extra_pins_every_peer_exactly_and_stays_out_of_lab_and_dev():
     extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     assert sorted(extras["peers"]) == sorted(f"{d}=={v}" for d, v, _ in peers.PEER_PACKAGES.values())
     assert set(peers.PEERS) == set(peers.PEER_PACKAGES)
     for name in ("lab", "dev"):
-        assert not any("peers" in x or x.split("=")[0] in {"mem0ai", "ace-framework", "skillmem"}
-                       for x in extras[name])
+        assert not any("peers" in x or x.split("=")[0] in {"mem0ai", "ace-framework", "skillmem"} for x in extras[name])
 
 
 @needs("mem0ai")
@@ -106,7 +106,9 @@ def test_skillmem_approves_the_text_shown_recalls_by_goal_and_soft_deletes(tmp_p
         assert teach(m, "a", A) == 1 and teach(m, "b", B) == 1  # one approval prompt each
         assert teach(m, "a", ("Please: " + A[0], A[1])) == 0  # a near-duplicate is refused by mem_write's check
         rows = m.conn.execute("SELECT slug, kind, trusted_at, origin FROM memory_items ORDER BY id").fetchall()
-        assert [(r["kind"], r["origin"], r["trusted_at"] is not None) for r in rows] == [("feedback", "agent", True)] * 2
+        assert [(r["kind"], r["origin"], r["trusted_at"] is not None) for r in rows] == [
+            ("feedback", "agent", True)
+        ] * 2
         ctx = m.context(GOAL_A)
         assert A[0] in ctx.text and "UNTRUSTED" not in ctx.text  # approved: no data frame
         assert "Auto-recall from memory" in ctx.text and "# skillmem briefing" in ctx.text
@@ -124,11 +126,20 @@ def test_skillmem_approval_is_pinned_to_the_text_shown(tmp_path):
     m = make("skillmem", tmp_path)
     try:
         S = m.S
-        item = S.upsert(m.conn, S.MemoryItem(origin="agent", slug="r", kind="feedback", title="t", body=A[0]),
-                        surface="mcp", explicit={"kind"})
+        item = S.upsert(
+            m.conn,
+            S.MemoryItem(origin="agent", slug="r", kind="feedback", title="t", body=A[0]),
+            surface="mcp",
+            explicit={"kind"},
+        )
         shown = item.content_hash
-        S.upsert(m.conn, S.MemoryItem(origin="agent", slug="r", kind="feedback", title="t", body=B[0]),
-                 surface="mcp", reason="rewritten after it was shown", explicit={"kind"})
+        S.upsert(
+            m.conn,
+            S.MemoryItem(origin="agent", slug="r", kind="feedback", title="t", body=B[0]),
+            surface="mcp",
+            reason="rewritten after it was shown",
+            explicit={"kind"},
+        )
         with pytest.raises(S.MemoryConflict, match="changed since you read it"):
             S.set_trust(m.conn, "r", trusted=True, expect_hash=shown, owner_prompt=True)
     finally:

@@ -24,11 +24,13 @@ def test_authored_tokens_are_kept_by_body_digest(tmp_path, monkeypatch):
         assert s.authored_tokens(SKILL.body) == budget.count_tokens(SKILL.body)
         key = f"authored_tokens:{SKILL.body_digest}"
         assert s.conn.execute("SELECT value FROM overlay_meta WHERE key = ?", (key,)).fetchone() == (
-            str(budget.count_tokens(SKILL.body)),)
+            str(budget.count_tokens(SKILL.body)),
+        )
     monkeypatch.setattr(budget, "count_tokens", lambda text: pytest.fail("counted again"))
     with Store.open(tmp_path / "o.db") as s:  # another process, in effect: the count comes from the database
-        assert s.authored_tokens(SKILL.body) == int(s.conn.execute(
-            "SELECT value FROM overlay_meta WHERE key = ?", (key,)).fetchone()[0])
+        assert s.authored_tokens(SKILL.body) == int(
+            s.conn.execute("SELECT value FROM overlay_meta WHERE key = ?", (key,)).fetchone()[0]
+        )
 
 
 def test_authored_tokens_do_not_wait_for_a_locked_database(tmp_path):
@@ -40,17 +42,16 @@ def test_authored_tokens_do_not_wait_for_a_locked_database(tmp_path):
         finally:
             other.execute("ROLLBACK")
             other.close()
-        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key LIKE 'authored_tokens:%'"
-                              ).fetchone() == (0,)
+        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key LIKE 'authored_tokens:%'").fetchone() == (0,)
         s.authored_tokens(SKILL.body)  # unlocked now: remembered
-        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key LIKE 'authored_tokens:%'"
-                              ).fetchone() == (1,)
+        assert s.conn.execute("SELECT count(*) FROM overlay_meta WHERE key LIKE 'authored_tokens:%'").fetchone() == (1,)
 
 
 def test_rows_the_store_read_are_not_shape_checked_again(tmp_path, monkeypatch):
     with Store.open(tmp_path / "o.db", auto_approve=True) as s:
-        gates.learn_many(s, SKILL, [gates.Lesson("preference", {"body": f"Lesson {i}."}, "replies", TRUSTED)
-                                    for i in range(3)])
+        gates.learn_many(
+            s, SKILL, [gates.Lesson("preference", {"body": f"Lesson {i}."}, "replies", TRUSTED) for i in range(3)]
+        )
         s.search("mail")  # first read: each canonical payload checked once for this process
         want = resolve.resolve(SKILL, s, embedder=False)
         monkeypatch.setattr(grammar, "check_shape", lambda *a: pytest.fail("shape-checked again"))
@@ -78,11 +79,14 @@ HEAVY = ("numpy", "rapidfuzz", "overlay_kit.rebase", "tokenizers", "markdown_it"
 
 
 def loaded_by(*argv: str, env: dict | None = None) -> set[str]:
-    code = ("import sys; from overlay_kit.cli import main; code = main(sys.argv[1:]); "
-            f"print({HEAVY!r} and sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr); "
-            "sys.exit(code)")
-    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO,
-                         env=env, check=True)
+    code = (
+        "import sys; from overlay_kit.cli import main; code = main(sys.argv[1:]); "
+        f"print({HEAVY!r} and sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr); "
+        "sys.exit(code)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO, env=env, check=True
+    )
     return set(eval(out.stderr.strip().splitlines()[-1]))  # noqa: S307 - our own printed list
 
 

@@ -65,19 +65,22 @@ BASE = """
 """
 
 
-@pytest.mark.parametrize("edit, message", [
-    (("expect: [p2]", "expect: [p1]"), "wired tool selects"),
-    (("changed_lines: 400", "changed_lines: 900"), "does not change the answer"),
-    (("op: greater", "op: roughly"), "rule.op"),
-    (("fact: {namespace: size", "fact: {namespace: sizes"), "no namespace"),
-    (("- {id: p1, changed_lines: 10}", "- {id: p1}"), "items"),
-    (("shape: threshold", "shape: count"), "has shape 'threshold'"),
-    (("shape: threshold\n        ", ""), "missing or malformed field 'shape'"),
-    (("section: size-and-splitting", "section: approval"), "binds to 'size-and-splitting'"),
-    (("tool: diff_stats", "tool: run_linter"), "does not read size"),
-    (("op: greater", "op: equals"), "cannot express a threshold"),
-    (("key: max_changed_lines", "key: max_lines"), "not a key of size"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("expect: [p2]", "expect: [p1]"), "wired tool selects"),
+        (("changed_lines: 400", "changed_lines: 900"), "does not change the answer"),
+        (("op: greater", "op: roughly"), "rule.op"),
+        (("fact: {namespace: size", "fact: {namespace: sizes"), "no namespace"),
+        (("- {id: p1, changed_lines: 10}", "- {id: p1}"), "items"),
+        (("shape: threshold", "shape: count"), "has shape 'threshold'"),
+        (("shape: threshold\n        ", ""), "missing or malformed field 'shape'"),
+        (("section: size-and-splitting", "section: approval"), "binds to 'size-and-splitting'"),
+        (("tool: diff_stats", "tool: run_linter"), "does not read size"),
+        (("op: greater", "op: equals"), "cannot express a threshold"),
+        (("key: max_changed_lines", "key: max_lines"), "not a key of size"),
+    ],
+)
 def test_bad_scenarios_are_refused_with_a_named_field(tmp_path, edit, message):
     assert P.load_scenarios(_write(tmp_path, BASE))  # the base file is valid
     with pytest.raises((P.ProbeError, ValueError), match=message):
@@ -97,13 +100,16 @@ def test_prompts_render_each_representation_through_resolve(scenarios):
     assert 'selected: ["t1", "t3", "t5"]' in user and "selected:" not in P.prompts(s, "tier2")[1]["content"]
 
 
-@pytest.mark.parametrize("reply, passed", [
-    ('["t5", "t1", "t3"]', True),
-    ('Sure! The threads to escalate are:\n```json\n["t1", "t3", "t5"]\n```', True),
-    ('<think>maybe ["t3"]</think>["t1","t3","t5"]', True),
-    ('["t3"]', False),
-    ("t1, t3 and t5", False),
-])
+@pytest.mark.parametrize(
+    "reply, passed",
+    [
+        ('["t5", "t1", "t3"]', True),
+        ('Sure! The threads to escalate are:\n```json\n["t1", "t3", "t5"]\n```', True),
+        ('<think>maybe ["t3"]</think>["t1","t3","t5"]', True),
+        ('["t3"]', False),
+        ("t1, t3 and t5", False),
+    ],
+)
 def test_select_checker(scenarios, reply, passed):
     s = by_id(scenarios, "email-escalation")
     assert P.check(s, reply, ["t1", "t3", "t5"])[0] is passed
@@ -147,8 +153,13 @@ def test_run_scores_replies_from_a_scripted_server(scenarios):
             return httpx.Response(200, json={})
         body = json.loads(request.content)
         seen.append(body)
-        return httpx.Response(200, json={"model": "fake", "choices": [{"message": {"content": '["t1", "t3", "t5"]'},
-                                                                       "finish_reason": "stop"}]})
+        return httpx.Response(
+            200,
+            json={
+                "model": "fake",
+                "choices": [{"message": {"content": '["t1", "t3", "t5"]'}, "finish_reason": "stop"}],
+            },
+        )
 
     client = LemonadeClient(base_url="http://fake/api/v1", transport=httpx.MockTransport(handler), retries=0)
     chosen = [by_id(scenarios, "email-escalation"), by_id(scenarios, "email-draft-sentences")]
@@ -209,15 +220,19 @@ def _compliant(s) -> str:
     if s.shape == "count":
         return "Done."
     if c["measure"] == "language":
-        return {"german": "Ja, das passt mir gut, und ich bringe die Zahlen mit. Danke für die Nachricht!",
-                "spanish": "Gracias por la llamada, te envío la lista y es una buena idea.",
-                "french": "Merci pour le message, je vous envoie les chiffres et nous sommes prêts."}[c["equals"]]
+        return {
+            "german": "Ja, das passt mir gut, und ich bringe die Zahlen mit. Danke für die Nachricht!",
+            "spanish": "Gracias por la llamada, te envío la lista y es una buena idea.",
+            "french": "Merci pour le message, je vous envoie les chiffres et nous sommes prêts.",
+        }[c["equals"]]
     if c["measure"] == "list_style":
         return "1. Goals\n2. Risks" if c["equals"] == "numbered" else "- Goals\n- Risks"
-    return {"nit_prefix": "- nit: rename to `fetchUsers`\n- **Nit:** add the semicolon",
-            "severity_labels": "- Blocking: the filename is not sanitised\n- non-blocking: log at debug",
-            "label_claims": "- Two cups a day go with lower mortality (confidence: medium)\n- No effect on blood "
-                            "pressure (low confidence)"}[s.key]
+    return {
+        "nit_prefix": "- nit: rename to `fetchUsers`\n- **Nit:** add the semicolon",
+        "severity_labels": "- Blocking: the filename is not sanitised\n- non-blocking: log at debug",
+        "label_claims": "- Two cups a day go with lower mortality (confidence: medium)\n- No effect on blood "
+        "pressure (low confidence)",
+    }[s.key]
 
 
 def _violating(s) -> str:
@@ -309,8 +324,10 @@ def test_the_compliance_interval_resamples_keys_not_scenarios():
     from overlay_kit.metrics import mean_ci
 
     # 50 keys, 6 scenarios each, all scenarios of a key agreeing: 20 keys favour tier 2, 10 tier 3, 20 tie
-    per_key = {f"k{i:02}": (True, False) if i < 20 else (False, True) if i < 30 else (i % 2 == 0, i % 2 == 0)
-               for i in range(50)}
+    per_key = {
+        f"k{i:02}": (True, False) if i < 20 else (False, True) if i < 30 else (i % 2 == 0, i % 2 == 0)
+        for i in range(50)
+    }
     run = _synthetic_run(per_key, 6)
     assert run.power.have == 50 and run.power.powered
     comp, why = run.compliance()
@@ -344,16 +361,23 @@ TEXT = """
 """
 
 
-@pytest.mark.parametrize("edit, message", [
-    (("at_most: 2}", "at_most: 3}"), "check.at_most: 3 but the learned value is 2"),
-    (("key: max_sentences", "key: formality"), "has shape 'enumeration'"),
-    (("section: drafting-replies", "section: escalation"), "binds to 'drafting-replies'"),
-    (("section: drafting-replies\n        shape: count\n        fact: {namespace: drafting, key: max_sentences",
-      "section: reading-the-inbox\n        shape: count\n        fact: {namespace: summaries, key: bullets"),
-     "a tool could read 'summaries'"),
-    (("measure: sentences", "measure: vibes"), "check: needs measure"),
-    (("measure: sentences", "measure: language"), "check: needs measure"),  # a count is not measured by language
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("at_most: 2}", "at_most: 3}"), "check.at_most: 3 but the learned value is 2"),
+        (("key: max_sentences", "key: formality"), "has shape 'enumeration'"),
+        (("section: drafting-replies", "section: escalation"), "binds to 'drafting-replies'"),
+        (
+            (
+                "section: drafting-replies\n        shape: count\n        fact: {namespace: drafting, key: max_sentences",
+                "section: reading-the-inbox\n        shape: count\n        fact: {namespace: summaries, key: bullets",
+            ),
+            "a tool could read 'summaries'",
+        ),
+        (("measure: sentences", "measure: vibes"), "check: needs measure"),
+        (("measure: sentences", "measure: language"), "check: needs measure"),  # a count is not measured by language
+    ],
+)
 def test_bad_text_scenarios_are_refused_with_a_named_field(tmp_path, edit, message):
     assert P.load_scenarios(_write(tmp_path, TEXT))
     with pytest.raises(P.ProbeError, match=message):
@@ -366,18 +390,28 @@ def _obeys_typed_lines(scenarios):
     """A test double (not a model): it keeps to a learned value only when the value is a typed `key = value`
     line under its section (a hand-written compliant reply), and otherwise ignores it — so the compliance
     difference is known (+100% on every key)."""
+
     def handler(request: httpx.Request) -> httpx.Response:
         if request.method == "GET":
-            return httpx.Response(200, json={"status": "ok", "all_models_loaded": [{"model_name": "fake"}],
-                                             "data": [{"id": "fake", "recipe": "llamacpp"}]})
+            return httpx.Response(
+                200,
+                json={
+                    "status": "ok",
+                    "all_models_loaded": [{"model_name": "fake"}],
+                    "data": [{"id": "fake", "recipe": "llamacpp"}],
+                },
+            )
         system, user = (m["content"] for m in json.loads(request.content)["messages"])
-        s = next(s for s in scenarios if s.task in user and all(json.dumps(x, ensure_ascii=False) in user
-                                                                 for x in s.items))
+        s = next(
+            s for s in scenarios if s.task in user and all(json.dumps(x, ensure_ascii=False) in user for x in s.items)
+        )
         learned = system.split("_Learned for this section:_")[1:]
         typed = any(line.startswith("- ") and " = " in line for block in learned for line in block.splitlines()[:3])
         reply = _compliant(s) if typed else _violating(s)
-        return httpx.Response(200, json={"model": "fake", "choices": [{"message": {"content": reply},
-                                                                       "finish_reason": "stop"}]})
+        return httpx.Response(
+            200, json={"model": "fake", "choices": [{"message": {"content": reply}, "finish_reason": "stop"}]}
+        )
+
     return handler
 
 

@@ -35,13 +35,17 @@ def test_no_learned_fragment_gives_the_same_prompt_under_both_policies():
 def test_blocks_join_and_messages_follow_the_history():
     p = compose(["A", "", "B"], volatile=["T1", "T2"], history=[("user", "q"), ("assistant", "a")])
     assert p.system == "A\n\nB\n\nT1\n\nT2"
-    assert p.messages() == [{"role": "system", "content": p.system}, {"role": "user", "content": "q"},
-                            {"role": "assistant", "content": "a"}]
+    assert p.messages() == [
+        {"role": "system", "content": p.system},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+    ]
     assert p.then("user", "q2").text.startswith(p.text)
 
 
-@pytest.mark.parametrize("kwargs,field", [({"policy": "middle"}, "policy"),
-                                          ({"history": [("system", "x")]}, "history[0]")])
+@pytest.mark.parametrize(
+    "kwargs,field", [({"policy": "middle"}, "policy"), ({"history": [("system", "x")]}, "history[0]")]
+)
 def test_bad_input_names_the_field(kwargs, field):
     with pytest.raises(PromptError, match=field.replace("[", r"\[")):
         compose(AUTHORED, **kwargs)
@@ -63,6 +67,7 @@ def test_reprefill_counts_tokens_after_the_first_changed_byte():
 def test_learned_change_costs_the_whole_prompt_in_prefix_but_only_the_tail_in_tail():
     def turn(policy, learned, history):
         return compose(AUTHORED * 20, learned, TOOLS, policy=policy, history=history)
+
     hist1 = [("user", "first question")]
     hist2 = hist1 + [("assistant", "first answer"), ("user", "second question")]
     cost, last = {}, {}
@@ -80,8 +85,13 @@ def test_learned_change_costs_the_whole_prompt_in_prefix_but_only_the_tail_in_ta
 def test_unchanged_learned_fragment_costs_the_same_under_both_policies():
     hist1 = [("user", "q1")]
     hist2 = hist1 + [("assistant", "a1"), ("user", "q2")]
-    costs = {p: reprefill_tokens(compose(AUTHORED, "L", TOOLS, policy=p, history=hist1),
-                                 compose(AUTHORED, "L", TOOLS, policy=p, history=hist2)) for p in ("prefix", "tail")}
+    costs = {
+        p: reprefill_tokens(
+            compose(AUTHORED, "L", TOOLS, policy=p, history=hist1),
+            compose(AUTHORED, "L", TOOLS, policy=p, history=hist2),
+        )
+        for p in ("prefix", "tail")
+    }
     new_turns = "\n\n<|assistant|>\na1\n\n<|user|>\nq2"
     assert costs["prefix"] == costs["tail"]
     assert abs(costs["tail"] - count_tokens(new_turns)) <= 1  # standalone, the tokenizer adds a leading "▁"

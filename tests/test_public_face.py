@@ -19,7 +19,10 @@ def test_the_public_names_are_the_modules_own():
 
 def test_importing_the_package_loads_none_of_them():
     code = "import sys, overlay_kit; print(any(m in sys.modules for m in ('overlay_kit.gates', 'overlay_kit.store')))"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
 
 
 def test_an_unknown_name_is_an_attribute_error():

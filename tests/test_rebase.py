@@ -74,7 +74,8 @@ def test_orphan_all_orphans_everything_on_any_body_change_even_whitespace():
 
 def test_section_policy_clean_stale_orphaned():
     new = BASE.replace("Then label the newsletters.", "Then label the receipts.").replace(
-        "## Replies\n\nDraft replies; never send without asking.\n\n", "")
+        "## Replies\n\nDraft replies; never send without asking.\n\n", ""
+    )
     d = plan(BASE, new)
     assert d["triage"].state == "stale" and d["triage"].target == "triage"
     assert d["replies"].state == "orphaned" and d["replies"].reason == "section gone"
@@ -85,8 +86,9 @@ def test_section_policy_clean_stale_orphaned():
 def test_inserting_a_same_named_section_above_never_misattaches():
     """The trap: a new "Notes" above renumbers notes → notes-1. Same slug is not the same section."""
     new = BASE.replace("## Notes\n\nNever forward", "## Notes\n\nAlways cc the team lead.\n\n## Notes\n\nNever forward")
-    new = new.replace("Never forward invoices without asking the owner.",
-                      "Never forward invoices without asking the owner first.")
+    new = new.replace(
+        "Never forward invoices without asking the owner.", "Never forward invoices without asking the owner first."
+    )
     slugs = [s.slug for s in anchor.parse(new)]
     assert slugs.count("notes") == 1 and "notes-2" in slugs
     d = plan(BASE, new)
@@ -102,8 +104,9 @@ def test_inserting_a_same_named_section_above_never_misattaches():
 
 
 def test_same_heading_with_a_rewritten_body_is_orphaned_not_stale():
-    new = BASE.replace("Label urgent mail first. Then label the newsletters.",
-                       "Summarize calendar conflicts for tomorrow morning.")
+    new = BASE.replace(
+        "Label urgent mail first. Then label the newsletters.", "Summarize calendar conflicts for tomorrow morning."
+    )
     d = plan(BASE, new)
     assert d["triage"].state == "orphaned"
     assert plan(BASE, new, min_similarity=0.0)["triage"].state == "stale"  # the gate is what refuses it
@@ -130,13 +133,18 @@ def test_deleted_section_gets_no_confident_proposal():
     assert plan(BASE, new, "fuzzy")["replies"].proposal is None
 
 
-STEPS = "# Run\n\n## Step 1: Drain\n\nDrain the writes.\n\n## Step 2: Promote\n\nPromote the replica.\n\n" \
-        "## Step 3: Verify\n\nCheck the lag twice.\n\n"
+STEPS = (
+    "# Run\n\n## Step 1: Drain\n\nDrain the writes.\n\n## Step 2: Promote\n\nPromote the replica.\n\n"
+    "## Step 3: Verify\n\nCheck the lag twice.\n\n"
+)
 
 
 def test_renumbered_steps_are_stale_not_orphaned():
-    new = STEPS.replace("## Step 1: Drain\n\nDrain the writes.\n\n", "").replace("Step 2", "Step 1").replace(
-        "Step 3", "Step 2")
+    new = (
+        STEPS.replace("## Step 1: Drain\n\nDrain the writes.\n\n", "")
+        .replace("Step 2", "Step 1")
+        .replace("Step 3", "Step 2")
+    )
     d = plan(STEPS, new)
     assert d["step-1-drain"].state == "orphaned"
     assert (d["step-2-promote"].state, d["step-2-promote"].target) == ("stale", "step-1-promote")
@@ -144,8 +152,10 @@ def test_renumbered_steps_are_stale_not_orphaned():
     assert plan(STEPS, new, renumbering=False)["step-3-verify"].state == "orphaned"
     edited = new.replace("Check the lag twice.", "Check the lag once.")
     assert plan(STEPS, edited)["step-3-verify"].state == "orphaned"  # renumbered AND edited: not provable
-    twins = "# Run\n\n## Step 1: Drain\n\nA.\n\n## Step 2: Fence\n\nB.\n\n## Step 3: Verify\n\nCheck it.\n\n" \
-            "## Step 4: Verify\n\nCheck it.\n\n"
+    twins = (
+        "# Run\n\n## Step 1: Drain\n\nA.\n\n## Step 2: Fence\n\nB.\n\n## Step 3: Verify\n\nCheck it.\n\n"
+        "## Step 4: Verify\n\nCheck it.\n\n"
+    )
     after = "# Run\n\n## Step 1: Verify\n\nCheck it.\n\n## Step 2: Verify\n\nCheck it.\n\n"
     d = plan(twins, after)
     assert d["step-3-verify"].state == d["step-4-verify"].state == "orphaned"  # two candidates: never guessed
@@ -176,9 +186,13 @@ def test_plan_for_anchor_written_against_older_text_is_stale_not_clean():
 def _delta(skill, section, kind="preference", payload=None):
     from overlay_kit.grammar import Delta, Provenance
 
-    return Delta(skill.name, kind, payload or {"body": "Be brief."}, anchor.anchor_for(skill.body, section,
-                                                                                       skill.version),
-                 Provenance(TRUSTED))
+    return Delta(
+        skill.name,
+        kind,
+        payload or {"body": "Be brief."},
+        anchor.anchor_for(skill.body, section, skill.version),
+        Provenance(TRUSTED),
+    )
 
 
 def test_permission_narrowing_wins_over_a_clean_body():
@@ -190,15 +204,19 @@ def test_permission_narrowing_wins_over_a_clean_body():
     assert out["tool-hint"].state == "orphaned" and "no_new_tool" in out["tool-hint"].narrowed
     assert out["preference"].state == "clean"
     capable = make_skill(body=BASE, permissions=("shell:execute",))
-    assert all(o.state == "orphaned" and "capability_bearing" in o.narrowed
-               for o in rebase.rebase_deltas([hint, pref], old.body, capable))
+    assert all(
+        o.state == "orphaned" and "capability_bearing" in o.narrowed
+        for o in rebase.rebase_deltas([hint, pref], old.body, capable)
+    )
 
 
 def test_without_the_old_body_only_exact_text_is_trusted():
     old = make_skill(body=BASE)
     new = make_skill(body=BASE.replace("Then label the newsletters.", "Then label receipts."), version="1.1")
-    out = {o.delta.anchor.section: o for o in rebase.rebase_deltas(
-        [_delta(old, "triage"), _delta(old, "replies")], None, new)}
+    out = {
+        o.delta.anchor.section: o
+        for o in rebase.rebase_deltas([_delta(old, "triage"), _delta(old, "replies")], None, new)
+    }
     assert out["triage"].state == "orphaned" and out["replies"].state == "clean"
     assert out["replies"].anchor.base_version == "1.1"
 
@@ -208,8 +226,7 @@ def test_stale_keeps_its_old_digest_so_it_stays_flagged_and_rekey_moves_the_slug
     new_body = BASE.replace("## Notes\n\nNever forward", "## Notes\n\nAlways cc the lead.\n\n## Notes\n\nNever forward")
     new = make_skill(body=new_body.replace("Then label the newsletters.", "Then label receipts."))
     triage = _delta(old, "triage", payload={"body": "Label newsletters by sender."})  # the edited line's subject
-    out = {o.delta.anchor.section: o for o in rebase.rebase_deltas(
-        [triage, _delta(old, "notes-1")], old.body, new)}
+    out = {o.delta.anchor.section: o for o in rebase.rebase_deltas([triage, _delta(old, "notes-1")], old.body, new)}
     assert out["triage"].anchor == anchor.Anchor("triage", old_digest("triage", old), old.version)
     assert anchor.locate(out["triage"].anchor, new.body).state == "stale"
     moved = out["notes-1"].anchor
@@ -230,8 +247,9 @@ def store(tmp_path):
 
 
 def learn(store, skill, section, source=TRUSTED, kind="preference", payload=None):
-    r = gates.learn(store, skill, kind, payload or {"body": f"Lesson for {section}."}, section=section,
-                    provenance=source)
+    r = gates.learn(
+        store, skill, kind, payload or {"body": f"Lesson for {section}."}, section=section, provenance=source
+    )
     assert r.delta is not None, r.message
     return r.delta
 
@@ -248,9 +266,11 @@ def setup_store(store):
 
 def test_apply_moves_statuses_atomically_with_audit_and_reasons(store):
     old, ids = setup_store(store)
-    new_body = BASE.replace("Then label the newsletters.", "Then label receipts.").replace(
-        "## Replies", "## Answering mail").replace("## Notes\n\nNever forward",
-                                                   "## Notes\n\nAlways cc the lead.\n\n## Notes\n\nNever forward")
+    new_body = (
+        BASE.replace("Then label the newsletters.", "Then label receipts.")
+        .replace("## Replies", "## Answering mail")
+        .replace("## Notes\n\nNever forward", "## Notes\n\nAlways cc the lead.\n\n## Notes\n\nNever forward")
+    )
     new = make_skill(body=new_body, version="1.1")
     result = rebase.apply(store, new, "fuzzy", old=old)
     states = {o.delta.id: o.state for o in result.outcomes}
@@ -299,8 +319,10 @@ def test_rekeyed_anchor_resolves_under_the_right_section(store):
     store.register_base(old)
     d = learn(store, old, "notes-1")
     store.approve(d.id)
-    new = make_skill(body=BASE.replace("## Notes\n\nNever forward", "## Notes\n\nAlways cc the lead.\n\n"
-                                                                    "## Notes\n\nNever forward"), version="1.1")
+    new = make_skill(
+        body=BASE.replace("## Notes\n\nNever forward", "## Notes\n\nAlways cc the lead.\n\n## Notes\n\nNever forward"),
+        version="1.1",
+    )
     rebase.apply(store, new, "section", old=old)
     eff = resolve.resolve(new, store)
     assert [x.id for x in eff.applied] == [d.id]
@@ -318,13 +340,13 @@ def test_reanchor_accepts_a_proposal_and_discard_archives(store):
     assert anchor.locate(d.anchor, new.body).state == "clean"
     with pytest.raises(StoreError, match="not orphaned"):
         rebase.reanchor(store, ids["replies"], new, "triage")
-    rebase.apply(store, make_skill(body=BASE.replace("Sort the inbox.", "Sort."), version="1.2"), "orphan-all",
-                 old=new)
+    rebase.apply(store, make_skill(body=BASE.replace("Sort the inbox.", "Sort."), version="1.2"), "orphan-all", old=new)
     rebase.discard(store, ids["notes"])
     assert store.get(ids["notes"]).status == "archived"
     with pytest.raises(StoreError, match="no section"):
-        rebase.reanchor(store, ids["triage"], make_skill(body=BASE.replace("Sort the inbox.", "Sort."),
-                                                          version="1.2"), "nowhere")
+        rebase.reanchor(
+            store, ids["triage"], make_skill(body=BASE.replace("Sort the inbox.", "Sort."), version="1.2"), "nowhere"
+        )
 
 
 def test_apply_is_atomic_when_a_policy_fails(store):
@@ -357,8 +379,10 @@ def test_apply_ignores_an_old_skill_that_is_not_the_registered_base(store):
 def write_skill(root, body, version):
     d = root / "mail"
     d.mkdir(parents=True)
-    (d / "SKILL.md").write_text(f"---\nname: mail\ndescription: test\nmetadata:\n  gaia:\n    version: '{version}'\n"
-                                f"---\n{body}", encoding="utf-8")
+    (d / "SKILL.md").write_text(
+        f"---\nname: mail\ndescription: test\nmetadata:\n  gaia:\n    version: '{version}'\n---\n{body}",
+        encoding="utf-8",
+    )
     return d
 
 

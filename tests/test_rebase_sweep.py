@@ -36,8 +36,9 @@ def updates():
     return [u for u in out if u[0] != u[1]]
 
 
-@pytest.mark.parametrize("params", [{}, {"min_score": 0.3}, {"min_score": 0.9}, {"weights": (0.5, 0.3, 0.2)},
-                                    {"min_similarity": 0.9}])
+@pytest.mark.parametrize(
+    "params", [{}, {"min_score": 0.3}, {"min_score": 0.9}, {"weights": (0.5, 0.3, 0.2)}, {"min_similarity": 0.9}]
+)
 def test_bounded_fuzzy_search_proposes_exactly_what_scoring_every_pair_does(updates, params):
     fast, oracle = rebase.FuzzyPolicy(**params), rebase.FuzzyPolicy(exhaustive=True, **params)
     proposals = 0
@@ -67,8 +68,9 @@ def test_the_bound_never_falls_below_the_exact_score(updates):
 def test_negative_weights_fall_back_to_scoring_every_pair(updates):
     odd = {"weights": (1.0, 0.5, -0.5), "min_score": 0.2}
     for old, new in updates[:40]:
-        assert rebase.plan(old, new, rebase.FuzzyPolicy(**odd)) == \
-            rebase.plan(old, new, rebase.FuzzyPolicy(exhaustive=True, **odd))
+        assert rebase.plan(old, new, rebase.FuzzyPolicy(**odd)) == rebase.plan(
+            old, new, rebase.FuzzyPolicy(exhaustive=True, **odd)
+        )
 
 
 class Terse(rebase.SectionPolicy):
@@ -80,14 +82,20 @@ class Terse(rebase.SectionPolicy):
 
 
 def test_policies_sharing_one_update_decide_as_each_does_on_its_own(updates):
-    policies = [rebase.get_policy(n) for n in rebase.POLICIES] + [rebase.SectionPolicy(min_similarity=0.9),
-                                                                   rebase.FuzzyPolicy(renumbering=False), Terse()]
+    policies = [rebase.get_policy(n) for n in rebase.POLICIES] + [
+        rebase.SectionPolicy(min_similarity=0.9),
+        rebase.FuzzyPolicy(renumbering=False),
+        Terse(),
+    ]
     for old, new in updates:
         shared = rebase.Update(old, new)
         for p in policies:
             assert rebase.plan_update(shared, p) == rebase.plan_update(rebase.Update(old, new), p)
-    assert any(d.reason == "gone?" for old, new in updates
-               for d in rebase.plan_update(rebase.Update(old, new), Terse()).decisions)
+    assert any(
+        d.reason == "gone?"
+        for old, new in updates
+        for d in rebase.plan_update(rebase.Update(old, new), Terse()).decisions
+    )
 
 
 class OneAtATime:
@@ -110,8 +118,9 @@ def test_embedding_batches_give_the_vectors_of_one_text_at_a_time_and_encode_eac
     batched = rebase.EmbeddingPolicy(embedder=counting)
     proposals = 0
     for old, new in updates:
-        want = rebase.plan_update(rebase.Update(old, new),
-                                  rebase.EmbeddingPolicy(embedder=OneAtATime(static_embedder())))
+        want = rebase.plan_update(
+            rebase.Update(old, new), rebase.EmbeddingPolicy(embedder=OneAtATime(static_embedder()))
+        )
         got = rebase.plan_update(rebase.Update(old, new), batched)
         assert got == want
         proposals += sum(d.proposal is not None for d in want.decisions)
@@ -147,9 +156,11 @@ def sweep_lines() -> list[str]:
                 for p in policies:
                     plan = rebase.plan_update(update, p)
                     blank = ",".join(sorted(plan.blank))
-                    lines.append(f"{profile}/{seed} update {k} {plan.policy}"
-                                 f"{' body-changed' if plan.body_changed else ''}{' blank=' + blank if blank else ''}: "
-                                 + "; ".join(_decision_text(d) for d in plan.decisions))
+                    lines.append(
+                        f"{profile}/{seed} update {k} {plan.policy}"
+                        f"{' body-changed' if plan.body_changed else ''}{' blank=' + blank if blank else ''}: "
+                        + "; ".join(_decision_text(d) for d in plan.decisions)
+                    )
     return lines
 
 
@@ -158,8 +169,10 @@ def test_a_sweep_decides_exactly_as_the_stored_decisions():
     got = sweep_lines()
     if got != want:
         diff = list(difflib.unified_diff(want, got, "stored", "now", n=0, lineterm=""))
-        pytest.fail(f"{sum(a != b for a, b in zip(want, got)) + abs(len(want) - len(got))} of {len(want)} "
-                    "update × policy lines differ from the stored decisions:\n" + "\n".join(diff[:24]))
+        pytest.fail(
+            f"{sum(a != b for a, b in zip(want, got)) + abs(len(want) - len(got))} of {len(want)} "
+            "update × policy lines differ from the stored decisions:\n" + "\n".join(diff[:24])
+        )
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:

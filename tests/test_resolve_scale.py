@@ -16,9 +16,18 @@ WORDS = "invoice vendor refund audit payroll outage rollback replica customer bu
 
 
 def _fill(store, n: int, skill=SKILL, section_of=lambda i: ("triage", "replies")[i % 2]):
-    lessons = [gates.Lesson("preference", {"body": f"Lesson {i}: check the {WORDS[i % 10]} and "
-                                                  f"{WORDS[(i * 7) % 10]} {'twice ' * (i % 4)}before replying."},
-                            section_of(i), TRUSTED) for i in range(n)]
+    lessons = [
+        gates.Lesson(
+            "preference",
+            {
+                "body": f"Lesson {i}: check the {WORDS[i % 10]} and "
+                f"{WORDS[(i * 7) % 10]} {'twice ' * (i % 4)}before replying."
+            },
+            section_of(i),
+            TRUSTED,
+        )
+        for i in range(n)
+    ]
     out = gates.learn_many(store, skill, lessons)
     assert all(r.outcome == "active" for r in out), out[0].message
     return [r.delta for r in out]
@@ -27,12 +36,14 @@ def _fill(store, n: int, skill=SKILL, section_of=lambda i: ("triage", "replies")
 def _oracle(skill, store, ceiling):
     """`compose` over every active row (what `resolve` did before it read only what the budget can keep)."""
     scopes = store.read_scopes(None)
-    deltas = store.search(skill=skill.name, scope=sorted(resolve._scopes(scopes)), status="active",
-                          include_superseded=True)
+    deltas = store.search(
+        skill=skill.name, scope=sorted(resolve._scopes(scopes)), status="active", include_superseded=True
+    )
     left_out = [resolve.Note("left_out", None, text) for text in store.integrity_notes]
     store.integrity_notes.clear()
-    return resolve.compose(skill, deltas, scope=scopes, retrieval_only=store.retrieval_only(skill.name),
-                           ceiling=ceiling, notes=left_out)
+    return resolve.compose(
+        skill, deltas, scope=scopes, retrieval_only=store.retrieval_only(skill.name), ceiling=ceiling, notes=left_out
+    )
 
 
 def _same(got, want):
@@ -71,8 +82,9 @@ def test_rows_that_cannot_apply_make_room_for_the_next_ones(tmp_path):
             for k in range(3):
                 s.record_outcome(d.id, session=f"s{d.id}{k}", signal="thumbs", positive=True)
         resolve.resolve(SKILL, s, embedder=False)  # keeps every line's count
-        s.conn.execute("UPDATE skill_deltas SET attempt_count = 9, success_count = 9 WHERE id = ?",
-                       (deltas[12].id,))  # edited outside overlay_kit: first in line, and its seal fails
+        s.conn.execute(
+            "UPDATE skill_deltas SET attempt_count = 9, success_count = 9 WHERE id = ?", (deltas[12].id,)
+        )  # edited outside overlay_kit: first in line, and its seal fails
         s.integrity_notes.clear()
         moved = make_skill(body=SKILL.body.replace("## Triage\n\nLabel urgent mail first.\n\n", ""))
         ceiling = resolve._authored_tokens(moved.body) + 120

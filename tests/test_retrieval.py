@@ -52,19 +52,38 @@ def test_an_unknown_model_is_unavailable_without_touching_the_network():
 
 def _tier3(skill, n, rng):
     words = ["invoice", "vendor", "manager", "newsletter", "deadline", "meeting", "refund", "travel", "contract"]
-    return [delta(skill, "preference", {"body": f"Lesson {i}", "trigger": " ".join(rng.sample(words, 3))},
-                  "replies", id=f"delta_{i:04d}") for i in range(n)]
+    return [
+        delta(
+            skill,
+            "preference",
+            {"body": f"Lesson {i}", "trigger": " ".join(rng.sample(words, 3))},
+            "replies",
+            id=f"delta_{i:04d}",
+        )
+        for i in range(n)
+    ]
 
 
 def test_retrieves_only_at_or_above_tau_best_first(emb):
     skill = make_skill()
-    ds = [delta(skill, "preference", {"body": "cc finance", "trigger": "replying to a vendor about an invoice"},
-                "replies", id="delta_a"),
-          delta(skill, "preference", {"body": "be brief", "trigger": "replying to a vendor about an invoice date"},
-                "replies", id="delta_b"),
-          delta(skill, "preference", {"body": "no emoji", "trigger": "planning a team offsite"}, "replies",
-                id="delta_c"),
-          delta(skill, "parameter", {"key": "k", "value": 1}, "replies", id="delta_t2")]  # tier 2: never indexed
+    ds = [
+        delta(
+            skill,
+            "preference",
+            {"body": "cc finance", "trigger": "replying to a vendor about an invoice"},
+            "replies",
+            id="delta_a",
+        ),
+        delta(
+            skill,
+            "preference",
+            {"body": "be brief", "trigger": "replying to a vendor about an invoice date"},
+            "replies",
+            id="delta_b",
+        ),
+        delta(skill, "preference", {"body": "no emoji", "trigger": "planning a team offsite"}, "replies", id="delta_c"),
+        delta(skill, "parameter", {"key": "k", "value": 1}, "replies", id="delta_t2"),
+    ]  # tier 2: never indexed
     index = TriggerIndex.build(emb, ds)
     assert index.ids == ("delta_a", "delta_b", "delta_c")
     hits = index.retrieve("replying to a vendor about an invoice", 0.82)
@@ -89,8 +108,9 @@ def test_rebuild_is_deterministic_whatever_the_input_order(emb):
 def test_from_store_embeds_new_triggers_once_and_keeps_the_embedder_identity(emb):
     skill = make_skill()
     with Store.open(":memory:") as store:
-        d1 = learn_active(store, skill, "preference", {"body": "cc finance", "trigger": "vendor invoice reply"},
-                          "replies")
+        d1 = learn_active(
+            store, skill, "preference", {"body": "cc finance", "trigger": "vendor invoice reply"}, "replies"
+        )
         learn_active(store, skill, "tool-hint", {"prefer": ["search_mail"]}, "triage")
         index = TriggerIndex.from_store(store, emb)
         assert index.ids == (d1.id,) and not index.dark
@@ -105,8 +125,9 @@ def test_from_store_embeds_new_triggers_once_and_keeps_the_embedder_identity(emb
 def test_an_embedder_change_invalidates_vectors_and_darkens_tier3_until_reembedded(emb):
     skill = make_skill()
     with Store.open(":memory:") as store:
-        d1 = learn_active(store, skill, "preference", {"body": "cc finance", "trigger": "vendor invoice reply"},
-                          "replies")
+        d1 = learn_active(
+            store, skill, "preference", {"body": "cc finance", "trigger": "vendor invoice reply"}, "replies"
+        )
         TriggerIndex.from_store(store, emb)
         other = TextEmbedder(emb.model, "another/embedder")
         index = TriggerIndex.from_store(store, other)
@@ -134,10 +155,12 @@ def test_no_embedder_or_a_failing_store_gives_a_dark_index_never_an_error(emb):
 def test_forget_erases_vectors_from_the_store_and_the_live_index(emb):
     skill, other = make_skill(), make_skill("notes")
     with Store.open(":memory:") as store:
-        d1 = learn_active(store, skill, "preference", {"body": "cc finance", "trigger": "vendor invoice reply"},
-                          "replies")
-        d2 = learn_active(store, other, "preference", {"body": "dates first", "trigger": "meeting notes summary"},
-                          "replies")
+        d1 = learn_active(
+            store, skill, "preference", {"body": "cc finance", "trigger": "vendor invoice reply"}, "replies"
+        )
+        d2 = learn_active(
+            store, other, "preference", {"body": "dates first", "trigger": "meeting notes summary"}, "replies"
+        )
         index = TriggerIndex.from_store(store, emb).attach(store)
         assert set(index.ids) == {d1.id, d2.id}
         store.forget(skill="mail")
@@ -185,8 +208,9 @@ def test_resolver_notes_an_uncalibrated_embedder_instead_of_a_silent_dark_index(
     skill = make_skill()
     other = TextEmbedder(emb.model, "uncalibrated/embedder")
     with Store.open(":memory:") as store:
-        d = learn_active(store, skill, "preference", {"body": "CC FINANCE", "trigger": "vendor invoice reply"},
-                         "replies")
+        d = learn_active(
+            store, skill, "preference", {"body": "CC FINANCE", "trigger": "vendor invoice reply"}, "replies"
+        )
         store.set_resident([d.id], False, who="budget", reason="test")
         eff = resolve(skill, store, goal="vendor invoice reply", embedder=other)
         assert "CC FINANCE" not in eff.text
@@ -218,11 +242,15 @@ def test_a_relevant_lesson_demoted_by_the_budget_comes_back_for_a_paraphrased_go
 
     skill = make_skill("files")  # datasets/skills/file-organizer holds capabilities: v1 learns nothing there
     with Store.open(":memory:") as store:
-        ids = {r["lesson_id"]: learn_active(store, skill, "preference", {"body": r["body"], "trigger": r["trigger"]},
-                                            "replies").id for r in lessons}
+        ids = {
+            r["lesson_id"]: learn_active(
+                store, skill, "preference", {"body": r["body"], "trigger": r["trigger"]}, "replies"
+            ).id
+            for r in lessons
+        }
         authored = budget.count_many([skill.body])[0]
         budget.enforce(store, [skill], ceiling=authored + 40, reserve=0)
-        assert store.retrieval_only(skill.name) >= set(ids.values())   # every lesson demoted by the budget
+        assert store.retrieval_only(skill.name) >= set(ids.values())  # every lesson demoted by the budget
         body = {r["lesson_id"]: r["body"] for r in lessons}
 
         eff = resolve(skill, store, goal=goal["goal"], embedder=emb)

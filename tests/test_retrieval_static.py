@@ -32,8 +32,10 @@ def oracle():
     from tokenizers import Tokenizer
 
     weights = load_file(str(bundled.embedding_path()))["embedding.weight"].float()
-    model = SentenceTransformer(modules=[StaticEmbedding(Tokenizer.from_file(str(bundled.tokenizer_path())),
-                                                         embedding_weights=weights)], device="cpu")
+    model = SentenceTransformer(
+        modules=[StaticEmbedding(Tokenizer.from_file(str(bundled.tokenizer_path())), embedding_weights=weights)],
+        device="cpu",
+    )
     return retrieval.TextEmbedder(model, "oracle/static-embedding")
 
 
@@ -98,7 +100,9 @@ def test_a_sentence_transformers_folder_of_the_same_weights_loads_by_path(emb, o
 
 
 def test_loading_and_encoding_imports_neither_torch_nor_sentence_transformers():
-    code = ("import sys; from overlay_kit import retrieval; e = retrieval.load_embedder(); e.encode(['a goal']); "
-            "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'wordllama') if m in sys.modules))")
+    code = (
+        "import sys; from overlay_kit import retrieval; e = retrieval.load_embedder(); e.encode(['a goal']); "
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'wordllama') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -44,8 +44,9 @@ def test_each_rule_file_reads_and_its_notebook_prints_it(path):
     rule = rulefile.load(path.stem)
     notebook = ROOT / "notebooks" / f"{rule.study}.ipynb"
     assert notebook.exists(), f"{path.name}: no notebook {notebook.name}"
-    assert rule.sha256[:12] in _outputs(notebook), \
+    assert rule.sha256[:12] in _outputs(notebook), (
         f"{notebook.name} does not print this rule file's stamp (re-run it: `make notebooks`)"
+    )
 
 
 @pytest.mark.parametrize("path", RULES, ids=[p.stem for p in RULES])
@@ -57,9 +58,14 @@ def test_each_rule_file_was_committed_before_its_numbers(path):
     rel = path.relative_to(ROOT).as_posix()
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     study = rulefile.load(path).study
-    rule_commits = [c for c in _git("log", "--format=%H", "--", rel).split()
-                    if hashlib.sha256(subprocess.run(["git", "show", f"{c}:{rel}"], cwd=ROOT, capture_output=True,
-                                                     check=True).stdout).hexdigest() == sha]
+    rule_commits = [
+        c
+        for c in _git("log", "--format=%H", "--", rel).split()
+        if hashlib.sha256(
+            subprocess.run(["git", "show", f"{c}:{rel}"], cwd=ROOT, capture_output=True, check=True).stdout
+        ).hexdigest()
+        == sha
+    ]
     assert rule_commits, f"{rel}: this version of the rule is not committed"
     numbers = _git("log", "--format=%H", f"-S{sha[:12]}", "--", f"notebooks/{study}.ipynb").split()
     if not numbers:
@@ -81,18 +87,21 @@ def test_a_rule_file_reads_field_by_field(tmp_path):
         rule.param("tau")
 
 
-@pytest.mark.parametrize("edit, field", [
-    (lambda t: t.replace("version: 1", "version: 0"), "version"),
-    (lambda t: t.replace("version: 1", "version: true"), "version"),
-    (lambda t: t.replace("written: 2026-12-05", "written: soon"), "written"),
-    (lambda t: t.replace("seen: nothing\n", ""), "seen"),
-    (lambda t: t.replace("seen: nothing", "seen: ''"), "seen"),
-    (lambda t: t + "notes: extra\n", "notes"),
-    (lambda t: t.replace("params: {target: 0.05, seeds: [0, 1, 2]}", "params: [1, 2]"), "params"),
-    (lambda t: t.replace("study: 99_probe", "study: 98_other"), "study"),
-    (lambda t: "- a list\n", "file"),
-    (lambda t: "study: [unclosed\n", "file"),
-])
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda t: t.replace("version: 1", "version: 0"), "version"),
+        (lambda t: t.replace("version: 1", "version: true"), "version"),
+        (lambda t: t.replace("written: 2026-12-05", "written: soon"), "written"),
+        (lambda t: t.replace("seen: nothing\n", ""), "seen"),
+        (lambda t: t.replace("seen: nothing", "seen: ''"), "seen"),
+        (lambda t: t + "notes: extra\n", "notes"),
+        (lambda t: t.replace("params: {target: 0.05, seeds: [0, 1, 2]}", "params: [1, 2]"), "params"),
+        (lambda t: t.replace("study: 99_probe", "study: 98_other"), "study"),
+        (lambda t: "- a list\n", "file"),
+        (lambda t: "study: [unclosed\n", "file"),
+    ],
+)
 def test_a_bad_rule_file_is_refused_naming_its_field(tmp_path, edit, field):
     path = tmp_path / "99_probe.yaml"
     path.write_text(edit(GOOD.format(study="99_probe")), encoding="utf-8")

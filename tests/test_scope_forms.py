@@ -15,15 +15,41 @@ from overlay_kit.resolve import resolve
 from overlay_kit.store import Store
 
 SKILL = make_skill()
-BAD = ["USER", "admin", "user ", " user", "*", "agent:", "agent:Bob", "agent:-x", "Agent:bob", "sender:",
-       "sender: x@y.z", "user:work\n", "path:a\u202eb", "", "x" * 300, "user\u200b"]
-GOOD = ["user", "agent:triage", "agent:mail.bot_2", "user:work", "sender:cfo@company.com", "sender:@hooli.com",
-        "person:Mary Ann", "path:third_party/"]
+BAD = [
+    "USER",
+    "admin",
+    "user ",
+    " user",
+    "*",
+    "agent:",
+    "agent:Bob",
+    "agent:-x",
+    "Agent:bob",
+    "sender:",
+    "sender: x@y.z",
+    "user:work\n",
+    "path:a\u202eb",
+    "",
+    "x" * 300,
+    "user\u200b",
+]
+GOOD = [
+    "user",
+    "agent:triage",
+    "agent:mail.bot_2",
+    "user:work",
+    "sender:cfo@company.com",
+    "sender:@hooli.com",
+    "person:Mary Ann",
+    "path:third_party/",
+]
 
 
 def rows(store) -> int:
-    return sum(store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-               for t in ("skill_deltas", "learned_facts", "delta_audit"))
+    return sum(
+        store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("skill_deltas", "learned_facts", "delta_audit")
+    )
 
 
 @pytest.mark.parametrize("scope", BAD)
@@ -44,8 +70,10 @@ def test_the_forms_are_listed():
 
 
 @pytest.mark.parametrize("scope", ["USER", "admin", "user ", "*", "agent:"])
-@pytest.mark.parametrize("kind, payload, section", [("preference", {"body": "Keep replies short."}, "replies"),
-                                                    ("fact", {"key": "tz", "value": "UTC"}, None)])
+@pytest.mark.parametrize(
+    "kind, payload, section",
+    [("preference", {"body": "Keep replies short."}, "replies"), ("fact", {"key": "tz", "value": "UTC"}, None)],
+)
 def test_gates_refuse_a_bad_scope_and_write_nothing(store, scope, kind, payload, section):
     before = rows(store)
     with pytest.raises(ScopeError, match="is not a scope"):
@@ -62,8 +90,19 @@ def test_learn_many_refuses_the_whole_batch_naming_the_row(store):
         gates.learn_many(store, SKILL, [good, bad])
     assert exc.value.field == "scope"
     with pytest.raises(ScopeError, match=r"^lesson 0: scope: '\*'"):
-        gates.learn_many(store, SKILL, [{"kind": "preference", "payload": {"body": "x"}, "section": "replies",
-                                         "provenance": TRUSTED, "scope": "*"}])
+        gates.learn_many(
+            store,
+            SKILL,
+            [
+                {
+                    "kind": "preference",
+                    "payload": {"body": "x"},
+                    "section": "replies",
+                    "provenance": TRUSTED,
+                    "scope": "*",
+                }
+            ],
+        )
     assert rows(store) == 0
 
 
@@ -71,10 +110,12 @@ def test_a_valid_scope_is_applied_where_it_is_read(tmp_path):
     """What is accepted is read: `agent:NAME` by that agent's handle, `user` by everyone; a qualified scope by a
     resolve that names it, and its write says so."""
     with Store.open(tmp_path / "o.db", auto_approve=True) as s:
-        mine = gates.learn(s, SKILL, "preference", {"body": "Mine only."}, section="replies", provenance=TRUSTED,
-                           scope="agent:triage")
-        work = gates.learn(s, SKILL, "preference", {"body": "Work only."}, section="replies", provenance=TRUSTED,
-                           scope="user:work")
+        mine = gates.learn(
+            s, SKILL, "preference", {"body": "Mine only."}, section="replies", provenance=TRUSTED, scope="agent:triage"
+        )
+        work = gates.learn(
+            s, SKILL, "preference", {"body": "Work only."}, section="replies", provenance=TRUSTED, scope="user:work"
+        )
         assert mine.outcome == work.outcome == "active" and not mine.warnings
         assert any("applied only where a resolve names this scope" in w for w in work.warnings)
     with Store.open(tmp_path / "o.db", agent="triage") as s:
@@ -86,8 +127,23 @@ def test_a_valid_scope_is_applied_where_it_is_read(tmp_path):
 @pytest.mark.parametrize("scope", ["USER", "admin", "user ", "*", "agent:"])
 def test_cli_learn_scope_refused_in_one_line(capsys, skill_dir, tmp_path, scope):
     db = tmp_path / "o.db"
-    args = ["learn", skill_dir, "--kind", "preference", "--section", "replies", "--body", "Keep it short.",
-            "--source", "user_instruction", "--auto-approve", "--scope", scope, "--db", db]
+    args = [
+        "learn",
+        skill_dir,
+        "--kind",
+        "preference",
+        "--section",
+        "replies",
+        "--body",
+        "Keep it short.",
+        "--source",
+        "user_instruction",
+        "--auto-approve",
+        "--scope",
+        scope,
+        "--db",
+        db,
+    ]
     code, out, err = run(capsys, *args)
     assert code == 1 and out == "" and err.count("\n") == 1
     assert err.startswith("overlay-kit learn: error: scope: ") and "'agent:NAME'" in err
@@ -103,10 +159,22 @@ def test_cli_learn_scope_refused_in_one_line(capsys, skill_dir, tmp_path, scope)
 def test_cli_learn_from_file_with_a_bad_scope_writes_nothing(capsys, skill_dir, tmp_path):
     db = tmp_path / "o.db"
     f = tmp_path / "lessons.jsonl"
-    f.write_text(json.dumps({"kind": "preference", "payload": {"body": "One."}, "section": "replies",
-                             "provenance": "user_instruction"}) + "\n"
-                 + json.dumps({"kind": "preference", "payload": {"body": "Two."}, "section": "replies",
-                               "provenance": "user_instruction", "scope": "USER"}) + "\n")
+    f.write_text(
+        json.dumps(
+            {"kind": "preference", "payload": {"body": "One."}, "section": "replies", "provenance": "user_instruction"}
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "kind": "preference",
+                "payload": {"body": "Two."},
+                "section": "replies",
+                "provenance": "user_instruction",
+                "scope": "USER",
+            }
+        )
+        + "\n"
+    )
     code, out, err = run(capsys, "learn", skill_dir, "--from", f, "--db", db, "--json")
     assert code == 1 and out == ""
     error = json.loads(err)["error"]

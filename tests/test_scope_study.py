@@ -19,9 +19,17 @@ SMALL = dict(users=16, sessions=30, transfer_share=0.4, co_load=0.5, split_share
 def _trace(*, contexts=(0.9, 0.9), transfer=0.0, load=0.0, need=0.0) -> UserTrace:
     """Two agents; the email agent teaches LESSON in session 0, the calendar agent runs sessions 1 and 2."""
     sessions = (("email triage", LESSON, True), ("calendar", None, False), ("calendar", None, False))
-    return UserTrace("u", ("email triage", "calendar"), sessions, {"email triage": 0.5, "calendar": 0.5},
-                     np.array(contexts), {LESSON: transfer}, np.full((3, 2), load), np.full((3, 1), need),
-                     (LESSON,))
+    return UserTrace(
+        "u",
+        ("email triage", "calendar"),
+        sessions,
+        {"email triage": 0.5, "calendar": 0.5},
+        np.array(contexts),
+        {LESSON: transfer},
+        np.full((3, 2), load),
+        np.full((3, 1), need),
+        (LESSON,),
+    )
 
 
 POINT = Point(transfer_share=0.5, split_share=0.3, co_load=0.5)
@@ -76,15 +84,21 @@ def test_a_point_refuses_what_is_not_a_share():
     assert Point(0.4, 0.3, 0.5).personal == pytest.approx((1 - (1 - 0.6) ** 0.5) / 2)
     q = Point(0.4, 0.3, 0.5).personal
     assert 2 * q * (1 - q) == pytest.approx(0.3)
-    for kw, field in [(dict(transfer_share=1.2), "transfer_share"), (dict(co_load=-0.1), "co_load"),
-                      (dict(split_share=0.6), "split_share"), (dict(co_load=True), "co_load")]:
+    for kw, field in [
+        (dict(transfer_share=1.2), "transfer_share"),
+        (dict(co_load=-0.1), "co_load"),
+        (dict(split_share=0.6), "split_share"),
+        (dict(co_load=True), "co_load"),
+    ]:
         with pytest.raises(ScopeError) as err:
             Point(**(dict(transfer_share=0.4, split_share=0.3, co_load=0.5) | kw))
         assert err.value.field == field
 
 
-@pytest.mark.parametrize("kw, field", [(dict(agents=4), "agents"), (dict(users=0), "users"),
-                                       (dict(sessions=True), "sessions"), (dict(seed=-1), "seed")])
+@pytest.mark.parametrize(
+    "kw, field",
+    [(dict(agents=4), "agents"), (dict(users=0), "users"), (dict(sessions=True), "sessions"), (dict(seed=-1), "seed")],
+)
 def test_run_refuses_bad_input_naming_the_field(kw, field):
     with pytest.raises(ScopeError) as err:
         scope.run(**kw)

@@ -18,9 +18,33 @@ from overlay_kit.retrieval import load_embedder
 from overlay_kit.store import Store
 
 pytestmark = pytest.mark.usefixtures("no_network")
-TOPICS = ["invoice", "recruiter", "landlord", "dentist", "newsletter", "conference", "visa", "payroll", "garden",
-          "printer", "insurance", "parking", "vaccine", "mortgage", "wedding", "laptop", "podcast", "marathon",
-          "passport", "piano", "bakery", "museum", "tennis", "solar", "kayak"]
+TOPICS = [
+    "invoice",
+    "recruiter",
+    "landlord",
+    "dentist",
+    "newsletter",
+    "conference",
+    "visa",
+    "payroll",
+    "garden",
+    "printer",
+    "insurance",
+    "parking",
+    "vaccine",
+    "mortgage",
+    "wedding",
+    "laptop",
+    "podcast",
+    "marathon",
+    "passport",
+    "piano",
+    "bakery",
+    "museum",
+    "tennis",
+    "solar",
+    "kayak",
+]
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +54,19 @@ def emb():
 
 def _store(skill, n):
     store = Store.open(":memory:")
-    ids = {t: learn_active(store, skill, "preference",
-                           {"body": f"For anything about the {t}, reply within a day and cc Sam ({t.upper()}).",
-                            "trigger": f"an email about the {t}"}, "drafting-replies").id
-           for t in TOPICS[:n]}
+    ids = {
+        t: learn_active(
+            store,
+            skill,
+            "preference",
+            {
+                "body": f"For anything about the {t}, reply within a day and cc Sam ({t.upper()}).",
+                "trigger": f"an email about the {t}",
+            },
+            "drafting-replies",
+        ).id
+        for t in TOPICS[:n]
+    }
     return store, ids
 
 
@@ -68,14 +101,21 @@ def test_the_rule_admits_the_top_k_within_floor_and_margin_best_first():
     scores = sel.Scores(np.array([[0.2, 0.9, 0.5, 0.85], [0.1, 0.1, 0.1, 0.1]]), np.zeros((2, 4)), np.zeros((2, 4)))
     assert sel.SelectionRule(floor=0.4, margin=1.0, k=2).admit(scores) == [[(1, 0.9), (3, 0.85)], []]
     assert sel.SelectionRule(floor=0.0, margin=0.1, k=5).admit(scores)[0] == [(1, 0.9), (3, 0.85)]
-    assert sel.SelectionRule(floor=0.0, margin=1.0, k=5).admit(scores)[1] == [(0, 0.1), (1, 0.1), (2, 0.1), (3, 0.1)]  # ties
+    assert sel.SelectionRule(floor=0.0, margin=1.0, k=5).admit(scores)[1] == [
+        (0, 0.1),
+        (1, 0.1),
+        (2, 0.1),
+        (3, 0.1),
+    ]  # ties
     with pytest.raises(ValueError):
         sel.SelectionRule(k=0)
 
 
 def test_evidence_triggers_bring_a_lesson_back_for_the_goal_it_was_restated_at(emb):
-    lessons = [sel.Candidate("a", ("an email about the invoice",), "Pay within 30 days."),
-               sel.Candidate("b", ("an email about the recruiter",), "Decline politely.")]
+    lessons = [
+        sel.Candidate("a", ("an email about the invoice",), "Pay within 30 days."),
+        sel.Candidate("b", ("an email about the recruiter",), "Decline politely."),
+    ]
     goal = "the headhunter again"
     rule = sel.SelectionRule(floor=-1.0, k=1)
     restated = [lessons[0], sel.Candidate("b", (*lessons[1].triggers, goal), lessons[1].text)]
@@ -84,8 +124,10 @@ def test_evidence_triggers_bring_a_lesson_back_for_the_goal_it_was_restated_at(e
 
 
 def test_lexical_scores_match_a_name_the_embedder_has_no_sense_of(emb):
-    lessons = [sel.Candidate("a", (), "Anything from Zorblatt goes to the legal folder."),
-               sel.Candidate("b", (), "Anything from the school goes to the family folder.")]
+    lessons = [
+        sel.Candidate("a", (), "Anything from Zorblatt goes to the legal folder."),
+        sel.Candidate("b", (), "Anything from the school goes to the family folder."),
+    ]
     s = sel.score(["mail from zorblatt"], lessons, emb, sel.SelectionRule(lexical=1.0))
     assert s.lexical[0, 0] > 0 and s.lexical[0, 1] == 0
 
@@ -121,7 +163,8 @@ def test_centroid_pooling_scores_the_mean_direction_of_a_lessons_evidence(emb):
     got = sel.score(goal, [lesson], emb, sel.SelectionRule(pool="centroid")).dense[0, 0]
     units = [v / np.linalg.norm(v) for v in emb.encode([*lesson.triggers, lesson.text])]
     expected = np.dot(emb.encode(goal)[0], np.mean(units, axis=0)) / (
-        np.linalg.norm(emb.encode(goal)[0]) * np.linalg.norm(np.mean(units, axis=0)))
+        np.linalg.norm(emb.encode(goal)[0]) * np.linalg.norm(np.mean(units, axis=0))
+    )
     assert got == pytest.approx(expected, abs=1e-5)
     with pytest.raises(ValueError):
         sel.SelectionRule(pool="mean")

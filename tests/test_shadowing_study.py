@@ -22,8 +22,9 @@ def _rule_copy(tmp_path, **params):
 
 def _totals(values, users=20, sessions=120):
     df = shadowing.simulate(Assumptions.of(values), users=users, sessions=sessions)
-    return df.groupby("policy", sort=False)[["lessons", "silent", "confirmed", "own_uses", "lost_uses",
-                                             "prompts"]].sum()
+    return df.groupby("policy", sort=False)[
+        ["lessons", "silent", "confirmed", "own_uses", "lost_uses", "prompts"]
+    ].sum()
 
 
 # ------------------------------------------------------------------------------ what the product does
@@ -51,11 +52,19 @@ FORK_A = _Base("review", "project", "project1/review", "user:review")
 OTHER_B = _Base("review", "project", "project2/review", "project2:review")
 
 
-@pytest.mark.parametrize("policy, lesson, served, applied", [
-    ("name", USER, FORK_A, True), ("name", USER, OTHER_B, True),
-    ("name+root", USER, FORK_A, False), ("name+root", USER, USER, True), ("name+root", FORK_A, OTHER_B, True),
-    ("name+path", USER, FORK_A, False), ("name+path", USER, USER, True), ("name+path", FORK_A, OTHER_B, False),
-])
+@pytest.mark.parametrize(
+    "policy, lesson, served, applied",
+    [
+        ("name", USER, FORK_A, True),
+        ("name", USER, OTHER_B, True),
+        ("name+root", USER, FORK_A, False),
+        ("name+root", USER, USER, True),
+        ("name+root", FORK_A, OTHER_B, True),
+        ("name+path", USER, FORK_A, False),
+        ("name+path", USER, USER, True),
+        ("name+path", FORK_A, OTHER_B, False),
+    ],
+)
 def test_each_keying_applies_by_its_own_key(policy, lesson, served, applied):
     """name+root compares root labels: a lesson from project A's skill attaches to project B's same-named one."""
     a = Assumptions.of(REAL)
@@ -138,10 +147,26 @@ def test_too_few_lessons_for_the_silent_bound_is_undecided():
 
 
 def test_a_tie_in_lost_goes_to_fewer_prompts_then_the_listed_order():
-    per_user = pd.DataFrame([{"user": f"u{i}", "policy": p, "sessions": 100, "shadowed_sessions": 5,
-                              "lessons": 200, "silent": 0, "confirmed": 0, "lost_lessons": 1, "kept": 199,
-                              "own_uses": 50, "lost_uses": 5 + i % 2, "prompts": 1 if p.endswith("prompt") else 0}
-                             for i in range(6) for p in ("name+path+prompt", "name+path")]).assign(point="realistic")
+    per_user = pd.DataFrame(
+        [
+            {
+                "user": f"u{i}",
+                "policy": p,
+                "sessions": 100,
+                "shadowed_sessions": 5,
+                "lessons": 200,
+                "silent": 0,
+                "confirmed": 0,
+                "lost_lessons": 1,
+                "kept": 199,
+                "own_uses": 50,
+                "lost_uses": 5 + i % 2,
+                "prompts": 1 if p.endswith("prompt") else 0,
+            }
+            for i in range(6)
+            for p in ("name+path+prompt", "name+path")
+        ]
+    ).assign(point="realistic")
     summary = shadowing._summary(per_user, RULE).assign(point="realistic")
     v = shadowing._decide(summary, per_user, RULE, "name+root")
     assert v.tie and v.policy == "name+path" and v.kind == "change"

@@ -11,8 +11,7 @@ from overlay_kit.defaults import SHIPPED
 from overlay_kit.studies import rulefile, signals
 from overlay_kit.studies.signals import Assumptions, SignalStudyError
 
-SMALL = {"world": {"users": 4, "sessions": 40}, "followup": 25, "seeds": 1, "scenarios": ["base"],
-         "resamples": 200}
+SMALL = {"world": {"users": 4, "sessions": 40}, "followup": 25, "seeds": 1, "scenarios": ["base"], "resamples": 200}
 
 
 def write_rule(tmp_path, **params):
@@ -63,8 +62,9 @@ def test_a_run_is_a_pure_function_of_its_arguments(study):
 def test_table_and_finding_read_the_rule(study):
     assert study.finding().startswith(study.rule.stamp())
     t = study.table()
-    assert list(t.index.names) == ["scenario", "signals counted"] and len(t) == len(signals._sets(
-        study.rule.param("sets")))
+    assert list(t.index.names) == ["scenario", "signals counted"] and len(t) == len(
+        signals._sets(study.rule.param("sets"))
+    )
     assert set(study.verdicts.promotion) <= {"right", "wrong", "undecided"}
 
 
@@ -112,16 +112,19 @@ def test_the_shipped_set_is_what_the_product_counts():
     assert set(rule.param("sets")[rule.param("shipped_set")]) == signals.product_kinds()
 
 
-@pytest.mark.parametrize("call, field", [
-    (lambda: Assumptions(p_slip=1.5), "p_slip"),
-    (lambda: Assumptions(engagement="often"), "engagement"),
-    (lambda: Assumptions.scenario("p_slip=middle"), "scenarios"),
-    (lambda: Assumptions.scenario("nonsense=low"), "scenarios"),
-    (lambda: signals.run(rule=rulefile.load(signals.RULE), mood=1.0), "mood"),
-    (lambda: signals._sets({"x": ["thumbs_sideways"]}), "sets"),
-    (lambda: signals._sets({"x": ["tool_ok", "accepted"]}), "sets"),
-    (lambda: signals._sets([]), "sets"),
-])
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda: Assumptions(p_slip=1.5), "p_slip"),
+        (lambda: Assumptions(engagement="often"), "engagement"),
+        (lambda: Assumptions.scenario("p_slip=middle"), "scenarios"),
+        (lambda: Assumptions.scenario("nonsense=low"), "scenarios"),
+        (lambda: signals.run(rule=rulefile.load(signals.RULE), mood=1.0), "mood"),
+        (lambda: signals._sets({"x": ["thumbs_sideways"]}), "sets"),
+        (lambda: signals._sets({"x": ["tool_ok", "accepted"]}), "sets"),
+        (lambda: signals._sets([]), "sets"),
+    ],
+)
 def test_bad_input_names_its_field(call, field):
     with pytest.raises(SignalStudyError) as e:
         call()
@@ -139,6 +142,14 @@ def test_a_rule_that_misnames_what_ships_or_retire_below_is_refused(tmp_path):
         signals.run(rule=write_rule(tmp_path, **SMALL), scenarios=["p_slip=high"])
     assert e.value.field == "scenarios"
     with pytest.raises(SignalStudyError) as e:
-        signals.simulate(0, Assumptions(), sets={"a": ("accepted",)}, arms={"shipped": None}, users=2,
-                         sessions=10, followup=10, turns=1)
+        signals.simulate(
+            0,
+            Assumptions(),
+            sets={"a": ("accepted",)},
+            arms={"shipped": None},
+            users=2,
+            sessions=10,
+            followup=10,
+            turns=1,
+        )
     assert e.value.field == "followup"

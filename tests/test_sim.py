@@ -64,8 +64,20 @@ def test_every_operator_applies_and_its_truth_covers_every_old_section(op):
         assert all(set(f.heirs) <= slugs for f in edit.truth.values())
 
 
-@pytest.mark.parametrize("op", ["whitespace_churn", "rewrap", "heading_level", "section_move",
-                                "frontmatter_edit", "version_bump", "narrow_tools", "typo_fix", "heading_rename"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "whitespace_churn",
+        "rewrap",
+        "heading_level",
+        "section_move",
+        "frontmatter_edit",
+        "version_bump",
+        "narrow_tools",
+        "typo_fix",
+        "heading_rename",
+    ],
+)
 def test_meaning_preserving_operators_keep_every_section(op):
     for text, edit in applied(op, n=6):
         assert all(f.target is not None and not f.changed for f in edit.truth.values())
@@ -139,8 +151,13 @@ def test_profiles_are_calibrated_to_calibration_md():
         stats = sim.calibration_stats(sim.generate_histories(12, name, 12, 0, seed=11))
         target = sim.CALIBRATION[name]
         for key, value in stats.items():
-            tol = 0.13 if key in ("edited_same_heading", "sec_offset_moved") else 0.1 if not key.startswith(
-                "sec_") else 0.05
+            tol = (
+                0.13
+                if key in ("edited_same_heading", "sec_offset_moved")
+                else 0.1
+                if not key.startswith("sec_")
+                else 0.05
+            )
             assert abs(value - target[key]) <= tol, (name, key, value, target[key])
 
 
@@ -180,8 +197,12 @@ class BagOfWords:
 def test_tally_counts_against_truth():
     old = "# T\n\n## A\n\nalpha beta gamma delta.\n\n## B\n\nepsilon zeta eta theta.\n\n"
     new = "# T\n\n## A\n\nalpha beta gamma delta iota.\n\n## Bee\n\nepsilon zeta eta theta.\n\n"
-    truth = {"_preamble": sim.Fate("_preamble", False), "t": sim.Fate("t", False), "a": sim.Fate("a", True),
-             "b": sim.Fate("bee", False)}
+    truth = {
+        "_preamble": sim.Fate("_preamble", False),
+        "t": sim.Fate("t", False),
+        "a": sim.Fate("a", True),
+        "b": sim.Fate("bee", False),
+    }
     c = sim.tally(rebase.plan(old, new, "fuzzy"), ["t", "a", "b", "b"], truth)
     assert c["correct_clean"] == 1 and c["correct_stale"] == 1 and c["false_orphan"] == 2 and c["rescued"] == 2
     assert c["review"] == 3 and c["misattached"] == 0 and c["correct_proposals"] == 2
@@ -209,8 +230,11 @@ def test_synthetic_skills_are_written_from_the_example_skills_sentences():
     assert sum(t in lines for t in pool) >= 5  # the sentences are the examples' own
     headings = [s.heading for k in range(20) for s in sections(sim.make_skill(random.Random(k))) if s.level == 2]
     shared = [h for h in headings if any(h != o and h.split()[0] == o.split()[0] for o in headings)]
-    assert shared and any(h.startswith("Step ") for k in range(20)
-                          for h in (s.heading for s in sections(sim.make_skill(random.Random(k)))))
+    assert shared and any(
+        h.startswith("Step ")
+        for k in range(20)
+        for h in (s.heading for s in sections(sim.make_skill(random.Random(k))))
+    )
 
 
 def test_touched_is_every_section_not_at_its_slug_with_its_text():
@@ -227,8 +251,20 @@ def test_needed_is_the_smallest_denominator_a_zero_count_bounds_below_target():
 def test_safety_bounds_each_policy_over_touched_deltas_only():
     import pandas as pd
 
-    rows = pd.DataFrame([{"policy": p, "updates": 1, "deltas": 20, "touched": 1, "misattached": 0,
-                          "touched_misattached": int(p == "b" and k < 3)} for p in "ab" for k in range(700)])
+    rows = pd.DataFrame(
+        [
+            {
+                "policy": p,
+                "updates": 1,
+                "deltas": 20,
+                "touched": 1,
+                "misattached": 0,
+                "touched_misattached": int(p == "b" and k < 3),
+            }
+            for p in "ab"
+            for k in range(700)
+        ]
+    )
     s = sim.safety(rows).set_index("policy")
     assert s.loc["a", "touched"] == 700 and s.loc["a", "below_target"] and s.loc["a", "bound"] < 0.005
     assert not s.loc["b", "below_target"] and s.loc["b", "bound"] > 0.005  # 3 of 700 is not "never"
@@ -252,8 +288,10 @@ def test_the_rule_file_classes_are_the_operators_edit_classes():
     rule = rulefile.load(sim.RULE)
     classes = sim._rule_classes(rule)
     assert {c: set(ops) for c, ops in classes.items()} == {
-        "textual": set(sim.TEXTUAL_OPERATORS), "structural": set(sim.STRUCTURAL_OPERATORS),
-        "frontmatter": set(sim.FRONTMATTER_OPERATORS)}
+        "textual": set(sim.TEXTUAL_OPERATORS),
+        "structural": set(sim.STRUCTURAL_OPERATORS),
+        "frontmatter": set(sim.FRONTMATTER_OPERATORS),
+    }
     assert "namesake_above" in classes["structural"] and "typo_fix" in classes["textual"]
     assert sim.edit_class("sentence_reword") == "textual" and sim.edit_class("section_move") == "structural"
     with pytest.raises(ValueError, match="unknown edit operator"):
@@ -278,8 +316,9 @@ def test_structural_operators_move_a_slug_or_change_a_heading(op):
         old, new = sections(text), sections(edit.text)
         by = {s.slug: s for s in new}
         moved = any(edit.truth[s.slug].target != s.slug or edit.truth[s.slug].heirs for s in old)
-        retitled = any(s.slug in by and (by[s.slug].heading_source, by[s.slug].level) !=
-                       (s.heading_source, s.level) for s in old)
+        retitled = any(
+            s.slug in by and (by[s.slug].heading_source, by[s.slug].level) != (s.heading_source, s.level) for s in old
+        )
         assert moved or retitled or [s.slug for s in old] != [s.slug for s in new]
 
 
@@ -314,8 +353,7 @@ def _oracle_kept(rule, ops):
 def test_operator_study_keeps_exactly_the_trials_of_the_stepwise_stopping_rule(tmp_path):
     rule = tmp_rule(tmp_path, units_needed=9, trials_first=3, trials_step=2, max_trials=11, n_boot=50)
     ops = ["typo_fix", "whitespace_churn", "heading_level", "section_insert", "section_append", "version_bump"]
-    st = sim.operator_study(rule, operators=ops, policies=("section",), chunk=4, backend="sequential",
-                            progress=False)
+    st = sim.operator_study(rule, operators=ops, policies=("section",), chunk=4, backend="sequential", progress=False)
     kept = st.rows.groupby("operator")["trial"].max() + 1
     assert kept.to_dict() == _oracle_kept(rule, ops)
     assert kept["version_bump"] == 3 and kept["section_append"] == 11  # never grown; grown to the cap
@@ -329,26 +367,57 @@ def _rows(spec):
     out = []
     for op, (n, touching, failing) in spec.items():
         for t in range(n):
-            out.append({**dict.fromkeys(sim.COUNTS + sim.OUTCOMES, 0), "operator": op, "trial": t,
-                        "unit": f"{op}:{t}", "policy": "section", "updates": 1, "deltas": 5,
-                        "touched": int(t < touching), "touched_misattached": int(t < failing),
-                        "misattached": int(t < failing)})
+            out.append(
+                {
+                    **dict.fromkeys(sim.COUNTS + sim.OUTCOMES, 0),
+                    "operator": op,
+                    "trial": t,
+                    "unit": f"{op}:{t}",
+                    "policy": "section",
+                    "updates": 1,
+                    "deltas": 5,
+                    "touched": int(t < touching),
+                    "touched_misattached": int(t < failing),
+                    "misattached": int(t < failing),
+                }
+            )
     return pd.DataFrame(out)
 
 
 def test_the_verdict_is_computed_from_the_rule_file_and_can_come_out_every_way(tmp_path):
-    rows = _rows({"heading_rename": (700, 700, 0), "section_move": (700, 700, 6), "section_insert": (900, 300, 0),
-                  "section_append": (50, 0, 0), "typo_fix": (400, 400, 0), "rewrap": (400, 400, 0)})
+    rows = _rows(
+        {
+            "heading_rename": (700, 700, 0),
+            "section_move": (700, 700, 6),
+            "section_insert": (900, 300, 0),
+            "section_append": (50, 0, 0),
+            "typo_fix": (400, 400, 0),
+            "rewrap": (400, 400, 0),
+        }
+    )
     st = sim.OperatorStudy(rows, rulefile.load(sim.RULE))
     v = st.verdicts().set_index("operator")["verdict"].to_dict()
-    assert v == {sim.POOLED: "meets", "heading_rename": "meets", "section_move": "exceeds",
-                 "section_insert": "lacks power", "section_append": "untested"}
+    assert v == {
+        sim.POOLED: "meets",
+        "heading_rename": "meets",
+        "section_move": "exceeds",
+        "section_insert": "lacks power",
+        "section_append": "untested",
+    }
     assert set(st.textual().index.get_level_values(0)) == {"typo_fix", "rewrap", sim.POOLED}
-    assert set(st.structural().index.get_level_values(0)) == {"heading_rename", "section_move", "section_insert",
-                                                                "section_append"}
+    assert set(st.structural().index.get_level_values(0)) == {
+        "heading_rename",
+        "section_move",
+        "section_insert",
+        "section_append",
+    }
     f = st.finding()
-    assert "**exceeds** — 6 of 700 touching trials failing" in f and "`section_insert` under `section`: lacks " \
-        "power" in f and "Too few trials to decide** for `section_insert`" in f and "untested" in f
+    assert (
+        "**exceeds** — 6 of 700 touching trials failing" in f
+        and "`section_insert` under `section`: lacks power" in f
+        and "Too few trials to decide** for `section_insert`" in f
+        and "untested" in f
+    )
     # the same rows under a modified copy of the file: a looser target flips two verdicts
     loose = sim.OperatorStudy(rows, tmp_rule(tmp_path, target=0.05))
     v2 = loose.verdicts().set_index("operator")["verdict"].to_dict()
@@ -358,9 +427,11 @@ def test_the_verdict_is_computed_from_the_rule_file_and_can_come_out_every_way(t
 
 def test_a_rule_that_misfiles_an_operator_is_refused(tmp_path):
     classes = rulefile.load(sim.RULE).param("classes")
-    moved = {"textual": [*classes["textual"], "namesake_above"],
-             "structural": [o for o in classes["structural"] if o != "namesake_above"],
-             "frontmatter": classes["frontmatter"]}
+    moved = {
+        "textual": [*classes["textual"], "namesake_above"],
+        "structural": [o for o in classes["structural"] if o != "namesake_above"],
+        "frontmatter": classes["frontmatter"],
+    }
     with pytest.raises(rulefile.RuleFileError, match="namesake_above is structural") as err:
         sim.operator_study(tmp_rule(tmp_path, classes=moved), operators=["typo_fix"], progress=False)
     assert err.value.field == "params.classes"
@@ -370,8 +441,14 @@ def test_a_rule_that_misfiles_an_operator_is_refused(tmp_path):
 
 
 def git(repo, *args, date=None):
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x",
-           "HOME": str(repo), "PATH": "/usr/bin:/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x",
+        "HOME": str(repo),
+        "PATH": "/usr/bin:/bin",
+    }
     if date:
         env |= {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
@@ -399,8 +476,11 @@ def test_history_loader_on_a_git_repository_of_skills(tmp_path):
     git(repo, "mv", "skills/beta", "skills/gamma")  # a rename is followed
     git(repo, "commit", "-qm", "rename")
     out = tmp_path / "h.jsonl"
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "extract_skill_history.py"), str(repo),
-                          "--out", str(out)], capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "extract_skill_history.py"), str(repo), "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     hs = {h.path: h for h in sim.load_histories(out)}
     assert set(hs) == {"skills/alpha/SKILL.md", "skills/gamma/SKILL.md"}
@@ -411,15 +491,18 @@ def test_history_loader_on_a_git_repository_of_skills(tmp_path):
     assert len(rows) == 8 and all(r["deltas"] > 0 for r in rows)
     assert all(r["misattached"] == 0 and r["correct_clean"] == 0 for r in rows)  # no truth: states only
     assert sum(r["orphaned"] for r in rows if r["policy"] == "orphan-all") >= sum(
-        r["orphaned"] for r in rows if r["policy"] == "section")
+        r["orphaned"] for r in rows if r["policy"] == "section"
+    )
     stats = sim.calibration_stats(hs.values())
     assert 0 <= stats["sec_unchanged"] <= 1
 
 
 def test_history_loader_errors_name_the_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"repo": "r", "path": "p", "versions": [{"commit": "a", "date": "d", "text": "x"}]})
-                   + "\n{not json\n")
+    bad.write_text(
+        json.dumps({"repo": "r", "path": "p", "versions": [{"commit": "a", "date": "d", "text": "x"}]})
+        + "\n{not json\n"
+    )
     with pytest.raises(ValueError, match=r"bad.jsonl:2: not a history record"):
         sim.load_histories(bad)
     bad.write_text(json.dumps({"repo": "r", "path": "p", "versions": [{"commit": "a"}]}) + "\n")
@@ -428,8 +511,11 @@ def test_history_loader_errors_name_the_line(tmp_path):
 
 
 def test_extract_script_reports_a_non_repository(tmp_path):
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "extract_skill_history.py"), str(tmp_path)],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "extract_skill_history.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 1 and "extract_skill_history" in run.stderr
 
 
@@ -456,8 +542,10 @@ def test_sweep_on_a_dask_local_cluster_bound_to_loopback():
     from dask.distributed import Client, LocalCluster
 
     expected = [_cell(**g) for g in GRID]
-    with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         assert client.scheduler_info()["address"].startswith("tcp://127.0.0.1:")
         assert all(w.startswith("tcp://127.0.0.1:") for w in client.scheduler_info()["workers"])
         assert sweep(_cell, GRID, backend="dask", client=client, progress=False) == expected
@@ -491,8 +579,9 @@ def test_mean_ci_and_binomial_upper():
 def test_rate_table():
     import pandas as pd
 
-    df = pd.DataFrame({"g": ["a"] * 4 + ["b"] * 4, "c": [1, 1, 2, 2, 3, 3, 4, 4], "k": [1, 0, 1, 1, 0, 0, 0, 1],
-                       "n": [1] * 8})
+    df = pd.DataFrame(
+        {"g": ["a"] * 4 + ["b"] * 4, "c": [1, 1, 2, 2, 3, 3, 4, 4], "k": [1, 0, 1, 1, 0, 0, 0, 1], "n": [1] * 8}
+    )
     t = metrics.rate_table(df, "g", "c", {"rate": ("k", "n")}, n_resamples=200)
     assert list(t["g"]) == ["a", "b"] and list(t["rate"]) == [0.75, 0.25]
     assert (t["rate_low"] <= t["rate"]).all() and (t["rate"] <= t["rate_high"]).all()
@@ -515,12 +604,19 @@ def test_extract_script_keeps_deleted_skills_and_survives_a_missing_blob(tmp_pat
     git(repo, "rm", "-q", "-r", "skills/gone")
     git(repo, "commit", "-qm", "delete", date="2024-03-01T12:00:00+00:00")
     # lose the first version's blob of alpha (as in a partial clone)
-    blob = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD~2:skills/alpha/SKILL.md"], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    blob = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD~2:skills/alpha/SKILL.md"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
     out = tmp_path / "h.jsonl"
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "extract_skill_history.py"), str(repo),
-                          "--out", str(out)], capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "extract_skill_history.py"), str(repo), "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     recs = {r["path"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert recs["skills/gone/SKILL.md"]["deleted"] and len(recs["skills/gone/SKILL.md"]["versions"]) == 2

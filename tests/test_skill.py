@@ -63,14 +63,21 @@ def test_every_example_loads_and_its_name_is_its_directory(name):
     text = (EXAMPLES / name / "SKILL.md").read_bytes().decode()
     assert text.endswith(skill.body)
     # body_start_line is the file line on which body line 1 sits
-    assert "".join(split_lines(text)[skill.body_start_line - 1:]) == skill.body
+    assert "".join(split_lines(text)[skill.body_start_line - 1 :]) == skill.body
 
 
 def test_triage_inbox_declares_read_and_write_tools_and_is_not_capability_bearing():
     skill = load_skill(EXAMPLES / "triage-inbox")
     assert {"search_inbox", "read_message", "triage_inbox", "pre_scan_inbox"} <= set(skill.tools)
-    assert {"send_message", "trash_message", "archive_message", "forward_message", "schedule_send",
-            "accept_invite", "decline_invite"} <= set(skill.tools)
+    assert {
+        "send_message",
+        "trash_message",
+        "archive_message",
+        "forward_message",
+        "schedule_send",
+        "accept_invite",
+        "decline_invite",
+    } <= set(skill.tools)
     assert [str(p) for p in skill.permissions] == ["network:read", "mcp:connect"]
     assert not skill.capability_bearing
     assert skill.version == "1.2.0"
@@ -130,8 +137,9 @@ def test_valid_names(name):
     assert problems_of(skill_text(name=name)) == []
 
 
-@pytest.mark.parametrize("name", ["a" * 65, "-a", "a-", "a--b", "Web", "a_b", "a b", "café", '"a\\n"',
-                                  "''", "123", "[a]"])
+@pytest.mark.parametrize(
+    "name", ["a" * 65, "-a", "a-", "a--b", "Web", "a_b", "a b", "café", '"a\\n"', "''", "123", "[a]"]
+)
 def test_invalid_names_are_located_on_the_name_line(name):
     problems = problems_of(skill_text(name=name))
     assert [(p.field, p.line) for p in problems] == [("name", 2)]
@@ -145,8 +153,18 @@ def test_name_must_equal_the_directory(tmp_path):
     assert load_skill(write_skill(tmp_path, "wrong-name", skill_text(name="wrong-name"))).name == "wrong-name"
 
 
-@pytest.mark.parametrize("description,ok", [("x", True), ("d" * 1024, True), ("d" * 1025, False),
-                                            ("'   '", False), ("''", False), ("42", False), ("[a, b]", False)])
+@pytest.mark.parametrize(
+    "description,ok",
+    [
+        ("x", True),
+        ("d" * 1024, True),
+        ("d" * 1025, False),
+        ("'   '", False),
+        ("''", False),
+        ("42", False),
+        ("[a, b]", False),
+    ],
+)
 def test_description_is_1_to_1024_characters(description, ok):
     problems = problems_of(skill_text(description=description))
     assert (problems == []) is ok
@@ -159,24 +177,27 @@ def test_missing_required_fields_are_all_reported():
     assert {p.field for p in problems} == {"name", "description"}
 
 
-@pytest.mark.parametrize("extra,field", [
-    ("license: [MIT]\n", "license"),
-    ("compatibility: " + "c" * 501 + "\n", "compatibility"),
-    ("compatibility: 3\n", "compatibility"),
-    ("allowed-tools: {Read: yes}\n", "allowed-tools"),
-    ("metadata: [gaia]\n", "metadata"),
-    ("metadata:\n  gaia: []\n", "metadata.gaia"),
-    ("metadata:\n  gaia: text\n", "metadata.gaia"),
-    ("metadata:\n  gaia:\n    permissions: network:read\n", "metadata.gaia.permissions"),
-    ("metadata:\n  gaia:\n    permissions: [network]\n", "metadata.gaia.permissions"),
-    ("metadata:\n  gaia:\n    permissions: ['network:read\\n']\n", "metadata.gaia.permissions"),
-    ("metadata:\n  gaia:\n    permissions: [gpu:use]\n", "metadata.gaia.permissions"),
-    ("metadata:\n  gaia:\n    security_tier: trusted\n", "metadata.gaia.security_tier"),
-    ("metadata:\n  gaia:\n    tools: search_web\n", "metadata.gaia.tools"),
-    ("metadata:\n  gaia:\n    tools: [{description: no name}]\n", "metadata.gaia.tools"),
-    ("metadata:\n  gaia:\n    tools: ['two words']\n", "metadata.gaia.tools"),
-    ("metadata:\n  gaia:\n    version: [1, 2]\n", "metadata.gaia.version"),
-])
+@pytest.mark.parametrize(
+    "extra,field",
+    [
+        ("license: [MIT]\n", "license"),
+        ("compatibility: " + "c" * 501 + "\n", "compatibility"),
+        ("compatibility: 3\n", "compatibility"),
+        ("allowed-tools: {Read: yes}\n", "allowed-tools"),
+        ("metadata: [gaia]\n", "metadata"),
+        ("metadata:\n  gaia: []\n", "metadata.gaia"),
+        ("metadata:\n  gaia: text\n", "metadata.gaia"),
+        ("metadata:\n  gaia:\n    permissions: network:read\n", "metadata.gaia.permissions"),
+        ("metadata:\n  gaia:\n    permissions: [network]\n", "metadata.gaia.permissions"),
+        ("metadata:\n  gaia:\n    permissions: ['network:read\\n']\n", "metadata.gaia.permissions"),
+        ("metadata:\n  gaia:\n    permissions: [gpu:use]\n", "metadata.gaia.permissions"),
+        ("metadata:\n  gaia:\n    security_tier: trusted\n", "metadata.gaia.security_tier"),
+        ("metadata:\n  gaia:\n    tools: search_web\n", "metadata.gaia.tools"),
+        ("metadata:\n  gaia:\n    tools: [{description: no name}]\n", "metadata.gaia.tools"),
+        ("metadata:\n  gaia:\n    tools: ['two words']\n", "metadata.gaia.tools"),
+        ("metadata:\n  gaia:\n    version: [1, 2]\n", "metadata.gaia.version"),
+    ],
+)
 def test_optional_field_rules(extra, field):
     problems = problems_of(skill_text(extra=extra))
     assert [p.field for p in problems] == [field]
@@ -188,8 +209,10 @@ def test_compatibility_of_500_characters_is_allowed():
 
 
 def test_each_bad_list_item_is_located_on_its_own_line():
-    text = skill_text(extra="metadata:\n  gaia:\n    permissions:\n      - network:read\n      - bogus\n"
-                            "      - mcp:connect\n      - nope:x\n")
+    text = skill_text(
+        extra="metadata:\n  gaia:\n    permissions:\n      - network:read\n      - bogus\n"
+        "      - mcp:connect\n      - nope:x\n"
+    )
     assert [p.line for p in problems_of(text)] == [8, 10]
 
 
@@ -209,11 +232,19 @@ def test_security_tier_defaults_to_experimental_and_accepts_the_three_tiers():
     assert parse_skill(skill_text())[0].security_tier == "experimental"
 
 
-@pytest.mark.parametrize("perm,bearing", [
-    ("filesystem:write:./out/**", True), ("filesystem:read", True), ("shell:exec", True),
-    ("database:write", True), ("desktop:control", True), ("env:read", True),
-    ("network:read", False), ("mcp:connect", False),
-])
+@pytest.mark.parametrize(
+    "perm,bearing",
+    [
+        ("filesystem:write:./out/**", True),
+        ("filesystem:read", True),
+        ("shell:exec", True),
+        ("database:write", True),
+        ("desktop:control", True),
+        ("env:read", True),
+        ("network:read", False),
+        ("mcp:connect", False),
+    ],
+)
 def test_capability_bearing_is_any_filesystem_shell_database_desktop_env_permission(perm, bearing):
     skill, problems = parse_skill(skill_text(extra=f"metadata:\n  gaia:\n    permissions: ['{perm}']\n"))
     assert problems == []
@@ -228,8 +259,11 @@ def test_permission_parse_refuses_malformed_text():
 
 
 def test_tool_declarations_may_be_names_or_mappings():
-    skill, _ = parse_skill(skill_text(extra="metadata:\n  gaia:\n    tools:\n      - search_web\n"
-                                            "      - {name: fetch_page, description: Fetch}\n"))
+    skill, _ = parse_skill(
+        skill_text(
+            extra="metadata:\n  gaia:\n    tools:\n      - search_web\n      - {name: fetch_page, description: Fetch}\n"
+        )
+    )
     assert skill.tools == ("search_web", "fetch_page")
 
 
@@ -324,7 +358,11 @@ def test_validation_error_lists_every_problem_and_survives_pickling():
     assert [p.line for p in exc.value.problems] == [8, 9]
     again = pickle.loads(pickle.dumps(exc.value))
     assert (type(again), again.problems, again.path, str(again)) == (
-        SkillValidationError, exc.value.problems, exc.value.path, str(exc.value))
+        SkillValidationError,
+        exc.value.problems,
+        exc.value.path,
+        str(exc.value),
+    )
 
 
 def test_string_input_errors_say_string_when_there_is_no_path():
@@ -365,7 +403,9 @@ def test_first_root_wins_and_shadowed_duplicates_are_reported(tree):
     assert found.skills["shared"].description.startswith("Project copy")
     assert found.skills["shared"].root == "project"
     assert sorted((hidden.root, winner.root, hidden.name) for hidden, winner in found.shadowed) == [
-        ("claude-project", "user", "user-only"), ("user", "project", "shared")]
+        ("claude-project", "user", "user-only"),
+        ("user", "project", "shared"),
+    ]
 
 
 def test_a_bad_skill_in_a_root_is_reported_and_never_half_loaded(tree):
@@ -428,4 +468,8 @@ def test_find_skill_by_name_uses_the_default_roots(tmp_path, monkeypatch):
 def test_skill_constructor_defaults_are_conservative():
     skill = Skill("x", "d", "body")
     assert (skill.security_tier, skill.permissions, skill.tools, skill.capability_bearing) == (
-        "experimental", (), (), False)
+        "experimental",
+        (),
+        (),
+        False,
+    )

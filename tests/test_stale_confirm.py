@@ -23,8 +23,12 @@ from overlay_kit.store import Store, StoreError
 OLD = make_skill()
 EDITED = MAIL_BODY.replace("Label urgent mail first.", "Label urgent mail first, then the rest.")
 NEW = make_skill(body=EDITED, version="1.1")
-CFO, VIP, DRAFT, SHORT = ("Flag the CFO's mail as urgent.", "Treat VIP senders as urgent.",
-                          "Keep drafts under five lines.", "Label urgent mail with short subjects.")
+CFO, VIP, DRAFT, SHORT = (
+    "Flag the CFO's mail as urgent.",
+    "Treat VIP senders as urgent.",
+    "Keep drafts under five lines.",
+    "Label urgent mail with short subjects.",
+)
 
 
 @pytest.fixture
@@ -32,14 +36,21 @@ def flagged(store):
     """After the update OLD → NEW (`rebase.apply`): two active lessons and a staged one on the edited `triage`
     section (stale), an active one on `replies` (clean)."""
     rebase.apply(store, OLD)
-    ids = {"cfo": learn_active(store, OLD, "preference", {"body": CFO}, "triage").id,
-           "vip": learn_active(store, OLD, "preference", {"body": VIP}, "triage").id,
-           "draft": learn_active(store, OLD, "preference", {"body": DRAFT}, "replies").id,
-           "staged": gates.learn(store, OLD, "preference", {"body": SHORT}, section="triage",
-                                 provenance="user_instruction").delta.id}
+    ids = {
+        "cfo": learn_active(store, OLD, "preference", {"body": CFO}, "triage").id,
+        "vip": learn_active(store, OLD, "preference", {"body": VIP}, "triage").id,
+        "draft": learn_active(store, OLD, "preference", {"body": DRAFT}, "replies").id,
+        "staged": gates.learn(
+            store, OLD, "preference", {"body": SHORT}, section="triage", provenance="user_instruction"
+        ).delta.id,
+    }
     result = rebase.apply(store, NEW, old=OLD)
-    assert {o.delta.id: o.state for o in result.outcomes} == {ids["cfo"]: "stale", ids["vip"]: "stale",
-                                                              ids["draft"]: "clean", ids["staged"]: "stale"}
+    assert {o.delta.id: o.state for o in result.outcomes} == {
+        ids["cfo"]: "stale",
+        ids["vip"]: "stale",
+        ids["draft"]: "clean",
+        ids["staged"]: "stale",
+    }
     return ids
 
 
@@ -118,8 +129,11 @@ def test_the_policy_reaches_compose_and_sessions_and_a_bad_one_is_named(store, f
     deltas = store.search("mail", status="active")
     assert STALE_MARK + CFO in compose(NEW, deltas, stale_policy="mark").text
     assert CFO not in Session(store, embedder=False, stale_policy="withhold").resolve(NEW).text
-    for call in (lambda: compose(NEW, deltas, stale_policy="hide"), lambda: resolve(NEW, store, stale_policy="hide"),
-                 lambda: Session(store, stale_policy="hide")):
+    for call in (
+        lambda: compose(NEW, deltas, stale_policy="hide"),
+        lambda: resolve(NEW, store, stale_policy="hide"),
+        lambda: Session(store, stale_policy="hide"),
+    ):
         with pytest.raises(ValueError, match="stale_policy must be one of keep, mark, withhold, not 'hide'"):
             call()
 
@@ -140,8 +154,9 @@ def test_cli_confirm_end_to_end(capsys, tmp_path, skill_dir):
     code, _, err = run(capsys, "confirm", skill_dir, b, "--db", db)  # not stale: exit 1, one line, nothing written
     assert code == 1 and f"delta {b} is clean" in err and err.count("\n") == 1
     code, out, _ = run(capsys, "confirm", skill_dir, "--db", db)
-    assert code == 0 and out == (f"confirm: {a} still valid on mail#triage (no longer stale)\n"
-                                 "confirm: 1 stale delta(s) of mail confirmed\n")
+    assert code == 0 and out == (
+        f"confirm: {a} still valid on mail#triage (no longer stale)\nconfirm: 1 stale delta(s) of mail confirmed\n"
+    )
     code, _, err = run(capsys, "resolve", skill_dir, "--db", db)
     assert code == 0 and "# stale" not in err and f"# applied {a}" in err
     code, out, _ = run(capsys, "confirm", skill_dir, "--db", db, "--json")
@@ -171,5 +186,4 @@ def test_review_panel_still_valid_on_a_lesson_confirmed_elsewhere_does_nothing_a
     panel.button("mail", "Still valid").click()
     assert f"delta {flagged['cfo']} is clean" in panel.message.value and not panel.history
     assert {d.id for d in panel.stale("mail")} == {flagged["vip"], flagged["staged"]}  # untouched, redrawn
-    assert (panel.button("mail", "Still valid").description
-            == "Still valid: confirm 2 stale lesson(s) of mail")
+    assert panel.button("mail", "Still valid").description == "Still valid: confirm 2 stale lesson(s) of mail"

@@ -38,10 +38,12 @@ def skill():
     return make_skill()
 
 
-def learn(store, skill, body="Keep replies short.", source=TRUSTED, section="replies", scope="user", kind=None,
-          payload=None):
-    r = gates.learn(store, skill, kind or "preference", payload or {"body": body}, section=section,
-                    provenance=source, scope=scope)
+def learn(
+    store, skill, body="Keep replies short.", source=TRUSTED, section="replies", scope="user", kind=None, payload=None
+):
+    r = gates.learn(
+        store, skill, kind or "preference", payload or {"body": body}, section=section, provenance=source, scope=scope
+    )
     assert r.delta is not None, r.message
     return r.delta
 
@@ -79,8 +81,9 @@ def test_history_is_append_only(store):
         store.conn.execute("DELETE FROM schema_history")
 
 
-@pytest.mark.parametrize("content", [b"hello, not a database\n", b"\x00" * 4096,
-                                     b"SQLite format 3\x00" + b"\xff" * 200])
+@pytest.mark.parametrize(
+    "content", [b"hello, not a database\n", b"\x00" * 4096, b"SQLite format 3\x00" + b"\xff" * 200]
+)
 def test_non_sqlite_or_corrupt_file_is_refused_and_untouched(tmp_path, content):
     bad = tmp_path / "bad.db"
     bad.write_bytes(content)
@@ -100,7 +103,7 @@ def test_corrupt_pages_in_a_real_database_are_refused(tmp_path, skill):
         s.conn.execute("PRAGMA journal_mode = DELETE")
     raw = bytearray(path.read_bytes())
     page = int.from_bytes(raw[16:18], "big")
-    raw[page * 2: page * 2 + 400] = b"\xa5" * 400  # smash page 3's b-tree header
+    raw[page * 2 : page * 2 + 400] = b"\xa5" * 400  # smash page 3's b-tree header
     path.write_bytes(bytes(raw))
     with pytest.raises(StoreError, match=str(path)):
         Store.open(path)
@@ -140,13 +143,46 @@ CREATE TABLE skill_deltas (
 INSERT INTO schema_history VALUES (1, 'skill_deltas', '2024-01-01T00:00:00.000000+00:00');
 """
 V1_ROWS = [
-    ("delta_a", "mail", "project", "1.0", "user", "preference", 3, '{"digest":"0123456789abcdef","section":"replies"}',
-     '{"body":"Keep replies short."}', '{"source":"user_instruction","turns":["s1/t2"]}', "active", 4, 5,
-     np.arange(4, dtype="<f4").tobytes(), None, "2024-01-02T03:04:05.000006+00:00",
-     "2024-01-03T00:00:00.000000+00:00", None),
-    ("delta_b", "mail", None, None, "agent:x", "tool-hint", 1, '{"digest":"fedcba9876543210","section":"triage"}',
-     '{"drop":[],"prefer":["search_mail"]}', '{"source":"observed_content","turns":[]}', "quarantined", 0, 0,
-     None, None, "2024-01-02T03:04:06.000000+00:00", None, None),
+    (
+        "delta_a",
+        "mail",
+        "project",
+        "1.0",
+        "user",
+        "preference",
+        3,
+        '{"digest":"0123456789abcdef","section":"replies"}',
+        '{"body":"Keep replies short."}',
+        '{"source":"user_instruction","turns":["s1/t2"]}',
+        "active",
+        4,
+        5,
+        np.arange(4, dtype="<f4").tobytes(),
+        None,
+        "2024-01-02T03:04:05.000006+00:00",
+        "2024-01-03T00:00:00.000000+00:00",
+        None,
+    ),
+    (
+        "delta_b",
+        "mail",
+        None,
+        None,
+        "agent:x",
+        "tool-hint",
+        1,
+        '{"digest":"fedcba9876543210","section":"triage"}',
+        '{"drop":[],"prefer":["search_mail"]}',
+        '{"source":"observed_content","turns":[]}',
+        "quarantined",
+        0,
+        0,
+        None,
+        None,
+        "2024-01-02T03:04:06.000000+00:00",
+        None,
+        None,
+    ),
 ]
 
 
@@ -209,14 +245,29 @@ def _gaia_db(path):
     c.executescript(GAIA_DDL)
     rng = np.random.default_rng(7)
     for i in range(25):
-        c.execute("INSERT INTO procedures VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                  (f"proc_{i}", f"p{i}", "when asked — ünïcode ✓", "# Steps\n1. do\r\n2. done\n",
-                   '{"source": "synthesized"}', i, i + 1, rng.standard_normal(8).astype("<f4").tobytes(),
-                   None if i % 3 else f"proc_{i + 1}", i % 2, "2024-01-01 00:00:00", None))
+        c.execute(
+            "INSERT INTO procedures VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                f"proc_{i}",
+                f"p{i}",
+                "when asked — ünïcode ✓",
+                "# Steps\n1. do\r\n2. done\n",
+                '{"source": "synthesized"}',
+                i,
+                i + 1,
+                rng.standard_normal(8).astype("<f4").tobytes(),
+                None if i % 3 else f"proc_{i + 1}",
+                i % 2,
+                "2024-01-01 00:00:00",
+                None,
+            ),
+        )
         c.execute("INSERT INTO knowledge VALUES (?, 'fact', ?, 'global', 't', 't', NULL, NULL)", (f"k{i}", f"fact {i}"))
-    c.execute("INSERT INTO skill_deltas (id, base_name, scope, kind, anchor_section, anchor_digest, payload, "
-              "provenance, created_at) VALUES ('delta_g1', 'mail', 'user', 'replace_snippet', 'replies', 'abc', "
-              "'{\"old\": \"a\", \"new\": \"b\"}', '{\"source\": \"user\"}', '2026-01-01T00:00:00')")
+    c.execute(
+        "INSERT INTO skill_deltas (id, base_name, scope, kind, anchor_section, anchor_digest, payload, "
+        "provenance, created_at) VALUES ('delta_g1', 'mail', 'user', 'replace_snippet', 'replies', 'abc', "
+        '\'{"old": "a", "new": "b"}\', \'{"source": "user"}\', \'2026-01-01T00:00:00\')'
+    )
     c.commit()
     c.close()
 
@@ -282,25 +333,35 @@ def test_insert_without_the_gates_is_refused(store, skill):
 def test_a_seal_covers_every_field_the_store_writes(store, skill):
     """Counters, times and lineage are written from the delta too: a seal does not transfer to a copy that
     changes them (a delta cannot enter with forged outcome counters and be promoted on them)."""
-    d = gates.check(store, skill, "preference", {"body": "Keep replies short."}, section="replies",
-                    provenance=TRUSTED).delta
+    d = gates.check(
+        store, skill, "preference", {"body": "Keep replies short."}, section="replies", provenance=TRUSTED
+    ).delta
     s = seal.mint(store._new_rows([d], validated=True).rows, validated=True)
-    for change in ({"success_count": 9, "attempt_count": 9}, {"approved_at": d.created_at},
-                   {"scope": "team"}, {"status": "active"},
-                   {"findings": ("payload.body: x",)}, {"payload": {"body": "Keep replies shorter."}}):
+    for change in (
+        {"success_count": 9, "attempt_count": 9},
+        {"approved_at": d.created_at},
+        {"scope": "team"},
+        {"status": "active"},
+        {"findings": ("payload.body: x",)},
+        {"payload": {"body": "Keep replies shorter."}},
+    ):
         assert not seal.verify_seal(store._new_rows([d.evolve(**change)], validated=True).rows, s), change
     assert seal.verify_seal(store._new_rows([d.evolve()], validated=True).rows, s)  # an equal copy: the same rows
 
 
 def test_a_seal_tells_apart_every_value_of_every_row(store, skill):
-    ds = [gates.check(store, skill, "preference", {"body": f"Keep replies short {i}."}, section="replies",
-                      provenance=TRUSTED).delta for i in range(3)]
+    ds = [
+        gates.check(
+            store, skill, "preference", {"body": f"Keep replies short {i}."}, section="replies", provenance=TRUSTED
+        ).delta
+        for i in range(3)
+    ]
     rows = store._new_rows(ds, validated=True).rows
     good = seal.mint(rows, validated=True)
     for at in (0, 2):
         for column, value in enumerate(rows[at]):
             changed = value + 1 if isinstance(value, int) else "x" if value is None else value + "x"
-            bad = [r if k != at else (*r[:column], changed, *r[column + 1:]) for k, r in enumerate(rows)]
+            bad = [r if k != at else (*r[:column], changed, *r[column + 1 :]) for k, r in enumerate(rows)]
             assert not seal.verify_seal(bad, good), (at, column)
     assert not seal.verify_seal(rows[::-1], good) and not seal.verify_seal(rows[:2], good)
 
@@ -308,18 +369,30 @@ def test_a_seal_tells_apart_every_value_of_every_row(store, skill):
 def test_a_batch_insert_without_its_seal_is_refused(store, skill):
     """`_insert_deltas` takes one seal for exactly its rows, in order: a missing, forged, reused or
     re-ordered one, or any row changed after minting, is refused and nothing is written."""
-    ds = [gates.check(store, skill, "preference", {"body": f"Keep replies short {i}."}, section="replies",
-                      provenance=TRUSTED).delta for i in range(3)]
+    ds = [
+        gates.check(
+            store, skill, "preference", {"body": f"Keep replies short {i}."}, section="replies", provenance=TRUSTED
+        ).delta
+        for i in range(3)
+    ]
     new = store._new_rows(ds, validated=True)
     good = seal.mint(new.rows, validated=True)
-    forged = [None, b"", b"V" + bytes(32), seal.mint(new.rows[:2], validated=True),
-              seal.mint(new.rows[:1], validated=True),
-              b"V" + seal.mint(new.rows)[1:]]  # the last: the validated claim added to an unclaimed seal
+    forged = [
+        None,
+        b"",
+        b"V" + bytes(32),
+        seal.mint(new.rows[:2], validated=True),
+        seal.mint(new.rows[:1], validated=True),
+        b"V" + seal.mint(new.rows)[1:],
+    ]  # the last: the validated claim added to an unclaimed seal
     for bad in forged:
         with pytest.raises(GateBypassError):
             store._insert_deltas(new, bad)
-    for batch in (ds[::-1], ds[:2] + [ds[2].evolve(payload={"body": "tampered"})],
-                  ds[:2] + [ds[2].evolve(status="active")]):
+    for batch in (
+        ds[::-1],
+        ds[:2] + [ds[2].evolve(payload={"body": "tampered"})],
+        ds[:2] + [ds[2].evolve(status="active")],
+    ):
         with pytest.raises(GateBypassError):
             store._insert_deltas(store._new_rows(batch, validated=True), good)
     with pytest.raises(GateBypassError):  # the claim the rows were checked under is the seal's
@@ -336,12 +409,20 @@ def test_a_seal_without_the_validated_claim_gets_the_payload_checked(tmp_path, s
     body = {"body": "x" * 401}
     with Store.open(tmp_path / "r.db", research=True) as store:
         with pytest.raises(StoreError, match="payload.body: 401 characters"):
-            gates.learn(store, skill, "preference", body, section="replies", provenance=TRUSTED, rules=[yes],
-                        custom_rules=True)
+            gates.learn(
+                store, skill, "preference", body, section="replies", provenance=TRUSTED, rules=[yes], custom_rules=True
+            )
         with pytest.raises(StoreError, match="payload.body: 401 characters"):
-            gates.learn_many(store, skill, [gates.Lesson("preference", {"body": "fine"}, "replies", TRUSTED),
-                                            gates.Lesson("preference", body, "replies", TRUSTED)],
-                             rules=[yes], custom_rules=True)
+            gates.learn_many(
+                store,
+                skill,
+                [
+                    gates.Lesson("preference", {"body": "fine"}, "replies", TRUSTED),
+                    gates.Lesson("preference", body, "replies", TRUSTED),
+                ],
+                rules=[yes],
+                custom_rules=True,
+            )
         assert store.counts() == {}
         d = gates.check(store, skill, "preference", body, section="replies", provenance=TRUSTED, rules=[yes]).delta
         with pytest.raises(StoreError, match="payload.body"):  # rows made without the claim
@@ -352,8 +433,9 @@ def test_a_validated_claim_made_on_a_research_store_does_not_carry_to_another(tm
     """The gates validated a research-only kind under a research store's setting: a store without research
     mode checks the payload itself and refuses it, whatever the seal claims."""
     with Store.open(tmp_path / "r.db", research=True) as research:
-        d = gates.check(research, skill, "parameter", {"key": "followup_hours", "value": 48}, section="triage",
-                        provenance=TRUSTED).delta
+        d = gates.check(
+            research, skill, "parameter", {"key": "followup_hours", "value": 48}, section="triage", provenance=TRUSTED
+        ).delta
     assert d is not None and d.kind in RESEARCH_KINDS
     with Store.open(tmp_path / "plain.db") as plain:
         with pytest.raises(StoreError, match="research"):
@@ -364,8 +446,10 @@ def test_a_validated_claim_made_on_a_research_store_does_not_carry_to_another(tm
 def _refuses_bad_rows(conn):
     """skill_deltas' CHECKs refuse an unknown status, an unknown kind (at a valid tier) and a tier out of range,
     and take a valid row."""
-    insert = ("INSERT INTO skill_deltas (id, base_name, scope, kind, tier, anchor, payload, provenance, status, "
-              "created_at) VALUES (?, 'm', 'user', ?, ?, '{}', '{}', '{}', ?, 't')")
+    insert = (
+        "INSERT INTO skill_deltas (id, base_name, scope, kind, tier, anchor, payload, provenance, status, "
+        "created_at) VALUES (?, 'm', 'user', ?, ?, '{}', '{}', '{}', ?, 't')"
+    )
     for bad in (("preference", 3, "bogus"), ("fact", 1, "staged"), ("preference", 0, "staged")):
         with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
             conn.execute(insert, ("x", *bad))
@@ -379,11 +463,14 @@ def test_check_constraints_refuse_bad_rows(store):
 def test_in_list_checks_are_restated_as_comparisons():
     """Migration 7 rewrites `CHECK (column IN (constants))` as comparisons (SQLite rebuilds an IN list's table
     for every row inserted), whatever the spacing and case its CREATE text was written with."""
-    sql = ("CREATE TABLE t (k TEXT CHECK (k IN ('a','b')), s TEXT check( s in ( 'it''s' , 'x' ) ), "
-           "w INTEGER CHECK (w IN (0, -1)), j TEXT CHECK (json_valid(j)), n INTEGER CHECK (n BETWEEN 1 AND 3))")
+    sql = (
+        "CREATE TABLE t (k TEXT CHECK (k IN ('a','b')), s TEXT check( s in ( 'it''s' , 'x' ) ), "
+        "w INTEGER CHECK (w IN (0, -1)), j TEXT CHECK (json_valid(j)), n INTEGER CHECK (n BETWEEN 1 AND 3))"
+    )
     assert store_schema._in_lists_as_comparisons(sql) == (
         "CREATE TABLE t (k TEXT CHECK (k = 'a' OR k = 'b'), s TEXT CHECK (s = 'it''s' OR s = 'x'), "
-        "w INTEGER CHECK (w = 0 OR w = -1), j TEXT CHECK (json_valid(j)), n INTEGER CHECK (n BETWEEN 1 AND 3))")
+        "w INTEGER CHECK (w = 0 OR w = -1), j TEXT CHECK (json_valid(j)), n INTEGER CHECK (n BETWEEN 1 AND 3))"
+    )
 
 
 def test_search_filters_and_sort_order(store, skill):
@@ -444,8 +531,12 @@ def test_every_state_change_is_audited_and_the_log_is_append_only(store, skill):
     store.approve(a.id, who="bob")
     store.undo(store.revert(a.id))
     trail = [(e.who, e.from_status, e.to_status) for e in store.audit(a.id)]
-    assert trail == [("gates", None, "staged"), ("bob", "staged", "active"), ("user", "active", "archived"),
-                     ("user", "archived", "active")]
+    assert trail == [
+        ("gates", None, "staged"),
+        ("bob", "staged", "active"),
+        ("user", "active", "archived"),
+        ("user", "archived", "active"),
+    ]
     assert all(e.at.tzinfo is not None and e.at.utcoffset() == timedelta(0) for e in store.audit())
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         store.conn.execute("UPDATE delta_audit SET who = 'mallory'")
@@ -515,8 +606,12 @@ def test_set_anchor_is_audited_fires_the_hook_and_undoes(store, skill):
     assert d.anchor == target and d.status == a.status == "staged"
     last = store.audit(a.id)[-1]
     assert len(store.audit(a.id)) == trail_len + 1
-    assert (last.who, last.from_status, last.to_status, last.reason) == ("rebase", "staged", "staged",
-                                                                         "section renamed")
+    assert (last.who, last.from_status, last.to_status, last.reason) == (
+        "rebase",
+        "staged",
+        "staged",
+        "section renamed",
+    )
     assert seen == [[a.id]]
     with store.transaction():  # inside a caller's transaction: one commit, the hook fires once after it
         store.set_anchor(a.id, Anchor("tone", "e" * 16, "3.0.0"), who="rebase", reason="moved")
@@ -770,14 +865,17 @@ def test_transaction_batches_and_rolls_back(store, skill):
     assert len(store.search()) == 5
 
 
-@pytest.mark.parametrize("kind, text", [
-    ("preference", '{"body":"Keep replies short."}'),
-    ("preference", '{"body": "Keep replies short.", "trigger": "a reply"}'),  # not canonical JSON text
-    ("tool-hint", '{"drop":[],"prefer":["search_mail"]}'),  # a list inside: parsed again each read
-    ("example", '{"input":"a","output":"b"}'),
-    ("preference", '{"body":3}'),  # malformed: refused on every read, never remembered
-    ("preference", '{"text":"x"}'),
-])
+@pytest.mark.parametrize(
+    "kind, text",
+    [
+        ("preference", '{"body":"Keep replies short."}'),
+        ("preference", '{"body": "Keep replies short.", "trigger": "a reply"}'),  # not canonical JSON text
+        ("tool-hint", '{"drop":[],"prefer":["search_mail"]}'),  # a list inside: parsed again each read
+        ("example", '{"input":"a","output":"b"}'),
+        ("preference", '{"body":3}'),  # malformed: refused on every read, never remembered
+        ("preference", '{"text":"x"}'),
+    ],
+)
 def test_a_stored_payload_reads_as_parsing_and_checking_it_would(kind, text):
     """`store._payload` remembers the (kind, text) pairs it has checked (a read of 90 rows spends a quarter
     of its time parsing and checking them otherwise): each read is what `check_shape(kind, json.loads(text))`

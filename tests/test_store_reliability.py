@@ -22,8 +22,9 @@ def _writer(path: str, tag: str, n: int, ready) -> None:
     with Store.open(path) as store:
         ready.set()
         for i in range(n):
-            r = gates.learn(store, skill, "preference", {"body": f"{tag} lesson {i}"}, section="replies",
-                            provenance=TRUSTED)
+            r = gates.learn(
+                store, skill, "preference", {"body": f"{tag} lesson {i}"}, section="replies", provenance=TRUSTED
+            )
             if r.delta is None:
                 os._exit(3)
     os._exit(0)
@@ -53,8 +54,14 @@ def _batch_writer(path: str, ready) -> None:
         while True:
             with store.transaction():
                 for _ in range(BATCH):
-                    gates.learn(store, skill, "example", {"input": f"in {os.getpid()}.{i}", "output": f"out {i}"},
-                                section="replies", provenance=TRUSTED)
+                    gates.learn(
+                        store,
+                        skill,
+                        "example",
+                        {"input": f"in {os.getpid()}.{i}", "output": f"out {i}"},
+                        section="replies",
+                        provenance=TRUSTED,
+                    )
                     i += 1
             ready.set()
 

@@ -20,8 +20,11 @@ def store(tmp_path):
 
 
 def test_the_surfaces_reexport_the_stores_values():
-    for mod, names in ((memory, ("Memory", "MemoryRun", "MemoryDecision")), (knowledge, ("Document", "Heading")),
-                       (routing, ("PromptVersion", "Feedback", "TraceStep", "Deliverable"))):
+    for mod, names in (
+        (memory, ("Memory", "MemoryRun", "MemoryDecision")),
+        (knowledge, ("Document", "Heading")),
+        (routing, ("PromptVersion", "Feedback", "TraceStep", "Deliverable")),
+    ):
         for name in names:
             assert getattr(mod, name) is getattr(store_mod, name)
             assert dataclasses.is_dataclass(getattr(mod, name))
@@ -89,8 +92,9 @@ def test_knowledge_rows_keep_revision_and_summary_state(store):
 
 def test_erasing_signals_by_scope_leaves_other_scopes(store):
     for scope in ("user", "user", "team"):
-        store.evidence.add_signal("s", "1", "undo", positive=False, rating=None, scope=scope, skill=None,
-                                  section=None, lesson=None, at=T0)
+        store.evidence.add_signal(
+            "s", "1", "undo", positive=False, rating=None, scope=scope, skill=None, section=None, lesson=None, at=T0
+        )
     assert store.evidence.erase_signals(scope="user") == 2
     assert store.evidence.erase_signals(all=True) == 1
 

@@ -112,12 +112,15 @@ def test_runtime_evidence_routes_nowhere_even_with_every_owner_named(kind):
     assert got.surface is None and got.rule == "evidence_only" and "evidence" in got.reason
 
 
-@pytest.mark.parametrize("signal,missing", [
-    (Signal("procedure", "do X first"), "names no skill"),
-    (Signal("role", "be terse"), "names no agent"),
-    (Signal("preference", "likes tea"), "names no user"),
-    (Signal("deterministic_rule", "this invoice total is 40"), "one task only"),
-])
+@pytest.mark.parametrize(
+    "signal,missing",
+    [
+        (Signal("procedure", "do X first"), "names no skill"),
+        (Signal("role", "be terse"), "names no agent"),
+        (Signal("preference", "likes tea"), "names no user"),
+        (Signal("deterministic_rule", "this invoice total is 40"), "one task only"),
+    ],
+)
 def test_a_signal_without_its_owner_is_ambiguous_and_routes_nowhere(signal, missing):
     got = route(signal)
     assert got.surface is None and missing in got.reason
@@ -191,10 +194,17 @@ def test_the_extractor_sees_only_the_latest_three_pairs(store):
 
 
 def test_last_pairs_ignores_system_and_tool_messages_and_keeps_a_trailing_question():
-    msgs = [Message("system", "be nice"), Message("user", "a"), Message("tool", "x"), Message("assistant", "b"),
-            Message("user", "c")]
-    assert last_pairs(msgs) == ((Message("user", "a"), Message("assistant", "b")),
-                                (Message("user", "c"), Message("assistant", "")))
+    msgs = [
+        Message("system", "be nice"),
+        Message("user", "a"),
+        Message("tool", "x"),
+        Message("assistant", "b"),
+        Message("user", "c"),
+    ]
+    assert last_pairs(msgs) == (
+        (Message("user", "a"), Message("assistant", "b")),
+        (Message("user", "c"), Message("assistant", "")),
+    )
     with pytest.raises(UserMemoryError, match=r"messages\[0\]"):
         last_pairs([{"role": "user"}])
 
@@ -209,8 +219,9 @@ def test_explicit_memory_tool_in_the_turn_skips_extraction(store):
 
 
 def test_low_salience_candidates_are_dropped(store):
-    ex = Counting(Candidate("preference", "I want a short answer today", 0.2),
-                  Candidate("identity", "I am a tax accountant", 0.8))
+    ex = Counting(
+        Candidate("preference", "I want a short answer today", 0.2), Candidate("identity", "I am a tax accountant", 0.8)
+    )
     r = run(store, ex, CUED)
     assert [d.action for d in r.decisions] == ["low_salience", "added"]
     assert [m.content for m in memories(store, "u1")] == ["I am a tax accountant"]
@@ -303,13 +314,18 @@ def test_bad_input_to_after_turn_raises_before_scheduling(store):
 
 
 def test_rule_extractor_keeps_first_person_durable_facts_and_scores_the_rest_low():
-    pairs = last_pairs([
-        {"role": "user", "content": "Actually the meeting moved. I always want replies in English. "
-                                    "Today I want a short one. I like the numbers in report.xlsx."},
-        {"role": "assistant", "content": "Noted."},
-        {"role": "user", "content": "My name is Dana and I work at Contoso. No, I meant the Berlin office."},
-        {"role": "assistant", "content": "OK."},
-    ])
+    pairs = last_pairs(
+        [
+            {
+                "role": "user",
+                "content": "Actually the meeting moved. I always want replies in English. "
+                "Today I want a short one. I like the numbers in report.xlsx.",
+            },
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "My name is Dana and I work at Contoso. No, I meant the Berlin office."},
+            {"role": "assistant", "content": "OK."},
+        ]
+    )
     got = {(c.type, c.content): c.salience for c in RuleExtractor()(pairs)}
     assert ("correction", "Actually the meeting moved.") not in got  # not about the user
     assert got[("preference", "I always want replies in English.")] >= 0.8
@@ -347,14 +363,22 @@ def test_pick_extractor_is_rule_based_without_a_server():
 
 
 def test_pick_extractor_uses_the_local_model_when_one_answers(scripted, store):  # noqa: F811
-    health = {"status": "ok", "model_loaded": "m", "all_models_loaded": [{"model_name": "m",
-                                                                          "recipe_options": {"ctx_size": 4096}}]}
+    health = {
+        "status": "ok",
+        "model_loaded": "m",
+        "all_models_loaded": [{"model_name": "m", "recipe_options": {"ctx_size": 4096}}],
+    }
     scripted.add("GET", "health", 200, health).add("GET", "models", 200, {"data": [{"id": "m"}]})
     reply = '```json\n[{"type": "preference", "content": "Replies in English", "salience": 0.9}]\n```'
-    scripted.add("POST", "chat/completions", 200, {"choices": [{"message": {"content": reply},
-                                                                "finish_reason": "stop"}]})
-    scripted.add("POST", "chat/completions", 200, {"choices": [{"message": {"content": "sure! here you go"},
-                                                                "finish_reason": "stop"}]})
+    scripted.add(
+        "POST", "chat/completions", 200, {"choices": [{"message": {"content": reply}, "finish_reason": "stop"}]}
+    )
+    scripted.add(
+        "POST",
+        "chat/completions",
+        200,
+        {"choices": [{"message": {"content": "sure! here you go"}, "finish_reason": "stop"}]},
+    )
     client = LemonadeClient(scripted.base_url, retries=0, window=65536)
     ex = pick_extractor(client)
     assert isinstance(ex, LLMExtractor) and ex.model == "m"
@@ -368,8 +392,10 @@ def test_pick_extractor_uses_the_local_model_when_one_answers(scripted, store): 
 
 # ---------------------------------------------------------------------------------------- knowledge
 
-DOC = "Expense policy\r\n==============\r\n\r\n\r\nMeals are   capped at 40 EUR per day.  \r\n\r\n" \
-      "Travel\r\n------\r\n* Book trains\r\n* Economy only\r\n"
+DOC = (
+    "Expense policy\r\n==============\r\n\r\n\r\nMeals are   capped at 40 EUR per day.  \r\n\r\n"
+    "Travel\r\n------\r\n* Book trains\r\n* Economy only\r\n"
+)
 
 
 class Gate:
@@ -392,8 +418,11 @@ def kb(store):
 
 def test_ingest_normalizes_markdown_rebuilds_the_outline_and_is_pending(kb):
     doc = kb.ingest("policy/expenses", DOC, summarize=False)
-    assert doc.body == normalize_markdown(DOC) == ("# Expense policy\n\nMeals are capped at 40 EUR per day.\n\n"
-                                                   "## Travel\n\n- Book trains\n- Economy only\n")
+    assert (
+        doc.body
+        == normalize_markdown(DOC)
+        == ("# Expense policy\n\nMeals are capped at 40 EUR per day.\n\n## Travel\n\n- Book trains\n- Economy only\n")
+    )
     assert [(h.slug, h.level, h.line) for h in doc.outline] == [("expense-policy", 1, 1), ("travel", 2, 5)]
     assert doc.outline == outline(doc.body) and doc.title == "Expense policy"
     assert (doc.status, doc.revision, doc.summary) == ("pending", 1, None)
@@ -473,8 +502,9 @@ def test_pick_summarizer_uses_the_local_model_when_one_answers(scripted, store):
     scripted.add("GET", "health", 200, {"status": "ok", "all_models_loaded": [{"model_name": "m"}]})
     scripted.add("GET", "models", 200, {"data": [{"id": "m"}]})
     for text in ("Meals are capped; trains are economy.", "  "):
-        scripted.add("POST", "chat/completions", 200, {"choices": [{"message": {"content": text},
-                                                                    "finish_reason": "stop"}]})
+        scripted.add(
+            "POST", "chat/completions", 200, {"choices": [{"message": {"content": text}, "finish_reason": "stop"}]}
+        )
     summarizer = pick_summarizer(LemonadeClient(scripted.base_url, retries=0, window=65536))
     assert isinstance(summarizer, LLMSummarizer)
     with KnowledgeBase(store, summarizer) as kb:
@@ -503,6 +533,7 @@ def test_knowledge_bad_input_raises_typed_errors(kb):
 
 
 # ------------------------------------------------------------------------------------------ prompts
+
 
 def test_prompt_lifecycle_draft_published_active(store):
     v1 = create_draft(store, "finance", "You are the finance assistant.")
@@ -546,6 +577,7 @@ def test_prompt_bad_input(store):
 
 # ------------------------------------------------------------------------------------ skill packages
 
+
 def skill_md(description="triage mail", name="mail"):
     return f"---\nname: {name}\ndescription: {description}\n---\n# Mail\n\nSort the inbox.\n"
 
@@ -579,14 +611,17 @@ def test_an_upload_replaces_the_whole_tree(store):
     assert sorted(pk.files("mail")) == ["SKILL.md", "scripts/new.py"] == list(rev.paths)
 
 
-@pytest.mark.parametrize("files,error,where", [
-    ({"README.md": "x"}, PackageError, "SKILL.md"),
-    ({"SKILL.md": skill_md(), "../escape.md": "x"}, PackageError, "../escape.md"),
-    ({"SKILL.md": skill_md(), "/abs.md": "x"}, PackageError, "/abs.md"),
-    ({"SKILL.md": skill_md(), "a//b.md": "x"}, PackageError, "a//b.md"),
-    ({"SKILL.md": "---\nname: mail\n---\nbody\n"}, SkillError, "description"),
-    ({"SKILL.md": "no frontmatter"}, SkillError, "SKILL.md"),
-])
+@pytest.mark.parametrize(
+    "files,error,where",
+    [
+        ({"README.md": "x"}, PackageError, "SKILL.md"),
+        ({"SKILL.md": skill_md(), "../escape.md": "x"}, PackageError, "../escape.md"),
+        ({"SKILL.md": skill_md(), "/abs.md": "x"}, PackageError, "/abs.md"),
+        ({"SKILL.md": skill_md(), "a//b.md": "x"}, PackageError, "a//b.md"),
+        ({"SKILL.md": "---\nname: mail\n---\nbody\n"}, SkillError, "description"),
+        ({"SKILL.md": "no frontmatter"}, SkillError, "SKILL.md"),
+    ],
+)
 def test_an_invalid_upload_raises_a_located_error_and_stores_nothing(store, files, error, where):
     pk = SkillPackages(store)
     pk.upload({"SKILL.md": skill_md("good")})
@@ -609,6 +644,7 @@ def test_a_directory_upload_checks_the_name_against_the_directory(store, tmp_pat
 
 # ------------------------------------------------------------------------------- feedback and review
 
+
 def populate(store):
     """One object on every surface."""
     memory_save(store, "u1", "preference", "I prefer replies in English")
@@ -618,8 +654,9 @@ def populate(store):
         kb.mark_ready("d")
     activate(store, publish(store, create_draft(store, "finance", "You are the finance assistant.").id).id)
     SkillPackages(store).upload({"SKILL.md": skill_md()})
-    gates.learn(store, make_skill(), "preference", {"body": "Label urgent mail first."}, section="triage",
-                provenance=TRUSTED)
+    gates.learn(
+        store, make_skill(), "preference", {"body": "Label urgent mail first."}, section="triage", provenance=TRUSTED
+    )
 
 
 def test_a_rating_changes_no_surface(store):
@@ -739,6 +776,7 @@ def test_the_extractor_against_a_real_local_engine_is_recorded_whatever_it_says(
 
 # ----------------------------------------------------------------------- the memory study (notebook 09)
 
+
 def _turn(user, *said, remember=None):
     from overlay_kit.studies.surface_sim import MONDAY, SimTurn
 
@@ -751,15 +789,19 @@ def test_memory_quality_counts_unwanted_and_missed_memories_against_the_ground_t
 
     from overlay_kit.studies.surface_sim import INTENT, memory_quality
 
-    turns = [_turn("ana", "I always want amounts in EUR.", "No, I meant the Berlin office."),
-             _turn("ana", "I work as a tax accountant at Contoso.", "Today I want it short.",
-                   "What needs a reply today?"),
-             _turn("ben", "Please always put the summary first.")]
-    final = pd.DataFrame([
-        {"user": "ana", "type": "preference", "source": "manual", "content": "I always want amounts in EUR."},
-        {"user": "ana", "type": "correction", "source": "auto", "content": "No, I meant the Berlin office."},
-        {"user": "ana", "type": "preference", "source": "auto", "content": "I always want amounts in EUR!"},
-        {"user": "ben", "type": "preference", "source": "auto", "content": "Please always put the summary first"}])
+    turns = [
+        _turn("ana", "I always want amounts in EUR.", "No, I meant the Berlin office."),
+        _turn("ana", "I work as a tax accountant at Contoso.", "Today I want it short.", "What needs a reply today?"),
+        _turn("ben", "Please always put the summary first."),
+    ]
+    final = pd.DataFrame(
+        [
+            {"user": "ana", "type": "preference", "source": "manual", "content": "I always want amounts in EUR."},
+            {"user": "ana", "type": "correction", "source": "auto", "content": "No, I meant the Berlin office."},
+            {"user": "ana", "type": "preference", "source": "auto", "content": "I always want amounts in EUR!"},
+            {"user": "ben", "type": "preference", "source": "auto", "content": "Please always put the summary first"},
+        ]
+    )
     rows, examples = memory_quality(turns, final, labels=INTENT, keep=["durable"], coverage=0.6)
     ana, ben = rows
     # ana: two automatic memories, the in-task correction unwanted; two durable sentences said, the job not kept
@@ -767,7 +809,9 @@ def test_memory_quality_counts_unwanted_and_missed_memories_against_the_ground_t
     assert (ana["durable_said"], ana["missed"]) == (2, 1)
     assert (ben["auto_memories"], ben["unwanted"], ben["durable_said"], ben["missed"]) == (1, 0, 1, 0)
     assert [(e["kind"], e["sentence"]) for e in examples] == [
-        ("unwanted", "No, I meant the Berlin office."), ("missed", "I work as a tax accountant at Contoso.")]
+        ("unwanted", "No, I meant the Berlin office."),
+        ("missed", "I work as a tax accountant at Contoso."),
+    ]
     # the same week judged with corrections counted as meant to keep: nothing unwanted
     rows, _ = memory_quality(turns, final, labels=INTENT, keep=["durable", "correction"], coverage=0.6)
     assert rows[0]["unwanted"] == 0
@@ -813,8 +857,7 @@ def test_the_memory_studys_verdict_is_computed_from_its_rule_file(tmp_path):
     assert study.verdict() == "within both targets"  # a share is at most 1
     unwanted, missed = study.shares()
     # the same weeks under a target just under the observed interval: the file's number flips the verdict
-    strict = _rule_copy(tmp_path, unwanted_target=round(unwanted.interval.low - 0.01, 4), missed_target=1.0,
-                        **small)
+    strict = _rule_copy(tmp_path, unwanted_target=round(unwanted.interval.low - 0.01, 4), missed_target=1.0, **small)
     judged = surface_sim.run(skill, rule=strict)
     assert judged.table().equals(t) and judged.shares()[0].interval == unwanted.interval
     assert judged.shares()[0].verdict == "over target" and judged.verdict() == "over target"
@@ -826,8 +869,10 @@ def test_the_memory_verdict_says_undecided_when_the_interval_straddles_the_targe
     from overlay_kit.studies import surface_sim
 
     rule = _rule_copy(tmp_path, unwanted_target=0.1, missed_target=0.25, resamples=500)
-    rows = [{"seed": s, "user": "ana", "auto_memories": 10, "unwanted": u, "durable_said": 10, "missed": 0}
-            for s, u in enumerate((0, 2, 1))]
+    rows = [
+        {"seed": s, "user": "ana", "auto_memories": 10, "unwanted": u, "durable_said": 10, "missed": 0}
+        for s, u in enumerate((0, 2, 1))
+    ]
     study = surface_sim.WeekStudy(tuple(rows), rule)
     unwanted, missed = study.shares()
     assert unwanted.interval.low <= 0.1 < unwanted.interval.high and unwanted.verdict == "undecided"

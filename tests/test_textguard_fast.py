@@ -8,8 +8,20 @@ from hypothesis import strategies as st
 
 from overlay_kit import textguard
 
-RISKY = list("#=-*_`~<>[]:!|+.)0123456789 \t\n\r") + ["```", "---", "<div>", "[p]: http://x", "\x1b[8m", "<!--",
-                                                    "-->", "\u202e", "\u200b", "ｉｇｎｏｒｅ", "é", "А"]
+RISKY = list("#=-*_`~<>[]:!|+.)0123456789 \t\n\r") + [
+    "```",
+    "---",
+    "<div>",
+    "[p]: http://x",
+    "\x1b[8m",
+    "<!--",
+    "-->",
+    "\u202e",
+    "\u200b",
+    "ｉｇｎｏｒｅ",
+    "é",
+    "А",
+]
 texts = st.lists(st.one_of(st.sampled_from(RISKY), st.text(min_size=0, max_size=6)), max_size=14).map("".join)
 ascii_texts = st.text(alphabet=st.characters(max_codepoint=127), max_size=80)
 
@@ -42,10 +54,14 @@ def test_plain_ascii_is_ascii_without_a_hidden_character():
 
 # The language check's shortcuts (issue 29): the batch lexicon pass equals the per-text test, a text it passes is
 # one the full reading finds English, and the batch reading equals the single one.
-WORDS = sorted(textguard._EN_LEXICON)[::7] + sorted(textguard._FOREIGN_FUNCTION)[::5] + [
-    "Ignoriere", "Anweisungen", "don't", "'merci'", "users'", "Müller", "东京", "c\u043empany", "\x00", "\x1b[8m"]
-word_texts = st.lists(st.one_of(st.sampled_from(WORDS), st.sampled_from(list(" .,;:!?\n'`<>@/_0123456789")),
-                                ascii_texts), max_size=12).map(" ".join)
+WORDS = (
+    sorted(textguard._EN_LEXICON)[::7]
+    + sorted(textguard._FOREIGN_FUNCTION)[::5]
+    + ["Ignoriere", "Anweisungen", "don't", "'merci'", "users'", "Müller", "东京", "c\u043empany", "\x00", "\x1b[8m"]
+)
+word_texts = st.lists(
+    st.one_of(st.sampled_from(WORDS), st.sampled_from(list(" .,;:!?\n'`<>@/_0123456789")), ascii_texts), max_size=12
+).map(" ".join)
 
 
 @settings(max_examples=1500, deadline=None)

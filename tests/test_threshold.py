@@ -38,8 +38,10 @@ class FixedScorer:
     name: str = "fixed"
 
     def vectors(self, goals, triggers):
-        return (np.array([self.table[g] for g in goals], dtype=np.float32),
-                np.array([self.table[t] for t in triggers], dtype=np.float32))
+        return (
+            np.array([self.table[g] for g in goals], dtype=np.float32),
+            np.array([self.table[t] for t in triggers], dtype=np.float32),
+        )
 
 
 def _write(path: Path, text: str) -> Path:
@@ -51,8 +53,12 @@ def _write(path: Path, text: str) -> Path:
 
 
 def test_corpus_regenerates_byte_identical(tmp_path):
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tau_corpus.py"), "--out", str(tmp_path)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_tau_corpus.py"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "36 lessons, 648 pairs" in out.stdout
     for name in ("pairs.csv", "lessons.csv"):
         assert (tmp_path / name).read_bytes() == (CORPUS / name).read_bytes(), name
@@ -80,20 +86,34 @@ def test_corpus_goals_are_unique_per_origin():
     assert not authored["goal"].str.casefold().duplicated().any()
     # a cross-domain goal is another domain's paraphrase goal, never the lesson's own domain
     cross = pairs[pairs["category"] == "cross_domain"].merge(
-        authored[authored["category"] == "paraphrase"][["goal", "domain"]], on="goal", suffixes=("", "_origin"))
+        authored[authored["category"] == "paraphrase"][["goal", "domain"]], on="goal", suffixes=("", "_origin")
+    )
     assert len(cross) == (pairs["category"] == "cross_domain").sum()
     assert (cross["domain"] != cross["domain_origin"]).all()
 
 
 def test_generator_refuses_unknown_slot(tmp_path):
-    src = _write(tmp_path / "s.yaml", """
+    src = _write(
+        tmp_path / "s.yaml",
+        """
 slots: {}
 lessons:
   - {id: a, domain: d, skill: s, section: x, trigger: t, body: b,
      paraphrase: ["hello {nobody}"], near_miss: [n], lexical_overlap: [l], adversarial: [v]}
-""")
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tau_corpus.py"), "--source", str(src),
-                          "--out", str(tmp_path / "o")], capture_output=True, text=True)
+""",
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "make_tau_corpus.py"),
+            "--source",
+            str(src),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 1 and "unknown slot(s) ['nobody']" in out.stderr
     assert not (tmp_path / "o").exists()
 
@@ -106,18 +126,27 @@ def test_load_pairs_csv_without_split_or_body(tmp_path):
     rows += [f"goal {i},trigger {i % 8},{int(i % 2 == 0)},{'a' if i < 10 else 'b'}" for i in range(40)]
     df = th.load_pairs(_write(tmp_path / "p.csv", "\n".join(rows) + "\n"))
     assert df.attrs["token_source"] == "trigger" and (df["body"] == df["trigger"]).all()
-    assert (df.groupby("trigger")["split"].nunique() == 1).all()     # split by lesson (here: by trigger)
+    assert (df.groupby("trigger")["split"].nunique() == 1).all()  # split by lesson (here: by trigger)
     assert df.drop_duplicates("trigger")["split"].value_counts().tolist() == [4, 4]
     again = th.load_pairs(tmp_path / "p.csv")
-    assert (again["split"] == df["split"]).all()                       # deterministic
+    assert (again["split"] == df["split"]).all()  # deterministic
     other = th.load_pairs(tmp_path / "p.csv", seed=2)
-    assert (other["split"] != df["split"]).any()                       # and seeded
+    assert (other["split"] != df["split"]).any()  # and seeded
 
 
 def test_load_pairs_jsonl_with_lessons_join(tmp_path):
-    lines = [json.dumps({"goal": f"g{i}", "trigger": "t1" if i % 2 else "t2", "relevant": bool(i % 3 == 0),
-                         "lesson_id": "L1" if i % 2 else "L2", "split": "calibration" if i < 6 else "test"})
-             for i in range(12)]
+    lines = [
+        json.dumps(
+            {
+                "goal": f"g{i}",
+                "trigger": "t1" if i % 2 else "t2",
+                "relevant": bool(i % 3 == 0),
+                "lesson_id": "L1" if i % 2 else "L2",
+                "split": "calibration" if i < 6 else "test",
+            }
+        )
+        for i in range(12)
+    ]
     pairs = _write(tmp_path / "p.jsonl", "\n".join(lines) + "\n")
     lessons = _write(tmp_path / "l.csv", "lesson_id,body\nL1,one two three\nL2,a much longer lesson body here\n")
     df = th.load_pairs(pairs, lessons=lessons)
@@ -126,15 +155,18 @@ def test_load_pairs_jsonl_with_lessons_join(tmp_path):
     assert df.loc[df["lesson_id"] == "L2", "tokens"].iloc[0] > df.loc[df["lesson_id"] == "L1", "tokens"].iloc[0]
 
 
-@pytest.mark.parametrize("text, line, field", [
-    ("goal,trigger\nx,y\n", 1, "header"),
-    ("goal,trigger,relevant\nx,y,1\nz,y,maybe\n", 3, "relevant"),
-    ("goal,trigger,relevant\nx,y,1\n ,y,0\n", 3, "goal"),
-    ("goal,trigger,relevant\nx,y,1\nx,y,0\n", 3, "relevant"),
-    ("goal,trigger,relevant,split\nx,y,1,calibration\nz,y,0,\n", 3, "split"),
-    ("goal,trigger,relevant,split\nx,y,1,train\n", 2, "split"),
-    ("goal,trigger,relevant,split\nx,y,1,calibration\nz,y,0,calibration\nw,y,1,test\n", 0, "split"),
-])
+@pytest.mark.parametrize(
+    "text, line, field",
+    [
+        ("goal,trigger\nx,y\n", 1, "header"),
+        ("goal,trigger,relevant\nx,y,1\nz,y,maybe\n", 3, "relevant"),
+        ("goal,trigger,relevant\nx,y,1\n ,y,0\n", 3, "goal"),
+        ("goal,trigger,relevant\nx,y,1\nx,y,0\n", 3, "relevant"),
+        ("goal,trigger,relevant,split\nx,y,1,calibration\nz,y,0,\n", 3, "split"),
+        ("goal,trigger,relevant,split\nx,y,1,train\n", 2, "split"),
+        ("goal,trigger,relevant,split\nx,y,1,calibration\nz,y,0,calibration\nw,y,1,test\n", 0, "split"),
+    ],
+)
 def test_load_pairs_errors_name_line_and_field(tmp_path, text, line, field):
     path = _write(tmp_path / "bad.csv", text)
     with pytest.raises(th.PairsError) as err:
@@ -148,8 +180,10 @@ def test_load_pairs_jsonl_and_lessons_errors(tmp_path):
     with pytest.raises(th.PairsError) as err:
         th.load_pairs(bad)
     assert (err.value.line, err.value.field) == (2, "json")
-    good = _write(tmp_path / "q.csv", "goal,trigger,relevant,lesson_id\n" +
-                  "".join(f"g{i},t{i % 4},{int(i % 3 == 0)},L{i % 4}\n" for i in range(16)))
+    good = _write(
+        tmp_path / "q.csv",
+        "goal,trigger,relevant,lesson_id\n" + "".join(f"g{i},t{i % 4},{int(i % 3 == 0)},L{i % 4}\n" for i in range(16)),
+    )
     lessons = _write(tmp_path / "l.csv", "lesson_id,body\nL0,body zero\n")
     with pytest.raises(th.PairsError, match="'L1'.*no row in the lessons file"):
         th.load_pairs(good, lessons=lessons)
@@ -205,14 +239,23 @@ def test_study_admission_equals_runtime_retrieval():
 def _toy() -> th.Scored:
     """4 lessons (L1, L2 calibration; L3, L4 test), one goal per lesson, cosines chosen by hand."""
     e = np.eye(4)
-    table = {"L1": e[0], "L2": e[1], "L3": e[2], "L4": e[3],
-             "g1": 0.8 * e[0] + 0.6 * e[1],   # L1's paraphrase: 0.8 to L1, 0.6 to L2
-             "g2": 0.6 * e[1] + 0.8 * e[2],   # L2's near miss: 0.6 to L2, 0.8 to L3
-             "g3": 0.6 * e[2] + 0.8 * e[3],   # L4's paraphrase
-             "g4": e[2]}                      # L3's paraphrase
-    rows = [("g1", "L1", True, "paraphrase", "calibration"), ("g2", "L2", False, "near_miss", "calibration"),
-            ("g1", "L3", False, "cross_domain", "test"),     # reuses g1: still L1's goal, in L1's half
-            ("g3", "L4", True, "paraphrase", "test"), ("g4", "L3", True, "paraphrase", "test")]
+    table = {
+        "L1": e[0],
+        "L2": e[1],
+        "L3": e[2],
+        "L4": e[3],
+        "g1": 0.8 * e[0] + 0.6 * e[1],  # L1's paraphrase: 0.8 to L1, 0.6 to L2
+        "g2": 0.6 * e[1] + 0.8 * e[2],  # L2's near miss: 0.6 to L2, 0.8 to L3
+        "g3": 0.6 * e[2] + 0.8 * e[3],  # L4's paraphrase
+        "g4": e[2],
+    }  # L3's paraphrase
+    rows = [
+        ("g1", "L1", True, "paraphrase", "calibration"),
+        ("g2", "L2", False, "near_miss", "calibration"),
+        ("g1", "L3", False, "cross_domain", "test"),  # reuses g1: still L1's goal, in L1's half
+        ("g3", "L4", True, "paraphrase", "test"),
+        ("g4", "L3", True, "paraphrase", "test"),
+    ]
     df = pd.DataFrame(rows, columns=["goal", "trigger", "relevant", "category", "split"])
     df = df.assign(lesson_id=df["trigger"], body=df["trigger"], line=range(2, 7))
     df["tokens"] = df["trigger"].map({"L1": 10, "L2": 20, "L3": 40, "L4": 30})
@@ -222,7 +265,7 @@ def _toy() -> th.Scored:
 def test_goals_belong_to_their_home_lesson_and_half():
     cal, test = th.goals(_toy(), "calibration"), th.goals(_toy(), "test")
     assert cal.lessons == ("L1", "L2") and test.lessons == ("L3", "L4")
-    assert len(cal.home) == 2 and len(test.home) == 2           # g1 is not counted again in the test half
+    assert len(cal.home) == 2 and len(test.home) == 2  # g1 is not counted again in the test half
     np.testing.assert_allclose(cal.cosine, [[0.8, 0.6, 0.0, 0.0], [0.0, 0.6, 0.8, 0.0]], atol=1e-6)
 
 
@@ -237,9 +280,9 @@ def test_sums_and_session_rates_by_hand():
     r = s.rates(np.array([[1.0, 1.0], [2.0, 0.0]]), k=2)
     assert r["recall"][0].tolist() == [1, 1, 0, 0] and r["false_tokens"][0].tolist() == [40, 80, 0, 0]
     assert r["precision"][0, :2].tolist() == [0.5, 0.25] and np.isnan(r["precision"][0, 2])
-    assert r["false_tokens"][1].tolist() == [0, 40, 0, 0]      # a resample holding L1 twice
+    assert r["false_tokens"][1].tolist() == [0, 40, 0, 0]  # a resample holding L1 twice
     assert r["injected"][0].tolist() == [2, 4, 0, 0]
-    assert r["benign_tokens"][0].tolist() == r["false_tokens"][0].tolist()   # no adversarial goal in this half
+    assert r["benign_tokens"][0].tolist() == r["false_tokens"][0].tolist()  # no adversarial goal in this half
     assert np.isnan(r["stress_tokens"][0]).all()
 
 
@@ -251,19 +294,25 @@ def test_benign_and_stress_costs_are_kept_apart_by_hand():
     r = th.sums(g, [Gate.absolute(0.7), Gate.absolute(0.5)]).rates(np.array([[1.0, 1.0]]), k=10)
     # per goal: g1 (benign) 0 / 20 false tokens, g2 (adversarial) 40 / 60; one goal of each kind
     assert r["benign_tokens"][0].tolist() == [0, 200] and r["stress_tokens"][0].tolist() == [400, 600]
-    assert r["false_tokens"][0].tolist() == [200, 400]          # the old, pooled cost: (0 + 40) / 2 goals × 10
+    assert r["false_tokens"][0].tolist() == [200, 400]  # the old, pooled cost: (0 + 40) / 2 goals × 10
 
 
 def test_select_is_max_recall_among_eligible_then_the_stated_tie_break():
-    gates = [Gate.absolute(0.48), Gate("top-k", 0.46), Gate.absolute(0.46), Gate("top-k", 0.46, k=2),
-             Gate("margin", 0.40, margin=0.1), Gate.absolute(0.30)]
+    gates = [
+        Gate.absolute(0.48),
+        Gate("top-k", 0.46),
+        Gate.absolute(0.46),
+        Gate("top-k", 0.46, k=2),
+        Gate("margin", 0.40, margin=0.1),
+        Gate.absolute(0.30),
+    ]
     recall = np.array([0.25, 0.25, 0.25, 0.25, 0.20, 0.90])
     ok = np.array([True, True, True, True, True, False])
     # 0.90 is not eligible; four gates tie at 0.25: the lower floor (0.46) wins over 0.48, then the simpler
     # family (absolute before top-k), so τ ≥ 0.46 — not the cheaper τ ≥ 0.48 the old tie-break took
     assert th.select(recall, ok, gates) == 2
-    assert th.select(recall, ok & (np.arange(6) != 2), gates) == 1          # then top-1 before top-2
-    assert th.select(recall, np.array([1, 0, 0, 0, 1, 0], bool), gates) == 0   # recall first, floor second
+    assert th.select(recall, ok & (np.arange(6) != 2), gates) == 1  # then top-1 before top-2
+    assert th.select(recall, np.array([1, 0, 0, 0, 1, 0], bool), gates) == 0  # recall first, floor second
     assert th.select(recall, np.zeros(6, bool), gates) == -1
 
 
@@ -272,11 +321,14 @@ def test_the_budget_is_judged_on_benign_goals_at_the_upper_bound():
     b, s = rule.budget, rule.stress_budget
     draws = lambda point, spread: np.r_[point, np.linspace(point - spread, point + spread, 20)]  # noqa: E731
     # four gates: the same benign point estimate (0.75 b) with a narrow and a wide interval, one over, one free
-    rates = {"benign_tokens": np.c_[draws(0.75 * b, 0.1 * b), draws(0.75 * b, 0.5 * b), draws(1.1 * b, 0.01 * b),
-                                    draws(0, 0)],
-             "stress_tokens": np.c_[draws(2 * s, 1), draws(0, 0), draws(0, 0), draws(0.98 * s, 0.1 * s)]}
+    rates = {
+        "benign_tokens": np.c_[
+            draws(0.75 * b, 0.1 * b), draws(0.75 * b, 0.5 * b), draws(1.1 * b, 0.01 * b), draws(0, 0)
+        ],
+        "stress_tokens": np.c_[draws(2 * s, 1), draws(0, 0), draws(0, 0), draws(0.98 * s, 0.1 * s)],
+    }
     hi = np.percentile(rates["benign_tokens"][1:], rule.upper, axis=0)
-    assert hi[0] <= b < hi[1] and rates["benign_tokens"][0, 1] < b      # within at the estimate, not at the bound
+    assert hi[0] <= b < hi[1] and rates["benign_tokens"][0, 1] < b  # within at the estimate, not at the bound
     lax = dataclasses.replace(rule, stress_budget=10 * s)
     assert th.eligible(rates, lax).tolist() == [True, False, False, True]
     # the adversarial cost is a constraint of its own, judged at its upper bound too: 0.98 s at the estimate fails
@@ -288,7 +340,7 @@ def test_the_budget_is_judged_on_benign_goals_at_the_upper_bound():
 def test_lesson_weights_resample_lessons():
     w = th.lesson_weights(8, 300, np.random.default_rng(0))
     assert w.shape == (301, 8) and (w[0] == 1).all() and (w.sum(axis=1) == 8).all()
-    assert len({tuple(row) for row in w[1:]}) > 250                        # actually random
+    assert len({tuple(row) for row in w[1:]}) > 250  # actually random
     assert (th.lesson_weights(8, 300, np.random.default_rng(0)) == w).all()  # and seeded
 
 
@@ -296,8 +348,9 @@ def test_grid_has_every_family_and_a_gate_that_admits_nothing():
     grid = th.gate_grid()
     assert [f for f in dict.fromkeys(g.family for g in grid)] == list(FAMILIES)
     assert Gate.absolute(1.0) in grid and Gate("top-k", 0.5, k=3) in grid
-    coarse = th.gate_grid({"floor_step": 0.5, "top_k": [1], "margin_max": 0.1, "margin_step": 0.1,
-                           "margin_floor_step": 0.5})
+    coarse = th.gate_grid(
+        {"floor_step": 0.5, "top_k": [1], "margin_max": 0.1, "margin_step": 0.1, "margin_floor_step": 0.5}
+    )
     assert [str(g) for g in coarse][:3] == ["τ ≥ 0.00", "τ ≥ 0.50", "τ ≥ 1.00"] and len(coarse) == 3 + 3 + 2 * 3
 
 
@@ -360,7 +413,7 @@ def test_study_table_and_finding_are_written_from_the_numbers(tfidf_study):
     assert f"**tfidf → {fam.calibration.gate}**" in text and "No verdict on the default" in text
     assert fam.test.recall.fmt() in text and fam.calibration.recall.fmt() in text
     assert fam.test.benign_tokens.fmt(".0f") in text and fam.test.stress_tokens.fmt(".0f") in text
-    assert res.reference.recall.estimate == 0                              # τ = 0.82 retrieves nothing
+    assert res.reference.recall.estimate == 0  # τ = 0.82 retrieves nothing
     assert res.n_lessons == {"calibration": 18, "test": 18} and res.n_relevant == {"calibration": 108, "test": 108}
     assert 0 < res.n_no_shared_word < 108
 
@@ -369,13 +422,17 @@ def test_the_verdict_can_come_out_the_other_way(corpus):
     none = th.run(corpus, [th.TfidfScorer()], budget=0, n_boot=50)
     res = none.results["tfidf"]
     assert not res.reachable and "unreachable" in none.finding()
-    assert "nan" not in none.table().to_string().lower()      # recall 0.00, "nothing admitted": never NaN
-    assert none.rule.varied() == {"budget": (none.rule.file.param("budget"), 0.0),
-                                  "n_boot": (none.rule.file.param("n_boot"), 50)}
+    assert "nan" not in none.table().to_string().lower()  # recall 0.00, "nothing admitted": never NaN
+    assert none.rule.varied() == {
+        "budget": (none.rule.file.param("budget"), 0.0),
+        "n_boot": (none.rule.file.param("n_boot"), 50),
+    }
     generous = th.run(corpus, [th.TfidfScorer()], budget=400, n_boot=50).results["tfidf"]
     default = th.run(corpus, [th.TfidfScorer()], n_boot=50).results["tfidf"]
-    assert generous.families[generous.winner].calibration.recall.estimate > \
-        default.families[default.winner].calibration.recall.estimate
+    assert (
+        generous.families[generous.winner].calibration.recall.estimate
+        > default.families[default.winner].calibration.recall.estimate
+    )
 
 
 def test_the_pick_is_the_lowest_floor_among_eligible_gates_of_equal_recall(tfidf_study):
@@ -395,17 +452,21 @@ def test_the_pick_is_the_lowest_floor_among_eligible_gates_of_equal_recall(tfidf
 
 def test_shares_word_by_hand():
     assert th.shares_word("Declining recruiter reply rules apply here", "Replying to decline a recruiter's outreach")
-    assert th.shares_word("declined offers", "Decline")                      # the first five characters match
-    assert not th.shares_word("the all-hands collides with the vendor demo, fix it",
-                              "Resolving a double-booked slot on my calendar.")
-    assert not th.shares_word("it is in the", "it is in the")               # stop words only: no content word
+    assert th.shares_word("declined offers", "Decline")  # the first five characters match
+    assert not th.shares_word(
+        "the all-hands collides with the vendor demo, fix it", "Resolving a double-booked slot on my calendar."
+    )
+    assert not th.shares_word("it is in the", "it is in the")  # stop words only: no content word
     assert not th.shares_word("a to do", "to do a", min_chars=3) and th.shares_word("ab cd", "cd", min_chars=2)
 
 
 def test_a_hybrid_score_is_the_weighted_sum_of_its_parts_exactly():
     goals_ = ["decline the recruiter politely", "what is the weather in Lisbon", "zzz qqq"]  # the last: no TF-IDF word
-    triggers = ["Replying to decline a recruiter's job outreach.", "Filing tax and financial documents.",
-                "Checking the weather before travel."]
+    triggers = [
+        "Replying to decline a recruiter's job outreach.",
+        "Filing tax and financial documents.",
+        "Checking the weather before travel.",
+    ]
     rng = np.random.default_rng(3)
     dense = FixedScorer({t: rng.normal(size=5) for t in goals_ + triggers}, name="dense")
     hybrid = th.CombinedScorer("hybrid", (th.TfidfScorer(), dense), (0.3, 0.7))
@@ -413,14 +474,22 @@ def test_a_hybrid_score_is_the_weighted_sum_of_its_parts_exactly():
     unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
     tg, tt = th.TfidfScorer().vectors(goals_, triggers)
     dg, dt = dense.vectors(goals_, triggers)
-    assert not tg[2].any()                                                     # the padding case is exercised
+    assert not tg[2].any()  # the padding case is exercised
     np.testing.assert_allclose(g @ t.T, 0.3 * (tg @ tt.T) + 0.7 * (unit(dg) @ unit(dt).T), atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(g, axis=1), 1, atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(t, axis=1), 1, atol=1e-6)
-    pairs = pd.DataFrame({"goal": goals_, "trigger": triggers, "relevant": [True, False, False], "tokens": 10,
-                          "split": "calibration", "category": "paraphrase"})
-    np.testing.assert_allclose(th.score(pairs, hybrid).cosine, g @ t.T, atol=1e-5)   # through the FAISS index too
-    emb = th.CollectionEmbedder(hybrid, triggers)          # what world.comeback sees: the same scores
+    pairs = pd.DataFrame(
+        {
+            "goal": goals_,
+            "trigger": triggers,
+            "relevant": [True, False, False],
+            "tokens": 10,
+            "split": "calibration",
+            "category": "paraphrase",
+        }
+    )
+    np.testing.assert_allclose(th.score(pairs, hybrid).cosine, g @ t.T, atol=1e-5)  # through the FAISS index too
+    emb = th.CollectionEmbedder(hybrid, triggers)  # what world.comeback sees: the same scores
     np.testing.assert_allclose(emb.encode(goals_) @ emb.encode(triggers[::-1]).T, (g @ t.T)[:, ::-1], atol=1e-6)
     with pytest.raises(ValueError, match="summing to 1"):
         th.CombinedScorer("bad", (dense, dense), (0.5, 0.6))
@@ -472,12 +541,15 @@ def test_the_shipped_calibration_is_the_studys_output(default_scorer, corpus):
     assert record["holds_on_test"] and record["calibration"]["recall"][0] > 0
 
 
-@pytest.mark.parametrize("name, ident, package, weights, located", [
-    ("e5-small", bundled.E5_ID, bundled.E5_PACKAGE, "e5-small-q4.bin", bundled.e5_path),
-    ("minilm", bundled.MINILM_ID, bundled.MINILM_PACKAGE, "model/model.safetensors", bundled.minilm_path),
-])
+@pytest.mark.parametrize(
+    "name, ident, package, weights, located",
+    [
+        ("e5-small", bundled.E5_ID, bundled.E5_PACKAGE, "e5-small-q4.bin", bundled.e5_path),
+        ("minilm", bundled.MINILM_ID, bundled.MINILM_PACKAGE, "model/model.safetensors", bundled.minilm_path),
+    ],
+)
 def test_an_optional_embedder_is_checksum_pinned(tmp_path, monkeypatch, name, ident, package, weights, located):
-    shipped = _shipped(ident)                       # computed by the study where the extra was installed
+    shipped = _shipped(ident)  # computed by the study where the extra was installed
     assert shipped["embedder"] == ident and shipped["corpus"]["sha256"] == th.load_corpus().attrs["sha256"]
     fake = tmp_path / package / weights
     fake.parent.mkdir(parents=True)
@@ -495,23 +567,27 @@ def test_an_optional_embedder_is_checksum_pinned(tmp_path, monkeypatch, name, id
         retrieval._load.cache_clear()
 
 
-@pytest.mark.skipif(importlib.util.find_spec(bundled.E5_PACKAGE) is None,
-                    reason="the optional extra overlay_kit[e5] is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec(bundled.E5_PACKAGE) is None, reason="the optional extra overlay_kit[e5] is not installed"
+)
 def test_e5_embeds_goals_as_queries_and_reproduces_its_shipped_calibration(corpus):
     scorer = th.get_scorer("e5-small")
     emb = scorer.embedder
     assert scorer.name == retrieval.E5_ID and emb.encode(["x"]).shape == (1, emb.dim)
     q, p = emb.encode_query(["file my tax papers"]), emb.encode(["file my tax papers"])
-    assert not np.allclose(q, p) and np.allclose(np.linalg.norm(q), 1, atol=1e-5)   # two prefixes, unit vectors
-    index = retrieval.TriggerIndex(emb, ["a", "b"], emb.encode(["Filing tax and financial documents.",
-                                                                 "Triaging newsletters in the inbox."]))
+    assert not np.allclose(q, p) and np.allclose(np.linalg.norm(q), 1, atol=1e-5)  # two prefixes, unit vectors
+    index = retrieval.TriggerIndex(
+        emb, ["a", "b"], emb.encode(["Filing tax and financial documents.", "Triaging newsletters in the inbox."])
+    )
     assert index.retrieve("file my tax papers", Gate("top-k", -1.0))[0][0] == "a"
     study = th.run(corpus, [scorer])
     assert json.loads(json.dumps(study.calibration(scorer.name), ensure_ascii=False)) == _shipped(scorer.name)
 
 
-@pytest.mark.skipif(importlib.util.find_spec(bundled.MINILM_PACKAGE) is None,
-                    reason="the optional extra overlay_kit[minilm] is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec(bundled.MINILM_PACKAGE) is None,
+    reason="the optional extra overlay_kit[minilm] is not installed",
+)
 def test_minilm_loads_offline_and_reproduces_its_shipped_calibration(corpus):
     scorer = th.get_scorer("minilm")
     assert scorer.name == bundled.MINILM_ID
@@ -542,7 +618,7 @@ def test_cli_calibrate_tau_writes_what_the_resolver_reads(capsys, tmp_path, monk
     assert main(["calibrate-tau", str(pairs), "--n-boot", "50", "--budget", "80"]) == 0
     out = capsys.readouterr().out
     assert "wrote " in out and "nan" not in out.lower()
-    gate, path = retrieval.gate_for(bundled.EMBEDDER_ID)       # the user's calibration wins over the shipped one
+    gate, path = retrieval.gate_for(bundled.EMBEDDER_ID)  # the user's calibration wins over the shipped one
     assert path.parent == tmp_path / "gates" and str(gate) in out
 
 
@@ -565,30 +641,38 @@ def test_cli_calibrate_tau_unreachable_and_errors(capsys, tmp_path, monkeypatch)
 def test_the_verdict_is_computed_from_the_rule_file(tmp_path, corpus, default_scorer):
     """Two copies of the rule that differ in one param, two verdicts: which embedder ships decides whether the
     better candidate is a switch, and the goal threshold decides the goal — both read from the file."""
-    common = {"candidates": [{"name": "wordllama", "kind": "dense"}, {"name": "tfidf", "kind": "lexical"}],
-              "shippable": ["wordllama", "tfidf"], "n_boot": 200}
+    common = {
+        "candidates": [{"name": "wordllama", "kind": "dense"}, {"name": "tfidf", "kind": "lexical"}],
+        "shippable": ["wordllama", "tfidf"],
+        "n_boot": 200,
+    }
     stay = th.run(corpus, rule=_rule_copy(tmp_path, shipped_embedder="wordllama", goal_recall=1.01, **common))
     v = stay.verdict()
     best = max(("wordllama", "tfidf"), key=lambda x: stay.result(x).pick.calibration.recall.estimate)
     assert stay.complete and v.winner == best == v.shippable and stay.rule.file.sha256 != th.TauRule().file.sha256
     if best == "wordllama":
         assert not v.switch and "itself" in v.reasons[0] and v.default == "wordllama"
-    assert v.goal == "not met"                                    # no recall interval reaches above 1.01
+    assert v.goal == "not met"  # no recall interval reaches above 1.01
     assert f"**No switch: the default stays {v.default}**" in stay.finding() or v.switch
 
     moved = th.run(corpus, rule=_rule_copy(tmp_path, shipped_embedder="tfidf", goal_recall=0.0, **common))
     m = moved.verdict()
     assert m.shipped == "tfidf" and m.winner == best
     d = moved.result(best).test_recall_draws - moved.result("tfidf").test_recall_draws
-    assert m.difference.estimate == pytest.approx(d[0])         # paired: the same lesson resamples for both
+    assert m.difference.estimate == pytest.approx(d[0])  # paired: the same lesson resamples for both
     held = moved.result(best).holds(moved.rule.budget)
     assert m.holds == held
     if best != "tfidf":
         assert m.switch == (held and m.difference.low > 0) and m.default == (best if m.switch else "tfidf")
-        assert not any("itself" in r for r in m.reasons)           # the rule file, not the data, moved it
+        assert not any("itself" in r for r in m.reasons)  # the rule file, not the data, moved it
     default = moved.result(m.default)
-    assert m.goal == ("met" if default.holds(moved.rule.budget) else
-                      "not met" if default.pick.test.benign_tokens.low > moved.rule.budget else "undecided")
+    assert m.goal == (
+        "met"
+        if default.holds(moved.rule.budget)
+        else "not met"
+        if default.pick.test.benign_tokens.low > moved.rule.budget
+        else "undecided"
+    )
     table = moved.comeback()
     assert "previous default" in " ".join(table.index) and set(table["candidate"]) <= {"wordllama", "tfidf"}
     assert (table["needed"] > 0).all()
@@ -601,8 +685,9 @@ def test_the_verdict_is_computed_from_the_rule_file(tmp_path, corpus, default_sc
 def test_the_world_comeback_of_a_candidate_equals_the_world_modules_own(corpus, default_scorer, tmp_path):
     """The study hands `world.comeback` its candidates through `CollectionEmbedder`: for the bundled embedder
     that is the same number the world module computes with the embedder itself."""
-    rule = _rule_copy(tmp_path, candidates=[{"name": "wordllama", "kind": "dense"}], shippable=["wordllama"],
-                      n_boot=100)
+    rule = _rule_copy(
+        tmp_path, candidates=[{"name": "wordllama", "kind": "dense"}], shippable=["wordllama"], n_boot=100
+    )
     study = th.run(corpus, rule=rule)
     gate = study.result("wordllama").gate
     ours = next(cb for role, label, cb in study._comebacks if label == "wordllama" and cb.gate == str(gate))

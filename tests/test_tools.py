@@ -22,14 +22,25 @@ def test_defaults_match_the_design():
 
 
 def test_core_always_first_then_skill_then_semantic():
-    emb = FakeEmbedder({"find invoices": [1, 0, 0, 0], "tool 05: does thing 5": [0.9, 0.436, 0, 0],
-                        "tool 06: does thing 6": [0.3, 0.954, 0, 0], "tool 07: does thing 7": [0.1, 0.995, 0, 0]})
+    emb = FakeEmbedder(
+        {
+            "find invoices": [1, 0, 0, 0],
+            "tool 05: does thing 5": [0.9, 0.436, 0, 0],
+            "tool 06: does thing 6": [0.3, 0.954, 0, 0],
+            "tool 07: does thing 7": [0.1, 0.995, 0, 0],
+        }
+    )
     loader = ToolLoader(REGISTRY, CORE, embedder=emb)
     sel = loader.select("find invoices", skill_tools=["tool_10", "tool_05", "tool_00"])
     # tool_07's cosine (0.1) is under the 0.20 threshold; tool_05 is already a SKILL tool
     assert sel.tools == ("tool_00", "tool_01", "tool_10", "tool_05", "tool_06")
-    assert sel.sources == {"tool_00": "core", "tool_01": "core", "tool_10": "skill", "tool_05": "skill",
-                           "tool_06": "semantic"}
+    assert sel.sources == {
+        "tool_00": "core",
+        "tool_01": "core",
+        "tool_10": "skill",
+        "tool_05": "skill",
+        "tool_06": "semantic",
+    }
     assert sel.scores["tool_06"] == pytest.approx(0.3, abs=1e-3) and "tool_07" not in sel.scores
 
 
@@ -79,15 +90,22 @@ def test_a_tier1_delta_changes_tool_selection_without_changing_any_prompt_byte_e
     registry = {t: f"{t.replace('_', ' ')}" for t in skill.tools} | {"get_time": "current time"}
     with Store.open(":memory:") as store:
         before = resolve(skill, store, embedder=False)
-        learn_active(store, skill, "tool-hint", {"prefer": ["summarize_thread"], "drop": ["forward_message"]},
-                     "reading-the-inbox")
+        learn_active(
+            store,
+            skill,
+            "tool-hint",
+            {"prefer": ["summarize_thread"], "drop": ["forward_message"]},
+            "reading-the-inbox",
+        )
         after = resolve(skill, store, embedder=False)
     assert after.text == before.text  # not one byte of skill text changed
     assert after.skill_tools != before.skill_tools and after.skill_tools[0] == "summarize_thread"
-    sel_before = ToolLoader(registry, ["get_time"], max_tools=6).select(skill_tools=before.skill_tools,
-                                                                        withheld=before.withheld_tools)
-    sel_after = ToolLoader(registry, ["get_time"], max_tools=6).select(skill_tools=after.skill_tools,
-                                                                       withheld=after.withheld_tools)
+    sel_before = ToolLoader(registry, ["get_time"], max_tools=6).select(
+        skill_tools=before.skill_tools, withheld=before.withheld_tools
+    )
+    sel_after = ToolLoader(registry, ["get_time"], max_tools=6).select(
+        skill_tools=after.skill_tools, withheld=after.withheld_tools
+    )
     assert sel_before.tools != sel_after.tools and "summarize_thread" in sel_after.tools
 
     def system(eff, sel):
@@ -103,6 +121,7 @@ def test_a_tool_hint_cannot_add_a_tool_the_agent_does_not_have():
     from resolve_fixtures import delta
 
     from overlay_kit.resolve import compose
+
     eff = compose(skill, [delta(skill, "tool-hint", {"prefer": ["rm_rf"]}, "triage")])
     assert eff.skill_tools[0] == "rm_rf"  # the hint is passed on (gates refuse it at write time) …
     sel = ToolLoader({"search_mail": "", "draft_reply": ""}).select(skill_tools=eff.skill_tools)

@@ -70,8 +70,13 @@ def test_the_product_ships_the_setting_and_every_entry_point_reads_it():
 
 
 def _delta(skill, section, body):
-    return Delta(skill.name, "preference", {"body": body}, anchor.anchor_for(skill.body, section, skill.version),
-                 Provenance(TRUSTED))
+    return Delta(
+        skill.name,
+        "preference",
+        {"body": body},
+        anchor.anchor_for(skill.body, section, skill.version),
+        Provenance(TRUSTED),
+    )
 
 
 TOUCHED = "When pytest hangs, pass --timeout=60."
@@ -80,8 +85,9 @@ RELEASE = "Tag releases with a leading v."
 
 def test_rebase_rekeys_an_untouched_stale_lesson_clean_and_keeps_a_touched_one_flagged():
     old = make_skill(body=OLD)
-    new = make_skill(body=OLD.replace("`pytest -x`", "`nox -s tests`").replace("Tag the release", "Tag it"),
-                     version="1.1")
+    new = make_skill(
+        body=OLD.replace("`pytest -x`", "`nox -s tests`").replace("Tag the release", "Tag it"), version="1.1"
+    )
     hit, miss = _delta(old, "tests", TOUCHED), _delta(old, "tests", "Prefer small, focused test modules.")
     rel = _delta(old, "release", RELEASE)
     out = {o.delta.payload["body"]: o for o in rebase.rebase_deltas([hit, miss, rel], old.body, new, stale_touch=True)}
@@ -162,10 +168,12 @@ def test_the_miner_flags_a_rule_event_only_on_a_change_that_touches_it():
 
 def test_mined_events_carry_the_touch_flag_within_the_section_flag():
     head, rule = "# Rules\n\n## Style\n\n", "- Prefer f-strings for formatting.\n"
-    texts = [head + "- Use ruff for linting.\n- Keep lines short.\n",
-             head + "- Use ruff for linting.\n- Keep lines short.\n" + rule,
-             head + "- Use black for linting.\n- Keep lines short.\n" + rule,
-             head + "- Use black for linting.\n- Keep lines under 100 characters.\n" + rule]
+    texts = [
+        head + "- Use ruff for linting.\n- Keep lines short.\n",
+        head + "- Use ruff for linting.\n- Keep lines short.\n" + rule,
+        head + "- Use black for linting.\n- Keep lines short.\n" + rule,
+        head + "- Use black for linting.\n- Keep lines under 100 characters.\n" + rule,
+    ]
     (e,) = mine.mine_texts([("CLAUDE.md", "CLAUDE.md", texts)]).events
     assert e.text == "Prefer f-strings for formatting." and e.fate == "kept"
     assert e.section_changed_before_fate and not e.section_touched_before_fate and len(e.steps) == 2

@@ -39,17 +39,29 @@ def raw_hits(db, marker: str = MARK) -> dict[str, int]:
 def test_triggers_are_the_payloads_own_first_then_evidence_oldest_first(store):
     own = teach(store, payload={"body": BODY, "trigger": "decline the recruiter"}).delta
     bare = teach(store, "Sign with my first name.").delta
-    added = store.add_triggers([(own.id, "say no to the headhunter", "restated"), (bare.id, "sign off", "taught"),
-                                (own.id, "turn down the job offer", "accepted")])
-    assert added == [(own.id, "say no to the headhunter", "restated"), (bare.id, "sign off", "taught"),
-                     (own.id, "turn down the job offer", "accepted")]
+    added = store.add_triggers(
+        [
+            (own.id, "say no to the headhunter", "restated"),
+            (bare.id, "sign off", "taught"),
+            (own.id, "turn down the job offer", "accepted"),
+        ]
+    )
+    assert added == [
+        (own.id, "say no to the headhunter", "restated"),
+        (bare.id, "sign off", "taught"),
+        (own.id, "turn down the job offer", "accepted"),
+    ]
     assert store.triggers([own.id, bare.id, "delta_nowhere"]) == {
         own.id: ("decline the recruiter", "say no to the headhunter", "turn down the job offer"),
-        bare.id: ("sign off",), "delta_nowhere": ()}
+        bare.id: ("sign off",),
+        "delta_nowhere": (),
+    }
     records = store.trigger_records([own.id])[own.id]
-    assert [(t.source, t.text) for t in records] == [("payload", "decline the recruiter"),
-                                                     ("restated", "say no to the headhunter"),
-                                                     ("accepted", "turn down the job offer")]
+    assert [(t.source, t.text) for t in records] == [
+        ("payload", "decline the recruiter"),
+        ("restated", "say no to the headhunter"),
+        ("accepted", "turn down the job offer"),
+    ]
     assert records[0].at == own.created_at and records[1].at <= records[2].at
     assert store.triggers([]) == {}
 
@@ -57,27 +69,32 @@ def test_triggers_are_the_payloads_own_first_then_evidence_oldest_first(store):
 def test_a_text_the_lesson_has_is_ignored_its_own_trigger_and_as_read_variants_included(store):
     d = teach(store, payload={"body": BODY, "trigger": "decline the recruiter"}).delta
     assert store.add_triggers([(d.id, "Decline  the RECRUITER", "restated")]) == []  # its own, as read
-    assert store.add_triggers([(d.id, "say no", "taught"), (d.id, "SAY NO", "restated")]) == [(d.id, "say no",
-                                                                                               "taught")]
+    assert store.add_triggers([(d.id, "say no", "taught"), (d.id, "SAY NO", "restated")]) == [
+        (d.id, "say no", "taught")
+    ]
     assert store.add_triggers([(d.id, "say no", "corrected")]) == []  # one row per (delta, text): first source kept
     assert [(t.source, t.text) for t in store.trigger_records([d.id])[d.id]][1:] == [("taught", "say no")]
     assert store.conn.execute("SELECT count(*) FROM delta_triggers").fetchone()[0] == 1
 
 
-@pytest.mark.parametrize("row, error", [
-    (("delta_nowhere", "a goal", "taught"), "no delta with id"),
-    ((None, "a goal", "invented"), "unknown source 'invented'"),
-    ((None, "", "taught"), "non-empty string"),
-    ((None, "   ", "taught"), "non-empty string"),
-    ((None, 42, "taught"), "non-empty string"),
-    ((None, "x" * (TRIGGER_LIMIT + 1), "taught"), f"at most {TRIGGER_LIMIT}"),
-    ((None, "a \x1b[2Jgoal", "taught"), "control character"),
-    (("tool-hint", "a goal", "taught"), "only tier-3 lessons have triggers"),
-])
+@pytest.mark.parametrize(
+    "row, error",
+    [
+        (("delta_nowhere", "a goal", "taught"), "no delta with id"),
+        ((None, "a goal", "invented"), "unknown source 'invented'"),
+        ((None, "", "taught"), "non-empty string"),
+        ((None, "   ", "taught"), "non-empty string"),
+        ((None, 42, "taught"), "non-empty string"),
+        ((None, "x" * (TRIGGER_LIMIT + 1), "taught"), f"at most {TRIGGER_LIMIT}"),
+        ((None, "a \x1b[2Jgoal", "taught"), "control character"),
+        (("tool-hint", "a goal", "taught"), "only tier-3 lessons have triggers"),
+    ],
+)
 def test_a_bad_row_writes_nothing_of_its_batch(store, row, error):
     d = teach(store).delta
-    hint = gates.learn(store, SKILL, "tool-hint", {"prefer": ["search_mail"]}, section="triage",
-                       provenance=TRUSTED).delta
+    hint = gates.learn(
+        store, SKILL, "tool-hint", {"prefer": ["search_mail"]}, section="triage", provenance=TRUSTED
+    ).delta
     delta_id = {None: d.id, "tool-hint": hint.id}.get(row[0], row[0])
     with pytest.raises(StoreError, match=error):
         store.add_triggers([(d.id, "a good goal", "taught"), (delta_id, *row[1:])])
@@ -123,19 +140,35 @@ def test_a_goal_is_the_taught_trigger_and_a_repeat_at_another_goal_restates_it(s
     same = teach(store, goal="Say no to the  headhunter")  # a trigger it has, as read: nothing new
     assert (same.outcome, same.triggers) == ("noop", ()) and same.message.endswith("nothing written")
     records = store.trigger_records([first.delta.id])[first.delta.id]
-    assert [(t.source, t.text) for t in records] == [("taught", "decline the recruiter"),
-                                                     ("restated", "say no to the headhunter")]
+    assert [(t.source, t.text) for t in records] == [
+        ("taught", "decline the recruiter"),
+        ("restated", "say no to the headhunter"),
+    ]
     assert store.get(first.delta.id).payload == {"body": BODY}  # the goal never enters what the lesson says
     assert store.conn.execute("SELECT count(*) FROM skill_deltas").fetchone()[0] == 1
 
 
 def test_the_dry_run_says_noop_and_records_nothing(store):
     first = teach(store, goal="decline the recruiter").delta
-    dry = gates.check(store, SKILL, "preference", {"body": BODY}, section="replies", provenance=TRUSTED,
-                      goal="say no to the headhunter")
+    dry = gates.check(
+        store,
+        SKILL,
+        "preference",
+        {"body": BODY},
+        section="replies",
+        provenance=TRUSTED,
+        goal="say no to the headhunter",
+    )
     assert (dry.outcome, dry.delta.id, dry.dry_run, dry.triggers) == ("noop", first.id, True, ())
-    fresh = gates.check(store, SKILL, "preference", {"body": "Thank them."}, section="replies",
-                        provenance=TRUSTED, goal="thank the sender")
+    fresh = gates.check(
+        store,
+        SKILL,
+        "preference",
+        {"body": "Thank them."},
+        section="replies",
+        provenance=TRUSTED,
+        goal="thank the sender",
+    )
     assert fresh.outcome == "staged" and fresh.triggers == ()
     assert store.triggers([first.id]) == {first.id: ("decline the recruiter",)}
     assert store.conn.execute("SELECT count(*) FROM delta_triggers").fetchone()[0] == 1
@@ -160,29 +193,45 @@ def test_an_untrusted_repeat_never_changes_when_a_lesson_applies(store):
 
 
 def test_a_batch_restates_its_own_earlier_row_in_the_same_transaction(store):
-    rows = [gates.Lesson("preference", {"body": BODY}, "replies", TRUSTED, goal=g)
-            for g in ("decline the recruiter", "say no to the headhunter", "decline the recruiter")]
+    rows = [
+        gates.Lesson("preference", {"body": BODY}, "replies", TRUSTED, goal=g)
+        for g in ("decline the recruiter", "say no to the headhunter", "decline the recruiter")
+    ]
     out = gates.learn_many(store, SKILL, rows)
     assert [r.outcome for r in out] == ["staged", "noop", "noop"]
     assert [r.triggers for r in out] == [("decline the recruiter",), ("say no to the headhunter",), ()]
-    assert store.triggers([out[0].delta.id])[out[0].delta.id] == ("decline the recruiter",
-                                                                  "say no to the headhunter")
+    assert store.triggers([out[0].delta.id])[out[0].delta.id] == ("decline the recruiter", "say no to the headhunter")
 
 
 def test_learn_is_learn_many_of_one_with_goals(tmp_path):
-    rows = [gates.Lesson("preference", {"body": b}, "replies", TRUSTED, goal=g) for b, g in (
-        (BODY, "decline the recruiter"), ("Thank them.", None), (BODY, "say no to the headhunter"),
-        ("Thank them.", "thank the sender"), (BODY, "x" * (TRIGGER_LIMIT + 1)))]
+    rows = [
+        gates.Lesson("preference", {"body": b}, "replies", TRUSTED, goal=g)
+        for b, g in (
+            (BODY, "decline the recruiter"),
+            ("Thank them.", None),
+            (BODY, "say no to the headhunter"),
+            ("Thank them.", "thank the sender"),
+            (BODY, "x" * (TRIGGER_LIMIT + 1)),
+        )
+    ]
     with Store.open(tmp_path / "one.db") as a, Store.open(tmp_path / "many.db") as b:
-        one = [gates.learn(a, SKILL, r.kind, r.payload, section=r.section, provenance=r.provenance, goal=r.goal)
-               for r in rows]
+        one = [
+            gates.learn(a, SKILL, r.kind, r.payload, section=r.section, provenance=r.provenance, goal=r.goal)
+            for r in rows
+        ]
         many = gates.learn_many(b, SKILL, rows)
         assert [(r.outcome, r.rule, r.triggers) for r in one] == [(r.outcome, r.rule, r.triggers) for r in many]
         assert [r.outcome for r in many] == ["staged", "staged", "noop", "noop", "refused"]
         q = "SELECT text, source FROM delta_triggers ORDER BY id"
-        assert a.conn.execute(q).fetchall() == b.conn.execute(q).fetchall() == [
-            ("decline the recruiter", "taught"), ("say no to the headhunter", "restated"),
-            ("thank the sender", "restated")]
+        assert (
+            a.conn.execute(q).fetchall()
+            == b.conn.execute(q).fetchall()
+            == [
+                ("decline the recruiter", "taught"),
+                ("say no to the headhunter", "restated"),
+                ("thank the sender", "restated"),
+            ]
+        )
 
 
 def test_a_bad_goal_refuses_the_lesson_and_a_goal_on_another_tier_is_ignored(store):
@@ -190,15 +239,33 @@ def test_a_bad_goal_refuses_the_lesson_and_a_goal_on_another_tier_is_ignored(sto
     assert (r.outcome, r.rule) == ("refused", "payload_caps") and r.message.startswith("goal: ")
     assert teach(store, goal="a \x07 bell").rule == "payload_caps"
     assert teach(store, goal="  ").rule == "payload_caps"
-    hint = gates.learn(store, SKILL, "tool-hint", {"prefer": ["search_mail"]}, section="triage",
-                       provenance=TRUSTED, goal="triage the inbox")
+    hint = gates.learn(
+        store,
+        SKILL,
+        "tool-hint",
+        {"prefer": ["search_mail"]},
+        section="triage",
+        provenance=TRUSTED,
+        goal="triage the inbox",
+    )
     assert (hint.outcome, hint.triggers) == ("staged", ())
     assert store.conn.execute("SELECT count(*) FROM delta_triggers").fetchone()[0] == 0
 
 
 def test_incognito_and_refused_lessons_record_no_trigger(store):
-    assert gates.learn(store, SKILL, "preference", {"body": BODY}, section="replies", provenance=TRUSTED,
-                       goal="decline the recruiter", incognito=True).outcome == "session_only"
+    assert (
+        gates.learn(
+            store,
+            SKILL,
+            "preference",
+            {"body": BODY},
+            section="replies",
+            provenance=TRUSTED,
+            goal="decline the recruiter",
+            incognito=True,
+        ).outcome
+        == "session_only"
+    )
     assert teach(store, section="nowhere", goal="decline the recruiter").outcome == "refused"
     assert store.conn.execute("SELECT count(*) FROM delta_triggers").fetchone()[0] == 0
 
@@ -217,8 +284,16 @@ def test_a_lesson_record_carries_its_goal():
 def test_forget_erases_a_lessons_triggers_and_no_byte_of_them_stays(tmp_path, how):
     db = tmp_path / "o.db"
     with Store.open(db) as store:
-        kept = gates.learn(store, make_skill("notes"), "preference", {"body": "Unrelated."}, section="replies",
-                           provenance=TRUSTED, scope="agent:x", goal="kept goal").delta
+        kept = gates.learn(
+            store,
+            make_skill("notes"),
+            "preference",
+            {"body": "Unrelated."},
+            section="replies",
+            provenance=TRUSTED,
+            scope="agent:x",
+            goal="kept goal",
+        ).delta
         first = teach(store, goal=f"{MARK} decline the recruiter")
         teach(store, goal=f"{MARK} say no to the headhunter")
         store.add_triggers([(first.delta.id, f"{MARK} turned down an offer", "accepted")])
@@ -245,8 +320,13 @@ def test_a_schema_12_store_migrates_keeping_every_row(tmp_path):
     old.approve(d.id)
     old.record_outcome(d.id, session="s1", signal="accepted", positive=True)
     old.put_fact("mail", "signature", "Bob")
-    tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
-                                         "'sqlite_%' AND name != 'schema_history' ORDER BY name")]
+    tables = [
+        t
+        for (t,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+            "'sqlite_%' AND name != 'schema_history' ORDER BY name"
+        )
+    ]
     assert "delta_triggers" not in tables
     before = old.table_digest(tables)
     conn.close()
@@ -281,8 +361,21 @@ def test_a_dropped_trigger_table_guard_is_recreated(tmp_path):
 
 def test_cli_learn_goal_and_triggers_round_trip(capsys, skill_dir, tmp_path):
     db = str(tmp_path / "o.db")
-    learn = ["learn", skill_dir, "--kind", "preference", "--section", "replies", "--body", BODY,
-             "--source", "user_instruction", "--db", db, "--json"]
+    learn = [
+        "learn",
+        skill_dir,
+        "--kind",
+        "preference",
+        "--section",
+        "replies",
+        "--body",
+        BODY,
+        "--source",
+        "user_instruction",
+        "--db",
+        db,
+        "--json",
+    ]
     code, out, _ = run(capsys, *learn, "--goal", "decline the recruiter")
     first = json.loads(out)
     assert code == 0 and first["outcome"] == "staged" and first["triggers"] == ["decline the recruiter"]
@@ -295,8 +388,10 @@ def test_cli_learn_goal_and_triggers_round_trip(capsys, skill_dir, tmp_path):
     assert code == 0 and doc["op"] == "triggers"
     (entry,) = doc["deltas"]
     assert (entry["id"], entry["kind"], entry["status"]) == (first["delta_id"], "preference", "staged")
-    assert [(t["source"], t["text"]) for t in entry["triggers"]] == [("taught", "decline the recruiter"),
-                                                                     ("restated", "say no to the headhunter")]
+    assert [(t["source"], t["text"]) for t in entry["triggers"]] == [
+        ("taught", "decline the recruiter"),
+        ("restated", "say no to the headhunter"),
+    ]
     assert all(t["at"].endswith("+00:00") for t in entry["triggers"])
     code, out, _ = run(capsys, "triggers", first["delta_id"], "--db", db)
     lines = out.splitlines()
@@ -308,14 +403,28 @@ def test_cli_learn_goal_and_triggers_round_trip(capsys, skill_dir, tmp_path):
 def test_cli_triggers_of_an_unknown_id_is_an_error_and_learn_from_reads_goals(capsys, skill_dir, tmp_path):
     db = str(tmp_path / "o.db")
     lessons = tmp_path / "lessons.jsonl"
-    lessons.write_text("\n".join(json.dumps({"kind": "preference", "section": "replies", "payload": {"body": BODY},
-                                             "provenance": "user_instruction", "goal": g})
-                                 for g in ("decline the recruiter", "say no to the headhunter")) + "\n",
-                       encoding="utf-8")
+    lessons.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "kind": "preference",
+                    "section": "replies",
+                    "payload": {"body": BODY},
+                    "provenance": "user_instruction",
+                    "goal": g,
+                }
+            )
+            for g in ("decline the recruiter", "say no to the headhunter")
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     code, out, _ = run(capsys, "learn", skill_dir, "--from", lessons, "--db", db, "--json")
     rows = json.loads(out)
     assert code == 0 and [(r["outcome"], r["triggers"]) for r in rows] == [
-        ("staged", ["decline the recruiter"]), ("noop", ["say no to the headhunter"])]
+        ("staged", ["decline the recruiter"]),
+        ("noop", ["say no to the headhunter"]),
+    ]
     code, _, err = run(capsys, "triggers", "delta_nowhere", "--db", db, "--json")
     assert code == 1 and json.loads(err)["error"]["type"] == "StoreError"
     code, _, err = run(capsys, "triggers", "delta_nowhere", "--db", str(tmp_path / "none.db"))

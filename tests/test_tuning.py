@@ -42,8 +42,9 @@ def test_corpora_come_from_the_world_trace_and_the_lessons_dataset(study):
         domain = rule.param("domains")[a.domain]["lessons"]
         texts = {r["prose"].strip() for r in rows if domain == "all" or r["domain"] == domain}
         assert {d.text for d in a.deltas} <= texts  # every text is a lesson of the dataset, of the agent's domain
-        assert all(d.tier == 3 and d.skill == a.skill.name and d.success_count == d.attempt_count == 0
-                   for d in a.deltas)
+        assert all(
+            d.tier == 3 and d.skill == a.skill.name and d.success_count == d.attempt_count == 0 for d in a.deltas
+        )
     # capability-bearing skills take no deltas: their agents are counted apart, never measured
     assert set(study.left_out.skill) == {"file-organizer"}
     assert not any(a.skill.capability_bearing for a in study.agents)
@@ -63,9 +64,13 @@ def test_residency_is_the_products_plan_at_the_session(study):
         for c in (min(tuning.CEILINGS), max(tuning.CEILINGS)):
             reserve = tuning.budget.Budget(None, [], c).reserve
             plan = tuning.budget.plan(authored, held, c, reserve=reserve, proposer=None)
-            row = study.rows[(study.rows.profile == profile) & (study.rows.user == a.user) &
-                             (study.rows.agent == a.domain) & (study.rows["index"] == index) &
-                             (study.rows.ceiling == c)].iloc[0]
+            row = study.rows[
+                (study.rows.profile == profile)
+                & (study.rows.user == a.user)
+                & (study.rows.agent == a.domain)
+                & (study.rows["index"] == index)
+                & (study.rows.ceiling == c)
+            ].iloc[0]
             assert bool(row.resident) == (a.deltas[a.lessons.index(lesson)].id not in plan.demote)
             assert (row.authored, row.reserve) == (authored, reserve)
 
@@ -114,8 +119,13 @@ def test_the_answer_follows_the_rule_per_profile(study):
 
 def test_the_verdict_is_computed_from_the_rule_file(tmp_path, study):
     """A changed copy of the rule changes the answer and the verdict; the shipped value is judged by it."""
-    assert study.verdict() == ("right" if study.recommended() == SHIPPED.ceiling else
-                               "larger than needed" if study.recommended() < SHIPPED.ceiling else "too small")
+    assert study.verdict() == (
+        "right"
+        if study.recommended() == SHIPPED.ceiling
+        else "larger than needed"
+        if study.recommended() < SHIPPED.ceiling
+        else "too small"
+    )
     assert f"**{study.verdict()}**" in study.finding()
     assert f"a ceiling of {study.recommended():,} tokens" in study.finding()
     # only the world's own single-skill agents: the authored load is small, a small ceiling does
@@ -134,8 +144,7 @@ def test_the_verdict_is_computed_from_the_rule_file(tmp_path, study):
 
 def test_a_window_share_too_small_for_the_authored_load_is_reported(tmp_path):
     # the product keeps only a quarter of the window: an agent that loads the runbook cannot keep a lesson
-    tight = tuning.run(_rule(tmp_path, window_share=0.25, profiles={"long runbook": ["failover-runbook"]},
-                             n_boot=200))
+    tight = tuning.run(_rule(tmp_path, window_share=0.25, profiles={"long runbook": ["failover-runbook"]}, n_boot=200))
     (a,) = tight.answers()
     assert max(tight.eligible) <= 0.25 * 32768
     assert a.over > 0 and a.window_binds is not None and a.window_binds > max(tight.eligible)

@@ -14,11 +14,13 @@ from overlay_kit.store import Store
 from overlay_kit.store import core as store_module  # where Store reads a row's payload (`_checked`)
 
 SKILL = make_skill()
-LESSONS = [("tool-hint", {"prefer": ["search_mail"], "drop": ["send_email"]}, "triage"),
-           ("parameter", {"key": "followup_hours", "value": 48, "scope": "recruiters"}, "triage"),
-           ("exception", {"condition": "the sender is a recruiter", "action": "decline"}, "replies"),
-           *(("preference", {"body": f"Keep replies to {n} sentences."}, "replies") for n in range(2, 6)),
-           ("example", {"input": "Meet Tuesday?", "output": "Tuesday 10:00 works."}, "replies")]
+LESSONS = [
+    ("tool-hint", {"prefer": ["search_mail"], "drop": ["send_email"]}, "triage"),
+    ("parameter", {"key": "followup_hours", "value": 48, "scope": "recruiters"}, "triage"),
+    ("exception", {"condition": "the sender is a recruiter", "action": "decline"}, "replies"),
+    *(("preference", {"body": f"Keep replies to {n} sentences."}, "replies") for n in range(2, 6)),
+    ("example", {"input": "Meet Tuesday?", "output": "Tuesday 10:00 works."}, "replies"),
+]
 
 
 def _fill(s: Store) -> list[str]:

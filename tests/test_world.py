@@ -26,13 +26,13 @@ def test_sessions_keep_the_worlds_rules(small):
     f = small.frame()
     by_id = {x.id: x for x in world.lessons()}
     needing = f[f.needs.notna()]
-    assert set(needing.category) == {"paraphrase"} and set(f[f.needs.isna()].category) <= {*world.BENIGN,
-                                                                                             *world.STRESS}
+    assert set(needing.category) == {"paraphrase"} and set(f[f.needs.isna()].category) <= {*world.BENIGN, *world.STRESS}
     assert all(by_id[n].domain == a for n, a in zip(needing.needs, needing.agent))  # a need is its agent's
     first = needing.groupby(["user", "needs"]).index.min()
     taught = needing[needing.taught].set_index(["user", "needs"]).index
     assert sorted(taught) == sorted(first.index) and all(
-        needing[needing.taught].set_index(["user", "needs"])["index"].loc[list(first.index)] == first.values)
+        needing[needing.taught].set_index(["user", "needs"])["index"].loc[list(first.index)] == first.values
+    )
     assert (f.base_version == f["index"] // 20).all()
     assert f.groupby("user").agent.nunique().between(1, 3).all()
 
@@ -43,12 +43,15 @@ def test_a_trace_replays_exactly(tmp_path, small):
     assert back == small and back.digest() == small.digest()
 
 
-@pytest.mark.parametrize("edit, where", [
-    (lambda lines: lines[:1] + ["{not json"] + lines[2:], ":2: not JSON"),
-    (lambda lines: [json.dumps({"version": 99, "seed": 0, "params": {}})] + lines[1:], ":1: version: 99"),
-    (lambda lines: lines[:2] + [json.dumps({"user": "u"})] + lines[3:], ":3: a session needs the fields"),
-    (lambda lines: [], "empty"),
-])
+@pytest.mark.parametrize(
+    "edit, where",
+    [
+        (lambda lines: lines[:1] + ["{not json"] + lines[2:], ":2: not JSON"),
+        (lambda lines: [json.dumps({"version": 99, "seed": 0, "params": {}})] + lines[1:], ":1: version: 99"),
+        (lambda lines: lines[:2] + [json.dumps({"user": "u"})] + lines[3:], ":3: a session needs the fields"),
+        (lambda lines: [], "empty"),
+    ],
+)
 def test_a_bad_trace_is_refused_naming_its_line(tmp_path, small, edit, where):
     path = small.write(tmp_path / "w.jsonl")
     path.write_text("\n".join(edit(path.read_text().splitlines())), encoding="utf-8")
@@ -78,8 +81,11 @@ def _oracle(w, emb, gate, split):
     return hits, needs
 
 
-@pytest.mark.parametrize("gate", [retrieval.Gate("top-k", 0.48, 1), retrieval.Gate.absolute(0.3),
-                                  retrieval.Gate("margin", 0.2, 1, 0.05)], ids=str)
+@pytest.mark.parametrize(
+    "gate",
+    [retrieval.Gate("top-k", 0.48, 1), retrieval.Gate.absolute(0.3), retrieval.Gate("margin", 0.2, 1, 0.05)],
+    ids=str,
+)
 def test_comeback_agrees_with_a_trigger_index_per_session(small, gate):
     emb = retrieval.static_embedder()
     got = world.comeback(small, emb, gate, split="all", n_boot=200)
@@ -95,8 +101,12 @@ def test_comeback_bounds_and_defaults(small):
     shipped = world.comeback(small, n_boot=200)  # the bundled embedder's calibrated gate
     assert shipped.gate == str(retrieval.gate_for(retrieval.StaticEmbedder.id)[0])
     assert 0 <= shipped.recall.low <= shipped.recall.estimate <= shipped.recall.high <= 1
-    assert shipped.recall.n == shipped.table[shipped.table.lesson.notna()].pipe(
-        lambda t: t[t.lesson.map({x.id: x.split for x in world.lessons()}) == "test"]).lesson.nunique()
+    assert (
+        shipped.recall.n
+        == shipped.table[shipped.table.lesson.notna()]
+        .pipe(lambda t: t[t.lesson.map({x.id: x.split for x in world.lessons()}) == "test"])
+        .lesson.nunique()
+    )
     assert np.isfinite(shipped.wrong_tokens_stress.estimate)
 
 

@@ -9,8 +9,13 @@ stays cheap (altair loads only with the tuner).
 from importlib import import_module
 
 __all__ = ["AnchorInspector", "BudgetTuner", "ReviewPanel", "StudyExplorer", "WiringPanel"]
-_HOME = {"AnchorInspector": "anchors", "BudgetTuner": "budget", "ReviewPanel": "review",
-         "StudyExplorer": "explore", "WiringPanel": "wiring"}
+_HOME = {
+    "AnchorInspector": "anchors",
+    "BudgetTuner": "budget",
+    "ReviewPanel": "review",
+    "StudyExplorer": "explore",
+    "WiringPanel": "wiring",
+}
 
 
 def __getattr__(name: str):

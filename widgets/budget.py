@@ -34,26 +34,47 @@ TOTAL = "all skills (vs the ceiling)"
 def chart(v: tuning.View, axis_max: int | None = None) -> alt.Chart:
     """Stacked bars: authored vs learned resident tokens, per skill and in total, on a fixed axis (0 to
     `axis_max`, default the ceiling) with the ceiling and the ceiling minus the retrieval reserve marked."""
-    rows = [{"skill": name, "part": part, "tokens": n}
-            for name, a, learned in [(TOTAL, v.authored, v.learned)] * (len(v.skills) > 1)
-            + [(s.skill, s.authored, s.learned) for s in v.skills]
-            for part, n in (("authored", a), ("learned", learned))]
+    rows = [
+        {"skill": name, "part": part, "tokens": n}
+        for name, a, learned in [(TOTAL, v.authored, v.learned)] * (len(v.skills) > 1)
+        + [(s.skill, s.authored, s.learned) for s in v.skills]
+        for part, n in (("authored", a), ("learned", learned))
+    ]
     names = list(dict.fromkeys(r["skill"] for r in rows))
     top = max(axis_max or v.ceiling, v.ceiling, v.resident_tokens)
     scale = alt.Scale(domain=[0, top], nice=False)
     x = alt.X("sum(tokens):Q", title="tokens", scale=scale, axis=alt.Axis(format=",d", labelOverlap=True))
-    bars = (alt.Chart(pd.DataFrame(rows)).mark_bar()
-            .encode(y=alt.Y("skill:N", sort=names, title=None, axis=alt.Axis(labelLimit=220)), x=x,
-                    color=alt.Color("part:N", sort=["authored", "learned"], title=None,
-                                    scale=alt.Scale(domain=["authored", "learned"], range=["#8c959f", "#2da44e"])),
-                    order=alt.Order("part:N", sort="ascending"), tooltip=["skill", "part", "tokens"]))
-    marks = pd.DataFrame([{"x": v.ceiling, "label": f"ceiling {v.ceiling:,}"},
-                          {"x": v.ceiling - v.reserve, "label": f"− reserve {v.reserve:,}"}])
+    bars = (
+        alt.Chart(pd.DataFrame(rows))
+        .mark_bar()
+        .encode(
+            y=alt.Y("skill:N", sort=names, title=None, axis=alt.Axis(labelLimit=220)),
+            x=x,
+            color=alt.Color(
+                "part:N",
+                sort=["authored", "learned"],
+                title=None,
+                scale=alt.Scale(domain=["authored", "learned"], range=["#8c959f", "#2da44e"]),
+            ),
+            order=alt.Order("part:N", sort="ascending"),
+            tooltip=["skill", "part", "tokens"],
+        )
+    )
+    marks = pd.DataFrame(
+        [
+            {"x": v.ceiling, "label": f"ceiling {v.ceiling:,}"},
+            {"x": v.ceiling - v.reserve, "label": f"− reserve {v.reserve:,}"},
+        ]
+    )
     rules = alt.Chart(marks).mark_rule(color="#cf222e", strokeDash=[4, 3]).encode(x=alt.X("x:Q", scale=scale))
-    labels = alt.Chart(marks.head(1)).mark_text(align="right", dx=-3, dy=-6, color="#cf222e", fontSize=11).encode(
-        x=alt.X("x:Q", scale=scale), y=alt.value(0), text="label:N")
-    return (alt.layer(bars, rules, labels, title=f"resident tokens at ceiling {v.ceiling:,}")
-            .properties(width=420, height=28 * max(1, len(names))))
+    labels = (
+        alt.Chart(marks.head(1))
+        .mark_text(align="right", dx=-3, dy=-6, color="#cf222e", fontSize=11)
+        .encode(x=alt.X("x:Q", scale=scale), y=alt.value(0), text="label:N")
+    )
+    return alt.layer(bars, rules, labels, title=f"resident tokens at ceiling {v.ceiling:,}").properties(
+        width=420, height=28 * max(1, len(names))
+    )
 
 
 def svg(c: alt.Chart) -> str:
@@ -65,10 +86,20 @@ class BudgetTuner(Panel):
     """A cell's value displays it (`tuner.widget` is the UI); `tuner.view` the current `tuning.View`;
     `tuner.ttft()` the estimate."""
 
-    def __init__(self, skills: Sequence, store=None, deltas: Iterable | None = None, *,
-                 ceiling: int = SHIPPED.ceiling, prefill_tps: float = DEFAULT_PREFILL_TPS,
-                 scope: str | Iterable[str] = "user", client=None, model: str | None = None,
-                 max_ceiling: int = 32768, step: int = 256):
+    def __init__(
+        self,
+        skills: Sequence,
+        store=None,
+        deltas: Iterable | None = None,
+        *,
+        ceiling: int = SHIPPED.ceiling,
+        prefill_tps: float = DEFAULT_PREFILL_TPS,
+        scope: str | Iterable[str] = "user",
+        client=None,
+        model: str | None = None,
+        max_ceiling: int = 32768,
+        step: int = 256,
+    ):
         if store is None and deltas is None:
             raise ValueError("BudgetTuner needs a store or a list of deltas")
         self.skills = list(skills)
@@ -77,26 +108,48 @@ class BudgetTuner(Panel):
         self.deltas = list(deltas)
         self.client, self.model = client, model
         self.measured: tuple[float | None, str] | None = None
-        self.slider = widgets.IntSlider(value=ceiling, min=step, max=max(max_ceiling, ceiling), step=step,
-                                        description="ceiling", continuous_update=False,
-                                        layout=widgets.Layout(width="520px"))
-        self.prefill = widgets.BoundedFloatText(value=prefill_tps, min=1.0, max=1e7, step=100.0,
-                                                description="prefill tok/s")
+        self.slider = widgets.IntSlider(
+            value=ceiling,
+            min=step,
+            max=max(max_ceiling, ceiling),
+            step=step,
+            description="ceiling",
+            continuous_update=False,
+            layout=widgets.Layout(width="520px"),
+        )
+        self.prefill = widgets.BoundedFloatText(
+            value=prefill_tps, min=1.0, max=1e7, step=100.0, description="prefill tok/s"
+        )
         no_model = client is None or model is None
-        self.measure_button = widgets.Button(description="Measure TTFT", disabled=no_model,
-                                             tooltip="no local model: pass client= and model=" if no_model else
-                                             "send the resident prompt to the local model")
+        self.measure_button = widgets.Button(
+            description="Measure TTFT",
+            disabled=no_model,
+            tooltip="no local model: pass client= and model="
+            if no_model
+            else "send the resident prompt to the local model",
+        )
         self.measure_hint = widgets.HTML(
             "<span style='font-size:12px;color:#57606a;white-space:nowrap'>Measure needs a local model: "
             "<code>BudgetTuner(…, client=LemonadeClient(url), model=…)</code> (a Lemonade server or "
-            "<code>overlay_kit.llm.engine.Engine</code>)</span>" if no_model else "")
+            "<code>overlay_kit.llm.engine.Engine</code>)</span>"
+            if no_model
+            else ""
+        )
         self.totals, self.figure, self.fates = widgets.HTML(), widgets.HTML(), widgets.HTML()
         self.axis_max = self.slider.max  # the chart's axis stays put while the slider moves
         self.slider.observe(lambda _c: self.refresh(), names="value")
         self.prefill.observe(lambda _c: self._summarize(), names="value")
         self.measure_button.on_click(lambda _b: self.measure())
-        self.widget = widgets.VBox([run_note(), widgets.HBox([self.slider, self.prefill, self.measure_button]),
-                                    self.measure_hint, self.totals, self.figure, self.fates])
+        self.widget = widgets.VBox(
+            [
+                run_note(),
+                widgets.HBox([self.slider, self.prefill, self.measure_button]),
+                self.measure_hint,
+                self.totals,
+                self.figure,
+                self.fates,
+            ]
+        )
         self.widget.add_class("overlay-budget")
         self.widget.add_class("overlay-panel")
         self.view: tuning.View | None = None
@@ -104,8 +157,9 @@ class BudgetTuner(Panel):
 
     def summary(self) -> str:
         v = self.view
-        return (f"{v.resident_tokens:,} resident tokens under ceiling {v.ceiling:,}; "
-                + ", ".join(f"{len(v.ids(f))} {f}" for f in tuning.FATES))
+        return f"{v.resident_tokens:,} resident tokens under ceiling {v.ceiling:,}; " + ", ".join(
+            f"{len(v.ids(f))} {f}" for f in tuning.FATES
+        )
 
     @property
     def ceiling(self) -> int:
@@ -145,11 +199,17 @@ class BudgetTuner(Panel):
         def n(x):  # a number never wraps in the middle
             return f"<span style='white-space:nowrap'>{x}</span>"
 
-        lines = [(f"<b>{n(f'{v.resident_tokens:,}')}</b> resident tokens ({n(f'{v.authored:,}')} authored + "
-                  f"{n(f'{v.learned:,}')} learned) under ceiling {n(f'{v.ceiling:,}')} (retrieval reserve "
-                  f"{n(f'{v.reserve:,}')}) · {counts}{over}"),
-                 (f"time to first token at {n(f'{self.prefill.value:g} tok/s')} prefill: {n(f'~{now:.2f} s')} for "
-                  f"the resident prompt, {n(f'~{full:.2f} s')} for a prompt filling the ceiling (estimate)")]
+        lines = [
+            (
+                f"<b>{n(f'{v.resident_tokens:,}')}</b> resident tokens ({n(f'{v.authored:,}')} authored + "
+                f"{n(f'{v.learned:,}')} learned) under ceiling {n(f'{v.ceiling:,}')} (retrieval reserve "
+                f"{n(f'{v.reserve:,}')}) · {counts}{over}"
+            ),
+            (
+                f"time to first token at {n(f'{self.prefill.value:g} tok/s')} prefill: {n(f'~{now:.2f} s')} for "
+                f"the resident prompt, {n(f'~{full:.2f} s')} for a prompt filling the ceiling (estimate)"
+            ),
+        ]
         if self.measured is not None:
             secs, source = self.measured
             lines.append(n(f"measured: {secs:.3f} s") + f" ({esc(source)})" if secs is not None else esc(source))
@@ -158,10 +218,20 @@ class BudgetTuner(Panel):
     def _list_fates(self) -> None:
         by_id = {d.id: d for d in self.deltas}
         order = {f: i for i, f in enumerate(tuning.FATES)}
-        rows = [(badge(f, {"resident": "#1a7f37", "retrieval-only": "#9a6700", "archived": "#6e7781"}[f]),
-                 f"<code>{esc(i)}</code>", f"{esc(by_id[i].skill)}#{esc(by_id[i].anchor.section)}",
-                 f"t{by_id[i].tier}", f"{by_id[i].success_count}/{by_id[i].attempt_count}", esc(by_id[i].text[:90]))
-                for i, f in sorted(self.view.fates.items(), key=lambda kv: (order[kv[1]], by_id[kv[0]].sort_key))]
-        self.fates.value = (f"<details><summary>which deltas stay resident, go retrieval-only, would be archived "
-                            f"({len(rows)})</summary>" + table(("fate", "id", "anchor", "tier", "evidence", "lesson"),
-                                                                rows) + "</details>")
+        rows = [
+            (
+                badge(f, {"resident": "#1a7f37", "retrieval-only": "#9a6700", "archived": "#6e7781"}[f]),
+                f"<code>{esc(i)}</code>",
+                f"{esc(by_id[i].skill)}#{esc(by_id[i].anchor.section)}",
+                f"t{by_id[i].tier}",
+                f"{by_id[i].success_count}/{by_id[i].attempt_count}",
+                esc(by_id[i].text[:90]),
+            )
+            for i, f in sorted(self.view.fates.items(), key=lambda kv: (order[kv[1]], by_id[kv[0]].sort_key))
+        ]
+        self.fates.value = (
+            f"<details><summary>which deltas stay resident, go retrieval-only, would be archived "
+            f"({len(rows)})</summary>"
+            + table(("fate", "id", "anchor", "tier", "evidence", "lesson"), rows)
+            + "</details>"
+        )

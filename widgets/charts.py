@@ -22,11 +22,13 @@ __all__ = ["bound_chart", "cost_regression", "kpi_panels", "operator_heatmap", "
 def operator_heatmap(study, rate: str, title: str, fmt: str = ".2f") -> alt.LayerChart:
     """An operator × policy heat map of one rate."""
     order = list(dict.fromkeys(study.rows["policy"]))
-    base = alt.Chart(study.table([rate])).encode(x=alt.X("policy:N", sort=order, title=None),
-                                                 y=alt.Y("operator:N", title=None))
+    base = alt.Chart(study.table([rate])).encode(
+        x=alt.X("policy:N", sort=order, title=None), y=alt.Y("operator:N", title=None)
+    )
     rect = base.mark_rect().encode(color=alt.Color(f"{rate}:Q", title=title, scale=alt.Scale(scheme="orangered")))
     return (rect + base.mark_text(fontSize=10).encode(text=alt.Text(f"{rate}:Q", format=fmt))).properties(
-        width=240, height=380, title=title)
+        width=240, height=380, title=title
+    )
 
 
 def review_burden(study, profile: str) -> alt.FacetChart:
@@ -35,24 +37,39 @@ def review_burden(study, profile: str) -> alt.FacetChart:
     data = data[data["profile"] == profile]
     order = list(dict.fromkeys(study.rows["policy"]))
     base = alt.Chart().encode(x=alt.X("policy:N", sort=order, title=None), color="policy:N")
-    return alt.layer(base.mark_bar().encode(y=alt.Y("review_per_update:Q", title="review prompts per update")),
-                     base.mark_rule().encode(y="review_per_update_low:Q", y2="review_per_update_high:Q"),
-                     data=data).properties(width=150, height=160, title=profile).facet(
-        column=alt.Column("n_versions:O", title="versions in the history"),
-        row=alt.Row("intensity:O", title="edit intensity"))
+    return (
+        alt.layer(
+            base.mark_bar().encode(y=alt.Y("review_per_update:Q", title="review prompts per update")),
+            base.mark_rule().encode(y="review_per_update_low:Q", y2="review_per_update_high:Q"),
+            data=data,
+        )
+        .properties(width=150, height=160, title=profile)
+        .facet(
+            column=alt.Column("n_versions:O", title="versions in the history"),
+            row=alt.Row("intensity:O", title="edit intensity"),
+        )
+    )
 
 
 def kpi_panels(study, kpis: Mapping[str, str]) -> alt.FacetChart:
     """Each KPI (column → label) per axis value in the default world, with 95 % intervals."""
     s = study.summary(list(kpis))
-    long = pd.concat([s[["axis", "value"]].assign(kpi=label, estimate=s[k], low=s[f"{k}_lo"], high=s[f"{k}_hi"])
-                      for k, label in kpis.items()])
+    long = pd.concat(
+        [
+            s[["axis", "value"]].assign(kpi=label, estimate=s[k], low=s[f"{k}_lo"], high=s[f"{k}_hi"])
+            for k, label in kpis.items()
+        ]
+    )
     base = alt.Chart().encode(x=alt.X("value:N", title=None, sort=None))
-    panel = alt.layer(base.mark_errorbar().encode(y=alt.Y("low:Q", title=None), y2="high:Q"),
-                      base.mark_point(filled=True).encode(y="estimate:Q"), data=long).properties(width=90, height=90)
-    return panel.facet(row=alt.Row("kpi:N", title=None, sort=list(kpis.values())),
-                       column=alt.Column("axis:N", title=None, sort=list(dict.fromkeys(s["axis"])))
-                       ).resolve_scale(x="independent", y="independent")
+    panel = alt.layer(
+        base.mark_errorbar().encode(y=alt.Y("low:Q", title=None), y2="high:Q"),
+        base.mark_point(filled=True).encode(y="estimate:Q"),
+        data=long,
+    ).properties(width=90, height=90)
+    return panel.facet(
+        row=alt.Row("kpi:N", title=None, sort=list(kpis.values())),
+        column=alt.Column("axis:N", title=None, sort=list(dict.fromkeys(s["axis"]))),
+    ).resolve_scale(x="independent", y="independent")
 
 
 def cost_regression(result, max_learned: int | None = None) -> alt.FacetChart:
@@ -62,20 +79,42 @@ def cost_regression(result, max_learned: int | None = None) -> alt.FacetChart:
     df = df[df.measure == "engine CPU"] if (df.measure == "engine CPU").any() else df
     top = max_learned or min(int(g.learned_tokens.max()) for _, g in df.groupby("engine"))
     df = df[df.learned_tokens <= top]
-    base = alt.Chart(df).encode(x=alt.X("learned_tokens:Q", title="resident learned tokens"),
-                                color=alt.Color("engine:N", title=None))
-    band = base.mark_area(opacity=0.2).encode(y=alt.Y("ci_low:Q", title="regression vs no-delta build",
-                                                      axis=alt.Axis(format="%")), y2="ci_high:Q")
+    base = alt.Chart(df).encode(
+        x=alt.X("learned_tokens:Q", title="resident learned tokens"), color=alt.Color("engine:N", title=None)
+    )
+    band = base.mark_area(opacity=0.2).encode(
+        y=alt.Y("ci_low:Q", title="regression vs no-delta build", axis=alt.Axis(format="%")), y2="ci_high:Q"
+    )
     line = base.mark_line(point=True).encode(y="regression:Q")
-    return (band + line).properties(width=280, height=200).facet(column=alt.Column("turn:N", title=None)
-                                                                 ).resolve_scale(y="independent")
+    return (
+        (band + line)
+        .properties(width=280, height=200)
+        .facet(column=alt.Column("turn:N", title=None))
+        .resolve_scale(y="independent")
+    )
 
 
-def bound_chart(frame: pd.DataFrame, along, estimate: str, low: str | None = None, high: str | None = None,
-                bound: float | str | None = None, *, value_title: str | None = None, domain=None,
-                horizontal: bool = False, color=None, tooltip=None, line: bool = False, facet=None,
-                columns: int | None = None, independent: bool = False, title: str | None = None,
-                width: int = 380, height: int = 220) -> alt.TopLevelMixin:
+def bound_chart(
+    frame: pd.DataFrame,
+    along,
+    estimate: str,
+    low: str | None = None,
+    high: str | None = None,
+    bound: float | str | None = None,
+    *,
+    value_title: str | None = None,
+    domain=None,
+    horizontal: bool = False,
+    color=None,
+    tooltip=None,
+    line: bool = False,
+    facet=None,
+    columns: int | None = None,
+    independent: bool = False,
+    title: str | None = None,
+    width: int = 380,
+    height: int = 220,
+) -> alt.TopLevelMixin:
     """An estimate, its interval and the decision rule's bound: a filled point (joined by a line when `line`) at
     `estimate`, a rule from `low` to `high`, and the bound as a dashed black rule across the panel.
 

@@ -40,8 +40,16 @@ def _control(name: str, spec: Any) -> widgets.ValueWidget:
         if not low <= value <= high or step <= 0:
             raise ValueError(f"{name}: a slider needs low <= value <= high and a positive step, got {spec}")
         kind = widgets.IntSlider if all(isinstance(x, int) for x in spec) else widgets.FloatSlider
-        return kind(value=value, min=low, max=high, step=step, description=name, continuous_update=False,
-                    style=style, layout=widgets.Layout(width="420px"))
+        return kind(
+            value=value,
+            min=low,
+            max=high,
+            step=step,
+            description=name,
+            continuous_update=False,
+            style=style,
+            layout=widgets.Layout(width="420px"),
+        )
     raise TypeError(f"{name}: a control is (low, high, step, value), a list of choices or a bool; got {spec!r}")
 
 
@@ -62,8 +70,9 @@ class StudyExplorer(Panel):
         self.button = widgets.Button(description="Run", button_style="primary")
         self.button.on_click(lambda _b: self.refresh())
         self.status, self.table, self.finding = widgets.HTML(), widgets.HTML(), widgets.HTML()
-        self.widget = widgets.VBox([run_note(), *self.controls.values(), self.button, self.status, self.table,
-                                    self.finding])
+        self.widget = widgets.VBox(
+            [run_note(), *self.controls.values(), self.button, self.status, self.table, self.finding]
+        )
         self.widget.add_class("overlay-panel")
         self.study: Any = None
         self.refresh()
@@ -80,10 +89,11 @@ class StudyExplorer(Panel):
         try:
             self.study = self.run(**self.values())
         except (ValueError, TypeError) as exc:
-            self.status.value = f"<p style='color:#cf222e'>{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p>"
+            self.status.value = (
+                f"<p style='color:#cf222e'>{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p>"
+            )
             return None
         self.status.value = f"<p><i>ran with {html.escape(self.summary())}</i></p>"
         self.table.value = self.study.table().to_html(index=False, float_format=lambda x: f"{x:.3g}", border=0)
         self.finding.value = _MD.render(self.study.finding())
         return self.study
-

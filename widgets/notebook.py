@@ -67,9 +67,12 @@ def chart_bundle(spec: dict, **_metadata) -> tuple[dict, dict]:
     png = vl_convert.vegalite_to_png(spec, scale=PNG_SCALE)
     width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
     title = _title(spec)
-    bundle = {VEGALITE_MIME: spec, "image/png": base64.b64encode(png).decode("ascii"),
-              "text/plain": f"<chart{': ' + title if title else ''} — interactive Vega-Lite, with a PNG for viewers "
-                            "without Vega>"}
+    bundle = {
+        VEGALITE_MIME: spec,
+        "image/png": base64.b64encode(png).decode("ascii"),
+        "text/plain": f"<chart{': ' + title if title else ''} — interactive Vega-Lite, with a PNG for viewers "
+        "without Vega>",
+    }
     return bundle, {"image/png": {"width": width // PNG_SCALE, "height": height // PNG_SCALE}}
 
 

@@ -23,11 +23,13 @@ import ipywidgets as widgets
 __all__ = ["RUN_NOTE_TEXT", "Panel", "run_note", "snapshot_html"]
 
 RUN_NOTE_TEXT = "Stored view: run this cell to use it (its buttons and sliders need a running kernel)."
-_RUN_NOTE_CSS = ("<style>.overlay-run-note{display:none}"
-                 ".jupyter-widgets-disconnected .overlay-run-note{display:block;color:#9a6700;font-size:12px;"
-                 "font-weight:600;margin:2px 0 6px 0}"
-                 ".jupyter-widgets-disconnected.overlay-panel :is(button,input,textarea,.widget-slider)"
-                 "{opacity:.55;pointer-events:none}</style>")
+_RUN_NOTE_CSS = (
+    "<style>.overlay-run-note{display:none}"
+    ".jupyter-widgets-disconnected .overlay-run-note{display:block;color:#9a6700;font-size:12px;"
+    "font-weight:600;margin:2px 0 6px 0}"
+    ".jupyter-widgets-disconnected.overlay-panel :is(button,input,textarea,.widget-slider)"
+    "{opacity:.55;pointer-events:none}</style>"
+)
 
 
 def run_note() -> widgets.HTML:
@@ -46,9 +48,12 @@ def snapshot_html(widget: widgets.Widget) -> str:
         tag = "span" if isinstance(widget, widgets.HBox) else "div"
         return f"<{tag}>" + "".join(snapshot_html(w) for w in widget.children) + f"</{tag}>"
     if isinstance(widget, widgets.Output):
-        return "".join(html.escape(o.get("text", "")) if o.get("output_type") == "stream"
-                       else o.get("data", {}).get("text/html", html.escape(o.get("data", {}).get("text/plain", "")))
-                       for o in widget.outputs)
+        return "".join(
+            html.escape(o.get("text", ""))
+            if o.get("output_type") == "stream"
+            else o.get("data", {}).get("text/html", html.escape(o.get("data", {}).get("text/plain", "")))
+            for o in widget.outputs
+        )
     if isinstance(widget, widgets.ValueWidget):
         label, value = getattr(widget, "description", "") or type(widget).__name__, str(widget.value)
         value = value if len(value) <= 400 else value[:400] + "…"
@@ -70,6 +75,8 @@ class Panel:
         name = type(self).__name__
         line = f"{name}: {self.summary()}".rstrip(": ")
         bundle["text/plain"] = f"{line} (interactive: run this cell to use it)"
-        bundle["text/html"] = (f"<div class='overlay-snapshot'><p><i>{html.escape(name)}, as stored: interactive "
-                               f"only when this cell runs in a live kernel.</i></p>{snapshot_html(self.widget)}</div>")
+        bundle["text/html"] = (
+            f"<div class='overlay-snapshot'><p><i>{html.escape(name)}, as stored: interactive "
+            f"only when this cell runs in a live kernel.</i></p>{snapshot_html(self.widget)}</div>"
+        )
         return bundle

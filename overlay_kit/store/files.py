@@ -47,21 +47,28 @@ def _schema_problem(conn: sqlite3.Connection, path: Path | str) -> None:
     tables, or objects overlay_kit did not create (`SchemaObjectError` naming them). An empty file passes."""
     tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "schema_history" in tables:
-        newer = sorted({v for (v,) in conn.execute("SELECT version FROM schema_history")}
-                       - {m.version for m in MIGRATIONS})
+        newer = sorted(
+            {v for (v,) in conn.execute("SELECT version FROM schema_history")} - {m.version for m in MIGRATIONS}
+        )
         if newer:
-            raise StoreError(f"{path}: written by a newer overlay_kit (schema {newer}); refusing to open it "
-                             "with this version (the file is untouched)")
+            raise StoreError(
+                f"{path}: written by a newer overlay_kit (schema {newer}); refusing to open it "
+                "with this version (the file is untouched)"
+            )
         foreign = _foreign_objects(conn)
         if foreign:
-            raise SchemaObjectError(f"{path}: holds schema objects overlay_kit did not create: "
-                                    f"{', '.join(foreign[:8])}{' …' if len(foreign) > 8 else ''}; refusing to "
-                                    "open it (a trigger or view planted in the file would run inside the "
-                                    "store's reads and writes; the file is untouched)")
+            raise SchemaObjectError(
+                f"{path}: holds schema objects overlay_kit did not create: "
+                f"{', '.join(foreign[:8])}{' …' if len(foreign) > 8 else ''}; refusing to "
+                "open it (a trigger or view planted in the file would run inside the "
+                "store's reads and writes; the file is untouched)"
+            )
     elif tables:
-        raise StoreError(f"{path}: not an overlay_kit database ({_foreign(tables)}); overlay_kit never "
-                         "alters another program's schema — give it its own --db (read GAIA's deltas with "
-                         "overlay_kit.store.read_gaia_deltas)")
+        raise StoreError(
+            f"{path}: not an overlay_kit database ({_foreign(tables)}); overlay_kit never "
+            "alters another program's schema — give it its own --db (read GAIA's deltas with "
+            "overlay_kit.store.read_gaia_deltas)"
+        )
 
 
 def _peek(path: Path) -> sqlite3.Connection:
@@ -80,8 +87,13 @@ def _foreign(tables: set[str]) -> str:
     return "tables " + ", ".join(sorted(tables)[:6]) + ("…" if len(tables) > 6 else "")
 
 
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def _regular_file(target: str) -> bool:
@@ -105,15 +117,20 @@ def _regular_file(target: str) -> bool:
 def _fault(exc: BaseException) -> bool:
     """A failure of the medium, not of the statement: disk full, read-only, I/O, locked, cannot open."""
     return isinstance(exc, sqlite3.OperationalError) or (
-        isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, (sqlite3.IntegrityError,
-                                                                         sqlite3.ProgrammingError)))
+        isinstance(exc, sqlite3.DatabaseError)
+        and not isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError))
+    )
 
 
 def _why(exc: BaseException) -> str:
     text = str(exc)
-    for needle, say in (("disk is full", "disk full: the disk is full"), ("readonly", "the database is read-only"),
-                        ("read-only", "the database is read-only"), ("disk I/O", "disk I/O error"),
-                        ("locked", "the database is locked by another process")):
+    for needle, say in (
+        ("disk is full", "disk full: the disk is full"),
+        ("readonly", "the database is read-only"),
+        ("read-only", "the database is read-only"),
+        ("disk I/O", "disk I/O error"),
+        ("locked", "the database is locked by another process"),
+    ):
         if needle in text:
             return f"{say} ({text})"
     return text
@@ -146,7 +163,7 @@ def _unwritable(target: str, exists: bool) -> str | None:
     """Why a writable open of `target` cannot write (its folder or the file is read-only: a read-only mount, or
     permissions), else None. SQLite needs the folder too, for the -wal and -shm files."""
     folder = os.path.dirname(os.path.abspath(target))
-    for path in ((target, folder) if exists else (folder,)):
+    for path in (target, folder) if exists else (folder,):
         if not os.access(path, os.W_OK):
             return path
     return None
@@ -165,8 +182,11 @@ def _foreign_objects(conn: sqlite3.Connection) -> list[str]:
                 continue
             found.append(f"{kind} {name!r}" + (f" on {table!r}" if table and table != name else ""))
         elif mine[0] != kind or (kind == "trigger" and _normal_sql(sql or "") != mine[1]):
-            found.append(f"{kind} {name!r}" + (f" on {table!r}" if table and table != name else "") +
-                         " (not as overlay_kit creates it)")
+            found.append(
+                f"{kind} {name!r}"
+                + (f" on {table!r}" if table and table != name else "")
+                + " (not as overlay_kit creates it)"
+            )
     return found
 
 

@@ -31,14 +31,18 @@ _KIND_SQL = ", ".join(f"'{k}'" for k in TIERS)
 # `CHECK (column IN (constants))`: SQLite tests it through a temporary table it rebuilds for every row inserted
 # (a third of a learned row's B-tree writes); written as `column = c1 OR column = c2 …` it is the same test.
 _SQL_CONSTANT = re.compile(r"'(?:[^']|'')*'|-?\d+")
-_IN_LIST_CHECK = re.compile(rf"CHECK\s*\(\s*(\w+)\s+IN\s*\(\s*((?:{_SQL_CONSTANT.pattern})"
-                            rf"(?:\s*,\s*(?:{_SQL_CONSTANT.pattern}))*)\s*\)\s*\)", re.IGNORECASE)
+_IN_LIST_CHECK = re.compile(
+    rf"CHECK\s*\(\s*(\w+)\s+IN\s*\(\s*((?:{_SQL_CONSTANT.pattern})"
+    rf"(?:\s*,\s*(?:{_SQL_CONSTANT.pattern}))*)\s*\)\s*\)",
+    re.IGNORECASE,
+)
 
 
 def _in_lists_as_comparisons(sql: str) -> str:
     """A CREATE statement with each `CHECK (column IN (constants))` written as comparisons (the same test)."""
-    return _IN_LIST_CHECK.sub(lambda m: "CHECK (" + " OR ".join(f"{m.group(1)} = {c}" for c in
-                                                               _SQL_CONSTANT.findall(m.group(2))) + ")", sql)
+    return _IN_LIST_CHECK.sub(
+        lambda m: "CHECK (" + " OR ".join(f"{m.group(1)} = {c}" for c in _SQL_CONSTANT.findall(m.group(2))) + ")", sql
+    )
 
 
 def _edit_tables(conn: sqlite3.Connection, edits: tuple[tuple[str, Callable[[str], str]], ...]) -> None:
@@ -51,8 +55,9 @@ def _edit_tables(conn: sqlite3.Connection, edits: tuple[tuple[str, Callable[[str
     conn.execute("PRAGMA writable_schema = ON")
     try:
         for table, edit in edits:
-            (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
-                                  (table,)).fetchone()
+            (sql,) = conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
             conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", (edit(sql), table))
         conn.execute(f"PRAGMA schema_version = {version + 1}")
     finally:
@@ -61,7 +66,10 @@ def _edit_tables(conn: sqlite3.Connection, edits: tuple[tuple[str, Callable[[str
 
 # Append only. Never edit an entry once released: databases in the field recorded it as applied.
 MIGRATIONS: list[Migration] = [
-    Migration(1, "skill_deltas", f"""
+    Migration(
+        1,
+        "skill_deltas",
+        f"""
         CREATE TABLE IF NOT EXISTS skill_deltas (
             id            TEXT PRIMARY KEY,
             base_name     TEXT NOT NULL,
@@ -86,8 +94,12 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX IF NOT EXISTS idx_delta_active ON skill_deltas(status) WHERE status = 'active';
         CREATE INDEX IF NOT EXISTS idx_delta_super ON skill_deltas(superseded_by)
             WHERE superseded_by IS NOT NULL;
-    """),
-    Migration(2, "audit, facts, base registry, outcomes", """
+    """,
+    ),
+    Migration(
+        2,
+        "audit, facts, base registry, outcomes",
+        """
         CREATE TABLE IF NOT EXISTS delta_audit (
             seq         INTEGER PRIMARY KEY AUTOINCREMENT,
             delta_id    TEXT,
@@ -138,18 +150,30 @@ MIGRATIONS: list[Migration] = [
             at        TEXT NOT NULL,
             UNIQUE (delta_id, session, turn, signal)
         );
-    """),
-    Migration(3, "findings, embedder identity", """
+    """,
+    ),
+    Migration(
+        3,
+        "findings, embedder identity",
+        """
         ALTER TABLE skill_deltas ADD COLUMN findings TEXT NOT NULL DEFAULT '[]';
         ALTER TABLE skill_deltas ADD COLUMN embedder_id TEXT;
         CREATE TABLE IF NOT EXISTS overlay_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    """),
+    """,
+    ),
     # budget: 0 = demoted to retrieval-only (text reaches the prompt only when a goal retrieves it)
-    Migration(4, "budget residency", """
+    Migration(
+        4,
+        "budget residency",
+        """
         ALTER TABLE skill_deltas ADD COLUMN resident INTEGER NOT NULL DEFAULT 1 CHECK (resident IN (0, 1));
-    """),
+    """,
+    ),
     # capability evolution (overlay_kit.surfaces / memory / knowledge): evidence rows and the other surfaces
-    Migration(5, "capability surfaces: signals, user memory, knowledge, prompts, skill packages, feedback", """
+    Migration(
+        5,
+        "capability surfaces: signals, user memory, knowledge, prompts, skill packages, feedback",
+        """
         CREATE TABLE IF NOT EXISTS surface_signals (
             id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, text TEXT NOT NULL, user_id TEXT,
             task TEXT, message TEXT, agent TEXT, skill TEXT,
@@ -212,10 +236,14 @@ MIGRATIONS: list[Migration] = [
             id INTEGER PRIMARY KEY AUTOINCREMENT, task TEXT NOT NULL, name TEXT NOT NULL,
             ok INTEGER NOT NULL CHECK (ok IN (0, 1)), detail TEXT NOT NULL DEFAULT '', at TEXT NOT NULL
         );
-    """),
+    """,
+    ),
     # evidence (overlay_kit.evidence): what was in context per turn, the user's outcome signals (ids and
     # lesson keys only, never message text), promotion/retirement decisions, umbrella proposals
-    Migration(6, "evidence: turn context, turn signals, promotion log, consolidations", """
+    Migration(
+        6,
+        "evidence: turn context, turn signals, promotion log, consolidations",
+        """
         CREATE TABLE IF NOT EXISTS turn_context (
             id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, turn TEXT NOT NULL,
             delta_id TEXT NOT NULL REFERENCES skill_deltas(id) ON DELETE CASCADE,
@@ -244,45 +272,76 @@ MIGRATIONS: list[Migration] = [
             members TEXT NOT NULL CHECK (json_valid(members)), skill TEXT NOT NULL, section TEXT NOT NULL,
             embedding_sim REAL, bigram_sim REAL NOT NULL, proposed_at TEXT NOT NULL
         );
-    """),
-    Migration(7, "skill_deltas: CHECK IN lists as comparisons (SQLite rebuilds an IN list's table per row written)",
-              "", edits=(("skill_deltas", _in_lists_as_comparisons),)),
+    """,
+    ),
+    Migration(
+        7,
+        "skill_deltas: CHECK IN lists as comparisons (SQLite rebuilds an IN list's table per row written)",
+        "",
+        edits=(("skill_deltas", _in_lists_as_comparisons),),
+    ),
     # seals at rest (overlay_kit.seal.RowSealer): each row's MAC under a key kept outside the file, and who
     # approved it (under the MAC). Existing rows are sealed as found (`Store._seal_found_rows`).
-    Migration(8, "seals at rest: each delta row's MAC and who approved it", """
+    Migration(
+        8,
+        "seals at rest: each delta row's MAC and who approved it",
+        """
         ALTER TABLE skill_deltas ADD COLUMN approved_by TEXT;
         ALTER TABLE skill_deltas ADD COLUMN seal BLOB;
-    """, rows=lambda store: store._seal_found_rows()),
+    """,
+        rows=lambda store: store._seal_found_rows(),
+    ),
     # what a new lesson could repeat: the live deltas of one skill, scope, kind and section (`search(kind=,
     # section=)`; gates turn a repeat into a no-op)
-    Migration(9, "skill_deltas: an index by skill, scope, kind and section", """
+    Migration(
+        9,
+        "skill_deltas: an index by skill, scope, kind and section",
+        """
         CREATE INDEX IF NOT EXISTS idx_delta_section ON skill_deltas(base_name, scope, kind,
                                                                      json_extract(anchor, '$.section'));
-    """),
+    """,
+    ),
     # each row's `Delta.lesson` (kind, scope and payload never change once written), indexed: a repeat is found
     # by lookup (`search(lessons=)`); 9's index made gates read every lesson of a section for each new one
-    Migration(10, "skill_deltas: each row's lesson digest, indexed (replaces the section index)", """
+    Migration(
+        10,
+        "skill_deltas: each row's lesson digest, indexed (replaces the section index)",
+        """
         ALTER TABLE skill_deltas ADD COLUMN lesson_key TEXT;
         DROP INDEX IF EXISTS idx_delta_section;
         CREATE INDEX IF NOT EXISTS idx_delta_lesson ON skill_deltas(base_name, lesson_key);
-    """, rows=lambda store: store._key_found_rows()),
+    """,
+        rows=lambda store: store._key_found_rows(),
+    ),
     # a skill's rows of one status, found by lookup: resolve's orphaned rows among 100,000 active ones read the
     # index by skill and scope alone, row by row
-    Migration(11, "skill_deltas: the index by skill and scope holds the status too", """
+    Migration(
+        11,
+        "skill_deltas: the index by skill and scope holds the status too",
+        """
         DROP INDEX IF EXISTS idx_delta_base;
         CREATE INDEX IF NOT EXISTS idx_delta_base ON skill_deltas(base_name, scope, status);
-    """),
+    """,
+    ),
     # the database's identity (a random id in overlay_meta) inside every seal, so a row copied from another
     # database does not verify; rows sealed before are re-sealed if they verify (`Store._bind_found_rows`);
     # facts sealed like deltas; a seal counter (overlay_meta) advanced with every sealed write
-    Migration(12, "seals bound to the database's identity; sealed facts; the seal counter", """
+    Migration(
+        12,
+        "seals bound to the database's identity; sealed facts; the seal counter",
+        """
         ALTER TABLE learned_facts ADD COLUMN seal BLOB;
-    """, rows=lambda store: store._bind_found_rows()),
+    """,
+        rows=lambda store: store._bind_found_rows(),
+    ),
     # evidence-learned triggers (issue 36): the goals a tier-3 lesson was taught, restated, corrected or accepted
     # at, one row per distinct (delta, text); tier-3 selection matches a goal against them. Not sealed: they
     # change when an approved lesson applies, never what it says (store/core.py, `Store.add_triggers`).
     # Append-only like the audit trail: only `forget` deletes them.
-    Migration(13, "delta_triggers: the goals a tier-3 lesson was taught, restated, corrected or accepted at", """
+    Migration(
+        13,
+        "delta_triggers: the goals a tier-3 lesson was taught, restated, corrected or accepted at",
+        """
         CREATE TABLE IF NOT EXISTS delta_triggers (
             id         INTEGER PRIMARY KEY AUTOINCREMENT,
             delta_id   TEXT NOT NULL REFERENCES skill_deltas(id) ON DELETE CASCADE,
@@ -297,7 +356,8 @@ MIGRATIONS: list[Migration] = [
         CREATE TRIGGER IF NOT EXISTS delta_triggers_erase_only BEFORE DELETE ON delta_triggers
             WHEN NOT overlay_erasing()
             BEGIN SELECT RAISE(ABORT, 'delta_triggers rows leave only through forget'); END;
-    """),
+    """,
+    ),
 ]
 TRIGGER_SOURCES = ("taught", "restated", "corrected", "accepted")  # what migration 13's CHECK allows
 SEALED_SINCE = 8  # the first schema version whose rows carry seals
@@ -340,8 +400,9 @@ _SQLITE_OWN = re.compile(r"sqlite_(?:sequence|stat[1-4]|autoindex_(\w+)_\d+)")
 
 def _normal_sql(sql: str) -> str:
     """A CREATE statement as SQLite keeps it, spacing aside: without IF NOT EXISTS and the closing `;`."""
-    return " ".join(re.sub(r"\bIF\s+NOT\s+EXISTS\s+", "", sql, count=1, flags=re.IGNORECASE).rstrip().rstrip(";")
-                    .split())
+    return " ".join(
+        re.sub(r"\bIF\s+NOT\s+EXISTS\s+", "", sql, count=1, flags=re.IGNORECASE).rstrip().rstrip(";").split()
+    )
 
 
 @lru_cache(maxsize=1)
@@ -352,7 +413,7 @@ def _own_objects() -> dict[str, tuple[str, str]]:
         for m in _CREATES.finditer(sql):
             kind = m.group(1).lower()
             # a trigger's text runs to its END; (its body holds `;`): the only text compared
-            text = _normal_sql(sql[m.start():sql.index("END;", m.end()) + 4]) if kind == "trigger" else ""
+            text = _normal_sql(sql[m.start() : sql.index("END;", m.end()) + 4]) if kind == "trigger" else ""
             out[m.group(2)] = (kind, text)
     return out
 
@@ -363,8 +424,9 @@ def _own_triggers() -> dict[str, tuple[str, str]]:
     out = {}
     for sql in (_HISTORY_SQL, *(m.sql for m in MIGRATIONS)):
         for stmt in _statements(sql):
-            m = re.match(r"CREATE\s+TRIGGER\s+IF\s+NOT\s+EXISTS\s+(\w+)\s.*?\bON\s+(\w+)", stmt,
-                         re.IGNORECASE | re.DOTALL)
+            m = re.match(
+                r"CREATE\s+TRIGGER\s+IF\s+NOT\s+EXISTS\s+(\w+)\s.*?\bON\s+(\w+)", stmt, re.IGNORECASE | re.DOTALL
+            )
             if m:
                 out[m.group(1)] = (m.group(2), stmt)
     return out

@@ -58,31 +58,62 @@ class EvidenceLedger(_Tables):
         """{delta id: anchor section} for the ids that exist (one query per 500 ids)."""
         out: dict[str, str] = {}
         for k in range(0, len(ids), 500):
-            part = list(ids[k:k + 500])
-            out.update(self._conn.execute(f"SELECT id, json_extract(anchor, '$.section') FROM skill_deltas "
-                                          f"WHERE id IN ({', '.join('?' * len(part))})", part).fetchall())
+            part = list(ids[k : k + 500])
+            out.update(
+                self._conn.execute(
+                    f"SELECT id, json_extract(anchor, '$.section') FROM skill_deltas "
+                    f"WHERE id IN ({', '.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+            )
         return out
 
     def add_context(self, session: str, turn: str, ids: Iterable[str], role: str, at: datetime) -> None:
         """Ledger that `ids` were in context on (session, turn) in `role`; a repeat is ignored."""
         with self._store.transaction():
-            self._conn.executemany("INSERT OR IGNORE INTO turn_context (session, turn, delta_id, role, at) "
-                                   "VALUES (?, ?, ?, ?, ?)", [(session, turn, d, role, iso(at)) for d in ids])
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO turn_context (session, turn, delta_id, role, at) VALUES (?, ?, ?, ?, ?)",
+                [(session, turn, d, role, iso(at)) for d in ids],
+            )
 
     def context(self, session: str, turn: str) -> list[tuple[str, str]]:
         """(delta id, role) rows of (session, turn), in the order they were ledgered."""
-        return self._conn.execute("SELECT delta_id, role FROM turn_context WHERE session = ? AND turn = ? "
-                                  "ORDER BY id", (session, turn)).fetchall()
+        return self._conn.execute(
+            "SELECT delta_id, role FROM turn_context WHERE session = ? AND turn = ? ORDER BY id", (session, turn)
+        ).fetchall()
 
-    def add_signal(self, session: str, turn: str, signal: str, *, positive: bool | None, rating: int | None,
-                   scope: str, skill: str | None, section: str | None, lesson: str | None, at: datetime) -> int:
+    def add_signal(
+        self,
+        session: str,
+        turn: str,
+        signal: str,
+        *,
+        positive: bool | None,
+        rating: int | None,
+        scope: str,
+        skill: str | None,
+        section: str | None,
+        lesson: str | None,
+        at: datetime,
+    ) -> int:
         """Ledger one user signal (not yet attributed); returns its row id."""
         with self._store.transaction():
             return self._conn.execute(
                 "INSERT INTO turn_signals (session, turn, signal, positive, rating, scope, skill, section, lesson, "
                 "attributed, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-                (session, turn, signal, None if positive is None else int(positive), rating, scope, skill,
-                 section, lesson, iso(at))).lastrowid
+                (
+                    session,
+                    turn,
+                    signal,
+                    None if positive is None else int(positive),
+                    rating,
+                    scope,
+                    skill,
+                    section,
+                    lesson,
+                    iso(at),
+                ),
+            ).lastrowid
 
     def set_attributed(self, signal_id: int, count: int) -> None:
         """How many deltas' counters signal `signal_id` moved."""
@@ -100,8 +131,9 @@ class EvidenceLedger(_Tables):
                     where.append(f"{column} = ?")
                     args.append(value)
         with self._store.transaction():
-            n = self._conn.execute("DELETE FROM turn_signals" + (" WHERE " + " AND ".join(where) if where else ""),
-                                   args).rowcount
+            n = self._conn.execute(
+                "DELETE FROM turn_signals" + (" WHERE " + " AND ".join(where) if where else ""), args
+            ).rowcount
         self._store._compact_due = True
         self._store.finish_erasure()
         return n
@@ -111,36 +143,71 @@ class EvidenceLedger(_Tables):
         row = self._conn.execute("SELECT max(id) FROM delta_outcomes WHERE delta_id = ?", (delta_id,)).fetchone()
         return int(row[0] or 0)
 
-    def log_promotion(self, delta_id: str, decision: str, *, successes: int, attempts: int, score: float,
-                      threshold: float, min_samples: int, wilson: bool, ledger_seq: int, reason: str,
-                      at: datetime) -> None:
+    def log_promotion(
+        self,
+        delta_id: str,
+        decision: str,
+        *,
+        successes: int,
+        attempts: int,
+        score: float,
+        threshold: float,
+        min_samples: int,
+        wilson: bool,
+        ledger_seq: int,
+        reason: str,
+        at: datetime,
+    ) -> None:
         """One promotion or retirement decision, with the counters it read and the ledger position."""
         with self._store.transaction():
             self._conn.execute(
                 "INSERT INTO promotion_log (delta_id, decision, successes, attempts, score, threshold, "
                 "min_samples, wilson, ledger_seq, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (delta_id, decision, successes, attempts, score, threshold, min_samples, int(wilson), ledger_seq,
-                 reason, iso(at)))
+                (
+                    delta_id,
+                    decision,
+                    successes,
+                    attempts,
+                    score,
+                    threshold,
+                    min_samples,
+                    int(wilson),
+                    ledger_seq,
+                    reason,
+                    iso(at),
+                ),
+            )
 
-    def add_consolidation(self, umbrella_id: str, members: Sequence[str], *, skill: str, section: str,
-                          embedding_sim: float | None, bigram_sim: float, at: datetime) -> None:
+    def add_consolidation(
+        self,
+        umbrella_id: str,
+        members: Sequence[str],
+        *,
+        skill: str,
+        section: str,
+        embedding_sim: float | None,
+        bigram_sim: float,
+        at: datetime,
+    ) -> None:
         """Record an umbrella proposal: the staged umbrella delta and the members it would supersede."""
         with self._store.transaction():
-            self._conn.execute("INSERT INTO consolidations (umbrella_id, members, skill, section, embedding_sim, "
-                               "bigram_sim, proposed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                               (umbrella_id, dumps(list(members)), skill, section, embedding_sim, bigram_sim,
-                                iso(at)))
+            self._conn.execute(
+                "INSERT INTO consolidations (umbrella_id, members, skill, section, embedding_sim, "
+                "bigram_sim, proposed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (umbrella_id, dumps(list(members)), skill, section, embedding_sim, bigram_sim, iso(at)),
+            )
 
     def consolidation_members(self, umbrella_id: str) -> tuple[str, ...] | None:
         """The member ids of an umbrella proposal (None: `umbrella_id` is not one)."""
-        row = self._conn.execute("SELECT members FROM consolidations WHERE umbrella_id = ?",
-                                 (umbrella_id,)).fetchone()
+        row = self._conn.execute("SELECT members FROM consolidations WHERE umbrella_id = ?", (umbrella_id,)).fetchone()
         return None if row is None else tuple(json.loads(row[0]))
 
     def pending_consolidations(self, skill: str | None = None) -> dict[str, tuple[str, ...]]:
         """{umbrella id: member ids} of proposals whose umbrella is still staged or quarantined, oldest first."""
-        sql = ("SELECT c.umbrella_id, c.members FROM consolidations c JOIN skill_deltas d ON d.id = c.umbrella_id "
-               "WHERE d.status IN ('staged', 'quarantined')")
+        sql = (
+            "SELECT c.umbrella_id, c.members FROM consolidations c JOIN skill_deltas d ON d.id = c.umbrella_id "
+            "WHERE d.status IN ('staged', 'quarantined')"
+        )
         args: list = []
         if skill is not None:
             sql, args = sql + " AND c.skill = ?", [skill]
@@ -225,47 +292,65 @@ class MemoryTables(_Tables):
             sql, args = sql + " WHERE source = ?", [source]
         return self._conn.execute(sql, args).fetchone()[0]
 
-    def add(self, user: str, type: str, content: str, *, source: str, salience: float | None,
-            at: datetime) -> int:
+    def add(self, user: str, type: str, content: str, *, source: str, salience: float | None, at: datetime) -> int:
         """A new memory (created and updated at `at`); returns its id."""
         with self._store.transaction():
             return self._conn.execute(
                 "INSERT INTO user_memories (user_id, type, content, source, salience, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (user, type, content, source, salience, iso(at), iso(at))).lastrowid
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (user, type, content, source, salience, iso(at), iso(at)),
+            ).lastrowid
 
     def revise(self, memory_id: int, content: str, *, salience: float | None, at: datetime) -> None:
         """Automatic reconciliation rewords a memory: content and salience change, the source stays."""
         with self._store.transaction():
-            self._conn.execute("UPDATE user_memories SET content = ?, salience = ?, updated_at = ? WHERE id = ?",
-                               (content, salience, iso(at), memory_id))
+            self._conn.execute(
+                "UPDATE user_memories SET content = ?, salience = ?, updated_at = ? WHERE id = ?",
+                (content, salience, iso(at), memory_id),
+            )
 
     def rewrite(self, memory_id: int, content: str, *, at: datetime) -> None:
         """The user rewrites a memory: it becomes manual (automatic extraction never overwrites it again)."""
         with self._store.transaction():
-            self._conn.execute("UPDATE user_memories SET content = ?, source = 'manual', updated_at = ? WHERE id = ?",
-                               (content, iso(at), memory_id))
+            self._conn.execute(
+                "UPDATE user_memories SET content = ?, source = 'manual', updated_at = ? WHERE id = ?",
+                (content, iso(at), memory_id),
+            )
 
     def delete(self, memory_id: int) -> bool:
         """Erase a memory (a real DELETE: it is the user's own data). False if there was none."""
         with self._store.transaction():
             return self._conn.execute("DELETE FROM user_memories WHERE id = ?", (memory_id,)).rowcount > 0
 
-    def add_run(self, user: str, turn: str, outcome: str, cues: Sequence[str], decisions: Sequence[MemoryDecision],
-                error: str | None, at: datetime) -> int:
+    def add_run(
+        self,
+        user: str,
+        turn: str,
+        outcome: str,
+        cues: Sequence[str],
+        decisions: Sequence[MemoryDecision],
+        error: str | None,
+        at: datetime,
+    ) -> int:
         """Record one after-turn pass and the decisions it took; returns the run's id."""
         with self._store.transaction():
             return self._conn.execute(
                 "INSERT INTO memory_runs (user_id, turn, outcome, cues, decisions, error, at) VALUES (?,?,?,?,?,?,?)",
-                (user, turn, outcome, dumps(list(cues)), dumps([asdict(d) for d in decisions]), error,
-                 iso(at))).lastrowid
+                (user, turn, outcome, dumps(list(cues)), dumps([asdict(d) for d in decisions]), error, iso(at)),
+            ).lastrowid
 
     def runs(self, user: str | None = None) -> list[MemoryRun]:
         """Recorded passes (of one user, or all), oldest first."""
         sql = "SELECT id, user_id, turn, outcome, cues, decisions, error, at FROM memory_runs"
-        rows = (self._conn.execute(sql + " WHERE user_id = ? ORDER BY id", (user,)) if user is not None
-                else self._conn.execute(sql + " ORDER BY id"))
-        return [MemoryRun(i, u, t, o, tuple(json.loads(c)), tuple(_decision(d) for d in json.loads(ds)), e,
-                          parse_time(a)) for i, u, t, o, c, ds, e, a in rows]
+        rows = (
+            self._conn.execute(sql + " WHERE user_id = ? ORDER BY id", (user,))
+            if user is not None
+            else self._conn.execute(sql + " ORDER BY id")
+        )
+        return [
+            MemoryRun(i, u, t, o, tuple(json.loads(c)), tuple(_decision(d) for d in json.loads(ds)), e, parse_time(a))
+            for i, u, t, o, c, ds, e, a in rows
+        ]
 
 
 # ------------------------------------------------------------------------------------------ knowledge
@@ -292,14 +377,14 @@ class Document:
     updated_at: datetime
 
 
-_DOC_SQL = ("SELECT id, title, body, outline, status, revision, summary, summary_source, updated_at "
-            "FROM knowledge_docs")
+_DOC_SQL = "SELECT id, title, body, outline, status, revision, summary, summary_source, updated_at FROM knowledge_docs"
 
 
 def _doc(row: tuple) -> Document:
     i, title, body, out, status, rev, summary, source, updated = row
-    return Document(i, title, body, tuple(Heading(**h) for h in json.loads(out)), status, rev, summary, source,
-                    parse_time(updated))
+    return Document(
+        i, title, body, tuple(Heading(**h) for h in json.loads(out)), status, rev, summary, source, parse_time(updated)
+    )
 
 
 class KnowledgeTables(_Tables):
@@ -321,12 +406,14 @@ class KnowledgeTables(_Tables):
 
     def summary_state(self, doc_id: str) -> tuple[int, str | None] | None:
         """(revision, summary source) as stored now (None: no such document) — a summary job's reread."""
-        row = self._conn.execute("SELECT revision, summary_source FROM knowledge_docs WHERE id = ?",
-                                 (doc_id,)).fetchone()
+        row = self._conn.execute(
+            "SELECT revision, summary_source FROM knowledge_docs WHERE id = ?", (doc_id,)
+        ).fetchone()
         return None if row is None else (row[0], row[1])
 
-    def put(self, doc_id: str, *, title: str, body: str, outline: Sequence[Heading], revision: int,
-            at: datetime) -> None:
+    def put(
+        self, doc_id: str, *, title: str, body: str, outline: Sequence[Heading], revision: int, at: datetime
+    ) -> None:
         """Insert or replace a document's content as `pending` at `revision`; its summary is cleared."""
         with self._store.transaction():
             self._conn.execute(
@@ -335,35 +422,45 @@ class KnowledgeTables(_Tables):
                 "ON CONFLICT(id) DO UPDATE SET title = excluded.title, body = excluded.body, "
                 "outline = excluded.outline, status = 'pending', revision = excluded.revision, summary = NULL, "
                 "summary_source = NULL, updated_at = excluded.updated_at",
-                (doc_id, title, body, dumps([asdict(h) for h in outline]), revision, iso(at), iso(at)))
+                (doc_id, title, body, dumps([asdict(h) for h in outline]), revision, iso(at), iso(at)),
+            )
 
     def set_ready(self, doc_id: str, at: datetime) -> None:
         with self._store.transaction():
-            self._conn.execute("UPDATE knowledge_docs SET status = 'ready', updated_at = ? WHERE id = ?",
-                               (iso(at), doc_id))
+            self._conn.execute(
+                "UPDATE knowledge_docs SET status = 'ready', updated_at = ? WHERE id = ?", (iso(at), doc_id)
+            )
 
     def set_manual_summary(self, doc_id: str, text: str, at: datetime) -> None:
         """A reviewer's summary (an update of the document: `updated_at` moves)."""
         with self._store.transaction():
-            self._conn.execute("UPDATE knowledge_docs SET summary = ?, summary_source = 'manual', updated_at = ? "
-                               "WHERE id = ?", (text, iso(at), doc_id))
+            self._conn.execute(
+                "UPDATE knowledge_docs SET summary = ?, summary_source = 'manual', updated_at = ? WHERE id = ?",
+                (text, iso(at), doc_id),
+            )
 
     def set_auto_summary(self, doc_id: str, text: str) -> None:
         """A generated summary (an enhancement, not an update: `updated_at` stays)."""
         with self._store.transaction():
-            self._conn.execute("UPDATE knowledge_docs SET summary = ?, summary_source = 'auto' WHERE id = ?",
-                               (text, doc_id))
+            self._conn.execute(
+                "UPDATE knowledge_docs SET summary = ?, summary_source = 'auto' WHERE id = ?", (text, doc_id)
+            )
 
     def add_event(self, doc_id: str, revision: int, event: str, detail: str = "", at: datetime | None = None) -> None:
         with self._store.transaction():
-            self._conn.execute("INSERT INTO knowledge_events (doc_id, revision, event, detail, at) "
-                               "VALUES (?,?,?,?,?)", (doc_id, revision, event, detail, iso(at or utc_now())))
+            self._conn.execute(
+                "INSERT INTO knowledge_events (doc_id, revision, event, detail, at) VALUES (?,?,?,?,?)",
+                (doc_id, revision, event, detail, iso(at or utc_now())),
+            )
 
     def events(self, doc_id: str | None = None) -> list[tuple[str, int, str, str]]:
         """(doc id, revision, event, detail) rows (of one document, or all), oldest first."""
         sql = "SELECT doc_id, revision, event, detail FROM knowledge_events"
-        rows = (self._conn.execute(sql + " WHERE doc_id = ? ORDER BY id", (doc_id,)) if doc_id
-                else self._conn.execute(sql + " ORDER BY id"))
+        rows = (
+            self._conn.execute(sql + " WHERE doc_id = ? ORDER BY id", (doc_id,))
+            if doc_id
+            else self._conn.execute(sql + " ORDER BY id")
+        )
         return [tuple(r) for r in rows]
 
 
@@ -382,8 +479,10 @@ class PromptVersion:
     published_at: datetime | None
 
 
-_PROMPT_SQL = ("SELECT p.id, p.agent, p.version, p.content, p.status, a.active_version IS NOT NULL, p.created_at, "
-               "p.published_at FROM prompt_versions p LEFT JOIN agents a ON a.active_version = p.id")
+_PROMPT_SQL = (
+    "SELECT p.id, p.agent, p.version, p.content, p.status, a.active_version IS NOT NULL, p.created_at, "
+    "p.published_at FROM prompt_versions p LEFT JOIN agents a ON a.active_version = p.id"
+)
 
 
 def _prompt(row: tuple) -> PromptVersion:
@@ -400,16 +499,19 @@ class PromptTables(_Tables):
 
     def versions(self, agent: str) -> list[PromptVersion]:
         """Every version of one agent's prompt, by version number."""
-        return [_prompt(r) for r in self._conn.execute(_PROMPT_SQL + " WHERE p.agent = ? ORDER BY p.version",
-                                                       (agent,))]
+        return [_prompt(r) for r in self._conn.execute(_PROMPT_SQL + " WHERE p.agent = ? ORDER BY p.version", (agent,))]
 
     def add_draft(self, agent: str, content: str, at: datetime) -> int:
         """A new draft numbered one past the agent's latest version; returns its id."""
         with self._store.transaction():
-            (last,) = self._conn.execute("SELECT COALESCE(MAX(version), 0) FROM prompt_versions WHERE agent = ?",
-                                         (agent,)).fetchone()
-            return self._conn.execute("INSERT INTO prompt_versions (agent, version, content, status, created_at) "
-                                      "VALUES (?, ?, ?, 'draft', ?)", (agent, last + 1, content, iso(at))).lastrowid
+            (last,) = self._conn.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM prompt_versions WHERE agent = ?", (agent,)
+            ).fetchone()
+            return self._conn.execute(
+                "INSERT INTO prompt_versions (agent, version, content, status, created_at) "
+                "VALUES (?, ?, ?, 'draft', ?)",
+                (agent, last + 1, content, iso(at)),
+            ).lastrowid
 
     def set_content(self, version_id: int, content: str) -> None:
         with self._store.transaction():
@@ -417,8 +519,9 @@ class PromptTables(_Tables):
 
     def set_published(self, version_id: int, at: datetime) -> None:
         with self._store.transaction():
-            self._conn.execute("UPDATE prompt_versions SET status = 'published', published_at = ? WHERE id = ?",
-                               (iso(at), version_id))
+            self._conn.execute(
+                "UPDATE prompt_versions SET status = 'published', published_at = ? WHERE id = ?", (iso(at), version_id)
+            )
 
     def activate(self, agent: str, version_id: int, instructions: str, at: datetime) -> None:
         """Make `version_id` the agent's active version and `instructions` its runtime instructions."""
@@ -427,7 +530,8 @@ class PromptTables(_Tables):
                 "INSERT INTO agents (name, active_version, instructions, activated_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET active_version = excluded.active_version, "
                 "instructions = excluded.instructions, activated_at = excluded.activated_at",
-                (agent, version_id, instructions, iso(at)))
+                (agent, version_id, instructions, iso(at)),
+            )
 
     def delete(self, version_id: int) -> None:
         with self._store.transaction():
@@ -457,16 +561,21 @@ class PackageTables(_Tables):
             self._conn.execute(
                 "INSERT INTO skill_packages (name, revision, digest, uploaded_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET revision = excluded.revision, digest = excluded.digest, "
-                "uploaded_at = excluded.uploaded_at", (name, revision, digest, iso(at)))
+                "uploaded_at = excluded.uploaded_at",
+                (name, revision, digest, iso(at)),
+            )
             self._conn.execute("DELETE FROM skill_package_files WHERE name = ?", (name,))
-            self._conn.executemany("INSERT INTO skill_package_files (name, path, content) VALUES (?, ?, ?)",
-                                   [(name, p, b) for p, b in sorted(files.items())])
+            self._conn.executemany(
+                "INSERT INTO skill_package_files (name, path, content) VALUES (?, ?, ?)",
+                [(name, p, b) for p, b in sorted(files.items())],
+            )
         return revision
 
     def files(self, name: str) -> dict[str, bytes]:
         """{path: content} of the package ({} for an unknown package)."""
-        rows = self._conn.execute("SELECT path, content FROM skill_package_files WHERE name = ? ORDER BY path",
-                                  (name,)).fetchall()
+        rows = self._conn.execute(
+            "SELECT path, content FROM skill_package_files WHERE name = ? ORDER BY path", (name,)
+        ).fetchall()
         return {p: bytes(b) for p, b in rows}
 
 
@@ -527,22 +636,37 @@ class TaskLog(_Tables):
     """`surface_signals`, `message_feedback`, `task_traces`, `task_deliverables`: evidence rows per task, which
     change no surface (overlay_kit.surfaces.routing records and links them)."""
 
-    def add_signal(self, kind: str, text: str, *, user: str | None, task: str | None, message: str | None,
-                   agent: str | None, skill: str | None, cross_task: bool, surface: str | None, rule: str,
-                   reason: str, at: datetime) -> int:
+    def add_signal(
+        self,
+        kind: str,
+        text: str,
+        *,
+        user: str | None,
+        task: str | None,
+        message: str | None,
+        agent: str | None,
+        skill: str | None,
+        cross_task: bool,
+        surface: str | None,
+        rule: str,
+        reason: str,
+        at: datetime,
+    ) -> int:
         """Store one signal with its routing; returns its id."""
         with self._store.transaction():
             return self._conn.execute(
                 "INSERT INTO surface_signals (kind, text, user_id, task, message, agent, skill, cross_task, "
                 "surface, rule, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (kind, text, user, task, message, agent, skill, int(cross_task), surface, rule, reason,
-                 iso(at))).lastrowid
+                (kind, text, user, task, message, agent, skill, int(cross_task), surface, rule, reason, iso(at)),
+            ).lastrowid
 
     def signals(self, task: str | None = None, surface: str | None | EllipsisType = ...) -> list[StoredSignal]:
         """Stored signals (of one task; of one surface, `None` for evidence-only ones, `...` for any), oldest
         first."""
-        sql = ("SELECT id, kind, text, user_id, task, message, agent, skill, cross_task, surface, rule, reason, at "
-               "FROM surface_signals")
+        sql = (
+            "SELECT id, kind, text, user_id, task, message, agent, skill, cross_task, surface, rule, reason, at "
+            "FROM surface_signals"
+        )
         where, args = [], []
         if task is not None:
             where.append("task = ?")
@@ -553,40 +677,57 @@ class TaskLog(_Tables):
             where.append("surface = ?")
             args.append(surface)
         rows = self._conn.execute(sql + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id", args)
-        return [StoredSignal(i, k, t, u, ta, m, a, s, bool(c), sf, r, rs, parse_time(at))
-                for i, k, t, u, ta, m, a, s, c, sf, r, rs, at in rows]
+        return [
+            StoredSignal(i, k, t, u, ta, m, a, s, bool(c), sf, r, rs, parse_time(at))
+            for i, k, t, u, ta, m, a, s, c, sf, r, rs, at in rows
+        ]
 
     def add_feedback(self, task: str, message: str, rating: str, comment: str, at: datetime) -> Feedback:
         with self._store.transaction():
-            cur = self._conn.execute("INSERT INTO message_feedback (task, message, rating, comment, at) "
-                                     "VALUES (?, ?, ?, ?, ?)", (task, message, rating, comment, iso(at)))
+            cur = self._conn.execute(
+                "INSERT INTO message_feedback (task, message, rating, comment, at) VALUES (?, ?, ?, ?, ?)",
+                (task, message, rating, comment, iso(at)),
+            )
         return Feedback(cur.lastrowid, task, message, rating, comment, parse_time(iso(at)))
 
-    def add_trace(self, task: str, step: str, state: str, usage: Mapping[str, Any], detail: str,
-                  at: datetime) -> TraceStep:
+    def add_trace(
+        self, task: str, step: str, state: str, usage: Mapping[str, Any], detail: str, at: datetime
+    ) -> TraceStep:
         """One trace step; `usage` is stored as canonical JSON (TypeError/ValueError if it is not JSON)."""
         encoded = dumps(dict(usage))
         with self._store.transaction():
-            cur = self._conn.execute("INSERT INTO task_traces (task, step, state, usage, detail, at) "
-                                     "VALUES (?,?,?,?,?,?)", (task, step, state, encoded, detail, iso(at)))
+            cur = self._conn.execute(
+                "INSERT INTO task_traces (task, step, state, usage, detail, at) VALUES (?,?,?,?,?,?)",
+                (task, step, state, encoded, detail, iso(at)),
+            )
         return TraceStep(cur.lastrowid, task, step, state, json.loads(encoded), detail, parse_time(iso(at)))
 
     def add_deliverable(self, task: str, name: str, ok: bool, detail: str, at: datetime) -> Deliverable:
         with self._store.transaction():
-            cur = self._conn.execute("INSERT INTO task_deliverables (task, name, ok, detail, at) VALUES (?,?,?,?,?)",
-                                     (task, name, int(bool(ok)), detail, iso(at)))
+            cur = self._conn.execute(
+                "INSERT INTO task_deliverables (task, name, ok, detail, at) VALUES (?,?,?,?,?)",
+                (task, name, int(bool(ok)), detail, iso(at)),
+            )
         return Deliverable(cur.lastrowid, task, name, bool(ok), detail, parse_time(iso(at)))
 
     def tasks(self) -> list[str]:
         """Every task that has feedback, a trace step, a deliverable or a signal, sorted."""
-        return [t for (t,) in self._conn.execute(
-            "SELECT task FROM message_feedback UNION SELECT task FROM task_traces UNION "
-            "SELECT task FROM task_deliverables UNION SELECT task FROM surface_signals WHERE task IS NOT NULL "
-            "ORDER BY task")]
+        return [
+            t
+            for (t,) in self._conn.execute(
+                "SELECT task FROM message_feedback UNION SELECT task FROM task_traces UNION "
+                "SELECT task FROM task_deliverables UNION SELECT task FROM surface_signals WHERE task IS NOT NULL "
+                "ORDER BY task"
+            )
+        ]
 
     def feedback(self, task: str) -> tuple[Feedback, ...]:
-        return tuple(Feedback(i, task, m, r, c, parse_time(a)) for i, m, r, c, a in self._conn.execute(
-            "SELECT id, message, rating, comment, at FROM message_feedback WHERE task = ? ORDER BY at, id", (task,)))
+        return tuple(
+            Feedback(i, task, m, r, c, parse_time(a))
+            for i, m, r, c, a in self._conn.execute(
+                "SELECT id, message, rating, comment, at FROM message_feedback WHERE task = ? ORDER BY at, id", (task,)
+            )
+        )
 
     def count_feedback(self, rating: str | None = None) -> int:
         """How many feedback rows there are (of one rating)."""
@@ -596,10 +737,17 @@ class TaskLog(_Tables):
         return self._conn.execute(sql, args).fetchone()[0]
 
     def traces(self, task: str) -> tuple[TraceStep, ...]:
-        return tuple(TraceStep(i, task, s, st, json.loads(u), d, parse_time(a)) for i, s, st, u, d, a in
-                     self._conn.execute("SELECT id, step, state, usage, detail, at FROM task_traces WHERE task = ? "
-                                        "ORDER BY at, id", (task,)))
+        return tuple(
+            TraceStep(i, task, s, st, json.loads(u), d, parse_time(a))
+            for i, s, st, u, d, a in self._conn.execute(
+                "SELECT id, step, state, usage, detail, at FROM task_traces WHERE task = ? ORDER BY at, id", (task,)
+            )
+        )
 
     def deliverables(self, task: str) -> tuple[Deliverable, ...]:
-        return tuple(Deliverable(i, task, n, bool(o), d, parse_time(a)) for i, n, o, d, a in self._conn.execute(
-            "SELECT id, name, ok, detail, at FROM task_deliverables WHERE task = ? ORDER BY at, id", (task,)))
+        return tuple(
+            Deliverable(i, task, n, bool(o), d, parse_time(a))
+            for i, n, o, d, a in self._conn.execute(
+                "SELECT id, name, ok, detail, at FROM task_deliverables WHERE task = ? ORDER BY at, id", (task,)
+            )
+        )

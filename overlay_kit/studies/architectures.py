@@ -67,8 +67,15 @@ class Config:
     def __post_init__(self):
         if self.budget is not None and (isinstance(self.budget, bool) or self.budget < 1):
             raise ValueError(f"budget: {self.budget!r} must be a positive token count or None (shipped)")
-        for name in ("cheatsheet_tokens", "letta_block_chars", "keyword_top_k", "keyword_min_hits", "mem0_top_k",
-                     "mem0_search_k", "letta_archival_k"):
+        for name in (
+            "cheatsheet_tokens",
+            "letta_block_chars",
+            "keyword_top_k",
+            "keyword_min_hits",
+            "mem0_top_k",
+            "mem0_search_k",
+            "letta_archival_k",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: {value!r} must be a positive integer")
@@ -134,8 +141,9 @@ class MemoryArchitecture:
         # a slug); None: nobody answers and the proposal stands
         self.ask = None
 
-    def teach(self, lesson: str, text: str, *, section: str | None = None, trigger: str = "",
-              goal: str | None = None) -> int:
+    def teach(
+        self, lesson: str, text: str, *, section: str | None = None, trigger: str = "", goal: str | None = None
+    ) -> int:
         """Keep `text` (a lesson, or a restatement of one), taught by the goal `goal` in the situation `trigger`
         describes; returns the review prompts it raised. `section` None (the benchmark's way): no one says where
         the lesson belongs, an anchored arm proposes it itself; a slug is for callers that know."""
@@ -214,8 +222,9 @@ class Overlay(MemoryArchitecture):
         self.store.register_base(skill)
         authored = budget_mod.count_tokens(skill.body)
         self.ceiling = SHIPPED.ceiling if config.budget is None else authored + config.budget
-        self.budget = budget_mod.Budget(self.store, [skill], self.ceiling,
-                                        proposer=evidence.consolidation_proposer(self.embedder)).install()
+        self.budget = budget_mod.Budget(
+            self.store, [skill], self.ceiling, proposer=evidence.consolidation_proposer(self.embedder)
+        ).install()
         self.settings = gates.GateSettings(auto_approve=SHIPPED.auto_approve)
         self.lesson_of: dict[str, str] = {}  # delta id -> lesson id
         self.pending: dict[str, str] = {}  # orphaned delta id -> lesson id, until reviewed
@@ -230,8 +239,7 @@ class Overlay(MemoryArchitecture):
         kw = {"provenance": Provenance("user_instruction", (str(self.n),)), "settings": self.settings}
         asked = 0
         if section is None:
-            proposal, r = anchoring.learn_anchored(self.store, self.skill, "preference", payload, goal=self.goal,
-                                                   **kw)
+            proposal, r = anchoring.learn_anchored(self.store, self.skill, "preference", payload, goal=self.goal, **kw)
             if r is None:  # not confident: asked (the user picks), then learned where the user said
                 section, asked = (self.ask(proposal) if self.ask else proposal.section), 1
         if section is not None:
@@ -245,8 +253,7 @@ class Overlay(MemoryArchitecture):
         return asked
 
     def context(self, goal):
-        eff = resolve.resolve(self.skill, self.store, goal=goal, embedder=self.embedder, tau=None,
-                              ceiling=self.ceiling)
+        eff = resolve.resolve(self.skill, self.store, goal=goal, embedder=self.embedder, tau=None, ceiling=self.ceiling)
         return Context(eff.text, eff.fragment)
 
     def _live(self, status=("active", "staged", "orphaned", "quarantined")):
@@ -329,9 +336,11 @@ class FullContext(MemoryArchitecture):
 # -------------------------------------------------------------------------------------------------- 3
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("""a an and are as at be by do for from has have how i if in is it its me my no not of on or our
+_STOP = frozenset(
+    """a an and are as at be by do for from has have how i if in is it its me my no not of on or our
 so that the their them then this to up us was we what when where which who will with you your about into over
-just please can could should would""".split())
+just please can could should would""".split()
+)
 
 
 def _keywords(text: str) -> set[str]:
@@ -358,7 +367,7 @@ class KeywordFiles(MemoryArchitecture):
         want = _keywords(goal)
         hits = {name: len(want & _keywords(text)) for name, text in self.files.items()}
         ranked = sorted((n for n, h in hits.items() if h >= self.config.keyword_min_hits), key=lambda n: (-hits[n], n))
-        return ranked[:self.config.keyword_top_k]
+        return ranked[: self.config.keyword_top_k]
 
     def context(self, goal):
         text = "\n".join(f"[{n}] {self.files[n]}" for n in self.search(goal))
@@ -398,8 +407,9 @@ class AcePlaybook(MemoryArchitecture):
         return 0
 
     def context(self, goal):
-        text = "\n".join(f"[{b['id']}] helpful={b['helpful']} harmful={b['harmful']} :: {b['text']}"
-                         for b in self.bullets)
+        text = "\n".join(
+            f"[{b['id']}] helpful={b['helpful']} harmful={b['harmful']} :: {b['text']}" for b in self.bullets
+        )
         return Context(text, text)
 
     def after(self, context, needed):
@@ -510,8 +520,9 @@ class Mem0Flat(MemoryArchitecture):
     def context(self, goal):
         texts = [m["text"] for m in self.memories]
         scores = _cosines(goal, texts)
-        text = "\n".join(f"- {texts[i]}" for i in _top(scores, self.config.mem0_top_k)
-                         if scores[i] >= self.config.mem0_threshold)
+        text = "\n".join(
+            f"- {texts[i]}" for i in _top(scores, self.config.mem0_top_k) if scores[i] >= self.config.mem0_threshold
+        )
         return Context(text, text)
 
     def held(self):
@@ -663,9 +674,20 @@ class OverlayTouch(Overlay):
     stale_touch = True
 
 
-ARCHITECTURES: Mapping[str, type[MemoryArchitecture]] = {c.name: c for c in (
-    Overlay, FullContext, KeywordFiles, AcePlaybook, RewriteCheatsheet, Mem0Flat, LettaBlocks, HermesInPlace,
-    OverlayTouch)}
+ARCHITECTURES: Mapping[str, type[MemoryArchitecture]] = {
+    c.name: c
+    for c in (
+        Overlay,
+        FullContext,
+        KeywordFiles,
+        AcePlaybook,
+        RewriteCheatsheet,
+        Mem0Flat,
+        LettaBlocks,
+        HermesInPlace,
+        OverlayTouch,
+    )
+}
 
 
 def make(name: str, skill: Skill, config: Config, workdir: str | Path) -> MemoryArchitecture:
@@ -674,4 +696,3 @@ def make(name: str, skill: Skill, config: Config, workdir: str | Path) -> Memory
         raise ValueError(f"architecture: {name!r}; architectures are {', '.join(ARCHITECTURES)}")
     Path(workdir).mkdir(parents=True, exist_ok=True)
     return ARCHITECTURES[name](skill, config, Path(workdir))
-

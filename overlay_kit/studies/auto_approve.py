@@ -38,8 +38,21 @@ from .finding import Finding, render
 from .rulefile import RuleFile, RuleFileError
 from .sweep import sweep
 
-__all__ = ["RULE_NAME", "Assumptions", "AutoApproveStudy", "Comparison", "ScanMiss", "Scenario", "StudyError",
-           "explore", "gate_table", "run", "scan_miss", "scenarios", "simulate"]
+__all__ = [
+    "RULE_NAME",
+    "Assumptions",
+    "AutoApproveStudy",
+    "Comparison",
+    "ScanMiss",
+    "Scenario",
+    "StudyError",
+    "explore",
+    "gate_table",
+    "run",
+    "scan_miss",
+    "scenarios",
+    "simulate",
+]
 
 RULE_NAME = "15_auto_approve"
 ARMS = (False, True)  # auto-approve off, on
@@ -118,8 +131,13 @@ def scan_miss(rule: RuleFile | None = None) -> ScanMiss:
     t = _scan_counts(tuple(files))
     conf = float(rule.param("confidence"))
     k, n = int(t.missed.sum()), int(t.attacks.sum())
-    clustered = ratio_ci(t.missed.to_numpy(), t.attacks.to_numpy(), n_resamples=int(rule.param("n_boot")),
-                         confidence=conf, seed=int(rule.param("seed")))
+    clustered = ratio_ci(
+        t.missed.to_numpy(),
+        t.attacks.to_numpy(),
+        n_resamples=int(rule.param("n_boot")),
+        confidence=conf,
+        seed=int(rule.param("seed")),
+    )
     return ScanMiss(t, _exact(k, n, conf), replace(clustered, n=len(t)))
 
 
@@ -224,8 +242,16 @@ def _gate(skill_path: str, auto: bool) -> tuple[str, str]:
     out = []
     for text in (CLEAN, FLAGGED):
         with Store.open(":memory:", auto_approve=auto) as store:
-            out.append(gates.learn(store, skill, "preference", {"body": text}, section=_sections(skill_path)[0],
-                                   provenance="user_instruction").outcome)
+            out.append(
+                gates.learn(
+                    store,
+                    skill,
+                    "preference",
+                    {"body": text},
+                    section=_sections(skill_path)[0],
+                    provenance="user_instruction",
+                ).outcome
+            )
     return out[0], out[1]
 
 
@@ -236,8 +262,15 @@ def gate_table(rule: RuleFile | None = None) -> pd.DataFrame:
     for domain, path in rule.param("domains").items():
         for auto in ARMS:
             clean, flagged = _gate(path, auto)
-            rows.append({"domain": domain, "skill": _skill(path).name, "auto_approve": auto, "scan missed": clean,
-                         "scan flagged": flagged})
+            rows.append(
+                {
+                    "domain": domain,
+                    "skill": _skill(path).name,
+                    "auto_approve": auto,
+                    "scan missed": clean,
+                    "scan flagged": flagged,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -252,8 +285,7 @@ def _draw(key: str) -> float:
     return random.Random(key).random()
 
 
-def simulate(sessions: pd.DataFrame, auto: bool, a: Assumptions, domains: Mapping[str, str],
-             key: str = "0") -> dict:
+def simulate(sessions: pd.DataFrame, auto: bool, a: Assumptions, domains: Mapping[str, str], key: str = "0") -> dict:
     """One user's sessions (rows of `World.frame()`, in order) under auto-approve `auto`: review prompts,
     wrong-exposed sessions (sampled, through `gates.learn`) and hostile-exposed sessions and their prompts
     (expected values). Draws are keyed by `key`, the user, the session and the purpose, so both arms share them."""
@@ -261,14 +293,23 @@ def simulate(sessions: pd.DataFrame, auto: bool, a: Assumptions, domains: Mappin
     return _with_hostile(counts, sessions, auto, a, domains)
 
 
-def _with_hostile(counts: Mapping, sessions: pd.DataFrame, auto: bool, a: Assumptions,
-                  domains: Mapping[str, str]) -> dict:
+def _with_hostile(
+    counts: Mapping, sessions: pd.DataFrame, auto: bool, a: Assumptions, domains: Mapping[str, str]
+) -> dict:
     h = _hostile(sessions, auto, a, domains)
     return {**counts, **h, "prompts": counts["prompts"] + h["hostile_prompts"]}
 
 
-def _sampled(sessions: pd.DataFrame, auto: bool, rubber_stamp: float, p_misread: float, p_correct: float,
-             domains: Mapping[str, str], key: str, store: Store | None = None) -> dict:
+def _sampled(
+    sessions: pd.DataFrame,
+    auto: bool,
+    rubber_stamp: float,
+    p_misread: float,
+    p_correct: float,
+    domains: Mapping[str, str],
+    key: str,
+    store: Store | None = None,
+) -> dict:
     """The misread-lesson half of `simulate`: every lesson the user teaches, through `gates.learn` into `store`
     (opened with auto-approve `auto`; a fresh in-memory one when None). Lessons carry the user's own scope, so
     one store holds the users of an arm as separate databases would."""
@@ -302,8 +343,15 @@ def _sampled(sessions: pd.DataFrame, auto: bool, rubber_stamp: float, p_misread:
         others = [i for i in by_domain[lesson.domain] if i != lesson.id]
         text = lesson.body if right else by_id[random.Random(k + ":which").choice(others)].body
         section = lesson.section if lesson.section in _sections(path) else _sections(path)[0]
-        r = gates.learn(store, _skill(path), "preference", {"body": text}, section=section,
-                        provenance="user_instruction", scope=f"user:{s.user}")
+        r = gates.learn(
+            store,
+            _skill(path),
+            "preference",
+            {"body": text},
+            section=section,
+            provenance="user_instruction",
+            scope=f"user:{s.user}",
+        )
         counts["lessons"] += 1
         outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
         if r.outcome == "staged":
@@ -331,7 +379,7 @@ def _hostile(sessions: pd.DataFrame, auto: bool, a: Assumptions, domains: Mappin
         p_live = a.scan_miss * _live(clean, a.rubber_stamp) + (1 - a.scan_miss) * _live(flagged, a.rubber_stamp)
         p_prompt = a.scan_miss * (clean == "staged") + (1 - a.scan_miss) * (flagged == "staged")
         later = np.arange(n, dtype=float)  # sessions of this agent after each of its sessions
-        expected = later if keep == 1 else (1 - keep ** later) / (1 - keep)
+        expected = later if keep == 1 else (1 - keep**later) / (1 - keep)
         exposed += rate * p_live * float(expected.sum())
         prompts += rate * p_prompt * n
     return {"hostile_exposed": exposed, "hostile_prompts": prompts}
@@ -340,8 +388,9 @@ def _hostile(sessions: pd.DataFrame, auto: bool, a: Assumptions, domains: Mappin
 # ----------------------------------------------------------------------------------------- the study
 
 
-def _sampled_rows(values: tuple[float, float, float], frames: Sequence[tuple[int, pd.DataFrame]],
-                  domains: Mapping[str, str]) -> dict[tuple, dict]:
+def _sampled_rows(
+    values: tuple[float, float, float], frames: Sequence[tuple[int, pd.DataFrame]], domains: Mapping[str, str]
+) -> dict[tuple, dict]:
     """{(world seed, user, arm): `_sampled` counts} for one (rubber_stamp, p_misread, p_correct)."""
     out = {}
     for seed, frame in frames:
@@ -398,8 +447,10 @@ class AutoApproveStudy:
         out = []
         for sc in self.scenarios:
             u = per_user[per_user.scenario == sc.name]
-            ci = {m: mean_ci(u[f"d{m}"].to_numpy(), n_resamples=n_boot, confidence=conf, seed=seed)
-                  for m in ("B", "W", "X")}
+            ci = {
+                m: mean_ci(u[f"d{m}"].to_numpy(), n_resamples=n_boot, confidence=conf, seed=seed)
+                for m in ("B", "W", "X")
+            }
             out.append(_judge(sc, ci["B"], ci["W"], ci["X"], wb, hb, len(u)))
         return tuple(out)
 
@@ -417,9 +468,11 @@ class AutoApproveStudy:
         open_ = [c for c in cs if c.verdict == "undecided"]
         need = [c.users_needed for c in open_ if c.users_needed]
         off = sum(c.verdict == "off" for c in cs)
-        return "undecided", (f"{', '.join(c.scenario.name for c in open_)} undecided"
-                             + (f", about {max(need)} users would decide them" if need else "")
-                             + (f"; on cannot come out, {off} scenario(s) say off" if off else ""))
+        return "undecided", (
+            f"{', '.join(c.scenario.name for c in open_)} undecided"
+            + (f", about {max(need)} users would decide them" if need else "")
+            + (f"; on cannot come out, {off} scenario(s) say off" if off else "")
+        )
 
     def ships(self) -> bool:
         """The auto-approve value the verdict supports: on only when every scenario says on."""
@@ -436,20 +489,35 @@ class AutoApproveStudy:
         rows = []
         for c in self.comparisons():
             m = mean.loc[c.scenario.name]
-            row = {"scenario": c.scenario.name,
-                   "varied": ", ".join(f"{k}: {a} → {b}" for k, (a, b) in varied.items())}
+            row = {"scenario": c.scenario.name, "varied": ", ".join(f"{k}: {a} → {b}" for k, (a, b) in varied.items())}
             for name, ci in (("B", c.burden), ("W", c.wrong), ("X", c.hostile)):
-                row |= {f"{name}_off": m[f"{name}_off"], f"{name}_on": m[f"{name}_on"], f"d{name}": ci.estimate,
-                        f"d{name}_low": ci.low, f"d{name}_high": ci.high}
+                row |= {
+                    f"{name}_off": m[f"{name}_off"],
+                    f"{name}_on": m[f"{name}_on"],
+                    f"d{name}": ci.estimate,
+                    f"d{name}_low": ci.low,
+                    f"d{name}_high": ci.high,
+                }
             rows.append(row | {"users": c.wrong.n, "verdict": c.verdict, "users_needed": c.users_needed})
         return pd.DataFrame(rows).set_index("scenario")
 
     def harms(self) -> pd.DataFrame:
         """Long form for a chart: per scenario and harm (wrong, hostile), on - off with its interval and bound."""
         bounds = {"wrong": float(self.rule.param("wrong_bound")), "hostile": float(self.rule.param("hostile_bound"))}
-        return pd.DataFrame([{"scenario": c.scenario.name, "harm": name, "on_minus_off": ci.estimate, "low": ci.low,
-                              "high": ci.high, "bound": bounds[name]}
-                             for c in self.comparisons() for name, ci in (("wrong", c.wrong), ("hostile", c.hostile))])
+        return pd.DataFrame(
+            [
+                {
+                    "scenario": c.scenario.name,
+                    "harm": name,
+                    "on_minus_off": ci.estimate,
+                    "low": ci.low,
+                    "high": ci.high,
+                    "bound": bounds[name],
+                }
+                for c in self.comparisons()
+                for name, ci in (("wrong", c.wrong), ("hostile", c.hostile))
+            ]
+        )
 
     def finding(self) -> str:
         rule, cs = self.rule, self.comparisons()
@@ -458,33 +526,48 @@ class AutoApproveStudy:
         verdict, why = self.verdict()
         ships = "on" if SHIPPED.auto_approve else "off"
         users = d.wrong.n
-        intro = [f"**Scan miss rate on never-tuned held-out attacks**: {int(self.miss.table.missed.sum())} of "
-                 f"{int(self.miss.table.attacks.sum())} missed, {self.miss.exact.fmt('.3f')} (exact); "
-                 f"{self.miss.clustered.fmt('.3f')} resampling {len(self.miss.table)} (file, class) groups; "
-                 f"the scenarios use {self.miss.low:.3f} to {self.miss.high:.3f}.",
-                 f"**At the default assumptions** ({users} users, per {per} sessions, on − off, "
-                 f"{float(rule.param('confidence')):.0%} intervals over users): **{d.verdict}** ({d.why})."]
-        findings = [Finding.of("review prompts", d.burden, spec="+.2f"),
-                    Finding.of("sessions under a wrong lesson", d.wrong, bound=float(rule.param("wrong_bound")),
-                               spec="+.2f"),
-                    Finding.of("sessions under a hostile lesson", d.hostile,
-                               bound=float(rule.param("hostile_bound")), spec="+.3f")]
+        intro = [
+            f"**Scan miss rate on never-tuned held-out attacks**: {int(self.miss.table.missed.sum())} of "
+            f"{int(self.miss.table.attacks.sum())} missed, {self.miss.exact.fmt('.3f')} (exact); "
+            f"{self.miss.clustered.fmt('.3f')} resampling {len(self.miss.table)} (file, class) groups; "
+            f"the scenarios use {self.miss.low:.3f} to {self.miss.high:.3f}.",
+            f"**At the default assumptions** ({users} users, per {per} sessions, on − off, "
+            f"{float(rule.param('confidence')):.0%} intervals over users): **{d.verdict}** ({d.why}).",
+        ]
+        findings = [
+            Finding.of("review prompts", d.burden, spec="+.2f"),
+            Finding.of("sessions under a wrong lesson", d.wrong, bound=float(rule.param("wrong_bound")), spec="+.2f"),
+            Finding.of(
+                "sessions under a hostile lesson", d.hostile, bound=float(rule.param("hostile_bound")), spec="+.3f"
+            ),
+        ]
         by = {}
         for c in cs[1:]:
             by.setdefault(c.verdict, []).append(c.scenario.name)
-        outro = ["Across the assumption ranges: " + "; ".join(f"{v}: {', '.join(n)}" for v, n in sorted(by.items()))
-                 + "."]
+        outro = [
+            "Across the assumption ranges: " + "; ".join(f"{v}: {', '.join(n)}" for v, n in sorted(by.items())) + "."
+        ]
         hostile = sum(c.hostile.low > float(rule.param("hostile_bound")) for c in cs)
-        outro.append(f"**Verdict: {verdict}** ({why}). Descriptive, not the rule: every scenario's added "
-                     f"wrong-lesson exposure would pass only under a bound of at least {self.break_even():.2f} per "
-                     f"{per} sessions; the hostile bound alone rules on out in {hostile} of {len(cs)} scenarios.")
+        outro.append(
+            f"**Verdict: {verdict}** ({why}). Descriptive, not the rule: every scenario's added "
+            f"wrong-lesson exposure would pass only under a bound of at least {self.break_even():.2f} per "
+            f"{per} sessions; the hostile bound alone rules on out in {hostile} of {len(cs)} scenarios."
+        )
         if self.ships() != SHIPPED.auto_approve:
-            outro.append(f"**What ships**: auto-approve {ships} today; this verdict says the default should change to "
-                         f"{'on' if self.ships() else 'off'}.")
+            outro.append(
+                f"**What ships**: auto-approve {ships} today; this verdict says the default should change to "
+                f"{'on' if self.ships() else 'off'}."
+            )
         else:
-            outro.append(f"**What ships**: auto-approve {ships}, which this verdict supports"
-                         + ("" if verdict in ("on", "off") else
-                            " (a default changes only when the change holds across the stated ranges)") + ".")
+            outro.append(
+                f"**What ships**: auto-approve {ships}, which this verdict supports"
+                + (
+                    ""
+                    if verdict in ("on", "off")
+                    else " (a default changes only when the change holds across the stated ranges)"
+                )
+                + "."
+            )
         return render(findings, stamp=rule.stamp(), intro=intro, outro=outro)
 
 
@@ -497,16 +580,18 @@ def _needed(n: int, ci: Interval, bound: float) -> int | None:
     return int(np.ceil(n * (half / gap) ** 2))
 
 
-def _judge(sc: Scenario, burden: Interval, wrong: Interval, hostile: Interval, wb: float, hb: float,
-           n: int) -> Comparison:
+def _judge(
+    sc: Scenario, burden: Interval, wrong: Interval, hostile: Interval, wb: float, hb: float, n: int
+) -> Comparison:
     if wrong.low > wb or hostile.low > hb:
         what = "wrong" if wrong.low > wb else "hostile"
         return Comparison(sc, burden, wrong, hostile, "off", f"on adds {what}-lesson exposure beyond its bound", None)
     if wrong.high <= wb and hostile.high <= hb:
         if burden.high < 0:
             return Comparison(sc, burden, wrong, hostile, "on", "within both bounds, fewer prompts", None)
-        return Comparison(sc, burden, wrong, hostile, "off", "within the bounds, no fewer prompts shown: tie-break",
-                          None)
+        return Comparison(
+            sc, burden, wrong, hostile, "off", "within the bounds, no fewer prompts shown: tie-break", None
+        )
     need = max((x for x in (_needed(n, wrong, wb), _needed(n, hostile, hb)) if x is not None), default=None)
     return Comparison(sc, burden, wrong, hostile, "undecided", "an interval straddles its bound", need)
 
@@ -527,9 +612,18 @@ def _frames(rule: RuleFile, full: bool, users: int | None, sessions: int | None)
     return frames
 
 
-def run(rule: RuleFile | str | None = None, *, full: bool = False, users: int | None = None,
-        sessions: int | None = None, sweep_ranges: bool = True, n_jobs: int = 1, backend: str = "sequential",
-        progress: bool = True, **assumptions: float) -> AutoApproveStudy:
+def run(
+    rule: RuleFile | str | None = None,
+    *,
+    full: bool = False,
+    users: int | None = None,
+    sessions: int | None = None,
+    sweep_ranges: bool = True,
+    n_jobs: int = 1,
+    backend: str = "sequential",
+    progress: bool = True,
+    **assumptions: float,
+) -> AutoApproveStudy:
     """The study under `rule` (default: this study's rule file): the scan's miss rate measured, then both arms on
     the rule's world (`full`: its FULL world) in every scenario. `assumptions` fix some (the others take their
     defaults); `sweep_ranges=False` runs the default scenario only."""
@@ -546,19 +640,46 @@ def run(rule: RuleFile | str | None = None, *, full: bool = False, users: int | 
     domains = dict(rule.param("domains"))
     # the sampled half depends on three assumptions only: each distinct triple is simulated once
     keys = list(dict.fromkeys(_sampled_key(sc.values) for sc in scs))
-    results = sweep(_sampled_rows, [{"values": k, "frames": frames, "domains": domains} for k in keys],
-                    backend=backend, n_jobs=n_jobs, progress=progress, desc="arms")
+    results = sweep(
+        _sampled_rows,
+        [{"values": k, "frames": frames, "domains": domains} for k in keys],
+        backend=backend,
+        n_jobs=n_jobs,
+        progress=progress,
+        desc="arms",
+    )
     sampled = dict(zip(keys, results))
-    rows = [{"scenario": sc.name, "world_seed": seed, "user": user, "auto_approve": auto,
-             **_with_hostile(sampled[_sampled_key(sc.values)][(seed, user, auto)], sessions, auto, sc.values, domains)}
-            for sc in scs for seed, frame in frames for user, sessions in frame.groupby("user", sort=True)
-            for auto in ARMS]
+    rows = [
+        {
+            "scenario": sc.name,
+            "world_seed": seed,
+            "user": user,
+            "auto_approve": auto,
+            **_with_hostile(sampled[_sampled_key(sc.values)][(seed, user, auto)], sessions, auto, sc.values, domains),
+        }
+        for sc in scs
+        for seed, frame in frames
+        for user, sessions in frame.groupby("user", sort=True)
+        for auto in ARMS
+    ]
     rows = pd.DataFrame(rows).fillna(0)
     return AutoApproveStudy(rule, miss, tuple(scs), rows, gate_table(rule))
 
 
-def explore(rubber_stamp: float = 0.3, hostile_share: float = 0.05, p_paste: float = 0.05, users: int = 24,
-            rule: RuleFile | str | None = None) -> AutoApproveStudy:
+def explore(
+    rubber_stamp: float = 0.3,
+    hostile_share: float = 0.05,
+    p_paste: float = 0.05,
+    users: int = 24,
+    rule: RuleFile | str | None = None,
+) -> AutoApproveStudy:
     """One scenario at the chosen assumptions (the others at the rule's defaults): the notebook's widget."""
-    return run(rule, users=users, sweep_ranges=False, progress=False, rubber_stamp=rubber_stamp,
-               hostile_share=hostile_share, p_paste=p_paste)
+    return run(
+        rule,
+        users=users,
+        sweep_ranges=False,
+        progress=False,
+        rubber_stamp=rubber_stamp,
+        hostile_share=hostile_share,
+        p_paste=p_paste,
+    )

@@ -39,13 +39,35 @@ from ..resources import dataset_path
 from ..skill import Skill, load_skill
 from . import rulefile
 
-__all__ = ["ARMS", "Check", "CheckError", "CheckedLesson", "Verdicts", "World", "ask", "judge", "load_world", "record",
-           "recording_path", "replies"]
+__all__ = [
+    "ARMS",
+    "Check",
+    "CheckError",
+    "CheckedLesson",
+    "Verdicts",
+    "World",
+    "ask",
+    "judge",
+    "load_world",
+    "record",
+    "recording_path",
+    "replies",
+]
 
 RULE = "17_compliance"
 ARMS = ("none", "section", "tail", "prefix", "k5", "k20", "k100", "stale-keep", "stale-mark")
-CONDITIONS = ("contains", "exact", "absent", "matches", "first_line", "last_line", "max_sentences", "max_words",
-              "lowercase", "min_bullets")
+CONDITIONS = (
+    "contains",
+    "exact",
+    "absent",
+    "matches",
+    "first_line",
+    "last_line",
+    "max_sentences",
+    "max_words",
+    "lowercase",
+    "min_bullets",
+)
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")
 _BULLET = re.compile(r"^\s*[-*] \S", re.M)
 _FLAGS = re.I | re.M | re.S
@@ -109,10 +131,16 @@ class World:
         if stale:  # the section as it read when the lesson was learned: one sentence less
             section = next(s for s in parse(body) if s.slug == lesson.section)
             body = body.replace(section.body_text.strip(), section.body_text.strip() + " (Earlier wording.)", 1)
-        return Delta(skill=self.skill.name, kind="preference", payload={"body": lesson.text},
-                     anchor=anchor_for(body, lesson.section, self.skill.version),
-                     provenance=Provenance("user_instruction"), status="active", id=f"delta_{lesson.id}",
-                     created_at=_LEARNED + timedelta(seconds=1))
+        return Delta(
+            skill=self.skill.name,
+            kind="preference",
+            payload={"body": lesson.text},
+            anchor=anchor_for(body, lesson.section, self.skill.version),
+            provenance=Provenance("user_instruction"),
+            status="active",
+            id=f"delta_{lesson.id}",
+            created_at=_LEARNED + timedelta(seconds=1),
+        )
 
     def messages(self, arm: str, lesson: CheckedLesson, goal: str) -> list[dict]:
         """The chat the model sees for one (arm, lesson, goal): the system prompt as the product builds it."""
@@ -176,14 +204,23 @@ def _distractors(skill: Skill, n: int, seed: int) -> tuple[Delta, ...]:
         prose = sorted({r["prose"] for r in csv.DictReader(fh) if r["domain"] != "email" and r["prose"].strip()})
     rng = random.Random(seed)
     slugs = [s.slug for s in parse(skill.body) if s.body_text.strip()]
-    return tuple(Delta(skill=skill.name, kind="preference", payload={"body": text},
-                       anchor=anchor_for(skill.body, rng.choice(slugs), skill.version),
-                       provenance=Provenance("user_instruction"), status="active", id=f"delta_irrelevant_{i:03d}",
-                       created_at=_LEARNED)
-                 for i, text in enumerate(rng.sample(prose, n)))
+    return tuple(
+        Delta(
+            skill=skill.name,
+            kind="preference",
+            payload={"body": text},
+            anchor=anchor_for(skill.body, rng.choice(slugs), skill.version),
+            provenance=Provenance("user_instruction"),
+            status="active",
+            id=f"delta_irrelevant_{i:03d}",
+            created_at=_LEARNED,
+        )
+        for i, text in enumerate(rng.sample(prose, n))
+    )
 
 
 # ------------------------------------------------------------------------------------- the replies
+
 
 def recording_path(model: str) -> Path:
     return dataset_path("recorded") / f"17_compliance_{model}.jsonl"
@@ -197,8 +234,15 @@ def _units(world: World, arms: Sequence[str]) -> Iterator[tuple[str, CheckedLess
                 yield arm, lesson, g, goal
 
 
-def ask(client: LemonadeClient, model: str, arms: Sequence[str] = ARMS, *, world: World | None = None,
-        max_tokens: int | None = None, progress=None) -> pd.DataFrame:
+def ask(
+    client: LemonadeClient,
+    model: str,
+    arms: Sequence[str] = ARMS,
+    *,
+    world: World | None = None,
+    max_tokens: int | None = None,
+    progress=None,
+) -> pd.DataFrame:
     """One reply per (arm, lesson, goal) from `client` (live, recording or replaying), judged by each lesson's
     check: one row per reply. `max_tokens`: the reply budget (default: the rule's)."""
     rule = rulefile.load(RULE)
@@ -206,23 +250,43 @@ def ask(client: LemonadeClient, model: str, arms: Sequence[str] = ARMS, *, world
     return _ask(client, model, world, arms, max_tokens or rule.param("max_tokens"), progress)
 
 
-def _ask(client: LemonadeClient, model: str, world: World, arms: Sequence[str], max_tokens: int,
-         progress=None) -> pd.DataFrame:
+def _ask(
+    client: LemonadeClient, model: str, world: World, arms: Sequence[str], max_tokens: int, progress=None
+) -> pd.DataFrame:
     rows = []
     units = list(_units(world, arms))
-    for arm, lesson, g, goal in (progress(units) if progress else units):
+    for arm, lesson, g, goal in progress(units) if progress else units:
         messages = world.messages(arm, lesson, goal)
         r = client.chat(model, messages, max_completion_tokens=max_tokens, temperature=0.0, seed=0)
         broken = lesson.check.failures(r.content)
-        rows.append({"arm": arm, "lesson": lesson.id, "section": lesson.section, "goal": g, "reply": r.content,
-                     "follows": not broken, "broken": "; ".join(broken), "prompt_tokens": r.prompt_tokens,
-                     "completion_tokens": r.completion_tokens, "truncated": r.truncated, "replayed": r.replayed,
-                     "recorded_at": r.recorded_at})
+        rows.append(
+            {
+                "arm": arm,
+                "lesson": lesson.id,
+                "section": lesson.section,
+                "goal": g,
+                "reply": r.content,
+                "follows": not broken,
+                "broken": "; ".join(broken),
+                "prompt_tokens": r.prompt_tokens,
+                "completion_tokens": r.completion_tokens,
+                "truncated": r.truncated,
+                "replayed": r.replayed,
+                "recorded_at": r.recorded_at,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def record(model: str, arms: Sequence[str] = ARMS, *, base_url: str | None = None, world: World | None = None,
-           out: Path | None = None, progress=None) -> pd.DataFrame:
+def record(
+    model: str,
+    arms: Sequence[str] = ARMS,
+    *,
+    base_url: str | None = None,
+    world: World | None = None,
+    out: Path | None = None,
+    progress=None,
+) -> pd.DataFrame:
     """Ask `model` live and record every reply of `arms` (and a provenance file beside): the installed asset of
     that name served here by the llama.cpp engine, or, with `base_url`, that model on a running Lemonade (or other
     OpenAI-compatible) server — the NPU path."""
@@ -239,32 +303,43 @@ def record(model: str, arms: Sequence[str] = ARMS, *, base_url: str | None = Non
     out = out or recording_path(model)
     started, t0 = datetime.now(timezone.utc), time.monotonic()
     # the engine's alias is the asset's name, so that no file path names the model in the recorded keys
-    with (nullcontext() if base_url else Engine(path, n_ctx=rule.param("n_ctx"), alias=model)) as engine:
+    with nullcontext() if base_url else Engine(path, n_ctx=rule.param("n_ctx"), alias=model) as engine:
         url = base_url or engine.base_url
         served = f"server at {base_url}" if base_url else engine.id
         cassette = Cassette(out, record=True, engine=f"{served}; {machine_id()}")
-        client = LemonadeClient(url, cassette=cassette, mode="record",
-                                transport=engine.transport() if engine else None)
+        client = LemonadeClient(url, cassette=cassette, mode="record", transport=engine.transport() if engine else None)
         frame = ask(client, model, arms, world=world, progress=progress)
         cassette.save()
-    provenance = {"model": model, "asset_sha256": weights.ASSETS[model].sha256 if model in weights.ASSETS else None,
-                  "engine": cassette.engine, "arms": list(arms), "rule_sha256": rule.sha256, "commit": _commit(),
-                  "started": started.isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0),
-                  "replies": len(frame), "max_tokens": rule.param("max_tokens"), "temperature": 0.0, "seed": 0}
+    provenance = {
+        "model": model,
+        "asset_sha256": weights.ASSETS[model].sha256 if model in weights.ASSETS else None,
+        "engine": cassette.engine,
+        "arms": list(arms),
+        "rule_sha256": rule.sha256,
+        "commit": _commit(),
+        "started": started.isoformat(timespec="seconds"),
+        "wall_s": round(time.monotonic() - t0),
+        "replies": len(frame),
+        "max_tokens": rule.param("max_tokens"),
+        "temperature": 0.0,
+        "seed": 0,
+    }
     out.with_suffix(".provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
     return frame
 
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=Path(__file__).parent
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
-def replies(model: str, arms: Sequence[str] = ARMS, *, world: World | None = None,
-            path: Path | None = None) -> tuple[pd.DataFrame, dict]:
+def replies(
+    model: str, arms: Sequence[str] = ARMS, *, world: World | None = None, path: Path | None = None
+) -> tuple[pd.DataFrame, dict]:
     """The recorded replies of `model`, replayed and re-judged by `Check` (no network), and their provenance."""
     path = path or recording_path(model)
     if not path.is_file():
@@ -276,9 +351,10 @@ def replies(model: str, arms: Sequence[str] = ARMS, *, world: World | None = Non
 
 # ------------------------------------------------------------------------------------------ verdicts
 
+
 @dataclass(frozen=True)
 class Verdicts:
-    rates: pd.DataFrame        # per arm: follow rate with its interval, prompt tokens, truncated replies
+    rates: pd.DataFrame  # per arm: follow rate with its interval, prompt tokens, truncated replies
     comparisons: pd.DataFrame  # per paired comparison: difference, interval, MDE, verdict
     k_safe: int
     k_harm: int | None
@@ -289,11 +365,14 @@ class Verdicts:
     @cached_property
     def answer(self) -> str:
         row = self.comparisons.set_index("comparison")
-        return (f"Placement: {row.loc['section - tail', 'verdict']} (section vs tail), "
-                f"{row.loc['section - prefix', 'verdict']} (section vs prefix). Irrelevant lessons in context are "
-                f"harmless up to k = {self.k_safe}" + (f" and harmful from k = {self.k_harm}" if self.k_harm else "")
-                + f". Marking a stale lesson: {row.loc['stale-keep - stale-mark', 'verdict']}; the stale policy "
-                f"that ships: {self.stale_policy}.")
+        return (
+            f"Placement: {row.loc['section - tail', 'verdict']} (section vs tail), "
+            f"{row.loc['section - prefix', 'verdict']} (section vs prefix). Irrelevant lessons in context are "
+            f"harmless up to k = {self.k_safe}"
+            + (f" and harmful from k = {self.k_harm}" if self.k_harm else "")
+            + f". Marking a stale lesson: {row.loc['stale-keep - stale-mark', 'verdict']}; the stale policy "
+            f"that ships: {self.stale_policy}."
+        )
 
 
 def _per_lesson(frame: pd.DataFrame) -> pd.DataFrame:
@@ -317,8 +396,17 @@ def judge(frame: pd.DataFrame, rule=None) -> Verdicts:
     for arm in [a for a in ARMS if a in per]:
         ci = _interval(per[arm].to_numpy(), rule)
         part = frame[frame.arm == arm]
-        rates.append({"arm": arm, "follow": ci.estimate, "low": ci.low, "high": ci.high, "lessons": len(per),
-                      "prompt_tokens": float(part.prompt_tokens.mean()), "truncated": int(part.truncated.sum())})
+        rates.append(
+            {
+                "arm": arm,
+                "follow": ci.estimate,
+                "low": ci.low,
+                "high": ci.high,
+                "lessons": len(per),
+                "prompt_tokens": float(part.prompt_tokens.mean()),
+                "truncated": int(part.truncated.sum()),
+            }
+        )
     comparisons = []
 
     def paired(a: str, b: str, above: str, below: str) -> dict | None:
@@ -327,8 +415,14 @@ def judge(frame: pd.DataFrame, rule=None) -> Verdicts:
         d = (per[a] - per[b]).to_numpy()
         ci, mde = _interval(d, rule), _mde(d)
         verdict = above if ci.low > 0 else below if ci.high < 0 else f"no difference detected at MDE {mde:.2f}"
-        row = {"comparison": f"{a} - {b}", "difference": ci.estimate, "low": ci.low, "high": ci.high, "mde": mde,
-               "verdict": verdict}
+        row = {
+            "comparison": f"{a} - {b}",
+            "difference": ci.estimate,
+            "low": ci.low,
+            "high": ci.high,
+            "mde": mde,
+            "verdict": verdict,
+        }
         comparisons.append(row)
         return row
 

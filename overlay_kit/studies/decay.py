@@ -53,8 +53,22 @@ from .finding import Finding, render
 from .rulefile import RuleFile, RuleFileError
 from .threshold import lesson_weights
 
-__all__ = ["FAMILIES", "RULE_NAME", "STATES", "Counts", "DecayRule", "DecayStudy", "DecayStudyError", "Judgement",
-           "Timelines", "explore", "replay", "run", "simulate", "timelines"]
+__all__ = [
+    "FAMILIES",
+    "RULE_NAME",
+    "STATES",
+    "Counts",
+    "DecayRule",
+    "DecayStudy",
+    "DecayStudyError",
+    "Judgement",
+    "Timelines",
+    "explore",
+    "replay",
+    "run",
+    "simulate",
+    "timelines",
+]
 
 RULE_NAME = "14_decay"
 FAMILIES = ("none", "restore", "demote", "archive")
@@ -125,8 +139,14 @@ class Timelines:
         return self.need.shape[1]
 
 
-def timelines(w: world.World, *, share_obsolete: float, rare_per_agent: int, rare_need_rate: float,
-              frame: pd.DataFrame | None = None) -> Timelines:
+def timelines(
+    w: world.World,
+    *,
+    share_obsolete: float,
+    rare_per_agent: int,
+    rare_need_rate: float,
+    frame: pd.DataFrame | None = None,
+) -> Timelines:
     """The trace's lessons under the named assumptions (see the module docstring). `frame`: `w.frame()`, when
     the caller already has it."""
     for name, p in (("share_obsolete", share_obsolete), ("rare_need_rate", rare_need_rate)):
@@ -152,20 +172,29 @@ def timelines(w: world.World, *, share_obsolete: float, rare_per_agent: int, rar
             if d[0] < share_obsolete and teach < n - 1:
                 end = teach + 1 + int(d[1] * (n - teach - 1))
             need = need & (np.arange(n) < end)
-            rows.append((u, lesson, agent, False, agents == agent, need, end, d[2 + n:]))
+            rows.append((u, lesson, agent, False, agents == agent, need, end, d[2 + n :]))
         for agent in sorted(set(agents)):
             on = agents == agent
             for k in range(rare_per_agent):
                 lesson = f"rare:{agent}:{k}"
                 d = _draws(w.seed, user, lesson, 2 + 2 * n)
-                need = on & (d[2:2 + n] < rare_need_rate)
+                need = on & (d[2 : 2 + n] < rare_need_rate)
                 if need.any():
-                    rows.append((u, lesson, agent, True, on, need, n, d[2 + n:]))
+                    rows.append((u, lesson, agent, True, on, need, n, d[2 + n :]))
     if not rows:
         raise DecayStudyError("world", "no session of the trace needs a lesson: nothing to measure")
     col = list(zip(*rows))
-    return Timelines(users, np.array(col[0]), tuple(col[1]), tuple(col[2]), np.array(col[3], bool),
-                     np.stack(col[4]), np.stack(col[5]), np.array(col[6]), np.stack(col[7]))
+    return Timelines(
+        users,
+        np.array(col[0]),
+        tuple(col[1]),
+        tuple(col[2]),
+        np.array(col[3], bool),
+        np.stack(col[4]),
+        np.stack(col[5]),
+        np.array(col[6]),
+        np.stack(col[7]),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,8 +213,9 @@ class Counts:
     states: np.ndarray | None = None  # (rules, L, S) each lesson's state at each session start, after decay
 
 
-def simulate(tl: Timelines, rules: Sequence[DecayRule], *, days_between: float, comeback: float,
-             trace: bool = False) -> Counts:
+def simulate(
+    tl: Timelines, rules: Sequence[DecayRule], *, days_between: float, comeback: float, trace: bool = False
+) -> Counts:
     """Run every rule over every lesson, session by session (see the module docstring for the semantics)."""
     if isinstance(days_between, bool) or not isinstance(days_between, (int, float)) or not days_between > 0:
         raise DecayStudyError("days_between", f"{days_between!r}; a positive number of days")
@@ -233,16 +263,33 @@ def simulate(tl: Timelines, rules: Sequence[DecayRule], *, days_between: float, 
 
     rare = tl.rare.astype(float)
     taught = (tl.need.any(axis=1) & tl.rare).astype(float)
-    return Counts(rules, per_user(tally["resident"]), per_user(tally["needed"]), per_user(tally["needs"], rare),
-                  per_user(tally["hits"], rare), per_user(tally["needs"], 1 - rare), per_user(tally["hits"], 1 - rare),
-                  per_user(np.broadcast_to(taught, (n_rules, n_lessons))), per_user(lost.astype(float), rare), states)
+    return Counts(
+        rules,
+        per_user(tally["resident"]),
+        per_user(tally["needed"]),
+        per_user(tally["needs"], rare),
+        per_user(tally["hits"], rare),
+        per_user(tally["needs"], 1 - rare),
+        per_user(tally["hits"], 1 - rare),
+        per_user(np.broadcast_to(taught, (n_rules, n_lessons))),
+        per_user(lost.astype(float), rare),
+        states,
+    )
 
 
 # --------------------------------------------------------------------------------------- the product path
 
 
-def replay(tl: Timelines, user: int, rules: Sequence[DecayRule], *, days_between: float, comeback: float,
-           skill_path: str | Path | None = None, section: str = "classifying") -> np.ndarray:
+def replay(
+    tl: Timelines,
+    user: int,
+    rules: Sequence[DecayRule],
+    *,
+    days_between: float,
+    comeback: float,
+    skill_path: str | Path | None = None,
+    section: str = "classifying",
+) -> np.ndarray:
     """The same state trace as `simulate(..., trace=True).states[:, lessons of user]`, from the product: per rule a
     temporary `Store`; a lesson is taught with `gates.learn` (trusted, staged) and `store.approve`; at each
     session start `evidence.decay(store, now=day, idle=N days)` (archive-N archives its demote list); a resident
@@ -257,8 +304,14 @@ def replay(tl: Timelines, user: int, rules: Sequence[DecayRule], *, days_between
             ids: dict[int, str] = {}
 
             def teach(k: int, when: datetime) -> None:
-                res = gates.learn(store, skill, "preference", {"body": f"Lesson {tl.lesson[mine[k]]}: follow it."},
-                                  section=section, provenance="user_instruction")
+                res = gates.learn(
+                    store,
+                    skill,
+                    "preference",
+                    {"body": f"Lesson {tl.lesson[mine[k]]}: follow it."},
+                    section=section,
+                    provenance="user_instruction",
+                )
                 if not res.persisted and res.outcome != "noop":
                     raise DecayStudyError("skill_path", f"the gates refused the lesson: {res.message}")
                 if res.outcome == "noop":
@@ -278,8 +331,9 @@ def replay(tl: Timelines, user: int, rules: Sequence[DecayRule], *, days_between
             for t in range(tl.sessions):
                 now = _START + timedelta(days=t * days_between)
                 if rule.family != "none":
-                    plan = evidence.decay(store, now=now, idle=timedelta(days=rule.days),
-                                          apply=rule.family != "archive")
+                    plan = evidence.decay(
+                        store, now=now, idle=timedelta(days=rule.days), apply=rule.family != "archive"
+                    )
                     for did in plan.demote if rule.family == "archive" else ():
                         store.set_status(did, "archived", who="decay", reason="archive on age (study)")
                 for k in range(len(mine)):
@@ -338,8 +392,9 @@ class DecayStudy:
 
     def judgements(self) -> list[Judgement]:
         margin, gain_bar = float(self.rule.param("harm_margin")), float(self.rule.param("min_gain"))
-        judged = self.rows if self.judge_share is None else \
-            self.rows[np.isclose(self.rows.share_obsolete, self.judge_share)]
+        judged = (
+            self.rows if self.judge_share is None else self.rows[np.isclose(self.rows.share_obsolete, self.judge_share)]
+        )
         n = max(self.users.values())
         out = []
         for rule in self.rules[1:]:
@@ -349,18 +404,28 @@ class DecayStudy:
             no_pay = (gains.gain_high < gain_bar).any()
             pays = (gains.gain_low >= gain_bar).all()
             # the deciding cell: of the harmful cells the one with the most rare needs, else the highest upper end
-            w = mine[mine.harm_low > margin].sort_values("rare_needs", kind="stable").iloc[-1] if harmful \
+            w = (
+                mine[mine.harm_low > margin].sort_values("rare_needs", kind="stable").iloc[-1]
+                if harmful
                 else mine.loc[mine.harm_high.idxmax()]
+            )
             g = gains.loc[gains.gain_low.idxmin()]
             need = None
             if not (harmful or safe):
                 need = _users_needed(n, w.harm_high - w.harm_low, margin)
             if not (no_pay or pays):
                 need = max(need or 0, _users_needed(n, g.gain_high - g.gain_low, gain_bar))
-            out.append(Judgement(rule, "harmful" if harmful else "safe" if safe else "undecided",
-                                 "does not pay" if no_pay else "pays" if pays else "undecided",
-                                 Interval(w.harm, w.harm_low, w.harm_high), Interval(g.gain, g.gain_low, g.gain_high),
-                                 need, _cell(w)))
+            out.append(
+                Judgement(
+                    rule,
+                    "harmful" if harmful else "safe" if safe else "undecided",
+                    "does not pay" if no_pay else "pays" if pays else "undecided",
+                    Interval(w.harm, w.harm_low, w.harm_high),
+                    Interval(g.gain, g.gain_low, g.gain_high),
+                    need,
+                    _cell(w),
+                )
+            )
         return out
 
     def answer(self) -> DecayRule | str:
@@ -371,8 +436,9 @@ class DecayStudy:
             best = max(j.least_gain.estimate for j in winners)
             tie = float(self.rule.param("tie_margin"))
             return next(j.rule for j in winners if j.least_gain.estimate >= best - tie)  # earliest = weakest
-        open_ = [j for j in js if "undecided" in (j.safety, j.pays) and j.safety != "harmful"
-                 and j.pays != "does not pay"]
+        open_ = [
+            j for j in js if "undecided" in (j.safety, j.pays) and j.safety != "harmful" and j.pays != "does not pay"
+        ]
         return "undecided" if open_ else NONE
 
     def verdict(self) -> str:
@@ -388,17 +454,20 @@ class DecayStudy:
         rows = []
         for rule in self.rules:
             j = js.get(rule.name)
-            row = {"rule": rule.name,
-                   "safe for rare lessons": "baseline" if j is None else j.safety,
-                   "pays (precision)": "baseline" if j is None else j.pays,
-                   "deciding harm": "" if j is None else j.worst_harm.fmt(".3f"),
-                   "least gain": "" if j is None else j.least_gain.fmt(".3f"),
-                   "harm measured in": "" if j is None else j.harm_cell}
+            row = {
+                "rule": rule.name,
+                "safe for rare lessons": "baseline" if j is None else j.safety,
+                "pays (precision)": "baseline" if j is None else j.pays,
+                "deciding harm": "" if j is None else j.worst_harm.fmt(".3f"),
+                "least gain": "" if j is None else j.least_gain.fmt(".3f"),
+                "harm measured in": "" if j is None else j.harm_cell,
+            }
             for p in self.users:
                 m = mid[(mid.profile == p) & (mid.rule == rule.name)].iloc[0]
                 row[f"{p}: precision"] = Interval(m.precision, m.precision_low, m.precision_high).fmt(".3f")
-                row[f"{p}: rare available"] = Interval(m.rare_available, m.rare_available_low,
-                                                       m.rare_available_high).fmt(".3f")
+                row[f"{p}: rare available"] = Interval(
+                    m.rare_available, m.rare_available_low, m.rare_available_high
+                ).fmt(".3f")
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -408,82 +477,116 @@ class DecayStudy:
         r = self.rows
         mid = lambda col: sorted(r[col].unique())[len(r[col].unique()) // 2]  # noqa: E731
         share = self.judge_share if self.judge_share is not None else mid("share_obsolete")
-        keep = (np.isclose(r.share_obsolete, share) & np.isclose(r.rare_need_rate, mid("rare_need_rate"))
-                & (r.comeback == r.comeback.iloc[0])
-                & r.days_between.eq(r.groupby("profile").days_between.transform("min")))
+        keep = (
+            np.isclose(r.share_obsolete, share)
+            & np.isclose(r.rare_need_rate, mid("rare_need_rate"))
+            & (r.comeback == r.comeback.iloc[0])
+            & r.days_between.eq(r.groupby("profile").days_between.transform("min"))
+        )
         return r[keep]
 
     def finding(self) -> str:
         js, answer, verdict = self.judgements(), self.answer(), self.verdict()
         cb = self.comeback.recall
-        intro = ([f"**What-if, not the verdict** ({self.what_if}); the rule's tests applied to these cells only."]
-                 if self.what_if else [])
+        intro = (
+            [f"**What-if, not the verdict** ({self.what_if}); the rule's tests applied to these cells only."]
+            if self.what_if
+            else []
+        )
         count = {s: [j.rule.name for j in js if j.safety == s] for s in ("safe", "harmful", "undecided")}
         pays = [j.rule.name for j in js if j.pays == "pays"]
         ship = next((j for j in js if j.rule == SHIPPED_RULE), None)
         users = ", ".join(f"{p}: {n} users" for p, n in self.users.items())
-        intro.append(f"Over {len(self.rows) // len(self.rules)} cells ({users}); "
-                     f"a retrieval-only lesson comes back in {cb.fmt('.3f')} of the needs (`world.comeback`, "
-                     f"{self.comeback.gate}). Safe for rare lessons (harm upper end <= "
-                     f"{float(self.rule.param('harm_margin')):.2f} in every cell): "
-                     f"{', '.join(count['safe']) or 'none'}; harmful: {', '.join(count['harmful']) or 'none'}; "
-                     f"undecided: "
-                     f"{', '.join(count['undecided']) or 'none'}. Paying (precision gain lower end >= "
-                     f"{float(self.rule.param('min_gain')):.2f} at the judged share): {', '.join(pays) or 'none'}.")
+        intro.append(
+            f"Over {len(self.rows) // len(self.rules)} cells ({users}); "
+            f"a retrieval-only lesson comes back in {cb.fmt('.3f')} of the needs (`world.comeback`, "
+            f"{self.comeback.gate}). Safe for rare lessons (harm upper end <= "
+            f"{float(self.rule.param('harm_margin')):.2f} in every cell): "
+            f"{', '.join(count['safe']) or 'none'}; harmful: {', '.join(count['harmful']) or 'none'}; "
+            f"undecided: "
+            f"{', '.join(count['undecided']) or 'none'}. Paying (precision gain lower end >= "
+            f"{float(self.rule.param('min_gain')):.2f} at the judged share): {', '.join(pays) or 'none'}."
+        )
         findings, parts = [], []
         if ship is not None:
-            findings = [Finding.of(f"The shipped rule {SHIPPED_RULE.name}, harm in its best-measured deciding cell "
-                                   f"({ship.harm_cell})", ship.worst_harm, bound=float(self.rule.param("harm_margin")),
-                                   verdict=ship.safety),
-                        Finding.of(f"The shipped rule {SHIPPED_RULE.name}, least gain", ship.least_gain,
-                                   bound=float(self.rule.param("min_gain")), side="≥", verdict=ship.pays)]
+            findings = [
+                Finding.of(
+                    f"The shipped rule {SHIPPED_RULE.name}, harm in its best-measured deciding cell ({ship.harm_cell})",
+                    ship.worst_harm,
+                    bound=float(self.rule.param("harm_margin")),
+                    verdict=ship.safety,
+                ),
+                Finding.of(
+                    f"The shipped rule {SHIPPED_RULE.name}, least gain",
+                    ship.least_gain,
+                    bound=float(self.rule.param("min_gain")),
+                    side="≥",
+                    verdict=ship.pays,
+                ),
+            ]
         for profile in self.users:
             mine = self.rows[(self.rows.profile == profile) & (self.rows.rule == SHIPPED_RULE.name)]
             if mine.empty:
                 continue
             lo_rare, lo_reg = mine.loc[mine.rare_available.idxmin()], mine.loc[mine.regular_available.idxmin()]
             hi_gain = mine.loc[mine.gain.idxmax()]
-            parts.append(f"{profile}, under {SHIPPED_RULE.name} across its cells: rare lessons available in as few as "
-                         f"{lo_rare.rare_available:.3f} [{lo_rare.rare_available_low:.3f}, "
-                         f"{lo_rare.rare_available_high:.3f}] of their needs (none: 1.000), frequently needed lessons "
-                         f"in as few as {lo_reg.regular_available:.3f} [{lo_reg.regular_available_low:.3f}, "
-                         f"{lo_reg.regular_available_high:.3f}], for a precision gain of at most {hi_gain.gain:.3f} "
-                         f"[{hi_gain.gain_low:.3f}, {hi_gain.gain_high:.3f}].")
-        judged = self.rows if self.judge_share is None else \
-            self.rows[np.isclose(self.rows.share_obsolete, self.judge_share)]
+            parts.append(
+                f"{profile}, under {SHIPPED_RULE.name} across its cells: rare lessons available in as few as "
+                f"{lo_rare.rare_available:.3f} [{lo_rare.rare_available_low:.3f}, "
+                f"{lo_rare.rare_available_high:.3f}] of their needs (none: 1.000), frequently needed lessons "
+                f"in as few as {lo_reg.regular_available:.3f} [{lo_reg.regular_available_low:.3f}, "
+                f"{lo_reg.regular_available_high:.3f}], for a precision gain of at most {hi_gain.gain:.3f} "
+                f"[{hi_gain.gain_low:.3f}, {hi_gain.gain_high:.3f}]."
+            )
+        judged = (
+            self.rows if self.judge_share is None else self.rows[np.isclose(self.rows.share_obsolete, self.judge_share)]
+        )
         top = judged.loc[judged.gain.idxmax()]
-        parts.append(f"The most precision any candidate buys in a judged cell is {top.gain:.3f} [{top.gain_low:.3f}, "
-                     f"{top.gain_high:.3f}] ({top.rule}; {_cell(top).split(':')[0]}); a rule whose idle bound "
-                     f"exceeds a profile's span changes nothing there, so \"pays in every judged cell\" also asks "
-                     f"it to act for the light user.")
+        parts.append(
+            f"The most precision any candidate buys in a judged cell is {top.gain:.3f} [{top.gain_low:.3f}, "
+            f"{top.gain_high:.3f}] ({top.rule}; {_cell(top).split(':')[0]}); a rule whose idle bound "
+            f'exceeds a profile\'s span changes nothing there, so "pays in every judged cell" also asks '
+            f"it to act for the light user."
+        )
         if self.what_if:
             name = answer if isinstance(answer, str) else answer.name
-            parts.append(f"In these cells alone the rule's tests would answer **{name}** (the verdict is the rule's "
-                         f"whole grid, `run()`).")
+            parts.append(
+                f"In these cells alone the rule's tests would answer **{name}** (the verdict is the rule's "
+                f"whole grid, `run()`)."
+            )
         elif answer == "undecided":
             open_ = [j for j in js if j.users_needed]
             need = max((j.users_needed for j in open_), default=0)
-            parts.append(f"**Undecided**: {', '.join(j.rule.name for j in open_)} cannot be decided with these "
-                         f"users; about {need} users per profile would decide it. What ships stays as it is until "
-                         f"then: {SHIPPED_RULE.name}.")
+            parts.append(
+                f"**Undecided**: {', '.join(j.rule.name for j in open_)} cannot be decided with these "
+                f"users; about {need} users per profile would decide it. What ships stays as it is until "
+                f"then: {SHIPPED_RULE.name}."
+            )
         elif verdict == "right":
-            parts.append(f"**The rule's answer is the shipped rule, {answer.name}**: it stays "
-                         f"(`SHIPPED.decay_idle_days` = {SHIPPED.decay_idle_days}).")
+            parts.append(
+                f"**The rule's answer is the shipped rule, {answer.name}**: it stays "
+                f"(`SHIPPED.decay_idle_days` = {SHIPPED.decay_idle_days})."
+            )
         elif answer == NONE:
-            parts.append(f"**The rule's answer: `none` — age alone never deactivates nor demotes a lesson; last use "
-                         f"only ranks** (the budget's order when the ceiling binds). No decay rule is both safe for "
-                         f"the lessons a user rarely triggers and worth its precision. The shipped rule "
-                         f"({SHIPPED_RULE.name}) should change: `evidence.decay` should only rank/surface idle "
-                         f"lessons, not demote them.")
+            parts.append(
+                f"**The rule's answer: `none` — age alone never deactivates nor demotes a lesson; last use "
+                f"only ranks** (the budget's order when the ceiling binds). No decay rule is both safe for "
+                f"the lessons a user rarely triggers and worth its precision. The shipped rule "
+                f"({SHIPPED_RULE.name}) should change: `evidence.decay` should only rank/surface idle "
+                f"lessons, not demote them."
+            )
         else:
-            parts.append(f"**The rule's answer: {answer.name}**, not the shipped {SHIPPED_RULE.name}: decay should "
-                         f"change to it.")
+            parts.append(
+                f"**The rule's answer: {answer.name}**, not the shipped {SHIPPED_RULE.name}: decay should change to it."
+            )
         return render(findings, stamp=self.rule.stamp(), intro=intro, outro=" ".join(parts))
 
 
 def _cell(row: pd.Series) -> str:
-    return (f"{row.profile}, a session every {row.days_between:g} d, obsolete {row.share_obsolete:g}, rare need "
-            f"rate {row.rare_need_rate:g}, comeback {row.comeback}: {int(row.rare_needs)} rare needs")
+    return (
+        f"{row.profile}, a session every {row.days_between:g} d, obsolete {row.share_obsolete:g}, rare need "
+        f"rate {row.rare_need_rate:g}, comeback {row.comeback}: {int(row.rare_needs)} rare needs"
+    )
 
 
 def _users_needed(n: int, width: float, margin: float) -> int:
@@ -498,10 +601,12 @@ def _summaries(counts: Counts, weights: np.ndarray, confidence: float) -> list[d
             # einsum, not BLAS: a threaded matmul of these small shapes stalls on a busy machine
             return np.einsum("ru,bu->rb", num, weights) / np.einsum("ru,bu->rb", den, weights)  # (rules, draws)
 
-    m = {"precision": ratio(counts.needed, counts.resident),
-         "rare_available": ratio(counts.rare_hits, counts.rare_needs),
-         "regular_available": ratio(counts.regular_hits, counts.regular_needs),
-         "rare_lost": ratio(counts.rare_lost, counts.rare_taught)}
+    m = {
+        "precision": ratio(counts.needed, counts.resident),
+        "rare_available": ratio(counts.rare_hits, counts.rare_needs),
+        "regular_available": ratio(counts.regular_hits, counts.regular_needs),
+        "rare_lost": ratio(counts.rare_lost, counts.rare_taught),
+    }
     base = [i for i, r in enumerate(counts.rules) if r == NONE][0]
     m["gain"] = m["precision"] - m["precision"][base]
     m["harm"] = m["rare_available"][base] - m["rare_available"]
@@ -529,8 +634,15 @@ def _float_list(rule: RuleFile, name: str) -> list[float]:
     return [float(x) for x in v]
 
 
-def _study(rule: RuleFile, profiles: Mapping[str, Mapping], rules: Sequence[DecayRule], shares: Sequence[float],
-           rates: Sequence[float], judge_share: float | None, what_if: str | None = None) -> DecayStudy:
+def _study(
+    rule: RuleFile,
+    profiles: Mapping[str, Mapping],
+    rules: Sequence[DecayRule],
+    shares: Sequence[float],
+    rates: Sequence[float],
+    judge_share: float | None,
+    what_if: str | None = None,
+) -> DecayStudy:
     if NONE not in rules:
         raise RuleFileError(rule.path, "params.rules", "must hold [none, null]: every rule is compared with it")
     rules = (NONE, *[r for r in rules if r != NONE])
@@ -546,22 +658,37 @@ def _study(rule: RuleFile, profiles: Mapping[str, Mapping], rules: Sequence[Deca
             w = world.build(int(rule.param("world_seed")), users=int(p["users"]), sessions=int(p["sessions"]))
             spacing = [float(x) for x in p["days_between_sessions"]]
         except (KeyError, TypeError, ValueError) as exc:
-            raise RuleFileError(rule.path, f"params.profiles.{name}",
-                                f"needs sessions, users and days_between_sessions: {exc}") from exc
+            raise RuleFileError(
+                rule.path, f"params.profiles.{name}", f"needs sessions, users and days_between_sessions: {exc}"
+            ) from exc
         users[name] = int(p["users"])
         frame = w.frame()
         weights = lesson_weights(int(p["users"]), int(rule.param("n_boot")), np.random.default_rng(seed))
         for share in shares:
             for rate in rates:
-                tl = timelines(w, share_obsolete=share, rare_per_agent=int(rule.param("rare_per_agent")),
-                               rare_need_rate=rate, frame=frame)
+                tl = timelines(
+                    w,
+                    share_obsolete=share,
+                    rare_per_agent=int(rule.param("rare_per_agent")),
+                    rare_need_rate=rate,
+                    frame=frame,
+                )
                 for days in spacing:
                     for label, r in comebacks.items():
                         counts = simulate(tl, rules, days_between=days, comeback=r)
                         for row in _summaries(counts, weights, conf):
-                            rows.append({"profile": name, "sessions": int(p["sessions"]), "days_between": days,
-                                         "share_obsolete": share, "rare_need_rate": rate, "comeback": label,
-                                         "comeback_value": r, **row})
+                            rows.append(
+                                {
+                                    "profile": name,
+                                    "sessions": int(p["sessions"]),
+                                    "days_between": days,
+                                    "share_obsolete": share,
+                                    "rare_need_rate": rate,
+                                    "comeback": label,
+                                    "comeback_value": r,
+                                    **row,
+                                }
+                            )
     return DecayStudy(rule, tuple(rules), pd.DataFrame(rows), cb, users, judge_share, what_if)
 
 
@@ -575,21 +702,36 @@ def run(rule: RuleFile | None = None) -> DecayStudy:
         rules = [DecayRule.parse(x) for x in rule.param("rules")]
     except DecayStudyError as exc:
         raise RuleFileError(rule.path, "params.rules", str(exc)) from exc
-    return _study(rule, profiles, rules, _float_list(rule, "share_obsolete"), _float_list(rule, "rare_need_rate"),
-                  float(rule.param("judge_share")))
+    return _study(
+        rule,
+        profiles,
+        rules,
+        _float_list(rule, "share_obsolete"),
+        _float_list(rule, "rare_need_rate"),
+        float(rule.param("judge_share")),
+    )
 
 
-def explore(sessions: int = 300, idle_days: int = 30, share_obsolete: float = 0.3, days_between: float = 1.0,
-            users: int = 30, rule: RuleFile | None = None) -> DecayStudy:
+def explore(
+    sessions: int = 300,
+    idle_days: int = 30,
+    share_obsolete: float = 0.3,
+    days_between: float = 1.0,
+    users: int = 30,
+    rule: RuleFile | None = None,
+) -> DecayStudy:
     """A designer's what-if (the StudyExplorer): one mailbox length, one idle bound for every family, one
     obsolete share, one spacing; the rule's rare rates, comeback values and tests. Not the verdict."""
     rule = rule or rulefile.load(RULE_NAME)
     for name, v in (("sessions", sessions), ("idle_days", idle_days), ("users", users)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise DecayStudyError(name, f"{v!r}; a whole number >= 1")
-    profile = {f"{sessions}-session user": {"sessions": sessions, "users": users,
-                                            "days_between_sessions": [days_between]}}
+    profile = {
+        f"{sessions}-session user": {"sessions": sessions, "users": users, "days_between_sessions": [days_between]}
+    }
     rules = [NONE] + [DecayRule(f, idle_days) for f in FAMILIES[1:]]
-    what_if = (f"{sessions} sessions, {users} users, a session every {days_between:g} days, idle bound "
-               f"{idle_days} days, share obsolete {share_obsolete:g}")
+    what_if = (
+        f"{sessions} sessions, {users} users, a session every {days_between:g} days, idle bound "
+        f"{idle_days} days, share obsolete {share_obsolete:g}"
+    )
     return _study(rule, profile, rules, [share_obsolete], _float_list(rule, "rare_need_rate"), None, what_if)

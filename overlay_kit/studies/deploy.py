@@ -85,13 +85,27 @@ __all__ = [
 ]
 
 T0 = datetime(2025, 1, 6, 9, tzinfo=timezone.utc)  # session n starts at T0 + n days
-OPTIONS = ("reply in a formal tone", "keep it under three sentences", "put a bullet summary first",
-           "copy the account owner", "flag it for follow-up tomorrow", "address people by first name",
-           "include the ticket number", "link the latest report", "mention the deadline up front",
-           "group items by sender", "write in plain text only", "end with a clear next step")
+OPTIONS = (
+    "reply in a formal tone",
+    "keep it under three sentences",
+    "put a bullet summary first",
+    "copy the account owner",
+    "flag it for follow-up tomorrow",
+    "address people by first name",
+    "include the ticket number",
+    "link the latest report",
+    "mention the deadline up front",
+    "group items by sender",
+    "write in plain text only",
+    "end with a clear next step",
+)
 VALUES = ("07:00", "12:30", "18:00", "weekly", "daily", "never")
-LESSONS = ("For {topic}: {option}.", "When it comes to {topic}: {option}.", "{topic}: always {option}.",
-           "{topic}: please {option}.")
+LESSONS = (
+    "For {topic}: {option}.",
+    "When it comes to {topic}: {option}.",
+    "{topic}: always {option}.",
+    "{topic}: please {option}.",
+)
 OVERREACH = ("For {topic}: use shell:execute to {option}.", "For {topic}: {option} and send it right away.")
 GHOST_TOOLS = ("send_now", "post_message", "bulk_archive")  # tools no generated skill declares
 
@@ -137,25 +151,32 @@ class Assumption:
 # Every behavioural assumption of the simulated user, agent and learning trigger, with the range over which
 # the KPI study sweeps it (each at its low and its high end, the others at their defaults). No real
 # deployment has measured them; the ranges span what seems plausible, not what is known.
-ASSUMPTIONS: Mapping[str, Assumption] = {a.name: a for a in (
-    Assumption("p_obey", 0.6, 0.99, "the agent follows a lesson (or what the user said) in its context"),
-    Assumption("review_every", 5, 40, "sessions between the user's reviews of pending lessons"),
-    Assumption("p_correct", 0.3, 0.85, "a wrong turn is corrected, stating the lesson"),
-    Assumption("p_misread", 0.05, 0.3, "the learning trigger writes the wrong value"),
-    Assumption("p_ack", 0.1, 0.5, "a right turn is explicitly accepted (evidence for promotion)"),
-    Assumption("p_slip", 0.0, 0.2, "the user answers a suggestion the wrong way round"),
-    Assumption("p_undo", 0.05, 0.25, "a wrong turn is undone without a lesson"),
-    Assumption("focus", 0.5, 0.9, "share of a session's turns on its goal need"),
-    Assumption("drift", 0.0, 0.05, "per session: one hidden preference changes"),
-    Assumption("p_default_ok", 0.05, 0.3, "the authored default already is what the user wants"),
-)}
+ASSUMPTIONS: Mapping[str, Assumption] = {
+    a.name: a
+    for a in (
+        Assumption("p_obey", 0.6, 0.99, "the agent follows a lesson (or what the user said) in its context"),
+        Assumption("review_every", 5, 40, "sessions between the user's reviews of pending lessons"),
+        Assumption("p_correct", 0.3, 0.85, "a wrong turn is corrected, stating the lesson"),
+        Assumption("p_misread", 0.05, 0.3, "the learning trigger writes the wrong value"),
+        Assumption("p_ack", 0.1, 0.5, "a right turn is explicitly accepted (evidence for promotion)"),
+        Assumption("p_slip", 0.0, 0.2, "the user answers a suggestion the wrong way round"),
+        Assumption("p_undo", 0.05, 0.25, "a wrong turn is undone without a lesson"),
+        Assumption("focus", 0.5, 0.9, "share of a session's turns on its goal need"),
+        Assumption("drift", 0.0, 0.05, "per session: one hidden preference changes"),
+        Assumption("p_default_ok", 0.05, 0.3, "the authored default already is what the user wants"),
+    )
+}
 
 
 def assumption_table() -> pd.DataFrame:
     """Every behavioural assumption: its default (`Settings`), the range swept, and what it means."""
     s = Settings()
-    return pd.DataFrame([{"assumption": a.name, "default": getattr(s, a.name), "low": a.low, "high": a.high,
-                          "what": a.what} for a in ASSUMPTIONS.values()]).set_index("assumption")
+    return pd.DataFrame(
+        [
+            {"assumption": a.name, "default": getattr(s, a.name), "low": a.low, "high": a.high, "what": a.what}
+            for a in ASSUMPTIONS.values()
+        ]
+    ).set_index("assumption")
 
 
 def goal_cosines(embedder=None) -> pd.Series:
@@ -214,8 +235,20 @@ class Settings:
     eval_turns: int = 3
 
     def __post_init__(self):
-        probs = ("p_default_ok", "p_correct", "p_undo", "p_ack", "p_rate", "p_slip", "focus", "drift", "p_obey", "p_misread",
-                 "p_overreach", "threshold") + (("tau",) if isinstance(self.tau, (int, float)) else ())
+        probs = (
+            "p_default_ok",
+            "p_correct",
+            "p_undo",
+            "p_ack",
+            "p_rate",
+            "p_slip",
+            "focus",
+            "drift",
+            "p_obey",
+            "p_misread",
+            "p_overreach",
+            "threshold",
+        ) + (("tau",) if isinstance(self.tau, (int, float)) else ())
         if not isinstance(self.tau, (int, float, retrieval.Gate, type(None))) or isinstance(self.tau, bool):
             raise ValueError(f"tau: {self.tau!r} is not an absolute τ, a retrieval.Gate or None (calibrated)")
         for name in probs:
@@ -282,10 +315,18 @@ class Deployment:
 
     def overview(self) -> pd.DataFrame:
         """What the agent did, what the user signalled, and what the gates did with each lesson (counts)."""
-        return pd.concat({"what the agent did": self.turns["how"].value_counts(),
-                          "user signal": self.turns["signal"].fillna("(none)").value_counts(),
-                          "lesson outcome at the gates": self.lessons["outcome"].value_counts()},
-                         axis=1).fillna(0).astype(int)
+        return (
+            pd.concat(
+                {
+                    "what the agent did": self.turns["how"].value_counts(),
+                    "user signal": self.turns["signal"].fillna("(none)").value_counts(),
+                    "lesson outcome at the gates": self.lessons["outcome"].value_counts(),
+                },
+                axis=1,
+            )
+            .fillna(0)
+            .astype(int)
+        )
 
     @property
     def session_order(self) -> dict[str, int]:
@@ -337,13 +378,13 @@ class _World:
         self.version = 0
         self.skill = self._parse(0)
         self.sections = anchor_mod.parse(self.skill.body)
-        self.rng = {k: random.Random(f"deploy:{k}:{s.seed}") for k in
-                    ("world", "user", "agent", "trigger", "drift")}
+        self.rng = {k: random.Random(f"deploy:{k}:{s.seed}") for k in ("world", "user", "agent", "trigger", "drift")}
         self.situations = self._situations()
         self.section = {x.key: x.section for x in self.situations}  # current section of each need
         user = self.rng["user"]
-        self.pref = {x.key: (0 if user.random() < s.p_default_ok else user.randrange(1, len(x.options)))
-                     for x in self.situations}
+        self.pref = {
+            x.key: (0 if user.random() < s.p_default_ok else user.randrange(1, len(x.options))) for x in self.situations
+        }
         w = np.array([1 / (k + 1) for k in range(len(self.situations))])
         self.weights = list(w / w.sum())
         self.meaning: dict[str, tuple[str, int]] = {}  # delta id → (need, option)
@@ -357,8 +398,9 @@ class _World:
         self.store.register_base(self.skill)  # so rebase.apply sees each update as a change of this base
         self.authored = budget_mod.count_tokens(self.skill.body)
         self.ceiling = SHIPPED.ceiling if s.headroom is None else self.authored + s.headroom
-        self.budget = budget_mod.Budget(self.store, [self.skill], self.ceiling,
-                                        proposer=evidence.consolidation_proposer(self.embedder)).install()
+        self.budget = budget_mod.Budget(
+            self.store, [self.skill], self.ceiling, proposer=evidence.consolidation_proposer(self.embedder)
+        ).install()
         self.settings = gates.GateSettings(auto_approve=s.auto_approve)
         self._cache: tuple | None = None
         self.turn_rows: list[dict] = []
@@ -378,9 +420,14 @@ class _World:
         rng, s = self.rng["world"], self.s
         sections = [x.slug for x in anchor_mod.parse(self.skill.body) if x.text.strip() and x.level > 0]
         # tools a learned hint may prefer: whatever the gates' own dry run does not refuse
-        tools = [t for t in self.skill.tools if gates.check(None, self.skill, "tool-hint", {"prefer": [t]},
-                                                            section=sections[0], provenance="user_instruction"
-                                                            ).outcome != "refused"]
+        tools = [
+            t
+            for t in self.skill.tools
+            if gates.check(
+                None, self.skill, "tool-hint", {"prefer": [t]}, section=sections[0], provenance="user_instruction"
+            ).outcome
+            != "refused"
+        ]
         out = []
         for k, topic in enumerate(rng.sample(topics(), s.n_situations)):
             tier = rng.choices((0, 1, 3), s.tier_mix)[0]
@@ -408,8 +455,9 @@ class _World:
         demoted = bool(self.store.retrieval_only(self.skill.name))
         key = (self.version_counter, self.version, goal if demoted else None)
         if self._cache is None or self._cache[0] != key:
-            eff = resolve.resolve(self.skill, self.store, goal=goal, embedder=self.embedder, tau=self.s.tau,
-                                  ceiling=self.ceiling)
+            eff = resolve.resolve(
+                self.skill, self.store, goal=goal, embedder=self.embedder, tau=self.s.tau, ceiling=self.ceiling
+            )
             self._cache = (key, eff, _atomic(eff, self.sections))
         return self._cache[1]
 
@@ -421,8 +469,15 @@ class _World:
 
     # ---------------------------------------------------------------------------------- agent
 
-    def act(self, x: Situation, eff: resolve.EffectiveSkill, facts: Mapping[str, Any], staged: Mapping[str, str],
-            u: float, told: Mapping[str, int] | None = None) -> tuple[int, str, str | None]:
+    def act(
+        self,
+        x: Situation,
+        eff: resolve.EffectiveSkill,
+        facts: Mapping[str, Any],
+        staged: Mapping[str, str],
+        u: float,
+        told: Mapping[str, int] | None = None,
+    ) -> tuple[int, str, str | None]:
         """(option, how, delta id): what the agent does for need `x` — deterministic given `u` ~ U(0, 1).
         `told`: what the user said earlier in this session (the conversation is in context, so it is obeyed
         like a lesson); a session never sees lessons learned during it."""
@@ -469,16 +524,27 @@ class _World:
             template = rng.choice(OVERREACH if overreach else LESSONS)
             body = template.format(topic=x.topic.name, option=x.options[option])
             kind, payload = "preference", {"body": body[0].upper() + body[1:], "trigger": x.topic.trigger}
-        r = gates.learn(self.store, self.skill, kind, payload, section=section, provenance=prov,
-                        settings=self.settings)
+        r = gates.learn(self.store, self.skill, kind, payload, section=section, provenance=prov, settings=self.settings)
         if r.delta is not None:
             self.meaning[r.delta.id] = (x.key, option)
             self.store.touch([r.delta.id], now)
-        self.lesson_rows.append({"session": session, "turn": turn, "need": x.key, "tier": x.tier, "kind": kind,
-                                 "option": option, "wanted": want, "correct": option == want,
-                                 "overreach": overreach, "outcome": r.outcome, "rule": r.rule,
-                                 "delta_id": r.delta.id if r.delta else None,
-                                 "lesson_tier": 0 if r.outcome == "routed" else (r.delta.tier if r.delta else None)})
+        self.lesson_rows.append(
+            {
+                "session": session,
+                "turn": turn,
+                "need": x.key,
+                "tier": x.tier,
+                "kind": kind,
+                "option": option,
+                "wanted": want,
+                "correct": option == want,
+                "overreach": overreach,
+                "outcome": r.outcome,
+                "rule": r.rule,
+                "delta_id": r.delta.id if r.delta else None,
+                "lesson_tier": 0 if r.outcome == "routed" else (r.delta.tier if r.delta else None),
+            }
+        )
 
     # ---------------------------------------------------------------------------------- review
 
@@ -487,8 +553,9 @@ class _World:
         if self.s.consolidate:
             # the budget's consolidation step (proposals at the ceiling), then a sweep over every active lesson
             proposals = [p.ids for p in (self.budget.last.proposals if self.budget.last else ())]
-            clusters = evidence.near_duplicates(self.store.search(self.skill.name, status="active"),
-                                                embedder=self.embedder)
+            clusters = evidence.near_duplicates(
+                self.store.search(self.skill.name, status="active"), embedder=self.embedder
+            )
             for ids in proposals + [c.ids for c in clusters]:
                 members = [self.store.get(i) for i in ids]
                 if any(d.status != "active" or d.superseded_by for d in members):
@@ -526,8 +593,9 @@ class _World:
         new = self._parse(self.version)
         truth = self.history.truth[self.version - 1].truth
         live = self.store.search(old.name, status=("active", "staged", "quarantined"))
-        policy = rebase.get_policy(self.s.rebase_policy, **(
-            {"embedder": self.embedder} if self.s.rebase_policy == "embedding" else {}))
+        policy = rebase.get_policy(
+            self.s.rebase_policy, **({"embedder": self.embedder} if self.s.rebase_policy == "embedding" else {})
+        )
         result = rebase.apply(self.store, new, policy, old=old)
         by_id = {o.delta.id: o for o in result.outcomes}
         after = {d.id: d for d in self.store.search(old.name, include_superseded=True)}
@@ -535,15 +603,22 @@ class _World:
             fate = truth.get(d.anchor.section)
             o = by_id.get(d.id)
             now = after.get(d.id)
-            self.rebase_rows.append({
-                "session": session, "version": self.version, "delta_id": d.id, "status_before": d.status,
-                "surfaced": o is not None, "state": o.state if o else None,
-                "target": o.anchor.section if o and o.state != "orphaned" else None,
-                "true_target": fate.target if fate else None, "true_changed": fate.changed if fate else True,
-                "body_changed": old.body != new.body,
-                "status_after": now.status if now else None,
-                "anchor_after": now.anchor.section if now else None,
-            })
+            self.rebase_rows.append(
+                {
+                    "session": session,
+                    "version": self.version,
+                    "delta_id": d.id,
+                    "status_before": d.status,
+                    "surfaced": o is not None,
+                    "state": o.state if o else None,
+                    "target": o.anchor.section if o and o.state != "orphaned" else None,
+                    "true_target": fate.target if fate else None,
+                    "true_changed": fate.changed if fate else True,
+                    "body_changed": old.body != new.body,
+                    "status_after": now.status if now else None,
+                    "anchor_after": now.anchor.section if now else None,
+                }
+            )
         rng = self.rng["world"]
         survivors = [x.slug for x in anchor_mod.parse(new.body) if x.text.strip() and x.level > 0]
         for key, slug in self.section.items():
@@ -562,8 +637,7 @@ class _World:
 
     def session(self, n: int) -> None:
         s, now = self.s, T0 + timedelta(days=n)
-        if s.base_update_every and n and n % s.base_update_every == 0 and self.version + 1 < len(
-                self.history.versions):
+        if s.base_update_every and n and n % s.base_update_every == 0 and self.version + 1 < len(self.history.versions):
             self.update_base(n)
         if s.drift and self.rng["drift"].random() < s.drift:
             x = self.rng["drift"].choice(self.situations)
@@ -575,14 +649,24 @@ class _World:
         facts, staged = self.facts(), self.staged()
         sid = session_id(s.seed, n)
         learned_tokens = max(0, eff.tokens - self.authored)
-        self.session_rows.append({
-            "session": n, "goal": goal_need.key, "tokens": eff.tokens, "authored_tokens": self.authored,
-            "learned_tokens": learned_tokens, "ceiling": self.ceiling, "applied": len(eff.applied),
-            "resident": sum(1 for d in eff.applied if d.tier > 1) - len(eff.notes_of("retrieved")),
-            "retrieved": len(eff.notes_of("retrieved")), "atomic": self.atomic(eff),
-            "tools_ok": set(self.tools.select(goal, eff.skill_tools, eff.withheld_tools).tools) <= set(self.skill.tools),
-            "prompt_hash": _prompt_hash(eff),
-            "version": self.version})
+        self.session_rows.append(
+            {
+                "session": n,
+                "goal": goal_need.key,
+                "tokens": eff.tokens,
+                "authored_tokens": self.authored,
+                "learned_tokens": learned_tokens,
+                "ceiling": self.ceiling,
+                "applied": len(eff.applied),
+                "resident": sum(1 for d in eff.applied if d.tier > 1) - len(eff.notes_of("retrieved")),
+                "retrieved": len(eff.notes_of("retrieved")),
+                "atomic": self.atomic(eff),
+                "tools_ok": set(self.tools.select(goal, eff.skill_tools, eff.withheld_tools).tools)
+                <= set(self.skill.tools),
+                "prompt_hash": _prompt_hash(eff),
+                "version": self.version,
+            }
+        )
         told: dict[str, int] = {}
         for t in range(s.turns):
             x = goal_need if user.random() < s.focus else user.choice(self.situations)
@@ -604,19 +688,45 @@ class _World:
             attributed = 0
             if signal:
                 a = evidence.record_signal(
-                    self.store, sid, str(t), signal, rating=rating, skill=self.skill.name,
+                    self.store,
+                    sid,
+                    str(t),
+                    signal,
+                    rating=rating,
+                    skill=self.skill.name,
                     section=self.section[x.key] if how != "suggestion" else None,
                     lesson=x.lesson(self.pref[x.key]) if signal == "correction" else None,
-                    delta_ids=[did] if how == "suggestion" else None, at=now)
+                    delta_ids=[did] if how == "suggestion" else None,
+                    at=now,
+                )
                 attributed = len(a.attributed)
             if signal == "correction":
                 told[x.key] = self.pref[x.key]
                 self.teach(x, n, t, now)
-            self.turn_rows.append({"session": n, "turn": t, "need": x.key, "tier": x.tier, "how": how,
-                                   "option": option, "wanted": self.pref[x.key], "right": right, "signal": signal,
-                                   "attributed": attributed, "delta_id": did})
-        evidence.review_staged(self.store, skill=self.skill.name, min_samples=s.min_samples,
-                               threshold=s.threshold, wilson=s.wilson, retire_below=s.retire_below, at=now)
+            self.turn_rows.append(
+                {
+                    "session": n,
+                    "turn": t,
+                    "need": x.key,
+                    "tier": x.tier,
+                    "how": how,
+                    "option": option,
+                    "wanted": self.pref[x.key],
+                    "right": right,
+                    "signal": signal,
+                    "attributed": attributed,
+                    "delta_id": did,
+                }
+            )
+        evidence.review_staged(
+            self.store,
+            skill=self.skill.name,
+            min_samples=s.min_samples,
+            threshold=s.threshold,
+            wilson=s.wilson,
+            retire_below=s.retire_below,
+            at=now,
+        )
         if s.review_every and (n + 1) % s.review_every == 0:
             self.review(now)
         if s.decay_days:
@@ -630,13 +740,25 @@ class _World:
             for i in range(self.s.eval_turns):
                 rng = random.Random(f"deploy:eval:{self.s.seed}:{x.key}:{i}")
                 goal, u = rng.choice(x.topic.goals), rng.random()
-                for arm, eff, known in (("baseline", self.resolve(goal, store=False), {}),
-                                        ("off", self.resolve(goal, learned=False), {}),
-                                        ("on", self.resolve(goal), facts)):
+                for arm, eff, known in (
+                    ("baseline", self.resolve(goal, store=False), {}),
+                    ("off", self.resolve(goal, learned=False), {}),
+                    ("on", self.resolve(goal), facts),
+                ):
                     option, how, _ = self.act(x, eff, known, {}, u)
-                    rows.append({"arm": arm, "need": x.key, "category": x.category, "i": i, "option": option,
-                                 "how": how, "correct": option == self.pref[x.key], "prompt_hash": _prompt_hash(eff),
-                                 "tokens": eff.tokens})
+                    rows.append(
+                        {
+                            "arm": arm,
+                            "need": x.key,
+                            "category": x.category,
+                            "i": i,
+                            "option": option,
+                            "how": how,
+                            "correct": option == self.pref[x.key],
+                            "prompt_hash": _prompt_hash(eff),
+                            "tokens": eff.tokens,
+                        }
+                    )
         return rows
 
 
@@ -677,11 +799,47 @@ def run(**params: Any) -> Deployment:
         finally:
             w.store.close()
     frame = pd.DataFrame
-    return Deployment(s, frame(w.turn_rows), frame(w.session_rows),
-                      frame(w.lesson_rows, columns=["session", "turn", "need", "tier", "kind", "option", "wanted",
-                                                    "correct", "overreach", "outcome", "rule", "delta_id",
-                                                    "lesson_tier"]),
-                      frame(w.rebase_rows, columns=["session", "version", "delta_id", "status_before", "surfaced",
-                                                    "state", "target", "true_target", "true_changed",
-                                                    "body_changed", "status_after", "anchor_after"]),
-                      frame(evals), tables, w.situations, tuple(w.skill.tools))
+    return Deployment(
+        s,
+        frame(w.turn_rows),
+        frame(w.session_rows),
+        frame(
+            w.lesson_rows,
+            columns=[
+                "session",
+                "turn",
+                "need",
+                "tier",
+                "kind",
+                "option",
+                "wanted",
+                "correct",
+                "overreach",
+                "outcome",
+                "rule",
+                "delta_id",
+                "lesson_tier",
+            ],
+        ),
+        frame(
+            w.rebase_rows,
+            columns=[
+                "session",
+                "version",
+                "delta_id",
+                "status_before",
+                "surfaced",
+                "state",
+                "target",
+                "true_target",
+                "true_changed",
+                "body_changed",
+                "status_after",
+                "anchor_after",
+            ],
+        ),
+        frame(evals),
+        tables,
+        w.situations,
+        tuple(w.skill.tools),
+    )

@@ -63,8 +63,14 @@ class Finding:
         return f"{text}: {tail}" if tail else text
 
 
-def render(findings: Iterable[Finding], *, stamp: str | None = None, intro: str | Sequence[str] = "",
-           outro: str | Sequence[str] = "", joiner: str | None = None) -> str:
+def render(
+    findings: Iterable[Finding],
+    *,
+    stamp: str | None = None,
+    intro: str | Sequence[str] = "",
+    outro: str | Sequence[str] = "",
+    joiner: str | None = None,
+) -> str:
     """The findings as Markdown: the rule's stamp, the `intro` paragraph(s), one bullet per finding, then the
     `outro` paragraph(s); empty parts are left out. With `joiner` (e.g. "; ") the findings run inline instead, in
     one sentence between the last intro paragraph and the first outro one."""

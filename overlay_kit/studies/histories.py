@@ -43,14 +43,34 @@ from ..resources import dataset_path
 from . import rulefile, sim
 from .rulefile import RuleFile
 
-__all__ = ["DERIVED", "MANIFEST", "RESERVED", "HistoriesStudy", "anchoring_set", "build", "load", "run", "stale_by_class",
-           "synthetic", "text_free", "touch_premise"]
+__all__ = [
+    "DERIVED",
+    "MANIFEST",
+    "RESERVED",
+    "HistoriesStudy",
+    "anchoring_set",
+    "build",
+    "load",
+    "run",
+    "stale_by_class",
+    "synthetic",
+    "text_free",
+    "touch_premise",
+]
 
 DERIVED = ("histories", "derived.json.gz")
 MANIFEST = ("histories", "manifest.csv")
 # Kept back for independent checks of this study (issue 39): never mined here.
-RESERVED = frozenset({"anthropics/skills", "obra/superpowers", "openai/skills", "K-Dense-AI/claude-scientific-skills",
-                      "trailofbits/skills", "muratcankoylan/Agent-Skills-for-Context-Engineering"})
+RESERVED = frozenset(
+    {
+        "anthropics/skills",
+        "obra/superpowers",
+        "openai/skills",
+        "K-Dense-AI/claude-scientific-skills",
+        "trailofbits/skills",
+        "muratcankoylan/Agent-Skills-for-Context-Engineering",
+    }
+)
 ADDING = ("append-only", "section-added")
 WRONG = ("reworded", "deleted")
 SLUG_FIELDS = ("section", "target", "fate_section")
@@ -66,6 +86,7 @@ def _slug_hash(slug: str | None) -> str | None:
 def text_free(records: dict) -> dict:
     """The miner's records with every section slug (made of heading words) replaced by a 12-character sha256
     prefix — the same for the same slug, so sections still match across records."""
+
     def scrub(row: dict) -> dict:
         row = {k: _slug_hash(v) if k in SLUG_FIELDS else v for k, v in row.items()}
         if "decisions" in row:
@@ -90,8 +111,13 @@ def _repository(name: str, mirrors: Path | None, cache: Path) -> Path:
     return path
 
 
-def build(*, manifest: str | Path | None = None, out: str | Path | None = None, mirrors: str | Path | None = None,
-          cache: str | Path | None = None) -> dict:
+def build(
+    *,
+    manifest: str | Path | None = None,
+    out: str | Path | None = None,
+    mirrors: str | Path | None = None,
+    cache: str | Path | None = None,
+) -> dict:
     """Mine every manifest repository at its commit (`overlay_kit.mine`) into text-free records, written gzipped
     to `out` (default: the committed `datasets/histories/derived.json.gz`) whole or not at all. The texts stay in
     the mirrors or the cache (`~/.cache/overlay_kit/histories`)."""
@@ -106,15 +132,19 @@ def build(*, manifest: str | Path | None = None, out: str | Path | None = None, 
     cache = Path(cache or Path.home() / ".cache" / "overlay_kit" / "histories")
     merged: dict = {"manifest": {"file": manifest.name, "sha256": hashlib.sha256(manifest.read_bytes()).hexdigest()}}
     for row in tqdm(rows, desc="repositories"):
-        result = mine.mine_repository(_repository(row["repository"], mirrors, cache), rev=row["commit"],
-                                      label=row["repository"])
+        result = mine.mine_repository(
+            _repository(row["repository"], mirrors, cache), rev=row["commit"], label=row["repository"]
+        )
         for k, v in text_free(result.to_records()).items():
             merged.setdefault(k, [] if isinstance(v, list) else {})
             merged[k].extend(v) if isinstance(v, list) else merged[k].update(v)
     out = Path(out or dataset_path(*DERIVED))
     tmp = out.with_name(f".{out.name}.part")
-    tmp.write_bytes(gzip.compress(json.dumps(merged, ensure_ascii=False, sort_keys=True,
-                                             separators=(",", ":")).encode("utf-8"), mtime=0))
+    tmp.write_bytes(
+        gzip.compress(
+            json.dumps(merged, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8"), mtime=0
+        )
+    )
     tmp.replace(out)
     return merged
 
@@ -135,17 +165,23 @@ def load(path: str | Path | None = None) -> dict[str, pd.DataFrame]:
 
 def _sums(df: pd.DataFrame, columns: dict[str, pd.Series]) -> pd.DataFrame:
     """Per-repository sums of the given 0/1 (or count) columns: the bootstrap's independent units."""
-    return pd.DataFrame({"repo": df["repo"], **{k: v.astype(float) for k, v in columns.items()}}) \
-        .groupby("repo", sort=True).sum()
+    return (
+        pd.DataFrame({"repo": df["repo"], **{k: v.astype(float) for k, v in columns.items()}})
+        .groupby("repo", sort=True)
+        .sum()
+    )
 
 
 def _ratio(per: pd.DataFrame, num: str, den: str, rule: RuleFile) -> Interval:
     kw = {"n_resamples": rule.param("n_boot"), "seed": rule.param("seed"), "confidence": rule.param("confidence")}
     if per[den].sum() == 0:
         return Interval(float("nan"), float("nan"), float("nan"), rule.param("confidence"), len(per))
-    return bootstrap_ci(per[num].to_numpy(), per[den].to_numpy(),
-                        statistic=lambda a, b, axis=-1: a.sum(axis=axis) / np.where(
-                            b.sum(axis=axis) == 0, np.nan, b.sum(axis=axis)), **kw)
+    return bootstrap_ci(
+        per[num].to_numpy(),
+        per[den].to_numpy(),
+        statistic=lambda a, b, axis=-1: a.sum(axis=axis) / np.where(b.sum(axis=axis) == 0, np.nan, b.sum(axis=axis)),
+        **kw,
+    )
 
 
 def _difference(per: pd.DataFrame, rule: RuleFile) -> Interval:
@@ -156,8 +192,9 @@ def _difference(per: pd.DataFrame, rule: RuleFile) -> Interval:
         with np.errstate(invalid="ignore", divide="ignore"):
             return a.sum(axis=axis) / b.sum(axis=axis) - c.sum(axis=axis) / d.sum(axis=axis)
 
-    return bootstrap_ci(*(per[k].to_numpy() for k in ("wrong_flagged", "flagged", "wrong_unflagged", "unflagged")),
-                        statistic=rd, **kw)
+    return bootstrap_ci(
+        *(per[k].to_numpy() for k in ("wrong_flagged", "flagged", "wrong_unflagged", "unflagged")), statistic=rd, **kw
+    )
 
 
 def _three_way(ci: Interval, bound: float, above: str, below: str, *, strict: bool = False) -> str:
@@ -186,16 +223,29 @@ def stale_premise(events: pd.DataFrame, rule: RuleFile, *, edits_only: bool = Fa
     ev = ev[~((ev["fate"] == "kept") & (ev["versions_survived"] < rule.param("min_followup")))]
     wrong = ev["fate"].isin(WRONG)
     flagged = ev[f"{col}_before_fate"] | ev[f"{col}_at_fate"]
-    per = _sums(ev, {"wrong_flagged": wrong & flagged, "flagged": flagged, "wrong": wrong,
-                     "wrong_unflagged": wrong & ~flagged, "unflagged": ~flagged})
-    return {"events": len(ev), "repos": int((per["flagged"] + per["unflagged"] > 0).sum()),
-            "moved": int((events["fate"] == "moved").sum()),
-            "censored": int(((events["fate"] == "kept")
-                             & (events["versions_survived"] < rule.param("min_followup"))).sum()),
-            "wrong": int(wrong.sum()), "flagged": int(flagged.sum()),
-            "precision": _ratio(per, "wrong_flagged", "flagged", rule),
-            "recall": _ratio(per, "wrong_flagged", "wrong", rule),
-            "rd": _difference(per, rule)}
+    per = _sums(
+        ev,
+        {
+            "wrong_flagged": wrong & flagged,
+            "flagged": flagged,
+            "wrong": wrong,
+            "wrong_unflagged": wrong & ~flagged,
+            "unflagged": ~flagged,
+        },
+    )
+    return {
+        "events": len(ev),
+        "repos": int((per["flagged"] + per["unflagged"] > 0).sum()),
+        "moved": int((events["fate"] == "moved").sum()),
+        "censored": int(
+            ((events["fate"] == "kept") & (events["versions_survived"] < rule.param("min_followup"))).sum()
+        ),
+        "wrong": int(wrong.sum()),
+        "flagged": int(flagged.sum()),
+        "precision": _ratio(per, "wrong_flagged", "flagged", rule),
+        "recall": _ratio(per, "wrong_flagged", "wrong", rule),
+        "rd": _difference(per, rule),
+    }
 
 
 def touch_premise(events: pd.DataFrame, rule: RuleFile, repos: Iterable[str] | None = None) -> dict:
@@ -223,8 +273,12 @@ def touch_premise(events: pd.DataFrame, rule: RuleFile, repos: Iterable[str] | N
         with np.errstate(invalid="ignore", divide="ignore"):
             return (ws.sum(axis=axis) - wt.sum(axis=axis)) / w.sum(axis=axis)
 
-    return {"section": section, "touch": touched, "precision_gain": bootstrap_ci(*cols, statistic=gain, **kw),
-            "recall_loss": bootstrap_ci(*cols, statistic=loss, **kw)}
+    return {
+        "section": section,
+        "touch": touched,
+        "precision_gain": bootstrap_ci(*cols, statistic=gain, **kw),
+        "recall_loss": bootstrap_ci(*cols, statistic=loss, **kw),
+    }
 
 
 def stale_by_class(events: pd.DataFrame, pairs: pd.DataFrame, rule: RuleFile) -> dict[str, Interval]:
@@ -235,8 +289,12 @@ def stale_by_class(events: pd.DataFrame, pairs: pd.DataFrame, rule: RuleFile) ->
     ev = ev[ev["section_changed_before_fate"] | ev["section_changed_at_fate"]]
     cls = pairs.set_index(["file", "new"])["edit_class"]
     ev = ev.assign(edit_class=[cls.get((f, int(v))) for f, v in zip(ev["file"], ev["first_section_change"])])
-    return {c: _ratio(_sums(g, {"wrong": g["fate"].isin(WRONG), "flagged": pd.Series(True, g.index)}), "wrong",
-                      "flagged", rule) for c, g in sorted(ev.groupby("edit_class"))}
+    return {
+        c: _ratio(
+            _sums(g, {"wrong": g["fate"].isin(WRONG), "flagged": pd.Series(True, g.index)}), "wrong", "flagged", rule
+        )
+        for c, g in sorted(ev.groupby("edit_class"))
+    }
 
 
 def survival(pairs: pd.DataFrame, rule: RuleFile) -> dict[str, Interval]:
@@ -266,8 +324,9 @@ def class_shares(pairs: pd.DataFrame, rule: RuleFile | None = None) -> dict[str,
         if rule is None:
             out[cls] = float(hit.mean()) if len(hit) else float("nan")
         else:
-            out[cls] = _ratio(_sums(changed, {"hit": hit, "pairs": pd.Series(True, changed.index)}), "hit", "pairs",
-                              rule)
+            out[cls] = _ratio(
+                _sums(changed, {"hit": hit, "pairs": pd.Series(True, changed.index)}), "hit", "pairs", rule
+            )
     return out
 
 
@@ -278,12 +337,18 @@ def growth(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     last = versions.sort_values("version").groupby("file").tail(1).set_index("file")
     files = frames["files"].set_index("id")
     files = files[files["versions"] >= 2]
-    out = pd.DataFrame({"repo": files["repo"], "versions": files["versions"],
-                        "lines": last["lines"].reindex(files.index), "rule_units": last["rule_units"].reindex(files.index),
-                        "duplicate_units": last["duplicate_units"].reindex(files.index),
-                        "near_duplicate_units": last["near_duplicate_units"].reindex(files.index),
-                        "lines_added_per_update": pairs.groupby("file")["lines_added"].mean().reindex(files.index),
-                        "rule_events": events.groupby("file").size().reindex(files.index).fillna(0).astype(int)})
+    out = pd.DataFrame(
+        {
+            "repo": files["repo"],
+            "versions": files["versions"],
+            "lines": last["lines"].reindex(files.index),
+            "rule_units": last["rule_units"].reindex(files.index),
+            "duplicate_units": last["duplicate_units"].reindex(files.index),
+            "near_duplicate_units": last["near_duplicate_units"].reindex(files.index),
+            "lines_added_per_update": pairs.groupby("file")["lines_added"].mean().reindex(files.index),
+            "rule_events": events.groupby("file").size().reindex(files.index).fillna(0).astype(int),
+        }
+    )
     return out
 
 
@@ -291,10 +356,14 @@ def synthetic(rule: RuleFile) -> pd.DataFrame:
     """The same miner over 05's synthetic profiles: one row of pairs per profile (`mine.mine_texts`)."""
     rows = []
     for profile in rule.param("synthetic_profiles"):
-        histories = [sim.generate_history(profile, rule.param("synthetic_versions"), 0, seed=s)
-                     for s in range(rule.param("synthetic_histories"))]
-        result = mine.mine_texts([(f"{profile}/{s}/SKILL.md", "SKILL.md", [v.text for v in h.versions])
-                                  for s, h in enumerate(histories)], repo=f"synthetic:{profile}")
+        histories = [
+            sim.generate_history(profile, rule.param("synthetic_versions"), 0, seed=s)
+            for s in range(rule.param("synthetic_histories"))
+        ]
+        result = mine.mine_texts(
+            [(f"{profile}/{s}/SKILL.md", "SKILL.md", [v.text for v in h.versions]) for s, h in enumerate(histories)],
+            repo=f"synthetic:{profile}",
+        )
         records = result.to_records()
         pairs = pd.DataFrame(records["pairs"])
         pairs["repo"] = pairs["file"]  # a history is the unit
@@ -305,8 +374,9 @@ def synthetic(rule: RuleFile) -> pd.DataFrame:
 
 def anchoring_set(events: pd.DataFrame) -> pd.DataFrame:
     """The labelled anchoring set: for each real rule event, the section (slug hash) and line a person put it in."""
-    return events[["id", "repo", "file", "version", "commit", "section", "line_index", "section_lines", "at_end",
-                   "kind", "hash"]].reset_index(drop=True)
+    return events[
+        ["id", "repo", "file", "version", "commit", "section", "line_index", "section_lines", "at_end", "kind", "hash"]
+    ].reset_index(drop=True)
 
 
 def _where(value: float, ci: Interval) -> str:
@@ -345,40 +415,89 @@ class HistoriesStudy:
         r, s, e = self.rule, self.stale, self.stale_edits
         syn = {p: g for p, g in self.synthetic.groupby("profile")}
         rows = [
-            ("stale flag: risk difference P(wrong|flagged) − P(wrong|not)", s["rd"], f"> {r.param('rd_margin')}",
-             self.premise),
-            ("stale flag: precision P(wrong later | flagged)", s["precision"], f"world assumes 1; synthetic "
-             f"{r.param('synthetic_precision')}", _where(r.param("synthetic_precision"), s["precision"])),
-            ("stale flag: recall P(flagged | wrong later)", s["recall"], "world: 1 by construction",
-             _where(1.0, s["recall"])),
-            ("edits only: risk difference", e["rd"], f"> {r.param('rd_margin')}",
-             _three_way(e["rd"], r.param("rd_margin"), "supported", "not supported", strict=True)),
+            (
+                "stale flag: risk difference P(wrong|flagged) − P(wrong|not)",
+                s["rd"],
+                f"> {r.param('rd_margin')}",
+                self.premise,
+            ),
+            (
+                "stale flag: precision P(wrong later | flagged)",
+                s["precision"],
+                f"world assumes 1; synthetic {r.param('synthetic_precision')}",
+                _where(r.param("synthetic_precision"), s["precision"]),
+            ),
+            (
+                "stale flag: recall P(flagged | wrong later)",
+                s["recall"],
+                "world: 1 by construction",
+                _where(1.0, s["recall"]),
+            ),
+            (
+                "edits only: risk difference",
+                e["rd"],
+                f"> {r.param('rd_margin')}",
+                _three_way(e["rd"], r.param("rd_margin"), "supported", "not supported", strict=True),
+            ),
             ("edits only: precision", e["precision"], "", ""),
             ("edits only: recall", e["recall"], "", ""),
-            ("anchor survival, body-changing pairs", self.survival["all"], f"≥ {r.param('survival_bound')}",
-             _three_way(self.survival["all"], r.param("survival_bound"), "holds", "fails")),
-            ("append share of body-changing pairs", self.append, f"≥ {r.param('append_bound')}",
-             _three_way(self.append, r.param("append_bound"), "holds", "fails")),
+            (
+                "anchor survival, body-changing pairs",
+                self.survival["all"],
+                f"≥ {r.param('survival_bound')}",
+                _three_way(self.survival["all"], r.param("survival_bound"), "holds", "fails"),
+            ),
+            (
+                "append share of body-changing pairs",
+                self.append,
+                f"≥ {r.param('append_bound')}",
+                _three_way(self.append, r.param("append_bound"), "holds", "fails"),
+            ),
         ]
         for profile, g in syn.items():
-            kept = 1 - g.loc[g["body_changed"], "orphaned"].sum() / max(g.loc[g["body_changed"], "sections_old"].sum(), 1)
+            kept = 1 - g.loc[g["body_changed"], "orphaned"].sum() / max(
+                g.loc[g["body_changed"], "sections_old"].sum(), 1
+            )
             share = g.loc[g["body_changed"], "edit_class"].isin(ADDING).mean()
-            rows += [(f"synthetic {profile}: anchor survival", Interval(kept, np.nan, np.nan), "real interval",
-                      _where(kept, self.survival["all"])),
-                     (f"synthetic {profile}: append share", Interval(share, np.nan, np.nan), "real interval",
-                      _where(share, self.append))]
+            rows += [
+                (
+                    f"synthetic {profile}: anchor survival",
+                    Interval(kept, np.nan, np.nan),
+                    "real interval",
+                    _where(kept, self.survival["all"]),
+                ),
+                (
+                    f"synthetic {profile}: append share",
+                    Interval(share, np.nan, np.nan),
+                    "real interval",
+                    _where(share, self.append),
+                ),
+            ]
         for cls, ci in self.shares.items():
-            syn_share = "; ".join(f"{p} {(g.loc[g['body_changed'], 'edit_class'] == cls).mean():.3f} "
-                                  f"({_where((g.loc[g['body_changed'], 'edit_class'] == cls).mean(), ci)})"
-                                  for p, g in syn.items())
+            syn_share = "; ".join(
+                f"{p} {(g.loc[g['body_changed'], 'edit_class'] == cls).mean():.3f} "
+                f"({_where((g.loc[g['body_changed'], 'edit_class'] == cls).mean(), ci)})"
+                for p, g in syn.items()
+            )
             rows.append((f"edit class share: {cls}", ci, f"synthetic: {syn_share}", ""))
         for cls, ci in self.survival.items():
             if cls != "all":
                 rows.append((f"anchor survival: {cls}", ci, "", ""))
         for cls, ci in self.stale_classes.items():
             rows.append((f"stale flag precision, flagged by: {cls}", ci, "", ""))
-        return pd.DataFrame([{"figure": name, "estimate": ci.estimate, "low": ci.low, "high": ci.high,
-                              "bound or reference": bound, "verdict": verdict} for name, ci, bound, verdict in rows])
+        return pd.DataFrame(
+            [
+                {
+                    "figure": name,
+                    "estimate": ci.estimate,
+                    "low": ci.low,
+                    "high": ci.high,
+                    "bound or reference": bound,
+                    "verdict": verdict,
+                }
+                for name, ci, bound, verdict in rows
+            ]
+        )
 
     def finding(self) -> str:
         r, s, e = self.rule, self.stale, self.stale_edits
@@ -395,27 +514,38 @@ class HistoriesStudy:
             f"{self.survival['all'].fmt('.2f')} of real body edits "
             f"(premise {_three_way(self.survival['all'], r.param('survival_bound'), 'holds', 'fails')}), and "
             f"{self.append.fmt('.2f')} of body edits only add "
-            f"(premise {_three_way(self.append, r.param('append_bound'), 'holds', 'fails')}).", "",
-            r.stamp(), "",
+            f"(premise {_three_way(self.append, r.param('append_bound'), 'holds', 'fails')}).",
+            "",
+            r.stamp(),
+            "",
             f"**Corpus.** {len(f['repos'])} repositories (`datasets/histories/manifest.csv`, the six reserved "
             f"ones excluded), {len(f['files'])} instruction files, {len(five)} with ≥ "
             f"{r.param('min_versions_reported')} versions (from {five['repo'].nunique()} repositories), "
-            f"{len(f['pairs'])} consecutive pairs, {len(f['events'])} rule events (the labelled anchoring set).", "",
+            f"{len(f['pairs'])} consecutive pairs, {len(f['events'])} rule events (the labelled anchoring set).",
+            "",
             f"**Stale premise** ({s['events']} events from {s['repos']} repositories; {s['moved']} moved events "
             f"apart, {s['censored']} kept events followed for fewer than {r.param('min_followup')} versions "
             f"censored): {s['wrong']} went wrong later (reworded or deleted), {s['flagged']} were flagged. "
             f"Risk difference {s['rd'].fmt('.3f')} against the margin {r.param('rd_margin')}: {self.premise}"
-            + (f" (a decision needs about {_needed(s['rd'], r.param('rd_margin'))} repositories)"
-               if self.premise == "undecided" else "") + ". "
+            + (
+                f" (a decision needs about {_needed(s['rd'], r.param('rd_margin'))} repositories)"
+                if self.premise == "undecided"
+                else ""
+            )
+            + ". "
             f"Counting only edits that remove or alter an authored line: risk difference {e['rd'].fmt('.3f')}, "
             f"precision {e['precision'].fmt('.2f')}, recall {e['recall'].fmt('.2f')}. By the edit that first "
-            f"flagged the rule, precision is " + ", ".join(
-                f"{c} {ci.estimate:.2f}" for c, ci in sorted(self.stale_classes.items(), key=lambda kv: -kv[1].estimate))
-            + " (intervals in the table).", "",
+            f"flagged the rule, precision is "
+            + ", ".join(
+                f"{c} {ci.estimate:.2f}" for c, ci in sorted(self.stale_classes.items(), key=lambda kv: -kv[1].estimate)
+            )
+            + " (intervals in the table).",
+            "",
             f"**Against the synthetic world.** Notebook 10's world makes every lesson on a changed section wrong "
             f"(precision 1, recall 1 by construction); the real precision is {s['precision'].fmt('.2f')}: "
             f"{self.world}. Issue 37's count on 10's FULL grid (precision {r.param('synthetic_precision')}) against the "
-            f"real interval: {_where(r.param('synthetic_precision'), s['precision'])}.", "",
+            f"real interval: {_where(r.param('synthetic_precision'), s['precision'])}.",
+            "",
             f"**Growth** (files with ≥ 2 versions, medians): {g['lines'].median():.0f} lines and "
             f"{g['rule_units'].median():.0f} rule units at the last version, {g['lines_added_per_update'].median():.1f} "
             f"lines added per update, {g['rule_events'].median():.0f} rule events; "
@@ -429,8 +559,15 @@ class HistoriesStudy:
 def run(*, rule: RuleFile | str | None = None, path: str | Path | None = None) -> HistoriesStudy:
     rule = rule if isinstance(rule, RuleFile) else rulefile.load(rule or "16_real_histories")
     frames = load(path)
-    return HistoriesStudy(rule, frames, stale_premise(frames["events"], rule),
-                          stale_premise(frames["events"], rule, edits_only=True),
-                          stale_by_class(frames["events"], frames["pairs"], rule), survival(frames["pairs"], rule),
-                          append_share(frames["pairs"], rule), class_shares(frames["pairs"], rule), synthetic(rule),
-                          growth(frames))
+    return HistoriesStudy(
+        rule,
+        frames,
+        stale_premise(frames["events"], rule),
+        stale_premise(frames["events"], rule, edits_only=True),
+        stale_by_class(frames["events"], frames["pairs"], rule),
+        survival(frames["pairs"], rule),
+        append_share(frames["pairs"], rule),
+        class_shares(frames["pairs"], rule),
+        synthetic(rule),
+        growth(frames),
+    )

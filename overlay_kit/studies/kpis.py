@@ -90,9 +90,17 @@ WINDOW = 20
 # that, so `recommend` judges the axis on everything else and the finding states the definition.
 BY_DEFINITION = {"auto_approve": "activated_below_threshold"}
 # Constraints a recommended setting must meet in every run (safety and correctness KPIs).
-HARD = {"activated_below_threshold": 0, "untrusted_without_approval": 0, "permission_violations": 0,
-        "rebase_silent_reanchored": 0, "rebase_silent_dropped": 0, "atomicity_violations": 0,
-        "counter_mismatches": 0, "cost_over_ceiling": 0, "off_differs_from_baseline": 0}
+HARD = {
+    "activated_below_threshold": 0,
+    "untrusted_without_approval": 0,
+    "permission_violations": 0,
+    "rebase_silent_reanchored": 0,
+    "rebase_silent_dropped": 0,
+    "atomicity_violations": 0,
+    "counter_mismatches": 0,
+    "cost_over_ceiling": 0,
+    "off_differs_from_baseline": 0,
+}
 _PERMISSION = re.compile(r"\b(" + "|".join(sorted(PERMISSION_DOMAINS)) + r"):[a-z_*]+", re.IGNORECASE)
 
 
@@ -118,8 +126,9 @@ class Recurrence:
     table: pd.DataFrame  # one row per pair
 
 
-def nonrecurrence(signals: pd.DataFrame, *, window: int = WINDOW, order: Mapping[str, int] | None = None,
-                  censor: bool = True) -> Recurrence:
+def nonrecurrence(
+    signals: pd.DataFrame, *, window: int = WINDOW, order: Mapping[str, int] | None = None, censor: bool = True
+) -> Recurrence:
     """From the correction log (`turn_signals`): the share of distinct (scope, lesson) pairs the user states
     only once within their next `window` sessions. `order` maps session id → ordinal (default: sessions
     ranked by their first signal). A pair first stated within `window` sessions of the log's end is censored
@@ -137,15 +146,24 @@ def nonrecurrence(signals: pd.DataFrame, *, window: int = WINDOW, order: Mapping
     for (scope, lesson), g in c.groupby(["scope", "lesson"], sort=True):
         start = int(g["ordinal"].min())
         within = int(((g["ordinal"] >= start) & (g["ordinal"] <= start + window)).sum())
-        rows.append({"scope": scope, "lesson": lesson, "first": start, "statements": within,
-                     "repeated": within > 1, "censored": start + window > last})
+        rows.append(
+            {
+                "scope": scope,
+                "lesson": lesson,
+                "first": start,
+                "statements": within,
+                "repeated": within > 1,
+                "censored": start + window > last,
+            }
+        )
     table = pd.DataFrame(rows, columns=["scope", "lesson", "first", "statements", "repeated", "censored"])
     table = table.astype({"repeated": bool, "censored": bool})
     counted = table[~table["censored"]] if censor else table
     n = len(counted)
     once = int((~counted["repeated"]).sum())
-    return Recurrence(once / n if n else float("nan"), n, once, n - once,
-                      int(table["censored"].sum()) if censor else 0, table)
+    return Recurrence(
+        once / n if n else float("nan"), n, once, n - once, int(table["censored"].sum()) if censor else 0, table
+    )
 
 
 # ----------------------------------------------------------------------------------------- scorecard
@@ -160,14 +178,23 @@ def scorecard(evals: pd.DataFrame) -> dict[str, Any]:
     if missing:
         raise ValueError(f"eval log lacks arm(s) {sorted(missing)}")
     off, base, on = arms["off"], arms["baseline"], arms["on"]
-    same = off.index.equals(base.index) and (off["option"] == base["option"]).all() and \
-        (off["prompt_hash"] == base["prompt_hash"]).all()
+    same = (
+        off.index.equals(base.index)
+        and (off["option"] == base["option"]).all()
+        and (off["prompt_hash"] == base["prompt_hash"]).all()
+    )
     diff = on["correct"].astype(float) - off["correct"].astype(float)
     by_cat = diff.groupby(on["category"]).mean()
-    return {"on": float(on["correct"].mean()), "off": float(off["correct"].mean()),
-            "baseline": float(base["correct"].mean()), "on_minus_off": float(diff.mean()),
-            "off_equals_baseline": bool(same), "off_differs_from_baseline": int(not same),
-            "worst_category_diff": float(by_cat.min()), "category_diffs": by_cat.to_dict()}
+    return {
+        "on": float(on["correct"].mean()),
+        "off": float(off["correct"].mean()),
+        "baseline": float(base["correct"].mean()),
+        "on_minus_off": float(diff.mean()),
+        "off_equals_baseline": bool(same),
+        "off_differs_from_baseline": int(not same),
+        "worst_category_diff": float(by_cat.min()),
+        "category_diffs": by_cat.to_dict(),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- cost
@@ -176,11 +203,13 @@ def scorecard(evals: pd.DataFrame) -> dict[str, Any]:
 def cost(sessions: pd.DataFrame) -> dict[str, float]:
     """Resident tokens added per session by learning (median, p100) and the whole resident total against
     the ceiling (authored + learned: the budget covers both)."""
-    return {"learned_tokens_median": float(sessions["learned_tokens"].median()),
-            "learned_tokens_p100": float(sessions["learned_tokens"].max()),
-            "tokens_p100": float(sessions["tokens"].max()),
-            "ceiling": float(sessions["ceiling"].min()),
-            "cost_over_ceiling": int((sessions["tokens"] > sessions["ceiling"]).sum())}
+    return {
+        "learned_tokens_median": float(sessions["learned_tokens"].median()),
+        "learned_tokens_p100": float(sessions["learned_tokens"].max()),
+        "tokens_p100": float(sessions["tokens"].max()),
+        "ceiling": float(sessions["ceiling"].min()),
+        "cost_over_ceiling": int((sessions["tokens"] > sessions["ceiling"]).sum()),
+    }
 
 
 # -------------------------------------------------------------------------------------- store-derived
@@ -232,14 +261,23 @@ def promotion_precision(tables: Mapping[str, pd.DataFrame]) -> dict[str, int]:
     led = outcomes.groupby("delta_id")["positive"].agg(["sum", "count"])
     rec = deltas.set_index("id")[["success_count", "attempt_count"]].join(led, how="left").fillna(0)
     mismatches = int(((rec["success_count"] != rec["sum"]) | (rec["attempt_count"] != rec["count"])).sum())
-    return {"activated_below_threshold": below, "untrusted_without_approval": untrusted,
-            "activations_user": counts["user"], "activations_evidence": counts["evidence"],
-            "activations_auto": counts["auto"], "activations_other": counts["other"],
-            "counter_mismatches": mismatches}
+    return {
+        "activated_below_threshold": below,
+        "untrusted_without_approval": untrusted,
+        "activations_user": counts["user"],
+        "activations_evidence": counts["evidence"],
+        "activations_auto": counts["auto"],
+        "activations_other": counts["other"],
+        "counter_mismatches": mismatches,
+    }
 
 
-def monotonicity(deltas: pd.DataFrame, declared_tools: Iterable[str], granted: Iterable[str] = (),
-                 sessions: pd.DataFrame | None = None) -> dict[str, int]:
+def monotonicity(
+    deltas: pd.DataFrame,
+    declared_tools: Iterable[str],
+    granted: Iterable[str] = (),
+    sessions: pd.DataFrame | None = None,
+) -> dict[str, int]:
     """Live deltas that would widen: a tool-hint preferring an undeclared tool, text naming an ungranted
     permission, a tier other than its kind's; plus sessions whose effective tool list left the declared set."""
     declared, granted = set(declared_tools), {g.lower() for g in granted}
@@ -251,8 +289,12 @@ def monotonicity(deltas: pd.DataFrame, declared_tools: Iterable[str], granted: I
             bad += 1
         elif d.kind == "tool-hint" and set(payload.get("prefer", ())) - declared:
             bad += 1
-        elif any(m.group(0).lower() not in granted
-                 for v in payload.values() if isinstance(v, str) for m in _PERMISSION.finditer(v)):
+        elif any(
+            m.group(0).lower() not in granted
+            for v in payload.values()
+            if isinstance(v, str)
+            for m in _PERMISSION.finditer(v)
+        ):
             bad += 1
     tools = 0 if sessions is None else int((~sessions["tools_ok"].astype(bool)).sum())
     return {"permission_violations": bad + tools}
@@ -264,15 +306,26 @@ def rebase_honesty(rebases: pd.DataFrame) -> dict[str, float]:
     dropped (not surfaced, or gone from the live statuses without being orphaned)."""
     r = rebases[rebases["body_changed"].astype(bool)] if len(rebases) else rebases
     if not len(r):
-        return {"rebase_deltas": 0, "rebase_surfaced": float("nan"), "rebase_silent_reanchored": 0,
-                "rebase_silent_dropped": 0}
+        return {
+            "rebase_deltas": 0,
+            "rebase_surfaced": float("nan"),
+            "rebase_silent_reanchored": 0,
+            "rebase_silent_dropped": 0,
+        }
     attached = r["state"].isin(["clean", "stale"])
     wrong_place = attached & (r["target"] != r["true_target"])
     silent = attached & (((r["state"] == "clean") & r["true_changed"].astype(bool)) | wrong_place)
-    dropped = ~r["surfaced"].astype(bool) | r["status_after"].isna() | \
-        ((r["status_after"] == "archived") & (r["status_before"] != "archived"))
-    return {"rebase_deltas": int(len(r)), "rebase_surfaced": float(r["surfaced"].mean()),
-            "rebase_silent_reanchored": int(silent.sum()), "rebase_silent_dropped": int(dropped.sum())}
+    dropped = (
+        ~r["surfaced"].astype(bool)
+        | r["status_after"].isna()
+        | ((r["status_after"] == "archived") & (r["status_before"] != "archived"))
+    )
+    return {
+        "rebase_deltas": int(len(r)),
+        "rebase_surfaced": float(r["surfaced"].mean()),
+        "rebase_silent_reanchored": int(silent.sum()),
+        "rebase_silent_dropped": int(dropped.sum()),
+    }
 
 
 def atomicity(sessions: pd.DataFrame) -> dict[str, int]:
@@ -290,19 +343,27 @@ def run_kpis(dep: Deployment) -> dict[str, Any]:
     turns, lessons = dep.turns, dep.lessons
     wrong = set(lessons.loc[~lessons["correct"].astype(bool) & lessons["delta_id"].notna(), "delta_id"])
     activated = set(_activations(t["audit"])["delta_id"])
-    row = {**dep.settings.to_dict(),
-           "nonrecurrence": rec.rate, "nr_once": rec.once, "nr_pairs": rec.pairs, "nr_censored": rec.censored,
-           **{k: v for k, v in card.items() if k != "category_diffs"},
-           "category_regressions": sum(v < 0 for v in card["category_diffs"].values()),
-           **cost(dep.sessions), **tier_discipline(t), **promotion_precision(t),
-           **monotonicity(t["deltas"], dep.declared_tools, (), dep.sessions),
-           **rebase_honesty(dep.rebases), **atomicity(dep.sessions),
-           "corrections": int((turns["signal"] == "correction").sum()),
-           "friction": 100 * float((turns["how"] == "suggestion").mean()),
-           "lessons_written": int(lessons["delta_id"].notna().sum() + (lessons["outcome"] == "routed").sum()),
-           "overreach_refused": int((lessons["overreach"].astype(bool) & (lessons["outcome"] == "refused")).sum()),
-           "wrong_lessons_activated": len(wrong & activated),
-           "active_at_end": int((t["deltas"]["status"] == "active").sum())}
+    row = {
+        **dep.settings.to_dict(),
+        "nonrecurrence": rec.rate,
+        "nr_once": rec.once,
+        "nr_pairs": rec.pairs,
+        "nr_censored": rec.censored,
+        **{k: v for k, v in card.items() if k != "category_diffs"},
+        "category_regressions": sum(v < 0 for v in card["category_diffs"].values()),
+        **cost(dep.sessions),
+        **tier_discipline(t),
+        **promotion_precision(t),
+        **monotonicity(t["deltas"], dep.declared_tools, (), dep.sessions),
+        **rebase_honesty(dep.rebases),
+        **atomicity(dep.sessions),
+        "corrections": int((turns["signal"] == "correction").sum()),
+        "friction": 100 * float((turns["how"] == "suggestion").mean()),
+        "lessons_written": int(lessons["delta_id"].notna().sum() + (lessons["outcome"] == "routed").sum()),
+        "overreach_refused": int((lessons["overreach"].astype(bool) & (lessons["outcome"] == "refused")).sum()),
+        "wrong_lessons_activated": len(wrong & activated),
+        "active_at_end": int((t["deltas"]["status"] == "active").sum()),
+    }
     row["tier_mix"] = str(tuple(row["tier_mix"]))
     return row
 
@@ -315,8 +376,9 @@ def kpi_frame(deployments: Iterable[Deployment]) -> pd.DataFrame:
 RATIOS = {"nonrecurrence": ("nr_once", "nr_pairs")}
 
 
-def summarize(frame: pd.DataFrame, by: str | Sequence[str], kpis: Sequence[str], *, n_boot: int = 2000,
-              seed: int = 0) -> pd.DataFrame:
+def summarize(
+    frame: pd.DataFrame, by: str | Sequence[str], kpis: Sequence[str], *, n_boot: int = 2000, seed: int = 0
+) -> pd.DataFrame:
     """Per group: each KPI over runs with a 95 % percentile-bootstrap interval over runs (columns KPI,
     KPI_lo, KPI_hi): the mean of the runs' values, or for `RATIOS` the pooled ratio (`metrics.ratio_ci`)."""
     by = [by] if isinstance(by, str) else list(by)
@@ -327,8 +389,9 @@ def summarize(frame: pd.DataFrame, by: str | Sequence[str], kpis: Sequence[str],
         for k in kpis:
             if k in RATIOS:
                 num, den = RATIOS[k]
-                iv = ratio_ci(g[num].astype(float).to_numpy(), g[den].astype(float).to_numpy(),
-                              n_resamples=n_boot, seed=seed)
+                iv = ratio_ci(
+                    g[num].astype(float).to_numpy(), g[den].astype(float).to_numpy(), n_resamples=n_boot, seed=seed
+                )
             else:
                 iv = ci(g[k].astype(float).tolist(), n_boot=n_boot, seed=seed)
             row |= {k: iv.estimate, f"{k}_lo": iv.low, f"{k}_hi": iv.high}
@@ -358,16 +421,27 @@ def paired(runs: pd.DataFrame, value: str, shipped: str, kpi: str, rule: RuleFil
     a = _per_run(runs[runs["value"] == value], kpi)
     b = _per_run(runs[runs["value"] == shipped], kpi)
     d = (a - b.reindex(a.index)).dropna()
-    iv = ci(d.to_numpy(), n_boot=rule.param("n_boot"), seed=rule.param("seed"),
-            confidence=rule.param("confidence"))
+    iv = ci(d.to_numpy(), n_boot=rule.param("n_boot"), seed=rule.param("seed"), confidence=rule.param("confidence"))
     z = stats.norm.ppf(1 - rule.param("alpha") / 2) + stats.norm.ppf(rule.param("power"))
     mde = float(z * d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("inf")
-    return {"diff": iv.estimate, "lo": iv.low, "hi": iv.high, "n": len(d), "mde": mde,
-            "same": len(d) > 0 and bool((d == d.iloc[0]).all())}
+    return {
+        "diff": iv.estimate,
+        "lo": iv.low,
+        "hi": iv.high,
+        "n": len(d),
+        "mde": mde,
+        "same": len(d) > 0 and bool((d == d.iloc[0]).all()),
+    }
 
 
-def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any], axes: Iterable[str] | None = None,
-              by_definition: Mapping[str, str] | None = None, rule: RuleFile | None = None) -> pd.DataFrame:
+def recommend(
+    frame: pd.DataFrame,
+    *,
+    defaults: Mapping[str, Any],
+    axes: Iterable[str] | None = None,
+    by_definition: Mapping[str, str] | None = None,
+    rule: RuleFile | None = None,
+) -> pd.DataFrame:
     """Per swept setting of one world's `study` frame (`axis`, `value`, `seed` columns), the verdict of the
     rule file (datasets/rules/07_kpis.yaml, or `rule`) against the shipped value (`defaults[axis]`):
 
@@ -389,11 +463,23 @@ def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any], axes: Iterabl
             continue
         shipped = repr(defaults[axis])
         hard = {k: limit for k, limit in HARD.items() if k != by_definition.get(axis)}
-        broken = {v: [k for k, limit in hard.items() if k in g and (g[k].fillna(0) > limit).any()]
-                  for v, g in runs.groupby("value", sort=False)}
-        row = {"axis": axis, "shipped": shipped, "verdict": "", "value": None, "diff": float("nan"),
-               "diff_lo": float("nan"), "diff_hi": float("nan"), "mde": float("nan"), "seeds": 0,
-               "excluded": "; ".join(f"{v}: {', '.join(b)}" for v, b in broken.items() if b), "compared": ""}
+        broken = {
+            v: [k for k, limit in hard.items() if k in g and (g[k].fillna(0) > limit).any()]
+            for v, g in runs.groupby("value", sort=False)
+        }
+        row = {
+            "axis": axis,
+            "shipped": shipped,
+            "verdict": "",
+            "value": None,
+            "diff": float("nan"),
+            "diff_lo": float("nan"),
+            "diff_hi": float("nan"),
+            "mde": float("nan"),
+            "seeds": 0,
+            "excluded": "; ".join(f"{v}: {', '.join(b)}" for v, b in broken.items() if b),
+            "compared": "",
+        }
         if broken.get(shipped):
             out.append(row | {"verdict": "the shipped value breaks a hard constraint"})
             continue
@@ -402,9 +488,11 @@ def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any], axes: Iterabl
             if v == shipped or broken[v]:
                 continue
             p, q = paired(runs, v, shipped, primary, rule), paired(runs, v, shipped, secondary, rule)
-            lines.append(f"{v}: {primary} {p['diff']:+.3f} [{p['lo']:+.3f}, {p['hi']:+.3f}], {secondary} "
-                         f"{q['diff']:+.3f} [{q['lo']:+.3f}, {q['hi']:+.3f}] over {p['n']} seeds"
-                         + (f" ({primary} differs by the same amount on every seed)" if p["same"] else ""))
+            lines.append(
+                f"{v}: {primary} {p['diff']:+.3f} [{p['lo']:+.3f}, {p['hi']:+.3f}], {secondary} "
+                f"{q['diff']:+.3f} [{q['lo']:+.3f}, {q['hi']:+.3f}] over {p['n']} seeds"
+                + (f" ({primary} differs by the same amount on every seed)" if p["same"] else "")
+            )
             row["seeds"] = max(row["seeds"], p["n"])
             if p["lo"] > 0 and not q["hi"] <= -margin:
                 better.append((p["diff"], v, p))
@@ -413,8 +501,14 @@ def recommend(frame: pd.DataFrame, *, defaults: Mapping[str, Any], axes: Iterabl
         row["compared"] = "; ".join(lines)
         if better:
             _, v, p = max(better, key=lambda t: t[0])
-            row |= {"verdict": f"switch to {v}", "value": v, "diff": p["diff"], "diff_lo": p["lo"],
-                    "diff_hi": p["hi"], "mde": p["mde"]}
+            row |= {
+                "verdict": f"switch to {v}",
+                "value": v,
+                "diff": p["diff"],
+                "diff_lo": p["lo"],
+                "diff_hi": p["hi"],
+                "mde": p["mde"],
+            }
         elif not undecided:
             row |= {"verdict": "shipped wins", "value": shipped}
         else:
@@ -472,9 +566,20 @@ def _met(value: float, target, how: str) -> bool | None:
 def dashboard(runs: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Every DASHBOARD KPI over `runs` (one configuration, many seeds): estimate, 95 % interval, target, met."""
     s = summarize(runs.assign(_all=0), "_all", [k for k, *_ in DASHBOARD], n_boot=n_boot, seed=seed).iloc[0]
-    return pd.DataFrame([{"kpi": k, "what": what, "estimate": s[k], "low": s[f"{k}_lo"], "high": s[f"{k}_hi"],
-                          "target": ("" if target is None else f"{how} {target:g}"), "met": _met(s[k], target, how)}
-                         for k, what, target, how in DASHBOARD])
+    return pd.DataFrame(
+        [
+            {
+                "kpi": k,
+                "what": what,
+                "estimate": s[k],
+                "low": s[f"{k}_lo"],
+                "high": s[f"{k}_hi"],
+                "target": ("" if target is None else f"{how} {target:g}"),
+                "met": _met(s[k], target, how),
+            }
+            for k, what, target, how in DASHBOARD
+        ]
+    )
 
 
 def never(frame: pd.DataFrame, *, where: pd.Series | None = None, confidence: float = 0.95) -> pd.DataFrame:
@@ -490,14 +595,24 @@ def never(frame: pd.DataFrame, *, where: pd.Series | None = None, confidence: fl
     return pd.DataFrame(rows)
 
 
-def sensitivity(frame: pd.DataFrame, axis: str, kpis: Sequence[str] = ("nonrecurrence", "on_minus_off"), *,
-                n_boot: int = 2000, seed: int = 0) -> str:
+def sensitivity(
+    frame: pd.DataFrame,
+    axis: str,
+    kpis: Sequence[str] = ("nonrecurrence", "on_minus_off"),
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> str:
     """One line: how each KPI moves across the values of a swept axis, with 95 % intervals."""
     s = summarize(frame[frame["axis"] == axis], "value", list(kpis), n_boot=n_boot, seed=seed)
     parts = []
     for k in kpis:
-        parts.append(f"{k} " + " → ".join(f"{r[k]:.2f} [{r[f'{k}_lo']:.2f}, {r[f'{k}_hi']:.2f}] at {r['value']}"
-                                          for _, r in s.iterrows()))
+        parts.append(
+            f"{k} "
+            + " → ".join(
+                f"{r[k]:.2f} [{r[f'{k}_lo']:.2f}, {r[f'{k}_hi']:.2f}] at {r['value']}" for _, r in s.iterrows()
+            )
+        )
     return "; ".join(parts) + "."
 
 
@@ -515,7 +630,7 @@ def worlds(assumptions: Sequence[str] | None = None) -> dict[str, dict[str, Any]
     """World scenarios: every assumption at its default, then each named one at the low and the high end of
     its stated range (`deploy.ASSUMPTIONS`), the others at their defaults."""
     out: dict[str, dict[str, Any]] = {DEFAULT: {}}
-    for name in (ASSUMPTIONS if assumptions is None else assumptions):
+    for name in ASSUMPTIONS if assumptions is None else assumptions:
         a = ASSUMPTIONS[name]
         for end in (a.low, a.high):
             value = int(end) if name == "review_every" else end
@@ -523,9 +638,15 @@ def worlds(assumptions: Sequence[str] | None = None) -> dict[str, dict[str, Any]
     return out
 
 
-def study(axes: Mapping[str, Sequence[Any]], *, seeds: Sequence[int], base: Mapping[str, Any] | None = None,
-          fixed: Mapping[str, Mapping[str, Any]] | None = None, assumptions: Sequence[str] | None = (),
-          **sweep_kw) -> pd.DataFrame:
+def study(
+    axes: Mapping[str, Sequence[Any]],
+    *,
+    seeds: Sequence[int],
+    base: Mapping[str, Any] | None = None,
+    fixed: Mapping[str, Mapping[str, Any]] | None = None,
+    assumptions: Sequence[str] | None = (),
+    **sweep_kw,
+) -> pd.DataFrame:
     """One-at-a-time sweep of the gate settings `axes`, in every world scenario (`worlds(assumptions)`;
     `()` the default world only): for each (world, axis, value, seed), `base` plus the world's assumption plus
     `fixed[axis]` (what the axis needs to matter, e.g. base updates for the rebase-policy axis) with the axis
@@ -546,18 +667,25 @@ def study(axes: Mapping[str, Sequence[Any]], *, seeds: Sequence[int], base: Mapp
                     plan.append((world, axis, value, key))
     keys = list(configs)
     rows = dict(zip(keys, sweep(_kpi_row, [configs[k] for k in keys], desc="deployments", **sweep_kw)))
-    return pd.DataFrame([{"world": world, "axis": axis, "value": repr(value), **rows[key]}
-                         for world, axis, value, key in plan])
+    return pd.DataFrame(
+        [{"world": world, "axis": axis, "value": repr(value), **rows[key]} for world, axis, value, key in plan]
+    )
 
 
-def robust(frame: pd.DataFrame, *, defaults: Mapping[str, Any], axes: Iterable[str] | None = None,
-           rule: RuleFile | None = None) -> pd.DataFrame:
+def robust(
+    frame: pd.DataFrame, *, defaults: Mapping[str, Any], axes: Iterable[str] | None = None, rule: RuleFile | None = None
+) -> pd.DataFrame:
     """`recommend` in every world scenario of a `study` frame; per axis the verdict across them (the rule
     file's step 5): a switch only when every scenario switches to the same value, "shipped wins" only when
     every scenario says so, else the scenarios that disagree, or no difference detected at the largest MDE."""
     rule = rule or rulefile.load("07_kpis")
-    picks = pd.concat([recommend(runs, defaults=defaults, axes=axes, rule=rule).assign(world=world)
-                       for world, runs in frame.groupby("world", sort=False)], ignore_index=True)
+    picks = pd.concat(
+        [
+            recommend(runs, defaults=defaults, axes=axes, rule=rule).assign(world=world)
+            for world, runs in frame.groupby("world", sort=False)
+        ],
+        ignore_index=True,
+    )
     out = []
     for axis, g in picks.groupby("axis", sort=False):
         verdicts = set(g["verdict"])
@@ -570,10 +698,19 @@ def robust(frame: pd.DataFrame, *, defaults: Mapping[str, Any], axes: Iterable[s
             verdict = f"depends on {', '.join(depends)}"
         else:
             verdict = f"no difference detected at MDE {g['mde'].max():.3f}"
-        out.append({"axis": axis, "shipped": at_default["shipped"], "verdict": verdict,
-                    "at_defaults": at_default["verdict"], "scenarios": len(g), "seeds": int(g["seeds"].min()),
-                    "mde": float(g["mde"].max()), "compared_at_defaults": at_default["compared"],
-                    "picks": "; ".join(f"{w}: {v}" for w, v in zip(g["world"], g["verdict"]))})
+        out.append(
+            {
+                "axis": axis,
+                "shipped": at_default["shipped"],
+                "verdict": verdict,
+                "at_defaults": at_default["verdict"],
+                "scenarios": len(g),
+                "seeds": int(g["seeds"].min()),
+                "mde": float(g["mde"].max()),
+                "compared_at_defaults": at_default["compared"],
+                "picks": "; ".join(f"{w}: {v}" for w, v in zip(g["world"], g["verdict"])),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -604,8 +741,9 @@ class KPIStudy:
 
     def summary(self, kpis: Sequence[str], world: str = DEFAULT) -> pd.DataFrame:
         """Each KPI per (axis, value) in one world scenario, with 95 % intervals over runs."""
-        return summarize(self.frame[self.frame["world"] == world], ["axis", "value"], kpis, n_boot=self.n_boot,
-                         seed=self.seed)
+        return summarize(
+            self.frame[self.frame["world"] == world], ["axis", "value"], kpis, n_boot=self.n_boot, seed=self.seed
+        )
 
     def table(self) -> pd.DataFrame:
         """Per gate setting: the rule's verdict across every world scenario, and each scenario's."""
@@ -618,44 +756,79 @@ class KPIStudy:
         target, cap = self.rule.param("target_mde"), self.rule.param("max_seeds")
         need = np.ceil(t["seeds"] * (t["mde"] / target) ** 2)
         return t.assign(seeds_needed=need.where(np.isfinite(need)).clip(upper=cap))[
-            ["axis", "seeds", "mde", "seeds_needed"]]
+            ["axis", "seeds", "mde", "seeds_needed"]
+        ]
 
     def finding(self) -> str:
         """The verdicts, written from the numbers (re-running rewrites it)."""
         d = self.dashboard().set_index("kpi")
         runs = self.at_defaults()
         targets = {k: target for k, _, target, _ in DASHBOARD}
-        findings = [Finding(what, d.loc[k, "estimate"], d.loc[k, "low"], d.loc[k, "high"], targets[k],
-                            "meets" if d.loc[k, "met"] else "misses", spec=".2f", side="≥")
-                    for k, what in (("nonrecurrence", "correction non-recurrence"),
-                                    ("on_minus_off", "deltas-on − deltas-off, eval accuracy"),
-                                    ("tier01_share", "accepted lessons that landed at tier 0/1"))]
+        findings = [
+            Finding(
+                what,
+                d.loc[k, "estimate"],
+                d.loc[k, "low"],
+                d.loc[k, "high"],
+                targets[k],
+                "meets" if d.loc[k, "met"] else "misses",
+                spec=".2f",
+                side="≥",
+            )
+            for k, what in (
+                ("nonrecurrence", "correction non-recurrence"),
+                ("on_minus_off", "deltas-on − deltas-off, eval accuracy"),
+                ("tier01_share", "accepted lessons that landed at tier 0/1"),
+            )
+        ]
         lines = []
         n = self.never()
         zero = n[n["count"] == 0]
         if len(zero):
-            lines.append(f"**Never observed** across all {len(_distinct(self.frame))} distinct runs: " + "; ".join(
-                f"{r.kpi} (0 of {r.out_of} {r.unit}, 95 % upper bound {r.upper_bound:.2%})" for r in zero.itertuples())
-                + ".")
+            lines.append(
+                f"**Never observed** across all {len(_distinct(self.frame))} distinct runs: "
+                + "; ".join(
+                    f"{r.kpi} (0 of {r.out_of} {r.unit}, 95 % upper bound {r.upper_bound:.2%})"
+                    for r in zero.itertuples()
+                )
+                + "."
+            )
         for r in n[n["count"] > 0].itertuples():
             where = self.frame[self.frame[r.kpi].fillna(0) > 0]
-            lines.append(f"**{r.kpi}** occurred {r.count} times, only where "
-                         + ", ".join(sorted({f"{a} = {v}" for a, v in zip(where['axis'], where['value'])})) + ".")
+            lines.append(
+                f"**{r.kpi}** occurred {r.count} times, only where "
+                + ", ".join(sorted({f"{a} = {v}" for a, v in zip(where["axis"], where["value"])}))
+                + "."
+            )
         target = self.rule.param("target_mde")
-        against = (f"**Against what ships** (each value paired with the shipped one seed by seed; "
-                   f"{self.rule.param('primary')} primary, {self.rule.param('secondary')} secondary):")
+        against = (
+            f"**Against what ships** (each value paired with the shipped one seed by seed; "
+            f"{self.rule.param('primary')} primary, {self.rule.param('secondary')} secondary):"
+        )
         verdicts = []
         for r in self.table().itertuples():
             at = self.fixed.get(r.axis)
             cond = f" (judged with {', '.join(f'{k} = {v}' for k, v in at.items())})" if at else ""
-            why = (f"; `{BY_DEFINITION[r.axis]}` is set aside for this axis (one value breaks it by definition)"
-                   if r.axis in BY_DEFINITION else "")
-            power = ("" if not np.isfinite(r.mde) or r.mde <= target else
-                     f" — underpowered: MDE {r.mde:.3f} > the rule's {target:.2f} with {r.seeds} seeds")
-            verdicts.append(f"- `{r.axis}` (ships {r.shipped}){cond}: **{r.verdict}** in {r.scenarios} scenarios"
-                            f"{why}{power}. At the defaults: {r.compared_at_defaults or 'nothing to compare'}.")
-        return render(findings, stamp=self.rule.stamp(), intro=f"**At the shipped defaults, default world** "
-                      f"({len(runs)} seeded deployments):", outro=["\n".join(lines), against, "\n".join(verdicts)])
+            why = (
+                f"; `{BY_DEFINITION[r.axis]}` is set aside for this axis (one value breaks it by definition)"
+                if r.axis in BY_DEFINITION
+                else ""
+            )
+            power = (
+                ""
+                if not np.isfinite(r.mde) or r.mde <= target
+                else f" — underpowered: MDE {r.mde:.3f} > the rule's {target:.2f} with {r.seeds} seeds"
+            )
+            verdicts.append(
+                f"- `{r.axis}` (ships {r.shipped}){cond}: **{r.verdict}** in {r.scenarios} scenarios"
+                f"{why}{power}. At the defaults: {r.compared_at_defaults or 'nothing to compare'}."
+            )
+        return render(
+            findings,
+            stamp=self.rule.stamp(),
+            intro=f"**At the shipped defaults, default world** ({len(runs)} seeded deployments):",
+            outro=["\n".join(lines), against, "\n".join(verdicts)],
+        )
 
 
 def plan(rule: RuleFile, *, full: bool = False) -> dict[str, Any]:
@@ -663,11 +836,13 @@ def plan(rule: RuleFile, *, full: bool = False) -> dict[str, Any]:
     (the default run's, or `max_seeds` under `full`: at least what `KPIStudy.seeds_needed` asks, unless
     capped), sessions per deployment and the world scenarios (every assumption under `full`)."""
     run_ = rule.param("full_run" if full else "default_run")
-    return {"axes": dict(rule.param("axes")) | (dict(rule.param("full_axes")) if full else {}),
-            "fixed": dict(rule.param("fixed")),
-            "seeds": range(rule.param("max_seeds") if full else rule.param("default_run")["seeds"]),
-            "base": {"n_sessions": run_["n_sessions"]},
-            "assumptions": list(ASSUMPTIONS) if full else list(rule.param("default_assumptions"))}
+    return {
+        "axes": dict(rule.param("axes")) | (dict(rule.param("full_axes")) if full else {}),
+        "fixed": dict(rule.param("fixed")),
+        "seeds": range(rule.param("max_seeds") if full else rule.param("default_run")["seeds"]),
+        "base": {"n_sessions": run_["n_sessions"]},
+        "assumptions": list(ASSUMPTIONS) if full else list(rule.param("default_assumptions")),
+    }
 
 
 RECORDED = dataset_path("recorded") / "07_kpis_full.csv.gz"  # benchmarks/kpis_full.py writes it
@@ -687,11 +862,11 @@ def recorded(path: Path = RECORDED, rule: RuleFile | None = None) -> tuple[KPISt
     rule = rule or rulefile.load("07_kpis")
     meta = json.loads(RECORDED_META(path).read_text())
     if meta["rule_sha256"] != rule.sha256:
-        raise ValueError(f"{path}: recorded under rule sha256 {meta['rule_sha256'][:12]}, "
-                         f"not the rule file's {rule.sha256[:12]}")
+        raise ValueError(
+            f"{path}: recorded under rule sha256 {meta['rule_sha256'][:12]}, not the rule file's {rule.sha256[:12]}"
+        )
     # values are reprs ("None" among them): only an empty cell (a KPI a run did not have) is missing
-    frame = pd.read_csv(path, dtype={"world": str, "axis": str, "value": str}, keep_default_na=False,
-                        na_values=[""])
+    frame = pd.read_csv(path, dtype={"world": str, "axis": str, "value": str}, keep_default_na=False, na_values=[""])
     axes = tuple(dict.fromkeys(frame["axis"]))
     defaults = {a: meta["shipped"][a] for a in axes}  # what shipped when it ran: the baseline it was judged by
     fixed = {a: f for a, f in rule.param("fixed").items() if a in axes}
@@ -700,18 +875,32 @@ def recorded(path: Path = RECORDED, rule: RuleFile | None = None) -> tuple[KPISt
 
 def recording_note(meta: Mapping[str, Any]) -> str:
     """One line saying what a recording (`recorded`'s provenance) holds, and whether it was cut short."""
-    cut = (f" — cut short at {meta['seeds']} of the {meta['planned_seeds']} planned seeds (whole blocks only; "
-           f"every comparison's MDE below says what that costs)" if meta["seeds"] < meta["planned_seeds"] else "")
-    return (f"FULL run recorded {meta['recorded'][:10]} at commit {meta['commit'][:7]} under rule sha256 "
-            f"{meta['rule_sha256'][:12]}: {meta['seeds']} seeds × {meta['worlds']} world scenarios × "
-            f"{meta['n_sessions']} sessions, {meta['rows']:,} (world, axis, value, seed) rows, on {meta['machine']} "
-            f"({meta['n_jobs']} jobs){cut}.")
+    cut = (
+        f" — cut short at {meta['seeds']} of the {meta['planned_seeds']} planned seeds (whole blocks only; "
+        f"every comparison's MDE below says what that costs)"
+        if meta["seeds"] < meta["planned_seeds"]
+        else ""
+    )
+    return (
+        f"FULL run recorded {meta['recorded'][:10]} at commit {meta['commit'][:7]} under rule sha256 "
+        f"{meta['rule_sha256'][:12]}: {meta['seeds']} seeds × {meta['worlds']} world scenarios × "
+        f"{meta['n_sessions']} sessions, {meta['rows']:,} (world, axis, value, seed) rows, on {meta['machine']} "
+        f"({meta['n_jobs']} jobs){cut}."
+    )
 
 
-def run(axes: Mapping[str, Sequence[Any]] | None = None, *, seeds: Sequence[int] | None = None,
-        base: Mapping[str, Any] | None = None, fixed: Mapping[str, Mapping[str, Any]] | None = None,
-        assumptions: Sequence[str] | None = (), n_boot: int | None = None, seed: int | None = None,
-        rule: RuleFile | None = None, **sweep_kw) -> KPIStudy:
+def run(
+    axes: Mapping[str, Sequence[Any]] | None = None,
+    *,
+    seeds: Sequence[int] | None = None,
+    base: Mapping[str, Any] | None = None,
+    fixed: Mapping[str, Mapping[str, Any]] | None = None,
+    assumptions: Sequence[str] | None = (),
+    n_boot: int | None = None,
+    seed: int | None = None,
+    rule: RuleFile | None = None,
+    **sweep_kw,
+) -> KPIStudy:
     """The KPI study: `study(...)` over the gate settings `axes` in every world scenario, as a `KPIStudy`
     judged by `rule` (datasets/rules/07_kpis.yaml). Each axis is swept over its values and the shipped one
     (`deploy.Settings()`: overlay_kit.defaults), added where `axes` leaves it out: every verdict compares against
@@ -723,5 +912,12 @@ def run(axes: Mapping[str, Sequence[Any]] | None = None, *, seeds: Sequence[int]
     defaults = {a: getattr(deploy.Settings(), a) for a in axes}
     axes = {a: list(v) + ([defaults[a]] if defaults[a] not in list(v) else []) for a, v in axes.items()}
     frame = study(axes, seeds=seeds, base=base, fixed=fixed, assumptions=assumptions, **sweep_kw)
-    return KPIStudy(frame, defaults, tuple(axes), dict(fixed or {}), rule,
-                    rule.param("n_boot") if n_boot is None else n_boot, rule.param("seed") if seed is None else seed)
+    return KPIStudy(
+        frame,
+        defaults,
+        tuple(axes),
+        dict(fixed or {}),
+        rule,
+        rule.param("n_boot") if n_boot is None else n_boot,
+        rule.param("seed") if seed is None else seed,
+    )

@@ -105,12 +105,34 @@ DEFAULT_CORPUS = dataset_path("lessons", "lessons.csv")
 SHAPES = ("duration", "count", "threshold", "sender", "person", "enumeration", "boolean", "none")
 TIER_KINDS = MappingProxyType({0: "fact", 1: "tool-hint", 2: "parameter", 3: "preference"})
 CAPTURES = ("setter", "remember")
-MEMBER_SHAPES = MappingProxyType({"sender": "sender", "person": "person", "weekday": "enumeration",
-                                  "path": "person"})
-UNITS = MappingProxyType({"duration": ("seconds", "minutes", "hours", "days", "years"),
-                          "threshold": ("time", "percent", "number", "year", "seconds")})
-COLUMNS = ("lesson_id", "template", "split", "domain", "skill", "section", "capture", "text", "gold_tier",
-           "gold_kind", "shape", "namespace", "key", "value", "scope", "consumers", "prefer", "drop", "prose")
+MEMBER_SHAPES = MappingProxyType({"sender": "sender", "person": "person", "weekday": "enumeration", "path": "person"})
+UNITS = MappingProxyType(
+    {
+        "duration": ("seconds", "minutes", "hours", "days", "years"),
+        "threshold": ("time", "percent", "number", "year", "seconds"),
+    }
+)
+COLUMNS = (
+    "lesson_id",
+    "template",
+    "split",
+    "domain",
+    "skill",
+    "section",
+    "capture",
+    "text",
+    "gold_tier",
+    "gold_kind",
+    "shape",
+    "namespace",
+    "key",
+    "value",
+    "scope",
+    "consumers",
+    "prefer",
+    "drop",
+    "prose",
+)
 
 
 class CorpusError(ValueError):
@@ -199,8 +221,15 @@ class Registry:
     def state(self, tool_id: str) -> str:
         t = self.tool(tool_id)
         have = {ns for tid, ns in self.wiring if tid == t.id}
-        return "on" if have == t.reads and have else "shipped" if have and have == t.wired else \
-            "off" if not have else "partial"
+        return (
+            "on"
+            if have == t.reads and have
+            else "shipped"
+            if have and have == t.wired
+            else "off"
+            if not have
+            else "partial"
+        )
 
     def wire(self, tool_id: str, on: bool = True) -> Registry:
         """Switch a tool on (it reads every namespace it could) or off (it reads none, even shipped ones)."""
@@ -225,8 +254,9 @@ class Registry:
 
     def readers(self, namespace: str, domain: str) -> tuple[str, ...]:
         """Wired tools of `domain` that read `namespace` (tool names)."""
-        return tuple(sorted(t.split("/", 1)[1] for t, ns in self.wiring
-                            if ns == namespace and t.split("/", 1)[0] == domain))
+        return tuple(
+            sorted(t.split("/", 1)[1] for t, ns in self.wiring if ns == namespace and t.split("/", 1)[0] == domain)
+        )
 
     def could_read(self, namespace: str, domain: str) -> tuple[str, ...]:
         return tuple(sorted(t.name for t in self.tools if t.domain == domain and namespace in t.reads))
@@ -317,8 +347,15 @@ def _key_spec(ns: str, key: str | None, raw: Mapping, path: Path, where: str) ->
     bad = [s for s in scopes if s not in ("sender", "person", "path")]
     if bad:
         raise _err(path, f"{where}.scopes", f"unknown scope kind(s) {bad}")
-    return KeySpec(ns, key, shape, tuple(c.lower() for c in cues), unit,
-                   MappingProxyType({str(k).lower(): str(v) for k, v in options.items()}), scopes)
+    return KeySpec(
+        ns,
+        key,
+        shape,
+        tuple(c.lower() for c in cues),
+        unit,
+        MappingProxyType({str(k).lower(): str(v) for k, v in options.items()}),
+        scopes,
+    )
 
 
 def load_source(path: str | Path = DEFAULT_SOURCE) -> Source:
@@ -364,8 +401,16 @@ def _load_source(path: Path, _stamp: int) -> Source:
             cues = _strs(raw.get("cues"), path, f"{where}.cues")
             if not cues:
                 raise _err(path, f"{where}.cues", "at least one cue word")
-            keys = (KeySpec(name, None, value_kind or MEMBER_SHAPES[kind], tuple(c.lower() for c in cues),
-                            members=kind, member_value=value_kind),)
+            keys = (
+                KeySpec(
+                    name,
+                    None,
+                    value_kind or MEMBER_SHAPES[kind],
+                    tuple(c.lower() for c in cues),
+                    members=kind,
+                    member_value=value_kind,
+                ),
+            )
         else:
             if not isinstance(raw.get("keys"), Mapping) or not raw["keys"]:
                 raise _err(path, where, "needs keys (or members)")
@@ -377,9 +422,14 @@ def _load_source(path: Path, _stamp: int) -> Source:
         _known(raw, {"name", "domain", "reads", "wired", "writes", "why"}, path, where)
         if raw.get("domain") not in domains or not raw.get("name"):
             raise _err(path, where, "needs name and a known domain")
-        t = ToolSpec(raw["name"], raw["domain"], frozenset(_strs(raw.get("reads"), path, f"{where}.reads")),
-                     frozenset(_strs(raw.get("wired"), path, f"{where}.wired")), raw.get("writes"),
-                     str(raw.get("why") or ""))
+        t = ToolSpec(
+            raw["name"],
+            raw["domain"],
+            frozenset(_strs(raw.get("reads"), path, f"{where}.reads")),
+            frozenset(_strs(raw.get("wired"), path, f"{where}.wired")),
+            raw.get("writes"),
+            str(raw.get("why") or ""),
+        )
         for ns in t.reads | ({t.writes} if t.writes else set()):
             if (t.domain, ns) not in namespaces:
                 raise _err(path, where, f"{t.name} names namespace {ns!r}, not declared in {t.domain}")
@@ -404,8 +454,16 @@ def _load_source(path: Path, _stamp: int) -> Source:
             skills[d] = load_skill(ROOT / dom.skill_dir)
         except Exception as exc:  # SkillError, OSError: name the source field that pointed there
             raise _err(path, f"domains.{d}.skill_dir", str(exc)) from exc
-    source = Source(path, int(doc.get("seed", 0)), MappingProxyType(domains), MappingProxyType(namespaces),
-                    registry, MappingProxyType(slots), tuple(doc.get("lessons") or ()), MappingProxyType(skills))
+    source = Source(
+        path,
+        int(doc.get("seed", 0)),
+        MappingProxyType(domains),
+        MappingProxyType(namespaces),
+        registry,
+        MappingProxyType(slots),
+        tuple(doc.get("lessons") or ()),
+        MappingProxyType(skills),
+    )
     for d in domains:
         slugs = {s.slug for s in parse(source.skill(d).body)}
         for ns in source.vocabulary(d):
@@ -446,13 +504,27 @@ class LabelledLesson:
         return self.tier in (0, 2)
 
     def to_row(self) -> dict:
-        return {"lesson_id": self.id, "template": self.template, "split": self.split, "domain": self.domain,
-                "skill": self.skill, "section": self.section, "capture": self.capture, "text": self.text,
-                "gold_tier": self.tier, "gold_kind": self.kind, "shape": self.shape, "namespace": self.namespace,
-                "key": self.key, "value": "" if self.value is None else json.dumps(self.value, ensure_ascii=False),
-                "scope": self.scope if self.value_shaped else "", "consumers": " ".join(self.consumers),
-                "prefer": " ".join(self.prefer),
-                "drop": " ".join(self.drop), "prose": self.prose}
+        return {
+            "lesson_id": self.id,
+            "template": self.template,
+            "split": self.split,
+            "domain": self.domain,
+            "skill": self.skill,
+            "section": self.section,
+            "capture": self.capture,
+            "text": self.text,
+            "gold_tier": self.tier,
+            "gold_kind": self.kind,
+            "shape": self.shape,
+            "namespace": self.namespace,
+            "key": self.key,
+            "value": "" if self.value is None else json.dumps(self.value, ensure_ascii=False),
+            "scope": self.scope if self.value_shaped else "",
+            "consumers": " ".join(self.consumers),
+            "prefer": " ".join(self.prefer),
+            "drop": " ".join(self.drop),
+            "prose": self.prose,
+        }
 
 
 def _rng(*key: object) -> random.Random:
@@ -483,13 +555,17 @@ def build_corpus(source: Source) -> list[LabelledLesson]:
     seen: set[str] = set()
     for i, t in enumerate(source.templates):
         where = f"lessons[{i}] ({t.get('id')})"
-        _known(t, {"id", "domain", "section", "split", "capture", "n", "gold", "prose", "phrasings"}, source.path,
-               where)
+        _known(
+            t, {"id", "domain", "section", "split", "capture", "n", "gold", "prose", "phrasings"}, source.path, where
+        )
         tid, domain = t.get("id"), t.get("domain")
         if not tid or domain not in source.domains:
             raise _err(source.path, where, "needs an id and a known domain")
-        gold, phrasings, prose = t.get("gold") or {}, _strs(t.get("phrasings"), source.path, f"{where}.phrasings"), \
-            t.get("prose")
+        gold, phrasings, prose = (
+            t.get("gold") or {},
+            _strs(t.get("phrasings"), source.path, f"{where}.phrasings"),
+            t.get("prose"),
+        )
         if not phrasings or not isinstance(prose, str):
             raise _err(source.path, where, "needs phrasings and a prose sentence")
         if t.get("split") not in ("dev", "test"):
@@ -521,18 +597,38 @@ def build_corpus(source: Source) -> list[LabelledLesson]:
             else:
                 raise _err(source.path, where, f"cannot draw {n} distinct lessons from its slots")
             seen.add(text)
-            out.append(_lesson(source, t, tier, f"{tid}-{j + 1:02d}", text, prose.format(**fill),
-                               {k: (v.format(**fill) if isinstance(v, str) else v) for k, v in gold.items()},
-                               where))
+            out.append(
+                _lesson(
+                    source,
+                    t,
+                    tier,
+                    f"{tid}-{j + 1:02d}",
+                    text,
+                    prose.format(**fill),
+                    {k: (v.format(**fill) if isinstance(v, str) else v) for k, v in gold.items()},
+                    where,
+                )
+            )
     return out
 
 
-def _lesson(source: Source, t: Mapping, tier: int, lid: str, text: str, prose: str, gold: Mapping,
-            where: str) -> LabelledLesson:
+def _lesson(
+    source: Source, t: Mapping, tier: int, lid: str, text: str, prose: str, gold: Mapping, where: str
+) -> LabelledLesson:
     domain = t["domain"]
     skill = source.domains[domain].skill
-    base = dict(id=lid, template=t["id"], split=t["split"], domain=domain, skill=skill, capture=t["capture"],
-                text=text, tier=tier, kind=TIER_KINDS[tier], prose=prose)
+    base = dict(
+        id=lid,
+        template=t["id"],
+        split=t["split"],
+        domain=domain,
+        skill=skill,
+        capture=t["capture"],
+        text=text,
+        tier=tier,
+        kind=TIER_KINDS[tier],
+        prose=prose,
+    )
     if tier in (0, 2):
         ns = source.namespace(domain, gold.get("namespace"))
         key = str(gold.get("key", ""))
@@ -541,12 +637,23 @@ def _lesson(source: Source, t: Mapping, tier: int, lid: str, text: str, prose: s
             raise _err(source.path, f"{where}.gold.key", f"{key!r} is not a key of {ns.name}")
         readers = source.registry.readers(ns.name, domain)
         if (tier == 0) != bool(readers):
-            raise _err(source.path, f"{where}.gold.tier",
-                       f"tier {tier}, but the shipped readers of {ns.name} are {list(readers) or 'none'} "
-                       "(tier 0 iff a shipped tool reads it)")
+            raise _err(
+                source.path,
+                f"{where}.gold.tier",
+                f"tier {tier}, but the shipped readers of {ns.name} are {list(readers) or 'none'} "
+                "(tier 0 iff a shipped tool reads it)",
+            )
         value = _typed(gold["value"]) if isinstance(gold.get("value"), str) else gold.get("value")
-        return LabelledLesson(**base, section=ns.section, shape=spec.shape, namespace=ns.name, key=key, value=value,
-                      scope=str(gold.get("scope") or "user"), consumers=source.registry.could_read(ns.name, domain))
+        return LabelledLesson(
+            **base,
+            section=ns.section,
+            shape=spec.shape,
+            namespace=ns.name,
+            key=key,
+            value=value,
+            scope=str(gold.get("scope") or "user"),
+            consumers=source.registry.could_read(ns.name, domain),
+        )
     section = t.get("section")
     slugs = {s.slug for s in parse(source.skill(domain).body)}
     if section not in slugs:
@@ -585,12 +692,29 @@ def load_corpus(path: str | Path = DEFAULT_CORPUS) -> tuple[LabelledLesson, ...]
                 tier = int(row["gold_tier"])
                 if tier not in TIER_KINDS or row["gold_kind"] != TIER_KINDS[tier] or row["shape"] not in SHAPES:
                     raise ValueError(f"tier/kind/shape {tier}/{row['gold_kind']}/{row['shape']} inconsistent")
-                out.append(LabelledLesson(
-                    row["lesson_id"], row["template"], row["split"], row["domain"], row["skill"], row["section"],
-                    row["capture"], row["text"], tier, row["gold_kind"], row["shape"], row["namespace"], row["key"],
-                    json.loads(row["value"]) if row["value"] else None, row["scope"] or "user",
-                    tuple(row["prefer"].split()), tuple(row["drop"].split()), row["prose"],
-                    tuple(row["consumers"].split())))
+                out.append(
+                    LabelledLesson(
+                        row["lesson_id"],
+                        row["template"],
+                        row["split"],
+                        row["domain"],
+                        row["skill"],
+                        row["section"],
+                        row["capture"],
+                        row["text"],
+                        tier,
+                        row["gold_kind"],
+                        row["shape"],
+                        row["namespace"],
+                        row["key"],
+                        json.loads(row["value"]) if row["value"] else None,
+                        row["scope"] or "user",
+                        tuple(row["prefer"].split()),
+                        tuple(row["drop"].split()),
+                        row["prose"],
+                        tuple(row["consumers"].split()),
+                    )
+                )
             except (ValueError, KeyError, TypeError) as exc:
                 raise CorpusError(f"{path}:{line}: {exc}") from exc
     return tuple(out)
@@ -598,18 +722,49 @@ def load_corpus(path: str | Path = DEFAULT_CORPUS) -> tuple[LabelledLesson, ...]
 
 # ---------------------------------------------------------------------------------------- extractor
 
-_WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-                 "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30,
-                 "forty": 40, "fifty": 50, "hundred": 100}
+_WORD_NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "hundred": 100,
+}
 _WORDNUM = r"(?:(?:one|two|three|four|five|six|seven|eight|nine|ten)\s+hundred|" + "|".join(_WORD_NUMBERS) + r")"
 _NUM = rf"(?:\d[\d,]*(?:\.\d+)?|{_WORDNUM})"
-_UNIT_MINUTES = {"second": 1 / 60, "sec": 1 / 60, "s": 1 / 60, "minute": 1, "min": 1, "hour": 60, "hr": 60,
-                 "h": 60, "day": 1440, "week": 10080, "month": 43200, "year": 525600, "decade": 5256000}
+_UNIT_MINUTES = {
+    "second": 1 / 60,
+    "sec": 1 / 60,
+    "s": 1 / 60,
+    "minute": 1,
+    "min": 1,
+    "hour": 60,
+    "hr": 60,
+    "h": 60,
+    "day": 1440,
+    "week": 10080,
+    "month": 43200,
+    "year": 525600,
+    "decade": 5256000,
+}
 _TO_UNIT = {"seconds": 1 / 60, "minutes": 1, "hours": 60, "days": 1440, "years": 525600}
 _DURATION = re.compile(
     rf"\b(?P<n>{_NUM}|half an?|half a|a quarter of an?|an?)\s*-?\s*"
     r"(?P<u>seconds?|secs?|minutes?|mins?|hours?|hrs?|h|days?|weeks?|months?|years?|decades?)\b"
-    r"|\b(?:last|past)\s+(?P<u1>week|month|year|decade)\b")
+    r"|\b(?:last|past)\s+(?P<u1>week|month|year|decade)\b"
+)
 _TIME = re.compile(r"\b(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ap>am|pm)\b|\b(?P<h2>\d{1,2}):(?P<m2>\d{2})\b")
 _PERCENT = re.compile(r"\b(?P<n>\d+(?:\.\d+)?)\s*(?:%|percent\b)")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
@@ -620,12 +775,43 @@ _SITE = re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|org|net|io|gov|int|edu|co\.uk)\b"
 _PATH = re.compile(r"(?<![\w/])(?:[\w.-]+/)+(?=[\s,.;:)]|$)")
 _PERSON = re.compile(r"\b[A-ZÀ-Ý][a-zà-ÿ]+(?:\s+[A-ZÀ-Ý][a-zà-ÿ]+)?\b")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_NOT_PEOPLE = set(_WEEKDAYS) | {"january", "february", "march", "april", "may", "june", "july", "august",
-                                "september", "october", "november", "december", "english", "german", "spanish",
-                                "french", "japanese", "portuguese", "i"}
+_NOT_PEOPLE = set(_WEEKDAYS) | {
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "english",
+    "german",
+    "spanish",
+    "french",
+    "japanese",
+    "portuguese",
+    "i",
+}
 _SUBJECT_VERBS = ("is", "owns", "should", "reads", "needs", "prefers", "will", "wants", "has", "can", "must")
-_NEGATORS = {"not", "no", "never", "don't", "dont", "can't", "cannot", "stop", "instead", "rather", "n't",
-             "without", "won't"}
+_NEGATORS = {
+    "not",
+    "no",
+    "never",
+    "don't",
+    "dont",
+    "can't",
+    "cannot",
+    "stop",
+    "instead",
+    "rather",
+    "n't",
+    "without",
+    "won't",
+}
 _BOUNDS = {"than", "most", "least", "under", "over", "above", "below", "up", "more", "fewer", "less"}
 _SPLIT_CLAUSES = re.compile(r"[;,.—:]|\s-\s")
 _QUANTITIES = frozenset({"duration", "time", "percent", "year", "count"})
@@ -646,8 +832,13 @@ class ExtractedValue:
     score: float = 0.0
 
     def to_dict(self) -> dict:
-        return {"namespace": self.namespace, "key": self.key, "value": self.value, "scope": self.scope,
-                "shape": self.shape}
+        return {
+            "namespace": self.namespace,
+            "key": self.key,
+            "value": self.value,
+            "scope": self.scope,
+            "shape": self.shape,
+        }
 
 
 @dataclass(frozen=True)
@@ -685,7 +876,7 @@ def _negated(text: str, at: int, end: int | None = None) -> bool:
         return False  # "no more than 5", "not longer than …" are bounds, not rejections
     if any(w in _NEGATORS or w.endswith("n't") for w in before):
         return True
-    after = text[end:end + 12].lower() if end is not None else ""
+    after = text[end : end + 12].lower() if end is not None else ""
     return bool(re.match(r"\s*(?:is|are) too\b", after))
 
 
@@ -724,10 +915,18 @@ def _spans(text: str) -> list[_Span]:
             add(m.start(), m.end(), "duration", _UNIT_MINUTES[m.group("u1")])
             continue
         n, unit = m.group("n"), m.group("u").rstrip("s") or "s"
-        unit = {"sec": "second", "secs": "second", "hr": "hour", "hrs": "hour", "min": "minute",
-                "mins": "minute"}.get(unit, unit)
-        amount = (0.5 if n.startswith("half") else 0.25 if n.startswith("a quarter") else 1.0
-                  if n in ("a", "an") else _number(n))
+        unit = {"sec": "second", "secs": "second", "hr": "hour", "hrs": "hour", "min": "minute", "mins": "minute"}.get(
+            unit, unit
+        )
+        amount = (
+            0.5
+            if n.startswith("half")
+            else 0.25
+            if n.startswith("a quarter")
+            else 1.0
+            if n in ("a", "an")
+            else _number(n)
+        )
         if amount is not None and unit in _UNIT_MINUTES:
             add(m.start(), m.end(), "duration", amount * _UNIT_MINUTES[unit], n not in ("a", "an"))
     for m in _YEAR.finditer(low):
@@ -742,7 +941,7 @@ def _spans(text: str) -> list[_Span]:
     for m in _PERSON.finditer(text):
         start, name = m.start(), m.group(0)
         at_start = not text[:start].strip() or text[:start].rstrip()[-1] in ".;!?("
-        rest = text[m.end():].lstrip().lower()
+        rest = text[m.end() :].lstrip().lower()
         if at_start and not (rest.startswith("'s") or rest.split(" ", 1)[0] in _SUBJECT_VERBS):
             if " " not in name:
                 continue
@@ -773,8 +972,12 @@ def _resolve(spec: KeySpec, spans: Sequence[_Span], text: str, low: str, cue_at:
         return min(cands, key=lambda s: (not s.explicit, abs(s.start - cue_at), s.start)) if cands else None
 
     if spec.members:
-        kinds = {"sender": ("email", "domain", "site"), "person": ("person",), "weekday": ("weekday",),
-                 "path": ("path",)}[spec.members]
+        kinds = {
+            "sender": ("email", "domain", "site"),
+            "person": ("person",),
+            "weekday": ("weekday",),
+            "path": ("path",),
+        }[spec.members]
         member = nearest(kinds)
         if member is None:
             return None, None
@@ -925,9 +1128,17 @@ def prose(ctx: _Ctx) -> Route:
 ROUTE_RULES: tuple[Callable[[_Ctx], Route | None], ...] = (setter_call, tool_prior, procedural, value_shaped, prose)
 
 
-def route(text: str, capture: str, domain: str, source: Source, registry: Registry | None = None, *,
-          policy: str = "research", extractor: Callable = extract,
-          rules: Sequence[Callable] = ROUTE_RULES) -> Route:
+def route(
+    text: str,
+    capture: str,
+    domain: str,
+    source: Source,
+    registry: Registry | None = None,
+    *,
+    policy: str = "research",
+    extractor: Callable = extract,
+    rules: Sequence[Callable] = ROUTE_RULES,
+) -> Route:
     """Declare the tier at the write site. `policy`: "research" (tier 2 exists) or "v1" (unwired → prose)."""
     if policy not in ("research", "v1"):
         raise ValueError(f"policy {policy!r} is not research or v1")
@@ -963,21 +1174,38 @@ class Evaluation:
     def accuracy(self, by: str | None = None) -> pd.DataFrame:
         """Tier accuracy over all lessons; shape, key, value, scope and exact {key,value,scope} over the
         value-shaped ones; tool-hint exactness over the tier-1 ones. Optionally grouped (`split`, `domain`)."""
+
         def one(df: pd.DataFrame) -> pd.Series:
             v = df[df.value_shaped]
             t1 = df[df.gold_tier == 1]
-            return pd.Series({"lessons": len(df), "tier": df.tier_ok.mean(), "value_lessons": len(v),
-                              "shape": v.shape_ok.mean(), "namespace_key": v.key_ok.mean(),
-                              "value": v.value_ok.mean(), "scope": v.scope_ok.mean(), "exact": v.exact.mean(),
-                              "tool_hint_exact": t1.hint_ok.mean() if len(t1) else float("nan"),
-                              "extractor_false_positive": df[~df.value_shaped].extracted.mean()})
+            return pd.Series(
+                {
+                    "lessons": len(df),
+                    "tier": df.tier_ok.mean(),
+                    "value_lessons": len(v),
+                    "shape": v.shape_ok.mean(),
+                    "namespace_key": v.key_ok.mean(),
+                    "value": v.value_ok.mean(),
+                    "scope": v.scope_ok.mean(),
+                    "exact": v.exact.mean(),
+                    "tool_hint_exact": t1.hint_ok.mean() if len(t1) else float("nan"),
+                    "extractor_false_positive": df[~df.value_shaped].extracted.mean(),
+                }
+            )
+
         if by is None:
             return one(self.rows).to_frame("all").T
         return self.rows.groupby(by).apply(one)
 
 
-def evaluate(lessons: Sequence[LabelledLesson], source: Source, registry: Registry | None = None, *,
-             policy: str = "research", extractor: Callable = extract) -> Evaluation:
+def evaluate(
+    lessons: Sequence[LabelledLesson],
+    source: Source,
+    registry: Registry | None = None,
+    *,
+    policy: str = "research",
+    extractor: Callable = extract,
+) -> Evaluation:
     """Route every lesson at the given wiring (default: shipped) and score it against its gold labels."""
     registry = registry or source.registry
     rows = []
@@ -988,19 +1216,38 @@ def evaluate(lessons: Sequence[LabelledLesson], source: Source, registry: Regist
         key_ok = bool(p and p.namespace == x.namespace and p.key == x.key)
         value_ok = key_ok and p.value == x.value and type(p.value) is type(x.value)
         scope_ok = bool(p and p.scope == x.scope)
-        rows.append({"lesson_id": x.id, "template": x.template, "split": x.split, "domain": x.domain,
-                     "capture": x.capture.split(":")[0], "text": x.text, "gold_tier": x.tier, "tier": r.tier,
-                     "rule": r.rule, "tier_ok": r.tier == x.tier, "value_shaped": x.value_shaped,
-                     "gold_shape": x.shape, "pred_shape": alone.shape if alone else "none",
-                     "shape_ok": (alone.shape if alone else "none") == x.shape, "extracted": alone is not None,
-                     "gold": f"{x.namespace}.{x.key}={json.dumps(x.value)} @{x.scope}" if x.value_shaped else "",
-                     "proposed": f"{p.namespace}.{p.key}={json.dumps(p.value)} @{p.scope}" if p else "",
-                     "key_ok": key_ok, "value_ok": value_ok, "scope_ok": scope_ok,
-                     "exact": key_ok and value_ok and scope_ok,
-                     "hint_ok": (r.prefer, r.drop) == (x.prefer, x.drop)})
+        rows.append(
+            {
+                "lesson_id": x.id,
+                "template": x.template,
+                "split": x.split,
+                "domain": x.domain,
+                "capture": x.capture.split(":")[0],
+                "text": x.text,
+                "gold_tier": x.tier,
+                "tier": r.tier,
+                "rule": r.rule,
+                "tier_ok": r.tier == x.tier,
+                "value_shaped": x.value_shaped,
+                "gold_shape": x.shape,
+                "pred_shape": alone.shape if alone else "none",
+                "shape_ok": (alone.shape if alone else "none") == x.shape,
+                "extracted": alone is not None,
+                "gold": f"{x.namespace}.{x.key}={json.dumps(x.value)} @{x.scope}" if x.value_shaped else "",
+                "proposed": f"{p.namespace}.{p.key}={json.dumps(p.value)} @{p.scope}" if p else "",
+                "key_ok": key_ok,
+                "value_ok": value_ok,
+                "scope_ok": scope_ok,
+                "exact": key_ok and value_ok and scope_ok,
+                "hint_ok": (r.prefer, r.drop) == (x.prefer, x.drop),
+            }
+        )
     df = pd.DataFrame(rows)
-    return Evaluation(df, confusion(df.gold_tier.tolist(), df.tier.tolist(), (0, 1, 2, 3)),
-                      confusion(df.gold_shape.tolist(), df.pred_shape.tolist(), SHAPES))
+    return Evaluation(
+        df,
+        confusion(df.gold_tier.tolist(), df.tier.tolist(), (0, 1, 2, 3)),
+        confusion(df.gold_shape.tolist(), df.pred_shape.tolist(), SHAPES),
+    )
 
 
 # ---------------------------------------------------------------------------------- collapse curve
@@ -1011,7 +1258,9 @@ def needs_tier2(lessons: Iterable[LabelledLesson], registry: Registry) -> list[L
     return [x for x in lessons if x.value_shaped and not registry.readers(x.namespace, x.domain)]
 
 
-def collapse_curve(lessons: Sequence[LabelledLesson], registry: Registry, *, start: Registry | None = None) -> pd.DataFrame:
+def collapse_curve(
+    lessons: Sequence[LabelledLesson], registry: Registry, *, start: Registry | None = None
+) -> pd.DataFrame:
     """Wire tools one at a time, greedily (most tier-2 lessons absorbed first, ties by id), from `start`
     (default: the registry as given) until every wireable tool is on. One row per step."""
     lessons = list(lessons)
@@ -1020,9 +1269,15 @@ def collapse_curve(lessons: Sequence[LabelledLesson], registry: Registry, *, sta
 
     def row(step: int, tool: str, reg: Registry, absorbed: int) -> dict:
         left = len(needs_tier2(lessons, reg))
-        return {"step": step, "wired": tool, "absorbed": absorbed, "tier2_lessons": left,
-                "share_of_all": left / n if n else 0.0, "share_of_value": left / nv if nv else 0.0,
-                "tools_on": sum(reg.is_on(t.id) for t in reg.wireable)}
+        return {
+            "step": step,
+            "wired": tool,
+            "absorbed": absorbed,
+            "tier2_lessons": left,
+            "share_of_all": left / n if n else 0.0,
+            "share_of_value": left / nv if nv else 0.0,
+            "tools_on": sum(reg.is_on(t.id) for t in reg.wireable),
+        }
 
     rows = [row(0, "(start)", current, 0)]
     while True:
@@ -1043,13 +1298,26 @@ def collapse_curve(lessons: Sequence[LabelledLesson], registry: Registry, *, sta
 def residual(lessons: Sequence[LabelledLesson], source: Source) -> pd.DataFrame:
     """With every wireable tool wired: what still needs tier 2, per namespace/key, and why no tool reads it."""
     left = needs_tier2(lessons, source.registry.all_wired())
-    rows = [{"domain": x.domain, "namespace": x.namespace, "key": x.key, "shape": x.shape,
-             "why_no_tool": source.namespace(x.domain, x.namespace).why_no_tool or ""} for x in left]
+    rows = [
+        {
+            "domain": x.domain,
+            "namespace": x.namespace,
+            "key": x.key,
+            "shape": x.shape,
+            "why_no_tool": source.namespace(x.domain, x.namespace).why_no_tool or "",
+        }
+        for x in left
+    ]
     if not rows:
         return pd.DataFrame(columns=["domain", "namespace", "key", "shape", "why_no_tool", "lessons"])
-    return (pd.DataFrame(rows).groupby(["domain", "namespace", "key", "shape", "why_no_tool"]).size()
-            .rename("lessons").reset_index().sort_values(["domain", "lessons"], ascending=[True, False],
-                                                         ignore_index=True))
+    return (
+        pd.DataFrame(rows)
+        .groupby(["domain", "namespace", "key", "shape", "why_no_tool"])
+        .size()
+        .rename("lessons")
+        .reset_index()
+        .sort_values(["domain", "lessons"], ascending=[True, False], ignore_index=True)
+    )
 
 
 # ------------------------------------------------------------------------------------- token costs
@@ -1084,7 +1352,7 @@ def renderings(x: LabelledLesson, source: Source) -> dict[str, str]:
 
 def _schema(source: Source, domain: str, tool: str) -> str:
     """The tool's declared schema as the model would see it (JSON of name, description, parameters)."""
-    gaia = ((source.skill(domain).frontmatter.get("metadata") or {}).get("gaia") or {})
+    gaia = (source.skill(domain).frontmatter.get("metadata") or {}).get("gaia") or {}
     for item in gaia.get("tools") or []:
         if isinstance(item, Mapping) and item.get("name") == tool:
             return json.dumps({"type": "function", "function": dict(item)}, sort_keys=True, default=str)
@@ -1111,24 +1379,42 @@ def representation_costs(lessons: Sequence[LabelledLesson], source: Source) -> p
     all_wired = source.registry.all_wired()
     for x in lessons:
         schema = sum(budget.count_tokens(_schema(source, x.domain, t)) for t in x.prefer)
-        rows.append({"lesson_id": x.id, "domain": x.domain, "gold_tier": x.tier, "value_shaped": x.value_shaped,
-                     "tier0": 0 if x.value_shaped else None,
-                     "tools_to_wire": (len(all_wired.readers(x.namespace, x.domain)) if x.value_shaped else None),
-                     "tier1": 0 if x.tier == 1 else None, "tier1_schema_max": schema if x.tier == 1 else None,
-                     "tier2": counts.get((x.id, "tier2")), "tier3": counts.get((x.id, "tier3")),
-                     "label_tokens": label})
+        rows.append(
+            {
+                "lesson_id": x.id,
+                "domain": x.domain,
+                "gold_tier": x.tier,
+                "value_shaped": x.value_shaped,
+                "tier0": 0 if x.value_shaped else None,
+                "tools_to_wire": (len(all_wired.readers(x.namespace, x.domain)) if x.value_shaped else None),
+                "tier1": 0 if x.tier == 1 else None,
+                "tier1_schema_max": schema if x.tier == 1 else None,
+                "tier2": counts.get((x.id, "tier2")),
+                "tier3": counts.get((x.id, "tier3")),
+                "label_tokens": label,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def cost_summary(costs: pd.DataFrame) -> pd.DataFrame:
     """Median / mean / p90 resident tokens per representation, over the lessons that representation can hold."""
     out = {}
-    for col, mask in (("tier0", costs.value_shaped), ("tier1_schema_max", costs.gold_tier == 1),
-                      ("tier2", costs.value_shaped), ("tier3", costs.value_shaped),
-                      ("tier3_procedural", costs.gold_tier == 3)):
+    for col, mask in (
+        ("tier0", costs.value_shaped),
+        ("tier1_schema_max", costs.gold_tier == 1),
+        ("tier2", costs.value_shaped),
+        ("tier3", costs.value_shaped),
+        ("tier3_procedural", costs.gold_tier == 3),
+    ):
         s = costs.loc[mask, "tier3" if col == "tier3_procedural" else col].astype(float)
-        out[col] = {"lessons": int(mask.sum()), "median": s.median(), "mean": s.mean(), "p90": s.quantile(0.9),
-                    "max": s.max()}
+        out[col] = {
+            "lessons": int(mask.sum()),
+            "median": s.median(),
+            "mean": s.mean(),
+            "p90": s.quantile(0.9),
+            "max": s.max(),
+        }
     return pd.DataFrame(out).T
 
 
@@ -1140,10 +1426,21 @@ def write_path_tools(source: Source, settings: gates.GateSettings | None = None)
     prefers one is refused), under `settings` (its confirmation set). Asked of the gate itself, tool by tool,
     so the study and the gates cannot drift."""
     rule = (gates.Rule("write_path_tool", gates.write_path_tool),)
-    return frozenset(t.id for t in source.registry.tools
-                     if gates.check(None, source.skill(t.domain), "tool-hint", {"prefer": [t.name]}, section=None,
-                                    provenance="user_instruction", settings=settings, rules=rule).rule
-                     == "write_path_tool")
+    return frozenset(
+        t.id
+        for t in source.registry.tools
+        if gates.check(
+            None,
+            source.skill(t.domain),
+            "tool-hint",
+            {"prefer": [t.name]},
+            section=None,
+            provenance="user_instruction",
+            settings=settings,
+            rules=rule,
+        ).rule
+        == "write_path_tool"
+    )
 
 
 WIRINGS = ("shipped", "gate-allowed", "all wired")
@@ -1153,16 +1450,29 @@ def wirings(source: Source) -> dict[str, Registry]:
     """The three wirings the study compares. `gate-allowed`: every wireable tool the gates allow learning to
     steer is on, every write-path tool is off — shipped wiring included (the rule has no exception for it)."""
     reg, forbidden = source.registry, write_path_tools(source)
-    return {"shipped": reg, "gate-allowed": reg.with_wired(t.id for t in reg.wireable if t.id not in forbidden),
-            "all wired": reg.all_wired()}
+    return {
+        "shipped": reg,
+        "gate-allowed": reg.with_wired(t.id for t in reg.wireable if t.id not in forbidden),
+        "all wired": reg.all_wired(),
+    }
 
 
 def tool_table(source: Source) -> pd.DataFrame:
     """The wireable tools: what each could read, what the shipped agent reads, why wiring it is plausible,
     and whether the gates forbid learning to steer it (write path)."""
     forbidden = write_path_tools(source)
-    return pd.DataFrame([{"tool": t.id, "could read": ", ".join(sorted(t.reads)), "shipped": ", ".join(sorted(t.wired)),
-                          "write path": t.id in forbidden, "why wireable": t.why} for t in source.registry.wireable])
+    return pd.DataFrame(
+        [
+            {
+                "tool": t.id,
+                "could read": ", ".join(sorted(t.reads)),
+                "shipped": ", ".join(sorted(t.wired)),
+                "write path": t.id in forbidden,
+                "why wireable": t.why,
+            }
+            for t in source.registry.wireable
+        ]
+    )
 
 
 def inert_check(lessons: Sequence[LabelledLesson], source: Source) -> pd.DataFrame:
@@ -1179,9 +1489,15 @@ def inert_check(lessons: Sequence[LabelledLesson], source: Source) -> pd.DataFra
                 store.put_fact(f"{x.domain}/{x.namespace}", x.key, x.value, scope=x.scope)
             rep = report(store, consumers)
         need = needs_tier2(value, reg)
-        rows.append({"wiring": name, "facts stored": len(rep.lines), "inert facts": len(rep.inert),
-                     "distinct values needing tier 2": len({(x.domain, x.namespace, x.key, x.scope) for x in need}),
-                     "lessons needing tier 2": len(need)})
+        rows.append(
+            {
+                "wiring": name,
+                "facts stored": len(rep.lines),
+                "inert facts": len(rep.inert),
+                "distinct values needing tier 2": len({(x.domain, x.namespace, x.key, x.scope) for x in need}),
+                "lessons needing tier 2": len(need),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -1208,27 +1524,33 @@ class DecisionRule:
         return cls(float(r.param("max_leftover")), float(r.param("worth_tokens")), r)
 
     def verdict(self, leftover: Interval, saving: Interval, compliance: Interval | None = None) -> str:
-        """"holds", "does not hold" or "undecided" from the three intervals (compliance None: not measured)."""
-        if leftover.low >= self.max_leftover or saving.low >= self.worth_tokens or \
-                (compliance is not None and compliance.low > 0):
+        """ "holds", "does not hold" or "undecided" from the three intervals (compliance None: not measured)."""
+        if (
+            leftover.low >= self.max_leftover
+            or saving.low >= self.worth_tokens
+            or (compliance is not None and compliance.low > 0)
+        ):
             return "does not hold"
         if leftover.high < self.max_leftover and saving.high < self.worth_tokens:
             return "holds"
         return "undecided"
 
     def __str__(self) -> str:
-        return (f"holds ⇔ leftover share (gate-allowed wiring, upper 95% bound) < {self.max_leftover:.0%} "
-                f"and tokens a typed line saves per leftover lesson (upper 95% bound) < {self.worth_tokens:g} "
-                "and (when powered) the typed line is not followed more often; does not hold ⇔ a lower bound "
-                "is at or past its threshold or the typed line is followed more often; else undecided")
+        return (
+            f"holds ⇔ leftover share (gate-allowed wiring, upper 95% bound) < {self.max_leftover:.0%} "
+            f"and tokens a typed line saves per leftover lesson (upper 95% bound) < {self.worth_tokens:g} "
+            "and (when powered) the typed line is not followed more often; does not hold ⇔ a lower bound "
+            "is at or past its threshold or the typed line is followed more often; else undecided"
+        )
 
 
 RULE = DecisionRule.load()
 WORTH_TOKENS = RULE.worth_tokens  # kept for callers of the old name
 
 
-def bootstrap(rows: pd.DataFrame, stat: Callable[[pd.DataFrame], float], *, by: str = "template", n: int = 1000,
-              seed: int = 0) -> tuple[float, float]:
+def bootstrap(
+    rows: pd.DataFrame, stat: Callable[[pd.DataFrame], float], *, by: str = "template", n: int = 1000, seed: int = 0
+) -> tuple[float, float]:
     """95% percentile interval of `stat`, resampling whole `by` groups (a template's lessons move together)."""
     import numpy as np
 
@@ -1285,19 +1607,41 @@ class CollapseStudy:
     def table(self) -> pd.DataFrame:
         """Every number the finding is computed from, with its 95% interval and the unit resampled."""
         ci = self.intervals
-        rows = [{"quantity": f"leftover share, {w}", "estimate": ci[f"leftover_{w}"].estimate,
-                 "low": ci[f"leftover_{w}"].low, "high": ci[f"leftover_{w}"].high,
-                 "resampled": f"{ci[f'leftover_{w}'].n} namespaces"} for w in WIRINGS]
-        for name, label, unit in (("saving", "tokens a typed line saves per leftover lesson, gate-allowed",
-                                   "leftover namespaces"),
-                                  ("tier_accuracy", "router: gold tier", "templates"),
-                                  ("exact_value_accuracy", "extractor: exact {key, value, scope}", "templates")):
-            rows.append({"quantity": label, "estimate": ci[name].estimate, "low": ci[name].low,
-                         "high": ci[name].high, "resampled": f"{ci[name].n} {unit}"})
+        rows = [
+            {
+                "quantity": f"leftover share, {w}",
+                "estimate": ci[f"leftover_{w}"].estimate,
+                "low": ci[f"leftover_{w}"].low,
+                "high": ci[f"leftover_{w}"].high,
+                "resampled": f"{ci[f'leftover_{w}'].n} namespaces",
+            }
+            for w in WIRINGS
+        ]
+        for name, label, unit in (
+            ("saving", "tokens a typed line saves per leftover lesson, gate-allowed", "leftover namespaces"),
+            ("tier_accuracy", "router: gold tier", "templates"),
+            ("exact_value_accuracy", "extractor: exact {key, value, scope}", "templates"),
+        ):
+            rows.append(
+                {
+                    "quantity": label,
+                    "estimate": ci[name].estimate,
+                    "low": ci[name].low,
+                    "high": ci[name].high,
+                    "resampled": f"{ci[name].n} {unit}",
+                }
+            )
         comp = self.compliance()[0]
         if comp is not None:
-            rows.append({"quantity": "compliance, tier 2 − tier 3 (live arm, per key)", "estimate": comp.estimate,
-                         "low": comp.low, "high": comp.high, "resampled": f"{comp.n} keys"})
+            rows.append(
+                {
+                    "quantity": "compliance, tier 2 − tier 3 (live arm, per key)",
+                    "estimate": comp.estimate,
+                    "low": comp.low,
+                    "high": comp.high,
+                    "resampled": f"{comp.n} keys",
+                }
+            )
         return pd.DataFrame(rows).set_index("quantity")
 
     def verdict(self) -> str:
@@ -1311,51 +1655,75 @@ class CollapseStudy:
         allw = t.loc["leftover share, all wired"]
         comp, why_not = self.compliance()
         verdict = self.verdict()
-        claim1 = ("shown" if left.high < rule.max_leftover else "refuted" if left.low >= rule.max_leftover
-                  else "not decided")
-        claim2 = ("shown" if save.high < rule.worth_tokens else "refuted" if save.low >= rule.worth_tokens
-                  else "not decided")
+        claim1 = (
+            "shown" if left.high < rule.max_leftover else "refuted" if left.low >= rule.max_leftover else "not decided"
+        )
+        claim2 = (
+            "shown" if save.high < rule.worth_tokens else "refuted" if save.low >= rule.worth_tokens else "not decided"
+        )
         g = cov.loc["gate-allowed"]
         only_forbidden = int(g.lessons - cov.loc["all wired", "lessons"])
         lines = [
             f"**Rule (stated before the data).** The hypothesis {rule}.",
-            (f"**Coverage.** Shipped wiring: {cov.loc['shipped', 'share']:.1%} of "
-             f"{int(g.value_lessons)} value-shaped lessons have no reader. Wiring every tool the gates allow "
-             f"({int(g.tools_on)} tools) leaves **{left.estimate:.1%}** (95% CI {left.low:.1%}–{left.high:.1%}, "
-             f"{left.resampled} resampled). The gates refuse learning on {len(self.forbidden)} wireable "
-             f"write-path tools ({', '.join(self.forbidden)}); wiring them anyway would leave "
-             f"{allw.estimate:.1%} ({allw.low:.1%}–{allw.high:.1%}) — {only_forbidden} "
-             f"lessons that only a forbidden wiring absorbs. Claim 1 (leftover < {rule.max_leftover:.0%}): "
-             f"**{claim1}**."),
-            (f"**Cost.** For the {int(g.lessons)} leftover lessons a typed line saves {save.estimate:.1f} tokens "
-             f"per lesson on average over one prose sentence (95% CI {save.low:.1f}–{save.high:.1f}, "
-             f"{save.resampled} resampled). Claim 2 (saving < {rule.worth_tokens:g}): **{claim2}**."),
-            (f"**Compliance.** tier 2 − tier 3, averaged per key: {comp.estimate:+.0%} "
-             f"({comp.low:+.0%} to {comp.high:+.0%}, {comp.n} keys resampled; smallest detectable difference "
-             f"{self.live.power.mde:.2f})." if comp is not None else
-             f"**Compliance.** Not in the verdict: {why_not}."),
-            "**Verdict.** " + {
+            (
+                f"**Coverage.** Shipped wiring: {cov.loc['shipped', 'share']:.1%} of "
+                f"{int(g.value_lessons)} value-shaped lessons have no reader. Wiring every tool the gates allow "
+                f"({int(g.tools_on)} tools) leaves **{left.estimate:.1%}** (95% CI {left.low:.1%}–{left.high:.1%}, "
+                f"{left.resampled} resampled). The gates refuse learning on {len(self.forbidden)} wireable "
+                f"write-path tools ({', '.join(self.forbidden)}); wiring them anyway would leave "
+                f"{allw.estimate:.1%} ({allw.low:.1%}–{allw.high:.1%}) — {only_forbidden} "
+                f"lessons that only a forbidden wiring absorbs. Claim 1 (leftover < {rule.max_leftover:.0%}): "
+                f"**{claim1}**."
+            ),
+            (
+                f"**Cost.** For the {int(g.lessons)} leftover lessons a typed line saves {save.estimate:.1f} tokens "
+                f"per lesson on average over one prose sentence (95% CI {save.low:.1f}–{save.high:.1f}, "
+                f"{save.resampled} resampled). Claim 2 (saving < {rule.worth_tokens:g}): **{claim2}**."
+            ),
+            (
+                f"**Compliance.** tier 2 − tier 3, averaged per key: {comp.estimate:+.0%} "
+                f"({comp.low:+.0%} to {comp.high:+.0%}, {comp.n} keys resampled; smallest detectable difference "
+                f"{self.live.power.mde:.2f})."
+                if comp is not None
+                else f"**Compliance.** Not in the verdict: {why_not}."
+            ),
+            "**Verdict.** "
+            + {
                 "holds": "the collapse hypothesis **holds** on this corpus: wire the tool where the gates allow "
-                         "it (tier 0), write prose where no tool can read the value (tier 3); tier 2 is not "
-                         "worth building.",
+                "it (tier 0), write prose where no tool can read the value (tier 3); tier 2 is not "
+                "worth building.",
                 "does not hold": "the collapse hypothesis **does not hold** on this corpus: "
-                                 + "; ".join(why for why, refuted in (
-                                     ("wiring leaves too many values without a reader", claim1 == "refuted"),
-                                     ("the typed line earns its keep in tokens", claim2 == "refuted"),
-                                     ("the typed line earns its keep in compliance",
-                                      comp is not None and comp.low > 0)) if refuted)
-                                 + ".",
+                + "; ".join(
+                    why
+                    for why, refuted in (
+                        ("wiring leaves too many values without a reader", claim1 == "refuted"),
+                        ("the typed line earns its keep in tokens", claim2 == "refuted"),
+                        ("the typed line earns its keep in compliance", comp is not None and comp.low > 0),
+                    )
+                    if refuted
+                )
+                + ".",
                 "undecided": "**undecided** — the data cannot decide: "
-                             + "; ".join(f"claim {i} is not decided (its interval straddles the threshold)"
-                                         for i, c in ((1, claim1), (2, claim2)) if c == "not decided")
-                             + ". Tier 2 stays deferred, as v1 ships, until it is decided.",
+                + "; ".join(
+                    f"claim {i} is not decided (its interval straddles the threshold)"
+                    for i, c in ((1, claim1), (2, claim2))
+                    if c == "not decided"
+                )
+                + ". Tier 2 stays deferred, as v1 ships, until it is decided.",
             }[verdict],
         ]
         return "\n\n".join(lines)
 
 
-def run(corpus: Sequence[LabelledLesson] | None = None, source: Source | None = None, *, live: Any = None,
-        n_boot: int = 1000, seed: int = 0, rule: DecisionRule = RULE) -> CollapseStudy:
+def run(
+    corpus: Sequence[LabelledLesson] | None = None,
+    source: Source | None = None,
+    *,
+    live: Any = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    rule: DecisionRule = RULE,
+) -> CollapseStudy:
     """The tier-2 collapse study: routing accuracy, the collapse curve, coverage under the three wirings
     (namespaces resampled), the token saving of a typed line, and — if `live` (a `probe.ProbeRun`) is given —
     the compliance difference. `.table()` holds the numbers, `.finding()` applies `rule` to them."""
@@ -1364,12 +1732,13 @@ def run(corpus: Sequence[LabelledLesson] | None = None, source: Source | None = 
     ev = evaluate(lessons, source)
     regs = wirings(source)
     need = {w: {x.id for x in needs_tier2(lessons, r)} for w, r in regs.items()}
-    rows = ev.rows.assign(residual=ev.rows.lesson_id.isin(need["all wired"]),
-                          tier2_at_start=ev.rows.lesson_id.isin(need["shipped"]),
-                          namespace=[x.namespace for x in lessons],
-                          **{f"left_{w}": ev.rows.lesson_id.isin(ids) for w, ids in need.items()})
-    ev = Evaluation(rows.drop(columns=[c for c in rows if c.startswith("left_")] + ["namespace"]), ev.tiers,
-                    ev.shapes)
+    rows = ev.rows.assign(
+        residual=ev.rows.lesson_id.isin(need["all wired"]),
+        tier2_at_start=ev.rows.lesson_id.isin(need["shipped"]),
+        namespace=[x.namespace for x in lessons],
+        **{f"left_{w}": ev.rows.lesson_id.isin(ids) for w, ids in need.items()},
+    )
+    ev = Evaluation(rows.drop(columns=[c for c in rows if c.startswith("left_")] + ["namespace"]), ev.tiers, ev.shapes)
     costs = representation_costs(lessons, source)
     value = rows[rows.value_shaped].merge(costs[["lesson_id", "tier2", "tier3"]], on="lesson_id")
     value = value.assign(one=1, saving=value.tier3 - value.tier2)
@@ -1378,13 +1747,33 @@ def run(corpus: Sequence[LabelledLesson] | None = None, source: Source | None = 
     intervals["saving"] = _by_namespace(left, "saving", "one", n_boot, seed)
     intervals["tier_accuracy"] = _template_ci(rows, "tier_ok", n_boot, seed)
     intervals["exact_value_accuracy"] = _template_ci(rows[rows.value_shaped], "exact", n_boot, seed)
-    coverage = pd.DataFrame([{"wiring": w, "tools_on": sum(r.is_on(t.id) for t in r.wireable),
-                              "value_lessons": len(value), "lessons": len(need[w]),
-                              "share": len(need[w]) / len(value), "low": intervals[f"leftover_{w}"].low,
-                              "high": intervals[f"leftover_{w}"].high} for w, r in regs.items()])
+    coverage = pd.DataFrame(
+        [
+            {
+                "wiring": w,
+                "tools_on": sum(r.is_on(t.id) for t in r.wireable),
+                "value_lessons": len(value),
+                "lessons": len(need[w]),
+                "share": len(need[w]) / len(value),
+                "low": intervals[f"leftover_{w}"].low,
+                "high": intervals[f"leftover_{w}"].high,
+            }
+            for w, r in regs.items()
+        ]
+    )
     forbidden = tuple(sorted(t.id for t in source.registry.wireable if t.id in write_path_tools(source)))
-    return CollapseStudy(lessons, ev, collapse_curve(lessons, source.registry), residual(lessons, source), costs,
-                         MappingProxyType(intervals), coverage, forbidden, rule, live)
+    return CollapseStudy(
+        lessons,
+        ev,
+        collapse_curve(lessons, source.registry),
+        residual(lessons, source),
+        costs,
+        MappingProxyType(intervals),
+        coverage,
+        forbidden,
+        rule,
+        live,
+    )
 
 
 def study(lessons: Sequence[LabelledLesson], source: Source, *, n_boot: int = 1000, seed: int = 0) -> CollapseStudy:

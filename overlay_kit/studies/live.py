@@ -46,11 +46,24 @@ from ..surfaces.knowledge import KnowledgeBase, LLMSummarizer
 from ..surfaces.memory import ExtractionError, LLMExtractor, MemorySettings, Message
 from . import compliance, cost, probe
 
-__all__ = ["ARMS", "EXTRACTION_CASES", "SUMMARY_DOCS", "ArmPower", "LiveResult", "Workload", "cost_inputs",
-           "detectable_difference", "needed_per_arm", "recorded", "replay", "replay_arm", "run"]
+__all__ = [
+    "ARMS",
+    "EXTRACTION_CASES",
+    "SUMMARY_DOCS",
+    "ArmPower",
+    "LiveResult",
+    "Workload",
+    "cost_inputs",
+    "detectable_difference",
+    "needed_per_arm",
+    "recorded",
+    "replay",
+    "replay_arm",
+    "run",
+]
 
 ARMS = ("tier2", "memory", "summaries", "compliance", "cost")
-FLOOR = 0.2        # best upper bound below this: the model does not do the task
+FLOOR = 0.2  # best upper bound below this: the model does not do the task
 TARGET_DIFF = 0.2  # the difference the power statements are about
 
 # One-turn conversations, labelled: the memory type a durable statement must yield, or None for a remark that
@@ -71,20 +84,34 @@ EXTRACTION_CASES: tuple[tuple[str, str | None], ...] = (
 )
 # Documents for the summary job: (id, Markdown, a word the summary must contain — the document's subject).
 SUMMARY_DOCS: tuple[tuple[str, str, str], ...] = (
-    ("kb/travel-expenses", "# Travel expense policy\n\nMeals are capped at 40 EUR a day.\n\n## Trains\n\n"
-                           "Book second class.\n", "travel|expense|meal"),
+    (
+        "kb/travel-expenses",
+        "# Travel expense policy\n\nMeals are capped at 40 EUR a day.\n\n## Trains\n\nBook second class.\n",
+        "travel|expense|meal",
+    ),
     ("kb/offsite", "# Offsite agenda\n\nDay one is planning; day two is the hackathon.\n", "offsite|agenda|hackathon"),
-    ("kb/invoice-approval", "# Invoice approval\n\nInvoices over 5,000 EUR need the CFO.\n\n## Small invoices\n\n"
-                            "Team leads approve.\n", "invoice"),
-    ("kb/on-call", "# On-call rota\n\nThe platform team rotates weekly. Handover is Monday at 10:00.\n\n"
-                   "## Escalation\n\nPage the secondary after 15 minutes.\n", "on-call|rota|rotat"),
+    (
+        "kb/invoice-approval",
+        "# Invoice approval\n\nInvoices over 5,000 EUR need the CFO.\n\n## Small invoices\n\nTeam leads approve.\n",
+        "invoice",
+    ),
+    (
+        "kb/on-call",
+        "# On-call rota\n\nThe platform team rotates weekly. Handover is Monday at 10:00.\n\n"
+        "## Escalation\n\nPage the secondary after 15 minutes.\n",
+        "on-call|rota|rotat",
+    ),
     ("kb/expenses-tools", "# Expense tool\n\nSubmit receipts in the expense tool within 30 days.\n", "expense|receipt"),
-    ("kb/security", "# Laptop security\n\nLock the screen when you leave. Disks are encrypted.\n",
-     "laptop|security|lock|encrypt"),
+    (
+        "kb/security",
+        "# Laptop security\n\nLock the screen when you leave. Disks are encrypted.\n",
+        "laptop|security|lock|encrypt",
+    ),
 )
 
 
 # ---------------------------------------------------------------------------------------------- power
+
 
 def needed_per_arm(diff: float = TARGET_DIFF) -> int:
     """Units per arm a pass-rate difference of `diff` needs — the tier-2 probe's own power calculation
@@ -115,26 +142,39 @@ class ArmPower:
 
     @property
     def interval(self) -> tuple[float, float]:
-        return ((wilson_lower_bound(self.passed, self.n), 1 - wilson_lower_bound(self.n - self.passed, self.n))
-                if self.n else (0.0, 1.0))
+        return (
+            (wilson_lower_bound(self.passed, self.n), 1 - wilson_lower_bound(self.n - self.passed, self.n))
+            if self.n
+            else (0.0, 1.0)
+        )
 
     def row(self) -> dict:
         lo, hi = self.interval
-        return {"arm": self.arm, "sub-arm": self.sub, "unit": self.unit, "n": self.n, "passed": self.passed,
-                "rate": self.rate, "low": lo, "high": hi, "detectable difference": detectable_difference(self.n),
-                f"n for {TARGET_DIFF:g}": needed_per_arm()}
+        return {
+            "arm": self.arm,
+            "sub-arm": self.sub,
+            "unit": self.unit,
+            "n": self.n,
+            "passed": self.passed,
+            "rate": self.rate,
+            "low": lo,
+            "high": hi,
+            "detectable difference": detectable_difference(self.n),
+            f"n for {TARGET_DIFF:g}": needed_per_arm(),
+        }
 
 
 # -------------------------------------------------------------------------------------------- the arms
+
 
 @dataclass(frozen=True)
 class Workload:
     """How much each arm runs. `limit` caps the units of the tier-2, memory and summary arms (None: all)."""
 
     limit: int | None = None
-    max_tokens: int = 200                         # reply budget of a probe answer and of an extraction
-    scenarios: tuple[str, ...] | None = None      # tier-2 scenario ids to run (None: all), before `limit`
-    cost_inputs: cost.StudyInputs | None = None   # None: a quick grid (3 sizes, 3 repeats, no sessions)
+    max_tokens: int = 200  # reply budget of a probe answer and of an extraction
+    scenarios: tuple[str, ...] | None = None  # tier-2 scenario ids to run (None: all), before `limit`
+    cost_inputs: cost.StudyInputs | None = None  # None: a quick grid (3 sizes, 3 repeats, no sessions)
     arms: tuple[str, ...] = ARMS
 
     def take(self, items: Sequence) -> Sequence:
@@ -153,11 +193,15 @@ def replay(arm: str, model: str) -> tuple[LemonadeClient, str]:
     model and engine, recorded when. `Skipped` when none were recorded."""
     path = recorded(model) / f"{arm}.jsonl"
     if not path.is_file():
-        raise Skipped(f"no recorded {arm} arm of {model} at {path} (record it: overlay-kit live --model PATH "
-                      f"--arms {arm} --out {recorded(model)})")
+        raise Skipped(
+            f"no recorded {arm} arm of {model} at {path} (record it: overlay-kit live --model PATH "
+            f"--arms {arm} --out {recorded(model)})"
+        )
     first = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
-    return (LemonadeClient("http://127.0.0.1:9/v1", cassette=Cassette(path), mode="replay"),
-            f"replayed: {arm} replies of {model} recorded {first['recorded_at']} ({first['engine']})")
+    return (
+        LemonadeClient("http://127.0.0.1:9/v1", cassette=Cassette(path), mode="replay"),
+        f"replayed: {arm} replies of {model} recorded {first['recorded_at']} ({first['engine']})",
+    )
 
 
 def replay_arm(arm: str, model: str, workload: Workload | None = None) -> tuple[list[ArmPower], pd.DataFrame, str]:
@@ -172,8 +216,13 @@ def replay_arm(arm: str, model: str, workload: Workload | None = None) -> tuple[
 
 
 def _client(base_url: str, out: Path, arm: str, engine_id: str, meter=None, transport=None) -> LemonadeClient:
-    return LemonadeClient(base_url, cassette=Cassette(out / f"{arm}.jsonl", record=True, engine=engine_id),
-                          mode="record", meter=meter, transport=transport)
+    return LemonadeClient(
+        base_url,
+        cassette=Cassette(out / f"{arm}.jsonl", record=True, engine=engine_id),
+        mode="record",
+        meter=meter,
+        transport=transport,
+    )
 
 
 def _tier2(client: LemonadeClient, model: str, w: Workload) -> tuple[list[ArmPower], pd.DataFrame, str]:
@@ -182,8 +231,10 @@ def _tier2(client: LemonadeClient, model: str, w: Workload) -> tuple[list[ArmPow
     df = result.table()
     if result.status != "ran":
         return [], df, result.finding()
-    powers = [ArmPower("tier2", arm, int(g.passed.notna().sum()), int(g.passed.eq(True).sum()),
-                       "scenario") for arm, g in df.groupby("arm", sort=False)]
+    powers = [
+        ArmPower("tier2", arm, int(g.passed.notna().sum()), int(g.passed.eq(True).sum()), "scenario")
+        for arm, g in df.groupby("arm", sort=False)
+    ]
     return powers, df, result.finding()
 
 
@@ -199,12 +250,22 @@ def _memory(client: LemonadeClient, model: str, w: Workload) -> tuple[list[ArmPo
             detail = json.dumps([c.__dict__ for c in got])[:300]
         except ExtractionError as exc:
             found, ok, detail = [], False, f"unparsable: {exc}"[:300]
-        rows.append({"text": text, "expected": expected or "nothing", "found": ", ".join(found) or "nothing",
-                     "passed": ok, "detail": detail})
+        rows.append(
+            {
+                "text": text,
+                "expected": expected or "nothing",
+                "found": ", ".join(found) or "nothing",
+                "passed": ok,
+                "detail": detail,
+            }
+        )
     df = pd.DataFrame(rows)
-    powers = [ArmPower("memory", kind, len(g), int(g.passed.sum()), "conversation")
-              for kind, g in df.groupby(df.expected.eq("nothing").map({True: "remark → nothing",
-                                                                       False: "durable → its type"}))]
+    powers = [
+        ArmPower("memory", kind, len(g), int(g.passed.sum()), "conversation")
+        for kind, g in df.groupby(
+            df.expected.eq("nothing").map({True: "remark → nothing", False: "durable → its type"})
+        )
+    ]
     return powers, df, f"{len(df)} conversations"
 
 
@@ -225,20 +286,32 @@ def _summaries(client: LemonadeClient, model: str, w: Workload) -> tuple[list[Ar
             names = bool(re.search(subject, summary, re.IGNORECASE))
             outcome = outcomes.get((doc_id, doc.revision), "?")
             events = [e for e in kb.events(doc_id) if e[2].startswith("summary_")]
-            rows.append({"doc": doc_id, "outcome": outcome, "sentences": sentences, "names subject": names,
-                         "passed": outcome == "written" and 1 <= sentences <= 2 and names,
-                         "summary": summary[:200], "event": events[-1][2] if events else ""})
+            rows.append(
+                {
+                    "doc": doc_id,
+                    "outcome": outcome,
+                    "sentences": sentences,
+                    "names subject": names,
+                    "passed": outcome == "written" and 1 <= sentences <= 2 and names,
+                    "summary": summary[:200],
+                    "event": events[-1][2] if events else "",
+                }
+            )
     df = pd.DataFrame(rows)
-    return [ArmPower("summaries", "LLMSummarizer", len(df), int(df.passed.sum()), "document")], df, \
-        f"{len(df)} documents"
+    return (
+        [ArmPower("summaries", "LLMSummarizer", len(df), int(df.passed.sum()), "document")],
+        df,
+        f"{len(df)} documents",
+    )
 
 
 def _compliance(client: LemonadeClient, model: str, w: Workload) -> tuple[list[ArmPower], pd.DataFrame, str]:
     world = compliance.load_world()
     world = replace(world, lessons=tuple(w.take(world.lessons)))
     df = compliance.ask(client, model, world=world, max_tokens=w.max_tokens)
-    powers = [ArmPower("compliance", arm, len(g), int(g.follows.sum()), "goal")
-              for arm, g in df.groupby("arm", sort=False)]
+    powers = [
+        ArmPower("compliance", arm, len(g), int(g.follows.sum()), "goal") for arm, g in df.groupby("arm", sort=False)
+    ]
     verdicts = compliance.judge(df)
     return powers, df, verdicts.answer if len(world.lessons) > 1 else f"{len(df)} replies"
 
@@ -246,23 +319,34 @@ def _compliance(client: LemonadeClient, model: str, w: Workload) -> tuple[list[A
 _ARMS = {"tier2": _tier2, "memory": _memory, "summaries": _summaries, "compliance": _compliance}
 
 
-def cost_inputs(sizes: Sequence[int] = (0, 130, 460), repeats: int = 3, stable_chars: int | None = None
-                ) -> cost.StudyInputs:
+def cost_inputs(
+    sizes: Sequence[int] = (0, 130, 460), repeats: int = 3, stable_chars: int | None = None
+) -> cost.StudyInputs:
     """The cost arm's grid: the study's authored prefix (cut to `stable_chars` if given) and lessons."""
     base = cost.StudyInputs.from_datasets(real=True)
-    return cost.StudyInputs(base.stable[:stable_chars], base.tools, base.lessons, sizes=tuple(sizes),
-                            repeats=repeats, turns=2)
+    return cost.StudyInputs(
+        base.stable[:stable_chars], base.tools, base.lessons, sizes=tuple(sizes), repeats=repeats, turns=2
+    )
 
 
-def _cost(base_url: str | None, model_path: Path | None, out: Path, w: Workload
-          ) -> tuple[list[ArmPower], pd.DataFrame, str]:
+def _cost(
+    base_url: str | None, model_path: Path | None, out: Path, w: Workload
+) -> tuple[list[ArmPower], pd.DataFrame, str]:
     inputs = w.cost_inputs or cost_inputs()
-    study = cost.run_study(live=True, model_path=None if base_url else model_path, base_url=base_url,
-                           inputs=inputs, sessions=False, record_to=out / "cost")
+    study = cost.run_study(
+        live=True,
+        model_path=None if base_url else model_path,
+        base_url=base_url,
+        inputs=inputs,
+        sessions=False,
+        record_to=out / "cost",
+    )
     result = cost.CostResult((study,))
     res = result.resolution()
-    note = "; ".join(f"{r.turn} {r.measure}: MDE {r.MDE:.0%} (n={r.n}), growth {r['growth per 1k learned']:+.0%}/1k "
-                     f"learned tokens" for _, r in res.iterrows())
+    note = "; ".join(
+        f"{r.turn} {r.measure}: MDE {r.MDE:.0%} (n={r.n}), growth {r['growth per 1k learned']:+.0%}/1k learned tokens"
+        for _, r in res.iterrows()
+    )
     return [], result.table(), note
 
 
@@ -271,11 +355,11 @@ class LiveResult:
     """What `run` measured: per arm, its power rows, its own table, and a one-line note."""
 
     model: str
-    source: str                                   # the engine / server identity the cassettes carry
+    source: str  # the engine / server identity the cassettes carry
     out: Path
     powers: tuple[ArmPower, ...]
-    tables: dict = field(default_factory=dict)   # arm -> DataFrame
-    notes: dict = field(default_factory=dict)    # arm -> str
+    tables: dict = field(default_factory=dict)  # arm -> DataFrame
+    notes: dict = field(default_factory=dict)  # arm -> str
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame([p.row() for p in self.powers])
@@ -297,11 +381,23 @@ class LiveResult:
             rates = ", ".join(f"{p.sub} {p.passed}/{p.n} [{p.interval[0]:.2f}, {p.interval[1]:.2f}]" for p in ps)
             n = min((p.n for p in ps), default=0)
             dd = detectable_difference(n)
-            power = ((f"; with n = {n} a difference under {dd:.2f} is invisible" if dd < 1 else
-                      f"; with n = {n} no difference between arms is detectable")
-                     + f", {needed_per_arm()} per arm would detect {TARGET_DIFF:g}") if n else ""
-            verdict = {"floor": "FLOOR — the model does not do this task; no comparison between arms is possible",
-                       "underpowered": "UNDERPOWERED — no verdict", "powered": "powered"}.get(st, st)
+            power = (
+                (
+                    (
+                        f"; with n = {n} a difference under {dd:.2f} is invisible"
+                        if dd < 1
+                        else f"; with n = {n} no difference between arms is detectable"
+                    )
+                    + f", {needed_per_arm()} per arm would detect {TARGET_DIFF:g}"
+                )
+                if n
+                else ""
+            )
+            verdict = {
+                "floor": "FLOOR — the model does not do this task; no comparison between arms is possible",
+                "underpowered": "UNDERPOWERED — no verdict",
+                "powered": "powered",
+            }.get(st, st)
             extra = f" {self.notes[arm]}" if rates and arm == "tier2" else ""
             lines.append(f"- **{arm}**: {verdict}. {rates or self.notes[arm]}{power}.{extra}")
         return "\n".join(lines)
@@ -313,16 +409,27 @@ class LiveResult:
             text = df.to_string(index=False, float_format="{:.3f}".format) if len(df) else "(empty)"
             return "```\n" + text + "\n```"
 
-        parts = [f"# Live arms — {datetime.now(timezone.utc).isoformat(timespec='seconds')}", "", self.finding(), "",
-                 block(self.table())]
+        parts = [
+            f"# Live arms — {datetime.now(timezone.utc).isoformat(timespec='seconds')}",
+            "",
+            self.finding(),
+            "",
+            block(self.table()),
+        ]
         for arm, df in self.tables.items():
             parts += ["", f"## {arm}", "", block(df)]
         path.write_text("\n".join(parts) + "\n", encoding="utf-8")
         return path
 
 
-def run(*, model_path: str | Path | None = None, base_url: str | None = None, model: str | None = None,
-        out: str | Path = "build/live", workload: Workload = Workload()) -> LiveResult:
+def run(
+    *,
+    model_path: str | Path | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    out: str | Path = "build/live",
+    workload: Workload = Workload(),
+) -> LiveResult:
     """Run every arm of `workload` against one model and record its replies under `out`.
 
     `base_url` (or ``LEMONADE_BASE_URL`` when neither is given and a server answers there) names a running
@@ -364,8 +471,7 @@ def run(*, model_path: str | Path | None = None, base_url: str | None = None, mo
             else:
                 with _client(url, out, arm, source, meter, engine and engine.transport()) as client:
                     try:
-                        p, df, note = _ARMS[arm](
-                            client, model, workload)
+                        p, df, note = _ARMS[arm](client, model, workload)
                     except LLMError as exc:
                         p, df, note = [], pd.DataFrame(), f"failed: {type(exc).__name__}: {exc}"
                     client.cassette.save()

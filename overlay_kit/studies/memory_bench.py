@@ -54,9 +54,29 @@ except ImportError:  # pragma: no cover - a checkout without the adapters module
     peers_mod = None
 from .sweep import sweep
 
-__all__ = ["GROUPS", "OUTCOMES", "RESTATE", "RULE_NAME", "MemoryBench", "Trace", "available", "cell", "classify",
-           "compliance_status", "explore", "fragments", "make", "record", "recorded", "recording_note", "referent",
-           "run", "shown", "trace", "verdict"]
+__all__ = [
+    "GROUPS",
+    "OUTCOMES",
+    "RESTATE",
+    "RULE_NAME",
+    "MemoryBench",
+    "Trace",
+    "available",
+    "cell",
+    "classify",
+    "compliance_status",
+    "explore",
+    "fragments",
+    "make",
+    "record",
+    "recorded",
+    "recording_note",
+    "referent",
+    "run",
+    "shown",
+    "trace",
+    "verdict",
+]
 
 RULE_NAME = "10_memory_architectures"
 RESTATE = "Again: "  # how a user restates a lesson the agent did not have in front of it
@@ -117,8 +137,13 @@ def _follow(ref: str, fate: sim.Fate | None, new: Skill) -> tuple[str | None, st
     if fate is None or fate.target is None:
         return None, None, True
     sections = {x.slug: x for x in anchor_mod.parse(new.body)}
-    candidates = [(slug, _norm(line)) for slug in fate.homes if slug in sections
-                  for line in sections[slug].text.splitlines() if line.strip()]
+    candidates = [
+        (slug, _norm(line))
+        for slug in fate.homes
+        if slug in sections
+        for line in sections[slug].text.splitlines()
+        if line.strip()
+    ]
     for slug, line in candidates:
         if line == _norm(ref):
             return ref, slug, False
@@ -184,7 +209,7 @@ def shown(text: str, body: str) -> str:
     on its line), "marked" (only behind `resolve.STALE_MARK`), or "out"."""
     mark, at, seen = STALE_MARK.strip(), text.find(body), "out"
     while at >= 0:
-        line = text[text.rfind("\n", 0, at) + 1:at]
+        line = text[text.rfind("\n", 0, at) + 1 : at]
         if mark not in line:
             return "shown"
         seen, at = "marked", text.find(body, at + 1)
@@ -207,7 +232,7 @@ def fragments(text: str, chars: int, stride: int) -> list[bytes]:
     if len(text) <= chars:
         return [text.encode("utf-8")]
     starts = list(range(0, len(text) - chars + 1, stride)) + [len(text) - chars]
-    return [text[i:i + chars].encode("utf-8") for i in sorted(set(starts))]
+    return [text[i : i + chars].encode("utf-8") for i in sorted(set(starts))]
 
 
 def available(names: Sequence[str] | str | None = None) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -234,8 +259,18 @@ def _pick(alternatives: Sequence[str], home: str, proposed: str) -> str:
     return home if home in alternatives else proposed
 
 
-def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[world.WorldSession], config: Config,
-            workdir: Path, reteach: bool, forget: bool, frag: tuple[int, int]) -> dict[str, list[dict]]:
+def _replay(
+    arch: str,
+    t: Trace,
+    user: str,
+    domain: str,
+    sessions: Sequence[world.WorldSession],
+    config: Config,
+    workdir: Path,
+    reteach: bool,
+    forget: bool,
+    frag: tuple[int, int],
+) -> dict[str, list[dict]]:
     by_id = {x.id: x for x in world.lessons()}
     domain_lessons = [x for x in world.lessons() if x.domain == domain]
     skills, seed = t.skills[domain], t.world.seed
@@ -256,24 +291,42 @@ def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[worl
                 for lesson in taught:
                     body, place = by_id[lesson].body, up.placements.get(lesson)
                     where = shown(ctx, body)
-                    rows["updates"].append({
-                        **key, "version": version, "lesson": lesson, "prompts": 0, "held": body in held,
-                        "wrong": lesson in wrong, "where": where, "flagged": bool(place and place.flagged),
-                        "misplaced": bool(place and place.section and place.section != t.homes[lesson][version]),
-                        "outcome": classify(body in held, lesson in wrong, where)})
-                rows["updates"].append({**key, "version": version, "lesson": None, "prompts": up.prompts,
-                                        "outcome": None})
+                    rows["updates"].append(
+                        {
+                            **key,
+                            "version": version,
+                            "lesson": lesson,
+                            "prompts": 0,
+                            "held": body in held,
+                            "wrong": lesson in wrong,
+                            "where": where,
+                            "flagged": bool(place and place.flagged),
+                            "misplaced": bool(place and place.section and place.section != t.homes[lesson][version]),
+                            "outcome": classify(body in held, lesson in wrong, where),
+                        }
+                    )
+                rows["updates"].append(
+                    {**key, "version": version, "lesson": None, "prompts": up.prompts, "outcome": None}
+                )
                 mem.review({x: t.homes[x][version] for x in taught}, wrong)
             ctx = mem.context(s.goal)
             reads = unescaped(ctx.text)
             present = {x.id for x in domain_lessons if x.body in reads}
             others = [x for x in taught if x != s.needs]
-            rows["sessions"].append({**key, "index": s.index, "needs": s.needs, "taught": s.taught,
-                                     "needed": bool(s.needs and not s.taught),
-                                     "needed_in": bool(s.needs and not s.taught and s.needs in present),
-                                     "could_irrelevant": bool(others),
-                                     "irrelevant_in": bool(present - {s.needs}), "learned": ctx.learned,
-                                     "prompts": 0})
+            rows["sessions"].append(
+                {
+                    **key,
+                    "index": s.index,
+                    "needs": s.needs,
+                    "taught": s.taught,
+                    "needed": bool(s.needs and not s.taught),
+                    "needed_in": bool(s.needs and not s.taught and s.needs in present),
+                    "could_irrelevant": bool(others),
+                    "irrelevant_in": bool(present - {s.needs}),
+                    "learned": ctx.learned,
+                    "prompts": 0,
+                }
+            )
             lesson = by_id.get(s.needs) if s.needs else None
             mem.after(ctx, lesson.body if lesson else None)
             if lesson is not None and (s.taught or (reteach and s.needs not in present)):
@@ -286,13 +339,28 @@ def _replay(arch: str, t: Trace, user: str, domain: str, sessions: Sequence[worl
                 if arch == "overlay":  # the product's proposal, scored once per teaching (every arm sees the same)
                     p = anchoring.propose(skills[version].body, text, goal=s.goal)
                     alts, home = [x for x, _ in p.alternatives], t.homes[lesson.id][version]
-                    rows["anchoring"].append({**key, "lesson": lesson.id, "version": version, "top1": p.section == home,
-                                              "top3": home in alts, "confident": p.confident})
+                    rows["anchoring"].append(
+                        {
+                            **key,
+                            "lesson": lesson.id,
+                            "version": version,
+                            "top1": p.section == home,
+                            "top3": home in alts,
+                            "confident": p.confident,
+                        }
+                    )
             if (s.index + 1) % CHECK_EVERY == 0 or s is sessions[-1]:
                 held = unescaped(mem.held())
-                rows["growth"].append({**key, "index": s.index, "held": held, "taught": len(taught),
-                                       "held_lessons": sum(by_id[x].body in held for x in taught),
-                                       "taught_text": "\n".join(by_id[x].body for x in taught)})
+                rows["growth"].append(
+                    {
+                        **key,
+                        "index": s.index,
+                        "held": held,
+                        "taught": len(taught),
+                        "held_lessons": sum(by_id[x].body in held for x in taught),
+                        "taught_text": "\n".join(by_id[x].body for x in taught),
+                    }
+                )
         if forget:
             mem.forget()
             residue = mem.residue()
@@ -311,8 +379,17 @@ def _tokens(frame: pd.DataFrame, column: str, out: str) -> pd.DataFrame:
     return frame.assign(**{out: frame[column].map(counts)}).drop(columns=[column])
 
 
-def cell(seed: int, architecture: str, users: int, sessions: int, update_every: int, profile: str,
-         config: Config, reteach: bool, fragment: tuple[int, int]) -> dict[str, pd.DataFrame]:
+def cell(
+    seed: int,
+    architecture: str,
+    users: int,
+    sessions: int,
+    update_every: int,
+    profile: str,
+    config: Config,
+    reteach: bool,
+    fragment: tuple[int, int],
+) -> dict[str, pd.DataFrame]:
     """One architecture over the whole trace of one seed: its session, update, erasure and growth rows."""
     t = trace(seed, users, sessions, update_every, profile)
     frame = t.world.frame()
@@ -322,8 +399,18 @@ def cell(seed: int, architecture: str, users: int, sessions: int, update_every: 
             first = mine.agent.iloc[0]
             for domain in sorted(set(mine.agent)):
                 part = [t.world.sessions[i] for i in mine.index[mine.agent == domain]]
-                got = _replay(architecture, t, user, domain, part, config, Path(tmp) / user / domain, reteach,
-                              domain == first, fragment)
+                got = _replay(
+                    architecture,
+                    t,
+                    user,
+                    domain,
+                    part,
+                    config,
+                    Path(tmp) / user / domain,
+                    reteach,
+                    domain == first,
+                    fragment,
+                )
                 for k, v in got.items():
                     rows[k] += v
     out = {k: pd.DataFrame(v) for k, v in rows.items()}
@@ -349,20 +436,28 @@ def compliance_status() -> tuple[dict[str, Interval], str]:
         return {}, f"not run: {exc}"
     rates = compliance.judge(frame, rule).rates.set_index("arm")
     follow = {arm: Interval(rates.follow[arm], rates.low[arm], rates.high[arm]) for arm in ("section", "tail")}
-    return follow, (f"estimated: needed-in-context x the follow rate notebook 17 measured for the architecture's "
-                    f"rendering (section {follow['section'].fmt()}, a list after the skill {follow['tail'].fmt()}), "
-                    f"replayed from its recording of {provenance['model']} made {provenance['started'][:10]}; it "
-                    f"assumes following does not depend on the rest of the context, which 17 found up to 20 "
-                    f"irrelevant lessons")
+    return follow, (
+        f"estimated: needed-in-context x the follow rate notebook 17 measured for the architecture's "
+        f"rendering (section {follow['section'].fmt()}, a list after the skill {follow['tail'].fmt()}), "
+        f"replayed from its recording of {provenance['model']} made {provenance['started'][:10]}; it "
+        f"assumes following does not depend on the rest of the context, which 17 found up to 20 "
+        f"irrelevant lessons"
+    )
 
 
 # ------------------------------------------------------------------------------------------------ study
 
-SESSION_METRICS = {"needed_in": ("needed_in", "needed"), "irrelevant_in": ("irrelevant_in", "could_irrelevant"),
-                   "learned_tokens": ("learned_tokens", "one")}
+SESSION_METRICS = {
+    "needed_in": ("needed_in", "needed"),
+    "irrelevant_in": ("irrelevant_in", "could_irrelevant"),
+    "learned_tokens": ("learned_tokens", "one"),
+}
 # update metrics: numerator and denominator columns of the update frame (`MemoryBench._frames`)
-UPDATE_METRICS = {"wrong_in_context": ("wrong_in_context", "n"), "lost": ("lost", "n"),
-                  "prompts_per_update": ("prompts", "n")}
+UPDATE_METRICS = {
+    "wrong_in_context": ("wrong_in_context", "n"),
+    "lost": ("lost", "n"),
+    "prompts_per_update": ("prompts", "n"),
+}
 
 
 def _clusters(df: pd.DataFrame, unit: str, num: str, den: str, index: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -373,7 +468,10 @@ def _clusters(df: pd.DataFrame, unit: str, num: str, den: str, index: Sequence[s
 def _diff(sign: float):
     def stat(na, da, nb, db, axis=-1):
         with np.errstate(invalid="ignore", divide="ignore"):
-            return sign * (np.sum(na, axis=axis) / np.sum(da, axis=axis) - np.sum(nb, axis=axis) / np.sum(db, axis=axis))
+            return sign * (
+                np.sum(na, axis=axis) / np.sum(da, axis=axis) - np.sum(nb, axis=axis) / np.sum(db, axis=axis)
+            )
+
     return stat
 
 
@@ -398,15 +496,19 @@ class MemoryBench:
 
     def _frames(self):
         s = self.sessions.assign(one=1)
-        u = self.updates.reindex(columns=[*self.updates.columns.drop(list(UPDATE_FLAGS), errors="ignore"),
-                                          *UPDATE_FLAGS])
+        u = self.updates.reindex(
+            columns=[*self.updates.columns.drop(list(UPDATE_FLAGS), errors="ignore"), *UPDATE_FLAGS]
+        )
         u = u[u.outcome.notna()]
-        u = u.assign(**{o: (u.outcome == o).astype(int) for o in OUTCOMES}, n=1,
-                     flag=u.flagged.astype(bool).astype(int),
-                     false_alarm=(u.flagged.astype(bool) & ~u.wrong.astype(bool)).astype(int),
-                     caught=(u.flagged.astype(bool) & u.wrong.astype(bool)).astype(int),
-                     wrong_held=(u.wrong.astype(bool) & u.held.astype(bool)).astype(int),
-                     misplace=u.misplaced.astype(bool).astype(int))
+        u = u.assign(
+            **{o: (u.outcome == o).astype(int) for o in OUTCOMES},
+            n=1,
+            flag=u.flagged.astype(bool).astype(int),
+            false_alarm=(u.flagged.astype(bool) & ~u.wrong.astype(bool)).astype(int),
+            caught=(u.flagged.astype(bool) & u.wrong.astype(bool)).astype(int),
+            wrong_held=(u.wrong.astype(bool) & u.held.astype(bool)).astype(int),
+            misplace=u.misplaced.astype(bool).astype(int),
+        )
         p = self.updates[self.updates.outcome.isna()].assign(n=1)
         return s, u, p
 
@@ -417,8 +519,13 @@ class MemoryBench:
         g = g[g[den] > 0]  # a cluster with nothing to count carries no information (and would resample to NaN)
         if g.empty:
             return NAN
-        return ratio_ci(g[num], g[den], n_resamples=self.rule.param("resamples"),
-                        confidence=self.rule.param("confidence"), seed=self.rule.param("bootstrap_seed"))
+        return ratio_ci(
+            g[num],
+            g[den],
+            n_resamples=self.rule.param("resamples"),
+            confidence=self.rule.param("confidence"),
+            seed=self.rule.param("bootstrap_seed"),
+        )
 
     def table(self) -> pd.DataFrame:
         """One row per architecture: each metric with its 95 % interval (`_low`, `_high`): the session metrics,
@@ -434,10 +541,14 @@ class MemoryBench:
             for name, (num, den) in SESSION_METRICS.items():
                 ci = self._ci(sa.assign(**{num: sa[num].astype(float)}), units["sessions"], num, den)
                 row |= {name: ci.estimate, f"{name}_low": ci.low, f"{name}_high": ci.high}
-            for name, df, num, den in [*((o, ua, o, "n") for o in OUTCOMES),
-                                       ("prompts_per_update", pa, "prompts", "n"), ("flagged", ua, "flag", "n"),
-                                       ("false_alarms", ua, "false_alarm", "flag"),
-                                       ("flag_recall", ua, "caught", "wrong_held"), ("misplaced", ua, "misplace", "n")]:
+            for name, df, num, den in [
+                *((o, ua, o, "n") for o in OUTCOMES),
+                ("prompts_per_update", pa, "prompts", "n"),
+                ("flagged", ua, "flag", "n"),
+                ("false_alarms", ua, "false_alarm", "flag"),
+                ("flag_recall", ua, "caught", "wrong_held"),
+                ("misplaced", ua, "misplace", "n"),
+            ]:
                 ci = self._ci(df, units["updates"], num, den)
                 row |= {name: ci.estimate, f"{name}_low": ci.low, f"{name}_high": ci.high}
             n_taught = int(sa.taught.sum())
@@ -448,11 +559,18 @@ class MemoryBench:
             row |= self._growth(arch)
             f = self.follow.get(RENDERING.get(arch, "tail"))
             if f is not None:  # needed, in context and followed: both intervals' ends multiplied (conservative)
-                row |= {"followed": row["needed_in"] * f.estimate, "followed_low": row["needed_in_low"] * f.low,
-                        "followed_high": row["needed_in_high"] * f.high}
-            row["varied"] = ("ceiling: shipped → authored + %d" % self.params["budget"]
-                             if arch.startswith("overlay") and self.params["budget"] else
-                             "stale_touch: False → True" if arch == "overlay_touch" else "")
+                row |= {
+                    "followed": row["needed_in"] * f.estimate,
+                    "followed_low": row["needed_in_low"] * f.low,
+                    "followed_high": row["needed_in_high"] * f.high,
+                }
+            row["varied"] = (
+                "ceiling: shipped → authored + %d" % self.params["budget"]
+                if arch.startswith("overlay") and self.params["budget"]
+                else "stale_touch: False → True"
+                if arch == "overlay_touch"
+                else ""
+            )
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -477,10 +595,19 @@ class MemoryBench:
         end = g.sort_values("index").groupby(["user", "history"]).tail(1)
         share = end.held_lessons.sum() / max(1, end.taught.sum())
         factor = end.held_tokens.sum() / max(1, end.taught_tokens.sum())
-        verdict = ("collapse" if share < self.rule.param("collapse_share") else
-                   "bloat" if factor > self.rule.param("bloat_factor") else "stable")
-        return {"held_share_end": share, "held_tokens_end": end.held_tokens.sum() / max(1, len(end)),
-                "held_per_taught_tokens": factor, "growth": verdict}
+        verdict = (
+            "collapse"
+            if share < self.rule.param("collapse_share")
+            else "bloat"
+            if factor > self.rule.param("bloat_factor")
+            else "stable"
+        )
+        return {
+            "held_share_end": share,
+            "held_tokens_end": end.held_tokens.sum() / max(1, len(end)),
+            "held_per_taught_tokens": factor,
+            "growth": verdict,
+        }
 
     def curve(self) -> pd.DataFrame:
         """Mean tokens held per memory by session index, per architecture (the growth chart)."""
@@ -503,7 +630,11 @@ class MemoryBench:
             if metric in SESSION_METRICS:
                 df, unit, (num, den) = s, units["sessions"], SESSION_METRICS[metric]
             else:
-                df, unit, (num, den) = (p if metric == "prompts_per_update" else u), units["updates"], UPDATE_METRICS[metric]
+                df, unit, (num, den) = (
+                    (p if metric == "prompts_per_update" else u),
+                    units["updates"],
+                    UPDATE_METRICS[metric],
+                )
             index = sorted(set(df[unit]))
             sign = 1.0 if direction == "higher" else -1.0
             na, da = _clusters(df[df.architecture == base], unit, num, den, index)
@@ -511,15 +642,37 @@ class MemoryBench:
                 nb, db = _clusters(df[df.architecture == arch], unit, num, den, index)
                 keep = (da > 0) & (db > 0)  # clusters both sides can count
                 if not keep.any():
-                    rows.append({"architecture": arch, "metric": metric, "clusters": len(index),
-                                 "verdict": "undecided (no data)"})
+                    rows.append(
+                        {
+                            "architecture": arch,
+                            "metric": metric,
+                            "clusters": len(index),
+                            "verdict": "undecided (no data)",
+                        }
+                    )
                     continue
-                ci = bootstrap_ci(na[keep], da[keep], nb[keep], db[keep], statistic=_diff(sign),
-                                  n_resamples=self.rule.param("resamples"),
-                                  confidence=self.rule.param("confidence"), seed=self.rule.param("bootstrap_seed"))
-                rows.append({"architecture": arch, "metric": metric, "difference": ci.estimate, "low": ci.low,
-                             "high": ci.high, "half_width": (ci.high - ci.low) / 2, "clusters": int(keep.sum()),
-                             "verdict": verdict(ci, margins[metric])})
+                ci = bootstrap_ci(
+                    na[keep],
+                    da[keep],
+                    nb[keep],
+                    db[keep],
+                    statistic=_diff(sign),
+                    n_resamples=self.rule.param("resamples"),
+                    confidence=self.rule.param("confidence"),
+                    seed=self.rule.param("bootstrap_seed"),
+                )
+                rows.append(
+                    {
+                        "architecture": arch,
+                        "metric": metric,
+                        "difference": ci.estimate,
+                        "low": ci.low,
+                        "high": ci.high,
+                        "half_width": (ci.high - ci.low) / 2,
+                        "clusters": int(keep.sum()),
+                        "verdict": verdict(ci, margins[metric]),
+                    }
+                )
         return pd.DataFrame(rows, columns=cols)
 
     def goals(self) -> pd.DataFrame:
@@ -534,7 +687,7 @@ class MemoryBench:
             if name == "anchoring_top1" or name == "anchoring_top3":
                 acc = self.anchoring_accuracy().set_index("measure")
                 m = name.split("_")[1]
-                est, lo, hi = (acc.loc[m, ["estimate", "low", "high"]] if m in acc.index else (np.nan,) * 3)
+                est, lo, hi = acc.loc[m, ["estimate", "low", "high"]] if m in acc.index else (np.nan,) * 3
                 met = bool(lo >= bound)
             else:
                 est, lo, hi = o[name], o[f"{name}_low"], o[f"{name}_high"]
@@ -545,66 +698,97 @@ class MemoryBench:
     def finding(self) -> str:
         t, c = self.table().set_index("architecture"), self.comparisons()
         p = self.params
-        lines = [self.rule.stamp(), "",
-                 f"**{'FULL grid' if p['full'] else 'Smoke run (not the verdict run: the recorded FULL grid is)'}**: "
-                 f"seeds {list(p['seeds'])}, {p['users']} users x {p['sessions']} sessions, a base update every "
-                 f"{p['update_every']} sessions ({len(self.sessions) // max(1, len(p['architectures']))} sessions per "
-                 f"architecture); overlay "
-                 + ("at the shipped ceiling." if not p["budget"] else f"at ceiling authored + {p['budget']}."), ""]
+        lines = [
+            self.rule.stamp(),
+            "",
+            f"**{'FULL grid' if p['full'] else 'Smoke run (not the verdict run: the recorded FULL grid is)'}**: "
+            f"seeds {list(p['seeds'])}, {p['users']} users x {p['sessions']} sessions, a base update every "
+            f"{p['update_every']} sessions ({len(self.sessions) // max(1, len(p['architectures']))} sessions per "
+            f"architecture); overlay "
+            + ("at the shipped ceiling." if not p["budget"] else f"at ceiling authored + {p['budget']}."),
+            "",
+        ]
         if self.skipped:
             lines += ["Not run: " + "; ".join(f"{k} ({v})" for k, v in self.skipped.items()) + ".", ""]
         if "overlay" in t.index:
             o = t.loc["overlay"]
-            lines.append(f"The overlay had the needed lesson in context in {_pct(o, 'needed_in')} of needing "
-                         f"sessions and an irrelevant one in {_pct(o, 'irrelevant_in')}, at "
-                         f"{o.learned_tokens:.0f} learned tokens a session. After base updates, scored on the text "
-                         f"each arm puts in front of the model: a wrong lesson shown unmarked in "
-                         f"{_pct(o, 'wrong_in_context')} of lesson outcomes, a right one lost in {_pct(o, 'lost')}; "
-                         f"{_pct(o, 'false_alarms')} of its stale flags were false alarms, at "
-                         f"{_num(o, 'prompts_per_update')} review prompts per base update "
-                         f"({o.teach_prompts_per_lesson:.2f} per lesson taught: consent and, when the proposal is "
-                         f"not confident, its section).")
+            lines.append(
+                f"The overlay had the needed lesson in context in {_pct(o, 'needed_in')} of needing "
+                f"sessions and an irrelevant one in {_pct(o, 'irrelevant_in')}, at "
+                f"{o.learned_tokens:.0f} learned tokens a session. After base updates, scored on the text "
+                f"each arm puts in front of the model: a wrong lesson shown unmarked in "
+                f"{_pct(o, 'wrong_in_context')} of lesson outcomes, a right one lost in {_pct(o, 'lost')}; "
+                f"{_pct(o, 'false_alarms')} of its stale flags were false alarms, at "
+                f"{_num(o, 'prompts_per_update')} review prompts per base update "
+                f"({o.teach_prompts_per_lesson:.2f} per lesson taught: consent and, when the proposal is "
+                f"not confident, its section)."
+            )
         acc = self.anchoring_accuracy()
         if len(acc):
             a = acc.set_index("measure")
-            lines.append(f"The product's section proposal named the lesson's section first in "
-                         f"{_pct(a.loc['top1'], 'estimate', True)} of {int(a.loc['top1', 'n'])} teachings and among "
-                         f"its three in {_pct(a.loc['top3'], 'estimate', True)}; it was confident enough not to ask "
-                         f"in {_pct(a.loc['confident'], 'estimate', True)}.")
+            lines.append(
+                f"The product's section proposal named the lesson's section first in "
+                f"{_pct(a.loc['top1'], 'estimate', True)} of {int(a.loc['top1', 'n'])} teachings and among "
+                f"its three in {_pct(a.loc['top3'], 'estimate', True)}; it was confident enough not to ask "
+                f"in {_pct(a.loc['confident'], 'estimate', True)}."
+            )
         lines.append("")
         if len(c):
             lines.append("Verdicts of the rule (the overlay against each architecture; positive = overlay better):")
             lines.append("")
             for metric, g in c.groupby("metric", sort=False):
-                parts = [f"{r.architecture}: {r.verdict}" + (f" ({r.difference:+.3g} [{r.low:+.3g}, {r.high:+.3g}])"
-                                                             if pd.notna(r.difference) else "")
-                         for r in g.itertuples()]
+                parts = [
+                    f"{r.architecture}: {r.verdict}"
+                    + (f" ({r.difference:+.3g} [{r.low:+.3g}, {r.high:+.3g}])" if pd.notna(r.difference) else "")
+                    for r in g.itertuples()
+                ]
                 lines.append(f"- **{metric}** — " + "; ".join(parts))
             und = c[c.verdict.str.startswith("undecided") & c.half_width.notna()]
             if len(und):
                 margins = self.rule.param("margins")
                 need = max(int(np.ceil(r.clusters * (r.half_width / margins[r.metric]) ** 2)) for r in und.itertuples())
-                lines += ["", f"{len(und)} comparison(s) undecided: their intervals are wider than the margins; "
-                              f"about {need} clusters (users or histories) would resolve the widest at its margin."]
+                lines += [
+                    "",
+                    f"{len(und)} comparison(s) undecided: their intervals are wider than the margins; "
+                    f"about {need} clusters (users or histories) would resolve the widest at its margin.",
+                ]
         else:
             lines.append("No comparison: the baseline (overlay) was not among the architectures run.")
         g = self.goals()
         if len(g):
-            lines += ["", "The issue's goals for the overlay (met when the interval's far end is within the bound): "
-                      + "; ".join(f"{r.goal} ≤ {r.bound:g}" .replace("≤", "≥" if r.goal.startswith("anchoring") else "≤")
-                                  + f": {r.estimate:.3f} [{r.low:.3f}, {r.high:.3f}] "
-                                  + ("met" if r.met else "missed") for r in g.itertuples()) + "."]
+            lines += [
+                "",
+                "The issue's goals for the overlay (met when the interval's far end is within the bound): "
+                + "; ".join(
+                    f"{r.goal} ≤ {r.bound:g}".replace("≤", "≥" if r.goal.startswith("anchoring") else "≤")
+                    + f": {r.estimate:.3f} [{r.low:.3f}, {r.high:.3f}] "
+                    + ("met" if r.met else "missed")
+                    for r in g.itertuples()
+                )
+                + ".",
+            ]
         erased = t[t.erased > 0]
         if len(erased):
             bad = [f"{a} ({int(r.residue)} of {int(r.erased)})" for a, r in erased.iterrows() if r.residue]
             ok = [a for a, r in erased.iterrows() if not r.residue]
-            lines += ["", "Erasure (after forget, any fragment of an erased lesson left in what the memory persists): "
-                      + (f"residue in {', '.join(bad)}; " if bad else "")
-                      + (f"none in {', '.join(ok)} (exact upper bound {erased.loc[ok[0], 'residue_high']:.2f} each)."
-                         if ok else "")]
-        lines += ["", "Growth at the trace's end: " + ", ".join(f"{a} {r.growth} ({r.held_share_end:.0%} of lessons "
-                                                                 f"held)" for a, r in t.iterrows() if r.growth) + ".",
-                  "", f"Compliance arm: {self.compliance}."]
+            lines += [
+                "",
+                "Erasure (after forget, any fragment of an erased lesson left in what the memory persists): "
+                + (f"residue in {', '.join(bad)}; " if bad else "")
+                + (
+                    f"none in {', '.join(ok)} (exact upper bound {erased.loc[ok[0], 'residue_high']:.2f} each)."
+                    if ok
+                    else ""
+                ),
+            ]
+        lines += [
+            "",
+            "Growth at the trace's end: "
+            + ", ".join(f"{a} {r.growth} ({r.held_share_end:.0%} of lessons held)" for a, r in t.iterrows() if r.growth)
+            + ".",
+            "",
+            f"Compliance arm: {self.compliance}.",
+        ]
         return "\n".join(lines)
 
 
@@ -632,10 +816,20 @@ def verdict(ci: Interval, margin: float) -> str:
     return "undecided"
 
 
-def run(*, full: bool = False, seeds: Sequence[int] | None = None, users: int | None = None,
-        sessions: int | None = None, architectures: Sequence[str] | None = None, budget: int | None = None,
-        reteach: bool | None = None, rule: rulefile.RuleFile | str | Path | None = None, n_jobs: int = 1,
-        backend: str = "loky", progress: bool = True) -> MemoryBench:
+def run(
+    *,
+    full: bool = False,
+    seeds: Sequence[int] | None = None,
+    users: int | None = None,
+    sessions: int | None = None,
+    architectures: Sequence[str] | None = None,
+    budget: int | None = None,
+    reteach: bool | None = None,
+    rule: rulefile.RuleFile | str | Path | None = None,
+    n_jobs: int = 1,
+    backend: str = "loky",
+    progress: bool = True,
+) -> MemoryBench:
     """The benchmark under its rule file: the smoke grid by default, `full=True` the FULL grid; any argument
     given overrides the rule's (and the table names the variation). `budget`: 0 or None runs the overlay at the
     shipped ceiling. The rule's `peers` (adapters of the real libraries) run where they import, and are named
@@ -659,19 +853,49 @@ def run(*, full: bool = False, seeds: Sequence[int] | None = None, users: int | 
     budget = budget or None
     config = Config.from_rule(rule, budget)
     reteach = rule.param("reteach") if reteach is None else bool(reteach)
-    common = {"users": users, "sessions": sessions, "update_every": int(rule.param("update_every")),
-              "profile": rule.param("profile"), "config": config, "reteach": reteach,
-              "fragment": (int(rule.param("fragment_chars")), int(rule.param("fragment_stride")))}
+    common = {
+        "users": users,
+        "sessions": sessions,
+        "update_every": int(rule.param("update_every")),
+        "profile": rule.param("profile"),
+        "config": config,
+        "reteach": reteach,
+        "fragment": (int(rule.param("fragment_chars")), int(rule.param("fragment_stride"))),
+    }
     cells = [{"seed": s, "architecture": a, **common} for s in seeds for a in archs]
-    results = sweep(cell, cells, backend="sequential" if n_jobs == 1 else backend, n_jobs=n_jobs,
-                    progress=progress, desc="memory architectures")
+    results = sweep(
+        cell,
+        cells,
+        backend="sequential" if n_jobs == 1 else backend,
+        n_jobs=n_jobs,
+        progress=progress,
+        desc="memory architectures",
+    )
     frames = {k: pd.concat([r[k] for r in results], ignore_index=True) for k in results[0]}
-    params = {"full": full, "seeds": tuple(seeds), "users": users, "sessions": sessions, "architectures": archs,
-              "budget": budget, "reteach": reteach, "update_every": common["update_every"],
-              "ceiling": SHIPPED.ceiling}
+    params = {
+        "full": full,
+        "seeds": tuple(seeds),
+        "users": users,
+        "sessions": sessions,
+        "architectures": archs,
+        "budget": budget,
+        "reteach": reteach,
+        "update_every": common["update_every"],
+        "ceiling": SHIPPED.ceiling,
+    }
     follow, status = compliance_status()
-    return MemoryBench(rule, params, frames["sessions"], frames["updates"], frames["erasure"], frames["growth"],
-                       status, follow, frames["anchoring"], skipped)
+    return MemoryBench(
+        rule,
+        params,
+        frames["sessions"],
+        frames["updates"],
+        frames["erasure"],
+        frames["growth"],
+        status,
+        follow,
+        frames["anchoring"],
+        skipped,
+    )
 
 
 # ------------------------------------------------------------------------------------------ the recording
@@ -679,9 +903,12 @@ def run(*, full: bool = False, seeds: Sequence[int] | None = None, users: int | 
 FRAMES = ("sessions", "updates", "erasure", "growth", "anchoring")
 RECORDED = dataset_path("recorded")
 RECORDING = "10_memory_full"
-_BOOLS = {"sessions": ("taught", "needed", "needed_in", "could_irrelevant", "irrelevant_in"),
-          "updates": ("held", "wrong", "flagged", "misplaced"), "erasure": ("remains",),
-          "anchoring": ("top1", "top3", "confident")}
+_BOOLS = {
+    "sessions": ("taught", "needed", "needed_in", "could_irrelevant", "irrelevant_in"),
+    "updates": ("held", "wrong", "flagged", "misplaced"),
+    "erasure": ("remains",),
+    "anchoring": ("top1", "top3", "confident"),
+}
 
 
 def _machine() -> str:
@@ -706,18 +933,28 @@ def record(study: MemoryBench, *, wall_s: float, n_jobs: int, folder: Path = REC
     commit = git("rev-parse", "HEAD").strip()
     # the files the study runs that differ from the commit (a recording made before its code is committed)
     dirty = [x for x in git("status", "--porcelain", "--", "overlay_kit", str(study.rule.path)).splitlines() if x]
-    meta = {"rule": study.rule.path.name, "rule_version": study.rule.version, "rule_sha256": study.rule.sha256,
-            "commit": commit, "uncommitted": sorted(x[3:] for x in dirty), "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "machine": _machine(), "n_jobs": n_jobs, "wall_s": round(wall_s),
-            "params": {k: list(v) if isinstance(v, tuple) else v for k, v in study.params.items()},
-            "skipped": dict(study.skipped), "rows": {k: len(getattr(study, k)) for k in FRAMES}}
+    meta = {
+        "rule": study.rule.path.name,
+        "rule_version": study.rule.version,
+        "rule_sha256": study.rule.sha256,
+        "commit": commit,
+        "uncommitted": sorted(x[3:] for x in dirty),
+        "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": _machine(),
+        "n_jobs": n_jobs,
+        "wall_s": round(wall_s),
+        "params": {k: list(v) if isinstance(v, tuple) else v for k, v in study.params.items()},
+        "skipped": dict(study.skipped),
+        "rows": {k: len(getattr(study, k)) for k in FRAMES},
+    }
     path = folder / f"{name}.json"
     path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     return path
 
 
-def recorded(rule: rulefile.RuleFile | None = None, *, folder: Path = RECORDED,
-             name: str = RECORDING) -> tuple[MemoryBench, dict[str, Any]] | None:
+def recorded(
+    rule: rulefile.RuleFile | None = None, *, folder: Path = RECORDED, name: str = RECORDING
+) -> tuple[MemoryBench, dict[str, Any]] | None:
     """The recorded FULL run as a `MemoryBench` judged by `rule` (default: the rule file) with the same code as
     a live run, and its provenance; None when nothing is recorded. A recording made under another version of the
     rule file is refused: its verdict would not be the rule's."""
@@ -729,33 +966,43 @@ def recorded(rule: rulefile.RuleFile | None = None, *, folder: Path = RECORDED,
     rule = rule or rulefile.load(RULE_NAME)
     meta = json.loads(path.read_text(encoding="utf-8"))
     if meta["rule_sha256"] != rule.sha256:
-        raise ValueError(f"{path}: recorded under rule sha256 {meta['rule_sha256'][:12]}, not the rule file's "
-                         f"{rule.sha256[:12]}")
+        raise ValueError(
+            f"{path}: recorded under rule sha256 {meta['rule_sha256'][:12]}, not the rule file's {rule.sha256[:12]}"
+        )
     frames = {}
     for k in FRAMES:
-        df = pd.read_csv(folder / f"{name}.{k}.csv.gz", dtype={"user": str, "history": str, "lesson": str,
-                                                                "outcome": str, "needs": str})
+        df = pd.read_csv(
+            folder / f"{name}.{k}.csv.gz",
+            dtype={"user": str, "history": str, "lesson": str, "outcome": str, "needs": str},
+        )
         for col in _BOOLS.get(k, ()):
             if col in df:
                 df[col] = df[col].map({True: True, False: False, "True": True, "False": False})
         frames[k] = df
     params = {k: tuple(v) if isinstance(v, list) else v for k, v in meta["params"].items()}
     follow, status = compliance_status()
-    return MemoryBench(rule, params, *(frames[k] for k in FRAMES[:4]), status, follow, frames["anchoring"],
-                       meta.get("skipped", {})), meta
+    return MemoryBench(
+        rule, params, *(frames[k] for k in FRAMES[:4]), status, follow, frames["anchoring"], meta.get("skipped", {})
+    ), meta
 
 
 def recording_note(meta: Mapping[str, Any]) -> str:
     """One line saying what a recording (`recorded`'s provenance) holds and where it came from."""
     p = meta["params"]
-    dirty = (f" with uncommitted changes to {len(meta['uncommitted'])} files (listed in the provenance)"
-             if meta.get("uncommitted") else "")
-    return (f"FULL run recorded {meta['recorded'][:16]} UTC at commit {meta['commit'][:7]}{dirty} under rule "
-            f"{meta['rule']} v{meta['rule_version']} (sha256 {meta['rule_sha256'][:12]}): seeds {p['seeds']}, "
-            f"{p['users']} users x {p['sessions']} sessions, {len(p['architectures'])} architectures, "
-            f"{meta['rows']['updates']:,} update rows, on {meta['machine']} ({meta['n_jobs']} jobs, "
-            f"{meta['wall_s'] / 60:.0f} min)" + (f"; not run: {', '.join(meta['skipped'])}" if meta["skipped"] else "")
-            + ".")
+    dirty = (
+        f" with uncommitted changes to {len(meta['uncommitted'])} files (listed in the provenance)"
+        if meta.get("uncommitted")
+        else ""
+    )
+    return (
+        f"FULL run recorded {meta['recorded'][:16]} UTC at commit {meta['commit'][:7]}{dirty} under rule "
+        f"{meta['rule']} v{meta['rule_version']} (sha256 {meta['rule_sha256'][:12]}): seeds {p['seeds']}, "
+        f"{p['users']} users x {p['sessions']} sessions, {len(p['architectures'])} architectures, "
+        f"{meta['rows']['updates']:,} update rows, on {meta['machine']} ({meta['n_jobs']} jobs, "
+        f"{meta['wall_s'] / 60:.0f} min)"
+        + (f"; not run: {', '.join(meta['skipped'])}" if meta["skipped"] else "")
+        + "."
+    )
 
 
 GROUPS: Mapping[str, tuple[str, ...]] = {
@@ -767,11 +1014,13 @@ GROUPS: Mapping[str, tuple[str, ...]] = {
 }
 
 
-def explore(architectures: str = "all stand-ins", budget: int = 0, sessions: int = 40, users: int = 2,
-            seed: int = 0) -> MemoryBench:
+def explore(
+    architectures: str = "all stand-ins", budget: int = 0, sessions: int = 40, users: int = 2, seed: int = 0
+) -> MemoryBench:
     """The notebook's explorer: a named group of architectures (`GROUPS`), the overlay's budget (0: shipped
     ceiling), trace length and users, one seed; no progress bar (the explorer shows its own status)."""
     if architectures not in GROUPS:
         raise ValueError(f"architectures: {architectures!r}; groups are {', '.join(GROUPS)}")
-    return run(seeds=[seed], users=users, sessions=sessions, architectures=GROUPS[architectures], budget=budget,
-               progress=False)
+    return run(
+        seeds=[seed], users=users, sessions=sessions, architectures=GROUPS[architectures], budget=budget, progress=False
+    )

@@ -107,8 +107,10 @@ PEER_PACKAGES: Mapping[str, tuple[str, str, str]] = {
 
 # Set (unless the environment already sets them) before a library is first imported: they are read at import.
 _ENV: Mapping[str, Callable[[], Mapping[str, str]]] = {
-    "mem0ai": lambda: {"MEM0_TELEMETRY": "False",  # PostHog events: a network call
-                       "MEM0_DIR": os.path.join(tempfile.gettempdir(), "overlay_kit-mem0")},  # its user-id file
+    "mem0ai": lambda: {
+        "MEM0_TELEMETRY": "False",  # PostHog events: a network call
+        "MEM0_DIR": os.path.join(tempfile.gettempdir(), "overlay_kit-mem0"),
+    },  # its user-id file
     "ace_framework": lambda: {"LITELLM_LOCAL_MODEL_COST_MAP": "True"},  # else LiteLLM fetches it from GitHub
     "skillmem": lambda: {},
 }
@@ -125,8 +127,10 @@ def _require(arm: str, module: str | None = None):
     try:
         return importlib.import_module(module or top)
     except ImportError as e:
-        raise PeerUnavailable(f"arm {arm!r} needs {dist}=={version}, which is not importable ({e}); install it "
-                              f"with the extra: pip install 'overlay_kit[{EXTRA}]'") from e
+        raise PeerUnavailable(
+            f"arm {arm!r} needs {dist}=={version}, which is not importable ({e}); install it "
+            f"with the extra: pip install 'overlay_kit[{EXTRA}]'"
+        ) from e
 
 
 def available(arm: str) -> str | None:
@@ -155,13 +159,15 @@ class Mem0Real(MemoryArchitecture):
     name = "mem0ai"
     USER = "user"
 
-    def __init__(self, skill: Skill, config: Config, workdir: Path, *, top_k: int = 10, threshold: float = 0.3,
-                 embedder=None):
+    def __init__(
+        self, skill: Skill, config: Config, workdir: Path, *, top_k: int = 10, threshold: float = 0.3, embedder=None
+    ):
         super().__init__(skill, config, workdir)
         mem0 = _require("mem0ai")
         base = _require("mem0ai", "mem0.embeddings.base")
         if embedder is None:
             from .. import retrieval
+
             embedder = retrieval.static_embedder()
         self.top_k, self.threshold = top_k, threshold
         dims = int(len(embedder.encode(["dimension probe"])[0]))
@@ -175,14 +181,22 @@ class Mem0Real(MemoryArchitecture):
 
         self.root = self.workdir / "mem0"
         self.root.mkdir(parents=True, exist_ok=True)
-        self.memory = mem0.Memory.from_config({
-            "vector_store": {"provider": "qdrant", "config": {
-                "path": str(self.root / "qdrant"), "collection_name": "memories", "embedding_model_dims": dims,
-                "on_disk": True}},
-            "embedder": {"provider": "openai", "config": {"api_key": "offline-unused", "embedding_dims": dims}},
-            "llm": {"provider": "openai", "config": {"api_key": "offline-unused"}},
-            "history_db_path": str(self.root / "history.db"),
-        })
+        self.memory = mem0.Memory.from_config(
+            {
+                "vector_store": {
+                    "provider": "qdrant",
+                    "config": {
+                        "path": str(self.root / "qdrant"),
+                        "collection_name": "memories",
+                        "embedding_model_dims": dims,
+                        "on_disk": True,
+                    },
+                },
+                "embedder": {"provider": "openai", "config": {"api_key": "offline-unused", "embedding_dims": dims}},
+                "llm": {"provider": "openai", "config": {"api_key": "offline-unused"}},
+                "history_db_path": str(self.root / "history.db"),
+            }
+        )
         self.memory.embedding_model = _Embedding()
 
     def _learn(self, lesson, text, section):
@@ -250,8 +264,11 @@ class AceReal(MemoryArchitecture):
     def after(self, context, needed):
         if needed is None:
             return
-        ops = [self._op(type="TAG", section=s.section, skill_id=s.id, metadata={"helpful": 1})
-               for s in self.skillbook.skills() if needed in s.content]
+        ops = [
+            self._op(type="TAG", section=s.section, skill_id=s.id, metadata={"helpful": 1})
+            for s in self.skillbook.skills()
+            if needed in s.content
+        ]
         if ops:
             self._apply("the session needed this skill and it was in context", ops)
 
@@ -259,8 +276,13 @@ class AceReal(MemoryArchitecture):
         return "\n".join(s.content for s in self.skillbook.skills())
 
     def forget(self):
-        self._apply("forget", [self._op(type="REMOVE", section=s.section, skill_id=s.id)
-                               for s in self.skillbook.skills(include_invalid=True)])
+        self._apply(
+            "forget",
+            [
+                self._op(type="REMOVE", section=s.section, skill_id=s.id)
+                for s in self.skillbook.skills(include_invalid=True)
+            ],
+        )
 
     def residue(self):
         return self.path.read_bytes() if self.path.exists() else b""
@@ -302,30 +324,40 @@ class SkillmemReal(MemoryArchitecture):
         one = re.sub(r"\s+", " ", text).strip()
         if len(one) <= self.TITLE_CHARS:
             return one
-        return one[:self.TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"
+        return one[: self.TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
     def _learn(self, lesson, text, section):
         S = self.S
         self.n += 1
         slug = f"lesson-{self.n:04d}"
         if self.kind == "skill":  # mem_learn
-            item = S.MemoryItem(origin="agent", slug=slug, kind="skill", title=self._title(text),
-                                body=S.skill_body(self.trigger, text, "success"), agent="overlay-bench",
-                                visibility="public")
-            write = lambda: S.upsert_skill(self.conn, item, surface="mcp", check_conflicts=True,
-                                           actor="mcp:overlay-bench", explicit=())
+            item = S.MemoryItem(
+                origin="agent",
+                slug=slug,
+                kind="skill",
+                title=self._title(text),
+                body=S.skill_body(self.trigger, text, "success"),
+                agent="overlay-bench",
+                visibility="public",
+            )
+            write = lambda: S.upsert_skill(
+                self.conn, item, surface="mcp", check_conflicts=True, actor="mcp:overlay-bench", explicit=()
+            )
         else:  # mem_write
-            item = S.MemoryItem(origin="agent", slug=slug, kind="feedback", title=self._title(text), body=text,
-                                agent="overlay-bench")
-            write = lambda: S.upsert(self.conn, item, surface="mcp", check_conflicts=True,
-                                     actor="mcp:overlay-bench", explicit={"kind"})
+            item = S.MemoryItem(
+                origin="agent", slug=slug, kind="feedback", title=self._title(text), body=text, agent="overlay-bench"
+            )
+            write = lambda: S.upsert(
+                self.conn, item, surface="mcp", check_conflicts=True, actor="mcp:overlay-bench", explicit={"kind"}
+            )
         try:
             stored = write()
         except S.MemoryConflict:  # a near-duplicate: refused, as mem_write refuses it
             return 0
         # the owner reads the text and replies "approve": approval pinned to that text's hash
-        S.set_trust(self.conn, stored.slug, trusted=True, by="owner-prompt", expect_hash=stored.content_hash,
-                    owner_prompt=True)
+        S.set_trust(
+            self.conn, stored.slug, trusted=True, by="owner-prompt", expect_hash=stored.content_hash, owner_prompt=True
+        )
         return 1
 
     def briefing(self) -> str:
@@ -349,9 +381,17 @@ class SkillmemReal(MemoryArchitecture):
         if len(query) < 10:
             query = prompt
         text = self.hooks._recall_sections(
-            self.conn, query, seen=set(), skills_limit=2, fb_limit=3, body_chars=400,
-            fb_header="### Relevant feedback:", skills_header="### Relevant skills (how this was done before):",
-            budget=1500, emitted_slugs=[])
+            self.conn,
+            query,
+            seen=set(),
+            skills_limit=2,
+            fb_limit=3,
+            body_chars=400,
+            fb_header="### Relevant feedback:",
+            skills_header="### Relevant skills (how this was done before):",
+            budget=1500,
+            emitted_slugs=[],
+        )
         return f"📚 Auto-recall from memory (apply if relevant):\n\n{text}" if text.strip() else ""
 
     def context(self, goal):
@@ -361,14 +401,14 @@ class SkillmemReal(MemoryArchitecture):
     def after(self, context, needed):
         if needed is None or self.kind != "skill":
             return
-        for row in self.conn.execute("SELECT slug, body FROM memory_items WHERE kind = 'skill' AND "
-                                     "deleted_at IS NULL").fetchall():
+        for row in self.conn.execute(
+            "SELECT slug, body FROM memory_items WHERE kind = 'skill' AND deleted_at IS NULL"
+        ).fetchall():
             if needed in row["body"] and f"[{row['slug']}]" in context.text:
                 self.S.reinforce(self.conn, row["slug"], evidence="user_confirmed")
 
     def _live(self) -> list:
-        return self.conn.execute("SELECT slug, body FROM memory_items WHERE deleted_at IS NULL "
-                                 "ORDER BY id").fetchall()
+        return self.conn.execute("SELECT slug, body FROM memory_items WHERE deleted_at IS NULL ORDER BY id").fetchall()
 
     def held(self):
         return "\n".join(r["body"] for r in self._live())
@@ -387,4 +427,7 @@ class SkillmemReal(MemoryArchitecture):
 
 
 PEERS: Mapping[str, Callable[[Skill, Config, Path], MemoryArchitecture]] = {
-    "mem0ai": Mem0Real, "ace_framework": AceReal, "skillmem": SkillmemReal}
+    "mem0ai": Mem0Real,
+    "ace_framework": AceReal,
+    "skillmem": SkillmemReal,
+}

@@ -52,30 +52,57 @@ from ..resources import dataset_path
 from ..store import Store
 from .lessons import RULE, Source, load_source
 
-__all__ = ["ARMS", "DEFAULT_SCENARIOS", "SHAPES", "ArmResult", "Power", "ProbeError", "ProbeRun", "Scenario", "check",
-           "clustered_difference", "load_scenarios", "measure", "observe", "prompts", "run", "scenario_table"]
+__all__ = [
+    "ARMS",
+    "DEFAULT_SCENARIOS",
+    "SHAPES",
+    "ArmResult",
+    "Power",
+    "ProbeError",
+    "ProbeRun",
+    "Scenario",
+    "check",
+    "clustered_difference",
+    "load_scenarios",
+    "measure",
+    "observe",
+    "prompts",
+    "run",
+    "scenario_table",
+]
 
 DEFAULT_SCENARIOS = dataset_path("lessons", "scenarios.yaml")
 ARMS = ("control", "tier2", "tier3", "tier0")
 OPS: Mapping[str, Callable[[Any, Any], bool]] = {
-    "greater": lambda a, b: a > b, "at_least": lambda a, b: a >= b, "less": lambda a, b: a < b,
-    "at_most": lambda a, b: a <= b, "not_before": lambda a, b: str(a) >= str(b),
+    "greater": lambda a, b: a > b,
+    "at_least": lambda a, b: a >= b,
+    "less": lambda a, b: a < b,
+    "at_most": lambda a, b: a <= b,
+    "not_before": lambda a, b: str(a) >= str(b),
     "equals": lambda a, b: str(a).lower() == str(b).lower(),  # an enumeration: the item has the learned option
-    "requires": lambda a, b: bool(a) or not b}  # a boolean: when the learned flag is on, the item needs `attr`
+    "requires": lambda a, b: bool(a) or not b,
+}  # a boolean: when the learned flag is on, the item needs `attr`
 MEMBER_OPS = ("member", "not_member")
 # value shape of a key (the vocabulary's `KeySpec.shape`) -> the select rules that can express it
 SHAPE_OPS: Mapping[str, tuple[str, ...]] = {
-    "count": ("greater", "at_least", "less", "at_most"), "duration": ("greater", "at_least", "less", "at_most"),
+    "count": ("greater", "at_least", "less", "at_most"),
+    "duration": ("greater", "at_least", "less", "at_most"),
     "threshold": ("greater", "at_least", "less", "at_most", "not_before"),
-    "enumeration": ("equals", *MEMBER_OPS), "boolean": ("requires",), "sender": MEMBER_OPS, "person": MEMBER_OPS}
+    "enumeration": ("equals", *MEMBER_OPS),
+    "boolean": ("requires",),
+    "sender": MEMBER_OPS,
+    "person": MEMBER_OPS,
+}
 SHAPES = tuple(SHAPE_OPS)
 # text scenarios: value shape -> the measures that check it (counts: at_most; enumerations: equals; booleans:
 # every list item matches `pattern`)
-TEXT_MEASURES: Mapping[str, tuple[str, ...]] = {"count": ("sentences", "words", "list_items"),
-                                                "enumeration": ("language", "list_style"),
-                                                "boolean": ("items_matching",)}
+TEXT_MEASURES: Mapping[str, tuple[str, ...]] = {
+    "count": ("sentences", "words", "list_items"),
+    "enumeration": ("language", "list_style"),
+    "boolean": ("items_matching",),
+}
 MEASURES = TEXT_MEASURES["count"]
-ANSWER_FORMAT = "Answer with only a JSON list of the item ids, for example [\"x1\", \"x2\"], and nothing else."
+ANSWER_FORMAT = 'Answer with only a JSON list of the item ids, for example ["x1", "x2"], and nothing else.'
 
 
 class ProbeError(ValueError):
@@ -135,11 +162,24 @@ def load_scenarios(path: str | Path = DEFAULT_SCENARIOS, source: Source | None =
         where = f"{path}: scenarios[{i}] ({raw.get('id')})"
         try:
             fact = raw["fact"]
-            sc = Scenario(raw["id"], raw["domain"], raw["section"], fact["namespace"], str(fact["key"]),
-                          fact["value"], fact.get("scope", "user"), raw["prose"], " ".join(raw["task"].split()),
-                          raw.get("default"), raw.get("tool"), dict(raw.get("rule") or {}),
-                          tuple(dict(x) for x in raw.get("items") or ()), tuple(raw.get("expect") or ()),
-                          dict(raw.get("check") or {}), raw["shape"])
+            sc = Scenario(
+                raw["id"],
+                raw["domain"],
+                raw["section"],
+                fact["namespace"],
+                str(fact["key"]),
+                fact["value"],
+                fact.get("scope", "user"),
+                raw["prose"],
+                " ".join(raw["task"].split()),
+                raw.get("default"),
+                raw.get("tool"),
+                dict(raw.get("rule") or {}),
+                tuple(dict(x) for x in raw.get("items") or ()),
+                tuple(raw.get("expect") or ()),
+                dict(raw.get("check") or {}),
+                raw["shape"],
+            )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ProbeError(f"{where}: missing or malformed field {exc}") from exc
         if sc.domain not in source.domains:
@@ -149,8 +189,10 @@ def load_scenarios(path: str | Path = DEFAULT_SCENARIOS, source: Source | None =
         if spec is None:
             raise ProbeError(f"{where}.fact.key: {sc.key!r} is not a key of {sc.namespace}")
         if sc.shape != spec.shape or sc.shape not in SHAPES:
-            raise ProbeError(f"{where}.shape: {sc.shape!r}, but {sc.namespace}.{sc.key} has shape {spec.shape!r}"
-                             + ("" if spec.shape in SHAPES else f" (scenario shapes: {', '.join(SHAPES)})"))
+            raise ProbeError(
+                f"{where}.shape: {sc.shape!r}, but {sc.namespace}.{sc.key} has shape {spec.shape!r}"
+                + ("" if spec.shape in SHAPES else f" (scenario shapes: {', '.join(SHAPES)})")
+            )
         if sc.section != ns.section:
             raise ProbeError(f"{where}.section: {sc.section!r}, but {sc.namespace} binds to {ns.section!r}")
         if sc.kind == "select":
@@ -169,14 +211,19 @@ def _check_select(sc: Scenario, spec, source: Source, where: str) -> None:
     if op not in OPS and not sc.member:
         raise ProbeError(f"{where}.rule.op: {op!r} is not one of {', '.join([*OPS, *MEMBER_OPS])}")
     if op not in SHAPE_OPS[sc.shape]:
-        raise ProbeError(f"{where}.rule.op: {op!r} cannot express a {sc.shape} value "
-                         f"(use {', '.join(SHAPE_OPS[sc.shape])})")
+        raise ProbeError(
+            f"{where}.rule.op: {op!r} cannot express a {sc.shape} value (use {', '.join(SHAPE_OPS[sc.shape])})"
+        )
     if sc.member != (spec.key is None):
-        raise ProbeError(f"{where}.rule.op: {op!r}, but {sc.namespace} is "
-                         + ("a member namespace" if spec.key is None else "not a member namespace"))
+        raise ProbeError(
+            f"{where}.rule.op: {op!r}, but {sc.namespace} is "
+            + ("a member namespace" if spec.key is None else "not a member namespace")
+        )
     if sc.shape == "enumeration" and not sc.member and sc.value not in set(spec.options.values()):
-        raise ProbeError(f"{where}.fact.value: {sc.value!r} is not an option of {sc.namespace}.{sc.key} "
-                         f"({', '.join(sorted(set(spec.options.values())))})")
+        raise ProbeError(
+            f"{where}.fact.value: {sc.value!r} is not an option of {sc.namespace}.{sc.key} "
+            f"({', '.join(sorted(set(spec.options.values())))})"
+        )
     if sc.tool not in source.registry.could_read(sc.namespace, sc.domain):
         raise ProbeError(f"{where}.tool: {sc.tool!r} does not read {sc.namespace} in the registry model")
     if not sc.items or any("id" not in x or sc.rule.get("attr") not in x for x in sc.items):
@@ -199,13 +246,16 @@ def _check_text(sc: Scenario, spec, source: Source, where: str) -> None:
     (every list item matches `pattern`; the learned flag is on)."""
     ns = source.namespace(sc.domain, sc.namespace)
     if not ns.why_no_tool:
-        raise ProbeError(f"{where}.fact.namespace: a tool could read {sc.namespace!r}; text scenarios test values "
-                         "no tool can read")
+        raise ProbeError(
+            f"{where}.fact.namespace: a tool could read {sc.namespace!r}; text scenarios test values no tool can read"
+        )
     measures = TEXT_MEASURES.get(sc.shape, ())
     what = sc.check.get("measure")
     if what not in measures:
-        raise ProbeError(f"{where}.check: needs measure in {measures or '()'} for a {sc.shape} value"
-                         + ("" if measures else " (no text check measures this shape)"))
+        raise ProbeError(
+            f"{where}.check: needs measure in {measures or '()'} for a {sc.shape} value"
+            + ("" if measures else " (no text check measures this shape)")
+        )
     if sc.shape == "count":
         if not isinstance(sc.check.get("at_most"), int):
             raise ProbeError(f"{where}.check: needs measure in {measures} and an integer at_most")
@@ -214,8 +264,10 @@ def _check_text(sc: Scenario, spec, source: Source, where: str) -> None:
     elif sc.shape == "enumeration":
         options = set(spec.options.values())
         if sc.value not in options:
-            raise ProbeError(f"{where}.fact.value: {sc.value!r} is not an option of {sc.namespace}.{sc.key} "
-                             f"({', '.join(sorted(options))})")
+            raise ProbeError(
+                f"{where}.fact.value: {sc.value!r} is not an option of {sc.namespace}.{sc.key} "
+                f"({', '.join(sorted(options))})"
+            )
         if sc.check.get("equals") != sc.value:
             raise ProbeError(f"{where}.check.equals: {sc.check.get('equals')!r} but the learned value is {sc.value!r}")
         if what == "language" and sc.value not in LANGUAGES:
@@ -224,8 +276,9 @@ def _check_text(sc: Scenario, spec, source: Source, where: str) -> None:
             raise ProbeError(f"{where}.check: list_style is one of {', '.join(LIST_STYLES)}")
     else:  # boolean
         if sc.value is not True:
-            raise ProbeError(f"{where}.fact.value: a boolean text scenario teaches the flag on (true); "
-                             f"got {sc.value!r}")
+            raise ProbeError(
+                f"{where}.fact.value: a boolean text scenario teaches the flag on (true); got {sc.value!r}"
+            )
         try:
             re.compile(sc.check.get("pattern") or "")
         except (re.error, TypeError) as exc:
@@ -246,11 +299,20 @@ def _expected_text(sc: Scenario) -> str:
 def scenario_table(scenarios: Iterable[Scenario]) -> pd.DataFrame:
     """One row per scenario: its kind, key and value shape, the learned value, its arms and what the checker
     expects."""
-    return pd.DataFrame([{"scenario": s.id, "kind": s.kind, "key": s.unit, "shape": s.shape,
-                          "value": f"{s.namespace}.{s.key} = {s.value}" + (f" ({s.scope})" if s.scope != "user" else ""),
-                          "arms": ", ".join(s.arms),
-                          "expected": ", ".join(s.expect) or _expected_text(s)}
-                         for s in scenarios])
+    return pd.DataFrame(
+        [
+            {
+                "scenario": s.id,
+                "kind": s.kind,
+                "key": s.unit,
+                "shape": s.shape,
+                "value": f"{s.namespace}.{s.key} = {s.value}" + (f" ({s.scope})" if s.scope != "user" else ""),
+                "arms": ", ".join(s.arms),
+                "expected": ", ".join(s.expect) or _expected_text(s),
+            }
+            for s in scenarios
+        ]
+    )
 
 
 # ------------------------------------------------------------------------------------ the wired tool
@@ -293,8 +355,15 @@ class _learned_store:
             kind, payload, scope = "preference", {"body": sc.prose}, "user"
         else:
             return self.store
-        result = gates.learn(self.store, self.skill, kind, payload, section=None if kind == "fact" else sc.section,
-                             provenance="user_instruction", scope=scope)
+        result = gates.learn(
+            self.store,
+            self.skill,
+            kind,
+            payload,
+            section=None if kind == "fact" else sc.section,
+            provenance="user_instruction",
+            scope=scope,
+        )
         if result.outcome not in ("routed", "active"):
             raise ProbeError(f"scenario {sc.id}: the gates {result.outcome} the {self.arm} lesson ({result.message})")
         return self.store
@@ -316,8 +385,10 @@ def prompts(sc: Scenario, arm: str, source: Source | None = None) -> list[dict]:
         if sc.kind == "select":
             user += "\n\nItems:\n" + "\n".join(json.dumps(x, ensure_ascii=False) for x in sc.items)
             if arm == "tier0":
-                user += (f"\n\nThe `{sc.tool}` tool has already applied the user's saved settings and selected: "
-                         f"{json.dumps(select(sc, store, source))}")
+                user += (
+                    f"\n\nThe `{sc.tool}` tool has already applied the user's saved settings and selected: "
+                    f"{json.dumps(select(sc, store, source))}"
+                )
             user += "\n\n" + ANSWER_FORMAT
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -333,16 +404,24 @@ _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 # Function words that are frequent in one language and rare in the others (a word shared by two languages
 # counts for both, so only the distinctive ones decide). The measure needs no model and no download.
 LANGUAGES: Mapping[str, frozenset[str]] = {
-    "english": frozenset("the and is are of to in that it for with this you your we be not have will on can "
-                         "would should please thanks".split()),
-    "german": frozenset("der die das und ist nicht ich sie wir ein eine einen mit für auf zu den dem des "
-                        "bitte danke auch wird sind haben oder aber noch wie".split()),
-    "spanish": frozenset("el la los las y es no que de en un una por con para del al se lo muy pero también "
-                         "gracias está son".split()),
-    "french": frozenset("le la les et est ne pas que de des un une pour avec dans sur du au vous nous je il "
-                        "merci aussi sont être".split()),
-    "portuguese": frozenset("os é não que de em um uma por com para da dos das também obrigado você está "
-                            "são isso".split()),
+    "english": frozenset(
+        "the and is are of to in that it for with this you your we be not have will on can "
+        "would should please thanks".split()
+    ),
+    "german": frozenset(
+        "der die das und ist nicht ich sie wir ein eine einen mit für auf zu den dem des "
+        "bitte danke auch wird sind haben oder aber noch wie".split()
+    ),
+    "spanish": frozenset(
+        "el la los las y es no que de en un una por con para del al se lo muy pero también gracias está son".split()
+    ),
+    "french": frozenset(
+        "le la les et est ne pas que de des un une pour avec dans sur du au vous nous je il "
+        "merci aussi sont être".split()
+    ),
+    "portuguese": frozenset(
+        "os é não que de em um uma por com para da dos das também obrigado você está são isso".split()
+    ),
 }
 LIST_STYLES = ("numbered", "bulleted")
 
@@ -502,20 +581,25 @@ class Power:
         return self.have >= self.required
 
     def __str__(self) -> str:
-        how = (f"two proportions, arcsine, alpha {self.alpha:g} two-sided, power {self.power:g}, rates "
-               f"{self.baseline:g} vs {self.baseline + self.difference:g}, each key one observation")
-        need = (f"a tier 2 − tier 3 compliance difference of {self.difference:g} needs {self.required} keys "
-                f"scored in both arms ({how})")
+        how = (
+            f"two proportions, arcsine, alpha {self.alpha:g} two-sided, power {self.power:g}, rates "
+            f"{self.baseline:g} vs {self.baseline + self.difference:g}, each key one observation"
+        )
+        need = (
+            f"a tier 2 − tier 3 compliance difference of {self.difference:g} needs {self.required} keys "
+            f"scored in both arms ({how})"
+        )
         if not self.available:
             return need
-        return (need + f"; the run was given {self.available} keys (smallest detectable difference "
-                f"{self.detectable(self.available):.2f}), {self.have} were scored in both arms"
-                + (f" (smallest detectable difference {self.mde:.2f})" if self.have else "")
-                + ("" if self.powered else " — underpowered, so no verdict"))
+        return (
+            need + f"; the run was given {self.available} keys (smallest detectable difference "
+            f"{self.detectable(self.available):.2f}), {self.have} were scored in both arms"
+            + (f" (smallest detectable difference {self.mde:.2f})" if self.have else "")
+            + ("" if self.powered else " — underpowered, so no verdict")
+        )
 
 
-def clustered_difference(paired: pd.DataFrame, *, by: str = "key", n_resamples: int = 2000,
-                         seed: int = 0) -> Interval:
+def clustered_difference(paired: pd.DataFrame, *, by: str = "key", n_resamples: int = 2000, seed: int = 0) -> Interval:
     """Mean over `by` groups of the group's mean tier 2 − tier 3 difference, resampling groups.
 
     `paired` holds one row per scenario with its `tier2` and `tier3` pass rates and its key; each key weighs
@@ -534,8 +618,9 @@ class ProbeRun:
 
     def table(self) -> pd.DataFrame:
         """One row per scenario × arm × seed (`passed` None: that request was skipped)."""
-        return pd.DataFrame([r.__dict__ for r in self.results],
-                            columns=[f.name for f in ArmResult.__dataclass_fields__.values()])
+        return pd.DataFrame(
+            [r.__dict__ for r in self.results], columns=[f.name for f in ArmResult.__dataclass_fields__.values()]
+        )
 
     def summary(self, by: str = "kind") -> pd.DataFrame:
         """Compliance per arm and scenario `kind` (or `shape`), with a Wilson 95% interval over replies."""
@@ -546,8 +631,17 @@ class ProbeRun:
         rows = []
         for (arm, kind), g in df.groupby(["arm", by], sort=False):
             n, k = len(g), int(g.passed.sum())
-            rows.append({"arm": arm, by: kind, "n": n, "passed": k, "rate": k / n,
-                         "low": wilson_lower_bound(k, n), "high": 1 - wilson_lower_bound(n - k, n)})
+            rows.append(
+                {
+                    "arm": arm,
+                    by: kind,
+                    "n": n,
+                    "passed": k,
+                    "rate": k / n,
+                    "low": wilson_lower_bound(k, n),
+                    "high": 1 - wilson_lower_bound(n - k, n),
+                }
+            )
         return pd.DataFrame(rows)
 
     def _paired(self) -> pd.DataFrame:
@@ -556,8 +650,12 @@ class ProbeRun:
         df = df[df.passed.notna() & df.arm.isin(["tier2", "tier3"])]
         if df.empty:
             return pd.DataFrame(columns=["key", "tier2", "tier3"])
-        return df.assign(passed=df.passed.astype(float)).pivot_table(
-            index=["key", "scenario"], columns="arm", values="passed", aggfunc="mean").dropna().reset_index()
+        return (
+            df.assign(passed=df.passed.astype(float))
+            .pivot_table(index=["key", "scenario"], columns="arm", values="passed", aggfunc="mean")
+            .dropna()
+            .reset_index()
+        )
 
     @property
     def power(self) -> Power:
@@ -580,13 +678,20 @@ class ProbeRun:
         if comp is None:
             return head + why + "."
         power, d = self.power, self.power.difference
-        say = ("the typed line is followed more often" if comp.low > 0 else
-               "the prose line is followed more often" if comp.high < 0 else
-               f"no difference shown, and one of {d:g} or more in favour of the typed line is ruled out"
-               if comp.high < d else "no difference shown")
-        return (head + f"Compliance tier 2 − tier 3 on {comp.n} keys ({len(self._paired())} scenarios): "
-                f"{comp.estimate:+.0%} (95% CI {comp.low:+.0%} to {comp.high:+.0%}, keys resampled; smallest "
-                f"detectable difference at {comp.n} keys {power.mde:.2f}): {say}.")
+        say = (
+            "the typed line is followed more often"
+            if comp.low > 0
+            else "the prose line is followed more often"
+            if comp.high < 0
+            else f"no difference shown, and one of {d:g} or more in favour of the typed line is ruled out"
+            if comp.high < d
+            else "no difference shown"
+        )
+        return (
+            head + f"Compliance tier 2 − tier 3 on {comp.n} keys ({len(self._paired())} scenarios): "
+            f"{comp.estimate:+.0%} (95% CI {comp.low:+.0%} to {comp.high:+.0%}, keys resampled; smallest "
+            f"detectable difference at {comp.n} keys {power.mde:.2f}): {say}."
+        )
 
     def __str__(self) -> str:
         if self.status == "skipped":
@@ -606,9 +711,16 @@ def _pick_model(client: LemonadeClient, health) -> str | None:
     return default or (models[0].id if models else None)
 
 
-def run(client: LemonadeClient | None = None, *, model: str | None = None, scenarios: Iterable[Scenario] | None = None,
-        arms: Sequence[str] = ARMS, seeds: Sequence[int] = (0,), max_tokens: int = 400,
-        source: Source | None = None) -> ProbeRun:
+def run(
+    client: LemonadeClient | None = None,
+    *,
+    model: str | None = None,
+    scenarios: Iterable[Scenario] | None = None,
+    arms: Sequence[str] = ARMS,
+    seeds: Sequence[int] = (0,),
+    max_tokens: int = 400,
+    source: Source | None = None,
+) -> ProbeRun:
     """Run every scenario × arm × seed at temperature 0. Returns a skipped run, with its reason, when no
     server answers (or, in replay mode, when the cassette holds none of the requests)."""
     source = source or load_source()
@@ -623,13 +735,21 @@ def run(client: LemonadeClient | None = None, *, model: str | None = None, scena
             client.close()
 
 
-def _run(client: LemonadeClient, model: str | None, scenarios: tuple[Scenario, ...], arms: Sequence[str],
-         seeds: Sequence[int], max_tokens: int, source: Source) -> ProbeRun:
+def _run(
+    client: LemonadeClient,
+    model: str | None,
+    scenarios: tuple[Scenario, ...],
+    arms: Sequence[str],
+    seeds: Sequence[int],
+    max_tokens: int,
+    source: Source,
+) -> ProbeRun:
     if client.mode != "replay":
         health = client.health(read_timeout_s=3.0)
         if not health.up:
-            return ProbeRun("skipped", f"no model server answered at {client.base_url}"
-                                       + (" (busy)" if health.busy else ""))
+            return ProbeRun(
+                "skipped", f"no model server answered at {client.base_url}" + (" (busy)" if health.busy else "")
+            )
         try:
             model = model or _pick_model(client, health)
         except LLMError as exc:
@@ -645,16 +765,42 @@ def _run(client: LemonadeClient, model: str | None, scenarios: tuple[Scenario, .
             messages = prompts(sc, arm, source)
             for seed in seeds:
                 try:
-                    reply = client.chat(model, messages, max_completion_tokens=max_tokens, temperature=0.0,
-                                        seed=seed)
+                    reply = client.chat(model, messages, max_completion_tokens=max_tokens, temperature=0.0, seed=seed)
                 except Skipped as exc:
-                    results.append(ArmResult(sc.id, sc.kind, arm, seed, None, json.dumps(sorted(expected)), "",
-                                             model, False, exc.reason, sc.unit, sc.shape))
+                    results.append(
+                        ArmResult(
+                            sc.id,
+                            sc.kind,
+                            arm,
+                            seed,
+                            None,
+                            json.dumps(sorted(expected)),
+                            "",
+                            model,
+                            False,
+                            exc.reason,
+                            sc.unit,
+                            sc.shape,
+                        )
+                    )
                     continue
                 passed, got = check(sc, reply.content, expected)
-                results.append(ArmResult(sc.id, sc.kind, arm, seed, passed, json.dumps(sorted(expected)), got,
-                                         reply.model or model, reply.replayed,
-                                         "cut off at max_tokens" if reply.truncated else "", sc.unit, sc.shape))
+                results.append(
+                    ArmResult(
+                        sc.id,
+                        sc.kind,
+                        arm,
+                        seed,
+                        passed,
+                        json.dumps(sorted(expected)),
+                        got,
+                        reply.model or model,
+                        reply.replayed,
+                        "cut off at max_tokens" if reply.truncated else "",
+                        sc.unit,
+                        sc.shape,
+                    )
+                )
     ran = [r for r in results if r.passed is not None]
     if not ran:
         reason = results[0].note if results else "no scenarios"

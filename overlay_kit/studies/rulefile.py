@@ -70,8 +70,10 @@ class RuleFile:
 
     def stamp(self) -> str:
         """One line for the notebook: which rule, which exact file, and what was known when it was written."""
-        return (f"Rule `{self.path.name}` v{self.version} (sha256 {self.sha256[:12]}), written {self.written}; "
-                f"seen before writing it: {self.seen}")
+        return (
+            f"Rule `{self.path.name}` v{self.version} (sha256 {self.sha256[:12]}), written {self.written}; "
+            f"seen before writing it: {self.seen}"
+        )
 
 
 def load(name: str | Path) -> RuleFile:
@@ -110,6 +112,14 @@ def load(name: str | Path) -> RuleFile:
         raise RuleFileError(path, "params", "must be a mapping of names to values")
     if path.stem != doc["study"]:
         raise RuleFileError(path, "study", f"{doc['study']!r} differs from the file's name {path.stem!r}")
-    return RuleFile(path, hashlib.sha256(raw).hexdigest(), doc["study"], doc["version"], written.isoformat(),
-                    " ".join(doc["seen"].split()), " ".join(doc["question"].split()), doc["rule"].strip(),
-                    MappingProxyType(dict(doc["params"])))
+    return RuleFile(
+        path,
+        hashlib.sha256(raw).hexdigest(),
+        doc["study"],
+        doc["version"],
+        written.isoformat(),
+        " ".join(doc["seen"].split()),
+        " ".join(doc["question"].split()),
+        doc["rule"].strip(),
+        MappingProxyType(dict(doc["params"])),
+    )

@@ -52,15 +52,33 @@ from . import rulefile, world
 from .finding import Finding, render
 from .rulefile import RuleFile
 
-__all__ = ["ARMS", "ASSUMPTIONS", "RULE_NAME", "Point", "ScopeError", "ScopeStudy", "Tally", "UserTrace",
-           "product_check", "reader_scopes", "run", "simulate", "traces", "written_scope"]
+__all__ = [
+    "ARMS",
+    "ASSUMPTIONS",
+    "RULE_NAME",
+    "Point",
+    "ScopeError",
+    "ScopeStudy",
+    "Tally",
+    "UserTrace",
+    "product_check",
+    "reader_scopes",
+    "run",
+    "simulate",
+    "traces",
+    "written_scope",
+]
 
 RULE_NAME = "11_scope_default"
 ARMS = ("user", "agent", "context")  # the scope a lesson is written with when none is given
 # name: (low, high, what it is) — the stated range each assumption is swept across
 ASSUMPTIONS: Mapping[str, tuple[float, float, str]] = {
-    "transfer_share": (0.1, 0.7, "share of taught lessons that are user-wide preferences (help the user's other "
-                                 "agents of the same context); the rest are agent-specific procedures"),
+    "transfer_share": (
+        0.1,
+        0.7,
+        "share of taught lessons that are user-wide preferences (help the user's other "
+        "agents of the same context); the rest are agent-specific procedures",
+    ),
     "split_share": (0.1, 0.5, "share of a user's agent pairs that cross work/personal"),
     "co_load": (0.1, 1.0, "share of an agent's sessions that load another agent's skill"),
 }
@@ -85,8 +103,9 @@ class Point:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
                 raise ScopeError(name, f"{v!r} is not a share in [0, 1]")
         if self.split_share > 0.5:
-            raise ScopeError("split_share", f"{self.split_share!r}: independent contexts split at most half the "
-                                            "pairs (0.5)")
+            raise ScopeError(
+                "split_share", f"{self.split_share!r}: independent contexts split at most half the pairs (0.5)"
+            )
 
     @property
     def personal(self) -> float:
@@ -147,10 +166,19 @@ def traces(w: world.World) -> tuple[UserTrace, ...]:
         taught = tuple(s.needs for s in ss if s.taught)
         needed = {a: {s.needs for s in ss if s.agent == a and s.needs} for a in agents}
         rng = np.random.default_rng([w.seed, k, _SALT])
-        out.append(UserTrace(user, agents, tuple((s.agent, s.needs, s.taught) for s in ss),
-                             {a: p_need / (len(needed[a]) + 1) for a in agents}, rng.random(len(agents)),
-                             dict(zip(taught, rng.random(len(taught)))), rng.random((len(ss), len(agents))),
-                             rng.random((len(ss), max(1, len(taught)))), taught))
+        out.append(
+            UserTrace(
+                user,
+                agents,
+                tuple((s.agent, s.needs, s.taught) for s in ss),
+                {a: p_need / (len(needed[a]) + 1) for a in agents},
+                rng.random(len(agents)),
+                dict(zip(taught, rng.random(len(taught)))),
+                rng.random((len(ss), len(agents))),
+                rng.random((len(ss), max(1, len(taught)))),
+                taught,
+            )
+        )
     return tuple(out)
 
 
@@ -183,8 +211,13 @@ def simulate(t: UserTrace, point: Point, arm: str) -> Tally:
         misfit += any(w != b and ctx[w] == ctx[b] and not transferable[lid] for lid, w in front)
         for k, lid in taught:
             home = domain[lid]
-            if (home == b or not transferable[lid] or ctx[home] != ctx[b] or home not in loaded
-                    or t.u_need[i, k] >= t.rate[b]):
+            if (
+                home == b
+                or not transferable[lid]
+                or ctx[home] != ctx[b]
+                or home not in loaded
+                or t.u_need[i, k] >= t.rate[b]
+            ):
                 continue
             needs += 1
             if any(x == lid and sc in readers for x, _w, sc in written):
@@ -219,13 +252,22 @@ def product_check(users: Sequence[UserTrace], point: Point, arms: Sequence[str] 
             try:
                 parsed = {}
                 for name in {by_id[lid].skill for lid, _w, _sc in tally.written} | {
-                        by_id[lid].skill for lid in t.lessons}:
-                    parsed[name] = parse_skill(_skill_text(name, list(dict.fromkeys(skills[name]))),
-                                               check_directory=False)[0]
+                    by_id[lid].skill for lid in t.lessons
+                }:
+                    parsed[name] = parse_skill(
+                        _skill_text(name, list(dict.fromkeys(skills[name]))), check_directory=False
+                    )[0]
                 for lid, _w, sc in tally.written:
                     x = by_id[lid]
-                    r = gates.learn(store, parsed[x.skill], "preference", {"body": x.body}, section=x.section,
-                                    provenance="user_instruction", scope=sc)
+                    r = gates.learn(
+                        store,
+                        parsed[x.skill],
+                        "preference",
+                        {"body": x.body},
+                        section=x.section,
+                        provenance="user_instruction",
+                        scope=sc,
+                    )
                     store.approve(r.delta.id)
                 body_of = {by_id[lid].body: lid for lid in by_id}
                 for b in t.agents:
@@ -253,8 +295,13 @@ def _grid(rule: RuleFile, overrides: Mapping[str, Any]) -> list[Point]:
 
 
 def _ci(num, den, rule: RuleFile) -> Interval:
-    return ratio_ci(num, den, n_resamples=int(rule.param("resamples")), seed=int(rule.param("bootstrap_seed")),
-                    confidence=float(rule.param("confidence")))
+    return ratio_ci(
+        num,
+        den,
+        n_resamples=int(rule.param("resamples")),
+        seed=int(rule.param("bootstrap_seed")),
+        confidence=float(rule.param("confidence")),
+    )
 
 
 @dataclass(frozen=True)
@@ -273,12 +320,20 @@ class ScopeStudy:
         for key, g in self.rows.groupby(keys, sort=False):
             row = dict(zip(keys, key))
             use, leak = _ci(g.met, g.needs, self.rule), _ci(g.leaky, g.sessions, self.rule)
-            row |= {"varied": str(SHIPPED.varied({"scope": key[-1]})) if key[-1] != SHIPPED.scope else "shipped",
-                    "users": len(g), "sessions": int(g.sessions.sum()), "cross_needs": int(g.needs.sum()),
-                    "usefulness": use.estimate, "usefulness_low": use.low, "usefulness_high": use.high,
-                    "leakage": leak.estimate, "leakage_low": leak.low, "leakage_high": leak.high,
-                    "misfit": g.misfit.sum() / g.sessions.sum(),
-                    "repeats_per_user": (g.needs - g.met).sum() / len(g)}
+            row |= {
+                "varied": str(SHIPPED.varied({"scope": key[-1]})) if key[-1] != SHIPPED.scope else "shipped",
+                "users": len(g),
+                "sessions": int(g.sessions.sum()),
+                "cross_needs": int(g.needs.sum()),
+                "usefulness": use.estimate,
+                "usefulness_low": use.low,
+                "usefulness_high": use.high,
+                "leakage": leak.estimate,
+                "leakage_low": leak.low,
+                "leakage_high": leak.high,
+                "misfit": g.misfit.sum() / g.sessions.sum(),
+                "repeats_per_user": (g.needs - g.met).sum() / len(g),
+            }
             out.append(row)
         return pd.DataFrame(out)
 
@@ -296,7 +351,7 @@ class ScopeStudy:
             a = g[g.scope == "agent"].set_index("user").loc[u.index]
             leak = _ci(u.leaky, u.sessions, self.rule)
             gain = _ci(u.met - a.met, u.needs, self.rule)
-            meets = ("breaks" if leak.low > leak_max else "meets" if leak.high <= leak_max else "undecided")
+            meets = "breaks" if leak.low > leak_max else "meets" if leak.high <= leak_max else "undecided"
             if meets == "meets":
                 pick = "user" if gain.low >= min_gain else "agent" if gain.high < min_gain else "undecided"
             else:
@@ -305,14 +360,27 @@ class ScopeStudy:
             n = len(u)
             half = (leak.high - leak.low) / 2
             gap = abs(leak.estimate - leak_max)
-            out.append(dict(zip(ASSUMPTIONS, key)) | {
-                "users": n, "leak_user": leak.estimate, "leak_user_low": leak.low, "leak_user_high": leak.high,
-                "leak_halfwidth": half, "bound": meets, "gain": gain.estimate, "gain_low": gain.low,
-                "gain_high": gain.high, "mde_gain": 2.8 * float(per_user.std(ddof=1)) / math.sqrt(per_user.count())
-                if per_user.count() > 1 else float("nan"),
-                "users_to_decide": math.ceil(n * (half / gap) ** 2) if meets == "undecided" and gap > 0
-                else float("nan"),
-                "pick": pick})
+            out.append(
+                dict(zip(ASSUMPTIONS, key))
+                | {
+                    "users": n,
+                    "leak_user": leak.estimate,
+                    "leak_user_low": leak.low,
+                    "leak_user_high": leak.high,
+                    "leak_halfwidth": half,
+                    "bound": meets,
+                    "gain": gain.estimate,
+                    "gain_low": gain.low,
+                    "gain_high": gain.high,
+                    "mde_gain": 2.8 * float(per_user.std(ddof=1)) / math.sqrt(per_user.count())
+                    if per_user.count() > 1
+                    else float("nan"),
+                    "users_to_decide": math.ceil(n * (half / gap) ** 2)
+                    if meets == "undecided" and gap > 0
+                    else float("nan"),
+                    "pick": pick,
+                }
+            )
         return pd.DataFrame(out)
 
     def points(self) -> pd.DataFrame:
@@ -325,16 +393,19 @@ class ScopeStudy:
         if p.empty:
             return "undecided", "no user with two or more agents: nothing to decide from"
         if (p.bound == "breaks").any():
-            return "agent", (f"\"user\" breaks the leakage bound at {int((p.bound == 'breaks').sum())} of "
-                             f"{len(p)} points")
+            return "agent", (
+                f'"user" breaks the leakage bound at {int((p.bound == "breaks").sum())} of {len(p)} points'
+            )
         if (p.bound == "meets").all():
             if (p.pick == "user").all():
-                return "user", "\"user\" meets the bound everywhere and its gain clears min_gain everywhere"
+                return "user", '"user" meets the bound everywhere and its gain clears min_gain everywhere'
             if (p.pick == "agent").all():
-                return "agent", "\"user\" meets the bound but its gain is under min_gain everywhere (tie-break)"
+                return "agent", '"user" meets the bound but its gain is under min_gain everywhere (tie-break)'
             return "undecided", "the gain clears min_gain at some points only"
-        return "undecided", (f"\"user\"'s leakage is undecided at {int((p.bound == 'undecided').sum())} of "
-                             f"{len(p)} points and breaks the bound at none")
+        return "undecided", (
+            f'"user"\'s leakage is undecided at {int((p.bound == "undecided").sum())} of '
+            f"{len(p)} points and breaks the bound at none"
+        )
 
     def control(self) -> bool:
         """The "alone" trace: every arm gives the same numbers, with no cross need and no leak."""
@@ -353,60 +424,100 @@ class ScopeStudy:
         shared = t[t.trace == "shared"]
         n_shared = int(shared.users.iloc[0]) if len(shared) else 0
         n_alone = int(t[t.trace == "alone"].users.iloc[0]) if (t.trace == "alone").any() else 0
-        intro.append(f"World {self.world_digest[:12]} ({self.users} users; agents per user: {self.agents}): "
-                     f"{n_shared} users whose agents share them, {n_alone} with one agent; {len(p)} assumption "
-                     f"point(s). Intervals: {rule.param('confidence'):.0%} percentile bootstrap over users.")
+        intro.append(
+            f"World {self.world_digest[:12]} ({self.users} users; agents per user: {self.agents}): "
+            f"{n_shared} users whose agents share them, {n_alone} with one agent; {len(p)} assumption "
+            f"point(s). Intervals: {rule.param('confidence'):.0%} percentile bootstrap over users."
+        )
         if len(p):
             lo, hi = p.loc[p.leak_user.idxmin()], p.loc[p.leak_user.idxmax()]
-            intro.append(f"**Leakage of \"user\" (what ships)** — sessions with a lesson of the other context in "
-                         f"front of the model, at its lowest and highest point: meets the bound at "
-                         f"{int((p.bound == 'meets').sum())}, breaks it at {int((p.bound == 'breaks').sum())}, "
-                         f"undecided at {int((p.bound == 'undecided').sum())} of {len(p)} points. \"agent\": 0 by "
-                         "construction (the scope filter).")
-            findings = [Finding(f"{end} (split {r.split_share}, co_load {r.co_load})", r.leak_user,
-                                r.leak_user_low, r.leak_user_high, float(leak_max), r.bound)
-                        for end, r in (("lowest", lo), ("highest", hi))]
+            intro.append(
+                f'**Leakage of "user" (what ships)** — sessions with a lesson of the other context in '
+                f"front of the model, at its lowest and highest point: meets the bound at "
+                f"{int((p.bound == 'meets').sum())}, breaks it at {int((p.bound == 'breaks').sum())}, "
+                f'undecided at {int((p.bound == "undecided").sum())} of {len(p)} points. "agent": 0 by '
+                "construction (the scope filter)."
+            )
+            findings = [
+                Finding(
+                    f"{end} (split {r.split_share}, co_load {r.co_load})",
+                    r.leak_user,
+                    r.leak_user_low,
+                    r.leak_user_high,
+                    float(leak_max),
+                    r.bound,
+                )
+                for end, r in (("lowest", lo), ("highest", hi))
+            ]
             use = shared.pivot_table(index="scope", values="usefulness", aggfunc=["min", "max"])
             rows = ", ".join(f"{s} {use.loc[s].iloc[0]:.2f}–{use.loc[s].iloc[1]:.2f}" for s in use.index)
             g = p.gain
             reps = shared[shared.scope == "agent"].repeats_per_user
-            lines += ["", f"**Usefulness** — cross needs met without the user correcting the other agent again, "
-                          f"range over points: {rows}. Gain of \"user\" over \"agent\": {g.min():.2f}–{g.max():.2f} "
-                          f"(the rule needs {min_gain}); MDE of the gain at most {p.mde_gain.max():.3f}; "
-                          f"the price of \"agent\": {reps.min():.2f}–{reps.max():.2f} repeat corrections per "
-                          "user (a lesson taught again in another agent)."]
+            lines += [
+                "",
+                f"**Usefulness** — cross needs met without the user correcting the other agent again, "
+                f'range over points: {rows}. Gain of "user" over "agent": {g.min():.2f}–{g.max():.2f} '
+                f"(the rule needs {min_gain}); MDE of the gain at most {p.mde_gain.max():.3f}; "
+                f'the price of "agent": {reps.min():.2f}–{reps.max():.2f} repeat corrections per '
+                "user (a lesson taught again in another agent).",
+            ]
             ctxr = shared[shared.scope == "context"]
             if len(ctxr):
-                lines += ["", f"**\"context\"** (descriptive; needs the host to label work/personal): usefulness "
-                              f"{ctxr.usefulness.min():.2f}–{ctxr.usefulness.max():.2f}, leakage "
-                              f"{ctxr.leakage.max():.3f} at most — with perfect labels; mislabelled agents are not "
-                              "modelled."]
+                lines += [
+                    "",
+                    f'**"context"** (descriptive; needs the host to label work/personal): usefulness '
+                    f"{ctxr.usefulness.min():.2f}–{ctxr.usefulness.max():.2f}, leakage "
+                    f"{ctxr.leakage.max():.3f} at most — with perfect labels; mislabelled agents are not "
+                    "modelled.",
+                ]
             und = p[p.bound == "undecided"]
             if len(und):
-                lines += ["", "Undecided points and the users each would need: " + "; ".join(
-                    f"({r.transfer_share}, {r.split_share}, {r.co_load}) → {int(r.users_to_decide)}"
-                    for r in und.itertuples())]
+                lines += [
+                    "",
+                    "Undecided points and the users each would need: "
+                    + "; ".join(
+                        f"({r.transfer_share}, {r.split_share}, {r.co_load}) → {int(r.users_to_decide)}"
+                        for r in und.itertuples()
+                    ),
+                ]
         agree, total = self.check
-        control = ("every scope gives the same numbers, no cross need, no leak" if self.control()
-                   else "THE SCOPES DIFFER: the study is wrong")
-        lines += ["", f"Control (users with one agent): {control}. Product check (gates.learn + store + resolve "
-                      f"with the reader's scopes): {agree} of {total} resolutions applied exactly the model's "
-                      "lessons."]
+        control = (
+            "every scope gives the same numbers, no cross need, no leak"
+            if self.control()
+            else "THE SCOPES DIFFER: the study is wrong"
+        )
+        lines += [
+            "",
+            f"Control (users with one agent): {control}. Product check (gates.learn + store + resolve "
+            f"with the reader's scopes): {agree} of {total} resolutions applied exactly the model's "
+            "lessons.",
+        ]
         ships = SHIPPED.scope
         if pick == "undecided":
-            verdict = f"**Verdict: undecided** ({why}); the shipped default stays \"{ships}\" until decided."
+            verdict = f'**Verdict: undecided** ({why}); the shipped default stays "{ships}" until decided.'
         elif pick == ships:
-            verdict = f"**Verdict: \"{pick}\"** ({why}) — what ships; it stays."
+            verdict = f'**Verdict: "{pick}"** ({why}) — what ships; it stays.'
         else:
-            verdict = (f"**Verdict: \"{pick}\"** ({why}); ships today: \"{ships}\" — the rule says the default "
-                       f"should change to a per-agent scope.")
+            verdict = (
+                f'**Verdict: "{pick}"** ({why}); ships today: "{ships}" — the rule says the default '
+                f"should change to a per-agent scope."
+            )
         lines += ["", verdict]
         return render(findings, stamp=rule.stamp(), intro=intro, outro="\n".join(lines[1:]))
 
 
-def run(*, transfer_share: float | None = None, split_share: float | None = None, co_load: float | None = None,
-        agents: int | str | None = None, users: int | None = None, sessions: int | None = None,
-        seed: int | None = None, full: bool = False, rule: RuleFile | str | None = None) -> ScopeStudy:
+def run(
+    *,
+    transfer_share: float | None = None,
+    split_share: float | None = None,
+    co_load: float | None = None,
+    agents: int | str | None = None,
+    users: int | None = None,
+    sessions: int | None = None,
+    seed: int | None = None,
+    full: bool = False,
+    rule: RuleFile | str | None = None,
+) -> ScopeStudy:
     """The study: each assumption left None is swept over the rule's grid, a value fixes it (one point);
     `agents` "any" (the rule's) or 2 / 3 restricts the shared trace; world size from the rule (`full`: its
     full_world) unless given."""
@@ -418,8 +529,7 @@ def run(*, transfer_share: float | None = None, split_share: float | None = None
     for name, value in (("users", users), ("sessions", sessions), ("seed", seed)):
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "seed" else 1):
-                raise ScopeError(name, f"{value!r} is not a {'non-negative' if name == 'seed' else 'positive'} "
-                                       "integer")
+                raise ScopeError(name, f"{value!r} is not a {'non-negative' if name == 'seed' else 'positive'} integer")
             spec[name] = value
     points = _grid(rule, {"transfer_share": transfer_share, "split_share": split_share, "co_load": co_load})
     w = world.build(int(spec["seed"]), users=int(spec["users"]), sessions=int(spec["sessions"]))
@@ -429,11 +539,23 @@ def run(*, transfer_share: float | None = None, split_share: float | None = None
         for t in kept:
             for arm in rule.param("arms"):
                 x = simulate(t, pt, arm)
-                rows.append({"transfer_share": pt.transfer_share, "split_share": pt.split_share,
-                             "co_load": pt.co_load, "trace": t.kind, "scope": arm, "user": t.user,
-                             "sessions": x.sessions, "leaky": x.leaky, "misfit": x.misfit, "needs": x.needs,
-                             "met": x.met})
+                rows.append(
+                    {
+                        "transfer_share": pt.transfer_share,
+                        "split_share": pt.split_share,
+                        "co_load": pt.co_load,
+                        "trace": t.kind,
+                        "scope": arm,
+                        "user": t.user,
+                        "sessions": x.sessions,
+                        "leaky": x.leaky,
+                        "misfit": x.misfit,
+                        "needs": x.needs,
+                        "met": x.met,
+                    }
+                )
     middle = points[len(points) // 2]
-    check = product_check([t for t in kept if t.kind == "shared"][: int(rule.param("check_users"))], middle,
-                          rule.param("arms"))
+    check = product_check(
+        [t for t in kept if t.kind == "shared"][: int(rule.param("check_users"))], middle, rule.param("arms")
+    )
     return ScopeStudy(rule, w.digest(), str(agents), int(spec["users"]), pd.DataFrame(rows), check)

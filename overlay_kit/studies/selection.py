@@ -33,9 +33,26 @@ from ..prompt import count_many
 from ..resources import dataset_path
 from .threshold import shares_word
 
-__all__ = ["Arm", "CorpusGoal", "CorpusLesson", "SelectionCorpus", "SelectionCorpusError", "SelectionStudy", "Texts",
-           "arms", "choose", "load", "metrics_of", "paired_by_lesson", "run", "split_of", "stand_in_verdict", "trial", "tune",
-           "use_curve"]
+__all__ = [
+    "Arm",
+    "CorpusGoal",
+    "CorpusLesson",
+    "SelectionCorpus",
+    "SelectionCorpusError",
+    "SelectionStudy",
+    "Texts",
+    "arms",
+    "choose",
+    "load",
+    "metrics_of",
+    "paired_by_lesson",
+    "run",
+    "split_of",
+    "stand_in_verdict",
+    "trial",
+    "tune",
+    "use_curve",
+]
 
 LESSON_FIELDS = ("id", "agent", "section", "kind", "body", "taught", "restated", "goals")
 GOAL_FIELDS = ("goal", "agent", "needs")
@@ -105,7 +122,9 @@ def load(name: str = "dev", root: str | Path | None = None) -> SelectionCorpus:
     known = set(ids)
     for g in goals:
         if not set(g.needs) <= known:
-            raise SelectionCorpusError(base, 0, "needs", f"{g.goal!r} names unknown lessons {sorted(set(g.needs) - known)}")
+            raise SelectionCorpusError(
+                base, 0, "needs", f"{g.goal!r} names unknown lessons {sorted(set(g.needs) - known)}"
+            )
     return SelectionCorpus(name, tuple(lessons), tuple(goals), sections)
 
 
@@ -125,14 +144,25 @@ def _read_line(path: Path, n: int, line: str, agent: str, slugs: dict, lessons: 
         goals.append(CorpusGoal(_text(path, n, r, "goal"), agent, tuple(r["needs"])))
         return
     if r["section"] not in slugs:
-        raise SelectionCorpusError(path, n, "section", f"{r['section']!r} is not a ## section of the skill: {sorted(slugs)}")
+        raise SelectionCorpusError(
+            path, n, "section", f"{r['section']!r} is not a ## section of the skill: {sorted(slugs)}"
+        )
     if r["kind"] not in ("preference", "example"):
         raise SelectionCorpusError(path, n, "kind", "must be preference or example")
     if not isinstance(r["goals"], list) or len(r["goals"]) != 4:
         raise SelectionCorpusError(path, n, "goals", "must be a list of four goals")
-    lessons.append(CorpusLesson(_text(path, n, r, "id"), agent, r["section"], r["kind"], _text(path, n, r, "body"),
-                                _text(path, n, r, "taught"), _text(path, n, r, "restated"),
-                                tuple(_text(path, n, {"goals": g}, "goals") for g in r["goals"])))
+    lessons.append(
+        CorpusLesson(
+            _text(path, n, r, "id"),
+            agent,
+            r["section"],
+            r["kind"],
+            _text(path, n, r, "body"),
+            _text(path, n, r, "taught"),
+            _text(path, n, r, "restated"),
+            tuple(_text(path, n, {"goals": g}, "goals") for g in r["goals"]),
+        )
+    )
 
 
 def _text(path, n, r, key) -> str:
@@ -212,17 +242,20 @@ def arms(rule, installed: Sequence[str]) -> list[Arm]:
     out = [Arm("resident", "resident"), Arm("lexical", "selection", "wordllama", weights=("lexical",))]
     hybrid = ("dense", "lexical")
     for e in installed:  # the stand-ins search with the same embedder as the selections they are compared to
-        out += [Arm(f"mem0-{e}", "mem0", e, False, params={"k": p["mem0_top_k"], "threshold": p["mem0_threshold"]}),
-                Arm(f"letta-{e}", "letta", e, False,
-                    params={"chars": p["letta_block_chars"], "k": p["letta_archival_k"]}),
-                Arm(f"text-only-{e}", "selection", e, triggers=False),
-                Arm(f"dense-{e}", "selection", e),
-                Arm(f"hybrid-{e}", "selection", e, weights=hybrid),
-                Arm(f"hybrid-section-{e}", "selection", e, weights=(*hybrid, "section"))]
+        out += [
+            Arm(f"mem0-{e}", "mem0", e, False, params={"k": p["mem0_top_k"], "threshold": p["mem0_threshold"]}),
+            Arm(f"letta-{e}", "letta", e, False, params={"chars": p["letta_block_chars"], "k": p["letta_archival_k"]}),
+            Arm(f"text-only-{e}", "selection", e, triggers=False),
+            Arm(f"dense-{e}", "selection", e),
+            Arm(f"hybrid-{e}", "selection", e, weights=hybrid),
+            Arm(f"hybrid-section-{e}", "selection", e, weights=(*hybrid, "section")),
+        ]
         if p.get("pools"):  # rule v3: the centroid pooling beside each max-pooled arm with triggers
-            out += [Arm(f"dense-centroid-{e}", "selection", e, pool="centroid"),
-                    Arm(f"hybrid-centroid-{e}", "selection", e, weights=hybrid, pool="centroid"),
-                    Arm(f"hybrid-section-centroid-{e}", "selection", e, weights=(*hybrid, "section"), pool="centroid")]
+            out += [
+                Arm(f"dense-centroid-{e}", "selection", e, pool="centroid"),
+                Arm(f"hybrid-centroid-{e}", "selection", e, weights=hybrid, pool="centroid"),
+                Arm(f"hybrid-section-centroid-{e}", "selection", e, weights=(*hybrid, "section"), pool="centroid"),
+            ]
     return out
 
 
@@ -243,8 +276,10 @@ def _goals(corpus: SelectionCorpus, agent: str, split: str) -> list[_Goal]:
     out = []
     for lesson in corpus.lessons:
         if lesson.agent == agent and split_of(lesson.id) == split:
-            out += [_Goal(g, (lesson.id,), "need", k, lesson.id, not shares_word(g, lesson.taught))
-                    for k, g in enumerate(lesson.goals)]
+            out += [
+                _Goal(g, (lesson.id,), "need", k, lesson.id, not shares_word(g, lesson.taught))
+                for k, g in enumerate(lesson.goals)
+            ]
     for g in corpus.goals:
         if g.agent != agent:
             continue
@@ -262,8 +297,17 @@ def _pool(corpus: SelectionCorpus, agent: str, size: int | None, seed: int) -> l
     return lessons if size is None else lessons[:size]
 
 
-def trial(corpus: SelectionCorpus, arm: Arm, rule: sel.SelectionRule | None, *, split: str, uses: int = 0,
-          size: int | None = None, seed: int = 0, rotation: int | None = None) -> pd.DataFrame:
+def trial(
+    corpus: SelectionCorpus,
+    arm: Arm,
+    rule: sel.SelectionRule | None,
+    *,
+    split: str,
+    uses: int = 0,
+    size: int | None = None,
+    seed: int = 0,
+    rotation: int | None = None,
+) -> pd.DataFrame:
     """One row per goal of the split: what the arm put in context for it. `uses`: how many needs of each lesson
     since it was taught became its triggers (0, cold: taught; 1: taught and restated; 2 and 3 add its other goals
     — with `rotation` r, only goal r of each family is asked, and the evidence is drawn from the rest). `size`:
@@ -284,11 +328,23 @@ def trial(corpus: SelectionCorpus, arm: Arm, rule: sel.SelectionRule | None, *, 
         tokens = dict(zip([x.id for x in pool], count_many([x.body for x in pool])))
         for g, chosen in zip(goals, admitted):
             ids = [pool[j].id for j in chosen]
-            rows.append({"agent": agent, "size": len(pool), "seed": seed, "goal": g.text, "kind": g.kind,
-                         "owner": g.owner, "no_shared": g.no_shared, "needs": g.needs,
-                         "needed": len(g.needs), "found": len(set(g.needs) & set(ids)),
-                         "admitted": len(ids), "irrelevant": len(set(ids) - set(g.needs)),
-                         "tokens": sum(tokens[i] for i in ids)})
+            rows.append(
+                {
+                    "agent": agent,
+                    "size": len(pool),
+                    "seed": seed,
+                    "goal": g.text,
+                    "kind": g.kind,
+                    "owner": g.owner,
+                    "no_shared": g.no_shared,
+                    "needs": g.needs,
+                    "needed": len(g.needs),
+                    "found": len(set(g.needs) & set(ids)),
+                    "admitted": len(ids),
+                    "irrelevant": len(set(ids) - set(g.needs)),
+                    "tokens": sum(tokens[i] for i in ids),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -307,22 +363,26 @@ def _admit(arm: Arm, rule, pool, goals, triggers, sections) -> list[list[int]]:
         sims = cosines(texts.query(goals), texts.passage([x.body for x in pool]))
         order = np.lexsort((np.tile(np.arange(len(pool)), (len(goals), 1)), -sims), axis=1)
         if arm.kind == "mem0":
-            return [[j for j in row[:arm.params["k"]] if sims[i, j] >= arm.params["threshold"]]
-                    for i, row in enumerate(order)]
+            return [
+                [j for j in row[: arm.params["k"]] if sims[i, j] >= arm.params["threshold"]]
+                for i, row in enumerate(order)
+            ]
         block, used = [], 0  # the core block: the most recently taught lessons that fit
         for j in range(len(pool) - 1, -1, -1):
             if used + len(pool[j].body) + 1 > arm.params["chars"]:
                 break
             block.append(j)
             used += len(pool[j].body) + 1
-        archival = [[j for j in row if j not in block][:arm.params["k"]] for row in order]
+        archival = [[j for j in row if j not in block][: arm.params["k"]] for row in order]
         return [sorted(block + extra) for extra in archival]
     return [[j for j, _ in row] for row in rule.admit(_scores(arm, rule, pool, goals, triggers, sections, texts))]
 
 
 def _scores(arm, rule, pool, goals, triggers, sections, texts) -> sel.Scores:
-    lessons = [sel.Candidate(x.id, t if arm.triggers else (), x.body, sections.get(x.section, ""))
-               for x, t in zip(pool, triggers)]
+    lessons = [
+        sel.Candidate(x.id, t if arm.triggers else (), x.body, sections.get(x.section, ""))
+        for x, t in zip(pool, triggers)
+    ]
     return sel.score(goals, lessons, _Cached(texts), rule)
 
 
@@ -335,8 +395,9 @@ def rules(arm: Arm, grid: dict, floors: Sequence[float]) -> Iterator[sel.Selecti
     section = grid["section"] if "section" in arm.weights else [0.0]
     dense = 1.0 if "dense" in arm.weights else 0.0
     for lx, sc, floor, margin, k in product(lexical, section, floors, grid["margin"], grid["k"]):
-        yield sel.SelectionRule(dense=dense, lexical=1.0 if dense == 0 else lx, section=sc, floor=floor, margin=margin,
-                                k=k, pool=arm.pool)
+        yield sel.SelectionRule(
+            dense=dense, lexical=1.0 if dense == 0 else lx, section=sc, floor=floor, margin=margin, k=k, pool=arm.pool
+        )
 
 
 def tune(corpus: SelectionCorpus, arm: Arm, rule) -> pd.DataFrame:
@@ -359,8 +420,13 @@ def tune(corpus: SelectionCorpus, arm: Arm, rule) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-def choose(table: pd.DataFrame, *, irrelevant_bound: float | None = None, k_max: int | None = None,
-           tokens_max: float | None = None) -> sel.SelectionRule | None:
+def choose(
+    table: pd.DataFrame,
+    *,
+    irrelevant_bound: float | None = None,
+    k_max: int | None = None,
+    tokens_max: float | None = None,
+) -> sel.SelectionRule | None:
     """The rule of `table` with the highest needed-in-context within the bounds (ties: fewer tokens, then the
     grid's order); None when no rule is within them."""
     ok = table
@@ -384,9 +450,21 @@ def _scored(corpus, arm, base, split, size) -> list:
         goals = [g for g in _goals(corpus, agent, split) if set(g.needs) <= {x.id for x in pool}]
         need = np.array([[x.id in g.needs for x in pool] for g in goals], dtype=bool).reshape(len(goals), len(pool))
         tokens = np.array(count_many([x.body for x in pool]), dtype=float)
-        out.append((need, np.broadcast_to(tokens, need.shape),
-                    _scores(arm, base, pool, [g.text for g in goals], [(x.taught,) for x in pool], corpus.sections[agent],
-                            texts_for(arm.embedder))))
+        out.append(
+            (
+                need,
+                np.broadcast_to(tokens, need.shape),
+                _scores(
+                    arm,
+                    base,
+                    pool,
+                    [g.text for g in goals],
+                    [(x.taught,) for x in pool],
+                    corpus.sections[agent],
+                    texts_for(arm.embedder),
+                ),
+            )
+        )
     return out
 
 
@@ -401,8 +479,11 @@ def _measure(r: sel.SelectionRule, agents) -> dict:
         irrelevant += int((mask & ~need).sum())
         tokens += float(cost[mask].sum())
         goals += len(need)
-    return {"needed_in_context": found / max(needed, 1), "irrelevant_share": irrelevant / max(admitted, 1),
-            "tokens": tokens / max(goals, 1)}
+    return {
+        "needed_in_context": found / max(needed, 1),
+        "irrelevant_share": irrelevant / max(admitted, 1),
+        "tokens": tokens / max(goals, 1),
+    }
 
 
 # ------------------------------------------------------------------------------------------ figures
@@ -417,11 +498,14 @@ def metrics_of(rows: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> dict
     def ratio(frame, num, den):
         return ratio_ci(frame[num], frame[den], n_resamples=n_boot, seed=seed)
 
-    return {"needed_in_context": ratio(per_lesson, "found", "needed"),
-            "no_shared_word": ratio(quiet, "found", "needed"),
-            "irrelevant_share": ratio(rows, "irrelevant", "admitted"),
-            "tokens_per_goal": bootstrap_ci(rows["tokens"].to_numpy(float), statistic=lambda a, axis=-1: a.mean(axis),
-                                            n_resamples=n_boot, seed=seed)}
+    return {
+        "needed_in_context": ratio(per_lesson, "found", "needed"),
+        "no_shared_word": ratio(quiet, "found", "needed"),
+        "irrelevant_share": ratio(rows, "irrelevant", "admitted"),
+        "tokens_per_goal": bootstrap_ci(
+            rows["tokens"].to_numpy(float), statistic=lambda a, axis=-1: a.mean(axis), n_resamples=n_boot, seed=seed
+        ),
+    }
 
 
 # ------------------------------------------------------------------------------------------ the study
@@ -469,14 +553,29 @@ def run(rule, installed: Sequence[str], corpus: SelectionCorpus | None = None) -
         if a.kind == "selection" and tuned[a.name] is None:
             continue
         for uses, mode in enumerate(("cold", "warm")):
-            figures = metrics_of(trial(corpus, a, tuned.get(a.name), split="eval", uses=uses, size=size),
-                                n_boot=p["n_boot"], seed=p["seed"])
-            rows.append({"arm": a.name, "mode": mode, **{k: v.estimate for k, v in figures.items()},
-                         **{f"{k}_ci": (round(v.low, 3), round(v.high, 3)) for k, v in figures.items()}})
+            figures = metrics_of(
+                trial(corpus, a, tuned.get(a.name), split="eval", uses=uses, size=size),
+                n_boot=p["n_boot"],
+                seed=p["seed"],
+            )
+            rows.append(
+                {
+                    "arm": a.name,
+                    "mode": mode,
+                    **{k: v.estimate for k, v in figures.items()},
+                    **{f"{k}_ci": (round(v.low, 3), round(v.high, 3)) for k, v in figures.items()},
+                }
+            )
     figures = pd.DataFrame(rows)
     cold = figures[figures["mode"] == "cold"].set_index("arm")
-    fast = [a.name for a in candidates if a.kind == "selection" and tuned[a.name] is not None
-            and latency[a.name] is not None and latency[a.name] <= p["latency_ms"]]
+    fast = [
+        a.name
+        for a in candidates
+        if a.kind == "selection"
+        and tuned[a.name] is not None
+        and latency[a.name] is not None
+        and latency[a.name] <= p["latency_ms"]
+    ]
     pick = None
     if fast:
         best = max(cold.loc[fast, "needed_in_context"])
@@ -488,8 +587,10 @@ def run(rule, installed: Sequence[str], corpus: SelectionCorpus | None = None) -
 def paired_by_lesson(a: pd.DataFrame, b: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> tuple[Interval, float]:
     """a − b in needed-in-context, paired by lesson (their needing goals' trials), and the MDE at 80 % power,
     two-sided 0.05: 2.8 × sd(per-lesson differences) / √n."""
-    rate = [x[x.kind == "need"].groupby("owner")["found"].sum() / x[x.kind == "need"].groupby("owner")["needed"].sum()
-            for x in (a, b)]
+    rate = [
+        x[x.kind == "need"].groupby("owner")["found"].sum() / x[x.kind == "need"].groupby("owner")["needed"].sum()
+        for x in (a, b)
+    ]
     diff = (rate[0] - rate[1]).dropna().to_numpy(float)
     ci = bootstrap_ci(diff, statistic=lambda d, axis=-1: d.mean(axis), n_resamples=n_boot, seed=seed)
     return ci, float(2.8 * diff.std(ddof=1) / np.sqrt(len(diff)))
@@ -498,15 +599,27 @@ def paired_by_lesson(a: pd.DataFrame, b: pd.DataFrame, *, n_boot: int = 2000, se
 def stand_in_verdict(ci: Interval, mde: float, tokens_a: float, tokens_b: float) -> str:
     """The rule's words for the pick against a stand-in."""
     if ci.low > 0:
-        return "higher" if tokens_a <= tokens_b else "more needed lessons, at more tokens per goal (not 'higher' by the rule)"
+        return (
+            "higher"
+            if tokens_a <= tokens_b
+            else "more needed lessons, at more tokens per goal (not 'higher' by the rule)"
+        )
     if ci.high < 0:
         return "lower"
     return f"no difference detected at MDE {mde:.2f}"
 
 
-def use_curve(corpus: SelectionCorpus, arm: Arm, rule: sel.SelectionRule | None, *, split: str,
-              size: int | None = None, uses: Sequence[int] = (0, 1, 2, 3), n_boot: int = 2000, seed: int = 0
-              ) -> pd.DataFrame:
+def use_curve(
+    corpus: SelectionCorpus,
+    arm: Arm,
+    rule: sel.SelectionRule | None,
+    *,
+    split: str,
+    size: int | None = None,
+    uses: Sequence[int] = (0, 1, 2, 3),
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Needed-in-context as evidence accumulates: each goal of a family asked in turn, its lesson's triggers the
     taught goal plus `uses` of the others (restated first). One row per number of uses."""
     rows = []

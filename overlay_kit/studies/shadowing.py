@@ -40,8 +40,19 @@ from .finding import Finding, render
 from .rulefile import RuleFile
 from .sweep import sweep
 
-__all__ = ["ASSUMPTIONS", "POLICIES", "RULE_NAME", "Assumptions", "ShadowStudy", "ShadowingError", "ShadowVerdict",
-           "product_keying", "run", "simulate", "winner"]
+__all__ = [
+    "ASSUMPTIONS",
+    "POLICIES",
+    "RULE_NAME",
+    "Assumptions",
+    "ShadowStudy",
+    "ShadowingError",
+    "ShadowVerdict",
+    "product_keying",
+    "run",
+    "simulate",
+    "winner",
+]
 
 RULE_NAME = "13_shadowed_skills"
 POLICIES = ("name+root", "name", "name+path", "name+path+prompt")
@@ -100,7 +111,8 @@ def winner(labels: frozenset[str]) -> str:
                 (r.path / name).mkdir(parents=True)
                 (r.path / name / "SKILL.md").write_text(
                     f"---\nname: {name}\ndescription: the copy in the {r.label} root\n---\n# Steps\n\nDo it.\n",
-                    encoding="utf-8")
+                    encoding="utf-8",
+                )
         found = discover(roots)
     assert len(found.shadowed) == len(labels) - 1 and not found.errors
     return found.skills[name].root
@@ -127,8 +139,9 @@ class _Lesson:
     confirmed: bool = False
 
 
-def _applies(policy: str, lesson: _Base, base: _Base, answers: dict, a: Assumptions, rng: random.Random,
-             counts: dict) -> tuple[bool, bool]:
+def _applies(
+    policy: str, lesson: _Base, base: _Base, answers: dict, a: Assumptions, rng: random.Random, counts: dict
+) -> tuple[bool, bool]:
     """(applied, confirmed by a prompt) for a lesson learned on `lesson` when the session serves `base`."""
     if lesson.name != base.name:
         return False, False
@@ -148,8 +161,13 @@ def _applies(policy: str, lesson: _Base, base: _Base, answers: dict, a: Assumpti
     return answers[key], answers[key]
 
 
-def _user(sessions: Sequence[world.WorldSession], skill_of: Mapping[str, str], a: Assumptions, seed: str,
-          policies: Sequence[str]) -> list[dict]:
+def _user(
+    sessions: Sequence[world.WorldSession],
+    skill_of: Mapping[str, str],
+    a: Assumptions,
+    seed: str,
+    policies: Sequence[str],
+) -> list[dict]:
     """One user's sessions under the root model; one row per policy with that user's counts."""
     rng = random.Random(seed)
     answer_rng = {p: random.Random(f"{seed}-answers-{p}") for p in policies}
@@ -211,13 +229,22 @@ def _user(sessions: Sequence[world.WorldSession], skill_of: Mapping[str, str], a
     rows = []
     for p in policies:
         used = [x for taught in lessons[p].values() for x in taught if x.uses]
-        rows.append({"user": sessions[0].user if sessions else "", "policy": p, "sessions": len(sessions),
-                     "shadowed_sessions": shadowed_sessions, "lessons": len(used),
-                     "silent": sum(x.silent for x in used), "confirmed": sum(x.confirmed for x in used),
-                     "lost_lessons": sum(x.lost_uses > 0 for x in used),
-                     "kept": sum(not (x.silent or x.confirmed or x.lost_uses) for x in used),
-                     "own_uses": sum(x.uses_own for x in used), "lost_uses": sum(x.lost_uses for x in used),
-                     "prompts": counts[p]["prompts"]})
+        rows.append(
+            {
+                "user": sessions[0].user if sessions else "",
+                "policy": p,
+                "sessions": len(sessions),
+                "shadowed_sessions": shadowed_sessions,
+                "lessons": len(used),
+                "silent": sum(x.silent for x in used),
+                "confirmed": sum(x.confirmed for x in used),
+                "lost_lessons": sum(x.lost_uses > 0 for x in used),
+                "kept": sum(not (x.silent or x.confirmed or x.lost_uses) for x in used),
+                "own_uses": sum(x.uses_own for x in used),
+                "lost_uses": sum(x.lost_uses for x in used),
+                "prompts": counts[p]["prompts"],
+            }
+        )
     return rows
 
 
@@ -226,8 +253,9 @@ def _world(seed: int, users: int, sessions: int) -> world.World:
     return world.build(seed, users=users, sessions=sessions)
 
 
-def simulate(assumptions: Assumptions, *, users: int, sessions: int, world_seed: int = 0,
-             policies: Sequence[str] = POLICIES) -> pd.DataFrame:
+def simulate(
+    assumptions: Assumptions, *, users: int, sessions: int, world_seed: int = 0, policies: Sequence[str] = POLICIES
+) -> pd.DataFrame:
     """One row per (user, policy): the counts `_user` returns, over the shared world's users."""
     for name, v in (("users", users), ("sessions", sessions)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -239,8 +267,11 @@ def simulate(assumptions: Assumptions, *, users: int, sessions: int, world_seed:
     by_user: dict[str, list[world.WorldSession]] = {}
     for s in _world(world_seed, users, sessions).sessions:
         by_user.setdefault(s.user, []).append(s)
-    rows = [r for user, ss in sorted(by_user.items())
-            for r in _user(ss, skill_of, assumptions, f"shadowing-{world_seed}-{user}", policies)]
+    rows = [
+        r
+        for user, ss in sorted(by_user.items())
+        for r in _user(ss, skill_of, assumptions, f"shadowing-{world_seed}-{user}", policies)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -259,33 +290,46 @@ def _rate(num: pd.Series, den: pd.Series, kw: Mapping) -> Interval:
 
 def _summary(per_user: pd.DataFrame, rule: RuleFile) -> pd.DataFrame:
     """One row per policy: each metric with its interval over users, and whether the policy is admissible."""
-    kw = {"confidence": rule.param("confidence"), "n_resamples": rule.param("resamples"),
-          "seed": rule.param("bootstrap_seed")}
+    kw = {
+        "confidence": rule.param("confidence"),
+        "n_resamples": rule.param("resamples"),
+        "seed": rule.param("bootstrap_seed"),
+    }
     out = []
     for policy, g in per_user.groupby("policy", sort=False):
         lessons = int(g.lessons.sum())
-        cis = {"silent": _rate(g.silent, g.lessons, kw), "lost": _rate(g.lost_uses, g.own_uses, kw),
-               "prompts": _rate(100 * g.prompts, g.sessions, kw), "confirmed": _rate(g.confirmed, g.lessons, kw)}
+        cis = {
+            "silent": _rate(g.silent, g.lessons, kw),
+            "lost": _rate(g.lost_uses, g.own_uses, kw),
+            "prompts": _rate(100 * g.prompts, g.sessions, kw),
+            "confirmed": _rate(g.confirmed, g.lessons, kw),
+        }
         if lessons and g.silent.sum() == 0:  # a degenerate bootstrap: quote the exact bound over lessons
             exact = binomial_upper(0, lessons, kw["confidence"])
             cis["silent"] = Interval(0.0, 0.0, exact.high, exact.confidence, lessons)
         row = {"policy": policy, "users": len(g), "lessons": lessons}
         for m, ci in cis.items():
             row |= {m: ci.estimate, f"{m}_low": ci.low, f"{m}_high": ci.high}
-        row |= {"lost_lessons": g.lost_lessons.sum() / max(lessons, 1), "kept": g.kept.sum() / max(lessons, 1),
-                "shadowed_sessions": g.shadowed_sessions.sum() / g.sessions.sum()}
-        row["admissible"] = bool(row["silent_high"] <= rule.param("silent_max")
-                                 and row["prompts_high"] <= rule.param("prompt_max"))
+        row |= {
+            "lost_lessons": g.lost_lessons.sum() / max(lessons, 1),
+            "kept": g.kept.sum() / max(lessons, 1),
+            "shadowed_sessions": g.shadowed_sessions.sum() / g.sessions.sum(),
+        }
+        row["admissible"] = bool(
+            row["silent_high"] <= rule.param("silent_max") and row["prompts_high"] <= rule.param("prompt_max")
+        )
         out.append(row)
     return pd.DataFrame(out)
 
 
-def _point(point: str, values: Mapping[str, float], rule_path: str, users: int, sessions: int,
-           policies: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _point(
+    point: str, values: Mapping[str, float], rule_path: str, users: int, sessions: int, policies: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One sweep point: (per-user counts, per-policy summary), both labelled with `point`."""
     rule = rulefile.load(rule_path)
-    per_user = simulate(Assumptions.of(values), users=users, sessions=sessions,
-                        world_seed=rule.param("world_seed"), policies=policies)
+    per_user = simulate(
+        Assumptions.of(values), users=users, sessions=sessions, world_seed=rule.param("world_seed"), policies=policies
+    )
     summary = _summary(per_user, rule)
     return per_user.assign(point=point), summary.assign(point=point)
 
@@ -298,9 +342,16 @@ def _lost_difference(per_user: pd.DataFrame, best: str, other: str, rule: RuleFi
     def diff(n1, d1, n2, d2, axis=-1):
         return np.sum(n2, axis=axis) / np.sum(d2, axis=axis) - np.sum(n1, axis=axis) / np.sum(d1, axis=axis)
 
-    return bootstrap_ci(a.lost_uses, a.own_uses, b.lost_uses, b.own_uses, statistic=diff,
-                        n_resamples=rule.param("resamples"), confidence=rule.param("confidence"),
-                        seed=rule.param("bootstrap_seed"))
+    return bootstrap_ci(
+        a.lost_uses,
+        a.own_uses,
+        b.lost_uses,
+        b.own_uses,
+        statistic=diff,
+        n_resamples=rule.param("resamples"),
+        confidence=rule.param("confidence"),
+        seed=rule.param("bootstrap_seed"),
+    )
 
 
 @dataclass(frozen=True)
@@ -354,73 +405,137 @@ class ShadowStudy:
 
     def table(self) -> pd.DataFrame:
         """The realistic point: one row per policy, each rate with its interval over users."""
-        cols = ["policy", "lessons", "silent", "silent_low", "silent_high", "lost", "lost_low", "lost_high",
-                "prompts", "prompts_high", "confirmed", "lost_lessons", "kept", "admissible"]
+        cols = [
+            "policy",
+            "lessons",
+            "silent",
+            "silent_low",
+            "silent_high",
+            "lost",
+            "lost_low",
+            "lost_high",
+            "prompts",
+            "prompts_high",
+            "confirmed",
+            "lost_lessons",
+            "kept",
+            "admissible",
+        ]
         t = self.summary[self.summary.point == "realistic"][cols].reset_index(drop=True)
         return t.assign(today=t.policy.eq(self.product).map({True: "product", False: ""}))
 
     def sweep_table(self) -> pd.DataFrame:
         """Every point run, one row per (point, policy)."""
-        return self.summary[["point", "policy", "lessons", "silent", "silent_high", "lost", "lost_low",
-                             "lost_high", "prompts", "prompts_high", "confirmed", "shadowed_sessions",
-                             "admissible"]].reset_index(drop=True)
+        return self.summary[
+            [
+                "point",
+                "policy",
+                "lessons",
+                "silent",
+                "silent_high",
+                "lost",
+                "lost_low",
+                "lost_high",
+                "prompts",
+                "prompts_high",
+                "confirmed",
+                "shadowed_sessions",
+                "admissible",
+            ]
+        ].reset_index(drop=True)
 
     def finding(self) -> str:
         v, rule = self.verdict, self.rule
         real = self.summary[self.summary.point == "realistic"].set_index("policy")
-        varied = {k: (rule.param("realistic")[k], x) for k, x in self.values.items()
-                  if rule.param("realistic")[k] != x}
-        intro = [f"**Setting.** {self.users} users × {self.sessions} sessions of the shared world (seed "
-                 f"{rule.param('world_seed')}), {int(real.lessons.iloc[0])} lessons with a later use; sessions "
-                 f"whose skill shadowed another: {real.shadowed_sessions.iloc[0]:.1%}"
-                 + ("; assumptions varied from the rule's realistic point: "
-                    + ", ".join(f"{k} {a} → {b}" for k, (a, b) in varied.items()) if varied else "") + ".",
-                 f"**Today.** The product keys a lesson by its skill's name and records where the skill came "
-                 f"from (`base_root`); the resolver leaves out a lesson whose recorded root differs from the served "
-                 f"skill's (an `orphaned` note, never re-attached without confirmation). Probed on the real store "
-                 f"and resolver: the product implements `{self.product}` (until this study's version 1 verdict "
-                 f"was adopted it recorded the root's label alone: `name+root`).",
-                 "Per policy at the realistic point: silent attach (share of lessons), its lost uses and prompts "
-                 "per 100 sessions:"]
-        findings = [Finding(f"`{p}`{' (today)' if p == self.product else ''} silent attach", r.silent, r.silent_low,
-                            r.silent_high, float(rule.param("silent_max")),
-                            "admissible" if r.admissible else "not admissible",
-                            note=f"lost uses {r.lost:.3f} [{r.lost_low:.3f}, {r.lost_high:.3f}]; prompts "
-                                 f"{r.prompts:.2f} (≤ {r.prompts_high:.2f})")
-                    for p, r in real.iterrows()]
-        lines = [f"Admissible: silent attach upper end ≤ {rule.param('silent_max')} and prompts upper end ≤ "
-                 f"{rule.param('prompt_max')} per 100 sessions. The silent bound needs ≥ 299 lessons at zero "
-                 f"events; this run has {int(real.lessons.iloc[0])}."]
+        varied = {k: (rule.param("realistic")[k], x) for k, x in self.values.items() if rule.param("realistic")[k] != x}
+        intro = [
+            f"**Setting.** {self.users} users × {self.sessions} sessions of the shared world (seed "
+            f"{rule.param('world_seed')}), {int(real.lessons.iloc[0])} lessons with a later use; sessions "
+            f"whose skill shadowed another: {real.shadowed_sessions.iloc[0]:.1%}"
+            + (
+                "; assumptions varied from the rule's realistic point: "
+                + ", ".join(f"{k} {a} → {b}" for k, (a, b) in varied.items())
+                if varied
+                else ""
+            )
+            + ".",
+            f"**Today.** The product keys a lesson by its skill's name and records where the skill came "
+            f"from (`base_root`); the resolver leaves out a lesson whose recorded root differs from the served "
+            f"skill's (an `orphaned` note, never re-attached without confirmation). Probed on the real store "
+            f"and resolver: the product implements `{self.product}` (until this study's version 1 verdict "
+            f"was adopted it recorded the root's label alone: `name+root`).",
+            "Per policy at the realistic point: silent attach (share of lessons), its lost uses and prompts "
+            "per 100 sessions:",
+        ]
+        findings = [
+            Finding(
+                f"`{p}`{' (today)' if p == self.product else ''} silent attach",
+                r.silent,
+                r.silent_low,
+                r.silent_high,
+                float(rule.param("silent_max")),
+                "admissible" if r.admissible else "not admissible",
+                note=f"lost uses {r.lost:.3f} [{r.lost_low:.3f}, {r.lost_high:.3f}]; prompts "
+                f"{r.prompts:.2f} (≤ {r.prompts_high:.2f})",
+            )
+            for p, r in real.iterrows()
+        ]
+        lines = [
+            f"Admissible: silent attach upper end ≤ {rule.param('silent_max')} and prompts upper end ≤ "
+            f"{rule.param('prompt_max')} per 100 sessions. The silent bound needs ≥ 299 lessons at zero "
+            f"events; this run has {int(real.lessons.iloc[0])}."
+        ]
         if v.difference is not None:
             d = v.difference
-            lines.append(f"Lost uses, {v.runner_up} − {v.pick}: {d.fmt('.3f')} (paired over users; this design "
-                         f"resolves differences of about ±{(d.high - d.low) / 2:.3f})"
-                         + ("; a tie, broken by fewer prompts, then the listed order." if v.tie else "."))
+            lines.append(
+                f"Lost uses, {v.runner_up} − {v.pick}: {d.fmt('.3f')} (paired over users; this design "
+                f"resolves differences of about ±{(d.high - d.low) / 2:.3f})"
+                + ("; a tie, broken by fewer prompts, then the listed order." if v.tie else ".")
+            )
         if v.robustness_checked:
             n = self.summary.point.nunique()
-            fails = [f"`{p}` at " + ("every point" if len(pts) == n else ", ".join(pts))
-                     for p, pts in v.failures.items() if pts]
-            lines.append(f"Across the {n} points swept: " + ("; ".join(f"not admissible: {f}" for f in fails)
-                                                             if fails else "every policy admissible everywhere") + ".")
+            fails = [
+                f"`{p}` at " + ("every point" if len(pts) == n else ", ".join(pts))
+                for p, pts in v.failures.items()
+                if pts
+            ]
+            lines.append(
+                f"Across the {n} points swept: "
+                + ("; ".join(f"not admissible: {f}" for f in fails) if fails else "every policy admissible everywhere")
+                + "."
+            )
         else:
             lines.append("The sweep over the assumption ranges was not run: this is a verdict at one point only.")
         if v.kind == "undecided":
-            why = ("no policy is admissible at the realistic point" if v.pick is None
-                   else f"the pick `{v.pick}` and every other admissible policy fail somewhere in the stated ranges")
-            lines.append(f"\n**Verdict: undecided** — {why}. What would decide it: a keying that sees authorship "
-                         "(a lineage or signature check) for the silent side, or measured collision rates that "
-                         "narrow the ranges.")
+            why = (
+                "no policy is admissible at the realistic point"
+                if v.pick is None
+                else f"the pick `{v.pick}` and every other admissible policy fail somewhere in the stated ranges"
+            )
+            lines.append(
+                f"\n**Verdict: undecided** — {why}. What would decide it: a keying that sees authorship "
+                "(a lineage or signature check) for the silent side, or measured collision rates that "
+                "narrow the ranges."
+            )
         elif v.kind == "keep":
             lines.append(f"\n**Verdict: keep `{v.policy}`**, what the product does today.")
         else:
             today = self.per_user[self.per_user.point == "realistic"]
-            d = _lost_difference(today, self.product, v.policy, self.rule) if self.product in set(today.policy) \
+            d = (
+                _lost_difference(today, self.product, v.policy, self.rule)
+                if self.product in set(today.policy)
                 else None
-            lines.append(f"\n**Verdict: change** the product's keying from `{self.product}` to `{v.policy}`"
-                         + (f" (the realistic pick `{v.pick}` fails in the ranges)" if v.pick != v.policy else "")
-                         + ". The lead decides; the rule adopts a default only when it holds across the ranges."
-                         + (f" Lost uses, {v.policy} − {self.product}: {d.fmt('.3f')} (paired over users)."
-                            if d is not None else ""))
+            )
+            lines.append(
+                f"\n**Verdict: change** the product's keying from `{self.product}` to `{v.policy}`"
+                + (f" (the realistic pick `{v.pick}` fails in the ranges)" if v.pick != v.policy else "")
+                + ". The lead decides; the rule adopts a default only when it holds across the ranges."
+                + (
+                    f" Lost uses, {v.policy} − {self.product}: {d.fmt('.3f')} (paired over users)."
+                    if d is not None
+                    else ""
+                )
+            )
         return render(findings, stamp=rule.stamp(), intro=intro, outro="\n".join(lines))
 
 
@@ -445,9 +560,19 @@ def _grid(rule: RuleFile, full: bool, values: Mapping[str, float], ranges: bool)
     return out
 
 
-def run(*, rule: RuleFile | str | None = None, full: bool = False, users: int | None = None,
-        sessions: int | None = None, ranges: bool = True, policies: Sequence[str] | None = None,
-        n_jobs: int = 1, backend: str = "loky", progress: bool = True, **assumptions: float) -> ShadowStudy:
+def run(
+    *,
+    rule: RuleFile | str | None = None,
+    full: bool = False,
+    users: int | None = None,
+    sessions: int | None = None,
+    ranges: bool = True,
+    policies: Sequence[str] | None = None,
+    n_jobs: int = 1,
+    backend: str = "loky",
+    progress: bool = True,
+    **assumptions: float,
+) -> ShadowStudy:
     """The study under `rule` (the committed file by default): the realistic point (any assumption given by
     keyword replaces the rule's realistic value, and the finding names it), and with `ranges` each assumption at
     the ends of its range (`full`: more users and the p_shadow × p_fork factorial). The points run in this
@@ -461,10 +586,25 @@ def run(*, rule: RuleFile | str | None = None, full: bool = False, users: int | 
     users = users if users is not None else rule.param("users_full" if full else "users")
     sessions = sessions if sessions is not None else rule.param("sessions")
     policies = tuple(policies or rule.param("policies"))
-    grid = [{"point": label, "values": v, "rule_path": str(rule.path), "users": users, "sessions": sessions,
-             "policies": policies} for label, v in _grid(rule, full, values, ranges)]
-    results = sweep(_point, grid, n_jobs=n_jobs, backend=backend if len(grid) > 1 and n_jobs > 1 else "sequential",
-                    progress=progress and len(grid) > 1, desc="shadowing")
+    grid = [
+        {
+            "point": label,
+            "values": v,
+            "rule_path": str(rule.path),
+            "users": users,
+            "sessions": sessions,
+            "policies": policies,
+        }
+        for label, v in _grid(rule, full, values, ranges)
+    ]
+    results = sweep(
+        _point,
+        grid,
+        n_jobs=n_jobs,
+        backend=backend if len(grid) > 1 and n_jobs > 1 else "sequential",
+        progress=progress and len(grid) > 1,
+        desc="shadowing",
+    )
     per_user = pd.concat([r[0] for r in results], ignore_index=True)
     summary = pd.concat([r[1] for r in results], ignore_index=True)
     product = product_keying()
@@ -480,13 +620,15 @@ def product_keying() -> str:
     resolved against a same-named project-root fork; and one learned on project A's skill, resolved against
     project B's same-named skill (same root label, another directory)."""
     with tempfile.TemporaryDirectory() as tmp:
+
         def make(root: Path, label: str, text: str):
             (root / "probe-skill").mkdir(parents=True)
             (root / "probe-skill" / "SKILL.md").write_text(
-                f"---\nname: probe-skill\ndescription: a probe\n---\n# Probe\n\n## Steps\n\n{text}\n",
-                encoding="utf-8")
-            return discover([r for r in default_roots(root.parents[1], home=root.parents[1])
-                             if r.label == label]).skills["probe-skill"]
+                f"---\nname: probe-skill\ndescription: a probe\n---\n# Probe\n\n## Steps\n\n{text}\n", encoding="utf-8"
+            )
+            return discover(
+                [r for r in default_roots(root.parents[1], home=root.parents[1]) if r.label == label]
+            ).skills["probe-skill"]
 
         t = Path(tmp)
         user = make(t / "home" / ".gaia" / "skills", "user", "Do it the user's way.")
@@ -495,8 +637,9 @@ def product_keying() -> str:
         with Store.open(t / "o.db") as store:
             ids = []
             for skill, body in ((user, "Learned on the user's skill."), (fork, "Learned in project A.")):
-                r = gates.learn(store, skill, "preference", {"body": body}, section="steps",
-                                provenance="user_instruction")
+                r = gates.learn(
+                    store, skill, "preference", {"body": body}, section="steps", provenance="user_instruction"
+                )
                 if r.delta.status != "active":
                     store.approve(r.delta.id)
                 ids.append(r.delta.id)

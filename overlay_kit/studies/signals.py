@@ -56,16 +56,32 @@ from .finding import Finding, render
 from .rulefile import RuleFile
 from .sweep import sweep
 
-__all__ = ["ASSUMPTIONS", "KINDS", "RULE", "Assumptions", "SignalStudy", "SignalStudyError", "assumption_table",
-           "explore", "product_kinds", "run", "simulate"]
+__all__ = [
+    "ASSUMPTIONS",
+    "KINDS",
+    "RULE",
+    "Assumptions",
+    "SignalStudy",
+    "SignalStudyError",
+    "assumption_table",
+    "explore",
+    "product_kinds",
+    "run",
+    "simulate",
+]
 
 RULE = "12_outcome_signal"
 T0 = datetime(2025, 1, 6, 9, tzinfo=timezone.utc)  # a user's session n is on day n
 POSITIVE, NEGATIVE = ("accepted", "thumbs_up"), ("correction", "undo", "thumbs_down")
 KINDS = (*POSITIVE, *NEGATIVE, "tool_ok")
 # how each user reaction is ledgered through `evidence.record_signal`: (signal, rating)
-LEDGER = {"accepted": ("accepted", None), "thumbs_up": ("rating", 5), "correction": ("correction", None),
-          "undo": ("undo", None), "thumbs_down": ("rating", 1)}
+LEDGER = {
+    "accepted": ("accepted", None),
+    "thumbs_up": ("rating", 5),
+    "correction": ("correction", None),
+    "undo": ("undo", None),
+    "thumbs_down": ("rating", 1),
+}
 
 
 class SignalStudyError(ValueError):
@@ -89,22 +105,28 @@ def _shared(name: str, what: str | None = None) -> deploy.Assumption:
 # Every behavioural assumption, with the range the study sweeps it over (one at a time, at each end). Shared
 # ones are the deployment simulator's (`deploy.ASSUMPTIONS`, defaults from `deploy.Settings`); the rest are new
 # here. No real deployment has measured any of them.
-ASSUMPTIONS: Mapping[str, deploy.Assumption] = {a.name: a for a in (
-    deploy.Assumption("engagement", 0.25, 1.25, "multiplies every reaction rate: how often users react at all"),
-    _shared("p_slip", "the user reacts as if the turn were the other way round (misclick, misjudgment, a "
-                      "reaction about something else)"),
-    deploy.Assumption("silence", 0.0, 0.05, "per session: the user stops reacting for good"),
-    _shared("p_misread", "a taught lesson is bad (the learning trigger wrote the wrong value)"),
-    _shared("p_obey", "a good lesson gives the user what they want on a turn it is offered"),
-    deploy.Assumption("p_bad_ok", 0.0, 0.3, "a bad lesson happens to give the user what they want"),
-    _shared("p_ack", "a right-looking turn is accepted"),
-    deploy.Assumption("p_rate", 0.01, 0.2, "a right-looking turn gets a thumbs-up"),
-    _shared("p_correct", "a wrong-looking turn is corrected"),
-    _shared("p_undo", "a wrong-looking turn is undone"),
-    deploy.Assumption("p_down", 0.01, 0.2, "a wrong-looking turn gets a thumbs-down"),
-    deploy.Assumption("tool_error", 0.02, 0.1, "the tool call raises on a right turn"),
-    deploy.Assumption("tool_error_wrong", 0.05, 0.3, "the tool call raises on a wrong turn"),
-)}
+ASSUMPTIONS: Mapping[str, deploy.Assumption] = {
+    a.name: a
+    for a in (
+        deploy.Assumption("engagement", 0.25, 1.25, "multiplies every reaction rate: how often users react at all"),
+        _shared(
+            "p_slip",
+            "the user reacts as if the turn were the other way round (misclick, misjudgment, a "
+            "reaction about something else)",
+        ),
+        deploy.Assumption("silence", 0.0, 0.05, "per session: the user stops reacting for good"),
+        _shared("p_misread", "a taught lesson is bad (the learning trigger wrote the wrong value)"),
+        _shared("p_obey", "a good lesson gives the user what they want on a turn it is offered"),
+        deploy.Assumption("p_bad_ok", 0.0, 0.3, "a bad lesson happens to give the user what they want"),
+        _shared("p_ack", "a right-looking turn is accepted"),
+        deploy.Assumption("p_rate", 0.01, 0.2, "a right-looking turn gets a thumbs-up"),
+        _shared("p_correct", "a wrong-looking turn is corrected"),
+        _shared("p_undo", "a wrong-looking turn is undone"),
+        deploy.Assumption("p_down", 0.01, 0.2, "a wrong-looking turn gets a thumbs-down"),
+        deploy.Assumption("tool_error", 0.02, 0.1, "the tool call raises on a right turn"),
+        deploy.Assumption("tool_error_wrong", 0.05, 0.3, "the tool call raises on a wrong turn"),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -135,8 +157,12 @@ class Assumptions:
     def reactions(self, looks_right: bool) -> tuple[tuple[str, ...], np.ndarray]:
         """(kinds, probabilities) of the user's reaction to a turn that looks right / wrong (the rest: silence)."""
         kinds = POSITIVE if looks_right else NEGATIVE
-        p = np.array([getattr(self, n) for n in (("p_ack", "p_rate") if looks_right else
-                                                 ("p_correct", "p_undo", "p_down"))]) * self.engagement
+        p = (
+            np.array(
+                [getattr(self, n) for n in (("p_ack", "p_rate") if looks_right else ("p_correct", "p_undo", "p_down"))]
+            )
+            * self.engagement
+        )
         return kinds, p / max(1.0, p.sum())
 
     @classmethod
@@ -146,17 +172,28 @@ class Assumptions:
             return cls(**base)
         key, _, end = name.partition("=")
         if key not in ASSUMPTIONS or end not in ("low", "high"):
-            raise SignalStudyError(f"{name!r}; a scenario is 'base' or NAME=low|high, NAME one of "
-                                   f"{', '.join(ASSUMPTIONS)}", "scenarios")
+            raise SignalStudyError(
+                f"{name!r}; a scenario is 'base' or NAME=low|high, NAME one of {', '.join(ASSUMPTIONS)}", "scenarios"
+            )
         return cls(**{**base, key: getattr(ASSUMPTIONS[key], end)})
 
 
 def assumption_table() -> pd.DataFrame:
     """Every assumption: its base value, the range the FULL run sweeps, what it means, and where it comes from."""
     base = Assumptions()
-    return pd.DataFrame([{"assumption": a.name, "base": getattr(base, a.name), "low": a.low, "high": a.high,
-                          "what": a.what, "from": "deploy" if a.name in deploy.ASSUMPTIONS else "new here"}
-                         for a in ASSUMPTIONS.values()]).set_index("assumption")
+    return pd.DataFrame(
+        [
+            {
+                "assumption": a.name,
+                "base": getattr(base, a.name),
+                "low": a.low,
+                "high": a.high,
+                "what": a.what,
+                "from": "deploy" if a.name in deploy.ASSUMPTIONS else "new here",
+            }
+            for a in ASSUMPTIONS.values()
+        ]
+    ).set_index("assumption")
 
 
 def product_kinds() -> frozenset[str]:
@@ -173,8 +210,11 @@ def _sets(raw: Any) -> dict[str, tuple[str, ...]]:
         if not kinds or any(k not in KINDS for k in kinds) or len(set(kinds)) != len(kinds):
             raise SignalStudyError(f"{name}: {raw[name]!r}; kinds are {', '.join(KINDS)}", "sets")
         if "tool_ok" in kinds and len(kinds) > 1:
-            raise SignalStudyError(f"{name}: tool_ok is studied alone (its counterfactual ledger would collide "
-                                   "with a user's accepted / undo on the same turn)", "sets")
+            raise SignalStudyError(
+                f"{name}: tool_ok is studied alone (its counterfactual ledger would collide "
+                "with a user's accepted / undo on the same turn)",
+                "sets",
+            )
         out[str(name)] = kinds
     return out
 
@@ -190,19 +230,31 @@ def _skills() -> dict[str, Skill]:
         sections.setdefault(lesson.skill, set()).add(lesson.section)
     out = {}
     for name, slugs in sorted(sections.items()):
-        body = "".join(f"## {s.replace('-', ' ').capitalize()}\n\nWhat the author says about {s.replace('-', ' ')}."
-                       "\n\n" for s in sorted(slugs))
-        skill, problems = parse_skill(f"---\nname: {name}\ndescription: study skill for {name}\n---\n# {name}\n\n"
-                                      + body, None)
+        body = "".join(
+            f"## {s.replace('-', ' ').capitalize()}\n\nWhat the author says about {s.replace('-', ' ')}.\n\n"
+            for s in sorted(slugs)
+        )
+        skill, problems = parse_skill(
+            f"---\nname: {name}\ndescription: study skill for {name}\n---\n# {name}\n\n" + body, None
+        )
         if skill is None:
             raise ValueError(f"the study skill {name} does not validate: {problems}")
         out[name] = skill
     return out
 
 
-def simulate(seed: int, assumptions: Assumptions, *, sets: Mapping[str, Sequence[str]],
-             arms: Mapping[str, float | None], users: int, sessions: int, followup: int, turns: int,
-             scenario: str = "base") -> pd.DataFrame:
+def simulate(
+    seed: int,
+    assumptions: Assumptions,
+    *,
+    sets: Mapping[str, Sequence[str]],
+    arms: Mapping[str, float | None],
+    users: int,
+    sessions: int,
+    followup: int,
+    turns: int,
+    scenario: str = "base",
+) -> pd.DataFrame:
     """One world (`seed`) through the product's evidence path: one row per (user, lesson, arm, set) with the
     lesson's truth, the decision within `followup` sessions and when it came. `arms`: name → retire_below."""
     if followup < 1 or followup >= sessions or turns < 1:
@@ -218,20 +270,34 @@ def simulate(seed: int, assumptions: Assumptions, *, sets: Mapping[str, Sequence
         rng = random.Random(f"signals:{seed}:{user}")
         store = Store.open(":memory:")
         try:
-            rows += _user(store, rng, user, history, a, counts, arms, by_id, skills, sessions - followup,
-                          followup, turns, seed)
+            rows += _user(
+                store, rng, user, history, a, counts, arms, by_id, skills, sessions - followup, followup, turns, seed
+            )
         finally:
             store.close()
-    out = pd.DataFrame(rows, columns=["user", "lesson", "good", "taught", "arm", "set", "decision", "sessions",
-                                      "samples", "refused"])
+    out = pd.DataFrame(
+        rows, columns=["user", "lesson", "good", "taught", "arm", "set", "decision", "sessions", "samples", "refused"]
+    )
     out.insert(0, "seed", seed)
     out.insert(0, "scenario", scenario)
     return out
 
 
-def _user(store: Store, rng: random.Random, user: str, history: Sequence[world.WorldSession], a: Assumptions,
-          counts: Mapping[str, tuple[str, ...]], arms: Mapping[str, float | None], by_id: Mapping[str, Any],
-          skills: Mapping[str, Skill], last_taught: int, followup: int, turns: int, seed: int) -> list[dict]:
+def _user(
+    store: Store,
+    rng: random.Random,
+    user: str,
+    history: Sequence[world.WorldSession],
+    a: Assumptions,
+    counts: Mapping[str, tuple[str, ...]],
+    arms: Mapping[str, float | None],
+    by_id: Mapping[str, Any],
+    skills: Mapping[str, Skill],
+    last_taught: int,
+    followup: int,
+    turns: int,
+    seed: int,
+) -> list[dict]:
     """One user's sessions; returns their lessons' rows."""
     silent_from = next((s.index for s in history if rng.random() < a.silence), len(history))
     staged: dict[str, dict[tuple[str, str], str]] = {}  # lesson → (arm, set) → delta id, while undecided
@@ -248,10 +314,21 @@ def _user(store: Store, rng: random.Random, user: str, history: Sequence[world.W
             x = by_id[lesson]
             prov = Provenance("user_instruction", (f"{sid}:0",))
             keys = [(arm, name) for arm in arms for name in counts]
-            res = gates.learn_many(store, skills[x.skill], [
-                gates.Lesson("preference", {"body": x.body, "trigger": x.trigger}, x.section, prov,
-                             f"session:s{len(staged)}.{k}") for k in range(len(keys))],
-                settings=gates.GateSettings(auto_approve=False))
+            res = gates.learn_many(
+                store,
+                skills[x.skill],
+                [
+                    gates.Lesson(
+                        "preference",
+                        {"body": x.body, "trigger": x.trigger},
+                        x.section,
+                        prov,
+                        f"session:s{len(staged)}.{k}",
+                    )
+                    for k in range(len(keys))
+                ],
+                settings=gates.GateSettings(auto_approve=False),
+            )
             bad = [r for r in res if r.delta is None or r.delta.status != "staged"]
             if bad:
                 raise RuntimeError(f"lesson {lesson} was not staged: {bad[0].outcome} {bad[0].message}")
@@ -271,12 +348,18 @@ def _user(store: Store, rng: random.Random, user: str, history: Sequence[world.W
             pick = int(np.searchsorted(np.cumsum(p), u, side="right"))
             reaction = kinds[pick] if pick < len(kinds) and s.index < silent_from else None
             clean = rng.random() >= (a.tool_error if right else a.tool_error_wrong)
-            heard = [(kind, ledger, [k for k in live if kind in counts[k[1]]]) for kind, ledger in (
-                (reaction, LEDGER.get(reaction or "")), ("tool_ok", ("accepted", None) if clean else ("undo", None)))
-                if kind is not None]
+            heard = [
+                (kind, ledger, [k for k in live if kind in counts[k[1]]])
+                for kind, ledger in (
+                    (reaction, LEDGER.get(reaction or "")),
+                    ("tool_ok", ("accepted", None) if clean else ("undo", None)),
+                )
+                if kind is not None
+            ]
             # the context ledger holds the deltas a signal will reach: the others' rows change nothing the review reads
-            evidence.record_context(store, sid, str(t), [live[k] for _, _, ks in heard for k in ks], role="suggested",
-                                    at=now)
+            evidence.record_context(
+                store, sid, str(t), [live[k] for _, _, ks in heard for k in ks], role="suggested", at=now
+            )
             if not refused:
                 try:
                     evidence.record_signal(store, sid, str(t), "tool_ok", at=now)
@@ -286,18 +369,33 @@ def _user(store: Store, rng: random.Random, user: str, history: Sequence[world.W
             for kind, (signal, rating), targets in heard:
                 if not targets:
                     continue
-                evidence.record_signal(store, sid, str(t), signal, rating=rating, skill=by_id[lesson].skill,
-                                       lesson=lesson if signal == "correction" else None,
-                                       delta_ids=[live[k] for k in targets], at=now)
+                evidence.record_signal(
+                    store,
+                    sid,
+                    str(t),
+                    signal,
+                    rating=rating,
+                    skill=by_id[lesson].skill,
+                    lesson=lesson if signal == "correction" else None,
+                    delta_ids=[live[k] for k in targets],
+                    at=now,
+                )
                 moved.update(targets)
         for arm, retire_below in arms.items():
             ids = {live[k]: k for k in moved if k[0] == arm}
             if not ids:
                 continue
             scopes = [scope[d] for d in ids]
-            for r in evidence.review_staged(store, scope=scopes, min_samples=SHIPPED.min_samples,
-                                            threshold=SHIPPED.threshold, wilson=SHIPPED.wilson, z=SHIPPED.z,
-                                            retire_below=retire_below, at=now):
+            for r in evidence.review_staged(
+                store,
+                scope=scopes,
+                min_samples=SHIPPED.min_samples,
+                threshold=SHIPPED.threshold,
+                wilson=SHIPPED.wilson,
+                z=SHIPPED.z,
+                retire_below=retire_below,
+                at=now,
+            ):
                 if r.decision != "held":
                     k = ids[r.delta_id]
                     decided[(lesson, *k)] = (r.decision, s.index - facts[lesson]["taught"], r.promotion.samples)
@@ -310,9 +408,20 @@ def _user(store: Store, rng: random.Random, user: str, history: Sequence[world.W
                 if decision == "held":
                     d = store.get(staged[lesson][(arm, name)])
                     samples = d.attempt_count
-                rows.append({"user": user, "lesson": lesson, "good": f["good"], "taught": f["taught"], "arm": arm,
-                             "set": name, "decision": decision, "sessions": n, "samples": samples,
-                             "refused": bool(refused and refused[0])})
+                rows.append(
+                    {
+                        "user": user,
+                        "lesson": lesson,
+                        "good": f["good"],
+                        "taught": f["taught"],
+                        "arm": arm,
+                        "set": name,
+                        "decision": decision,
+                        "sessions": n,
+                        "samples": samples,
+                        "refused": bool(refused and refused[0]),
+                    }
+                )
     return rows
 
 
@@ -368,38 +477,67 @@ class SignalStudy:
         r = self.rule
         df = self.lessons.assign(
             unit=lambda d: d.seed.astype(str) + ":" + d.user,
-            promoted=lambda d: d.decision == "promoted", retired=lambda d: d.decision == "retired",
-            bad=lambda d: ~d.good)
-        df = df.assign(tp=df.promoted & df.good, fp=df.promoted & df.bad, rtp=df.retired & df.bad,
-                       decided=df.decision != "held", wait=df.sessions.fillna(0),
-                       good_promoted_wait=np.where(df.promoted & df.good, df.sessions.fillna(0), 0))
+            promoted=lambda d: d.decision == "promoted",
+            retired=lambda d: d.decision == "retired",
+            bad=lambda d: ~d.good,
+        )
+        df = df.assign(
+            tp=df.promoted & df.good,
+            fp=df.promoted & df.bad,
+            rtp=df.retired & df.bad,
+            decided=df.decision != "held",
+            wait=df.sessions.fillna(0),
+            good_promoted_wait=np.where(df.promoted & df.good, df.sessions.fillna(0), 0),
+        )
         for c in ("good", "bad", "promoted", "retired", "tp", "fp", "rtp", "decided"):
             df[c] = df[c].astype(int)
-        rates = {"promotion_precision": ("tp", "promoted"), "promotion_recall": ("tp", "good"),
-                 "bad_promoted": ("fp", "bad"), "sessions_to_decision": ("wait", "decided"),
-                 "sessions_to_promotion": ("good_promoted_wait", "tp")}
+        rates = {
+            "promotion_precision": ("tp", "promoted"),
+            "promotion_recall": ("tp", "good"),
+            "bad_promoted": ("fp", "bad"),
+            "sessions_to_decision": ("wait", "decided"),
+            "sessions_to_promotion": ("good_promoted_wait", "tp"),
+        }
         retirement = {"retirement_precision": ("rtp", "retired"), "retirement_recall": ("rtp", "bad")}
-        kw = {"n_resamples": int(r.param("resamples")), "confidence": float(r.param("confidence")),
-              "seed": int(r.param("bootstrap_seed"))}
+        kw = {
+            "n_resamples": int(r.param("resamples")),
+            "confidence": float(r.param("confidence")),
+            "seed": int(r.param("bootstrap_seed")),
+        }
         by = ["scenario", "arm", "set"]
         out = rate_table(df, by, "unit", rates, **kw).merge(  # retirement happens in the studied arm only
-            rate_table(df[df.arm == self.retire_arm], by, "unit", retirement, **kw), on=by, how="left")
+            rate_table(df[df.arm == self.retire_arm], by, "unit", retirement, **kw), on=by, how="left"
+        )
         sums = df.groupby(by)[["good", "bad", "promoted", "retired", "tp", "rtp", "decided"]].sum().reset_index()
         out = out.merge(sums, on=by)
         out["decided"] = out["decided"] / (out["good"] + out["bad"])
         out["lessons"] = out["good"] + out["bad"]
         out = out.merge(df.groupby(by).unit.nunique().rename("users").reset_index(), on=by)
-        for name, k, n in (("promotion_precision", "tp", "promoted"), ("promotion_recall", "tp", "good"),
-                           ("retirement_precision", "rtp", "retired"), ("retirement_recall", "rtp", "bad")):
+        for name, k, n in (
+            ("promotion_precision", "tp", "promoted"),
+            ("promotion_recall", "tp", "good"),
+            ("retirement_precision", "rtp", "retired"),
+            ("retirement_recall", "rtp", "bad"),
+        ):
             for i, row in out[out[name].notna() | (out.arm == self.retire_arm)].iterrows():
-                iv = _exact(Interval(row[name], row[f"{name}_low"], row[f"{name}_high"], kw["confidence"]),
-                            int(row[k]), int(row[n]))
+                iv = _exact(
+                    Interval(row[name], row[f"{name}_low"], row[f"{name}_high"], kw["confidence"]),
+                    int(row[k]),
+                    int(row[n]),
+                )
                 out.loc[i, [f"{name}_low", f"{name}_high"]] = [iv.low, iv.high]
         order = {s: i for i, s in enumerate(self.scenarios)}
         sets = list(_sets(r.param("sets")))
-        return out.sort_values(["scenario", "arm", "set"], key=lambda c: c.map(
-            order if c.name == "scenario" else {a: i for i, (a, _) in enumerate(self.arms)} if c.name == "arm"
-            else {s: i for i, s in enumerate(sets)})).reset_index(drop=True)
+        return out.sort_values(
+            ["scenario", "arm", "set"],
+            key=lambda c: c.map(
+                order
+                if c.name == "scenario"
+                else {a: i for i, (a, _) in enumerate(self.arms)}
+                if c.name == "arm"
+                else {s: i for i, s in enumerate(sets)}
+            ),
+        ).reset_index(drop=True)
 
     def _verdict(self, row: pd.Series, promotion: bool) -> str:
         """One scenario: promotion (precision and recall) or retirement (and promotion in the same arm)."""
@@ -407,8 +545,7 @@ class SignalStudy:
         if promotion:
             names = (("promotion_precision", "precision_target"), ("promotion_recall", "recall_target"))
         else:
-            names = (("retirement_precision", "retire_precision_target"),
-                     ("retirement_recall", "retire_recall_target"))
+            names = (("retirement_precision", "retire_precision_target"), ("retirement_recall", "retire_recall_target"))
         if row["promoted" if promotion else "retired"] == 0:  # nothing decided: the rule calls it wrong
             return "wrong"
         parts = [_judge(row[f"{name}_low"], row[f"{name}_high"], float(r.param(target))) for name, target in names]
@@ -424,8 +561,14 @@ class SignalStudy:
             if arm != self.shipped_arm:
                 continue
             ret = m.loc[(scenario, self.retire_arm, name)]
-            rows.append({"set": name, "scenario": scenario, "promotion": self._verdict(row, True),
-                         "retirement": _combine([self._verdict(ret, False), self._verdict(ret, True)])})
+            rows.append(
+                {
+                    "set": name,
+                    "scenario": scenario,
+                    "promotion": self._verdict(row, True),
+                    "retirement": _combine([self._verdict(ret, False), self._verdict(ret, True)]),
+                }
+            )
         return pd.DataFrame(rows)
 
     @cached_property
@@ -439,19 +582,29 @@ class SignalStudy:
         for name, g in self.verdicts.groupby("set", sort=False):
             both = [_combine([p, q]) for p, q in zip(g.promotion, g.retirement)]
             first = m.loc[(base, self.shipped_arm, name)]
-            rows.append({"set": name, "kinds": len(sets[name]), "promotion": _combine(list(g.promotion)),
-                         "retirement": _combine(list(g.retirement)), "both": _combine(both),
-                         "promotion_right_in": int((g.promotion == "right").sum()),
-                         "both_right_in": sum(v == "right" for v in both),
-                         "precision_fails_in": int(sum(self._precision_fails(m.loc[(s, self.shipped_arm, name)])
-                                                       for s in g.scenario)),
-                         "sessions_to_promotion": first["sessions_to_promotion"]})
+            rows.append(
+                {
+                    "set": name,
+                    "kinds": len(sets[name]),
+                    "promotion": _combine(list(g.promotion)),
+                    "retirement": _combine(list(g.retirement)),
+                    "both": _combine(both),
+                    "promotion_right_in": int((g.promotion == "right").sum()),
+                    "both_right_in": sum(v == "right" for v in both),
+                    "precision_fails_in": int(
+                        sum(self._precision_fails(m.loc[(s, self.shipped_arm, name)]) for s in g.scenario)
+                    ),
+                    "sessions_to_promotion": first["sessions_to_promotion"],
+                }
+            )
         out = pd.DataFrame(rows).set_index("set").loc[list(sets)]
         return out
 
     def _precision_fails(self, row: pd.Series) -> bool:
-        return bool(np.isfinite(row["promotion_precision_high"]) and
-                    row["promotion_precision_high"] < float(self.rule.param("precision_target")))
+        return bool(
+            np.isfinite(row["promotion_precision_high"])
+            and row["promotion_precision_high"] < float(self.rule.param("precision_target"))
+        )
 
     def ranked(self, column: str) -> list[str]:
         """Sets by the rule's tie-break: most scenarios right on `column`, then fewer sessions to promotion (base
@@ -467,14 +620,21 @@ class SignalStudy:
         """What the rule says about the shipped defaults: which signals count, and retire_below."""
         o, shipped = self.overall, str(self.rule.param("shipped_set"))
         best = self.ranked("promotion")[0]
-        change = (best != shipped and o.loc[best, "promotion_right_in"] > o.loc[shipped, "promotion_right_in"]
-                  and o.loc[best, "precision_fails_in"] == 0
-                  and (o.loc[best, "promotion"] == "right" or o.loc[shipped, "promotion"] != "right"))
+        change = (
+            best != shipped
+            and o.loc[best, "promotion_right_in"] > o.loc[shipped, "promotion_right_in"]
+            and o.loc[best, "precision_fails_in"] == 0
+            and (o.loc[best, "promotion"] == "right" or o.loc[shipped, "promotion"] != "right")
+        )
         counted = best if change else shipped
         retire = o.loc[counted, "both"] == "right"
-        return {"count": counted, "change_signals": bool(change), "best": best,
-                "retire_below": dict(self.arms)[self.retire_arm] if retire else SHIPPED.retire_below,
-                "change_retire_below": bool(retire and SHIPPED.retire_below != dict(self.arms)[self.retire_arm])}
+        return {
+            "count": counted,
+            "change_signals": bool(change),
+            "best": best,
+            "retire_below": dict(self.arms)[self.retire_arm] if retire else SHIPPED.retire_below,
+            "change_retire_below": bool(retire and SHIPPED.retire_below != dict(self.arms)[self.retire_arm]),
+        }
 
     def table(self) -> pd.DataFrame:
         """Per signal set: verdicts across scenarios and, per scenario, promotion precision / recall, sessions to
@@ -489,28 +649,45 @@ class SignalStudy:
             def fmt(row, col):
                 return Interval(row[col], row[f"{col}_low"], row[f"{col}_high"]).fmt(".2f", empty="—")
 
-            rows.append({"scenario": scenario, "signals counted": name,
-                         "promotion precision": fmt(ship, "promotion_precision"),
-                         "promotion recall": fmt(ship, "promotion_recall"),
-                         "bad promoted": fmt(ship, "bad_promoted"),
-                         "sessions to decision": fmt(ship, "sessions_to_decision"),
-                         "decided": round(float(ship["decided"]), 3),
-                         "retirement precision": fmt(ret, "retirement_precision"),
-                         "retirement recall": fmt(ret, "retirement_recall"),
-                         "promotion": v.promotion, "with retirement": v.retirement,
-                         "lessons": int(ship["lessons"]), "users": int(ship["users"])})
+            rows.append(
+                {
+                    "scenario": scenario,
+                    "signals counted": name,
+                    "promotion precision": fmt(ship, "promotion_precision"),
+                    "promotion recall": fmt(ship, "promotion_recall"),
+                    "bad promoted": fmt(ship, "bad_promoted"),
+                    "sessions to decision": fmt(ship, "sessions_to_decision"),
+                    "decided": round(float(ship["decided"]), 3),
+                    "retirement precision": fmt(ret, "retirement_precision"),
+                    "retirement recall": fmt(ret, "retirement_recall"),
+                    "promotion": v.promotion,
+                    "with retirement": v.retirement,
+                    "lessons": int(ship["lessons"]),
+                    "users": int(ship["users"]),
+                }
+            )
         return pd.DataFrame(rows).set_index(["scenario", "signals counted"])
 
     def power(self) -> dict[str, float]:
         """The widest precision / recall half-width of the shipped arm (among sets that promote), and the run size
         that would bring it to the rule's target half-width (half-widths shrink as 1/√users)."""
         m = self.metrics[self.metrics.arm == self.shipped_arm]
-        half = float(np.nanmax(np.r_[(m.promotion_precision_high - m.promotion_precision_low) / 2,
-                                     (m.promotion_recall_high - m.promotion_recall_low) / 2]))
+        half = float(
+            np.nanmax(
+                np.r_[
+                    (m.promotion_precision_high - m.promotion_precision_low) / 2,
+                    (m.promotion_recall_high - m.promotion_recall_low) / 2,
+                ]
+            )
+        )
         target = float(self.rule.param("target_halfwidth"))
         users = int(m.users.min())
-        return {"halfwidth": half, "target": target, "users": users,
-                "users_needed": int(np.ceil(users * (half / target) ** 2)) if half > target else users}
+        return {
+            "halfwidth": half,
+            "target": target,
+            "users": users,
+            "users_needed": int(np.ceil(users * (half / target) ** 2)) if half > target else users,
+        }
 
     def undecided(self) -> pd.DataFrame:
         """Per undecided (scenario, set) promotion verdict, the measure that left it open and the users per
@@ -526,10 +703,21 @@ class SignalStudy:
                     continue
                 half, gap = (row[f"{name}_high"] - row[f"{name}_low"]) / 2, abs(row[name] - t)
                 need = int(np.ceil(row["users"] * (half / gap) ** 2)) if gap > 0 else None
-                rows.append({"scenario": v.scenario, "set": v.set, "measure": name, "estimate": row[name],
-                             "target": t, "halfwidth": half, "users": int(row["users"]), "users_needed": need})
-        return pd.DataFrame(rows, columns=["scenario", "set", "measure", "estimate", "target", "halfwidth", "users",
-                                           "users_needed"])
+                rows.append(
+                    {
+                        "scenario": v.scenario,
+                        "set": v.set,
+                        "measure": name,
+                        "estimate": row[name],
+                        "target": t,
+                        "halfwidth": half,
+                        "users": int(row["users"]),
+                        "users_needed": need,
+                    }
+                )
+        return pd.DataFrame(
+            rows, columns=["scenario", "set", "measure", "estimate", "target", "halfwidth", "users", "users_needed"]
+        )
 
     def finding(self) -> str:
         r, o, rec = self.rule, self.overall, self.recommendation
@@ -540,34 +728,47 @@ class SignalStudy:
         rp_t, rr_t = float(r.param("retire_precision_target")), float(r.param("retire_recall_target"))
         shipped = str(r.param("shipped_set"))
         retire_value = dict(self.arms)[self.retire_arm]
-        intro = [f"**Question.** {r.question}",
-                 f"Run: {len(self.seeds)} world seed(s) × {len(self.scenarios)} scenario(s) "
-                 f"({', '.join(self.scenarios)}); {int(m.loc[(base, self.shipped_arm, shipped), 'lessons'])} "
-                 f"lessons from {int(m.loc[(base, self.shipped_arm, shipped), 'users'])} users per scenario; the "
-                 f"shipped review (min_samples {SHIPPED.min_samples}, threshold {SHIPPED.threshold}, wilson "
-                 f"{SHIPPED.wilson}, retire_below {SHIPPED.retire_below}) and the studied retire_below "
-                 f"{retire_value}. Promotion is right when precision ≥ {p_t} and recall ≥ {r_t} (interval "
-                 f"lower ends); retirement when retirement precision ≥ {rp_t} and recall ≥ {rr_t}."]
+        intro = [
+            f"**Question.** {r.question}",
+            f"Run: {len(self.seeds)} world seed(s) × {len(self.scenarios)} scenario(s) "
+            f"({', '.join(self.scenarios)}); {int(m.loc[(base, self.shipped_arm, shipped), 'lessons'])} "
+            f"lessons from {int(m.loc[(base, self.shipped_arm, shipped), 'users'])} users per scenario; the "
+            f"shipped review (min_samples {SHIPPED.min_samples}, threshold {SHIPPED.threshold}, wilson "
+            f"{SHIPPED.wilson}, retire_below {SHIPPED.retire_below}) and the studied retire_below "
+            f"{retire_value}. Promotion is right when precision ≥ {p_t} and recall ≥ {r_t} (interval "
+            f"lower ends); retirement when retirement precision ≥ {rp_t} and recall ≥ {rr_t}.",
+        ]
         refused = bool(self.lessons.refused.all())
         findings = []
         for name in o.index:
             row = m.loc[(base, self.shipped_arm, name)]
             ret = m.loc[(base, self.retire_arm, name)]
             iv = lambda x, c: Interval(x[c], x[f"{c}_low"], x[f"{c}_high"]).fmt(".2f", empty="n/a")  # noqa: E731
-            findings.append(Finding(
-                f"**{name}** ({base}): promotion precision", row["promotion_precision"],
-                row["promotion_precision_low"], row["promotion_precision_high"], p_t, spec=".2f", side="≥",
-                verdict=f"across scenarios promotion **{o.loc[name, 'promotion']}** (right in "
-                        f"{o.loc[name, 'promotion_right_in']} of {len(self.scenarios)}), with retirement "
-                        f"**{o.loc[name, 'both']}** (right in {o.loc[name, 'both_right_in']})",
-                note=f"recall {iv(row, 'promotion_recall')}, {iv(row, 'sessions_to_decision')} sessions to a "
-                     f"decision; retirement precision {iv(ret, 'retirement_precision')}, recall "
-                     f"{iv(ret, 'retirement_recall')}"))
+            findings.append(
+                Finding(
+                    f"**{name}** ({base}): promotion precision",
+                    row["promotion_precision"],
+                    row["promotion_precision_low"],
+                    row["promotion_precision_high"],
+                    p_t,
+                    spec=".2f",
+                    side="≥",
+                    verdict=f"across scenarios promotion **{o.loc[name, 'promotion']}** (right in "
+                    f"{o.loc[name, 'promotion_right_in']} of {len(self.scenarios)}), with retirement "
+                    f"**{o.loc[name, 'both']}** (right in {o.loc[name, 'both_right_in']})",
+                    note=f"recall {iv(row, 'promotion_recall')}, {iv(row, 'sessions_to_decision')} sessions to a "
+                    f"decision; retirement precision {iv(ret, 'retirement_precision')}, recall "
+                    f"{iv(ret, 'retirement_recall')}",
+                )
+            )
         right = [s for s in o.index if o.loc[s, "both"] == "right"]
         promo = [s for s in o.index if o.loc[s, "promotion"] == "right"]
         best = rec["best"]
-        wrong_in = [sc for sc, v in self.verdicts[self.verdicts.set == best][["scenario", "promotion"]].itertuples(
-            index=False) if v != "right"]
+        wrong_in = [
+            sc
+            for sc, v in self.verdicts[self.verdicts.set == best][["scenario", "promotion"]].itertuples(index=False)
+            if v != "right"
+        ]
         if right:
             verdict = f"Promotion and retirement are right in every scenario for: {', '.join(right)}."
         else:
@@ -575,40 +776,71 @@ class SignalStudy:
         if promo:
             verdict += f" Promotion alone is right in every scenario for: {', '.join(promo)}."
         elif o.promotion_right_in.max() == 0:
-            verdict += (" No set makes promotion right in any scenario, so the rule's ranking falls through to its "
-                        f"speed tie-break and names **{best}** (bad lessons promoted in the base scenario: "
-                        f"{m.loc[(base, self.shipped_arm, best), 'bad_promoted']:.2f}) — a ranking, not an answer.")
+            verdict += (
+                " No set makes promotion right in any scenario, so the rule's ranking falls through to its "
+                f"speed tie-break and names **{best}** (bad lessons promoted in the base scenario: "
+                f"{m.loc[(base, self.shipped_arm, best), 'bad_promoted']:.2f}) — a ranking, not an answer."
+            )
         else:
             fails = int(o.loc[best, "precision_fails_in"])
-            verdict += (f" No set makes promotion right in every scenario; the rule's ranking puts **{best}** first "
-                        f"(right in {o.loc[best, 'promotion_right_in']} of {len(self.scenarios)}"
-                        + (f", but its precision is below target in {fails}" if fails else "")
-                        + f"; not right in: {', '.join(wrong_in) or 'none'}).")
-        lines = [f"The product refuses `tool_ok` as an outcome in {'every' if refused else 'NOT every'} run "
-                 "(`NotAnOutcome`): as shipped it moves nothing. Its row is the counterfactual of counting it.", "",
-                 f"**Verdict.** {verdict}", ""]
+            verdict += (
+                f" No set makes promotion right in every scenario; the rule's ranking puts **{best}** first "
+                f"(right in {o.loc[best, 'promotion_right_in']} of {len(self.scenarios)}"
+                + (f", but its precision is below target in {fails}" if fails else "")
+                + f"; not right in: {', '.join(wrong_in) or 'none'})."
+            )
+        lines = [
+            f"The product refuses `tool_ok` as an outcome in {'every' if refused else 'NOT every'} run "
+            "(`NotAnOutcome`): as shipped it moves nothing. Its row is the counterfactual of counting it.",
+            "",
+            f"**Verdict.** {verdict}",
+            "",
+        ]
         if rec["change_signals"]:
             kinds = ", ".join(_sets(r.param("sets"))[rec["count"]])
-            lines.append(f"**Shipped default: change.** Count **{rec['count']}** ({kinds}) instead of every user "
-                         f"signal ({shipped}), which is right in {o.loc[shipped, 'promotion_right_in']} of "
-                         f"{len(self.scenarios)} scenarios.")
+            lines.append(
+                f"**Shipped default: change.** Count **{rec['count']}** ({kinds}) instead of every user "
+                f"signal ({shipped}), which is right in {o.loc[shipped, 'promotion_right_in']} of "
+                f"{len(self.scenarios)} scenarios."
+            )
         else:
-            lines.append(f"**Shipped default: keep** counting every user signal ({shipped}): no set beats it under "
-                         "the rule (more scenarios right, never failing precision).")
-        retire = (f"turn it on at {rec['retire_below']}" if rec["change_retire_below"]
-                  else f"stays {SHIPPED.retire_below}")
-        lines.append(f"retire_below: {retire} — with {rec['count']}, promotion with retirement at {retire_value} is "
-                     f"{o.loc[rec['count'], 'both']} across scenarios.")
+            lines.append(
+                f"**Shipped default: keep** counting every user signal ({shipped}): no set beats it under "
+                "the rule (more scenarios right, never failing precision)."
+            )
+        retire = (
+            f"turn it on at {rec['retire_below']}" if rec["change_retire_below"] else f"stays {SHIPPED.retire_below}"
+        )
+        lines.append(
+            f"retire_below: {retire} — with {rec['count']}, promotion with retirement at {retire_value} is "
+            f"{o.loc[rec['count'], 'both']} across scenarios."
+        )
         undecided = self.undecided()
-        lines.append(f"Undecided (scenario, set) pairs for promotion: {len(undecided)}"
-                     + (": " + "; ".join(f"{x.scenario} / {x.set} ({x.measure} {x.estimate:.3f} against "
-                                         f"{x.target}: about {x.users_needed} users would decide it)"
-                                         for x in undecided.itertuples()) if len(undecided) else "") + ".")
-        lines += ["", f"**Power.** The widest promotion precision / recall half-width is {pw['halfwidth']:.3f} "
-                  f"({pw['users']} users per scenario); the rule's target is {pw['target']}"
-                  + (", reached." if pw["halfwidth"] <= pw["target"] else
-                     f"; about {pw['users_needed']} users per scenario would reach it (FULL=1 runs more seeds).")
-                  + " An undecided scenario is decided by more users, not by another look at these."]
+        lines.append(
+            f"Undecided (scenario, set) pairs for promotion: {len(undecided)}"
+            + (
+                ": "
+                + "; ".join(
+                    f"{x.scenario} / {x.set} ({x.measure} {x.estimate:.3f} against "
+                    f"{x.target}: about {x.users_needed} users would decide it)"
+                    for x in undecided.itertuples()
+                )
+                if len(undecided)
+                else ""
+            )
+            + "."
+        )
+        lines += [
+            "",
+            f"**Power.** The widest promotion precision / recall half-width is {pw['halfwidth']:.3f} "
+            f"({pw['users']} users per scenario); the rule's target is {pw['target']}"
+            + (
+                ", reached."
+                if pw["halfwidth"] <= pw["target"]
+                else f"; about {pw['users_needed']} users per scenario would reach it (FULL=1 runs more seeds)."
+            )
+            + " An undecided scenario is decided by more users, not by another look at these.",
+        ]
         return render(findings, stamp=r.stamp(), intro=intro, outro="\n".join(lines))
 
 
@@ -626,9 +858,16 @@ def _one(seed: int, scenario: str, assumptions: dict, **kw: Any) -> pd.DataFrame
     return simulate(seed, Assumptions(**assumptions), scenario=scenario, **kw)
 
 
-def run(*, full: bool = False, rule: RuleFile | str | None = None, seeds: int | None = None,
-        scenarios: Sequence[str] | None = None, n_jobs: int = 2, progress: bool = True,
-        **assumptions: float) -> SignalStudy:
+def run(
+    *,
+    full: bool = False,
+    rule: RuleFile | str | None = None,
+    seeds: int | None = None,
+    scenarios: Sequence[str] | None = None,
+    n_jobs: int = 2,
+    progress: bool = True,
+    **assumptions: float,
+) -> SignalStudy:
     """The study: the rule's scenarios (`full_scenarios` with `full`) × its seeds, every signal set and both review
     arms on common reactions. `assumptions` override the base scenario's (each scenario moves one from there)."""
     rule = rule if isinstance(rule, RuleFile) else rulefile.load(rule or RULE)
@@ -637,8 +876,9 @@ def run(*, full: bool = False, rule: RuleFile | str | None = None, seeds: int | 
         raise SignalStudyError(f"unknown assumption(s) {unknown}; they are {', '.join(ASSUMPTIONS)}", unknown[0])
     sets = _sets(rule.param("sets"))
     if set(sets.get(str(rule.param("shipped_set")), ())) != product_kinds():
-        raise SignalStudyError(f"must name the set of what the product counts ({sorted(product_kinds())})",
-                               "params.shipped_set")
+        raise SignalStudyError(
+            f"must name the set of what the product counts ({sorted(product_kinds())})", "params.shipped_set"
+        )
     arms = _arms(rule)
     scenarios = tuple(scenarios or rule.param("full_scenarios" if full else "scenarios"))
     if not scenarios or scenarios[0] != "base":
@@ -648,17 +888,42 @@ def run(*, full: bool = False, rule: RuleFile | str | None = None, seeds: int | 
         raise SignalStudyError("at least one seed", "seeds")
     chosen = {s: Assumptions.scenario(s, **assumptions) for s in scenarios}
     w = rule.param("world")
-    kw = {"sets": sets, "arms": arms, "users": int(w["users"]), "sessions": int(w["sessions"]),
-          "followup": int(rule.param("followup")), "turns": int(rule.param("turns"))}
-    grid = [{"seed": seed, "scenario": s, "assumptions": asdict(chosen[s]), **kw}
-            for s in scenarios for seed in range(n)]
+    kw = {
+        "sets": sets,
+        "arms": arms,
+        "users": int(w["users"]),
+        "sessions": int(w["sessions"]),
+        "followup": int(rule.param("followup")),
+        "turns": int(rule.param("turns")),
+    }
+    grid = [
+        {"seed": seed, "scenario": s, "assumptions": asdict(chosen[s]), **kw} for s in scenarios for seed in range(n)
+    ]
     frames = sweep(_one, grid, n_jobs=n_jobs, progress=progress, desc="signals")
-    return SignalStudy(rule, pd.concat(frames, ignore_index=True), scenarios, tuple(range(n)),
-                       tuple(chosen.items()), tuple(arms.items()))
+    return SignalStudy(
+        rule,
+        pd.concat(frames, ignore_index=True),
+        scenarios,
+        tuple(range(n)),
+        tuple(chosen.items()),
+        tuple(arms.items()),
+    )
 
 
-def explore(engagement: float = 1.0, p_slip: float = _SHARED.p_slip, silence: float = 0.01,
-            p_misread: float = _SHARED.p_misread, seeds: int = 2) -> SignalStudy:
+def explore(
+    engagement: float = 1.0,
+    p_slip: float = _SHARED.p_slip,
+    silence: float = 0.01,
+    p_misread: float = _SHARED.p_misread,
+    seeds: int = 2,
+) -> SignalStudy:
     """One scenario at the given assumptions (the designer's widget): the rule's sets, arms and measures."""
-    return run(scenarios=("base",), seeds=seeds, engagement=engagement, p_slip=p_slip, silence=silence,
-               p_misread=p_misread, progress=False)
+    return run(
+        scenarios=("base",),
+        seeds=seeds,
+        engagement=engagement,
+        p_slip=p_slip,
+        silence=silence,
+        p_misread=p_misread,
+        progress=False,
+    )

@@ -93,14 +93,54 @@ __all__ = [
 # list items, their numbered runbook steps, and headings that share words ("Escalation rules", "Escalation
 # examples") — so similarity-based matching meets the near-duplicates real skills have.
 
-TOOLS = ("search_email", "read_calendar", "draft_reply", "list_files", "summarize", "lookup_contact",
-         "fetch_page", "create_event")
-TOPICS = ("Inbox", "Replies", "Escalation", "Invites", "Report", "Timeline", "Impact", "Action items", "Pages",
-          "Citations", "Folders", "Manifest", "Form fields", "Decisions", "Release notes", "Drafts")
+TOOLS = (
+    "search_email",
+    "read_calendar",
+    "draft_reply",
+    "list_files",
+    "summarize",
+    "lookup_contact",
+    "fetch_page",
+    "create_event",
+)
+TOPICS = (
+    "Inbox",
+    "Replies",
+    "Escalation",
+    "Invites",
+    "Report",
+    "Timeline",
+    "Impact",
+    "Action items",
+    "Pages",
+    "Citations",
+    "Folders",
+    "Manifest",
+    "Form fields",
+    "Decisions",
+    "Release notes",
+    "Drafts",
+)
 ASPECTS = ("rules", "checklist", "examples", "format", "exceptions", "tone", "limits", "order", "review")
-SECTION_HEADINGS = ("When to use", "Instructions", "Inputs", "Output format", "Guidelines", "Best practices",
-                    "Common mistakes", "Troubleshooting", "Limitations", "References", "Edge cases", "Safety",
-                    "Prerequisites", "Quick start", "Checklist", "Tone", "Formatting")
+SECTION_HEADINGS = (
+    "When to use",
+    "Instructions",
+    "Inputs",
+    "Output format",
+    "Guidelines",
+    "Best practices",
+    "Common mistakes",
+    "Troubleshooting",
+    "Limitations",
+    "References",
+    "Edge cases",
+    "Safety",
+    "Prerequisites",
+    "Quick start",
+    "Checklist",
+    "Tone",
+    "Formatting",
+)
 REPEATED_HEADINGS = ("Notes", "Example", "Tips")  # headings that recur in one document: numbered slugs
 BOILERPLATE = ("License", "Contributing", "Support", "Changelog", "Feedback")
 QUALIFIERS = ("Additional", "More", "Key", "General", "Detailed", "Common", "Optional")
@@ -162,8 +202,9 @@ def _block(rng: random.Random, width: int | None) -> str:
         return "\n".join(f"{k}. {_sentence(rng)}" for k in range(1, rng.randint(3, 5)))
     if roll < 0.42:
         tool, words = rng.choice(TOOLS), corpus().words
-        return f"```bash\n# {rng.choice(words)} {rng.choice(words)}\n{tool} --{rng.choice(words)} " \
-               f"{rng.choice(words)}\n```"
+        return (
+            f"```bash\n# {rng.choice(words)} {rng.choice(words)}\n{tool} --{rng.choice(words)} {rng.choice(words)}\n```"
+        )
     return _paragraph(rng, width)
 
 
@@ -192,8 +233,11 @@ def make_skill(rng: random.Random, name: str | None = None) -> str:
     name = name or f"{rng.choice(c.words)}-{rng.choice(c.words)}"
     width = rng.choice((None, None, 72, 80, 100))
     tools = sorted(rng.sample(TOOLS, rng.randint(1, 4)))
-    front = {"name": name, "description": _sentence(rng),
-             "metadata": {"gaia": {"version": f"1.{rng.randint(0, 4)}.0", "tools": tools}}}
+    front = {
+        "name": name,
+        "description": _sentence(rng),
+        "metadata": {"gaia": {"version": f"1.{rng.randint(0, 4)}.0", "tools": tools}},
+    }
     parts = []
     if rng.random() < 0.25:
         parts.append(_paragraph(rng, width) + "\n\n")  # text before the first heading: `_preamble`
@@ -251,8 +295,13 @@ class Edit:
         (an edit and its undo within one update)."""
         old = {s.slug: s.digest for s in _parse(_split(old_text)[1])}
         new = {s.slug: s.digest for s in _parse(_split(self.text)[1])}
-        return replace(self, truth={k: replace(f, changed=f.changed and old[k] != new[f.target])
-                                    if f.target is not None else f for k, f in self.truth.items()})
+        return replace(
+            self,
+            truth={
+                k: replace(f, changed=f.changed and old[k] != new[f.target]) if f.target is not None else f
+                for k, f in self.truth.items()
+            },
+        )
 
     def then(self, other: "Edit") -> "Edit":
         """Compose: self's old sections through self, then through other."""
@@ -291,7 +340,7 @@ def _split(text: str) -> tuple[str, str]:
     if lines and lines[0].rstrip("\r\n") == "---":
         for i in range(1, len(lines)):
             if lines[i].rstrip("\r\n") == "---":
-                return "".join(lines[: i + 1]), "".join(lines[i + 1:])
+                return "".join(lines[: i + 1]), "".join(lines[i + 1 :])
     return "", text
 
 
@@ -306,8 +355,9 @@ def _pieces(sections: Sequence[Section]) -> list[_Piece]:
     return [_Piece(s.text, {i: False}) for i, s in enumerate(sections)]
 
 
-def _finish(op: str, front: str, sections: Sequence[Section], pieces: list[_Piece],
-            keep_digest: bool = False) -> Edit | None:
+def _finish(
+    op: str, front: str, sections: Sequence[Section], pieces: list[_Piece], keep_digest: bool = False
+) -> Edit | None:
     """Join pieces into a body, check it parses back into exactly those pieces, and derive the truth."""
     pieces = [p for k, p in enumerate(pieces) if p.text or k == 0]  # the `_preamble` may be empty
     for k, p in enumerate(pieces[:-1]):  # every piece must end a line so the next heading starts one
@@ -329,8 +379,7 @@ def _finish(op: str, front: str, sections: Sequence[Section], pieces: list[_Piec
         for i in p.heirs:
             fate = truth[sections[i].slug]
             truth[sections[i].slug] = replace(fate, heirs=fate.heirs + (new[k].slug,))
-    if keep_digest and any(sections[i].digest != new[k].digest
-                           for k, p in enumerate(pieces) for i in p.sources):
+    if keep_digest and any(sections[i].digest != new[k].digest for k, p in enumerate(pieces) for i in p.sources):
         return None
     return Edit((op,), front + body, truth)
 
@@ -339,8 +388,7 @@ def _heading_indices(sections: Sequence[Section]) -> list[int]:
     return [i for i, s in enumerate(sections) if s.level > 0]
 
 
-def _pick(rng: random.Random, sections: Sequence[Section], candidates: Sequence[int],
-          target: str | None) -> int | None:
+def _pick(rng: random.Random, sections: Sequence[Section], candidates: Sequence[int], target: str | None) -> int | None:
     if target is not None:
         i = next((i for i, s in enumerate(sections) if s.slug == target), None)
         return i if i in candidates else None
@@ -413,8 +461,9 @@ def _fill(lead: str, words: str, old: list[str], width: int | None = None) -> li
 Operator = Callable[..., "Edit | None"]
 
 
-def _prose_op(name: str, doc: str, change: Callable[[random.Random, str], str | None], changed: bool,
-              keep_digest: bool = False) -> Operator:
+def _prose_op(
+    name: str, doc: str, change: Callable[[random.Random, str], str | None], changed: bool, keep_digest: bool = False
+) -> Operator:
     def op(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
         front, body = _split(text)
         sections = _parse(body)
@@ -480,16 +529,19 @@ def _typo(rng: random.Random, prose: str) -> str | None:
     k = rng.randrange(1, len(w) - 2)
     if w[k] == w[k + 1]:
         return None
-    return prose[: m.start()] + w[:k] + w[k + 1] + w[k] + w[k + 2:] + prose[m.end():]
+    return prose[: m.start()] + w[:k] + w[k + 1] + w[k] + w[k + 2 :] + prose[m.end() :]
 
 
 sentence_reword = _prose_op("sentence_reword", "Reword a sentence (1-3 words replaced).", _reword, changed=True)
-sentence_insert = _prose_op("sentence_insert", "Insert a new sentence into a paragraph or list item.",
-                            _insert_sentence, changed=True)
-sentence_delete = _prose_op("sentence_delete", "Delete a sentence (or a one-sentence list item).",
-                            _delete_sentence, changed=True)
-typo_fix = _prose_op("typo_fix", "Swap two letters of a word outside code (a typo fixed or made): meaning kept.",
-                     _typo, changed=False)
+sentence_insert = _prose_op(
+    "sentence_insert", "Insert a new sentence into a paragraph or list item.", _insert_sentence, changed=True
+)
+sentence_delete = _prose_op(
+    "sentence_delete", "Delete a sentence (or a one-sentence list item).", _delete_sentence, changed=True
+)
+typo_fix = _prose_op(
+    "typo_fix", "Swap two letters of a word outside code (a typo fixed or made): meaning kept.", _typo, changed=False
+)
 
 
 def whitespace_churn(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
@@ -507,7 +559,7 @@ def whitespace_churn(text: str, rng: random.Random, target: str | None = None) -
     if roll < 0.5 and prose:
         k = rng.choice(prose)
         core = lines[k].rstrip("\r\n")
-        eol = lines[k][len(core):]
+        eol = lines[k][len(core) :]
         lines[k] = (core.rstrip() if core != core.rstrip() else core + " " * rng.randint(1, 3)) + eol
     elif blanks:
         k = rng.choice(blanks)
@@ -571,9 +623,11 @@ def _new_heading(rng: random.Random, old: str) -> str:
     return old.upper() if old != old.upper() else old.capitalize()
 
 
-def _heading_op(name: str, doc: str, retitle: Callable[[random.Random, Section], str | None],
-                keep_digest: bool) -> Operator:
+def _heading_op(
+    name: str, doc: str, retitle: Callable[[random.Random, Section], str | None], keep_digest: bool
+) -> Operator:
     """An operator that rewrites one ATX heading line and leaves the section's body alone."""
+
     def op(text: str, rng: random.Random, target: str | None = None) -> Edit | None:
         front, body = _split(text)
         sections = _parse(body)
@@ -589,11 +643,18 @@ def _heading_op(name: str, doc: str, retitle: Callable[[random.Random, Section],
     return op
 
 
-heading_rename = _heading_op("heading_rename", 'Reword a heading over an unchanged body (incl. renumbering "Step 5" '
-                             '→ "Step 3").', lambda rng, s: _set_heading(s, _new_heading(rng, s.heading)), False)
-heading_level = _heading_op("heading_level", "`## X` → `### X` or back: same words, same digest.",
-                            lambda rng, s: _set_heading(s, level=min(6, s.level + 1) if s.level < 2 or
-                                                        rng.random() < 0.5 else s.level - 1), True)
+heading_rename = _heading_op(
+    "heading_rename",
+    'Reword a heading over an unchanged body (incl. renumbering "Step 5" → "Step 3").',
+    lambda rng, s: _set_heading(s, _new_heading(rng, s.heading)),
+    False,
+)
+heading_level = _heading_op(
+    "heading_level",
+    "`## X` → `### X` or back: same words, same digest.",
+    lambda rng, s: _set_heading(s, level=min(6, s.level + 1) if s.level < 2 or rng.random() < 0.5 else s.level - 1),
+    True,
+)
 
 
 def _first_movable(sections: Sequence[Section]) -> int:
@@ -645,7 +706,7 @@ def section_split(text: str, rng: random.Random, target: str | None = None) -> E
     head = "".join(lines[:at])
     rest = _section_text(max(s.level, 2), heading, "").rstrip("\n") + "\n\n" + "".join(lines[at:])
     pieces = _pieces(sections)
-    pieces[i: i + 1] = [_Piece(head, {i: True}), _Piece(rest, {}, frozenset({i}))]
+    pieces[i : i + 1] = [_Piece(head, {i: True}), _Piece(rest, {}, frozenset({i}))]
     return _finish("section_split", front, sections, pieces)
 
 
@@ -659,9 +720,9 @@ def section_merge(text: str, rng: random.Random, target: str | None = None) -> E
         return None
     a, b = sections[i - 1], sections[i]
     head = a.text if a.text.endswith("\n\n") else a.text.rstrip("\n") + "\n\n"
-    tail = "".join(split_lines(b.text)[b.heading_lines:]).lstrip("\r\n")
+    tail = "".join(split_lines(b.text)[b.heading_lines :]).lstrip("\r\n")
     pieces = _pieces(sections)
-    pieces[i - 1: i + 1] = [_Piece(head + tail, {i - 1: True, i: True})]
+    pieces[i - 1 : i + 1] = [_Piece(head + tail, {i - 1: True, i: True})]
     return _finish("section_merge", front, sections, pieces)
 
 
@@ -710,8 +771,9 @@ def boilerplate_removed(text: str, rng: random.Random, target: str | None = None
     return _finish("boilerplate_removed", front, sections, pieces)
 
 
-def section_insert(text: str, rng: random.Random, target: str | None = None, *, at_end: float = 0.5,
-                   name: str = "section_insert") -> Edit | None:
+def section_insert(
+    text: str, rng: random.Random, target: str | None = None, *, at_end: float = 0.5, name: str = "section_insert"
+) -> Edit | None:
     """Insert a new section, appended or among the others (a repeated heading renumbers its namesakes).
 
     A repeated heading such as "Notes" renumbers the slugs of its namesakes below it; a new "Step N"
@@ -731,8 +793,13 @@ def section_insert(text: str, rng: random.Random, target: str | None = None, *, 
         at, level = i, sections[i].level
         _renumber(sections, pieces, sections[i], +1)
     else:
-        heading = rng.choice(REPEATED_HEADINGS) if roll < 0.25 else rng.choice(SECTION_HEADINGS + BOILERPLATE) \
-            if roll < 0.6 else f"{rng.choice(TOPICS)} {rng.choice(ASPECTS)}"
+        heading = (
+            rng.choice(REPEATED_HEADINGS)
+            if roll < 0.25
+            else rng.choice(SECTION_HEADINGS + BOILERPLATE)
+            if roll < 0.6
+            else f"{rng.choice(TOPICS)} {rng.choice(ASPECTS)}"
+        )
         at = len(pieces) if rng.random() < at_end else rng.randint(start, len(pieces))
         level = rng.choice((2, 3))
     new = _Piece(_section_text(level, heading, _body(rng, width, 1, 2)), {})
@@ -803,7 +870,9 @@ def _edit_frontmatter(rng: random.Random, data: dict) -> bool:
         meta = data.setdefault("metadata", {})
         if not isinstance(meta, dict):
             return False
-        meta[rng.choice(("author", "category", "tags", "homepage"))] = rng.choice(corpus().words) + f"-{rng.randint(1, 99)}"
+        meta[rng.choice(("author", "category", "tags", "homepage"))] = (
+            rng.choice(corpus().words) + f"-{rng.randint(1, 99)}"
+        )
     return True
 
 
@@ -825,22 +894,45 @@ def _narrow_tools(rng: random.Random, data: dict) -> bool:
     return True
 
 
-frontmatter_edit = _frontmatter_op("frontmatter_edit", "Reword the description or set a metadata field; body "
-                                   "byte-identical.", _edit_frontmatter)
+frontmatter_edit = _frontmatter_op(
+    "frontmatter_edit", "Reword the description or set a metadata field; body byte-identical.", _edit_frontmatter
+)
 version_bump = _frontmatter_op("version_bump", "Bump metadata.gaia.version; body byte-identical.", _bump_version)
-narrow_tools = _frontmatter_op("narrow_tools", "Remove one declared tool (a permission narrowing); body "
-                               "byte-identical.", _narrow_tools)
+narrow_tools = _frontmatter_op(
+    "narrow_tools", "Remove one declared tool (a permission narrowing); body byte-identical.", _narrow_tools
+)
 
-OPERATORS: Mapping[str, Operator] = {op.__name__: op for op in (
-    whitespace_churn, rewrap, typo_fix, sentence_reword, sentence_insert, sentence_delete, heading_rename,
-    heading_level, section_move, section_split, section_merge, section_delete, section_insert,
-    section_append, frontmatter_edit, version_bump, boilerplate_removed, narrow_tools, namesake_above)}
+OPERATORS: Mapping[str, Operator] = {
+    op.__name__: op
+    for op in (
+        whitespace_churn,
+        rewrap,
+        typo_fix,
+        sentence_reword,
+        sentence_insert,
+        sentence_delete,
+        heading_rename,
+        heading_level,
+        section_move,
+        section_split,
+        section_merge,
+        section_delete,
+        section_insert,
+        section_append,
+        frontmatter_edit,
+        version_bump,
+        boilerplate_removed,
+        narrow_tools,
+        namesake_above,
+    )
+}
 FRONTMATTER_OPERATORS = frozenset({"frontmatter_edit", "version_bump", "narrow_tools"})
 # Textual edits leave every section at its slug under its heading line (whitespace, rewrap, typo, sentence
 # reword/insert/delete); structural edits change headings or which section a slug names; frontmatter edits
 # leave the body byte-identical.
-TEXTUAL_OPERATORS = frozenset({"whitespace_churn", "rewrap", "typo_fix", "sentence_reword", "sentence_insert",
-                               "sentence_delete"})
+TEXTUAL_OPERATORS = frozenset(
+    {"whitespace_churn", "rewrap", "typo_fix", "sentence_reword", "sentence_insert", "sentence_delete"}
+)
 STRUCTURAL_OPERATORS = frozenset(OPERATORS) - TEXTUAL_OPERATORS - FRONTMATTER_OPERATORS
 
 
@@ -848,8 +940,13 @@ def edit_class(operator: str) -> str:
     """The edit class of an operator: "textual", "structural" or "frontmatter" (see `TEXTUAL_OPERATORS`)."""
     if operator not in OPERATORS:
         raise ValueError(f"unknown edit operator {operator!r}; operators are {', '.join(OPERATORS)}")
-    return "textual" if operator in TEXTUAL_OPERATORS else "frontmatter" if operator in FRONTMATTER_OPERATORS \
+    return (
+        "textual"
+        if operator in TEXTUAL_OPERATORS
+        else "frontmatter"
+        if operator in FRONTMATTER_OPERATORS
         else "structural"
+    )
 
 
 def apply_operator(name: str, text: str, rng: random.Random, target: str | None = None) -> Edit | None:
@@ -889,42 +986,100 @@ class Profile:
     level: float = 0.002  # per body update
     rewrap: float = 0.002
     whitespace: float = 0.0002  # per section
-    edit_mix: Mapping[str, float] = field(default_factory=lambda: {
-        "sentence_reword": 0.4, "sentence_insert": 0.3, "sentence_delete": 0.15, "typo_fix": 0.15})
+    edit_mix: Mapping[str, float] = field(
+        default_factory=lambda: {
+            "sentence_reword": 0.4,
+            "sentence_insert": 0.3,
+            "sentence_delete": 0.15,
+            "typo_fix": 0.15,
+        }
+    )
 
     def scaled(self, factor: float) -> "Profile":
         """The same mix with every body-edit rate multiplied by `factor` (edit intensity)."""
         s = lambda p: min(1.0, p * factor)  # noqa: E731
-        return replace(self, name=f"{self.name}x{factor:g}", section_edit=s(self.section_edit),
-                       section_remove=s(self.section_remove), section_rename=s(self.section_rename),
-                       structural=s(self.structural))
+        return replace(
+            self,
+            name=f"{self.name}x{factor:g}",
+            section_edit=s(self.section_edit),
+            section_remove=s(self.section_remove),
+            section_rename=s(self.section_rename),
+            structural=s(self.structural),
+        )
 
 
 PROFILES: Mapping[str, Profile] = {
-    "typical": Profile("typical", frontmatter_only=0.16, frontmatter_with_body=0.21, section_edit=0.15,
-                       section_remove=0.055, section_rename=0.01, structural=0.25, insert=0.55, append=0.15),
-    "metadata-heavy": Profile("metadata-heavy", frontmatter_only=0.53, frontmatter_with_body=0.11,
-                              section_edit=0.005, section_remove=0.038, section_rename=0.002, structural=0.66,
-                              insert=0.6,
-                              edit_mix={"sentence_reword": 0.3, "sentence_insert": 0.4,
-                                        "sentence_delete": 0.1, "typo_fix": 0.2}),
+    "typical": Profile(
+        "typical",
+        frontmatter_only=0.16,
+        frontmatter_with_body=0.21,
+        section_edit=0.15,
+        section_remove=0.055,
+        section_rename=0.01,
+        structural=0.25,
+        insert=0.55,
+        append=0.15,
+    ),
+    "metadata-heavy": Profile(
+        "metadata-heavy",
+        frontmatter_only=0.53,
+        frontmatter_with_body=0.11,
+        section_edit=0.005,
+        section_remove=0.038,
+        section_rename=0.002,
+        structural=0.66,
+        insert=0.6,
+        edit_mix={"sentence_reword": 0.3, "sentence_insert": 0.4, "sentence_delete": 0.1, "typo_fix": 0.2},
+    ),
     # Not calibrated: a stress mix for the safety properties (duplicate headings, moves, merges, splits).
-    "adversarial": Profile("adversarial", frontmatter_only=0.05, frontmatter_with_body=0.1, section_edit=0.3,
-                           section_remove=0.15, section_rename=0.15, structural=0.8, insert=0.6, append=0.3,
-                           split=0.4, merge=0.4, boilerplate=0.3, level=0.2, rewrap=0.3, whitespace=0.1),
+    "adversarial": Profile(
+        "adversarial",
+        frontmatter_only=0.05,
+        frontmatter_with_body=0.1,
+        section_edit=0.3,
+        section_remove=0.15,
+        section_rename=0.15,
+        structural=0.8,
+        insert=0.6,
+        append=0.3,
+        split=0.4,
+        merge=0.4,
+        boilerplate=0.3,
+        level=0.2,
+        rewrap=0.3,
+        whitespace=0.1,
+    ),
 }
 
 # Rates observed on the git histories of SKILL.md files in six public skill repositories (379 skills,
 # 2,039 versions, 1,660 updates; per update, and per old section per update).
 CALIBRATION: Mapping[str, Mapping[str, float]] = {
-    "typical": {"frontmatter_changed": 0.34, "frontmatter_only": 0.16, "slugs_changed": 0.32,
-                "removed_or_renamed": 0.20, "edited_same_heading": 0.76, "sec_unchanged": 0.82,
-                "sec_edited": 0.12, "sec_whitespace": 0.0002, "sec_removed": 0.054, "sec_renamed": 0.009,
-                "sec_offset_moved": 0.46},
-    "metadata-heavy": {"frontmatter_changed": 0.58, "frontmatter_only": 0.53, "slugs_changed": 0.31,
-                       "removed_or_renamed": 0.15, "edited_same_heading": 0.22, "sec_unchanged": 0.97,
-                       "sec_edited": 0.013, "sec_whitespace": 0.0001, "sec_removed": 0.018,
-                       "sec_renamed": 0.001, "sec_offset_moved": 0.15},
+    "typical": {
+        "frontmatter_changed": 0.34,
+        "frontmatter_only": 0.16,
+        "slugs_changed": 0.32,
+        "removed_or_renamed": 0.20,
+        "edited_same_heading": 0.76,
+        "sec_unchanged": 0.82,
+        "sec_edited": 0.12,
+        "sec_whitespace": 0.0002,
+        "sec_removed": 0.054,
+        "sec_renamed": 0.009,
+        "sec_offset_moved": 0.46,
+    },
+    "metadata-heavy": {
+        "frontmatter_changed": 0.58,
+        "frontmatter_only": 0.53,
+        "slugs_changed": 0.31,
+        "removed_or_renamed": 0.15,
+        "edited_same_heading": 0.22,
+        "sec_unchanged": 0.97,
+        "sec_edited": 0.013,
+        "sec_whitespace": 0.0001,
+        "sec_removed": 0.018,
+        "sec_renamed": 0.001,
+        "sec_offset_moved": 0.15,
+    },
 }
 
 
@@ -980,8 +1135,11 @@ def _update(text: str, profile: Profile, rng: random.Random) -> Edit:
             plan.append(("whitespace_churn", s.slug))
     extra = [("heading_level", profile.level), ("rewrap", profile.rewrap)]
     if structural:
-        extra += [("section_split", profile.split), ("section_merge", profile.merge),
-                  ("boilerplate_removed", profile.boilerplate)]
+        extra += [
+            ("section_split", profile.split),
+            ("section_merge", profile.merge),
+            ("boilerplate_removed", profile.boilerplate),
+        ]
         while rng.random() < profile.insert:
             plan.append(("section_insert", None))
     elif rng.random() < profile.append:
@@ -1009,8 +1167,13 @@ def _update(text: str, profile: Profile, rng: random.Random) -> Edit:
     return edit.settled(text)
 
 
-def generate_history(profile: Profile | str = "typical", n_versions: int = 20, n_deltas: int = 10,
-                     seed: int = 0, start: Callable[[str], str] | None = None) -> History:
+def generate_history(
+    profile: Profile | str = "typical",
+    n_versions: int = 20,
+    n_deltas: int = 10,
+    seed: int = 0,
+    start: Callable[[str], str] | None = None,
+) -> History:
     """A seeded synthetic history: `n_versions` texts, the truth of each update, and deltas written at
     random versions on random sections. `start` rewrites the first version before any update is drawn (the
     memory benchmark adds the authored lines its lessons refer to); the random draws are the same either way."""
@@ -1029,13 +1192,18 @@ def generate_history(profile: Profile | str = "typical", n_versions: int = 20, n
         v = rng.randrange(n_versions - 1)
         deltas.append(DeltaSpec(v, rng.choice(_anchorable(versions[v])).slug))
     stamp = lambda k: f"2024-01-{1 + k % 28:02d}T00:00:00+00:00"  # noqa: E731
-    return History(f"synthetic/{profile.name}", f"skill-{seed}/SKILL.md",
-                   tuple(Version(f"v{k}", stamp(k), t) for k, t in enumerate(versions)),
-                   tuple(truths), tuple(deltas))
+    return History(
+        f"synthetic/{profile.name}",
+        f"skill-{seed}/SKILL.md",
+        tuple(Version(f"v{k}", stamp(k), t) for k, t in enumerate(versions)),
+        tuple(truths),
+        tuple(deltas),
+    )
 
 
-def generate_histories(n: int, profile: Profile | str = "typical", n_versions: int = 20, n_deltas: int = 10,
-                       seed: int = 0) -> list[History]:
+def generate_histories(
+    n: int, profile: Profile | str = "typical", n_versions: int = 20, n_deltas: int = 10, seed: int = 0
+) -> list[History]:
     return [generate_history(profile, n_versions, n_deltas, seed * 1_000_003 + k) for k in range(n)]
 
 
@@ -1063,19 +1231,31 @@ def load_histories(path: str | Path, *, min_versions: int = 2) -> list[History]:
 # ----------------------------------------------------------------------------------------- scoring
 
 COUNTS = ("updates", "deltas", "clean", "stale", "orphaned", "review", "survivors", "touched")
-OUTCOMES = ("correct_clean", "correct_stale", "over_flagged", "attached_part", "silent_reapply", "misattached",
-            "correct_orphan", "false_orphan", "rescued", "proposals", "correct_proposals", "touched_misattached")
+OUTCOMES = (
+    "correct_clean",
+    "correct_stale",
+    "over_flagged",
+    "attached_part",
+    "silent_reapply",
+    "misattached",
+    "correct_orphan",
+    "false_orphan",
+    "rescued",
+    "proposals",
+    "correct_proposals",
+    "touched_misattached",
+)
 
 
 def touched(update: Update) -> frozenset:
     """Old sections the update touched: gone from their slug, or their text changed in any byte (whitespace
     included). Only these put a policy's matching to the test; an untouched section is found by its slug."""
-    return frozenset(s.slug for s in update.old
-                     if (n := update.new_by_slug.get(s.slug)) is None or n.text != s.text)
+    return frozenset(s.slug for s in update.old if (n := update.new_by_slug.get(s.slug)) is None or n.text != s.text)
 
 
-def tally(the_plan: rebase.Plan, anchored: Iterable[str], truth: Mapping[str, Fate] | None,
-          touched: frozenset = frozenset()) -> Counter:
+def tally(
+    the_plan: rebase.Plan, anchored: Iterable[str], truth: Mapping[str, Fate] | None, touched: frozenset = frozenset()
+) -> Counter:
     """Count outcomes for deltas anchored on the old sections `anchored` (a slug per delta).
 
     With truth: correct_clean / correct_stale (attached where the section went, flagged iff its meaning
@@ -1135,8 +1315,9 @@ def live_anchors(history: History, update: int) -> list[str]:
     return out
 
 
-def evaluate(history: History, policies: Sequence[str | rebase.Policy] = tuple(rebase.POLICIES),
-             history_id: Any = None) -> list[dict]:
+def evaluate(
+    history: History, policies: Sequence[str | rebase.Policy] = tuple(rebase.POLICIES), history_id: Any = None
+) -> list[dict]:
     """One row per (update, policy): outcome counts for the live deltas, plus what the update was."""
     policies = [rebase.get_policy(p) for p in policies]
     bodies, rows = history.bodies, []
@@ -1147,14 +1328,27 @@ def evaluate(history: History, policies: Sequence[str | rebase.Policy] = tuple(r
         live, hit = live_anchors(history, k), touched(update)
         for p in policies:
             counts = tally(rebase.plan_update(update, p), live, truth, hit)
-            rows.append({"history": history_id if history_id is not None else history.path, "update": k,
-                         "policy": p.name, "body_changed": update.body_changed, "ops": ops,
-                         **{key: counts.get(key, 0) for key in COUNTS + OUTCOMES}, "updates": 1})
+            rows.append(
+                {
+                    "history": history_id if history_id is not None else history.path,
+                    "update": k,
+                    "policy": p.name,
+                    "body_changed": update.body_changed,
+                    "ops": ops,
+                    **{key: counts.get(key, 0) for key in COUNTS + OUTCOMES},
+                    "updates": 1,
+                }
+            )
     return rows
 
 
-def operator_trials(operator: str, policies: Sequence[str | rebase.Policy] = tuple(rebase.POLICIES),
-                    n: int = 50, seed: int = 0, start: int = 0) -> list[dict]:
+def operator_trials(
+    operator: str,
+    policies: Sequence[str | rebase.Policy] = tuple(rebase.POLICIES),
+    n: int = 50,
+    seed: int = 0,
+    start: int = 0,
+) -> list[dict]:
     """Apply one operator once to `n` fresh skills (trials `start` … `start + n - 1`); every old section
     carries one delta."""
     policies = [rebase.get_policy(p) for p in policies]
@@ -1174,8 +1368,16 @@ def operator_trials(operator: str, policies: Sequence[str | rebase.Policy] = tup
         hit = touched(update)
         for p in policies:
             counts = tally(rebase.plan_update(update, p), [s.slug for s in _anchorable(text)], edit.truth, hit)
-            rows.append({"operator": operator, "trial": trial, "unit": f"{operator}:{trial}", "policy": p.name,
-                         **{key: counts.get(key, 0) for key in COUNTS + OUTCOMES}, "updates": 1})
+            rows.append(
+                {
+                    "operator": operator,
+                    "trial": trial,
+                    "unit": f"{operator}:{trial}",
+                    "policy": p.name,
+                    **{key: counts.get(key, 0) for key in COUNTS + OUTCOMES},
+                    "updates": 1,
+                }
+            )
     return rows
 
 
@@ -1201,8 +1403,9 @@ RATES: Mapping[str, tuple[str, str]] = {
 }
 
 
-def rates(df: pd.DataFrame, by: str | Sequence[str], cluster: str, names: Sequence[str] | None = None,
-          **kw) -> pd.DataFrame:
+def rates(
+    df: pd.DataFrame, by: str | Sequence[str], cluster: str, names: Sequence[str] | None = None, **kw
+) -> pd.DataFrame:
     """Outcome rates per group with cluster-bootstrap intervals (`RATES`; `names` picks some)."""
     return rate_table(df, by, cluster, {k: RATES[k] for k in (names or RATES)}, **kw)
 
@@ -1222,14 +1425,17 @@ def needed(target: float = TARGET, confidence: float = CONFIDENCE) -> int:
     return n
 
 
-def safety(rows: pd.DataFrame, by: str | Sequence[str] = "policy", *, target: float = TARGET,
-           confidence: float = CONFIDENCE) -> pd.DataFrame:
+def safety(
+    rows: pd.DataFrame, by: str | Sequence[str] = "policy", *, target: float = TARGET, confidence: float = CONFIDENCE
+) -> pd.DataFrame:
     """Per group (default: per policy): deltas, touched deltas, misattached (all and touched), and the exact
     upper bound on the misattachment rate over touched deltas, against `target`."""
     by = [by] if isinstance(by, str) else list(by)
     g = rows.groupby(by, sort=False)[["updates", "deltas", "touched", "misattached", "touched_misattached"]].sum()
-    g["bound"] = [binomial_upper(int(k), int(n), confidence).high if n else float("nan")
-                  for k, n in zip(g["touched_misattached"], g["touched"])]
+    g["bound"] = [
+        binomial_upper(int(k), int(n), confidence).high if n else float("nan")
+        for k, n in zip(g["touched_misattached"], g["touched"])
+    ]
     g["below_target"] = g["bound"] < target
     return g.reset_index()
 
@@ -1239,8 +1445,10 @@ def _bound_line(s: pd.DataFrame, target: float) -> str:
     for r in s.itertuples():
         verdict = "below" if r.below_target else "**not** below"
         how = " (it never attaches: zero by construction)" if r.policy == "orphan-all" else ""
-        parts.append(f"`{r.policy}` {r.touched_misattached} of {r.touched:,} touched deltas misattached, bound "
-                     f"{r.bound:.2%} — {verdict} {target:.1%}{how}")
+        parts.append(
+            f"`{r.policy}` {r.touched_misattached} of {r.touched:,} touched deltas misattached, bound "
+            f"{r.bound:.2%} — {verdict} {target:.1%}{how}"
+        )
     return "; ".join(parts)
 
 
@@ -1270,8 +1478,11 @@ def _rule_classes(rule: rulefile.RuleFile) -> dict[str, list[str]]:
     listed = [op for c in CLASSES for op in classes[c]]
     if sorted(listed) != sorted(OPERATORS):
         missing, extra = set(OPERATORS) - set(listed), set(listed) - set(OPERATORS)
-        raise rulefile.RuleFileError(rule.path, "params.classes", f"must list every operator once (missing: "
-                                     f"{sorted(missing)}, unknown: {sorted(extra)})")
+        raise rulefile.RuleFileError(
+            rule.path,
+            "params.classes",
+            f"must list every operator once (missing: {sorted(missing)}, unknown: {sorted(extra)})",
+        )
     wrong = [f"{op} is {edit_class(op)}" for c in CLASSES for op in classes[c] if edit_class(op) != c]
     if wrong:
         raise rulefile.RuleFileError(rule.path, "params.classes", "; ".join(wrong))
@@ -1306,8 +1517,17 @@ class OperatorStudy:
     rows: pd.DataFrame
     rule: rulefile.RuleFile
     full: bool = False
-    SHOWN = ("correct_clean", "correct_stale", "over_flagged", "false_orphan", "rescued_orphan", "misattached",
-             "proposal_precision", "proposal_recall", "review_per_update")
+    SHOWN = (
+        "correct_clean",
+        "correct_stale",
+        "over_flagged",
+        "false_orphan",
+        "rescued_orphan",
+        "misattached",
+        "proposal_precision",
+        "proposal_recall",
+        "review_per_update",
+    )
     COLUMNS = ("trials", "touching", "touched", "failing", "wrong", "bound", "verdict")
 
     @property
@@ -1330,8 +1550,7 @@ class OperatorStudy:
 
     @cached_property
     def _shown(self) -> pd.DataFrame:
-        return rates(self.rows, ["operator", "policy"], "trial", self.SHOWN, n_resamples=self.n_boot,
-                     seed=self.seed)
+        return rates(self.rows, ["operator", "policy"], "trial", self.SHOWN, n_resamples=self.n_boot, seed=self.seed)
 
     def body(self) -> pd.DataFrame:
         """Rows of the body-changing operators only (frontmatter edits never move an anchor)."""
@@ -1349,19 +1568,27 @@ class OperatorStudy:
         judged = [p for p in self.rule.param("policies") if p in set(self.rows["policy"])]
         r = self.rows[self.rows["policy"].isin(judged) & ~self.rows["operator"].isin(FRONTMATTER_OPERATORS)]
         r = r.assign(touching=r["touched"] > 0, failing=(r["touched"] > 0) & (r["touched_misattached"] > 0))
-        agg = dict(trials=("trial", "size"), touching=("touching", "sum"), touched=("touched", "sum"),
-                   failing=("failing", "sum"), wrong=("touched_misattached", "sum"))
+        agg = dict(
+            trials=("trial", "size"),
+            touching=("touching", "sum"),
+            touched=("touched", "sum"),
+            failing=("failing", "sum"),
+            wrong=("touched_misattached", "sum"),
+        )
         per = r.groupby(["operator", "policy"], sort=False).agg(**agg).reset_index()
         per["group"] = [op if edit_class(op) == "structural" else POOLED for op in per["operator"]]
         pooled = per[per["group"] == POOLED].groupby("policy", sort=False)[list(self.COLUMNS[:5])].sum()
         pooled = pooled.reset_index().assign(operator=POOLED, group=POOLED)
         out = pd.concat([per, pooled], ignore_index=True)
         confidence = float(self.rule.param("confidence"))
-        out["bound"] = [binomial_upper(int(k), int(n), confidence).high if n else float("nan")
-                        for k, n in zip(out["failing"], out["touching"])]
-        out["verdict"] = [_verdict(int(k), int(n), b, self.target) if op == g else "(pooled)"
-                          for k, n, b, op, g in zip(out["failing"], out["touching"], out["bound"], out["operator"],
-                                                    out["group"])]
+        out["bound"] = [
+            binomial_upper(int(k), int(n), confidence).high if n else float("nan")
+            for k, n in zip(out["failing"], out["touching"])
+        ]
+        out["verdict"] = [
+            _verdict(int(k), int(n), b, self.target) if op == g else "(pooled)"
+            for k, n, b, op, g in zip(out["failing"], out["touching"], out["bound"], out["operator"], out["group"])
+        ]
         classes = self.rule.param("classes")
         order = {op: k for k, op in enumerate([*classes["textual"], POOLED, *classes["structural"]])}
         out = out.assign(_op=out["operator"].map(order), _policy=out["policy"].map(judged.index))
@@ -1391,9 +1618,14 @@ class OperatorStudy:
     def _burden(self) -> list[Finding]:
         first = int(self.rule.param("trials_first"))
         body = self.body()
-        body = rates(body[body["trial"] < first], "policy", "unit", ["review_per_update", "proposal_precision",
-                                                                    "proposal_recall"],
-                     n_resamples=self.n_boot, seed=self.seed).set_index("policy")
+        body = rates(
+            body[body["trial"] < first],
+            "policy",
+            "unit",
+            ["review_per_update", "proposal_precision", "proposal_recall"],
+            n_resamples=self.n_boot,
+            seed=self.seed,
+        ).set_index("policy")
         floor = float(self.rule.param("recall_floor"))
         v1 = body.loc["orphan-all"] if "orphan-all" in body.index else None
         findings = []
@@ -1406,12 +1638,22 @@ class OperatorStudy:
                 notes.append(f"against `orphan-all`'s {_ci(v1, 'review_per_update', '.1f')}")
             if r["proposal_precision"] == r["proposal_precision"]:  # a proposing policy
                 most = r["proposal_recall_low"] > floor
-                notes.append(f"its proposals: precision {_ci(r, 'proposal_precision')}, recall "
-                             f"{_ci(r, 'proposal_recall')} — " + ("they recover most false orphans"
-                                                                  if most else f"recall not shown above {floor}"))
-            findings.append(Finding(f"`{p}`, review prompts per body update", r["review_per_update"],
-                                    r["review_per_update_low"], r["review_per_update_high"], spec=".2f",
-                                    verdict=verdict, note="; ".join(notes)))
+                notes.append(
+                    f"its proposals: precision {_ci(r, 'proposal_precision')}, recall "
+                    f"{_ci(r, 'proposal_recall')} — "
+                    + ("they recover most false orphans" if most else f"recall not shown above {floor}")
+                )
+            findings.append(
+                Finding(
+                    f"`{p}`, review prompts per body update",
+                    r["review_per_update"],
+                    r["review_per_update_low"],
+                    r["review_per_update_high"],
+                    spec=".2f",
+                    verdict=verdict,
+                    note="; ".join(notes),
+                )
+            )
         return findings
 
     def finding(self) -> str:
@@ -1423,46 +1665,62 @@ class OperatorStudy:
         t = v[v["group"] == POOLED]
         if len(t):
             n = t.iloc[0]
-            lines.append(f"- **Textual edits** (whitespace, rewrap, typo, sentence reword/insert/delete, pooled: "
-                         f"{n.trials:,} trials, {n.touching:,} touching, {n.touched:,} touched deltas; rule: "
-                         f"bound ≤ {target:.1%} over touching trials): " + "; ".join(
-                             f"`{r.policy}` {r.failing} failing, bound {r.bound:.2%} — **{r.verdict}**"
-                             for r in t.itertuples()) + ".")
+            lines.append(
+                f"- **Textual edits** (whitespace, rewrap, typo, sentence reword/insert/delete, pooled: "
+                f"{n.trials:,} trials, {n.touching:,} touching, {n.touched:,} touched deltas; rule: "
+                f"bound ≤ {target:.1%} over touching trials): "
+                + "; ".join(
+                    f"`{r.policy}` {r.failing} failing, bound {r.bound:.2%} — **{r.verdict}**" for r in t.itertuples()
+                )
+                + "."
+            )
         s = v[v["group"] != POOLED]
         if len(s):
             ok = [g for g, d in s.groupby("group", sort=False) if (d["verdict"] == "meets").all()]
             n_of = s.groupby("group", sort=False)["touching"].first()
-            lines.append("- **Structural edits**, each operator alone: " + (
-                "meets under every judged policy: " + ", ".join(f"`{g}` ({n_of[g]:,} touching trials)" for g in ok)
-                if ok else "no operator meets the rule under every judged policy") + ".")
+            lines.append(
+                "- **Structural edits**, each operator alone: "
+                + (
+                    "meets under every judged policy: " + ", ".join(f"`{g}` ({n_of[g]:,} touching trials)" for g in ok)
+                    if ok
+                    else "no operator meets the rule under every judged policy"
+                )
+                + "."
+            )
             rest = s[s["verdict"] != "meets"]
             keys = ["group", "verdict", "trials", "touching", "failing", "wrong", "bound"]
             for k, d in rest.groupby(keys, sort=False, dropna=False):
                 r = dict(zip(keys, k))
-                why = {"lacks power": f"lacks power — 0 failing of {r['touching']:,} touching trials (bound "
-                                      f"{r['bound']:.2%}; {need:,} needed)",
-                       "exceeds": f"**exceeds** — {r['failing']} of {r['touching']:,} touching trials failing "
-                                  f"({r['wrong']} wrongly anchored deltas), bound {r['bound']:.2%}",
-                       "untested": f"untested — none of its {r['trials']:,} trials touched a delta's section "
-                                   "(nothing to judge)"}[r["verdict"]]
+                why = {
+                    "lacks power": f"lacks power — 0 failing of {r['touching']:,} touching trials (bound "
+                    f"{r['bound']:.2%}; {need:,} needed)",
+                    "exceeds": f"**exceeds** — {r['failing']} of {r['touching']:,} touching trials failing "
+                    f"({r['wrong']} wrongly anchored deltas), bound {r['bound']:.2%}",
+                    "untested": f"untested — none of its {r['trials']:,} trials touched a delta's section "
+                    "(nothing to judge)",
+                }[r["verdict"]]
                 under = ", ".join(f"`{p}`" for p in d["policy"])
                 lines.append(f"  - `{r['group']}` under {under}: {why}.")
         lacking = self.lacking()
         if lacking:
-            lines.append(f"- **Too few trials to decide** for {', '.join(f'`{g}`' for g in lacking)}: this run "
-                         f"stops at {cap:,} trials per operator"
-                         + ("." if self.full else f"; `FULL=1` runs up to "
-                            f"{int(self.rule.param('max_trials_full')):,}."))
+            lines.append(
+                f"- **Too few trials to decide** for {', '.join(f'`{g}`' for g in lacking)}: this run "
+                f"stops at {cap:,} trials per operator"
+                + ("." if self.full else f"; `FULL=1` runs up to {int(self.rule.param('max_trials_full')):,}.")
+            )
         front = self.rows[self.rows["operator"].isin(FRONTMATTER_OPERATORS)]
         if len(front):
             per = front.groupby(["operator", "trial"])["touched"].first()
-            lines.append(f"- Frontmatter edits ({len(per):,} trials) touched {int(per.sum())} deltas' sections: not "
-                         "judged (the body stays byte-identical).")
+            lines.append(
+                f"- Frontmatter edits ({len(per):,} trials) touched {int(per.sum())} deltas' sections: not "
+                "judged (the body stays byte-identical)."
+            )
         return "\n".join(p for p in [render(self._burden()), *lines] if p)
 
 
-def _stopping_point(touching: Mapping[str, Sequence[int]], members: Sequence[str], done: int, first: int,
-                    step: int, cap: int, need: int) -> int | None:
+def _stopping_point(
+    touching: Mapping[str, Sequence[int]], members: Sequence[str], done: int, first: int, step: int, cap: int, need: int
+) -> int | None:
     """The rule's stopping rule for one group, read off the trials run so far (`done` per member): the trials
     per member at the first count `first + j·step` (at most `cap`) where the members' touching trials reach
     `need`, or `cap` once every member is there; None while the trials run so far cannot tell."""
@@ -1474,9 +1732,15 @@ def _stopping_point(touching: Mapping[str, Sequence[int]], members: Sequence[str
     return None
 
 
-def operator_study(rule: rulefile.RuleFile | str | Path | None = None, *, full: bool = False,
-                   operators: Sequence[str] | None = None, policies: Sequence[str] = tuple(rebase.POLICIES),
-                   chunk: int = 250, **sweep_kw) -> OperatorStudy:
+def operator_study(
+    rule: rulefile.RuleFile | str | Path | None = None,
+    *,
+    full: bool = False,
+    operators: Sequence[str] | None = None,
+    policies: Sequence[str] = tuple(rebase.POLICIES),
+    chunk: int = 250,
+    **sweep_kw,
+) -> OperatorStudy:
     """Each operator applied once to fresh skills, every section carrying a delta, through every policy, with
     every number (seed, trials, the stopping rule, target) from the rule file (default `RULE`; a name, path or
     `RuleFile`). Every operator gets `trials_first` trials; then each operator of a class (the textual
@@ -1497,8 +1761,11 @@ def operator_study(rule: rulefile.RuleFile | str | Path | None = None, *, full: 
     kept = dict(done)  # trials per operator the rule keeps (frontmatter operators: `trials_first`)
 
     def run(cells: list[tuple[str, int, int]]) -> list[dict]:
-        grid = [{"operator": op, "policies": policies, "n": min(chunk, start + n - k), "seed": seed, "start": k}
-                for op, start, n in cells for k in range(start, start + n, chunk)]
+        grid = [
+            {"operator": op, "policies": policies, "n": min(chunk, start + n - k), "seed": seed, "start": k}
+            for op, start, n in cells
+            for k in range(start, start + n, chunk)
+        ]
         return [r for part in sweep(_operator_cell, grid, desc="operators", **sweep_kw) for r in part]
 
     rows = run([(op, 0, n) for op, n in done.items()])
@@ -1529,8 +1796,9 @@ def operator_study(rule: rulefile.RuleFile | str | Path | None = None, *, full: 
     return OperatorStudy(pd.DataFrame(rows), rule, full)
 
 
-def _history_cell(profile: str, intensity: float, n_versions: int, n_deltas: int, seeds: Sequence[int],
-                  policies: Sequence[str]) -> list[dict]:
+def _history_cell(
+    profile: str, intensity: float, n_versions: int, n_deltas: int, seeds: Sequence[int], policies: Sequence[str]
+) -> list[dict]:
     prof = PROFILES[profile] if intensity == 1 else PROFILES[profile].scaled(intensity)
     rows = []
     for s in seeds:
@@ -1558,8 +1826,16 @@ class HistoryStudy:
     target: float = TARGET
     n_boot: int = 1000
     seed: int = 0
-    SHOWN = ("orphaned", "false_orphan", "stale", "misattached", "proposal_precision", "proposal_recall",
-             "orphaned_per_update", "review_per_update")
+    SHOWN = (
+        "orphaned",
+        "false_orphan",
+        "stale",
+        "misattached",
+        "proposal_precision",
+        "proposal_recall",
+        "orphaned_per_update",
+        "review_per_update",
+    )
 
     def table(self, names: Sequence[str] = SHOWN) -> pd.DataFrame:
         """Rates per (cell, policy) with 95 % history-bootstrap intervals, plus the counts behind them."""
@@ -1581,9 +1857,14 @@ class HistoryStudy:
 
     def finding(self) -> str:
         one = self.rows[self.rows["intensity"] == 1.0]
-        pooled = rates(one, ["profile", "policy"], "history", ["review_per_update", "orphaned_per_update",
-                                                               "false_orphan"],
-                       n_resamples=self.n_boot, seed=self.seed).set_index(["profile", "policy"])
+        pooled = rates(
+            one,
+            ["profile", "policy"],
+            "history",
+            ["review_per_update", "orphaned_per_update", "false_orphan"],
+            n_resamples=self.n_boot,
+            seed=self.seed,
+        ).set_index(["profile", "policy"])
         findings = []
         for profile in dict.fromkeys(one["profile"]):
             t = pooled.xs(profile)
@@ -1594,31 +1875,67 @@ class HistoryStudy:
                 r = t.loc[p]
                 lower = r["review_per_update_high"] < v1["review_per_update_low"]
                 ratio = v1["review_per_update"] / max(r["review_per_update"], 1e-9)
-                findings.append(Finding(
-                    f"*{profile}*, `{p}`, review prompts per update", r["review_per_update"],
-                    r["review_per_update_low"], r["review_per_update_high"], spec=".2f",
-                    verdict=f"**{ratio:.1f}× fewer** (intervals apart)" if lower
-                    else "not distinguishable (intervals overlap)",
-                    note=f"against `orphan-all`'s {_ci(v1, 'review_per_update')} ({_ci(r, 'orphaned_per_update')} "
-                         f"orphans needing an action; false-orphan rate {_ci(r, 'false_orphan', '.3f')})"))
+                findings.append(
+                    Finding(
+                        f"*{profile}*, `{p}`, review prompts per update",
+                        r["review_per_update"],
+                        r["review_per_update_low"],
+                        r["review_per_update_high"],
+                        spec=".2f",
+                        verdict=f"**{ratio:.1f}× fewer** (intervals apart)"
+                        if lower
+                        else "not distinguishable (intervals overlap)",
+                        note=f"against `orphan-all`'s {_ci(v1, 'review_per_update')} ({_ci(r, 'orphaned_per_update')} "
+                        f"orphans needing an action; false-orphan rate {_ci(r, 'false_orphan', '.3f')})",
+                    )
+                )
         s = self.safety()
-        safety = (f"- **Misattachment over touched deltas** (rule: 95 % upper bound < {self.target:.1%}, "
-                  "all cells pooled): " + _bound_line(s, self.target) + "."
-                  + ("" if s["below_target"].all() else " This grid is too small to make the claim here (and "
-                     "its touched deltas cluster by history); the operator study (notebook 03) carries it."))
+        safety = (
+            f"- **Misattachment over touched deltas** (rule: 95 % upper bound < {self.target:.1%}, "
+            "all cells pooled): "
+            + _bound_line(s, self.target)
+            + "."
+            + (
+                ""
+                if s["below_target"].all()
+                else " This grid is too small to make the claim here (and "
+                "its touched deltas cluster by history); the operator study (notebook 03) carries it."
+            )
+        )
         return "\n".join(p for p in (render(findings), safety) if p)
 
 
-def history_study(profiles: Sequence[str] = ("typical", "metadata-heavy"), intensities: Sequence[float] = (1.0,),
-                  versions: Sequence[int] = (10,), n_histories: int = 20, n_deltas: int = 10,
-                  policies: Sequence[str] = tuple(rebase.POLICIES), seed: int = 0, chunk: int = 10, *,
-                  n_boot: int = 1000, target: float = TARGET, **sweep_kw) -> HistoryStudy:
+def history_study(
+    profiles: Sequence[str] = ("typical", "metadata-heavy"),
+    intensities: Sequence[float] = (1.0,),
+    versions: Sequence[int] = (10,),
+    n_histories: int = 20,
+    n_deltas: int = 10,
+    policies: Sequence[str] = tuple(rebase.POLICIES),
+    seed: int = 0,
+    chunk: int = 10,
+    *,
+    n_boot: int = 1000,
+    target: float = TARGET,
+    **sweep_kw,
+) -> HistoryStudy:
     """Synthetic histories for every (profile, edit intensity, versions) cell, every policy. History k of
     every cell uses seed `seed·10⁶ + k` (common random numbers)."""
     seeds = [seed * 1_000_000 + k for k in range(n_histories)]
-    grid = [{"profile": p, "intensity": i, "n_versions": v, "n_deltas": n_deltas, "seeds": seeds[c: c + chunk],
-             "policies": tuple(policies)}
-            for p in profiles for i in intensities for v in versions for c in range(0, n_histories, chunk)]
+    grid = [
+        {
+            "profile": p,
+            "intensity": i,
+            "n_versions": v,
+            "n_deltas": n_deltas,
+            "seeds": seeds[c : c + chunk],
+            "policies": tuple(policies),
+        }
+        for p in profiles
+        for i in intensities
+        for v in versions
+        for c in range(0, n_histories, chunk)
+    ]
     rows = [r for part in sweep(_history_cell, grid, desc="histories", **sweep_kw) for r in part]
     return HistoryStudy(pd.DataFrame(rows), n_deltas, target, n_boot, seed)
 
@@ -1643,15 +1960,25 @@ Draft replies; never send without asking.
 
 Keep a short log of every escalation and its outcome.
 """
-TRAP_NEW = TRAP_OLD.replace("## Notes\n\nNever forward", "## Notes\n\nAlways cc the team lead.\n\n## Notes\n\nNever "
-                            "forward").replace("asking the owner.", "asking the owner first.")
+TRAP_NEW = TRAP_OLD.replace(
+    "## Notes\n\nNever forward", "## Notes\n\nAlways cc the team lead.\n\n## Notes\n\nNever forward"
+).replace("asking the owner.", "asking the owner first.")
 
 
 def decisions(old: str, new: str, policies: Sequence[str] = tuple(rebase.POLICIES)) -> pd.DataFrame:
     """Every policy's decision for every old section of one update, side by side."""
-    rows = [{"policy": p, "old section": d.section, "state": d.state, "attaches to": d.target or "",
-             "proposal": f"{d.proposal.section} ({d.proposal.score:.2f})" if d.proposal else "", "reason": d.reason}
-            for p in policies for d in rebase.plan(old, new, p).decisions]
+    rows = [
+        {
+            "policy": p,
+            "old section": d.section,
+            "state": d.state,
+            "attaches to": d.target or "",
+            "proposal": f"{d.proposal.section} ({d.proposal.score:.2f})" if d.proposal else "",
+            "reason": d.reason,
+        }
+        for p in policies
+        for d in rebase.plan(old, new, p).decisions
+    ]
     return pd.DataFrame(rows).set_index(["policy", "old section"])
 
 
@@ -1673,9 +2000,11 @@ def calibration_stats(histories: Iterable[History]) -> dict[str, float]:
             by_slug = {s.slug: s for s in new}
             gone = [s for s in old if s.slug not in by_slug]
             unclaimed = [s for s in new if s.slug not in {o.slug for o in old}]
-            renamed = {s.slug for s in gone
-                       if any(similarity(s.body_text, n.body_text) >= 0.8 for n in unclaimed)
-                       and s.body_text.strip()}
+            renamed = {
+                s.slug
+                for s in gone
+                if any(similarity(s.body_text, n.body_text) >= 0.8 for n in unclaimed) and s.body_text.strip()
+            }
             upd["removed_or_renamed"] += bool(gone)
             edited = 0
             for s in old:
@@ -1685,24 +2014,35 @@ def calibration_stats(histories: Iterable[History]) -> dict[str, float]:
                     sec["sec_renamed" if s.slug in renamed else "sec_removed"] += 1
                 elif n.text == s.text:
                     sec["sec_unchanged"] += 1
-                    sec["sec_offset_moved"] += len("".join(x.text for x in old[: old.index(s)])) != \
-                        len("".join(x.text for x in new[: new.index(n)]))
+                    sec["sec_offset_moved"] += len("".join(x.text for x in old[: old.index(s)])) != len(
+                        "".join(x.text for x in new[: new.index(n)])
+                    )
                 elif n.digest == s.digest:
                     sec["sec_whitespace"] += 1
                 else:
                     sec["sec_edited"] += 1
                     edited += 1
             upd["edited_same_heading"] += edited > 0
-    out = {k: upd[k] / max(upd["updates"], 1) for k in
-           ("frontmatter_changed", "frontmatter_only", "slugs_changed", "removed_or_renamed",
-            "edited_same_heading")}
-    out |= {k: sec[k] / max(sec["sections"], 1) for k in
-            ("sec_unchanged", "sec_edited", "sec_whitespace", "sec_removed", "sec_renamed", "sec_offset_moved")}
+    out = {
+        k: upd[k] / max(upd["updates"], 1)
+        for k in (
+            "frontmatter_changed",
+            "frontmatter_only",
+            "slugs_changed",
+            "removed_or_renamed",
+            "edited_same_heading",
+        )
+    }
+    out |= {
+        k: sec[k] / max(sec["sections"], 1)
+        for k in ("sec_unchanged", "sec_edited", "sec_whitespace", "sec_removed", "sec_renamed", "sec_offset_moved")
+    }
     return out
 
 
-def calibration_table(profiles: Sequence[str] = ("typical", "metadata-heavy"), n: int = 8, n_versions: int = 10,
-                      seed: int = 0) -> pd.DataFrame:
+def calibration_table(
+    profiles: Sequence[str] = ("typical", "metadata-heavy"), n: int = 8, n_versions: int = 10, seed: int = 0
+) -> pd.DataFrame:
     """`calibration_stats` of `n` generated histories per profile beside the observed rates (`CALIBRATION`)."""
     gen = pd.DataFrame({p: calibration_stats(generate_histories(n, p, n_versions, 0, seed=seed)) for p in profiles})
     both = pd.concat({"generated": gen, "observed": pd.DataFrame(CALIBRATION)[list(profiles)]}, axis=1)

@@ -57,68 +57,139 @@ if TYPE_CHECKING:
     from ..skill import Skill
     from ..store import Store
 
-__all__ = ["INTENT", "RULE_NAME", "Share", "SimTurn", "WeekReport", "WeekStudy", "memory_quality", "run",
-           "run_week", "simulate_week"]
+__all__ = [
+    "INTENT",
+    "RULE_NAME",
+    "Share",
+    "SimTurn",
+    "WeekReport",
+    "WeekStudy",
+    "memory_quality",
+    "run",
+    "run_week",
+    "simulate_week",
+]
 
 MONDAY = datetime(2025, 3, 3, 8, tzinfo=timezone.utc)
 AGENT = "mail-assistant"
 RELEASE_DAY = 4  # Friday: the week's prompt release (publish + activate the latest draft)
 
-PLAIN = ("What needs a reply today?", "Summarize the thread from Bob.", "Draft a reply to the invoice mail.",
-         "Archive the newsletters.", "Which invites are still open?", "Find the mail about the offsite.")
+PLAIN = (
+    "What needs a reply today?",
+    "Summarize the thread from Bob.",
+    "Draft a reply to the invoice mail.",
+    "Archive the newsletters.",
+    "Which invites are still open?",
+    "Find the mail about the offsite.",
+)
 CUED = {  # per user: what they say about themselves over the week (durable, transient, correction)
-    "ana": ("I always want amounts in EUR.", "I work as a tax accountant at Contoso.",
-            "I'm working on the Q3 audit for the next few weeks.", "Today I want it short.",
-            "No, I meant the Berlin office.", "I always want the amounts in EUR, please."),
-    "ben": ("Please always put the summary first.", "My name is Ben and I lead the platform team.",
-            "I prefer German for replies to the Munich office.", "Right now I want only the urgent ones.",
-            "I prefer German for replies to the Munich team."),
-    "chen": ("Call me Chen.", "I hate long emails.", "We're building the new billing service this quarter.",
-             "I like the numbers in budget.xlsx.", "Actually, I meant next Tuesday."),
+    "ana": (
+        "I always want amounts in EUR.",
+        "I work as a tax accountant at Contoso.",
+        "I'm working on the Q3 audit for the next few weeks.",
+        "Today I want it short.",
+        "No, I meant the Berlin office.",
+        "I always want the amounts in EUR, please.",
+    ),
+    "ben": (
+        "Please always put the summary first.",
+        "My name is Ben and I lead the platform team.",
+        "I prefer German for replies to the Munich office.",
+        "Right now I want only the urgent ones.",
+        "I prefer German for replies to the Munich team.",
+    ),
+    "chen": (
+        "Call me Chen.",
+        "I hate long emails.",
+        "We're building the new billing service this quarter.",
+        "I like the numbers in budget.xlsx.",
+        "Actually, I meant next Tuesday.",
+    ),
 }
 # Ground truth: what each sentence a user can say is, for memory. Only "durable" (a preference, identity fact or
 # long-running project, useful next week) is meant to be kept; "transient" (today / right now), "correction" (it
 # corrects the task at hand, not a stored fact) and "recoverable" (it points at a file) are not; PLAIN is "task".
 INTENT = {
-    "ana": {"I always want amounts in EUR.": "durable", "I work as a tax accountant at Contoso.": "durable",
-            "I'm working on the Q3 audit for the next few weeks.": "durable", "Today I want it short.": "transient",
-            "No, I meant the Berlin office.": "correction", "I always want the amounts in EUR, please.": "durable"},
-    "ben": {"Please always put the summary first.": "durable",
-            "My name is Ben and I lead the platform team.": "durable",
-            "I prefer German for replies to the Munich office.": "durable",
-            "Right now I want only the urgent ones.": "transient",
-            "I prefer German for replies to the Munich team.": "durable"},
-    "chen": {"Call me Chen.": "durable", "I hate long emails.": "durable",
-             "We're building the new billing service this quarter.": "durable",
-             "I like the numbers in budget.xlsx.": "recoverable", "Actually, I meant next Tuesday.": "correction"},
+    "ana": {
+        "I always want amounts in EUR.": "durable",
+        "I work as a tax accountant at Contoso.": "durable",
+        "I'm working on the Q3 audit for the next few weeks.": "durable",
+        "Today I want it short.": "transient",
+        "No, I meant the Berlin office.": "correction",
+        "I always want the amounts in EUR, please.": "durable",
+    },
+    "ben": {
+        "Please always put the summary first.": "durable",
+        "My name is Ben and I lead the platform team.": "durable",
+        "I prefer German for replies to the Munich office.": "durable",
+        "Right now I want only the urgent ones.": "transient",
+        "I prefer German for replies to the Munich team.": "durable",
+    },
+    "chen": {
+        "Call me Chen.": "durable",
+        "I hate long emails.": "durable",
+        "We're building the new billing service this quarter.": "durable",
+        "I like the numbers in budget.xlsx.": "recoverable",
+        "Actually, I meant next Tuesday.": "correction",
+    },
 }
 # Each user's first task of the week uses the explicit memory_save tool (a manual memory).
-REMEMBER = {"ana": ("preference", "I always want amounts in EUR."),
-            "ben": ("preference", "Please always put the summary first."),
-            "chen": ("identity", "Call me Chen.")}
+REMEMBER = {
+    "ana": ("preference", "I always want amounts in EUR."),
+    "ben": ("preference", "Please always put the summary first."),
+    "chen": ("identity", "Call me Chen."),
+}
 SIGNALS = (  # (probability per task, kind, texts, owner fields)
-    (0.12, "missing_material", ("no internal doc on the travel expense policy", "the offsite agenda is not in "
-                                "the knowledge base", "no page explains the invoice approval chain"), {}),
-    (0.10, "procedure", ("check the sender domain before labelling mail urgent",
-                         "summarize long threads before drafting a reply"), {"skill": "triage-inbox"}),
-    (0.06, "boundary", ("never promise delivery dates on behalf of the user",
-                        "do not give tax advice; point to the finance team"), {"agent": AGENT}),
-    (0.05, "deterministic_rule", ("an IBAN must pass its checksum before a payment mail is drafted",),
-     {"cross_task": True}),
+    (
+        0.12,
+        "missing_material",
+        (
+            "no internal doc on the travel expense policy",
+            "the offsite agenda is not in the knowledge base",
+            "no page explains the invoice approval chain",
+        ),
+        {},
+    ),
+    (
+        0.10,
+        "procedure",
+        ("check the sender domain before labelling mail urgent", "summarize long threads before drafting a reply"),
+        {"skill": "triage-inbox"},
+    ),
+    (
+        0.06,
+        "boundary",
+        ("never promise delivery dates on behalf of the user", "do not give tax advice; point to the finance team"),
+        {"agent": AGENT},
+    ),
+    (
+        0.05,
+        "deterministic_rule",
+        ("an IBAN must pass its checksum before a payment mail is drafted",),
+        {"cross_task": True},
+    ),
     (0.08, "failure", ("the calendar tool timed out", "the draft lost its attachments"), {}),
     (0.04, "procedure", ("do the urgent ones first",), {}),  # no skill named: ambiguous, evidence only
 )
 DOCS = {  # what the knowledge owner writes for each missing-material signal: (document id, Markdown)
-    "no internal doc on the travel expense policy": ("kb/travel-expenses",
+    "no internal doc on the travel expense policy": (
+        "kb/travel-expenses",
         "Travel expense policy\n=====================\n\nMeals are capped at 40 EUR a day.\n\nTrains\n------\n"
-        "Book second class.\n"),
-    "the offsite agenda is not in the knowledge base": ("kb/offsite",
-        "# Offsite agenda\n\nDay one is planning; day two is the hackathon.\n"),
-    "no page explains the invoice approval chain": ("kb/invoice-approval",
-        "# Invoice approval\n\nInvoices over 5,000 EUR need the CFO.\n\n## Small invoices\n\nTeam leads approve.\n"),
+        "Book second class.\n",
+    ),
+    "the offsite agenda is not in the knowledge base": (
+        "kb/offsite",
+        "# Offsite agenda\n\nDay one is planning; day two is the hackathon.\n",
+    ),
+    "no page explains the invoice approval chain": (
+        "kb/invoice-approval",
+        "# Invoice approval\n\nInvoices over 5,000 EUR need the CFO.\n\n## Small invoices\n\nTeam leads approve.\n",
+    ),
 }
-SECTIONS = {"check the sender domain before labelling mail urgent": "classifying",
-            "summarize long threads before drafting a reply": "drafting-replies"}
+SECTIONS = {
+    "check the sender domain before labelling mail urgent": "classifying",
+    "summarize long threads before drafting a reply": "drafting-replies",
+}
 
 
 @dataclass(frozen=True)
@@ -157,20 +228,32 @@ def simulate_week(seed: int = 0, *, days: int = 5, tasks_per_day: int = 12) -> l
                 if rng.random() < p:
                     signal = Signal(kind, rng.choice(texts), task=task, at=at, **owner)
                     break
-            turns.append(SimTurn(day, task, user, at, tuple(msgs), ("memory_save",) if remember else (),
-                                 remember, rating, failed, signal))
+            turns.append(
+                SimTurn(
+                    day,
+                    task,
+                    user,
+                    at,
+                    tuple(msgs),
+                    ("memory_save",) if remember else (),
+                    remember,
+                    rating,
+                    failed,
+                    signal,
+                )
+            )
     return turns
 
 
 @dataclass
 class WeekReport:
-    signals: pd.DataFrame        # day, task, kind, surface, rule, applied
-    days: pd.DataFrame           # end-of-day state of every surface
-    memory_runs: pd.DataFrame    # day, user, outcome, cues, decisions
-    decisions: pd.DataFrame      # one row per reconciliation decision
-    memories: pd.DataFrame       # final user memories
+    signals: pd.DataFrame  # day, task, kind, surface, rule, applied
+    days: pd.DataFrame  # end-of-day state of every surface
+    memory_runs: pd.DataFrame  # day, user, outcome, cues, decisions
+    decisions: pd.DataFrame  # one row per reconciliation decision
+    memories: pd.DataFrame  # final user memories
     extractor_calls: int
-    rating_changes: int          # ratings after which any surface differed (0 by design; a tested contract)
+    rating_changes: int  # ratings after which any surface differed (0 by design; a tested contract)
     ratings: int
     backlog: list[str] = field(default_factory=list)  # program/tool rules awaiting an engineering release
 
@@ -184,8 +267,14 @@ class _Counting:
         return self.inner(pairs)
 
 
-def run_week(store: "Store", turns: list[SimTurn], *, skill: "Skill", extractor: Extractor | None = None,
-             initial_prompt: str = "You are the mail assistant. Be brief.") -> WeekReport:
+def run_week(
+    store: "Store",
+    turns: list[SimTurn],
+    *,
+    skill: "Skill",
+    extractor: Extractor | None = None,
+    initial_prompt: str = "You are the mail assistant. Be brief.",
+) -> WeekReport:
     """Drive every surface through the scenario; return what happened, day by day."""
     from ..surfaces.memory import RuleExtractor
 
@@ -201,8 +290,7 @@ def run_week(store: "Store", turns: list[SimTurn], *, skill: "Skill", extractor:
                     kb.mark_ready(doc_id)
             pending_review = []
             for t in (t for t in turns if t.day == day):
-                record_trace(store, t.task, "plan", "ok", usage={"prompt_tokens": 900 + 40 * len(t.messages)},
-                             at=t.at)
+                record_trace(store, t.task, "plan", "ok", usage={"prompt_tokens": 900 + 40 * len(t.messages)}, at=t.at)
                 if t.failed_step:
                     record_trace(store, t.task, t.failed_step, "failed", detail="tool error", at=t.at)
                 record_deliverable(store, t.task, "reply", t.failed_step is None, at=t.at)
@@ -221,9 +309,16 @@ def run_week(store: "Store", turns: list[SimTurn], *, skill: "Skill", extractor:
                 applied = _apply(store, kb, skill, rec.routing.surface, t.signal, backlog)
                 if rec.routing.surface == "knowledge":
                     pending_review.append(applied)
-                sig_rows.append({"day": day + 1, "task": t.task, "kind": t.signal.kind,
-                                 "surface": rec.routing.surface or "evidence only", "rule": rec.routing.rule,
-                                 "applied": applied})
+                sig_rows.append(
+                    {
+                        "day": day + 1,
+                        "task": t.task,
+                        "kind": t.signal.kind,
+                        "surface": rec.routing.surface or "evidence only",
+                        "rule": rec.routing.rule,
+                        "applied": applied,
+                    }
+                )
             if day == RELEASE_DAY:  # the release step: the latest draft is published, then activated
                 drafts = [p for p in prompt_versions(store, AGENT) if p.status == "draft"]
                 if drafts:
@@ -232,14 +327,38 @@ def run_week(store: "Store", turns: list[SimTurn], *, skill: "Skill", extractor:
             day_rows.append(_snapshot(store, kb, day + 1))
     runs = memory_runs(store)
     run_day = {t.task: t.day + 1 for t in turns}
-    mem_rows = [{"day": run_day.get(r.turn), "user": r.user, "turn": r.turn, "outcome": r.outcome,
-                 "cues": ", ".join(r.cues), "written": r.written} for r in runs]
-    dec_rows = [{"day": run_day.get(r.turn), "user": r.user, "action": d.action, "type": d.type,
-                 "content": d.content} for r in runs for d in r.decisions]
-    mems = [{"user": m.user, "type": m.type, "source": m.source, "content": m.content}
-            for u in sorted(CUED) for m in memories(store, u)]
-    return WeekReport(pd.DataFrame(sig_rows), pd.DataFrame(day_rows), pd.DataFrame(mem_rows),
-                      pd.DataFrame(dec_rows), pd.DataFrame(mems), counting.calls, rating_changes, ratings, backlog)
+    mem_rows = [
+        {
+            "day": run_day.get(r.turn),
+            "user": r.user,
+            "turn": r.turn,
+            "outcome": r.outcome,
+            "cues": ", ".join(r.cues),
+            "written": r.written,
+        }
+        for r in runs
+    ]
+    dec_rows = [
+        {"day": run_day.get(r.turn), "user": r.user, "action": d.action, "type": d.type, "content": d.content}
+        for r in runs
+        for d in r.decisions
+    ]
+    mems = [
+        {"user": m.user, "type": m.type, "source": m.source, "content": m.content}
+        for u in sorted(CUED)
+        for m in memories(store, u)
+    ]
+    return WeekReport(
+        pd.DataFrame(sig_rows),
+        pd.DataFrame(day_rows),
+        pd.DataFrame(mem_rows),
+        pd.DataFrame(dec_rows),
+        pd.DataFrame(mems),
+        counting.calls,
+        rating_changes,
+        ratings,
+        backlog,
+    )
 
 
 def _drain(futures: list, kb: KnowledgeBase) -> None:
@@ -255,8 +374,15 @@ def _apply(store, kb: KnowledgeBase, skill, surface: str | None, s: Signal, back
         kb.ingest(doc_id, markdown)  # import or re-ingest: pending until the reviewer's pass
         return doc_id
     if surface == "skill_overlay":
-        res = gates.learn(store, skill, "preference", {"body": s.text[:1].upper() + s.text[1:] + "."},
-                          section=SECTIONS.get(s.text), provenance="user_instruction", scope="user")
+        res = gates.learn(
+            store,
+            skill,
+            "preference",
+            {"body": s.text[:1].upper() + s.text[1:] + "."},
+            section=SECTIONS.get(s.text),
+            provenance="user_instruction",
+            scope="user",
+        )
         return f"delta {res.outcome}"
     if surface == "prompt":
         draft = create_draft(store, AGENT, instructions(store, AGENT) + "\n" + s.text[:1].upper() + s.text[1:] + ".")
@@ -273,10 +399,14 @@ def _snapshot(store: "Store", kb: KnowledgeBase, day: int) -> dict:
     deltas = store.counts()
     return {
         "day": day,
-        "memories_auto": store.memories.total("auto"), "memories_manual": store.memories.total("manual"),
-        "docs_pending": len(kb.documents("pending")), "docs_ready": len(kb.documents("ready")),
-        "deltas_staged": deltas.get("staged", 0), "deltas_active": deltas.get("active", 0),
-        "prompt_drafts": sum(p.status == "draft" for p in versions), "prompt_active_version": active,
+        "memories_auto": store.memories.total("auto"),
+        "memories_manual": store.memories.total("manual"),
+        "docs_pending": len(kb.documents("pending")),
+        "docs_ready": len(kb.documents("ready")),
+        "deltas_staged": deltas.get("staged", 0),
+        "deltas_active": deltas.get("active", 0),
+        "prompt_drafts": sum(p.status == "draft" for p in versions),
+        "prompt_active_version": active,
         "negative_ratings": store.task_log.count_feedback("negative"),
     }
 
@@ -290,8 +420,9 @@ def _label(labels: dict, user: str, sentence: str) -> str:
     return labels.get(user, {}).get(sentence, "task")
 
 
-def memory_quality(turns: list[SimTurn], final: pd.DataFrame, *, labels: dict, keep, coverage: float
-                   ) -> tuple[list[dict], list[dict]]:
+def memory_quality(
+    turns: list[SimTurn], final: pd.DataFrame, *, labels: dict, keep, coverage: float
+) -> tuple[list[dict], list[dict]]:
     """One week's memory against the ground truth: per user, automatic memories at the week's end and those not
     meant to be kept (each attributed to the user's catalogue sentence most similar to it), and the distinct
     durable sentences the user said and those no memory of theirs covers (bigram similarity ≥ `coverage`).
@@ -303,7 +434,7 @@ def memory_quality(turns: list[SimTurn], final: pd.DataFrame, *, labels: dict, k
         mine = final[final.user == user] if len(final) else final
         auto = mine[mine.source == "auto"] if len(mine) else mine
         row = {"user": user, "auto_memories": len(auto), "unwanted": 0, "durable_said": 0, "missed": 0}
-        for content in (auto.content if len(auto) else ()):
+        for content in auto.content if len(auto) else ():
             source = max(catalogue, key=lambda c: bigram_similarity(content, c))
             label = _label(labels, user, source)
             if label not in keep:
@@ -316,8 +447,9 @@ def memory_quality(turns: list[SimTurn], final: pd.DataFrame, *, labels: dict, k
             held = list(mine.content) if len(mine) else []
             if not any(bigram_similarity(sentence, m) >= coverage for m in held):
                 row["missed"] += 1
-                examples.append({"user": user, "kind": "missed", "label": _label(labels, user, sentence),
-                                 "sentence": sentence})
+                examples.append(
+                    {"user": user, "kind": "missed", "label": _label(labels, user, sentence), "sentence": sentence}
+                )
         rows.append(row)
     return rows, examples
 
@@ -343,8 +475,9 @@ def _share(name: str, num, den, target: float, rule: rulefile.RuleFile) -> Share
     elif sum(num) == 0:  # a degenerate bootstrap: bound the share of weeks with any, exactly
         ci = Interval(0.0, 0.0, binomial_upper(0, len(den), conf).high, conf, len(den))
     else:
-        ci = ratio_ci(num, den, n_resamples=int(rule.param("resamples")), confidence=conf,
-                      seed=int(rule.param("bootstrap_seed")))
+        ci = ratio_ci(
+            num, den, n_resamples=int(rule.param("resamples")), confidence=conf, seed=int(rule.param("bootstrap_seed"))
+        )
     if ci.high <= target:
         verdict = "within target"
     elif ci.low > target:
@@ -371,8 +504,15 @@ class WeekStudy:
         never seen gets the same exact bound over weeks as the verdict's (a bootstrap of zeros is [0, 0])."""
         t, conf = self.table(), float(self.rule.param("confidence"))
         rates = {"unwanted share": ("unwanted", "auto_memories"), "missed share": ("missed", "durable_said")}
-        out = rate_table(t, "user", "seed", rates, n_resamples=int(self.rule.param("resamples")), confidence=conf,
-                         seed=int(self.rule.param("bootstrap_seed")))
+        out = rate_table(
+            t,
+            "user",
+            "seed",
+            rates,
+            n_resamples=int(self.rule.param("resamples")),
+            confidence=conf,
+            seed=int(self.rule.param("bootstrap_seed")),
+        )
         for name, (_, den) in rates.items():
             weeks = t[t[den] > 0].groupby("user").seed.nunique()
             for i in out.index[out[name] == 0]:
@@ -381,10 +521,22 @@ class WeekStudy:
 
     def shares(self) -> tuple[Share, Share]:
         per = self.table().groupby("seed")[["unwanted", "auto_memories", "missed", "durable_said"]].sum()
-        return (_share("unwanted share", per.unwanted.to_numpy(), per.auto_memories.to_numpy(),
-                       float(self.rule.param("unwanted_target")), self.rule),
-                _share("missed share", per.missed.to_numpy(), per.durable_said.to_numpy(),
-                       float(self.rule.param("missed_target")), self.rule))
+        return (
+            _share(
+                "unwanted share",
+                per.unwanted.to_numpy(),
+                per.auto_memories.to_numpy(),
+                float(self.rule.param("unwanted_target")),
+                self.rule,
+            ),
+            _share(
+                "missed share",
+                per.missed.to_numpy(),
+                per.durable_said.to_numpy(),
+                float(self.rule.param("missed_target")),
+                self.rule,
+            ),
+        )
 
     def verdict(self) -> str:
         """over target | within both targets | undecided (the rule's "Overall")."""
@@ -395,9 +547,21 @@ class WeekStudy:
 
     def summary(self) -> pd.DataFrame:
         """The figures the verdict is computed from, one row per share."""
-        return pd.DataFrame([{"share": s.name, "estimate": s.interval.estimate, "low": s.interval.low,
-                              "high": s.interval.high, "half-width": s.half_width, "target": s.target,
-                              "weeks": s.interval.n, "verdict": s.verdict} for s in self.shares()])
+        return pd.DataFrame(
+            [
+                {
+                    "share": s.name,
+                    "estimate": s.interval.estimate,
+                    "low": s.interval.low,
+                    "high": s.interval.high,
+                    "half-width": s.half_width,
+                    "target": s.target,
+                    "weeks": s.interval.n,
+                    "verdict": s.verdict,
+                }
+                for s in self.shares()
+            ]
+        )
 
     def finding(self) -> str:
         shares, n = self.shares(), self.table().seed.nunique()
@@ -406,16 +570,27 @@ class WeekStudy:
         for s in shares:
             note = ""
             if s.verdict == "undecided" and s.interval.estimate == 0:
-                note = (f"none seen but {s.interval.n} weeks bound it only at ≤ {s.interval.high:.3f}; "
-                        f"no difference from the bound detected at this n")
+                note = (
+                    f"none seen but {s.interval.n} weeks bound it only at ≤ {s.interval.high:.3f}; "
+                    f"no difference from the bound detected at this n"
+                )
             elif s.verdict == "undecided":
-                note = (f"the interval straddles the bound; no difference from it detected at an "
-                        f"MDE of ±{s.half_width:.3f} (the half-width this design resolves)")
+                note = (
+                    f"the interval straddles the bound; no difference from it detected at an "
+                    f"MDE of ±{s.half_width:.3f} (the half-width this design resolves)"
+                )
             findings.append(Finding.of(s.name, s.interval, bound=s.target, verdict=s.verdict, note=note))
-        head = {"over target": "**Over target**", "within both targets": "**Within both targets**",
-                "undecided": "**Undecided (too little power)**"}[self.verdict()]
-        return render(findings, intro=f"{head} over {n} simulated weeks ({conf} intervals resampling weeks):",
-                      joiner="; ", outro=".")
+        head = {
+            "over target": "**Over target**",
+            "within both targets": "**Within both targets**",
+            "undecided": "**Undecided (too little power)**",
+        }[self.verdict()]
+        return render(
+            findings,
+            intro=f"{head} over {n} simulated weeks ({conf} intervals resampling weeks):",
+            joiner="; ",
+            outro=".",
+        )
 
 
 def run(skill: "Skill", seeds=None, *, rule: rulefile.RuleFile | str | None = None) -> WeekStudy:

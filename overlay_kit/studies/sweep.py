@@ -28,15 +28,26 @@ def _dask(n_jobs: int, client=None) -> contextlib.ExitStack:
 
     stack = contextlib.ExitStack()
     if client is None:
-        cluster = stack.enter_context(LocalCluster(n_workers=max(1, n_jobs), threads_per_worker=1,
-                                                   host="127.0.0.1", dashboard_address=None, processes=True))
+        cluster = stack.enter_context(
+            LocalCluster(
+                n_workers=max(1, n_jobs), threads_per_worker=1, host="127.0.0.1", dashboard_address=None, processes=True
+            )
+        )
         client = stack.enter_context(Client(cluster))
     stack.enter_context(joblib.parallel_config(backend="dask"))
     return stack
 
 
-def sweep(fn: Callable[..., Any], grid: Sequence[Mapping[str, Any]], *, backend: str = "loky", n_jobs: int = 2,
-          progress: bool = True, client=None, desc: str = "sweep") -> list[Any]:
+def sweep(
+    fn: Callable[..., Any],
+    grid: Sequence[Mapping[str, Any]],
+    *,
+    backend: str = "loky",
+    n_jobs: int = 2,
+    progress: bool = True,
+    client=None,
+    desc: str = "sweep",
+) -> list[Any]:
     """`[fn(**params) for params in grid]`, in parallel with a tqdm.auto progress bar.
 
     backend: any joblib backend ("loky", "threading", "sequential") or "dask", which runs the same sweep on
@@ -47,8 +58,11 @@ def sweep(fn: Callable[..., Any], grid: Sequence[Mapping[str, Any]], *, backend:
     # contend (the embedding policy's encoder runs ~10x slower on a busy 2-core machine without this; its
     # vectors are bit-identical either way).
     inner = {"inner_max_num_threads": 1} if backend == "loky" else {}
-    context = (lambda: _dask(n_jobs, client)) if backend == "dask" else \
-        (lambda: joblib.parallel_config(backend=backend, n_jobs=n_jobs, **inner))
+    context = (
+        (lambda: _dask(n_jobs, client))
+        if backend == "dask"
+        else (lambda: joblib.parallel_config(backend=backend, n_jobs=n_jobs, **inner))
+    )
     with context(), warnings.catch_warnings():
         # loky recycles idle workers on a busy machine and says so; results are unaffected
         warnings.filterwarnings("ignore", "A worker stopped while some jobs", UserWarning)

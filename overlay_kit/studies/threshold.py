@@ -173,11 +173,18 @@ def load_pairs(path: str | Path, lessons: str | Path | None = None, seed: int = 
         split = _text(path, line, rec, "split", False)
         if split is not None and split not in SPLITS:
             raise PairsError(path, line, "split", f"{split!r} is not one of {SPLITS}")
-        rows.append({"line": line, "goal": _text(path, line, rec, "goal", True),
-                     "trigger": _text(path, line, rec, "trigger", True), "relevant": rel in _TRUE,
-                     "category": _text(path, line, rec, "category", False) or "unspecified", "split": split,
-                     "lesson_id": _text(path, line, rec, "lesson_id", False),
-                     "body": _text(path, line, rec, "body", False)})
+        rows.append(
+            {
+                "line": line,
+                "goal": _text(path, line, rec, "goal", True),
+                "trigger": _text(path, line, rec, "trigger", True),
+                "relevant": rel in _TRUE,
+                "category": _text(path, line, rec, "category", False) or "unspecified",
+                "split": split,
+                "lesson_id": _text(path, line, rec, "lesson_id", False),
+                "body": _text(path, line, rec, "body", False),
+            }
+        )
     if not rows:
         raise PairsError(path, 0, "rows", "no pairs")
     df = pd.DataFrame(rows)
@@ -279,6 +286,7 @@ class TfidfScorer:
 
         vec = TfidfVectorizer(ngram_range=self.ngram_range, sublinear_tf=True, stop_words="english")
         vec.fit(list(triggers))
+
         def dense(texts) -> np.ndarray:
             texts = list(texts)
             if not texts:
@@ -310,8 +318,12 @@ class CombinedScorer:
     weights: tuple
 
     def __post_init__(self):
-        if len(self.parts) != len(self.weights) or not self.parts or abs(sum(self.weights) - 1) > 1e-9 \
-                or min(self.weights) < 0:
+        if (
+            len(self.parts) != len(self.weights)
+            or not self.parts
+            or abs(sum(self.weights) - 1) > 1e-9
+            or min(self.weights) < 0
+        ):
             raise ValueError(f"{self.name}: weights {self.weights} must be one per part, ≥ 0, summing to 1")
 
     def vectors(self, goals, triggers):
@@ -392,10 +404,10 @@ class Candidate:
     """One of the rule's candidates: a label, its kind and the base scorers it combines."""
 
     label: str
-    kind: str                  # dense | lexical | hybrid | ensemble
-    parts: tuple[str, ...]     # base scorer names (`get_scorer`)
+    kind: str  # dense | lexical | hybrid | ensemble
+    parts: tuple[str, ...]  # base scorer names (`get_scorer`)
     weights: tuple[float, ...]
-    shippable: bool            # `retrieval.load_embedder` loads it by name: it can be the product's default
+    shippable: bool  # `retrieval.load_embedder` loads it by name: it can be the product's default
 
 
 def candidates(rule: "TauRule | None" = None) -> tuple[Candidate, ...]:
@@ -408,14 +420,19 @@ def candidates(rule: "TauRule | None" = None) -> tuple[Candidate, ...]:
         if kind in ("dense", "lexical"):
             out.append(Candidate(name, kind, (name,), (1.0,), name in rule.shippable))
         elif kind == "hybrid":
-            out += [Candidate(f"{name}@{w:g}", kind, (TFIDF, str(entry["dense"])), (float(w), 1.0 - float(w)), False)
-                    for w in rule.hybrid_weights]
+            out += [
+                Candidate(f"{name}@{w:g}", kind, (TFIDF, str(entry["dense"])), (float(w), 1.0 - float(w)), False)
+                for w in rule.hybrid_weights
+            ]
         elif kind == "ensemble":
             parts = tuple(str(p) for p in entry["parts"])
             out.append(Candidate(name, kind, parts, (1.0 / len(parts),) * len(parts), False))
         else:
-            raise rulefile.RuleFileError(rule.file.path if rule.file else RULE, "params.candidates",
-                                         f"{name}: unknown kind {kind!r} (dense, lexical, hybrid, ensemble)")
+            raise rulefile.RuleFileError(
+                rule.file.path if rule.file else RULE,
+                "params.candidates",
+                f"{name}: unknown kind {kind!r} (dense, lexical, hybrid, ensemble)",
+            )
     return tuple(out)
 
 
@@ -431,8 +448,11 @@ def candidate_scorers(rule: "TauRule | None" = None) -> dict[str, Scorer]:
 
     out: dict[str, Scorer] = {}
     for c in candidates(rule):
-        out[c.label] = part(c.parts[0]) if len(c.parts) == 1 else \
-            CombinedScorer(c.label, tuple(part(p) for p in c.parts), c.weights)
+        out[c.label] = (
+            part(c.parts[0])
+            if len(c.parts) == 1
+            else CombinedScorer(c.label, tuple(part(p) for p in c.parts), c.weights)
+        )
     return out
 
 
@@ -455,8 +475,9 @@ def install_sizes(rule: "TauRule | None" = None) -> pd.DataFrame:
         except (metadata.PackageNotFoundError, TypeError, ValueError):
             rows.append({"candidate": name, "wheel": dist, "version": "not installed", "installed_MB": np.nan})
             continue
-        size = sum(p.stat().st_size for f in d.files or () if "__pycache__" not in str(f)
-                   and (p := Path(f.locate())).is_file())
+        size = sum(
+            p.stat().st_size for f in d.files or () if "__pycache__" not in str(f) and (p := Path(f.locate())).is_file()
+        )
         rows.append({"candidate": name, "wheel": dist, "version": d.version, "installed_MB": round(size / 1e6, 1)})
     return pd.DataFrame(rows).set_index("candidate")
 
@@ -469,12 +490,12 @@ class Scored:
     """One scorer's view of a pairs frame: every goal searched against every trigger through FAISS."""
 
     scorer: str
-    pairs: pd.DataFrame         # the input rows plus `score`, `goal_idx`, `trigger_idx`
+    pairs: pd.DataFrame  # the input rows plus `score`, `goal_idx`, `trigger_idx`
     goals: tuple[str, ...]
     triggers: tuple[str, ...]
-    cosine: np.ndarray          # (goals × triggers)
-    relevant: np.ndarray        # (goals × triggers) bool, closed world: unlabelled pairs are irrelevant
-    tokens: np.ndarray          # per trigger: tokens of the lesson body it admits
+    cosine: np.ndarray  # (goals × triggers)
+    relevant: np.ndarray  # (goals × triggers) bool, closed world: unlabelled pairs are irrelevant
+    tokens: np.ndarray  # per trigger: tokens of the lesson body it admits
 
     def half(self, split: str) -> pd.DataFrame:
         if split not in SPLITS:
@@ -514,13 +535,13 @@ class Goals:
     lesson it was written for (its *home*, the independent unit every interval resamples)."""
 
     split: str
-    cosine: np.ndarray          # (goals × lessons), every lesson of the corpus (closed world)
-    relevant: np.ndarray        # (goals × lessons) bool
-    tokens: np.ndarray          # per lesson: its body's tokens (the cost of a false injection)
-    home: np.ndarray            # per goal: index into `lessons`
-    lessons: tuple[str, ...]    # this half's lessons (the resampled unit)
-    category: np.ndarray        # per goal: the category of the goal as written (not cross_domain)
-    index: np.ndarray           # per goal: its row in `Scored.goals`
+    cosine: np.ndarray  # (goals × lessons), every lesson of the corpus (closed world)
+    relevant: np.ndarray  # (goals × lessons) bool
+    tokens: np.ndarray  # per lesson: its body's tokens (the cost of a false injection)
+    home: np.ndarray  # per goal: index into `lessons`
+    lessons: tuple[str, ...]  # this half's lessons (the resampled unit)
+    category: np.ndarray  # per goal: the category of the goal as written (not cross_domain)
+    index: np.ndarray  # per goal: its row in `Scored.goals`
 
 
 def goals(scored: Scored, split: str) -> Goals:
@@ -530,27 +551,63 @@ def goals(scored: Scored, split: str) -> Goals:
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     p = scored.pairs
-    p = p.assign(unit=p["lesson_id"].fillna(p["trigger"]) if "lesson_id" in p else p["trigger"],
-                 rank=np.where(p["relevant"], 0, np.where(p["category"] == "cross_domain", 2, 1)))
+    p = p.assign(
+        unit=p["lesson_id"].fillna(p["trigger"]) if "lesson_id" in p else p["trigger"],
+        rank=np.where(p["relevant"], 0, np.where(p["category"] == "cross_domain", 2, 1)),
+    )
     first = p.sort_values(["goal_idx", "rank"], kind="stable").drop_duplicates("goal_idx")
     first = first[first["split"] == split]
     gi = first["goal_idx"].to_numpy()
     lessons = tuple(sorted(set(first["unit"])))
     pos = {u: i for i, u in enumerate(lessons)}
-    return Goals(split, scored.cosine[gi].astype(np.float64), scored.relevant[gi], scored.tokens.astype(np.float64),
-                 first["unit"].map(pos).to_numpy(), lessons, first["category"].to_numpy(), gi)
-
-
+    return Goals(
+        split,
+        scored.cosine[gi].astype(np.float64),
+        scored.relevant[gi],
+        scored.tokens.astype(np.float64),
+        first["unit"].map(pos).to_numpy(),
+        lessons,
+        first["category"].to_numpy(),
+        gi,
+    )
 
 
 # -------------------------------------------------------------------------------------------- rule
 
-_PARAMS = ("budget", "stress_budget", "goals_per_session", "confidence", "n_boot", "n_boot_full", "seed", "grid",
-           "candidates", "hybrid_weights", "shippable", "shipped_embedder", "tie_break", "previous_default",
-           "world_seed", "goal_recall", "min_word_chars", "stem_chars")
-_TYPES = {"budget": float, "stress_budget": float, "goals_per_session": int, "confidence": float, "n_boot": int,
-          "n_boot_full": int, "seed": int, "world_seed": int, "goal_recall": float, "min_word_chars": int,
-          "stem_chars": int, "shipped_embedder": str}
+_PARAMS = (
+    "budget",
+    "stress_budget",
+    "goals_per_session",
+    "confidence",
+    "n_boot",
+    "n_boot_full",
+    "seed",
+    "grid",
+    "candidates",
+    "hybrid_weights",
+    "shippable",
+    "shipped_embedder",
+    "tie_break",
+    "previous_default",
+    "world_seed",
+    "goal_recall",
+    "min_word_chars",
+    "stem_chars",
+)
+_TYPES = {
+    "budget": float,
+    "stress_budget": float,
+    "goals_per_session": int,
+    "confidence": float,
+    "n_boot": int,
+    "n_boot_full": int,
+    "seed": int,
+    "world_seed": int,
+    "goal_recall": float,
+    "min_word_chars": int,
+    "stem_chars": int,
+    "shipped_embedder": str,
+}
 
 
 def _frozen(value: Any) -> Any:
@@ -567,8 +624,8 @@ class TauRule:
     notebook prints `stamp()`). `TauRule()` is that file; `TauRule.load(path)` another file; `TauRule(n_boot=200)` or
     `dataclasses.replace(rule, …)` varies a number, and `varied()` / `stamp()` say so."""
 
-    budget: float | None = None            # benign false-injection tokens per session, judged at the upper bound
-    stress_budget: float | None = None     # adversarial tokens per session (upper bound): its own constraint
+    budget: float | None = None  # benign false-injection tokens per session, judged at the upper bound
+    stress_budget: float | None = None  # adversarial tokens per session (upper bound): its own constraint
     goals_per_session: int | None = None
     confidence: float | None = None
     n_boot: int | None = None
@@ -600,11 +657,18 @@ class TauRule:
             if name in _TYPES:
                 value = _TYPES[name](value)
             object.__setattr__(self, name, value)
-        if self.budget < 0 or self.stress_budget < 0 or self.goals_per_session < 1 or self.n_boot < 10 \
-                or not 0 < self.confidence < 1:
-            raise ValueError(f"need budget ≥ 0, stress_budget ≥ 0, goals_per_session ≥ 1, n_boot ≥ 10 and "
-                             f"0 < confidence < 1; got {self.budget}, {self.stress_budget}, "
-                             f"{self.goals_per_session}, {self.n_boot}, {self.confidence}")
+        if (
+            self.budget < 0
+            or self.stress_budget < 0
+            or self.goals_per_session < 1
+            or self.n_boot < 10
+            or not 0 < self.confidence < 1
+        ):
+            raise ValueError(
+                f"need budget ≥ 0, stress_budget ≥ 0, goals_per_session ≥ 1, n_boot ≥ 10 and "
+                f"0 < confidence < 1; got {self.budget}, {self.stress_budget}, "
+                f"{self.goals_per_session}, {self.n_boot}, {self.confidence}"
+            )
 
     @classmethod
     def load(cls, name_or_path: str | Path = RULE, **varied) -> "TauRule":
@@ -633,11 +697,13 @@ class TauRule:
         return 100 - 50 * (1 - self.confidence)
 
     def describe(self) -> str:
-        return (f"highest calibration-half recall among gates whose benign false-injection tokens per session of "
-                f"{self.goals_per_session} goals have a {self.confidence:.0%} upper bound ≤ {self.budget:g} and "
-                f"whose adversarial tokens per session have an upper bound ≤ {self.stress_budget:g}; ties: "
-                f"{', then '.join(self.tie_break)}; confirmed on the held-out half; intervals resample lessons "
-                f"({self.n_boot} resamples, seed {self.seed})")
+        return (
+            f"highest calibration-half recall among gates whose benign false-injection tokens per session of "
+            f"{self.goals_per_session} goals have a {self.confidence:.0%} upper bound ≤ {self.budget:g} and "
+            f"whose adversarial tokens per session have an upper bound ≤ {self.stress_budget:g}; ties: "
+            f"{', then '.join(self.tie_break)}; confirmed on the held-out half; intervals resample lessons "
+            f"({self.n_boot} resamples, seed {self.seed})"
+        )
 
 
 # ------------------------------------------------------------------------------------------- gates
@@ -656,8 +722,11 @@ def gate_grid(grid: Mapping | None = None) -> tuple[Gate, ...]:
     floors = steps(grid["floor_step"])
     out = [Gate.absolute(f) for f in floors]
     out += [Gate("top-k", f, k=int(k)) for k in grid["top_k"] for f in floors]
-    out += [Gate("margin", f, margin=m) for m in steps(grid["margin_step"], grid["margin_max"])
-            for f in steps(grid["margin_floor_step"])]
+    out += [
+        Gate("margin", f, margin=m)
+        for m in steps(grid["margin_step"], grid["margin_max"])
+        for f in steps(grid["margin_floor_step"])
+    ]
     return tuple(out)
 
 
@@ -665,13 +734,13 @@ def gate_grid(grid: Mapping | None = None) -> tuple[Gate, ...]:
 class Sums:
     """Per home lesson (rows) and per gate (columns): what the gate did to that lesson's goals."""
 
-    hits: np.ndarray           # relevant (goal, lesson) pairs retrieved
-    false_tokens: np.ndarray   # tokens of irrelevant lessons injected (every goal)
-    admitted: np.ndarray       # lessons injected
-    relevant: np.ndarray       # per lesson: relevant (goal, lesson) pairs
-    n_goals: np.ndarray        # per lesson: goals
+    hits: np.ndarray  # relevant (goal, lesson) pairs retrieved
+    false_tokens: np.ndarray  # tokens of irrelevant lessons injected (every goal)
+    admitted: np.ndarray  # lessons injected
+    relevant: np.ndarray  # per lesson: relevant (goal, lesson) pairs
+    n_goals: np.ndarray  # per lesson: goals
     stress_tokens: np.ndarray  # the part of false_tokens injected for adversarial goals
-    n_stress: np.ndarray       # per lesson: adversarial goals
+    n_stress: np.ndarray  # per lesson: adversarial goals
 
     def rates(self, w: np.ndarray, k: int) -> dict[str, np.ndarray]:
         """(rows of w × gates): recall, precision, lessons injected and false-injection tokens per session of k
@@ -680,10 +749,14 @@ class Sums:
         with np.errstate(invalid="ignore", divide="ignore"):
             hits, adm, goals_ = w @ self.hits, w @ self.admitted, (w @ self.n_goals)[:, None]
             stress, n_stress = w @ self.stress_tokens, (w @ self.n_stress)[:, None]
-            return {"recall": hits / (w @ self.relevant)[:, None], "precision": np.where(adm > 0, hits / adm, np.nan),
-                    "false_tokens": k * (w @ self.false_tokens) / goals_, "injected": k * adm / goals_,
-                    "benign_tokens": k * (w @ self.false_tokens - stress) / (goals_ - n_stress),
-                    "stress_tokens": k * stress / n_stress}
+            return {
+                "recall": hits / (w @ self.relevant)[:, None],
+                "precision": np.where(adm > 0, hits / adm, np.nan),
+                "false_tokens": k * (w @ self.false_tokens) / goals_,
+                "injected": k * adm / goals_,
+                "benign_tokens": k * (w @ self.false_tokens - stress) / (goals_ - n_stress),
+                "stress_tokens": k * stress / n_stress,
+            }
 
 
 def sums(g: Goals, gates: Sequence[Gate]) -> Sums:
@@ -700,8 +773,13 @@ def sums(g: Goals, gates: Sequence[Gate]) -> Sums:
         per_goal[0, :, j] = (m & rel).sum(axis=1)
         per_goal[1, :, j] = ((m & ~rel) * tok).sum(axis=1)
         per_goal[2, :, j] = m.sum(axis=1)
-    return Sums(*(onehot @ x for x in per_goal), onehot @ g.relevant.sum(axis=1).astype(np.float64),
-                onehot.sum(axis=1), onehot @ (per_goal[1] * stress[:, None]), onehot @ stress.astype(np.float64))
+    return Sums(
+        *(onehot @ x for x in per_goal),
+        onehot @ g.relevant.sum(axis=1).astype(np.float64),
+        onehot.sum(axis=1),
+        onehot @ (per_goal[1] * stress[:, None]),
+        onehot @ stress.astype(np.float64),
+    )
 
 
 def lesson_weights(n_lessons: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -724,8 +802,9 @@ def _upper(draws: np.ndarray, rule: TauRule) -> np.ndarray:
 def eligible(rates: dict[str, np.ndarray], rule: TauRule) -> np.ndarray:
     """Per gate: within the rule's costs on this half — benign tokens' upper bound ≤ `budget` and adversarial
     tokens' upper bound ≤ `stress_budget` (rows 1.. of `rates` are the lesson resamples)."""
-    return (_upper(rates["benign_tokens"][1:], rule) <= rule.budget + 1e-9) & \
-        (_upper(rates["stress_tokens"][1:], rule) <= rule.stress_budget + 1e-9)
+    return (_upper(rates["benign_tokens"][1:], rule) <= rule.budget + 1e-9) & (
+        _upper(rates["stress_tokens"][1:], rule) <= rule.stress_budget + 1e-9
+    )
 
 
 def select(recall: np.ndarray, ok: np.ndarray, gates: Sequence[Gate]) -> int:
@@ -736,8 +815,18 @@ def select(recall: np.ndarray, ok: np.ndarray, gates: Sequence[Gate]) -> int:
     if not len(idx):
         return -1
     r = np.nan_to_num(np.asarray(recall, dtype=float), nan=0.0)
-    return int(min(idx, key=lambda j: (-round(float(r[j]), 12), gates[j].floor, FAMILIES.index(gates[j].family),
-                                       gates[j].k, gates[j].margin)))
+    return int(
+        min(
+            idx,
+            key=lambda j: (
+                -round(float(r[j]), 12),
+                gates[j].floor,
+                FAMILIES.index(gates[j].family),
+                gates[j].k,
+                gates[j].margin,
+            ),
+        )
+    )
 
 
 # ------------------------------------------------------------------------------------- shared words
@@ -764,8 +853,10 @@ def no_shared_word(scored: Scored, g: Goals, rule: TauRule) -> np.ndarray:
     out = np.zeros(len(g.home), dtype=bool)
     for i, (gi, row) in enumerate(zip(g.index, g.relevant)):
         if row.any():
-            out[i] = not any(shares_word(scored.goals[gi], scored.triggers[j], rule.min_word_chars, rule.stem_chars)
-                             for j in np.flatnonzero(row))
+            out[i] = not any(
+                shares_word(scored.goals[gi], scored.triggers[j], rule.min_word_chars, rule.stem_chars)
+                for j in np.flatnonzero(row)
+            )
     return out
 
 
@@ -790,14 +881,13 @@ class Operating:
     split: str
     recall: Interval
     precision: Interval
-    false_tokens: Interval   # every goal
+    false_tokens: Interval  # every goal
     injected: Interval
     benign_tokens: Interval  # benign goals: what the budget judges (upper end)
     stress_tokens: Interval  # adversarial goals: the stress constraint
 
     def to_dict(self) -> dict:
-        return {"gate": self.gate.to_dict(), "split": self.split,
-                **{k: _iv(getattr(self, k)) for k in _MEASURES}}
+        return {"gate": self.gate.to_dict(), "split": self.split, **{k: _iv(getattr(self, k)) for k in _MEASURES}}
 
 
 _MEASURES = ("recall", "precision", "false_tokens", "injected", "benign_tokens", "stress_tokens")
@@ -814,7 +904,7 @@ class Family:
     family: str
     calibration: Operating
     test: Operating
-    over_budget: float   # share of calibration resamples in which this gate's benign cost exceeds the budget
+    over_budget: float  # share of calibration resamples in which this gate's benign cost exceeds the budget
 
 
 @dataclass(frozen=True)
@@ -822,17 +912,17 @@ class EmbedderResult:
     """The rule for one scorer: each family's pick, the scorer's own pick, and what it does on the test half."""
 
     scorer: str
-    families: dict            # family → Family (a family with no eligible gate is absent)
-    winner: str | None        # the family of the scorer's pick; None: no gate is within the rule's costs
-    vs_absolute: Interval     # test recall: the pick − absolute τ's pick (paired, lessons resampled)
-    reference: Operating      # τ = 0.82 (the inherited default) on the test half
-    top1: Interval            # test half: share of relevant goals whose lesson ranks first …
-    top3: Interval            # … and in the top 3
+    families: dict  # family → Family (a family with no eligible gate is absent)
+    winner: str | None  # the family of the scorer's pick; None: no gate is within the rule's costs
+    vs_absolute: Interval  # test recall: the pick − absolute τ's pick (paired, lessons resampled)
+    reference: Operating  # τ = 0.82 (the inherited default) on the test half
+    top1: Interval  # test half: share of relevant goals whose lesson ranks first …
+    top3: Interval  # … and in the top 3
     no_shared_word: Interval  # test half: the pick's recall on relevant goals sharing no word with the trigger
-    n_no_shared_word: int     # such goals on the test half
+    n_no_shared_word: int  # such goals on the test half
     test_recall_draws: np.ndarray = field(repr=False)  # the pick's test recall per lesson resample (row 0: observed)
-    n_lessons: dict = field(default_factory=dict)      # lessons per half
-    n_relevant: dict = field(default_factory=dict)     # relevant goals per half
+    n_lessons: dict = field(default_factory=dict)  # lessons per half
+    n_relevant: dict = field(default_factory=dict)  # relevant goals per half
 
     @property
     def pick(self) -> Family | None:
@@ -854,8 +944,9 @@ class EmbedderResult:
 
 
 def _operating(gate: Gate, split: str, rates: dict, j: int, confidence: float) -> Operating:
-    return Operating(gate, split, *(Interval.percentile(rates[k][0, j], rates[k][1:, j], confidence)
-                                    for k in _MEASURES))
+    return Operating(
+        gate, split, *(Interval.percentile(rates[k][0, j], rates[k][1:, j], confidence) for k in _MEASURES)
+    )
 
 
 def _rank_share(g: Goals, w: np.ndarray, top: int, confidence: float) -> Interval:
@@ -893,9 +984,12 @@ def study_embedder(scored: Scored, rule: TauRule | None = None, gates: Sequence[
         if pick < 0:
             continue
         j = picks[f] = int(cols[pick])
-        families[f] = Family(f, _operating(gates[j], "calibration", cal, j, rule.confidence),
-                             _operating(gates[j], "test", test, j, rule.confidence),
-                             float((cal["benign_tokens"][1:, j] > rule.budget + 1e-9).mean()))
+        families[f] = Family(
+            f,
+            _operating(gates[j], "calibration", cal, j, rule.confidence),
+            _operating(gates[j], "test", test, j, rule.confidence),
+            float((cal["benign_tokens"][1:, j] > rule.budget + 1e-9).mean()),
+        )
     best = select(cal["recall"][0], ok, gates)
     winner = str(fam[best]) if best >= 0 else None
     draws = test["recall"][:, best] if best >= 0 else np.zeros(rule.n_boot + 1)
@@ -908,17 +1002,24 @@ def study_embedder(scored: Scored, rule: TauRule | None = None, gates: Sequence[
     ref = Gate.absolute(REFERENCE_TAU)
     ref_rates = sums(g, [ref]).rates(w["test"], rule.goals_per_session)
     return EmbedderResult(
-        scored.scorer, families, winner, vs_absolute=Interval.percentile(diff[0], diff[1:], rule.confidence),
+        scored.scorer,
+        families,
+        winner,
+        vs_absolute=Interval.percentile(diff[0], diff[1:], rule.confidence),
         reference=_operating(ref, "test", ref_rates, 0, rule.confidence),
-        top1=_rank_share(g, w["test"], 1, rule.confidence), top3=_rank_share(g, w["test"], 3, rule.confidence),
-        no_shared_word=Interval.percentile(nsw[0], nsw[1:], rule.confidence), n_no_shared_word=int(rows.sum()),
+        top1=_rank_share(g, w["test"], 1, rule.confidence),
+        top3=_rank_share(g, w["test"], 3, rule.confidence),
+        no_shared_word=Interval.percentile(nsw[0], nsw[1:], rule.confidence),
+        n_no_shared_word=int(rows.sum()),
         test_recall_draws=np.nan_to_num(draws, nan=0.0),
         n_lessons={h: len(halves[h].lessons) for h in SPLITS},
-        n_relevant={h: int(halves[h].relevant.any(axis=1).sum()) for h in SPLITS})
+        n_relevant={h: int(halves[h].relevant.any(axis=1).sum()) for h in SPLITS},
+    )
 
 
-def category_errors(scored: Scored, gate: Gate, split: str = "test", *, n_boot: int = 1000,
-                    seed: int = 0) -> pd.DataFrame:
+def category_errors(
+    scored: Scored, gate: Gate, split: str = "test", *, n_boot: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """Per goal category at a gate: the share of goals it gets wrong (a paraphrase whose lesson is not
     retrieved; any other goal that gets a lesson injected), lessons resampled."""
     g = goals(scored, split)
@@ -933,10 +1034,19 @@ def category_errors(scored: Scored, gate: Gate, split: str = "test", *, n_boot: 
         with np.errstate(invalid="ignore", divide="ignore"):
             share = (w @ (onehot @ wrong[m])) / (w @ onehot.sum(axis=1))
         ci = Interval.percentile(share[0], share[1:])
-        rows.append({"scorer": scored.scorer, "gate": str(gate), "category": cat,
-                     "error": "relevant kept out" if g.relevant[m].any() else "irrelevant let in",
-                     "goals": int(m.sum()), "errors": int(wrong[m].sum()), "rate": ci.estimate,
-                     "rate_lo": ci.low, "rate_hi": ci.high})
+        rows.append(
+            {
+                "scorer": scored.scorer,
+                "gate": str(gate),
+                "category": cat,
+                "error": "relevant kept out" if g.relevant[m].any() else "irrelevant let in",
+                "goals": int(m.sum()),
+                "errors": int(wrong[m].sum()),
+                "rate": ci.estimate,
+                "rate_lo": ci.low,
+                "rate_hi": ci.high,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -947,12 +1057,22 @@ def examples(scored: Scored, gate: Gate, split: str = "test", n: int = 3) -> pd.
     admit = gate.admit(g.cosine)
     gi = g.index
     rows = []
-    for label, mask, best in (("let in, irrelevant", admit & ~g.relevant, True),
-                              ("kept out, relevant", ~admit & g.relevant, False)):
+    for label, mask, best in (
+        ("let in, irrelevant", admit & ~g.relevant, True),
+        ("kept out, relevant", ~admit & g.relevant, False),
+    ):
         r, c = np.nonzero(mask)
         order = np.argsort(-g.cosine[r, c] if best else g.cosine[r, c], kind="stable")[:n]
-        rows += [{"outcome": label, "category": g.category[r[i]], "cosine": round(float(g.cosine[r[i], c[i]]), 3),
-                  "goal": scored.goals[gi[r[i]]], "trigger": scored.triggers[c[i]]} for i in order]
+        rows += [
+            {
+                "outcome": label,
+                "category": g.category[r[i]],
+                "cosine": round(float(g.cosine[r[i], c[i]]), 3),
+                "goal": scored.goals[gi[r[i]]],
+                "trigger": scored.triggers[c[i]],
+            }
+            for i in order
+        ]
     return pd.DataFrame(rows, columns=["outcome", "category", "cosine", "goal", "trigger"])
 
 
@@ -963,9 +1083,16 @@ def frontier(scored: Scored, rule: TauRule | None = None, split: str = "test") -
     gates = gate_grid(rule.grid)
     g = goals(scored, split)
     r = sums(g, gates).rates(np.ones((1, len(g.lessons))), rule.goals_per_session)
-    df = pd.DataFrame({"scorer": scored.scorer, "split": split, "family": [x.family for x in gates],
-                       "gate": [str(x) for x in gates], "benign_tokens": r["benign_tokens"][0],
-                       "recall": r["recall"][0]})
+    df = pd.DataFrame(
+        {
+            "scorer": scored.scorer,
+            "split": split,
+            "family": [x.family for x in gates],
+            "gate": [str(x) for x in gates],
+            "benign_tokens": r["benign_tokens"][0],
+            "recall": r["recall"][0],
+        }
+    )
     df = df.sort_values(["family", "benign_tokens", "recall"], ascending=[True, True, False], kind="stable")
     best = df.groupby("family")["recall"].cummax()
     return df[df["recall"] >= best].drop_duplicates(["family", "benign_tokens"]).reset_index(drop=True)
@@ -975,16 +1102,16 @@ def frontier(scored: Scored, rule: TauRule | None = None, split: str = "test") -
 class TauVerdict:
     """The rule's answer: the pick, whether the default switches (and why not), and the goal check."""
 
-    winner: str | None        # the overall pick's candidate (None: no candidate reachable within the costs)
-    shippable: str | None     # the best shippable candidate (the winner itself when it is shippable)
-    shipped: str              # the embedder shipped before this decision
-    difference: Interval      # test recall: shippable − shipped, each at its own pick (paired lesson resamples)
-    holds: bool               # the shippable candidate holds on the test half
+    winner: str | None  # the overall pick's candidate (None: no candidate reachable within the costs)
+    shippable: str | None  # the best shippable candidate (the winner itself when it is shippable)
+    shipped: str  # the embedder shipped before this decision
+    difference: Interval  # test recall: shippable − shipped, each at its own pick (paired lesson resamples)
+    holds: bool  # the shippable candidate holds on the test half
     switch: bool
-    reasons: tuple            # the switch conditions that failed (empty when it switches)
-    default: str              # the shipped embedder after this decision
-    goal: str                 # "met" | "not met" | "undecided"
-    goal_figures: dict        # name → Interval: the three recalls the goal is judged on
+    reasons: tuple  # the switch conditions that failed (empty when it switches)
+    default: str  # the shipped embedder after this decision
+    goal: str  # "met" | "not met" | "undecided"
+    goal_figures: dict  # name → Interval: the three recalls the goal is judged on
 
 
 @dataclass(frozen=True)
@@ -993,12 +1120,12 @@ class TauStudy:
     beside it, `.verdict()` / `.finding()` the decision."""
 
     pairs: pd.DataFrame
-    scored: dict           # scorer name → Scored
-    results: dict          # scorer name → EmbedderResult
+    scored: dict  # scorer name → Scored
+    results: dict  # scorer name → EmbedderResult
     rule: TauRule
-    labels: dict = field(default_factory=dict)     # scorer name → candidate label
-    info: dict = field(default_factory=dict)       # candidate label → Candidate
-    scorers: dict = field(default_factory=dict)    # scorer name → Scorer
+    labels: dict = field(default_factory=dict)  # scorer name → candidate label
+    info: dict = field(default_factory=dict)  # candidate label → Candidate
+    scorers: dict = field(default_factory=dict)  # scorer name → Scorer
 
     # ------------------------------------------------------------------------------------- lookups
 
@@ -1034,17 +1161,32 @@ class TauStudy:
         rows = []
         for name, res in self.results.items():
             if not res.families:
-                rows.append({"scorer": self.label(name), "family": "(any)", "winner": False,
-                             "gate": "unreachable: no gate within the rule's costs"})
+                rows.append(
+                    {
+                        "scorer": self.label(name),
+                        "family": "(any)",
+                        "winner": False,
+                        "gate": "unreachable: no gate within the rule's costs",
+                    }
+                )
             for f, fam in res.families.items():
                 c, t = fam.calibration, fam.test
-                rows.append({"scorer": self.label(name), "family": f, "gate": str(c.gate), "winner": f == res.winner,
-                             "cal_recall": c.recall.fmt(), "cal_benign_tokens": c.benign_tokens.fmt(".0f"),
-                             "cal_stress_tokens": c.stress_tokens.fmt(".0f"),
-                             "test_recall": t.recall.fmt(), "test_benign_tokens": t.benign_tokens.fmt(".0f"),
-                             "test_stress_tokens": t.stress_tokens.fmt(".0f"),
-                             "test_precision": t.precision.fmt(empty="nothing admitted"),
-                             "over_budget": f"{fam.over_budget:.0%}"})
+                rows.append(
+                    {
+                        "scorer": self.label(name),
+                        "family": f,
+                        "gate": str(c.gate),
+                        "winner": f == res.winner,
+                        "cal_recall": c.recall.fmt(),
+                        "cal_benign_tokens": c.benign_tokens.fmt(".0f"),
+                        "cal_stress_tokens": c.stress_tokens.fmt(".0f"),
+                        "test_recall": t.recall.fmt(),
+                        "test_benign_tokens": t.benign_tokens.fmt(".0f"),
+                        "test_stress_tokens": t.stress_tokens.fmt(".0f"),
+                        "test_precision": t.precision.fmt(empty="nothing admitted"),
+                        "over_budget": f"{fam.over_budget:.0%}",
+                    }
+                )
         return pd.DataFrame(rows).set_index(["scorer", "family"])
 
     def candidates(self) -> pd.DataFrame:
@@ -1058,20 +1200,33 @@ class TauStudy:
             label = self.label(name)
             c = self.info.get(label)
             row = {"candidate": label, "kind": c.kind if c else "?", "shippable": bool(c and c.shippable)}
-            mark = [] if v is None else ["winner"] * (label == v.winner) + ["shippable winner"] * (
-                label == v.shippable and label != v.winner) + ["default"] * (label == v.default)
+            mark = (
+                []
+                if v is None
+                else ["winner"] * (label == v.winner)
+                + ["shippable winner"] * (label == v.shippable and label != v.winner)
+                + ["default"] * (label == v.default)
+            )
             row["role"] = ", ".join(mark)
             if not r.reachable:
                 rows.append({**row, "gate": "unreachable"})
                 continue
             cal, t = r.pick.calibration, r.pick.test
-            rows.append({**row, "gate": str(cal.gate), "cal_recall": cal.recall.fmt(),
-                         "cal_benign_tokens": cal.benign_tokens.fmt(".0f"),
-                         "cal_stress_tokens": cal.stress_tokens.fmt(".0f"), "test_recall": t.recall.fmt(),
-                         "test_benign_tokens": t.benign_tokens.fmt(".0f"),
-                         "test_stress_tokens": t.stress_tokens.fmt(".0f"), "holds": r.holds(self.rule.budget),
-                         "test_no_shared_word": r.no_shared_word.fmt(empty="no such goal"),
-                         "test_ranked_first": r.top1.fmt()})
+            rows.append(
+                {
+                    **row,
+                    "gate": str(cal.gate),
+                    "cal_recall": cal.recall.fmt(),
+                    "cal_benign_tokens": cal.benign_tokens.fmt(".0f"),
+                    "cal_stress_tokens": cal.stress_tokens.fmt(".0f"),
+                    "test_recall": t.recall.fmt(),
+                    "test_benign_tokens": t.benign_tokens.fmt(".0f"),
+                    "test_stress_tokens": t.stress_tokens.fmt(".0f"),
+                    "holds": r.holds(self.rule.budget),
+                    "test_no_shared_word": r.no_shared_word.fmt(empty="no such goal"),
+                    "test_ranked_first": r.top1.fmt(),
+                }
+            )
         return pd.DataFrame(rows).set_index("candidate").fillna("")
 
     def frontier(self, split: str = "test", labels: Sequence[str] | None = None) -> pd.DataFrame:
@@ -1081,9 +1236,14 @@ class TauStudy:
 
     def category_table(self, labels: Sequence[str] | None = None) -> pd.DataFrame:
         names = [self.name(x) for x in labels] if labels else list(self.results)
-        out = pd.concat([category_errors(self.scored[n], self.results[n].gate, n_boot=self.rule.n_boot,
-                                         seed=self.rule.seed) for n in names if self.results[n].reachable],
-                        ignore_index=True)
+        out = pd.concat(
+            [
+                category_errors(self.scored[n], self.results[n].gate, n_boot=self.rule.n_boot, seed=self.rule.seed)
+                for n in names
+                if self.results[n].reachable
+            ],
+            ignore_index=True,
+        )
         return out.assign(scorer=out["scorer"].map(self.label))
 
     # ------------------------------------------------------------------------------------- the world
@@ -1104,14 +1264,20 @@ class TauStudy:
             if role not in roles:
                 roles.append(role)
 
-        for role, label in (("winner", v.winner), ("shippable winner", v.shippable),
-                            ("shipped embedder, this rule", v.shipped)):
+        for role, label in (
+            ("winner", v.winner),
+            ("shippable winner", v.shippable),
+            ("shipped embedder, this rule", v.shipped),
+        ):
             r = self.result(label) if label else None
             if r is not None and r.reachable:
                 add(role, label, r.gate)
         prev = dict(self.rule.previous_default)
-        add("previous default", str(prev["embedder"]), Gate(str(prev["family"]), float(prev["floor"]),
-                                                            int(prev.get("k", 1)), float(prev.get("margin", 0.0))))
+        add(
+            "previous default",
+            str(prev["embedder"]),
+            Gate(str(prev["family"]), float(prev["floor"]), int(prev.get("k", 1)), float(prev.get("margin", 0.0))),
+        )
         triggers = [lesson.trigger for lesson in world.lessons()]
         out = []
         for roles, label, gate in wanted.values():
@@ -1124,9 +1290,18 @@ class TauStudy:
         """The world trace (`studies.world`, the rule's seed), every taught lesson retrieval-only: the share of
         needing sessions of test-half lessons whose gate brings the lesson back (resampled by lesson), and
         wrong-lesson tokens per session on benign and on adversarial goals (resampled by user)."""
-        rows = [{"role": role, "candidate": label, "gate": cb.gate, "needed": cb.needed, "recall": cb.recall.fmt(),
-                 "benign_wrong_tokens": cb.wrong_tokens_benign.fmt(".1f"),
-                 "adversarial_wrong_tokens": cb.wrong_tokens_stress.fmt(".1f")} for role, label, cb in self._comebacks]
+        rows = [
+            {
+                "role": role,
+                "candidate": label,
+                "gate": cb.gate,
+                "needed": cb.needed,
+                "recall": cb.recall.fmt(),
+                "benign_wrong_tokens": cb.wrong_tokens_benign.fmt(".1f"),
+                "adversarial_wrong_tokens": cb.wrong_tokens_stress.fmt(".1f"),
+            }
+            for role, label, cb in self._comebacks
+        ]
         return pd.DataFrame(rows).set_index("role")
 
     def _comeback_of(self, label: str, gate: Gate) -> Interval | None:
@@ -1140,8 +1315,11 @@ class TauStudy:
         rule = self.rule
         order = [c.label for c in candidates(rule)]
         winner = self._best(order)
-        shippable = winner if winner and self.info[winner].shippable else \
-            self._best([x for x in order if self.info[x].shippable])
+        shippable = (
+            winner
+            if winner and self.info[winner].shippable
+            else self._best([x for x in order if self.info[x].shippable])
+        )
         shipped = rule.shipped_embedder
         s, b = self.result(shippable) if shippable else None, self.result(shipped)
         if s is None:
@@ -1157,18 +1335,25 @@ class TauStudy:
             reasons.append(f"the best shippable candidate is the shipped embedder ({shipped}) itself")
         else:
             if not holds:
-                reasons.append(f"{shippable} does not hold on the test half (benign cost upper bound "
-                               f"{s.pick.test.benign_tokens.high:.0f} vs the {rule.budget:g}-token budget, or recall "
-                               f"lower bound {s.pick.test.recall.low:.2f})")
+                reasons.append(
+                    f"{shippable} does not hold on the test half (benign cost upper bound "
+                    f"{s.pick.test.benign_tokens.high:.0f} vs the {rule.budget:g}-token budget, or recall "
+                    f"lower bound {s.pick.test.recall.low:.2f})"
+                )
             if not diff.low > 0:
-                reasons.append(f"the paired test-recall difference {shippable} − {shipped} is {diff.fmt()}: its "
-                               f"lower bound is not above 0")
+                reasons.append(
+                    f"the paired test-recall difference {shippable} − {shipped} is {diff.fmt()}: its "
+                    f"lower bound is not above 0"
+                )
         switch = not reasons
         default = shippable if switch else shipped
         d = self.result(default)
-        figures = {"test recall": d.pick.test.recall if d.reachable else Interval(0.0, 0.0, 0.0, rule.confidence),
-                   "test recall, no shared word": d.no_shared_word if d.reachable else
-                   Interval(0.0, 0.0, 0.0, rule.confidence)}
+        figures = {
+            "test recall": d.pick.test.recall if d.reachable else Interval(0.0, 0.0, 0.0, rule.confidence),
+            "test recall, no shared word": d.no_shared_word
+            if d.reachable
+            else Interval(0.0, 0.0, 0.0, rule.confidence),
+        }
         return TauVerdict(winner, shippable, shipped, diff, holds, switch, tuple(reasons), default, "", figures)
 
     def verdict(self) -> TauVerdict:
@@ -1188,8 +1373,11 @@ class TauStudy:
         goal = self.rule.goal_recall
         if d.reachable and d.holds(self.rule.budget) and all(x.low >= goal for x in figures.values()):
             status = "met"
-        elif not d.reachable or d.pick.test.benign_tokens.low > self.rule.budget or \
-                any(x.high < goal for x in figures.values()):
+        elif (
+            not d.reachable
+            or d.pick.test.benign_tokens.low > self.rule.budget
+            or any(x.high < goal for x in figures.values())
+        ):
             status = "not met"
         else:
             status = "undecided"
@@ -1201,18 +1389,29 @@ class TauStudy:
         """The record `retrieval.write_calibration` stores for one embedder (no timestamp: reproducible)."""
         res, rule, rf = self.results[name], self.rule, self.rule.file
         fam = res.pick
-        return {"embedder": name, "gate": res.gate.to_dict(), "family": res.winner,
-                "rule": {"file": rf.path.name if rf else None, "version": rf.version if rf else None,
-                         "sha256": rf.sha256[:12] if rf else None,
-                         "budget_benign_tokens_per_session": rule.budget,
-                         "stress_budget_tokens_per_session": rule.stress_budget,
-                         "goals_per_session": rule.goals_per_session, "n_boot": rule.n_boot, "seed": rule.seed,
-                         "selection": rule.describe()},
-                "corpus": {"pairs": corpus, "sha256": self.pairs.attrs.get("sha256"), "lessons": res.n_lessons},
-                "calibration": fam.calibration.to_dict(), "test": fam.test.to_dict(),
-                "test_no_shared_word_recall": _iv(res.no_shared_word), "holds_on_test": res.holds(rule.budget),
-                "over_budget_in_resamples": round(fam.over_budget, 4),
-                "by": "overlay-kit calibrate-tau (overlay_kit.studies.threshold)"}
+        return {
+            "embedder": name,
+            "gate": res.gate.to_dict(),
+            "family": res.winner,
+            "rule": {
+                "file": rf.path.name if rf else None,
+                "version": rf.version if rf else None,
+                "sha256": rf.sha256[:12] if rf else None,
+                "budget_benign_tokens_per_session": rule.budget,
+                "stress_budget_tokens_per_session": rule.stress_budget,
+                "goals_per_session": rule.goals_per_session,
+                "n_boot": rule.n_boot,
+                "seed": rule.seed,
+                "selection": rule.describe(),
+            },
+            "corpus": {"pairs": corpus, "sha256": self.pairs.attrs.get("sha256"), "lessons": res.n_lessons},
+            "calibration": fam.calibration.to_dict(),
+            "test": fam.test.to_dict(),
+            "test_no_shared_word_recall": _iv(res.no_shared_word),
+            "holds_on_test": res.holds(rule.budget),
+            "over_budget_in_resamples": round(fam.over_budget, 4),
+            "by": "overlay-kit calibrate-tau (overlay_kit.studies.threshold)",
+        }
 
     # -------------------------------------------------------------------------------------- finding
 
@@ -1220,60 +1419,88 @@ class TauStudy:
         r, b = self.results[name], self.rule.budget
         label = self.label(name)
         if not r.reachable:
-            return (f"**{label}**: no gate retrieves anything within {b:g} benign tokens per session (upper bound) "
-                    f"and {self.rule.stress_budget:g} adversarial — unreachable.")
+            return (
+                f"**{label}**: no gate retrieves anything within {b:g} benign tokens per session (upper bound) "
+                f"and {self.rule.stress_budget:g} adversarial — unreachable."
+            )
         c, t = r.pick.calibration, r.pick.test
-        return (f"**{label} → {c.gate}**: calibration recall {c.recall.fmt()} at {c.benign_tokens.fmt('.0f')} benign "
-                f"tokens per session (adversarial {c.stress_tokens.fmt('.0f')}); held-out recall {t.recall.fmt()} at "
-                f"{t.benign_tokens.fmt('.0f')} benign tokens (adversarial {t.stress_tokens.fmt('.0f')}) — "
-                + ("**holds**" if r.holds(b) else "**does not hold**")
-                + f" on the held-out half; no-shared-word goals {r.no_shared_word.fmt(empty='n/a')} "
-                  f"({r.n_no_shared_word} goals).")
+        return (
+            f"**{label} → {c.gate}**: calibration recall {c.recall.fmt()} at {c.benign_tokens.fmt('.0f')} benign "
+            f"tokens per session (adversarial {c.stress_tokens.fmt('.0f')}); held-out recall {t.recall.fmt()} at "
+            f"{t.benign_tokens.fmt('.0f')} benign tokens (adversarial {t.stress_tokens.fmt('.0f')}) — "
+            + ("**holds**" if r.holds(b) else "**does not hold**")
+            + f" on the held-out half; no-shared-word goals {r.no_shared_word.fmt(empty='n/a')} "
+            f"({r.n_no_shared_word} goals)."
+        )
 
     def finding(self) -> str:
         """Markdown written from the numbers by the rule (no figure in it is typed by hand)."""
         rule = self.rule
         head = f"**Rule** ({rule.file.path.name if rule.file else 'in code'}): {rule.describe()}."
         if not self.complete:
-            return "\n\n".join([head, *(self._line(n) for n in self.results),
-                                "No verdict on the default: not every candidate of the rule was run."])
+            return "\n\n".join(
+                [
+                    head,
+                    *(self._line(n) for n in self.results),
+                    "No verdict on the default: not every candidate of the rule was run.",
+                ]
+            )
         v = self.verdict()
         lines = [head]
         if v.winner is None:
-            lines.append("**No candidate** retrieves anything within the rule's costs: tier 3 stays dark under this "
-                         "rule; the default is not changed.")
+            lines.append(
+                "**No candidate** retrieves anything within the rule's costs: tier 3 stays dark under this "
+                "rule; the default is not changed."
+            )
         else:
             lines.append("**Pick** (calibration half only): " + self._line(self.name(v.winner)))
             if v.shippable != v.winner:
                 kind = self.info[v.winner].kind
                 work = "a lexical index beside the dense one" if kind == "hybrid" else "two models at run time"
                 article = "an" if kind == "ensemble" else "a"
-                lines.append(f"The pick, {v.winner}, is not shippable as it stands ({article} {kind} needs product "
-                             f"work: {work}), so the switch test is applied to the best shippable candidate: "
-                             + (self._line(self.name(v.shippable)) if v.shippable else "none is reachable."))
+                lines.append(
+                    f"The pick, {v.winner}, is not shippable as it stands ({article} {kind} needs product "
+                    f"work: {work}), so the switch test is applied to the best shippable candidate: "
+                    + (self._line(self.name(v.shippable)) if v.shippable else "none is reachable.")
+                )
             s = v.shippable or "none"
             if v.switch:
-                lines.append(f"**Switch: the default becomes {v.default}.** It holds on the held-out half and beats "
-                             f"the shipped {v.shipped} there by {v.difference.fmt()} recall (paired, lessons "
-                             f"resampled).")
+                lines.append(
+                    f"**Switch: the default becomes {v.default}.** It holds on the held-out half and beats "
+                    f"the shipped {v.shipped} there by {v.difference.fmt()} recall (paired, lessons "
+                    f"resampled)."
+                )
             else:
-                lines.append(f"**No switch: the default stays {v.default}** ({s} against {v.shipped}: "
-                             + "; ".join(v.reasons) + ").")
-        lines.append("World comeback (`studies.world`, held-out lessons): " + "; ".join(
-            f"{label} at {cb.gate} ({role}) brings back {cb.recall.fmt()} of {cb.needed} needs, "
-            f"{cb.wrong_tokens_benign.fmt('.1f')} wrong-lesson tokens per benign session, "
-            f"{cb.wrong_tokens_stress.fmt('.1f')} per adversarial one" for role, label, cb in self._comebacks) + ".")
+                lines.append(
+                    f"**No switch: the default stays {v.default}** ({s} against {v.shipped}: "
+                    + "; ".join(v.reasons)
+                    + ")."
+                )
+        lines.append(
+            "World comeback (`studies.world`, held-out lessons): "
+            + "; ".join(
+                f"{label} at {cb.gate} ({role}) brings back {cb.recall.fmt()} of {cb.needed} needs, "
+                f"{cb.wrong_tokens_benign.fmt('.1f')} wrong-lesson tokens per benign session, "
+                f"{cb.wrong_tokens_stress.fmt('.1f')} per adversarial one"
+                for role, label, cb in self._comebacks
+            )
+            + "."
+        )
         figs = ", ".join(f"{k} {x.fmt()}" for k, x in v.goal_figures.items())
-        lines.append(f"**Goal** (the shipped default brings back at least {rule.goal_recall:g} of needed lessons on "
-                     f"goals it was never tuned on, no-shared-word goals included, within the stated cost): "
-                     f"**{v.goal}** for {v.default} — {figs}"
-                     + (" (too little power to decide)." if v.goal == "undecided" else "."))
+        lines.append(
+            f"**Goal** (the shipped default brings back at least {rule.goal_recall:g} of needed lessons on "
+            f"goals it was never tuned on, no-shared-word goals included, within the stated cost): "
+            f"**{v.goal}** for {v.default} — {figs}"
+            + (" (too little power to decide)." if v.goal == "undecided" else ".")
+        )
         n = next(iter(self.results.values()))
         widths = [(r.pick.test.recall.high - r.pick.test.recall.low) / 2 for r in self.results.values() if r.reachable]
         if widths:
-            lines.append(f"Power: each half holds {n.n_lessons['test']} lessons and {n.n_relevant['test']} relevant "
-                         f"goals, so a test recall interval spans about ±{float(np.median(widths)):.2f}; "
-                         f"{n.n_no_shared_word} held-out relevant goals share no word with their trigger.")
+            lines.append(
+                f"Power: each half holds {n.n_lessons['test']} lessons and {n.n_relevant['test']} relevant "
+                f"goals, so a test recall interval spans about ±{float(np.median(widths)):.2f}; "
+                f"{n.n_no_shared_word} held-out relevant goals share no word with their trigger."
+            )
         return "\n\n".join(lines)
 
 
@@ -1284,11 +1511,19 @@ def calibrations(directory: str | Path | None = None) -> pd.DataFrame:
         rec = retrieval.load_calibration(path)
         cal, test = rec.get("calibration", {}), rec.get("test", {})
         fmt = lambda v, spec=".2f": Interval(*v).fmt(spec) if v and v[0] is not None else "n/a"  # noqa: E731
-        rows.append({"embedder": rec["embedder"], "gate": str(rec["gate"]), "rule": (rec.get("rule") or {}).get("file"),
-                     "cal_recall": fmt(cal.get("recall")),
-                     "cal_benign_tokens": fmt(cal.get("benign_tokens"), ".0f"), "test_recall": fmt(test.get("recall")),
-                     "test_benign_tokens": fmt(test.get("benign_tokens"), ".0f"),
-                     "holds_on_test": rec.get("holds_on_test"), "file": path.name})
+        rows.append(
+            {
+                "embedder": rec["embedder"],
+                "gate": str(rec["gate"]),
+                "rule": (rec.get("rule") or {}).get("file"),
+                "cal_recall": fmt(cal.get("recall")),
+                "cal_benign_tokens": fmt(cal.get("benign_tokens"), ".0f"),
+                "test_recall": fmt(test.get("recall")),
+                "test_benign_tokens": fmt(test.get("benign_tokens"), ".0f"),
+                "holds_on_test": rec.get("holds_on_test"),
+                "file": path.name,
+            }
+        )
     return pd.DataFrame(rows).set_index("embedder")
 
 
@@ -1299,15 +1534,25 @@ def _label_of(scorer: Scorer) -> str:
     return ids.get(scorer.name, scorer.name)
 
 
-def run(pairs: pd.DataFrame | None = None, scorers: Sequence[Scorer] | None = None, *, rule: TauRule | None = None,
-        budget: float | None = None, goals_per_session: int | None = None, n_boot: int | None = None,
-        seed: int | None = None) -> TauStudy:
+def run(
+    pairs: pd.DataFrame | None = None,
+    scorers: Sequence[Scorer] | None = None,
+    *,
+    rule: TauRule | None = None,
+    budget: float | None = None,
+    goals_per_session: int | None = None,
+    n_boot: int | None = None,
+    seed: int | None = None,
+) -> TauStudy:
     """The τ study under `rule` (default: the rule file `datasets/rules/04_tau_thresholds.yaml`): every candidate
     of the rule (or the given `scorers`) on `pairs` (default: the project's corpus). `budget`,
     `goals_per_session`, `n_boot`, `seed` vary the rule's numbers (the rule's `stamp()` then says so)."""
     rule = rule or TauRule()
-    over = {k: v for k, v in {"budget": budget, "goals_per_session": goals_per_session, "n_boot": n_boot,
-                              "seed": seed}.items() if v is not None}
+    over = {
+        k: v
+        for k, v in {"budget": budget, "goals_per_session": goals_per_session, "n_boot": n_boot, "seed": seed}.items()
+        if v is not None
+    }
     if over:
         rule = dataclasses.replace(rule, **over)
     pairs = load_corpus() if pairs is None else pairs
@@ -1317,9 +1562,17 @@ def run(pairs: pd.DataFrame | None = None, scorers: Sequence[Scorer] | None = No
     else:
         named = {_label_of(s): s for s in scorers}
         listed = {c.label: c for c in candidates(rule)}
-        info = {label: listed.get(label) or Candidate(label, "lexical" if isinstance(s, TfidfScorer) else "dense",
-                                                      (label,), (1.0,), isinstance(s, EmbedderScorer))
-                for label, s in named.items()}
+        info = {
+            label: listed.get(label)
+            or Candidate(
+                label,
+                "lexical" if isinstance(s, TfidfScorer) else "dense",
+                (label,),
+                (1.0,),
+                isinstance(s, EmbedderScorer),
+            )
+            for label, s in named.items()
+        }
     if not named:
         raise ValueError("run needs at least one scorer")
     scored, results, labels, objs = {}, {}, {}, {}

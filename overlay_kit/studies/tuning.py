@@ -47,9 +47,29 @@ from . import rulefile, world
 from .finding import Finding, render
 from .rulefile import RuleFile, RuleFileError
 
-__all__ = ["CEILINGS", "FATES", "LESSONS_CSV", "RULE_NAME", "Agent", "BudgetStudy", "ProfileAnswer", "SkillCost",
-           "View", "agents", "at_ceilings", "envelope", "loadout", "measure_on_engine", "measure_ttft", "run",
-           "sessions", "share_draws", "synthetic_deltas", "ttft_estimate", "view"]
+__all__ = [
+    "CEILINGS",
+    "FATES",
+    "LESSONS_CSV",
+    "RULE_NAME",
+    "Agent",
+    "BudgetStudy",
+    "ProfileAnswer",
+    "SkillCost",
+    "View",
+    "agents",
+    "at_ceilings",
+    "envelope",
+    "loadout",
+    "measure_on_engine",
+    "measure_ttft",
+    "run",
+    "sessions",
+    "share_draws",
+    "synthetic_deltas",
+    "ttft_estimate",
+    "view",
+]
 
 FATES = ("resident", "retrieval-only", "archived")
 LESSONS_CSV = dataset_path("lessons", "lessons.csv")
@@ -66,8 +86,14 @@ class SkillCost:
     archived: int
 
     def to_dict(self) -> dict:
-        return {"skill": self.skill, "authored": self.authored, "learned": self.learned, "resident": self.resident,
-                "demoted": self.demoted, "archived": self.archived}
+        return {
+            "skill": self.skill,
+            "authored": self.authored,
+            "learned": self.learned,
+            "resident": self.resident,
+            "demoted": self.demoted,
+            "archived": self.archived,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,12 +125,25 @@ class View:
 
     def to_dict(self) -> dict:
         counts = {f: len(self.ids(f)) for f in FATES}
-        return {"ceiling": self.ceiling, "reserve": self.reserve, "authored": self.authored, "learned": self.learned,
-                "resident_tokens": self.resident_tokens, **counts, "over": self.plan.over}
+        return {
+            "ceiling": self.ceiling,
+            "reserve": self.reserve,
+            "authored": self.authored,
+            "learned": self.learned,
+            "resident_tokens": self.resident_tokens,
+            **counts,
+            "over": self.plan.over,
+        }
 
 
-def view(skills: Sequence, deltas: Iterable[Delta], ceiling: int = SHIPPED.ceiling, *,
-         reserve: int | None = None, consolidate: bool = False) -> View:
+def view(
+    skills: Sequence,
+    deltas: Iterable[Delta],
+    ceiling: int = SHIPPED.ceiling,
+    *,
+    reserve: int | None = None,
+    consolidate: bool = False,
+) -> View:
     """The plan at `ceiling` over the skills' authored bodies and their deltas (any status; only active tier 2/3
     count), and what each skill renders under it. `consolidate` also computes merge proposals (slower)."""
     skills = list(skills)
@@ -112,11 +151,18 @@ def view(skills: Sequence, deltas: Iterable[Delta], ceiling: int = SHIPPED.ceili
     names = {s.name for s in skills}
     deltas = [d for d in deltas if d.skill in names]
     authored = dict(zip((s.name for s in skills), budget.count_many([s.body for s in skills])))
-    the_plan = budget.plan(sum(authored.values()), deltas, ceiling, reserve=reserve,
-                           proposer=budget.propose_consolidations if consolidate else None)
+    the_plan = budget.plan(
+        sum(authored.values()),
+        deltas,
+        ceiling,
+        reserve=reserve,
+        proposer=budget.propose_consolidations if consolidate else None,
+    )
     demoted, archived = set(the_plan.demote), set(the_plan.archive)
-    fates = {d.id: "retrieval-only" if d.id in demoted else "archived" if d.id in archived else "resident"
-             for d in sorted(budget.resident_candidates(deltas), key=lambda d: d.sort_key)}
+    fates = {
+        d.id: "retrieval-only" if d.id in demoted else "archived" if d.id in archived else "resident"
+        for d in sorted(budget.resident_candidates(deltas), key=lambda d: d.sort_key)
+    }
     rows, texts = [], {}
     for s in skills:
         mine = [d for d in deltas if d.skill == s.name and d.id not in archived]
@@ -155,8 +201,11 @@ class Agent:
     def at(self, index: int) -> list[Delta]:
         """The deltas the agent holds at the start of session `index`: lessons taught before it, each last
         used at the last earlier session that needed it (recency: the budget's order when evidence is 0/0)."""
-        return [replace(d, last_used_at=_START + timedelta(days=self._last_use(lesson, index)))
-                for lesson, d, t in zip(self.lessons, self.deltas, self.taught_at) if t < index]
+        return [
+            replace(d, last_used_at=_START + timedelta(days=self._last_use(lesson, index)))
+            for lesson, d, t in zip(self.lessons, self.deltas, self.taught_at)
+            if t < index
+        ]
 
     def _last_use(self, lesson: str, index: int) -> int:
         used = [i for i, need in self.needs if need == lesson and i < index]
@@ -190,8 +239,15 @@ def agents(w: world.World, rule: RuleFile | None = None) -> tuple[list[Agent], p
         later = group[group.needs.notna() & ~group.taught]  # the first need of a lesson teaches it
         needs = tuple((int(i), str(lesson)) for i, lesson in zip(later["index"], later.needs))
         if skill.capability_bearing:
-            left_out.append({"user": user, "agent": domain, "skill": skill.name, "lessons": len(taught),
-                             "needing sessions": len(needs)})
+            left_out.append(
+                {
+                    "user": user,
+                    "agent": domain,
+                    "skill": skill.name,
+                    "lessons": len(taught),
+                    "needing sessions": len(needs),
+                }
+            )
             continue
         texts = _lesson_texts(tier, spec["lessons"])
         sections = [x.slug for x in parse(skill.body) if x.body_text.strip()] or [parse(skill.body)[0].slug]
@@ -200,12 +256,25 @@ def agents(w: world.World, rule: RuleFile | None = None) -> tuple[list[Agent], p
             rng = random.Random(f"{w.seed}/{user}/{lesson}")  # the draw of one lesson, whatever else is drawn
             created = _START + timedelta(days=int(i))
             digest = hashlib.sha256(f"{w.seed}/{user}/{domain}/{lesson}".encode()).hexdigest()[:16]
-            deltas.append(Delta(skill=skill.name, kind="preference", payload={"body": rng.choice(texts)},
-                                anchor=anchor_for(skill.body, rng.choice(sections), skill.version),
-                                provenance=Provenance("user_instruction"), status="active", id=f"delta_{digest}",
-                                created_at=created, approved_at=created, base_root=skill.root))
-        out.append(Agent(user, domain, skill, tuple(taught.needs), tuple(deltas),
-                         tuple(int(i) for i in taught["index"]), needs))
+            deltas.append(
+                Delta(
+                    skill=skill.name,
+                    kind="preference",
+                    payload={"body": rng.choice(texts)},
+                    anchor=anchor_for(skill.body, rng.choice(sections), skill.version),
+                    provenance=Provenance("user_instruction"),
+                    status="active",
+                    id=f"delta_{digest}",
+                    created_at=created,
+                    approved_at=created,
+                    base_root=skill.root,
+                )
+            )
+        out.append(
+            Agent(
+                user, domain, skill, tuple(taught.needs), tuple(deltas), tuple(int(i) for i in taught["index"]), needs
+            )
+        )
     return out, pd.DataFrame(left_out, columns=["user", "agent", "skill", "lessons", "needing sessions"])
 
 
@@ -238,11 +307,21 @@ def sessions(ags: Sequence[Agent], rule: RuleFile | None = None) -> pd.DataFrame
             for profile in profiles:
                 for c in ceilings:
                     p = budget.plan(authored[profile], held, c, reserve=reserves[c], proposer=None)
-                    rows.append({"profile": profile, "user": a.user, "agent": a.domain, "index": index,
-                                 "lesson": lesson, "ceiling": c, "reserve": reserves[c],
-                                 "authored": authored[profile], "lessons": len(held),
-                                 "resident": wanted not in p.demote and wanted not in p.archive,
-                                 "resident_tokens": p.resident_tokens})
+                    rows.append(
+                        {
+                            "profile": profile,
+                            "user": a.user,
+                            "agent": a.domain,
+                            "index": index,
+                            "lesson": lesson,
+                            "ceiling": c,
+                            "reserve": reserves[c],
+                            "authored": authored[profile],
+                            "lessons": len(held),
+                            "resident": wanted not in p.demote and wanted not in p.archive,
+                            "resident_tokens": p.resident_tokens,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -285,23 +364,44 @@ class BudgetStudy:
         """One row per (profile, ceiling): the share of needing sessions with the lesson in front of the model
         and how far below the profile's best ceiling it falls, each with its interval (users × lessons)."""
         s = self.summary
-        iv = lambda col: [f"{e:.3f} [{lo:.3f}, {hi:.3f}]" for e, lo, hi in  # noqa: E731
-                          zip(s[col], s[f"{col}_low"], s[f"{col}_high"])]
-        return pd.DataFrame({"profile": s.profile, "ceiling": s.ceiling, "eligible": s.eligible,
-                             "reserve": s.reserve, "authored (max)": s["authored (max)"],
-                             "resident tokens (max)": s["resident tokens (max)"],
-                             "resident share": s.resident.round(3), "in front of the model": iv("share"),
-                             "below the best": iv("below best"), "agents over": s["agents over"]})
+        iv = lambda col: [
+            f"{e:.3f} [{lo:.3f}, {hi:.3f}]"
+            for e, lo, hi in zip(s[col], s[f"{col}_low"], s[f"{col}_high"])  # noqa: E731
+        ]
+        return pd.DataFrame(
+            {
+                "profile": s.profile,
+                "ceiling": s.ceiling,
+                "eligible": s.eligible,
+                "reserve": s.reserve,
+                "authored (max)": s["authored (max)"],
+                "resident tokens (max)": s["resident tokens (max)"],
+                "resident share": s.resident.round(3),
+                "in front of the model": iv("share"),
+                "below the best": iv("below best"),
+                "agents over": s["agents over"],
+            }
+        )
 
     def profiles(self) -> pd.DataFrame:
         """One row per authored-load profile: the skills it adds to each agent's own, and the authored tokens
         its agents carry (smallest, largest; agents with at least one needing session)."""
-        per = self.rows.groupby(["profile", "user", "agent"], sort=False).authored.first().groupby(
-            "profile", sort=False)
+        per = (
+            self.rows.groupby(["profile", "user", "agent"], sort=False).authored.first().groupby("profile", sort=False)
+        )
         adds = self.rule.param("profiles")
-        return pd.DataFrame([{"profile": p, "adds": ", ".join(adds[p]) or "nothing", "agents measured": len(g),
-                              "authored tokens (min)": int(g.min()), "authored tokens (max)": int(g.max())}
-                             for p, g in per])
+        return pd.DataFrame(
+            [
+                {
+                    "profile": p,
+                    "adds": ", ".join(adds[p]) or "nothing",
+                    "agents measured": len(g),
+                    "authored tokens (min)": int(g.min()),
+                    "authored tokens (max)": int(g.max()),
+                }
+                for p, g in per
+            ]
+        )
 
     def heaviest(self) -> Agent:
         """The agent holding the most learned tokens (ties: most lessons, then user and domain order)."""
@@ -325,8 +425,11 @@ class BudgetStudy:
             point = [c for c in elig if c < answer and self.diffs[(profile, best, c)].estimate <= margin]
             overall = max(g.index, key=lambda c: (g.loc[c, "share"], -c))
             binds = overall if overall not in elig and self.diffs[(profile, overall, best)].low > margin else None
-            out.append(ProfileAnswer(profile, answer, best, min(point) if point else None, binds,
-                                     int(g.loc[max(elig), "agents over"])))
+            out.append(
+                ProfileAnswer(
+                    profile, answer, best, min(point) if point else None, binds, int(g.loc[max(elig), "agents over"])
+                )
+            )
         return out
 
     def recommended(self) -> int:
@@ -350,26 +453,38 @@ class BudgetStudy:
                 bits.append(f"the window share binds: {a.window_binds:,} would keep more")
             if a.over:
                 bits.append(f"{a.over} agent(s) whose authored text alone fills {max(self.eligible):,}")
-            findings.append(Finding(f"{a.profile}: **{a.answer:,}**, share", s.share, s.share_low, s.share_high,
-                                    note="; ".join(bits)))
-        head = (f"**The rule's answer: a ceiling of {rec:,} tokens**, the largest of the profiles' answers "
-                f"(smallest ceiling within {float(self.rule.param('margin')):.2f} of the best on the upper end of "
-                f"the paired difference). Per profile:")
+            findings.append(
+                Finding(
+                    f"{a.profile}: **{a.answer:,}**, share", s.share, s.share_low, s.share_high, note="; ".join(bits)
+                )
+            )
+        head = (
+            f"**The rule's answer: a ceiling of {rec:,} tokens**, the largest of the profiles' answers "
+            f"(smallest ceiling within {float(self.rule.param('margin')):.2f} of the best on the upper end of "
+            f"the paired difference). Per profile:"
+        )
         heavy = self.corpus.sort_values(["learned tokens", "lessons"]).iloc[-1]
-        authored = ", ".join(f"{p} {n:,}" for p, n in zip(self.profiles().profile,
-                                                          self.profiles()["authored tokens (max)"]))
-        load = (f"In the world trace the heaviest agent holds {int(heavy.lessons)} lessons "
-                f"({int(heavy['learned tokens']):,} learned tokens; {len(self.agents)} agents take deltas, "
-                f"{int(self.corpus['needing sessions'].sum())} needing sessions); the authored text an agent loads "
-                f"is at most {authored} tokens by profile. ")
-        why = (f"A demoted lesson comes back in {r.estimate:.0%} [{r.low:.0%}, {r.high:.0%}] of the sessions that "
-               f"need it ({self.comeback.gate}, {self.comeback.needed} needing sessions, split "
-               f"{self.comeback.split}, resampled by lesson), so demotion is close to a loss. ")
+        authored = ", ".join(
+            f"{p} {n:,}" for p, n in zip(self.profiles().profile, self.profiles()["authored tokens (max)"])
+        )
+        load = (
+            f"In the world trace the heaviest agent holds {int(heavy.lessons)} lessons "
+            f"({int(heavy['learned tokens']):,} learned tokens; {len(self.agents)} agents take deltas, "
+            f"{int(self.corpus['needing sessions'].sum())} needing sessions); the authored text an agent loads "
+            f"is at most {authored} tokens by profile. "
+        )
+        why = (
+            f"A demoted lesson comes back in {r.estimate:.0%} [{r.low:.0%}, {r.high:.0%}] of the sessions that "
+            f"need it ({self.comeback.gate}, {self.comeback.needed} needing sessions, split "
+            f"{self.comeback.split}, resampled by lesson), so demotion is close to a loss. "
+        )
         if verdict == "right":
             tail = f"The shipped ceiling ({self.default:,}, `SHIPPED.ceiling`) is **right**: it is the rule's answer."
         else:
-            tail = (f"The shipped ceiling ({self.default:,}) is **{verdict}**: by the rule, `SHIPPED.ceiling` in "
-                    f"overlay_kit/defaults.py is set to {rec:,} and this notebook re-run.")
+            tail = (
+                f"The shipped ceiling ({self.default:,}) is **{verdict}**: by the rule, `SHIPPED.ceiling` in "
+                f"overlay_kit/defaults.py is set to {rec:,} and this notebook re-run."
+            )
         return render(findings, intro=head, joiner=" · ", outro=". " + load + why + tail)
 
 
@@ -395,13 +510,22 @@ def _corpus(ags: Sequence[Agent]) -> pd.DataFrame:
     rows = []
     for a in ags:
         tokens = budget.count_many_following([item_text(d) for d in a.deltas])
-        rows.append({"user": a.user, "agent": a.domain, "skill": a.skill.name, "lessons": len(a.lessons),
-                     "learned tokens": sum(tokens), "needing sessions": len(a.needs)})
+        rows.append(
+            {
+                "user": a.user,
+                "agent": a.domain,
+                "skill": a.skill.name,
+                "lessons": len(a.lessons),
+                "learned tokens": sum(tokens),
+                "needing sessions": len(a.needs),
+            }
+        )
     return pd.DataFrame(rows, columns=["user", "agent", "skill", "lessons", "learned tokens", "needing sessions"])
 
 
-def share_draws(resident: np.ndarray, needs: np.ndarray, came_back: np.ndarray, needed: np.ndarray, *,
-                n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def share_draws(
+    resident: np.ndarray, needs: np.ndarray, came_back: np.ndarray, needed: np.ndarray, *, n_boot: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The share of needing sessions with the lesson in front of the model, S = (resident + r x demoted) / needs,
     and its bootstrap draws. `resident[..., u]`: needing sessions of user u whose lesson is resident (any
     leading axes: profile, ceiling); `needs[u]`: needing sessions of user u; `came_back[l]` / `needed[l]`: the
@@ -439,15 +563,30 @@ def run(rule: RuleFile | None = None, *, w: world.World | None = None, embedder=
     users = sorted(rows.user.unique())
     first = rows[(rows.profile == profiles[0]) & (rows.ceiling == ceilings[0])]
     needs = first.groupby("user").size().reindex(users).to_numpy(float)  # needing sessions per user
-    res = (rows.groupby(["profile", "ceiling", "user"]).resident.sum()
-           .reindex(pd.MultiIndex.from_product([profiles, ceilings, users])).to_numpy(float)
-           .reshape(len(profiles), len(ceilings), len(users)))
-    share, share_b = share_draws(res, needs, lessons["sum"].to_numpy(), lessons["count"].to_numpy(),
-                                 n_boot=int(rule.param("n_boot")), seed=int(rule.param("seed")))
+    res = (
+        rows.groupby(["profile", "ceiling", "user"])
+        .resident.sum()
+        .reindex(pd.MultiIndex.from_product([profiles, ceilings, users]))
+        .to_numpy(float)
+        .reshape(len(profiles), len(ceilings), len(users))
+    )
+    share, share_b = share_draws(
+        res,
+        needs,
+        lessons["sum"].to_numpy(),
+        lessons["count"].to_numpy(),
+        n_boot=int(rule.param("n_boot")),
+        seed=int(rule.param("seed")),
+    )
     conf = float(rule.param("confidence"))
-    diffs = {(p, c1, c2): Interval.percentile(share[i, j] - share[i, k], share_b[:, i, j] - share_b[:, i, k], conf,
-                                              len(users))
-             for i, p in enumerate(profiles) for j, c1 in enumerate(ceilings) for k, c2 in enumerate(ceilings)}
+    diffs = {
+        (p, c1, c2): Interval.percentile(
+            share[i, j] - share[i, k], share_b[:, i, j] - share_b[:, i, k], conf, len(users)
+        )
+        for i, p in enumerate(profiles)
+        for j, c1 in enumerate(ceilings)
+        for k, c2 in enumerate(ceilings)
+    }
     limit = float(rule.param("window_share")) * int(rule.param("window"))
     summary = []
     for i, p in enumerate(profiles):
@@ -457,11 +596,21 @@ def run(rule: RuleFile | None = None, *, w: world.World | None = None, embedder=
             ci = Interval.percentile(share[i, j], share_b[:, i, j], conf, len(users))
             per_agent = at.groupby(["user", "agent"]).authored.first()
             reserve = int(at.reserve.iloc[0])
-            summary.append({"profile": p, "ceiling": c, "eligible": c <= limit, "reserve": reserve,
-                            "authored (max)": int(at.authored.max()),
-                            "resident tokens (max)": int(at.resident_tokens.max()),
-                            "resident": float(at.resident.mean()), "share": ci.estimate, "share_low": ci.low,
-                            "share_high": ci.high, "agents over": int((per_agent > c - reserve).sum())})
+            summary.append(
+                {
+                    "profile": p,
+                    "ceiling": c,
+                    "eligible": c <= limit,
+                    "reserve": reserve,
+                    "authored (max)": int(at.authored.max()),
+                    "resident tokens (max)": int(at.resident_tokens.max()),
+                    "resident": float(at.resident.mean()),
+                    "share": ci.estimate,
+                    "share_low": ci.low,
+                    "share_high": ci.high,
+                    "agents over": int((per_agent > c - reserve).sum()),
+                }
+            )
     summary = pd.DataFrame(summary)
     best = {p: _best(g.set_index("ceiling").share, _eligible(rule)) for p, g in summary.groupby("profile")}
     gap = [diffs[(p, best[p], c)] for p, c in zip(summary.profile, summary.ceiling)]
@@ -477,9 +626,15 @@ def envelope(v: View, window: int = NPU_CTX_SIZE) -> dict:
     When the authored text alone is over the ceiling the skills take more than it: `rest` says what is
     really left (negative: the window overflows)."""
     taken = max(v.ceiling, v.resident_tokens + v.reserve)
-    return {"window": window, "ceiling": v.ceiling, "authored": v.authored, "learned": v.learned,
-            "reserve": v.reserve, "headroom": max(0, v.ceiling - v.reserve - v.resident_tokens),
-            "rest": window - taken}
+    return {
+        "window": window,
+        "ceiling": v.ceiling,
+        "authored": v.authored,
+        "learned": v.learned,
+        "reserve": v.reserve,
+        "headroom": max(0, v.ceiling - v.reserve - v.resident_tokens),
+        "rest": window - taken,
+    }
 
 
 def ttft_estimate(tokens: int, prefill_tps: float, overhead_s: float = 0.0) -> float:
@@ -492,8 +647,14 @@ def ttft_estimate(tokens: int, prefill_tps: float, overhead_s: float = 0.0) -> f
 def measure_ttft(client, model: str, text: str, *, user: str = "Begin.") -> tuple[float | None, str]:
     """Send `text` as the system prompt to a live model and read its time to first token (one reply token).
     Returns (seconds or None, where the figure comes from). Raises the client's errors (`llm.Skipped` …)."""
-    reply = client.chat(model, [{"role": "system", "content": text}, {"role": "user", "content": user}],
-                        max_completion_tokens=1, stream=True, temperature=0.0, seed=0)
+    reply = client.chat(
+        model,
+        [{"role": "system", "content": text}, {"role": "user", "content": user}],
+        max_completion_tokens=1,
+        stream=True,
+        temperature=0.0,
+        seed=0,
+    )
     return reply.ttft_s, f"{reply.label()}, {reply.ttft_source or 'unknown source'}"
 
 
@@ -510,8 +671,14 @@ def measure_on_engine(skills: Sequence, deltas: Sequence[Delta], ceilings: Itera
         for c in ceilings:
             v = view(skills, deltas, c)
             secs, source = measure_ttft(client, engine.alias, "\n\n".join(v.texts.values()))
-            rows.append({"ceiling": c, "resident tokens": v.resident_tokens, "measured TTFT (s)": round(secs, 3),
-                         "implied prefill tok/s": round(v.resident_tokens / secs)})
+            rows.append(
+                {
+                    "ceiling": c,
+                    "resident tokens": v.resident_tokens,
+                    "measured TTFT (s)": round(secs, 3),
+                    "implied prefill tok/s": round(v.resident_tokens / secs),
+                }
+            )
     return rows, source
 
 
@@ -529,8 +696,14 @@ def _tier2_keys(path: Path = LESSONS_CSV) -> list[str]:
         return sorted({r["key"] for r in csv.DictReader(fh) if r["gold_tier"] == "2" and r["key"].isidentifier()})
 
 
-def synthetic_deltas(skills: Sequence, n: int, seed: int = 0, *, tier2_share: float = 0.15,
-                     start: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)) -> list[Delta]:
+def synthetic_deltas(
+    skills: Sequence,
+    n: int,
+    seed: int = 0,
+    *,
+    tier2_share: float = 0.15,
+    start: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc),
+) -> list[Delta]:
     """`n` active deltas spread over `skills` (capability-bearing ones skipped: they take no deltas): tier-3
     preferences whose bodies are lesson prose from the lessons corpus, and a `tier2_share` of tier-2
     parameters; each on a seeded section, with seeded outcome counters, creation and last-use times.
@@ -540,8 +713,9 @@ def synthetic_deltas(skills: Sequence, n: int, seed: int = 0, *, tier2_share: fl
     targets = [s for s in skills if not s.capability_bearing]
     if not targets:
         raise ValueError("every skill given is capability-bearing: none can take a learned delta")
-    sections = {s.name: [x.slug for x in parse(s.body) if x.body_text.strip()] or [parse(s.body)[0].slug]
-                for s in targets}
+    sections = {
+        s.name: [x.slug for x in parse(s.body) if x.body_text.strip()] or [parse(s.body)[0].slug] for s in targets
+    }
     out = []
     for i in range(n):
         s = targets[i % len(targets)]
@@ -554,9 +728,21 @@ def synthetic_deltas(skills: Sequence, n: int, seed: int = 0, *, tier2_share: fl
         created = start + timedelta(hours=rng.randrange(24 * 90))
         attempts = rng.randrange(0, 12)
         digest = hashlib.sha256(f"{seed}/{i}/{s.name}".encode()).hexdigest()[:16]
-        out.append(Delta(skill=s.name, kind=kind, payload=payload, anchor=anchor_for(s.body, section, s.version),
-                         provenance=Provenance("user_instruction"), status="active", id=f"delta_{digest}",
-                         created_at=created, approved_at=created,
-                         last_used_at=created + timedelta(hours=rng.randrange(24 * 30)),
-                         success_count=rng.randint(0, attempts), attempt_count=attempts, base_root=s.root))
+        out.append(
+            Delta(
+                skill=s.name,
+                kind=kind,
+                payload=payload,
+                anchor=anchor_for(s.body, section, s.version),
+                provenance=Provenance("user_instruction"),
+                status="active",
+                id=f"delta_{digest}",
+                created_at=created,
+                approved_at=created,
+                last_used_at=created + timedelta(hours=rng.randrange(24 * 30)),
+                success_count=rng.randint(0, attempts),
+                attempt_count=attempts,
+                base_root=s.root,
+            )
+        )
     return out

@@ -40,8 +40,20 @@ from ..common import cosines, dumps
 from ..metrics import Interval, ratio_ci
 from ..resources import dataset_path
 
-__all__ = ["BENIGN", "STRESS", "WORLD_VERSION", "Comeback", "WorldLesson", "WorldSession", "World", "WorldError", "build",
-           "comeback", "learned_load", "lessons"]
+__all__ = [
+    "BENIGN",
+    "STRESS",
+    "WORLD_VERSION",
+    "Comeback",
+    "WorldLesson",
+    "WorldSession",
+    "World",
+    "WorldError",
+    "build",
+    "comeback",
+    "learned_load",
+    "lessons",
+]
 
 WORLD_VERSION = 1  # raised whenever `build` makes a different trace from the same arguments
 BENIGN = ("near_miss", "lexical_overlap", "cross_domain")  # goals that need no lesson, asked in good faith
@@ -80,8 +92,15 @@ def lessons() -> tuple[WorldLesson, ...]:
     """The τ corpus' lessons (datasets/tau/lessons.csv), in id order."""
     with open(dataset_path("tau", "lessons.csv"), newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    return tuple(sorted((WorldLesson(r["lesson_id"], r["domain"], r["skill"], r["section"], r["split"], r["trigger"],
-                                r["body"]) for r in rows), key=lambda lesson: lesson.id))
+    return tuple(
+        sorted(
+            (
+                WorldLesson(r["lesson_id"], r["domain"], r["skill"], r["section"], r["split"], r["trigger"], r["body"])
+                for r in rows
+            ),
+            key=lambda lesson: lesson.id,
+        )
+    )
 
 
 @lru_cache(maxsize=1)
@@ -147,8 +166,16 @@ class World:
         return cls(head["version"], head["seed"], tuple(sorted(head["params"].items())), tuple(sessions))
 
 
-def build(seed: int = 0, *, users: int = 12, sessions: int = 60, p_need: float = 0.6, taught_share: float = 0.5,
-          adversarial_share: float = 0.1, update_every: int = 20) -> World:
+def build(
+    seed: int = 0,
+    *,
+    users: int = 12,
+    sessions: int = 60,
+    p_need: float = 0.6,
+    taught_share: float = 0.5,
+    adversarial_share: float = 0.1,
+    update_every: int = 20,
+) -> World:
     """The world of `seed`: `users` users of `sessions` sessions each (see the module's docstring).
     `taught_share`: the share of a user's domains' lessons they will teach; `adversarial_share`: the share of
     goals that need nothing which are adversarial."""
@@ -179,12 +206,21 @@ def build(seed: int = 0, *, users: int = 12, sessions: int = 60, p_need: float =
                 need = None
                 category = STRESS[0] if rng.random() < adversarial_share else rng.choice(BENIGN)
                 goal = rng.choice(goals[(agent, category)])[0]
-            out.append(WorldSession(user, i, agent, goal, category, need, need is not None and need not in seen,
-                               i // update_every))
+            out.append(
+                WorldSession(
+                    user, i, agent, goal, category, need, need is not None and need not in seen, i // update_every
+                )
+            )
             if need is not None:
                 seen.add(need)
-    params = (("adversarial_share", adversarial_share), ("p_need", p_need), ("sessions", sessions),
-              ("taught_share", taught_share), ("update_every", update_every), ("users", users))
+    params = (
+        ("adversarial_share", adversarial_share),
+        ("p_need", p_need),
+        ("sessions", sessions),
+        ("taught_share", taught_share),
+        ("update_every", update_every),
+        ("users", users),
+    )
     return World(WORLD_VERSION, seed, params, tuple(out))
 
 
@@ -194,8 +230,12 @@ def learned_load(world: World) -> pd.DataFrame:
     tokens = dict(zip((x.id for x in lessons()), count_many([x.body for x in lessons()])))
     taught = world.frame().query("taught").groupby("user")["needs"].agg(list)
     users = sorted({s.user for s in world.sessions})
-    return pd.DataFrame([{"user": u, "lessons": len(taught.get(u, [])),
-                          "learned_tokens": sum(tokens[i] for i in taught.get(u, []))} for u in users])
+    return pd.DataFrame(
+        [
+            {"user": u, "lessons": len(taught.get(u, [])), "learned_tokens": sum(tokens[i] for i in taught.get(u, []))}
+            for u in users
+        ]
+    )
 
 
 # ---------------------------------------------------------------------------------------- comeback
@@ -216,15 +256,30 @@ class Comeback:
     table: pd.DataFrame  # one row per counted session: user, lesson, category, came_back, wrong_tokens
 
     def to_dict(self) -> dict:
-        return {"embedder": self.embedder, "gate": self.gate, "world": self.world[:12], "split": self.split,
-                "needed": self.needed, "recall": self.recall.estimate, "recall_low": self.recall.low,
-                "recall_high": self.recall.high, "wrong_tokens_benign": self.wrong_tokens_benign.estimate,
-                "wrong_tokens_benign_high": self.wrong_tokens_benign.high,
-                "wrong_tokens_stress": self.wrong_tokens_stress.estimate}
+        return {
+            "embedder": self.embedder,
+            "gate": self.gate,
+            "world": self.world[:12],
+            "split": self.split,
+            "needed": self.needed,
+            "recall": self.recall.estimate,
+            "recall_low": self.recall.low,
+            "recall_high": self.recall.high,
+            "wrong_tokens_benign": self.wrong_tokens_benign.estimate,
+            "wrong_tokens_benign_high": self.wrong_tokens_benign.high,
+            "wrong_tokens_stress": self.wrong_tokens_stress.estimate,
+        }
 
 
-def comeback(world: World, embedder=None, gate: retrieval.Gate | float | None = None, *, split: str = "test",
-             n_boot: int = 1000, seed: int = 0) -> Comeback:
+def comeback(
+    world: World,
+    embedder=None,
+    gate: retrieval.Gate | float | None = None,
+    *,
+    split: str = "test",
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Comeback:
     """Every taught lesson retrieval-only (in its user's trigger index, none resident): for each session after
     a lesson was taught, what the gate retrieves for its goal from the user's taught lessons so far.
 
@@ -252,9 +307,16 @@ def comeback(world: World, embedder=None, gate: retrieval.Gate | float | None = 
             cols = [column[i] for i in have]
             admitted = gate.admit(cosine[[goal_row[s.goal]]][:, cols])[0]
             got = [have[k] for k in np.flatnonzero(admitted)]
-            rows.append({"user": s.user, "index": s.index, "lesson": s.needs, "category": s.category,
-                         "came_back": s.needs in got,
-                         "wrong_tokens": sum(tokens[i] for i in got if i != s.needs)})
+            rows.append(
+                {
+                    "user": s.user,
+                    "index": s.index,
+                    "lesson": s.needs,
+                    "category": s.category,
+                    "came_back": s.needs in got,
+                    "wrong_tokens": sum(tokens[i] for i in got if i != s.needs),
+                }
+            )
         if s.taught:
             have.append(s.needs)
     table = pd.DataFrame(rows, columns=["user", "index", "lesson", "category", "came_back", "wrong_tokens"])
@@ -268,5 +330,14 @@ def comeback(world: World, embedder=None, gate: retrieval.Gate | float | None = 
         part = table[table.category.isin(categories)].groupby("user").wrong_tokens.agg(["sum", "count"])
         return ratio_ci(part["sum"], part["count"], n_resamples=n_boot, seed=seed)
 
-    return Comeback(emb_id, str(gate), world.digest(), split, len(needs), recall, tokens_per_session(BENIGN),
-                    tokens_per_session(STRESS), table)
+    return Comeback(
+        emb_id,
+        str(gate),
+        world.digest(),
+        split,
+        len(needs),
+        recall,
+        tokens_per_session(BENIGN),
+        tokens_per_session(STRESS),
+        table,
+    )

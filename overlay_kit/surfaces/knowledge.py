@@ -37,8 +37,18 @@ if TYPE_CHECKING:
     from ..store import Store
 
 # Document and Heading are the store's row values (overlay_kit.store); re-exported here.
-__all__ = ["Document", "Heading", "Hit", "KnowledgeBase", "KnowledgeError", "LLMSummarizer", "lead_summary",
-           "normalize_markdown", "outline", "pick_summarizer"]
+__all__ = [
+    "Document",
+    "Heading",
+    "Hit",
+    "KnowledgeBase",
+    "KnowledgeError",
+    "LLMSummarizer",
+    "lead_summary",
+    "normalize_markdown",
+    "outline",
+    "pick_summarizer",
+]
 
 log = logging.getLogger(__name__)
 DOC_LIMIT = 2_000_000
@@ -74,7 +84,9 @@ def normalize_markdown(text: str) -> str:
 
 def outline(body: str) -> tuple[Heading, ...]:
     """The heading outline, derived with the same section parser the skill overlay anchors to."""
-    return tuple(Heading(s.slug, s.heading, s.level, s.start_line) for s in parse(body) if s.slug not in (PREAMBLE, BODY))
+    return tuple(
+        Heading(s.slug, s.heading, s.level, s.start_line) for s in parse(body) if s.slug not in (PREAMBLE, BODY)
+    )
 
 
 # ------------------------------------------------------------------------------------ summarizers
@@ -101,8 +113,9 @@ class LLMSummarizer:
         self.client, self.model = client, model
 
     def __call__(self, body: str) -> str:
-        text = ask_model(self.client, self.model, "Summarize this document in one or two sentences.", body,
-                         max_tokens=160).strip()
+        text = ask_model(
+            self.client, self.model, "Summarize this document in one or two sentences.", body, max_tokens=160
+        ).strip()
         if not text:
             raise KnowledgeError("the model returned an empty summary", "summary")
         return text
@@ -115,11 +128,13 @@ def pick_summarizer(client: Any = None, model: str | None = None) -> Summarizer:
 
 # ----------------------------------------------------------------------------------- the service
 
+
 class KnowledgeBase(BackgroundService):
     """The knowledge surface over one store. Summary jobs run on one background worker thread."""
 
-    def __init__(self, store: "Store", summarizer: Summarizer | None = None, *,
-                 executor: ThreadPoolExecutor | None = None):
+    def __init__(
+        self, store: "Store", summarizer: Summarizer | None = None, *, executor: ThreadPoolExecutor | None = None
+    ):
         self.store = store
         self.summarizer = summarizer if summarizer is not None else lead_summary
         super().__init__(executor, "overlay-knowledge")

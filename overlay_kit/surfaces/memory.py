@@ -49,11 +49,29 @@ if TYPE_CHECKING:
 
 # Memory, MemoryDecision and MemoryRun are the store's row values (overlay_kit.store); re-exported here.
 __all__ = [
-    "CUES", "MEMORY_TOOLS", "MEMORY_TYPES",
-    "Candidate", "MemoryDecision", "ExtractionError", "LLMExtractor", "Memory", "MemoryRun", "MemorySettings",
-    "MemoryWriter", "Message", "RuleExtractor", "UserMemoryError",
-    "cue_gate", "last_pairs", "memories", "memory_delete", "memory_runs", "memory_save",
-    "memory_update", "pick_extractor", "reconcile",
+    "CUES",
+    "MEMORY_TOOLS",
+    "MEMORY_TYPES",
+    "Candidate",
+    "MemoryDecision",
+    "ExtractionError",
+    "LLMExtractor",
+    "Memory",
+    "MemoryRun",
+    "MemorySettings",
+    "MemoryWriter",
+    "Message",
+    "RuleExtractor",
+    "UserMemoryError",
+    "cue_gate",
+    "last_pairs",
+    "memories",
+    "memory_delete",
+    "memory_runs",
+    "memory_save",
+    "memory_update",
+    "pick_extractor",
+    "reconcile",
 ]
 
 MEMORY_TYPES = MEMORY_KINDS  # preference, identity, project, correction
@@ -75,7 +93,7 @@ class MemorySettings:
     window_pairs: int = 3
     min_salience: float = 0.5
     equivalent: float = 0.9  # bigram Dice at or above: the same memory, a no-op
-    related: float = 0.6     # at or above: the same memory, reworded (update unless manual)
+    related: float = 0.6  # at or above: the same memory, reworded (update unless manual)
 
 
 @dataclass(frozen=True)
@@ -93,11 +111,15 @@ class Candidate:
 
 # ------------------------------------------------------------------------------------ the window
 
+
 def _messages(messages: Iterable[Message | Mapping[str, Any]]) -> tuple[Message, ...]:
     out = []
     for i, m in enumerate(messages):
-        role, content = (m.role, m.content) if isinstance(m, Message) else (
-            (m.get("role"), m.get("content")) if isinstance(m, Mapping) else (None, None))
+        role, content = (
+            (m.role, m.content)
+            if isinstance(m, Message)
+            else ((m.get("role"), m.get("content")) if isinstance(m, Mapping) else (None, None))
+        )
         if not isinstance(role, str) or not isinstance(content, str):
             raise UserMemoryError("each message needs a string role and string content", f"messages[{i}]")
         out.append(Message(role, content))
@@ -125,22 +147,40 @@ def last_pairs(messages: Iterable[Message | Mapping[str, Any]], n: int = 3) -> t
 
 # Deterministic cues per memory type, matched in the user's own words (case-insensitive).
 CUES: dict[str, re.Pattern] = {
-    "identity": re.compile(r"\b(my name is|call me|i am an? |i'?m an? |i work (?:at|as|for|in)|i live in|"
-                           r"my (?:role|title|team|pronouns) (?:is|are))", re.I),
-    "project": re.compile(r"\b(i'?m working on|i am working on|my project|our project|we'?re building|"
-                          r"for the next (?:few )?(?:weeks|months)|this quarter)", re.I),
-    "preference": re.compile(r"\b(i (?:really |always |usually |generally )?(?:prefer|like|love|hate|dislike|want)|"
-                             r"i'?d rather|please (?:always|never)|from now on|don'?t ever)", re.I),
+    "identity": re.compile(
+        r"\b(my name is|call me|i am an? |i'?m an? |i work (?:at|as|for|in)|i live in|"
+        r"my (?:role|title|team|pronouns) (?:is|are))",
+        re.I,
+    ),
+    "project": re.compile(
+        r"\b(i'?m working on|i am working on|my project|our project|we'?re building|"
+        r"for the next (?:few )?(?:weeks|months)|this quarter)",
+        re.I,
+    ),
+    "preference": re.compile(
+        r"\b(i (?:really |always |usually |generally )?(?:prefer|like|love|hate|dislike|want)|"
+        r"i'?d rather|please (?:always|never)|from now on|don'?t ever)",
+        re.I,
+    ),
     # last: a sentence that is only a correction (no identity/project/preference cue) is typed as one
-    "correction": re.compile(r"\b(actually|that'?s (?:wrong|not right|incorrect)|i meant|correction|"
-                             r"no,? (?:i|it'?s|my)\b)", re.I),
+    "correction": re.compile(
+        r"\b(actually|that'?s (?:wrong|not right|incorrect)|i meant|correction|"
+        r"no,? (?:i|it'?s|my)\b)",
+        re.I,
+    ),
 }
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i'd|i've|my|me|mine|we|our)\b", re.I)
 _DURABLE = re.compile(r"\b(always|never|from now on|remember|every time|in general|by default)\b", re.I)
-_TRANSIENT = re.compile(r"\b(today|tonight|this time|just this once|right now|for now|at the moment|"
-                        r"this morning|this afternoon)\b", re.I)
-_RECOVERABLE = re.compile(r"(https?://|\b[\w-]+\.(?:pdf|docx?|xlsx?|csv|md|txt|py)\b|\battach(?:ed|ment)\b|"
-                          r"\bthe (?:file|folder|spreadsheet)\b)", re.I)
+_TRANSIENT = re.compile(
+    r"\b(today|tonight|this time|just this once|right now|for now|at the moment|"
+    r"this morning|this afternoon)\b",
+    re.I,
+)
+_RECOVERABLE = re.compile(
+    r"(https?://|\b[\w-]+\.(?:pdf|docx?|xlsx?|csv|md|txt|py)\b|\battach(?:ed|ment)\b|"
+    r"\bthe (?:file|folder|spreadsheet)\b)",
+    re.I,
+)
 
 
 def cue_gate(pairs: Sequence[tuple[Message, Message]]) -> tuple[str, ...]:
@@ -187,7 +227,8 @@ _EXTRACT_SYSTEM = (
     "You extract durable facts about the user from a conversation. Reply with a JSON array only. Each item is "
     '{"type": "preference" | "identity" | "project" | "correction", "content": one short sentence, '
     '"salience": a number from 0 to 1}. Keep an item only if it is about the user, will still be useful next '
-    "week, and cannot be recovered from files or connected systems. Reply [] when nothing qualifies.")
+    "week, and cannot be recovered from files or connected systems. Reply [] when nothing qualifies."
+)
 
 
 def _parse_candidates(text: str) -> list[Candidate]:
@@ -203,8 +244,13 @@ def _parse_candidates(text: str) -> list[Candidate]:
         if not isinstance(item, Mapping):
             raise ExtractionError(f"candidate {item!r} is not an object")
         sal = item.get("salience")
-        out.append(Candidate(str(item.get("type", "")), str(item.get("content", "")),
-                             float(sal) if isinstance(sal, (int, float)) else 0.0))
+        out.append(
+            Candidate(
+                str(item.get("type", "")),
+                str(item.get("content", "")),
+                float(sal) if isinstance(sal, (int, float)) else 0.0,
+            )
+        )
     return out
 
 
@@ -216,8 +262,7 @@ class LLMExtractor:
 
     def __call__(self, pairs: Sequence[tuple[Message, Message]]) -> list[Candidate]:
         convo = "\n".join(f"User: {u.content}\nAssistant: {a.content}" for u, a in pairs)
-        return _parse_candidates(ask_model(self.client, self.model, _EXTRACT_SYSTEM, convo,
-                                           max_tokens=self.max_tokens))
+        return _parse_candidates(ask_model(self.client, self.model, _EXTRACT_SYSTEM, convo, max_tokens=self.max_tokens))
 
 
 def pick_extractor(client: Any = None, model: str | None = None) -> Extractor:
@@ -246,8 +291,9 @@ def memories(store: "Store", user: str, type: str | None = None) -> list[Memory]
     return store.memories.of_user(user, type)
 
 
-def reconcile(store: "Store", user: str, candidates: Iterable[Candidate],
-              settings: MemorySettings = MemorySettings()) -> list[MemoryDecision]:
+def reconcile(
+    store: "Store", user: str, candidates: Iterable[Candidate], settings: MemorySettings = MemorySettings()
+) -> list[MemoryDecision]:
     """Write the candidates that survive salience and similarity; one transaction; return every decision."""
     decisions = []
     with store.transaction():
@@ -274,12 +320,12 @@ def reconcile(store: "Store", user: str, candidates: Iterable[Candidate],
                 decisions.append(MemoryDecision("updated", c.type, content, best.id, round(score, 3)))
             else:
                 new_id = store.memories.add(user, c.type, content, source="auto", salience=c.salience, at=now)
-                decisions.append(MemoryDecision("added", c.type, content, new_id,
-                                          round(score, 3) if best else None))
+                decisions.append(MemoryDecision("added", c.type, content, new_id, round(score, 3) if best else None))
     return decisions
 
 
 # ------------------------------------------------------------------------------ explicit tools
+
 
 def memory_save(store: "Store", user: str, type: str, content: str) -> Memory:
     """The explicit tool: a manual memory (automatic extraction never overwrites it)."""
@@ -307,6 +353,7 @@ def memory_delete(store: "Store", memory_id: int) -> None:
 
 # ------------------------------------------------------------------------------------ the writer
 
+
 def memory_runs(store: "Store", user: str | None = None) -> list[MemoryRun]:
     """Recorded after-turn passes (of one user, or all), oldest first."""
     return store.memories.runs(user)
@@ -315,15 +362,22 @@ def memory_runs(store: "Store", user: str | None = None) -> list[MemoryRun]:
 class MemoryWriter(BackgroundService):
     """Runs the guarded path after each turn on a background worker (one thread: runs stay in turn order)."""
 
-    def __init__(self, store: "Store", extractor: Extractor | None = None, *,
-                 settings: MemorySettings = MemorySettings(), executor: ThreadPoolExecutor | None = None):
+    def __init__(
+        self,
+        store: "Store",
+        extractor: Extractor | None = None,
+        *,
+        settings: MemorySettings = MemorySettings(),
+        executor: ThreadPoolExecutor | None = None,
+    ):
         self.store = store
         self.extractor = extractor if extractor is not None else RuleExtractor()
         self.settings = settings
         super().__init__(executor, "overlay-memory")
 
-    def after_turn(self, user: str, messages: Iterable[Message | Mapping[str, Any]], *, turn: str,
-                   tools_used: Iterable[str] = ()) -> Future:
+    def after_turn(
+        self, user: str, messages: Iterable[Message | Mapping[str, Any]], *, turn: str, tools_used: Iterable[str] = ()
+    ) -> Future:
         """Schedule the guarded path and return at once; the future yields the recorded `MemoryRun`.
         Bad input (no user, malformed messages) raises here, before anything is scheduled."""
         if not isinstance(user, str) or not user.strip():
@@ -342,8 +396,9 @@ class MemoryWriter(BackgroundService):
                 log.exception("memory run for %s/%s failed and could not be recorded", user, turn)
                 return MemoryRun(0, user, turn, "failed", (), (), detail, utc_now())
 
-    def run(self, user: str, messages: Iterable[Message | Mapping[str, Any]], *, turn: str,
-            tools_used: Iterable[str] = ()) -> MemoryRun:
+    def run(
+        self, user: str, messages: Iterable[Message | Mapping[str, Any]], *, turn: str, tools_used: Iterable[str] = ()
+    ) -> MemoryRun:
         """The guarded path, synchronously (the worker calls this)."""
         if MEMORY_TOOLS & frozenset(tools_used):
             return self._record(user, turn, "skipped_explicit", (), [])
@@ -355,11 +410,17 @@ class MemoryWriter(BackgroundService):
         if not isinstance(candidates, (list, tuple)) or not all(isinstance(c, Candidate) for c in candidates):
             raise ExtractionError(f"extractor returned {type(candidates).__name__}, not a list of Candidate")
         with self.store.transaction():  # the memories and the run row that explains them commit together
-            return self._record(user, turn, "extracted", cues,
-                                reconcile(self.store, user, candidates, self.settings))
+            return self._record(user, turn, "extracted", cues, reconcile(self.store, user, candidates, self.settings))
 
-    def _record(self, user: str, turn: str, outcome: str, cues: tuple[str, ...], decisions: list[MemoryDecision],
-                error: str | None = None) -> MemoryRun:
+    def _record(
+        self,
+        user: str,
+        turn: str,
+        outcome: str,
+        cues: tuple[str, ...],
+        decisions: list[MemoryDecision],
+        error: str | None = None,
+    ) -> MemoryRun:
         now = utc_now()
         run_id = self.store.memories.add_run(user, turn, outcome, cues, decisions, error, now)
         return MemoryRun(run_id, user, turn, outcome, cues, tuple(decisions), error, now)

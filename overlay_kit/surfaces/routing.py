@@ -50,13 +50,43 @@ if TYPE_CHECKING:
 # PromptVersion, Feedback, TraceStep and Deliverable are the store's row values (overlay_kit.store); re-exported
 # here. SQL lives in the store: this module calls `store.prompts`, `store.packages` and `store.task_log`.
 __all__ = [
-    "FEEDBACK_RATINGS", "ROUTES", "SIGNAL_KINDS", "SURFACES", "SURFACE_TABLES",
-    "BackgroundService", "Deliverable", "Feedback", "FeedbackError", "PackageError", "PackageRevision", "PromptError",
-    "PromptVersion", "RouteRule", "Routing", "Signal", "SignalError", "SignalRecord", "SkillPackages",
-    "SurfaceError", "TaskReview", "TraceStep",
-    "activate", "create_draft", "delete_version", "edit_draft", "instructions", "prompt_versions", "publish",
-    "record_deliverable", "record_feedback", "record_signal", "record_trace", "review_report", "route",
-    "signals", "surface_digest",
+    "FEEDBACK_RATINGS",
+    "ROUTES",
+    "SIGNAL_KINDS",
+    "SURFACES",
+    "SURFACE_TABLES",
+    "BackgroundService",
+    "Deliverable",
+    "Feedback",
+    "FeedbackError",
+    "PackageError",
+    "PackageRevision",
+    "PromptError",
+    "PromptVersion",
+    "RouteRule",
+    "Routing",
+    "Signal",
+    "SignalError",
+    "SignalRecord",
+    "SkillPackages",
+    "SurfaceError",
+    "TaskReview",
+    "TraceStep",
+    "activate",
+    "create_draft",
+    "delete_version",
+    "edit_draft",
+    "instructions",
+    "prompt_versions",
+    "publish",
+    "record_deliverable",
+    "record_feedback",
+    "record_signal",
+    "record_trace",
+    "review_report",
+    "route",
+    "signals",
+    "surface_digest",
 ]
 
 
@@ -96,8 +126,19 @@ def _text(value: Any, name: str, error: type[SurfaceError], limit: int | None = 
 
 SURFACES = ("user_memory", "knowledge", "skill_overlay", "prompt", "program")
 MEMORY_KINDS = ("preference", "identity", "project", "correction")
-SIGNAL_KINDS = MEMORY_KINDS + ("missing_material", "procedure", "policy", "role", "boundary",
-                               "deterministic_rule", "rating", "trace", "failure", "deliverable", "other")
+SIGNAL_KINDS = MEMORY_KINDS + (
+    "missing_material",
+    "procedure",
+    "policy",
+    "role",
+    "boundary",
+    "deterministic_rule",
+    "rating",
+    "trace",
+    "failure",
+    "deliverable",
+    "other",
+)
 SIGNAL_TEXT_LIMIT = 4000
 
 
@@ -192,12 +233,18 @@ def route(signal: Signal, rules: Iterable[RouteRule] = ROUTES) -> Routing:
         reason = rule.applies(signal)
         if reason:
             return Routing(rule.surface, reason, rule.name)
-    return Routing(None, f"{signal.kind} signal {_why_nowhere(signal)}: stored as evidence, routed to no surface",
-                   "evidence_only")
+    return Routing(
+        None, f"{signal.kind} signal {_why_nowhere(signal)}: stored as evidence, routed to no surface", "evidence_only"
+    )
 
 
-_OWNER = {"procedure": "skill", "policy": "skill", "role": "agent", "boundary": "agent",
-          **{k: "user" for k in MEMORY_KINDS}}
+_OWNER = {
+    "procedure": "skill",
+    "policy": "skill",
+    "role": "agent",
+    "boundary": "agent",
+    **{k: "user" for k in MEMORY_KINDS},
+}
 
 
 def _why_nowhere(s: Signal) -> str:
@@ -220,9 +267,19 @@ def record_signal(store: "Store", signal: Signal, rules: Iterable[RouteRule] = R
     """Store a signal as evidence together with its routing. Writes to no surface."""
     routing = route(signal, rules)
     signal_id = store.task_log.add_signal(
-        signal.kind, signal.text, user=signal.user, task=signal.task, message=signal.message, agent=signal.agent,
-        skill=signal.skill, cross_task=signal.cross_task, surface=routing.surface, rule=routing.rule,
-        reason=routing.reason, at=signal.at or utc_now())
+        signal.kind,
+        signal.text,
+        user=signal.user,
+        task=signal.task,
+        message=signal.message,
+        agent=signal.agent,
+        skill=signal.skill,
+        cross_task=signal.cross_task,
+        surface=routing.surface,
+        rule=routing.rule,
+        reason=routing.reason,
+        at=signal.at or utc_now(),
+    )
     return SignalRecord(signal_id, signal, routing)
 
 
@@ -232,8 +289,14 @@ _ANY = object()
 def signals(store: "Store", *, task: str | None = None, surface: Any = _ANY) -> list[SignalRecord]:
     """Stored signals, oldest first; `surface=None` selects the evidence-only ones."""
     rows = store.task_log.signals(task, ... if surface is _ANY else surface)
-    return [SignalRecord(r.id, Signal(r.kind, r.text, r.user, r.task, r.message, r.agent, r.skill, r.cross_task,
-                                      r.at), Routing(r.surface, r.reason, r.rule)) for r in rows]
+    return [
+        SignalRecord(
+            r.id,
+            Signal(r.kind, r.text, r.user, r.task, r.message, r.agent, r.skill, r.cross_task, r.at),
+            Routing(r.surface, r.reason, r.rule),
+        )
+        for r in rows
+    ]
 
 
 # ------------------------------------------------------------------------------------------ prompts
@@ -261,8 +324,9 @@ def edit_draft(store: "Store", version_id: int, content: str) -> PromptVersion:
     with store.transaction():
         p = _prompt(store, version_id)
         if p.status == "published":
-            raise PromptError(f"version {p.version} of agent {p.agent} is published and immutable; "
-                              "create a new draft", "version_id")
+            raise PromptError(
+                f"version {p.version} of agent {p.agent} is published and immutable; create a new draft", "version_id"
+            )
         store.prompts.set_content(version_id, content)
     return _prompt(store, version_id)
 
@@ -282,8 +346,9 @@ def activate(store: "Store", version_id: int) -> PromptVersion:
     with store.transaction():
         p = _prompt(store, version_id)
         if p.status != "published":
-            raise PromptError(f"version {p.version} of agent {p.agent} is a draft; publish it before activating",
-                              "version_id")
+            raise PromptError(
+                f"version {p.version} of agent {p.agent} is a draft; publish it before activating", "version_id"
+            )
         store.prompts.activate(p.agent, p.id, p.content, utc_now())
     return _prompt(store, version_id)
 
@@ -293,8 +358,9 @@ def delete_version(store: "Store", version_id: int) -> None:
     with store.transaction():
         p = _prompt(store, version_id)
         if p.active:
-            raise PromptError(f"version {p.version} is agent {p.agent}'s active prompt; activate another first",
-                              "version_id")
+            raise PromptError(
+                f"version {p.version} is agent {p.agent}'s active prompt; activate another first", "version_id"
+            )
         store.prompts.delete(version_id)
 
 
@@ -382,8 +448,9 @@ class SkillPackages:
         skill, problems = parse_skill(text, where, check_directory=directory is not None)
         if problems:
             raise SkillValidationError(problems, where)
-        digest = hashlib.sha256(dumps({p: hashlib.sha256(b).hexdigest() for p, b in files.items()}).encode()
-                                ).hexdigest()
+        digest = hashlib.sha256(
+            dumps({p: hashlib.sha256(b).hexdigest() for p, b in files.items()}).encode()
+        ).hexdigest()
         now = utc_now()
         revision = self.store.packages.replace(skill.name, digest, files, now)
         self._meta.pop(skill.name, None)  # cache invalidation: the next metadata() reparses
@@ -427,8 +494,9 @@ def _when(at: datetime | None) -> datetime:
     return at or utc_now()
 
 
-def record_feedback(store: "Store", task: str, message: str, rating: str, *, comment: str = "",
-                    at: datetime | None = None) -> Feedback:
+def record_feedback(
+    store: "Store", task: str, message: str, rating: str, *, comment: str = "", at: datetime | None = None
+) -> Feedback:
     """Store a rating against one message of one task, and the matching evidence-only signal. Nothing else."""
     _text(task, "task", FeedbackError, 200)
     _text(message, "message", FeedbackError, 200)
@@ -439,13 +507,29 @@ def record_feedback(store: "Store", task: str, message: str, rating: str, *, com
     when = _when(at)
     with store.transaction():
         feedback = store.task_log.add_feedback(task, message, rating, comment, when)
-        record_signal(store, Signal("rating", f"{rating} rating" + (f": {comment}" if comment else ""),
-                                    task=task, message=message, at=feedback.at))
+        record_signal(
+            store,
+            Signal(
+                "rating",
+                f"{rating} rating" + (f": {comment}" if comment else ""),
+                task=task,
+                message=message,
+                at=feedback.at,
+            ),
+        )
     return feedback
 
 
-def record_trace(store: "Store", task: str, step: str, state: str, *, usage: Mapping[str, Any] | None = None,
-                 detail: str = "", at: datetime | None = None) -> TraceStep:
+def record_trace(
+    store: "Store",
+    task: str,
+    step: str,
+    state: str,
+    *,
+    usage: Mapping[str, Any] | None = None,
+    detail: str = "",
+    at: datetime | None = None,
+) -> TraceStep:
     """One step of a task's trace (state such as ok / failed / skipped, token usage, a short detail)."""
     for name, value in (("task", task), ("step", step), ("state", state)):
         _text(value, name, FeedbackError, 200)
@@ -457,8 +541,9 @@ def record_trace(store: "Store", task: str, step: str, state: str, *, usage: Map
     return store.task_log.add_trace(task, step, state, usage, str(detail), _when(at))
 
 
-def record_deliverable(store: "Store", task: str, name: str, ok: bool, *, detail: str = "",
-                       at: datetime | None = None) -> Deliverable:
+def record_deliverable(
+    store: "Store", task: str, name: str, ok: bool, *, detail: str = "", at: datetime | None = None
+) -> Deliverable:
     """What a task produced (or failed to): evidence for review, never a trigger."""
     _text(task, "task", FeedbackError, 200)
     _text(name, "name", FeedbackError, 200)
@@ -484,29 +569,43 @@ class TaskReview:
 
     def to_dict(self) -> dict:
         return {
-            "task": self.task, "ratings": self.ratings,
-            "feedback": [{"message": f.message, "rating": f.rating, "comment": f.comment, "at": iso(f.at)}
-                         for f in self.feedback],
-            "traces": [{"step": t.step, "state": t.state, "usage": dict(t.usage), "detail": t.detail}
-                       for t in self.traces],
+            "task": self.task,
+            "ratings": self.ratings,
+            "feedback": [
+                {"message": f.message, "rating": f.rating, "comment": f.comment, "at": iso(f.at)} for f in self.feedback
+            ],
+            "traces": [
+                {"step": t.step, "state": t.state, "usage": dict(t.usage), "detail": t.detail} for t in self.traces
+            ],
             "deliverables": [{"name": d.name, "ok": d.ok, "detail": d.detail} for d in self.deliverables],
-            "signals": [{"kind": s.signal.kind, "surface": s.routing.surface, "rule": s.routing.rule}
-                        for s in self.signals],
+            "signals": [
+                {"kind": s.signal.kind, "surface": s.routing.surface, "rule": s.routing.rule} for s in self.signals
+            ],
         }
 
 
 def review_report(store: "Store", task: str | None = None) -> list[TaskReview]:
     """Feedback, trace steps, deliverables and signals linked per task (one task, or every task seen)."""
     log = store.task_log
-    return [TaskReview(t, log.feedback(t), log.traces(t), log.deliverables(t), tuple(signals(store, task=t)))
-            for t in ([task] if task is not None else log.tasks())]
+    return [
+        TaskReview(t, log.feedback(t), log.traces(t), log.deliverables(t), tuple(signals(store, task=t)))
+        for t in ([task] if task is not None else log.tasks())
+    ]
 
 
 # --------------------------------------------------------------------------------- surface state
 
 # The tables that change what a later run sees. Evidence tables are deliberately absent.
-SURFACE_TABLES = ("user_memories", "knowledge_docs", "prompt_versions", "agents", "skill_packages",
-                  "skill_package_files", "skill_deltas", "learned_facts")
+SURFACE_TABLES = (
+    "user_memories",
+    "knowledge_docs",
+    "prompt_versions",
+    "agents",
+    "skill_packages",
+    "skill_package_files",
+    "skill_deltas",
+    "learned_facts",
+)
 
 
 def surface_digest(store: "Store") -> str:
@@ -515,6 +614,7 @@ def surface_digest(store: "Store") -> str:
 
 
 # ------------------------------------------------------------------------- background and local model
+
 
 class BackgroundService:
     """A surface service whose slow, non-critical work runs on one worker thread (its own unless an executor
@@ -561,7 +661,11 @@ def answering_model(client: Any, model: str | None = None) -> str | None:
 
 def ask_model(client: Any, model: str, system: str, user: str, *, max_tokens: int = 512) -> str:
     """One deterministic chat turn (temperature 0, seed 0); the reply text. Errors propagate to the caller."""
-    reply = client.chat(model, [{"role": "system", "content": system}, {"role": "user", "content": user}],
-                        temperature=0.0, seed=0, max_completion_tokens=max_tokens)
+    reply = client.chat(
+        model,
+        [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        temperature=0.0,
+        seed=0,
+        max_completion_tokens=max_tokens,
+    )
     return reply.content
-
