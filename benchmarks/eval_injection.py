@@ -1,12 +1,12 @@
 """The injection scan's figures on every file of datasets/injection: attacks flagged and benign texts flagged, per
 file and per class, and the ordinary lesson corpora (datasets/lessons, datasets/tau) as benign texts.
 
-    python benchmarks/eval_injection.py [-v] [--heldout7 | --heldout8 | --heldout9 | --heldout10 | --dev]
+    python benchmarks/eval_injection.py [-v] [--heldout7 | … | --heldout11 | --dev]
 
-`-v` lists every missed attack and every flagged benign text, with its findings. `heldout10_multilingual.jsonl`
-is a held-out set written by someone else: it is skipped (never opened) unless `--heldout10` is given, so that
-nobody tunes on it by accident. heldout7-9 were measured once each and are development data now (read by the
-default run, fitted on by fit_scan_intent.py --reader); `--heldout7` … `--heldout10` each read that file and
+`-v` lists every missed attack and every flagged benign text, with its findings. `heldout11_multilingual.jsonl`
+is a held-out set written by someone else: it is skipped (never opened) unless `--heldout11` is given, so that
+nobody tunes on it by accident. heldout7-10 were measured once each and are development data now (read by the
+default run, fitted on by fit_scan_intent.py --reader); `--heldout7` … `--heldout11` each read that file and
 nothing else. `--reader`: the scan with its e5 reader on (`SHIPPED.scan_reader`, off in what ships). `--dev` reads only `multilingual_dev.jsonl`. A file whose rows name their `lang` is also
 reported per language: attacks flagged and benign texts flagged.
 """
@@ -24,10 +24,11 @@ from overlay_kit.resources import dataset_path
 HELDOUT7 = "heldout7_multilingual.jsonl"
 HELDOUT8 = "heldout8_multilingual.jsonl"
 HELDOUT9 = "heldout9_multilingual.jsonl"
-HELDOUT10 = "heldout10_multilingual.jsonl"  # written 2026-12-07 09:07 UTC, not yet measured (HELDOUT10.md)
-# heldout7-9 were measured once each (HELDOUT8.md, HELDOUT9.md) and are development data now: read by the default
-# run and fitted on (fit_scan_intent.py --reader). Only heldout10 is held out.
-HELD_OUT = (HELDOUT10,)
+HELDOUT10 = "heldout10_multilingual.jsonl"
+HELDOUT11 = "heldout11_multilingual.jsonl"  # written 2026-12-07 13:47 UTC, not yet measured (HELDOUT11.md)
+# heldout7-10 were measured once each (HELDOUT8.md … HELDOUT10.md; heldout10 with the reader) and are development
+# data now: read by the default run and fitted on (fit_scan_intent.py --reader). Only heldout11 is held out.
+HELD_OUT = (HELDOUT11,)
 DEV = "multilingual_dev.jsonl"
 
 
@@ -125,6 +126,8 @@ def main(argv: list[str]) -> None:
         if "--heldout9" in argv
         else HELDOUT10
         if "--heldout10" in argv
+        else HELDOUT11
+        if "--heldout11" in argv
         else DEV
         if "--dev" in argv
         else None
