@@ -40,6 +40,30 @@ def test_render_writes_stamp_intro_bullets_outro_or_one_inline_sentence():
     assert render([], stamp="Rule x", outro="Nothing.") == "Rule x\n\nNothing."
 
 
+def test_findings_alike_but_for_their_subject_are_one_line_naming_each():
+    fs = [
+        Finding("lost", 0.0, 0.0, 0.0, verdict="no difference", spec="+.3g", subject="a"),
+        Finding("lost", 0.5, 0.4, 0.6, verdict="better", spec="+.3g", subject="b"),
+        Finding("lost", 0.0, 0.0, 0.0, verdict="no difference", spec="+.3g", subject="c"),
+        Finding("gain", 0.0, 0.0, 0.0, verdict="no difference", spec="+.3g", subject="a"),
+        Finding("n/a", math.nan, verdict="undecided", subject="a"),
+        Finding("n/a", math.nan, verdict="undecided", subject="b"),
+    ]
+    assert render(fs) == (
+        "- lost (a, c) +0 [+0, +0]: no difference\n- lost (b) +0.5 [+0.4, +0.6]: better\n"
+        "- gain (a) +0 [+0, +0]: no difference\n- n/a (a, b) n/a: undecided"
+    )
+    same = [Finding("x", 0.1, verdict="v"), Finding("x", 0.1, verdict="v")]  # no subject: each its own line
+    assert render(same) == "- x 0.100: v\n- x 0.100: v"
+    assert table(fs)["subject"].tolist() == ["a", "b", "c", "a", "a", "b"]  # the table keeps every record
+
+
+def test_a_verdict_with_no_one_figure_is_its_metric_verdict_and_note():
+    f = Finding("**tier2**", None, verdict="UNDERPOWERED — no verdict", note="control 2/33 [0.02, 0.20]")
+    assert f.figure() == "" and f.line() == "**tier2**: UNDERPOWERED — no verdict, control 2/33 [0.02, 0.20]"
+    assert math.isnan(f.interval.estimate) and math.isnan(table([f]).estimate.iloc[0])
+
+
 def test_table_has_one_row_per_finding():
     t = table([Finding("a", 0.1, 0.0, 0.2, 0.5, "within", "share", "n")])
     assert list(t.columns) == ["metric", "estimate", "low", "high", "bound", "verdict", "unit", "note"]

@@ -41,6 +41,7 @@ from .. import mine
 from ..metrics import Interval, bootstrap_ci
 from ..resources import dataset_path
 from . import rulefile, sim
+from .finding import Finding, render
 from .rulefile import RuleFile
 
 __all__ = [
@@ -504,48 +505,74 @@ class HistoriesStudy:
         f = self.frames
         five = f["files"][f["files"]["versions"] >= r.param("min_versions_reported")]
         g = self.growth
-        lines = [
-            f"**Answer.** On {len(f['repos'])} real repositories the stale premise is **{self.premise}**: a "
-            f"hand-kept rule whose section's authored text changed is reworded or deleted later with risk "
-            f"difference {s['rd'].fmt('.3f')} over one whose section did not; the stale flag's precision is "
-            f"{s['precision'].fmt('.2f')} and recall {s['recall'].fmt('.2f')}, so a flag is "
-            f"{'mostly a false alarm' if s['precision'].estimate < 0.5 else 'mostly right'} and "
-            f"{s['recall'].estimate:.0%} of rules that went wrong were flagged first. Anchors survive "
-            f"{self.survival['all'].fmt('.2f')} of real body edits "
-            f"(premise {_three_way(self.survival['all'], r.param('survival_bound'), 'holds', 'fails')}), and "
-            f"{self.append.fmt('.2f')} of body edits only add "
-            f"(premise {_three_way(self.append, r.param('append_bound'), 'holds', 'fails')}).",
-            "",
+        margin, synthetic = r.param("rd_margin"), r.param("synthetic_precision")
+        findings = [
+            Finding.of(
+                "**Stale premise**, risk difference P(reworded or deleted later | section changed) − P(… | not)",
+                s["rd"],
+                bound=margin,
+                side=">",
+                verdict=f"**{self.premise}**",
+                note=f"a decision needs about {_needed(s['rd'], margin)} repositories"
+                if self.premise == "undecided"
+                else "",
+            ),
+            Finding.of(
+                "the same, counting only edits that remove or alter an authored line",
+                e["rd"],
+                bound=margin,
+                side=">",
+                verdict=_three_way(e["rd"], margin, "supported", "not supported", strict=True),
+            ),
+            Finding.of(
+                "**Anchor survival** over real body edits",
+                self.survival["all"],
+                bound=r.param("survival_bound"),
+                side="≥",
+                verdict=_three_way(self.survival["all"], r.param("survival_bound"), "holds", "fails"),
+                spec=".2f",
+            ),
+            Finding.of(
+                "**Append premise**, share of body edits that only add",
+                self.append,
+                bound=r.param("append_bound"),
+                side="≥",
+                verdict=_three_way(self.append, r.param("append_bound"), "holds", "fails"),
+                spec=".2f",
+            ),
+            Finding.of(
+                "**Against notebook 10's world** (a changed section makes its lessons wrong: precision 1 by "
+                "construction), the stale flag's real precision",
+                s["precision"],
+                bound=r.param("world_precision_floor"),
+                side="≥",
+                verdict=self.world,
+                spec=".2f",
+            ),
+            Finding(
+                f"issue 37's count on 10's FULL grid (precision {synthetic}) against the real interval",
+                None,
+                verdict=_where(synthetic, s["precision"]),
+            ),
+        ]
+        outro = [
+            f"The stale flag's precision is {s['precision'].fmt('.2f')} and recall {s['recall'].fmt('.2f')}, so a "
+            f"flag is {'mostly a false alarm' if s['precision'].estimate < 0.5 else 'mostly right'} and "
+            f"{s['recall'].estimate:.0%} of rules that went wrong were flagged first.",
             r.stamp(),
-            "",
             f"**Corpus.** {len(f['repos'])} repositories (`datasets/histories/manifest.csv`, the six reserved "
             f"ones excluded), {len(f['files'])} instruction files, {len(five)} with ≥ "
             f"{r.param('min_versions_reported')} versions (from {five['repo'].nunique()} repositories), "
             f"{len(f['pairs'])} consecutive pairs, {len(f['events'])} rule events (the labelled anchoring set).",
-            "",
             f"**Stale premise** ({s['events']} events from {s['repos']} repositories; {s['moved']} moved events "
             f"apart, {s['censored']} kept events followed for fewer than {r.param('min_followup')} versions "
             f"censored): {s['wrong']} went wrong later (reworded or deleted), {s['flagged']} were flagged. "
-            f"Risk difference {s['rd'].fmt('.3f')} against the margin {r.param('rd_margin')}: {self.premise}"
-            + (
-                f" (a decision needs about {_needed(s['rd'], r.param('rd_margin'))} repositories)"
-                if self.premise == "undecided"
-                else ""
-            )
-            + ". "
-            f"Counting only edits that remove or alter an authored line: risk difference {e['rd'].fmt('.3f')}, "
-            f"precision {e['precision'].fmt('.2f')}, recall {e['recall'].fmt('.2f')}. By the edit that first "
-            f"flagged the rule, precision is "
+            f"Counting only edits that remove or alter an authored line: precision {e['precision'].fmt('.2f')}, "
+            f"recall {e['recall'].fmt('.2f')}. By the edit that first flagged the rule, precision is "
             + ", ".join(
                 f"{c} {ci.estimate:.2f}" for c, ci in sorted(self.stale_classes.items(), key=lambda kv: -kv[1].estimate)
             )
             + " (intervals in the table).",
-            "",
-            f"**Against the synthetic world.** Notebook 10's world makes every lesson on a changed section wrong "
-            f"(precision 1, recall 1 by construction); the real precision is {s['precision'].fmt('.2f')}: "
-            f"{self.world}. Issue 37's count on 10's FULL grid (precision {r.param('synthetic_precision')}) against the "
-            f"real interval: {_where(r.param('synthetic_precision'), s['precision'])}.",
-            "",
             f"**Growth** (files with ≥ 2 versions, medians): {g['lines'].median():.0f} lines and "
             f"{g['rule_units'].median():.0f} rule units at the last version, {g['lines_added_per_update'].median():.1f} "
             f"lines added per update, {g['rule_events'].median():.0f} rule events; "
@@ -553,7 +580,8 @@ class HistoriesStudy:
             f"{(g['near_duplicate_units'] > 0).mean():.1%} a near duplicate (ratio ≥ {r.param('duplicate_ratio')}). "
             "Contradictions are not detected (that needs a model).",
         ]
-        return "\n".join(lines)
+        intro = f"**Answer.** On {len(f['repos'])} real repositories, the overlay's premises against the rule:"
+        return render(findings, intro=intro, outro=outro)
 
 
 def run(*, rule: RuleFile | str | None = None, path: str | Path | None = None) -> HistoriesStudy:

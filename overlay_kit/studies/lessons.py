@@ -54,6 +54,7 @@ from ..resources import dataset_path, datasets_root
 from ..skill import load_skill
 from ..store import Store
 from . import rulefile
+from .finding import Finding, render
 from .rulefile import RuleFile
 
 __all__ = [
@@ -1663,8 +1664,7 @@ class CollapseStudy:
         )
         g = cov.loc["gate-allowed"]
         only_forbidden = int(g.lessons - cov.loc["all wired", "lessons"])
-        lines = [
-            f"**Rule (stated before the data).** The hypothesis {rule}.",
+        intro = [
             (
                 f"**Coverage.** Shipped wiring: {cov.loc['shipped', 'share']:.1%} of "
                 f"{int(g.value_lessons)} value-shaped lessons have no reader. Wiring every tool the gates allow "
@@ -1672,21 +1672,52 @@ class CollapseStudy:
                 f"{left.resampled} resampled). The gates refuse learning on {len(self.forbidden)} wireable "
                 f"write-path tools ({', '.join(self.forbidden)}); wiring them anyway would leave "
                 f"{allw.estimate:.1%} ({allw.low:.1%}–{allw.high:.1%}) — {only_forbidden} "
-                f"lessons that only a forbidden wiring absorbs. Claim 1 (leftover < {rule.max_leftover:.0%}): "
-                f"**{claim1}**."
+                f"lessons that only a forbidden wiring absorbs."
             ),
             (
                 f"**Cost.** For the {int(g.lessons)} leftover lessons a typed line saves {save.estimate:.1f} tokens "
                 f"per lesson on average over one prose sentence (95% CI {save.low:.1f}–{save.high:.1f}, "
-                f"{save.resampled} resampled). Claim 2 (saving < {rule.worth_tokens:g}): **{claim2}**."
+                f"{save.resampled} resampled)."
             ),
-            (
-                f"**Compliance.** tier 2 − tier 3, averaged per key: {comp.estimate:+.0%} "
-                f"({comp.low:+.0%} to {comp.high:+.0%}, {comp.n} keys resampled; smallest detectable difference "
-                f"{self.live.power.mde:.2f})."
-                if comp is not None
-                else f"**Compliance.** Not in the verdict: {why_not}."
+            "**Claims** (shown when the interval's upper end is under the bound, refuted when its lower end is at or "
+            "past it):",
+        ]
+        findings = [
+            Finding(
+                "Claim 1, leftover share of the gate-allowed wiring",
+                left.estimate,
+                left.low,
+                left.high,
+                rule.max_leftover,
+                f"**{claim1}**",
+                spec=".1%",
+                side="<",
             ),
+            Finding(
+                "Claim 2, tokens a typed line saves per leftover lesson",
+                save.estimate,
+                save.low,
+                save.high,
+                rule.worth_tokens,
+                f"**{claim2}**",
+                spec=".1f",
+                side="<",
+            ),
+        ]
+        if comp is not None:
+            findings.append(
+                Finding.of(
+                    "Compliance, tier 2 − tier 3 averaged per key",
+                    comp,
+                    verdict="the typed line is followed more often"
+                    if comp.low > 0
+                    else "the typed line is not followed more often",
+                    note=f"{comp.n} keys resampled; smallest detectable difference {self.live.power.mde:.2f}",
+                    spec="+.0%",
+                )
+            )
+        outro = [] if comp is not None else [f"**Compliance.** Not in the verdict: {why_not}."]
+        outro.append(
             "**Verdict.** "
             + {
                 "holds": "the collapse hypothesis **holds** on this corpus: wire the tool where the gates allow "
@@ -1710,9 +1741,11 @@ class CollapseStudy:
                     if c == "not decided"
                 )
                 + ". Tier 2 stays deferred, as v1 ships, until it is decided.",
-            }[verdict],
-        ]
-        return "\n\n".join(lines)
+            }[verdict]
+        )
+        return render(
+            findings, stamp=f"**Rule (stated before the data).** The hypothesis {rule}.", intro=intro, outro=outro
+        )
 
 
 def run(

@@ -45,6 +45,7 @@ from ..store import Store
 from ..surfaces.knowledge import KnowledgeBase, LLMSummarizer
 from ..surfaces.memory import ExtractionError, LLMExtractor, MemorySettings, Message
 from . import compliance, cost, probe
+from .finding import Finding, render
 
 __all__ = [
     "ARMS",
@@ -374,7 +375,7 @@ class LiveResult:
         return "underpowered" if min(p.n for p in ps) < needed_per_arm() else "powered"
 
     def finding(self) -> str:
-        lines = [f"Live arms on **{self.model}** ({self.source}); replies recorded in {self.out}."]
+        findings = []
         for arm in self.notes:
             st = self.status(arm)
             ps = [p for p in self.powers if p.arm == arm]
@@ -399,8 +400,10 @@ class LiveResult:
                 "powered": "powered",
             }.get(st, st)
             extra = f" {self.notes[arm]}" if rates and arm == "tier2" else ""
-            lines.append(f"- **{arm}**: {verdict}. {rates or self.notes[arm]}{power}.{extra}")
-        return "\n".join(lines)
+            findings.append(
+                Finding(f"**{arm}**", None, verdict=verdict, note=f"{rates or self.notes[arm]}{power}.{extra}")
+            )
+        return render(findings, intro=f"Live arms on **{self.model}** ({self.source}); replies recorded in {self.out}.")
 
     def save(self) -> Path:
         path = self.out / "report.md"

@@ -47,6 +47,7 @@ from ..resources import dataset_path
 from ..skill import Skill, parse_skill
 from . import architectures, compliance, rulefile, sim, world
 from .architectures import ARCHITECTURES, Config
+from .finding import Finding, render
 
 try:  # the real libraries' adapters (each library imported only when its arm is made)
     from . import peers as peers_mod
@@ -698,21 +699,19 @@ class MemoryBench:
     def finding(self) -> str:
         t, c = self.table().set_index("architecture"), self.comparisons()
         p = self.params
-        lines = [
-            self.rule.stamp(),
-            "",
+        intro = [
             f"**{'FULL grid' if p['full'] else 'Smoke run (not the verdict run: the recorded FULL grid is)'}**: "
             f"seeds {list(p['seeds'])}, {p['users']} users x {p['sessions']} sessions, a base update every "
             f"{p['update_every']} sessions ({len(self.sessions) // max(1, len(p['architectures']))} sessions per "
             f"architecture); overlay "
-            + ("at the shipped ceiling." if not p["budget"] else f"at ceiling authored + {p['budget']}."),
-            "",
+            + ("at the shipped ceiling." if not p["budget"] else f"at ceiling authored + {p['budget']}.")
         ]
         if self.skipped:
-            lines += ["Not run: " + "; ".join(f"{k} ({v})" for k, v in self.skipped.items()) + ".", ""]
+            intro.append("Not run: " + "; ".join(f"{k} ({v})" for k, v in self.skipped.items()) + ".")
+        seen = []
         if "overlay" in t.index:
             o = t.loc["overlay"]
-            lines.append(
+            seen.append(
                 f"The overlay had the needed lesson in context in {_pct(o, 'needed_in')} of needing "
                 f"sessions and an irrelevant one in {_pct(o, 'irrelevant_in')}, at "
                 f"{o.learned_tokens:.0f} learned tokens a session. After base updates, scored on the text "
@@ -726,70 +725,79 @@ class MemoryBench:
         acc = self.anchoring_accuracy()
         if len(acc):
             a = acc.set_index("measure")
-            lines.append(
+            seen.append(
                 f"The product's section proposal named the lesson's section first in "
                 f"{_pct(a.loc['top1'], 'estimate', True)} of {int(a.loc['top1', 'n'])} teachings and among "
                 f"its three in {_pct(a.loc['top3'], 'estimate', True)}; it was confident enough not to ask "
                 f"in {_pct(a.loc['confident'], 'estimate', True)}."
             )
-        lines.append("")
+        intro += ["\n".join(seen)] if seen else []
+        findings, outro = [], []
         if len(c):
-            lines.append("Verdicts of the rule (the overlay against each architecture; positive = overlay better):")
-            lines.append("")
-            for metric, g in c.groupby("metric", sort=False):
-                parts = [
-                    f"{r.architecture}: {r.verdict}"
-                    + (f" ({r.difference:+.3g} [{r.low:+.3g}, {r.high:+.3g}])" if pd.notna(r.difference) else "")
-                    for r in g.itertuples()
-                ]
-                lines.append(f"- **{metric}** — " + "; ".join(parts))
+            intro.append("Verdicts of the rule (the overlay against each architecture; positive = overlay better):")
+            findings = [
+                Finding(
+                    f"**{r.metric}**",
+                    None if pd.isna(r.difference) else r.difference + 0.0,  # + 0.0: a difference of -0 is 0
+                    r.low + 0.0,
+                    r.high + 0.0,
+                    verdict=r.verdict,
+                    spec="+.3g",
+                    subject=r.architecture,
+                )
+                for r in c.itertuples()
+            ]
             und = c[c.verdict.str.startswith("undecided") & c.half_width.notna()]
             if len(und):
                 margins = self.rule.param("margins")
                 need = max(int(np.ceil(r.clusters * (r.half_width / margins[r.metric]) ** 2)) for r in und.itertuples())
-                lines += [
-                    "",
+                outro.append(
                     f"{len(und)} comparison(s) undecided: their intervals are wider than the margins; "
-                    f"about {need} clusters (users or histories) would resolve the widest at its margin.",
-                ]
+                    f"about {need} clusters (users or histories) would resolve the widest at its margin."
+                )
         else:
-            lines.append("No comparison: the baseline (overlay) was not among the architectures run.")
+            intro.append("No comparison: the baseline (overlay) was not among the architectures run.")
         g = self.goals()
         if len(g):
-            lines += [
-                "",
-                "The issue's goals for the overlay (met when the interval's far end is within the bound): "
-                + "; ".join(
-                    f"{r.goal} ≤ {r.bound:g}".replace("≤", "≥" if r.goal.startswith("anchoring") else "≤")
-                    + f": {r.estimate:.3f} [{r.low:.3f}, {r.high:.3f}] "
-                    + ("met" if r.met else "missed")
-                    for r in g.itertuples()
+            outro.append(
+                render(
+                    [
+                        Finding(
+                            r.goal,
+                            r.estimate,
+                            r.low,
+                            r.high,
+                            r.bound,
+                            "met" if r.met else "missed",
+                            side="≥" if r.goal.startswith("anchoring") else "≤",
+                        )
+                        for r in g.itertuples()
+                    ],
+                    intro="The issue's goals for the overlay (met when the interval's far end is within the bound):",
+                    joiner="; ",
+                    outro=".",
                 )
-                + ".",
-            ]
+            )
         erased = t[t.erased > 0]
         if len(erased):
             bad = [f"{a} ({int(r.residue)} of {int(r.erased)})" for a, r in erased.iterrows() if r.residue]
             ok = [a for a, r in erased.iterrows() if not r.residue]
-            lines += [
-                "",
+            outro.append(
                 "Erasure (after forget, any fragment of an erased lesson left in what the memory persists): "
                 + (f"residue in {', '.join(bad)}; " if bad else "")
                 + (
                     f"none in {', '.join(ok)} (exact upper bound {erased.loc[ok[0], 'residue_high']:.2f} each)."
                     if ok
                     else ""
-                ),
-            ]
-        lines += [
-            "",
+                )
+            )
+        outro += [
             "Growth at the trace's end: "
             + ", ".join(f"{a} {r.growth} ({r.held_share_end:.0%} of lessons held)" for a, r in t.iterrows() if r.growth)
             + ".",
-            "",
             f"Compliance arm: {self.compliance}.",
         ]
-        return "\n".join(lines)
+        return render(findings, stamp=self.rule.stamp(), intro=intro, outro=outro)
 
 
 def _num(row, name: str) -> str:

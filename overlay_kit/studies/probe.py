@@ -50,6 +50,7 @@ from ..metrics import Interval, mean_ci, wilson_lower_bound
 from ..resolve import resolve
 from ..resources import dataset_path
 from ..store import Store
+from .finding import Finding, render
 from .lessons import RULE, Source, load_source
 
 __all__ = [
@@ -687,10 +688,19 @@ class ProbeRun:
             if comp.high < d
             else "no difference shown"
         )
-        return (
-            head + f"Compliance tier 2 − tier 3 on {comp.n} keys ({len(self._paired())} scenarios): "
-            f"{comp.estimate:+.0%} (95% CI {comp.low:+.0%} to {comp.high:+.0%}, keys resampled; smallest "
-            f"detectable difference at {comp.n} keys {power.mde:.2f}): {say}."
+        return render(
+            [
+                Finding.of(
+                    f"Compliance tier 2 − tier 3 on {comp.n} keys ({len(self._paired())} scenarios)",
+                    comp,
+                    verdict=say,
+                    note=f"keys resampled; smallest detectable difference at {comp.n} keys {power.mde:.2f}",
+                    spec="+.0%",
+                )
+            ],
+            intro=head.strip(),
+            joiner="",
+            outro=".",
         )
 
     def __str__(self) -> str:
