@@ -470,3 +470,20 @@ def test_a_recording_says_when_it_was_cut_short():
     assert "cut short at 10 of the 60 planned seeds" in kpis.recording_note(meta)
     assert "cut short" not in kpis.recording_note(meta | {"seeds": 60})
     assert kpis.recording_note(meta).startswith("FULL run recorded 2026-12-05 at commit b9e4270")
+
+
+def test_the_cost_kpi_at_realistic_scale_is_the_kpis_own_cost_over_the_products_plan():
+    from overlay_kit.defaults import SHIPPED
+    from overlay_kit.studies import tuning, world
+
+    w = world.build(1, scale="realistic", users=2, sessions=200)
+    got = kpis.cost_at_scale(w, 1500)
+    t = got.table.set_index("kpi")
+    rows = tuning.at_scale(w, [1500]).rows
+    assert got.sessions == len(rows) and got.lessons_held_max == rows.held.max() > SHIPPED.resident_max
+    on, off = t["selection on (shipped)"], t["every lesson resident"]
+    assert on["learned_tokens_median"] == rows.tokens.median() and off["learned_tokens_p100"] == rows.held_tokens.max()
+    assert on["lessons_in_context_p100"] <= SHIPPED.select_k + rows.held.max() - rows.resident.min()
+    assert on["learned_tokens_median"] <= off["learned_tokens_median"] and off["cost_over_ceiling"] > 0
+    assert on["cost_over_ceiling"] == ((rows.authored + rows.tokens) > 1500).sum()
+    assert "realistic scale" in got.answer() and "because the budget and the selection act" in got.answer()

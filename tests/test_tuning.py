@@ -149,3 +149,41 @@ def test_a_window_share_too_small_for_the_authored_load_is_reported(tmp_path):
     assert max(tight.eligible) <= 0.25 * 32768
     assert a.over > 0 and a.window_binds is not None and a.window_binds > max(tight.eligible)
     assert "the window share binds" in tight.finding() and "authored text alone fills" in tight.finding()
+
+
+# ------------------------------------------------------------------------------------------ realistic scale
+
+
+@pytest.fixture(scope="module")
+def realistic():
+    return world.build(1, scale="realistic", users=2, sessions=200)
+
+
+def test_realistic_agents_carry_the_corpus_lessons_on_their_own_sections(realistic):
+    by_id = {x.id: x for x in realistic.lessons()}
+    ags = tuning.realistic_agents(realistic)
+    f = realistic.frame()
+    assert sum(len(a.lessons) for a in ags) == int(f.taught.sum())
+    for a in ags:
+        assert {by_id[i].skill for i in a.lessons} <= {a.skill.name} and {by_id[i].domain for i in a.lessons} <= {
+            a.domain
+        }
+        assert [d.payload["body"] for d in a.deltas] == [by_id[i].body for i in a.lessons]
+        assert [d.anchor.section for d in a.deltas] == [by_id[i].section for i in a.lessons]
+        assert all(i in a.lessons for _, i in a.needs) and list(a.taught_at) == sorted(a.taught_at)
+
+
+def test_at_scale_is_the_selection_when_nothing_binds_and_the_gate_when_everything_is_demoted(realistic):
+    reading = tuning.at_scale(realistic, [700, 10**6], split="all")
+    t = reading.table().set_index("ceiling")
+    selection = world.comeback(realistic, mode="selection", split="all", n_boot=100)
+    gate = world.comeback(realistic, split="all", n_boot=100)
+    assert t.loc[10**6, "needed in context"] == round(selection.recall.estimate, 3)
+    assert t.loc[10**6, "learned tokens per goal"] == round(selection.tokens_per_goal.estimate, 1)
+    assert t.loc[700, "needed in context"] == round(gate.recall.estimate, 3)
+    assert t.loc[700, "resident (median)"] == 0 and t.loc[10**6, "resident (min)"] >= 1
+    rows = reading.rows[reading.rows.ceiling == 10**6]
+    assert (rows.resident == rows.held).all() and (rows.chosen <= 20).all()
+    assert "selection on" in reading.answer() and "Below 10,000,000" not in reading.answer()
+    evaluated = tuning.at_scale(realistic, [10**6]).table().iloc[0]  # the eval split by default
+    assert evaluated["needed in context"] == round(world.comeback(realistic, mode="selection").recall.estimate, 3)

@@ -43,11 +43,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..defaults import SHIPPED
 from ..grammar import TIERS
 from ..metrics import Interval, binomial_upper, mean_ci, ratio_ci, wilson_lower_bound
 from ..resources import dataset_path
 from ..skill import PERMISSION_DOMAINS
-from . import deploy, rulefile
+from . import deploy, rulefile, tuning
 from .deploy import ASSUMPTIONS, Deployment
 from .finding import Finding, render
 from .rulefile import RuleFile
@@ -58,6 +59,7 @@ __all__ = [
     "HARD",
     "KPIStudy",
     "Recurrence",
+    "ScaleCost",
     "atomicity",
     "ci",
     "paired",
@@ -65,6 +67,7 @@ __all__ = [
     "recorded",
     "recording_note",
     "cost",
+    "cost_at_scale",
     "dashboard",
     "kpi_frame",
     "monotonicity",
@@ -210,6 +213,68 @@ def cost(sessions: pd.DataFrame) -> dict[str, float]:
         "ceiling": float(sessions["ceiling"].min()),
         "cost_over_ceiling": int((sessions["tokens"] > sessions["ceiling"]).sum()),
     }
+
+
+@dataclass(frozen=True)
+class ScaleCost:
+    """The cost-of-learning KPI on a realistic-scale world (`cost_at_scale`)."""
+
+    world_digest: str
+    ceiling: int
+    sessions: int  # sessions measured (after an agent's first lesson, teaching ones left out)
+    lessons_held_max: int
+    table: pd.DataFrame  # one row per KPI: selection on (what ships) against every lesson resident
+
+    def answer(self) -> str:
+        """The reading in two sentences (descriptive: the rule's verdicts stay the simulator's)."""
+        t = self.table.set_index("kpi")
+        on, off = t["selection on (shipped)"], t["every lesson resident"]
+        first = (
+            f"At realistic scale (agents holding up to {self.lessons_held_max} lessons) the shipped selection "
+            f"bounds what learning adds to a prompt: median {on['learned_tokens_median']:,.0f} and at most "
+            f"{on['learned_tokens_p100']:,.0f} learned tokens a session, where every lesson resident would put "
+            f"median {off['learned_tokens_median']:,.0f} and up to {off['learned_tokens_p100']:,.0f} in front of the "
+            "model."
+        )
+        if off["cost_over_ceiling"] > 0:
+            second = (
+                f"Every lesson resident, {off['cost_over_ceiling']:.0f} of {self.sessions:,} sessions would go over "
+                f"the {self.ceiling:,}-token ceiling and {on['cost_over_ceiling']:.0f} do with the product's plan "
+                "and selection: the cost KPI holds at this scale because the budget and the selection act."
+            )
+        else:
+            second = (
+                f"Even with every lesson resident no session goes over the {self.ceiling:,}-token ceiling here "
+                f"(largest resident total {off['tokens_p100']:,.0f}), so at this scale the ceiling is not what keeps "
+                "the cost down: the selection is."
+            )
+        return f"{first} {second}"
+
+
+def cost_at_scale(world, ceiling: int = SHIPPED.ceiling, *, embedder=None) -> ScaleCost:
+    """`cost` on a realistic world (`world.build(scale="realistic")`): per session after an agent's first lesson,
+    the learned tokens in front of the model under the product (the budget plan at `ceiling`, then the shipped
+    selection over the resident lessons and the calibrated gate over the demoted: `tuning.at_scale`, each agent
+    loading its own skill) beside every lesson the agent holds kept resident (no ceiling, no selection).
+    Learned tokens are the lessons' own (the learned block's labels are not counted)."""
+    rows = tuning.at_scale(world, [ceiling], embedder=embedder).rows
+    kinds = {"selection on (shipped)": rows.tokens, "every lesson resident": rows.held_tokens}
+    costs = {
+        k: cost(pd.DataFrame({"learned_tokens": v, "tokens": rows.authored + v, "ceiling": ceiling}))
+        for k, v in kinds.items()
+    }
+    lessons = {"selection on (shipped)": rows.chosen, "every lesson resident": rows.held}
+    table = pd.DataFrame(
+        [
+            {"kpi": key, **{k: costs[k][key] for k in kinds}}
+            for key in ("learned_tokens_median", "learned_tokens_p100", "tokens_p100", "cost_over_ceiling")
+        ]
+        + [
+            {"kpi": "lessons_in_context_median", **{k: float(v.median()) for k, v in lessons.items()}},
+            {"kpi": "lessons_in_context_p100", **{k: float(v.max()) for k, v in lessons.items()}},
+        ]
+    )
+    return ScaleCost(world.digest(), ceiling, len(rows), int(rows.held.max()), table)
 
 
 # -------------------------------------------------------------------------------------- store-derived

@@ -13,14 +13,12 @@ computed once per embedder and text (`Texts`), so a sweep over rules re-scores n
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import product
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,7 +29,15 @@ from ..common import cosines
 from ..metrics import Interval, bootstrap_ci, ratio_ci
 from ..prompt import count_many
 from ..resources import dataset_path
-from .threshold import shares_word
+from .world import (  # the corpus is the realistic world's too: its loader lives there
+    CorpusGoal,
+    CorpusLesson,
+    SelectionCorpus,
+    SelectionCorpusError,
+    shares_word,
+    split_of,
+)
+from .world import selection_corpus as load
 
 __all__ = [
     "Arm",
@@ -53,128 +59,6 @@ __all__ = [
     "tune",
     "use_curve",
 ]
-
-LESSON_FIELDS = ("id", "agent", "section", "kind", "body", "taught", "restated", "goals")
-GOAL_FIELDS = ("goal", "agent", "needs")
-
-
-class SelectionCorpusError(ValueError):
-    """A corpus file that cannot be read: names the file, the line and the field."""
-
-    def __init__(self, path: str | Path, line: int, field: str, message: str):
-        self.path, self.line, self.field = str(path), line, field
-        super().__init__(f"{path}:{line}: {field}: {message}")
-
-
-@dataclass(frozen=True)
-class CorpusLesson:
-    id: str
-    agent: str
-    section: str
-    kind: str
-    body: str
-    taught: str
-    restated: str
-    goals: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CorpusGoal:
-    goal: str
-    agent: str
-    needs: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class SelectionCorpus:
-    name: str
-    lessons: tuple[CorpusLesson, ...]
-    goals: tuple[CorpusGoal, ...]
-    sections: dict[str, dict[str, str]]  # agent → section slug → the section's text (heading and body)
-
-    def agents(self) -> list[str]:
-        return sorted({lesson.agent for lesson in self.lessons})
-
-
-def load(name: str = "dev", root: str | Path | None = None) -> SelectionCorpus:
-    """The corpus `datasets/selection/<name>` (or `root`), every line checked. The held-out corpus is read only
-    when named."""
-    from ..anchor import parse
-    from ..skill import load_skill
-
-    base = Path(root) if root is not None else dataset_path("selection", name)
-    if not base.is_dir():
-        raise SelectionCorpusError(base, 0, "folder", "no such corpus")
-    lessons, goals, sections = [], [], {}
-    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
-        skill_file = folder / "SKILL.md"
-        if (folder / "skill.txt").is_file():
-            skill_file = dataset_path("skills", (folder / "skill.txt").read_text(encoding="utf-8").strip(), "SKILL.md")
-        slugs = {s.slug: s.text for s in parse(load_skill(skill_file).body) if s.level == 2}
-        sections[folder.name] = slugs
-        for path in sorted(folder.glob("*.jsonl")):
-            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if line.strip():
-                    _read_line(path, n, line, folder.name, slugs, lessons, goals)
-    ids = [lesson.id for lesson in lessons]
-    if len(set(ids)) != len(ids):
-        raise SelectionCorpusError(base, 0, "id", f"repeated: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
-    known = set(ids)
-    for g in goals:
-        if not set(g.needs) <= known:
-            raise SelectionCorpusError(
-                base, 0, "needs", f"{g.goal!r} names unknown lessons {sorted(set(g.needs) - known)}"
-            )
-    return SelectionCorpus(name, tuple(lessons), tuple(goals), sections)
-
-
-def _read_line(path: Path, n: int, line: str, agent: str, slugs: dict, lessons: list, goals: list) -> None:
-    try:
-        r = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise SelectionCorpusError(path, n, "line", f"not JSON: {exc}") from exc
-    fields = LESSON_FIELDS if isinstance(r, dict) and "id" in r else GOAL_FIELDS
-    if not isinstance(r, dict) or set(r) != set(fields):
-        raise SelectionCorpusError(path, n, "fields", f"expected {fields}")
-    if r["agent"] != agent:
-        raise SelectionCorpusError(path, n, "agent", f"{r['agent']!r} in the folder of {agent!r}")
-    if fields is GOAL_FIELDS:
-        if not isinstance(r["needs"], list) or not all(isinstance(x, str) for x in r["needs"]):
-            raise SelectionCorpusError(path, n, "needs", "must be a list of lesson ids")
-        goals.append(CorpusGoal(_text(path, n, r, "goal"), agent, tuple(r["needs"])))
-        return
-    if r["section"] not in slugs:
-        raise SelectionCorpusError(
-            path, n, "section", f"{r['section']!r} is not a ## section of the skill: {sorted(slugs)}"
-        )
-    if r["kind"] not in ("preference", "example"):
-        raise SelectionCorpusError(path, n, "kind", "must be preference or example")
-    if not isinstance(r["goals"], list) or len(r["goals"]) != 4:
-        raise SelectionCorpusError(path, n, "goals", "must be a list of four goals")
-    lessons.append(
-        CorpusLesson(
-            _text(path, n, r, "id"),
-            agent,
-            r["section"],
-            r["kind"],
-            _text(path, n, r, "body"),
-            _text(path, n, r, "taught"),
-            _text(path, n, r, "restated"),
-            tuple(_text(path, n, {"goals": g}, "goals") for g in r["goals"]),
-        )
-    )
-
-
-def _text(path, n, r, key) -> str:
-    if not isinstance(r[key], str) or not r[key].strip():
-        raise SelectionCorpusError(path, n, key, "must be non-empty text")
-    return r[key].strip()
-
-
-def split_of(key: str) -> str:
-    """tune or eval, from the key's hash (a lesson's id; a no-need goal's text): the same on every machine."""
-    return "tune" if hashlib.sha256(key.encode("utf-8")).digest()[0] % 2 == 0 else "eval"
-
 
 # ------------------------------------------------------------------------------------------ embeddings
 

@@ -31,7 +31,6 @@ import csv
 import dataclasses
 import hashlib
 import json
-import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from ..metrics import Interval
 from ..resources import dataset_path
 from ..retrieval import FAMILIES, Gate
 from . import rulefile, world
+from .finding import Finding, render
 
 __all__ = [
     "CATEGORIES",
@@ -831,21 +831,7 @@ def select(recall: np.ndarray, ok: np.ndarray, gates: Sequence[Gate]) -> int:
 
 # ------------------------------------------------------------------------------------- shared words
 
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def _content_words(text: str, min_chars: int) -> set[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return {w for w in _WORD.findall(text.lower()) if len(w) >= min_chars and w not in ENGLISH_STOP_WORDS}
-
-
-def shares_word(goal: str, trigger: str, min_chars: int = 3, stem_chars: int = 5) -> bool:
-    """Whether a goal shares a content word with a trigger: lower-case alphanumeric runs of ≥ `min_chars`
-    characters outside scikit-learn's English stop words; two words match when equal or when their first
-    `stem_chars` characters are (a crude stem: "declining" matches "decline")."""
-    a, b = _content_words(goal, min_chars), _content_words(trigger, min_chars)
-    return bool(a & b) or bool({w[:stem_chars] for w in a} & {w[:stem_chars] for w in b})
+shares_word = world.shares_word  # the world states its goals' share of them; one implementation, there
 
 
 def no_shared_word(scored: Scored, g: Goals, rule: TauRule) -> np.ndarray:
@@ -1415,22 +1401,29 @@ class TauStudy:
 
     # -------------------------------------------------------------------------------------- finding
 
-    def _line(self, name: str) -> str:
+    def _finding(self, name: str, role: str = "") -> Finding:
+        """A candidate's pick against the rule's cost on the held-out half (its calibration figures in the note)."""
         r, b = self.results[name], self.rule.budget
         label = self.label(name)
         if not r.reachable:
-            return (
-                f"**{label}**: no gate retrieves anything within {b:g} benign tokens per session (upper bound) "
-                f"and {self.rule.stress_budget:g} adversarial — unreachable."
+            return Finding(
+                f"**{label}**",
+                None,
+                verdict="unreachable",
+                note=f"no gate retrieves anything within {b:g} benign tokens per session (upper bound) and "
+                f"{self.rule.stress_budget:g} adversarial",
             )
         c, t = r.pick.calibration, r.pick.test
-        return (
-            f"**{label} → {c.gate}**: calibration recall {c.recall.fmt()} at {c.benign_tokens.fmt('.0f')} benign "
-            f"tokens per session (adversarial {c.stress_tokens.fmt('.0f')}); held-out recall {t.recall.fmt()} at "
-            f"{t.benign_tokens.fmt('.0f')} benign tokens (adversarial {t.stress_tokens.fmt('.0f')}) — "
-            + ("**holds**" if r.holds(b) else "**does not hold**")
-            + f" on the held-out half; no-shared-word goals {r.no_shared_word.fmt(empty='n/a')} "
-            f"({r.n_no_shared_word} goals)."
+        return Finding.of(
+            f"**{label} → {c.gate}**{role}, held-out benign tokens per session",
+            t.benign_tokens,
+            bound=b,
+            verdict=("**holds**" if r.holds(b) else "**does not hold**") + " on the held-out half",
+            note=f"held-out recall {t.recall.fmt()} (adversarial tokens {t.stress_tokens.fmt('.0f')}); calibration "
+            f"recall {c.recall.fmt()} at {c.benign_tokens.fmt('.0f')} benign tokens per session (adversarial "
+            f"{c.stress_tokens.fmt('.0f')}); no-shared-word goals {r.no_shared_word.fmt(empty='n/a')} "
+            f"({r.n_no_shared_word} goals)",
+            spec=".0f",
         )
 
     def finding(self) -> str:
@@ -1438,45 +1431,47 @@ class TauStudy:
         rule = self.rule
         head = f"**Rule** ({rule.file.path.name if rule.file else 'in code'}): {rule.describe()}."
         if not self.complete:
-            return "\n\n".join(
-                [
-                    head,
-                    *(self._line(n) for n in self.results),
-                    "No verdict on the default: not every candidate of the rule was run.",
-                ]
+            return render(
+                [self._finding(n) for n in self.results],
+                stamp=head,
+                outro="No verdict on the default: not every candidate of the rule was run.",
             )
         v = self.verdict()
-        lines = [head]
+        intro, findings, outro = [], [], []
         if v.winner is None:
-            lines.append(
+            intro.append(
                 "**No candidate** retrieves anything within the rule's costs: tier 3 stays dark under this "
                 "rule; the default is not changed."
             )
         else:
-            lines.append("**Pick** (calibration half only): " + self._line(self.name(v.winner)))
+            findings.append(self._finding(self.name(v.winner), " (the pick, calibration half only)"))
             if v.shippable != v.winner:
                 kind = self.info[v.winner].kind
                 work = "a lexical index beside the dense one" if kind == "hybrid" else "two models at run time"
                 article = "an" if kind == "ensemble" else "a"
-                lines.append(
+                intro.append(
                     f"The pick, {v.winner}, is not shippable as it stands ({article} {kind} needs product "
-                    f"work: {work}), so the switch test is applied to the best shippable candidate: "
-                    + (self._line(self.name(v.shippable)) if v.shippable else "none is reachable.")
+                    f"work: {work}), so the switch test is applied to the best shippable candidate"
+                    + (f", {v.shippable}." if v.shippable else ": none is reachable.")
                 )
+                if v.shippable:
+                    findings.append(self._finding(self.name(v.shippable), " (the best shippable)"))
             s = v.shippable or "none"
-            if v.switch:
-                lines.append(
-                    f"**Switch: the default becomes {v.default}.** It holds on the held-out half and beats "
-                    f"the shipped {v.shipped} there by {v.difference.fmt()} recall (paired, lessons "
-                    f"resampled)."
+            diff = "the paired test-recall difference"
+            findings.append(
+                Finding.of(
+                    f"{diff} {s} − {v.shipped} (lessons resampled)",
+                    v.difference,
+                    bound=0,
+                    side=">",
+                    verdict=f"**Switch: the default becomes {v.default}**"
+                    if v.switch
+                    else f"**No switch: the default stays {v.default}**",
+                    note="; ".join(x for x in v.reasons if not x.startswith(diff)),
+                    spec=".2f",
                 )
-            else:
-                lines.append(
-                    f"**No switch: the default stays {v.default}** ({s} against {v.shipped}: "
-                    + "; ".join(v.reasons)
-                    + ")."
-                )
-        lines.append(
+            )
+        outro.append(
             "World comeback (`studies.world`, held-out lessons): "
             + "; ".join(
                 f"{label} at {cb.gate} ({role}) brings back {cb.recall.fmt()} of {cb.needed} needs, "
@@ -1486,22 +1481,36 @@ class TauStudy:
             )
             + "."
         )
-        figs = ", ".join(f"{k} {x.fmt()}" for k, x in v.goal_figures.items())
-        lines.append(
-            f"**Goal** (the shipped default brings back at least {rule.goal_recall:g} of needed lessons on "
-            f"goals it was never tuned on, no-shared-word goals included, within the stated cost): "
-            f"**{v.goal}** for {v.default} — {figs}"
-            + (" (too little power to decide)." if v.goal == "undecided" else ".")
+        goal = rule.goal_recall
+        outro.append(
+            render(
+                [
+                    Finding.of(
+                        k,
+                        x,
+                        bound=goal,
+                        side="≥",
+                        verdict="met" if x.low >= goal else "not met" if x.high < goal else "undecided",
+                        spec=".2f",
+                    )
+                    for k, x in v.goal_figures.items()
+                ],
+                intro=f"**Goal** (the shipped default brings back at least {goal:g} of needed lessons on goals it "
+                f"was never tuned on, no-shared-word goals included, within the stated cost): **{v.goal}** for "
+                f"{v.default} —",
+                joiner="; ",
+                outro=" (too little power to decide)." if v.goal == "undecided" else ".",
+            )
         )
         n = next(iter(self.results.values()))
         widths = [(r.pick.test.recall.high - r.pick.test.recall.low) / 2 for r in self.results.values() if r.reachable]
         if widths:
-            lines.append(
+            outro.append(
                 f"Power: each half holds {n.n_lessons['test']} lessons and {n.n_relevant['test']} relevant "
                 f"goals, so a test recall interval spans about ±{float(np.median(widths)):.2f}; "
                 f"{n.n_no_shared_word} held-out relevant goals share no word with their trigger."
             )
-        return "\n\n".join(lines)
+        return render(findings, stamp=head, intro=intro, outro=outro)
 
 
 def calibrations(directory: str | Path | None = None) -> pd.DataFrame:

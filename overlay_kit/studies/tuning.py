@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import random
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -34,12 +35,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import budget
+from .. import budget, retrieval
 from ..anchor import anchor_for, parse
 from ..defaults import SHIPPED
 from ..grammar import Delta, Provenance, item_text
 from ..llm.client import NPU_CTX_SIZE
-from ..metrics import Interval
+from ..metrics import Interval, ratio_ci
 from ..resolve import compose
 from ..resources import dataset_path
 from ..skill import Skill, load_skill
@@ -54,15 +55,18 @@ __all__ = [
     "RULE_NAME",
     "Agent",
     "BudgetStudy",
+    "ScaleReading",
     "ProfileAnswer",
     "SkillCost",
     "View",
     "agents",
     "at_ceilings",
+    "at_scale",
     "envelope",
     "loadout",
     "measure_on_engine",
     "measure_ttft",
+    "realistic_agents",
     "run",
     "sessions",
     "share_draws",
@@ -618,6 +622,203 @@ def run(rule: RuleFile | None = None, *, w: world.World | None = None, embedder=
     summary["below best_low"] = [g.low for g in gap]
     summary["below best_high"] = [g.high for g in gap]
     return BudgetStudy(rule, tuple(ags), rows, _corpus(ags), left_out, cb, summary, diffs, w.digest())
+
+
+# ------------------------------------------------------------------------------ the realistic-scale world
+
+
+def realistic_agents(w: world.World) -> list[Agent]:
+    """A realistic world's agents (`world.build(scale="realistic")`: a mailbox or coding agent holding tens to
+    hundreds of lessons), each taught lesson an active tier-3 preference delta with the corpus lesson's own text,
+    anchored to its own section of the agent's skill; `needs` holds every later need (each lesson of a goal
+    needing several)."""
+    by_id = {x.id: x for x in w.lessons()}
+    skills = {a: load_skill(path) for a, path in world.selection_corpus("dev").skills.items()}
+    frame = w.frame()
+    out = []
+    for (user, agent), group in frame.groupby(["user", "agent"], sort=True):
+        skill, taught = skills[agent], group[group.taught]
+        later = [
+            (int(i), lesson)
+            for i, taught_here, first, also in zip(group["index"], group.taught, group.needs, group.also_needs)
+            if not taught_here and isinstance(first, str)
+            for lesson in (first, *also)
+        ]
+        deltas = []
+        for i, lesson in zip(taught["index"], taught.needs):
+            created = _START + timedelta(days=int(i))
+            digest = hashlib.sha256(f"{w.seed}/{user}/{agent}/{lesson}".encode()).hexdigest()[:16]
+            deltas.append(
+                Delta(
+                    skill=skill.name,
+                    kind="preference",
+                    payload={"body": by_id[lesson].body},
+                    anchor=anchor_for(skill.body, by_id[lesson].section, skill.version),
+                    provenance=Provenance("user_instruction"),
+                    status="active",
+                    id=f"delta_{digest}",
+                    created_at=created,
+                    approved_at=created,
+                    base_root=skill.root,
+                )
+            )
+        out.append(
+            Agent(
+                user,
+                agent,
+                skill,
+                tuple(taught.needs),
+                tuple(deltas),
+                tuple(int(i) for i in taught["index"]),
+                tuple(later),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class ScaleReading:
+    """`at_scale`'s answer: per ceiling, what the product's plan keeps resident at a realistic world's sessions
+    and what each goal then has in context (selection over the resident lessons, the gate over the demoted)."""
+
+    world_digest: str
+    profile: str
+    split: str  # needed-in-context counts the needs of lessons of this split ("eval": the selection never tuned on)
+    # one row per (ceiling, session after the agent's first lesson, teaching ones left out): lessons `held`,
+    # `resident`, `chosen` (in context), `irrelevant`; tokens (the lessons' own) in context, resident, held;
+    # `authored`: the profile's authored tokens for the agent
+    rows: pd.DataFrame
+    needs: pd.DataFrame  # one row per (ceiling, need of a lesson already taught): its split, found or not
+
+    def table(self, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+        """One row per ceiling: the lessons agents hold and keep resident (median, largest), what a goal has in
+        context, the needed lessons in it (resampled by lesson), the share of it the goal does not need, and
+        learned tokens per goal."""
+        out = []
+        for c, g in self.rows.groupby("ceiling", sort=True):
+            part = self.needs[(self.needs.ceiling == c) & ((self.needs.split == self.split) | (self.split == "all"))]
+            n = part.groupby("need").found.agg(["sum", "count"])
+            found = ratio_ci(n["sum"], n["count"], n_resamples=n_boot, seed=seed)
+            out.append(
+                {
+                    "ceiling": c,
+                    "lessons held (max)": int(g.held.max()),
+                    "resident (median)": float(g.resident.median()),
+                    "resident (min)": int(g.resident.min()),
+                    "in context per goal": round(float(g.chosen.mean()), 1),
+                    "needed in context": round(found.estimate, 3),
+                    "needed low": round(found.low, 3),
+                    "needed high": round(found.high, 3),
+                    "irrelevant share": round(float(g.irrelevant.sum() / max(g.chosen.sum(), 1)), 3),
+                    "learned tokens per goal": round(float(g.tokens.mean()), 1),
+                    "resident learned tokens (max)": int(g.resident_tokens.max()),
+                }
+            )
+        return pd.DataFrame(out)
+
+    def answer(self) -> str:
+        """The reading in two sentences a designer can act on (from `table()`; descriptive, no rule's verdict):
+        the smallest ceiling whose needed-in-context is within 0.02 of the grid's best, and what binds below."""
+        t = self.table().set_index("ceiling")
+        low = int(t[t["needed in context"] >= t["needed in context"].max() - 0.02].index.min())
+        at = t.loc[low]
+        first = (
+            f"With selection on, what a goal sees stops growing with the ceiling: from {low:,} tokens up (needed "
+            f"in context within 0.02 of the best ceiling's), a goal has about {at['in context per goal']:g} lessons "
+            f"and {at['learned tokens per goal']:,.0f} learned tokens in context, {at['needed in context']:.2f} of "
+            f"the lessons it needs, and {at['irrelevant share']:.2f} of what is in context is not needed"
+        )
+        if SHIPPED.ceiling in t.index:
+            first += f" (at the shipped {SHIPPED.ceiling:,}: {t.loc[SHIPPED.ceiling, 'needed in context']:.2f} needed)"
+        below = t[t.index < low]
+        second = (
+            f"Below {low:,} the budget demotes lessons to retrieval-only and only the gate can bring them back: at "
+            f"{int(below.index.min()):,} tokens {below.iloc[0]['needed in context']:.2f} of the needed lessons are "
+            "in context; above it a larger ceiling buys nothing, and what is left to gain is the selection's "
+            "precision."
+            if len(below)
+            else f"No ceiling of the grid binds this world: every one from {low:,} up keeps what the goals need."
+        )
+        return f"{first}. {second}"
+
+
+def at_scale(
+    w: world.World,
+    ceilings: Iterable[int] | None = None,
+    *,
+    profile: str = "own skill",
+    split: str = "eval",
+    rule: RuleFile | None = None,
+    embedder=None,
+) -> ScaleReading:
+    """The product's plan at each ceiling (the rule's grid by default) over a realistic world: at every session
+    after an agent's first lesson (teaching sessions left out), the budget plan (`budget.plan`, `Budget`'s
+    reserve, recency order) over the lessons taught so far, then what the goal has in context
+    (`world.in_context`: the shipped selection over the resident lessons, the calibrated gate over the demoted
+    ones). `profile`: the rule's authored-load profile (skills loaded beside the agent's own); `split`: count the
+    needs of lessons of this split only (`WorldLesson.split`; "eval" by default: the shipped selection was tuned
+    on the development corpus' tune lessons; "all"). In-context sizes and tokens count every session."""
+    rule = rule or rulefile.load(RULE_NAME)
+    ceilings = [int(c) for c in (ceilings if ceilings is not None else rule.param("ceilings"))]
+    emb = embedder or retrieval.static_embedder()
+    gate = retrieval.gate_for(getattr(emb, "id", type(emb).__name__))[0]
+    by_id = {x.id: x for x in w.lessons()}
+    tokens = dict(zip(by_id, budget.count_many([x.body for x in by_id.values()])))
+    ags = {(a.user, a.domain): a for a in realistic_agents(w)}
+    extra = rule.param("profiles")[profile]
+    authored = {
+        k: sum(budget.count_many([s.body for s in [a.skill] + [_example_skill(n) for n in extra if n != a.skill.name]]))
+        for k, a in ags.items()
+    }
+    uses = {k: {lesson: sorted(i for i, x in a.needs if x == lesson) for lesson in a.lessons} for k, a in ags.items()}
+    rows, needs = [], []
+    for c in ceilings:
+        reserve = budget.Budget(None, [], c).reserve
+        kept: dict[tuple[str, int], int] = {}  # (user, session) → learned tokens resident
+
+        def demote(s, have, c=c, reserve=reserve, kept=kept):
+            a, used = ags[(s.user, s.agent)], uses[(s.user, s.agent)]
+            held = [
+                replace(d, last_used_at=_START + timedelta(days=_last(used[x], s.index, t)))
+                for x, d, t in zip(a.lessons[: len(have)], a.deltas, a.taught_at)
+            ]
+            p = budget.plan(authored[(s.user, s.agent)], held, c, reserve=reserve, proposer=None)
+            out = set(p.demote) | set(p.archive)
+            kept[(s.user, s.index)] = sum(tokens[x] for x, d in zip(a.lessons, held) if d.id not in out)
+            return [x for x, d in zip(a.lessons, held) if d.id in out]
+
+        seen = world.in_context(w, emb, gate, demote)
+        for s, held, resident, chosen in seen.itertuples(index=False):
+            if s.taught:
+                continue
+            need = s.need_ids
+            rows.append(
+                {
+                    "ceiling": c,
+                    "user": s.user,
+                    "agent": s.agent,
+                    "index": s.index,
+                    "held": held,
+                    "resident": resident,
+                    "chosen": len(chosen),
+                    "irrelevant": len(set(chosen) - set(need)),
+                    "tokens": sum(tokens[i] for i in chosen),
+                    "resident_tokens": kept[(s.user, s.index)],
+                    "held_tokens": sum(tokens[i] for i in ags[(s.user, s.agent)].lessons[:held]),
+                    "authored": authored[(s.user, s.agent)],
+                }
+            )
+            needs += [{"ceiling": c, "need": i, "split": by_id[i].split, "found": i in chosen} for i in need]
+    frame = pd.DataFrame(rows)
+    return ScaleReading(
+        w.digest(), profile, split, frame, pd.DataFrame(needs, columns=["ceiling", "need", "split", "found"])
+    )
+
+
+def _last(used: list[int], index: int, taught: int) -> int:
+    """The last session before `index` that needed a lesson (`used`: those sessions, sorted), else its teaching."""
+    k = bisect_left(used, index)
+    return used[k - 1] if k else taught
 
 
 def envelope(v: View, window: int = NPU_CTX_SIZE) -> dict:
