@@ -98,9 +98,16 @@ $(CHROMIUM_STAMP): $(TEST_STAMP)
 		"tests/test_browser.py will be SKIPPED (install Debian's chromium, or run make test as root)"; fi
 
 # Served from the repository root (not the notebook's folder), so the notebooks' links to ../docs resolve.
+# JupyterLab's defaults for this lab (binder/overrides.json, as Binder gets them): document autosave off, so running
+# a stored notebook does not rewrite it in git; Save (Ctrl+S) still does. Installed where this environment's
+# JupyterLab reads packages' settings defaults ({app dir}/settings/overrides.d/); your own settings still win.
+# LAB_ARGS: more `jupyter lab` options (e.g. --no-browser --ServerApp.port=8890).
+LAB_ARGS ?=
 lab: venv trust
+	@d="$$($(BIN)/python -c 'from jupyterlab.commands import get_app_dir; print(get_app_dir())')/settings/overrides.d"; \
+		mkdir -p "$$d" && cp binder/overrides.json "$$d/overlay-kit.json"
 	OVERLAY_KIT_SKILLS=$(CURDIR)/datasets/skills JUPYTER_PREFER_ENV_PATH=1 $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 \
-		$(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=$(CURDIR) notebooks/00_quickstart.ipynb
+		$(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=$(CURDIR) $(LAB_ARGS) notebooks/00_quickstart.ipynb
 
 # Every test on this CPU's own kernels; then what must not move with the CPU (the tests marked `kernel`, and every
 # stored notebook) once more under OTHER_KERNELS: OpenBLAS's SSE3 kernel and torch's portable one, the farthest

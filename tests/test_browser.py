@@ -5,7 +5,9 @@ repository's datasets, starts JupyterLab there on a random free port with a rand
 chromium, runs every cell through the Run menu, clicks **Approve** on the last ReviewPanel and then reads the
 SQLite file the notebook wrote to confirm the delta is active (and audited as approved by the user).
 Screenshots go to tests/artifacts/; the README's ReviewPanel and BudgetTuner screenshots (docs/img/) are
-written when missing or when OVERLAY_KIT_SCREENSHOTS=1.
+written when missing or when OVERLAY_KIT_SCREENSHOTS=1. Every stored notebook is also opened as stored, untrusted
+and trusted (no red "disconnected" widget icon; panels say "Stored view"), and `make lab` itself is started to
+read the settings it opens JupyterLab with (document autosave off).
 
 Skipped, loudly, when chromium is not at /usr/bin/chromium (`make test` installs it when run as root).
 """
@@ -327,6 +329,7 @@ def test_every_stored_notebook_renders_untrusted_and_opening_it_changes_nothing(
         text = "\n".join(front.locator(".jp-OutputArea-output").all_inner_texts())
         assert "alt.Chart(" not in text and "LayerChart(" not in text and "VBox(" not in text
         assert page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count() == 0, "opened as modified"
+        assert _disconnected_icons(page) == [], "an untrusted stored view draws ipywidgets' disconnected icon"
         before = (lab["home"] / "notebooks" / name).read_bytes()
         page.keyboard.press("Control+s")
         page.wait_for_timeout(2000)
@@ -378,6 +381,102 @@ def test_stored_notebook_opens_live_after_make_trust_and_says_run_this_cell(lab,
         assert (
             page.locator(WIDGET).count() == 0 and "resident tokens" in page.locator(f"{FRONT} {SNAPSHOT}").inner_text()
         )
+    finally:
+        page.close()
+        _shutdown_kernels(lab)
+
+
+# Each element that ipywidgets marks disconnected and whose `::before` draws something: its red broken-chain icon.
+ICONS = """root => [...document.querySelectorAll(`${root} .jupyter-widgets-disconnected`)]
+    .filter(e => { const b = getComputedStyle(e, '::before');
+                   return b.display !== 'none' && !['none', 'normal', ''].includes(b.content); })
+    .map(e => e.className)"""
+WIDGET_VIEWS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb") if WIDGET_VIEW in p.read_text())
+
+
+def _disconnected_icons(page, root: str = FRONT, wait_ms: int = 0) -> list[str]:
+    """The icons drawn under `root`; with `wait_ms`, once none is left or the time is up (a panel's style comes
+    with its run note, drawn a moment after the panel itself)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    if wait_ms:
+        try:
+            page.wait_for_function(f"root => ({ICONS})(root).length === 0", arg=root, timeout=wait_ms)
+        except PlaywrightTimeout:
+            pass
+    return page.evaluate(ICONS, root)
+
+
+def _open_trusted(page, lab, name: str) -> int:
+    """A copy of a stored notebook, signed as `make trust` signs it, opened in the lab; its stored widget views
+    drawn (every one marked disconnected: no kernel holds them). Returns how many views it stores."""
+    trusted = lab["home"] / "trusted"
+    trusted.mkdir(exist_ok=True)
+    shutil.copy(ROOT / "notebooks" / name, trusted / name)
+    subprocess.run(
+        [sys.executable, "-m", "jupyter", "trust", str(trusted / name)], env=lab["env"], check=True, capture_output=True
+    )
+    views = sum(
+        WIDGET_VIEW in o.get("data", {})
+        for c in json.loads((trusted / name).read_text())["cells"]
+        for o in c.get("outputs", ())
+    )
+    _open(page, lab, f"trusted/{name}")
+    page.wait_for_function(
+        f"n => document.querySelectorAll(`{FRONT} .jp-OutputArea-output .jupyter-widgets-disconnected`).length >= n",
+        arg=views,
+        timeout=90_000,
+    )
+    return views
+
+
+@pytest.mark.parametrize("name", WIDGET_VIEWS)
+def test_a_trusted_stored_notebook_draws_no_disconnected_icon_and_says_stored_view(lab, browser, name):
+    """Trusted (`make lab` runs `make trust`), every stored widget view is drawn from the notebook's widget state
+    with no kernel behind it, and ipywidgets marks each view in it `jupyter-widgets-disconnected`, whose
+    `::before` is a red broken-chain icon. None is drawn: each panel says once, in words, that it is a stored view
+    (its run note), and a stored progress bar is a plain picture of what it finished. The control: an element
+    outside a panel or a stored bar with the same class does draw the icon in this page."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        _open_trusted(page, lab, name)
+        front = page.locator(FRONT)
+        marked = front.locator(".jupyter-widgets-disconnected").count()
+        assert _disconnected_icons(page, wait_ms=30_000) == [], f"{name}: {marked} views marked, some draw the icon"
+        panels = front.locator(".jp-OutputArea-output .overlay-panel")
+        for i in range(panels.count()):
+            note = panels.nth(i).locator(RUN_NOTE).first
+            note.wait_for(state="visible", timeout=30_000)
+            assert "Stored view: run this cell to use it" in note.inner_text()
+        control = page.evaluate(
+            f"""() => {{ const e = document.createElement('div'); e.className = 'jupyter-widgets-disconnected';
+            document.querySelector('{FRONT} .jp-Cell').appendChild(e);
+            const b = getComputedStyle(e, '::before'); const seen = [b.content, b.display, b.color]; e.remove();
+            return seen; }}"""
+        )
+        assert control[1] != "none" and control[0] not in ("none", "normal"), control  # ipywidgets' icon is loaded
+        if panels.count():
+            _shot(panels.first, f"stored_trusted_{Path(name).stem}.png")
+    finally:
+        page.close()
+        _shutdown_kernels(lab)
+
+
+def test_the_trusted_stored_quickstart_shows_the_lesson_to_review_at_its_review_cell(lab, browser):
+    """00's review cell, opened as stored and trusted, shows what the notebook asks you to review — the pending
+    lesson, the diff it would make, Approve — and the approving cell shows the approval in a panel of its own."""
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    try:
+        _open_trusted(page, lab, "00_quickstart.ipynb")
+        panels = page.locator(f"{FRONT} .jp-OutputArea-output .overlay-review")
+        assert panels.count() == 2
+        review, after = panels.first.inner_text(), panels.last.inner_text()
+        assert "Pending (1)" in review and "Keep replies to two sentences." in review and "with it" in review
+        assert panels.first.get_by_role("button", name="Approve").count() == 1 and "Active (" not in review
+        assert "is now active" not in review and ": done" not in review
+        assert "Pending (0)" in after and "Active (1)" in after and "is now active" in after
+        assert panels.last.get_by_role("button", name="Approve").count() == 0
+        _shot(panels.first, "stored_quickstart_review.png")
     finally:
         page.close()
         _shutdown_kernels(lab)
@@ -452,6 +551,8 @@ def test_report_html_renders_widgets_with_the_network_blocked(browser, tmp_path)
         # no kernel behind an exported page: its controls say so and are dimmed rather than look live
         assert tuner.locator(RUN_NOTE).is_visible() and "run this cell" in tuner.locator(RUN_NOTE).inner_text()
         assert tuner.locator("button").first.evaluate("b => getComputedStyle(b).pointerEvents") == "none"
+        assert page.locator(".jupyter-widgets-disconnected").count()
+        assert _disconnected_icons(page, "body", wait_ms=30_000) == []
         stored = json.loads((ROOT / "notebooks" / "06_budget_tuning.ipynb").read_text(encoding="utf-8"))
         charts = sum(
             "application/vnd.vegalite.v5+json" in o.get("data", {})
@@ -463,3 +564,88 @@ def test_report_html_renders_widgets_with_the_network_blocked(browser, tmp_path)
         _shot(tuner, "report_offline_tuner.png")
     finally:
         context.close()
+
+
+# ------------------------------------------------------------------ make lab: running a notebook leaves it alone
+
+DOCMANAGER = "@jupyterlab/docmanager-extension:plugin"
+
+
+def test_make_lab_opens_jupyterlab_with_document_autosave_off(browser, tmp_path):
+    """`make lab` installs binder/overrides.json as this environment's JupyterLab defaults: document autosave is
+    off, so running 00 and waiting leaves notebooks/00_quickstart.ipynb as stored in git. Started exactly as a
+    user starts it (`make lab`, plus LAB_ARGS for a free port, a token and no browser) with empty user settings,
+    so what the settings API reports is the lab's default, not a user's choice."""
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),  # `make trust`'s signatures
+    }
+    args = f"--no-browser --ServerApp.port={port} --ServerApp.port_retries=0 --IdentityProvider.token={token}"
+    cmd = ["make", "--no-print-directory", "-o", f"{sys.prefix}/.installed", "lab", f"VENV={sys.prefix}"]
+    log = open(tmp_path / "make_lab.log", "w")
+    proc = subprocess.Popen([*cmd, f"LAB_ARGS={args}"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                url = f"{base}/lab/api/settings/{DOCMANAGER}?token={token}"
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    settings = json.load(r)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    pytest.fail(f"make lab did not start:\n{(tmp_path / 'make_lab.log').read_text()[-3000:]}")
+                time.sleep(0.5)
+        # the server sends the schema with the lab's defaults and the user's settings; the page composes the two
+        assert settings["schema"]["properties"]["autosave"]["default"] is False  # JupyterLab's own default is true
+        assert "autosave" not in (settings.get("settings") or {}), "a user setting, not the lab's default"
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:  # what the user sees: Settings → Autosave Documents, unticked, with 00 open
+            page.goto(f"{base}/lab/tree/notebooks/00_quickstart.ipynb?token={token}&reset")
+            page.wait_for_selector(f"{FRONT} .jp-Cell", timeout=90_000)
+            page.locator(".lm-MenuBar-item", has_text="Settings").first.click()
+            item = page.locator(".lm-Menu-item:visible", has_text="Autosave Documents").first
+            item.wait_for(timeout=30_000)
+            assert "lm-mod-toggled" not in item.get_attribute("class"), "autosave is on"
+            item.click()  # the control: ticked by the user (a scratch settings folder), the menu shows it
+            page.locator(".lm-MenuBar-item", has_text="Settings").first.click()
+            page.wait_for_function(
+                """() => [...document.querySelectorAll('.lm-Menu-item')].some(e =>
+                e.textContent.includes('Autosave Documents') && e.classList.contains('lm-mod-toggled'))""",
+                timeout=30_000,
+            )
+            page.keyboard.press("Escape")
+        finally:
+            page.close()
+    finally:
+        try:
+            urllib.request.urlopen(
+                urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST"), timeout=5
+            )
+            proc.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.terminate()
+            proc.wait(timeout=30)
+        log.close()
+
+
+def test_binder_installs_the_same_lab_defaults(tmp_path):
+    """Binder's postBuild installs binder/overrides.json where JupyterLab reads packages' defaults, as `make lab`
+    does (here into a scratch JupyterLab application directory)."""
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "JUPYTERLAB_DIR": str(tmp_path / "lab"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),  # `jupyter trust`'s signatures
+    }
+    subprocess.run([str(ROOT / "binder" / "postBuild")], cwd=ROOT, env=env, check=True, capture_output=True)
+    installed = tmp_path / "lab" / "settings" / "overrides.d" / "overlay-kit.json"
+    assert json.loads(installed.read_text()) == json.loads((ROOT / "binder" / "overrides.json").read_text())
+    assert json.loads(installed.read_text())[DOCMANAGER] == {"autosave": False}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from overlay_widgets import AnchorInspector, BudgetTuner, ReviewPanel
 from resolve_fixtures import learn_active, no_network, triage_inbox  # noqa: F401
@@ -188,8 +191,8 @@ def test_an_action_on_a_row_that_moved_on_is_reported_not_raised(store, seeded):
 
 
 def test_approving_from_code_through_the_panel_updates_the_panel_it_was_drawn_in(store, seeded):
-    """Notebook 00 under Run All: the cell after the panel approves through it, so the panel never offers
-    Approve on a lesson that is already active."""
+    """`panel.approve(id)` from code acts as the button does: the panel never offers Approve on a lesson that is
+    already active."""
     skill, staged, _, _ = seeded
     panel = ReviewPanel(store, [skill], show_active=False)
     panel.approve(staged.id)
@@ -425,3 +428,141 @@ def test_a_chart_is_interactive_vega_lite_with_a_png_beside_it_and_the_same_spec
     assert other[VEGALITE_MIME] == spec
     data, _ = __import__("IPython").core.formatters.DisplayFormatter().format(chart)  # setup() made it the renderer
     assert set(data) >= {VEGALITE_MIME, "image/png", "text/plain"}
+
+
+# ------------------------------------------------------------------- stored views: no disconnected icon (issue 41)
+
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+STORED_VIEWS = sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb") if WIDGET_VIEW in p.read_text(encoding="utf-8"))
+
+
+def _labextension_css_rule() -> str:
+    """The rule JupyterLab's widget manager ships for a view without a kernel (@jupyter-widgets/base's CSS)."""
+    import sys
+
+    static = Path(sys.prefix) / "share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager/static"
+    for js in sorted(static.glob("*.js")):
+        text = js.read_text(encoding="utf-8", errors="replace")
+        i = text.find(".jupyter-widgets-disconnected::before {")
+        if i >= 0:
+            return text[i : text.index("}", i)]
+    pytest.fail(f"no .jupyter-widgets-disconnected::before rule under {static}")
+
+
+def test_a_panel_hides_the_disconnected_icon_ipywidgets_draws_on_every_view_in_its_tree(store, seeded):
+    """ipywidgets draws a red broken-chain glyph (`::before`) on every view without a kernel: a dozen on one stored
+    ReviewPanel. The panel's note (in every panel) hides it on the panel and on every view inside it, and says
+    "Stored view" once instead; the selector outranks ipywidgets' own (one class more)."""
+    from overlay_widgets.panel import QUIET_CSS, RUN_NOTE_TEXT
+
+    rule = _labextension_css_rule()
+    assert "content:" in rule and "#d9534f" in rule  # the red icon, as ipywidgets 8 draws it
+    assert QUIET_CSS.count(".jupyter-widgets-disconnected::before") == 2 and "{content:none;display:none}" in QUIET_CSS
+    scope = ":is(.overlay-panel,.overlay-stored-bar)"
+    assert QUIET_CSS.startswith(f"{scope}.jupyter-widgets-disconnected::before,")  # the panel's own view
+    assert f"{scope} .jupyter-widgets-disconnected::before{{" in QUIET_CSS  # every view inside it
+    for panel in _panels(store, seeded):
+        notes = [w for w in panel.widget.children if RUN_NOTE_TEXT in getattr(w, "value", "")]
+        assert len(notes) == 1 and QUIET_CSS in notes[0].value and "overlay-panel" in panel.widget._dom_classes
+
+
+def _tqdm_bar_notebook(text: str = "histories:   0%|          | 0/16 [00:00<?, ?it/s]") -> dict:
+    ids = ("bar", "left", "fill", "right")
+    state = {
+        "bar": {
+            "model_name": "HBoxModel",
+            "state": {"_dom_classes": [], "children": [f"IPY_MODEL_{i}" for i in ids[1:]]},
+        },
+        "left": {"model_name": "HTMLModel", "state": {"value": "histories:\u2007100%"}},
+        "fill": {"model_name": "FloatProgressModel", "state": {"value": 16, "max": 16}},
+        "right": {"model_name": "HTMLModel", "state": {"value": "\u200716/16\u2007[00:02&lt;00:00]"}},
+    }
+    out = {"output_type": "display_data", "data": {WIDGET_VIEW: {"model_id": "bar"}, "text/plain": [text]}}
+    return {
+        "cells": [{"cell_type": "code", "outputs": [out]}],
+        "metadata": {"widgets": {WIDGET_STATE: {"state": state}}},
+    }
+
+
+def test_a_stored_progress_bar_is_quiet_and_still_says_what_it_finished():
+    """`report --store` marks a stored tqdm bar (not a panel: no run note) so that it too draws no icon; its text
+    form is still read from its label, style left out, and marking it twice changes nothing."""
+    import copy
+
+    from overlay_widgets.panel import QUIET_CSS
+    from overlay_widgets.report import STORED_BAR, finished_bars, quiet_bars
+
+    nb = quiet_bars(finished_bars(_tqdm_bar_notebook()))
+    state = nb["metadata"]["widgets"][WIDGET_STATE]["state"]
+    assert state["bar"]["state"]["_dom_classes"] == [STORED_BAR] and STORED_BAR in QUIET_CSS
+    assert state["left"]["state"]["value"] == f"<style>{QUIET_CSS}</style>histories:\u2007100%"
+    again = quiet_bars(finished_bars(copy.deepcopy(nb)))
+    assert again == nb
+    assert nb["cells"][0]["outputs"][0]["data"]["text/plain"] == "histories: 100%|██████████| 16/16 [00:02<00:00]"
+
+
+def _stored(name: str) -> tuple[dict, list[str]]:
+    nb = json.loads((NOTEBOOK_DIR / name).read_text(encoding="utf-8"))
+    views = [
+        o["data"][WIDGET_VIEW]["model_id"]
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        for o in c.get("outputs", ())
+        if WIDGET_VIEW in o.get("data", {})
+    ]
+    return nb["metadata"]["widgets"][WIDGET_STATE]["state"], views
+
+
+@pytest.mark.parametrize("name", STORED_VIEWS)
+def test_every_stored_widget_view_draws_no_disconnected_icon(name):
+    """Every widget view a notebook stores is a panel carrying today's run note (and so the style that hides the
+    icon in its tree), or a progress bar `report --store` quieted. A notebook stored before a change to the note
+    fails here: re-store it (`python -m overlay_widgets.report --store NOTEBOOK`)."""
+    from overlay_widgets.panel import run_note
+    from overlay_widgets.report import STORED_BAR
+
+    note = run_note().value
+    state, views = _stored(name)
+    assert views
+    for model_id in views:
+        model = state[model_id]["state"]
+        children = [state[c.removeprefix("IPY_MODEL_")]["state"] for c in model.get("children", [])]
+        if "overlay-panel" in model["_dom_classes"]:
+            assert [c["value"] for c in children if "overlay-run-note" in str(c.get("value"))] == [note], (
+                f"{name}: a panel stored with an older run note: re-store it"
+            )
+        else:
+            assert STORED_BAR in model["_dom_classes"], f"{name}: a stored widget view that draws the icon"
+
+
+def _texts_stored(state: dict, model_id: str) -> str:
+    model = state[model_id]["state"]
+    out = [str(model.get("value", "")), str(model.get("description", ""))]
+    out += [_texts_stored(state, c.removeprefix("IPY_MODEL_")) for c in model.get("children", [])]
+    return "\n".join(out)
+
+
+def test_the_stored_quickstart_shows_the_lesson_to_review_where_it_asks_for_review():
+    """00's review cell, as stored, shows what it asks you to review: the pending lesson, its diff and its Approve
+    button — not the end state a later cell left. The approving cell shows the approval in a panel of its own."""
+    state, (review, approved) = _stored("00_quickstart.ipynb")
+    shown = _texts_stored(state, review)
+    assert "<b>Pending</b> (1)" in shown and "Keep replies to two sentences." in shown
+    assert "with it" in shown and "+- Keep replies to two sentences." in shown  # the diff it would make
+    assert "\nApprove\n" in shown and "Discard" in shown and ": done" not in shown and "Active" not in shown
+    after = _texts_stored(state, approved)
+    assert "<b>Pending</b> (0)" in after and "<b>Active</b> (1)" in after and "is now <b>active</b>" in after
+    assert "Undo" in after and "\nApprove\n" not in after
+
+
+def test_a_panel_drawn_after_a_review_panel_approves_without_touching_it(store, seeded):
+    """The quickstart's pattern: approve through a fresh panel; the one drawn for review keeps what it showed."""
+    skill, staged, _, _ = seeded
+    review = ReviewPanel(store, [skill], show_active=False)
+    before = _texts(review.widget)
+    after = ReviewPanel(store, [skill])
+    after.approve(staged.id)
+    assert store.get(staged.id).status == "active" and f"approve {staged.id}: done" in after.message.value
+    assert _texts(review.widget) == before and (staged.id, "Approve") in review._buttons

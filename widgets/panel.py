@@ -10,8 +10,12 @@ As a cell's value its display bundle holds three forms, and each front end shows
 - `text/plain`, one line naming the panel, for everything else.
 
 A stored widget drawn from the notebook's saved state, or from an exported page, has no kernel behind it: its
-buttons would look live and do nothing. ipywidgets marks such a view `jupyter-widgets-disconnected`; the
-panel's `RUN_NOTE` is shown exactly then ("stored view: run this cell to use it") and its controls are dimmed.
+buttons would look live and do nothing. ipywidgets marks such a view, and every view inside it,
+`jupyter-widgets-disconnected`, and draws a red broken-chain icon (a `::before` font glyph, from
+`@jupyter-widgets/base`'s CSS) before each one: a dozen red icons on one ReviewPanel. Inside a panel those
+icons are hidden (`QUIET_CSS`); the panel's `RUN_NOTE` says instead, once and in words, that it is a stored
+view ("Stored view: run this cell to use it"), and its controls are dimmed. `overlay_widgets.report --store`
+quiets a stored tqdm bar the same way (a picture of what a finished sweep did: nothing to reconnect).
 """
 
 from __future__ import annotations
@@ -20,11 +24,20 @@ import html
 
 import ipywidgets as widgets
 
-__all__ = ["RUN_NOTE_TEXT", "Panel", "run_note", "snapshot_html"]
+__all__ = ["QUIET", "QUIET_CSS", "RUN_NOTE_TEXT", "Panel", "run_note", "snapshot_html"]
 
 RUN_NOTE_TEXT = "Stored view: run this cell to use it (its buttons and sliders need a running kernel)."
+# The classes whose widget trees draw no disconnected icon: a panel, and a stored progress bar (report.py).
+QUIET = ("overlay-panel", "overlay-stored-bar")
+_QUIET = ":is(" + ",".join(f".{c}" for c in QUIET) + ")"
+# @jupyter-widgets/base: `.jupyter-widgets-disconnected::before { content: '\f127'; color: #d9534f; … }`, on
+# the tree's root and on every view inside it; one class more here, so this wins wherever the two load.
+QUIET_CSS = (
+    f"{_QUIET}.jupyter-widgets-disconnected::before,{_QUIET} .jupyter-widgets-disconnected::before"
+    "{content:none;display:none}"
+)
 _RUN_NOTE_CSS = (
-    "<style>.overlay-run-note{display:none}"
+    f"<style>{QUIET_CSS}.overlay-run-note{{display:none}}"
     ".jupyter-widgets-disconnected .overlay-run-note{display:block;color:#9a6700;font-size:12px;"
     "font-weight:600;margin:2px 0 6px 0}"
     ".jupyter-widgets-disconnected.overlay-panel :is(button,input,textarea,.widget-slider)"

@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from .panel import QUIET, QUIET_CSS
+
 STATIC = Path(__file__).with_name("html-manager")
 ASSETS = "_static/html-manager"  # relative to the HTML files
 # nbconvert's lab template without its two CDN scripts: MathJax and Mermaid.
@@ -43,12 +45,12 @@ def browser_numbers(node):
 
 
 _BAR = re.compile(r"\d+%\|")
+STORED_BAR = QUIET[1]  # the class a stored bar gets: its widget tree draws no disconnected icon
+_QUIET_STYLE = f"<style>{QUIET_CSS}</style>"
 
 
-def finished_bars(nb):
-    """The notebook with each stored tqdm bar's plain-text form written from its widget's final state
-    ("histories: 100%|██████████| 16/16 [00:02<00:00, 12.90it/s]"), not the "0%" it had when it was first drawn:
-    what an untrusted JupyterLab, GitHub and nbviewer show. A bar whose widget state is not stored is left as is."""
+def _stored_bars(nb):
+    """(output data, the bar's HBox state, its three parts' states, its progress part) per stored tqdm bar."""
     state = nb.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
     models = state.get("state", {})
 
@@ -61,19 +63,44 @@ def finished_bars(nb):
             view, text = data.get("application/vnd.jupyter.widget-view+json"), "".join(data.get("text/plain", ""))
             if not view or not _BAR.search(text):
                 continue
-            parts = [model(c) for c in model(view.get("model_id")).get("children", [])]
+            box = model(view.get("model_id"))
+            parts = [model(c) for c in box.get("children", [])]
             bars = [p for p in parts if "max" in p and "value" in p and isinstance(p.get("value"), (int, float))]
-            if len(parts) != 3 or len(bars) != 1 or not bars[0].get("max"):
-                continue
-            done = max(0, min(10, int(10 * bars[0]["value"] / bars[0]["max"])))
-            left, right = (html.unescape(str(p.get("value", ""))).replace("\u2007", " ") for p in (parts[0], parts[2]))
-            data["text/plain"] = f"{left}|{'█' * done}{' ' * (10 - done)}|{right}"
+            if len(parts) == 3 and len(bars) == 1 and bars[0].get("max"):
+                yield data, box, parts, bars[0]
+
+
+def finished_bars(nb):
+    """The notebook with each stored tqdm bar's plain-text form written from its widget's final state
+    ("histories: 100%|██████████| 16/16 [00:02<00:00, 12.90it/s]"), not the "0%" it had when it was first drawn:
+    what an untrusted JupyterLab, GitHub and nbviewer show. A bar whose widget state is not stored is left as is."""
+    for data, _, (left, _, right), bar in _stored_bars(nb):
+        done = max(0, min(10, int(10 * bar["value"] / bar["max"])))
+        left, right = (
+            html.unescape(str(p.get("value", "")).removeprefix(_QUIET_STYLE)).replace("\u2007", " ")
+            for p in (left, right)
+        )
+        data["text/plain"] = f"{left}|{'█' * done}{' ' * (10 - done)}|{right}"
+    return nb
+
+
+def quiet_bars(nb):
+    """The notebook with each stored tqdm bar drawn, from its stored state, without ipywidgets' red "disconnected"
+    icon: the bar gets the class `overlay-stored-bar` and its left label the style that hides the icon in that
+    tree (`panel.QUIET_CSS`). A stored bar is a picture of what a finished sweep did; nothing there reconnects.
+    Applying it twice changes nothing."""
+    for _, box, (left, _, _), _ in _stored_bars(nb):
+        classes = box.setdefault("_dom_classes", [])
+        if STORED_BAR not in classes:
+            classes.append(STORED_BAR)
+        if not str(left.get("value", "")).startswith(_QUIET_STYLE):
+            left["value"] = _QUIET_STYLE + str(left.get("value", ""))
     return nb
 
 
 def executed(notebook: Path, timeout: int | None = None):
     """The notebook run top to bottom in its own folder, its widgets' state stored, its progress bars' text showing
-    what they finished, its numbers as a browser writes them."""
+    what they finished (and their stored views quiet), its numbers as a browser writes them."""
     import nbformat
     from nbconvert.preprocessors import ExecutePreprocessor
 
@@ -81,7 +108,7 @@ def executed(notebook: Path, timeout: int | None = None):
     ExecutePreprocessor(timeout=timeout, store_widget_state=True).preprocess(
         nb, {"metadata": {"path": str(notebook.parent)}}
     )
-    return browser_numbers(finished_bars(nb))
+    return browser_numbers(quiet_bars(finished_bars(nb)))
 
 
 def store(notebook: str | Path, timeout: int | None = None) -> Path:
