@@ -38,6 +38,7 @@ __all__ = [
     "SkillError",
     "SkillFormatError",
     "SkillValidationError",
+    "bundled_root",
     "check_skill",
     "default_roots",
     "discover",
@@ -666,26 +667,27 @@ def discover(roots: Iterable[Root]) -> Discovery:
     return Discovery(MappingProxyType(found), tuple(shadowed), tuple(errors))
 
 
+def bundled_root() -> Root:
+    """The example skills shipped with overlay_kit (datasets/skills): the last place a name is looked up."""
+    return Root("bundled", dataset_path("skills"))
+
+
 def find_skill(ref: str | os.PathLike, roots: Iterable[Root] | None = None) -> Skill:
-    """A path to a skill directory or SKILL.md, else a name looked up through the discovery roots."""
+    """A path to a skill directory or SKILL.md, else a name looked up through the discovery roots and, last, the
+    bundled examples (`bundled_root`: `overlay-kit resolve triage-inbox` works from any directory)."""
     p = Path(ref)
     if p.exists():
         return load_skill(p)
-    roots = default_roots() if roots is None else list(roots)
+    roots = [*(default_roots() if roots is None else roots), bundled_root()]
     found = discover(roots)
     if str(ref) in found.skills:
         return found.skills[str(ref)]
     close = get_close_matches(str(ref), found.skills, n=3)
     hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-    example = dataset_path("skills", str(ref))
-    if (example / "SKILL.md").is_file():  # a bundled example (datasets/skills) is not a discovery root
-        hint += (
-            f"; a bundled example of that name is at {example}: pass that path, or set ${SKILLS_ENV}={example.parent}"
-        )
     searched = ", ".join(f"{r.label} {r.path}" + ("" if r.path.is_dir() else " (absent)") for r in roots)
     raise SkillError(
         f"no skill file and no discovered skill named {str(ref)!r}{hint}; roots searched in order: "
         f"{searched}; to add a root, set ${SKILLS_ENV} to one or more directories (separated by "
-        f"{os.pathsep!r}): they are searched after the project and agent roots, before the user's",
+        f"{os.pathsep!r}), searched after the project and agent roots and before the user's own",
         ref,
     )

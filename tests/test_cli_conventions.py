@@ -116,16 +116,13 @@ def test_a_name_not_found_suggests_close_names_and_says_where_names_are_looked_u
     assert "did you mean" not in capsys.readouterr().err  # nothing close: no guess
 
 
-def test_a_bundled_example_named_but_not_discoverable_is_pointed_to(monkeypatch, tmp_path, capsys):
+def test_a_bundled_example_is_found_by_name_from_any_directory(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("OVERLAY_KIT_SKILLS", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    assert main(["anchors", "triage-inbox"]) == 1
-    err = capsys.readouterr().err
-    assert (
-        err.count("\n") == 1
-        and f"a bundled example of that name is at {SKILLS / 'triage-inbox'}: pass that "
-        f"path, or set $OVERLAY_KIT_SKILLS={SKILLS}"
-        in err
-    ), err
+    assert main(["anchors", "triage-inbox"]) == 0
     assert main(["anchors", str(SKILLS / "triage-inbox")]) == 0
+    assert main(["anchors", "triage-inbx"]) == 1  # the bundled root is searched last, and named
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"bundled {SKILLS}; to add a root" in err, err
+    assert err.rstrip().endswith("searched after the project and agent roots and before the user's own"), err

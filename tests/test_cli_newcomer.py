@@ -44,12 +44,18 @@ def test_overlay_kit_skills_adds_discovery_roots_after_project(monkeypatch, tmp_
     assert skill.path == REPO / "datasets" / "skills" / "triage-inbox" / "SKILL.md" and skill.root == "env"
 
 
-def test_without_overlay_kit_skills_a_bare_name_is_not_found(monkeypatch, tmp_path, capsys):
+def test_without_overlay_kit_skills_a_bundled_example_is_found_last(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("OVERLAY_KIT_SKILLS", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert main(["anchors", "triage-inbox"]) == 1
-    assert "no discovered skill named 'triage-inbox'" in capsys.readouterr().err
+    skill = find_skill("triage-inbox")
+    assert skill.root == "bundled" and skill.path == REPO / "datasets" / "skills" / "triage-inbox" / "SKILL.md"
+    own = tmp_path / ".gaia" / "skills" / "triage-inbox"  # the user's own skill of that name wins
+    own.mkdir(parents=True)
+    (own / "SKILL.md").write_text(skill.path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert find_skill("triage-inbox").root == "project"
+    assert main(["anchors", "no-such-skill"]) == 1
+    assert "no discovered skill named 'no-such-skill'" in capsys.readouterr().err
 
 
 def test_rebase_without_apply_says_it_wrote_nothing(db, capsys):
