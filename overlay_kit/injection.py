@@ -2639,7 +2639,10 @@ def reader_scores(texts: list[str]) -> list[float] | None:
 def _read(
     texts: list[str], found: list[tuple[str, ...]], readings: list[tuple[str, ...]], langs: list[tuple[str, ...]]
 ) -> list[tuple[str, ...]]:
-    """The reader's finding added to each text the rest of the scan left clean and that it may concern (`_asks`)."""
+    """The reader's finding added to each text the rest of the scan left clean and that it may concern (`_asks`).
+    With the reader off nothing is added, and no text is asked about."""
+    if _reader() is None:
+        return found
     clean = [i for i, f in enumerate(found) if not f and _asks(texts[i], readings[i], langs[i])]
     scores = reader_scores([texts[i] for i in clean]) if clean else None
     if scores is None:
