@@ -195,3 +195,49 @@ def test_an_escaped_rendering_is_read_by_its_words():
     body = 'Sign off with "Best, Sam".'
     assert shown(unescaped('- Sign off with \\"Best, Sam\\".'), body) == "shown"
     assert shown('- Sign off with \\"Best, Sam\\".', body) == "out"  # the raw text alone would miss it
+
+
+# ------------------------------------------------------------------------- the realistic-scale world
+
+
+def test_a_realistic_trace_grounds_each_taught_lesson_on_its_agents_own_skill_and_section():
+    t = mb.trace(0, 2, 60, 20, scale="realistic")
+    assert t.world.scale == "realistic"
+    corpus = mb.world.selection_corpus("dev")
+    by_id = {x.id: x for x in t.world.lessons()}
+    taught = {s.needs for s in t.world.sessions if s.taught}
+    assert set(t.homes) == taught  # only the lessons the world teaches have a line written
+    for domain, versions in t.skills.items():
+        own = mb.parse_skill(corpus.skills[domain].read_text(encoding="utf-8"), None)[0]
+        assert versions[0].name == own.name  # the agent's real skill is the first version
+    for lesson in taught:
+        x = by_id[lesson]
+        assert t.homes[lesson][0] == x.section  # on the section the corpus anchors it to
+        sec = {s.slug: s for s in mb.anchor_mod.parse(t.skills[x.domain][0].body)}[x.section]
+        assert mb.referent(x) in sec.text.splitlines()
+
+
+def test_a_realistic_run_counts_every_needed_lesson_and_what_else_is_in_context():
+    s = mb.realistic(architectures=["overlay", "full_context", "keyword_files"], users=2, sessions=80, progress=False)
+    assert s.params["scale"] == "realistic" and not s.skipped
+    by_session = {(x.user, x.index): x for x in mb.trace(0, 2, 80, 20, scale="realistic").world.sessions}
+    rows = s.sessions[s.sessions.architecture == "full_context"]
+    for r in rows.itertuples():
+        w = by_session[(r.user.split(":", 1)[1], r.index)]
+        assert r.n_needed == (0 if w.taught else len(w.need_ids)) == len(r.need_list)
+        assert r.n_present - r.n_irrelevant == r.n_needed_in == sum(r.found_list)  # the rest: not needed
+    p = s.pressure().set_index("architecture")
+    assert p.loc["full_context", "needed_in"] == p.loc["full_context", "needed_held"] == 1.0  # all resident
+    assert p.loc["full_context", "prompts_per_update"] == 0  # a floating memory never asks
+    assert p.loc["keyword_files", "in_context"] < p.loc["full_context", "in_context"]
+    for arch, r in p.iterrows():
+        assert r.needs == int(rows.n_needed.sum())
+        for m in ("needed_in", "irrelevant_share", "learned_tokens", "wrong_in_context"):
+            assert r[f"{m}_low"] <= r[m] <= r[f"{m}_high"]
+    f = s.pressure_finding()
+    assert f.startswith("**Default run on a realistic-scale world** (descriptive") and "- **overlay**" in f
+
+
+def test_a_realistic_run_refuses_an_unknown_scale():
+    with pytest.raises(ValueError, match="scale"):
+        mb.run(scale="huge", progress=False)

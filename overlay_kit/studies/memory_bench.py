@@ -6,6 +6,7 @@
     study.finding()                           # Markdown, from the numbers, starting with the rule's stamp
     record(run(full=True, n_jobs=2), wall_s=..., n_jobs=2)   # the FULL grid, with its provenance
     full, meta = recorded()                   # that recording, judged by the same code
+    big = realistic(); big.pressure()         # a realistic-scale world, every architecture at its default budget
 
 The trace is the shared world (`world.build`): users, their agents, sessions with goals, the lesson a goal needs
 and when it is taught, and `base_version`. Each agent domain's skill and its base updates come from a seeded
@@ -18,6 +19,11 @@ outcome classified flag-blind from that text, and the simulated user answers the
 the goal, then what the session teaches — with no section given: an anchored arm proposes one itself. At the end
 each user forgets their first agent and the residue is scanned.
 
+`realistic()` replays a realistic-scale world (`world.build(seed, scale="realistic")`: agents holding tens to
+hundreds of lessons, goals needing several) the same way, with each agent's own skill from the selection corpus as
+its history's first version; `MemoryBench.pressure()` counts every lesson a goal needs. It is descriptive: the rule
+file judges the τ world only.
+
 The rule (datasets/rules/10_memory_architectures.yaml) fixes the metrics, units, margins, goals and verdicts.
 """
 
@@ -27,7 +33,7 @@ import random
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from functools import lru_cache
 from pathlib import Path
@@ -58,6 +64,7 @@ from .sweep import sweep
 __all__ = [
     "GROUPS",
     "OUTCOMES",
+    "REALISTIC",
     "RESTATE",
     "RULE_NAME",
     "MemoryBench",
@@ -69,6 +76,7 @@ __all__ = [
     "explore",
     "fragments",
     "make",
+    "realistic",
     "record",
     "recorded",
     "recording_note",
@@ -114,12 +122,17 @@ def _norm(line: str) -> str:
     return " ".join(line.split())
 
 
-def _with_referents(text: str, lines: Mapping[str, str], seed_key: str) -> tuple[str, dict[str, str]]:
-    """`text` (a SKILL.md) with each lesson's referent line appended to a seeded headed section; the sections."""
+def _with_referents(
+    text: str, lines: Mapping[str, str], seed_key: str, homes: Mapping[str, str] | None = None
+) -> tuple[str, dict[str, str]]:
+    """`text` (a SKILL.md) with each lesson's referent line appended to a headed section — `homes` (lesson ->
+    slug) where given, else a seeded one; the sections."""
     front, body = sim._split(text)
-    rng = random.Random(seed_key)
-    slugs = [x.slug for x in anchor_mod.parse(body) if x.text.strip() and x.level > 0]
-    homes = {lesson: rng.choice(slugs) for lesson in lines}
+    if homes is None:
+        rng = random.Random(seed_key)
+        slugs = [x.slug for x in anchor_mod.parse(body) if x.text.strip() and x.level > 0]
+        homes = {lesson: rng.choice(slugs) for lesson in lines}
+    homes = dict(homes)
     for lesson, line in lines.items():
         sec = next(x for x in anchor_mod.parse(body) if x.slug == homes[lesson])
         rows = body.split("\n")
@@ -155,19 +168,34 @@ def _follow(ref: str, fate: sim.Fate | None, new: Skill) -> tuple[str | None, st
 
 
 @lru_cache(maxsize=8)
-def trace(seed: int, users: int, sessions: int, update_every: int, profile: str = "typical") -> Trace:
-    """The world of `seed` and, per agent domain, its skill's history (each lesson's referent line written into
-    a seeded section of the first version, then edited by the history like any other line), each lesson's home
-    section and the updates that made it wrong."""
-    w = world.build(seed, users=users, sessions=sessions, update_every=update_every)
+def trace(
+    seed: int, users: int, sessions: int, update_every: int, profile: str = "typical", scale: str = "tau"
+) -> Trace:
+    """The world of `seed` at `scale` and, per agent domain, its skill's history (each lesson's referent line
+    written into a section of the first version, then edited by the history like any other line), each lesson's
+    home section and the updates that made it wrong.
+
+    τ: the skill is the history's synthetic one, every lesson of the domain's line on a seeded section.
+    Realistic: the agent's own skill from the selection corpus (`world.selection_corpus("dev").skills`) is the
+    first version, and each lesson the world teaches has its line on the section the corpus anchors it to; the
+    history's edits are drawn on it the same way."""
+    kw = {} if scale == "tau" else {"scale": scale}
+    w = world.build(seed, users=users, sessions=sessions, update_every=update_every, **kw)
     n_versions = max(s.base_version for s in w.sessions) + 1
     skills, truth, homes, refs, invalid = {}, {}, {}, {}, {}
+    taught = {s.needs for s in w.sessions if s.taught}
+    corpus = None if scale == "tau" else world.selection_corpus("dev")
     for k, domain in enumerate(sorted({s.agent for s in w.sessions})):
-        mine = [x for x in world.lessons() if x.domain == domain]
+        mine = [x for x in w.lessons() if x.domain == domain and (corpus is None or x.id in taught)]
         first: dict[str, str] = {}
 
         def start(text, mine=mine, first=first, domain=domain):
-            out, placed = _with_referents(text, {x.id: referent(x) for x in mine}, f"memory-bench:{seed}:{domain}")
+            at = None
+            if corpus is not None:  # the agent's real skill, each line on its lesson's own section
+                text = corpus.skills[domain].read_text(encoding="utf-8")
+                at = {x.id: x.section for x in mine}
+            lines = {x.id: referent(x) for x in mine}
+            out, placed = _with_referents(text, lines, f"memory-bench:{seed}:{domain}", at)
             first.update(placed)
             return out
 
@@ -272,8 +300,8 @@ def _replay(
     forget: bool,
     frag: tuple[int, int],
 ) -> dict[str, list[dict]]:
-    by_id = {x.id: x for x in world.lessons()}
-    domain_lessons = [x for x in world.lessons() if x.domain == domain]
+    by_id = {x.id: x for x in t.world.lessons()}
+    domain_lessons = [x for x in by_id.values() if x.domain == domain]
     skills, seed = t.skills[domain], t.world.seed
     mem = make(arch, skills[0], config, workdir)
     rows: dict[str, list[dict]] = {k: [] for k in ("sessions", "updates", "erasure", "growth", "anchoring")}
@@ -314,6 +342,8 @@ def _replay(
             reads = unescaped(ctx.text)
             present = {x.id for x in domain_lessons if x.body in reads}
             others = [x for x in taught if x != s.needs]
+            needs = () if s.taught else s.need_ids  # each lesson the goal needs that was taught before it
+            holds = unescaped(mem.held()) if needs else ""
             rows["sessions"].append(
                 {
                     **key,
@@ -326,14 +356,26 @@ def _replay(
                     "irrelevant_in": bool(present - {s.needs}),
                     "learned": ctx.learned,
                     "prompts": 0,
+                    # every needed lesson counted (a goal may need several), and what is in context
+                    "n_needed": len(needs),
+                    "n_needed_in": sum(x in present for x in needs),
+                    "n_present": len(present),
+                    "n_irrelevant": len(present - set(s.need_ids)),
+                    "need_list": list(needs),
+                    "found_list": [x in present for x in needs],
+                    "held_list": [by_id[x].body in holds for x in needs],  # a need out of context: held or gone?
                 }
             )
-            lesson = by_id.get(s.needs) if s.needs else None
-            mem.after(ctx, lesson.body if lesson else None)
-            if lesson is not None and (s.taught or (reteach and s.needs not in present)):
+            if not s.need_ids:
+                mem.after(ctx, None)
+            for need in s.need_ids:
+                mem.after(ctx, by_id[need].body)
+            for lesson in (by_id[x] for x in s.need_ids):
+                if not (s.taught or (reteach and lesson.id not in present)):
+                    continue
                 text = lesson.body if s.taught else RESTATE + lesson.body
                 asking[0] = lesson.id
-                rows["sessions"][-1]["prompts"] = mem.teach(lesson.id, text, trigger=lesson.trigger, goal=s.goal)
+                rows["sessions"][-1]["prompts"] += mem.teach(lesson.id, text, trigger=lesson.trigger, goal=s.goal)
                 taught_at[lesson.id] = version
                 if s.taught:
                     taught.append(lesson.id)
@@ -390,9 +432,10 @@ def cell(
     config: Config,
     reteach: bool,
     fragment: tuple[int, int],
+    scale: str = "tau",
 ) -> dict[str, pd.DataFrame]:
     """One architecture over the whole trace of one seed: its session, update, erasure and growth rows."""
-    t = trace(seed, users, sessions, update_every, profile)
+    t = trace(seed, users, sessions, update_every, profile, scale)
     frame = t.world.frame()
     rows: dict[str, list[dict]] = {k: [] for k in ("sessions", "updates", "erasure", "growth", "anchoring")}
     with tempfile.TemporaryDirectory(prefix="memory-bench-") as tmp:
@@ -610,6 +653,87 @@ class MemoryBench:
             "growth": verdict,
         }
 
+    def pressure(self) -> pd.DataFrame:
+        """Per architecture, what reaches the model for each goal (descriptive: no rule judges it), the figures
+        a budget that binds moves: `needed_in`, each lesson a goal needs that was taught before it, in context
+        (resampling lessons), and `needed_held`, those the memory still held, in context or not (a need held but
+        out of context is a selection miss; one not held was evicted, dropped or never kept); `irrelevant_share`,
+        the share of the lessons in context that the goal does not need, and `learned_tokens` per goal
+        (resampling users); `wrong_in_context` after base updates (resampling lessons: a lesson's line is edited
+        once for every user of its agent) and the review prompts each base update raises (`prompts_per_update`,
+        resampling users); `in_context`, lessons in context per goal; growth at the trace's end.
+        Each with its interval (`_low`, `_high`) and its clusters (`n_`)."""
+        s = self.sessions
+        need = (
+            s[["architecture", "history", "need_list", "found_list", "held_list"]]
+            .explode(["need_list", "found_list", "held_list"])
+            .dropna(subset=["need_list"])
+        )
+        need = need.assign(
+            lesson=need.history + ":" + need.need_list.astype(str),
+            found=need.found_list.astype(int),
+            held=need.held_list.astype(int),
+            one=1,
+        )
+        _, u, prompts = self._frames()
+        u = u.assign(lesson=u.history + ":" + u.lesson.astype(str))
+        s = s.assign(one=1)
+        rows = []
+        for arch in self.params["architectures"]:
+            sa, na, ua = s[s.architecture == arch], need[need.architecture == arch], u[u.architecture == arch]
+            pa = prompts[prompts.architecture == arch]
+            row: dict[str, Any] = {"architecture": arch, "goals": len(sa), "needs": len(na)}
+            for name, df, unit, num, den in [
+                ("needed_in", na, "lesson", "found", "one"),
+                ("needed_held", na, "lesson", "held", "one"),
+                ("irrelevant_share", sa, "user", "n_irrelevant", "n_present"),
+                ("learned_tokens", sa, "user", "learned_tokens", "one"),
+                ("in_context", sa, "user", "n_present", "one"),
+                ("wrong_in_context", ua, "lesson", "wrong_in_context", "n"),
+                ("prompts_per_update", pa, "user", "prompts", "n"),
+            ]:
+                ci = self._ci(df, unit, num, den)
+                row |= {name: ci.estimate, f"{name}_low": ci.low, f"{name}_high": ci.high}
+                row[f"n_{name}"] = int(df.loc[df[den] > 0, unit].nunique()) if len(df) else 0
+            row |= self._growth(arch)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def pressure_finding(self) -> str:
+        """Markdown, from `pressure()`: what ran (the world's size, the lessons its agents held), and per
+        architecture the figures with their intervals and clusters. Descriptive: no verdict."""
+        p, t = self.params, self.pressure()
+        g = self.growth.sort_values("index").groupby(["architecture", "user", "history"]).tail(1)
+        held = g[g.architecture == p["architectures"][0]].taught
+        lines = [
+            f"**{'FULL run' if p['full'] else 'Default run'} on a realistic-scale world** (descriptive: no rule "
+            f"judges it): seeds {list(p['seeds'])}, {p['users']} users of up to {p['sessions']} sessions "
+            f"({len(self.sessions) // max(1, len(p['architectures']))} sessions per architecture), agents holding "
+            f"{held.min()}–{held.max()} lessons at their last session, a base update every {p['update_every']} "
+            f"sessions; each architecture at its authors' default budget, the overlay at the shipped ceiling "
+            f"({p['ceiling']:,} tokens) with the goal selecting the best {SHIPPED.select_k} once more than "
+            f"{SHIPPED.resident_max} lessons are resident."
+        ]
+        if self.skipped:
+            lines.append("Not run (stand-ins only): " + "; ".join(f"{k} ({v})" for k, v in self.skipped.items()) + ".")
+        for r in t.itertuples():
+            lines.append(
+                f"- **{r.architecture}**: needed lesson in context {_num(t.loc[r.Index], 'needed_in', 3)} of "
+                f"{r.needs} needs ({r.n_needed_in} lessons; still held: {r.needed_held:.3f}); irrelevant share of "
+                f"what is in context "
+                f"{_num(t.loc[r.Index], 'irrelevant_share', 3)}; {r.learned_tokens:.0f} [{r.learned_tokens_low:.0f}, "
+                f"{r.learned_tokens_high:.0f}] learned tokens per goal ({r.in_context:.1f} lessons in context); "
+                f"wrong lesson shown after base updates {_num(t.loc[r.Index], 'wrong_in_context', 3)} "
+                f"({r.n_wrong_in_context} lessons), at {_num(t.loc[r.Index], 'prompts_per_update')} review prompts "
+                f"per base update; growth {r.growth} ({r.held_share_end:.0%} of taught lessons "
+                f"held at the end)."
+            )
+        lines.append(
+            f"Intervals: {int(self.rule.param('confidence') * 100)} % cluster bootstrap over lessons (needed, wrong) "
+            f"or users (irrelevant share, tokens, prompts); with {p['users']} users the user-level intervals are rough."
+        )
+        return "\n".join(lines)
+
     def curve(self) -> pd.DataFrame:
         """Mean tokens held per memory by session index, per architecture (the growth chart)."""
         return self.growth.groupby(["architecture", "index"], sort=False).held_tokens.mean().reset_index()
@@ -800,10 +924,10 @@ class MemoryBench:
         return render(findings, stamp=self.rule.stamp(), intro=intro, outro=outro)
 
 
-def _num(row, name: str) -> str:
+def _num(row, name: str, digits: int = 2) -> str:
     if not np.isfinite(row[name]):
         return "n/a"
-    return f"{row[name]:.2f} [{row[name + '_low']:.2f}, {row[name + '_high']:.2f}]"
+    return f"{row[name]:.{digits}f} [{row[name + '_low']:.{digits}f}, {row[name + '_high']:.{digits}f}]"
 
 
 def _pct(row, name: str, bare: bool = False) -> str:
@@ -837,19 +961,23 @@ def run(
     n_jobs: int = 1,
     backend: str = "loky",
     progress: bool = True,
+    scale: str = "tau",
 ) -> MemoryBench:
     """The benchmark under its rule file: the smoke grid by default, `full=True` the FULL grid; any argument
     given overrides the rule's (and the table names the variation). `budget`: 0 or None runs the overlay at the
     shipped ceiling. The rule's `peers` (adapters of the real libraries) run where they import, and are named
     with the reason where they do not (`MemoryBench.skipped`). One sweep cell per (seed, architecture), on
     `overlay_kit.studies.sweep` (`n_jobs`, `backend`, "dask" included)."""
+    if scale not in world.SCALES:
+        raise ValueError(f"scale: {scale!r} is not one of {world.SCALES}")
     rule = rule if isinstance(rule, rulefile.RuleFile) else rulefile.load(rule or RULE_NAME)
     grid = dict(rule.param("full" if full else "smoke"))
     seeds = list(grid["seeds"] if seeds is None else seeds)
     users = int(grid["users"] if users is None else users)
     sessions = int(grid["sessions"] if sessions is None else sessions)
     wanted = tuple(rule.param("architectures") if architectures is None else architectures)
-    unknown = [a for a in wanted if a not in ARCHITECTURES]
+    runnable = set(ARCHITECTURES) | set(available([a for a in wanted if a not in ARCHITECTURES])[0])
+    unknown = [a for a in wanted if a not in runnable]  # a real library's arm named here runs where it imports
     if unknown or not wanted:
         raise ValueError(f"architectures: {unknown or 'none'}; architectures are {', '.join(ARCHITECTURES)}")
     if not seeds:
@@ -870,6 +998,8 @@ def run(
         "reteach": reteach,
         "fragment": (int(rule.param("fragment_chars")), int(rule.param("fragment_stride"))),
     }
+    if scale != "tau":  # the τ cells' arguments stay what they were (a sweep cell's key)
+        common["scale"] = scale
     cells = [{"seed": s, "architecture": a, **common} for s in seeds for a in archs]
     results = sweep(
         cell,
@@ -890,6 +1020,7 @@ def run(
         "reteach": reteach,
         "update_every": common["update_every"],
         "ceiling": SHIPPED.ceiling,
+        "scale": scale,
     }
     follow, status = compliance_status()
     return MemoryBench(
@@ -904,6 +1035,51 @@ def run(
         frames["anchoring"],
         skipped,
     )
+
+
+# ------------------------------------------------------------------------------- the realistic-scale world
+
+# The realistic-scale run (issues #36 and #37): every architecture at its authors' default budget on a world whose
+# agents hold tens to hundreds of lessons. Descriptive: no rule file judges it. `overlay_touch` (a variation of a
+# shipped default, not an architecture) is left out; the real libraries join where they import.
+REALISTIC: Mapping[str, Mapping[str, Any]] = {
+    "default": {"seeds": (0,), "users": 3, "sessions": 280},
+    "full": {"seeds": (0,), "users": 8, "sessions": 600},  # the world's own size (`world.build` defaults)
+}
+
+
+def realistic(
+    *,
+    full: bool = False,
+    seeds: Sequence[int] | None = None,
+    users: int | None = None,
+    sessions: int | None = None,
+    architectures: Sequence[str] | None = None,
+    n_jobs: int = 1,
+    progress: bool = True,
+) -> MemoryBench:
+    """The benchmark on a realistic-scale world (`world.build(seed, scale="realistic")`): `REALISTIC`'s default
+    or full size unless given; every stand-in but `overlay_touch` at its authors' default (the rule file's
+    `caps` and `stand_ins`; the overlay at the shipped ceiling and selection) and every real library that
+    imports here (`MemoryBench.skipped` names the others). Read it with `MemoryBench.pressure()`."""
+    rule = rulefile.load(RULE_NAME)
+    size = REALISTIC["full" if full else "default"]
+    found, skipped = available(rule.param("peers")) if rule.params.get("peers") else ((), {})
+    if architectures is None:
+        architectures = [a for a in rule.param("architectures") if a != "overlay_touch"] + list(found)
+    else:
+        skipped = {}
+    study = run(
+        seeds=list(size["seeds"] if seeds is None else seeds),
+        users=size["users"] if users is None else users,
+        sessions=size["sessions"] if sessions is None else sessions,
+        architectures=architectures,
+        rule=rule,
+        n_jobs=n_jobs,
+        progress=progress,
+        scale="realistic",
+    )
+    return replace(study, params={**study.params, "full": full}, skipped=skipped)
 
 
 # ------------------------------------------------------------------------------------------ the recording
