@@ -566,6 +566,54 @@ def test_report_html_renders_widgets_with_the_network_blocked(browser, tmp_path)
         context.close()
 
 
+WIDE_TABLE = "[...document.querySelectorAll('table.dataframe')].find(t => t.querySelectorAll('thead th').length > 30)"
+
+
+def test_report_pages_write_widgets_in_the_ui_font_and_scroll_a_wide_table_inside_its_output(browser, tmp_path):
+    """`report.PAGE_CSS`: a widget's text in JupyterLab's UI font, not the browser's default serif (00's review
+    panel); 05's 32-column table scrolls inside its output area, the page itself never sideways, on a wide window
+    and on one under 760 px (where nbconvert's layout made the output a table row that cannot scroll: the table was
+    cut off at the page's edge)."""
+    names = ["00_quickstart", "05_rebase_orphan_rates"]
+    subprocess.run(
+        [sys.executable, "-m", "overlay_widgets.report", "--output-dir", str(tmp_path)]
+        + [str(ROOT / "notebooks" / f"{n}.ipynb") for n in names],
+        check=True,
+        cwd=ROOT,
+    )
+    for width in (1400, 700):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        try:
+            page.goto((tmp_path / "00_quickstart.html").as_uri())
+            page.wait_for_selector(".overlay-panel .widget-html-content b", timeout=60_000)
+            fonts = page.evaluate(
+                "() => ['.overlay-panel .widget-html-content', '.overlay-panel .overlay-run-note', "
+                "'.overlay-panel button'].map(s => getComputedStyle(document.querySelector(s)).fontFamily)"
+            )
+            assert all("sans-serif" in f and "Times" not in f for f in fonts), fonts
+
+            page.goto((tmp_path / "05_rebase_orphan_rates.html").as_uri())
+            page.wait_for_selector("table.dataframe")
+            sizes = page.evaluate(
+                f"""() => {{
+                    const table = {WIDE_TABLE}, out = table.closest('.jp-OutputArea-output');
+                    const before = [out.scrollWidth, out.clientWidth];
+                    out.scrollLeft = out.scrollWidth;
+                    return {{page: document.scrollingElement.scrollWidth, view: window.innerWidth,
+                             content: before[0], box: before[1], scrolled: out.scrollLeft,
+                             tableRight: table.getBoundingClientRect().right,
+                             boxRight: out.getBoundingClientRect().right}};
+                }}"""
+            )
+            assert sizes["page"] <= sizes["view"], sizes  # the page does not scroll sideways
+            assert sizes["content"] > sizes["box"] and sizes["scrolled"] > 0, sizes  # the output area does
+            assert sizes["tableRight"] <= sizes["boxRight"] + 1, sizes  # to the table's last column
+            _shot(page.locator(".jp-OutputArea-output:has(thead th:nth-child(30))").first, f"report_05_{width}.png")
+        finally:
+            context.close()
+
+
 # ------------------------------------------------------------------ make lab: running a notebook leaves it alone
 
 DOCMANAGER = "@jupyterlab/docmanager-extension:plugin"

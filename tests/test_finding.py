@@ -25,6 +25,20 @@ def test_a_finding_is_frozen_and_says_its_numbers_bound_and_verdict():
     assert math.isnan(Finding("x", 1.0).low)
 
 
+def test_an_interval_of_zero_width_is_said_once_not_printed_three_times():
+    """low = high = estimate: every resample gave the estimate. Only the interval's wording changes: the unit, the
+    bound and the verdict stay where they were; an interval that only rounds to zero width keeps its numbers."""
+    assert Finding("lost", 0.0, 0.0, 0.0, 0.05, "no difference detected at MDE 0.05", spec="+.3g").line() == (
+        "lost +0 in every resample (bound ≤ 0.05): no difference detected at MDE 0.05"
+    )
+    assert Finding("share", 1.0, 1.0, 1.0, 0.9, "met", unit="of lessons", spec=".1%", side="≥").figure() == (
+        "100.0% of lessons in every resample (bound ≥ 90%)"
+    )
+    assert Finding("x", 0.0, 0.0, 0.0004).figure() == "0.000 [0.000, 0.000]"  # rounds to zero width, is not
+    assert Finding("x", 0.1, 0.0, 0.0).figure() == "0.100 [0.000, 0.000]"  # the resamples agreed, not with it
+    assert Finding("x", math.nan, math.nan, math.nan).figure() == "n/a"
+
+
 def test_render_writes_stamp_intro_bullets_outro_or_one_inline_sentence():
     fs = [Finding("a", 0.1, 0.0, 0.2, 0.5, "within"), Finding("b", 0.9, 0.8, 1.0, 0.5, "over")]
     text = render(fs, stamp="Rule x", intro="**Head**:", outro=["Then.", ""])
@@ -50,8 +64,8 @@ def test_findings_alike_but_for_their_subject_are_one_line_naming_each():
         Finding("n/a", math.nan, verdict="undecided", subject="b"),
     ]
     assert render(fs) == (
-        "- lost (a, c) +0 [+0, +0]: no difference\n- lost (b) +0.5 [+0.4, +0.6]: better\n"
-        "- gain (a) +0 [+0, +0]: no difference\n- n/a (a, b) n/a: undecided"
+        "- lost (a, c) +0 in every resample: no difference\n- lost (b) +0.5 [+0.4, +0.6]: better\n"
+        "- gain (a) +0 in every resample: no difference\n- n/a (a, b) n/a: undecided"
     )
     same = [Finding("x", 0.1, verdict="v"), Finding("x", 0.1, verdict="v")]  # no subject: each its own line
     assert render(same) == "- x 0.100: v\n- x 0.100: v"

@@ -354,6 +354,8 @@ def test_report_html_loads_the_vendored_widget_manager_and_no_cdn_script(tmp_pat
     assert "cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager" not in text.split("widgetRendererSrc = '")[1][:80]
     shipped = (tmp_path / "_static" / "html-manager" / "embed.js").read_bytes()
     assert hashlib.sha256(shipped).hexdigest() == "8f6d2d3f856d8595d1841dec3019d99bbe74d331f2a5178c2a33bfec729e3d6a"
+    # the page's own CSS (UI font, outputs that scroll) comes after nbconvert's, so that it wins (test_browser.py)
+    assert text.index(".jp-OutputArea-child {") < text.index(report.PAGE_CSS)
 
 
 # ---------------------------------------------------------------------------------- display as a cell's value

@@ -25,10 +25,35 @@ from .panel import QUIET, QUIET_CSS
 
 STATIC = Path(__file__).with_name("html-manager")
 ASSETS = "_static/html-manager"  # relative to the HTML files
-# nbconvert's lab template without its two CDN scripts: MathJax and Mermaid.
+# What JupyterLab's own stylesheets give a notebook and nbconvert's lab template does not, after its CSS:
+# - the UI font. ipywidgets' CSS sets sizes (`--jp-widgets-font-size`) but no font family (there is no
+#   `--jp-widgets-font-family`): a widget inherits JupyterLab's `.jp-ThemedContainer {font-family:
+#   var(--jp-ui-font-family)}` on the shell, and a button gets it from `:where(.jp-ThemedContainer) button` (a
+#   Font Awesome `.fa` keeps its glyphs). The lab template defines the variable and sets no page font, so every
+#   widget's text was the browser's default serif (Times New Roman in Chromium), its buttons the UA's font.
+# - JupyterLab's on-screen output layout: a flex row of prompt and output, the output a block that scrolls what
+#   is wider than it (05's 32-column table). The template lays outputs out as a table, as JupyterLab only prints
+#   them: the output is a table cell (Chromium scrolls one; a table cell is a fragile scroll container), and under
+#   760 px wide (a phone, a half-screen window, a page zoomed to 200 %) a table row, which cannot scroll, inside an
+#   `overflow: hidden` box: the wide table was cut off at the page's edge, its other columns out of reach. A flex
+#   item's table display computes to block. Printing keeps the template's layout.
+PAGE_CSS = """
+body, button { font-family: var(--jp-ui-font-family); }
+@media screen {
+  .jp-OutputArea-child { display: flex; flex-direction: row; }
+  .jp-OutputArea-child > .jp-OutputArea-prompt { flex: 0 0 var(--jp-cell-prompt-width); }
+  .jp-OutputArea-child > .jp-OutputArea-output { flex: 1 1 auto; width: auto; min-width: 0; overflow-x: auto; }
+}
+@media only screen and (max-width: 760px) {
+  .jp-OutputArea-child { flex-direction: column; }
+  .jp-OutputArea-child > .jp-OutputArea-prompt { flex: 0 0 auto; }
+}
+"""
+# nbconvert's lab template without its two CDN scripts (MathJax and Mermaid), with `PAGE_CSS` after its CSS.
 OFFLINE = (
     "{%- extends 'lab/index.html.j2' -%}"
     "{%- block html_head_js_mathjax -%}{%- endblock -%}{%- block html_head_js_mermaidjs -%}{%- endblock -%}"
+    '{%- block html_head_css -%}<style type="text/css">{% raw %}' + PAGE_CSS + "{% endraw %}</style>{%- endblock -%}"
 )
 
 

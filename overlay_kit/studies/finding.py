@@ -55,10 +55,16 @@ class Finding:
         return Interval(math.nan if self.estimate is None else self.estimate, self.low, self.high)
 
     def figure(self) -> str:
-        """`0.042 [0.010, 0.090] sessions (bound ≤ 0.05)`: the numbers, without the verdict ("" with no figure)."""
+        """`0.042 [0.010, 0.090] sessions (bound ≤ 0.05)`: the numbers, without the verdict ("" with no figure).
+        An interval of zero width (low = high = estimate: every resample gave the estimate) is said so, not
+        printed three times: `+0 in every resample`."""
         if self.estimate is None:
             return ""
-        text = self.interval.fmt(self.spec) + (f" {self.unit}" if self.unit else "")
+        unit = f" {self.unit}" if self.unit else ""
+        if math.isfinite(self.estimate) and self.low == self.high == self.estimate:
+            text = f"{self.estimate:{self.spec}}{unit} in every resample"
+        else:
+            text = self.interval.fmt(self.spec) + unit
         if self.bound is None:
             return text
         bound = f"{self.bound * 100:g}%" if self.spec.endswith("%") else f"{self.bound:g}"  # as the numbers are
