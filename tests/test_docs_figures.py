@@ -1,6 +1,8 @@
 """Every figure README.md and docs/install.md state is checked here against what it describes — the notebooks on
 disk, pyproject.toml, the Makefile, the model assets, the vendored files, the tests that measure it — or is stated
-as a measurement with its date and machine beside it (and then this file checks that the date is there).
+as a measurement with its date and machine beside it (and then this file checks that the date is there). Each
+notebook's lead — the two sentences under its title a designer acts on — is held to its own stored figures the same
+way.
 
 Also: `make lab` installs the lab's closure only and `make test` adds the test tooling to it (two stamps)."""
 
@@ -105,15 +107,19 @@ def _shown(text: str) -> set[str]:
     return forms
 
 
+def _stored(name: str) -> str:
+    """What a stored notebook shows: its cells and outputs, and its rule file (datasets/rules/) where it has one."""
+    rule = ROOT / "datasets" / "rules" / f"{name}.yaml"
+    return _notebook_text(name) + (rule.read_text(encoding="utf-8") if rule.is_file() else "")
+
+
 def test_every_figure_in_the_readme_notebook_table_is_shown_by_that_notebook():
     """A figure in a row appears, at the row's precision, in its stored notebook's cells and outputs or in its rule
     file (datasets/rules/); 16's anchoring figures come from datasets/histories/anchoring_results.json (the file
     tests/test_anchoring.py holds them to), and its "missed by" gaps are that goal less the estimate."""
     anchoring = json.loads((ROOT / "datasets" / "histories" / "anchoring_results.json").read_text())["heldout"]
     for name, row in re.findall(r"^\| `(\d\d_\w+)` \| (.*) \|$", README, re.MULTILINE):
-        source = _notebook_text(name)
-        rule = ROOT / "datasets" / "rules" / f"{name}.yaml"
-        source += rule.read_text(encoding="utf-8") if rule.is_file() else ""
+        source = _stored(name)
         if name == "16_real_histories":
             goal = re.search(r"\(goal ([\d.]+) / ([\d.]+): missed by ([\d.]+) / ([\d.]+)\)", row)
             for g, gap, key in ((goal[1], goal[3], "top1"), (goal[2], goal[4], "top3")):
@@ -123,6 +129,39 @@ def test_every_figure_in_the_readme_notebook_table_is_shown_by_that_notebook():
         shown = _shown(source)
         missing = [n for n in NUMBER.findall(row) if n.replace(",", "") not in shown]
         assert not missing, f"{name}: the README states {missing}, which the stored notebook does not show"
+
+
+# ---- each notebook leads with its answer, in two sentences of its own figures --------------------------------------
+
+LEAD = re.compile(r"\*\*(?:Answer\b[^*\n]*|In two sentences)\.\*\*\s")  # studies: Answer; tutorials 00, 01
+SENTENCE_END = re.compile(r"(?<=[.!?])[)*_\"”]*\s+(?=[A-Z*_`\"“])")
+
+
+def _lead(name: str) -> str:
+    """The paragraph right under the title of the notebook's first markdown cell."""
+    cells = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4).cells
+    title, _, rest = next(c for c in cells if c.cell_type == "markdown").source.partition("\n")
+    assert title.startswith("# "), f"{name}: the first markdown cell does not open with its title"
+    return rest.strip().split("\n\n")[0]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_notebook_leads_with_its_answer_in_at_most_two_sentences(name):
+    lead = _lead(name)
+    assert LEAD.match(lead), f"{name}: the paragraph under the title is not its **Answer.** (or **In two sentences.**)"
+    body = lead[LEAD.match(lead).end() :].strip()
+    sentences = SENTENCE_END.split(body)
+    assert body.endswith((".", "!", "?")) and len(sentences) <= 2, f"{name}: {len(sentences)} sentences: {sentences}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_figure_in_a_notebooks_lead_is_shown_by_that_notebook(name):
+    """As the README table's figures: each appears, at the lead's precision, in the notebook's other cells and outputs
+    or in its rule file."""
+    lead = _lead(name)
+    shown = _shown(_stored(name).replace(lead, ""))
+    missing = [n for n in NUMBER.findall(lead) if n.replace(",", "") not in shown]
+    assert not missing, f"{name}: its lead states {missing}, which the stored notebook does not show"
 
 
 # ---- the README's other figures -----------------------------------------------------------------------------------

@@ -678,8 +678,9 @@ def test_the_verdict_is_computed_from_the_rule_file(tmp_path, corpus, default_sc
     assert (table["needed"] > 0).all()
     text = moved.finding()
     assert m.goal in text and moved.rule.file.path.name in text
-    for label, interval in m.goal_figures.items():
-        assert f"{label} {interval.fmt()}" in text
+    for label, interval in m.goal_figures.items():  # a zero-width interval is said once (`Finding.figure`)
+        same = interval.low == interval.high == interval.estimate
+        assert f"{label} {f'{interval.estimate:.2f} in every resample' if same else interval.fmt()}" in text
 
 
 def test_the_world_comeback_of_a_candidate_equals_the_world_modules_own(corpus, default_scorer, tmp_path):
@@ -693,3 +694,93 @@ def test_the_world_comeback_of_a_candidate_equals_the_world_modules_own(corpus, 
     ours = next(cb for role, label, cb in study._comebacks if label == "wordllama" and cb.gate == str(gate))
     theirs = world.comeback(study.world, default_scorer.embedder, gate, split="test", n_boot=100, seed=rule.seed)
     assert ours.recall == theirs.recall and ours.wrong_tokens_benign == theirs.wrong_tokens_benign
+
+
+# ---------------------------------------------------------------------------------- at realistic scale
+
+
+@pytest.fixture(scope="module")
+def realistic():
+    return world.build(1, scale="realistic", users=2, sessions=160)
+
+
+@pytest.fixture(scope="module")
+def at_scale(realistic):
+    return th.at_scale(realistic, [retrieval.BUNDLED, "no-such-embedder"], n_boot=200)
+
+
+class CountingEmbedder:
+    """The bundled embedder, counting the texts it is asked to embed."""
+
+    id = bundled.EMBEDDER_ID
+
+    def __init__(self):
+        self.inner, self.calls = retrieval.static_embedder(), []
+
+    def encode(self, texts):
+        self.calls.append(list(texts))
+        return self.inner.encode(texts)
+
+
+def test_world_vectors_embed_the_world_up_front_and_give_the_embedders_own_vectors(realistic):
+    emb = CountingEmbedder()
+    vectors = th.WorldVectors(emb, realistic)
+    assert len(emb.calls) == 2 and vectors.id == bundled.EMBEDDER_ID  # passages, then goals as queries
+    lesson = realistic.lessons()[0]
+    texts = [lesson.trigger, realistic.sessions[0].goal, lesson.trigger]
+    assert np.array_equal(vectors.encode(texts[:1]), emb.inner.encode(texts[:1]))
+    assert np.array_equal(vectors.encode_query(texts[1:2]), emb.inner.encode(texts[1:2]))
+    assert len(emb.calls) == 2  # both seen up front
+    assert np.array_equal(
+        vectors.encode(["a text no world holds", lesson.trigger])[0], emb.inner.encode(["a text no world holds"])[0]
+    )
+    assert emb.calls[-1] == ["a text no world holds"]  # only what it lacked
+
+
+def test_at_scale_reads_comeback_for_the_gate_and_the_selection(realistic, at_scale):
+    rows = at_scale.rows.set_index("mechanism")
+    assert list(rows.index) == ["gate", "selection"] and set(at_scale.rows.embedder) == {retrieval.BUNDLED}
+    assert at_scale.missing == ("no-such-embedder: not installed",)
+    for mode in ("gate", "selection"):
+        cb = world.comeback(realistic, mode=mode, n_boot=200)  # the oracle: comeback with the bundled embedder
+        r = rows.loc[mode]
+        assert (r.needed, r.needed_low, r.needed_high, r.needed_n) == (
+            cb.recall.estimate,
+            cb.recall.low,
+            cb.recall.high,
+            cb.needed,
+        )
+        np.testing.assert_equal([r.irrelevant, r.tokens], [cb.irrelevant_share.estimate, cb.tokens_per_goal.estimate])
+        point = cb.by_category().set_index("needs")
+        for kind, category in (("cold", "restated"), ("after one restatement", "paraphrase"), ("multi-need", "multi")):
+            if category in point.index:
+                assert r[f"{kind}_n"] == point.loc[category, "counted"]
+                assert (
+                    round(r[kind], 3) == point.loc[category, "recall"]
+                    and r[f"{kind}_low"] <= r[kind] <= r[f"{kind}_high"]
+                )
+        assert r["no shared word_n"] == point.loc["no shared word", "counted"]
+    assert rows.loc["gate", "how"] == str(retrieval.gate_for(bundled.EMBEDDER_ID)[0])
+
+
+def test_at_scale_states_its_answer_from_its_table(at_scale):
+    t = at_scale.table()
+    assert list(t.index.names) == ["embedder", "mechanism"] and len(t) == 2
+    needed = next(c for c in t.columns if c.startswith("needed in context ("))
+    sel = at_scale.rows.set_index("mechanism").loc["selection"]
+    assert (
+        t.loc[(retrieval.BUNDLED, "selection"), needed]
+        == f"{sel.needed:.2f} [{sel.needed_low:.2f}, {sel.needed_high:.2f}]"
+    )
+    answer = at_scale.answer()
+    assert answer.count(". ") == 1 and answer.endswith(".")  # two sentences
+    assert (
+        t.loc[(retrieval.BUNDLED, "selection"), needed] in answer
+        and t.loc[(retrieval.BUNDLED, "gate"), needed] in answer
+    )
+    assert f"{sel.irrelevant:.2f}" in answer
+
+
+def test_at_scale_needs_a_realistic_world():
+    with pytest.raises(ValueError, match="realistic"):
+        th.at_scale(world.build(0, users=1, sessions=5))

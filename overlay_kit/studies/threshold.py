@@ -42,8 +42,10 @@ import numpy as np
 import pandas as pd
 
 from .. import bundled, retrieval
+from .. import selection as sel
 from ..budget import count_many
-from ..metrics import Interval
+from ..defaults import SHIPPED
+from ..metrics import Interval, ratio_ci
 from ..resources import dataset_path
 from ..retrieval import FAMILIES, Gate
 from . import rulefile, world
@@ -67,13 +69,17 @@ __all__ = [
     "Goals",
     "Operating",
     "PairsError",
+    "SCALE_EMBEDDERS",
+    "ScaleComparison",
     "TauRule",
     "Scored",
     "Scorer",
     "TauStudy",
     "TfidfScorer",
     "TauVerdict",
+    "WorldVectors",
     "assign_split",
+    "at_scale",
     "calibrations",
     "candidate_scorers",
     "candidates",
@@ -1590,3 +1596,186 @@ def run(
         scored[sc.scorer], labels[sc.scorer], objs[sc.scorer] = sc, label, scorer
         results[sc.scorer] = study_embedder(sc, rule)
     return TauStudy(pairs, scored, results, rule, labels, info, objs)
+
+
+# ---------------------------------------------------------------------------------- at realistic scale
+
+SCALE_EMBEDDERS = (retrieval.BUNDLED, retrieval.MINILM, retrieval.E5, retrieval.MPNET)  # `at_scale`'s, in order
+# (column, the `Comeback.needs` categories it counts): cold (the lesson's only trigger the goal it was taught at),
+# after one restatement (the restated goal joined its triggers; for the gate, still the taught goal alone), and
+# each lesson a multi-need goal needs
+_KINDS = (("cold", ("restated",)), ("after one restatement", ("paraphrase",)), ("multi-need", ("multi",)))
+
+
+class WorldVectors:
+    """An embedder over one realistic world whose texts are embedded up front, one batch per side: every
+    lesson's trigger, the taught lessons' restated goals and texts (and sections, when the shipped selection
+    weighs them) as passages, the sessions' goals as queries (e5: "query: "). `world.comeback` then asks for them
+    a few at a time without a model call each; a text not seen up front is embedded on demand. The embedder's own
+    vectors, batched: a transformer's padding may move them in the last bits (the bundled static model's are
+    exact; on notebook 04's default world MiniLM, e5-small and mpnet give the unbatched figures)."""
+
+    def __init__(self, embedder, w: world.World):
+        self.embedder = embedder
+        self.id = getattr(embedder, "id", type(embedder).__name__)
+        self._passages: dict[str, np.ndarray] = {}
+        self._queries: dict[str, np.ndarray] = {}
+        taught = {s.needs for s in w.sessions if s.taught}
+        lessons = w.lessons()
+        texts = {x.trigger for x in lessons} | {t for x in lessons if x.id in taught for t in (x.restated, x.body)}
+        if sel.shipped_rule().section:
+            sections = world.selection_corpus("dev").sections
+            texts |= {sections[x.domain][x.section] for x in lessons if x.id in taught}
+        self.encode(sorted(texts))
+        self.encode_query(sorted({s.goal for s in w.sessions}))
+
+    def _lookup(self, known: dict, encode, items: Sequence[str]) -> np.ndarray:
+        items = list(items)
+        missing = [t for t in dict.fromkeys(items) if t not in known]
+        if missing:
+            known.update(zip(missing, np.asarray(encode(missing))))
+        return np.stack([known[t] for t in items])
+
+    def encode(self, items: Sequence[str]) -> np.ndarray:
+        return self._lookup(self._passages, self.embedder.encode, items)
+
+    def encode_query(self, items: Sequence[str]) -> np.ndarray:
+        return self._lookup(self._queries, getattr(self.embedder, "encode_query", self.embedder.encode), items)
+
+
+def _kind_recall(cb: world.Comeback, categories: Sequence[str] | None, n_boot: int, seed: int) -> tuple[int, Interval]:
+    """Needs counted and the share found among `cb.needs` of these categories (None: the needs whose goal shares
+    no word with the lesson's trigger), resampled by lesson."""
+    t = cb.needs
+    part = t[t.no_shared_word] if categories is None else t[t.category.isin(categories)]
+    per_lesson = part.groupby("need").found.agg(["sum", "count"])
+    return len(part), ratio_ci(per_lesson["sum"], per_lesson["count"], n_resamples=n_boot, seed=seed)
+
+
+@dataclass(frozen=True, eq=False)
+class ScaleComparison:
+    """`at_scale`'s answer: the gate 04 calibrates and the shipped selection side by side on a realistic world,
+    per embedder. Descriptive: 04's rule judges the τ study; notebook 18's rule judges the selection."""
+
+    world_digest: str
+    figures: dict  # world.figures of the world read
+    # one row per (embedder, mechanism): what it is (`how`), `needs` counted, then per measure its estimate and
+    # interval (`<measure>`, `<measure>_low`, `<measure>_high`) and needs counted (`<measure>_n`); measures:
+    # needed (all), the `_KINDS`, no shared word; irrelevant share and learned tokens per goal (by user);
+    # `in_context`: lessons in context per goal (mean over sessions)
+    rows: pd.DataFrame
+    missing: tuple[str, ...]  # what could not be read here: "mpnet: not installed", "mpnet gate: uncalibrated"
+    split: str
+
+    def table(self) -> pd.DataFrame:
+        """One row per embedder and mechanism: needed-lesson recall (all; cold; after one restatement; multi-need;
+        goals sharing no word with the trigger; each column names the needs it counts, the same for every row)
+        with 95 % intervals over lessons,
+        lessons in context per goal, the share of them the goal does not need and learned tokens per goal (95 %
+        intervals over users)."""
+        fmt = lambda r, m, spec=".2f": Interval(r[m], r[f"{m}_low"], r[f"{m}_high"], 0.95, 0).fmt(spec)  # noqa: E731
+        out = [
+            {
+                "embedder": r["embedder"],
+                "mechanism": r["mechanism"],
+                "how": r["how"],
+                **{f"{label} ({int(r[f'{m}_n'])})": fmt(r, m) for m, label in self._recalls()},
+                "in context per goal": round(float(r["in_context"]), 1),
+                "irrelevant share": fmt(r, "irrelevant"),
+                "learned tokens per goal": fmt(r, "tokens", ".0f"),
+            }
+            for _, r in self.rows.iterrows()
+        ]
+        return pd.DataFrame(out).set_index(["embedder", "mechanism"])
+
+    @staticmethod
+    def _recalls() -> list[tuple[str, str]]:
+        return [("needed", "needed in context"), *((k, k) for k, _ in _KINDS), ("no shared word", "no shared word")]
+
+    def _row(self, embedder: str, mechanism: str) -> pd.Series | None:
+        hit = self.rows[(self.rows.embedder == embedder) & (self.rows.mechanism == mechanism)]
+        return hit.iloc[0] if len(hit) else None
+
+    def answer(self) -> str:
+        """The reading in two sentences a designer can act on (from `table()`; descriptive, no rule's verdict):
+        the shipped embedder's selection against its calibrated gate, then what the selection costs."""
+        emb = SHIPPED.embedder
+        g, s = self._row(emb, "gate"), self._row(emb, "selection")
+        if g is None or s is None:
+            return f"Nothing to compare: the shipped embedder {emb} was not read under both the gate and the selection."
+        iv = lambda r, m: f"{r[m]:.2f} [{r[m + '_low']:.2f}, {r[m + '_high']:.2f}]"  # noqa: E731
+        f = self.figures
+        apart = s["needed_low"] > g["needed_high"]
+        first = (
+            f"On a realistic world ({f['agents']} agents holding {f['lessons_per_agent_min']} to "
+            f"{f['lessons_per_agent_max']} lessons), the shipped selection puts {iv(s, 'needed')} of the needed "
+            f"lessons in front of the model ({iv(s, 'cold')} cold, {iv(s, 'no shared word')} on goals that share "
+            f"no word with the trigger), where the calibrated gate 04 chooses for {emb} brings back "
+            f"{iv(g, 'needed')} ({iv(g, 'cold')} cold, {iv(g, 'no shared word')} with no shared word): "
+            + (
+                "keep tier-3 lessons resident under the selection, and count on the gate only for lessons the "
+                "budget demotes"
+                if apart
+                else "the two are not separated at this size; do not read a preference from it"
+            )
+        )
+        others = self.rows[(self.rows.mechanism == "selection") & (self.rows.embedder != emb)]
+        second = (
+            f"The selection pays in precision: a goal has about {s['in_context']:.0f} lessons in context, "
+            f"{s['irrelevant']:.2f} of them not needed, {s['tokens']:,.0f} learned tokens per goal against "
+            f"{g['tokens']:,.0f} for the gate, so a smaller context must come from fewer kept lessons or a floor "
+            f"(`SHIPPED.select_k`, notebook 18's rule), not from the gate"
+        )
+        if len(others):
+            spread = ", ".join(f"{r.embedder} {r.needed:.2f}" for r in others.itertuples(index=False))
+            second += f"; other embedders under the selection find {spread} of the needed lessons"
+        return f"{first}. {second}."
+
+
+def at_scale(
+    w: world.World,
+    embedders: Sequence[str] | None = None,
+    *,
+    split: str = "eval",
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> ScaleComparison:
+    """04's candidates on a realistic world (`world.build(seed, scale="realistic")`): per embedder of
+    `embedders` (`SCALE_EMBEDDERS` by default; one not installed is skipped and named in `missing`), its
+    calibrated gate over every taught lesson retrieval-only (`world.comeback(mode="gate")`; an uncalibrated
+    embedder has none) and the shipped selection over every taught lesson resident (`mode="selection"`). Needs of
+    lessons of `split` counted (`eval` by default: the shipped selection was tuned on the development corpus'
+    tune lessons), each lesson of a goal counted; recall resampled by lesson, irrelevant share and tokens by
+    user, `n_boot` resamples from `seed`."""
+    if w.scale != "realistic":
+        raise ValueError("at_scale needs a realistic world (world.build(seed, scale='realistic'))")
+    rows, missing = [], []
+    for name in SCALE_EMBEDDERS if embedders is None else embedders:
+        try:
+            emb = WorldVectors(retrieval.load_embedder(name), w)
+        except retrieval.EmbedderUnavailable:
+            missing.append(f"{name}: not installed")
+            continue
+        for mechanism in ("gate", "selection"):
+            try:
+                cb = world.comeback(w, emb, mode=mechanism, split=split, n_boot=n_boot, seed=seed)
+            except retrieval.Uncalibrated:
+                missing.append(f"{name} gate: uncalibrated")
+                continue
+            how = (
+                cb.gate
+                if mechanism == "gate"
+                else f"top {SHIPPED.select_k} by the goal (all kept up to {SHIPPED.resident_max})"
+            )
+            row = {"embedder": name, "mechanism": mechanism, "how": how, "in_context": cb.table.admitted.mean()}
+            measures = [("needed", cb.needed, cb.recall)]
+            measures += [(k, *_kind_recall(cb, cats, n_boot, seed)) for k, cats in _KINDS]
+            measures += [("no shared word", *_kind_recall(cb, None, n_boot, seed))]
+            measures += [
+                ("irrelevant", len(cb.table), cb.irrelevant_share),
+                ("tokens", len(cb.table), cb.tokens_per_goal),
+            ]
+            for m, n, i in measures:
+                row |= {m: i.estimate, f"{m}_low": i.low, f"{m}_high": i.high, f"{m}_n": n}
+            rows.append(row)
+    return ScaleComparison(w.digest(), world.figures(w), pd.DataFrame(rows), tuple(missing), split)
