@@ -226,6 +226,25 @@ def _lesson_texts(tier: int, domain: str, path: Path = LESSONS_CSV) -> list[str]
     return texts
 
 
+def _taught(w: world.World, user: str, agent: str, lesson: str, index: int, skill, body: str, section: str) -> Delta:
+    """The lesson `user` taught `agent` at their session `index`, as the product holds it once approved: an
+    active tier-3 preference on `section`, its id drawn from the world's seed, the user, the agent and the lesson."""
+    created = _START + timedelta(days=index)
+    digest = hashlib.sha256(f"{w.seed}/{user}/{agent}/{lesson}".encode()).hexdigest()[:16]
+    return Delta(
+        skill=skill.name,
+        kind="preference",
+        payload={"body": body},
+        anchor=anchor_for(skill.body, section, skill.version),
+        provenance=Provenance("user_instruction"),
+        status="active",
+        id=f"delta_{digest}",
+        created_at=created,
+        approved_at=created,
+        base_root=skill.root,
+    )
+
+
 def agents(w: world.World, rule: RuleFile | None = None) -> tuple[list[Agent], pd.DataFrame]:
     """The world's agents as the rule builds them (`domains`, `lesson_tier`), and one row per agent left out
     because its skill is capability-bearing (the gates refuse deltas on it)."""
@@ -258,22 +277,8 @@ def agents(w: world.World, rule: RuleFile | None = None) -> tuple[list[Agent], p
         deltas = []
         for i, lesson in zip(taught["index"], taught.needs):
             rng = random.Random(f"{w.seed}/{user}/{lesson}")  # the draw of one lesson, whatever else is drawn
-            created = _START + timedelta(days=int(i))
-            digest = hashlib.sha256(f"{w.seed}/{user}/{domain}/{lesson}".encode()).hexdigest()[:16]
-            deltas.append(
-                Delta(
-                    skill=skill.name,
-                    kind="preference",
-                    payload={"body": rng.choice(texts)},
-                    anchor=anchor_for(skill.body, rng.choice(sections), skill.version),
-                    provenance=Provenance("user_instruction"),
-                    status="active",
-                    id=f"delta_{digest}",
-                    created_at=created,
-                    approved_at=created,
-                    base_root=skill.root,
-                )
-            )
+            body = rng.choice(texts)
+            deltas.append(_taught(w, user, domain, lesson, int(i), skill, body, rng.choice(sections)))
         out.append(
             Agent(
                 user, domain, skill, tuple(taught.needs), tuple(deltas), tuple(int(i) for i in taught["index"]), needs
@@ -644,24 +649,10 @@ def realistic_agents(w: world.World) -> list[Agent]:
             if not taught_here and isinstance(first, str)
             for lesson in (first, *also)
         ]
-        deltas = []
-        for i, lesson in zip(taught["index"], taught.needs):
-            created = _START + timedelta(days=int(i))
-            digest = hashlib.sha256(f"{w.seed}/{user}/{agent}/{lesson}".encode()).hexdigest()[:16]
-            deltas.append(
-                Delta(
-                    skill=skill.name,
-                    kind="preference",
-                    payload={"body": by_id[lesson].body},
-                    anchor=anchor_for(skill.body, by_id[lesson].section, skill.version),
-                    provenance=Provenance("user_instruction"),
-                    status="active",
-                    id=f"delta_{digest}",
-                    created_at=created,
-                    approved_at=created,
-                    base_root=skill.root,
-                )
-            )
+        deltas = [
+            _taught(w, user, agent, lesson, int(i), skill, by_id[lesson].body, by_id[lesson].section)
+            for i, lesson in zip(taught["index"], taught.needs)
+        ]
         out.append(
             Agent(
                 user,
