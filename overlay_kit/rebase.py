@@ -477,7 +477,7 @@ class FuzzyPolicy(SectionPolicy):
     def _bounded(self, update: Update, i: int) -> tuple[int, float] | None:
         """`_exhaustive`'s answer wherever it matters (a winner ≥ `min_score`), scoring exactly only the new
         sections whose upper bound can still win: `score` is cheap except the merge containment
-        (`partial_ratio`, ~250 µs on a long quote), bounded here by the quote's longest common subsequence with
+        (`partial_ratio`, the costly part on a long quote), bounded here by the quote's longest common subsequence with
         the whole new body. None when no section can reach `min_score`."""
         o, qa = update.old[i], update.flat[0][i]
         (pa, sa), head = update.contexts[0][i], o.heading.casefold()
