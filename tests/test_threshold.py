@@ -724,7 +724,7 @@ class CountingEmbedder:
 
 def test_world_vectors_embed_the_world_up_front_and_give_the_embedders_own_vectors(realistic):
     emb = CountingEmbedder()
-    vectors = th.WorldVectors(emb, realistic)
+    vectors = th.world_vectors(emb, realistic)
     assert len(emb.calls) == 2 and vectors.id == bundled.EMBEDDER_ID  # passages, then goals as queries
     lesson = realistic.lessons()[0]
     texts = [lesson.trigger, realistic.sessions[0].goal, lesson.trigger]

@@ -41,6 +41,7 @@ from .world import selection_corpus as load
 
 __all__ = [
     "Arm",
+    "Cached",
     "CorpusGoal",
     "CorpusLesson",
     "SelectionCorpus",
@@ -86,11 +87,13 @@ class Texts:
         return np.stack([self.passages[t] for t in texts])
 
 
-class _Cached:
-    """An embedder whose goals come from a `Texts` cache: `selection.score` runs unchanged on cached vectors."""
+class Cached:
+    """An embedder whose vectors come from a `Texts` cache, under the cached embedder's identity: `selection.score`
+    and `world.comeback` run unchanged on cached vectors."""
 
     def __init__(self, texts: Texts):
         self.texts = texts
+        self.id = getattr(texts.embedder, "id", type(texts.embedder).__name__)
 
     def encode(self, items):
         return self.texts.passage(items)
@@ -267,7 +270,7 @@ def _scores(arm, rule, pool, goals, triggers, sections, texts) -> sel.Scores:
         sel.Candidate(x.id, t if arm.triggers else (), x.body, sections.get(x.section, ""))
         for x, t in zip(pool, triggers)
     ]
-    return sel.score(goals, lessons, _Cached(texts), rule)
+    return sel.score(goals, lessons, Cached(texts), rule)
 
 
 # ------------------------------------------------------------------------------------------ tuning

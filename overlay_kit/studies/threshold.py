@@ -50,6 +50,7 @@ from ..resources import dataset_path
 from ..retrieval import FAMILIES, Gate
 from . import rulefile, world
 from .finding import Finding, render
+from .selection import Cached, Texts
 
 __all__ = [
     "CATEGORIES",
@@ -77,7 +78,6 @@ __all__ = [
     "TauStudy",
     "TfidfScorer",
     "TauVerdict",
-    "WorldVectors",
     "assign_split",
     "at_scale",
     "calibrations",
@@ -102,6 +102,7 @@ __all__ = [
     "shares_word",
     "study_embedder",
     "sums",
+    "world_vectors",
 ]
 
 CATEGORIES = ("paraphrase", "near_miss", "lexical_overlap", "cross_domain", "adversarial")
@@ -1607,40 +1608,23 @@ SCALE_EMBEDDERS = (retrieval.BUNDLED, retrieval.MINILM, retrieval.E5, retrieval.
 _KINDS = (("cold", ("restated",)), ("after one restatement", ("paraphrase",)), ("multi-need", ("multi",)))
 
 
-class WorldVectors:
-    """An embedder over one realistic world whose texts are embedded up front, one batch per side: every
-    lesson's trigger, the taught lessons' restated goals and texts (and sections, when the shipped selection
-    weighs them) as passages, the sessions' goals as queries (e5: "query: "). `world.comeback` then asks for them
-    a few at a time without a model call each; a text not seen up front is embedded on demand. The embedder's own
-    vectors, batched: a transformer's padding may move them in the last bits (the bundled static model's are
-    exact; on notebook 04's default world MiniLM, e5-small and mpnet give the unbatched figures)."""
-
-    def __init__(self, embedder, w: world.World):
-        self.embedder = embedder
-        self.id = getattr(embedder, "id", type(embedder).__name__)
-        self._passages: dict[str, np.ndarray] = {}
-        self._queries: dict[str, np.ndarray] = {}
-        taught = {s.needs for s in w.sessions if s.taught}
-        lessons = w.lessons()
-        texts = {x.trigger for x in lessons} | {t for x in lessons if x.id in taught for t in (x.restated, x.body)}
-        if sel.shipped_rule().section:
-            sections = world.selection_corpus("dev").sections
-            texts |= {sections[x.domain][x.section] for x in lessons if x.id in taught}
-        self.encode(sorted(texts))
-        self.encode_query(sorted({s.goal for s in w.sessions}))
-
-    def _lookup(self, known: dict, encode, items: Sequence[str]) -> np.ndarray:
-        items = list(items)
-        missing = [t for t in dict.fromkeys(items) if t not in known]
-        if missing:
-            known.update(zip(missing, np.asarray(encode(missing))))
-        return np.stack([known[t] for t in items])
-
-    def encode(self, items: Sequence[str]) -> np.ndarray:
-        return self._lookup(self._passages, self.embedder.encode, items)
-
-    def encode_query(self, items: Sequence[str]) -> np.ndarray:
-        return self._lookup(self._queries, getattr(self.embedder, "encode_query", self.embedder.encode), items)
+def world_vectors(embedder, w: world.World) -> Cached:
+    """`embedder` over one realistic world with its texts embedded up front, one batch per side: every lesson's
+    trigger, the taught lessons' restated goals and texts (and sections, when the shipped selection weighs them)
+    as passages, the sessions' goals as queries (e5: "query: "). `world.comeback` then asks for them a few at a
+    time without a model call each; a text not seen up front is embedded on demand (`selection`'s `Texts`). A
+    transformer's padding may move batched vectors in the last bits (the bundled static model's are exact; on
+    notebook 04's default world MiniLM, e5-small and mpnet give the unbatched figures)."""
+    vectors = Cached(Texts(embedder))
+    taught = {s.needs for s in w.sessions if s.taught}
+    lessons = w.lessons()
+    texts = {x.trigger for x in lessons} | {t for x in lessons if x.id in taught for t in (x.restated, x.body)}
+    if sel.shipped_rule().section:
+        sections = world.selection_corpus("dev").sections
+        texts |= {sections[x.domain][x.section] for x in lessons if x.id in taught}
+    vectors.encode(sorted(texts))
+    vectors.encode_query(sorted({s.goal for s in w.sessions}))
+    return vectors
 
 
 def _kind_recall(cb: world.Comeback, categories: Sequence[str] | None, n_boot: int, seed: int) -> tuple[int, Interval]:
@@ -1752,7 +1736,7 @@ def at_scale(
     rows, missing = [], []
     for name in SCALE_EMBEDDERS if embedders is None else embedders:
         try:
-            emb = WorldVectors(retrieval.load_embedder(name), w)
+            emb = world_vectors(retrieval.load_embedder(name), w)
         except retrieval.EmbedderUnavailable:
             missing.append(f"{name}: not installed")
             continue
