@@ -77,7 +77,7 @@ from .grammar import (
     utc_now,
     validate_fact,
 )
-from .injection import auto_approve_languages, languages, pattern_set, scan, scan_many
+from .injection import auto_approve_languages, languages_many, pattern_set, scan, scan_many
 from .seal import mint
 from .skill import PERMISSION_DOMAINS, Permission, Skill
 from .store.core import trigger_problem
@@ -220,28 +220,33 @@ class Submission:
 class Derived:
     """What several rules read of one payload: its canonical form (None: malformed), (field, text) of each of
     its strings, their views (`textguard.views`), the injection scan's findings on them (each named by its
-    field) and whether a widening pattern may match one of them or a reading `no_widening` tries."""
+    field), whether a widening pattern may match one of them or a reading `no_widening` tries, and the
+    languages besides English each is in (`injection.languages`: what the scan read them as)."""
 
     canonical: dict | None
     text_fields: tuple[tuple[str, str], ...]
     views: tuple[tuple[str, ...], ...]
     findings: tuple[str, ...]
     may_widen: bool
+    languages: tuple[tuple[str, ...], ...]
 
 
 def _derive(items: list[tuple[str, Any]]) -> list[Derived]:
-    """`Derived` of each (kind, payload), every step one pass over all the texts of the batch (views, the scan,
-    the widening automaton)."""
+    """`Derived` of each (kind, payload), every step one pass over all the texts of the batch (views, languages,
+    the scan, the widening automaton)."""
     fields = [_payload_texts(payload) for _, payload in items]
     texts = [text for f in fields for _, text in f]
     views = views_many(texts)
-    hits = scan_many(texts, readings=views)
+    langs = languages_many(texts)
+    hits = scan_many(texts, readings=views, langs=langs)
     may = _widening_set().groups_many(["\n".join((t, *v, *_words(t, v))) for t, v in zip(texts, views)])
     out, at = [], 0
     for (kind, payload), f in zip(items, fields):
         end = at + len(f)
         findings = tuple(f"{where}: {hit}" for (where, _), found in zip(f, hits[at:end]) for hit in found)
-        out.append(Derived(_shaped(kind, payload), f, tuple(views[at:end]), findings, any(may[at:end])))
+        out.append(
+            Derived(_shaped(kind, payload), f, tuple(views[at:end]), findings, any(may[at:end]), tuple(langs[at:end]))
+        )
         at = end
     return out
 
@@ -405,9 +410,14 @@ _WIDENING = (_CONTROL_EDIT, _PERMISSION_TOKEN, _UNCONFIRMED)  # every pattern `n
 def _words(text: str, text_views: tuple[str, ...] | None = None) -> list[str]:
     """Readings for the widening check: each folded view, camelCase split, separators and quotes as spaces
     (`text_views`: the text's views, if at hand; they are the split text's where it has no camelCase)."""
-    split = _CAMEL.sub(r"\1 \2", text)
+    split = _CAMEL.sub(_camel_split, text)
     readings = text_views if text_views is not None and split == text else views(split)
     return [" ".join(_QUOTES_SEPARATORS.sub(" ", v).split()) for v in readings]
+
+
+def _camel_split(m: re.Match) -> str:
+    """`_CAMEL`'s replacement, `\\1 \\2` (a function: `re` finds a template's parse by hashing the pattern)."""
+    return f"{m.group(1)} {m.group(2)}"
 
 
 def _readings(p: Submission) -> Iterator[tuple[str, str, tuple[str, ...]]]:
@@ -698,7 +708,7 @@ def _quarantined(p: Submission, findings: tuple[str, ...]) -> Verdict:
 def _staged(p: Submission, findings: tuple[str, ...]) -> Verdict:
     auto = p.auto_approve and p.provenance.source in AUTO_APPROVE_SOURCES
     if auto and not findings:
-        partly = sorted({c for _, text in p.derived.text_fields for c in languages(text)} - auto_approve_languages())
+        partly = sorted({c for codes in p.derived.languages for c in codes} - auto_approve_languages())
         if not partly:
             return _ACTIVE
         return Verdict(

@@ -3065,13 +3065,16 @@ def reading_lines(text: str, readings: tuple[str, ...]) -> str:
 
 
 def scan_many(
-    texts: list[str], candidates: list | None = None, readings: list[tuple[str, ...]] | None = None
+    texts: list[str],
+    candidates: list | None = None,
+    readings: list[tuple[str, ...]] | None = None,
+    langs: list[tuple[str, ...]] | None = None,
 ) -> list[tuple[str, ...]]:
     """`scan` of each text. Every pattern of this module compiled into one automaton (`patternset.PatternSet`)
     names, per text, the patterns that may match it or one of its readings, and only those are tried
     (`_scan`). `candidates` (per text): a caller's own such verdict over (at least) `detectors()`,
     read on (at least) `reading_lines` — the patterns that may match, or True for "every pattern";
-    `readings`: the texts' `views`, if at hand."""
+    `readings`: the texts' `views`, `langs`: their `languages_many`, if at hand."""
     texts = [t if type(t) is str else str(t) for t in texts]
     if readings is None:
         readings = views_many(texts)
@@ -3081,7 +3084,8 @@ def scan_many(
             [patterns[j] for j in sorted(g)]
             for g in pattern_set(patterns).groups_many([reading_lines(t, r) for t, r in zip(texts, readings)])
         ]
-    langs = languages_many(texts)
+    if langs is None:
+        langs = languages_many(texts)
     found = [
         _scan(t, r, None if m is True else frozenset(map(id, m)), lang)
         for t, m, r, lang in zip(texts, candidates, readings, langs)

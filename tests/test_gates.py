@@ -574,3 +574,10 @@ def test_a_batch_repeats_nothing_the_store_or_the_batch_already_holds(store):
     assert [r.outcome for r in out] == ["noop", "staged", "noop", "staged"]
     assert out[0].delta.id == live.id and out[2].delta.id == out[1].delta.id
     assert stored(store) == 3
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aZ0z9A_- .'`\"\u00e9\u00c9\u0131"), max_size=40) | st.text(max_size=40))
+def test_the_camel_case_split_is_the_template_split(text):
+    """`_words` splits camelCase with a function: the same text as the template `\\1 \\2` gives."""
+    assert gates._CAMEL.sub(gates._camel_split, text) == gates._CAMEL.sub(r"\1 \2", text)

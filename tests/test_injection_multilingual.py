@@ -535,6 +535,23 @@ def test_the_gates_batch_decides_as_row_by_row(tmp_path):
     assert [gates.decide(p) for p in subs] == [gates.decide(p) for p in alone]
 
 
+def test_the_gates_read_the_languages_the_scan_found(tmp_path):
+    """A submission carries each text's languages as the scan read them, in a batch, and they are each text's
+    `injection.languages` (what `_staged` read text by text before); the auto-approve rule meets both outcomes."""
+    texts = _mixed_texts()[:300] + lesson_texts()[:100]
+    rows = [
+        gates.Lesson("preference", {"body": t[:300], "trigger": texts[-k - 1][:120]}, "replies", TRUSTED)
+        for k, t in enumerate(texts)
+    ]
+    with Store.open(tmp_path / "a.db", auto_approve=True) as store:
+        subs = gates._submissions(store, SKILL, rows, None)
+    assert {len(p.derived.languages) for p in subs} == {2}
+    for p in subs:
+        assert p.derived.languages == tuple(injection.languages(text) for _, text in p.derived.text_fields)
+    outcomes = {gates._staged(p, ()).outcome for p in subs}
+    assert outcomes == {"active", "staged"}  # both sides of the language rule are met
+
+
 # ------------------------------------------------------------------------------------------------ issue 40
 
 # plainly worded English exfiltration (the issue's wording, then more of the same kind)
