@@ -31,6 +31,7 @@ space but tab and newline) is in every answer for such a text.
 from __future__ import annotations
 
 import re
+import string
 
 import re2
 
@@ -45,6 +46,7 @@ FOLD_GAPS = frozenset("\u0130\u0131")
 _PLAIN = bytes([9, 10, *range(32, 127)])  # what plain ASCII text is made of
 _LOOKAROUNDS = ("(?=", "(?!", "(?<=", "(?<!")
 _COUNT = re.compile(r"\{(\d*),(\d+)\}")
+_ASCII_LETTER = re.compile("[A-Za-z]")
 
 
 class Untranslatable(ValueError):
@@ -125,7 +127,10 @@ class _Projection(dict):
 
     def __missing__(self, code: int) -> str:
         ch = chr(code)
-        partners = [a for a in "abcdefghijklmnopqrstuvwxyz" if re.fullmatch(re.escape(ch), a, re.IGNORECASE)]
+        # Python's `re` folds case by the simple mappings: a character with no ASCII letter in its lower, upper or
+        # folded form has no ASCII case partner (a test checks every code point)
+        cased = _ASCII_LETTER.search(ch.lower() + ch.upper() + ch.casefold())
+        partners = [a for a in string.ascii_lowercase if re.fullmatch(re.escape(ch), a, re.IGNORECASE)] if cased else []
         out = (
             partners[0]
             if partners

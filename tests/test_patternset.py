@@ -11,6 +11,7 @@ import pytest
 import re2
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from test_injection_batch import PIECES as BATCH_PIECES
 from test_injection_batch import TEXTS
 
 from overlay_kit import gates, injection, patternset, textguard
@@ -218,3 +219,74 @@ def test_when_re2_reports_no_match_at_all_every_pattern_is_kept(monkeypatch):
     assert automaton.groups_many(["a zebra", "a horse"]) == [frozenset({0}), frozenset()]
     monkeypatch.setattr(automaton, "_set", type("GaveUp", (), {"Match": staticmethod(lambda text: None)})())
     assert automaton.groups_many(["a zebra", "a horse"]) == [automaton.everything] * 2
+
+
+def re2_oracle(patterns) -> callable:
+    """What RE2 itself finds, pattern by pattern, on a text as the automaton reads it (its `prefilter` on the text
+    or, for a text that is not plain, the projected pattern on the projection): the automaton's answer must hold
+    every pattern this names."""
+    options = re2.Options()
+    options.log_errors = False
+    compiled = {}
+    for plain in (True, False):
+        for k, p in enumerate(patterns):
+            try:
+                if not plain and not patternset._projectable(p):
+                    raise patternset.Untranslatable(p.pattern[:40])
+                compiled[plain, k] = re2.compile(
+                    patternset.prefilter(p if plain else patternset._projected_source(p)), options
+                )
+            except (patternset.Untranslatable, re2.error, re.error):
+                compiled[plain, k] = None
+
+    def found(text: str) -> set[int]:
+        plain = patternset.plain(text)
+        read = text if plain else patternset.project(text)
+        return {k for k in range(len(patterns)) if (rx := compiled[plain, k]) is None or rx.search(read)}
+
+    return found
+
+
+ORACLE = re2_oracle(PATTERNS)
+
+
+def test_the_automaton_holds_every_pattern_re2_finds_on_the_corpora():
+    """On the scan's corpus (datasets/injection, the lesson corpora, the workload's lessons, generated hostile and
+    benign texts: `TEXTS`, each with its readings), the whole automaton names every pattern RE2 matches, and names
+    few more."""
+    kept = injection.pattern_set(PATTERNS).groups_many(LINES)
+    want = [ORACLE(line) for line in LINES]
+    assert [(t, w - k) for t, w, k in zip(TEXTS, want, kept) if not w <= k] == []
+    assert sum(map(len, kept)) <= sum(map(len, want)) + 0.05 * len(LINES)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(BATCH_PIECES), st.text(max_size=20), st.text(alphabet=ALPHABET + BEYOND, max_size=8)),
+        min_size=1,
+        max_size=5,
+    ).map(" ".join),
+    st.sampled_from([str, str.upper, str.lower, str.title]),
+)
+def test_the_automaton_keeps_every_pattern_matching_generated_text(text, case):
+    """Generated text (hostile phrases, any characters, case changed), with its readings: every pattern of the
+    scan that matches a line of it, and every pattern RE2 finds there, is in the answer."""
+    text = case(text)
+    lines = [text, *textguard.views(text)]
+    g = injection.pattern_set(PATTERNS).groups_many(["\n".join(lines)])[0]
+    assert [k for k, p in enumerate(PATTERNS) if k not in g and matches(p, lines)] == []
+    assert ORACLE("\n".join(lines)) <= g
+
+
+def test_a_character_without_an_ascii_letter_in_its_cases_has_no_ascii_partner():
+    """`project`'s shortcut: a character with no ASCII letter in its lower, upper or folded form is no ASCII
+    letter's case partner in Python's `re` (every code point, a class of them at a time)."""
+    rest = [
+        chr(c)
+        for c in range(128, 0x110000)
+        if not 0xD800 <= c < 0xE000 and not re.search("[A-Za-z]", chr(c).lower() + chr(c).upper() + chr(c).casefold())
+    ]
+    for k in range(0, len(rest), 4000):
+        chunk = re.compile("[" + "".join(map(re.escape, rest[k : k + 4000])) + "]", re.IGNORECASE)
+        assert not chunk.search(string.ascii_letters), rest[k : k + 4000]
