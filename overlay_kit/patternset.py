@@ -1,5 +1,9 @@
-"""Many regexes read as one automaton: per text, which of them may match it, found in one linear pass (RE2's
-`Set`: a DFA over every pattern at once), so that a Python pattern runs only where that pass says it may.
+"""Many regexes read as one automaton: per text, which of them may match it, so that a Python pattern runs only
+where the automaton says it may. RE2's `Filter` (FilteredRE2): each pattern reduced to its atoms, literals one of
+which (by an and/or tree) a text must hold for the pattern to match it; one pass of an automaton over every atom
+names the patterns whose atoms the text holds, and RE2 then tries only those, and the patterns without atoms,
+each with its own DFA. (A DFA over every whole pattern at once — RE2's `Set` — costs far more to build for the
+text it has not met yet: each new state holds what every pattern still reads.)
 
     s = PatternSet([pattern, ...])
     s.groups_many(texts)   # per text: the indices of the patterns that may match some line of it
@@ -15,8 +19,9 @@ tries the patterns it names.
 Callers join what their patterns read (a text and its readings) with newlines into one text: a match in one
 line is a match of the joined text (a line boundary is a non-word character, and anchors are per line).
 
-RE2 gives up when its DFA outgrows its memory budget, and its `Set` then reports "no match": a canary pattern
-that matches every text tells that apart, and such a text keeps every pattern.
+RE2's automaton over the atoms gives up when its DFA outgrows its memory budget, and then reports no atom: a
+canary line appended to every text, whose atom no text holds, tells that apart, and such a text keeps every
+pattern. (A pattern's own DFA that outgrows its budget falls back to RE2's slower NFA: never a wrong answer.)
 
 A text that is not plain (another script, accents, curly quotes, a control character) is read by a second
 automaton as its ASCII projection (`project`): each character beyond plain ASCII stands for what Python's `re`
@@ -38,8 +43,11 @@ import re2
 __all__ = ["PatternSet", "prefilter"]
 
 WINDOW = 8  # a counted repetition with a larger upper bound reads as unbounded (`[^.]{0,40}` as `[^.]{0,}`)
-MAX_MEM = 32 << 20  # RE2's memory budget for the set: its program and DFA
-_CANARY = r"\z"  # matches every text, at its end: reported only when the DFA read the whole text
+MAX_MEM = 8 << 20  # RE2's memory budget per pattern: its program and DFA
+# The canary: a line appended to every text read, of control characters no such text holds (a plain text or a
+# projection has none but tab and newline), so that its atom is found only when the atoms' automaton read it all.
+_CANARY_LINE = "\n\x01\x02\x03"
+_CANARY = r"\x01\x02\x03"
 # Characters with ASCII case partners in Python's `re` that RE2 does not fold to them (a test checks every code
 # point): a pattern holding one is in every answer.
 FOLD_GAPS = frozenset("\u0130\u0131")
@@ -220,78 +228,56 @@ class PatternSet:
     def __init__(self, patterns):
         self.patterns = tuple(patterns)
         self.everything = frozenset(range(len(self.patterns)))
-        options = re2.Options()
-        options.max_mem = MAX_MEM
-        options.log_errors = False
-        automaton = re2.Set.SearchSet(options)
-        index, always = [], []
-        for k, pattern in enumerate(self.patterns):
-            try:
-                automaton.Add(prefilter(pattern))
-                index.append(k)
-            except (Untranslatable, re2.error):
-                always.append(k)
-        automaton.Add(_CANARY)
-        try:
-            automaton.Compile()
-        except re2.error:  # over the memory budget: every pattern in every answer
-            automaton, index, always = None, [], range(len(self.patterns))
-        self._set, self._index, self._canary = automaton, tuple(index), len(index)
-        self.always = frozenset(always)  # patterns RE2 could not take: in every answer
+        self._plain = _Automaton(self.patterns, lambda pattern: pattern)
+        self.always = self._plain.always  # patterns RE2 could not take: in every answer
         self._projected = None  # the second automaton (texts that are not plain), built on first use
 
-    @staticmethod
-    def _compile(patterns, keep=lambda p: True):
-        """(an RE2 set over the patterns `keep` allows, the indices it holds, the indices in every answer), or
-        (None, [], every index) when RE2 cannot hold them."""
+    def groups_many(self, texts: list[str]) -> list[frozenset[int]]:
+        """Per text: the indices of the patterns that may match some line of it (every index where RE2 gave
+        up)."""
+        return [self._groups(text) for text in texts]
+
+    def _groups(self, text: str) -> frozenset[int]:
+        if plain(text):
+            return self._plain.groups(text, self.everything)
+        if self._projected is None:
+            self._projected = _Automaton(self.patterns, _projected_source, _projectable)
+        return self._projected.groups(project(text), self.everything)
+
+
+class _Automaton:
+    """RE2's `Filter` over the `prefilter`s of `source(pattern)` for the patterns `keep` allows, and the canary;
+    the indices of the others are in every answer (`always`)."""
+
+    def __init__(self, patterns, source, keep=lambda pattern: True):
         options = re2.Options()
         options.max_mem = MAX_MEM
         options.log_errors = False
-        automaton = re2.Set.SearchSet(options)
+        automaton = re2.Filter()
         index, always = [], []
         for k, pattern in enumerate(patterns):
             try:
                 if not keep(pattern):
                     raise Untranslatable(pattern.pattern[:40])
-                automaton.Add(prefilter(_projected_source(pattern)))
+                automaton.Add(prefilter(source(pattern)), options)
                 index.append(k)
             except (Untranslatable, re2.error, re.error):
                 always.append(k)
-        automaton.Add(_CANARY)
+        automaton.Add(_CANARY, options)
         try:
             automaton.Compile()
-        except re2.error:
-            return None, [], list(range(len(patterns)))
-        return automaton, index, always
+        except re2.error:  # the atoms over RE2's memory budget: every pattern in every answer
+            automaton, index, always = None, [], range(len(patterns))
+        self._filter, self._index, self._canary = automaton, tuple(index), len(index)
+        self.always = frozenset(always)
 
-    def groups_many(self, texts: list[str]) -> list[frozenset[int]]:
-        """Per text: the indices of the patterns that may match some line of it (every index for a text that is
-        not plain ASCII, or where RE2's DFA gave up)."""
-        if self._set is None:
-            return [self.everything] * len(texts)
-        return [self._groups(text) for text in texts]
-
-    def _groups(self, text: str) -> frozenset[int]:
-        if not plain(text):
-            return self._groups_projected(project(text))
-        found = self._set.Match(text)
+    def groups(self, text: str, everything: frozenset[int]) -> frozenset[int]:
+        """The indices of the patterns that may match some line of `text` (plain ASCII), or `everything`."""
+        if self._filter is None:
+            return everything
+        found = self._filter.Match(text + _CANARY_LINE, False)
         if found == [self._canary]:  # the common case
             return self.always
         if found is None or self._canary not in found:
-            return self.everything  # the DFA gave up on this text (or the canary went missing)
+            return everything  # the atoms' automaton gave up on this text (or the canary went missing)
         return self.always.union(self._index[m] for m in found if m != self._canary)
-
-    def _groups_projected(self, text: str) -> frozenset[int]:
-        """`_groups` of a text that was not plain, read as its projection by the second automaton."""
-        if self._projected is None:
-            automaton, index, always = self._compile(self.patterns, _projectable)
-            self._projected = (automaton, tuple(index), len(index), frozenset(always))
-        automaton, index, canary, always = self._projected
-        if automaton is None:
-            return self.everything
-        found = automaton.Match(text)
-        if found == [canary]:
-            return always
-        if found is None or canary not in found:
-            return self.everything
-        return always.union(index[m] for m in found if m != canary)

@@ -213,18 +213,26 @@ def test_a_batch_answers_as_each_text_alone():
         assert automaton.groups_many(texts) == [automaton.groups_many([t])[0] for t in texts]
 
 
-def test_when_re2_reports_no_match_at_all_every_pattern_is_kept(monkeypatch):
-    """RE2's set answers "no match" when its DFA gives up: the canary, which matches every text, tells that apart."""
-    automaton = patternset.PatternSet([re.compile("zebra"), re.compile("quagga")])
-    assert automaton.groups_many(["a zebra", "a horse"]) == [frozenset({0}), frozenset()]
-    monkeypatch.setattr(automaton, "_set", type("GaveUp", (), {"Match": staticmethod(lambda text: None)})())
-    assert automaton.groups_many(["a zebra", "a horse"]) == [automaton.everything] * 2
+def test_when_re2_reports_no_atom_at_all_every_pattern_is_kept(monkeypatch):
+    """RE2's automaton over the atoms reports no atom when its DFA gives up: the canary line appended to every text,
+    whose atom no text holds, tells that apart."""
+    automaton = patternset.PatternSet([re.compile("zebra"), re.compile("quagga"), re.compile(r"\d")])
+    assert automaton.groups_many(["a zebra", "a horse", "caf\u00e9 2"]) == [{0}, set(), {2}]
+    # the canary is found by its atom (it is no pattern RE2 tries on every text), in the canary line alone
+    for a in (automaton._plain, automaton._projected):
+        assert a._filter.Match("a zebra 2 " + "".join(map(chr, range(32, 127))), False) == [0, 2]
+        assert a._filter.Match("x" + patternset._CANARY_LINE, True) == [2, 3]
+    for gave_up in (None, [0], [2]):  # no atom at all: only the patterns without atoms were tried
+        fake = type("GaveUp", (), {"Match": staticmethod(lambda text, potential, found=gave_up: found)})()
+        monkeypatch.setattr(automaton._plain, "_filter", fake)
+        monkeypatch.setattr(automaton._projected, "_filter", fake)
+        assert automaton.groups_many(["a zebra", "a horse", "caf\u00e9"]) == [automaton.everything] * 3
 
 
 def re2_oracle(patterns) -> callable:
     """What RE2 itself finds, pattern by pattern, on a text as the automaton reads it (its `prefilter` on the text
     or, for a text that is not plain, the projected pattern on the projection): the automaton's answer must hold
-    every pattern this names."""
+    every pattern this names (its atoms never clear a text RE2 matches)."""
     options = re2.Options()
     options.log_errors = False
     compiled = {}
