@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -235,9 +238,111 @@ def test_a_realistic_run_counts_every_needed_lesson_and_what_else_is_in_context(
         for m in ("needed_in", "irrelevant_share", "learned_tokens", "wrong_in_context"):
             assert r[f"{m}_low"] <= r[m] <= r[f"{m}_high"]
     f = s.pressure_finding()
-    assert f.startswith("**Default run on a realistic-scale world** (descriptive") and "- **overlay**" in f
+    assert f.startswith("**Default run on a realistic-scale world** (per architecture") and "- **overlay**" in f
 
 
 def test_a_realistic_run_refuses_an_unknown_scale():
     with pytest.raises(ValueError, match="scale"):
         mb.run(scale="huge", progress=False)
+
+
+REAL_SMALL = {"users": 2, "sessions": 80, "architectures": ["overlay", "full_context", "keyword_files"]}
+
+
+@pytest.fixture(scope="module")
+def real():
+    return mb.realistic(**REAL_SMALL, progress=False)
+
+
+def test_the_realistic_run_is_judged_by_its_own_rule_with_the_same_code(real):
+    assert real.rule.study == mb.REALISTIC_RULE and real.params["scale"] == "realistic"
+    assert not real.params["full"] and real.finding().startswith(real.rule.stamp())
+    assert "Smoke run (not the verdict run" in real.finding()
+    c = real.comparisons()
+    judged = real.rule.param("judged")
+    assert set(c.metric) == set(judged) and set(c.architecture) == {"full_context", "keyword_files"}
+    assert {"needs_in_context", "irrelevant_share"} <= set(judged)
+    # each lesson a goal needs, counted as the oracle counts it from the session rows (every need, not the first)
+    t = real.table().set_index("architecture")
+    for arch, rows in real.sessions.groupby("architecture"):
+        found = [f for r in rows.found_list for f in r]
+        assert t.needs_in_context[arch] == pytest.approx(sum(found) / len(found))
+        assert t.irrelevant_share[arch] == pytest.approx(rows.n_irrelevant.sum() / rows.n_present.sum())
+    # the needs are resampled by lesson: one cluster per (history, lesson) a goal needed
+    keyword = c[(c.architecture == "keyword_files") & (c.metric == "needs_in_context")].iloc[0]
+    needs = real.sessions[real.sessions.architecture == "overlay"]
+    assert keyword.clusters == len({(h, x) for h, xs in zip(needs.history, needs.need_list) for x in xs})
+    g = real.goals().set_index("goal")
+    assert set(g.index) == set(real.rule.param("goals"))
+    assert g.side["needs_in_context"] == "≥" and g.side["irrelevant_share"] == g.side["learned_tokens"] == "≤"
+    for name, r in g.iterrows():  # met by the far end; missed says by how much
+        far = r.low if r.side == "≥" else r.high
+        assert r.met == (far >= r.bound if r.side == "≥" else far <= r.bound)
+        assert r.met == pd.isna(r.missed_by) or not np.isfinite(far)
+        if not r.met and np.isfinite(far):
+            assert r.missed_by == pytest.approx(abs(far - r.bound))
+
+
+def test_the_realistic_verdict_can_come_out_the_other_way(real, tmp_path):
+    """A margin the data cannot clear turns "better"/"worse" into "no difference" or "undecided": the verdict
+    comes from the rule file, not from the code."""
+    text = real.rule.path.read_text(encoding="utf-8")
+    wide = text.replace("margins: {needs_in_context: 0.05,", "margins: {needs_in_context: 5,")
+    assert wide != text
+    path = tmp_path / f"{mb.REALISTIC_RULE}.yaml"
+    path.write_text(wide, encoding="utf-8")
+    other = mb.MemoryBench(
+        rulefile.load(path),
+        real.params,
+        real.sessions,
+        real.updates,
+        real.erasure,
+        real.growth,
+        real.compliance,
+        anchoring=real.anchoring,
+    )
+    before = real.comparisons().set_index(["architecture", "metric"]).verdict
+    after = other.comparisons().set_index(["architecture", "metric"]).verdict
+    assert before["keyword_files", "needs_in_context"] == "overlay better"
+    assert after["keyword_files", "needs_in_context"] == "no difference detected at MDE 5"
+    assert (
+        before.drop(index="needs_in_context", level="metric") == after.drop(index="needs_in_context", level="metric")
+    ).all()
+    strict = text.replace("goals: {needs_in_context: 0.8,", "goals: {needs_in_context: 1.01,")
+    path.write_text(strict, encoding="utf-8")
+    g = replace(real, rule=rulefile.load(path)).goals().set_index("goal")
+    assert not g.met["needs_in_context"] and g.missed_by["needs_in_context"] > 0
+
+
+def test_a_realistic_recording_replays_under_its_own_rule_and_refuses_another(real, tmp_path):
+    mb.record(real, wall_s=1.0, n_jobs=1, folder=tmp_path, name="real")
+    again, meta = mb.recorded(folder=tmp_path, name="real")  # the rule the recording names
+    assert meta["rule"] == f"{mb.REALISTIC_RULE}.yaml" and meta["params"]["scale"] == "realistic"
+    assert again.rule.sha256 == real.rule.sha256
+    for frame in ("table", "comparisons", "goals", "pressure"):
+        pd.testing.assert_frame_equal(getattr(again, frame)(), getattr(real, frame)())
+    assert again.finding() == real.finding()
+    assert "on the realistic-scale world" in mb.recording_note(meta)
+    with pytest.raises(ValueError, match="recorded under rule sha256"):
+        mb.recorded(rulefile.load(mb.RULE_NAME), folder=tmp_path, name="real")
+
+
+def test_the_stored_realistic_recording_is_the_rules_full_grid_with_its_provenance():
+    got = mb.recorded(name=mb.REALISTIC_RECORDING)
+    assert got is not None, "datasets/recorded/10_memory_realistic_full.* is missing"
+    study, meta = got
+    rule = rulefile.load(mb.REALISTIC_RULE)
+    full = rule.param("full")
+    assert meta["rule_sha256"] == rule.sha256 and meta["commit"] and meta["machine"]
+    p = study.params
+    assert p["full"] and p["scale"] == "realistic"
+    assert (list(p["seeds"]), p["users"], p["sessions"]) == (full["seeds"], full["users"], full["sessions"])
+    ran = set(p["architectures"])
+    assert set(rule.param("architectures")) <= ran
+    peers = set(mb.peers_mod.PEERS) if mb.peers_mod else set()
+    assert ran | set(meta["skipped"]) >= peers  # every real library either ran or is named with its reason
+    assert set(study.sessions.architecture) == ran and {k: v for k, v in meta["rows"].items()} == {
+        k: len(getattr(study, k)) for k in mb.FRAMES
+    }
+    files = list(mb.RECORDED.glob(f"{mb.REALISTIC_RECORDING}.*"))
+    assert sum(f.stat().st_size for f in files) < 2_500_000  # small enough to live in the repository

@@ -6,7 +6,8 @@
     study.finding()                           # Markdown, from the numbers, starting with the rule's stamp
     record(run(full=True, n_jobs=2), wall_s=..., n_jobs=2)   # the FULL grid, with its provenance
     full, meta = recorded()                   # that recording, judged by the same code
-    big = realistic(); big.pressure()         # a realistic-scale world, every architecture at its default budget
+    big = realistic(); big.comparisons()      # the realistic-scale world under its own rule (same judging code)
+    big, meta = recorded(name=REALISTIC_RECORDING)   # its recorded FULL grid
 
 The trace is the shared world (`world.build`): users, their agents, sessions with goals, the lesson a goal needs
 and when it is taught, and `base_version`. Each agent domain's skill and its base updates come from a seeded
@@ -21,10 +22,12 @@ each user forgets their first agent and the residue is scanned.
 
 `realistic()` replays a realistic-scale world (`world.build(seed, scale="realistic")`: agents holding tens to
 hundreds of lessons, goals needing several) the same way, with each agent's own skill from the selection corpus as
-its history's first version; `MemoryBench.pressure()` counts every lesson a goal needs. It is descriptive: the rule
-file judges the τ world only.
+its history's first version, under its own rule file (datasets/rules/10_memory_realistic.yaml): each lesson a goal
+needs is counted (`needs_in_context`), and the share of what is in context the goal does not need
+(`irrelevant_share`); `MemoryBench.pressure()` describes it per architecture.
 
-The rule (datasets/rules/10_memory_architectures.yaml) fixes the metrics, units, margins, goals and verdicts.
+The rules (datasets/rules/10_memory_architectures.yaml, 10_memory_realistic.yaml) fix the metrics (`METRICS`),
+units, margins, goals and verdicts; one `MemoryBench` judges either.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import random
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from functools import lru_cache
 from pathlib import Path
@@ -64,7 +67,9 @@ from .sweep import sweep
 __all__ = [
     "GROUPS",
     "OUTCOMES",
-    "REALISTIC",
+    "METRICS",
+    "REALISTIC_RECORDING",
+    "REALISTIC_RULE",
     "RESTATE",
     "RULE_NAME",
     "MemoryBench",
@@ -502,6 +507,19 @@ UPDATE_METRICS = {
     "lost": ("lost", "n"),
     "prompts_per_update": ("prompts", "n"),
 }
+# Every metric a rule can judge or set a goal on: (the frame it is counted in, numerator, denominator). The frames:
+# "sessions" (one row a goal), "needs" (one row a (goal, lesson it needs) pair: `MemoryBench._needs`), "updates"
+# (one row a (taught lesson, base update)) and "prompts" (one row a base update of a memory). A rule's `units`
+# names the cluster of each frame; "prompts" falls back to the unit of "updates", "needs" to that of "sessions".
+METRICS: Mapping[str, tuple[str, str, str]] = {
+    **{m: ("sessions", num, den) for m, (num, den) in SESSION_METRICS.items()},
+    "needs_in_context": ("needs", "found", "one"),
+    "irrelevant_share": ("sessions", "n_irrelevant", "n_present"),
+    "wrong_in_context": ("updates", "wrong_in_context", "n"),
+    "lost": ("updates", "lost", "n"),
+    "prompts_per_update": ("prompts", "prompts", "n"),
+}
+_FALLBACK_UNIT = {"prompts": "updates", "needs": "sessions"}
 
 
 def _clusters(df: pd.DataFrame, unit: str, num: str, den: str, index: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -553,8 +571,41 @@ class MemoryBench:
             wrong_held=(u.wrong.astype(bool) & u.held.astype(bool)).astype(int),
             misplace=u.misplaced.astype(bool).astype(int),
         )
+        u = u.assign(lesson=u.history + ":" + u.lesson.astype(str))  # a lesson of one history: the "lesson" unit
         p = self.updates[self.updates.outcome.isna()].assign(n=1)
         return s, u, p
+
+    def _needs(self) -> pd.DataFrame:
+        """One row per (goal, lesson it needs) after that lesson's teaching session: `found` (in the goal's
+        context), `held` (the memory still held it, in context or not), `lesson` keyed by its history."""
+        cols = ["architecture", "seed", "user", "history", "need_list", "found_list", "held_list"]
+        if "need_list" not in self.sessions:  # a recording made before needs were counted
+            return pd.DataFrame(columns=[*cols[:4], "lesson", "found", "held", "one"])
+        need = self.sessions[cols].explode(["need_list", "found_list", "held_list"]).dropna(subset=["need_list"])
+        need = need.assign(
+            lesson=need.history + ":" + need.need_list.astype(str),
+            found=need.found_list.astype(bool).astype(int),
+            held=need.held_list.astype(bool).astype(int),
+            one=1,
+        )
+        return need.drop(columns=["need_list", "found_list", "held_list"])
+
+    def _unit(self, frame: str) -> str:
+        """The rule's cluster for a frame of `METRICS` ("prompts" falls back to "updates", "needs" to "sessions")."""
+        units = self.rule.param("units")
+        return units[frame] if frame in units else units[_FALLBACK_UNIT[frame]]
+
+    def _metric(self, metric: str, frames: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, str, str, str]:
+        """A metric's frame (booleans as numbers), its unit, numerator and denominator columns."""
+        frame, num, den = METRICS[metric]
+        df = frames[frame]
+        if df[num].dtype == bool or df[num].dtype == object:
+            df = df.assign(**{num: df[num].astype(float)})
+        return df, self._unit(frame), num, den
+
+    def _all_frames(self) -> dict[str, pd.DataFrame]:
+        s, u, p = self._frames()
+        return {"sessions": s, "needs": self._needs(), "updates": u, "prompts": p}
 
     def _ci(self, df: pd.DataFrame, unit: str, num: str, den: str) -> Interval:
         if df.empty:
@@ -576,14 +627,25 @@ class MemoryBench:
         every update outcome (flag-blind), review prompts per base update, the flags (share of outcomes flagged,
         the share of flags that were false alarms, the share of wrong lessons flagged), teach prompts per lesson
         taught, erasure, growth, and the shipped default the row varies."""
-        s, u, p = self._frames()
-        units = self.rule.param("units")
+        frames = self._all_frames()
+        s, u, p = frames["sessions"], frames["updates"], frames["prompts"]
+        units = {k: self._unit(k) for k in ("sessions", "updates", "prompts")}
+        # the metrics a rule judges or sets a goal on beyond those every table has (the realistic rule's)
+        extra = [
+            m
+            for m in (*self.rule.param("judged"), *self.rule.param("goals"))
+            if m in METRICS and m not in SESSION_METRICS and m not in UPDATE_METRICS
+        ]
         rows = []
         for arch in self.params["architectures"]:
             row: dict[str, Any] = {"architecture": arch}
             sa, ua, pa = s[s.architecture == arch], u[u.architecture == arch], p[p.architecture == arch]
             for name, (num, den) in SESSION_METRICS.items():
                 ci = self._ci(sa.assign(**{num: sa[num].astype(float)}), units["sessions"], num, den)
+                row |= {name: ci.estimate, f"{name}_low": ci.low, f"{name}_high": ci.high}
+            for name in dict.fromkeys(extra):
+                df, unit, num, den = self._metric(name, frames)
+                ci = self._ci(df[df.architecture == arch], unit, num, den)
                 row |= {name: ci.estimate, f"{name}_low": ci.low, f"{name}_high": ci.high}
             for name, df, num, den in [
                 *((o, ua, o, "n") for o in OUTCOMES),
@@ -593,7 +655,7 @@ class MemoryBench:
                 ("flag_recall", ua, "caught", "wrong_held"),
                 ("misplaced", ua, "misplace", "n"),
             ]:
-                ci = self._ci(df, units["updates"], num, den)
+                ci = self._ci(df, units["prompts" if df is pa else "updates"], num, den)
                 row |= {name: ci.estimate, f"{name}_low": ci.low, f"{name}_high": ci.high}
             n_taught = int(sa.taught.sum())
             row["teach_prompts_per_lesson"] = sa.prompts.sum() / n_taught if n_taught else np.nan
@@ -626,9 +688,10 @@ class MemoryBench:
         if a.empty:
             return pd.DataFrame(columns=["measure", "estimate", "low", "high", "n"])
         a = a.assign(n=1, top1=a.top1.astype(int), top3=a.top3.astype(int), confident=a.confident.astype(int))
+        a = a.assign(lesson=a.history + ":" + a.lesson.astype(str))
         rows = []
         for m in ("top1", "top3", "confident"):
-            ci = self._ci(a, self.rule.param("units")["updates"], m, "n")
+            ci = self._ci(a, self._unit("updates"), m, "n")
             rows.append({"measure": m, "estimate": ci.estimate, "low": ci.low, "high": ci.high, "n": len(a)})
         return pd.DataFrame(rows)
 
@@ -654,30 +717,19 @@ class MemoryBench:
         }
 
     def pressure(self) -> pd.DataFrame:
-        """Per architecture, what reaches the model for each goal (descriptive: no rule judges it), the figures
-        a budget that binds moves: `needed_in`, each lesson a goal needs that was taught before it, in context
-        (resampling lessons), and `needed_held`, those the memory still held, in context or not (a need held but
-        out of context is a selection miss; one not held was evicted, dropped or never kept); `irrelevant_share`,
-        the share of the lessons in context that the goal does not need, and `learned_tokens` per goal
-        (resampling users); `wrong_in_context` after base updates (resampling lessons: a lesson's line is edited
-        once for every user of its agent) and the review prompts each base update raises (`prompts_per_update`,
-        resampling users); `in_context`, lessons in context per goal; growth at the trace's end.
+        """Per architecture, what reaches the model for each goal, the figures a budget that binds moves (the
+        realistic rule, datasets/rules/10_memory_realistic.yaml, judges them with the same units through
+        `comparisons()` and `goals()`; `needed_in` here is its `needs_in_context`): `needed_in`, each lesson a
+        goal needs that was taught before it, in context (resampling lessons), and `needed_held`, those the
+        memory still held, in context or not (a need held but out of context is a selection miss; one not held
+        was evicted, dropped or never kept); `irrelevant_share`, the share of the lessons in context that the goal
+        does not need, and `learned_tokens` per goal (resampling users); `wrong_in_context` after base updates
+        (resampling lessons: a lesson's line is edited once for every user of its agent) and the review prompts
+        each base update raises (`prompts_per_update`, resampling users); `in_context`, lessons in context per
+        goal; growth at the trace's end.
         Each with its interval (`_low`, `_high`) and its clusters (`n_`)."""
-        s = self.sessions
-        need = (
-            s[["architecture", "history", "need_list", "found_list", "held_list"]]
-            .explode(["need_list", "found_list", "held_list"])
-            .dropna(subset=["need_list"])
-        )
-        need = need.assign(
-            lesson=need.history + ":" + need.need_list.astype(str),
-            found=need.found_list.astype(int),
-            held=need.held_list.astype(int),
-            one=1,
-        )
-        _, u, prompts = self._frames()
-        u = u.assign(lesson=u.history + ":" + u.lesson.astype(str))
-        s = s.assign(one=1)
+        need = self._needs()
+        s, u, prompts = self._frames()
         rows = []
         for arch in self.params["architectures"]:
             sa, na, ua = s[s.architecture == arch], need[need.architecture == arch], u[u.architecture == arch]
@@ -701,13 +753,14 @@ class MemoryBench:
 
     def pressure_finding(self) -> str:
         """Markdown, from `pressure()`: what ran (the world's size, the lessons its agents held), and per
-        architecture the figures with their intervals and clusters. Descriptive: no verdict."""
+        architecture the figures with their intervals and clusters; no verdict (`finding()` gives the rule's)."""
         p, t = self.params, self.pressure()
         g = self.growth.sort_values("index").groupby(["architecture", "user", "history"]).tail(1)
         held = g[g.architecture == p["architectures"][0]].taught
         lines = [
-            f"**{'FULL run' if p['full'] else 'Default run'} on a realistic-scale world** (descriptive: no rule "
-            f"judges it): seeds {list(p['seeds'])}, {p['users']} users of up to {p['sessions']} sessions "
+            f"**{'FULL run' if p['full'] else 'Default run'} on a realistic-scale world** (per architecture; "
+            f"the rule's verdicts are `finding()`'s): seeds {list(p['seeds'])}, {p['users']} users of up to "
+            f"{p['sessions']} sessions "
             f"({len(self.sessions) // max(1, len(p['architectures']))} sessions per architecture), agents holding "
             f"{held.min()}–{held.max()} lessons at their last session, a base update every {p['update_every']} "
             f"sessions; each architecture at its authors' default budget, the overlay at the shipped ceiling "
@@ -747,19 +800,10 @@ class MemoryBench:
         cols = ["architecture", "metric", "difference", "low", "high", "half_width", "clusters", "verdict"]
         if base not in self.params["architectures"]:
             return pd.DataFrame(columns=cols)
-        s, u, p = self._frames()
-        s = s.assign(needed_in=s.needed_in.astype(float), irrelevant_in=s.irrelevant_in.astype(float))
-        units, margins = self.rule.param("units"), self.rule.param("margins")
+        frames, margins = self._all_frames(), self.rule.param("margins")
         rows = []
         for metric, direction in self.rule.param("judged").items():
-            if metric in SESSION_METRICS:
-                df, unit, (num, den) = s, units["sessions"], SESSION_METRICS[metric]
-            else:
-                df, unit, (num, den) = (
-                    (p if metric == "prompts_per_update" else u),
-                    units["updates"],
-                    UPDATE_METRICS[metric],
-                )
+            df, unit, num, den = self._metric(metric, frames)  # the metric's frame and the rule's unit for it
             index = sorted(set(df[unit]))
             sign = 1.0 if direction == "higher" else -1.0
             na, da = _clusters(df[df.architecture == base], unit, num, den, index)
@@ -800,40 +844,89 @@ class MemoryBench:
                 )
         return pd.DataFrame(rows, columns=cols)
 
-    def goals(self) -> pd.DataFrame:
-        """The issue's goals for the overlay (the rule's `goals`), each met or missed by the interval's far end."""
-        t = self.table().set_index("architecture")
+    def _side(self, goal: str) -> str:
+        """Which way a goal's bound holds: "≥" for anchoring and for a metric the rule judges higher-better."""
+        higher = goal.startswith("anchoring") or self.rule.param("judged").get(goal) == "higher"
+        return "≥" if higher else "≤"
+
+    def goals(self, table: pd.DataFrame | None = None) -> pd.DataFrame:
+        """The issues' goals for the overlay (the rule's `goals`), each met or missed by the interval's far end
+        (`side`: which way the bound holds); `missed_by`: how far that end lies beyond the bound (NaN when met).
+        `table`: this study's `table()`, when the caller already has it."""
+        t = (self.table() if table is None else table).set_index("architecture")
         base = self.rule.param("baseline")
         rows = []
+        cols = ["goal", "side", "bound", "estimate", "low", "high", "met", "missed_by"]
         if base not in t.index:
-            return pd.DataFrame(columns=["goal", "bound", "estimate", "low", "high", "met"])
+            return pd.DataFrame(columns=cols)
         o = t.loc[base]
         for name, bound in self.rule.param("goals").items():
             if name == "anchoring_top1" or name == "anchoring_top3":
                 acc = self.anchoring_accuracy().set_index("measure")
                 m = name.split("_")[1]
                 est, lo, hi = acc.loc[m, ["estimate", "low", "high"]] if m in acc.index else (np.nan,) * 3
-                met = bool(lo >= bound)
             else:
                 est, lo, hi = o[name], o[f"{name}_low"], o[f"{name}_high"]
-                met = bool(hi <= bound)
-            rows.append({"goal": name, "bound": bound, "estimate": est, "low": lo, "high": hi, "met": met})
-        return pd.DataFrame(rows)
+            side = self._side(name)
+            gap = bound - lo if side == "≥" else hi - bound  # > 0: the far end is beyond the bound
+            met = bool(gap <= 0)
+            rows.append(
+                {
+                    "goal": name,
+                    "side": side,
+                    "bound": bound,
+                    "estimate": est,
+                    "low": lo,
+                    "high": hi,
+                    "met": met,
+                    "missed_by": np.nan if met or not np.isfinite(gap) else gap,
+                }
+            )
+        return pd.DataFrame(rows, columns=cols)
 
     def finding(self) -> str:
         t, c = self.table().set_index("architecture"), self.comparisons()
         p = self.params
-        intro = [
-            f"**{'FULL grid' if p['full'] else 'Smoke run (not the verdict run: the recorded FULL grid is)'}**: "
-            f"seeds {list(p['seeds'])}, {p['users']} users x {p['sessions']} sessions, a base update every "
-            f"{p['update_every']} sessions ({len(self.sessions) // max(1, len(p['architectures']))} sessions per "
-            f"architecture); overlay "
-            + ("at the shipped ceiling." if not p["budget"] else f"at ceiling authored + {p['budget']}.")
-        ]
+        realistic = p.get("scale", "tau") == "realistic"
+        per_arch = len(self.sessions) // max(1, len(p["architectures"]))
+        if realistic:
+            g = self.growth.sort_values("index").groupby(["architecture", "user", "history"]).tail(1)
+            held = g[g.architecture == p["architectures"][0]].taught
+            intro = [
+                f"**{'FULL grid' if p['full'] else 'Smoke run (not the verdict run: the recorded FULL grid is)'} "
+                f"on the realistic-scale world**: seeds {list(p['seeds'])}, {p['users']} users of up to "
+                f"{p['sessions']} sessions ({per_arch:,} sessions per architecture), agents holding "
+                f"{held.min()}–{held.max()} lessons at their last session, a base update every "
+                f"{p['update_every']} sessions; each architecture at its authors' default budget, the overlay at "
+                f"the shipped ceiling ({p['ceiling']:,} tokens) with the goal selecting the best "
+                f"{SHIPPED.select_k} once more than {SHIPPED.resident_max} lessons are resident."
+            ]
+        else:
+            intro = [
+                f"**{'FULL grid' if p['full'] else 'Smoke run (not the verdict run: the recorded FULL grid is)'}**: "
+                f"seeds {list(p['seeds'])}, {p['users']} users x {p['sessions']} sessions, a base update every "
+                f"{p['update_every']} sessions ({per_arch} sessions per "
+                f"architecture); overlay "
+                + ("at the shipped ceiling." if not p["budget"] else f"at ceiling authored + {p['budget']}.")
+            ]
         if self.skipped:
             intro.append("Not run: " + "; ".join(f"{k} ({v})" for k, v in self.skipped.items()) + ".")
         seen = []
-        if "overlay" in t.index:
+        if "overlay" in t.index and realistic:
+            o = t.loc["overlay"]
+            seen.append(
+                f"The overlay had each lesson a goal needs in context for {_pct(o, 'needs_in_context')} of "
+                f"needs; {_pct(o, 'irrelevant_share')} of the lessons in context were ones the goal did not "
+                f"need, at {_num(o, 'learned_tokens', 0)} learned tokens a goal. After base updates, scored on the "
+                f"text each arm puts in front of the model: a wrong lesson shown unmarked in "
+                f"{_pct(o, 'wrong_in_context')} of lesson outcomes, a right one lost in {_pct(o, 'lost')}; "
+                f"{_pct(o, 'false_alarms')} of its stale flags were false alarms, at "
+                f"{_num(o, 'prompts_per_update')} review prompts per base update "
+                f"({o.teach_prompts_per_lesson:.2f} per lesson taught). Intervals resample the rule's units: "
+                f"lessons for needs and update outcomes (lessons edited by the same update are not independent, "
+                f"which this unit ignores), users for the share, tokens and prompts."
+            )
+        elif "overlay" in t.index:
             o = t.loc["overlay"]
             seen.append(
                 f"The overlay had the needed lesson in context in {_pct(o, 'needed_in')} of needing "
@@ -866,7 +959,7 @@ class MemoryBench:
                     r.low + 0.0,
                     r.high + 0.0,
                     verdict=r.verdict,
-                    spec="+.3g",
+                    spec="+,.0f" if abs(r.difference) >= 1000 else "+.3g",  # tokens: no exponent
                     subject=r.architecture,
                 )
                 for r in c.itertuples()
@@ -881,7 +974,7 @@ class MemoryBench:
                 )
         else:
             intro.append("No comparison: the baseline (overlay) was not among the architectures run.")
-        g = self.goals()
+        g = self.goals(t.reset_index())
         if len(g):
             outro.append(
                 render(
@@ -893,7 +986,9 @@ class MemoryBench:
                             r.high,
                             r.bound,
                             "met" if r.met else "missed",
-                            side="≥" if r.goal.startswith("anchoring") else "≤",
+                            side=r.side,
+                            spec=".0f" if r.bound >= 100 else ".3f",  # tokens whole
+                            note="" if r.met or pd.isna(r.missed_by) else f"its far end {_short(r.missed_by)} beyond",
                         )
                         for r in g.itertuples()
                     ],
@@ -910,7 +1005,7 @@ class MemoryBench:
                 "Erasure (after forget, any fragment of an erased lesson left in what the memory persists): "
                 + (f"residue in {', '.join(bad)}; " if bad else "")
                 + (
-                    f"none in {', '.join(ok)} (exact upper bound {erased.loc[ok[0], 'residue_high']:.2f} each)."
+                    f"none in {', '.join(ok)} (exact upper bound {erased.loc[ok[0], 'residue_high']:.2g} each)."
                     if ok
                     else ""
                 )
@@ -922,6 +1017,11 @@ class MemoryBench:
             f"Compliance arm: {self.compliance}.",
         ]
         return render(findings, stamp=self.rule.stamp(), intro=intro, outro=outro)
+
+
+def _short(x: float) -> str:
+    """A gap as a reader takes it in: three significant digits, or a whole number from 100 on."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def _num(row, name: str, digits: int = 2) -> str:
@@ -961,16 +1061,18 @@ def run(
     n_jobs: int = 1,
     backend: str = "loky",
     progress: bool = True,
-    scale: str = "tau",
+    scale: str | None = None,
 ) -> MemoryBench:
     """The benchmark under its rule file: the smoke grid by default, `full=True` the FULL grid; any argument
     given overrides the rule's (and the table names the variation). `budget`: 0 or None runs the overlay at the
     shipped ceiling. The rule's `peers` (adapters of the real libraries) run where they import, and are named
     with the reason where they do not (`MemoryBench.skipped`). One sweep cell per (seed, architecture), on
-    `overlay_kit.studies.sweep` (`n_jobs`, `backend`, "dask" included)."""
+    `overlay_kit.studies.sweep` (`n_jobs`, `backend`, "dask" included). `scale`: the world's (default: the
+    rule's `scale`, "tau" when it states none)."""
+    rule = rule if isinstance(rule, rulefile.RuleFile) else rulefile.load(rule or RULE_NAME)
+    scale = scale or rule.params.get("scale", "tau")
     if scale not in world.SCALES:
         raise ValueError(f"scale: {scale!r} is not one of {world.SCALES}")
-    rule = rule if isinstance(rule, rulefile.RuleFile) else rulefile.load(rule or RULE_NAME)
     grid = dict(rule.param("full" if full else "smoke"))
     seeds = list(grid["seeds"] if seeds is None else seeds)
     users = int(grid["users"] if users is None else users)
@@ -1040,12 +1142,9 @@ def run(
 # ------------------------------------------------------------------------------- the realistic-scale world
 
 # The realistic-scale run (issues #36 and #37): every architecture at its authors' default budget on a world whose
-# agents hold tens to hundreds of lessons. Descriptive: no rule file judges it. `overlay_touch` (a variation of a
-# shipped default, not an architecture) is left out; the real libraries join where they import.
-REALISTIC: Mapping[str, Mapping[str, Any]] = {
-    "default": {"seeds": (0,), "users": 3, "sessions": 280},
-    "full": {"seeds": (0,), "users": 8, "sessions": 600},  # the world's own size (`world.build` defaults)
-}
+# agents hold tens to hundreds of lessons, judged by its own rule file with the same code as the τ world.
+REALISTIC_RULE = "10_memory_realistic"  # datasets/rules/10_memory_realistic.yaml
+REALISTIC_RECORDING = "10_memory_realistic_full"
 
 
 def realistic(
@@ -1055,31 +1154,29 @@ def realistic(
     users: int | None = None,
     sessions: int | None = None,
     architectures: Sequence[str] | None = None,
+    rule: rulefile.RuleFile | str | Path | None = None,
     n_jobs: int = 1,
+    backend: str = "loky",
     progress: bool = True,
 ) -> MemoryBench:
-    """The benchmark on a realistic-scale world (`world.build(seed, scale="realistic")`): `REALISTIC`'s default
-    or full size unless given; every stand-in but `overlay_touch` at its authors' default (the rule file's
-    `caps` and `stand_ins`; the overlay at the shipped ceiling and selection) and every real library that
-    imports here (`MemoryBench.skipped` names the others). Read it with `MemoryBench.pressure()`."""
-    rule = rulefile.load(RULE_NAME)
-    size = REALISTIC["full" if full else "default"]
-    found, skipped = available(rule.param("peers")) if rule.params.get("peers") else ((), {})
-    if architectures is None:
-        architectures = [a for a in rule.param("architectures") if a != "overlay_touch"] + list(found)
-    else:
-        skipped = {}
-    study = run(
-        seeds=list(size["seeds"] if seeds is None else seeds),
-        users=size["users"] if users is None else users,
-        sessions=size["sessions"] if sessions is None else sessions,
+    """The benchmark on a realistic-scale world (`world.build(seed, scale="realistic")`) under its rule file
+    (datasets/rules/10_memory_realistic.yaml, or `rule`): the rule's smoke size by default, `full=True` its FULL
+    grid; every stand-in at its authors' default (the rule's `caps` and `stand_ins`; the overlay at the shipped
+    ceiling and selection) and every real library that imports here (`MemoryBench.skipped` names the others).
+    Judged like any run (`comparisons()`, `goals()`, `finding()`); `MemoryBench.pressure()` describes it."""
+    rule = rule if isinstance(rule, rulefile.RuleFile) else rulefile.load(rule or REALISTIC_RULE)
+    return run(
+        full=full,
+        seeds=seeds,
+        users=users,
+        sessions=sessions,
         architectures=architectures,
         rule=rule,
         n_jobs=n_jobs,
+        backend=backend,
         progress=progress,
         scale="realistic",
     )
-    return replace(study, params={**study.params, "full": full}, skipped=skipped)
 
 
 # ------------------------------------------------------------------------------------------ the recording
@@ -1093,6 +1190,7 @@ _BOOLS = {
     "erasure": ("remains",),
     "anchoring": ("top1", "top3", "confident"),
 }
+_LISTS = {"sessions": ("need_list", "found_list", "held_list")}
 
 
 def _machine() -> str:
@@ -1116,7 +1214,11 @@ def record(study: MemoryBench, *, wall_s: float, n_jobs: int, folder: Path = REC
     git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, cwd=root).stdout  # noqa: E731
     commit = git("rev-parse", "HEAD").strip()
     # the files the study runs that differ from the commit (a recording made before its code is committed)
-    dirty = [x for x in git("status", "--porcelain", "--", "overlay_kit", str(study.rule.path)).splitlines() if x]
+    # (a rule file outside this checkout, e.g. a recording run from a clone, is left out of the pathspec: git
+    # refuses a path outside the repository and would report nothing at all)
+    rule_path = study.rule.path.resolve()
+    spec = [str(rule_path.relative_to(root))] if rule_path.is_relative_to(root) else []
+    dirty = [x for x in git("status", "--porcelain", "--", "overlay_kit", *spec).splitlines() if x]
     meta = {
         "rule": study.rule.path.name,
         "rule_version": study.rule.version,
@@ -1139,16 +1241,18 @@ def record(study: MemoryBench, *, wall_s: float, n_jobs: int, folder: Path = REC
 def recorded(
     rule: rulefile.RuleFile | None = None, *, folder: Path = RECORDED, name: str = RECORDING
 ) -> tuple[MemoryBench, dict[str, Any]] | None:
-    """The recorded FULL run as a `MemoryBench` judged by `rule` (default: the rule file) with the same code as
-    a live run, and its provenance; None when nothing is recorded. A recording made under another version of the
-    rule file is refused: its verdict would not be the rule's."""
+    """The recorded FULL run `name` as a `MemoryBench` judged by `rule` (default: the rule file the recording
+    names, e.g. `recorded(name=REALISTIC_RECORDING)` for the realistic world's) with the same code as a live
+    run, and its provenance; None when nothing is recorded. A recording made under another version of the rule
+    file is refused: its verdict would not be the rule's."""
+    import ast
     import json
 
     path = folder / f"{name}.json"
     if not path.exists():
         return None
-    rule = rule or rulefile.load(RULE_NAME)
     meta = json.loads(path.read_text(encoding="utf-8"))
+    rule = rule or rulefile.load(Path(meta["rule"]).stem)
     if meta["rule_sha256"] != rule.sha256:
         raise ValueError(
             f"{path}: recorded under rule sha256 {meta['rule_sha256'][:12]}, not the rule file's {rule.sha256[:12]}"
@@ -1162,6 +1266,9 @@ def recorded(
         for col in _BOOLS.get(k, ()):
             if col in df:
                 df[col] = df[col].map({True: True, False: False, "True": True, "False": False})
+        for col in _LISTS.get(k, ()):  # a goal's needs, found and held: written as Python lists
+            if col in df:
+                df[col] = df[col].map(ast.literal_eval)
         frames[k] = df
     params = {k: tuple(v) if isinstance(v, list) else v for k, v in meta["params"].items()}
     follow, status = compliance_status()
@@ -1173,6 +1280,11 @@ def recorded(
 def recording_note(meta: Mapping[str, Any]) -> str:
     """One line saying what a recording (`recorded`'s provenance) holds and where it came from."""
     p = meta["params"]
+    size = (
+        f"{p['users']} users of up to {p['sessions']} sessions on the realistic-scale world"
+        if p.get("scale") == "realistic"
+        else f"{p['users']} users x {p['sessions']} sessions"
+    )
     dirty = (
         f" with uncommitted changes to {len(meta['uncommitted'])} files (listed in the provenance)"
         if meta.get("uncommitted")
@@ -1181,7 +1293,7 @@ def recording_note(meta: Mapping[str, Any]) -> str:
     return (
         f"FULL run recorded {meta['recorded'][:16]} UTC at commit {meta['commit'][:7]}{dirty} under rule "
         f"{meta['rule']} v{meta['rule_version']} (sha256 {meta['rule_sha256'][:12]}): seeds {p['seeds']}, "
-        f"{p['users']} users x {p['sessions']} sessions, {len(p['architectures'])} architectures, "
+        f"{size}, {len(p['architectures'])} architectures, "
         f"{meta['rows']['updates']:,} update rows, on {meta['machine']} ({meta['n_jobs']} jobs, "
         f"{meta['wall_s'] / 60:.0f} min)"
         + (f"; not run: {', '.join(meta['skipped'])}" if meta["skipped"] else "")
