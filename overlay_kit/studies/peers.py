@@ -84,7 +84,9 @@ skillmem 0.13.0 (`SkillmemReal`, arm "skillmem") — runs offline (SQLite + FTS5
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import itertools
 import os
 import re
 import tempfile
@@ -307,18 +309,30 @@ class SkillmemReal(MemoryArchitecture):
         self.kind = kind
         self.path = self.workdir / "skillmem.db"
         self.conn = self.S.connect(self.path)
-        self.S.init_schema(self.conn)
+        self._clock = functools.partial(next, itertools.count(1_767_225_600))
+        with self._at_use_pace():
+            self.S.init_schema(self.conn)
         self.n = 0
 
     @contextlib.contextmanager
-    def _owner_at_terminal(self):
-        """The owner typing an owner-only verb at a terminal (a batch run has no TTY to show it)."""
-        real = self.S.owner_present
-        self.S.owner_present = lambda: True
+    def _at_use_pace(self, **more):
+        """skillmem at a person's pace: it stamps records in whole seconds (`storage._now`) and its briefing keeps
+        the most recently updated, so a replay that runs many sessions in one second would order ties by timing.
+        While skillmem runs, its clock is this memory's own, one second a call (from 2026-01-01): the same order on
+        every run. `more`: other names of `storage` to replace for the call."""
+        values = {"_now": self._clock, **more}
+        real = {k: getattr(self.S, k) for k in values}
+        for k, v in values.items():
+            setattr(self.S, k, v)
         try:
             yield
         finally:
-            self.S.owner_present = real
+            for k, v in real.items():
+                setattr(self.S, k, v)
+
+    def _owner_at_terminal(self):
+        """The owner typing an owner-only verb at a terminal (a batch run has no TTY to show it)."""
+        return self._at_use_pace(owner_present=lambda: True)
 
     def _title(self, text: str) -> str:
         one = re.sub(r"\s+", " ", text).strip()
@@ -350,19 +364,26 @@ class SkillmemReal(MemoryArchitecture):
             write = lambda: S.upsert(
                 self.conn, item, surface="mcp", check_conflicts=True, actor="mcp:overlay-bench", explicit={"kind"}
             )
-        try:
-            stored = write()
-        except S.MemoryConflict:  # a near-duplicate: refused, as mem_write refuses it
-            return 0
-        # the owner reads the text and replies "approve": approval pinned to that text's hash
-        S.set_trust(
-            self.conn, stored.slug, trusted=True, by="owner-prompt", expect_hash=stored.content_hash, owner_prompt=True
-        )
+        with self._at_use_pace():
+            try:
+                stored = write()
+            except S.MemoryConflict:  # a near-duplicate: refused, as mem_write refuses it
+                return 0
+            # the owner reads the text and replies "approve": approval pinned to that text's hash
+            S.set_trust(
+                self.conn,
+                stored.slug,
+                trusted=True,
+                by="owner-prompt",
+                expect_hash=stored.content_hash,
+                owner_prompt=True,
+            )
         return 1
 
     def briefing(self) -> str:
         """The SessionStart `inject` hook's text (`skillmem inject --types user,feedback --budget 2000`, md)."""
-        b = self.S.briefing(self.conn, kinds=["user", "feedback"], budget_tokens=2000, per_kind_limit=30)
+        with self._at_use_pace():
+            b = self.S.briefing(self.conn, kinds=["user", "feedback"], budget_tokens=2000, per_kind_limit=30)
         lines = ["# skillmem briefing\n"]
         for sec in b["sections"]:
             lines.append(f"## {sec['kind'].upper()}")
@@ -380,18 +401,19 @@ class SkillmemReal(MemoryArchitecture):
         query = self.hooks._clean_query(prompt)
         if len(query) < 10:
             query = prompt
-        text = self.hooks._recall_sections(
-            self.conn,
-            query,
-            seen=set(),
-            skills_limit=2,
-            fb_limit=3,
-            body_chars=400,
-            fb_header="### Relevant feedback:",
-            skills_header="### Relevant skills (how this was done before):",
-            budget=1500,
-            emitted_slugs=[],
-        )
+        with self._at_use_pace():
+            text = self.hooks._recall_sections(
+                self.conn,
+                query,
+                seen=set(),
+                skills_limit=2,
+                fb_limit=3,
+                body_chars=400,
+                fb_header="### Relevant feedback:",
+                skills_header="### Relevant skills (how this was done before):",
+                budget=1500,
+                emitted_slugs=[],
+            )
         return f"📚 Auto-recall from memory (apply if relevant):\n\n{text}" if text.strip() else ""
 
     def context(self, goal):
@@ -405,7 +427,8 @@ class SkillmemReal(MemoryArchitecture):
             "SELECT slug, body FROM memory_items WHERE kind = 'skill' AND deleted_at IS NULL"
         ).fetchall():
             if needed in row["body"] and f"[{row['slug']}]" in context.text:
-                self.S.reinforce(self.conn, row["slug"], evidence="user_confirmed")
+                with self._at_use_pace():
+                    self.S.reinforce(self.conn, row["slug"], evidence="user_confirmed")
 
     def _live(self) -> list:
         return self.conn.execute("SELECT slug, body FROM memory_items WHERE deleted_at IS NULL ORDER BY id").fetchall()
