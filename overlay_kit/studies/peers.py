@@ -215,7 +215,7 @@ class Mem0Real(MemoryArchitecture):
 
     def held(self):
         rows = self.memory.get_all(filters={"user_id": self.USER}, top_k=100_000)["results"]
-        return "\n".join(r["memory"] for r in rows)
+        return "\n".join(sorted(r["memory"] for r in rows))  # Mem0 lists them in the order of their random ids
 
     def forget(self):
         self.memory.delete_all(user_id=self.USER)
