@@ -2,6 +2,7 @@
 
     python benchmarks/bench_scan.py [-v]    # -v: list every missed attack and flagged benign text
     python benchmarks/bench_scan.py --reader   # the scan's time per lesson with and without the e5 reader
+    python benchmarks/bench_scan.py --new      # per language, the scan and the gates' derive of a text never seen
 
 Per file and class: how many attacks `injection.scan` flags, and how many benign texts it flags — the hand-written
 hard benign lessons and the 560 lesson texts of datasets/lessons and datasets/tau — and, where a file names it, per
@@ -140,10 +141,53 @@ def reader_timings(repeats: int = 3) -> None:
     injection._reader = on
 
 
+def new_text_timings() -> None:
+    """Per language of the multilingual development sets: `scan` of a text this process has not seen (a learned
+    lesson is new text: the automaton's lazy DFA and the language model meet its words for the first time), the
+    same text once more (warm), and `gates._derive` of a lesson holding another new text (what a learn derives:
+    views, languages, the scan, the widening automaton); median µs. Every text is made new by a numbered suffix."""
+    from overlay_kit import gates
+
+    rows = [
+        json.loads(line)
+        for path in sorted(dataset_path("injection").glob("multilingual_dev*.jsonl"))
+        for line in path.open(encoding="utf-8")
+        if line.strip()
+    ]
+    by: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        by[r["lang"]].append(r["text"])
+    for texts in by.values():  # the automata and the language model loaded; these texts are not timed
+        for t in texts[:3]:
+            scan(t + " (warm)")
+            gates._derive([("preference", {"body": t + " (warm, derived)"})])
+    clock = time.perf_counter
+    print(f"{'language':9} {'texts':>5} {'scan, new':>10} {'scan, again':>12} {'derive, new':>12}  (µs, medians)")
+    for lang, texts in sorted(by.items()):
+        new, again, derive = [], [], []
+        for k, t in enumerate(texts[3:]):
+            text = f"{t} ({k})"
+            if k % 2:
+                t0 = clock()
+                scan(text)
+                new.append(clock() - t0)
+                t0 = clock()
+                scan(text + " ")
+                again.append(clock() - t0)
+            else:
+                t0 = clock()
+                gates._derive([("preference", {"body": text})])
+                derive.append(clock() - t0)
+        med = [1e6 * statistics.median(x) for x in (new, again, derive)]
+        print(f"{lang:9} {len(texts) - 3:5} {med[0]:10.0f} {med[1]:12.0f} {med[2]:12.0f}")
+
+
 if __name__ == "__main__":
     import sys
 
     if "--reader" in sys.argv[1:]:
         reader_timings()
+    elif "--new" in sys.argv[1:]:
+        new_text_timings()
     else:
         main(verbose="-v" in sys.argv[1:])
