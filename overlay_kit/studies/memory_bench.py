@@ -751,21 +751,29 @@ class MemoryBench:
             rows.append(row)
         return pd.DataFrame(rows)
 
-    def pressure_finding(self) -> str:
-        """Markdown, from `pressure()`: what ran (the world's size, the lessons its agents held), and per
-        architecture the figures with their intervals and clusters; no verdict (`finding()` gives the rule's)."""
-        p, t = self.params, self.pressure()
+    def _realistic_world(self, title: str) -> str:
+        """`title`: what ran on the realistic-scale world (seeds, users, sessions, the lessons the agents held)."""
+        p = self.params
         g = self.growth.sort_values("index").groupby(["architecture", "user", "history"]).tail(1)
         held = g[g.architecture == p["architectures"][0]].taught
-        lines = [
-            f"**{'FULL run' if p['full'] else 'Default run'} on a realistic-scale world** (per architecture; "
-            f"the rule's verdicts are `finding()`'s): seeds {list(p['seeds'])}, {p['users']} users of up to "
-            f"{p['sessions']} sessions "
-            f"({len(self.sessions) // max(1, len(p['architectures']))} sessions per architecture), agents holding "
+        return (
+            f"{title}: seeds {list(p['seeds'])}, {p['users']} users of up to {p['sessions']} sessions "
+            f"({len(self.sessions) // max(1, len(p['architectures'])):,} sessions per architecture), agents holding "
             f"{held.min()}–{held.max()} lessons at their last session, a base update every {p['update_every']} "
             f"sessions; each architecture at its authors' default budget, the overlay at the shipped ceiling "
             f"({p['ceiling']:,} tokens) with the goal selecting the best {SHIPPED.select_k} once more than "
             f"{SHIPPED.resident_max} lessons are resident."
+        )
+
+    def pressure_finding(self) -> str:
+        """Markdown, from `pressure()`: what ran (the world's size, the lessons its agents held), and per
+        architecture the figures with their intervals and clusters; no verdict (`finding()` gives the rule's)."""
+        p, t = self.params, self.pressure()
+        run = "FULL run" if p["full"] else "Default run"
+        lines = [
+            self._realistic_world(
+                f"**{run} on a realistic-scale world** (per architecture; the rule's verdicts are `finding()`'s)"
+            )
         ]
         if self.skipped:
             lines.append("Not run (stand-ins only): " + "; ".join(f"{k} ({v})" for k, v in self.skipped.items()) + ".")
@@ -890,17 +898,8 @@ class MemoryBench:
         realistic = p.get("scale", "tau") == "realistic"
         per_arch = len(self.sessions) // max(1, len(p["architectures"]))
         if realistic:
-            g = self.growth.sort_values("index").groupby(["architecture", "user", "history"]).tail(1)
-            held = g[g.architecture == p["architectures"][0]].taught
-            intro = [
-                f"**{'FULL grid' if p['full'] else 'Smoke run (not the verdict run: the recorded FULL grid is)'} "
-                f"on the realistic-scale world**: seeds {list(p['seeds'])}, {p['users']} users of up to "
-                f"{p['sessions']} sessions ({per_arch:,} sessions per architecture), agents holding "
-                f"{held.min()}–{held.max()} lessons at their last session, a base update every "
-                f"{p['update_every']} sessions; each architecture at its authors' default budget, the overlay at "
-                f"the shipped ceiling ({p['ceiling']:,} tokens) with the goal selecting the best "
-                f"{SHIPPED.select_k} once more than {SHIPPED.resident_max} lessons are resident."
-            ]
+            run = "FULL grid" if p["full"] else "Smoke run (not the verdict run: the recorded FULL grid is)"
+            intro = [self._realistic_world(f"**{run} on the realistic-scale world**")]
         else:
             intro = [
                 f"**{'FULL grid' if p['full'] else 'Smoke run (not the verdict run: the recorded FULL grid is)'}**: "
