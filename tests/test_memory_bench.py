@@ -117,16 +117,7 @@ def test_a_modified_rule_changes_the_verdict(study, tmp_path):
     text = study.rule.path.read_text(encoding="utf-8").replace("margins: {needed_in: 0.05,", "margins: {needed_in: 5,")
     path = tmp_path / f"{mb.RULE_NAME}.yaml"
     path.write_text(text, encoding="utf-8")
-    other = mb.MemoryBench(
-        rulefile.load(path),
-        study.params,
-        study.sessions,
-        study.updates,
-        study.erasure,
-        study.growth,
-        study.compliance,
-        anchoring=study.anchoring,
-    )
+    other = replace(study, rule=rulefile.load(path))  # the same data judged under the changed rule
     before = study.comparisons().set_index(["architecture", "metric"]).verdict
     after = other.comparisons().set_index(["architecture", "metric"]).verdict
     changed = before[before != after]
@@ -291,16 +282,7 @@ def test_the_realistic_verdict_can_come_out_the_other_way(real, tmp_path):
     assert wide != text
     path = tmp_path / f"{mb.REALISTIC_RULE}.yaml"
     path.write_text(wide, encoding="utf-8")
-    other = mb.MemoryBench(
-        rulefile.load(path),
-        real.params,
-        real.sessions,
-        real.updates,
-        real.erasure,
-        real.growth,
-        real.compliance,
-        anchoring=real.anchoring,
-    )
+    other = replace(real, rule=rulefile.load(path))  # the same data judged under the changed rule
     before = real.comparisons().set_index(["architecture", "metric"]).verdict
     after = other.comparisons().set_index(["architecture", "metric"]).verdict
     assert before["keyword_files", "needs_in_context"] == "overlay better"
