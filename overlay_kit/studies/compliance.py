@@ -290,17 +290,32 @@ def record(
     """Ask `model` live and record every reply of `arms` (and a provenance file beside): the installed asset of
     that name served here by the llama.cpp engine, or, with `base_url`, that model on a running Lemonade (or other
     OpenAI-compatible) server — the NPU path."""
+    rule = rulefile.load(RULE)
+    world = world or load_world(distractors=rule.param("distractors"), seed=rule.param("distractor_seed"))
+    return record_live(
+        model,
+        rule,
+        out or recording_path(model),
+        lambda client: ask(client, model, arms, world=world, progress=progress),
+        base_url=base_url,
+        arms=list(arms),
+    )
+
+
+def record_live(model: str, rule, out: Path, run, *, base_url: str | None = None, **about):
+    """`run(client)` against `model` live — the installed asset served here by the llama.cpp engine, or, with
+    `base_url`, that model on a running Lemonade (or other OpenAI-compatible) server — every reply recorded in a
+    cassette at `out` labelled with the engine and machine, and a provenance file beside it (model, asset sha256,
+    `rule`'s sha256, commit, date, wall time, `about`; the replies are what `run` returns, or the last item of
+    a tuple it returns). Returns what `run` returns."""
     from contextlib import nullcontext
 
     from ..llm import weights
     from ..llm.engine import Engine, machine_id
 
-    rule = rulefile.load(RULE)
     path = None if base_url else weights.installed(model)
     if base_url is None and path is None:
         raise Skipped(f"the model asset {model} is not installed (make model MODEL_ASSET={model})")
-    world = world or load_world(distractors=rule.param("distractors"), seed=rule.param("distractor_seed"))
-    out = out or recording_path(model)
     started, t0 = datetime.now(timezone.utc), time.monotonic()
     # the engine's alias is the asset's name, so that no file path names the model in the recorded keys
     with nullcontext() if base_url else Engine(path, n_ctx=rule.param("n_ctx"), alias=model) as engine:
@@ -308,24 +323,24 @@ def record(
         served = f"server at {base_url}" if base_url else engine.id
         cassette = Cassette(out, record=True, engine=f"{served}; {machine_id()}")
         client = LemonadeClient(url, cassette=cassette, mode="record", transport=engine.transport() if engine else None)
-        frame = ask(client, model, arms, world=world, progress=progress)
+        result = run(client)
         cassette.save()
     provenance = {
         "model": model,
         "asset_sha256": weights.ASSETS[model].sha256 if model in weights.ASSETS else None,
         "engine": cassette.engine,
-        "arms": list(arms),
+        **about,
         "rule_sha256": rule.sha256,
         "commit": _commit(),
         "started": started.isoformat(timespec="seconds"),
         "wall_s": round(time.monotonic() - t0),
-        "replies": len(frame),
+        "replies": len(result[-1] if isinstance(result, tuple) else result),
         "max_tokens": rule.param("max_tokens"),
         "temperature": 0.0,
         "seed": 0,
     }
     out.with_suffix(".provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
-    return frame
+    return result
 
 
 def _commit() -> str:

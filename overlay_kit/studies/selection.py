@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import product
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -53,6 +55,14 @@ __all__ = [
     "load",
     "metrics_of",
     "paired_by_lesson",
+    "Reranker",
+    "parse_rerank",
+    "record_reranker",
+    "replay_reranker",
+    "rerank_messages",
+    "reranker_figures",
+    "reranker_findings",
+    "reranker_trials",
     "run",
     "split_of",
     "stand_in_verdict",
@@ -194,11 +204,15 @@ def trial(
     size: int | None = None,
     seed: int = 0,
     rotation: int | None = None,
+    only: Collection[tuple[str, str]] | None = None,
+    rerank: Callable[[str, str, list[CorpusLesson]], list[int]] | None = None,
 ) -> pd.DataFrame:
     """One row per goal of the split: what the arm put in context for it. `uses`: how many needs of each lesson
     since it was taught became its triggers (0, cold: taught; 1: taught and restated; 2 and 3 add its other goals
     — with `rotation` r, only goal r of each family is asked, and the evidence is drawn from the rest). `size`:
-    each agent's memory sampled to that many lessons (None: all)."""
+    each agent's memory sampled to that many lessons (None: all). `only`: the (agent, goal) pairs to ask (None:
+    every goal). `rerank(agent, goal, admitted lessons best first)`: the positions it keeps of what the arm
+    admitted (rule 18_reranker)."""
     rows = []
     for agent in corpus.agents():
         pool = _pool(corpus, agent, size, seed)
@@ -210,10 +224,16 @@ def trial(
             continue
         if rotation is not None:  # one goal of each family; the others are evidence
             goals = [g for g in goals if g.kind != "need" or g.index == rotation]
+        if only is not None:
+            goals = [g for g in goals if (agent, g.text) in only]
+            if not goals:
+                continue
         triggers = [_evidence(x, uses, rotation or 0) for x in pool]
         admitted = _admit(arm, rule, pool, [g.text for g in goals], triggers, corpus.sections[agent])
         tokens = dict(zip([x.id for x in pool], count_many([x.body for x in pool])))
         for g, chosen in zip(goals, admitted):
+            if rerank is not None:
+                chosen = [chosen[i] for i in rerank(agent, g.text, [pool[j] for j in chosen])]
             ids = [pool[j].id for j in chosen]
             rows.append(
                 {
@@ -515,3 +535,240 @@ def use_curve(
         f = metrics_of(trials, n_boot=n_boot, seed=seed)["needed_in_context"]
         rows.append({"uses": u, "needed_in_context": f.estimate, "low": f.low, "high": f.high})
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ the local model as a reranker (18_reranker)
+
+RERANKER_RULE = "18_reranker"
+RERANK_MODEL = "qwen2.5-coder-0.5b-instruct"
+RERANK_SYSTEM = (
+    "You choose which of a user's saved lessons apply to their request. Reply only with the numbers of the lessons "
+    "that the request needs, separated by commas, or the word none."
+)
+RERANK_USER = (
+    "Request: {goal}\n\nSaved lessons:\n{lessons}\n\nWhich of these lessons does this request need? Reply with "
+    "their numbers separated by commas, or none."
+)
+_NONE = re.compile(r"\bnone\b|\bno lessons?\b", re.I)
+
+
+def rerank_messages(goal: str, bodies: Sequence[str]) -> list[dict]:
+    """The rule's prompt: the goal and the admitted lessons numbered from 1, best first."""
+    lessons = "\n".join(f"{i}. {b}" for i, b in enumerate(bodies, 1))
+    return [
+        {"role": "system", "content": RERANK_SYSTEM},
+        {"role": "user", "content": RERANK_USER.format(goal=goal, lessons=lessons)},
+    ]
+
+
+def parse_rerank(reply: str, n: int) -> list[int] | None:
+    """The positions (0-based, in the order named, each once) of the lessons a reply names among `n`; [] when it
+    names none and says "none"; None when it is unparseable (the caller then keeps all `n`)."""
+    named = [int(x) - 1 for x in re.findall(r"\d+", reply) if 1 <= int(x) <= n]
+    if named:
+        return list(dict.fromkeys(named))
+    return [] if _NONE.search(reply) else None
+
+
+@dataclass
+class Reranker:
+    """`trial`'s `rerank`: one greedy reply of `model` through `client` (live, recording or replaying) per goal;
+    every reply is logged (`log`: its text, what it kept, whether it parsed, its wall time)."""
+
+    client: object  # llm.client.LemonadeClient
+    model: str
+    max_tokens: int
+    log: list[dict] = field(default_factory=list)
+
+    def __call__(self, agent: str, goal: str, lessons: list[CorpusLesson]) -> list[int]:
+        r = self.client.chat(
+            self.model,
+            rerank_messages(goal, [x.body for x in lessons]),
+            max_completion_tokens=self.max_tokens,
+            temperature=0.0,
+            seed=0,
+        )
+        kept = parse_rerank(r.content, len(lessons))
+        self.log.append(
+            {
+                "agent": agent,
+                "goal": goal,
+                "reply": r.content,
+                "unparseable": kept is None,
+                "kept": len(lessons) if kept is None else len(kept),
+                "elapsed_s": r.elapsed_s,
+                "prompt_tokens": r.prompt_tokens,
+                "replayed": r.replayed,
+                "recorded_at": r.recorded_at,
+            }
+        )
+        return list(range(len(lessons))) if kept is None else kept
+
+
+def shipped_arm() -> Arm:
+    """The shipped selection as a study arm (rule 18's pick: hybrid, the bundled embedder, SHIPPED's pooling)."""
+    from ..defaults import SHIPPED
+
+    weights = ("dense", "lexical", "section") if SHIPPED.select_section else ("dense", "lexical")
+    name = "-".join(["hybrid", *(["section"] if SHIPPED.select_section else []), SHIPPED.select_pool])
+    return Arm(f"{name}-{SHIPPED.embedder}", "selection", SHIPPED.embedder, weights=weights, pool=SHIPPED.select_pool)
+
+
+def reranker_sample(corpus: SelectionCorpus, n: int, seed: int) -> frozenset[tuple[str, str]]:
+    """The rule's seeded sample of (agent, goal) pairs: random.Random(seed).sample of the sorted distinct pairs."""
+    pairs = sorted({(a, g.text) for a in corpus.agents() for s in ("tune", "eval") for g in _goals(corpus, a, s)})
+    return frozenset(random.Random(seed).sample(pairs, min(n, len(pairs))))
+
+
+def reranker_trials(client, model: str = RERANK_MODEL, rule=None, corpus: SelectionCorpus | None = None):
+    """The shipped top 20 and the reranked selection on the rule's sample of held-out 2, cold: (shipped rows,
+    reranked rows, the reranker's log), rows as `trial`'s, in the same goal order."""
+    from . import rulefile
+
+    rule = rule or rulefile.load(RERANKER_RULE)
+    corpus = corpus or load("heldout2")
+    only = reranker_sample(corpus, rule.param("sample_goals"), rule.param("sample_seed"))
+    arm, chosen = shipped_arm(), sel.shipped_rule()
+    assert chosen.k == rule.param("top_k"), "the shipped k is not the rule's"
+    reranker = Reranker(client, model, rule.param("max_tokens"))
+    both = [
+        pd.concat(
+            [trial(corpus, arm, chosen, split=s, only=only, rerank=f) for s in ("tune", "eval")], ignore_index=True
+        )
+        for f in (None, reranker)
+    ]
+    return both[0], both[1], pd.DataFrame(reranker.log)
+
+
+def reranker_path(model: str = RERANK_MODEL) -> Path:
+    return dataset_path("recorded") / f"18_reranker_{model}.jsonl"
+
+
+def record_reranker(model: str = RERANK_MODEL, *, out: Path | None = None):
+    """Ask the installed `model` live, through the project's llama.cpp engine, and record every reply (a cassette
+    labelled with model, engine, machine and date, and a provenance file beside): the compliance study's
+    machinery (`studies.compliance.record_live`). Returns (shipped rows, reranked rows, log)."""
+    from . import rulefile
+    from .compliance import record_live
+
+    rule = rulefile.load(RERANKER_RULE)
+    return record_live(model, rule, out or reranker_path(model), lambda client: reranker_trials(client, model, rule))
+
+
+def replay_reranker(model: str = RERANK_MODEL, *, path: Path | None = None):
+    """The recorded replies replayed (no model, no network): (shipped rows, reranked rows, log, provenance)."""
+    from ..llm.client import Cassette, LemonadeClient, Skipped
+
+    path = path or reranker_path(model)
+    if not path.is_file():
+        raise Skipped(f"no recording at {path} (record it: python -m overlay_kit.studies.selection --rerank)")
+    client = LemonadeClient("http://127.0.0.1:9/v1", cassette=Cassette(path), mode="replay")
+    shipped, reranked, log = reranker_trials(client, model)
+    return shipped, reranked, log, json.loads(path.with_suffix(".provenance.json").read_text())
+
+
+def reranker_figures(shipped: pd.DataFrame, reranked: pd.DataFrame, log: pd.DataFrame, rule) -> dict:
+    """The rule's figures and decision: each arm's metrics, the paired differences, latency and unparseable share."""
+    n_boot, seed = rule.param("n_boot"), rule.param("seed")
+    arms_ = {"shipped top 20": metrics_of(shipped, n_boot=n_boot, seed=seed)}
+    arms_["reranked"] = metrics_of(reranked, n_boot=n_boot, seed=seed)
+    recall, mde = paired_by_lesson(reranked, shipped, n_boot=n_boot, seed=seed)
+    assert list(shipped.goal) == list(reranked.goal), "the two arms' goals are not paired"
+
+    def fall(i_s, a_s, i_r, a_r, axis=-1):
+        return np.sum(i_s, axis=axis) / np.sum(a_s, axis=axis) - np.sum(i_r, axis=axis) / np.where(
+            np.sum(a_r, axis=axis) == 0, np.nan, np.sum(a_r, axis=axis)
+        )
+
+    irrelevant_fall = bootstrap_ci(
+        shipped.irrelevant, shipped.admitted, reranked.irrelevant, reranked.admitted,
+        statistic=fall, n_resamples=n_boot, seed=seed,
+    )  # fmt: skip
+    seconds = log.elapsed_s.to_numpy(float)
+    median_ms = float(np.median(seconds) * 1000)
+    ok_recall = recall.low >= -rule.param("recall_margin")
+    ok_irrelevant = irrelevant_fall.low >= rule.param("irrelevant_margin")
+    fast = median_ms <= rule.param("latency_ms")
+    if ok_recall and ok_irrelevant:
+        verdict = "ships as the default" if fast else "an opt-in for long-lived sessions, not the default (latency)"
+    else:
+        verdict = "not shipped in any form"
+    return {
+        "metrics": arms_,
+        "recall_difference": recall,
+        "recall_mde": mde,
+        "irrelevant_fall": irrelevant_fall,
+        "median_ms": median_ms,
+        "p90_ms": float(np.percentile(seconds, 90) * 1000),
+        "unparseable": float(log.unparseable.mean()),
+        "unparseable_n": int(log.unparseable.sum()),
+        "kept_mean": float(log.kept.mean()),
+        "goals": len(log),
+        "ok_recall": bool(ok_recall),
+        "ok_irrelevant": bool(ok_irrelevant),
+        "fast": bool(fast),
+        "verdict": verdict,
+    }
+
+
+def reranker_findings(fig: dict, rule) -> list:
+    """`reranker_figures` against the rule, as findings (notebook 18's last section)."""
+    from .finding import Finding
+
+    p, m = rule.params, fig["metrics"]
+    goal_met = m["reranked"]["irrelevant_share"].high <= p["irrelevant_goal"]
+    return [
+        Finding.of(
+            "needed-in-context, reranked minus top 20 (paired by lesson)",
+            fig["recall_difference"],
+            spec="+.2f",
+            bound=-p["recall_margin"],
+            side="≥",
+            note=f"MDE {fig['recall_mde']:.2f}",
+            verdict="within the margin" if fig["ok_recall"] else "drops by more than the margin",
+        ),
+        Finding.of(
+            "irrelevant share, top 20 minus reranked (paired by goal)",
+            fig["irrelevant_fall"],
+            spec="+.2f",
+            bound=p["irrelevant_margin"],
+            side="≥",
+            verdict="falls by the margin" if fig["ok_irrelevant"] else "does not fall by the margin",
+        ),
+        Finding.of(
+            "irrelevant share, reranked",
+            m["reranked"]["irrelevant_share"],
+            spec=".2f",
+            bound=p["irrelevant_goal"],
+            verdict="the issue's goal met" if goal_met else "the issue's goal missed",
+        ),
+        Finding.of(
+            "learned tokens per goal, reranked",
+            m["reranked"]["tokens_per_goal"],
+            spec=".0f",
+            note=f"top 20: {m['shipped top 20']['tokens_per_goal'].estimate:.0f}",
+        ),
+        Finding(
+            "median latency per goal",
+            fig["median_ms"],
+            unit="ms",
+            spec=".0f",
+            bound=p["latency_ms"],
+            verdict="within rule 18's bound" if fig["fast"] else "over rule 18's bound: not eligible as the default",
+            note=f"90th percentile {fig['p90_ms']:.0f} ms",
+        ),
+        Finding(
+            "unparseable replies (all 20 kept)",
+            fig["unparseable"],
+            spec=".2f",
+            note=f"{fig['unparseable_n']} of {fig['goals']}; {fig['kept_mean']:.1f} lessons kept a goal on average",
+        ),
+    ]
+
+
+if __name__ == "__main__":  # python -m overlay_kit.studies.selection --rerank [model]
+    import sys
+
+    if sys.argv[1:2] == ["--rerank"]:
+        s_, r_, log_ = record_reranker(*(sys.argv[2:3] or [RERANK_MODEL]))
+        print(len(log_), "replies recorded;", int(log_.unparseable.sum()), "unparseable")
