@@ -239,10 +239,10 @@ class PatternSet:
 
     def _groups(self, text: str) -> frozenset[int]:
         if plain(text):
-            return self._plain.groups(text, self.everything)
+            return self._plain.candidates(text, self.everything)
         if self._projected is None:
             self._projected = _Automaton(self.patterns, _projected_source, _projectable)
-        return self._projected.groups(project(text), self.everything)
+        return self._projected.candidates(project(text), self.everything)
 
 
 class _Automaton:
@@ -271,7 +271,7 @@ class _Automaton:
         self._filter, self._index, self._canary = automaton, tuple(index), len(index)
         self.always = frozenset(always)
 
-    def groups(self, text: str, everything: frozenset[int]) -> frozenset[int]:
+    def candidates(self, text: str, everything: frozenset[int]) -> frozenset[int]:
         """The indices of the patterns that may match some line of `text` (plain ASCII), or `everything`."""
         if self._filter is None:
             return everything
