@@ -75,9 +75,10 @@ class Defaults:
     # one is re-keyed clean, audited "section changed, but not what this lesson refers to". False (shipped): every
     # lesson on a changed section is flagged. On held-out real histories (benchmarks/touch_accuracy.py,
     # datasets/histories/touch_results.json) touching raised the flag's precision from 0.71 to 0.80 at recall 0.93
-    # (from 0.95); but the simulator's lessons share no words with its edits, and there it re-anchored 0.077 of
-    # lessons on a changed base silently (07) and left 0.086 of the overlay's outcomes silently wrong (10), so it
-    # is not adopted until the simulator's lessons are grounded in what an edit touches.
+    # (from 0.95). Decided by notebook 10's rule (datasets/rules/10_stale_touch.yaml) on fresh seeds of both of
+    # its worlds, where each lesson refers to an authored line and turns wrong when an edit reaches it: touching
+    # showed no more wrong lessons to the model in either (non-inferior at 0.02) and halved the review prompts at
+    # realistic scale, but in the τ world saved 0.21 prompts a base update, under the rule's margin of 0.25: off.
     stale_touch: bool = False
     # A lesson learned without a section anchors where `anchoring.propose` puts it only when its confidence (the
     # score margin over the runner-up, 1.0 for a lone candidate) reaches this; below, the section is asked. The

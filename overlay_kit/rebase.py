@@ -28,10 +28,11 @@ Section identity, designed so that a policy never attaches a delta to a differen
    with a proposal under `fuzzy` / `embedding`.
 4. Everything else is `orphaned`.
 
-A `stale` section flags only the lessons its edit touches (`SHIPPED.stale_touch`, `touch.touches`: the section
+A `stale` section flags every lesson on it (shipped: `SHIPPED.stale_touch` off, set by notebook 10's rule
+10_stale_touch). With `stale_touch=True` it flags only the lessons its edit touches (`touch.touches`: the section
 rewritten, or a word of the lesson in a changed line); a lesson it did not touch, current before the update, is
-re-keyed clean with the audit note "section changed, but not what this lesson refers to". `stale_touch=False`
-flags every lesson on a changed section. The plan's per-section decisions are the same either way.
+re-keyed clean with the audit note "section changed, but not what this lesson refers to". The plan's per-section
+decisions are the same either way.
 
 Frontmatter-only updates (body byte-identical) change nothing for body anchors. A permission narrowing in the
 new base always wins, whatever the body policy said (`narrowing` re-runs the write-path permission gates
@@ -808,7 +809,7 @@ def apply(
     * orphaned → status `orphaned` (kept, never deleted) with the reason and any proposal in the audit log;
       clean/stale keep their status; a re-keyed anchor is rewritten (stale keeps its old digest, so it stays
       flagged until a person looks: `confirm_stale`). Proposals are never applied here.
-    * `stale_touch` (shipped on): a delta on a changed section whose edit did not touch what it refers to is
+    * `stale_touch` (shipped off): on, a delta on a changed section whose edit did not touch what it refers to is
       re-keyed clean, audited "section changed, but not what this lesson refers to" (`touch.touches`).
     """
     p = get_policy(policy)

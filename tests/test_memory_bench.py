@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from overlay_kit.defaults import SHIPPED
 from overlay_kit.metrics import Interval
 from overlay_kit.studies import memory_bench as mb
 from overlay_kit.studies import rulefile
@@ -328,3 +330,50 @@ def test_the_stored_realistic_recording_is_the_rules_full_grid_with_its_provenan
     }
     files = list(mb.RECORDED.glob(f"{mb.REALISTIC_RECORDING}.*"))
     assert sum(f.stat().st_size for f in files) < 2_500_000  # small enough to live in the repository
+
+
+def test_the_shipped_stale_flag_is_the_decision_of_its_rule_on_its_recorded_runs():
+    """Rule 10_stale_touch decides `SHIPPED.stale_touch` from two recorded runs (fresh seeds of both worlds): each
+    is the rule's grid, and the shipped default is what the decision says."""
+    rule = rulefile.load(mb.STALE_TOUCH_RULE)
+    studies = mb.stale_touch_recorded()
+    assert set(studies) == set(mb.STALE_TOUCH_WORLDS), "datasets/recorded/10_stale_touch_*.json is missing"
+    for w, study in studies.items():
+        grid = rule.param(w)
+        assert study.rule.study == grid["rule"] and study.params["scale"] == w
+        assert (list(study.params["seeds"]), study.params["users"], study.params["sessions"]) == (
+            grid["seeds"],
+            grid["users"],
+            grid["sessions"],
+        )
+        assert list(study.params["architectures"]) == rule.param("arms")
+    d, said = mb.stale_touch_decision(studies)
+    adopt = bool(d.non_inferior.all() and d.fewer_prompts.all())
+    assert SHIPPED.stale_touch == adopt
+    assert said.startswith(rule.stamp()) and ("ships on" if adopt else "stays off") in said
+    # the perfect flag raises a prompt for each held lesson an update made wrong: never above what was wrong
+    assert (d.perfect_prompts > 0).all()
+
+
+def test_the_stale_flag_decision_can_come_out_the_other_way(tmp_path):
+    """The same recorded data under a world rule whose margins differ turn each condition the other way."""
+    studies = mb.stale_touch_recorded()
+    for w, study in studies.items():
+        text = study.rule.path.read_text(encoding="utf-8")
+        for wrong_margin, prompts_margin in ((5, 0.01), (0, 50)):
+            changed = re.sub(r"(margins: \{[^}]*?wrong_in_context: )0\.02", rf"\g<1>{wrong_margin}", text)
+            changed = changed.replace("prompts_per_update: 0.25}", f"prompts_per_update: {prompts_margin}}}")
+            assert rulefile.load(_write(tmp_path / study.rule.path.name, changed)).param("margins") == {
+                **study.rule.param("margins"),
+                "wrong_in_context": wrong_margin,
+                "prompts_per_update": prompts_margin,
+            }
+            other = dict(studies, **{w: replace(study, rule=rulefile.load(tmp_path / study.rule.path.name))})
+            row = mb.stale_touch_decision(other)[0].set_index("world").loc[w]
+            assert row.non_inferior == (wrong_margin == 5)
+            assert row.fewer_prompts == (prompts_margin == 0.01)
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path

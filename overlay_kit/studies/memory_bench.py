@@ -72,6 +72,8 @@ __all__ = [
     "REALISTIC_RULE",
     "RESTATE",
     "RULE_NAME",
+    "STALE_TOUCH_RULE",
+    "STALE_TOUCH_WORLDS",
     "MemoryBench",
     "Trace",
     "available",
@@ -88,6 +90,9 @@ __all__ = [
     "referent",
     "run",
     "shown",
+    "stale_touch_decision",
+    "stale_touch_recorded",
+    "stale_touch_run",
     "trace",
     "verdict",
 ]
@@ -572,7 +577,14 @@ class MemoryBench:
             misplace=u.misplaced.astype(bool).astype(int),
         )
         u = u.assign(lesson=u.history + ":" + u.lesson.astype(str))  # a lesson of one history: the "lesson" unit
+        # what a perfect flag would raise: a lesson the update made wrong while the memory held it (wrong now,
+        # right at the memory's previous update or first seen now)
+        u = u.sort_values(["architecture", "user", "lesson", "version"], kind="stable")
+        before = u.groupby(["architecture", "user", "lesson"]).wrong.shift(fill_value=False).astype(bool)
+        u = u.assign(newly_wrong=(u.wrong_held.astype(bool) & ~before).astype(int)).sort_index()
+        newly = u.groupby(["architecture", "user", "version"]).newly_wrong.sum().rename("perfect_prompts")
         p = self.updates[self.updates.outcome.isna()].assign(n=1)
+        p = p.join(newly, on=["architecture", "user", "version"]).fillna({"perfect_prompts": 0})
         return s, u, p
 
     def _needs(self) -> pd.DataFrame:
@@ -624,7 +636,8 @@ class MemoryBench:
 
     def table(self) -> pd.DataFrame:
         """One row per architecture: each metric with its 95 % interval (`_low`, `_high`): the session metrics,
-        every update outcome (flag-blind), review prompts per base update, the flags (share of outcomes flagged,
+        every update outcome (flag-blind), review prompts per base update and those a perfect flag would raise
+        (`perfect_prompts`: the held lessons each update made wrong), the flags (share of outcomes flagged,
         the share of flags that were false alarms, the share of wrong lessons flagged), teach prompts per lesson
         taught, erasure, growth, and the shipped default the row varies."""
         frames = self._all_frames()
@@ -650,6 +663,7 @@ class MemoryBench:
             for name, df, num, den in [
                 *((o, ua, o, "n") for o in OUTCOMES),
                 ("prompts_per_update", pa, "prompts", "n"),
+                ("perfect_prompts", pa, "perfect_prompts", "n"),
                 ("flagged", ua, "flag", "n"),
                 ("false_alarms", ua, "false_alarm", "flag"),
                 ("flag_recall", ua, "caught", "wrong_held"),
@@ -1319,3 +1333,135 @@ def explore(
     return run(
         seeds=[seed], users=users, sessions=sessions, architectures=GROUPS[architectures], budget=budget, progress=False
     )
+
+
+# ------------------------------------------------------------------ the stale flag: every lesson or the touched
+
+# Rule 10_stale_touch: the two arms `SHIPPED.stale_touch` separates, on fresh seeds of both worlds, each judged by
+# its world's rule; the default ships on only where both worlds agree (`stale_touch_decision`).
+STALE_TOUCH_RULE = "10_stale_touch"  # datasets/rules/10_stale_touch.yaml
+STALE_TOUCH_WORLDS = ("tau", "realistic")
+
+
+def stale_touch_run(world_name: str, *, n_jobs: int = 1, progress: bool = True) -> MemoryBench:
+    """Rule 10_stale_touch's run in one world ("tau" or "realistic"): its two arms on the rule's seeds and size,
+    under that world's own rule file."""
+    rule = rulefile.load(STALE_TOUCH_RULE)
+    if world_name not in STALE_TOUCH_WORLDS:
+        raise ValueError(f"world: {world_name!r} is not one of {STALE_TOUCH_WORLDS}")
+    grid = rule.param(world_name)
+    return run(
+        full=True,
+        seeds=grid["seeds"],
+        users=grid["users"],
+        sessions=grid["sessions"],
+        architectures=rule.param("arms"),
+        rule=grid["rule"],
+        n_jobs=n_jobs,
+        progress=progress,
+        scale=world_name,
+    )
+
+
+def stale_touch_recorded(folder: Path = RECORDED) -> dict[str, MemoryBench]:
+    """Rule 10_stale_touch's recorded runs, world -> study (each judged by its world's rule); missing ones left out."""
+    out = {}
+    for w in STALE_TOUCH_WORLDS:
+        got = recorded(folder=folder, name=f"{STALE_TOUCH_RULE}_{w}")
+        if got is not None:
+            out[w] = got[0]
+    return out
+
+
+def stale_touch_decision(studies: Mapping[str, MemoryBench]) -> tuple[pd.DataFrame, str]:
+    """Rule 10_stale_touch's decision from its runs (world -> study): one row per world — (a) wrong lessons
+    shown, touch minus section, non-inferior when the interval's upper end is under the world's margin; (b) the
+    prompts comparison's verdict, "overlay worse" when touch raises fewer — with the flags' false alarms and
+    recall, and the prompts a perfect flag would raise; and the decision in words."""
+    rule = rulefile.load(STALE_TOUCH_RULE)
+    base, arm = rule.param("arms")
+    wrong, prompts = rule.param("metrics")["wrong"], rule.param("metrics")["prompts"]
+    rows = []
+    for w in STALE_TOUCH_WORLDS:
+        if w not in studies:
+            raise ValueError(f"studies: no run of the {w!r} world; the rule decides on both")
+        study = studies[w]
+        c = study.comparisons().set_index(["architecture", "metric"])
+        t = study.table().set_index("architecture")
+        margins = study.rule.param("margins")
+        cw, cp = c.loc[(arm, wrong)], c.loc[(arm, prompts)]
+        rows.append(
+            {
+                "world": w,
+                "wrong_shipped": t.at[base, wrong],
+                "wrong_touch": t.at[arm, wrong],
+                "difference": cw.difference,
+                "low": cw.low,
+                "high": cw.high,
+                "margin": margins[wrong],
+                "non_inferior": bool(cw.high < margins[wrong]),
+                "clusters": int(cw.clusters),
+                "clusters_needed": np.ceil(cw.clusters * (cw.half_width / margins[wrong]) ** 2)
+                if margins[wrong] > 0
+                else np.inf,
+                "prompts_shipped": t.at[base, prompts],
+                "prompts_touch": t.at[arm, prompts],
+                "prompts_fewer": -cp.difference,  # oriented: prompts the touch flag saves per base update
+                "prompts_fewer_low": -cp.high,
+                "prompts_fewer_high": -cp.low,
+                "prompts_margin": margins[prompts],
+                "prompts_verdict": cp.verdict,
+                "fewer_prompts": cp.verdict == "overlay worse",
+                "perfect_prompts": t.at[base, "perfect_prompts"],
+                "perfect_prompts_low": t.at[base, "perfect_prompts_low"],
+                "perfect_prompts_high": t.at[base, "perfect_prompts_high"],
+                "false_alarms_shipped": t.at[base, "false_alarms"],
+                "false_alarms_touch": t.at[arm, "false_alarms"],
+                "flag_recall_shipped": t.at[base, "flag_recall"],
+                "flag_recall_touch": t.at[arm, "flag_recall"],
+            }
+        )
+    d = pd.DataFrame(rows)
+    adopt = bool(d.non_inferior.all() and d.fewer_prompts.all())
+    said = []
+    for r in d.itertuples():
+        said.append(
+            f"{r.world}: a wrong lesson shown unmarked {r.wrong_shipped:.4f} (section flag) against "
+            f"{r.wrong_touch:.4f} (touch), difference {r.difference:+.4f} [{r.low:+.4f}, {r.high:+.4f}] — "
+            + (
+                f"non-inferior at margin {r.margin:g}"
+                if r.non_inferior
+                else f"not shown non-inferior at margin {r.margin:g} (the upper end {r.high:.4f}; "
+                f"{r.clusters} clusters, about {r.clusters_needed:.0f} for a decision at the margin)"
+            )
+            + f"; review prompts per base update {r.prompts_shipped:.2f} against {r.prompts_touch:.2f}, "
+            f"{r.prompts_fewer:.2f} [{r.prompts_fewer_low:.2f}, {r.prompts_fewer_high:.2f}] fewer with touch ("
+            + (
+                f"fewer by at least the margin {r.prompts_margin:g}"
+                if r.fewer_prompts
+                else f"{r.prompts_verdict} at the margin {r.prompts_margin:g}"
+            )
+            + f"); false alarms {r.false_alarms_shipped:.2f} against {r.false_alarms_touch:.2f}, flag recall "
+            f"{r.flag_recall_shipped:.2f} against {r.flag_recall_touch:.2f}; a perfect flag (one prompt for each "
+            f"held lesson the update made wrong) would raise {r.perfect_prompts:.2f} [{r.perfect_prompts_low:.2f}, "
+            f"{r.perfect_prompts_high:.2f}] per base update"
+            + (
+                f", so no flag meets the goal of {rule.param('prompts_goal'):g} here"
+                if r.perfect_prompts_low > rule.param("prompts_goal")
+                else ""
+            )
+            + "."
+        )
+    head = (
+        "**Decision: `stale_touch` ships on** — in both worlds touch showed no more wrong lessons (non-inferior) "
+        "and raised fewer review prompts."
+        if adopt
+        else "**Decision: `stale_touch` stays off** — it did not meet "
+        + " and ".join(
+            f"({k}) in the {', '.join(d.world[~d[col]])} world"
+            for k, col in (("a", "non_inferior"), ("b", "fewer_prompts"))
+            if not d[col].all()
+        )
+        + "."
+    )
+    return d, "\n\n".join([rule.stamp(), head, *(f"- {x}" for x in said)])
