@@ -1533,6 +1533,13 @@ def register_rebase(sub) -> None:
         "base and move the stored deltas (orphans are kept for review); without it nothing is written",
     )
     p.add_argument("--yes", action="store_true", help="with --apply: do not ask for confirmation")
+    p.add_argument(
+        "--touch",
+        action=argparse.BooleanOptionalAction,
+        default=SHIPPED.stale_touch,
+        help="with --apply: flag only the lessons on a changed section whose words the edit touches (touch.touches); "
+        "--no-touch flags every lesson on it (default: %(default)s, set by notebook 10's stale-flag rule)",
+    )
     _add_db(p)
     p.set_defaults(handler=cmd_rebase)
 
@@ -1650,7 +1657,9 @@ def apply_rebase(args: argparse.Namespace, old, new, report: dict) -> int:
             return 1
         if not history:
             rebase.apply(store, old, args.policy)  # first sighting: registers OLD, moves nothing
-        result = rebase.apply(store, replace(new, root=old.root, root_dir=old.root_dir), args.policy, old=old)
+        result = rebase.apply(
+            store, replace(new, root=old.root, root_dir=old.root_dir), args.policy, old=old, stale_touch=args.touch
+        )
         moved = [{"id": o.delta.id, "state": o.state, "section": o.anchor.section} for o in result.outcomes]
     if args.json:
         _emit_json(report | {"applied": {"db": str(store.path), "deltas": moved}})

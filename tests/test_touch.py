@@ -3,13 +3,16 @@ lesson re-keyed clean, audited; the old behaviour behind `stale_touch=False`) an
 event that notebook 16 and benchmarks/touch_accuracy.py measure)."""
 
 import inspect
+import json
 
 import pytest
 from overlay_support import TRUSTED, make_skill
 
 from overlay_kit import anchor, gates, mine, rebase, touch
+from overlay_kit.cli import main
 from overlay_kit.defaults import SHIPPED
 from overlay_kit.grammar import Delta, Provenance
+from overlay_kit.skill import load_skill
 from overlay_kit.store import Store
 
 OLD = """# Build
@@ -179,3 +182,28 @@ def test_mined_events_carry_the_touch_flag_within_the_section_flag():
     assert e.section_changed_before_fate and not e.section_touched_before_fate and len(e.steps) == 2
     record = e.to_record()
     assert record["section_touched_before_fate"] is False and "steps" not in record
+
+
+def test_the_cli_applies_a_rebase_with_either_flag(tmp_path, capsys):
+    """`rebase --apply --touch` narrows the flag as the API does; `--no-touch` flags every lesson on the changed
+    section; without either the shipped setting decides."""
+    files = {}
+    for side, body, version in (("old", OLD, "1.0"), ("new", OLD.replace("`pytest -x`", "`nox -s tests`"), "1.1")):
+        files[side] = tmp_path / side / "demo" / "SKILL.md"
+        files[side].parent.mkdir(parents=True)
+        head = f"---\nname: demo\ndescription: test skill\nmetadata:\n  gaia:\n    version: '{version}'\n---\n"
+        files[side].write_text(head + body, encoding="utf-8")
+    old = load_skill(files["old"])
+    states = {}
+    for flag in ("--touch", "--no-touch", None):
+        db = tmp_path / f"{flag}.db"
+        with Store.open(db) as store:
+            store.register_base(old)
+            for body in (TOUCHED, "Prefer small, focused test modules."):
+                gates.learn(store, old, "preference", {"body": body}, section="tests", provenance=TRUSTED)
+        capsys.readouterr()
+        argv = ["rebase", str(files["old"]), str(files["new"]), "--apply", "--yes", "--json", "--db", str(db)]
+        assert main(argv + ([flag] if flag else [])) == 0
+        states[flag] = sorted(m["state"] for m in json.loads(capsys.readouterr().out)["applied"]["deltas"])
+    assert states["--touch"] == ["clean", "stale"] and states["--no-touch"] == ["stale", "stale"]
+    assert states[None] == states["--touch" if SHIPPED.stale_touch else "--no-touch"]
