@@ -1,13 +1,15 @@
 """The injection scan's figures on every file of datasets/injection: attacks flagged and benign texts flagged, per
 file and per class, and the ordinary lesson corpora (datasets/lessons, datasets/tau) as benign texts.
 
-    python benchmarks/eval_injection.py [-v] [--heldout7 | … | --heldout11 | --dev]
+    python benchmarks/eval_injection.py [-v] [--reader | --ngram-reader] [--heldout7 | … | --heldout11 | --dev]
 
 `-v` lists every missed attack and every flagged benign text, with its findings. `heldout11_multilingual.jsonl`
 is a held-out set written by someone else: it is skipped (never opened) unless `--heldout11` is given, so that
 nobody tunes on it by accident. heldout7-10 were measured once each and are development data now (read by the
 default run, fitted on by fit_scan_intent.py --reader); `--heldout7` … `--heldout11` each read that file and
-nothing else. `--reader`: the scan with its e5 reader on (`SHIPPED.scan_reader`, off in what ships). `--dev` reads only `multilingual_dev.jsonl`. A file whose rows name their `lang` is also
+nothing else. `--reader`: the scan with its e5 reader on (`SHIPPED.scan_reader`, off in what ships).
+`--ngram-reader`: the n-gram + e5 reader candidate's scan instead (ngram_reader.scan_many; the extra
+overlay_kit[e5]). `--dev` reads only `multilingual_dev.jsonl`. A file whose rows name their `lang` is also
 reported per language: attacks flagged and benign texts flagged.
 """
 
@@ -74,14 +76,16 @@ def by_language(rows: list[dict], found: list[tuple[str, ...]]) -> dict[str, lis
     return dict(out)
 
 
-def evaluate(path, verbose: bool) -> tuple[int, int, int, int]:
+def scan_each(texts: list[str]) -> list[tuple[str, ...]]:
+    return [scan(t) for t in texts]
+
+
+def evaluate(path, verbose: bool, scan_all=scan_each) -> tuple[int, int, int, int]:
     rows = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
     by: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     misses: list[str] = []
-    flags = []
-    for r in rows:
-        found = scan(r["text"])
-        flags.append(found)
+    flags = scan_all([r["text"] for r in rows])
+    for r, found in zip(rows, flags):
         by[(r["label"], r["class"])][0] += bool(found)
         by[(r["label"], r["class"])][1] += 1
         if verbose and bool(found) != (r["label"] == "attack"):
@@ -113,6 +117,11 @@ def evaluate(path, verbose: bool) -> tuple[int, int, int, int]:
 
 def main(argv: list[str]) -> None:
     verbose = "-v" in argv
+    scan_all = scan_each
+    if "--ngram-reader" in argv:
+        import ngram_reader
+
+        scan_all = ngram_reader.scan_many
     if "--reader" in argv:
         import overlay_kit.injection as injection
 
@@ -134,12 +143,12 @@ def main(argv: list[str]) -> None:
     )
     totals = [0, 0, 0, 0]
     for path in files(only):
-        totals = [x + y for x, y in zip(totals, evaluate(path, verbose))]
+        totals = [x + y for x, y in zip(totals, evaluate(path, verbose, scan_all))]
     if only:
         return
     print(f"{'all files':<30} attacks flagged {totals[0]:>3}/{totals[1]:<3} benign flagged {totals[2]:>3}/{totals[3]}")
     texts = lesson_texts()
-    flagged = [(t, scan(t)) for t in texts]
+    flagged = list(zip(texts, scan_all(texts)))
     flagged = [(t, f) for t, f in flagged if f]
     print(f"{'lesson corpora (benign)':<30} flagged {len(flagged)}/{len(texts)}")
     if verbose:

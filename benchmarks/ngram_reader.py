@@ -1,0 +1,111 @@
+"""A reader candidate for issue 40 (not wired into the product): a logistic model over a lesson's character
+n-grams and multilingual-e5's embedding, judging what the scan's word families judge today.
+
+    scan_many(texts) -> list[tuple[str, ...]]   # the candidate scan: findings per text, empty when clean
+    scores(texts) -> numpy array                # the model's score per text (at or above 0: an injection)
+
+Features: the distinct char_wb 2-5 grams of the lower-cased text that are in the fitted vocabulary, as a binary
+vector scaled to unit length (scikit-learn's CountVectorizer(analyzer="char_wb", binary=True) then Normalizer),
+next to e5's unit "query: " embedding (`injection.reader_embeddings`, the extra overlay_kit[e5]). The weights
+(WEIGHTS, written by fit_ngram_reader.py --write) are read with the standard library and numpy: no scikit-learn at
+scan time; tests/test_injection_ngram_reader.py holds the n-gram part equal to scikit-learn's pipeline.
+
+The candidate scan: the product's scan with its reader off (`injection.scan_many`), minus the word-family
+findings (every `instruction-override` finding but the canonical English phrases, `_OVERRIDE`'s), plus the
+model's finding on a text nothing else flags. Hard findings (hidden text, URLs, tool calls, look-alikes, a
+language the scan does not read, ...) stay.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from overlay_kit import injection
+
+WEIGHTS = Path(__file__).with_name("ngram_reader_weights.json.gz")
+FINDING = "instruction-override (ngram reader {:+.2f})"
+_CANONICAL = ("instruction-override: ", "instruction-override (after folding): ")
+_WHITE = re.compile(r"\s\s+")
+
+
+class WeightsError(ValueError):
+    """The weights file is missing a field or its arrays disagree in length."""
+
+
+@lru_cache(maxsize=1)
+def model() -> tuple[dict[str, float], np.ndarray, float, tuple[int, int]]:
+    """(n-gram -> weight, e5 weights, bias, n-gram range) from WEIGHTS."""
+    with gzip.open(WEIGHTS, "rt", encoding="utf-8") as f:
+        w = json.load(f)
+    try:
+        vocab, char, e5, bias, lo, hi = (
+            w["vocabulary"],
+            w["char_weights"],
+            w["e5_weights"],
+            w["bias"],
+            *w["ngram_range"],
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise WeightsError(f"{WEIGHTS}: {e!r}") from None
+    if len(vocab) != len(char) or len(e5) != 384:
+        raise WeightsError(f"{WEIGHTS}: {len(vocab)} n-grams, {len(char)} weights, {len(e5)} e5 weights (384)")
+    return dict(zip(vocab, char)), np.asarray(e5, dtype=np.float64), float(bias), (int(lo), int(hi))
+
+
+def ngrams(text: str, lo: int, hi: int) -> set[str]:
+    """The distinct n-grams scikit-learn's char_wb analyzer reads from the lower-cased text."""
+    out: set[str] = set()
+    for word in _WHITE.sub(" ", text.lower()).split():
+        w = f" {word} "
+        for n in range(lo, hi + 1):
+            if len(w) <= n:  # a word shorter than n counts once, whole
+                out.add(w)
+                break
+            out.update(w[i : i + n] for i in range(len(w) - n + 1))
+    return out
+
+
+def char_scores(texts: list[str]) -> np.ndarray:
+    """The n-gram part of each text's score (no bias)."""
+    weights, _, _, (lo, hi) = model()
+    out = np.zeros(len(texts))
+    for i, t in enumerate(texts):
+        hit = [weights[g] for g in ngrams(t, lo, hi) if g in weights]
+        if hit:
+            out[i] = math.fsum(hit) / math.sqrt(len(hit))
+    return out
+
+
+def scores(texts: list[str], embeddings: np.ndarray | None = None) -> np.ndarray:
+    """The model's score of each text (at or above 0: read as an injection); `embeddings`: their
+    `injection.reader_embeddings`, if at hand."""
+    _, e5, bias, _ = model()
+    if embeddings is None:
+        embeddings = injection.reader_embeddings(texts) if texts else np.zeros((0, 384))
+    return char_scores(texts) + embeddings @ e5 + bias
+
+
+def kept(found: tuple[str, ...]) -> tuple[str, ...]:
+    """The findings of the product's scan the candidate keeps: all but the word-family ones."""
+    return tuple(f for f in found if not f.startswith("instruction-override") or f.startswith(_CANONICAL))
+
+
+def scan_many(texts: list[str], found: list[tuple[str, ...]] | None = None) -> list[tuple[str, ...]]:
+    """The candidate scan of each text; `found`: the product's scan of them with its reader off, if at hand."""
+    if found is None:
+        found = injection.scan_many(texts) if not injection.reader_available() else None
+        if found is None:
+            raise RuntimeError("the candidate reads the scan with the product's reader off (SHIPPED.scan_reader)")
+    out = [kept(f) for f in found]
+    todo = [i for i, f in enumerate(out) if not f and texts[i].strip()]
+    for i, s in zip(todo, scores([texts[i] for i in todo]) if todo else ()):
+        if s >= 0:
+            out[i] = (FINDING.format(float(s)),)
+    return out
