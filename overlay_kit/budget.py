@@ -49,6 +49,7 @@ __all__ = [
     "count_many_following",
     "count_tokens",
     "enforce",
+    "following_lines",
     "overhead_tokens",
     "plan",
     "propose_consolidations",
@@ -75,10 +76,10 @@ def count_following(piece: str) -> int:
 
     Counted line by line: by the identity above, follow(a + b) == follow(a) + follow(b) whenever `a` ends with
     "\n", so a piece made of lines already counted (a section's learned list) needs no tokenizer call."""
-    return sum(count_many_following(_lines(piece))) if piece else 0
+    return sum(count_many_following(following_lines(piece))) if piece else 0
 
 
-def _lines(piece: str) -> list[str]:
+def following_lines(piece: str) -> list[str]:
     """`piece` cut after every "\n" (only "\n": the identity is stated for it)."""
     out = piece.split("\n")
     return [line + "\n" for line in out[:-1]] + ([out[-1]] if out[-1] else [])

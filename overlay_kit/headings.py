@@ -180,8 +180,11 @@ _FENCE = re.compile(r"\n(?=[ `~])( {0,3})(`{3,}|~{3,})([^\n]*)")  # a fence line
 # Lines `scan_lines` cannot decide: an indented heading, an HTML block start, a setext underline candidate
 # (harmless only under a blank line), and a container prefix reaching column 18 (`_ten_deep`). Tabs need no
 # case of their own: a tab in the indentation puts a line at column 4 or more, code or container content.
+# A line opening with `- ` and then a character none of them can continue with (a bullet item's first word, as
+# every learned line opens) is rejected at once by the negative lookahead.
 _SUSPECT = re.compile(
-    r"\n(?=[ <=\-\t>*+.)0-9])(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n))"
+    r"\n(?=[ <=\-\t>*+.)0-9])(?!- [^ \t\n<=>\-*+.)0-9#])"
+    r"(?: {1,3}#{1,6}(?=[ \t\n])| {0,3}<|(?P<setext> {0,3}(?:=+|-+)[ \t]*(?=\n))"
     r"|(?P<deep>[ >\-*+.)0-9]{18,}|[ >\-*+.)0-9]*\t[ \t>\-*+.)0-9]*))"
 )
 _MARKER = re.compile(r"[-*+]|\d[.)]")

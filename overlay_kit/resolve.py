@@ -217,9 +217,11 @@ class OverlayStore(Protocol):
 
     def retrieval_only(self, skill: str | None = None) -> frozenset[str]: ...
 
-    def kept_line_tokens(self, ids: Sequence[str]) -> dict[str, int]: ...
+    def kept_lines(self, keys: Sequence[str]) -> dict[str, tuple[int, str]]: ...
 
-    def line_tokens(self, lines: Mapping[str, str]) -> dict[str, int]: ...
+    def line_tokens(
+        self, lines: Mapping[str, str], kept: Mapping[str, tuple[int, str]] | None = None
+    ) -> dict[str, int]: ...
 
     def authored_tokens(self, body: str) -> int: ...
 
@@ -238,17 +240,21 @@ def _authored_tokens(body: str, store: OverlayStore | None = None) -> int:
 
 # The fixed lines a render adds around learned lines (`_render`, `_block`): counted once per database too.
 SCAFFOLD_LINES = ("\n", SECTION_LABEL + "\n", LIST_END, BLOCK_HEADING + "\n", BLOCK_INTRO + "\n")
+_SCAFFOLD = {"scaffold:" + hashlib.sha256(line.encode("utf-8")).hexdigest()[:16]: line for line in SCAFFOLD_LINES}
 
 
-def known_lines(store: OverlayStore, deltas: Sequence[Delta]) -> None:
+def known_lines(
+    store: OverlayStore, deltas: Sequence[Delta], kept: Mapping[str, tuple[int, str]] | None = None
+) -> None:
     """Load the following-token counts the store keeps for these deltas' learned lines and the scaffold lines
     into the budget's cache (`Store.line_tokens` counts and keeps the ones it lacks), so that rendering and
-    budgeting known deltas never run the tokenizer."""
+    budgeting known deltas never run the tokenizer. `kept`: what `Store.kept_lines` read already (not read
+    again)."""
     lines = {d.id: item_text(d) for d in deltas if d.tier in (2, 3)}
     if not lines:
         return  # nothing will render: no scaffold either
-    lines |= {"scaffold:" + hashlib.sha256(line.encode("utf-8")).hexdigest()[:16]: line for line in SCAFFOLD_LINES}
-    budget_mod.remember_following((lines[k], n) for k, n in store.line_tokens(lines).items())
+    lines |= _SCAFFOLD
+    budget_mod.remember_following((lines[k], n) for k, n in store.line_tokens(lines, kept).items())
 
 
 def _scopes(scope: str | Iterable[str]) -> frozenset[str]:
@@ -275,12 +281,13 @@ def _base(
 # ------------------------------------------------------------------------------------------ selection
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pick:
     delta: Delta
     state: str  # clean | stale
     section: anchor_mod.Section
     key: tuple  # render_key(delta)
+    line: str  # item_text(delta): its learned line ("" for a tool-hint, which renders none)
     mark: str = ""  # STALE_MARK when the stale policy marks it
 
 
@@ -339,7 +346,8 @@ def _admissible(
             continue
         if loc.state == "stale":
             notes.append(Note("stale", d.id, f"section {d.anchor.section!r} changed since this was written"))
-        picks.append(_Pick(d, loc.state, loc.section, render_key(d)))
+        order = render_key(d)  # its first element is the tier
+        picks.append(_Pick(d, loc.state, loc.section, order, item_text(d) if order[0] > 1 else ""))
     picks.sort(key=_KEY)
     return picks
 
@@ -388,6 +396,7 @@ class _Rendered:
     pieces: tuple[tuple[int, str], ...]  # (offset, text) of every inserted piece
     last_start: int = 0  # where the last authored section starts in `text`
     closer: int = -1  # the offset of an inserted fence-closing line (a piece, but not learned lines)
+    lines: tuple[str, ...] = ()  # every piece's text cut after each "\n", in order (what `_tokens` counts)
 
 
 def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
@@ -402,7 +411,7 @@ def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
     for p in picks:
         (under.setdefault(p.section.slug, []) if p.state == "clean" else block).append(p)
     closer = _fence_closer(sections[-1].text) if picks and sections else ""
-    out, pieces, at, last_start, closed_at = [], [], 0, 0, -1
+    out, pieces, lines, at, last_start, closed_at = [], [], [], 0, 0, -1
     for i, s in enumerate(sections):
         last_start = at
         out.append(s.text)
@@ -410,25 +419,34 @@ def _render(sections, picks: Sequence[_Pick]) -> _Rendered:
         if closer and i == len(sections) - 1:
             out.append(closer)
             pieces.append((at, closer))
+            lines += budget_mod.following_lines(closer)
             closed_at, at = at, at + len(closer)
         if s.slug in under:
             following = sections[i + 1].text if i + 1 < len(sections) else ""
-            piece = (
-                _gap(out[-1])
-                + SECTION_LABEL
-                + "\n\n"
-                + "".join(item_text(p.delta) for p in under[s.slug])
-                + "\n"
-                + (LIST_END if following[:1] in (" ", "\t") else "")
-            )
+            piece_lines = [
+                *_gap(out[-1]),  # "", "\n" or "\n\n": one line per "\n"
+                _LABEL_LINE,
+                "\n",
+                *[p.line for p in under[s.slug]],  # one line each
+                "\n",
+            ]
+            if following[:1] in (" ", "\t"):
+                piece_lines.append(LIST_END)
+            piece = "".join(piece_lines)
             out.append(piece)
             pieces.append((at, piece))
+            lines += piece_lines
             at += len(piece)
     if block:
-        piece = _gap(out[-1] if out else "") + _block(block)
+        piece_lines = [*_gap(out[-1] if out else ""), *_block_lines(block)]
+        piece = "".join(piece_lines)
         out.append(piece)
         pieces.append((at, piece))
-    return _Rendered("".join(out), tuple(pieces), last_start, closed_at)
+        lines += piece_lines
+    return _Rendered("".join(out), tuple(pieces), last_start, closed_at, tuple(lines))
+
+
+_LABEL_LINE = SECTION_LABEL + "\n"
 
 
 def _fence_closer(text: str) -> str:
@@ -452,15 +470,25 @@ def _tokens(r: _Rendered, authored: int) -> int:
     """Exact Llama tokens of the rendered text: the authored count plus what each inserted piece adds.
 
     A piece starts after a line break or with one, where the tokenizer's count is additive (see
-    `budget.count_following`); a piece at the very start of the text is counted the slow, whole-text way.
+    `budget.count_following`), and so is every line of a piece after its first: the pieces' lines (known
+    lines, the store's kept counts) are summed. A piece at the very start of the text is counted the slow,
+    whole-text way.
     """
     if any(at == 0 or (r.text[at - 1] not in "\n\r" and not piece.startswith(("\n", "\r"))) for at, piece in r.pieces):
         return budget_mod.count_tokens(r.text)
-    return authored + sum(budget_mod.count_following(piece) for _, piece in r.pieces)
+    return authored + sum(budget_mod.count_many_following(r.lines))
+
+
+_BLOCK_TOP = (BLOCK_HEADING + "\n", "\n", BLOCK_INTRO + "\n", "\n")
+
+
+def _block_lines(picks: Sequence[_Pick]) -> list[str]:
+    """The Learned adjustments block, line by line: its heading, its intro, one line per pick naming its section."""
+    return [*_BLOCK_TOP, *[_context(p) + p.line[2:] for p in picks]]
 
 
 def _block(picks: Sequence[_Pick]) -> str:
-    return BLOCK_HEADING + "\n\n" + BLOCK_INTRO + "\n\n" + "".join(_context(p) + item_text(p.delta)[2:] for p in picks)
+    return "".join(_block_lines(picks))
 
 
 def _gap(text: str) -> str:
@@ -592,9 +620,15 @@ def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: li
     sections = _sections(skill.body)
     picks = _admissible(skill, sections, deltas, _scopes(request.scopes), notes, request.shaped)
     picks = _overrides(_stale_policy(picks, request.stale_policy, notes), notes)
-    hints = [p for p in picks if p.delta.tier == 1]
-    resident = [p for p in picks if p.delta.tier in (2, 3) and p.delta.id not in retrieval_only]
-    pool = [p for p in picks if p.delta.tier == 3 and p.delta.id in retrieval_only]
+    hints, resident, pool = [], [], []  # tier 1; tiers 2-3 but retrieval-only ones; retrieval-only tier 3
+    for p in picks:
+        tier = p.key[0]  # the delta's tier (`render_key`)
+        if tier == 1:
+            hints.append(p)
+        elif p.delta.id not in retrieval_only:
+            resident.append(p)
+        elif tier == 3:
+            pool.append(p)
     if goal and sum(p.delta.tier == 3 for p in resident) > SHIPPED.resident_max:
         resident = _selected(goal, resident, request, notes)
 
@@ -649,7 +683,7 @@ def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: li
     chosen = list(resident)
     if retrieved:  # best first; whole deltas only, while they fit (estimated here, checked exactly below)
         block, label = budget_mod.scaffold_tokens()  # conservative: a label per line, the block once
-        costs = budget_mod.count_many_following([item_text(p.delta) for p, _ in retrieved])
+        costs = budget_mod.count_many_following([p.line for p, _ in retrieved])
         estimate = tokens + block
         for (p, cos), cost in zip(retrieved, costs):
             if estimate + cost + label > ceiling:
@@ -672,7 +706,7 @@ def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: li
         for victim in sorted(chosen, key=lambda p: budget_mod.value_key(p.delta)):
             chosen.remove(victim)
             notes.append(Note("suppressed_by_budget", victim.delta.id, f"effective text {tokens} tokens > {ceiling}"))
-            over -= budget_mod.count_following(item_text(victim.delta))
+            over -= budget_mod.count_following(victim.line)
             if over <= 0:
                 break
         rendered = _render(sections, chosen)
@@ -689,7 +723,8 @@ def _compose(skill: Skill, deltas: Sequence[Delta], request: _Request, notes: li
     where = {
         p.delta.id: (f"under {p.section.slug}" if p.state == "clean" else "learned adjustments block") for p in chosen
     }
-    notes += [Note("applied", d.id, "tool loader" if d.tier == 1 else where[d.id]) for d in applied]
+    notes += [Note("applied", p.delta.id, "tool loader") for p in hints]
+    notes += [Note("applied", p.delta.id, where[p.delta.id]) for p in chosen]
     fragment = _block(chosen) if chosen else ""
     return EffectiveSkill(
         skill.name,
@@ -804,8 +839,8 @@ def resolve(
     try:
         scopes = _scopes(store.read_scopes(scope))
         authored = _authored_tokens(skill.body, store)  # a known base's count comes from the store
-        deltas, unread, demoted = _read(store, skill, sorted(scopes), ceiling - authored)
-        known_lines(store, deltas)  # and so do the counts of its learned lines
+        deltas, unread, demoted, kept = _read(store, skill, sorted(scopes), ceiling - authored)
+        known_lines(store, deltas, kept)  # and so do the counts of its learned lines
         for d in store.search(skill=skill.name, scope=sorted(scopes), status="orphaned"):
             notes.append(Note("orphaned", d.id, "marked orphaned by a base update; review it"))
     except Exception as exc:
@@ -838,22 +873,23 @@ def resolve(
         if not unread or eff.notes_of("suppressed_by_budget") or any(n.kind == "error" for n in eff.notes):
             return _unread_noted(eff, unread)
         # the budget kept every row read (some could not apply, or their counts were unknown): read on
-        slack, costs, more = ceiling - eff.tokens, store.kept_line_tokens(unread[:_CHUNK]), []
+        slack, kept, more = ceiling - eff.tokens, store.kept_lines(unread[:_CHUNK]), []
         for did in unread[:_CHUNK]:
             if more and slack <= 0:
                 break
             more.append(did)
-            slack -= costs.get(did, 0)
+            slack -= kept.get(did, _UNKEPT)[0]
         unread = unread[len(more) :]
         try:
             extra = store.search(skill=skill.name, scope=sorted(scopes), status="active", ids=more)
-            known_lines(store, extra)
+            known_lines(store, extra, kept)
         except Exception as exc:
             return _base(skill, [Note("store_error", None, f"{type(exc).__name__}: {exc}")], True, ceiling)
         deltas = sorted(deltas + extra, key=attrgetter("sort_key"))
 
 
 _CHUNK = 256  # rows whose kept line counts are read at a time
+_UNKEPT = (0, "")  # a row without a kept line count costs nothing when choosing what to read
 
 
 def _triggers(store, deltas: Sequence[Delta]) -> Mapping[str, tuple[str, ...]]:
@@ -868,16 +904,19 @@ def _triggers(store, deltas: Sequence[Delta]) -> Mapping[str, tuple[str, ...]]:
         return {}
 
 
-def _read(store, skill: Skill, scopes: list[str], room: int) -> tuple[list[Delta], list[str], frozenset[str]]:
+def _read(
+    store, skill: Skill, scopes: list[str], room: int
+) -> tuple[list[Delta], list[str], frozenset[str], dict[str, tuple[int, str]]]:
     """The active deltas resolution reads, the ids of the resident tier-3 rows it leaves unread (highest value
-    first), and the retrieval-only ids.
+    first), the retrieval-only ids, and the kept line counts it read (`Store.kept_lines`: the scaffold lines'
+    come with the first chunk, so that `known_lines` need not read them again).
 
     The budget keeps resident tier-3 lessons highest value first while they fit (`budget.plan`): rows past the
     point where the kept counts of those before them fill the `room` the authored body leaves can never be
     kept, so they are not read (`resolve` reads on while the budget keeps every row it read). Every other
     active row is read: tiers 1-2, superseded and retrieval-only rows (`Store.budget_order` names them all)."""
     order = store.budget_order(skill.name, scopes)
-    ids, unread, demoted, spent, costs, known = [], [], [], 0, {}, 0
+    ids, unread, demoted, spent, kept, known = [], [], [], 0, {}, 0
     for k, (did, tier, superseded, resident) in enumerate(order):
         if tier != 3 or superseded:
             ids.append(did)
@@ -886,16 +925,17 @@ def _read(store, skill: Skill, scopes: list[str], room: int) -> tuple[list[Delta
             ids.append(did)
         elif spent <= room:
             if k >= known:  # the kept counts of the next rows, a chunk at a time
+                chunk = [i for i, t, sup, res in order[k : k + _CHUNK] if res and not sup]
+                kept |= store.kept_lines(chunk if known else [*_SCAFFOLD, *chunk])
                 known = k + _CHUNK
-                costs = store.kept_line_tokens([i for i, t, sup, res in order[k:known] if res and not sup])
             ids.append(did)
-            spent += costs.get(did, 0)
+            spent += kept.get(did, _UNKEPT)[0]
         else:
             unread.append(did)
     deltas = (
         store.search(skill=skill.name, scope=scopes, status="active", include_superseded=True, ids=ids) if ids else []
     )
-    return deltas, unread, frozenset(demoted)
+    return deltas, unread, frozenset(demoted), kept
 
 
 def _unread_noted(eff: EffectiveSkill, unread: Sequence[str]) -> EffectiveSkill:

@@ -269,16 +269,18 @@ def _checked(kind: str, text: str) -> tuple[dict, bool]:
     return known
 
 
-def _payload(kind: str, text: str) -> dict:
-    """A row's payload as `check_shape` makes it: the caller's own copy of the kept one (`_checked`)."""
+def _payload(kind: str, text: str) -> tuple[dict, dict]:
+    """A row's payload as `check_shape` makes it: the caller's own copy of the kept one (`_checked`), and the kept
+    one (which vouches for the delta read: `Delta.vouched`)."""
     shaped, flat = _checked(kind, text)
-    return dict(shaped) if flat else {k: list(v) if isinstance(v, list) else v for k, v in shaped.items()}
+    return (dict(shaped) if flat else {k: list(v) if isinstance(v, list) else v for k, v in shaped.items()}), shaped
 
 
 @lru_cache(maxsize=4096)
-def _anchor_of(text: str) -> tuple[str, str]:
+def _anchor_of(text: str, version: str | None) -> Anchor:
+    """A row's anchor (its JSON column and its base version): one frozen `Anchor`, shared by the rows that name it."""
     a = json.loads(text)
-    return a["section"], a["digest"]
+    return Anchor(a["section"], a["digest"], version)
 
 
 @lru_cache(maxsize=1024)
@@ -323,12 +325,12 @@ def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
         used,
         _seal,
     ) = row
-    section, digest = _anchor_of(anchor)
+    payload, shaped = _payload(kind, payload)
     return Delta(  # its payload is in check_shape's canonical form (`_payload`), and vouched for as such
         skill=name,
         kind=kind,
-        payload=_payload(kind, payload),
-        anchor=Anchor(section, digest, version),
+        payload=payload,
+        anchor=_anchor_of(anchor, version),
         provenance=_provenance(prov),
         scope=scope,
         base_root=root,
@@ -341,7 +343,7 @@ def _row_to_delta(row: sqlite3.Row | tuple) -> Delta:
         attempt_count=att,
         superseded_by=sup,
         findings=tuple(json.loads(findings)) if findings and findings != "[]" else (),
-    ).vouched(_checked(kind, payload)[0])
+    ).vouched(shaped)
 
 
 def _connect(target: str, *, readonly: bool) -> sqlite3.Connection:
@@ -1584,10 +1586,11 @@ class Store:
     def kept_line_tokens(self, ids: Sequence[str]) -> dict[str, int]:
         """The token counts `line_tokens` keeps for these deltas' learned lines, by id, where one is kept: as
         kept, not checked against the line (what to read is chosen by them; what is read is counted exactly)."""
-        return {k: n for k, (n, _) in self._kept_lines(ids).items()}
+        return {k: n for k, (n, _) in self.kept_lines(ids).items()}
 
-    def _kept_lines(self, keys: Iterable[str]) -> dict[str, tuple[int, str]]:
-        """{key: (count, the counted line's digest)} of the `line_tokens` kept under these keys."""
+    def kept_lines(self, keys: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """{key: (count, the counted line's digest)} of the `line_tokens` kept under these keys (a delta's id or a
+        scaffold line's key), as kept: `line_tokens(lines, kept)` checks each digest against its line."""
         keys, out = list(keys), {}
         for at in range(0, len(keys), 500):
             part = [f"line_tokens:{k}" for k in keys[at : at + 500]]
@@ -2125,16 +2128,22 @@ class Store:
                     self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         return n
 
-    def line_tokens(self, lines: Mapping[str, str]) -> dict[str, int]:
+    def line_tokens(
+        self, lines: Mapping[str, str], kept: Mapping[str, tuple[int, str]] | None = None
+    ) -> dict[str, int]:
         """`budget.count_following` of each line of `lines` (key → line), kept in `overlay_meta` under
         `line_tokens:<key>` with the line's digest, so a fresh process resolving known deltas never loads the
         tokenizer. The key is a delta's id for its learned line (`forget` erases it with the delta; a
         rendering that changed since is counted again) or a digest for a fixed scaffold line. Lines not kept
-        yet are counted in one batch and remembered without waiting for a lock (as `authored_tokens`)."""
+        yet are counted in one batch and remembered without waiting for a lock (as `authored_tokens`).
+        `kept`: what `kept_lines` read already for some of these keys (not read again; checked the same way)."""
         import hashlib
 
         digests = {k: hashlib.sha256(line.encode("utf-8")).hexdigest()[:16] for k, line in lines.items()}
-        out = {k: n for k, (n, digest) in self._kept_lines(lines).items() if digest == digests[k]}
+        found = {k: kept[k] for k in lines if k in kept} if kept else {}
+        if len(found) < len(lines):
+            found |= self.kept_lines([k for k in lines if k not in found])
+        out = {k: n for k, (n, digest) in found.items() if digest == digests[k]}
         missing = [k for k in lines if k not in out]
         if not missing:
             return out
