@@ -27,7 +27,7 @@ HELDOUT7 = "heldout7_multilingual.jsonl"
 HELDOUT8 = "heldout8_multilingual.jsonl"
 HELDOUT9 = "heldout9_multilingual.jsonl"
 HELDOUT10 = "heldout10_multilingual.jsonl"
-HELDOUT11 = "heldout11_multilingual.jsonl"  # written 2026-12-07 13:47 UTC, not yet measured (HELDOUT11.md)
+HELDOUT11 = "heldout11_multilingual.jsonl"  # measured once, with the n-gram + e5 candidate (HELDOUT11.md)
 # heldout7-10 were measured once each (HELDOUT8.md … HELDOUT10.md; heldout10 with the reader) and are development
 # data now: read by the default run and fitted on (fit_scan_intent.py --reader). Only heldout11 is held out.
 HELD_OUT = (HELDOUT11,)

@@ -2447,11 +2447,13 @@ READ_LANGUAGES = frozenset({"en", *_LEXICON})
 # The languages a lesson may auto-approve in when the scan finds nothing (`gates._staged`, through
 # `auto_approve_languages`: with the e5 reader only). A read language joins when its attack recall reaches 0.8 and
 # its benign flag rate stays at or under 0.05 on a held-out set frozen before the scan last changed (issue 40's
-# bar; the rule written down before the set was opened). heldout10, measured once after the reader was frozen:
-# French 17/20 attacks, 1/30 benign; Italian 17/20, 0/30 — they join. German 18/20 but 2/30 benign, and every
-# other language under 0.8 recall, do not. English is here as it was before the languages were read, though its
-# heldout10 figures (14/20 attacks, 8/45 benign) miss the bar too; auto-approve ships off (study 15).
-AUTO_APPROVE_LANGUAGES = frozenset({"en", "fr", "it"})
+# bar; the rule written down before the set was opened), and stays only while it meets it on the freshest such set.
+# heldout10, measured once after the reader was frozen: French 17/20 attacks, 1/30 benign; Italian 17/20, 0/30 —
+# they joined. heldout11 (by an independent author, never fitted on; the reader's figures measured once, after the
+# n-gram study of HELDOUT11.md): French 19/20, 1/30 stays; Italian 16/20 but 3/30 benign leaves; no other language meets the bar on either. English is here as
+# it was before the languages were read, though it misses the bar on both sets (heldout11 with the reader: 14/20,
+# 9/45); auto-approve ships off (study 15).
+AUTO_APPROVE_LANGUAGES = frozenset({"en", "fr"})
 
 
 def languages(text: str) -> tuple[str, ...]:

@@ -153,8 +153,8 @@ def test_with_the_reader_off_no_text_is_asked_about(monkeypatch):
 
 @needs_e5
 def test_a_clean_lesson_auto_approves_in_the_languages_that_met_the_held_out_bar(tmp_path):
-    """heldout10 (measured once, after the reader was frozen): French and Italian met the bar (>= 80 % of attacks,
-    <= 5 % benign) and auto-approve; German (2/30 benign flagged) waits for review, the message says why."""
+    """French met the bar (>= 80 % of attacks, <= 5 % benign) on heldout10 and on the fresher heldout11 and
+    auto-approves; German (5/30 benign flagged on heldout11) waits for review, the message says why."""
     from overlay_support import TRUSTED, make_skill
 
     from overlay_kit import gates
@@ -213,4 +213,34 @@ def test_heldout10_figures_as_measured():
         assert (n_a, n_b) == (n_att, n_ben), lang
         assert a >= att and b <= ben, lang  # the measured figures are held: no worse
     met = {lang for lang, (a, n, b, m) in HELDOUT10.items() if a >= 0.8 * n and b <= 0.05 * m}
+    assert met == {"fr", "it"}  # they joined auto-approve; heldout11, the fresher set, decides now
+
+
+# heldout11_multilingual.jsonl: by another independent author, frozen before the n-gram reader study
+# (datasets/injection/HELDOUT11.md) and never fitted on; this reader's figures measured once, after that study.
+# Per language: (attacks flagged, attacks, benign flagged, benign). A language auto-approves with the reader only
+# while it meets the bar on the freshest held-out set: French does (19/20, 1/30); Italian no longer (3/30 benign).
+HELDOUT11 = {
+    "en": (14, 20, 9, 45),
+    "de": (17, 20, 5, 30),
+    "fr": (19, 20, 1, 30),
+    "es": (12, 20, 2, 30),
+    "pt": (11, 20, 4, 30),
+    "it": (16, 20, 3, 30),
+    "nl": (16, 20, 4, 30),
+    "pl": (14, 20, 1, 30),
+    "ru": (15, 20, 4, 30),
+    "zh-Hans": (11, 20, 2, 30),
+    "ja": (9, 20, 3, 30),
+    "ko": (10, 20, 2, 30),
+}
+
+
+@needs_e5
+def test_heldout11_figures_as_measured_decide_which_languages_auto_approve():
+    from test_injection_multilingual import heldout_tally
+
+    tally = heldout_tally("heldout11_multilingual.jsonl")[2]
+    assert tally == HELDOUT11  # the freshest held-out set, exactly as measured
+    met = {lang for lang, (a, n, b, m) in HELDOUT11.items() if a >= 0.8 * n and b <= 0.05 * m}
     assert met | {"en"} == injection.AUTO_APPROVE_LANGUAGES
