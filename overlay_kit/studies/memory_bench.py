@@ -580,7 +580,7 @@ class MemoryBench:
         # what a perfect flag would raise: a lesson the update made wrong while the memory held it (wrong now,
         # right at the memory's previous update or first seen now)
         u = u.sort_values(["architecture", "user", "lesson", "version"], kind="stable")
-        before = u.groupby(["architecture", "user", "lesson"]).wrong.shift(fill_value=False).astype(bool)
+        before = u.wrong.astype(bool).groupby([u.architecture, u.user, u.lesson]).shift(fill_value=False)
         u = u.assign(newly_wrong=(u.wrong_held.astype(bool) & ~before).astype(int)).sort_index()
         newly = u.groupby(["architecture", "user", "version"]).newly_wrong.sum().rename("perfect_prompts")
         p = self.updates[self.updates.outcome.isna()].assign(n=1)
