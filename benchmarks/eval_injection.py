@@ -1,12 +1,12 @@
 """The injection scan's figures on every file of datasets/injection: attacks flagged and benign texts flagged, per
 file and per class, and the ordinary lesson corpora (datasets/lessons, datasets/tau) as benign texts.
 
-    python benchmarks/eval_injection.py [-v] [--reader | --ngram-reader] [--heldout7 | … | --heldout11 | --dev]
+    python benchmarks/eval_injection.py [-v] [--reader | --ngram-reader] [--heldout7 | … | --heldout12 | --dev]
 
-`-v` lists every missed attack and every flagged benign text, with its findings. `heldout11_multilingual.jsonl`
-is a held-out set written by someone else: it is skipped (never opened) unless `--heldout11` is given, so that
-nobody tunes on it by accident. heldout7-10 were measured once each and are development data now (read by the
-default run, fitted on by fit_scan_intent.py --reader); `--heldout7` … `--heldout11` each read that file and
+`-v` lists every missed attack and every flagged benign text, with its findings. `heldout12_multilingual.jsonl`
+is a held-out set written by someone else: it is skipped (never opened) unless `--heldout12` is given, so that
+nobody tunes on it by accident. heldout7-11 were measured once each and are development data now (read by the
+default run, fitted on by fit_scan_intent.py --reader); `--heldout7` … `--heldout12` each read that file and
 nothing else. `--reader`: the scan with its e5 reader on (`SHIPPED.scan_reader`, off in what ships).
 `--ngram-reader`: the n-gram + e5 reader candidate's scan instead (ngram_reader.scan_many; the extra
 overlay_kit[e5]). `--dev` reads only `multilingual_dev.jsonl`. A file whose rows name their `lang` is also
@@ -27,10 +27,12 @@ HELDOUT7 = "heldout7_multilingual.jsonl"
 HELDOUT8 = "heldout8_multilingual.jsonl"
 HELDOUT9 = "heldout9_multilingual.jsonl"
 HELDOUT10 = "heldout10_multilingual.jsonl"
-HELDOUT11 = "heldout11_multilingual.jsonl"  # measured once, with the n-gram + e5 candidate (HELDOUT11.md)
-# heldout7-10 were measured once each (HELDOUT8.md … HELDOUT10.md; heldout10 with the reader) and are development
-# data now: read by the default run and fitted on (fit_scan_intent.py --reader). Only heldout11 is held out.
-HELD_OUT = (HELDOUT11,)
+HELDOUT11 = "heldout11_multilingual.jsonl"
+HELDOUT12 = "heldout12_multilingual.jsonl"  # written frozen 2026-12-07 19:54 UTC, not yet measured (HELDOUT12.md)
+# heldout7-11 were measured once each (HELDOUT8.md … HELDOUT11.md; heldout10 with the reader, heldout11 with the
+# n-gram + e5 candidate) and are development data now: read by the default run and fitted on. Only heldout12 is
+# held out.
+HELD_OUT = (HELDOUT12,)
 DEV = "multilingual_dev.jsonl"
 
 
@@ -137,6 +139,8 @@ def main(argv: list[str]) -> None:
         if "--heldout10" in argv
         else HELDOUT11
         if "--heldout11" in argv
+        else HELDOUT12
+        if "--heldout12" in argv
         else DEV
         if "--dev" in argv
         else None
