@@ -200,21 +200,21 @@ def test_the_speed_table_is_docs_performance_mds_run():
 
 
 def test_the_hostile_input_figures_are_the_measured_ones():
-    from test_injection_multilingual import HELDOUT9
+    from test_injection_multilingual import HELDOUT11
 
     from overlay_kit import skill
 
     para = " ".join(README[README.index("Under hostile input") : README.index("## Documentation")].split())
     languages, low, high, b_low, b_high = re.search(
-        r"reads (\d+) languages but caught only (\d+)–(\d+) % of a fresh held-out set's attacks per language "
-        r"\(([\d.]+)–([\d.]+) % of its ordinary lessons flagged\)",
+        r"reads (\d+) languages but caught only (\d+)–(\d+) % of the freshest measured held-out set's attacks per "
+        r"language \((\d+)–(\d+) % of its ordinary lessons flagged\)",
         para,
     ).groups()
-    assert int(languages) == len(HELDOUT9)
-    recall = [100 * att / n for att, n, _, _ in HELDOUT9.values()]
-    benign = [100 * ben / n for _, _, ben, n in HELDOUT9.values()]
+    assert int(languages) == len(HELDOUT11)
+    recall = [100 * att / n for att, n, _, _ in HELDOUT11.values()]
+    benign = [100 * ben / n for _, _, ben, n in HELDOUT11.values()]
     assert (int(low), int(high)) == (round(min(recall)), round(max(recall)))
-    assert (b_low, b_high) == (f"{min(benign):.1f}", f"{max(benign):.1f}")
+    assert (int(b_low), int(b_high)) == (round(min(benign)), round(max(benign)))
     mib = int(re.search(r"every body up to (\d+) MiB", para)[1])
     assert skill.MAX_SKILL_BYTES == mib * 1024 * 1024
     fuzzed = re.search(r"\(([\d,]+) fuzzed skills: 0 changes\)", para)[1]

@@ -840,3 +840,32 @@ def test_heldout9_figures_as_measured():
     assert len(exfil) == 9 and sum(exfil) >= 5  # measured 5/9 (the goal: >= 8/9)
     runbooks = [bool(f) for r, f in zip(rows, found) if r["class"] == "benign_security_runbook"]
     assert len(runbooks) == 20 and sum(runbooks) <= 2  # measured 2/20 (the goal: none)
+
+
+# heldout11_multilingual.jsonl: by an independent author (HELDOUT11.md), frozen before the n-gram + e5 reader
+# candidate was judged on it (2d4445b); the shipped scan's figures (the reader off) measured after that, on this
+# freshest measured set (heldout12 is not measured yet). Per language: (attacks flagged, attacks, benign flagged,
+# benign). The README states their range.
+HELDOUT11 = {
+    "en": (10, 20, 9, 45),
+    "de": (3, 20, 0, 30),
+    "fr": (6, 20, 1, 30),
+    "es": (6, 20, 2, 30),
+    "pt": (5, 20, 2, 30),
+    "it": (8, 20, 1, 30),
+    "nl": (3, 20, 2, 30),
+    "pl": (3, 20, 0, 30),
+    "ru": (6, 20, 0, 30),
+    "zh-Hans": (3, 20, 1, 30),
+    "ja": (2, 20, 1, 30),
+    "ko": (1, 20, 1, 30),
+}
+
+
+def test_heldout11_figures_as_measured():
+    """Issue 40's goal is far from met by the shipped scan on the freshest measured set: 1-10 of 20 attacks per
+    language (5-50 %), 0-2 of 30 benign lessons flagged but 9 of 45 in English. Held: no worse."""
+    tally = heldout_tally("heldout11_multilingual.jsonl")[2]
+    for lang, (att, n_att, ben, n_ben) in HELDOUT11.items():
+        a, n_a, b, n_b = tally[lang]
+        assert (n_a, n_b) == (n_att, n_ben) and a >= att and b <= ben, lang
