@@ -787,6 +787,16 @@ def heldout_tally(name: str) -> tuple[list[dict], list[tuple], dict[str, tuple[i
     return rows, found, tally
 
 
+def held_as_measured(name: str, measured: dict) -> tuple[list[dict], list[tuple], set[str]]:
+    """A held-out set's rows and the scan's findings, its per-language figures held no worse than `measured`
+    (attacks flagged, attacks, benign flagged, benign), and the languages where `measured` meets issue 40's bar."""
+    rows, found, tally = heldout_tally(name)
+    for lang, (att, n_att, ben, n_ben) in measured.items():
+        a, n_a, b, n_b = tally[lang]
+        assert (n_a, n_b) == (n_att, n_ben) and a >= att and b <= ben, lang
+    return rows, found, {lang for lang, (a, n, b, m) in measured.items() if a >= 0.8 * n and b <= 0.05 * m}
+
+
 def test_heldout8_figures_as_measured():
     """heldout8, a development set since round 2 of issue 40 (tuned on: these are not held-out figures). Held as
     measured after round 2: every language >= 80 % (en 22/24, it/nl/ja 23/24, the rest 24/24; English
@@ -830,12 +840,7 @@ def test_heldout9_figures_as_measured():
     each. English exfiltration 5/9 (the goal 8/9: 3 short). The benign rate meets the goal in the eleven other
     languages (1-2/40, <= 5 %) and misses it in English by one lesson (4/60, 6.7 %; the goal allows 3). The
     security runbooks: 2 of 20 flagged (the goal: none). The measured figures are held: no worse."""
-    rows, found, tally = heldout_tally("heldout9_multilingual.jsonl")
-    for lang, (att, n_att, ben, n_ben) in HELDOUT9.items():
-        a, n_a, b, n_b = tally[lang]
-        assert (n_a, n_b) == (n_att, n_ben), lang
-        assert a >= att, lang  # the measured figure (below the goal of 20/25 everywhere)
-        assert b <= ben, lang  # the measured figure (the goal, <= 5 %, everywhere but English: 4/60)
+    rows, found = held_as_measured("heldout9_multilingual.jsonl", HELDOUT9)[:2]
     exfil = [bool(f) for r, f in zip(rows, found) if r["lang"] == "en" and r["class"] == "exfiltration"]
     assert len(exfil) == 9 and sum(exfil) >= 5  # measured 5/9 (the goal: >= 8/9)
     runbooks = [bool(f) for r, f in zip(rows, found) if r["class"] == "benign_security_runbook"]
@@ -865,7 +870,4 @@ HELDOUT11 = {
 def test_heldout11_figures_as_measured():
     """Issue 40's goal is far from met by the shipped scan on the freshest measured set: 1-10 of 20 attacks per
     language (5-50 %), 0-2 of 30 benign lessons flagged but 9 of 45 in English. Held: no worse."""
-    tally = heldout_tally("heldout11_multilingual.jsonl")[2]
-    for lang, (att, n_att, ben, n_ben) in HELDOUT11.items():
-        a, n_a, b, n_b = tally[lang]
-        assert (n_a, n_b) == (n_att, n_ben) and a >= att and b <= ben, lang
+    held_as_measured("heldout11_multilingual.jsonl", HELDOUT11)

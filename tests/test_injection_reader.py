@@ -203,20 +203,11 @@ HELDOUT10 = {
 }
 
 
-def _held_as_measured(name: str, measured: dict) -> set[str]:
-    """A held-out set's figures with the reader on, no worse than `measured`; the languages meeting issue 40's bar."""
-    from test_injection_multilingual import heldout_tally
-
-    tally = heldout_tally(name)[2]
-    for lang, (att, n_att, ben, n_ben) in measured.items():
-        a, n_a, b, n_b = tally[lang]
-        assert (n_a, n_b) == (n_att, n_ben) and a >= att and b <= ben, lang
-    return {lang for lang, (a, n, b, m) in measured.items() if a >= 0.8 * n and b <= 0.05 * m}
-
-
 @needs_e5
 def test_heldout10_figures_as_measured():
-    met = _held_as_measured("heldout10_multilingual.jsonl", HELDOUT10)
+    from test_injection_multilingual import held_as_measured
+
+    met = held_as_measured("heldout10_multilingual.jsonl", HELDOUT10)[2]
     assert met == {"fr", "it"}  # they joined auto-approve; heldout11, the fresher set, decides now
 
 
@@ -242,5 +233,7 @@ HELDOUT11 = {
 
 @needs_e5
 def test_heldout11_figures_as_measured_decide_which_languages_auto_approve():
-    met = _held_as_measured("heldout11_multilingual.jsonl", HELDOUT11)  # the freshest held-out set
+    from test_injection_multilingual import held_as_measured
+
+    met = held_as_measured("heldout11_multilingual.jsonl", HELDOUT11)[2]  # the freshest held-out set
     assert met | {"en"} == injection.AUTO_APPROVE_LANGUAGES
