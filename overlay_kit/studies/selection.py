@@ -17,7 +17,7 @@ import json
 import random
 import re
 from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import product
 from pathlib import Path
@@ -52,6 +52,8 @@ __all__ = [
     "Texts",
     "arms",
     "choose",
+    "equal_tokens",
+    "equal_tokens_table",
     "load",
     "metrics_of",
     "paired_by_lesson",
@@ -612,6 +614,78 @@ def shipped_arm() -> Arm:
     weights = ("dense", "lexical", "section") if SHIPPED.select_section else ("dense", "lexical")
     name = "-".join(["hybrid", *(["section"] if SHIPPED.select_section else []), SHIPPED.select_pool])
     return Arm(f"{name}-{SHIPPED.embedder}", "selection", SHIPPED.embedder, weights=weights, pool=SHIPPED.select_pool)
+
+
+def equal_tokens(rule, corpus: SelectionCorpus | None = None, held_out: SelectionCorpus | None = None) -> dict:
+    """Rule 18_equal_tokens: the shipped selection cut to Mem0's token spend against Mem0's search. k_eq is the
+    largest k (1 .. the shipped k) whose mean tokens per goal on the dev tune split stay within Mem0's there; the
+    cut and Mem0 are then judged on the eval split, paired by lesson, and shown beside on `held_out` (both
+    splits, every lesson). No k fits: `k_eq` None and no verdict."""
+    p = rule.params
+    corpus = corpus or load("dev")
+    arm, base = shipped_arm(), sel.shipped_rule()
+    mem0 = Arm(
+        f"mem0-{arm.embedder}",
+        "mem0",
+        arm.embedder,
+        False,
+        params={"k": p["mem0_top_k"], "threshold": p["mem0_threshold"]},
+    )
+    budget = float(trial(corpus, mem0, None, split="tune", size=p["size"]).tokens.mean())
+    spend = {
+        k: float(trial(corpus, arm, replace(base, k=k), split="tune", size=p["size"]).tokens.mean())
+        for k in range(1, base.k + 1)
+    }
+    fits = [k for k, t in spend.items() if t <= budget]
+    out = {
+        "mem0_tune_tokens": budget,
+        "tune_tokens": spend,
+        "k_eq": max(fits) if fits else None,
+        "arm": arm.name,
+        "mem0": mem0.name,
+    }
+    if out["k_eq"] is None:
+        return out
+    cut = replace(base, k=out["k_eq"])
+
+    def judged(data: SelectionCorpus, splits: Sequence[str], size: int | None) -> dict:
+        runs = {
+            name: pd.concat([trial(data, a, r, split=s, size=size) for s in splits])
+            for name, a, r in (("cut", arm, cut), ("shipped", arm, base), ("mem0", mem0, None))
+        }
+        ci, mde = paired_by_lesson(runs["cut"], runs["mem0"], n_boot=p["n_boot"], seed=p["seed"])
+        tokens = {name: float(rows.tokens.mean()) for name, rows in runs.items()}
+        return {
+            "metrics": {name: metrics_of(rows, n_boot=p["n_boot"], seed=p["seed"]) for name, rows in runs.items()},
+            "tokens": tokens,
+            "difference": ci,
+            "mde": mde,
+            "verdict": stand_in_verdict(ci, mde, tokens["cut"], tokens["mem0"]),
+        }
+
+    out["eval"] = judged(corpus, ("eval",), p["size"])
+    if held_out is not None:
+        out["held_out"] = judged(held_out, ("tune", "eval"), None)
+    return out
+
+
+def equal_tokens_table(judged: dict) -> pd.DataFrame:
+    """`equal_tokens`' figures, one row per corpus and arm: the cut, the shipped top k and Mem0."""
+    rows = []
+    for where, label in (("eval", "dev eval (judged)"), ("held_out", "held-out 2 (beside)")):
+        part = judged.get(where)
+        for name, m in (part or {}).get("metrics", {}).items():
+            ci = part["difference"]
+            rows.append(
+                {
+                    "corpus": label,
+                    "arm": {"cut": f"shipped, top {judged['k_eq']}", "shipped": "shipped, top k", "mem0": "Mem0"}[name],
+                    **{k: round(v.estimate, 3) for k, v in m.items()},
+                    "cut − Mem0": f"{ci.estimate:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]" if name == "cut" else "",
+                    "verdict": part["verdict"] if name == "cut" else "",
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def reranker_sample(corpus: SelectionCorpus, n: int, seed: int) -> frozenset[tuple[str, str]]:
