@@ -32,7 +32,8 @@ HELDOUT12 = "heldout12_multilingual.jsonl"  # written frozen 2026-12-07 19:54 UT
 # heldout7-11 were measured once each (HELDOUT8.md … HELDOUT11.md; heldout10 with the reader, heldout11 with the
 # n-gram + e5 candidate) and are development data now: read by the default run and fitted on. Only heldout12 is
 # held out.
-HELD_OUT = (HELDOUT12,)
+HELDOUT13 = "heldout13_multilingual.jsonl"  # written frozen 2026-12-07 21:57 UTC, not yet measured (HELDOUT13.md)
+HELD_OUT = (HELDOUT12, HELDOUT13)
 DEV = "multilingual_dev.jsonl"
 
 

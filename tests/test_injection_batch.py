@@ -33,7 +33,7 @@ def corpus(skip: tuple[str, ...] = ()) -> list[str]:
     out = []
     for path in sorted(dataset_path("injection").glob("*.jsonl")):
         if path.name.startswith(
-            ("heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12", *skip)
+            ("heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", *skip)
         ):  # held out: never read here
             continue
         out += [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
