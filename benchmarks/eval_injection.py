@@ -30,7 +30,7 @@ HELDOUT10 = "heldout10_multilingual.jsonl"
 HELDOUT11 = "heldout11_multilingual.jsonl"
 HELDOUT12 = "heldout12_multilingual.jsonl"  # written frozen 2026-12-07 19:54 UTC, not yet measured (HELDOUT12.md)
 # heldout7-11 were measured once each (HELDOUT8.md … HELDOUT11.md; heldout10 with the reader, heldout11 with the
-# n-gram + e5 candidate) and are development data now: read by the default run and fitted on. Only heldout12 is
+# n-gram + e5 candidate) and are development data now: read by the default run and fitted on. heldout12 and 13 are
 # held out.
 HELDOUT13 = "heldout13_multilingual.jsonl"  # written frozen 2026-12-07 21:57 UTC, not yet measured (HELDOUT13.md)
 HELD_OUT = (HELDOUT12, HELDOUT13)
