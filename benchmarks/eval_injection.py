@@ -1,7 +1,8 @@
 """The injection scan's figures on every file of datasets/injection: attacks flagged and benign texts flagged, per
 file and per class, and the ordinary lesson corpora (datasets/lessons, datasets/tau) as benign texts.
 
-    python benchmarks/eval_injection.py [-v] [--reader | --ngram-reader] [--heldout7 | … | --heldout12 | --dev]
+    python benchmarks/eval_injection.py [-v] [--reader | --ngram-reader | --ngram-reader-v2] [--heldout7 | … |
+        --heldout12 | --dev]
 
 `-v` lists every missed attack and every flagged benign text, with its findings. `heldout12_multilingual.jsonl`
 is a held-out set written by someone else: it is skipped (never opened) unless `--heldout12` is given, so that
@@ -9,8 +10,9 @@ nobody tunes on it by accident. heldout7-11 were measured once each and are deve
 default run, fitted on by fit_scan_intent.py --reader); `--heldout7` … `--heldout12` each read that file and
 nothing else. `--reader`: the scan with its e5 reader on (`SHIPPED.scan_reader`, off in what ships).
 `--ngram-reader`: the n-gram + e5 reader candidate's scan instead (ngram_reader.scan_many; the extra
-overlay_kit[e5]). `--dev` reads only `multilingual_dev.jsonl`. A file whose rows name their `lang` is also
-reported per language: attacks flagged and benign texts flagged.
+overlay_kit[e5]); `--ngram-reader-v2`: its v2, frozen for heldout12 (ngram_reader.scan_many(v2=True)). `--dev`
+reads only `multilingual_dev.jsonl`. A file whose rows name their `lang` is also reported per language: attacks
+flagged and benign texts flagged.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import csv
 import json
 import sys
 from collections import defaultdict
+from functools import partial
 
 from overlay_kit.injection import scan
 from overlay_kit.resources import dataset_path
@@ -125,6 +128,10 @@ def main(argv: list[str]) -> None:
         import ngram_reader
 
         scan_all = ngram_reader.scan_many
+    if "--ngram-reader-v2" in argv:
+        import ngram_reader
+
+        scan_all = partial(ngram_reader.scan_many, v2=True)
     if "--reader" in argv:
         import overlay_kit.injection as injection
 

@@ -1,16 +1,21 @@
-"""Fit and judge the n-gram + e5 reader candidate (ngram_reader.py) on development data only.
+"""Fit and judge the n-gram + e5 reader candidate v2 (ngram_reader.py) on development data only.
 
     python benchmarks/fit_ngram_reader.py            # leave-one-file-out figures per language, and the threshold
-    python benchmarks/fit_ngram_reader.py --write    # ... and write ngram_reader_weights.json.gz
+    python benchmarks/fit_ngram_reader.py --write    # ... and write ngram_reader_v2_weights.json.gz
 
-Data: every file of datasets/injection but the frozen held-out ones (eval_injection.HELD_OUT, never opened) and
-the 560 ordinary lessons as benign (fit_scan_intent.reader_rows). Model: scikit-learn's CountVectorizer
-(char_wb 2-5, binary, min_df 2) scaled to unit length, next to e5's unit embedding, into a class-balanced
-LogisticRegression. Validation: leave one file out (a file's scenarios, in every language, are never both fitted
-on and judged); the vectorizer is fitted inside each fold. The threshold leaves HARD_FP of the hand-written benign
-texts, scored out of fold, at or above it. Figures are the candidate scan's (ngram_reader.scan_many: the
-product's scan less its word-family findings, plus the model), per language: attacks flagged, benign flagged.
-heldout9 and heldout10 are the fairest of these files: the lexicon was never tuned on them.
+Data: every file of datasets/injection but the frozen held-out ones (eval_injection.HELD_OUT, never opened; since
+heldout11 was measured, that is heldout12 alone) and the 560 ordinary lessons as benign
+(fit_scan_intent.reader_rows). Model: scikit-learn's CountVectorizer (char_wb 2-5, binary, min_df 2) scaled to unit
+length, next to e5's unit embedding, into a class-balanced LogisticRegression (C 10). Validation: leave one file
+out (a file's scenarios, in every language, are never both fitted on and judged); the vectorizer is fitted inside
+each fold. The threshold leaves HARD_FP of the hand-written benign texts, scored out of fold, at or above it: the
+written one over every file; in the per-file figures, over every other file (the judged file's own scores never
+set its threshold). Figures are the candidate scan's (ngram_reader.scan_many(v2=True): the product's scan less
+every `instruction-override` finding, plus the model), per language: attacks flagged, benign flagged. heldout9,
+heldout10 and heldout11 are the fairest of these files (independent authors; the lexicon was never tuned on them).
+
+v1 (ngram_reader_weights.json.gz) was written by this script at 2d4445b, before heldout11 was opened: the same
+model, fitted without heldout11, keeping the product's canonical English phrase findings.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ MIN_DF = 2
 C = 10.0
 HARD_FP = 0.03
 LANGS = ("en", "de", "fr", "es", "pt", "it", "nl", "pl", "ru", "zh-Hans", "ja", "ko")
-FAIR = ("heldout9_multilingual.jsonl", "heldout10_multilingual.jsonl")
+FAIR = ("heldout9_multilingual.jsonl", "heldout10_multilingual.jsonl", "heldout11_multilingual.jsonl")
 
 
 def char_pipeline(vocabulary=None):
@@ -77,8 +82,7 @@ def main(write: bool) -> None:
     y = np.array([lab for _, _, lab, _ in data])
     lang = np.array([g for _, _, _, g in data])
     E = injection.reader_embeddings(texts)
-    found = [ngram_reader.kept(f) for f in injection.scan_many(texts)]
-    rest = np.array([bool(f) for f in found])
+    rest = np.array([bool(ngram_reader.kept(f, v2=True)) for f in injection.scan_many(texts)])
     oof = np.zeros(len(data))
     for held in sorted(set(files)):
         tr, te = np.flatnonzero(files != held), np.flatnonzero(files == held)
@@ -86,14 +90,15 @@ def main(write: bool) -> None:
         oof[te] = decision(chars, lr, [texts[i] for i in te], E[te])
     hand = (y == 0) & (files != "lessons")
     threshold = float(np.quantile(oof[hand], 1 - HARD_FP))
-    flag = rest | (oof >= threshold)
+    own = np.array([np.quantile(oof[hand & (files != f)], 1 - HARD_FP) for f in sorted(set(files))])
+    flag = rest | (oof >= own[np.searchsorted(sorted(set(files)), files)])
     print(
         f"{len(data)} texts ({int(y.sum())} attacks); threshold {threshold:+.3f} (out of fold: {HARD_FP:.0%} of "
         f"{int(hand.sum())} hand-written benign texts at or above it); ordinary lessons flagged "
         f"{int((flag & (files == 'lessons')).sum())}/{int((files == 'lessons').sum())}"
     )
     print("leave-one-file-out, the candidate scan: per language attacks flagged, benign flagged")
-    for name, mask in (("every file", np.ones(len(y), bool)), ("heldout9 + heldout10", np.isin(files, FAIR))):
+    for name, mask in [("every file", np.ones(len(y), bool))] + [(f, files == f) for f in FAIR]:
         met, cells = per_language(flag, y, lang, mask)
         print(f"  {name}: {met} languages meet the bar")
         print("    " + "; ".join(cells))
@@ -116,9 +121,9 @@ def main(write: bool) -> None:
             "e5_weights": [round(float(v), 6) for v in coef[len(vocab) :]],
             "bias": round(float(lr.intercept_[0]) - threshold, 6),
         }
-        with gzip.GzipFile(ngram_reader.WEIGHTS, "wb", mtime=0) as f:
+        with gzip.GzipFile(ngram_reader.WEIGHTS_V2, "wb", mtime=0) as f:
             f.write(json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-        print(f"wrote {ngram_reader.WEIGHTS}")
+        print(f"wrote {ngram_reader.WEIGHTS_V2}")
 
 
 if __name__ == "__main__":

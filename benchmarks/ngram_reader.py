@@ -1,8 +1,16 @@
-"""A reader candidate for issue 40 (not wired into the product): a logistic model over a lesson's character
+"""Reader candidates for issue 40 (not wired into the product): a logistic model over a lesson's character
 n-grams and multilingual-e5's embedding, judging what the scan's word families judge today.
 
     scan_many(texts) -> list[tuple[str, ...]]   # the candidate scan: findings per text, empty when clean
     scores(texts) -> numpy array                # the model's score per text (at or above 0: an injection)
+
+Two frozen candidates, both called with `v2=False` (v1, the default) or `v2=True`:
+
+- v1 (WEIGHTS): judged once on heldout11 and failed (datasets/injection/HELDOUT11.md). Keeps the product's
+  canonical English phrase findings.
+- v2 (WEIGHTS_V2): the same model refitted with heldout11 among the development files, keeping none of the
+  product's `instruction-override` findings (the model alone reads the words; the hard findings stay); frozen
+  with its decision rule on heldout12 (datasets/injection/HELDOUT12.md).
 
 Features: the distinct char_wb 2-5 grams of the lower-cased text that are in the fitted vocabulary, as a binary
 vector scaled to unit length (scikit-learn's CountVectorizer(analyzer="char_wb", binary=True) then Normalizer),
@@ -11,8 +19,8 @@ next to e5's unit "query: " embedding (`injection.reader_embeddings`, the extra 
 scan time; tests/test_injection_ngram_reader.py holds the n-gram part equal to scikit-learn's pipeline.
 
 The candidate scan: the product's scan with its reader off (`injection.scan_many`), minus the word-family
-findings (every `instruction-override` finding but the canonical English phrases, `_OVERRIDE`'s), plus the
-model's finding on a text nothing else flags. Hard findings (hidden text, URLs, tool calls, look-alikes, a
+findings (v1: every `instruction-override` finding but the canonical English phrases, `_OVERRIDE`'s; v2: every
+`instruction-override` finding), plus the model's finding on a text nothing else flags. Hard findings (hidden text, URLs, tool calls, look-alikes, a
 language the scan does not read, ...) stay.
 """
 
@@ -30,6 +38,7 @@ import numpy as np
 from overlay_kit import injection
 
 WEIGHTS = Path(__file__).with_name("ngram_reader_weights.json.gz")
+WEIGHTS_V2 = Path(__file__).with_name("ngram_reader_v2_weights.json.gz")
 FINDING = "instruction-override (ngram reader {:+.2f})"
 _CANONICAL = ("instruction-override: ", "instruction-override (after folding): ")
 _WHITE = re.compile(r"\s\s+")
@@ -39,10 +48,10 @@ class WeightsError(ValueError):
     """The weights file is missing a field or its arrays disagree in length."""
 
 
-@lru_cache(maxsize=1)
-def model() -> tuple[dict[str, float], np.ndarray, float, tuple[int, int]]:
-    """(n-gram -> weight, e5 weights, bias, n-gram range) from WEIGHTS."""
-    with gzip.open(WEIGHTS, "rt", encoding="utf-8") as f:
+@lru_cache(maxsize=2)
+def model(path: Path = WEIGHTS) -> tuple[dict[str, float], np.ndarray, float, tuple[int, int]]:
+    """(n-gram -> weight, e5 weights, bias, n-gram range) from a weights file (WEIGHTS or WEIGHTS_V2)."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
         w = json.load(f)
     try:
         vocab, char, e5, bias, lo, hi = (
@@ -53,9 +62,9 @@ def model() -> tuple[dict[str, float], np.ndarray, float, tuple[int, int]]:
             *w["ngram_range"],
         )
     except (KeyError, TypeError, ValueError) as e:
-        raise WeightsError(f"{WEIGHTS}: {e!r}") from None
+        raise WeightsError(f"{path}: {e!r}") from None
     if len(vocab) != len(char) or len(e5) != 384:
-        raise WeightsError(f"{WEIGHTS}: {len(vocab)} n-grams, {len(char)} weights, {len(e5)} e5 weights (384)")
+        raise WeightsError(f"{path}: {len(vocab)} n-grams, {len(char)} weights, {len(e5)} e5 weights (384)")
     return dict(zip(vocab, char)), np.asarray(e5, dtype=np.float64), float(bias), (int(lo), int(hi))
 
 
@@ -72,9 +81,9 @@ def ngrams(text: str, lo: int, hi: int) -> set[str]:
     return out
 
 
-def char_scores(texts: list[str]) -> np.ndarray:
+def char_scores(texts: list[str], path: Path = WEIGHTS) -> np.ndarray:
     """The n-gram part of each text's score (no bias)."""
-    weights, _, _, (lo, hi) = model()
+    weights, _, _, (lo, hi) = model(path)
     out = np.zeros(len(texts))
     for i, t in enumerate(texts):
         hit = [weights[g] for g in ngrams(t, lo, hi) if g in weights]
@@ -83,29 +92,32 @@ def char_scores(texts: list[str]) -> np.ndarray:
     return out
 
 
-def scores(texts: list[str], embeddings: np.ndarray | None = None) -> np.ndarray:
+def scores(texts: list[str], embeddings: np.ndarray | None = None, path: Path = WEIGHTS) -> np.ndarray:
     """The model's score of each text (at or above 0: read as an injection); `embeddings`: their
     `injection.reader_embeddings`, if at hand."""
-    _, e5, bias, _ = model()
+    _, e5, bias, _ = model(path)
     if embeddings is None:
         embeddings = injection.reader_embeddings(texts) if texts else np.zeros((0, 384))
-    return char_scores(texts) + embeddings @ e5 + bias
+    return char_scores(texts, path) + embeddings @ e5 + bias
 
 
-def kept(found: tuple[str, ...]) -> tuple[str, ...]:
-    """The findings of the product's scan the candidate keeps: all but the word-family ones."""
-    return tuple(f for f in found if not f.startswith("instruction-override") or f.startswith(_CANONICAL))
+def kept(found: tuple[str, ...], v2: bool = False) -> tuple[str, ...]:
+    """The findings of the product's scan the candidate keeps: all but the word-family ones (v1 keeps the
+    canonical English phrases, v2 none of the `instruction-override` findings)."""
+    return tuple(f for f in found if not f.startswith("instruction-override") or (not v2 and f.startswith(_CANONICAL)))
 
 
-def scan_many(texts: list[str], found: list[tuple[str, ...]] | None = None) -> list[tuple[str, ...]]:
-    """The candidate scan of each text; `found`: the product's scan of them with its reader off, if at hand."""
+def scan_many(texts: list[str], found: list[tuple[str, ...]] | None = None, v2: bool = False) -> list[tuple[str, ...]]:
+    """The candidate scan of each text (v1, or v2); `found`: the product's scan of them with its reader off, if
+    at hand."""
     if found is None:
         found = injection.scan_many(texts) if not injection.reader_available() else None
         if found is None:
             raise RuntimeError("the candidate reads the scan with the product's reader off (SHIPPED.scan_reader)")
-    out = [kept(f) for f in found]
+    out = [kept(f, v2) for f in found]
     todo = [i for i, f in enumerate(out) if not f and texts[i].strip()]
-    for i, s in zip(todo, scores([texts[i] for i in todo]) if todo else ()):
+    path = WEIGHTS_V2 if v2 else WEIGHTS
+    for i, s in zip(todo, scores([texts[i] for i in todo], path=path) if todo else ()):
         if s >= 0:
             out[i] = (FINDING.format(float(s)),)
     return out
