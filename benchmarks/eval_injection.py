@@ -2,12 +2,12 @@
 file and per class, and the ordinary lesson corpora (datasets/lessons, datasets/tau) as benign texts.
 
     python benchmarks/eval_injection.py [-v] [--reader | --ngram-reader | --ngram-reader-v2] [--heldout7 | … |
-        --heldout12 | --dev]
+        --heldout13 | --dev]
 
-`-v` lists every missed attack and every flagged benign text, with its findings. `heldout12_multilingual.jsonl`
-is a held-out set written by someone else: it is skipped (never opened) unless `--heldout12` is given, so that
-nobody tunes on it by accident. heldout7-11 were measured once each and are development data now (read by the
-default run, fitted on by fit_scan_intent.py --reader); `--heldout7` … `--heldout12` each read that file and
+`-v` lists every missed attack and every flagged benign text, with its findings. `heldout13_multilingual.jsonl`
+is a held-out set written by someone else: it is skipped (never opened) unless `--heldout13` is given, so that
+nobody tunes on it by accident. heldout7-12 were measured once each and are development data now (read by the
+default run, fitted on by fit_scan_intent.py --reader); `--heldout7` … `--heldout13` each read that file and
 nothing else. `--reader`: the scan with its e5 reader on (`SHIPPED.scan_reader`, off in what ships).
 `--ngram-reader`: the n-gram + e5 reader candidate's scan instead (ngram_reader.scan_many; the extra
 overlay_kit[e5]); `--ngram-reader-v2`: its v2, frozen for heldout12 (ngram_reader.scan_many(v2=True)). `--dev`
@@ -31,12 +31,15 @@ HELDOUT8 = "heldout8_multilingual.jsonl"
 HELDOUT9 = "heldout9_multilingual.jsonl"
 HELDOUT10 = "heldout10_multilingual.jsonl"
 HELDOUT11 = "heldout11_multilingual.jsonl"
-HELDOUT12 = "heldout12_multilingual.jsonl"  # written frozen 2026-12-07 19:54 UTC, not yet measured (HELDOUT12.md)
-# heldout7-11 were measured once each (HELDOUT8.md … HELDOUT11.md; heldout10 with the reader, heldout11 with the
-# n-gram + e5 candidate) and are development data now: read by the default run and fitted on. heldout12 and 13 are
-# held out.
+HELDOUT12 = "heldout12_multilingual.jsonl"
+# heldout7-12 were measured once each (HELDOUT8.md … HELDOUT12.md; heldout10 with the reader, heldout11 with the
+# n-gram + e5 candidate, heldout12 with reader v2) and are development data now: read by the default run and fitted
+# on. Only heldout13 is held out.
 HELDOUT13 = "heldout13_multilingual.jsonl"  # written frozen 2026-12-07 21:57 UTC, not yet measured (HELDOUT13.md)
-HELD_OUT = (HELDOUT12, HELDOUT13)
+HELD_OUT = (HELDOUT13,)
+HELDOUTS = {
+    name.split("_")[0]: name for name in (HELDOUT7, HELDOUT8, HELDOUT9, HELDOUT10, HELDOUT11, HELDOUT12, HELDOUT13)
+}
 DEV = "multilingual_dev.jsonl"
 
 
@@ -136,23 +139,8 @@ def main(argv: list[str]) -> None:
         import overlay_kit.injection as injection
 
         injection._reader = injection._loaded_reader
-    only = (
-        HELDOUT7
-        if "--heldout7" in argv
-        else HELDOUT8
-        if "--heldout8" in argv
-        else HELDOUT9
-        if "--heldout9" in argv
-        else HELDOUT10
-        if "--heldout10" in argv
-        else HELDOUT11
-        if "--heldout11" in argv
-        else HELDOUT12
-        if "--heldout12" in argv
-        else DEV
-        if "--dev" in argv
-        else None
-    )
+    named = [a[2:] for a in argv if a[2:] in HELDOUTS]
+    only = HELDOUTS[named[0]] if named else DEV if "--dev" in argv else None
     totals = [0, 0, 0, 0]
     for path in files(only):
         totals = [x + y for x, y in zip(totals, evaluate(path, verbose, scan_all))]

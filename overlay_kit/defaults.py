@@ -96,8 +96,8 @@ class Defaults:
     # phrase detectors and the lexicon leave clean (`injection.reader_scores`; needs the extra overlay_kit[e5]).
     # Off: on the frozen held-out10 set it caught 170 of 240 attacks (0.71; >= 0.8 in French and Italian only)
     # at 27 of 375 ordinary lessons flagged (0.072), short of the issue's >= 0.8 in ten languages at <= 5 %, and it
-    # costs a clean lesson's scan ~100x (docs/reliability.md); on the fresher heldout11, 164 of 240 at 40 of 375.
-    # On, French also auto-approves (`injection.AUTO_APPROVE_LANGUAGES`).
+    # costs a clean lesson's scan ~100x (docs/reliability.md); on the fresher heldout11, 164 of 240 at 40 of 375,
+    # on heldout12 180 of 240 at 41 of 375. On, auto-approve still keeps to English (`AUTO_APPROVE_LANGUAGES`).
     scan_reader: bool = False
 
     def varied(self, settings: Any) -> dict[str, tuple[Any, Any]]:

@@ -2449,11 +2449,11 @@ READ_LANGUAGES = frozenset({"en", *_LEXICON})
 # its benign flag rate stays at or under 0.05 on a held-out set frozen before the scan last changed (issue 40's
 # bar; the rule written down before the set was opened), and stays only while it meets it on the freshest such set.
 # heldout10, measured once after the reader was frozen: French 17/20 attacks, 1/30 benign; Italian 17/20, 0/30 —
-# they joined. heldout11 (by an independent author, never fitted on; the reader's figures measured once, after the
-# n-gram study of HELDOUT11.md): French 19/20, 1/30 stays; Italian 16/20 but 3/30 benign leaves; no other language meets the bar on either. English is here as
-# it was before the languages were read, though it misses the bar on both sets (heldout11 with the reader: 14/20,
-# 9/45); auto-approve ships off (study 15).
-AUTO_APPROVE_LANGUAGES = frozenset({"en", "fr"})
+# they joined. heldout11 (never fitted on): French 19/20, 1/30 stayed; Italian 16/20 but 3/30 benign left.
+# heldout12 (the freshest, measured once beside reader v2's study, HELDOUT12.md): French 16/20 but 5/30 benign
+# left; no language meets the bar. English is here as it was before the languages were read, though it misses the
+# bar on every set (heldout12 with the reader: 13/20, 5/45); auto-approve ships off (study 15).
+AUTO_APPROVE_LANGUAGES = frozenset({"en"})
 
 
 def languages(text: str) -> tuple[str, ...]:

@@ -200,7 +200,7 @@ def test_the_speed_table_is_docs_performance_mds_run():
 
 
 def test_the_hostile_input_figures_are_the_measured_ones():
-    from test_injection_multilingual import HELDOUT11
+    from test_injection_multilingual import HELDOUT12
 
     from overlay_kit import skill
 
@@ -210,9 +210,9 @@ def test_the_hostile_input_figures_are_the_measured_ones():
         r"language \((\d+)–(\d+) % of its ordinary lessons flagged\)",
         para,
     ).groups()
-    assert int(languages) == len(HELDOUT11)
-    recall = [100 * att / n for att, n, _, _ in HELDOUT11.values()]
-    benign = [100 * ben / n for _, _, ben, n in HELDOUT11.values()]
+    assert int(languages) == len(HELDOUT12)
+    recall = [100 * att / n for att, n, _, _ in HELDOUT12.values()]
+    benign = [100 * ben / n for _, _, ben, n in HELDOUT12.values()]
     assert (int(low), int(high)) == (round(min(recall)), round(max(recall)))
     assert (int(b_low), int(b_high)) == (round(min(benign)), round(max(benign)))
     mib = int(re.search(r"every body up to (\d+) MiB", para)[1])

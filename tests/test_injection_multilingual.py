@@ -848,9 +848,8 @@ def test_heldout9_figures_as_measured():
 
 
 # heldout11_multilingual.jsonl: by an independent author (HELDOUT11.md), frozen before the n-gram + e5 reader
-# candidate was judged on it (2d4445b); the shipped scan's figures (the reader off) measured after that, on this
-# freshest measured set (heldout12 is not measured yet). Per language: (attacks flagged, attacks, benign flagged,
-# benign). The README states their range.
+# candidate was judged on it (2d4445b); the shipped scan's figures (the reader off) measured after that. Per
+# language: (attacks flagged, attacks, benign flagged, benign). A development set since heldout12 was measured.
 HELDOUT11 = {
     "en": (10, 20, 9, 45),
     "de": (3, 20, 0, 30),
@@ -868,6 +867,32 @@ HELDOUT11 = {
 
 
 def test_heldout11_figures_as_measured():
-    """Issue 40's goal is far from met by the shipped scan on the freshest measured set: 1-10 of 20 attacks per
-    language (5-50 %), 0-2 of 30 benign lessons flagged but 9 of 45 in English. Held: no worse."""
+    """The shipped scan on heldout11: 1-10 of 20 attacks per language (5-50 %), 0-2 of 30 benign lessons flagged
+    but 9 of 45 in English. Held: no worse."""
     held_as_measured("heldout11_multilingual.jsonl", HELDOUT11)
+
+
+# heldout12_multilingual.jsonl: by a third independent author (HELDOUT12.md), frozen before reader v2 and its rule
+# (254d16b); the shipped scan's figures (the reader off) measured once in the same opening, on this freshest
+# measured set (heldout13 is not measured yet). Per language: (attacks flagged, attacks, benign flagged, benign).
+# The README states their range.
+HELDOUT12 = {
+    "en": (10, 20, 5, 45),
+    "de": (5, 20, 1, 30),
+    "fr": (7, 20, 2, 30),
+    "es": (6, 20, 1, 30),
+    "pt": (5, 20, 3, 30),
+    "it": (8, 20, 0, 30),
+    "nl": (7, 20, 2, 30),
+    "pl": (8, 20, 0, 30),
+    "ru": (5, 20, 0, 30),
+    "zh-Hans": (3, 20, 0, 30),
+    "ja": (5, 20, 1, 30),
+    "ko": (3, 20, 0, 30),
+}
+
+
+def test_heldout12_figures_as_measured():
+    """Issue 40's goal is far from met by the shipped scan on the freshest measured set: 3-10 of 20 attacks per
+    language (15-50 %), 0-3 of 30 benign lessons flagged and 5 of 45 in English. Held: no worse."""
+    assert held_as_measured("heldout12_multilingual.jsonl", HELDOUT12)[2] == set()

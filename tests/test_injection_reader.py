@@ -152,9 +152,10 @@ def test_with_the_reader_off_no_text_is_asked_about(monkeypatch):
 
 
 @needs_e5
-def test_a_clean_lesson_auto_approves_in_the_languages_that_met_the_held_out_bar(tmp_path):
-    """French met the bar (>= 80 % of attacks, <= 5 % benign) on heldout10 and on the fresher heldout11 and
-    auto-approves; German (5/30 benign flagged on heldout11) waits for review, the message says why."""
+def test_a_clean_lesson_auto_approves_only_in_the_languages_that_met_the_freshest_held_out_bar(tmp_path):
+    """French met the bar (>= 80 % of attacks, <= 5 % benign) on heldout10 and heldout11 but not on the freshest,
+    heldout12 (5/30 benign flagged): a French lesson now waits for review like a German one, the message says why;
+    English auto-approves as before."""
     from overlay_support import TRUSTED, make_skill
 
     from overlay_kit import gates
@@ -167,6 +168,15 @@ def test_a_clean_lesson_auto_approves_in_the_languages_that_met_the_held_out_bar
             skill,
             "preference",
             {"body": "Réponds aux clients en français et vouvoie-les."},
+            section="replies",
+            provenance=TRUSTED,
+        )
+        assert r.outcome == "staged" and "reads fr only in part" in r.message, r.message
+        r = gates.learn(
+            store,
+            skill,
+            "preference",
+            {"body": "Answer customers briefly and address them formally."},
             section="replies",
             provenance=TRUSTED,
         )
@@ -213,8 +223,8 @@ def test_heldout10_figures_as_measured():
 
 # heldout11_multilingual.jsonl: by another independent author, frozen before the n-gram reader study
 # (datasets/injection/HELDOUT11.md) and never fitted on; this reader's figures measured once, after that study.
-# Per language: (attacks flagged, attacks, benign flagged, benign). A language auto-approves with the reader only
-# while it meets the bar on the freshest held-out set: French does (19/20, 1/30); Italian no longer (3/30 benign).
+# Per language: (attacks flagged, attacks, benign flagged, benign). French met the bar (19/20, 1/30); Italian no
+# longer (3/30 benign). A development set since heldout12 was measured.
 HELDOUT11 = {
     "en": (14, 20, 9, 45),
     "de": (17, 20, 5, 30),
@@ -232,8 +242,35 @@ HELDOUT11 = {
 
 
 @needs_e5
-def test_heldout11_figures_as_measured_decide_which_languages_auto_approve():
+def test_heldout11_figures_as_measured():
     from test_injection_multilingual import held_as_measured
 
-    met = held_as_measured("heldout11_multilingual.jsonl", HELDOUT11)[2]  # the freshest held-out set
-    assert met | {"en"} == injection.AUTO_APPROVE_LANGUAGES
+    assert held_as_measured("heldout11_multilingual.jsonl", HELDOUT11)[2] == {"fr"}
+
+
+# heldout12_multilingual.jsonl: by a third independent author (HELDOUT12.md), frozen before reader v2's rule was
+# committed (254d16b); this reader's figures measured once, in the same opening as reader v2's (which failed its
+# rule: 6 of 12 languages, benchmarks/ngram_reader.py). No language meets the bar with this reader: French
+# catches 16/20 but flags 5/30 and leaves auto-approve, which keeps to English.
+HELDOUT12 = {
+    "en": (13, 20, 5, 45),
+    "de": (20, 20, 5, 30),
+    "fr": (16, 20, 5, 30),
+    "es": (14, 20, 4, 30),
+    "pt": (15, 20, 5, 30),
+    "it": (16, 20, 2, 30),
+    "nl": (17, 20, 4, 30),
+    "pl": (17, 20, 4, 30),
+    "ru": (14, 20, 1, 30),
+    "zh-Hans": (13, 20, 2, 30),
+    "ja": (14, 20, 3, 30),
+    "ko": (11, 20, 1, 30),
+}
+
+
+@needs_e5
+def test_heldout12_figures_as_measured_decide_which_languages_auto_approve():
+    from test_injection_multilingual import held_as_measured
+
+    met = held_as_measured("heldout12_multilingual.jsonl", HELDOUT12)[2]  # the freshest measured held-out set
+    assert met == set() and met | {"en"} == injection.AUTO_APPROVE_LANGUAGES
