@@ -241,19 +241,28 @@ def cosines(a, b):
     every product and every partial sum of a dot product is an integer below 2**53: a float64 matmul is then exact
     whatever order or fused multiply-add the kernel uses, and the final square root and division are correctly
     rounded. The rounding moves a cosine by about 2**-bits (≈ 1e-6 at 256 dimensions). A zero row scores 0."""
+    return cosines_of(cosine_rows(a), cosine_rows(b))
+
+
+def cosine_rows(m) -> tuple:
+    """One side of `cosines`: its rows rounded to the grid (`bits` from their dimension) and their norms. A caller
+    scoring many queries against the same rows keeps this (`selection`'s lesson side) and calls `cosines_of`."""
     import numpy as np  # imported on use: the CLI's resolve path never loads numpy
 
-    a, b = np.atleast_2d(np.asarray(a, dtype=np.float64)), np.atleast_2d(np.asarray(b, dtype=np.float64))
-    if a.shape[1] != b.shape[1]:
-        raise ValueError(f"cosines of {a.shape[1]}- and {b.shape[1]}-dimensional vectors")
-    bits = (52 - max(a.shape[1], 1).bit_length()) // 2
+    m = np.atleast_2d(np.asarray(m, dtype=np.float64))
+    bits = (52 - max(m.shape[1], 1).bit_length()) // 2
+    peak = np.abs(m).max(axis=1, keepdims=True) if m.size else np.zeros((len(m), 1))
+    q = np.rint(m * (2.0**bits / np.where(peak > 0, peak, 1.0)))
+    return q, np.sqrt(np.einsum("ij,ij->i", q, q))  # exact integer sums: the order cannot matter
 
-    def grid(m):
-        peak = np.abs(m).max(axis=1, keepdims=True) if m.size else np.zeros((len(m), 1))
-        q = np.rint(m * (2.0**bits / np.where(peak > 0, peak, 1.0)))
-        return q, np.sqrt(np.einsum("ij,ij->i", q, q))  # exact integer sums: the order cannot matter
 
-    (qa, na), (qb, nb) = grid(a), grid(b)
+def cosines_of(a: tuple, b: tuple):
+    """`cosines` of two sides made by `cosine_rows`."""
+    import numpy as np
+
+    (qa, na), (qb, nb) = a, b
+    if qa.shape[1] != qb.shape[1]:
+        raise ValueError(f"cosines of {qa.shape[1]}- and {qb.shape[1]}-dimensional vectors")
     norms = np.outer(na, nb)
     return np.divide(qa @ qb.T, norms, out=np.zeros(norms.shape), where=norms > 0)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from .common import cosines
+from .common import cosine_rows, cosines, cosines_of
 from .touch import STOPWORDS
 
 if TYPE_CHECKING:
@@ -142,19 +142,12 @@ def score(
     q = _encode(embedder, goals, known, query=True)
     dense = np.zeros(shape)
     if rule.dense:
-        texts = [t for lesson in lessons for t in (*lesson.triggers, lesson.text)]
-        owner = np.repeat(np.arange(len(lessons)), [len(lesson.triggers) + 1 for lesson in lessons])
-        vectors = _encode(embedder, texts, known)
-        if rule.pool == "centroid":
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            units = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-            starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])  # each lesson's rows are contiguous
-            dense = cosines(q, np.add.reduceat(units, starts, axis=0))  # the mean's direction: the sum's
-        else:
-            dense = np.full(shape, -1.0)
-            np.maximum.at(dense.T, owner, cosines(q, vectors).T)
+        rows, starts = _lesson_side(embedder, lessons, rule.pool, known)
+        dense = cosines_of(cosine_rows(q), rows)
+        if starts is not None:  # "max": each lesson's best row (its rows are contiguous)
+            dense = np.maximum.reduceat(dense, starts, axis=1)
     lexical = (
-        _tfidf(goals, [" ".join((*lesson.triggers, lesson.text)) for lesson in lessons])
+        _tfidf(goals, tuple(" ".join((*lesson.triggers, lesson.text)) for lesson in lessons))
         if rule.lexical
         else np.zeros(shape)
     )
@@ -192,17 +185,47 @@ def _encode(embedder, texts: Sequence[str], known: dict, *, query: bool = False)
     return np.stack([known[t] for t in texts])
 
 
+# A session's goals score the same lessons: their side of the dense cosines is kept, per embedder, pooling and
+# lessons (an embedder's vector of a text is a function of the two), the most recent `_SIDES_MAX`.
+_SIDES: dict[tuple, tuple] = {}
+_SIDES_MAX = 8
+
+
+def _lesson_side(embedder, lessons: Sequence[Candidate], pool: str, known: dict) -> tuple:
+    """(the lessons' rows as `cosine_rows` makes them, each lesson's first row for "max" or None): one row a lesson
+    for "centroid" (the sum of its unit vectors: the mean's direction), one a text for "max"."""
+    import numpy as np
+
+    key = (id(embedder), pool, tuple((lesson.triggers, lesson.text) for lesson in lessons))
+    kept = _SIDES.pop(key, None)
+    if kept is None or kept[0] is not embedder:  # the embedder held by the entry: its id cannot be reused meanwhile
+        texts = [t for lesson in lessons for t in (*lesson.triggers, lesson.text)]
+        starts = np.cumsum([0] + [len(lesson.triggers) + 1 for lesson in lessons[:-1]])
+        vectors = _encode(embedder, texts, known)
+        if pool == "centroid":
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            units = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+            kept = embedder, (cosine_rows(np.add.reduceat(units, starts, axis=0)), None)
+        else:
+            kept = embedder, (cosine_rows(vectors), starts)
+        while len(_SIDES) >= _SIDES_MAX:
+            del _SIDES[next(iter(_SIDES))]
+    _SIDES[key] = kept
+    return kept[1]
+
+
 def _tfidf(goals: Sequence[str], docs: Sequence[str]) -> "np.ndarray":
     """Cosines of the goals' tf-idf vectors to the lessons' (sublinear tf, smoothed idf over `docs`: scikit-learn's
     `TfidfVectorizer(sublinear_tf=True)`, which `tests/test_selection.py` holds it to; written here because
     importing scikit-learn costs a new process more than the whole resolve may)."""
-    vocab, idf, matrix = _fitted(tuple(docs))
-    return cosines(_weighted([_words(g) for g in goals], vocab, idf), matrix)
+    vocab, idf, rows = _fitted(tuple(docs))
+    return cosines_of(cosine_rows(_weighted([_words(g) for g in goals], vocab, idf)), rows)
 
 
 @lru_cache(maxsize=16)
 def _fitted(docs: tuple[str, ...]):
-    """The vocabulary, idf and tf-idf rows of one set of lessons (kept: a session's goals score the same set)."""
+    """The vocabulary, idf and tf-idf rows (as `cosine_rows` makes them) of one set of lessons (kept: a session's
+    goals score the same set)."""
     words = [_words(d) for d in docs]
     vocab = {w: i for i, w in enumerate(sorted({w for ws in words for w in ws}))}
     df = [0] * len(vocab)
@@ -210,7 +233,7 @@ def _fitted(docs: tuple[str, ...]):
         for w in set(ws):
             df[vocab[w]] += 1
     idf = [math.log((1 + len(docs)) / (1 + n)) + 1 for n in df]
-    return vocab, idf, _weighted(words, vocab, idf)
+    return vocab, idf, cosine_rows(_weighted(words, vocab, idf))
 
 
 def _weighted(texts: Sequence[list[str]], vocab: dict[str, int], idf: list[float]) -> "np.ndarray":

@@ -168,3 +168,45 @@ def test_centroid_pooling_scores_the_mean_direction_of_a_lessons_evidence(emb):
     assert got == pytest.approx(expected, abs=1e-5)
     with pytest.raises(ValueError):
         sel.SelectionRule(pool="mean")
+
+
+def _score_unkept(goals, lessons, embedder, rule):
+    """The oracle: the scores as computed before the lesson side was kept — every side from its vectors, the
+    cosines in one `common.cosines` call, "max" pooled by `np.maximum.at`."""
+    from overlay_kit.common import cosines
+
+    q = np.asarray(embedder.encode(goals), dtype=np.float64)
+    texts = [t for x in lessons for t in (*x.triggers, x.text)]
+    owner = np.repeat(np.arange(len(lessons)), [len(x.triggers) + 1 for x in lessons])
+    vectors = np.asarray(embedder.encode(texts), dtype=np.float64)
+    if rule.pool == "centroid":
+        units = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        dense = cosines(q, np.stack([units[owner == j].sum(axis=0) for j in range(len(lessons))]))
+    else:
+        dense = np.full((len(goals), len(lessons)), -1.0)
+        np.maximum.at(dense.T, owner, cosines(q, vectors).T)
+    return dense
+
+
+@pytest.mark.parametrize("pool", ["centroid", "max"])
+def test_the_kept_lesson_side_scores_exactly_as_one_made_afresh(emb, pool):
+    """A session's goals score the same lessons: their side is kept (`selection._SIDES`). Kept or made afresh, and
+    against the scores as computed before it was kept, every score is the same to the bit; a lesson whose evidence
+    grows is scored from its new side."""
+    rule = sel.SelectionRule(lexical=1.0, pool=pool)
+    lessons = [
+        sel.Candidate(t, (f"an email about the {t}", f"the {t} again"), f"Reply about the {t} within a day.")
+        for t in TOPICS
+    ]
+    goals = ["the printer jammed", "book the kayak trip", "a question about my mortgage rate"]
+    sel._SIDES.clear()
+    sel._fitted.cache_clear()
+    fresh = sel.score(goals, lessons, emb, rule)
+    kept = sel.score(goals, lessons, emb, rule)
+    assert any(k[1] == pool for k in sel._SIDES)
+    for a, b in ((fresh.dense, kept.dense), (fresh.lexical, kept.lexical)):
+        assert np.array_equal(a, b)
+    assert np.array_equal(fresh.dense, _score_unkept(goals, lessons, emb, rule))
+    grown = [replace(lessons[0], triggers=(*lessons[0].triggers, "the printer jammed")), *lessons[1:]]
+    assert np.array_equal(sel.score(goals, grown, emb, rule).dense, _score_unkept(goals, grown, emb, rule))
+    assert sel.score(goals, grown, emb, rule).dense[0, 0] != kept.dense[0, 0]
