@@ -208,8 +208,8 @@ def _lesson_side(embedder, lessons: Sequence[Candidate], pool: str, known: dict)
             kept = embedder, (cosine_rows(np.add.reduceat(units, starts, axis=0)), None)
         else:
             kept = embedder, (cosine_rows(vectors), starts)
-        while len(_SIDES) >= _SIDES_MAX:
-            del _SIDES[next(iter(_SIDES))]
+        while len(_SIDES) >= _SIDES_MAX:  # the oldest out (another thread may have taken it first)
+            _SIDES.pop(next(iter(_SIDES), None), None)
     _SIDES[key] = kept
     return kept[1]
 

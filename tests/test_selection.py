@@ -210,3 +210,23 @@ def test_the_kept_lesson_side_scores_exactly_as_one_made_afresh(emb, pool):
     grown = [replace(lessons[0], triggers=(*lessons[0].triggers, "the printer jammed")), *lessons[1:]]
     assert np.array_equal(sel.score(goals, grown, emb, rule).dense, _score_unkept(goals, grown, emb, rule))
     assert sel.score(goals, grown, emb, rule).dense[0, 0] != kept.dense[0, 0]
+
+
+def test_the_kept_sides_serve_threads_that_score_many_lesson_sets(emb):
+    """More lesson sets than are kept, scored from eight threads at once: every score is its set's own (eviction
+    under contention never raises nor mixes sides up)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rule = sel.SelectionRule(lexical=1.0, pool="centroid")
+    sets = [
+        [sel.Candidate(f"{k}-{t}", (f"an email about the {t}",), f"Reply about the {t}, set {k}.") for t in TOPICS]
+        for k in range(3 * sel._SIDES_MAX)
+    ]
+    goal = ["the printer jammed"]
+    expected = [_score_unkept(goal, s, emb, rule) for s in sets]
+
+    def same(k: int) -> bool:
+        return np.array_equal(sel.score(goal, sets[k % len(sets)], emb, rule).dense, expected[k % len(sets)])
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(same, range(10 * len(sets))))
