@@ -55,6 +55,7 @@ __all__ = [
     "equal_tokens",
     "equal_tokens_table",
     "load",
+    "mem0_arm",
     "metrics_of",
     "paired_by_lesson",
     "Reranker",
@@ -142,7 +143,7 @@ def arms(rule, installed: Sequence[str]) -> list[Arm]:
     hybrid = ("dense", "lexical")
     for e in installed:  # the stand-ins search with the same embedder as the selections they are compared to
         out += [
-            Arm(f"mem0-{e}", "mem0", e, False, params={"k": p["mem0_top_k"], "threshold": p["mem0_threshold"]}),
+            mem0_arm(e, p),
             Arm(f"letta-{e}", "letta", e, False, params={"chars": p["letta_block_chars"], "k": p["letta_archival_k"]}),
             Arm(f"text-only-{e}", "selection", e, triggers=False),
             Arm(f"dense-{e}", "selection", e),
@@ -156,6 +157,17 @@ def arms(rule, installed: Sequence[str]) -> list[Arm]:
                 Arm(f"hybrid-section-centroid-{e}", "selection", e, weights=(*hybrid, "section"), pool="centroid"),
             ]
     return out
+
+
+def mem0_arm(embedder: str, params: dict) -> Arm:
+    """Mem0's search stand-in with this embedder: the top `mem0_top_k` at cosine >= `mem0_threshold` (the rule's)."""
+    return Arm(
+        f"mem0-{embedder}",
+        "mem0",
+        embedder,
+        False,
+        params={"k": params["mem0_top_k"], "threshold": params["mem0_threshold"]},
+    )
 
 
 # ------------------------------------------------------------------------------------------ trials
@@ -624,13 +636,7 @@ def equal_tokens(rule, corpus: SelectionCorpus | None = None, held_out: Selectio
     p = rule.params
     corpus = corpus or load("dev")
     arm, base = shipped_arm(), sel.shipped_rule()
-    mem0 = Arm(
-        f"mem0-{arm.embedder}",
-        "mem0",
-        arm.embedder,
-        False,
-        params={"k": p["mem0_top_k"], "threshold": p["mem0_threshold"]},
-    )
+    mem0 = mem0_arm(arm.embedder, p)
     budget = float(trial(corpus, mem0, None, split="tune", size=p["size"]).tokens.mean())
     spend = {
         k: float(trial(corpus, arm, replace(base, k=k), split="tune", size=p["size"]).tokens.mean())
