@@ -78,6 +78,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench_selection import time_select
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 VARIANTS = ("wordllama", "st", "torch", "ort-fp32", "ort-int8", "ort-int8-tensor", "ct2-int8")
@@ -348,17 +350,7 @@ def child(variant: str, onnx_dir: Path, vectors_out: Path, timing: bool) -> dict
         for key, emb in (("select_ms", embedder), ("select_goal_vector_given_ms", known)):
             out[key] = {"lessons": len(lessons), "goals": len(select_goals)}
             for name, rule in _rules().items():
-                vectors: dict = {}
-                sel.select(select_goals[:1], lessons, emb, rule, vectors=vectors)  # the lessons' vectors, once
-                times = []
-                for g in select_goals:
-                    t = time.perf_counter()
-                    sel.select([g], lessons, emb, rule, vectors=vectors)
-                    times.append((time.perf_counter() - t) * 1000)
-                out[key][name] = {
-                    "median": round(float(np.median(times)), 3),
-                    "p90": round(float(np.percentile(times, 90)), 3),
-                }
+                out[key][name] = time_select(select_goals, lessons, emb, rule)
     texts = goals + others
     vecs = embedder.encode(texts)  # `st` as the study embeds: sentence-transformers' batches of 256
     np.savez(vectors_out, texts=np.asarray(texts, dtype=object), vectors=np.asarray(vecs, dtype=np.float32))

@@ -39,7 +39,6 @@ SIZE, GOALS = 300, 200
 
 def one(embedder_name: str) -> dict:
     """Time every configuration for one embedder in this (single-threaded) process."""
-    import numpy as np
 
     from overlay_kit import retrieval
     from overlay_kit import selection as sel
@@ -57,18 +56,25 @@ def one(embedder_name: str) -> dict:
     for (name, (lexical, section)), pool in itertools.product(CONFIGS.items(), POOLS):
         rule = sel.SelectionRule(lexical=lexical, section=section, floor=-1e9, k=20, pool=pool)
         name = name if pool == "max" else f"{name}-{pool}"
-        vectors: dict = {}
-        sel.select(goals[:1], lessons, embedder, rule, vectors=vectors)  # the lessons' vectors, once
-        times = []
-        for g in goals:
-            t = time.perf_counter()
-            sel.select([g], lessons, embedder, rule, vectors=vectors)
-            times.append((time.perf_counter() - t) * 1000)
-        out[name] = {
-            "median_ms": round(float(np.median(times)), 3),
-            "p90_ms": round(float(np.percentile(times, 90)), 3),
-        }
+        out[name] = time_select(goals, lessons, embedder, rule)
     return out
+
+
+def time_select(goals: list[str], lessons: list, embedder, rule) -> dict:
+    """One goal's `selection.select` at a time, warm (the lessons' vectors embedded once first): median and 90th
+    percentile in ms."""
+    import numpy as np
+
+    from overlay_kit import selection as sel
+
+    vectors: dict = {}
+    sel.select(goals[:1], lessons, embedder, rule, vectors=vectors)  # the lessons' vectors, once
+    times = []
+    for g in goals:
+        t = time.perf_counter()
+        sel.select([g], lessons, embedder, rule, vectors=vectors)
+        times.append((time.perf_counter() - t) * 1000)
+    return {"median_ms": round(float(np.median(times)), 3), "p90_ms": round(float(np.percentile(times, 90)), 3)}
 
 
 def cold(runs: int = 7) -> dict:
