@@ -1,6 +1,7 @@
 """The same answer on every CPU: the cosine every decision reads is exact (held to an integer oracle), and the
 scores, embeddings and rebase decisions come out bit for bit the same under different OpenBLAS kernels, while
-the plain float32 product they replace does not (so the kernels really differed)."""
+the plain float32 product they replace does not (so the kernels really differed), and with numpy's own loops held
+to its baseline instruction set (an AVX-512 machine then runs what one without AVX2 runs)."""
 
 import json
 import math
@@ -70,6 +71,7 @@ def test_cosines_are_cosines_and_refuse_mismatched_dimensions():
 PROBE = r"""
 import hashlib, json, sys
 import numpy as np
+from numpy._core import _multiarray_umath as umath
 from overlay_kit import rebase
 from overlay_kit.anchor import parse
 from overlay_kit.common import cosines
@@ -88,13 +90,13 @@ for seed in range(3):
     for k in range(len(bodies) - 1):
         plan = rebase.plan_update(rebase.Update(parse(bodies[k]), parse(bodies[k + 1])), rebase.EmbeddingPolicy())
         plans.append([[d.state, d.proposal and (d.proposal.section, d.proposal.score)] for d in plan.decisions])  # full precision
-print(json.dumps({"raw": h(x @ x.T), "cosines": h(cosines(x, x)), "embeddings": h(vectors),
+print(json.dumps({"numpy": [t for t in umath.__cpu_dispatch__ if umath.__cpu_features__.get(t)], "raw": h(x @ x.T), "cosines": h(cosines(x, x)), "embeddings": h(vectors),
                   "search": [[(hit.delta_id, hit.cosine) for hit in index.search(v, 0.2)] for v in vectors[:8]],
                   "plans": hashlib.sha256(json.dumps(plans).encode()).hexdigest()}))
 """
 
 
-def test_scores_embeddings_and_rebase_decisions_are_the_same_under_every_blas_kernel():
+def test_scores_embeddings_and_rebase_decisions_are_the_same_under_every_blas_kernel_and_numpy_loop():
     runs = {}
     for kernel in ("Prescott", "Haswell", "SandyBridge"):
         env = dict(os.environ, OPENBLAS_CORETYPE=kernel, OPENBLAS_NUM_THREADS="1")
@@ -102,7 +104,16 @@ def test_scores_embeddings_and_rebase_decisions_are_the_same_under_every_blas_ke
         runs[kernel] = json.loads(out.stdout.strip().splitlines()[-1])
     if len({r["raw"] for r in runs.values()}) == 1:
         pytest.skip("this machine's BLAS ignores OPENBLAS_CORETYPE: the kernels cannot be varied here")
+    from numpy._core import _multiarray_umath as umath
+
+    lowered = dict(env, NPY_DISABLE_CPU_FEATURES=" ".join(umath.__cpu_dispatch__))  # numpy's own baseline loops
+    out = subprocess.run([sys.executable, "-c", PROBE], env=lowered, capture_output=True, text=True, check=True)
+    runs["SandyBridge, numpy at its baseline"] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert runs["SandyBridge, numpy at its baseline"]["numpy"] == []  # numpy really ran its baseline loops
     first = runs["Prescott"]
     for kernel, got in runs.items():
-        assert {k: v for k, v in got.items() if k != "raw"} == {k: v for k, v in first.items() if k != "raw"}, kernel
+        same = ("raw", "numpy")
+        assert {k: v for k, v in got.items() if k not in same} == {k: v for k, v in first.items() if k not in same}, (
+            kernel
+        )
     assert any(first["search"])  # the search compared real hits, not empty lists

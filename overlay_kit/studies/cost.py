@@ -442,7 +442,7 @@ def regression_at(rows: Sequence[dict], learned_tokens: float) -> tuple[float, b
     extrapolated along the last two (the flag says so)."""
     xs = np.array([r["learned_tokens"] for r in rows], float)
     ys = np.array([r["regression"] for r in rows], float)
-    order = np.argsort(xs)
+    order = np.argsort(xs, kind="stable")
     xs, ys = xs[order], ys[order]
     if learned_tokens <= xs[-1]:
         return float(np.interp(learned_tokens, xs, ys)), False

@@ -335,7 +335,7 @@ def growth(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per file (≥ 2 versions): its last version's lines, rule units and (near-)duplicate units, lines added
     per update, rule events made."""
     versions, pairs, events = frames["versions"], frames["pairs"], frames["events"]
-    last = versions.sort_values("version").groupby("file").tail(1).set_index("file")
+    last = versions.sort_values("version", kind="stable").groupby("file").tail(1).set_index("file")
     files = frames["files"].set_index("id")
     files = files[files["versions"] >= 2]
     out = pd.DataFrame(

@@ -138,7 +138,7 @@ def nonrecurrence(
     (its window is not over yet) unless `censor=False`."""
     sig = signals.copy()
     if order is None:
-        first = sig.groupby("session")["at"].min().sort_values()
+        first = sig.groupby("session")["at"].min().sort_values(kind="stable")
         order = {s: k for k, s in enumerate(first.index)}
     sig["ordinal"] = sig["session"].map(order)
     if sig["ordinal"].isna().any():

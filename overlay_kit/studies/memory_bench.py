@@ -713,7 +713,7 @@ class MemoryBench:
         g = self.growth[self.growth.architecture == arch]
         if g.empty:
             return {"held_share_end": np.nan, "held_tokens_end": np.nan, "growth": ""}
-        end = g.sort_values("index").groupby(["user", "history"]).tail(1)
+        end = g.sort_values("index", kind="stable").groupby(["user", "history"]).tail(1)
         share = end.held_lessons.sum() / max(1, end.taught.sum())
         factor = end.held_tokens.sum() / max(1, end.taught_tokens.sum())
         verdict = (
@@ -768,7 +768,7 @@ class MemoryBench:
     def _realistic_world(self, title: str) -> str:
         """`title`: what ran on the realistic-scale world (seeds, users, sessions, the lessons the agents held)."""
         p = self.params
-        g = self.growth.sort_values("index").groupby(["architecture", "user", "history"]).tail(1)
+        g = self.growth.sort_values("index", kind="stable").groupby(["architecture", "user", "history"]).tail(1)
         held = g[g.architecture == p["architectures"][0]].taught
         return (
             f"{title}: seeds {list(p['seeds'])}, {p['users']} users of up to {p['sessions']} sessions "

@@ -257,7 +257,7 @@ def agents(w: world.World, rule: RuleFile | None = None) -> tuple[list[Agent], p
             raise RuleFileError(rule.path, f"params.domains.{domain}", "the world has this domain; the rule maps none")
         spec = domains[domain]
         skill = load_skill(dataset_path(*spec["skill"].split("/")))
-        group = group.sort_values("index")
+        group = group.sort_values("index", kind="stable")
         taught = group[group.taught]
         later = group[group.needs.notna() & ~group.taught]  # the first need of a lesson teaches it
         needs = tuple((int(i), str(lesson)) for i, lesson in zip(later["index"], later.needs))
