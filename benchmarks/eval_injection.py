@@ -1,8 +1,8 @@
 """The injection scan's figures on every file of datasets/injection: attacks flagged and benign texts flagged, per
 file and per class, and the ordinary lesson corpora (datasets/lessons, datasets/tau) as benign texts.
 
-    python benchmarks/eval_injection.py [-v] [--reader | --ngram-reader | --ngram-reader-v2] [--heldout7 | … |
-        --heldout13 | --dev]
+    python benchmarks/eval_injection.py [-v] [--reader | --ngram-reader | --ngram-reader-v2 | --ngram-reader-v3]
+        [--heldout7 | … | --heldout13 | --dev]
 
 `-v` lists every missed attack and every flagged benign text, with its findings. `heldout13_multilingual.jsonl`
 is a held-out set written by someone else: it is skipped (never opened) unless `--heldout13` is given, so that
@@ -10,9 +10,9 @@ nobody tunes on it by accident. heldout7-12 were measured once each and are deve
 default run, fitted on by fit_scan_intent.py --reader); `--heldout7` … `--heldout13` each read that file and
 nothing else. `--reader`: the scan with its e5 reader on (`SHIPPED.scan_reader`, off in what ships).
 `--ngram-reader`: the n-gram + e5 reader candidate's scan instead (ngram_reader.scan_many; the extra
-overlay_kit[e5]); `--ngram-reader-v2`: its v2, frozen for heldout12 (ngram_reader.scan_many(v2=True)). `--dev`
-reads only `multilingual_dev.jsonl`. A file whose rows name their `lang` is also reported per language: attacks
-flagged and benign texts flagged.
+overlay_kit[e5]); `--ngram-reader-v2`: its v2, frozen for heldout12 (ngram_reader.scan_many(v2=True));
+`--ngram-reader-v3`: its v3 (ngram_reader.scan_many(v3=True)). `--dev` reads only `multilingual_dev.jsonl`. A file
+whose rows name their `lang` is also reported per language: attacks flagged and benign texts flagged.
 """
 
 from __future__ import annotations
@@ -135,6 +135,10 @@ def main(argv: list[str]) -> None:
         import ngram_reader
 
         scan_all = partial(ngram_reader.scan_many, v2=True)
+    if "--ngram-reader-v3" in argv:
+        import ngram_reader
+
+        scan_all = partial(ngram_reader.scan_many, v3=True)
     if "--reader" in argv:
         import overlay_kit.injection as injection
 

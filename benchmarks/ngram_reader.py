@@ -4,23 +4,25 @@ n-grams and multilingual-e5's embedding, judging what the scan's word families j
     scan_many(texts) -> list[tuple[str, ...]]   # the candidate scan: findings per text, empty when clean
     scores(texts) -> numpy array                # the model's score per text (at or above 0: an injection)
 
-Two frozen candidates, both called with `v2=False` (v1, the default) or `v2=True`:
+Three candidates, called with `v2=False` (v1, the default), `v2=True` or `v3=True`:
 
 - v1 (WEIGHTS): judged once on heldout11 and failed (datasets/injection/HELDOUT11.md). Keeps the product's
   canonical English phrase findings.
 - v2 (WEIGHTS_V2): the same model refitted with heldout11 among the development files, keeping none of the
   product's `instruction-override` findings (the model alone reads the words; the hard findings stay); frozen
-  with its decision rule on heldout12 (datasets/injection/HELDOUT12.md).
+  with its decision rule on heldout12 (datasets/injection/HELDOUT12.md), where it failed.
+- v3 (WEIGHTS_V3): refitted with heldout12 among the development files, on char_wb 3-6 grams, e5, and the scan's
+  word families (`injection.intent_families`) as features; v2's findings kept (fit_ngram_reader.py).
 
 Features: the distinct char_wb 2-5 grams of the lower-cased text that are in the fitted vocabulary, as a binary
 vector scaled to unit length (scikit-learn's CountVectorizer(analyzer="char_wb", binary=True) then Normalizer),
-next to e5's unit "query: " embedding (`injection.reader_embeddings`, the extra overlay_kit[e5]). The weights
+next to e5's unit "query: " embedding and, in v3, one weight per word family present (`injection.reader_embeddings`, the extra overlay_kit[e5]). The weights
 (WEIGHTS, written by fit_ngram_reader.py --write) are read with the standard library and numpy: no scikit-learn at
 scan time; tests/test_injection_ngram_reader.py holds the n-gram part equal to scikit-learn's pipeline.
 
 The candidate scan: the product's scan with its reader off (`injection.scan_many`), minus the word-family
-findings (v1: every `instruction-override` finding but the canonical English phrases, `_OVERRIDE`'s; v2: every
-`instruction-override` finding), plus the model's finding on a text nothing else flags. Hard findings (hidden text, URLs, tool calls, look-alikes, a
+findings (v1: every `instruction-override` finding but the canonical English phrases, `_OVERRIDE`'s; v2, v3:
+every `instruction-override` finding), plus the model's finding on a text nothing else flags. Hard findings (hidden text, URLs, tool calls, look-alikes, a
 language the scan does not read, ...) stay.
 """
 
@@ -36,9 +38,11 @@ from pathlib import Path
 import numpy as np
 
 from overlay_kit import injection
+from overlay_kit.textguard import views
 
 WEIGHTS = Path(__file__).with_name("ngram_reader_weights.json.gz")
 WEIGHTS_V2 = Path(__file__).with_name("ngram_reader_v2_weights.json.gz")
+WEIGHTS_V3 = Path(__file__).with_name("ngram_reader_v3_weights.json.gz")
 FINDING = "instruction-override (ngram reader {:+.2f})"
 _CANONICAL = ("instruction-override: ", "instruction-override (after folding): ")
 _WHITE = re.compile(r"\s\s+")
@@ -48,9 +52,9 @@ class WeightsError(ValueError):
     """The weights file is missing a field or its arrays disagree in length."""
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=3)
 def model(path: Path = WEIGHTS) -> tuple[dict[str, float], np.ndarray, float, tuple[int, int]]:
-    """(n-gram -> weight, e5 weights, bias, n-gram range) from a weights file (WEIGHTS or WEIGHTS_V2)."""
+    """(n-gram -> weight, e5 weights, bias, n-gram range) from a weights file (WEIGHTS, WEIGHTS_V2 or WEIGHTS_V3)."""
     with gzip.open(path, "rt", encoding="utf-8") as f:
         w = json.load(f)
     try:
@@ -92,13 +96,28 @@ def char_scores(texts: list[str], path: Path = WEIGHTS) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=3)
+def family_weights(path: Path = WEIGHTS) -> dict[str, float]:
+    """Word family -> weight (v3's file; none in v1's and v2's)."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return json.load(f).get("family_weights", {})
+
+
+def family_scores(texts: list[str], path: Path = WEIGHTS) -> np.ndarray:
+    """The word-family part of each text's score: the weights of the families `injection.intent_families` finds."""
+    weights = family_weights(path)
+    if not weights:
+        return np.zeros(len(texts))
+    return np.array([math.fsum(weights.get(f, 0.0) for f in injection.intent_families(views(t))) for t in texts])
+
+
 def scores(texts: list[str], embeddings: np.ndarray | None = None, path: Path = WEIGHTS) -> np.ndarray:
     """The model's score of each text (at or above 0: read as an injection); `embeddings`: their
     `injection.reader_embeddings`, if at hand."""
     _, e5, bias, _ = model(path)
     if embeddings is None:
         embeddings = injection.reader_embeddings(texts) if texts else np.zeros((0, 384))
-    return char_scores(texts, path) + embeddings @ e5 + bias
+    return char_scores(texts, path) + family_scores(texts, path) + embeddings @ e5 + bias
 
 
 def kept(found: tuple[str, ...], v2: bool = False) -> tuple[str, ...]:
@@ -107,16 +126,18 @@ def kept(found: tuple[str, ...], v2: bool = False) -> tuple[str, ...]:
     return tuple(f for f in found if not f.startswith("instruction-override") or (not v2 and f.startswith(_CANONICAL)))
 
 
-def scan_many(texts: list[str], found: list[tuple[str, ...]] | None = None, v2: bool = False) -> list[tuple[str, ...]]:
-    """The candidate scan of each text (v1, or v2); `found`: the product's scan of them with its reader off, if
+def scan_many(
+    texts: list[str], found: list[tuple[str, ...]] | None = None, v2: bool = False, v3: bool = False
+) -> list[tuple[str, ...]]:
+    """The candidate scan of each text (v1, v2 or v3); `found`: the product's scan of them with its reader off, if
     at hand."""
     if found is None:
         found = injection.scan_many(texts) if not injection.reader_available() else None
         if found is None:
             raise RuntimeError("the candidate reads the scan with the product's reader off (SHIPPED.scan_reader)")
-    out = [kept(f, v2) for f in found]
+    out = [kept(f, v2 or v3) for f in found]
     todo = [i for i, f in enumerate(out) if not f and texts[i].strip()]
-    path = WEIGHTS_V2 if v2 else WEIGHTS
+    path = WEIGHTS_V3 if v3 else WEIGHTS_V2 if v2 else WEIGHTS
     for i, s in zip(todo, scores([texts[i] for i in todo], path=path) if todo else ()):
         if s >= 0:
             out[i] = (FINDING.format(float(s)),)
