@@ -27,6 +27,7 @@ Every fast variant embeds one text per call (a text's vector never depends on wh
     .venv/bin/python benchmarks/bench_minilm_fast.py --variants st,ort-int8 --skip-kernels --skip-load
     .venv/bin/python benchmarks/bench_minilm_fast.py --export-only     # the ONNX files and their sha256, twice
     .venv/bin/python benchmarks/bench_minilm_fast.py --pin-malloc      # glibc's mmap threshold pinned in children
+    .venv/bin/python benchmarks/bench_minilm_fast.py --only-isa --isa Haswell,SandyBridge  # fp32 under qemu
 
 It needs onnxruntime, onnx, onnxscript (which torch.onnx imports) and ctranslate2 importable, e.g.
 `pip install onnxruntime==1.32.0 onnx==1.23.2 onnxscript==0.7.2 ctranslate2==4.8.5` (or a `pip --target` folder on
@@ -63,7 +64,13 @@ are byte-reproducible. It prints one JSON line per step:
    and its GEMM through MKL (CT2_USE_MKL=1). onnxruntime has no switch for its kernels: its int8 is not tested
    across instruction sets here. Max abs difference from the same variant's default run, and the top-20
    selections that change;
-7. `summary`: the load average before and after, the machine.
+7. `isa` (with `--isa MODELS`): onnxruntime picks its MLAS kernels from the CPU's instruction sets at run time,
+   with no switch to hold them, so `ort-fp32`'s vectors are re-made under `qemu-x86_64 -cpu MODEL` (user-mode
+   emulation; Debian's `qemu-user`), whose CPUID offers that model's instruction sets (Haswell: AVX2 and FMA, no
+   AVX-512, as on the AMD machines without it; SandyBridge: AVX alone), for `isa_texts` (the mailbox agent at 300
+   lessons: ~1,900 texts, about half a second each under the emulator), and compared with the same texts embedded
+   natively: max abs difference, and the top-20 selections that change under the four arms;
+8. `summary`: the load average before and after, the machine.
 """
 
 from __future__ import annotations
@@ -492,13 +499,18 @@ def _study_with(caches: dict[str, dict]):
     return study
 
 
+def _held_goals(study, corpus, agent: str, pool) -> list[str]:
+    """Every goal of the agent (both splits) whose needed lessons are all in `pool`."""
+    held = {x.id for x in pool}
+    return [g.text for split in ("tune", "eval") for g in study._goals(corpus, agent, split) if set(g.needs) <= held]
+
+
 def _top20(study, corpus, cache: dict, agent: str, size: int | None, rule) -> dict[str, tuple]:
     """Every goal of the agent (both splits) held by the size-`size` sample → its admitted lessons, best first."""
     from overlay_kit import selection as sel
 
     pool = study._pool(corpus, agent, size, 0)
-    held = {x.id for x in pool}
-    goals = [g.text for split in ("tune", "eval") for g in study._goals(corpus, agent, split) if set(g.needs) <= held]
+    goals = _held_goals(study, corpus, agent, pool)
     texts = study.Texts(None)
     texts.passages = texts.queries = cache
     lessons = [sel.Candidate(x.id, (x.taught,), x.body, corpus.sections[agent].get(x.section, "")) for x in pool]
@@ -521,12 +533,35 @@ def _rules() -> dict:
     }
 
 
-def selections(study, corpus, cache: dict) -> dict:
+def selections(study, corpus, cache: dict, agents=(("mailbox", SIZE), ("coding", None))) -> dict:
     return {
         (agent, size, name): _top20(study, corpus, cache, agent, size, rule)
-        for agent, size in (("mailbox", SIZE), ("coding", None))
+        for agent, size in agents
         for name, rule in _rules().items()
     }
+
+
+def isa_texts(corpus) -> list[str]:
+    """What `selections` reads for the mailbox agent at 300 lessons: its sample's triggers, texts and sections, and
+    every goal it holds (both splits): the `isa` step's texts, few enough to embed under an emulator."""
+    from overlay_kit.studies import selection as study
+
+    pool = study._pool(corpus, "mailbox", SIZE, 0)
+    goals = _held_goals(study, corpus, "mailbox", pool)
+    texts = [t for x in pool for t in (x.taught, x.body)] + list(corpus.sections["mailbox"].values())
+    return list(dict.fromkeys(goals + texts))
+
+
+def isa_child(onnx_dir: Path, vectors_out: Path) -> dict:
+    """`ort-fp32`'s vectors of `isa_texts`, one text a call, to `vectors_out` (run natively or under qemu)."""
+    import numpy as np
+
+    from overlay_kit.studies import selection as study
+
+    texts = isa_texts(study.load("dev"))
+    vecs = load("ort-fp32", onnx_dir).encode(texts)
+    np.savez(vectors_out, texts=np.asarray(texts, dtype=object), vectors=np.asarray(vecs, dtype=np.float32))
+    return {"texts": len(texts)}
 
 
 def changes(a: dict, b: dict) -> dict:
@@ -587,9 +622,9 @@ PINNED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD
 _CHILD_ENV: dict = {}
 
 
-def _run_child(args: list[str], env_extra: dict | None = None) -> dict:
+def _run_child(args: list[str], env_extra: dict | None = None, prefix: tuple[str, ...] = ()) -> dict:
     env = dict(os.environ, **ONE_THREAD, **_CHILD_ENV, **(env_extra or {}))
-    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env)
+    proc = subprocess.run([*prefix, sys.executable, __file__, *args], capture_output=True, text=True, env=env)
     if proc.returncode:
         raise RuntimeError(f"{args}: {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -597,6 +632,37 @@ def _run_child(args: list[str], env_extra: dict | None = None) -> dict:
 
 def _emit(record: dict) -> None:
     print(json.dumps(record), flush=True)
+
+
+def _emit_isa(args) -> None:
+    """The `isa` step: `ort-fp32` natively and under each qemu CPU model, compared."""
+    from overlay_kit.studies import selection as study
+
+    corpus = study.load("dev")
+    texts = isa_texts(corpus)
+    made = {}
+    for model in ["native", *args.isa.split(",")]:
+        out = args.work / f"isa-{model}.npz"
+        prefix = () if model == "native" else ("qemu-x86_64", "-cpu", model)
+        t = time.perf_counter()
+        _run_child(["--isa-child", "--onnx-dir", str(args.onnx_dir), "--vectors", str(out)], prefix=prefix)
+        made[model] = (_cache(out), round(time.perf_counter() - t, 1))
+    agents = (("mailbox", SIZE),)
+    flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
+    native = selections(study, corpus, made["native"][0], agents)
+    for model, (cache, took) in made.items():
+        if model != "native":
+            _emit(
+                {
+                    "step": "isa",
+                    "variant": "ort-fp32",
+                    "under": f"qemu-x86_64 -cpu {model}",
+                    "native_has_avx512f": " avx512f" in flags,
+                    "seconds": took,
+                    "vs_native": agreement(made["native"][0], cache, texts),
+                    "top20_vs_native": changes(native, selections(study, corpus, cache, agents)),
+                }
+            )
 
 
 def main() -> None:
@@ -623,7 +689,13 @@ def main() -> None:
     ap.add_argument("--lessons-file", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--stored", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--no-timing", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--isa", default="", help="qemu-x86_64 CPU models to embed under (the `isa` step), e.g. Haswell")
+    ap.add_argument("--only-isa", action="store_true", help="the `isa` step alone (the fp32 export in --onnx-dir)")
+    ap.add_argument("--isa-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.isa_child:
+        _emit(isa_child(args.onnx_dir, args.vectors))
+        return
     if args.child:
         _emit(child(args.child, args.onnx_dir, args.vectors, not args.no_timing))
         return
@@ -641,6 +713,9 @@ def main() -> None:
     load_before = os.getloadavg()
     variants = [v for v in args.variants.split(",") if v]
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.only_isa:  # the fp32 export already in --onnx-dir (--export-only makes it)
+        _emit_isa(args)
+        return
     if any(v.startswith(("ort", "ct2")) for v in variants) or args.export_only:
         first, second = export(args.onnx_dir), export(args.onnx_dir.with_name(args.onnx_dir.name + "-again"))
         for v, f in first["files"].items():
@@ -648,6 +723,8 @@ def main() -> None:
         _emit({"step": "export", **first})
         if args.export_only:
             return
+    if args.isa:
+        _emit_isa(args)
     for v in variants:
         _emit(_run_child(["--child", v, "--onnx-dir", str(args.onnx_dir), "--vectors", str(args.work / f"{v}.npz")]))
     if not args.skip_load:
