@@ -10,8 +10,8 @@ nobody tunes on it by accident. heldout7-12 were measured once each and are deve
 default run, fitted on by fit_scan_intent.py --reader); `--heldout7` … `--heldout13` each read that file and
 nothing else. `--reader`: the scan with its e5 reader on (`SHIPPED.scan_reader`, off in what ships).
 `--ngram-reader`: the n-gram + e5 reader candidate's scan instead (ngram_reader.scan_many; the extra
-overlay_kit[e5]); `--ngram-reader-v2`: its v2, frozen for heldout12 (ngram_reader.scan_many(v2=True));
-`--ngram-reader-v3`: its v3 (ngram_reader.scan_many(v3=True)). `--dev` reads only `multilingual_dev.jsonl`. A file
+overlay_kit[e5]); `--ngram-reader-v2`: its v2, frozen for heldout12 (ngram_reader.scan_many(version=2));
+`--ngram-reader-v3`: its v3 (ngram_reader.scan_many(version=3)). `--dev` reads only `multilingual_dev.jsonl`. A file
 whose rows name their `lang` is also reported per language: attacks flagged and benign texts flagged.
 """
 
@@ -134,11 +134,11 @@ def main(argv: list[str]) -> None:
     if "--ngram-reader-v2" in argv:
         import ngram_reader
 
-        scan_all = partial(ngram_reader.scan_many, v2=True)
+        scan_all = partial(ngram_reader.scan_many, version=2)
     if "--ngram-reader-v3" in argv:
         import ngram_reader
 
-        scan_all = partial(ngram_reader.scan_many, v3=True)
+        scan_all = partial(ngram_reader.scan_many, version=3)
     if "--reader" in argv:
         import overlay_kit.injection as injection
 

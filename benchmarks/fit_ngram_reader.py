@@ -11,7 +11,7 @@ present), into a class-balanced LogisticRegression (C 10), the hand-written `ben
 Validation: leave one file out (a file's scenarios, in every language, are never both fitted on and judged); the
 vectorizer is fitted inside each fold. The threshold leaves HARD_FP of the hand-written benign texts, scored out of
 fold, at or above it: the written one over every file; in the per-file figures, over every other file (the judged
-file's own scores never set its threshold). Figures are the candidate scan's (ngram_reader.scan_many(v3=True): the
+file's own scores never set its threshold). Figures are the candidate scan's (ngram_reader.scan_many(version=3): the
 product's scan less every `instruction-override` finding, plus the model), per language: attacks flagged, benign
 flagged; English meets the bar only with its exfiltration at 0.8 too. heldout9-12 are the fairest of these files
 (independent authors; the lexicon was never tuned on them).
@@ -113,7 +113,7 @@ def main(write: bool) -> None:
     fams = [injection.intent_families(views(t)) for t in texts]
     names = sorted(set().union(*fams))
     F = sp.csr_matrix(np.array([[FAMILY * (n in f) for n in names] for f in fams]))
-    rest = np.array([bool(ngram_reader.kept(f, v2=True)) for f in injection.scan_many(texts)])
+    rest = np.array([bool(ngram_reader.kept(f, version=3)) for f in injection.scan_many(texts)])
     oof = np.zeros(len(data))
     for held in sorted(set(files)):
         tr, te = np.flatnonzero(files != held), np.flatnonzero(files == held)

@@ -4,7 +4,7 @@ n-grams and multilingual-e5's embedding, judging what the scan's word families j
     scan_many(texts) -> list[tuple[str, ...]]   # the candidate scan: findings per text, empty when clean
     scores(texts) -> numpy array                # the model's score per text (at or above 0: an injection)
 
-Three candidates, called with `v2=False` (v1, the default), `v2=True` or `v3=True`:
+Three candidates, called with `version=1` (the default), 2 or 3:
 
 - v1 (WEIGHTS): judged once on heldout11 and failed (datasets/injection/HELDOUT11.md). Keeps the product's
   canonical English phrase findings.
@@ -16,7 +16,8 @@ Three candidates, called with `v2=False` (v1, the default), `v2=True` or `v3=Tru
 
 Features: the distinct char_wb 2-5 grams of the lower-cased text that are in the fitted vocabulary, as a binary
 vector scaled to unit length (scikit-learn's CountVectorizer(analyzer="char_wb", binary=True) then Normalizer),
-next to e5's unit "query: " embedding and, in v3, one weight per word family present (`injection.reader_embeddings`, the extra overlay_kit[e5]). The weights
+next to e5's unit "query: " embedding (`injection.reader_embeddings`, the extra overlay_kit[e5]) and, in v3, one
+weight per word family present (v3's n-grams are 3-6). The weights
 (WEIGHTS, written by fit_ngram_reader.py --write) are read with the standard library and numpy: no scikit-learn at
 scan time; tests/test_injection_ngram_reader.py holds the n-gram part equal to scikit-learn's pipeline.
 
@@ -43,6 +44,7 @@ from overlay_kit.textguard import views
 WEIGHTS = Path(__file__).with_name("ngram_reader_weights.json.gz")
 WEIGHTS_V2 = Path(__file__).with_name("ngram_reader_v2_weights.json.gz")
 WEIGHTS_V3 = Path(__file__).with_name("ngram_reader_v3_weights.json.gz")
+VERSIONS = {1: WEIGHTS, 2: WEIGHTS_V2, 3: WEIGHTS_V3}
 FINDING = "instruction-override (ngram reader {:+.2f})"
 _CANONICAL = ("instruction-override: ", "instruction-override (after folding): ")
 _WHITE = re.compile(r"\s\s+")
@@ -53,10 +55,15 @@ class WeightsError(ValueError):
 
 
 @lru_cache(maxsize=3)
-def model(path: Path = WEIGHTS) -> tuple[dict[str, float], np.ndarray, float, tuple[int, int]]:
-    """(n-gram -> weight, e5 weights, bias, n-gram range) from a weights file (WEIGHTS, WEIGHTS_V2 or WEIGHTS_V3)."""
+def _weights_file(path: Path) -> dict:
     with gzip.open(path, "rt", encoding="utf-8") as f:
-        w = json.load(f)
+        return json.load(f)
+
+
+@lru_cache(maxsize=3)
+def model(path: Path = WEIGHTS) -> tuple[dict[str, float], np.ndarray, float, tuple[int, int]]:
+    """(n-gram -> weight, e5 weights, bias, n-gram range) from a weights file (one of VERSIONS)."""
+    w = _weights_file(path)
     try:
         vocab, char, e5, bias, lo, hi = (
             w["vocabulary"],
@@ -96,11 +103,9 @@ def char_scores(texts: list[str], path: Path = WEIGHTS) -> np.ndarray:
     return out
 
 
-@lru_cache(maxsize=3)
 def family_weights(path: Path = WEIGHTS) -> dict[str, float]:
     """Word family -> weight (v3's file; none in v1's and v2's)."""
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return json.load(f).get("family_weights", {})
+    return _weights_file(path).get("family_weights", {})
 
 
 def family_scores(texts: list[str], path: Path = WEIGHTS) -> np.ndarray:
@@ -120,25 +125,25 @@ def scores(texts: list[str], embeddings: np.ndarray | None = None, path: Path = 
     return char_scores(texts, path) + family_scores(texts, path) + embeddings @ e5 + bias
 
 
-def kept(found: tuple[str, ...], v2: bool = False) -> tuple[str, ...]:
+def kept(found: tuple[str, ...], version: int = 1) -> tuple[str, ...]:
     """The findings of the product's scan the candidate keeps: all but the word-family ones (v1 keeps the
-    canonical English phrases, v2 none of the `instruction-override` findings)."""
-    return tuple(f for f in found if not f.startswith("instruction-override") or (not v2 and f.startswith(_CANONICAL)))
+    canonical English phrases, v2 and v3 none of the `instruction-override` findings)."""
+    canonical = version == 1
+    return tuple(
+        f for f in found if not f.startswith("instruction-override") or (canonical and f.startswith(_CANONICAL))
+    )
 
 
-def scan_many(
-    texts: list[str], found: list[tuple[str, ...]] | None = None, v2: bool = False, v3: bool = False
-) -> list[tuple[str, ...]]:
-    """The candidate scan of each text (v1, v2 or v3); `found`: the product's scan of them with its reader off, if
-    at hand."""
+def scan_many(texts: list[str], found: list[tuple[str, ...]] | None = None, version: int = 1) -> list[tuple[str, ...]]:
+    """The candidate scan of each text (`version` 1, 2 or 3); `found`: the product's scan of them with its reader
+    off, if at hand."""
     if found is None:
         found = injection.scan_many(texts) if not injection.reader_available() else None
         if found is None:
             raise RuntimeError("the candidate reads the scan with the product's reader off (SHIPPED.scan_reader)")
-    out = [kept(f, v2 or v3) for f in found]
+    out = [kept(f, version) for f in found]
     todo = [i for i, f in enumerate(out) if not f and texts[i].strip()]
-    path = WEIGHTS_V3 if v3 else WEIGHTS_V2 if v2 else WEIGHTS
-    for i, s in zip(todo, scores([texts[i] for i in todo], path=path) if todo else ()):
+    for i, s in zip(todo, scores([texts[i] for i in todo], path=VERSIONS[version]) if todo else ()):
         if s >= 0:
             out[i] = (FINDING.format(float(s)),)
     return out

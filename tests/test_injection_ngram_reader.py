@@ -98,11 +98,11 @@ def test_the_candidate_keeps_hard_findings_and_drops_word_family_ones():
         "url: https://example.com",
     )
     assert ngram_reader.kept(found) == found[1:]
-    assert ngram_reader.kept(found, v2=True) == found[2:]
+    assert ngram_reader.kept(found, version=2) == ngram_reader.kept(found, version=3) == found[2:]
 
 
-@pytest.mark.parametrize("v2, v3", [(False, False), (True, False), (False, True)])
-def test_the_candidate_scan_adds_the_model_only_where_nothing_else_is_found(monkeypatch, v2, v3):
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_the_candidate_scan_adds_the_model_only_where_nothing_else_is_found(monkeypatch, version):
     used = []
 
     def scores(texts, embeddings=None, path=ngram_reader.WEIGHTS):
@@ -111,7 +111,7 @@ def test_the_candidate_scan_adds_the_model_only_where_nothing_else_is_found(monk
 
     monkeypatch.setattr(ngram_reader, "scores", scores)
     found = [("url: x",), ("instruction-override (cues): a, b",), (), ("instruction-override: 'system prompt'",)]
-    out = ngram_reader.scan_many(["a", "b", " ", "d"], found=found, v2=v2, v3=v3)
+    out = ngram_reader.scan_many(["a", "b", " ", "d"], found=found, version=version)
     hit = (ngram_reader.FINDING.format(1.5),)
-    assert out == [("url: x",), hit, (), hit if v2 or v3 else found[3]]
-    assert used == [ngram_reader.WEIGHTS_V3 if v3 else ngram_reader.WEIGHTS_V2 if v2 else ngram_reader.WEIGHTS]
+    assert out == [("url: x",), hit, (), hit if version > 1 else found[3]]
+    assert used == [ngram_reader.VERSIONS[version]]
